@@ -1,0 +1,240 @@
+"""Hybrid search over the indexed chunks, with filters and evidence anchors.
+
+Modes: ``dense`` (cosine over MiniLM vectors), ``sparse`` (BM25 with IDF), ``hybrid`` (both, fused with
+reciprocal rank fusion, RRF: score = sum_i w_i / (k + rank_i); Cormack, Clarke & Buettcher, SIGIR 2009).
+
+Every hit carries an evidence anchor (DESIGN.md "Documents"): ``{doc_id, path, sha256 (of the file),
+section, page, char_span [start, end) into the document's plain text, chunk_sha256 (of the chunk
+text), score}``. Verifying an anchor re-hashes the file and the chunk text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, select
+
+from .indexing import documents_matching
+from .store.sql import Document, DocumentContent
+from .store.vectors import Cond, VectorHit
+
+if TYPE_CHECKING:
+    from .runtime import Core
+
+MAX_K = 100
+MODES = ("hybrid", "dense", "sparse")
+#: filter keys accepted by :func:`search` and what each means.
+FILTER_KEYS = {
+    "doc_id": "one doc_id or a list of them",
+    "path_glob": "glob matched against the full path or the file name, e.g. '*.pdf' or '*/papers/*'",
+    "page_from": "first page (1-based, inclusive)",
+    "page_to": "last page (1-based, inclusive)",
+    "file_type": "one of pdf, docx, pptx, xlsx, html, md, jats, latex, txt (or a list)",
+    "section": "section taxonomy label: abstract, introduction, methods, results, discussion, conclusion, "
+               "datasets, references, other",
+}
+#: Fusion settings of hybrid mode (chosen on Cranfield; see bench/ and docs/retrieval.md).
+RRF_K = 60
+PREFETCH = 100
+HYBRID_WEIGHTS = (1.0, 1.0)
+
+
+class SearchError(ValueError):
+    """Bad search input; the message names the argument and the accepted values."""
+
+
+@dataclass
+class Hit:
+    """One search hit: the chunk, its document and its evidence anchor."""
+
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready hit: chunk_id, doc_id, title, path, page(s), section, text, score, anchor."""
+        p = self.payload
+        return {
+            "chunk_id": self.chunk_id, "doc_id": p.get("doc_id"), "title": p.get("title"), "path": p.get("path"),
+            "file_type": p.get("file_type"), "page": p.get("page"), "page_end": p.get("page_end"),
+            "section": p.get("section") or None, "section_covers": p.get("section_covers"),
+            "chunk_index": p.get("chunk_index"), "text": p.get("text"), "score": round(self.score, 6),
+            "anchor": anchor_of(self.chunk_id, p, self.score),
+        }
+
+
+def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> dict[str, Any]:
+    """The evidence anchor of a chunk payload (score None when not from a search)."""
+    return {
+        "chunk_id": chunk_id, "doc_id": p.get("doc_id"), "path": p.get("path"), "sha256": p.get("sha256"),
+        "section": p.get("section") or None, "page": p.get("page"),
+        "char_span": [p.get("char_start"), p.get("char_end")], "chunk_sha256": p.get("text_sha256"),
+        "score": None if score is None else round(score, 6),
+    }
+
+
+def _conds(core: "Core", filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
+    """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
+    if not filters:
+        return [], None
+    unknown = sorted(set(filters) - set(FILTER_KEYS))
+    if unknown:
+        raise SearchError(f"unknown filter key(s) {unknown}; accepted keys: "
+                          + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items()))
+    conds: list[Cond] = []
+    doc_ids: set[str] | None = None
+    if (v := filters.get("doc_id")) is not None:
+        vals = [v] if isinstance(v, str) else list(v)
+        if not vals or not all(isinstance(x, str) and x for x in vals):
+            raise SearchError("filter doc_id must be a non-empty string or list of strings")
+        doc_ids = set(vals)
+    if (g := filters.get("path_glob")) is not None:
+        if not isinstance(g, str) or not g:
+            raise SearchError("filter path_glob must be a non-empty glob string, e.g. '*.pdf'")
+        matched = set(documents_matching(core.engine, g))
+        doc_ids = matched if doc_ids is None else doc_ids & matched
+    if doc_ids is not None:
+        if not doc_ids:
+            return [], "no indexed document matches the doc_id / path_glob filter"
+        conds.append(Cond("doc_id", any=tuple(sorted(doc_ids))))
+    pf, pt = filters.get("page_from"), filters.get("page_to")
+    for name, val in (("page_from", pf), ("page_to", pt)):
+        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 1):
+            raise SearchError(f"filter {name} must be a page number >= 1, got {val!r}")
+    if pf is not None and pt is not None and pf > pt:
+        raise SearchError(f"filter page_from ({pf}) is after page_to ({pt})")
+    if pf is not None or pt is not None:
+        conds.append(Cond("page", gte=pf, lte=pt))
+    for key in ("file_type", "section"):
+        if (v := filters.get(key)) is not None:
+            vals = [v] if isinstance(v, str) else list(v)
+            if not vals or not all(isinstance(x, str) and x for x in vals):
+                raise SearchError(f"filter {key} must be a non-empty string or list of strings")
+            conds.append(Cond("file_type" if key == "file_type" else "section_covers", any=tuple(vals)))
+    return conds, None
+
+
+@dataclass
+class SearchResult:
+    """Hits (best first), the mode, the time taken, and a message when there are no hits."""
+
+    hits: list[Hit]
+    mode: str
+    took_ms: float
+    message: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready result."""
+        out: dict[str, Any] = {"hits": [h.as_dict() for h in self.hits], "count": len(self.hits), "mode": self.mode,
+                               "took_ms": round(self.took_ms, 2)}
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None = None,
+           mode: str = "hybrid") -> SearchResult:
+    """Search the indexed chunks.
+
+    Args:
+        query: natural-language query (non-empty, at most 2,000 characters).
+        k: number of hits, 1..100.
+        filters: optional dict with keys of :data:`FILTER_KEYS`.
+        mode: ``hybrid`` (default), ``dense`` or ``sparse``.
+
+    Returns:
+        :class:`SearchResult`; an empty hit list comes with a ``message`` saying why.
+
+    Raises:
+        SearchError: empty or over-long query, k out of range, unknown mode or filter key, bad filter value.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(query, str) or not query.strip():
+        raise SearchError("query is empty: give a few words describing what to find")
+    if len(query) > 2000:
+        raise SearchError(f"query is {len(query)} characters long; the limit is 2000")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise SearchError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    if mode not in MODES:
+        raise SearchError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    conds, reason = _conds(core, filters)
+    if reason:
+        return SearchResult([], mode, (time.perf_counter() - t0) * 1000, reason)
+    emb = core.embedder
+    vs = core.vectors()
+    dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
+    sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
+    raw: list[VectorHit] = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
+                                    prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
+    hits = [Hit(h.id, h.score, h.payload) for h in raw]
+    msg = None
+    if not hits:
+        if vs.count("chunks") == 0:
+            msg = "the index is empty: index documents first (rag_index / aisac index PATH)"
+        elif mode == "sparse":
+            msg = "no chunk shares a term with the query; try other words or mode 'hybrid'"
+        else:
+            msg = "no chunk matched the filters; loosen them"
+    return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
+
+
+def get_chunk(core: "Core", chunk_id: str) -> dict[str, Any] | None:
+    """A chunk by id with its anchor (score None), or None when unknown."""
+    recs = core.vectors().retrieve("chunks", [chunk_id]) if _is_uuid(chunk_id) else []
+    if not recs:
+        return None
+    h = Hit(recs[0].id, 0.0, recs[0].payload).as_dict()
+    h["score"] = None
+    h["anchor"]["score"] = None
+    return h
+
+
+def _is_uuid(s: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(s)
+        return True
+    except (ValueError, TypeError, AttributeError):
+        return False
+
+
+def list_documents(core: "Core", *, status: str | None = None, file_type: str | None = None,
+                   path_glob: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    """Manifest rows (doc_id, path, type, title, pages, chunks, status, error, sha256, indexed_at), paged."""
+    import fnmatch
+    from pathlib import Path
+
+    with Session(core.engine) as s:
+        q = select(Document).order_by(Document.path)
+        if status:
+            q = q.where(Document.status == status)
+        if file_type:
+            q = q.where(Document.file_type == file_type)
+        rows = s.exec(q).all()
+    if path_glob:
+        rows = [r for r in rows if fnmatch.fnmatch(r.path, path_glob) or fnmatch.fnmatch(Path(r.path).name, path_glob)]
+    total = len(rows)
+    page = rows[offset:offset + limit]
+    return {
+        "documents": [document_dict(r) for r in page], "total": total, "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
+
+
+def document_dict(r: Document) -> dict[str, Any]:
+    """JSON-ready manifest row."""
+    return {"doc_id": r.doc_id, "path": r.path, "file_type": r.file_type, "title": r.title, "pages": r.pages,
+            "chunk_count": r.chunk_count, "status": r.status, "error": r.error, "sha256": r.sha256,
+            "size": r.size, "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None}
+
+
+def get_document(core: "Core", doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+    """Manifest row and parsed content of a document, or None."""
+    with Session(core.engine) as s:
+        row = s.get(Document, doc_id)
+        if row is None:
+            return None
+        return row, s.get(DocumentContent, doc_id)

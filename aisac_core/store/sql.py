@@ -1,0 +1,172 @@
+"""The relational half of the shared store: SQLModel tables and a correctly configured engine.
+
+SQLite settings (DESIGN.md "Store"): WAL journal, ``synchronous=NORMAL``, ``busy_timeout`` 30 s, and
+every transaction opened with ``BEGIN IMMEDIATE``. pysqlite's own transaction handling defers the write
+lock until the first write, so two read-modify-write transactions interleave and one update is lost;
+``BEGIN IMMEDIATE`` takes the lock at the start (SQLAlchemy docs, "Serializable isolation / Savepoints /
+Transactional DDL" for pysqlite; https://www.sqlite.org/lang_transaction.html).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Column, Index, Text, event
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, create_engine
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now in UTC."""
+    return datetime.now(timezone.utc)
+
+
+class Document(SQLModel, table=True):
+    """Manifest row of one indexed file (DESIGN.md "Incremental indexing").
+
+    ``status``: ``indexing`` (vector writes may be under way; a re-run redoes the file),
+    ``indexed``, ``failed`` (``error`` says why; the file's old chunks, if any, are kept).
+    """
+
+    doc_id: str = Field(primary_key=True)
+    path: str = Field(index=True, unique=True)
+    file_type: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    fingerprint: str
+    chunk_count: int = 0
+    pages: int | None = None
+    title: str | None = None
+    status: str = "indexing"
+    error: str | None = None
+    indexed_at: datetime | None = None
+
+
+class DocumentContent(SQLModel, table=True):
+    """The parsed document: plain text (char spans of anchors index into it) and Markdown."""
+
+    doc_id: str = Field(primary_key=True)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    markdown: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class CatalogEntry(SQLModel, table=True):
+    """A file of a catalog-only root: listed with metadata, never embedded."""
+
+    path: str = Field(primary_key=True)
+    root: str = Field(index=True)
+    file_type: str
+    size: int
+    mtime_ns: int
+    meta_json: str = "{}"
+    listed_at: datetime = Field(default_factory=utcnow)
+
+
+class Job(SQLModel, table=True):
+    """A background job (indexing). ``status``: queued, running, done, failed, interrupted."""
+
+    job_id: str = Field(primary_key=True)
+    kind: str
+    status: str = "queued"
+    params_json: str = "{}"
+    total: int = 0
+    done: int = 0
+    counters_json: str = "{}"
+    failures_json: str = "[]"
+    message: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class TraceEvent(SQLModel, table=True):
+    """One tool call of one server (the provenance middleware writes it; the trace server reads it)."""
+
+    __table_args__ = (Index("ix_traceevent_run_created", "run_id", "created_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(index=True)
+    server: str
+    tool: str
+    arguments_json: str = Field(sa_column=Column(Text, nullable=False))
+    arguments_sha256: str
+    result_sha256: str | None = None
+    status: str  # ok / tool_error / exception
+    error: str | None = None
+    latency_ms: float
+    anchor_ids_json: str = "[]"
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class StoreMeta(SQLModel, table=True):
+    """Key/value facts about the store (schema version, collection settings)."""
+
+    key: str = Field(primary_key=True)
+    value: str
+
+
+def _sqlite_listeners(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Hand transaction control to us (the "begin" listener below).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the SQLite settings above when the URL is SQLite; tables created.
+
+    Raises :class:`StoreError` when the database file is not a database (corrupt or foreign).
+    """
+    is_sqlite = url.startswith("sqlite")
+    kwargs: dict[str, Any] = {}
+    if is_sqlite:
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    engine = create_engine(url, **kwargs)
+    if is_sqlite:
+        _sqlite_listeners(engine)
+    try:
+        SQLModel.metadata.create_all(engine)
+    except Exception as exc:  # sqlite3.DatabaseError: file is not a database
+        raise StoreError(
+            f"cannot open the SQL store {url}: {exc}. If the file is corrupt, move it aside "
+            "(the vector folder must then be re-indexed too: remove both and run `aisac index` again)."
+        ) from exc
+    return engine
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used; the message names the file and the recovery step."""
+
+
+def get_meta(engine: Engine, key: str) -> str | None:
+    """Value of a :class:`StoreMeta` key, or None."""
+    with Session(engine) as s:
+        row = s.get(StoreMeta, key)
+        return row.value if row else None
+
+
+def set_meta(engine: Engine, key: str, value: str) -> None:
+    """Set a :class:`StoreMeta` key."""
+    with Session(engine) as s:
+        row = s.get(StoreMeta, key) or StoreMeta(key=key, value=value)
+        row.value = value
+        s.add(row)
+        s.commit()
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces, UTF-8): the form every sha256 in aisac is taken of."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

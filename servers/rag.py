@@ -1,0 +1,214 @@
+"""The rag server: incremental indexing and hybrid search over the scientist's documents.
+
+A thin adapter: arguments in, a call into ``aisac_core``, a JSON result out. Mounted by the suite under
+the ``rag`` namespace, so the tools are ``rag_index``, ``rag_job_status``, ``rag_search``,
+``rag_list_documents``, ``rag_get_chunk``, ``rag_remove``, ``rag_catalog`` and the resource template
+``aisac://rag/documents/{doc_id}``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ResourceError, ToolError
+from pydantic import Field
+
+from aisac_core.runtime import get_core
+
+from .common import call_core
+
+server = FastMCP(
+    "rag",
+    instructions=(
+        "Index a scientist's documents (PDF, DOCX, PPTX, XLSX, HTML, Markdown, JATS) and search them. "
+        "Every search hit carries an evidence anchor (file sha256, page, char span, chunk sha256): cite "
+        "anchors when you answer."
+    ),
+)
+
+
+def _resolve_targets(path: str | list[str] | None) -> list[Path]:
+    s = get_core().settings
+    roots = list(s.roots) + list(s.catalog_roots)
+    if path is None or path == [] or path == "":
+        if not roots:
+            raise ToolError("no path given and no registered roots: pass path='/folder/of/papers' or set "
+                            "AISAC_ROOTS='[\"/folder\"]'")
+        return list(s.roots)
+    items = [path] if isinstance(path, str) else list(path)
+    out: list[Path] = []
+    for raw in items:
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolError("path must be a non-empty string (a file, a folder, or a registered root's name)")
+        by_name = [r for r in roots if r.name == raw]
+        out.append(by_name[0] if by_name and not Path(raw).expanduser().exists() else Path(raw).expanduser())
+    return out
+
+
+@server.tool
+async def index(
+    ctx: Context,
+    path: Annotated[str | list[str] | None, Field(description="file, folder, list of them, or a registered "
+                                                             "root's name; omit to index every registered root")] = None,
+    catalog_only: Annotated[bool, Field(description="list the files with metadata, do not embed them")] = False,
+    wait: Annotated[bool, Field(description="stay until the job ends (progress notifications) or timeout_s")] = False,
+    timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
+) -> dict[str, Any]:
+    """Index documents incrementally as a background job.
+
+    Unchanged files are skipped without being read (size + mtime, then sha256); changed files are
+    re-parsed and re-embedded; files gone from an indexed folder lose their chunks. PDF, DOCX, PPTX,
+    XLSX, HTML, Markdown, JATS (.nxml), LaTeX and .txt are embedded; CSV/TSV/Parquet/JSON are catalogued.
+
+    Returns ``{job_id, status, done, total, counters, failures}``: poll ``rag_job_status(job_id)``,
+    or pass ``wait=true`` to stay (with MCP progress notifications) until the job ends or ``timeout_s``.
+    A file that cannot be read (encrypted, damaged, empty, not what its suffix says) is listed in
+    ``failures`` and the job goes on.
+
+    Errors: a path that does not exist; no path and no registered roots.
+    """
+    targets = _resolve_targets(path)
+    core = get_core()
+    job_id = await call_core(core.jobs.submit, targets, catalog_only)
+    status = await call_core(core.jobs.status, job_id)
+    if wait:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            finished = await anyio.to_thread.run_sync(lambda: core.jobs.wait(job_id, 0.5))
+            status = await call_core(core.jobs.status, job_id)
+            assert status is not None
+            await ctx.report_progress(status["done"], status["total"] or None, status.get("message"))
+            if finished:
+                break
+    assert status is not None
+    return status
+
+
+@server.tool
+async def job_status(
+    job_id: Annotated[str | None, Field(description="id from rag_index; omit to list recent jobs")] = None,
+) -> dict[str, Any]:
+    """Status of an indexing job: ``{job_id, kind, status (queued/running/done/failed/interrupted), done,
+    total, counters (files_seen, files_skipped, files_read, files_indexed, files_failed, files_pruned,
+    pages_parsed, chunks_embedded, chunks_deleted, ...), failures [{path, error}], times}``.
+    Without ``job_id``: ``{jobs: [...]}``, the 20 most recent. Error: unknown job id."""
+    core = get_core()
+    if job_id is None:
+        return {"jobs": await call_core(core.jobs.list)}
+    st = await call_core(core.jobs.status, job_id)
+    if st is None:
+        raise ToolError(f"unknown job id {job_id!r}: rag_index returns job ids; rag_job_status() lists recent jobs")
+    return st
+
+
+@server.tool
+async def search(
+    query: Annotated[str, Field(description="what to find, in natural language")],
+    k: Annotated[int, Field(description="number of hits, 1 to 100")] = 10,
+    filters: Annotated[dict[str, Any] | None, Field(
+        description="optional: doc_id (str or list), path_glob ('*.pdf'), page_from, page_to (1-based, "
+                    "inclusive), file_type (pdf, docx, ... or list), section (abstract, introduction, "
+                    "methods, results, discussion, conclusion, datasets, references, other)")] = None,
+    mode: Annotated[Literal["hybrid", "dense", "sparse"], Field(
+        description="hybrid = dense + BM25 fused by RRF (default); dense; sparse (BM25)")] = "hybrid",
+) -> dict[str, Any]:
+    """Search the indexed chunks; every hit carries its text, score and evidence anchor.
+
+    Result: ``{hits: [{chunk_id, doc_id, title, path, file_type, page, page_end, section, section_covers,
+    chunk_index, text, score, anchor: {chunk_id, doc_id, path, sha256, section, page, char_span,
+    chunk_sha256, score}}], count, mode, took_ms, message?}``. ``score`` is the RRF score in hybrid mode
+    (sum of 1/(60 + rank), Cormack et al. 2009), cosine similarity in dense mode, BM25 in sparse mode.
+    ``char_span`` is [start, end) in the document's plain text (resource aisac://rag/documents/{doc_id}).
+    No hits is not an error: ``message`` says why.
+
+    Errors: empty query; k outside 1..100; unknown filter key (the error lists the accepted ones);
+    a filter value of the wrong type.
+    """
+    from aisac_core.retrieval import search as core_search
+
+    res = await call_core(core_search, get_core(), query, k, filters, mode)
+    return res.as_dict()
+
+
+@server.tool
+async def list_documents(
+    status: Annotated[Literal["indexed", "failed", "indexing"] | None, Field(description="filter by status")] = None,
+    file_type: Annotated[str | None, Field(description="filter by type: pdf, docx, pptx, xlsx, html, md, jats")] = None,
+    path_glob: Annotated[str | None, Field(description="glob on the path or file name")] = None,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Field(ge=0)] = 0,
+) -> dict[str, Any]:
+    """The manifest: ``{documents: [{doc_id, path, file_type, title, pages, chunk_count, status, error,
+    sha256, size, indexed_at}], total, offset, next_offset}``. Failed files show their error."""
+    from aisac_core.retrieval import list_documents as core_list
+
+    return await call_core(core_list, get_core(), status=status, file_type=file_type, path_glob=path_glob,
+                           limit=limit, offset=offset)
+
+
+@server.tool
+async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")]) -> dict[str, Any]:
+    """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
+    from aisac_core.retrieval import get_chunk as core_get
+
+    got = await call_core(core_get, get_core(), chunk_id)
+    if got is None:
+        raise ToolError(f"unknown chunk id {chunk_id!r}: use a chunk_id from rag_search (ids change when "
+                        "the document is re-indexed after an edit)")
+    return got
+
+
+@server.tool
+async def remove(
+    doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
+    path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
+) -> dict[str, Any]:
+    """Remove a document and its chunks from the index (the file itself is untouched).
+
+    Result: ``{removed: doc_id, chunks_deleted}``. Errors: neither or both arguments; unknown document."""
+    from aisac_core.indexing import doc_id_for
+    from aisac_core.retrieval import get_document
+
+    if (doc_id is None) == (path is None):
+        raise ToolError("give exactly one of doc_id or path")
+    core = get_core()
+    did = doc_id or doc_id_for(Path(path).expanduser())  # type: ignore[arg-type]
+    if await call_core(get_document, core, did) is None:
+        raise ToolError(f"no indexed document {doc_id or path!r}: rag_list_documents shows what is indexed")
+    deleted = await call_core(core.jobs.indexer.remove, [did])
+    return {"removed": did, "chunks_deleted": deleted}
+
+
+@server.tool
+async def catalog(
+    root: Annotated[str | None, Field(description="only files under this folder")] = None,
+    file_type: Annotated[str | None, Field(description="csv, tsv, parquet, json, jsonl, xlsx, ...")] = None,
+    refresh: Annotated[bool, Field(description="re-list the registered catalog roots first")] = False,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Field(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Files of catalog-only roots (and data files met while indexing), listed and never embedded:
+    ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
+    cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
+    from aisac_core.indexing import catalog_entries
+
+    core = get_core()
+    if refresh and core.settings.catalog_roots:
+        await call_core(core.jobs.indexer.run, list(core.settings.catalog_roots), catalog_only=True)
+    return await call_core(catalog_entries, core, root=root, file_type=file_type, limit=limit, offset=offset)
+
+
+@server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
+async def document(doc_id: str) -> str:
+    """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
+    from aisac_core.retrieval import get_document
+
+    got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
+    if got is None or got[1] is None:
+        raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
+    row, content = got
+    return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"

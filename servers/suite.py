@@ -1,0 +1,127 @@
+"""The suite: every aisac server mounted under its namespace, behind the provenance middleware.
+
+``build()`` mounts every server that exists (today: ``rag``); ``build(["rag"])`` mounts one, so a server
+run alone keeps the same tool names (``rag_search``) as in the suite.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from aisac_core.runtime import get_core
+
+log = logging.getLogger("aisac.suite")
+
+#: namespace -> "module:attribute" of each server that exists.
+SERVERS = {"rag": "servers.rag:server"}
+
+
+def _load(name: str) -> FastMCP:
+    import importlib
+
+    mod, attr = SERVERS[name].split(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+class ProvenanceMiddleware(Middleware):
+    """Writes one trace event per tool call (see :mod:`aisac_core.provenance`).
+
+    ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
+    otherwise the call joins the client's current run.
+    """
+
+    def __init__(self) -> None:
+        from aisac_core.provenance import RunAssigner
+
+        self.runs = RunAssigner(get_core().settings.run_idle_seconds)
+
+    def _meta_run_id(self, context: MiddlewareContext) -> str | None:
+        meta = getattr(context.message, "meta", None)
+        if meta is None and context.fastmcp_context is not None:
+            rc = context.fastmcp_context.request_context
+            meta = getattr(rc, "meta", None) if rc is not None else None
+        if meta is None:
+            return None
+        if isinstance(meta, dict):
+            val = meta.get("run_id") or meta.get("aisac/run_id")
+        else:
+            val = getattr(meta, "run_id", None) or (getattr(meta, "model_extra", None) or {}).get("run_id")
+        return str(val) if val else None
+
+    def _client_key(self, context: MiddlewareContext) -> str:
+        ctx = context.fastmcp_context
+        for attr in ("client_id", "session_id"):
+            try:
+                val = getattr(ctx, attr) if ctx is not None else None
+            except Exception:
+                val = None
+            if val:
+                return str(val)
+        return "default"
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
+        from fastmcp.exceptions import ToolError
+
+        from aisac_core.provenance import record_tool_call
+        from servers.common import call_core
+
+        msg = context.message
+        args = dict(msg.arguments or {})
+        run_id = args.pop("run_id", None) or self._meta_run_id(context) or self.runs.run_for(self._client_key(context))
+        if "run_id" in (msg.arguments or {}):
+            context = context.copy(message=msg.model_copy(update={"arguments": args}))
+        name = msg.name
+        server = name.split("_", 1)[0] if "_" in name else "suite"
+        t0 = time.perf_counter()
+        status, error, result_obj = "ok", None, None
+        try:
+            result = await call_next(context)
+            if getattr(result, "is_error", False):
+                status = "tool_error"
+            result_obj = result.structured_content if result.structured_content is not None else \
+                [getattr(c, "text", repr(c)) for c in (result.content or [])]
+            return result
+        except ToolError as exc:
+            status, error = "tool_error", str(exc)
+            raise
+        except Exception as exc:  # validation errors and the like
+            status, error = ("tool_error" if type(exc).__name__ == "ValidationError" else "exception"), str(exc)
+            raise
+        finally:
+            latency = (time.perf_counter() - t0) * 1000
+            try:
+                await call_core(record_tool_call, get_core().engine, run_id=str(run_id), server=server, tool=name,
+                                arguments=args, result=result_obj, status=status, error=error, latency_ms=latency)
+            except Exception:  # a trace write must never break the call itself
+                log.exception("could not record the trace event of %s", name)
+
+
+@asynccontextmanager
+async def _lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
+    core = get_core()
+    core.warm()  # models and vector store load in the background; tools/list answers at once
+    try:
+        yield {}
+    finally:
+        core.close()
+
+
+def build(names: list[str] | None = None) -> FastMCP:
+    """The suite server with the named servers mounted (all when None). Raises ValueError for an unknown name."""
+    chosen = names or list(SERVERS)
+    unknown = [n for n in chosen if n not in SERVERS]
+    if unknown:
+        raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(SERVERS)}")
+    main = FastMCP("aisac", lifespan=_lifespan,
+                   instructions="aisac: retrieval-grounded scientific assistance with provenance. "
+                                "Servers: " + ", ".join(chosen))
+    for n in chosen:
+        main.mount(_load(n), namespace=n)
+    main.add_middleware(ProvenanceMiddleware())
+    return main
