@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
 import shutil
 import threading
 from functools import lru_cache
@@ -134,9 +135,11 @@ class Embedder:
             if self._dense is not None:
                 return
             try:
+                mdir = self._model_dir()
+                if mdir is not None:  # a local folder: never let the hub client try the network
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 from fastembed import SparseTextEmbedding, TextEmbedding
 
-                mdir = self._model_dir()
                 if mdir is not None:
                     dense = TextEmbedding(_FASTEMBED_MINILM, specific_model_path=str(mdir))
                 else:

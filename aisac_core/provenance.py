@@ -19,10 +19,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
-
-from .store.sql import TraceEvent, dumps
-
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
@@ -32,6 +28,8 @@ MAX_STORED_ARGS = 100_000
 
 def sha256_json(obj: Any) -> str:
     """sha256 of the canonical JSON of ``obj`` (sorted keys, compact separators, UTF-8)."""
+    from .store.sql import dumps
+
     return hashlib.sha256(dumps(obj).encode("utf-8")).hexdigest()
 
 
@@ -80,6 +78,10 @@ def anchor_ids(result: Any) -> list[str]:
 def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, arguments: dict[str, Any],
                      result: Any, status: str, error: str | None, latency_ms: float) -> int:
     """Write one trace event; returns its id. ``result`` is the JSON-ready result (None on error)."""
+    from sqlmodel import Session
+
+    from .store.sql import TraceEvent, dumps
+
     args_json = dumps(arguments)
     ev = TraceEvent(
         run_id=run_id, server=server, tool=tool,
@@ -100,6 +102,10 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
 def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The latest trace events (optionally of one run), newest first, as JSON-ready dicts."""
     import json
+
+    from sqlmodel import Session, select
+
+    from .store.sql import TraceEvent
 
     with Session(engine) as s:
         q = select(TraceEvent).order_by(TraceEvent.id.desc()).limit(limit)

@@ -92,7 +92,9 @@ class Core:
 
                 logging.getLogger("aisac").warning("background warm-up: %s", exc)
 
-        self._warm_thread = threading.Thread(target=_warm, name="aisac-warm", daemon=True)
+        # start after a short delay, so the first protocol requests are not slowed by model loading
+        self._warm_thread = threading.Timer(1.0, _warm)
+        self._warm_thread.daemon = True
         self._warm_thread.start()
 
     def close(self) -> None:

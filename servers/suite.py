@@ -56,7 +56,7 @@ class ProvenanceMiddleware(Middleware):
 
     def _client_key(self, context: MiddlewareContext) -> str:
         ctx = context.fastmcp_context
-        for attr in ("client_id", "session_id"):
+        for attr in ("client_id",):
             try:
                 val = getattr(ctx, attr) if ctx is not None else None
             except Exception:
@@ -105,7 +105,9 @@ class ProvenanceMiddleware(Middleware):
 @asynccontextmanager
 async def _lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
     core = get_core()
-    core.warm()  # models and vector store load in the background; tools/list answers at once
+    import os
+    if os.environ.get("AISAC_NO_WARM") != "1":
+        core.warm()  # models and vector store load in the background; tools/list answers at once
     try:
         yield {}
     finally:
