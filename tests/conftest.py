@@ -1,0 +1,100 @@
+"""Shared fixtures: real stores in temporary folders, the real offline model, real parsed documents.
+
+- ``settings`` / ``core``: a fresh store (SQLite + Qdrant Edge) in a temp dir; the process-wide core
+  points at it for the test (so servers built in the test use it).
+- ``models_dir``: one assembled offline model folder reused by every test (assembly copies 22 MB).
+- ``corpus``: a small corpus of the project's own making (Markdown notes + a generated PDF).
+- ``shared_data``: ../shared/data, or the test is skipped when it is absent (a user's fresh clone).
+- ``indexed_core``: a session-wide store with ``corpus`` indexed (read-only use!).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO / "tests"))
+
+from fixtures_gen import write_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An assembled offline model folder shared by all tests' stores (copied into each data dir)."""
+    from aisac_core.embeddings import assemble_offline_minilm
+
+    d = tmp_path_factory.mktemp("models") / "all-MiniLM-L6-v2-int8"
+    return assemble_offline_minilm(d)
+
+
+def make_settings(data_dir: Path, models_dir: Path, **kw):  # noqa: ANN201
+    """Settings for a store in ``data_dir`` that reuses the assembled model folder (hard links, no copy)."""
+    from aisac_core.config import Settings
+
+    target = data_dir / "models" / "all-MiniLM-L6-v2-int8"
+    if not target.exists():
+        shutil.copytree(models_dir, target, copy_function=os.link)
+    return Settings(data_dir=data_dir, **kw)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, models_dir: Path):  # noqa: ANN201
+    return make_settings(tmp_path / "store", models_dir)
+
+
+@pytest.fixture
+def core(settings):  # noqa: ANN001, ANN201
+    from aisac_core.runtime import Core, set_core
+
+    c = Core(settings)
+    set_core(c)
+    yield c
+    set_core(None)
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder with the project's own test documents (see fixtures_gen.write_corpus)."""
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture
+def corpus_copy(tmp_path: Path, corpus: Path) -> Path:
+    """A private, editable copy of ``corpus``."""
+    dst = tmp_path / "corpus"
+    shutil.copytree(corpus, dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path):  # noqa: ANN201
+    """A session-wide store with ``corpus`` indexed. Tests must not modify it."""
+    from aisac_core.indexing import Indexer
+    from aisac_core.runtime import Core
+
+    c = Core(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
+    Indexer(c).run([corpus])
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data, or skip."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
+    return SHARED_DATA
