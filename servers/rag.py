@@ -31,22 +31,29 @@ server = FastMCP(
 )
 
 
-def _resolve_targets(path: str | list[str] | None) -> list[Path]:
+def _resolve_targets(path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
+    """(paths, catalog_only) groups to index: the given paths, or every registered root."""
     s = get_core().settings
     roots = list(s.roots) + list(s.catalog_roots)
     if path is None or path == [] or path == "":
         if not roots:
             raise ToolError("no path given and no registered roots: pass path='/folder/of/papers' or set "
                             "AISAC_ROOTS='[\"/folder\"]'")
-        return list(s.roots)
+        groups = [(list(s.roots), False), (list(s.catalog_roots), True)]
+        return [(paths, cat) for paths, cat in groups if paths]
     items = [path] if isinstance(path, str) else list(path)
     out: list[Path] = []
+    catalog_only = False
     for raw in items:
         if not isinstance(raw, str) or not raw.strip():
             raise ToolError("path must be a non-empty string (a file, a folder, or a registered root's name)")
         by_name = [r for r in roots if r.name == raw]
-        out.append(by_name[0] if by_name and not Path(raw).expanduser().exists() else Path(raw).expanduser())
-    return out
+        if by_name and not Path(raw).expanduser().exists():
+            out.append(by_name[0])
+            catalog_only = catalog_only or by_name[0] in s.catalog_roots
+        else:
+            out.append(Path(raw).expanduser())
+    return [(out, catalog_only)]
 
 
 @server.tool
@@ -69,11 +76,14 @@ async def index(
     A file that cannot be read (encrypted, damaged, empty, not what its suffix says) is listed in
     ``failures`` and the job goes on.
 
+    Without ``path``, the registered roots are indexed and the catalog-only roots catalogued (two jobs:
+    the result is the last one's, with ``earlier_jobs``).
+
     Errors: a path that does not exist; no path and no registered roots.
     """
-    targets = _resolve_targets(path)
     core = get_core()
-    job_id = await call_core(core.jobs.submit, targets, catalog_only)
+    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in _resolve_targets(path)]
+    job_id = job_ids[-1]  # jobs run in order: the last one ends last
     status = await call_core(core.jobs.status, job_id)
     if wait:
         deadline = time.monotonic() + timeout_s
@@ -85,6 +95,8 @@ async def index(
             if finished:
                 break
     assert status is not None
+    if len(job_ids) > 1:
+        status = {**status, "earlier_jobs": job_ids[:-1]}
     return status
 
 

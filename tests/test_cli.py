@@ -1,0 +1,65 @@
+"""The `aisac` command as a user types it (real subprocesses on a temporary store)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import make_settings
+
+AISAC = str(Path(sys.executable).parent / "aisac")
+
+
+def run(args: list[str], data_dir: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", COLUMNS="160")
+    return subprocess.run([AISAC, *args, "--data-dir", str(data_dir)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def cli_store(tmp_path_factory, models_dir, corpus) -> Path:
+    d = tmp_path_factory.mktemp("cli") / "store"
+    make_settings(d, models_dir)
+    out = run(["index", str(corpus)], d)
+    assert out.returncode == 0, out.stderr
+    assert "5 indexed" in out.stderr and "1 catalogued" in out.stderr
+    return d
+
+
+def test_index_again_reads_nothing(cli_store, corpus):
+    out = run(["index", str(corpus), "--json"], cli_store)
+    c = json.loads(out.stdout)["counters"]
+    assert c["files_read"] == 0 and c["chunks_embedded"] == 0 and c["files_skipped"] == 5
+
+
+def test_search_prints_a_table_of_hits(cli_store):
+    out = run(["search", "Michaelis constant of the lipase", "-k", "3"], cli_store)
+    assert out.returncode == 0, out.stderr
+    assert "enzyme_kinetics.md" in out.stdout and "3 hits" in out.stdout
+    js = json.loads(run(["search", "zeolite coking", "-k", "2", "--json", "--filter", "file_type=pdf"], cli_store).stdout)
+    assert js["hits"][0]["page"] == 2 and all(h["file_type"] == "pdf" for h in js["hits"])
+
+
+def test_status_reports_documents_chunks_and_store(cli_store):
+    st = json.loads(run(["status", "--json"], cli_store).stdout)
+    assert st["documents"] == {"indexed": 5}
+    assert st["chunks_in_manifest"] == st["chunks_in_vector_store"] > 0
+    assert st["catalogued_files"] == 1 and st["stale_documents"] == 0
+    assert st["data_dir"] == str(cli_store) and st["store_bytes"] > 0
+
+
+def test_cli_errors_are_clear(cli_store, tmp_path):
+    out = run(["index", str(tmp_path / "missing")], cli_store)
+    assert out.returncode == 1 and "path not found" in out.stderr and "Traceback" not in out.stderr
+    out = run(["search", "heat", "-k", "0"], cli_store)
+    assert out.returncode == 1 and "k must be an integer from 1 to 100" in out.stderr
+    out = run(["search", "heat", "--filter", "colour=red"], cli_store)
+    assert out.returncode == 1 and "unknown filter key" in out.stderr
+    out = run(["serve", "nope"], cli_store)
+    assert out.returncode == 1 and "unknown server" in out.stderr
