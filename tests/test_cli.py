@@ -63,3 +63,17 @@ def test_cli_errors_are_clear(cli_store, tmp_path):
     assert out.returncode == 1 and "unknown filter key" in out.stderr
     out = run(["serve", "nope"], cli_store)
     assert out.returncode == 1 and "unknown server" in out.stderr
+
+
+def test_second_process_on_a_locked_store_gets_a_clear_error(tmp_path, models_dir, corpus):
+    from aisac_core.runtime import Core
+
+    d = tmp_path / "store"
+    holder = Core(make_settings(d, models_dir))
+    holder.vectors()  # this process now owns the embedded vector store
+    try:
+        out = run(["index", str(corpus / "notes")], d)
+        assert out.returncode == 1
+        assert "in use by another aisac process" in out.stderr and "Traceback" not in out.stderr
+    finally:
+        holder.close()
