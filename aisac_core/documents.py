@@ -37,7 +37,7 @@ CATALOG_TYPES = {
 }
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
-PARSER_REVISION = "aisac-parse-1"
+PARSER_REVISION = "aisac-parse-2"
 
 #: Fixed section taxonomy (DESIGN.md "Documents"); headings map to it by keyword.
 SECTION_LABELS = ("abstract", "introduction", "methods", "results", "discussion", "conclusion", "datasets",
@@ -59,7 +59,8 @@ def section_label(heading: str | None) -> str:
     """The taxonomy label of a heading ("3.1 Materials and Methods" -> "methods"); "other" if none."""
     if not heading:
         return "other"
-    h = re.sub(r"^[\dIVXivx]+(\.\d+)*\.?\s*", "", heading.strip()).lower()
+    # strip numbering ("3.1 ", "2. ", "IV. "), never the first letters of a word ("Introduction")
+    h = re.sub(r"^(\d+(\.\d+)*\.?|[IVXivx]+\.)\s*|^[IVXivx]+\s+", "", heading.strip()).lower()
     for label, pat in _SECTION_SYNONYMS:
         if pat.search(h):
             return label
@@ -385,6 +386,8 @@ def _chunks(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list[Chunk]
         pos += len(t)
     text = "\n\n".join(parts)
 
+    titles = {(getattr(it, "text", "") or "").strip() for it, _ in doc.iterate_items()
+              if str(getattr(it, "label", "")).endswith("title")}
     chunker = _make_chunker(tokenizer, max_tokens)
     out: list[Chunk] = []
     for ch in chunker.chunk(dl_doc=doc):
@@ -395,15 +398,20 @@ def _chunks(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list[Chunk]
         pages = sorted({p.page_no for it in items for p in (it.prov or [])})
         spans = [offsets[it.self_ref] for it in items if it.self_ref in offsets]
         start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-        probe = body[:60]
-        found = text.find(probe, start, max(end, start + len(body) + 1)) if probe else -1
-        if found >= 0:  # a split of a long item: narrow the span to the chunk's own text
-            start = found
-            end = min(max(end, start), start + len(body)) if text[found:found + len(body)] == body else end
+        # a split of a long item, or several items: narrow the span to the chunk's own text, whitespace
+        # aside (the chunker may join words with a newline where the item text has a space)
+        words = body.split()
+        m = re.compile(r"\s+".join(map(re.escape, words))).search(text, start, max(end, start + len(body) + 1))
+        if m:
+            start, end = m.start(), m.end()
+        elif words and (m := re.compile(r"\s+".join(map(re.escape, words[:8]))).search(text, start, end)):
+            start = m.start()  # the chunk's text differs further on (markup): at least start where it does
         headings = list(ch.meta.headings or [])
         section = " > ".join(headings)
         covers = "other"
         for hd in reversed(headings):
+            if hd in titles:  # the document's title is not a section ("Notes on materials ..." is not methods)
+                continue
             covers = section_label(hd)
             if covers != "other":
                 break

@@ -8,7 +8,10 @@ the length the model was trained on. Nothing is downloaded.
 
 Sparse: fastembed's ``Qdrant/bm25`` (BM25 term weights, Robertson & Zaragoza 2009, k1=1.2, b=0.75,
 Snowball stemming, English stopwords shipped in ``aisac_core/data``); the IDF factor is applied by the
-vector store at query time. The model needs no weights.
+vector store at query time. The model needs no weights. BM25's length normalisation divides by an
+average document length fixed at embedding time (:data:`BM25_AVG_LEN`, in BM25 terms: words left after
+stopword removal); fastembed's default of 256 is about three times the length of an aisac chunk, which
+all but switched length normalisation off (see docs/retrieval.md).
 
 Models load lazily on first use; :meth:`Embedder.warm_in_background` loads them in a thread so a server
 answers ``tools/list`` at once.
@@ -34,6 +37,16 @@ log = logging.getLogger("aisac.embeddings")
 TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
 MINILM_MAX_TOKENS = 256
 _FASTEMBED_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+#: BM25 parameters of the sparse vectors (Robertson & Zaragoza 2009; the usual k1 and b).
+BM25_K = 1.2
+BM25_B = 0.75
+#: Average chunk length in BM25 terms (after stopword removal and stemming) that BM25's length
+#: normalisation divides by. Measured on the shared real corpus (14 PDFs and 18 DOCX, PPTX, HTML, JATS,
+#: LaTeX and Markdown files; 1,416 chunks of <= 256 MiniLM tokens): mean 83, median 92. fastembed's
+#: default is 256.
+BM25_AVG_LEN = 80.0
+#: Id of the sparse model with its parameters (enters the index fingerprint: changing them re-embeds).
+SPARSE_MODEL_ID = f"Qdrant/bm25(k={BM25_K},b={BM25_B},avg_len={BM25_AVG_LEN})"
 
 
 class EmbeddingModelError(RuntimeError):
@@ -144,7 +157,8 @@ class Embedder:
                     dense = TextEmbedding(_FASTEMBED_MINILM, specific_model_path=str(mdir))
                 else:
                     dense = TextEmbedding(self.spec)
-                sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(self._bm25_dir()))
+                sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(self._bm25_dir()),
+                                             k=BM25_K, b=BM25_B, avg_len=BM25_AVG_LEN)
                 self._dim = len(next(iter(dense.query_embed(["dimension probe"]))))
                 self._sparse = sparse
                 self._dense = dense
@@ -194,7 +208,13 @@ class Embedder:
             from tokenizers import Tokenizer
 
             mdir = self._model_dir() or assemble_offline_minilm(self.settings.models_dir / "all-MiniLM-L6-v2-int8")
-            tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
+            try:
+                tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
+            except Exception as exc:  # missing or unreadable: say which file, like _load does for the model
+                raise EmbeddingModelError(
+                    f"cannot load the tokenizer {mdir / 'tokenizer.json'} of the embedding model {self.spec!r}: "
+                    f"{exc}. A model folder needs model.onnx and the tokenizer files ({', '.join(TOKENIZER_FILES)})."
+                ) from exc
             tok.no_truncation()
             tok.no_padding()
             self._tokenizer = tok

@@ -16,7 +16,7 @@ with size, mtime, sha256, fingerprint, chunk count and status. For each file:
    row whose file is missing, which the next run prunes again).
 
 The fingerprint is sha256 of (parser revision, docling version, chunk size, tokenizer, embedding model
-id): changing any of them re-embeds every file.
+id, sparse model id with its BM25 parameters): changing any of them re-embeds every file.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from sqlmodel import Session, select
 
 from .documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
+from .embeddings import SPARSE_MODEL_ID
 from .store.sql import CatalogEntry, Document, DocumentContent, Job, dumps, utcnow
 from .store.vectors import Cond, VectorPoint
 
@@ -82,7 +83,7 @@ def text_sha256(text: str) -> str:
 
 
 def fingerprint(core: "Core") -> str:
-    """Index fingerprint: parser revision + docling version + chunker settings + embedding model id."""
+    """Index fingerprint: parser revision + docling version + chunker settings + dense and sparse model ids."""
     from importlib.metadata import version
 
     try:
@@ -92,7 +93,7 @@ def fingerprint(core: "Core") -> str:
     s = core.settings
     parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.pdf_pipeline}", f"chunk_max_tokens={s.chunk_max_tokens}",
              "chunker=HybridChunker(merge_peers)", f"tokenizer={core.embedder.model_id}",
-             f"dense={core.embedder.model_id}", "sparse=Qdrant/bm25"]
+             f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -212,6 +213,8 @@ class Indexer:
         total = len(plan.documents) + len(plan.catalog)
         done = 0
         fp = fingerprint(self.core) if plan.documents else ""
+        if plan.documents or plan.folders:
+            self.core.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
             for f in plan.documents:
                 c.files_seen += 1

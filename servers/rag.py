@@ -134,7 +134,9 @@ async def search(
     chunk_index, text, score, anchor: {chunk_id, doc_id, path, sha256, section, page, char_span,
     chunk_sha256, score}}], count, mode, took_ms, message?}``. ``score`` is the RRF score in hybrid mode
     (sum of 1/(60 + rank), Cormack et al. 2009), cosine similarity in dense mode, BM25 in sparse mode.
-    ``char_span`` is [start, end) in the document's plain text (resource aisac://rag/documents/{doc_id}).
+    ``char_span`` is [start, end) in the document's plain text (resource
+    aisac://rag/documents/{doc_id}/text; the span covers the chunk's source text, whose whitespace may
+    differ from the chunk's).
     No hits is not an error: ``message`` says why.
 
     Errors: empty query; k outside 1..100; unknown filter key (the error lists the accepted ones);
@@ -224,3 +226,14 @@ async def document(doc_id: str) -> str:
         raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
     row, content = got
     return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"
+
+
+@server.resource("aisac://documents/{doc_id}/text", mime_type="text/plain")
+async def document_text(doc_id: str) -> str:
+    """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
+    from aisac_core.retrieval import get_document
+
+    got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
+    if got is None or got[1] is None:
+        raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
+    return got[1].text

@@ -98,3 +98,26 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def shared_embedder(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
+    """One loaded default Embedder for the whole session (loading it per store costs 0.5-1.5 s)."""
+    from aisac_core.embeddings import Embedder
+
+    e = Embedder(make_settings(tmp_path_factory.mktemp("shared-emb") / "store", models_dir))
+    _ = e.dim
+    return e
+
+
+@pytest.fixture
+def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
+    """Like ``core`` (a fresh store, set as the process-wide core), but reusing ``shared_embedder``."""
+    from aisac_core.runtime import Core, set_core
+
+    c = Core(settings)
+    c.__dict__["embedder"] = shared_embedder  # Core.embedder is a cached_property
+    set_core(c)
+    yield c
+    set_core(None)
+    c.close()

@@ -75,6 +75,9 @@ async def test_index_search_anchor_and_trace(core, corpus_copy):
         assert got.structured_content["text"] == hits[0]["text"]
         res = await c.read_resource(f"aisac://rag/documents/{anchor['doc_id']}")
         assert "perovskite" in res[0].text
+        plain = (await c.read_resource(f"aisac://rag/documents/{anchor['doc_id']}/text"))[0].text
+        start, end = anchor["char_span"]
+        assert plain[start:end].split() == hits[0]["text"].split()
 
         docs = (await c.call_tool("rag_list_documents", {})).structured_content
         assert docs["total"] == 5

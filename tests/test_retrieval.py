@@ -1,0 +1,332 @@
+"""Search over the indexed corpus, for real: hybrid / dense / sparse, filters, evidence anchors, chunk
+look-up, document listing, and the qdrant-client backend against Qdrant Edge.
+
+``indexed_core`` (conftest) is the project's corpus indexed once per session in a Qdrant Edge store;
+``qdrant_core`` below is the same corpus in a qdrant-client local-mode store. Both are read-only here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import make_settings
+from fixtures_gen import PAGE_MARKERS
+
+from aisac_core.indexing import Indexer, doc_id_for, sha256_file
+from aisac_core.retrieval import (
+    FILTER_KEYS,
+    MAX_K,
+    SearchError,
+    get_chunk,
+    get_document,
+    list_documents,
+    search,
+)
+from aisac_core.runtime import Core
+
+#: distinctive query -> the file that answers it
+QUERIES = {
+    "Michaelis-Menten constant of the fungal lipase": "notes/enzyme_kinetics.md",
+    "storage modulus and loss modulus under oscillatory shear": "glossary.html",
+    "stainless steel coupons corrosion in saline passivation": "summary.docx",
+    "Nusselt number of a packed bed of alumina spheres": "notes/heat_transfer.md",
+    PAGE_MARKERS[1]: "report.pdf",
+    PAGE_MARKERS[2]: "report.pdf",
+}
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _rel(hit_or_path, corpus: Path) -> str:  # noqa: ANN001
+    path = hit_or_path if isinstance(hit_or_path, str) else hit_or_path.payload["path"]
+    return Path(path).relative_to(corpus).as_posix()
+
+
+@pytest.fixture(scope="module")
+def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):  # noqa: ANN001, ANN201
+    c = Core(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"))
+    c.__dict__["embedder"] = shared_embedder
+    Indexer(c).run([corpus])
+    yield c
+    c.close()
+
+
+# ---- modes ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_distinctive_query_finds_its_document(indexed_core: Core, corpus: Path, mode: str, query: str) -> None:
+    res = search(indexed_core, query, k=5, mode=mode)
+    assert res.mode == mode and res.message is None
+    assert res.hits, query
+    assert _rel(res.hits[0], corpus) == QUERIES[query], [(_rel(h, corpus), h.score) for h in res.hits]
+    scores = [h.score for h in res.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len({h.chunk_id for h in res.hits}) == len(res.hits)
+
+
+def test_hybrid_scores(indexed_core: Core) -> None:
+    from aisac_core import retrieval
+
+    for query in QUERIES:
+        hits = search(indexed_core, query, k=10).hits
+        dense = search(indexed_core, query, k=1, mode="dense").hits[0]
+        sparse = search(indexed_core, query, k=1, mode="sparse").hits[0]
+        if dense.chunk_id == sparse.chunk_id:  # first in both lists: first in the fusion
+            assert hits[0].chunk_id == dense.chunk_id
+        if retrieval.FUSION == "convex":  # normalised scores, combined convexly: in [0, 1]
+            assert all(0.0 <= h.score <= 1.0 + 1e-9 for h in hits)
+            if dense.chunk_id == sparse.chunk_id:
+                assert hits[0].score == pytest.approx(1.0)
+
+
+def test_page_marker_hits_its_page(indexed_core: Core) -> None:
+    for page, marker in PAGE_MARKERS.items():
+        top = search(indexed_core, marker, k=1).hits[0].payload
+        assert top["page"] == page and marker in top["text"]
+
+
+def test_k_bounds_the_hits(indexed_core: Core) -> None:
+    total = indexed_core.vectors().count("chunks")
+    assert total > 5
+    assert len(search(indexed_core, "heat", k=2, mode="dense").hits) == 2
+    assert len(search(indexed_core, "heat", k=MAX_K, mode="dense").hits) == total
+    assert len(search(indexed_core, "heat", k=1).hits) == 1
+
+
+# ---- filters -------------------------------------------------------------------------------------------
+
+
+def _hits(core: Core, query: str, filters: dict, k: int = 20, mode: str = "hybrid"):  # noqa: ANN202
+    return search(core, query, k=k, filters=filters, mode=mode).hits
+
+
+def test_filter_doc_id(indexed_core: Core, corpus: Path) -> None:
+    did = doc_id_for(corpus / "notes" / "heat_transfer.md")
+    hits = _hits(indexed_core, "enzyme kinetics", {"doc_id": did})
+    assert hits and {h.payload["doc_id"] for h in hits} == {did}
+    two = [did, doc_id_for(corpus / "glossary.html")]
+    hits = _hits(indexed_core, "enzyme kinetics", {"doc_id": two}, mode="dense")
+    assert {h.payload["doc_id"] for h in hits} == set(two)
+
+
+def test_filter_path_glob(indexed_core: Core, corpus: Path) -> None:
+    hits = _hits(indexed_core, "measurements", {"path_glob": "*.md"}, mode="dense")
+    assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
+    hits = _hits(indexed_core, "measurements", {"path_glob": "*/notes/heat*"}, mode="dense")
+    assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md"}
+    res = search(indexed_core, "measurements", filters={"path_glob": "*.pptx"})
+    assert res.hits == [] and "no indexed document matches" in (res.message or "")
+
+
+def test_filter_page_range(indexed_core: Core) -> None:
+    q = "perovskite catalyst"
+    assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_from": 2})} == {2}
+    assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_to": 1})} == {1}
+    assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_from": 1, "page_to": 2})} == {1, 2}
+    assert _hits(indexed_core, q, {"page_from": 3}) == []
+    # only paged documents (PDF) have pages: a page filter keeps to them
+    assert {h.payload["file_type"] for h in _hits(indexed_core, "heat transfer", {"page_from": 1}, mode="dense")} \
+        == {"pdf"}
+
+
+def test_filter_file_type(indexed_core: Core) -> None:
+    assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": "pdf"}, mode="dense")} \
+        == {"pdf"}
+    assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": ["html", "docx"]},
+                                                    mode="dense")} == {"html", "docx"}
+    assert _hits(indexed_core, "enzyme", {"file_type": "pptx"}) == []
+
+
+def test_filter_section(indexed_core: Core, corpus: Path) -> None:
+    hits = _hits(indexed_core, "temperature", {"section": "results"}, mode="dense")
+    assert hits and {h.payload["section_covers"] for h in hits} == {"results"}
+    assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
+    hits = _hits(indexed_core, "temperature", {"section": ["abstract", "conclusion"]}, mode="dense")
+    assert {h.payload["section_covers"] for h in hits} == {"abstract", "conclusion"}
+
+
+def test_filters_combine(indexed_core: Core, corpus: Path) -> None:
+    hits = _hits(indexed_core, "how was it measured", {"file_type": "md", "section": "methods"}, mode="dense")
+    assert len(hits) == 2
+    assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
+    assert all(h.payload["section_covers"] == "methods" for h in hits)
+    hits = _hits(indexed_core, "how was it measured",
+                 {"path_glob": "*enzyme*", "section": "methods", "file_type": "md"})
+    assert [_rel(h, corpus) for h in hits] == ["notes/enzyme_kinetics.md"]
+    # doc_id and path_glob intersect: disjoint -> nothing, with the reason
+    res = search(indexed_core, "enzyme", filters={"doc_id": doc_id_for(corpus / "notes" / "enzyme_kinetics.md"),
+                                                  "path_glob": "*heat*"})
+    assert res.hits == [] and "no indexed document matches" in (res.message or "")
+    hits = _hits(indexed_core, "perovskite", {"file_type": "pdf", "page_from": 1, "page_to": 1,
+                                              "doc_id": doc_id_for(corpus / "report.pdf")})
+    assert [h.payload["page"] for h in hits] == [1]
+
+
+# ---- bad input -----------------------------------------------------------------------------------------
+
+
+def test_unknown_filter_key_lists_accepted_keys(indexed_core: Core) -> None:
+    with pytest.raises(SearchError) as ei:
+        search(indexed_core, "enzyme", filters={"author": "x", "file_type": "md"})
+    msg = str(ei.value)
+    assert "author" in msg
+    for key in FILTER_KEYS:
+        assert key in msg
+
+
+@pytest.mark.parametrize("k", [0, -1, 10**6, MAX_K + 1, True, "3", 2.0, None])
+def test_k_out_of_range(indexed_core: Core, k) -> None:  # noqa: ANN001
+    with pytest.raises(SearchError, match=f"k must be an integer from 1 to {MAX_K}"):
+        search(indexed_core, "enzyme", k=k)
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t", None])
+def test_empty_query(indexed_core: Core, query) -> None:  # noqa: ANN001
+    with pytest.raises(SearchError, match="query is empty"):
+        search(indexed_core, query)
+
+
+@pytest.mark.parametrize(
+    ("filters", "match"),
+    [
+        ({"page_from": 0}, "page_from must be a page number"),
+        ({"page_to": "2"}, "page_to must be a page number"),
+        ({"page_from": 3, "page_to": 2}, "is after page_to"),
+        ({"doc_id": ""}, "doc_id must be"),
+        ({"doc_id": []}, "doc_id must be"),
+        ({"path_glob": ""}, "path_glob must be"),
+        ({"file_type": [1]}, "file_type must be"),
+        ({"section": ""}, "section must be"),
+    ],
+)
+def test_bad_filter_values(indexed_core: Core, filters: dict, match: str) -> None:
+    with pytest.raises(SearchError, match=match):
+        search(indexed_core, "enzyme", filters=filters)
+
+
+def test_bad_mode_and_long_query(indexed_core: Core) -> None:
+    with pytest.raises(SearchError, match="mode must be one of hybrid, dense, sparse"):
+        search(indexed_core, "enzyme", mode="fuzzy")
+    with pytest.raises(SearchError, match="limit is 2000"):
+        search(indexed_core, "x" * 2001)
+
+
+def test_query_without_hits_says_why(indexed_core: Core) -> None:
+    res = search(indexed_core, "qwxzyvjj blorptastic", mode="sparse")
+    assert res.hits == [] and "no chunk shares a term" in (res.message or "")
+    res = search(indexed_core, "the", mode="sparse")  # a stopword only: an empty sparse query
+    assert res.hits == [] and res.message
+    # hybrid still answers from the dense side
+    assert search(indexed_core, "qwxzyvjj blorptastic").hits
+
+
+def test_empty_index_says_so(fast_core: Core) -> None:
+    res = search(fast_core, "enzyme")
+    assert res.hits == [] and "index is empty" in (res.message or "")
+    assert res.as_dict()["count"] == 0 and "message" in res.as_dict()
+
+
+# ---- anchors, chunks, documents ------------------------------------------------------------------------
+
+
+def test_hits_carry_complete_anchors(indexed_core: Core, corpus: Path) -> None:
+    seen_docs = set()
+    for query in QUERIES:
+        res = search(indexed_core, query, k=5).as_dict()
+        assert res["count"] == len(res["hits"]) > 0
+        for h in res["hits"]:
+            a = h["anchor"]
+            assert set(a) == {"chunk_id", "doc_id", "path", "sha256", "section", "page", "char_span",
+                              "chunk_sha256", "score"}
+            assert a["chunk_id"] == h["chunk_id"] and a["doc_id"] == h["doc_id"] and a["path"] == h["path"]
+            assert a["score"] == h["score"]
+            path = Path(a["path"])
+            assert a["doc_id"] == doc_id_for(path)
+            assert a["sha256"] == sha256_file(path)
+            assert a["chunk_sha256"] == hashlib.sha256(h["text"].encode("utf-8")).hexdigest()
+            found = get_document(indexed_core, a["doc_id"])
+            assert found is not None and found[1] is not None
+            text = found[1].text
+            start, end = a["char_span"]
+            assert 0 <= start < end <= len(text)
+            assert _norm(text[start:end]) == _norm(h["text"])
+            if h["file_type"] == "pdf":
+                assert a["page"] in (1, 2)
+            else:
+                assert a["page"] is None
+            assert a["section"] == (h["section"] or None)
+            seen_docs.add(a["doc_id"])
+    assert len(seen_docs) == 5
+
+
+def test_get_chunk_round_trip(indexed_core: Core) -> None:
+    hit = search(indexed_core, PAGE_MARKERS[1], k=1).as_dict()["hits"][0]
+    chunk = get_chunk(indexed_core, hit["chunk_id"])
+    assert chunk is not None
+    assert chunk["score"] is None and chunk["anchor"]["score"] is None
+    expected = dict(hit, score=None, anchor=dict(hit["anchor"], score=None))
+    assert chunk == expected
+    assert get_chunk(indexed_core, str(uuid.uuid4())) is None
+    assert get_chunk(indexed_core, "not-a-uuid") is None
+
+
+def test_list_documents_paging(indexed_core: Core, corpus: Path) -> None:
+    everything = list_documents(indexed_core)
+    assert everything["total"] == 5 and everything["next_offset"] is None
+    paths = [d["path"] for d in everything["documents"]]
+    assert paths == sorted(paths)
+    first = list_documents(indexed_core, limit=2)
+    assert [d["path"] for d in first["documents"]] == paths[:2] and first["next_offset"] == 2
+    middle = list_documents(indexed_core, limit=2, offset=2)
+    assert [d["path"] for d in middle["documents"]] == paths[2:4] and middle["next_offset"] == 4
+    last = list_documents(indexed_core, limit=2, offset=4)
+    assert [d["path"] for d in last["documents"]] == paths[4:] and last["next_offset"] is None
+    assert list_documents(indexed_core, offset=10)["documents"] == []
+    md = list_documents(indexed_core, file_type="md")
+    assert md["total"] == 2 and {d["file_type"] for d in md["documents"]} == {"md"}
+    assert [d["path"] for d in list_documents(indexed_core, path_glob="*.pdf")["documents"]] \
+        == [str(corpus / "report.pdf")]
+    assert list_documents(indexed_core, status="failed")["total"] == 0
+    doc = everything["documents"][0]
+    assert set(doc) >= {"doc_id", "path", "file_type", "title", "pages", "chunk_count", "status", "sha256",
+                        "indexed_at"}
+    pdf = next(d for d in everything["documents"] if d["file_type"] == "pdf")
+    assert pdf["pages"] == 2 and pdf["title"] == "Notes on materials durability" and pdf["status"] == "indexed"
+    assert sum(d["chunk_count"] for d in everything["documents"]) == indexed_core.vectors().count("chunks")
+
+
+def test_get_document(indexed_core: Core, corpus: Path) -> None:
+    found = get_document(indexed_core, doc_id_for(corpus / "notes" / "heat_transfer.md"))
+    assert found is not None
+    row, content = found
+    assert row.title == "Convective heat transfer in a packed bed" and content is not None
+    assert "## Results" in content.markdown and "Nu = 0.17" in content.text
+    assert get_document(indexed_core, "0" * 16) is None
+
+
+# ---- the qdrant-client backend -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+def test_qdrant_client_backend_agrees_with_edge(indexed_core: Core, qdrant_core: Core, corpus: Path,
+                                                mode: str) -> None:
+    assert qdrant_core.settings.vector_backend == "qdrant"
+    assert qdrant_core.vectors().count("chunks") == indexed_core.vectors().count("chunks")
+    for query, expected in QUERIES.items():
+        edge = search(indexed_core, query, k=3, mode=mode).hits
+        qc = search(qdrant_core, query, k=3, mode=mode).hits
+        assert _rel(qc[0], corpus) == expected
+        assert qc[0].chunk_id == edge[0].chunk_id  # point ids are deterministic: the same chunk
+        assert qc[0].score == pytest.approx(edge[0].score, rel=1e-3, abs=1e-4)
+        if mode != "hybrid":
+            assert [h.chunk_id for h in qc] == [h.chunk_id for h in edge]
+    res = search(qdrant_core, "stainless", k=5, filters={"file_type": "docx", "section": "abstract"})
+    assert res.hits and {h.payload["file_type"] for h in res.hits} == {"docx"}

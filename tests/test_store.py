@@ -1,0 +1,457 @@
+"""The shared store on real files: SQLite settings and locking, the vector-store interface on both Qdrant
+backends (Qdrant Edge and qdrant-client local mode), and the provenance rows written to the SQL store."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from aisac_core.store.sql import StoreError, StoreMeta, TraceEvent, dumps, get_meta, make_engine, set_meta
+from aisac_core.store.vectors import (
+    Cond,
+    EdgeVectorStore,
+    QdrantClientVectorStore,
+    VectorPoint,
+    VectorStore,
+    VectorStoreError,
+    open_vector_store,
+)
+
+# ---- SQLite ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'aisac.db'}"
+
+
+def test_sqlite_pragmas_in_force_on_every_connection(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        # two DBAPI connections open at once: each went through the connect listener
+        raws = [engine.raw_connection(), engine.raw_connection()]
+        for raw in raws:
+            cur = raw.cursor()
+            assert cur.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert cur.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+            assert cur.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+            assert raw.dbapi_connection.isolation_level is None
+            cur.close()
+        for raw in raws:
+            raw.close()
+        with engine.connect() as conn:  # and through SQLAlchemy
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+        # WAL is a property of the file: a plain sqlite3 connection sees it too
+        raw = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        raw.close()
+    finally:
+        engine.dispose()
+
+
+def test_transactions_begin_immediate(db_url: str) -> None:
+    """A session that has only read already holds the write lock (BEGIN IMMEDIATE), so another writer
+    waits; with pysqlite's deferred default, the read would take no lock and the write would go through."""
+    engine = make_engine(db_url)
+    set_meta(engine, "k", "v")
+    path = db_url.removeprefix("sqlite:///")
+    try:
+        with Session(engine) as s:
+            assert s.exec(select(StoreMeta)).all()  # a read only
+            other = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("UPDATE storemeta SET value = 'w' WHERE key = 'k'")
+            s.rollback()
+        other.execute("UPDATE storemeta SET value = 'w' WHERE key = 'k'")  # lock released
+        other.close()
+        assert get_meta(engine, "k") == "w"
+    finally:
+        engine.dispose()
+
+
+def test_concurrent_read_modify_write_loses_no_update(db_url: str) -> None:
+    """4 workers (each with its own engine, as separate processes would have) x 100 increments of one
+    row through sqlmodel Sessions: all 400 survive. The pause between read and write invites the
+    interleaving that loses updates under deferred transactions."""
+    setup = make_engine(db_url)
+    set_meta(setup, "counter", "0")
+    setup.dispose()
+    workers, increments = 4, 100
+    errors: list[BaseException] = []
+    start = threading.Barrier(workers)
+
+    def work() -> None:
+        engine = make_engine(db_url)
+        try:
+            start.wait()
+            for _ in range(increments):
+                with Session(engine) as s:
+                    row = s.get(StoreMeta, "counter")
+                    assert row is not None
+                    value = int(row.value)
+                    time.sleep(0.0002)
+                    row.value = str(value + 1)
+                    s.add(row)
+                    s.commit()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            engine.dispose()
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    check = make_engine(db_url)
+    assert get_meta(check, "counter") == str(workers * increments)
+    check.dispose()
+
+
+def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
+    db = tmp_path / "aisac.db"
+    db.write_bytes(b"this is not a database, just garbage bytes " * 100 + os.urandom(4096))
+    with pytest.raises(StoreError) as ei:
+        make_engine(f"sqlite:///{db}")
+    msg = str(ei.value)
+    assert str(db) in msg and "move it aside" in msg
+
+
+def test_corrupt_store_through_core(settings) -> None:  # noqa: ANN001
+    from aisac_core.runtime import Core
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = settings.data_dir / "aisac.db"
+    db.write_bytes(os.urandom(16384))
+    core = Core(settings)
+    with pytest.raises(StoreError, match=re.escape(str(db))):
+        _ = core.engine
+
+
+def test_meta_and_canonical_json(db_url: str) -> None:
+    engine = make_engine(db_url)
+    assert get_meta(engine, "missing") is None
+    set_meta(engine, "schema", "1")
+    set_meta(engine, "schema", "2")
+    assert get_meta(engine, "schema") == "2"
+    engine.dispose()
+    assert dumps({"b": 1, "a": "é"}) == '{"a":"é","b":1}'
+
+
+# ---- vector stores (both backends) -------------------------------------------------------------------
+
+BACKENDS = ["edge", "qdrant"]
+DIM = 8
+
+
+def _open(backend: str, root: Path) -> VectorStore:
+    return EdgeVectorStore(root) if backend == "edge" else QdrantClientVectorStore(path=root)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def vs(backend: str, tmp_path: Path):  # noqa: ANN201
+    store = _open(backend, tmp_path / "vs")
+    store.ensure_collection("c", DIM)
+    yield store
+    store.close()
+
+
+def _unit(i: int, dim: int = DIM) -> list[float]:
+    v = [0.0] * dim
+    v[i % dim] = 1.0
+    return v
+
+
+def _pid(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
+# Five points: dense axis i, sparse terms, payload with keyword and integer fields.
+DOCS = {
+    "a": dict(axis=0, terms=[101, 102], page=1, file_type="pdf", section_covers="methods"),
+    "b": dict(axis=1, terms=[102, 103], page=2, file_type="pdf", section_covers="results"),
+    "c": dict(axis=2, terms=[104], page=3, file_type="md", section_covers="results"),
+    "d": dict(axis=3, terms=[105, 106], page=4, file_type="html", section_covers="other"),
+    "e": dict(axis=4, terms=[102, 107], page=5, file_type="md", section_covers="methods"),
+}
+
+
+def _points() -> list[VectorPoint]:
+    return [
+        VectorPoint(id=_pid(k), dense=_unit(d["axis"]), sparse_indices=d["terms"], sparse_values=[1.0] * len(d["terms"]),
+                    payload={"doc_id": k, "page": d["page"], "file_type": d["file_type"],
+                             "section_covers": d["section_covers"], "text": f"doc {k}"})
+        for k, d in DOCS.items()
+    ]
+
+
+def _docs(hits) -> list[str]:  # noqa: ANN001
+    return [h.payload["doc_id"] for h in hits]
+
+
+def test_ensure_collection_create_reopen_recreate(backend: str, tmp_path: Path) -> None:
+    root = tmp_path / "vs"
+    s = _open(backend, root)
+    assert s.ensure_collection("c", DIM) is True  # created
+    assert s.ensure_collection("c", DIM) is False  # already there
+    s.upsert("c", _points())
+    s.flush()
+    s.close()
+    s = _open(backend, root)
+    assert s.ensure_collection("c", DIM) is False  # reopened, not recreated
+    assert s.count("c") == len(DOCS)
+    assert _docs(s.query("c", dense=_unit(2), sparse=None, limit=1, mode="dense")) == ["c"]
+    assert s.ensure_collection("c", 2 * DIM) is True  # another dimension: recreated, empty
+    assert s.count("c") == 0
+    s.upsert("c", [VectorPoint(_pid("x"), _unit(9, 2 * DIM), [1], [1.0], {"doc_id": "x"})])
+    assert _docs(s.query("c", dense=_unit(9, 2 * DIM), sparse=None, limit=3, mode="dense")) == ["x"]
+    s.close()
+    s = _open(backend, root)  # the new dimension persists too
+    assert s.ensure_collection("c", 2 * DIM) is False
+    assert s.count("c") == 1
+    s.close()
+
+
+def test_persistence_across_close_and_reopen(backend: str, tmp_path: Path) -> None:
+    root = tmp_path / "vs"
+    s = _open(backend, root)
+    s.ensure_collection("c", DIM)
+    s.upsert("c", _points())
+    s.delete("c", [Cond("doc_id", eq="d")])
+    s.close()
+    s = _open(backend, root)
+    s.ensure_collection("c", DIM)
+    assert s.count("c") == len(DOCS) - 1
+    assert {h.payload["doc_id"] for h in s.retrieve("c", [_pid(k) for k in DOCS])} == set(DOCS) - {"d"}
+    assert _docs(s.query("c", dense=None, sparse=([104], [1.0]), limit=3, mode="sparse")) == ["c"]
+    s.close()
+
+
+def test_dense_sparse_hybrid_queries(vs: VectorStore) -> None:
+    vs.upsert("c", _points())
+    # dense: nearest by cosine, best first
+    q = [0.9, 0.3, 0.1, 0, 0, 0, 0, 0]
+    dense = vs.query("c", dense=q, sparse=None, limit=3, mode="dense")
+    assert _docs(dense) == ["a", "b", "c"]
+    assert dense[0].score > dense[1].score > dense[2].score
+    assert abs(dense[0].score - 0.9 / (0.91 ** 0.5)) < 1e-4
+    # sparse: only points sharing a term
+    sparse = vs.query("c", dense=None, sparse=([104], [1.0]), limit=5, mode="sparse")
+    assert _docs(sparse) == ["c"]
+    # IDF: term 102 occurs in three points, 104 in one; every stored weight is 1.0, so without the IDF
+    # modifier all four points would tie: with it, the point holding the rare term comes first
+    idf = vs.query("c", dense=None, sparse=([102, 104], [1.0, 1.0]), limit=5, mode="sparse")
+    assert _docs(idf)[0] == "c" and set(_docs(idf)) == {"a", "b", "c", "e"}
+    assert idf[0].score > 1.2 * idf[1].score
+    # no shared term: nothing, in sparse mode
+    assert vs.query("c", dense=None, sparse=([999], [1.0]), limit=5, mode="sparse") == []
+    assert vs.query("c", dense=None, sparse=([], []), limit=5, mode="sparse") == []
+    # hybrid: RRF (k=60, 0-based ranks in Qdrant) of both lists. "d" is first in the dense list only;
+    # "c" is first in the sparse list and also somewhere in the dense one, so it leads
+    hyb = vs.query("c", dense=_unit(3), sparse=([104], [1.0]), limit=5, mode="hybrid")
+    assert _docs(hyb)[:2] == ["c", "d"]
+    assert hyb[1].score == pytest.approx(1 / 60, rel=1e-4)
+    assert 1 / 60 + 1 / 65 <= hyb[0].score * (1 + 1e-4) and hyb[0].score <= (1 / 60 + 1 / 61) * (1 + 1e-4)
+    # first in both lists
+    both = vs.query("c", dense=_unit(2), sparse=([104], [1.0]), limit=5, mode="hybrid")
+    assert _docs(both)[0] == "c" and both[0].score == pytest.approx(2 / 60, rel=1e-4)
+    # hybrid with an empty sparse query falls back to dense
+    assert _docs(vs.query("c", dense=_unit(4), sparse=([], []), limit=1, mode="hybrid")) == ["e"]
+    # limit is honoured
+    assert len(vs.query("c", dense=q, sparse=([102], [1.0]), limit=2, mode="hybrid")) == 2
+
+
+def test_filters_eq_any_range(vs: VectorStore) -> None:
+    vs.upsert("c", _points())
+    q = dict(dense=_unit(0), sparse=([102], [1.0]), limit=10)
+    assert sorted(_docs(vs.query("c", **q, conds=[Cond("file_type", eq="md")]))) == ["c", "e"]
+    assert _docs(vs.query("c", **q, conds=[Cond("page", eq=2)])) == ["b"]
+    assert sorted(_docs(vs.query("c", **q, conds=[Cond("doc_id", any=("a", "d", "zz"))]))) == ["a", "d"]
+    assert sorted(_docs(vs.query("c", **q, conds=[Cond("page", gte=2, lte=4)]))) == ["b", "c", "d"]
+    assert sorted(_docs(vs.query("c", **q, conds=[Cond("page", gte=4)]))) == ["d", "e"]
+    assert sorted(_docs(vs.query("c", **q, conds=[Cond("page", lte=1)]))) == ["a"]
+    combined = [Cond("section_covers", any=("methods", "results")), Cond("page", gte=2), Cond("file_type", eq="md")]
+    for mode in ("hybrid", "dense", "sparse"):
+        got = sorted(_docs(vs.query("c", **q, conds=combined, mode=mode)))
+        assert got == (["c", "e"] if mode != "sparse" else ["e"]), mode  # "c" shares no sparse term
+    assert vs.count("c", combined) == 2
+    assert sorted(p["doc_id"] for _, p in vs.scroll_ids("c", combined)) == ["c", "e"]
+    assert vs.query("c", **q, conds=[Cond("file_type", eq="docx")]) == []
+
+
+def test_query_restricted_to_ids(vs: VectorStore) -> None:
+    """``ids`` scores known candidates exactly (hybrid fusion looks up the score a list did not return)."""
+    vs.upsert("c", _points())
+    ids = [_pid("b"), _pid("c")]
+    assert sorted(_docs(vs.query("c", dense=_unit(0), sparse=None, limit=10, mode="dense", ids=ids))) == ["b", "c"]
+    got = vs.query("c", dense=None, sparse=([102], [1.0]), limit=10, mode="sparse", ids=[_pid("a"), _pid("c")])
+    assert _docs(got) == ["a"]  # "c" has no term 102
+    full = {h.id: h.score for h in vs.query("c", dense=None, sparse=([102], [1.0]), limit=10, mode="sparse")}
+    assert got[0].score == pytest.approx(full[_pid("a")], rel=1e-5)  # the same score as unrestricted
+    both = vs.query("c", dense=_unit(1), sparse=None, limit=10, mode="dense", ids=[_pid(k) for k in "abc"],
+                    conds=[Cond("file_type", eq="pdf")])
+    assert _docs(both) == ["b", "a"]
+    assert vs.query("c", dense=_unit(0), sparse=None, limit=10, mode="dense", ids=[]) == []
+
+
+def test_upsert_replaces_by_id_and_retrieve(vs: VectorStore) -> None:
+    vs.upsert("c", _points())
+    vs.upsert("c", [VectorPoint(_pid("a"), _unit(7), [300], [1.0], {"doc_id": "a", "page": 9, "text": "new"})])
+    assert vs.count("c") == len(DOCS)
+    got = vs.retrieve("c", [_pid("a"), _pid("b"), str(uuid.uuid4())])
+    assert {h.id: h.payload["doc_id"] for h in got} == {_pid("a"): "a", _pid("b"): "b"}
+    a = next(h for h in got if h.id == _pid("a"))
+    assert a.payload["text"] == "new" and a.payload["page"] == 9 and a.score == 0.0
+    assert _docs(vs.query("c", dense=_unit(7), sparse=None, limit=1, mode="dense")) == ["a"]
+    assert vs.retrieve("c", []) == []
+    vs.upsert("c", [])  # no-op
+
+
+def test_delete_by_condition_and_count(vs: VectorStore) -> None:
+    vs.upsert("c", _points())
+    assert vs.count("c") == 5
+    assert vs.count("c", [Cond("file_type", eq="pdf")]) == 2
+    vs.delete("c", [Cond("file_type", eq="pdf")])
+    assert vs.count("c") == 3
+    assert vs.count("c", [Cond("file_type", eq="pdf")]) == 0
+    vs.delete("c", [Cond("doc_id", any=("c", "d")), Cond("page", gte=4)])  # all conditions must hold: only d
+    assert sorted(p["doc_id"] for _, p in vs.scroll_ids("c")) == ["c", "e"]
+    vs.delete("c", [Cond("doc_id", eq="nobody")])
+    assert vs.count("c") == 2
+    with pytest.raises(ValueError, match="without a condition"):
+        vs.delete("c", [])
+    assert vs.count("c") == 2
+
+
+def test_scroll_ids_pages_through_everything(vs: VectorStore) -> None:
+    n = 1500  # more than one scroll page of 1000
+    pts = [VectorPoint(_pid(f"p{i}"), _unit(i), [i % 50], [1.0], {"doc_id": f"d{i % 7}", "page": i})
+           for i in range(n)]
+    for i in range(0, n, 500):
+        vs.upsert("c", pts[i:i + 500])
+    ids = [pid for pid, _ in vs.scroll_ids("c")]
+    assert len(ids) == n and set(ids) == {p.id for p in pts}
+    some = list(vs.scroll_ids("c", [Cond("doc_id", eq="d3")]))
+    assert len(some) == sum(1 for i in range(n) if i % 7 == 3)
+    assert all(p["doc_id"] == "d3" for _, p in some)
+    assert vs.count("c", [Cond("page", gte=500, lte=1499)]) == 1000
+
+
+def test_second_store_on_a_locked_folder(backend: str, tmp_path: Path) -> None:
+    root = tmp_path / "vs"
+    first = _open(backend, root)
+    first.ensure_collection("c", DIM)
+    first.upsert("c", _points())
+    with pytest.raises(VectorStoreError) as ei:
+        second = _open(backend, root)
+        second.ensure_collection("c", DIM)
+    msg = str(ei.value)
+    assert str(root) in msg
+    if backend == "edge":
+        assert "in use by another aisac process" in msg
+    else:
+        assert "locked while another process uses it" in msg
+    first.close()
+    third = _open(backend, root)  # the lock goes with the first store
+    third.ensure_collection("c", DIM)
+    assert third.count("c") == len(DOCS)
+    third.close()
+
+
+def test_edge_collection_must_be_opened_first(tmp_path: Path) -> None:
+    s = EdgeVectorStore(tmp_path / "vs")
+    with pytest.raises(VectorStoreError, match="ensure_collection"):
+        s.count("nope")
+    s.close()
+
+
+def test_open_vector_store_backends(tmp_path: Path) -> None:
+    e = open_vector_store("edge", root=tmp_path / "e")
+    q = open_vector_store("qdrant", root=tmp_path / "q")
+    assert isinstance(e, EdgeVectorStore) and isinstance(q, QdrantClientVectorStore)
+    e.close()
+    q.close()
+    with pytest.raises(ValueError, match="unknown vector backend"):
+        open_vector_store("faiss", root=tmp_path / "f")
+
+
+# ---- provenance ----------------------------------------------------------------------------------------
+
+
+def test_record_tool_call_writes_a_row(db_url: str) -> None:
+    from aisac_core.provenance import list_events, record_tool_call, sha256_json
+
+    engine = make_engine(db_url)
+    args = {"query": "perovskite", "k": 3, "filters": {"file_type": "pdf"}}
+    result = {"hits": [{"text": "t1", "anchor": {"chunk_id": "c-1", "sha256": "x"}},
+                       {"text": "t2", "anchor": {"chunk_id": "c-2"}},
+                       {"nested": [{"anchor": {"chunk_id": "c-1"}}]}]}
+    ev_id = record_tool_call(engine, run_id="run-a", server="rag", tool="rag_search", arguments=args,
+                             result=result, status="ok", error=None, latency_ms=12.34567)
+    with Session(engine) as s:
+        row = s.get(TraceEvent, ev_id)
+        assert row is not None
+        assert row.run_id == "run-a" and row.server == "rag" and row.tool == "rag_search" and row.status == "ok"
+        assert row.arguments_json == dumps(args)
+        assert row.arguments_sha256 == hashlib.sha256(dumps(args).encode()).hexdigest()
+        assert row.result_sha256 == sha256_json(result) == hashlib.sha256(dumps(result).encode()).hexdigest()
+        assert row.anchor_ids_json == '["c-1","c-2"]'
+        assert row.latency_ms == pytest.approx(12.346)
+        assert row.error is None and row.created_at is not None
+    # a failed call: no result hash, the error kept
+    err_id = record_tool_call(engine, run_id="run-b", server="rag", tool="rag_search", arguments={"k": 0},
+                              result=None, status="tool_error", error="k must be an integer from 1 to 100",
+                              latency_ms=0.5)
+    evs = list_events(engine)
+    assert [e["id"] for e in evs] == [err_id, ev_id]  # newest first
+    assert evs[0]["result_sha256"] is None and evs[0]["status"] == "tool_error"
+    assert evs[0]["error"].startswith("k must be") and evs[0]["anchor_ids"] == []
+    assert [e["id"] for e in list_events(engine, run_id="run-a")] == [ev_id]
+    assert list_events(engine, run_id="run-a")[0]["arguments"] == args
+    # oversized arguments are stored truncated, but hashed whole
+    big = {"text": "x" * 200_000}
+    big_id = record_tool_call(engine, run_id="run-c", server="rag", tool="t", arguments=big, result={"ok": 1},
+                              status="ok", error=None, latency_ms=1)
+    with Session(engine) as s:
+        row = s.get(TraceEvent, big_id)
+        assert row is not None and len(row.arguments_json) == 100_000
+        assert row.arguments_sha256 == sha256_json(big)
+    engine.dispose()
+
+
+def test_run_assigner_renews_after_idle_gap() -> None:
+    from aisac_core.provenance import RunAssigner, new_run_id
+
+    ra = RunAssigner(idle_seconds=1.0)
+    r1 = ra.run_for("client-1")
+    assert r1.startswith("run-")
+    assert ra.run_for("client-1") == r1
+    other = ra.run_for("client-2")
+    assert other != r1
+    # calls closer than the gap keep the run alive, even when the run lasts longer than the gap
+    time.sleep(0.6)
+    assert ra.run_for("client-1") == r1
+    time.sleep(0.6)
+    assert ra.run_for("client-1") == r1
+    # silence longer than the gap: a new run
+    time.sleep(1.3)
+    r2 = ra.run_for("client-1")
+    assert r2 != r1 and r2.startswith("run-")
+    assert ra.run_for("client-1") == r2
+    assert len({new_run_id() for _ in range(50)}) == 50
