@@ -1,7 +1,17 @@
 """Hybrid search over the indexed chunks, with filters and evidence anchors.
 
-Modes: ``dense`` (cosine over MiniLM vectors), ``sparse`` (BM25 with IDF), ``hybrid`` (both, fused with
-reciprocal rank fusion, RRF: score = sum_i w_i / (k + rank_i); Cormack, Clarke & Buettcher, SIGIR 2009).
+Modes: ``dense`` (cosine over MiniLM vectors), ``sparse`` (BM25 with IDF), ``hybrid`` (both, fused).
+
+Hybrid fusion (:data:`FUSION`, default ``convex``): the dense and the BM25 query each fetch their top
+:data:`PREFETCH` chunks; every candidate of the union is then scored by both (the score a list did not
+return is looked up exactly, restricted to the candidate ids; BM25 is 0 where no query term occurs), both
+scores are min-max normalised over the candidates, and the hit score is the convex combination
+``HYBRID_ALPHA * dense + (1 - HYBRID_ALPHA) * bm25``, in [0, 1] (Bruch, Gai & Ingber, "An Analysis of
+Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023). ``rrf`` selects the vector store's
+reciprocal rank fusion instead, score = sum_i w_i / (k + rank_i) (Cormack, Clarke & Buettcher, SIGIR
+2009). On Cranfield (nDCG@10) convex fusion scored 0.420 against 0.413-0.415 for RRF on the same
+index, a difference within noise; the figures and the alternatives tried are in docs/retrieval.md, the
+benchmark in ``bench/quality.py``.
 
 Every hit carries an evidence anchor (DESIGN.md "Documents"): ``{doc_id, path, sha256 (of the file),
 section, page, char_span [start, end) into the document's plain text, chunk_sha256 (of the chunk
@@ -35,9 +45,14 @@ FILTER_KEYS = {
     "section": "section taxonomy label: abstract, introduction, methods, results, discussion, conclusion, "
                "datasets, references, other",
 }
-#: Fusion settings of hybrid mode (chosen on Cranfield; see bench/ and docs/retrieval.md).
-RRF_K = 60
+#: Fusion of hybrid mode: ``convex`` (normalised score combination) or ``rrf`` (reciprocal rank fusion).
+FUSION = "convex"
+#: Candidates fetched by each of the dense and the BM25 query in hybrid mode (at least 2 k).
 PREFETCH = 100
+#: Weight of the dense score in convex fusion (the BM25 score gets 1 - alpha): equal weights, untuned.
+HYBRID_ALPHA = 0.5
+#: RRF settings (``FUSION = "rrf"``): the usual k = 60 and equal weights (dense, BM25).
+RRF_K = 60
 HYBRID_WEIGHTS = (1.0, 1.0)
 
 
@@ -166,8 +181,11 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
     vs = core.vectors()
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
-    raw: list[VectorHit] = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
-                                    prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
+    if mode == "hybrid" and FUSION == "convex":
+        raw = _convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k))
+    else:
+        raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
+                       prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
     hits = [Hit(h.id, h.score, h.payload) for h in raw]
     msg = None
     if not hits:
@@ -178,6 +196,43 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
         else:
             msg = "no chunk matched the filters; loosen them"
     return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
+
+
+def _convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
+                   conds: list[Cond], prefetch: int) -> list[VectorHit]:
+    """Hybrid hits by convex combination of min-max normalised dense and BM25 scores (module docstring).
+
+    Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
+    a candidate is looked up exactly (a query restricted to those ids); a candidate without any query
+    term has BM25 score 0. Ties go to the higher dense score. Payloads are read for the ``k`` winners only.
+    """
+    has_sparse = sparse is not None and len(sparse[0]) > 0
+    d_score = {h.id: h.score for h in vs.query("chunks", dense=dense, sparse=None, limit=prefetch, conds=conds,
+                                                mode="dense", with_payload=False)}
+    s_score = {h.id: h.score for h in vs.query("chunks", dense=None, sparse=sparse, limit=prefetch, conds=conds,
+                                                mode="sparse", with_payload=False)} if has_sparse else {}
+    missing_d = [i for i in s_score if i not in d_score]
+    if missing_d:
+        d_score.update((h.id, h.score) for h in vs.query("chunks", dense=dense, sparse=None, limit=len(missing_d),
+                                                         conds=conds, mode="dense", ids=missing_d, with_payload=False))
+    missing_s = [i for i in d_score if i not in s_score] if has_sparse else []
+    if missing_s:
+        s_score.update((h.id, h.score) for h in vs.query("chunks", dense=None, sparse=sparse, limit=len(missing_s),
+                                                         conds=conds, mode="sparse", ids=missing_s, with_payload=False))
+    candidates = list(d_score.keys() | s_score.keys())
+    if not candidates:
+        return []
+
+    def normalised(scores: dict[str, float]) -> dict[str, float]:
+        vals = [scores.get(i, 0.0) for i in candidates]
+        lo, hi = min(vals), max(vals)
+        return {i: ((scores.get(i, 0.0) - lo) / (hi - lo) if hi > lo else 0.0) for i in candidates}
+
+    nd, ns = normalised(d_score), normalised(s_score)
+    fused = {i: HYBRID_ALPHA * nd[i] + (1.0 - HYBRID_ALPHA) * ns[i] for i in candidates}
+    best = sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i))[:k]
+    payloads = {h.id: h.payload for h in vs.retrieve("chunks", best)}
+    return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
 
 
 def get_chunk(core: "Core", chunk_id: str) -> dict[str, Any] | None:

@@ -94,8 +94,16 @@ class VectorStore(ABC):
         prefetch_limit: int = 100,
         rrf_k: int = 60,
         weights: tuple[float, float] | None = None,
+        ids: list[str] | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
-        """Top ``limit`` points: dense (cosine), sparse (BM25 with IDF) or both fused by RRF."""
+        """Top ``limit`` points: dense (cosine), sparse (BM25 with IDF) or both fused by RRF.
+
+        ``ids``, when given, restricts the query to those point ids (besides ``conds``): this scores
+        known candidates exactly, e.g. the BM25 score of a hit that only the dense query found.
+        ``with_payload=False`` returns ids and scores only (empty payloads), which is much cheaper for
+        long candidate lists.
+        """
 
     @abstractmethod
     def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
@@ -190,18 +198,20 @@ class EdgeVectorStore(VectorStore):
         marker = self.root / name / "aisac-dim"
         return int(marker.read_text()) if marker.exists() else None
 
-    def _filter(self, conds: list[Cond] | None) -> Any:
-        if not conds:
+    def _filter(self, conds: list[Cond] | None, ids: list[str] | None = None) -> Any:
+        if not conds and ids is None:
             return None
         qe = self._qe
         must = []
-        for c in conds:
+        for c in conds or []:
             if c.eq is not None:
                 must.append(qe.FieldCondition(c.key, match=qe.MatchValue(c.eq)))
             elif c.any is not None:
                 must.append(qe.FieldCondition(c.key, match=qe.MatchAny(list(c.any))))
             else:
                 must.append(qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lte=c.lte)))
+        if ids is not None:
+            must.append(qe.HasIdCondition(set(ids)))
         return qe.Filter(must=must)
 
     def upsert(self, name: str, points: list[VectorPoint]) -> None:
@@ -224,24 +234,26 @@ class EdgeVectorStore(VectorStore):
         self._shard(name).update(self._qe.UpdateOperation.delete_points_by_filter(self._filter(conds)))
 
     def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
-              rrf_k=60, weights=None) -> list[VectorHit]:
+              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
         qe = self._qe
-        flt = self._filter(conds)
+        if ids is not None and not ids:
+            return []
+        flt = self._filter(conds, ids)
         shard = self._shard(name)
         dq = qe.Query.Nearest(list(map(float, dense)), using=DENSE) if dense is not None else None
         sq = qe.Query.Nearest(qe.SparseVector(list(sparse[0]), list(map(float, sparse[1]))), using=SPARSE) \
             if sparse is not None and len(sparse[0]) else None
         if mode == "dense" or (mode == "hybrid" and sq is None):
-            req = qe.QueryRequest(limit=limit, query=dq, filter=flt, with_payload=True)
+            req = qe.QueryRequest(limit=limit, query=dq, filter=flt, with_payload=with_payload)
         elif mode == "sparse":
             if sq is None:
                 return []
-            req = qe.QueryRequest(limit=limit, query=sq, filter=flt, with_payload=True)
+            req = qe.QueryRequest(limit=limit, query=sq, filter=flt, with_payload=with_payload)
         else:
             pre = [qe.Prefetch(limit=prefetch_limit, query=dq, filter=flt),
                    qe.Prefetch(limit=prefetch_limit, query=sq, filter=flt)]
             fusion = qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None)
-            req = qe.QueryRequest(limit=limit, prefetches=pre, query=fusion, filter=flt, with_payload=True)
+            req = qe.QueryRequest(limit=limit, prefetches=pre, query=fusion, filter=flt, with_payload=with_payload)
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(req)]
 
     def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
@@ -327,18 +339,20 @@ class QdrantClientVectorStore(VectorStore):
             self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
         return True
 
-    def _filter(self, conds: list[Cond] | None) -> Any:
-        if not conds:
+    def _filter(self, conds: list[Cond] | None, ids: list[str] | None = None) -> Any:
+        if not conds and ids is None:
             return None
         m = self.m
         must = []
-        for c in conds:
+        for c in conds or []:
             if c.eq is not None:
                 must.append(m.FieldCondition(key=c.key, match=m.MatchValue(value=c.eq)))
             elif c.any is not None:
                 must.append(m.FieldCondition(key=c.key, match=m.MatchAny(any=list(c.any))))
             else:
                 must.append(m.FieldCondition(key=c.key, range=m.Range(gte=c.gte, lte=c.lte)))
+        if ids is not None:
+            must.append(m.HasIdCondition(has_id=list(ids)))
         return m.Filter(must=must)
 
     def upsert(self, name: str, points: list[VectorPoint]) -> None:
@@ -365,26 +379,28 @@ class QdrantClientVectorStore(VectorStore):
         self.client.delete(name, points_selector=self.m.FilterSelector(filter=self._filter(conds)), wait=True)
 
     def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
-              rrf_k=60, weights=None) -> list[VectorHit]:
+              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
         m = self.m
-        flt = self._filter(conds)
+        if ids is not None and not ids:
+            return []
+        flt = self._filter(conds, ids)
         sv = m.SparseVector(indices=list(sparse[0]), values=list(map(float, sparse[1]))) \
             if sparse is not None and len(sparse[0]) else None
         if mode == "dense" or (mode == "hybrid" and sv is None):
             res = self.client.query_points(name, query=list(map(float, dense)), using=DENSE, limit=limit,
-                                           query_filter=flt, with_payload=True)
+                                           query_filter=flt, with_payload=with_payload)
         elif mode == "sparse":
             if sv is None:
                 return []
             res = self.client.query_points(name, query=sv, using=SPARSE, limit=limit, query_filter=flt,
-                                           with_payload=True)
+                                           with_payload=with_payload)
         else:
             rrf = m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(weights) if weights else None))
             res = self.client.query_points(
                 name,
                 prefetch=[m.Prefetch(query=list(map(float, dense)), using=DENSE, limit=prefetch_limit, filter=flt),
                           m.Prefetch(query=sv, using=SPARSE, limit=prefetch_limit, filter=flt)],
-                query=rrf, limit=limit, query_filter=flt, with_payload=True,
+                query=rrf, limit=limit, query_filter=flt, with_payload=with_payload,
             )
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
 

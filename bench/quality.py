@@ -1,0 +1,195 @@
+"""Retrieval quality on Cranfield: nDCG@10 and recall@100 of aisac's dense, sparse and hybrid search,
+side by side with a plain ``bm25s`` baseline on the same texts.
+
+Method:
+
+1. Every Cranfield document becomes one small Markdown file, ``cran-NNNN.md``: ``# <title>`` then the
+   abstract (the ``.W`` field, whitespace-normalised; it repeats the title, as in every standard use
+   of the collection). Two documents (471 and 995) have neither title nor abstract: aisac reports them
+   as failed ("no extractable text") and they are simply never retrieved.
+2. The folder is indexed through aisac's own pipeline (:class:`aisac_core.indexing.Indexer`: docling
+   parse, HybridChunker, MiniLM + BM25 embeddings, Qdrant Edge) into a temporary store.
+3. Each of the 225 queries (renumbered 1..225 in file order, see :mod:`bench.cranfield`) is run with
+   :func:`aisac_core.retrieval.search` at k = 100 in each mode; hits are chunks, mapped back to
+   Cranfield ids through the file name; a document's rank is that of its best chunk.
+4. nDCG@10 (graded gains, :data:`bench.cranfield.GAINS`) and recall@100 (gain > 0) per query, averaged
+   over the 225 queries; a paired randomization test compares the shipped hybrid with each other run.
+
+The hybrid run uses the fusion aisac ships (:data:`aisac_core.retrieval.FUSION`); the other fusion is run
+on the same index for comparison. ``--study`` adds the fusion study of docs/retrieval.md
+(:mod:`bench.fusion_study`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from . import cranfield
+from .common import Context, Skip, Timer, err, latency_summary, make_core, table, target_cell, temp_dir
+from .metrics import mean, ndcg_at_k, paired_randomization_test, recall_at_k
+
+TARGET_NDCG = 0.43
+#: Figures measured on this machine before this benchmark existed (task brief), for comparison.
+REFERENCE = {"bm25s": 0.352, "MiniLM dense": 0.381, "plain RRF": 0.406}
+
+
+def write_collection(col: cranfield.Cranfield, folder: Path) -> None:
+    """One Markdown file per document: ``# title`` and the abstract (empty documents give empty files)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in col.docs:
+        body = (f"# {d.title}\n\n" if d.title else "") + (f"{d.abstract}\n" if d.abstract else "")
+        (folder / f"cran-{int(d.doc_id):04d}.md").write_text(body, encoding="utf-8")
+
+
+def cran_id(path: str) -> str:
+    """Cranfield id of an indexed file ``.../cran-0042.md`` -> ``"42"``."""
+    return str(int(Path(path).stem.split("-", 1)[1]))
+
+
+def index_collection(core: Any, folder: Path) -> dict[str, Any]:
+    """Index ``folder`` with aisac's Indexer (progress on stderr); returns time, counters and failures."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from aisac_core.indexing import Counters, Indexer
+
+    counters, failures = Counters(), []
+    with Timer() as t_models:
+        core.vectors()  # loads the models and opens the store, so the index time is indexing only
+    with Progress(TextColumn("quality: indexing Cranfield"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("", total=None)
+        with Timer() as t:
+            Indexer(core).run([folder], counters=counters, failures=failures,
+                              progress=lambda done, total, _n: bar.update(task, completed=done, total=total))
+    return {"model_load_s": round(t_models.seconds, 2), "index_s": round(t.seconds, 2),
+            "counters": counters.as_dict(), "failures": failures}
+
+
+def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None) -> tuple[dict, list]:
+    """Run every query through :func:`aisac_core.retrieval.search` (k = 100) in ``mode`` (and, for hybrid,
+    with ``fusion``); returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding
+    cache is cleared first, so every run's latencies include embedding its queries."""
+    from aisac_core import retrieval
+    from aisac_core.embeddings import _cached_query
+
+    _cached_query.cache_clear()
+    saved = retrieval.FUSION
+    if fusion:
+        retrieval.FUSION = fusion
+    try:
+        runs, lat = {}, []
+        for qid, text in col.queries.items():
+            res = retrieval.search(core, text, k=100, mode=mode)
+            lat.append(res.took_ms)
+            runs[qid] = [cran_id(h.payload["path"]) for h in res.hits]
+        return runs, lat
+    finally:
+        retrieval.FUSION = saved
+
+
+def run_bm25s(col: cranfield.Cranfield, stem: bool) -> tuple[dict, dict]:
+    """The ``bm25s`` baseline (its defaults: Lucene BM25, k1 = 1.5, b = 0.75) over the same title + abstract
+    texts, English stopwords, with PyStemmer's Snowball stemmer when ``stem``; returns (runs, settings)."""
+    import bm25s
+
+    stemmer = None
+    if stem:
+        try:
+            import Stemmer
+
+            stemmer = Stemmer.Stemmer("english")
+        except ImportError:
+            return {}, {"error": "PyStemmer is not installed"}
+    ids = [d.doc_id for d in col.docs]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([d.text for d in col.docs], stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    qids = list(col.queries)
+    qtok = bm25s.tokenize([col.queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    docs, scores = retriever.retrieve(qtok, k=100, show_progress=False)
+    runs = {q: [ids[int(j)] for j, s in zip(docs[i], scores[i]) if s > 0] for i, q in enumerate(qids)}
+    settings = {"method": retriever.method, "k1": retriever.k1, "b": retriever.b, "stopwords": "en",
+                "stemmer": "PyStemmer english (Snowball)" if stemmer else None, "version": bm25s.__version__}
+    return runs, settings
+
+
+def evaluate(runs: dict[str, list[str]], col: cranfield.Cranfield) -> dict[str, Any]:
+    """Mean nDCG@10 and recall@100 over all queries, with the per-query nDCG@10 values."""
+    qids = list(col.queries)
+    nd = [ndcg_at_k(runs.get(q, []), col.qrels.get(q, {}), 10) for q in qids]
+    rc = [recall_at_k(runs.get(q, []), col.qrels.get(q, {}), 100) for q in qids]
+    return {"ndcg@10": round(mean(nd), 4), "recall@100": round(mean(rc), 4), "queries": len(qids),
+            "per_query_ndcg@10": [round(x, 4) for x in nd]}
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """The quality part: index Cranfield with aisac, evaluate every mode and the bm25s baselines, print
+    the table; returns the JSON-ready result. Raises :class:`Skip` when the collection is absent."""
+    from aisac_core import retrieval
+    from aisac_core.embeddings import SPARSE_MODEL_ID
+
+    folder = ctx.data_dir / "retrieval" / "cranfield"
+    needed = ("cran.all.1400", "cran.qry", "cranqrel")
+    if not all((folder / f).exists() for f in needed):
+        raise Skip(f"Cranfield collection not found in {folder} (needs {', '.join(needed)})")
+    col = cranfield.load(folder)
+    shipped = retrieval.FUSION
+    other = "rrf" if shipped == "convex" else "convex"
+    systems: dict[str, dict[str, Any]] = {}
+    study: dict[str, Any] | None = None
+    t0 = time.perf_counter()
+    with temp_dir(ctx, "quality") as tmp:
+        write_collection(col, tmp / "cranfield")
+        core = make_core(tmp / "store")
+        try:
+            indexing = index_collection(core, tmp / "cranfield")
+            for label, mode, fusion in (("aisac dense (MiniLM)", "dense", None), ("aisac sparse (BM25)", "sparse", None),
+                                        (f"aisac hybrid ({shipped}, shipped)", "hybrid", shipped),
+                                        (f"aisac hybrid ({other})", "hybrid", other)):
+                runs, lat = run_aisac(core, col, mode, fusion)
+                systems[label] = {**evaluate(runs, col), "search_latency": latency_summary(lat)}
+            if ctx.study:
+                from .fusion_study import run_study
+
+                study = run_study(core, col)
+        finally:
+            core.close()
+    for label, stem in (("bm25s (stopwords + stemmer)", True), ("bm25s (stopwords, no stemmer)", False)):
+        runs, settings = run_bm25s(col, stem)
+        if runs:
+            systems[label] = {**evaluate(runs, col), "settings": settings}
+    hybrid_label = f"aisac hybrid ({shipped}, shipped)"
+    hyb = systems[hybrid_label]
+    for label, s in systems.items():
+        if label != hybrid_label:
+            s["p_vs_shipped_hybrid"] = round(paired_randomization_test(hyb["per_query_ndcg@10"],
+                                                                       s["per_query_ndcg@10"]), 4)
+    rows = [(label, s["ndcg@10"], s["recall@100"],
+             s.get("search_latency", {}).get("p50_ms"), s.get("p_vs_shipped_hybrid")) for label, s in systems.items()]
+    c = indexing["counters"]
+    table(f"quality: Cranfield ({len(col.docs):,} abstracts, {len(col.queries)} queries)", ["system", "nDCG@10", "recall@100", "search p50 ms",
+          "p vs hybrid"], rows,
+          caption=f"indexed through aisac in {indexing['index_s']:.0f} s ({c['files_indexed']} files, "
+                  f"{c['chunks_embedded']} chunks, {c['files_failed']} failed: "
+                  f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); sparse = "
+                  f"{SPARSE_MODEL_ID}; p = paired randomization test on per-query nDCG@10. Reference (earlier, "
+                  f"this machine): " + ", ".join(f"{k} {v}" for k, v in REFERENCE.items()))
+    met = hyb["ndcg@10"] >= TARGET_NDCG
+    table("quality: target", ["check", "measured", "target", "status"],
+          [("hybrid nDCG@10", hyb["ndcg@10"], f">= {TARGET_NDCG}", target_cell(met))])
+    if study:
+        from .fusion_study import print_study
+
+        print_study(study)
+    summary = [
+        {"metric": "hybrid nDCG@10 (shipped fusion)", "value": hyb["ndcg@10"], "target": f">= {TARGET_NDCG}", "met": met},
+        {"metric": "hybrid recall@100", "value": hyb["recall@100"]},
+        *({"metric": f"{label} nDCG@10", "value": s["ndcg@10"]} for label, s in systems.items() if s is not hyb),
+    ]
+    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "indexing": indexing,
+            "gains": {str(k): v for k, v in cranfield.GAINS.items()}, "fusion_shipped": shipped,
+            "sparse_model": SPARSE_MODEL_ID, "systems": systems, "reference": REFERENCE,
+            "targets": {"hybrid_ndcg@10": {"target": TARGET_NDCG, "measured": hyb["ndcg@10"], "met": met}},
+            "fusion_study": study}
