@@ -336,7 +336,18 @@ def _reconstruct_pdf(res: Any, name: str) -> Any:
 # --------------------------------------------------------------------------------------------------
 
 
+_chunkers: dict[tuple[int, int], Any] = {}
+
+
 def _make_chunker(tokenizer: Any, max_tokens: int) -> Any:
+    """A HybridChunker over ``tokenizer`` (built once per tokenizer and size: building costs ~10 ms)."""
+    key = (id(tokenizer), max_tokens)
+    if key not in _chunkers:
+        _chunkers[key] = _build_chunker(tokenizer, max_tokens)
+    return _chunkers[key]
+
+
+def _build_chunker(tokenizer: Any, max_tokens: int) -> Any:
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
 

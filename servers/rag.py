@@ -126,14 +126,15 @@ async def search(
                     "inclusive), file_type (pdf, docx, ... or list), section (abstract, introduction, "
                     "methods, results, discussion, conclusion, datasets, references, other)")] = None,
     mode: Annotated[Literal["hybrid", "dense", "sparse"], Field(
-        description="hybrid = dense + BM25 fused by RRF (default); dense; sparse (BM25)")] = "hybrid",
+        description="hybrid = dense + BM25, scores fused (default); dense; sparse (BM25)")] = "hybrid",
 ) -> dict[str, Any]:
     """Search the indexed chunks; every hit carries its text, score and evidence anchor.
 
     Result: ``{hits: [{chunk_id, doc_id, title, path, file_type, page, page_end, section, section_covers,
     chunk_index, text, score, anchor: {chunk_id, doc_id, path, sha256, section, page, char_span,
-    chunk_sha256, score}}], count, mode, took_ms, message?}``. ``score`` is the RRF score in hybrid mode
-    (sum of 1/(60 + rank), Cormack et al. 2009), cosine similarity in dense mode, BM25 in sparse mode.
+    chunk_sha256, score}}], count, mode, took_ms, message?}``. ``score``: in hybrid mode the convex
+    combination 0.5 x dense + 0.5 x BM25 of min-max normalised scores over the candidates, 0..1 (Bruch,
+    Gai & Ingber, ACM TOIS 2023; see docs/retrieval.md); cosine similarity in dense mode; BM25 in sparse.
     ``char_span`` is [start, end) in the document's plain text (resource
     aisac://rag/documents/{doc_id}/text; the span covers the chunk's source text, whose whitespace may
     differ from the chunk's).

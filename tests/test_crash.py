@@ -104,3 +104,28 @@ def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir):
     count, manifest, ids = _state(crashed, models_dir)
     assert count == manifest == ref_count
     assert ids == ref_ids  # same deterministic points: no duplicate, no orphan
+
+
+def test_edge_upserts_survive_kill_9_without_flush(tmp_path):
+    """The indexer flushes segments only every few seconds: it relies on Qdrant Edge's write-ahead log to
+    keep every upsert of a killed process. This checks that assumption on the real store."""
+    root = tmp_path / "vectors"
+    code = f"""
+import os
+from aisac_core.store.vectors import EdgeVectorStore, VectorPoint
+vs = EdgeVectorStore({str(root)!r})
+vs.ensure_collection("c", 4)
+vs.upsert("c", [VectorPoint(id="00000000-0000-0000-0000-%012d" % i, dense=[1.0, 0.5, 0.25, float(i)],
+                            sparse_indices=[i], sparse_values=[1.0], payload={{"doc_id": "d"}}) for i in range(300)])
+os.kill(os.getpid(), 9)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    from aisac_core.store.vectors import EdgeVectorStore
+
+    vs = EdgeVectorStore(root)
+    try:
+        vs.ensure_collection("c", 4)
+        assert vs.count("c") == 300
+    finally:
+        vs.close()
