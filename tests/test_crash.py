@@ -112,8 +112,9 @@ def test_edge_upserts_survive_kill_9_without_flush(tmp_path):
     root = tmp_path / "vectors"
     code = f"""
 import os
+from pathlib import Path
 from aisac_core.store.vectors import EdgeVectorStore, VectorPoint
-vs = EdgeVectorStore({str(root)!r})
+vs = EdgeVectorStore(Path({str(root)!r}))
 vs.ensure_collection("c", 4)
 vs.upsert("c", [VectorPoint(id="00000000-0000-0000-0000-%012d" % i, dense=[1.0, 0.5, 0.25, float(i)],
                             sparse_indices=[i], sparse_values=[1.0], payload={{"doc_id": "d"}}) for i in range(300)])
