@@ -12,6 +12,12 @@ Qdrant Edge shard) and the chunk texts, and scores every query against every chu
 
 Each fusion then ranks the chunks as :func:`aisac_core.retrieval.search` would with k = 100 (candidates:
 the top ``max(PREFETCH, 2k)`` of each list), chunks map to documents, and nDCG@10 / recall@100 follow.
+
+A second table tests a heading field weight for BM25 (:func:`heading_weight_study`): BM25F (Robertson,
+Zaragoza & Taylor, CIKM 2004) approximated by repeating the heading path ``w`` times in the text the
+*sparse* vector is computed from (the dense vectors are unchanged), at ``avg_len`` 80 and at 80 scaled
+by the measured growth of the mean document length, with a paired randomization test against the
+shipped hybrid and a 2-fold cross-validation of ``w`` over odd / even query numbers.
 """
 
 from __future__ import annotations
@@ -27,26 +33,41 @@ from .metrics import mean, ndcg_at_k, recall_at_k
 K = 100
 
 
-def _load_index(core: Any) -> tuple[list[str], list[str], np.ndarray]:
-    """(Cranfield id per chunk, text as embedded per chunk, dense matrix) read from the Edge shard."""
+def _load_index(core: Any) -> tuple[list[str], list[str], list[str], np.ndarray]:
+    """(Cranfield id, heading path, chunk text) per chunk and the dense matrix, read from the Edge shard."""
     import qdrant_edge as qe
 
     from .quality import cran_id
 
     shard = core.vectors()._shards["chunks"]
-    docs, texts, vecs = [], [], []
+    docs, heads, bodies, vecs = [], [], [], []
     offset = None
     while True:
         recs, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=1000, with_payload=True, with_vector=True))
         for r in recs:
             p = dict(r.payload or {})
             docs.append(cran_id(p["path"]))
-            texts.append(f"{p['section']}\n{p['text']}" if p.get("section") else p["text"])
+            heads.append(p.get("section") or "")
+            bodies.append(p["text"])
             v = r.vector
             vecs.append(v["dense"] if isinstance(v, dict) else v)
         if offset is None or not recs:
             break
-    return docs, texts, np.asarray(vecs, dtype=np.float32)
+    return docs, heads, bodies, np.asarray(vecs, dtype=np.float32)
+
+
+def _bm25_text(head: str, body: str, w: int = 1) -> str:
+    """The text BM25 sees: the heading ``w`` times, then the chunk (``w`` = 1 is what aisac embeds)."""
+    return "\n".join([head] * w + [body]) if head else body
+
+
+def _bm25_lengths(core: Any, texts: list[str]) -> np.ndarray:
+    """Length of each text in BM25 terms (fastembed's tokenizer, stopwords and stemmer: its ``|d|``)."""
+    from fastembed import SparseTextEmbedding
+    from fastembed.sparse.bm25 import remove_non_alphanumeric
+
+    m = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(core.embedder._bm25_dir())).model
+    return np.asarray([len(m._stem(m.tokenizer.tokenize(remove_non_alphanumeric(t)))) for t in texts], dtype=float)
 
 
 def _bm25(core: Any, texts: list[str], queries: list[str], avg_len: float) -> np.ndarray:
@@ -143,7 +164,8 @@ def run_study(core: Any, col: cranfield.Cranfield) -> dict[str, Any]:
 
     if not isinstance(core.vectors(), EdgeVectorStore):
         return {"skipped": "the study reads vectors from a Qdrant Edge shard"}
-    docs, texts, dmat = _load_index(core)
+    docs, heads, bodies, dmat = _load_index(core)
+    texts = [_bm25_text(h, b) for h, b in zip(heads, bodies)]
     qids = list(col.queries)
     queries = [col.queries[q] for q in qids]
     qv = np.asarray([core.embedder.embed_query(t) for t in queries], dtype=np.float32)
@@ -184,7 +206,74 @@ def run_study(core: Any, col: cranfield.Cranfield) -> dict[str, Any]:
             add(avg, f"convex a={a}, both scores looked up", lambda qi, a=a: fuse_convex(dense[qi], sp[qi], pre, a),
                 shipped=(avg == BM25_AVG_LEN and a == 0.5))
         add(avg, "dense Rocchio PRF (b=0.5, m=3) + convex a=0.5", lambda qi: fuse_convex(prf[qi], sp[qi], pre))
-    return {"k": K, "prefetch": pre, "chunks": len(docs), "rows": rows}
+    heading = heading_weight_study(core, col, docs, heads, bodies, dense, queries, pre)
+    return {"k": K, "prefetch": pre, "chunks": len(docs), "rows": rows, "heading_weight": heading}
+
+
+def heading_weight_study(core: Any, col: cranfield.Cranfield, docs: list[str], heads: list[str], bodies: list[str],
+                         dense: np.ndarray, queries: list[str], pre: int, weights: tuple[int, ...] = (1, 2, 3)
+                         ) -> dict[str, Any]:
+    """BM25 with the heading repeated ``w`` times (a BM25F heading weight), dense unchanged.
+
+    For each ``w`` and two ``avg_len`` policies (the shipped 80, and 80 times the growth of the mean BM25
+    length over ``w`` = 1, which keeps the length normalisation of the body as shipped) it reports BM25
+    alone and the shipped hybrid (convex, alpha 0.5), each with the paired randomization p-value against
+    its shipped counterpart (``w`` = 1 at 80). Then, per policy, 2-fold cross-validation over the queries
+    (odd / even query numbers): ``w`` is chosen by hybrid nDCG@10 on one half and scored on the other;
+    the held-out mean is over all queries, next to the shipped hybrid's mean on the same queries.
+    """
+    from aisac_core.embeddings import BM25_AVG_LEN
+
+    from .metrics import paired_randomization_test
+
+    qids = list(col.queries)
+
+    def per_query(fn: Callable[[int], dict[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+        nd, rc = [], []
+        for qi, q in enumerate(qids):
+            fused = fn(qi)
+            ranking = [docs[i] for i in sorted(fused, key=lambda i: -fused[i])[:K]]
+            nd.append(ndcg_at_k(ranking, col.qrels[q], 10))
+            rc.append(recall_at_k(ranking, col.qrels[q], 100))
+        return np.asarray(nd), np.asarray(rc)
+
+    base_len = float(_bm25_lengths(core, [_bm25_text(h, b) for h, b in zip(heads, bodies)]).mean())
+    runs: dict[tuple[str, int], dict[str, Any]] = {}
+    for w in weights:
+        texts = [_bm25_text(h, b, w) for h, b in zip(heads, bodies)]
+        mean_len = float(_bm25_lengths(core, texts).mean())
+        for policy, avg in (("80", BM25_AVG_LEN), ("80 x length growth", BM25_AVG_LEN * mean_len / base_len)):
+            if w == 1 and policy != "80":
+                continue  # identical to the shipped run
+            sp = _bm25(core, texts, queries, avg)
+            s_nd, _ = per_query(lambda qi: {i: float(sp[qi, i]) for i in _top(sp[qi], K, True).tolist()})
+            h_nd, h_rc = per_query(lambda qi: fuse_convex(dense[qi], sp[qi], pre))
+            runs[(policy, w)] = {"w": w, "avg_len_policy": policy, "avg_len": round(avg, 1),
+                                 "mean_bm25_len": round(mean_len, 1), "sparse": s_nd, "hybrid": h_nd,
+                                 "recall": h_rc}
+    ship = runs[("80", 1)]
+    rows = []
+    for r in runs.values():
+        rows.append({k: r[k] for k in ("w", "avg_len_policy", "avg_len", "mean_bm25_len")} | {
+            "sparse_ndcg@10": round(float(r["sparse"].mean()), 4),
+            "sparse_p_vs_shipped": round(paired_randomization_test(ship["sparse"], r["sparse"]), 4),
+            "hybrid_ndcg@10": round(float(r["hybrid"].mean()), 4), "hybrid_recall@100": round(float(r["recall"].mean()), 4),
+            "hybrid_p_vs_shipped": round(paired_randomization_test(ship["hybrid"], r["hybrid"]), 4),
+            "shipped": r is ship})
+    halves = [np.asarray([int(q) % 2 == par for q in qids]) for par in (1, 0)]  # odd, even query numbers
+    cv = []
+    for policy in ("80", "80 x length growth"):
+        cand = {w: runs[(policy, w)] if (policy, w) in runs else ship for w in weights}
+        held, chosen = np.zeros(len(qids)), []
+        for train, test in ((halves[0], halves[1]), (halves[1], halves[0])):
+            best = max(weights, key=lambda w: (round(float(cand[w]["hybrid"][train].mean()), 6), -w))
+            chosen.append(best)
+            held[test] = cand[best]["hybrid"][test]
+        cv.append({"avg_len_policy": policy, "w_chosen_on_odd_for_even": chosen[0], "w_chosen_on_even_for_odd": chosen[1],
+                   "held_out_hybrid_ndcg@10": round(float(held.mean()), 4),
+                   "shipped_hybrid_ndcg@10": round(float(ship["hybrid"].mean()), 4),
+                   "p_vs_shipped": round(paired_randomization_test(ship["hybrid"], held), 4)})
+    return {"base_mean_bm25_len": round(base_len, 1), "rows": rows, "cv": cv}
 
 
 def print_study(study: dict[str, Any]) -> None:
@@ -196,6 +285,18 @@ def print_study(study: dict[str, Any]) -> None:
              r["recall@100"]) for r in study["rows"]]
     table(f"fusion study (Cranfield, {study['chunks']} chunks, k={study['k']}, prefetch {study['prefetch']})",
           ["run", "BM25 avg_len", "nDCG@10", "recall@100"], rows)
+    hw = study.get("heading_weight")
+    if hw:
+        table("heading weight for BM25 (heading repeated w times in the sparse text; hybrid = convex a=0.5)",
+              ["w", "avg_len", "mean BM25 len", "sparse nDCG@10", "p (sparse)", "hybrid nDCG@10", "recall@100",
+               "p vs shipped"],
+              [(f"{r['w']}" + ("  <- shipped" if r["shipped"] else ""), f"{r['avg_len']} ({r['avg_len_policy']})",
+                r["mean_bm25_len"], r["sparse_ndcg@10"], r["sparse_p_vs_shipped"], r["hybrid_ndcg@10"],
+                r["hybrid_recall@100"], r["hybrid_p_vs_shipped"]) for r in hw["rows"]])
+        table("heading weight: 2-fold cross-validation of w (odd / even query numbers)",
+              ["avg_len", "w: odd->even", "w: even->odd", "held-out hybrid nDCG@10", "shipped", "p"],
+              [(c["avg_len_policy"], c["w_chosen_on_odd_for_even"], c["w_chosen_on_even_for_odd"],
+                c["held_out_hybrid_ndcg@10"], c["shipped_hybrid_ndcg@10"], c["p_vs_shipped"]) for c in hw["cv"]])
 
 
-__all__ = ["run_study", "print_study", "fuse_convex", "fuse_rrf", "fuse_dbsf"]
+__all__ = ["run_study", "print_study", "heading_weight_study", "fuse_convex", "fuse_rrf", "fuse_dbsf"]

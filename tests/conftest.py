@@ -97,7 +97,7 @@ def shared_data() -> Path:
     """../shared/data, or skip."""
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
-    return SHARED_DATA
+    return SHARED_DATA.resolve()  # the store keeps resolved paths; ../shared may be a link
 
 
 @pytest.fixture(scope="session")
