@@ -40,8 +40,8 @@ from sqlmodel import Session, select
 
 from .documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
 from .embeddings import SPARSE_MODEL_ID
-from .store.sql import CatalogEntry, Document, DocumentContent, Job, dumps, utcnow
-from .store.vectors import Cond, VectorPoint
+from .store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, dumps, utcnow
+from .store.vectors import Cond, VectorPoint, VectorStoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -226,6 +226,8 @@ class Indexer:
                 except DocumentError as exc:
                     c.files_failed += 1
                     fails.append({"path": str(f), "error": str(exc)})
+                except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file
+                    raise
                 except Exception as exc:  # an unexpected parser failure must not stop the job
                     log.exception("indexing %s failed", f)
                     c.files_failed += 1
