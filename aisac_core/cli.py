@@ -130,7 +130,7 @@ def search(
 
 @app.command()
 def serve(
-    server: Annotated[Optional[str], typer.Argument(help="one server (rag); default: the whole suite")] = None,
+    server: Annotated[Optional[str], typer.Argument(help="one server (rag, memory); default: the whole suite")] = None,
     transport: Annotated[str, typer.Option(help="stdio (default) or http (streamable HTTP)")] = "stdio",
     host: Annotated[str, typer.Option(help="HTTP bind address (loopback only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,

@@ -199,25 +199,26 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
 
 
 def _convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
-                   conds: list[Cond], prefetch: int) -> list[VectorHit]:
+                   conds: list[Cond], prefetch: int, collection: str = "chunks") -> list[VectorHit]:
     """Hybrid hits by convex combination of min-max normalised dense and BM25 scores (module docstring).
 
     Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
     a candidate is looked up exactly (a query restricted to those ids); a candidate without any query
     term has BM25 score 0. Ties go to the higher dense score. Payloads are read for the ``k`` winners only.
+    ``collection``: ``chunks`` (documents) or ``dialogue`` (memory pairs).
     """
     has_sparse = sparse is not None and len(sparse[0]) > 0
-    d_score = {h.id: h.score for h in vs.query("chunks", dense=dense, sparse=None, limit=prefetch, conds=conds,
+    d_score = {h.id: h.score for h in vs.query(collection, dense=dense, sparse=None, limit=prefetch, conds=conds,
                                                 mode="dense", with_payload=False)}
-    s_score = {h.id: h.score for h in vs.query("chunks", dense=None, sparse=sparse, limit=prefetch, conds=conds,
+    s_score = {h.id: h.score for h in vs.query(collection, dense=None, sparse=sparse, limit=prefetch, conds=conds,
                                                 mode="sparse", with_payload=False)} if has_sparse else {}
     missing_d = [i for i in s_score if i not in d_score]
     if missing_d:
-        d_score.update((h.id, h.score) for h in vs.query("chunks", dense=dense, sparse=None, limit=len(missing_d),
+        d_score.update((h.id, h.score) for h in vs.query(collection, dense=dense, sparse=None, limit=len(missing_d),
                                                          conds=conds, mode="dense", ids=missing_d, with_payload=False))
     missing_s = [i for i in d_score if i not in s_score] if has_sparse else []
     if missing_s:
-        s_score.update((h.id, h.score) for h in vs.query("chunks", dense=None, sparse=sparse, limit=len(missing_s),
+        s_score.update((h.id, h.score) for h in vs.query(collection, dense=None, sparse=sparse, limit=len(missing_s),
                                                          conds=conds, mode="sparse", ids=missing_s, with_payload=False))
     candidates = list(d_score.keys() | s_score.keys())
     if not candidates:
@@ -231,7 +232,7 @@ def _convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], 
     nd, ns = normalised(d_score), normalised(s_score)
     fused = {i: HYBRID_ALPHA * nd[i] + (1.0 - HYBRID_ALPHA) * ns[i] for i in candidates}
     best = sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i))[:k]
-    payloads = {h.id: h.payload for h in vs.retrieve("chunks", best)}
+    payloads = {h.id: h.payload for h in vs.retrieve(collection, best)}
     return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
 
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 #: Collection of document chunks (DESIGN.md "Store").
 CHUNKS = "chunks"
+#: Collection of embedded user -> assistant pairs of memory sessions (:mod:`aisac_core.memory`).
+DIALOGUE = "dialogue"
 
 
 class Core:
@@ -56,10 +58,12 @@ class Core:
         return JobManager(self)
 
     def vectors(self) -> "VectorStore":
-        """The vector store with the ``chunks`` collection ready for the embedder's dimension.
+        """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
 
-        When the dimension changed (another embedding model), the collection is recreated empty and
-        every manifest row is marked stale, so the next index run re-embeds everything.
+        When the dimension changed (another embedding model), a collection is recreated empty: for
+        ``chunks`` every manifest row is marked stale, so the next index run re-embeds everything; the
+        ``dialogue`` pairs are re-embedded from the turns by the memory module on its first use
+        (:func:`aisac_core.memory.reconcile_dialogue`).
         """
         with self._lock:
             if self._vectors is None:
@@ -69,6 +73,7 @@ class Core:
                                        url=self.settings.qdrant_url, api_key=self.settings.qdrant_api_key)
                 try:
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
+                    vs.ensure_collection(DIALOGUE, self.embedder.dim)
                 except Exception:
                     vs.close()
                     raise

@@ -8,9 +8,11 @@ Parts (each selectable with ``--only``):
   one-file-changed re-index times.
 - ``latency``  (:mod:`bench.latency`): search p50/p95 over >= 10,000 chunks, in-process and over stdio.
 - ``startup``  (:mod:`bench.startup`): spawn of ``aisac serve`` to the ``tools/list`` answer.
+- ``memory``   (:mod:`bench.memory`): ``memory_recall`` p50/p95 over 10,000 stored turns (in-process) and
+  ``memory_add_turn`` throughput (turns/s, embedding included).
 
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
 
-PARTS = ("quality", "indexing", "latency", "startup")
+PARTS = ("quality", "indexing", "latency", "startup", "memory")

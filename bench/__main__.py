@@ -1,4 +1,4 @@
-"""Command line of the benchmarks: ``python -m bench [--only quality,indexing,latency,startup] ...``."""
+"""Command line of the benchmarks: ``python -m bench [--only quality,indexing,latency,startup,memory] ...``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--results", type=Path, default=None, help="folder for the JSON results (default: bench/results)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary stores (paths printed on stderr)")
     ap.add_argument("--study", action="store_true", help="quality: add the fusion study of docs/retrieval.md")
-    ap.add_argument("--queries", type=int, default=0, help="latency: number of queries (default: all 225)")
+    ap.add_argument("--queries", type=int, default=0, help="latency, memory: number of queries (default: all 225)")
     ap.add_argument("--min-chunks", type=int, default=10_240, help="latency: chunks in the store (default 10240)")
     ap.add_argument("--runs", type=int, default=5, help="startup: number of spawns (default 5)")
     args = ap.parse_args(argv)

@@ -16,11 +16,13 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from aisac_core.documents import DocumentError
     from aisac_core.embeddings import EmbeddingModelError
     from aisac_core.indexing import IndexError_
+    from aisac_core.memory import MemoryInputError
     from aisac_core.retrieval import SearchError
     from aisac_core.store.sql import StoreError
     from aisac_core.store.vectors import VectorStoreError
 
-    return (SearchError, IndexError_, DocumentError, VectorStoreError, EmbeddingModelError, StoreError)
+    return (SearchError, IndexError_, DocumentError, VectorStoreError, EmbeddingModelError, StoreError,
+            MemoryInputError)
 
 
 async def call_core(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -1,6 +1,6 @@
 """The suite: every aisac server mounted under its namespace, behind the provenance middleware.
 
-``build()`` mounts every server that exists (today: ``rag``); ``build(["rag"])`` mounts one, so a server
+``build()`` mounts every server that exists (today: ``rag`` and ``memory``); ``build(["rag"])`` mounts one, so a server
 run alone keeps the same tool names (``rag_search``) as in the suite.
 """
 
@@ -19,7 +19,7 @@ from aisac_core.runtime import get_core
 log = logging.getLogger("aisac.suite")
 
 #: namespace -> "module:attribute" of each server that exists.
-SERVERS = {"rag": "servers.rag:server"}
+SERVERS = {"rag": "servers.rag:server", "memory": "servers.memory:server"}
 
 
 def _load(name: str) -> FastMCP:

@@ -101,6 +101,54 @@ class TraceEvent(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, index=True)
 
 
+class MemorySession(SQLModel, table=True):
+    """A memory session (a research thread): see :mod:`aisac_core.memory`."""
+
+    __tablename__ = "memory_session"
+
+    id: str = Field(primary_key=True)
+    title: str | None = None
+    project: str | None = Field(default=None, index=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class Turn(SQLModel, table=True):
+    """One turn of a memory session. ``created_at`` strictly increases within a session (set inside the
+    ``BEGIN IMMEDIATE`` transaction), so (created_at, id) is a stable order. ``pair_user_id``: on an
+    assistant turn, the user turn it answers (the pair embedded into the ``dialogue`` collection)."""
+
+    __table_args__ = (Index("ix_turn_session_created", "session_id", "created_at", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: str = Field(index=True)
+    role: str
+    content: str = Field(sa_column=Column(Text, nullable=False))
+    metadata_json: str = "{}"
+    parent_id: int | None = None
+    pair_user_id: int | None = Field(default=None, index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Fact(SQLModel, table=True):
+    """A temporal fact: valid from ``valid_at`` until ``invalid_at`` (open when None)."""
+
+    __table_args__ = (Index("ix_fact_subject_predicate", "subject_key", "predicate_key", "valid_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject: str
+    predicate: str
+    object: str = Field(sa_column=Column(Text, nullable=False))
+    subject_key: str  # lower-cased subject: matching is case-insensitive
+    predicate_key: str
+    conditions_json: str = "{}"
+    valid_at: datetime
+    invalid_at: datetime | None = None
+    source: str | None = None
+    evidence_span: str | None = None
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class StoreMeta(SQLModel, table=True):
     """Key/value facts about the store (schema version, collection settings)."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 #: Payload fields with an index (filters on them are cheap).
-KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256")
+KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256", "session_id")
 INTEGER_FIELDS = ("page", "chunk_index")
 
 DENSE = "dense"
