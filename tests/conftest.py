@@ -10,9 +10,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +125,25 @@ def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
     yield c
     set_core(None)
     c.close()
+
+
+@contextlib.contextmanager
+def http_server(env: dict[str, str], timeout: float = 30.0):  # noqa: ANN201
+    """Run ``aisac serve --transport http`` on a free loopback port; yields the MCP URL, stops the server."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    aisac = str(Path(sys.executable).parent / "aisac")
+    proc = subprocess.Popen([aisac, "serve", "--transport", "http", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

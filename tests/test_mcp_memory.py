@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fastmcp import Client
 from sqlmodel import Session, select
 
-from conftest import make_settings
+from conftest import http_server, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -203,30 +201,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 async def test_two_processes_add_500_turns_each(tmp_path, models_dir):
     data_dir = tmp_path / "store"
     settings = make_settings(data_dir, models_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1")
-    port = _free_port()
-    server = subprocess.Popen([AISAC, "serve", "--transport", "http", "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
     n = 500
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+    with http_server(env) as url:
         async with Client(url) as c:
             sid = (await c.call_tool("memory_start_session", {"title": "concurrent"})).structured_content["session_id"]
         clients = [subprocess.Popen([sys.executable, "-c", CLIENT, url, sid, tag, str(n)], env=env,
@@ -243,9 +225,6 @@ async def test_two_processes_add_500_turns_each(tmp_path, models_dir):
                 cursor = page["next_cursor"]
                 if not cursor:
                     break
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     assert len(turns) == 2 * n
     stamps = [t["created_at"] for t in turns]
     assert stamps == sorted(stamps) and len(set(stamps)) == 2 * n  # strictly increasing: a stable order

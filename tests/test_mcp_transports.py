@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fixtures_gen import PAGE_MARKERS
 
-from conftest import make_settings
+from conftest import http_server, make_settings
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 
@@ -98,31 +96,13 @@ def test_stdio_stdout_carries_only_jsonrpc(served_store, corpus):
     assert responses[5]["result"]["isError"] is True
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.anyio
 async def test_streamable_http_on_loopback(served_store):
-    port = _free_port()
-    proc = subprocess.Popen([AISAC, "serve", "--transport", "http", "--port", str(port)], env=_env(served_store),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+    with http_server(_env(served_store)) as url:
+        async with Client(url) as c:
             assert "rag_search" in {t.name for t in await c.list_tools()}
             r = await c.call_tool("rag_search", {"query": "wall heat transfer coefficient Nusselt", "k": 2})
             assert r.structured_content["hits"][0]["path"].endswith("heat_transfer.md")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_http_refuses_non_loopback_bind(tmp_path):

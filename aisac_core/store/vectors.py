@@ -172,7 +172,7 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             shard = self._shards.get(name) or self._open(name)
             if shard is not None:
-                cur = shard.info()  # noqa: F841  (touch: raises if the shard is unusable)
+                shard.info()  # raises if the shard is unusable
                 stored_dim = self._dense_dim(name, shard)
                 if stored_dim in (None, dim):
                     self._shards[name] = shard
