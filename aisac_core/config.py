@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     - ``embed_batch_size``: texts per embedding batch.
     - ``pdf_pipeline``: ``native`` (model-free, default) or ``standard`` (docling's layout model;
       only when its weights are present locally).
+    - ``warm``: load models and open the vector store in the background when a server starts.
+    - ``run_idle_seconds``: provenance run window for callers that bring no run id.
     """
 
     model_config = SettingsConfigDict(env_prefix="AISAC_", extra="ignore")
@@ -54,6 +56,9 @@ class Settings(BaseSettings):
     roots: list[Path] = Field(default_factory=list)
     catalog_roots: list[Path] = Field(default_factory=list)
     pdf_pipeline: Literal["native", "standard"] = "native"
+    #: load the models and open the vector store in the background when a server starts (AISAC_WARM=0: on
+    #: the first call that needs them instead)
+    warm: bool = True
     #: calls without a client run id join the current run until this many seconds of silence.
     run_idle_seconds: float = 1800.0
 

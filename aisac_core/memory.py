@@ -432,11 +432,11 @@ def list_sessions(core: "Core", project: str | None = None, limit: int = 50, off
 
 def _pair_hits(core: "Core", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion)."""
-    from .retrieval import PREFETCH, _convex_fusion
+    from .retrieval import PREFETCH, convex_fusion
 
     vs = _vs(core)
     emb = core.embedder
-    hits = _convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
+    hits = convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
                           max(PREFETCH, 2 * k), collection=DIALOGUE)
     return [(h.id, h.score, h.payload) for h in hits]
 

@@ -182,7 +182,7 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
-        raw = _convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k))
+        raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k))
     else:
         raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
                        prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
@@ -198,7 +198,7 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
     return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
 
 
-def _convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
+def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
                    conds: list[Cond], prefetch: int, collection: str = "chunks") -> list[VectorHit]:
     """Hybrid hits by convex combination of min-max normalised dense and BM25 scores (module docstring).
 

@@ -55,15 +55,11 @@ class ProvenanceMiddleware(Middleware):
         return str(val) if val else None
 
     def _client_key(self, context: MiddlewareContext) -> str:
-        ctx = context.fastmcp_context
-        for attr in ("client_id",):
-            try:
-                val = getattr(ctx, attr) if ctx is not None else None
-            except Exception:
-                val = None
-            if val:
-                return str(val)
-        return "default"
+        try:
+            val = context.fastmcp_context.client_id if context.fastmcp_context is not None else None
+        except Exception:  # no request context (e.g. in-memory transport)
+            val = None
+        return str(val) if val else "default"
 
     async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
         from fastmcp.exceptions import ToolError
@@ -105,8 +101,7 @@ class ProvenanceMiddleware(Middleware):
 @asynccontextmanager
 async def _lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
     core = get_core()
-    import os
-    if os.environ.get("AISAC_NO_WARM") != "1":
+    if core.settings.warm:
         core.warm()  # models and vector store load in the background; tools/list answers at once
     try:
         yield {}
