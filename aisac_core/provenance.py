@@ -75,9 +75,20 @@ def anchor_ids(result: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+#: results larger than this (canonical JSON, characters) are stored truncated; the sha256 is of the whole.
+MAX_STORED_RESULT = 100_000
+
+
 def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, arguments: dict[str, Any],
-                     result: Any, status: str, error: str | None, latency_ms: float) -> int:
-    """Write one trace event; returns its id. ``result`` is the JSON-ready result (None on error)."""
+                     result: Any, status: str, error: str | None, latency_ms: float,
+                     kind: str = "tool_call", parent_id: int | None = None) -> int:
+    """Write one trace event; returns its id.
+
+    ``result`` is the JSON-ready result (None on error), stored as canonical JSON (truncated past
+    ``MAX_STORED_RESULT`` characters; ``result_sha256`` is of the whole). ``kind`` is ``tool_call`` (the
+    middleware), ``role_step`` or ``model_call`` (the roles server: ``server="roles"``, ``tool`` = the role or
+    step name); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made).
+    """
     from sqlmodel import Session
 
     from .store.sql import TraceEvent, dumps
@@ -90,6 +101,9 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
         result_sha256=None if result is None else sha256_json(result),
         status=status, error=(error or None) and error[:2000], latency_ms=round(latency_ms, 3),
         anchor_ids_json=dumps(anchor_ids(result) if result is not None else []),
+        kind=kind, parent_id=parent_id,
+        result_json=None if result is None else (lambda j: j if len(j) <= MAX_STORED_RESULT else j[:MAX_STORED_RESULT])(
+            dumps(result)),
     )
     with Session(engine) as s:
         s.add(ev)
@@ -116,7 +130,7 @@ def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) ->
              "arguments": json.loads(r.arguments_json) if r.arguments_json.startswith("{") else r.arguments_json,
              "arguments_sha256": r.arguments_sha256, "result_sha256": r.result_sha256, "status": r.status,
              "error": r.error, "latency_ms": r.latency_ms, "anchor_ids": json.loads(r.anchor_ids_json),
-             "created_at": r.created_at.isoformat()} for r in rows]
+             "created_at": r.created_at.isoformat(), "kind": r.kind, "parent_id": r.parent_id} for r in rows]
 
 
 def otel_attributes(server: str, tool: str, run_id: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The suite: every aisac server mounted under its namespace, behind the provenance middleware.
 
-``build()`` mounts every server that exists (today: ``rag`` and ``memory``); ``build(["rag"])`` mounts one, so a server
+``build()`` mounts every server that exists; ``build(["rag"])`` mounts one, so a server
 run alone keeps the same tool names (``rag_search``) as in the suite.
 """
 
@@ -18,8 +18,25 @@ from aisac_core.runtime import get_core
 
 log = logging.getLogger("aisac.suite")
 
-#: namespace -> "module:attribute" of each server that exists.
-SERVERS = {"rag": "servers.rag:server", "memory": "servers.memory:server"}
+#: namespace -> "module:attribute" of each server (DESIGN.md "Layout": namespaces memory_, rag_, lit_, data_, roles_,
+#: trace_). ``build()`` mounts those whose module is present.
+ALL_SERVERS = {
+    "rag": "servers.rag:server",
+    "memory": "servers.memory:server",
+    "lit": "servers.literature:server",
+    "data": "servers.data:server",
+    "roles": "servers.roles:server",
+    "trace": "servers.trace:server",
+}
+
+
+def _present(spec: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(spec.split(":")[0]) is not None
+
+
+SERVERS = {name: spec for name, spec in ALL_SERVERS.items() if _present(spec)}
 
 
 def _load(name: str) -> FastMCP:
@@ -41,17 +58,18 @@ class ProvenanceMiddleware(Middleware):
 
         self.runs = RunAssigner(get_core().settings.run_idle_seconds)
 
-    def _meta_run_id(self, context: MiddlewareContext) -> str | None:
+    def _meta(self, context: MiddlewareContext, *keys: str) -> str | None:
+        """The first of ``keys`` present in the request ``_meta`` (as a string), else None."""
         meta = getattr(context.message, "meta", None)
         if meta is None and context.fastmcp_context is not None:
             rc = context.fastmcp_context.request_context
             meta = getattr(rc, "meta", None) if rc is not None else None
         if meta is None:
             return None
-        if isinstance(meta, dict):
-            val = meta.get("run_id") or meta.get("aisac/run_id")
-        else:
-            val = getattr(meta, "run_id", None) or (getattr(meta, "model_extra", None) or {}).get("run_id")
+        if not isinstance(meta, dict):
+            meta = {**(getattr(meta, "model_extra", None) or {}),
+                    **{k: getattr(meta, k) for k in keys if getattr(meta, k, None) is not None}}
+        val = next((meta[k] for k in keys if meta.get(k)), None)
         return str(val) if val else None
 
     def _client_key(self, context: MiddlewareContext) -> str:
@@ -69,7 +87,8 @@ class ProvenanceMiddleware(Middleware):
 
         msg = context.message
         args = dict(msg.arguments or {})
-        run_id = args.pop("run_id", None) or self._meta_run_id(context) or self.runs.run_for(self._client_key(context))
+        run_id = (args.pop("run_id", None) or self._meta(context, "run_id", "aisac/run_id")
+                  or self.runs.run_for(self._client_key(context)))
         if "run_id" in (msg.arguments or {}):
             context = context.copy(message=msg.model_copy(update={"arguments": args}))
         name = msg.name
@@ -92,8 +111,10 @@ class ProvenanceMiddleware(Middleware):
         finally:
             latency = (time.perf_counter() - t0) * 1000
             try:
+                parent = self._meta(context, "aisac/parent_id")
                 await call_core(record_tool_call, get_core().engine, run_id=str(run_id), server=server, tool=name,
-                                arguments=args, result=result_obj, status=status, error=error, latency_ms=latency)
+                                arguments=args, result=result_obj, status=status, error=error, latency_ms=latency,
+                                parent_id=int(parent) if parent and parent.isdigit() else None)
             except Exception:  # a trace write must never break the call itself
                 log.exception("could not record the trace event of %s", name)
 

@@ -83,7 +83,8 @@ class Job(SQLModel, table=True):
 
 
 class TraceEvent(SQLModel, table=True):
-    """One tool call of one server (the provenance middleware writes it; the trace server reads it)."""
+    """One event of a run: a tool call of one server (the provenance middleware writes it), or a role step /
+    model call (the roles server writes it). ``parent_id`` builds the tree run -> role steps -> tool calls."""
 
     __table_args__ = (Index("ix_traceevent_run_created", "run_id", "created_at"),)
 
@@ -99,6 +100,9 @@ class TraceEvent(SQLModel, table=True):
     latency_ms: float
     anchor_ids_json: str = "[]"
     created_at: datetime = Field(default_factory=utcnow, index=True)
+    kind: str = "tool_call"  # tool_call / role_step / model_call
+    parent_id: int | None = Field(default=None, index=True)
+    result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class MemorySession(SQLModel, table=True):
@@ -173,6 +177,27 @@ def _sqlite_listeners(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """Additive migration for SQLite: a column a newer version declares but the file lacks is added (NULL or its
+    scalar default). Columns are never dropped or changed, so an older store opens without loss."""
+    from sqlalchemy import inspect
+
+    insp = inspect(engine)
+    for table in SQLModel.metadata.sorted_tables:
+        if not insp.has_table(table.name):
+            continue
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        for col in table.columns:
+            if col.name in have:
+                continue
+            ddl = f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
+            default = getattr(col.default, "arg", None)
+            if isinstance(default, (int, float, str)) and not callable(default):
+                ddl += " DEFAULT " + (repr(default) if isinstance(default, str) else str(default))
+            with engine.begin() as conn:
+                conn.exec_driver_sql(ddl)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url`` with the SQLite settings above when the URL is SQLite; tables created.
 
@@ -187,12 +212,23 @@ def make_engine(url: str) -> Engine:
         _sqlite_listeners(engine)
     try:
         SQLModel.metadata.create_all(engine)
+        if is_sqlite:
+            _add_missing_columns(engine)
     except Exception as exc:  # sqlite3.DatabaseError: file is not a database
         raise StoreError(
             f"cannot open the SQL store {url}: {exc}. If the file is corrupt, move it aside "
             "(the vector folder must then be re-indexed too: remove both and run `aisac index` again)."
         ) from exc
     return engine
+
+
+def ensure_tables(engine: Engine, *models: type[SQLModel]) -> None:
+    """Create the tables of ``models`` if they are missing (idempotent).
+
+    Servers that own tables outside this module (literature cache, data registry, ...) call this at first use,
+    so a store created by an older version gains the new tables without a migration step.
+    """
+    SQLModel.metadata.create_all(engine, tables=[m.__table__ for m in models])  # type: ignore[attr-defined]
 
 
 class StoreError(RuntimeError):
