@@ -14,6 +14,7 @@ T = TypeVar("T")
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from aisac_core.documents import DocumentError
+    from aisac_core.errors import AisacError
     from aisac_core.embeddings import EmbeddingModelError
     from aisac_core.indexing import IndexError_
     from aisac_core.memory import MemoryInputError
@@ -21,7 +22,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from aisac_core.store.sql import StoreError
     from aisac_core.store.vectors import VectorStoreError
 
-    return (SearchError, IndexError_, DocumentError, VectorStoreError, EmbeddingModelError, StoreError,
+    return (AisacError, SearchError, IndexError_, DocumentError, VectorStoreError, EmbeddingModelError, StoreError,
             MemoryInputError)
 
 
