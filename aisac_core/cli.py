@@ -37,7 +37,9 @@ def _core(data_dir: Path | None):  # noqa: ANN202
 
 
 def _fail(msg: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {msg}")
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
     raise typer.Exit(code)
 
 
@@ -130,33 +132,117 @@ def search(
 
 @app.command()
 def serve(
-    server: Annotated[Optional[str], typer.Argument(help="one server (rag, memory); default: the whole suite")] = None,
+    server: Annotated[Optional[str], typer.Argument(help="one server (rag, memory, ...); default: the whole suite")] = None,
     transport: Annotated[str, typer.Option(help="stdio (default) or http (streamable HTTP)")] = "stdio",
-    host: Annotated[str, typer.Option(help="HTTP bind address (loopback only)")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="HTTP bind address; any non-loopback address requires the bearer "
+                                           "token (AISAC_HTTP_TOKEN, else one is generated and printed)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
+    no_owner: Annotated[bool, typer.Option("--no-owner", help="open the store in this process instead of sharing "
+                                                               "it through the store's owner daemon (single host only)")] = False,
     data_dir: DataDir = None,
+    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its own "
+                                                    "store, tools, prompts (docs/projects.md)")] = None,
 ) -> None:
-    """Run the MCP suite (or one server) over stdio or streamable HTTP."""
+    """Run the MCP suite (or one server) over stdio or streamable HTTP.
+
+    By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
+    docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
+    """
     import logging
+
+    from .config import Settings
+    from .owner import OwnerError, build_proxy, claim_store, ensure_owner, serve_http
+    from .security import is_loopback, new_token
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, got {transport!r}")
-    if transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
-        _fail("binding a non-loopback address needs bearer-token authentication, which this version does not "
-              "offer yet; keep --host 127.0.0.1")
-    _core(data_dir)
-    from servers.suite import build
+    settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    names = [server] if server else None
+    from servers.suite import SERVERS
+
+    if server and server not in SERVERS:
+        _fail(f"unknown server(s) {[server]}; available: {', '.join(SERVERS)}")
+    from .owner import SUPPORTED
+
+    use_owner = settings.owner_mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
+    base_settings = settings
+    if project is not None:  # issue 10: check the manifest first (one line on error); the store is the project's
+        from .bootstrap import BootstrapError, bootstrap
+
+        try:
+            settings = bootstrap(project, base_settings, open_store=False).settings
+        except BootstrapError as exc:
+            _fail(str(exc))
+        os.environ.update(AISAC_PROJECT=str(Path(project).expanduser().resolve()),
+                          AISAC_MODELS_ROOT=str(settings.models_dir))  # read by the store's owner daemon
+
+    def in_process():  # noqa: ANN202
+        if project is not None:
+            from .bootstrap import BootstrapError, serve_suite
+
+            try:
+                return serve_suite(project, base_settings, names)
+            except BootstrapError as exc:
+                _fail(str(exc))
+        _core(data_dir)
+        from servers.suite import build
+
+        return build(names)
 
     try:
-        mcp = build([server] if server else None)
-    except ValueError as exc:
+        if transport == "stdio":
+            if use_owner:
+                ensure_owner(settings)  # fail fast (version mismatch, daemon cannot start); re-checked per request
+                build_proxy(settings, names).run(transport="stdio", show_banner=False)
+            else:
+                in_process().run(transport="stdio", show_banner=False)
+            return
+        token = settings.http_token
+        if token is None and not is_loopback(host):
+            token = new_token()
+            err.print(f"aisac: {host} is not a loopback address, so every request needs the header "
+                      f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)")
+        if not use_owner:
+            serve_http(settings, in_process(), host=host, port=port, token=token)
+            return
+        fd, info = claim_store(settings)
+        if fd is not None:
+            # this process owns the store; proxies of other hosts reach it with the token in owner.json
+            try:
+                serve_http(settings, in_process(), host=host, port=port, token=token, register_fd=fd, kind="http")
+            finally:
+                os.close(fd)
+        else:
+            assert info is not None
+            err.print(f"aisac: the store is owned by pid {info.pid} ({info.url}); serving as a proxy to it")
+            serve_http(settings, build_proxy(settings, names), host=host, port=port, token=token)
+    except OwnerError as exc:
         _fail(str(exc))
-    if transport == "stdio":
-        mcp.run(transport="stdio", show_banner=False)
+
+
+@app.command()
+def owner(
+    action: Annotated[str, typer.Argument(help="status (print the store's owner process as JSON) or stop")] = "status",
+    data_dir: DataDir = None,
+) -> None:
+    """The store's owner process (docs/processes.md): show it, or stop it (the store is closed cleanly)."""
+    from .config import Settings
+    from .owner import live_owner, read_owner_file, stop_owner
+
+    settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    if action == "status":
+        info = live_owner(settings.data_dir)
+        stale = None if info else read_owner_file(settings.data_dir)
+        print(json.dumps({"running": info is not None,
+                          "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
+                          "stale_pid": stale.pid if stale else None}, indent=1))
+    elif action == "stop":
+        stopped = stop_owner(settings.data_dir)
+        err.print(f"stopped the owner pid {stopped.pid}" if stopped else "no owner process is running")
     else:
-        mcp.run(transport="http", host=host, port=port, show_banner=False)
+        _fail(f"action must be status or stop, got {action!r}")
 
 
 @app.command()
@@ -184,6 +270,124 @@ def status(data_dir: DataDir = None,
     out.print(t)
     for j in st["recent_jobs"]:
         out.print(f"job {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})")
+
+
+@app.command()
+def dashboard(
+    host: Annotated[str, typer.Option(help="bind address (loopback only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port")] = 8766,
+    prune_days: Annotated[Optional[float], typer.Option("--prune-days", help="retention: export (JSON) and delete "
+                                                        "runs older than this many days, then exit")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Live trace dashboard in the browser (runs, event trees, evidence, live updates); issue 8."""
+    from .dashboard import serve as serve_dashboard
+
+    core = _core(data_dir)
+    if prune_days is not None:
+        from .provenance import prune_runs
+
+        try:
+            res = prune_runs(core, prune_days)
+        except Exception as exc:
+            _fail(str(exc))
+        finally:
+            core.close()
+        print(json.dumps(res, indent=1))
+        return
+    err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
+    try:
+        serve_dashboard(host, port, core)
+    except ValueError as exc:
+        _fail(str(exc))
+    finally:
+        core.close()
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="the new project folder (created; must be empty)")],
+    template: Annotated[str, typer.Option("--template", "-t", help="general, materials or process_safety")] = "general",
+    name: Annotated[Optional[str], typer.Option(help="display name (default: the template's)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="write into a non-empty folder")] = False,
+) -> None:
+    """Create a project from a template: aisac.toml, sample data, extensions (docs/projects.md)."""
+    from .bootstrap import BootstrapError, init_project, load_manifest
+
+    try:
+        man = init_project(directory, template, name=name, force=force)
+    except BootstrapError as exc:
+        _fail(str(exc))
+    p = load_manifest(man)
+    err.print(f"created project {p.manifest.project.name!r} (id {p.id}) in {p.root}; serve it with "
+              f"`aisac serve --project {p.root}`, index it with the rag_index tool (no path: every manifest root)",
+              soft_wrap=True, markup=False)
+
+
+@app.command()
+def install(
+    host: Annotated[str, typer.Argument(help="claude-desktop, vscode or cursor")],
+    project: Annotated[Optional[Path], typer.Option("--project", help="serve this project (a folder with "
+                                                    "aisac.toml)")] = None,
+    print_: Annotated[bool, typer.Option("--print", help="print the configuration, write nothing")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="the host's configuration file (default: "
+                                                   "where the host reads it, docs/hosts.md)")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
+    from .bootstrap import BootstrapError
+    from .config import Settings
+    from .hosts import HostConfigError, render, server_entry
+    from .hosts import install as install_host
+
+    try:
+        store = data_dir or Settings().data_dir
+        entry = server_entry(host, data_dir=store, project=project)
+        if print_:
+            print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
+            return
+        res = install_host(host, entry, config_path=config)
+    except (HostConfigError, BootstrapError) as exc:
+        _fail(str(exc))
+    err.print(f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
+              + (f" (previous file kept as {res.backup})" if res.backup else "") + "; restart the host",
+              soft_wrap=True, markup=False)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    mode: Annotated[Optional[str], typer.Option(help="lite, standard or strict (minimum cited anchors 1/2/3)")] = None,
+    llm: Annotated[Optional[str], typer.Option(help="auto, none, openai or replay (default: AISAC_ROLES_LLM)")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="memory session id for context")] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the whole result as JSON")] = False,
+    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its "
+                                                    "store, tools, prompts and workflow graph (issue 10)")] = None,
+) -> None:
+    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (issue 7)."""
+    from .roles.cli import ask as run_ask
+
+    if project is not None:
+        from .bootstrap import BootstrapError, bootstrap
+        from .config import Settings
+        from .runtime import set_core
+
+        try:
+            core = bootstrap(project, Settings(data_dir=data_dir) if data_dir else Settings()).core
+        except BootstrapError as exc:
+            _fail(str(exc))
+        set_core(core)
+    else:
+        core = _core(data_dir)
+    try:
+        code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err)
+    except Exception as exc:  # roles errors carry what to fix
+        _fail(str(exc))
+    finally:
+        core.close()
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover

@@ -329,6 +329,7 @@ class Indexer:
             row.pages, row.title, row.indexed_at = parsed.pages, parsed.title, utcnow()
             content = s.get(DocumentContent, did) or DocumentContent(doc_id=did, text="", markdown="")
             content.text, content.markdown = parsed.text, parsed.markdown
+            content.structure_json = dumps(parsed.structure)  # issue 3: overview / read_sections
             s.add(row)
             s.add(content)
             s.commit()

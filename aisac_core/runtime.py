@@ -103,10 +103,11 @@ class Core:
         self._warm_thread.start()
 
     def close(self) -> None:
-        """Flush and release the vector store and stop background jobs."""
+        """Stop background jobs (letting the running one finish, up to 10 s), then flush and release the vector
+        store. The jobs are stopped before taking the core's lock: a running job needs it to reach the store."""
+        if "jobs" in self.__dict__:
+            self.jobs.shutdown()
         with self._lock:
-            if "jobs" in self.__dict__:
-                self.jobs.shutdown()
             if self._vectors is not None:
                 self._vectors.close()
                 self._vectors = None

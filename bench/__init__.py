@@ -4,15 +4,31 @@ Parts (each selectable with ``--only``):
 
 - ``quality``  (:mod:`bench.quality`): Cranfield nDCG@10 / recall@100 of aisac's dense, sparse and hybrid
   search, indexed through aisac's own pipeline, next to a plain ``bm25s`` baseline.
+- ``pdf``      (:mod:`bench.pdf`): PDF parse time per page (docling + aisac's reconstruction) and section
+  detection precision/recall on the shared PDFs.
 - ``indexing`` (:mod:`bench.indexing`): pages/s and chunks/s on the shared PDFs, full, no-op and
   one-file-changed re-index times.
 - ``latency``  (:mod:`bench.latency`): search p50/p95 over >= 10,000 chunks, in-process and over stdio.
 - ``startup``  (:mod:`bench.startup`): spawn of ``aisac serve`` to the ``tools/list`` answer.
 - ``memory``   (:mod:`bench.memory`): ``memory_recall`` p50/p95 over 10,000 stored turns (in-process) and
   ``memory_add_turn`` throughput (turns/s, embedding included).
+- ``trace``    (:mod:`bench.trace`): provenance middleware overhead per tool call, ``trace_get_run`` of a
+  1,000-event run.
+- ``literature`` (:mod:`bench.literature`): ``lit_search`` latency over a local replay server (HTTP vs cache),
+  merge throughput, and the smallest gap between arXiv requests under 5 concurrent calls (target >= 3 s).
+- ``data``     (:mod:`bench.data`): ``data_code_run`` warm round trip (target p50 <= 50 ms), ``data_load`` +
+  ``data_preview`` of the 48,000-row Parquet, idle session worker RSS.
+- ``roles``    (:mod:`bench.roles`): the headless graph without a model (``aisac ask``), per role step, plan
+  validation, the evidence gate.
+- ``projects`` (:mod:`bench.projects`): ``aisac init`` and the bootstrap per template; spawn of
+  ``aisac serve --project`` to ``tools/list`` next to plain ``aisac serve``.
+
+- ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
+  cold start (issue 9).
 
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
 
-PARTS = ("quality", "indexing", "latency", "startup", "memory")
+PARTS = ("quality", "indexing", "latency", "startup", "memory", "trace", "literature", "data", "roles", "projects",
+         "pdf", "owner")

@@ -2,7 +2,8 @@
 
 A thin adapter: arguments in, a call into ``aisac_core``, a JSON result out. Mounted by the suite under
 the ``rag`` namespace, so the tools are ``rag_index``, ``rag_job_status``, ``rag_search``,
-``rag_list_documents``, ``rag_get_chunk``, ``rag_remove``, ``rag_catalog`` and the resource template
+``rag_list_documents``, ``rag_get_chunk``, ``rag_get_overview``, ``rag_read_sections``,
+``rag_verify_anchor``, ``rag_remove``, ``rag_catalog`` and the resource template
 ``aisac://rag/documents/{doc_id}``.
 """
 
@@ -51,6 +52,13 @@ def _resolve_targets(path: str | list[str] | None) -> list[tuple[list[Path], boo
         if by_name and not Path(raw).expanduser().exists():
             out.append(by_name[0])
             catalog_only = catalog_only or by_name[0] in s.catalog_roots
+        elif roots:  # issue 9: with registered roots, a path must resolve inside one (no '..', no symlink escape)
+            from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
+
+            try:
+                out.append(resolve_in_roots(raw, roots, what="path"))
+            except PathOutsideRootsError as exc:
+                raise ToolError(str(exc)) from exc
         else:
             out.append(Path(raw).expanduser())
     return [(out, catalog_only)]
@@ -175,6 +183,76 @@ async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a se
         raise ToolError(f"unknown chunk id {chunk_id!r}: use a chunk_id from rag_search (ids change when "
                         "the document is re-indexed after an edit)")
     return got
+
+
+@server.tool
+async def get_overview(
+    doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
+) -> dict[str, Any]:
+    """What a document is and which sections it really has, before reading or searching inside it.
+
+    Result: ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
+    authors, year, doi, arxiv_id}, sections: [{title, number, level, label, page_start, page_end, chunk_count,
+    subsections: [...]}], labels: {label: {sections, page_start, page_end}}, captions: [{kind, text, page}]}``.
+    ``sections`` are the top-level sections in reading order with their page range and chunk count;
+    ``label`` is the section taxonomy (abstract, introduction, methods, results, discussion, conclusion,
+    datasets, references, other); ``labels`` says which of them the document has - use them with
+    rag_read_sections or rag_search's ``section`` filter. Metadata fields not found are null.
+
+    Errors: unknown doc_id; a document that failed to index (the error says why, e.g. no text layer).
+    """
+    from aisac_core.retrieval import get_overview as core_overview
+
+    return await call_core(core_overview, get_core(), doc_id)
+
+
+@server.tool
+async def read_sections(
+    doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
+    section: Annotated[str, Field(description="a section label (abstract, introduction, methods, results, "
+                                              "discussion, conclusion, datasets, references, other) or a heading "
+                                              "from rag_get_overview ('3.1 Setup', 'Setup' or '3.1')")],
+    max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size in tokens (~4 characters each)")] = 2000,
+    cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page; omit for the "
+                                                          "first")] = None,
+) -> dict[str, Any]:
+    """Read a section of a document in reading order, with page anchors, one page of text at a time.
+
+    Result: ``{doc_id, title, section, matched: [{title, number, level, label, page_start, page_end,
+    chunk_count}], text, blocks: [{kind, page, char_span, section}], tokens, total_tokens, next_cursor}``.
+    ``text`` holds headings as Markdown lines and every other block prefixed with ``[p. N]``; ``char_span``
+    indexes into the document's plain text (aisac://documents/{doc_id}/text). When ``next_cursor`` is not
+    null, call again with ``cursor=next_cursor`` for the rest. A label reads every section with it (e.g.
+    "methods" reads "2 Materials and Methods" with its subsections).
+
+    Errors: unknown doc_id; a section the document does not have (the error lists the labels and headings
+    it has); max_tokens outside 50..20000; a cursor that is no offset of the document.
+    """
+    from aisac_core.retrieval import read_sections as core_read
+
+    return await call_core(core_read, get_core(), doc_id, section, max_tokens, cursor)
+
+
+@server.tool
+async def verify_anchor(
+    anchor: Annotated[dict[str, Any], Field(
+        description="the 'anchor' object of a rag_search / rag_get_chunk hit: {chunk_id, doc_id, path, sha256, "
+                    "section, page, char_span, chunk_sha256, score}; optionally 'text' (the hit's chunk text)")],
+) -> dict[str, Any]:
+    """Check that a piece of evidence still holds, by re-hashing the file and the chunk text.
+
+    Result: ``{status, chunk_id, doc_id, path, detail, sha256_now, current_chunk_id}``. ``status``:
+    ``ok`` (file unchanged and the chunk's text hash matches), ``file_changed`` (the file's bytes changed
+    but the anchored passage is still in the current version; page/span may have moved),
+    ``chunk_changed`` (the passage is no longer found), ``missing`` (the document is no longer indexed or
+    its file is gone). ``detail`` explains in words. A changed file that was not re-indexed yet is parsed
+    again to look for the passage (PDF ~0.1 s/page).
+
+    Errors: ``anchor`` not an object, or without sha256 / chunk_sha256 / (doc_id or path).
+    """
+    from aisac_core.retrieval import verify_anchor as core_verify
+
+    return await call_core(core_verify, get_core(), anchor)
 
 
 @server.tool

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, AsyncIterator
 
 from fastmcp import FastMCP
@@ -17,6 +18,10 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from aisac_core.runtime import get_core
 
 log = logging.getLogger("aisac.suite")
+
+#: run id of the tool call being served (set by ProvenanceMiddleware): tools that write their own trace events
+#: (the roles server, issue 7) read it, since ``run_id`` arguments are removed before the tool sees them.
+current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", default=None)
 
 #: namespace -> "module:attribute" of each server (DESIGN.md "Layout": namespaces memory_, rag_, lit_, data_, roles_,
 #: trace_). ``build()`` mounts those whose module is present.
@@ -57,6 +62,7 @@ class ProvenanceMiddleware(Middleware):
         from aisac_core.provenance import RunAssigner
 
         self.runs = RunAssigner(get_core().settings.run_idle_seconds)
+        self._pinned: set[str] = set()
 
     def _meta(self, context: MiddlewareContext, *keys: str) -> str | None:
         """The first of ``keys`` present in the request ``_meta`` (as a string), else None."""
@@ -87,14 +93,18 @@ class ProvenanceMiddleware(Middleware):
 
         msg = context.message
         args = dict(msg.arguments or {})
-        run_id = (args.pop("run_id", None) or self._meta(context, "run_id", "aisac/run_id")
+        # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run (issue 8)
+        own_run_arg = msg.name.startswith("trace_")
+        run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "run_id", "aisac/run_id")
                   or self.runs.run_for(self._client_key(context)))
-        if "run_id" in (msg.arguments or {}):
+        if "run_id" in (msg.arguments or {}) and not own_run_arg:
             context = context.copy(message=msg.model_copy(update={"arguments": args}))
         name = msg.name
         server = name.split("_", 1)[0] if "_" in name else "suite"
+        t0_ns = time.time_ns()
         t0 = time.perf_counter()
         status, error, result_obj = "ok", None, None
+        run_token = current_run_id.set(str(run_id))
         try:
             result = await call_next(context)
             if getattr(result, "is_error", False):
@@ -109,12 +119,25 @@ class ProvenanceMiddleware(Middleware):
             status, error = ("tool_error" if type(exc).__name__ == "ValidationError" else "exception"), str(exc)
             raise
         finally:
+            current_run_id.reset(run_token)
             latency = (time.perf_counter() - t0) * 1000
             try:
                 parent = self._meta(context, "aisac/parent_id")
-                await call_core(record_tool_call, get_core().engine, run_id=str(run_id), server=server, tool=name,
-                                arguments=args, result=result_obj, status=status, error=error, latency_ms=latency,
-                                parent_id=int(parent) if parent and parent.isdigit() else None)
+                parent_id = int(parent) if parent and parent.isdigit() else None
+                event_id = await call_core(record_tool_call, get_core().engine, run_id=str(run_id), server=server,
+                                           tool=name, arguments=args, result=result_obj, status=status, error=error,
+                                           latency_ms=latency, parent_id=parent_id)
+                if str(run_id) not in self._pinned:  # configuration pins, once per run and process (issue 8)
+                    self._pinned.add(str(run_id))
+                    from aisac_core.provenance import pin_run
+
+                    await call_core(pin_run, get_core(), str(run_id))
+                from aisac_core.provenance import emit_span, otel_enabled
+
+                if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it (issue 8)
+                    emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
+                              end_ns=t0_ns + int(latency * 1e6), status=status, error=error, event_id=event_id,
+                              parent_id=parent_id)
             except Exception:  # a trace write must never break the call itself
                 log.exception("could not record the trace event of %s", name)
 
@@ -130,16 +153,23 @@ async def _lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
         core.close()
 
 
-def build(names: list[str] | None = None) -> FastMCP:
+def build(names: list[str] | None = None, *, lifespan: bool = True) -> FastMCP:
     """The suite server with the named servers mounted (all when None). Raises ValueError for an unknown name."""
     chosen = names or list(SERVERS)
     unknown = [n for n in chosen if n not in SERVERS]
     if unknown:
         raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(SERVERS)}")
-    main = FastMCP("aisac", lifespan=_lifespan,
+    # lifespan=False: no warm-up and no core.close() at exit (an in-process client inside a running server, issue 7)
+    main = FastMCP("aisac", lifespan=_lifespan if lifespan else None,
                    instructions="aisac: retrieval-grounded scientific assistance with provenance. "
                                 "Servers: " + ", ".join(chosen))
     for n in chosen:
         main.mount(_load(n), namespace=n)
+    from aisac_core.bootstrap import mount_active_project
+
+    mount_active_project(main, names)  # the served project's own tools, namespace "project" (issue 10)
     main.add_middleware(ProvenanceMiddleware())
+    from aisac_core.dashboard import mount_dashboard
+
+    mount_dashboard(main, prefix="/dashboard")  # HTTP transport only: the live trace dashboard (issue 8)
     return main

@@ -1,0 +1,14 @@
+"""Literature: arXiv, PubMed (E-utilities), Crossref, OpenAlex and Semantic Scholar as one search, with
+per-service politeness, a response cache / replay, and import of open-access PDFs into the corpus.
+
+Modules: :mod:`.paper` (the common :class:`Paper` record, identifiers, merging), :mod:`.http` (budgets,
+retries, cache), one client module per source, :mod:`.service` (the operations the server calls).
+"""
+
+from .http import BadResponse, NotFound, RateLimited, ReplayMiss, ServiceError, reset_states
+from .paper import SOURCES, LiteratureError, Paper, merge_papers, normalise_doi, parse_identifier
+from .service import citations, get, import_paper, references, search
+
+__all__ = ["SOURCES", "BadResponse", "LiteratureError", "NotFound", "Paper", "RateLimited", "ReplayMiss",
+           "ServiceError", "citations", "get", "import_paper", "merge_papers", "normalise_doi", "parse_identifier",
+           "references", "reset_states", "search"]

@@ -1,0 +1,160 @@
+"""Data: ``data_code_run`` round trip, ``data_load`` + ``data_preview`` of a 48,000-row Parquet, idle worker memory.
+
+- code_run: trivial code (``1 + 1``) in a warm session, 200 calls after 10 warm-up calls, (a) through
+  :meth:`aisac_core.sandbox.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
+  (in-memory fastmcp client; provenance middleware and its trace write included). Target p50 <= 50 ms.
+- cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available).
+- load + preview: ``Registry.load`` of ../shared/data/tabular/mosaic_parquet/protein-design.parquet (sha256 of
+  the file, Parquet copy into the store, SQL row) then ``preview(n=10)``, 5 repetitions (fresh names); plus a
+  query (``pae_interaction < 10 and movement == 'og'``).
+- memory: RSS (``VmRSS`` of /proc/<pid>/status) of the worker process of an idle session right after start, and
+  after ``import numpy, pandas``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import Context, err, latency_summary, table, target_cell, temp_dir
+
+TARGET_RUN_P50_MS = 50.0
+CALLS = 200
+WARMUP = 10
+PARQUET = Path("tabular/mosaic_parquet/protein-design.parquet")
+
+
+def _worker_pid(mgr: Any, session: str) -> int:
+    """Host pid of the python worker of ``session`` (under bwrap a descendant of the bwrap process)."""
+    root = mgr._sessions[session].worker.proc.pid
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    stack = [root]
+    while stack:
+        p = stack.pop()
+        try:
+            if b"sandbox_worker" in Path(f"/proc/{p}/cmdline").read_bytes() and b"bwrap" not in \
+                    Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]:
+                return p
+        except OSError:
+            pass
+        stack += children.get(p, [])
+    return root
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+async def _mcp_calls(n: int) -> list[float]:
+    from fastmcp import Client
+
+    from servers.suite import build
+
+    out = []
+    async with Client(build(["data"])) as client:
+        for _ in range(WARMUP):
+            await client.call_tool("data_code_run", {"session": "mcp", "code": "1 + 1"})
+        for _ in range(n):
+            t = time.perf_counter()
+            r = await client.call_tool("data_code_run", {"session": "mcp", "code": "1 + 1"})
+            out.append((time.perf_counter() - t) * 1000)
+            assert r.structured_content["ok"]
+    return out
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """The data part; returns the JSON-ready result (load + preview rows are skipped without the shared data)."""
+    import anyio
+
+    from aisac_core.config import Settings
+    from aisac_core.dataframes import get_registry
+    from aisac_core.runtime import Core, set_core
+    from aisac_core.sandbox import get_sandbox
+
+    t0 = time.perf_counter()
+    parquet = ctx.data_dir / PARQUET
+    with temp_dir(ctx, "data") as tmp:
+        roots = [ctx.data_dir] if ctx.data_dir.is_dir() else []
+        core = Core(Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False,
+                             sandbox_dir=None))
+        set_core(core)
+        mgr = get_sandbox(core)
+        try:
+            # cold session and idle memory
+            t = time.perf_counter()
+            r, _ = mgr.run("idle", "1")
+            cold_ms = (time.perf_counter() - t) * 1000
+            assert r["ok"], r
+            rss_idle = _rss_mb(_worker_pid(mgr, "idle"))
+            t = time.perf_counter()
+            r, _ = mgr.run("idle", "import numpy, pandas")
+            import_ms = (time.perf_counter() - t) * 1000
+            rss_pandas = _rss_mb(_worker_pid(mgr, "idle"))
+            # warm round trips, in-process
+            for _ in range(WARMUP):
+                mgr.run("warm", "1 + 1")
+            direct = []
+            for _ in range(CALLS):
+                t = time.perf_counter()
+                r, _ = mgr.run("warm", "1 + 1")
+                direct.append((time.perf_counter() - t) * 1000)
+            assert r["ok"] and r["result"] == "2"
+            mcp = anyio.run(_mcp_calls, CALLS)
+            # load + preview
+            lp: list[float] = []
+            q_ms = None
+            if parquet.is_file():
+                reg = get_registry(core)
+                for i in range(5):
+                    t = time.perf_counter()
+                    reg.load(str(parquet), name=f"protein{i}")
+                    reg.preview(f"protein{i}", 10)
+                    lp.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                q = reg.query("protein0", "pae_interaction < 10 and movement == 'og'", limit=50)
+                q_ms = (time.perf_counter() - t) * 1000
+                assert q["matched"] > 0
+            else:
+                err.print(f"[yellow]note[/yellow]: {parquet} absent: load + preview skipped")
+        finally:
+            mgr.shutdown()
+            set_core(None)
+            core.close()
+    d, m = latency_summary(direct), latency_summary(mcp)
+    ok = m["p50_ms"] <= TARGET_RUN_P50_MS
+    rows = [("code_run 1+1 warm, in-process p50 / p95 ms", f"{d['p50_ms']:.2f} / {d['p95_ms']:.2f}", None, None),
+            ("data_code_run 1+1 warm, MCP + trace p50 ms", m["p50_ms"], f"<= {TARGET_RUN_P50_MS:g}", target_cell(ok)),
+            ("data_code_run MCP p95 / p99 ms", f"{m['p95_ms']:.2f} / {m['p99_ms']:.2f}", None, None),
+            ("cold session (worker start + 1 run) ms", round(cold_ms, 1), None, None),
+            ("import numpy, pandas in a session ms", round(import_ms, 1), None, None),
+            ("idle worker RSS MB (fresh / after numpy+pandas)", f"{rss_idle} / {rss_pandas}", None, None),
+            ("isolation", mgr.isolation, None, None)]
+    if lp:
+        lps = latency_summary(lp)
+        rows += [("data_load + data_preview 48,000-row Parquet, median / max ms",
+                  f"{lps['p50_ms']:.1f} / {lps['max_ms']:.1f}", None, None),
+                 ("data_query on it (722 of 48,000 match) ms", round(q_ms or 0, 1), None, None)]
+    table("data: code sessions and frames", ["measure", "value", "target", "status"], rows)
+    summary = [{"metric": "data_code_run warm p50 ms (MCP)", "value": m["p50_ms"], "target": f"<= {TARGET_RUN_P50_MS:g}",
+                "met": ok},
+               {"metric": "idle session worker RSS MB", "value": rss_idle}]
+    if lp:
+        summary.append({"metric": "data_load + data_preview 48k-row Parquet median ms",
+                        "value": latency_summary(lp)["p50_ms"]})
+    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary,
+            "code_run_in_process_ms": d, "code_run_mcp_ms": m, "cold_session_ms": round(cold_ms, 1),
+            "import_numpy_pandas_ms": round(import_ms, 1), "rss_idle_mb": rss_idle,
+            "rss_after_numpy_pandas_mb": rss_pandas, "isolation": mgr.isolation,
+            "load_preview_ms": latency_summary(lp) if lp else None, "query_ms": q_ms,
+            "targets": {"code_run_p50_ms": {"target": TARGET_RUN_P50_MS, "measured": m["p50_ms"], "met": ok}}}

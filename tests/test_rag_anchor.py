@@ -1,0 +1,97 @@
+"""Evidence anchor verification (issue 3, acceptance 4): ok / file_changed / chunk_changed / missing.
+
+Real store (SQLite + Qdrant Edge), real parses of PDFs we write with reportlab, real MCP client for the
+``rag_verify_anchor`` tool.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from pdf_fixtures import SECTIONS, make_paper
+
+from aisac_core.indexing import Indexer
+from aisac_core.retrieval import AnchorError, search, verify_anchor
+
+
+def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001
+    hits = search(core, query, k=5, filters={"section": section}).hits
+    assert hits, (query, section)
+    return hits[0].as_dict()["anchor"]
+
+
+@pytest.fixture
+def paper(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir()
+    return make_paper(tmp_path / "docs" / "paper.pdf")
+
+
+def test_verify_anchor_follows_edits_of_a_pdf(fast_core, paper: Path) -> None:  # noqa: ANN001
+    Indexer(fast_core).run([paper])
+    methods = _anchor(fast_core, "spin coated dimethylformamide", "methods")
+    results = _anchor(fast_core, "reflection vanished lead iodide", "results")
+    assert verify_anchor(fast_core, methods)["status"] == "ok"
+    assert verify_anchor(fast_core, results)["status"] == "ok"
+
+    # edit the PDF: the results paragraph changes, the methods paragraph stays
+    edited = copy.deepcopy(SECTIONS)
+    edited["3 Results"][0] = "The (002) reflection persisted up to 170 degrees Celsius for the butyl spacer only."
+    make_paper(paper, edited)
+    r = verify_anchor(fast_core, results)
+    assert r["status"] == "chunk_changed", r
+    m = verify_anchor(fast_core, methods)
+    assert m["status"] == "file_changed", m
+    assert m["sha256_now"] != methods["sha256"]
+
+    # after re-indexing, the same answers come from the index (no re-parse needed)
+    Indexer(fast_core).run([paper])
+    assert verify_anchor(fast_core, results)["status"] == "chunk_changed"
+    m2 = verify_anchor(fast_core, methods)
+    assert m2["status"] == "file_changed" and m2["current_chunk_id"], m2
+
+    # a fresh anchor of the new version is ok; a forged chunk hash is not
+    fresh = _anchor(fast_core, "spin coated dimethylformamide", "methods")
+    assert verify_anchor(fast_core, fresh)["status"] == "ok"
+    forged = {**fresh, "chunk_sha256": "0" * 64}
+    assert verify_anchor(fast_core, forged)["status"] == "chunk_changed"
+
+    # the file is deleted
+    paper.unlink()
+    gone = verify_anchor(fast_core, fresh)
+    assert gone["status"] == "missing" and "no longer exists" in gone["detail"]
+
+
+def test_verify_anchor_of_a_removed_document(fast_core, paper: Path) -> None:  # noqa: ANN001
+    Indexer(fast_core).run([paper])
+    a = _anchor(fast_core, "butylammonium spacers stable", "conclusion")
+    fast_core.jobs.indexer.remove([a["doc_id"]])
+    r = verify_anchor(fast_core, a)
+    assert r["status"] == "missing" and "not in the index" in r["detail"]
+
+
+def test_verify_anchor_bad_input(fast_core) -> None:  # noqa: ANN001
+    with pytest.raises(AnchorError, match="must be the anchor object"):
+        verify_anchor(fast_core, "abc")  # type: ignore[arg-type]
+    with pytest.raises(AnchorError, match="lacks sha256, chunk_sha256, doc_id or path"):
+        verify_anchor(fast_core, {"chunk_id": "x"})
+
+
+@pytest.mark.anyio
+async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: ANN001
+    from fastmcp import Client
+    from fastmcp.exceptions import ToolError
+
+    from servers.rag import server
+
+    Indexer(fast_core).run([paper])
+    async with Client(server) as client:
+        hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1})).data["hits"]
+        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).data
+        assert res["status"] == "ok" and res["chunk_id"] == hits[0]["chunk_id"]
+        paper.write_bytes(paper.read_bytes() + b"\n% appended comment\n")  # bytes change, text does not
+        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).data
+        assert res["status"] == "file_changed", res
+        with pytest.raises(ToolError, match="anchor lacks"):
+            await client.call_tool("verify_anchor", {"anchor": {"page": 1}})
