@@ -211,6 +211,14 @@ class SandboxManager:
         py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
         if self.isolation == "bwrap":
             cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+            # the interpreter, the virtual environment and the code may live under /tmp (a checkout there, say):
+            # mount them back read-only after the tmpfs that hid them
+            code = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
+                    WORKER_SCRIPT.resolve().parent.parent}
+            code |= {Path(e).resolve() for e in sys.path if e and Path(e).is_absolute() and Path(e).is_dir()}
+            for p in sorted(code):
+                if p.is_relative_to("/tmp") and not any(p.is_relative_to(q) for q in code if q != p):
+                    cmd += ["--ro-bind", str(p), str(p)]
             data_dir = self.settings.data_dir.resolve()
             protected = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), WORKER_SCRIPT.resolve()]
             if data_dir != Path("/") and not any(p == data_dir or p.is_relative_to(data_dir) for p in protected):

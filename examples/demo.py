@@ -4,11 +4,14 @@ Steps:
   1. generate the example PDF (examples/make_pdf.py -> examples/generated/);
   2. index examples/ (four Markdown notes + the PDF) and ../shared/data/pdfs when that folder exists,
      with `aisac index` (progress on stderr; unchanged files are skipped, so a second run is quick);
-  3. start `aisac serve` as a stdio subprocess and drive it with fastmcp's Client: list the tools, list
-     the documents, run three searches (hits with their evidence anchors, each anchor checked against
-     the file and the chunk text), read one document resource;
-  4. after the server has exited, print the trace rows the calls wrote (aisac_core.provenance) and
-     the store status (`aisac status`, which also proves the server released the store).
+  3. start `aisac serve` as a stdio subprocess (it starts the store's owner daemon and proxies to it,
+     docs/processes.md) and drive it with fastmcp's Client: list the tools, list the documents, run three
+     searches (hits with their evidence anchors, each anchor checked against the file and the chunk text),
+     read one document resource, show a paper's structure (rag_get_overview), answer a question with the
+     whole Router -> Planner -> Coordinator -> Evaluator graph (roles_run, no model needed), and check
+     that answer's provenance (trace_verify, trace_export markdown);
+  4. stop the owner daemon (`aisac owner stop`), then print the trace rows the calls wrote
+     (aisac_core.provenance) and the store status (`aisac status`, which also proves the store was released).
 
 Store: `.aisac-demo/` in the repository root, or $AISAC_DATA_DIR when set. Exit status 0 only when every
 step worked; any failure prints what went wrong and exits 1.
@@ -64,7 +67,14 @@ def aisac_command() -> list[str]:
 
 
 def child_env(ddir: Path) -> dict[str, str]:
-    return {**os.environ, "AISAC_DATA_DIR": str(ddir), "HF_HUB_OFFLINE": "1"}
+    return {**os.environ, **demo_settings(ddir)}
+
+
+def demo_settings(ddir: Path) -> dict[str, str]:
+    """The demo's store, offline: no model download, and literature answered from its cache only (replay mode),
+    so a question the planner routes to lit_search does not wait on the network."""
+    return {"AISAC_DATA_DIR": str(ddir), "HF_HUB_OFFLINE": "1",
+            "AISAC_LIT_REPLAY": os.environ.get("AISAC_LIT_REPLAY", "1")}
 
 
 def step(title: str) -> None:
@@ -173,8 +183,7 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 
     cmd = aisac_command()
     # the server sees the same AISAC_* settings as the indexer, on the demo store, offline
-    env = {**{k: v for k, v in os.environ.items() if k.startswith("AISAC_")},
-           "AISAC_DATA_DIR": str(ddir), "HF_HUB_OFFLINE": "1"}
+    env = {**{k: v for k, v in os.environ.items() if k.startswith("AISAC_")}, **demo_settings(ddir)}
     meta = {"run_id": run_id}  # aisac's run id travels in the request _meta (or as a run_id argument)
     shared = SHARED_PDFS.is_dir()
     searches: list[tuple[str, dict[str, Any] | None, str | None]] = [
@@ -256,6 +265,46 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             lines = text.splitlines()
             console.print(Panel(Text("\n".join(lines[:14]) + f"\n… ({len(lines)} lines, {len(text):,} characters)"),
                                 title=f"resource {uri} (first lines)", title_align="left", expand=False))
+
+            pdf_doc = next((d for d in docs if d["status"] == "indexed" and Path(d["path"]).name == make_pdf.FILENAME))
+            res = await client.call_tool("rag_get_overview", {"doc_id": pdf_doc["doc_id"]}, meta=meta)
+            calls += 1
+            ov = res.structured_content
+            console.print(Panel(Text(f"title: {ov.get('title')}\n" + "\n".join(
+                f"  {s_['label']:<13} {short(s_['title'], 50):<52} pages {s_['page_start']}–{s_['page_end']}, "
+                f"{s_['chunk_count']} chunks" for s_ in ov.get("sections", []))),
+                title=f"rag_get_overview {make_pdf.FILENAME}", title_align="left", expand=False))
+
+            question = ("Which datasets does the S2ORC paper describe?" if shared else
+                        "What wall heat transfer coefficient was measured in the packed bed?")
+            res = await client.call_tool("roles_run", {"task": question, "mode": "lite"}, meta=meta)
+            calls += 1
+            run = res.structured_content
+            if run.get("status") != "done":
+                raise DemoError(f"roles_run did not finish: {run}")
+            answer, ev = run["answer"], run["evaluation"]
+            cites = "\n".join(
+                f"  [{c['n']}] {Path(str(c.get('path'))).name} p. {c.get('page')} ({c.get('section') or '-'}), "
+                f"chunk sha256 {str(c['anchor'].get('chunk_sha256'))[:12]}" if c.get("kind") == "rag" else
+                f"  [{c['n']}] {c.get('title')} ({c.get('ref')})" for c in answer.get("citations") or [])
+            console.print(Panel(Text(f"route: {run['route'].get('intent')} / {run['route'].get('decision')}; "
+                                     f"plan: {len(run['plan'].get('steps', []))} steps; "
+                                     f"evaluator: {'pass' if ev.get('passed') else 'FAIL'} "
+                                     f"(mean severity {ev.get('mean_severity')}, max {ev.get('max_severity')})\n\n"
+                                     f"{short(answer.get('text'), 700)}\n\ncitations:\n{cites}"),
+                                title=f"roles_run {question!r}  (run {run['run_id']})", title_align="left"))
+            if not answer.get("citations"):
+                raise DemoError(f"the answer to {question!r} cites no evidence")
+            res = await client.call_tool("trace_verify", {"run_id": run["run_id"]}, meta=meta)
+            calls += 1
+            ver = res.structured_content
+            res = await client.call_tool("trace_export", {"run_id": run["run_id"], "format": "markdown"}, meta=meta)
+            calls += 1
+            console.print(f"trace_verify {run['run_id']}: {ver['status']} ({ver.get('counts')}); "
+                          f"trace_export markdown: {res.structured_content['path']}")
+            if ver["status"] != "unchanged":
+                raise DemoError(f"the answer's evidence does not verify: {ver}")
+            summary["answer_run"] = run["run_id"]
     summary["calls"] = calls
     summary["session_s"] = time.perf_counter() - t0
     return summary
@@ -330,8 +379,10 @@ def main() -> int:
         summary = asyncio.run(mcp_session(ddir, run_id, log_path))
         times["mcp"] = time.perf_counter() - t
 
-        step("4. provenance and status (after the server exited)")
+        step("4. provenance and status (after the server exited and its owner daemon stopped)")
         t = time.perf_counter()
+        subprocess.run(aisac_command() + ["owner", "stop"], env=child_env(ddir), check=False,
+                       stdout=subprocess.DEVNULL)
         print_trace(ddir, run_id, summary["calls"])
         print_status(ddir)
         times["trace+status"] = time.perf_counter() - t

@@ -169,6 +169,20 @@ def test_evaluator_gates(rcore, tmp_path):
     x, xc = exec_gate({}, runs)
     assert not x["passed"] and xc[0]["evidence_refs"] == ["9"] and "ZeroDivisionError" in xc[0]["text"]
     assert exec_gate({"code_runs": [10]}, runs)[0]["passed"]
+    # a long run answered {pending, job_id}: its outcome is the later data_code_job_status of that job
+    pending = [{"id": 11, "kind": "tool_call", "tool": "data_code_run", "status": "ok",
+                "result": {"ok": False, "pending": True, "job_id": "j1"}}]
+    assert not exec_gate({}, pending)[0]["passed"]
+    polled = pending + [{"id": 12, "kind": "tool_call", "tool": "data_code_job_status", "status": "ok",
+                         "arguments": {"job_id": "j1"}, "result": {"ok": False, "pending": True}},
+                        {"id": 13, "kind": "tool_call", "tool": "data_code_job_status", "status": "ok",
+                         "arguments": {"job_id": "j1"}, "result": {"ok": True, "finished_at": "t"}}]
+    assert exec_gate({}, polled)[0]["passed"]
+    # a relative data_load argument is judged by the resolved path the data server reported
+    rel = [{"id": 14, "kind": "tool_call", "tool": "data_load", "arguments": {"path": "tables/x.csv"}, "status": "ok",
+            "result": {"frames": [{"source": {"path": str(bad)}}]}}]
+    d, dc = data_gate({}, rel)
+    assert not d["passed"] and d["files"][0]["path"] == str(bad)
     s = summarize([{"severity": 0.5}, {"severity": 0.2}], 0.4, 0.8)
     assert s["mean_severity"] == 0.35 and s["passed"]
     assert not summarize([{"severity": 0.9}], 0.4, 0.8)["passed"] and summarize([], 0.4, 0.8)["passed"]

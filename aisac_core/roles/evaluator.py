@@ -131,7 +131,11 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
     refs: dict[str, int | None] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and str(ev["tool"]).startswith("data_") and ev["tool"] != "data_code_run":
-            for p in _paths(ev.get("arguments") or {}):
+            res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+            # the resolved source paths the data server reports (a relative argument is relative to its first root)
+            resolved = [f["source"]["path"] for f in res.get("frames") or []
+                        if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")]
+            for p in resolved or [p for p in _paths(ev.get("arguments") or {}) if Path(p).expanduser().is_absolute()]:
                 refs.setdefault(p, ev["id"])
     for p in answer.get("files") or []:
         refs.setdefault(str(p), None)
@@ -151,11 +155,22 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
 def exec_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The exec gate over the run's ``data_code_run`` calls (or the answer's ``code_runs`` event ids)."""
     wanted = {int(i) for i in answer.get("code_runs") or []}
+    # a run longer than the job threshold answers {pending, job_id}; its outcome is the last data_code_job_status
+    # call for that job in the same run
+    finished: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(ev.get("result"), dict):
+            job = (ev.get("arguments") or {}).get("job_id")
+            if job and not ev["result"].get("pending"):
+                finished[str(job)] = ev
     runs, crit = [], []
     for ev in events:
         if ev["kind"] != "tool_call" or ev["tool"] != "data_code_run" or (wanted and ev["id"] not in wanted):
             continue
         res = ev.get("result")
+        if isinstance(res, dict) and res.get("pending") and str(res.get("job_id")) in finished:
+            ev = {**ev, "result": finished[str(res["job_id"])]["result"]}
+            res = ev["result"]
         ok_flag = res.get("ok") if isinstance(res, dict) else None
         ok = ev["status"] == "ok" and ok_flag is True
         err = ev.get("error") or (res.get("error") if isinstance(res, dict) else None)
