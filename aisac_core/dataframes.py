@@ -362,14 +362,6 @@ def _arrow_safe(df: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
     return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 # -- query safety ---------------------------------------------------------------------------------------------
 _ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Name, ast.Constant,
                   ast.Load, ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
@@ -596,7 +588,9 @@ class Registry:
         if sheet is not None and fmt != "excel":
             raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
-        sha = _sha256_file(p)
+        from .indexing import sha256_file
+
+        sha = sha256_file(p)
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
         frames, notes = [], []
         if fmt == "excel":

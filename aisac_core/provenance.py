@@ -57,22 +57,9 @@ class RunAssigner:
 
 
 def anchor_ids(result: Any) -> list[str]:
-    """Chunk ids of every evidence anchor found anywhere in a tool result (dicts with an ``anchor``)."""
-    found: list[str] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, dict):
-            a = x.get("anchor")
-            if isinstance(a, dict) and isinstance(a.get("chunk_id"), str):
-                found.append(a["chunk_id"])
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(result)
-    return list(dict.fromkeys(found))
+    """Chunk ids of every evidence anchor found anywhere in a tool result (dicts with an ``anchor``), in order,
+    without repeats."""
+    return list(dict.fromkeys(a["chunk_id"] for a in find_anchors(result)))
 
 
 #: results larger than this (canonical JSON, characters) are stored truncated; the sha256 is of the whole.
@@ -259,11 +246,9 @@ def _ensure(engine: "Engine") -> None:
 # ---------------------------------------------------------------------------------------------- pins
 
 def _file_sha256(path: _Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from .indexing import sha256_file
+
+    return sha256_file(path)
 
 
 def _path_strings(arguments: Any) -> list[str]:

@@ -47,7 +47,8 @@ NOT_APPLICABLE = {
     "completion-complete": "needs completion/complete on the reference prompt test_prompt_with_arguments; aisac "
                            "declares no completions capability",
     "tools-call-simple-text": "calls the reference tool test_simple_text (absent; the check accepts the error result)",
-    "tools-call-image": "calls the reference tool test_image_content; aisac returns no images",
+    "tools-call-image": "calls the reference tool test_image_content (aisac's data_code_run returns plots as PNG "
+                        "image content; tested in tests/test_sandbox.py)",
     "tools-call-audio": "calls the reference tool test_audio_content; aisac returns no audio",
     "tools-call-embedded-resource": "calls the reference tool test_embedded_resource",
     "tools-call-mixed-content": "calls the reference tool test_multiple_content_types",
