@@ -574,6 +574,34 @@ class SandboxManager:
         """The folder of ``session`` (created with the session)."""
         return self._session(session, create=True).dir
 
+    def worker_pid(self, session: str) -> int | None:
+        """Host pid of the Python worker of ``session`` (None when it has none). Under bwrap the worker is a
+        descendant of the bwrap process, found by walking ``/proc/<pid>/stat`` parent links (Linux ``proc(5)``);
+        used to read the worker's memory (``/proc/<pid>/status``) and its network namespace."""
+        s = self._sessions.get(session)
+        if s is None or s.worker is None:
+            return None
+        root = s.worker.proc.pid
+        children: dict[int, list[int]] = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(ppid, []).append(int(d.name))
+        stack = list(children.get(root, []))
+        while stack:
+            p = stack.pop()
+            try:
+                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if not argv[0].endswith(b"bwrap") and any(b"sandbox_worker" in a for a in argv):
+                return p
+            stack += children.get(p, [])
+        return root
+
     def list(self) -> dict:
         """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost}],
         isolation, isolation_note, allowed_imports, limits}``."""

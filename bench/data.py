@@ -25,30 +25,6 @@ WARMUP = 10
 PARQUET = Path("tabular/mosaic_parquet/protein-design.parquet")
 
 
-def _worker_pid(mgr: Any, session: str) -> int:
-    """Host pid of the python worker of ``session`` (under bwrap a descendant of the bwrap process)."""
-    root = mgr._sessions[session].worker.proc.pid
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    stack = [root]
-    while stack:
-        p = stack.pop()
-        try:
-            if b"sandbox_worker" in Path(f"/proc/{p}/cmdline").read_bytes() and b"bwrap" not in \
-                    Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]:
-                return p
-        except OSError:
-            pass
-        stack += children.get(p, [])
-    return root
-
-
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -96,11 +72,11 @@ def run(ctx: Context) -> dict[str, Any]:
             r, _ = mgr.run("idle", "1")
             cold_ms = (time.perf_counter() - t) * 1000
             assert r["ok"], r
-            rss_idle = _rss_mb(_worker_pid(mgr, "idle"))
+            rss_idle = _rss_mb(mgr.worker_pid("idle"))
             t = time.perf_counter()
             r, _ = mgr.run("idle", "import numpy, pandas")
             import_ms = (time.perf_counter() - t) * 1000
-            rss_pandas = _rss_mb(_worker_pid(mgr, "idle"))
+            rss_pandas = _rss_mb(mgr.worker_pid("idle"))
             # warm round trips, in-process
             for _ in range(WARMUP):
                 mgr.run("warm", "1 + 1")

@@ -134,38 +134,11 @@ def test_no_network_at_os_level(sb) -> None:  # noqa: ANN001
     run(sb, "net", "1")
     pid = next(s["pid"] for s in sb.list()["sessions"] if s["session"] == "net")
     if sb.isolation == "bwrap":  # pid is the worker inside the PID namespace; use bwrap's child via /proc
-        proc_pid = _worker_host_pid(sb, "net")
+        proc_pid = sb.worker_pid("net")
     else:
         proc_pid = pid
     ifaces = [ln.split(":")[0].strip() for ln in Path(f"/proc/{proc_pid}/net/dev").read_text().splitlines()[2:]]
     assert ifaces == ["lo"], ifaces
-
-
-def _worker_host_pid(sb, session: str) -> int:  # noqa: ANN001
-    """The host pid of the python worker under bwrap (a descendant of the bwrap process)."""
-    s = sb._sessions[session]
-    root = s.worker.proc.pid
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    stack, found = [root], []
-    while stack:
-        p = stack.pop()
-        for c in children.get(p, []):
-            found.append(c)
-            stack.append(c)
-    for p in found:
-        try:
-            if b"sandbox_worker" in Path(f"/proc/{p}/cmdline").read_bytes():
-                return p
-        except OSError:
-            pass
-    return root
 
 
 def test_wall_timeout_kills_and_next_call_reports_state_lost(sb) -> None:  # noqa: ANN001
