@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .errors import AisacError
+from aisac_core.errors import AisacError
 
 try:
     import fcntl
@@ -51,8 +51,8 @@ SUPPORTED = fcntl is not None
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from .config import Settings
-    from .security import Activity
+    from aisac_core.settings import Settings
+    from aisac_core.security import Activity
 
 log = logging.getLogger("aisac.owner")
 
@@ -373,7 +373,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def _jobs_pending(settings: "Settings") -> bool:
     """True while an indexing job is queued or running in this store."""
-    from .runtime import get_core
+    from aisac_core.context import get_core
 
     core = get_core()
     if "jobs" not in core.__dict__:
@@ -381,7 +381,7 @@ def _jobs_pending(settings: "Settings") -> bool:
     try:
         from sqlmodel import Session, select
 
-        from .store.sql import Job
+        from aisac_core.store.sql import Job
 
         with Session(core.engine) as s:
             return s.exec(select(Job.job_id).where(Job.status.in_(["queued", "running"])).limit(1)).first() is not None
@@ -500,7 +500,7 @@ def serve_http(settings: "Settings", mcp: "FastMCP", *, host: str, port: int, to
     Blocks until the server stops (SIGTERM/SIGINT or idle)."""
     from starlette.middleware import Middleware
 
-    from .security import Activity, HttpGuard
+    from aisac_core.security import Activity, HttpGuard
 
     sock = sock or bind_socket(host, port)
     real_port = sock.getsockname()[1]
@@ -538,9 +538,9 @@ def serve_http(settings: "Settings", mcp: "FastMCP", *, host: str, port: int, to
 def run_daemon() -> None:
     """Body of ``python -m aisac_core.owner daemon``: take ``owner.lock``, serve the whole suite on a free
     loopback port with a fresh token, write ``owner.json``, idle out after ``owner_idle_seconds``."""
-    from .config import Settings
-    from .runtime import Core, set_core
-    from .security import new_token
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core, set_core
+    from aisac_core.security import new_token
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format=f"%(asctime)s owner[{os.getpid()}] %(name)s %(levelname)s %(message)s")
@@ -551,12 +551,12 @@ def run_daemon() -> None:
         log.error("another owner holds %s; exiting", settings.data_dir / LOCK_FILE)
         sys.exit(3)
     if os.environ.get("AISAC_PROJECT"):  # issue 10: the owner of a project's store serves the project's suite
-        from .bootstrap import serve_suite
+        from aisac_core.projects.bootstrap import serve_suite
 
         suite = serve_suite(os.environ["AISAC_PROJECT"], settings, store_dir=settings.data_dir)
     else:
         set_core(Core(settings))
-        from servers.suite import build
+        from aisac_servers.suite import build
 
         suite = build()
     serve_http(settings, suite, host="127.0.0.1", port=0, token=new_token(), register_fd=fd, kind="daemon",

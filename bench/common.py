@@ -1,7 +1,7 @@
 """What every benchmark part shares: paths, isolated stores, timing statistics, tables and JSON results.
 
 Isolation: every part works in its own temporary folder (removed afterwards unless ``--keep``) and builds
-its :class:`~aisac_core.config.Settings` with an explicit ``data_dir`` and with every store location that
+its :class:`~aisac_core.settings.Settings` with an explicit ``data_dir`` and with every store location that
 the environment could redirect (``sql_url``, ``qdrant_url``, roots) reset, so a benchmark never reads or
 writes the user's store. Subprocesses (``aisac serve``) get the same treatment through their environment:
 all ``AISAC_*`` variables are dropped, then ``AISAC_DATA_DIR`` and ``HF_HUB_OFFLINE=1`` are set.
@@ -73,15 +73,15 @@ def temp_dir(ctx: Context, name: str) -> Iterator[Path]:
 
 def isolated_settings(data_dir: Path) -> Any:
     """Settings of a private store in ``data_dir``; environment overrides of store locations are ignored."""
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
 
     return Settings(data_dir=data_dir, sql_url=None, qdrant_url=None, qdrant_api_key=None, roots=[],
                     catalog_roots=[], vector_backend="edge")
 
 
 def make_core(data_dir: Path) -> Any:
-    """A :class:`~aisac_core.runtime.Core` on a private store in ``data_dir``."""
-    from aisac_core.runtime import Core
+    """A :class:`~aisac_core.context.Core` on a private store in ``data_dir``."""
+    from aisac_core.context import Core
 
     return Core(isolated_settings(data_dir))
 

@@ -1,7 +1,7 @@
 """Data: ``data_code_run`` round trip, ``data_load`` + ``data_preview`` of a 48,000-row Parquet, idle worker memory.
 
 - code_run: trivial code (``1 + 1``) in a warm session, 200 calls after 10 warm-up calls, (a) through
-  :meth:`aisac_core.sandbox.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
+  :meth:`aisac_core.data.sandbox.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
   (in-memory fastmcp client; provenance middleware and its trace write included). Target p50 <= 50 ms.
 - cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available).
 - load + preview: ``Registry.load`` of ../shared/data/tabular/mosaic_parquet/protein-design.parquet (sha256 of
@@ -35,7 +35,7 @@ def _rss_mb(pid: int) -> float:
 async def _mcp_calls(n: int) -> list[float]:
     from fastmcp import Client
 
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     out = []
     async with Client(build(["data"])) as client:
@@ -53,10 +53,10 @@ def run(ctx: Context) -> dict[str, Any]:
     """The data part; returns the JSON-ready result (load + preview rows are skipped without the shared data)."""
     import anyio
 
-    from aisac_core.config import Settings
-    from aisac_core.dataframes import get_registry
-    from aisac_core.runtime import Core, set_core
-    from aisac_core.sandbox import get_sandbox
+    from aisac_core.settings import Settings
+    from aisac_core.data.frames import get_registry
+    from aisac_core.context import Core, set_core
+    from aisac_core.data.sandbox import get_sandbox
 
     t0 = time.perf_counter()
     parquet = ctx.data_dir / PARQUET

@@ -10,7 +10,7 @@ Qdrant Edge shard) and the chunk texts, and scores every query against every chu
   embeds for these one-heading documents; at the shipped ``avg_len`` the study's sparse figure equals
   the live sparse run of the quality table.
 
-Each fusion then ranks the chunks as :func:`aisac_core.retrieval.search` would with k = 100 (candidates:
+Each fusion then ranks the chunks as :func:`aisac_core.rag.search.search` would with k = 100 (candidates:
 the top ``max(PREFETCH, 2k)`` of each list), chunks map to documents, and nDCG@10 / recall@100 follow.
 
 A second table tests a heading field weight for BM25 (:func:`heading_weight_study`): BM25F (Robertson,
@@ -74,7 +74,7 @@ def _bm25(core: Any, texts: list[str], queries: list[str], avg_len: float) -> np
     """BM25 score of every (query, chunk) as Qdrant computes it from fastembed's weights at ``avg_len``."""
     from fastembed import SparseTextEmbedding
 
-    from aisac_core.embeddings import BM25_B, BM25_K
+    from aisac_core.rag.embeddings import BM25_B, BM25_K
 
     model = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(core.embedder._bm25_dir()), k=BM25_K,
                                 b=BM25_B, avg_len=avg_len)
@@ -158,8 +158,8 @@ def _prf(q: np.ndarray, dmat: np.ndarray, beta: float = 0.5, m: int = 3) -> np.n
 
 def run_study(core: Any, col: cranfield.Cranfield) -> dict[str, Any]:
     """Evaluate the fusion alternatives on the quality part's index; returns rows for the JSON result."""
-    from aisac_core.embeddings import BM25_AVG_LEN
-    from aisac_core.retrieval import PREFETCH
+    from aisac_core.rag.embeddings import BM25_AVG_LEN
+    from aisac_core.rag.search import PREFETCH
     from aisac_core.store.vectors import EdgeVectorStore
 
     if not isinstance(core.vectors(), EdgeVectorStore):
@@ -222,7 +222,7 @@ def heading_weight_study(core: Any, col: cranfield.Cranfield, docs: list[str], h
     (odd / even query numbers): ``w`` is chosen by hybrid nDCG@10 on one half and scored on the other;
     the held-out mean is over all queries, next to the shipped hybrid's mean on the same queries.
     """
-    from aisac_core.embeddings import BM25_AVG_LEN
+    from aisac_core.rag.embeddings import BM25_AVG_LEN
 
     from .metrics import paired_randomization_test
 

@@ -1,7 +1,7 @@
 """Indexing throughput and incrementality on the shared PDFs.
 
 The PDFs under ``shared/data/pdfs`` (recursive) are copied into a temporary folder (so that editing one
-never touches the shared file) and indexed with :class:`aisac_core.indexing.Indexer` into a temporary
+never touches the shared file) and indexed with :class:`aisac_core.rag.indexer.Indexer` into a temporary
 store, after the models are loaded (their load time is reported apart). Figures:
 
 - parsing: pages/s = pages parsed / time in ``parse_document`` (docling's native PDF pipeline, aisac's
@@ -32,7 +32,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
     """One Indexer run over ``folder``: wall time, counters and failures."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.indexing import Counters, Indexer
+    from aisac_core.rag.indexer import Counters, Indexer
 
     counters, failures = Counters(), []
     with Progress(TextColumn(f"indexing: {label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -46,7 +46,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
 
 def _pick(core: Any) -> dict[str, Any]:
     """The indexed PDF whose page count is the median of the indexed ones (deterministic)."""
-    from aisac_core.retrieval import list_documents
+    from aisac_core.rag.search import list_documents
 
     docs = [d for d in list_documents(core, status="indexed", limit=10_000)["documents"] if d["pages"]]
     med = statistics.median_low([d["pages"] for d in docs])

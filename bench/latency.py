@@ -2,7 +2,7 @@
 
 Store: the sentences of the Cranfield abstracts (about 9,400 of at least four words), topped up with
 two-sentence windows until there are ``min_chunks`` (10,240 by default). Each is real text, embedded by
-aisac's own :class:`~aisac_core.embeddings.Embedder` (MiniLM dense + BM25 sparse, batched) and written
+aisac's own :class:`~aisac_core.rag.embeddings.Embedder` (MiniLM dense + BM25 sparse, batched) and written
 with aisac's vector store under the payload schema the Indexer writes (doc_id, path, sha256, section,
 page, char span, text, text sha256, ...). The Indexer itself is not used here: its per-file cost is
 what the indexing part measures, and one file per sentence would only slow the set-up down.
@@ -11,7 +11,7 @@ Queries: the 225 Cranfield queries (or ``--queries N``), each measured once; bef
 texts (document titles) warm the path up, and the query-embedding cache is cleared, so every measured
 search embeds its query, as a new question does.
 
-- in-process: :func:`aisac_core.retrieval.search` (k = 10) in hybrid mode (the default), then dense and
+- in-process: :func:`aisac_core.rag.search.search` (k = 10) in hybrid mode (the default), then dense and
   sparse; the time is the wall clock around the call.
 - stdio: ``aisac serve`` started by fastmcp's ``StdioTransport`` with ``AISAC_DATA_DIR`` on the bench
   store and ``HF_HUB_OFFLINE=1``; the time is the wall clock around ``client.call_tool("rag_search")``,
@@ -55,7 +55,7 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
     """Embed ``chunks`` with aisac's Embedder and upsert them with the Indexer's payload schema."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.indexing import point_id, text_sha256
+    from aisac_core.rag.indexer import point_id, text_sha256
     from aisac_core.store.vectors import VectorPoint
 
     vs = core.vectors()
@@ -95,9 +95,9 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
 
 
 def in_process(core: Any, queries: list[str], warm: list[str], mode: str) -> list[float]:
-    """Latency (ms) of each query through :func:`aisac_core.retrieval.search` (k = 10) in ``mode``."""
-    from aisac_core.embeddings import _cached_query
-    from aisac_core.retrieval import search
+    """Latency (ms) of each query through :func:`aisac_core.rag.search.search` (k = 10) in ``mode``."""
+    from aisac_core.rag.embeddings import _cached_query
+    from aisac_core.rag.search import search
 
     for w in warm:
         search(core, w, k=10, mode=mode)

@@ -70,7 +70,7 @@ def _merge_rate() -> float:
 async def _arxiv_gaps(srv: Any) -> list[float]:
     from fastmcp import Client
 
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     before = len(srv.requests("/arxiv"))
     async with Client(build(["lit"])) as c:
@@ -82,9 +82,9 @@ async def _arxiv_gaps(srv: Any) -> list[float]:
 
 def run(ctx: Context) -> dict[str, Any]:
     """Run the three measurements; returns the JSON result."""
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "literature") as tmp, _replay_server() as srv:

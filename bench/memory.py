@@ -93,7 +93,7 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
 def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[float], dict[str, Any]]:
     """Latency (ms) of each recall in the last bench session; plus a sample result's sizes."""
     from aisac_core import memory as mem
-    from aisac_core.embeddings import _cached_query
+    from aisac_core.rag.embeddings import _cached_query
 
     sid = f"ses-bench{SESSIONS - 1:04d}"
     for w in warm:

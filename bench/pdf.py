@@ -2,7 +2,7 @@
 
 Figures, over every readable PDF under ``shared/data/pdfs`` (the encrypted one is skipped):
 
-- parse time per page: :func:`aisac_core.documents.parse_document` end to end (docling's model-free
+- parse time per page: :func:`aisac_core.rag.documents.parse_document` end to end (docling's model-free
   ``NativePdfPipeline`` + aisac's reconstruction + structure + chunking), the best of 2 runs per file
   after one warm-up parse (converter construction excluded); the docling conversion alone
   is timed too, so the reconstruction's share shows. Target: <= 0.1 s/page (DESIGN.md "Documents").
@@ -56,8 +56,8 @@ def _ratio(tp: int, n: int) -> float | None:
 
 def run(ctx: Context) -> dict[str, Any]:
     """The pdf part; returns the JSON-ready result. Raises :class:`Skip` when the shared PDFs are absent."""
-    from aisac_core.documents import DocumentError, _convert, _reconstruct_pdf, parse_document
-    from aisac_core.retrieval import overview_of_structure
+    from aisac_core.rag.documents import DocumentError, _convert, _reconstruct_pdf, parse_document
+    from aisac_core.rag.search import overview_of_structure
 
     src = ctx.data_dir / "pdfs"
     pdfs = sorted(src.rglob("*.pdf")) if src.is_dir() else []

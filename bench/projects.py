@@ -35,7 +35,7 @@ def run(ctx: Context) -> dict[str, Any]:
     """The projects part; returns the JSON-ready result. Raises :class:`Skip` without the ``aisac`` script."""
     import anyio
 
-    from aisac_core.bootstrap import bootstrap, init_project, list_templates, reset_active_project
+    from aisac_core.projects.bootstrap import bootstrap, init_project, list_templates, reset_active_project
 
     if not AISAC_BIN.exists():
         raise Skip(f"{AISAC_BIN} not found (install the project: make install)")

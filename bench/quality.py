@@ -7,15 +7,15 @@ Method:
    abstract (the ``.W`` field, whitespace-normalised; it repeats the title, as in every standard use
    of the collection). Two documents (471 and 995) have neither title nor abstract: aisac reports them
    as failed ("no extractable text") and they are simply never retrieved.
-2. The folder is indexed through aisac's own pipeline (:class:`aisac_core.indexing.Indexer`: docling
+2. The folder is indexed through aisac's own pipeline (:class:`aisac_core.rag.indexer.Indexer`: docling
    parse, HybridChunker, MiniLM + BM25 embeddings, Qdrant Edge) into a temporary store.
 3. Each of the 225 queries (renumbered 1..225 in file order, see :mod:`bench.cranfield`) is run with
-   :func:`aisac_core.retrieval.search` at k = 100 in each mode; hits are chunks, mapped back to
+   :func:`aisac_core.rag.search.search` at k = 100 in each mode; hits are chunks, mapped back to
    Cranfield ids through the file name; a document's rank is that of its best chunk.
 4. nDCG@10 (graded gains, :data:`bench.cranfield.GAINS`) and recall@100 (gain > 0) per query, averaged
    over the 225 queries; a paired randomization test compares the shipped hybrid with each other run.
 
-The hybrid run uses the fusion aisac ships (:data:`aisac_core.retrieval.FUSION`); the other fusion is run
+The hybrid run uses the fusion aisac ships (:data:`aisac_core.rag.search.FUSION`); the other fusion is run
 on the same index for comparison. ``--study`` adds the fusion study of docs/retrieval.md
 (:mod:`bench.fusion_study`).
 """
@@ -52,7 +52,7 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
     """Index ``folder`` with aisac's Indexer (progress on stderr); returns time, counters and failures."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.indexing import Counters, Indexer
+    from aisac_core.rag.indexer import Counters, Indexer
 
     counters, failures = Counters(), []
     with Timer() as t_models:
@@ -68,11 +68,11 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
 
 
 def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None) -> tuple[dict, list]:
-    """Run every query through :func:`aisac_core.retrieval.search` (k = 100) in ``mode`` (and, for hybrid,
+    """Run every query through :func:`aisac_core.rag.search.search` (k = 100) in ``mode`` (and, for hybrid,
     with ``fusion``); returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding
     cache is cleared first, so every run's latencies include embedding its queries."""
-    from aisac_core import retrieval
-    from aisac_core.embeddings import _cached_query
+    from aisac_core.rag import search as retrieval
+    from aisac_core.rag.embeddings import _cached_query
 
     _cached_query.cache_clear()
     saved = retrieval.FUSION
@@ -127,8 +127,8 @@ def evaluate(runs: dict[str, list[str]], col: cranfield.Cranfield) -> dict[str, 
 def run(ctx: Context) -> dict[str, Any]:
     """The quality part: index Cranfield with aisac, evaluate every mode and the bm25s baselines, print
     the table; returns the JSON-ready result. Raises :class:`Skip` when the collection is absent."""
-    from aisac_core import retrieval
-    from aisac_core.embeddings import SPARSE_MODEL_ID
+    from aisac_core.rag import search as retrieval
+    from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 
     folder = ctx.data_dir / "retrieval" / "cranfield"
     needed = ("cran.all.1400", "cran.qry", "cranqrel")

@@ -38,12 +38,12 @@ def run(ctx: Context) -> dict[str, Any]:
     """The roles part; returns the JSON-ready result."""
     import anyio
 
-    from aisac_core.indexing import Indexer
+    from aisac_core.rag.indexer import Indexer
     from aisac_core.roles.evaluator import evidence_gate
     from aisac_core.roles.graph import run_graph
     from aisac_core.roles.planner import validate_plan
     from aisac_core.roles.store import run_events
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     t0 = time.perf_counter()
     examples = Path(__file__).resolve().parents[1] / "examples"

@@ -1,7 +1,7 @@
 """Trace: provenance middleware overhead per tool call, and reading a 1,000-event run.
 
 1. Middleware overhead. A trivial tool (``bench_echo``: returns its integer argument) is mounted in two suites
-   that differ only in :class:`servers.suite.ProvenanceMiddleware`; a fastmcp in-memory Client calls each one
+   that differ only in :class:`aisac_servers.suite.ProvenanceMiddleware`; a fastmcp in-memory Client calls each one
    ``N`` = 400 times, in alternating blocks of 50 so load changes on the shared machine hit both alike. The
    overhead is the difference of the medians (ms per call) and its share of the plain call's median, in wall
    time (per call) and in process CPU time (all threads, per block of 50 / 50). The target check uses CPU time:
@@ -9,7 +9,7 @@
    wake-up of the worker that writes the row). Target (issue 8): <= 1 ms or <= 10 %. The middleware's cost is
    one SQLite insert (WAL, synchronous=NORMAL) in a worker thread plus hashing the arguments and the result.
 2. ``trace_get_run`` of a 1,000-event run (a router step, 9 planner steps, 990 tool calls under them, each with a
-   ~1.5 kB search-like result): median of 10 calls of :func:`aisac_core.provenance.get_run` (the tool's core
+   ~1.5 kB search-like result): median of 10 calls of :func:`aisac_core.trace.provenance.get_run` (the tool's core
    call), and of the MCP tool through the suite (JSON serialisation, pydantic validation on both sides and
    the in-memory transport included) with ``detail=false`` (the compact tree for large runs; the full tree,
    ``detail=true``, ~600 kB here, is reported for information). Target: <= 200 ms.
@@ -35,7 +35,7 @@ TARGET_GET_RUN_MS = 200.0
 def _suites() -> tuple[Any, Any]:
     from fastmcp import FastMCP
 
-    from servers.suite import ProvenanceMiddleware
+    from aisac_servers.suite import ProvenanceMiddleware
 
     def make(with_mw: bool) -> Any:
         inner = FastMCP("bench")
@@ -83,7 +83,7 @@ async def _overhead() -> dict[str, Any]:
 def _populate(core: Any, run: str) -> None:
     from sqlmodel import Session
 
-    from aisac_core.provenance import anchor_ids, sha256_json
+    from aisac_core.trace.provenance import anchor_ids, sha256_json
     from aisac_core.store.sql import TraceEvent, dumps
 
     def hit(i: int) -> dict[str, Any]:
@@ -133,9 +133,9 @@ def run(ctx: Context) -> dict[str, Any]:
     import anyio
     from fastmcp import Client
 
-    from aisac_core.dashboard import render_run
-    from aisac_core.provenance import get_run
-    from aisac_core.runtime import set_core
+    from aisac_core.trace.dashboard import render_run
+    from aisac_core.trace.provenance import get_run
+    from aisac_core.context import set_core
 
     t_start = time.perf_counter()
     with temp_dir(ctx, "trace") as tmp:
@@ -151,7 +151,7 @@ def run(ctx: Context) -> dict[str, Any]:
             render_ms = _median_ms(lambda: render_run(get_run(core.engine, run_id, include_results=True)), 5)
 
             async def via_mcp() -> float:
-                from servers.suite import build
+                from aisac_servers.suite import build
 
                 out = []
                 async with Client(build(["trace"])) as c:

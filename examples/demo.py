@@ -11,7 +11,7 @@ Steps:
      whole Router -> Planner -> Coordinator -> Evaluator graph (roles_run, no model needed), and check
      that answer's provenance (trace_verify, trace_export markdown);
   4. stop the owner daemon (`aisac owner stop`), then print the trace rows the calls wrote
-     (aisac_core.provenance) and the store status (`aisac status`, which also proves the store was released).
+     (aisac_core.trace.provenance) and the store status (`aisac status`, which also proves the store was released).
 
 Store: `.aisac-demo/` in the repository root, or $AISAC_DATA_DIR when set. Exit status 0 only when every
 step worked; any failure prints what went wrong and exits 1.
@@ -61,9 +61,9 @@ def data_dir() -> Path:
 
 
 def aisac_command() -> list[str]:
-    """The `aisac` console script next to this interpreter (.venv/bin/aisac), else `python -m aisac_core.cli`."""
+    """The `aisac` console script next to this interpreter (.venv/bin/aisac), else `python -m aisac_servers.cli`."""
     exe = Path(sys.executable).parent / "aisac"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "aisac_core.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "aisac_servers.cli"]
 
 
 def child_env(ddir: Path) -> dict[str, str]:
@@ -316,16 +316,16 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 
 
 def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
-    from aisac_core.config import Settings
-    from aisac_core.provenance import list_events
-    from aisac_core.runtime import Core
+    from aisac_core.settings import Settings
+    from aisac_core.trace.provenance import list_events
+    from aisac_core.context import Core
 
     core = Core(Settings(data_dir=ddir))
     try:
         events = list(reversed(list_events(core.engine, run_id=run_id, limit=100)))
     finally:
         core.close()
-    t = Table(title=f"trace events of run {run_id} (aisac_core.provenance.list_events)", title_justify="left")
+    t = Table(title=f"trace events of run {run_id} (aisac_core.trace.provenance.list_events)", title_justify="left")
     for col in ("id", "tool", "status", "latency ms", "arguments", "arguments sha256", "result sha256", "anchors"):
         t.add_column(col, overflow="fold")
     for e in events:

@@ -13,12 +13,12 @@ T = TypeVar("T")
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from aisac_core.documents import DocumentError
+    from aisac_core.rag.documents import DocumentError
     from aisac_core.errors import AisacError
-    from aisac_core.embeddings import EmbeddingModelError
-    from aisac_core.indexing import IndexError_
+    from aisac_core.rag.embeddings import EmbeddingModelError
+    from aisac_core.rag.indexer import IndexError_
     from aisac_core.memory import MemoryInputError
-    from aisac_core.retrieval import SearchError
+    from aisac_core.rag.search import SearchError
     from aisac_core.store.sql import StoreError
     from aisac_core.store.vectors import VectorStoreError
 

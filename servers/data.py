@@ -1,6 +1,6 @@
 """The data server: a registry of named DataFrames with lineage, and stateful sandboxed Python sessions.
 
-A thin adapter over :mod:`aisac_core.dataframes` and :mod:`aisac_core.sandbox`. Mounted by the suite under the
+A thin adapter over :mod:`aisac_core.data.frames` and :mod:`aisac_core.data.sandbox`. Mounted by the suite under the
 ``data`` namespace, so every tool gets the ``data_`` prefix: ``data_load``, ``data_list``, ``data_preview``,
 ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``, ``data_to_session`` (functions named
 ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools ``data_code_run``, ``data_code_variables``,
@@ -23,7 +23,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import ImageContent, TextContent
 from pydantic import Field
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 from .common import call_core
 
@@ -43,13 +43,13 @@ SessionName = Annotated[str, Field(description="session name: 1-64 letters, digi
 
 
 def _registry() -> Any:
-    from aisac_core.dataframes import get_registry
+    from aisac_core.data.frames import get_registry
 
     return get_registry(get_core())
 
 
 def _sandbox() -> Any:
-    from aisac_core.sandbox import get_sandbox
+    from aisac_core.data.sandbox import get_sandbox
 
     return get_sandbox(get_core())
 

@@ -15,7 +15,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from aisac_core.errors import AisacError
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 from .common import call_core
 

@@ -18,7 +18,7 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ResourceError, ToolError
 from pydantic import Field
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 from .common import call_core
 
@@ -151,7 +151,7 @@ async def search(
     Errors: empty query; k outside 1..100; unknown filter key (the error lists the accepted ones);
     a filter value of the wrong type.
     """
-    from aisac_core.retrieval import search as core_search
+    from aisac_core.rag.search import search as core_search
 
     res = await call_core(core_search, get_core(), query, k, filters, mode)
     return res.as_dict()
@@ -167,7 +167,7 @@ async def list_documents(
 ) -> dict[str, Any]:
     """The manifest: ``{documents: [{doc_id, path, file_type, title, pages, chunk_count, status, error,
     sha256, size, indexed_at}], total, offset, next_offset}``. Failed files show their error."""
-    from aisac_core.retrieval import list_documents as core_list
+    from aisac_core.rag.search import list_documents as core_list
 
     return await call_core(core_list, get_core(), status=status, file_type=file_type, path_glob=path_glob,
                            limit=limit, offset=offset)
@@ -176,7 +176,7 @@ async def list_documents(
 @server.tool
 async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")]) -> dict[str, Any]:
     """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
-    from aisac_core.retrieval import get_chunk as core_get
+    from aisac_core.rag.search import get_chunk as core_get
 
     got = await call_core(core_get, get_core(), chunk_id)
     if got is None:
@@ -201,7 +201,7 @@ async def get_overview(
 
     Errors: unknown doc_id; a document that failed to index (the error says why, e.g. no text layer).
     """
-    from aisac_core.retrieval import get_overview as core_overview
+    from aisac_core.rag.search import get_overview as core_overview
 
     return await call_core(core_overview, get_core(), doc_id)
 
@@ -228,7 +228,7 @@ async def read_sections(
     Errors: unknown doc_id; a section the document does not have (the error lists the labels and headings
     it has); max_tokens outside 50..20000; a cursor that is no offset of the document.
     """
-    from aisac_core.retrieval import read_sections as core_read
+    from aisac_core.rag.search import read_sections as core_read
 
     return await call_core(core_read, get_core(), doc_id, section, max_tokens, cursor)
 
@@ -250,7 +250,7 @@ async def verify_anchor(
 
     Errors: ``anchor`` not an object, or without sha256 / chunk_sha256 / (doc_id or path).
     """
-    from aisac_core.retrieval import verify_anchor as core_verify
+    from aisac_core.rag.search import verify_anchor as core_verify
 
     return await call_core(core_verify, get_core(), anchor)
 
@@ -263,8 +263,8 @@ async def remove(
     """Remove a document and its chunks from the index (the file itself is untouched).
 
     Result: ``{removed: doc_id, chunks_deleted}``. Errors: neither or both arguments; unknown document."""
-    from aisac_core.indexing import doc_id_for
-    from aisac_core.retrieval import get_document
+    from aisac_core.rag.indexer import doc_id_for
+    from aisac_core.rag.search import get_document
 
     if (doc_id is None) == (path is None):
         raise ToolError("give exactly one of doc_id or path")
@@ -287,7 +287,7 @@ async def catalog(
     """Files of catalog-only roots (and data files met while indexing), listed and never embedded:
     ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
     cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
-    from aisac_core.indexing import catalog_entries
+    from aisac_core.rag.indexer import catalog_entries
 
     core = get_core()
     if refresh and core.settings.catalog_roots:
@@ -298,7 +298,7 @@ async def catalog(
 @server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
 async def document(doc_id: str) -> str:
     """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
-    from aisac_core.retrieval import get_document
+    from aisac_core.rag.search import get_document
 
     got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
     if got is None or got[1] is None:
@@ -310,7 +310,7 @@ async def document(doc_id: str) -> str:
 @server.resource("aisac://documents/{doc_id}/text", mime_type="text/plain")
 async def document_text(doc_id: str) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
-    from aisac_core.retrieval import get_document
+    from aisac_core.rag.search import get_document
 
     got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
     if got is None or got[1] is None:

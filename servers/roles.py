@@ -23,7 +23,7 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 from .common import call_core
 
@@ -49,10 +49,10 @@ _jobs = None
 
 def _run_id(ctx: Context | None) -> str:
     """The caller's run: the suite middleware's, else the request _meta's, else a new one."""
-    from aisac_core.provenance import new_run_id
+    from aisac_core.trace.provenance import new_run_id
 
     try:
-        from servers.suite import current_run_id
+        from aisac_servers.suite import current_run_id
 
         rid = current_run_id.get()
         if rid:
@@ -82,7 +82,7 @@ async def _guard(coro: Any) -> Any:
 
 
 def _search_hits(task: str, k: int = 5) -> list[dict[str, Any]]:
-    from aisac_core.retrieval import search
+    from aisac_core.rag.search import search
 
     try:
         return search(get_core(), task, k).as_dict()["hits"]
@@ -91,7 +91,7 @@ def _search_hits(task: str, k: int = 5) -> list[dict[str, Any]]:
 
 
 async def _capabilities() -> list[dict[str, Any]]:
-    from aisac_core.roles.suite_client import SuiteTools
+    from aisac_servers.toolclient import SuiteTools
 
     async with SuiteTools() as suite:
         return await suite.list_tools()
@@ -255,7 +255,7 @@ async def run(
                         "llm='sampling', or llm='none' / 'openai'")
     if not task or not task.strip():
         raise ToolError("task is empty: give the question to answer")
-    from aisac_core.provenance import new_run_id
+    from aisac_core.trace.provenance import new_run_id
 
     run_id = new_run_id()
     core = get_core()

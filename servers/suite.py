@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 log = logging.getLogger("aisac.suite")
 
@@ -26,12 +26,12 @@ current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", de
 #: namespace -> "module:attribute" of each server (DESIGN.md "Layout": namespaces memory_, rag_, lit_, data_, roles_,
 #: trace_). ``build()`` mounts those whose module is present.
 ALL_SERVERS = {
-    "rag": "servers.rag:server",
-    "memory": "servers.memory:server",
-    "lit": "servers.literature:server",
-    "data": "servers.data:server",
-    "roles": "servers.roles:server",
-    "trace": "servers.trace:server",
+    "rag": "aisac_servers.rag:server",
+    "memory": "aisac_servers.memory:server",
+    "lit": "aisac_servers.literature:server",
+    "data": "aisac_servers.data:server",
+    "roles": "aisac_servers.roles:server",
+    "trace": "aisac_servers.trace:server",
 }
 
 
@@ -52,14 +52,14 @@ def _load(name: str) -> FastMCP:
 
 
 class ProvenanceMiddleware(Middleware):
-    """Writes one trace event per tool call (see :mod:`aisac_core.provenance`).
+    """Writes one trace event per tool call (see :mod:`aisac_core.trace.provenance`).
 
     ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
     otherwise the call joins the client's current run.
     """
 
     def __init__(self) -> None:
-        from aisac_core.provenance import RunAssigner
+        from aisac_core.trace.provenance import RunAssigner
 
         self.runs = RunAssigner(get_core().settings.run_idle_seconds)
         self._pinned: set[str] = set()
@@ -88,8 +88,8 @@ class ProvenanceMiddleware(Middleware):
     async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
         from fastmcp.exceptions import ToolError
 
-        from aisac_core.provenance import record_tool_call
-        from servers.common import call_core
+        from aisac_core.trace.provenance import record_tool_call
+        from aisac_servers.common import call_core
 
         msg = context.message
         args = dict(msg.arguments or {})
@@ -129,10 +129,10 @@ class ProvenanceMiddleware(Middleware):
                                            latency_ms=latency, parent_id=parent_id)
                 if str(run_id) not in self._pinned:  # configuration pins, once per run and process (issue 8)
                     self._pinned.add(str(run_id))
-                    from aisac_core.provenance import pin_run
+                    from aisac_core.trace.provenance import pin_run
 
                     await call_core(pin_run, get_core(), str(run_id))
-                from aisac_core.provenance import emit_span, otel_enabled
+                from aisac_core.trace.provenance import emit_span, otel_enabled
 
                 if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it (issue 8)
                     emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
@@ -165,11 +165,11 @@ def build(names: list[str] | None = None, *, lifespan: bool = True) -> FastMCP:
                                 "Servers: " + ", ".join(chosen))
     for n in chosen:
         main.mount(_load(n), namespace=n)
-    from aisac_core.bootstrap import mount_active_project
+    from aisac_core.projects.bootstrap import mount_active_project
 
     mount_active_project(main, names)  # the served project's own tools, namespace "project" (issue 10)
     main.add_middleware(ProvenanceMiddleware())
-    from aisac_core.dashboard import mount_dashboard
+    from aisac_core.trace.dashboard import mount_dashboard
 
     mount_dashboard(main, prefix="/dashboard")  # HTTP transport only: the live trace dashboard (issue 8)
     return main

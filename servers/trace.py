@@ -1,9 +1,9 @@
 """The trace server: provenance queries, exports, verification, replay, diff, statistics and retention.
 
-A thin adapter over :mod:`aisac_core.provenance`. Mounted by the suite under the ``trace`` namespace, so the
+A thin adapter over :mod:`aisac_core.trace.provenance`. Mounted by the suite under the ``trace`` namespace, so the
 tools are ``trace_list_runs``, ``trace_get_run``, ``trace_get_event``, ``trace_export``, ``trace_verify``,
 ``trace_replay``, ``trace_diff``, ``trace_stats`` and ``trace_prune``. The live dashboard
-(:mod:`aisac_core.dashboard`) reads the same rows. User docs: docs/provenance.md.
+(:mod:`aisac_core.trace.dashboard`) reads the same rows. User docs: docs/provenance.md.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastmcp import FastMCP
 from pydantic import Field
 
-from aisac_core.runtime import get_core
+from aisac_core.context import get_core
 
 from .common import call_core
 
@@ -44,7 +44,7 @@ async def list_runs(
 ) -> dict[str, Any]:
     """Runs, newest first: ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers,
     tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601."""
-    from aisac_core.provenance import list_runs as core_list
+    from aisac_core.trace.provenance import list_runs as core_list
 
     return await call_core(core_list, get_core().engine, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
@@ -63,7 +63,7 @@ async def get_run(
     kind (tool_call | role_step | model_call), server, tool, status, error, latency_ms, started_at, arguments,
     result_summary, anchor_ids, children: [...]}]}``. Role steps nest the tool calls they made (``parent_id``).
     Errors: unknown run id."""
-    from aisac_core.provenance import get_run as core_get
+    from aisac_core.trace.provenance import get_run as core_get
 
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools (docs/provenance.md)
     return await call_core(core_get, get_core().engine, run_id, include_results=include_results, detail=detail)
@@ -75,7 +75,7 @@ async def get_event(
 ) -> dict[str, Any]:
     """One event in full: arguments, stored result (``result_truncated`` when it was cut at 100,000 characters),
     hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id."""
-    from aisac_core.provenance import get_event as core_event
+    from aisac_core.trace.provenance import get_event as core_event
 
     return await call_core(core_event, get_core().engine, event_id)
 
@@ -91,7 +91,7 @@ async def export(
     anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``prov`` -> ``{format, path, prov}``; ``rocrate``
     -> ``{format, path (folder), zip, summary}``. Files are written under ``<data dir>/trace_exports/``.
     Errors: unknown run, unknown format."""
-    from aisac_core.provenance import export_run
+    from aisac_core.trace.provenance import export_run
 
     return await call_core(export_run, get_core(), run_id, format)
 
@@ -102,7 +102,7 @@ async def verify(run_id: Annotated[str, Field(description="a run id from trace_l
     changed | missing), counts, anchors: [{chunk_id, path, page, status, anchor_status (ok | file_changed |
     chunk_changed | missing), detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
     event_id}]}``. Errors: unknown run."""
-    from aisac_core.provenance import verify_run
+    from aisac_core.trace.provenance import verify_run
 
     return await call_core(verify_run, get_core(), run_id)
 
@@ -121,7 +121,7 @@ async def replay(
     from fastmcp.exceptions import ToolError
 
     from aisac_core.errors import AisacError
-    from aisac_core.provenance import replay_run
+    from aisac_core.trace.provenance import replay_run
 
     try:
         return await replay_run(get_core(), run_id, force=force)
@@ -137,7 +137,7 @@ async def diff(
     """Compare two runs' tool calls, aligned by (tool, arguments sha256): ``{run_a, run_b, counts, steps:
     [{status (same | changed | only_a | only_b), tool, event_a, event_b, changes?}], pins_changed: [{pin, a,
     b}]}``. Errors: unknown run."""
-    from aisac_core.provenance import diff_runs
+    from aisac_core.trace.provenance import diff_runs
 
     return await call_core(diff_runs, get_core().engine, run_a, run_b)
 
@@ -147,7 +147,7 @@ async def stats(since: Annotated[str | None, Field(description="ISO 8601: count 
                 ) -> dict[str, Any]:
     """Trace totals: ``{runs, events, by_kind, by_status, first_event_at, last_event_at, tools: [{tool, calls,
     errors, error_rate, p50_ms, p95_ms, max_ms}]}``. Errors: a date that is not ISO 8601."""
-    from aisac_core.provenance import trace_stats
+    from aisac_core.trace.provenance import trace_stats
 
     return await call_core(trace_stats, get_core().engine, since)
 
@@ -161,6 +161,6 @@ async def prune(
     its events, input pins and configuration pins (a run whose export fails is kept and listed in ``failed``).
     ``dry_run`` (default true) only lists. Returns ``{cutoff, runs, exported, deleted_events, dry_run,
     failed}``."""
-    from aisac_core.provenance import prune_runs
+    from aisac_core.trace.provenance import prune_runs
 
     return await call_core(prune_runs, get_core(), older_than_days, dry_run=dry_run)

@@ -38,7 +38,7 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An assembled offline model folder shared by all tests' stores (copied into each data dir)."""
-    from aisac_core.embeddings import assemble_offline_minilm
+    from aisac_core.rag.embeddings import assemble_offline_minilm
 
     d = tmp_path_factory.mktemp("models") / "all-MiniLM-L6-v2-int8"
     return assemble_offline_minilm(d)
@@ -46,7 +46,7 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def make_settings(data_dir: Path, models_dir: Path, **kw):  # noqa: ANN201
     """Settings for a store in ``data_dir`` that reuses the assembled model folder (hard links, no copy)."""
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
 
     target = data_dir / "models" / "all-MiniLM-L6-v2-int8"
     if not target.exists():
@@ -61,7 +61,7 @@ def settings(tmp_path: Path, models_dir: Path):  # noqa: ANN201
 
 @pytest.fixture
 def core(settings):  # noqa: ANN001, ANN201
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     c = Core(settings)
     set_core(c)
@@ -87,8 +87,8 @@ def corpus_copy(tmp_path: Path, corpus: Path) -> Path:
 @pytest.fixture(scope="session")
 def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path):  # noqa: ANN201
     """A session-wide store with ``corpus`` indexed. Tests must not modify it."""
-    from aisac_core.indexing import Indexer
-    from aisac_core.runtime import Core
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.context import Core
 
     c = Core(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
     Indexer(c).run([corpus])
@@ -107,7 +107,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def shared_embedder(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
     """One loaded default Embedder for the whole session (loading it per store costs 0.5-1.5 s)."""
-    from aisac_core.embeddings import Embedder
+    from aisac_core.rag.embeddings import Embedder
 
     e = Embedder(make_settings(tmp_path_factory.mktemp("shared-emb") / "store", models_dir))
     _ = e.dim
@@ -117,7 +117,7 @@ def shared_embedder(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):
 @pytest.fixture
 def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
     """Like ``core`` (a fresh store, set as the process-wide core), but reusing ``shared_embedder``."""
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     c = Core(settings)
     c.__dict__["embedder"] = shared_embedder  # Core.embedder is a cached_property

@@ -94,8 +94,8 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     from conftest import make_settings
     from fixtures_gen import ENZYME_MD, HEAT_MD
 
-    from aisac_core.indexing import Indexer
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.context import Core, set_core
 
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")
@@ -110,7 +110,7 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
 
 def release(core: Any) -> None:
     """Undo make_roles_core."""
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     set_core(None)
     core.close()

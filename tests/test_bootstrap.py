@@ -73,14 +73,14 @@ allow_imports = ["fractions"]
 
 @pytest.fixture
 def base(tmp_path: Path):  # noqa: ANN201
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
 
     return Settings(data_dir=tmp_path / "store")
 
 
 @pytest.fixture(autouse=True)
 def _forget_project():  # noqa: ANN202
-    from aisac_core.bootstrap import reset_active_project
+    from aisac_core.projects.bootstrap import reset_active_project
 
     yield
     reset_active_project()
@@ -107,7 +107,7 @@ def events(data_dir: Path) -> list[dict]:
 
 
 def test_bootstrap_records_one_init_run_with_every_step(tmp_path, base):
-    from aisac_core.bootstrap import bootstrap
+    from aisac_core.projects.bootstrap import bootstrap
 
     b = bootstrap(good_project(tmp_path), base)
     try:
@@ -126,7 +126,7 @@ def test_bootstrap_records_one_init_run_with_every_step(tmp_path, base):
 
 
 def test_bootstrap_is_deterministic(tmp_path, base):
-    from aisac_core.bootstrap import bootstrap
+    from aisac_core.projects.bootstrap import bootstrap
 
     p = good_project(tmp_path)
     r1 = [(s.name, s.result) for s in bootstrap(p, base, open_store=False).steps]
@@ -135,7 +135,7 @@ def test_bootstrap_is_deterministic(tmp_path, base):
 
 
 def test_manifest_settings_reach_the_roles_and_literature(tmp_path, base):
-    from aisac_core.bootstrap import bootstrap
+    from aisac_core.projects.bootstrap import bootstrap
 
     b = bootstrap(good_project(tmp_path), base, open_store=False)
     s = b.settings
@@ -186,7 +186,7 @@ BAD = {
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
-    from aisac_core.bootstrap import BootstrapError, active_project, bootstrap
+    from aisac_core.projects.bootstrap import BootstrapError, active_project, bootstrap
 
     manifest, files, pattern = BAD[case]
     if case == "bad_placeholder":
@@ -207,8 +207,8 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
 
 
 def test_serve_suite_halts_and_keeps_the_process_core(tmp_path, base):
-    from aisac_core.bootstrap import BootstrapError, serve_suite
-    from aisac_core.runtime import Core, get_core, set_core
+    from aisac_core.projects.bootstrap import BootstrapError, serve_suite
+    from aisac_core.context import Core, get_core, set_core
 
     before = Core(base)
     set_core(before)
@@ -222,14 +222,14 @@ def test_serve_suite_halts_and_keeps_the_process_core(tmp_path, base):
 
 
 def test_missing_manifest_names_init(tmp_path):
-    from aisac_core.bootstrap import BootstrapError, load_manifest
+    from aisac_core.projects.bootstrap import BootstrapError, load_manifest
 
     with pytest.raises(BootstrapError, match=r"no project manifest there\. Create the project with `aisac init"):
         load_manifest(tmp_path)
 
 
 def test_tool_with_unsupported_signature_is_refused(tmp_path, base):
-    from aisac_core.bootstrap import BootstrapError, bootstrap
+    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
 
     p = write_project(tmp_path / "proj", GOOD, {"ext/tools.py": 'def f(*args):\n    """Doc."""\n',
                                                 "ext/prompts/planner.md": "H\n"})
@@ -257,13 +257,13 @@ def test_cli_serve_project_bad_input_one_line(tmp_path, case):
 
 
 def test_json_schema_is_published_in_docs():
-    from aisac_core.bootstrap import manifest_json_schema
+    from aisac_core.projects.bootstrap import manifest_json_schema
 
     doc = (REPO / "docs" / "projects.md").read_text()
     m = re.search(r"<!-- schema:begin -->\s*```json\n(.*?)```\s*<!-- schema:end -->", doc, re.S)
     assert m, "docs/projects.md lacks the schema block"
     assert json.loads(m.group(1)) == manifest_json_schema(), \
-        "docs/projects.md schema is stale: run python -m aisac_core.bootstrap schema"
+        "docs/projects.md schema is stale: run python -m aisac_core.projects.bootstrap schema"
 
 
 def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
@@ -271,7 +271,7 @@ def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
 
     import jsonschema
 
-    from aisac_core.bootstrap import list_templates, manifest_json_schema, templates_dir
+    from aisac_core.projects.bootstrap import list_templates, manifest_json_schema, templates_dir
 
     schema = manifest_json_schema()
     assert list_templates() == ["general", "materials", "process_safety"]
@@ -295,7 +295,7 @@ GRAPH = GOOD.replace('prompts_dir = "ext/prompts"',
      r"graph node 'x' calls 'project_nope', which is not a project tool \(the project has project_add\)", True),
 ])
 def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_roles):
-    from aisac_core.bootstrap import BootstrapError, bootstrap
+    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
 
     if needs_roles:
         pytest.importorskip("aisac_core.roles.graph")
@@ -307,7 +307,7 @@ def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_
 
 def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
     graph = pytest.importorskip("aisac_core.roles.graph")
-    from aisac_core.bootstrap import bootstrap, reset_active_project
+    from aisac_core.projects.bootstrap import bootstrap, reset_active_project
 
     src = ("def augment(g):\n    g['nodes']['extra'] = {'kind': 'tool', 'tool': 'project_add', 'arguments': {'a': 1, "
            "'b': 2}}\n    g['edges'].append({'from': 'evaluator', 'to': 'extra'})\n    return g\n")
@@ -325,10 +325,10 @@ def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
 
 
 def test_project_tools_colliding_with_suite_tools_are_refused(tmp_path, base):
-    from servers.suite import build
+    from aisac_servers.suite import build
 
-    from aisac_core.bootstrap import BootstrapError, bootstrap
-    from aisac_core.runtime import set_core
+    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
+    from aisac_core.context import set_core
 
     b = bootstrap(good_project(tmp_path), base)
     set_core(b.core)
@@ -349,7 +349,7 @@ def test_cli_init_errors_and_success(tmp_path):
     out = run_cli(["init", str(tmp_path / "My Lab"), "--name", 'Lab "A"'], tmp_path / "store")
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith("created project 'Lab \"A\"' (id my-lab) in ") and len(out.stderr.splitlines()) == 1
-    from aisac_core.bootstrap import load_manifest
+    from aisac_core.projects.bootstrap import load_manifest
 
     p = load_manifest(tmp_path / "My Lab")
     assert p.id == "my-lab" and p.manifest.project.name == 'Lab "A"' and p.manifest.extensions.tools

@@ -22,7 +22,7 @@ CHROMIUM = os.environ.get("AISAC_CHROMIUM", "/usr/bin/chromium")
 
 def _record(core, run_id, tool, *, result=None, status="ok", kind="tool_call", parent_id=None, server=None,
             arguments=None) -> int:
-    from aisac_core.provenance import record_tool_call
+    from aisac_core.trace.provenance import record_tool_call
 
     return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
                             arguments=arguments or {"query": tool}, result=result if status == "ok" else None,
@@ -59,7 +59,7 @@ FAKE_HIT = {"chunk_id": "11111111-1111-1111-1111-111111111111", "title": "Stabil
 
 @pytest.mark.anyio
 async def test_pages_render_every_part(fast_core):
-    from aisac_core.dashboard import create_app
+    from aisac_core.trace.dashboard import create_app
 
     run = "run-dash"
     ids = _roles_run(fast_core, run, [FAKE_HIT])
@@ -96,7 +96,7 @@ def serve_dashboard(core):
     """The dashboard on a real uvicorn server in a thread, on a free loopback port; yields its base URL."""
     import uvicorn
 
-    from aisac_core.dashboard import create_app
+    from aisac_core.trace.dashboard import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -175,8 +175,8 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
     from fixtures_gen import PAGE_MARKERS
     from playwright.sync_api import expect, sync_playwright
 
-    from aisac_core.indexing import Indexer
-    from aisac_core.retrieval import search
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.rag.search import search
 
     Indexer(fast_core).run([corpus_copy / "report.pdf"])
     hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]
@@ -230,11 +230,11 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
     its step."""
     from fastmcp import Client
 
-    from aisac_core.dashboard import create_app
-    from aisac_core.indexing import Indexer
-    from servers.suite import build
+    from aisac_core.trace.dashboard import create_app
+    from aisac_core.rag.indexer import Indexer
+    from aisac_servers.suite import build
 
-    if "roles" not in __import__("servers.suite", fromlist=["SERVERS"]).SERVERS:
+    if "roles" not in __import__("aisac_servers.suite", fromlist=["SERVERS"]).SERVERS:
         pytest.skip("the roles server is not present")
     Indexer(fast_core).run([corpus_copy / "notes"])
     async with Client(build()) as c:
@@ -266,7 +266,7 @@ def _flat(nodes):
 
 
 def test_plan_dag_and_numeric_severity_render():
-    from aisac_core.dashboard import render_run
+    from aisac_core.trace.dashboard import render_run
 
     def ev(i, tool, result, kind="role_step", parent=None):
         return {"id": i, "kind": kind, "server": "roles", "tool": tool, "status": "ok", "error": None,
@@ -324,9 +324,9 @@ def test_standalone_verify_never_opens_the_vector_store(fast_core, corpus_copy):
     from fixtures_gen import PAGE_MARKERS
     from starlette.testclient import TestClient
 
-    from aisac_core.dashboard import create_app
-    from aisac_core.indexing import Indexer
-    from aisac_core.retrieval import search
+    from aisac_core.trace.dashboard import create_app
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.rag.search import search
 
     Indexer(fast_core).run([corpus_copy / "report.pdf"])
     hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]

@@ -1,4 +1,4 @@
-"""The DataFrame registry (aisac_core.dataframes) and the data server's frame tools.
+"""The DataFrame registry (aisac_core.data.frames) and the data server's frame tools.
 
 Real files (our fixtures in tests/fixtures/data, ../shared/data when present), a real SQLite store, real Parquet
 copies, and a real in-memory MCP client through the suite (so the provenance middleware records the calls).
@@ -44,8 +44,8 @@ def data_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
     """A fresh store whose roots are ``data_root`` (and ../shared/data when present), as the process-wide core."""
-    from aisac_core.config import Settings
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core, set_core
 
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     roots = [data_root] + ([shared.resolve()] if shared.is_dir() else [])
@@ -53,7 +53,7 @@ def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
                       sandbox_job_threshold_s=60))
     set_core(c)
     yield c
-    from aisac_core.sandbox import get_sandbox
+    from aisac_core.data.sandbox import get_sandbox
 
     get_sandbox(c).shutdown()
     set_core(None)
@@ -61,7 +61,7 @@ def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
 
 
 def reg(core):  # noqa: ANN001, ANN201
-    from aisac_core.dataframes import get_registry
+    from aisac_core.data.frames import get_registry
 
     return get_registry(core)
 
@@ -118,7 +118,7 @@ def test_json_and_jsonl(dcore, data_root: Path) -> None:
 
 @pytest.mark.parametrize("fname, needle", [("empty.csv", "empty"), ("corrupt.parquet", "Parquet")])
 def test_bad_files_give_clear_errors(dcore, data_root: Path, fname: str, needle: str) -> None:
-    from aisac_core.dataframes import DataError
+    from aisac_core.data.frames import DataError
 
     with pytest.raises(DataError, match=needle):
         reg(dcore).load(str(data_root / fname))
@@ -165,7 +165,7 @@ def test_symlink_escape_refused(dcore, data_root: Path, tmp_path: Path) -> None:
     "b == 'x' * 10 ** 9",
 ])
 def test_query_escapes_refused(dcore, data_root: Path, expr: str) -> None:
-    from aisac_core.dataframes import DataError
+    from aisac_core.data.frames import DataError
 
     reg(dcore).load(str(data_root / "records.json"), name="r")
     with pytest.raises(DataError, match="refused|not a valid"):
@@ -184,7 +184,7 @@ def test_query_aggregate_save_lineage_and_restart(dcore, data_root: Path) -> Non
     with pytest.raises(Exception, match="unknown aggregate"):
         r.aggregate("mh", by=["sample"], metrics={"yield|%": ["eval"]})
     # a new process (new core on the same data dir) finds the frames again, from Parquet
-    from aisac_core.runtime import Core
+    from aisac_core.context import Core
 
     c2 = Core(dcore.settings)
     try:
@@ -204,7 +204,7 @@ def test_describe_and_preview_modes(dcore, data_root: Path) -> None:
     assert d["columns"]["temperature|K"]["max"] == 330.0 and d["columns"]["sample"]["unique"] == 4
     assert r.preview("mh", 2, "tail")["rows"][-1]["sample"] == "B1"
     assert r.preview("mh", 3, "sample") == r.preview("mh", 3, "sample")  # reproducible
-    from aisac_core.dataframes import DataError
+    from aisac_core.data.frames import DataError
 
     with pytest.raises(DataError, match="unknown frame"):
         r.preview("nope")
@@ -251,7 +251,7 @@ async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     async with Client(build(["data"])) as client:
         names = {t.name for t in await client.list_tools()}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fixtures_gen import PAGE_MARKERS, write_bad_files
 
-from aisac_core.documents import (
+from aisac_core.rag.documents import (
     DOCUMENT_TYPES,
     SECTION_LABELS,
     DocumentError,
@@ -41,7 +41,7 @@ def _norm(s: str) -> str:
 def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
     from conftest import make_settings
 
-    from aisac_core.embeddings import Embedder
+    from aisac_core.rag.embeddings import Embedder
 
     return Embedder(make_settings(tmp_path_factory.mktemp("doc-tok") / "store", models_dir)).tokenizer()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aisac_core.config import DEFAULT_EMBEDDING_MODEL
-from aisac_core.embeddings import (
+from aisac_core.settings import DEFAULT_EMBEDDING_MODEL
+from aisac_core.rag.embeddings import (
     MINILM_MAX_TOKENS,
     TOKENIZER_FILES,
     Embedder,
@@ -221,6 +221,6 @@ def test_a_model_folder_is_its_own_model(tmp_path: Path, models_dir: Path) -> No
 
 
 def _settings(data_dir: Path, **kw):  # noqa: ANN202
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
 
     return Settings(data_dir=data_dir, **kw)

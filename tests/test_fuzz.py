@@ -141,8 +141,8 @@ def _fuzz_tool(portal, client, name: str, schema: dict, counts: dict[str, int], 
 def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_dir, shared_embedder):
     from fastmcp import Client
 
-    from aisac_core.runtime import Core, set_core
-    from servers.suite import build as build_suite
+    from aisac_core.context import Core, set_core
+    from aisac_servers.suite import build as build_suite
 
     root = tmp_path / "root"
     root.mkdir()

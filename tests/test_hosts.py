@@ -51,7 +51,7 @@ def run(args: list[str], store: Path, cwd: Path, home: Path) -> subprocess.Compl
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    from aisac_core.bootstrap import init_project, reset_active_project
+    from aisac_core.projects.bootstrap import init_project, reset_active_project
 
     p = tmp_path_factory.mktemp("proj") / "battery-lab"
     init_project(p, "materials")
@@ -73,7 +73,7 @@ def test_print_vscode_matches_the_documented_format(tmp_path, project):
 
 @pytest.mark.parametrize("host", ["claude-desktop", "cursor", "vscode"])
 def test_render_each_host(tmp_path, host):
-    from aisac_core.hosts import render, server_entry
+    from aisac_core.projects.hosts import render, server_entry
 
     cfg = render(host, server_entry(host, data_dir=tmp_path / "store", command="/opt/aisac/bin/aisac"))
     jsonschema.validate(cfg, SCHEMAS[host])
@@ -82,7 +82,7 @@ def test_render_each_host(tmp_path, host):
 
 
 def test_install_merges_and_keeps_a_backup(tmp_path, project):
-    from aisac_core.hosts import install, server_entry
+    from aisac_core.projects.hosts import install, server_entry
 
     path = tmp_path / "claude_desktop_config.json"
     old = {"globalShortcut": "Ctrl+Space", "mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs-server"]}}}
@@ -103,7 +103,7 @@ def test_install_merges_and_keeps_a_backup(tmp_path, project):
 
 
 def test_install_creates_a_new_file_without_backup(tmp_path):
-    from aisac_core.hosts import install, server_entry
+    from aisac_core.projects.hosts import install, server_entry
 
     path = tmp_path / "deep" / ".cursor" / "mcp.json"
     res = install("cursor", server_entry("cursor", data_dir=tmp_path / "s", command="/x/aisac"), config_path=path)
@@ -118,7 +118,7 @@ def test_install_creates_a_new_file_without_backup(tmp_path):
     ('{"servers": []}', r"'servers' is not a JSON object; it was left untouched"),
 ])
 def test_unreadable_existing_file_is_left_untouched(tmp_path, content, msg):
-    from aisac_core.hosts import HostConfigError, install, server_entry
+    from aisac_core.projects.hosts import HostConfigError, install, server_entry
 
     path = tmp_path / "mcp.json"
     path.write_text(content)
@@ -163,7 +163,7 @@ def test_documented_vscode_example_matches_print(tmp_path, project):
     """docs/hosts.md's `aisac install vscode --print` example is valid and has the shape the command prints."""
     import re
 
-    from aisac_core.hosts import render, server_entry
+    from aisac_core.projects.hosts import render, server_entry
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "hosts.md").read_text()
     sec = doc.split("## One command: `aisac install`", 1)[1].split("\n## ", 1)[0]

@@ -17,7 +17,7 @@ from conftest import make_settings
 from fixtures_gen import PAGE_MARKERS, make_pdf, write_bad_files
 from sqlmodel import Session, select
 
-from aisac_core.indexing import (
+from aisac_core.rag.indexer import (
     Counters,
     Indexer,
     IndexError_,
@@ -29,7 +29,7 @@ from aisac_core.indexing import (
     sha256_file,
     text_sha256,
 )
-from aisac_core.runtime import CHUNKS, Core
+from aisac_core.context import CHUNKS, Core
 from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job
 
 DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "report.pdf", "summary.docx"]
@@ -73,7 +73,7 @@ def run(core: Core, *paths: Path, **kw) -> tuple[Counters, list[dict[str, str]]]
 
 def reopen(core: Core, models_dir: Path, **kw) -> Core:  # noqa: ANN003
     """Close ``core`` and open its data dir again with other settings (the vector folder is locked)."""
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     data_dir = core.settings.data_dir
     core.close()
@@ -178,7 +178,7 @@ def test_touched_but_unchanged_file_is_hashed_not_embedded(core: Core, corpus_co
 
 
 def test_editing_one_file_reembeds_only_its_chunks(core: Core, corpus_copy: Path) -> None:
-    from aisac_core.retrieval import search
+    from aisac_core.rag.search import search
 
     run(core, corpus_copy)
     before = assert_consistent(core)
@@ -273,7 +273,7 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: Core, corpus_co
                                                            shared_embedder) -> None:  # noqa: ANN001
     """A chunks collection of another dimension (an earlier model) is recreated empty on open, every
     manifest row is marked stale, and the next run re-embeds every file."""
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
     from aisac_core.store.vectors import EdgeVectorStore
 
     run(core, corpus_copy)
@@ -330,7 +330,7 @@ def test_failed_files_are_recorded_and_the_run_goes_on(core: Core, corpus_copy: 
 
 
 def test_broken_new_version_keeps_the_old_chunks(core: Core, corpus_copy: Path) -> None:
-    from aisac_core.retrieval import search
+    from aisac_core.rag.search import search
 
     run(core, corpus_copy)
     f = corpus_copy / "report.pdf"

@@ -30,9 +30,9 @@ def replay():
 
 
 def _core(tmp_path, srv: ReplayServer, **kw):
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
             "warm": False, "roots": [tmp_path / "papers"], **kw}
@@ -44,7 +44,7 @@ def _core(tmp_path, srv: ReplayServer, **kw):
 
 @pytest.fixture
 def lit_core(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     core = _core(tmp_path, replay)
     yield core
@@ -52,7 +52,7 @@ def lit_core(tmp_path, replay):
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build(["lit"])
 
@@ -193,7 +193,7 @@ async def test_year_filters_reach_services(lit_core, replay):
 @pytest.mark.anyio
 async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, replay, monkeypatch):
     from aisac_core.literature.http import LitCacheEntry, state_for
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
     from aisac_core.store.sql import TraceEvent
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
@@ -282,7 +282,7 @@ async def test_400_refused_and_404_not_found(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_network_unreachable(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -300,7 +300,7 @@ async def test_network_unreachable(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_slow_service_times_out(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     _core(tmp_path, replay, lit_timeout_s=0.3, lit_retries=2)
     replay.script("/crossref", [(200, {"X-Test-Delay": "1.0", **JSON}, b"{}")] * 2)
@@ -414,7 +414,7 @@ async def test_not_found_ids(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_cache_then_replay_mode(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     _core(tmp_path, replay)
     async with Client(_suite()) as c:
@@ -444,7 +444,7 @@ async def test_cache_then_replay_mode(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_cache_ttl_expiry(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     _core(tmp_path, replay, lit_cache_ttl_s=1.5)
     try:
@@ -477,7 +477,7 @@ def _gaps(srv: ReplayServer) -> list[float]:
 
 @pytest.mark.anyio
 async def test_arxiv_spacing_under_5_concurrent_calls(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     _core(tmp_path, replay, lit_arxiv_interval_s=0.4)
     try:
@@ -491,7 +491,7 @@ async def test_arxiv_spacing_under_5_concurrent_calls(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_arxiv_spacing_real_3s_default(tmp_path, replay):
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     _core(tmp_path, replay, lit_arxiv_interval_s=3.0)
     try:

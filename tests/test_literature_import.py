@@ -32,7 +32,7 @@ def replay(pdf_bytes):
 @pytest.fixture
 def import_core(tmp_path, models_dir, shared_embedder, replay):
     from aisac_core.literature import reset_states
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     papers = tmp_path / "papers"
     papers.mkdir()
@@ -48,7 +48,7 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build(["rag", "lit"])
 

@@ -26,9 +26,9 @@ def replay(api):
 
 @pytest.fixture
 def lit_core(tmp_path, replay):
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     core = Core(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
                          lit_mailto="aisac-tests@example.org", **replay.settings_kwargs()))
@@ -39,7 +39,7 @@ def lit_core(tmp_path, replay):
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build(["lit"])
 

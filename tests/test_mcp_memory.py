@@ -24,7 +24,7 @@ AISAC = str(Path(sys.executable).parent / "aisac")
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build()
 

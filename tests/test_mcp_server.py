@@ -16,7 +16,7 @@ RAG_TOOLS = {"rag_index", "rag_job_status", "rag_search", "rag_list_documents", 
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build()
 
@@ -160,7 +160,7 @@ async def test_encrypted_pdf_reported(core, shared_data):
 
 
 async def test_one_server_alone_keeps_the_tool_names(core):
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     async with Client(build(["rag"])) as c:
         assert RAG_TOOLS <= {t.name for t in await c.list_tools()}
@@ -169,7 +169,7 @@ async def test_one_server_alone_keeps_the_tool_names(core):
 
 
 async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, corpus):
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
 
     from conftest import make_settings
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pdf_fixtures import DOI, TITLE, make_paper, make_scanned
 
-from aisac_core.documents import SECTION_LABELS, DocumentError, ParsedDocument, parse_document
-from aisac_core.retrieval import overview_of_structure
+from aisac_core.rag.documents import SECTION_LABELS, DocumentError, ParsedDocument, parse_document
+from aisac_core.rag.search import overview_of_structure
 
 # --------------------------------------------------------------------------------------------------
 # Top-level sections a reader sees in each paper of ../shared/data/pdfs/papermage, written by reading the
@@ -101,7 +101,7 @@ def _norm_md(md: str) -> str:
 def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
     from conftest import make_settings
 
-    from aisac_core.embeddings import Embedder
+    from aisac_core.rag.embeddings import Embedder
 
     return Embedder(make_settings(tmp_path_factory.mktemp("pdf-tok") / "store", models_dir)).tokenizer()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pdf_fixtures import SECTIONS, make_paper
 
-from aisac_core.indexing import Indexer
-from aisac_core.retrieval import AnchorError, search, verify_anchor
+from aisac_core.rag.indexer import Indexer
+from aisac_core.rag.search import AnchorError, search, verify_anchor
 
 
 def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001
@@ -83,7 +83,7 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    from servers.rag import server
+    from aisac_servers.rag import server
 
     Indexer(fast_core).run([paper])
     async with Client(server) as client:

@@ -14,8 +14,8 @@ import pytest
 from conftest import SHARED_DATA, make_settings
 from pdf_fixtures import DOI, TITLE, make_paper, make_scanned
 
-from aisac_core.indexing import doc_id_for
-from aisac_core.retrieval import (
+from aisac_core.rag.indexer import doc_id_for
+from aisac_core.rag.search import (
     DocumentNotFoundError,
     SearchError,
     SectionNotFoundError,
@@ -29,8 +29,8 @@ REAL = "2304.02623v1.pdf"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_embedder):  # noqa: ANN001, ANN201
-    from aisac_core.indexing import Indexer
-    from aisac_core.runtime import Core
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.context import Core
 
     root = tmp_path_factory.mktemp("sections")
     docs = root / "docs"
@@ -52,7 +52,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
 
 @pytest.fixture
 def as_current(store):  # noqa: ANN001, ANN201
-    from aisac_core.runtime import set_core
+    from aisac_core.context import set_core
 
     set_core(store)
     yield store
@@ -88,7 +88,7 @@ def test_read_sections_methods_returns_only_methods(store) -> None:  # noqa: ANN
 
 
 def test_search_with_section_filter_returns_only_that_section(store) -> None:  # noqa: ANN001
-    from aisac_core.retrieval import get_document
+    from aisac_core.rag.search import get_document
 
     for query in ("decomposition temperature of the films", "spin coating annealing"):
         hits = search(store, query, k=10, filters={"section": "results"}).hits
@@ -170,7 +170,7 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    from servers.rag import server
+    from aisac_servers.rag import server
 
     did = _paper(as_current)
     async with Client(server) as client:

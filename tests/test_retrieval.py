@@ -16,8 +16,8 @@ import pytest
 from conftest import make_settings
 from fixtures_gen import PAGE_MARKERS
 
-from aisac_core.indexing import Indexer, doc_id_for, sha256_file
-from aisac_core.retrieval import (
+from aisac_core.rag.indexer import Indexer, doc_id_for, sha256_file
+from aisac_core.rag.search import (
     FILTER_KEYS,
     MAX_K,
     SearchError,
@@ -26,7 +26,7 @@ from aisac_core.retrieval import (
     list_documents,
     search,
 )
-from aisac_core.runtime import Core
+from aisac_core.context import Core
 
 #: distinctive query -> the file that answers it
 QUERIES = {
@@ -73,7 +73,7 @@ def test_distinctive_query_finds_its_document(indexed_core: Core, corpus: Path, 
 
 
 def test_hybrid_scores(indexed_core: Core) -> None:
-    from aisac_core import retrieval
+    from aisac_core.rag import search as retrieval
 
     for query in QUERIES:
         hits = search(indexed_core, query, k=10).hits

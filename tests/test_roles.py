@@ -140,7 +140,7 @@ def test_prompts_are_versioned_and_overlaid(tmp_path):
 
 
 def test_evaluator_gates(rcore, tmp_path):
-    from aisac_core.retrieval import search
+    from aisac_core.rag.search import search
     from aisac_core.roles.evaluator import automatic_checks, data_gate, exec_gate, summarize
     from aisac_core.roles.researcher import citation, collect_evidence
 
@@ -287,8 +287,8 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     from conftest import http_server, make_settings
     from fixtures_gen import ENZYME_MD
 
-    from aisac_core.indexing import Indexer
-    from aisac_core.runtime import Core
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.context import Core
 
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -23,8 +23,8 @@ QUESTION = "Which datasets does the S2ORC paper describe?"
 def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
     from conftest import SHARED_DATA, make_settings
 
-    from aisac_core.indexing import Indexer
-    from aisac_core.runtime import Core
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.context import Core
 
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")

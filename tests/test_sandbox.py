@@ -1,4 +1,4 @@
-"""Sandboxed code sessions (aisac_core.sandbox): real worker subprocesses, real limits, real attacks.
+"""Sandboxed code sessions (aisac_core.data.sandbox): real worker subprocesses, real limits, real attacks.
 
 Each attack runs in its own session and must (1) come back as a clear ``ok: false`` result (or a contained
 success, e.g. truncated output), (2) leave that session usable, and (3) leave another session's state intact.
@@ -17,8 +17,8 @@ import pytest
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    from aisac_core.config import Settings
-    from aisac_core.sandbox import SandboxManager
+    from aisac_core.settings import Settings
+    from aisac_core.data.sandbox import SandboxManager
 
     d = tmp_path_factory.mktemp("sandbox")
     m = SandboxManager(Settings(data_dir=d / "store", sandbox_cpu_s=2, sandbox_memory_mb=1024,
@@ -165,8 +165,8 @@ def test_killed_worker_reported_as_state_lost(sb) -> None:  # noqa: ANN001
 
 
 def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
-    from aisac_core.config import Settings
-    from aisac_core.sandbox import SandboxError, SandboxManager
+    from aisac_core.settings import Settings
+    from aisac_core.data.sandbox import SandboxError, SandboxManager
 
     m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_job_threshold_s=0.3, sandbox_cpu_s=5))
     try:
@@ -200,7 +200,7 @@ def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
 
 
 def test_reset_close_and_bad_input(sb) -> None:  # noqa: ANN001
-    from aisac_core.sandbox import SandboxError
+    from aisac_core.data.sandbox import SandboxError
 
     assert run(sb, "rc", "q = 1")["ok"]
     assert sb.reset("rc")["reset"]
@@ -219,8 +219,8 @@ def test_reset_close_and_bad_input(sb) -> None:  # noqa: ANN001
 
 
 def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
-    from aisac_core.config import Settings
-    from aisac_core.sandbox import SandboxError, SandboxManager
+    from aisac_core.settings import Settings
+    from aisac_core.data.sandbox import SandboxError, SandboxManager
 
     m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_max_sessions=2))
     try:
@@ -243,8 +243,8 @@ def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
 
 
 def test_restart_reports_state_lost(tmp_path: Path) -> None:
-    from aisac_core.config import Settings
-    from aisac_core.sandbox import SandboxManager
+    from aisac_core.settings import Settings
+    from aisac_core.data.sandbox import SandboxManager
 
     st = Settings(data_dir=tmp_path / "store")
     m1 = SandboxManager(st)
@@ -271,11 +271,11 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
     from fastmcp.exceptions import ToolError
     from sqlmodel import Session, select
 
-    from aisac_core.config import Settings
-    from aisac_core.runtime import Core, set_core
-    from aisac_core.sandbox import get_sandbox
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core, set_core
+    from aisac_core.data.sandbox import get_sandbox
     from aisac_core.store.sql import TraceEvent
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     core = Core(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5))
     set_core(core)

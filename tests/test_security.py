@@ -130,7 +130,7 @@ async def test_loopback_server_refuses_foreign_host_header(store):
 
 @pytest.mark.anyio
 async def test_owner_daemon_requires_its_token(store):
-    from aisac_core.config import Settings
+    from aisac_core.settings import Settings
     from aisac_core.owner import ensure_owner, stop_owner
 
     info = ensure_owner(Settings(data_dir=store))
@@ -148,9 +148,9 @@ async def test_owner_daemon_requires_its_token(store):
 async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared_embedder):
     from sqlmodel import Session, select
 
-    from aisac_core.runtime import Core, set_core
+    from aisac_core.context import Core, set_core
     from aisac_core.store.sql import TraceEvent
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     root = tmp_path / "papers"
     (root / "sub").mkdir(parents=True)

@@ -4,7 +4,7 @@ from fixtures_gen import PAGE_MARKERS
 
 
 def test_corpus_indexes_and_finds_page_marker(indexed_core):
-    from aisac_core.retrieval import search
+    from aisac_core.rag.search import search
 
     res = search(indexed_core, PAGE_MARKERS[2], k=3)
     assert res.hits, res.message

@@ -129,7 +129,7 @@ def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
 
 
 def test_corrupt_store_through_core(settings) -> None:  # noqa: ANN001
-    from aisac_core.runtime import Core
+    from aisac_core.context import Core
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = settings.data_dir / "aisac.db"
@@ -395,7 +395,7 @@ def test_open_vector_store_backends(tmp_path: Path) -> None:
 
 
 def test_record_tool_call_writes_a_row(db_url: str) -> None:
-    from aisac_core.provenance import list_events, record_tool_call, sha256_json
+    from aisac_core.trace.provenance import list_events, record_tool_call, sha256_json
 
     engine = make_engine(db_url)
     args = {"query": "perovskite", "k": 3, "filters": {"file_type": "pdf"}}
@@ -436,7 +436,7 @@ def test_record_tool_call_writes_a_row(db_url: str) -> None:
 
 
 def test_run_assigner_renews_after_idle_gap() -> None:
-    from aisac_core.provenance import RunAssigner, new_run_id
+    from aisac_core.trace.provenance import RunAssigner, new_run_id
 
     ra = RunAssigner(idle_seconds=1.0)
     r1 = ra.run_for("client-1")

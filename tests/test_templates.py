@@ -35,7 +35,7 @@ CASES = {
 
 @pytest.fixture(autouse=True)
 def _forget_project():  # noqa: ANN202
-    from aisac_core.bootstrap import reset_active_project
+    from aisac_core.projects.bootstrap import reset_active_project
 
     yield
     reset_active_project()
@@ -49,10 +49,10 @@ def base(tmp_path: Path, models_dir: Path):  # noqa: ANN201
 
 def served(project: Path, base, shared_embedder):  # noqa: ANN001, ANN201
     """bootstrap + suite with the project mounted, the process core on the project's store (embedder reused)."""
-    from servers.suite import build
+    from aisac_servers.suite import build
 
-    from aisac_core.bootstrap import bootstrap
-    from aisac_core.runtime import set_core
+    from aisac_core.projects.bootstrap import bootstrap
+    from aisac_core.context import set_core
 
     b = bootstrap(project, base)
     b.core.__dict__["embedder"] = shared_embedder
@@ -74,9 +74,9 @@ async def index_and_search(c: Client, query: str) -> list[dict]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("template", sorted(CASES))
 async def test_template_indexes_and_serves_as_is(tmp_path, base, shared_embedder, template):
-    from aisac_core.bootstrap import init_project
-    from aisac_core.provenance import list_events
-    from aisac_core.runtime import set_core
+    from aisac_core.projects.bootstrap import init_project
+    from aisac_core.trace.provenance import list_events
+    from aisac_core.context import set_core
 
     tool, args, check, query, note = CASES[template]
     proj = tmp_path / f"my-{template}"
@@ -104,8 +104,8 @@ async def test_template_indexes_and_serves_as_is(tmp_path, base, shared_embedder
 @pytest.mark.anyio
 async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base, shared_embedder):
     """Acceptance 2: one data dir, two projects served one after the other."""
-    from aisac_core.bootstrap import init_project
-    from aisac_core.runtime import set_core
+    from aisac_core.projects.bootstrap import init_project
+    from aisac_core.context import set_core
 
     a, b_dir = tmp_path / "lab-a", tmp_path / "lab-b"
     init_project(a, "materials")
@@ -132,7 +132,7 @@ async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base,
 
 def test_materials_overlay_changes_the_planner_prompt(tmp_path, base):
     prompts = pytest.importorskip("aisac_core.roles.prompts")
-    from aisac_core.bootstrap import bootstrap, init_project
+    from aisac_core.projects.bootstrap import bootstrap, init_project
 
     proj = tmp_path / "mat"
     init_project(proj, "materials")
@@ -220,9 +220,9 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
     """Acceptance 1, graph part: the materials augmentation adds `formula_check`, which the headless run (what
     `aisac ask` runs) executes through the project tool, recorded under the coordinator's role step."""
     graph = pytest.importorskip("aisac_core.roles.graph")
-    from aisac_core.bootstrap import init_project
-    from aisac_core.provenance import list_events
-    from aisac_core.runtime import set_core
+    from aisac_core.projects.bootstrap import init_project
+    from aisac_core.trace.provenance import list_events
+    from aisac_core.context import set_core
 
     proj = tmp_path / "mat"
     init_project(proj, "materials")
@@ -242,7 +242,7 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
         assert coord
     finally:
         set_core(None)
-    from aisac_core.bootstrap import reset_active_project
+    from aisac_core.projects.bootstrap import reset_active_project
 
     reset_active_project()
     assert "formula_check" not in graph.active_graph()["nodes"]

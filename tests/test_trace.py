@@ -21,7 +21,7 @@ TRACE_TOOLS = {"trace_list_runs", "trace_get_run", "trace_get_event", "trace_exp
 
 
 def _suite():
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     return build()
 
@@ -32,7 +32,7 @@ async def _call(c: Client, tool: str, args: dict, **kw) -> dict:
 
 def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status: str = "ok", kind: str = "tool_call",
             parent_id=None, server: str | None = None, arguments=None) -> int:
-    from aisac_core.provenance import record_tool_call
+    from aisac_core.trace.provenance import record_tool_call
 
     return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
                             arguments=arguments if arguments is not None else {"query": tool},
@@ -173,7 +173,7 @@ async def test_run_tree_role_steps_and_parent_meta(fast_core):
 
 
 async def test_list_runs_filters_and_paging(fast_core):
-    from aisac_core.provenance import list_runs
+    from aisac_core.trace.provenance import list_runs
 
     for i in range(5):
         _record(fast_core, f"run-p{i}", "rag_search")
@@ -190,7 +190,7 @@ async def test_list_runs_filters_and_paging(fast_core):
     assert list_runs(eng, since="2999-01-01")["runs"] == []
     assert list_runs(eng, until="2000-01-01T00:00:00Z")["runs"] == []
     # a role step in progress (status `running`, completed in place by the roles server) is not an error
-    from aisac_core.provenance import record_tool_call, run_signature
+    from aisac_core.trace.provenance import record_tool_call, run_signature
 
     before = run_signature(eng, "run-p0")
     record_tool_call(eng, run_id="run-p0", server="roles", tool="planner", arguments={}, result=None,
@@ -228,7 +228,7 @@ async def test_bad_input_gives_clear_tool_errors(fast_core, tool, args, expect):
 def test_replay_skip_rules():
     from mcp_types import ToolAnnotations
 
-    from aisac_core.provenance import replay_skip_reason
+    from aisac_core.trace.provenance import replay_skip_reason
 
     assert replay_skip_reason("rag_search") is None
     assert replay_skip_reason("memory_recall") is None
@@ -242,7 +242,7 @@ def test_replay_skip_rules():
 
 
 def test_compare_ignores_timings_only():
-    from aisac_core.provenance import compare_results, sha256_json
+    from aisac_core.trace.provenance import compare_results, sha256_json
     from aisac_core.store.sql import dumps
 
     a = {"hits": [{"chunk_id": "c1", "score": 0.5}], "took_ms": 3.1}
@@ -316,7 +316,7 @@ async def test_prune_exports_first(fast_core):
 def test_cli_prune(fast_core, tmp_path):
     from typer.testing import CliRunner
 
-    from aisac_core.cli import app
+    from aisac_servers.cli import app
 
     res = CliRunner().invoke(app, ["dashboard", "--prune-days", "30", "--data-dir", str(fast_core.settings.data_dir)])
     assert res.exit_code == 0, res.output
@@ -326,7 +326,7 @@ def test_cli_prune(fast_core, tmp_path):
 async def test_replay_uses_roles_response_cache(fast_core):
     """A run with model calls: roles tools are replayed with llm="replay" (answers from the response cache only),
     never against a live model."""
-    from servers.suite import SERVERS
+    from aisac_servers.suite import SERVERS
 
     if "roles" not in SERVERS:
         pytest.skip("the roles server is not present")
@@ -347,7 +347,7 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
     """A file named by a successful call is hashed when the event is written; trace_verify re-hashes it."""
     import hashlib
 
-    from aisac_core.provenance import get_event, verify_run
+    from aisac_core.trace.provenance import get_event, verify_run
 
     f = tmp_path / "table.csv"
     f.write_text("a,b\n1,2\n")

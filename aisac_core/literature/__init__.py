@@ -5,9 +5,9 @@ Modules: :mod:`.paper` (the common :class:`Paper` record, identifiers, merging),
 retries, cache), one client module per source, :mod:`.service` (the operations the server calls).
 """
 
-from .http import BadResponse, NotFound, RateLimited, ReplayMiss, ServiceError, reset_states
-from .paper import SOURCES, LiteratureError, Paper, merge_papers, normalise_doi, parse_identifier
-from .service import citations, get, import_paper, references, search
+from aisac_core.literature.http import BadResponse, NotFound, RateLimited, ReplayMiss, ServiceError, reset_states
+from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_papers, normalise_doi, parse_identifier
+from aisac_core.literature.service import citations, get, import_paper, references, search
 
 __all__ = ["SOURCES", "BadResponse", "LiteratureError", "NotFound", "Paper", "RateLimited", "ReplayMiss",
            "ServiceError", "citations", "get", "import_paper", "merge_papers", "normalise_doi", "parse_identifier",

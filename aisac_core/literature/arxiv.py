@@ -13,12 +13,12 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from .http import NotFound
-from .paper import LiteratureError, Paper, parse_arxiv_id
+from aisac_core.literature.http import NotFound
+from aisac_core.literature.paper import LiteratureError, Paper, parse_arxiv_id
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from .http import Fetcher
+    from aisac_core.settings import Settings
+    from aisac_core.literature.http import Fetcher
 
 SERVICE = "arxiv"
 MAX_RESULTS = 2000

@@ -13,11 +13,11 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .http import NotFound
-from .paper import Paper
+from aisac_core.literature.http import NotFound
+from aisac_core.literature.paper import Paper
 
 if TYPE_CHECKING:
-    from .http import Fetcher
+    from aisac_core.literature.http import Fetcher
 
 SERVICE = "crossref"
 MAX_RESULTS = 1000

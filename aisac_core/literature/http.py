@@ -43,12 +43,12 @@ from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from .paper import LiteratureError
+from aisac_core.literature.paper import LiteratureError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from ..config import Settings
+    from aisac_core.settings import Settings
 
 log = logging.getLogger("aisac.literature")
 T = TypeVar("T")
@@ -120,7 +120,7 @@ _tables_ready: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 def _ensure(engine: "Engine") -> None:
     if engine not in _tables_ready:
-        from ..store.sql import ensure_tables
+        from aisac_core.store.sql import ensure_tables
 
         ensure_tables(engine, LitCacheEntry)
         _tables_ready.add(engine)

@@ -13,11 +13,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from .http import NotFound
-from .paper import Paper, parse_arxiv_id
+from aisac_core.literature.http import NotFound
+from aisac_core.literature.paper import Paper, parse_arxiv_id
 
 if TYPE_CHECKING:
-    from .http import Fetcher
+    from aisac_core.literature.http import Fetcher
 
 SERVICE = "openalex"
 MAX_RESULTS = 200

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import AisacError
+from aisac_core.errors import AisacError
 
 #: the sources, in the order their values win when records merge
 SOURCES = ("arxiv", "pubmed", "crossref", "openalex", "semantic_scholar")

@@ -15,11 +15,11 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
-from .http import NotFound, ServiceError
-from .paper import Paper
+from aisac_core.literature.http import NotFound, ServiceError
+from aisac_core.literature.paper import Paper
 
 if TYPE_CHECKING:
-    from .http import Fetcher
+    from aisac_core.literature.http import Fetcher
 
 SERVICE = "pubmed"
 MAX_RESULTS = 10000

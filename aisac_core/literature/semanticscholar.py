@@ -20,11 +20,11 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .http import NotFound
-from .paper import Paper, strip_version
+from aisac_core.literature.http import NotFound
+from aisac_core.literature.paper import Paper, strip_version
 
 if TYPE_CHECKING:
-    from .http import Fetcher
+    from aisac_core.literature.http import Fetcher
 
 SERVICE = "semantic_scholar"
 MAX_RESULTS = 100

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
 
-from . import arxiv, crossref, openalex, pubmed, semanticscholar
-from .http import Fetcher, NotFound, RateLimited, ReplayMiss, ServiceError
-from .paper import SOURCES, LiteratureError, Paper, merge_papers, parse_identifier
+from aisac_core.literature import arxiv, crossref, openalex, pubmed, semanticscholar
+from aisac_core.literature.http import Fetcher, NotFound, RateLimited, ReplayMiss, ServiceError
+from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_papers, parse_identifier
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..runtime import Core
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core
 
 CLIENTS = {"arxiv": arxiv, "pubmed": pubmed, "crossref": crossref, "openalex": openalex,
            "semantic_scholar": semanticscholar}
@@ -281,7 +281,7 @@ def _slug(paper: Paper) -> str:
 def resolve_root(settings: "Settings", root: str | None) -> Path:
     """The target folder: a registered root by name or path, or a folder inside one (created). None -> the first
     registered root. Raises PathOutsideRootsError (a LiteratureError sibling) outside the roots."""
-    from ..errors import PathOutsideRootsError, resolve_in_roots
+    from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
 
     roots = list(settings.roots)
     if not roots:

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from ..errors import AisacError
+from aisac_core.errors import AisacError
 
 
 class RolesError(AisacError, ValueError):

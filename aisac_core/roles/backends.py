@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 
-from . import RoleModelError, RolesError
-from .schemas import parse_json, validate
-from .store import cache_get, cache_put, request_hash
+from aisac_core.roles import RoleModelError, RolesError
+from aisac_core.roles.schemas import parse_json, validate
+from aisac_core.roles.store import cache_get, cache_put, request_hash
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..runtime import Core
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core
 
 SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
           "the evidence given, and reply with a single JSON object that matches the schema, with no other text.")
@@ -249,7 +249,7 @@ def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -
 async def _request(core: "Core", backend: Backend, role: str, schema: str, prompt_version: str,
                    messages: list[dict[str, str]], run_id: str, parent_id: int | None, *,
                    repair: bool) -> tuple[str, str, bool]:
-    from ..provenance import record_tool_call
+    from aisac_core.trace.provenance import record_tool_call
 
     s = core.settings
     # the key leaves the backend out and names the model, so ``replay`` (with the same settings) finds what an

@@ -2,7 +2,7 @@
 
 Gates (each failure is a critique with the severity given):
 
-- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.retrieval.verify_anchor`
+- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.rag.search.verify_anchor`
   (re-hashes the file and the chunk text). An anchor that does not verify (``missing``, ``chunk_changed``) is a
   critique of severity 1.0, a ``file_changed`` one (the passage is still there) 0.3. The anchors that verify and
   score at least the mode's ``min_score`` must number at least its ``min_anchors`` (:data:`~aisac_core.roles.
@@ -26,11 +26,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import MODE_GATES
+from aisac_core.roles import MODE_GATES
 
 if TYPE_CHECKING:
-    from ..runtime import Core
-    from .backends import Backend
+    from aisac_core.context import Core
+    from aisac_core.roles.backends import Backend
 
 MAX_CRITIQUES = 10
 _PATH_KEYS = ("path", "paths", "file", "files", "source")
@@ -38,17 +38,17 @@ _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access 
 
 
 def verify(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
-    """:func:`aisac_core.retrieval.verify_anchor` (issue 3), or a simpler check when that is not available: the
+    """:func:`aisac_core.rag.search.verify_anchor` (issue 3), or a simpler check when that is not available: the
     file's sha256 and the chunk's text sha256 in the index."""
     try:
-        from ..retrieval import verify_anchor  # type: ignore[attr-defined]
+        from aisac_core.rag.search import verify_anchor  # type: ignore[attr-defined]
     except ImportError:
         verify_anchor = None
     if verify_anchor is not None:
         return verify_anchor(core, anchor)
     import hashlib
 
-    from ..retrieval import get_chunk
+    from aisac_core.rag.search import get_chunk
 
     path = anchor.get("path")
     if not path or not Path(path).is_file():
@@ -228,9 +228,9 @@ async def evaluate(core: "Core", task: str, answer: dict[str, Any], events: list
     by = "automatic"
     extra: dict[str, Any] = {}
     if backend is not None:
-        from .backends import ask_json
-        from .prompts import render
-        from .schemas import load_schema
+        from aisac_core.roles.backends import ask_json
+        from aisac_core.roles.prompts import render
+        from aisac_core.roles.schemas import load_schema
 
         shown = {"text": answer.get("text"), "citations": [
             {k: c.get(k) for k in ("n", "kind", "chunk_id", "title", "page", "section", "ref", "quote")}

@@ -34,10 +34,10 @@ import copy
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import RoleModelError, RolesError, check_mode
+from aisac_core.roles import RoleModelError, RolesError, check_mode
 
 if TYPE_CHECKING:
-    from ..runtime import Core
+    from aisac_core.context import Core
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
@@ -138,7 +138,7 @@ def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str
 def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], max_steps: int) -> dict[str, Any]:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
-    from .planner import template_plan
+    from aisac_core.roles.planner import template_plan
 
     p = template_plan(task, route, tools, attempt=0, max_steps=max_steps)
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
@@ -163,14 +163,14 @@ async def run_graph(core: "Core", task: str, *, mode: str | None = None, llm: st
 
     Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
     """
-    from ..provenance import new_run_id
-    from . import planner as pl
-    from .backends import get_backend
-    from .evaluator import evaluate
-    from .router import route as do_route
-    from .router import rule_route
-    from .store import Step, ready, run_events
-    from .suite_client import SuiteTools
+    from aisac_core.trace.provenance import new_run_id
+    from aisac_core.roles import planner as pl
+    from aisac_core.roles.backends import get_backend
+    from aisac_core.roles.evaluator import evaluate
+    from aisac_core.roles.router import route as do_route
+    from aisac_core.roles.router import rule_route
+    from aisac_core.roles.store import Step, ready, run_events
+    from aisac_servers.toolclient import SuiteTools
 
     t_start = time.perf_counter()
     if not isinstance(task, str) or not task.strip():
@@ -311,8 +311,8 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
 async def _research(core: "Core", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
                     step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
                     project_nodes: list[str]) -> dict[str, Any]:
-    from . import researcher as rs
-    from .store import Step
+    from aisac_core.roles import researcher as rs
+    from aisac_core.roles.store import Step
 
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None

@@ -19,8 +19,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..runtime import Core
-    from .backends import Backend
+    from aisac_core.context import Core
+    from aisac_core.roles.backends import Backend
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
 _STOP = set("""a an and are as at be by can could did do does for from has have how i in into is it its of on or our
@@ -61,7 +61,7 @@ def _closest(name: str, choices: list[str]) -> str:
 
 def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> list[str]:
     """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules."""
-    from .schemas import validate
+    from aisac_core.roles.schemas import validate
 
     errors = validate("plan", plan)
     if errors:
@@ -209,7 +209,7 @@ def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str,
 def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], max_steps: int,
                   feedback: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the planner prompt's placeholders."""
-    from .schemas import load_schema
+    from aisac_core.roles.schemas import load_schema
 
     fb = ""
     if feedback:
@@ -230,8 +230,8 @@ async def plan(core: "Core", task: str, route: dict[str, Any] | None, tools: lis
     max_steps = core.settings.roles_max_plan_steps
     if backend is None:
         return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
-    from .backends import ask_json
-    from .prompts import render
+    from aisac_core.roles.backends import ask_json
+    from aisac_core.roles.prompts import render
 
     text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
                            core.settings.roles_prompt_dir)

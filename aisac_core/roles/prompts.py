@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import RolesError
+from aisac_core.roles import RolesError
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
 ROLES = ("router", "planner", "evaluator", "researcher")

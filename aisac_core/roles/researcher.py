@@ -19,8 +19,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..runtime import Core
-    from .backends import Backend
+    from aisac_core.context import Core
+    from aisac_core.roles.backends import Backend
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
 _STOP = set("""a an and are as at be by can could did do does for from has have how in into is it its of on or that
@@ -175,7 +175,7 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
 
 def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Values of the researcher prompt's placeholders (evidence numbered from 1)."""
-    from .schemas import load_schema
+    from aisac_core.roles.schemas import load_schema
 
     ev = []
     for n, i in enumerate(items, 1):
@@ -191,8 +191,8 @@ async def write_answer(core: "Core", task: str, items: list[dict[str, Any]], bac
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
         return extractive_answer(task, items)
-    from .backends import ask_json
-    from .prompts import render
+    from aisac_core.roles.backends import ask_json
+    from aisac_core.roles.prompts import render
 
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import MODE_GATES
+from aisac_core.roles import MODE_GATES
 
 if TYPE_CHECKING:
-    from ..runtime import Core
-    from .backends import Backend
+    from aisac_core.context import Core
+    from aisac_core.roles.backends import Backend
 
 _ANALYTICAL = re.compile(
     r"\b(why|how (much|many|does|do|did)|compare[sd]?|comparison|correlat\w*|regress\w*|fit(ted|ting)?|trends?|"
@@ -70,7 +70,7 @@ def rule_route(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str,
 
 def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the router prompt's placeholders."""
-    from .schemas import load_schema
+    from aisac_core.roles.schemas import load_schema
 
     ctx = {"rag": [{"chunk_id": h.get("chunk_id"), "title": h.get("title"), "score": h.get("score"),
                     "section": h.get("section"), "page": h.get("page"), "text": (h.get("text") or "")[:300]}
@@ -86,8 +86,8 @@ async def route(core: "Core", task: str, rag_hits: list[dict[str, Any]], memory:
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails (the caller may fall back)."""
     if backend is None:
         return {**rule_route(task, rag_hits, memory, mode), "by": "rules"}
-    from .backends import ask_json
-    from .prompts import render
+    from aisac_core.roles.backends import ask_json
+    from aisac_core.roles.prompts import render
 
     text, version = render("router", prompt_values(task, rag_hits, memory), core.settings.roles_prompt_dir)
     got = await ask_json(core, backend, role="router", schema="route", prompt=text, prompt_version=version,

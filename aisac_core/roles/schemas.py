@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import RolesError
+from aisac_core.roles import RolesError
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 #: role output -> schema file

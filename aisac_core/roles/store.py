@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel, select
 
-from ..store.sql import dumps, ensure_tables, utcnow
+from aisac_core.store.sql import dumps, ensure_tables, utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -136,7 +136,7 @@ class Step:
         self.id: int = 0
 
     def __enter__(self) -> "Step":
-        from ..provenance import record_tool_call
+        from aisac_core.trace.provenance import record_tool_call
 
         self._t0 = time.perf_counter()
         self.id = record_tool_call(self.engine, run_id=self.run_id, server="roles", tool=self.name,
@@ -156,8 +156,8 @@ class Step:
 def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error: str | None,
                 latency_ms: float) -> None:
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
-    from ..provenance import MAX_STORED_RESULT, anchor_ids, sha256_json
-    from ..store.sql import TraceEvent
+    from aisac_core.trace.provenance import MAX_STORED_RESULT, anchor_ids, sha256_json
+    from aisac_core.store.sql import TraceEvent
 
     with Session(engine) as s:
         ev = s.get(TraceEvent, event_id)
@@ -178,7 +178,7 @@ def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error
 def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
-    from ..store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     def load(j: str | None) -> Any:
         if not j:

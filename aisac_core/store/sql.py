@@ -51,7 +51,7 @@ class DocumentContent(SQLModel, table=True):
     doc_id: str = Field(primary_key=True)
     text: str = Field(sa_column=Column(Text, nullable=False))
     markdown: str = Field(sa_column=Column(Text, nullable=False))
-    #: issue 3: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.documents._structure)
+    #: issue 3: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.rag.documents._structure)
     structure_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 

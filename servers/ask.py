@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..runtime import Core
+    from aisac_core.context import Core
 
 
 def ask(core: "Core", question: str, *, mode: str | None, llm: str | None, session_id: str | None,
@@ -21,7 +21,7 @@ def ask(core: "Core", question: str, *, mode: str | None, llm: str | None, sessi
     lock, the run goes to that process as a ``roles_run`` call instead of opening the store here."""
     import anyio
 
-    from .graph import run_graph
+    from aisac_core.roles.graph import run_graph
 
     owner = _live_owner(core)
     err.print("[dim]running router -> planner -> coordinator -> evaluator"
@@ -39,7 +39,7 @@ def ask(core: "Core", question: str, *, mode: str | None, llm: str | None, sessi
 
 def _live_owner(core: "Core") -> Any:
     try:
-        from ..owner import live_owner
+        from aisac_core.owner import live_owner
     except ImportError:  # pragma: no cover - the owner module is optional
         return None
     try:
@@ -56,7 +56,7 @@ async def _ask_owner(owner: Any, question: str, mode: str | None, llm: str | Non
     from fastmcp.client.transports import StreamableHttpTransport
     from fastmcp.exceptions import ToolError
 
-    from . import RolesError
+    from aisac_core.roles import RolesError
 
     args: dict[str, Any] = {"task": question, "wait_s": 600}
     for k, v in (("mode", mode), ("llm", llm), ("session_id", session_id)):

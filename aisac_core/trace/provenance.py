@@ -28,7 +28,7 @@ MAX_STORED_ARGS = 100_000
 
 def sha256_json(obj: Any) -> str:
     """sha256 of the canonical JSON of ``obj`` (sorted keys, compact separators, UTF-8)."""
-    from .store.sql import dumps
+    from aisac_core.store.sql import dumps
 
     return hashlib.sha256(dumps(obj).encode("utf-8")).hexdigest()
 
@@ -101,7 +101,7 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     middleware), ``role_step`` or ``model_call`` (the roles server: ``server="roles"``, ``tool`` = the role or
     step name); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made).
     """
-    from .store.sql import TraceEvent, dumps, utcnow
+    from aisac_core.store.sql import TraceEvent, dumps, utcnow
 
     args_json = dumps(arguments)
     result_json = None if result is None else dumps(result)
@@ -139,7 +139,7 @@ def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) ->
 
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     with Session(engine) as s:
         q = select(TraceEvent).order_by(TraceEvent.id.desc()).limit(limit)
@@ -173,7 +173,7 @@ from pathlib import Path as _Path  # noqa: E402
 from sqlalchemy import Column as _Column, Text as _Text  # noqa: E402
 from sqlmodel import Field as _Field, SQLModel as _SQLModel  # noqa: E402
 
-from .errors import AisacError  # noqa: E402
+from aisac_core.errors import AisacError  # noqa: E402
 
 _log = _logging.getLogger("aisac.provenance")
 
@@ -237,7 +237,7 @@ _tables_ready: set[int] = set()
 
 def _ensure(engine: "Engine") -> None:
     if id(engine) not in _tables_ready:
-        from .store.sql import ensure_tables
+        from aisac_core.store.sql import ensure_tables
 
         ensure_tables(engine, TraceInput, TraceRunPin)
         _tables_ready.add(id(engine))
@@ -246,7 +246,7 @@ def _ensure(engine: "Engine") -> None:
 # ---------------------------------------------------------------------------------------------- pins
 
 def _file_sha256(path: _Path) -> str:
-    from .indexing import sha256_file
+    from aisac_core.rag.indexer import sha256_file
 
     return sha256_file(path)
 
@@ -274,7 +274,7 @@ def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str
     mtime since it was last hashed in this process is not read again. Returns the number of rows written."""
     from sqlmodel import Session, select
 
-    from .store.sql import Document
+    from aisac_core.store.sql import Document
 
     paths = _path_strings(arguments)
     if not paths:
@@ -328,10 +328,10 @@ def config_pins(core: Any) -> dict[str, Any]:
     pins: dict[str, Any] = {"packages": {p: ver(p) for p in ("aisac", "fastmcp", "mcp", "docling-slim", "fastembed",
                                                               "qdrant-edge-py", "qdrant-client")}}
     try:
-        from . import retrieval
-        from .documents import PARSER_REVISION
-        from .embeddings import SPARSE_MODEL_ID
-        from .indexing import fingerprint
+        from aisac_core.rag import search as retrieval
+        from aisac_core.rag.documents import PARSER_REVISION
+        from aisac_core.rag.embeddings import SPARSE_MODEL_ID
+        from aisac_core.rag.indexer import fingerprint
 
         pins.update(embedding_model=s.embedding_model, embedding_model_id=core.embedder.model_id,
                     sparse_model=SPARSE_MODEL_ID, parser_revision=PARSER_REVISION, index_fingerprint=fingerprint(core),
@@ -343,7 +343,7 @@ def config_pins(core: Any) -> dict[str, Any]:
     secret = _re.compile(r"key|token|secret|password", _re.I)
     pins["settings"] = {k: (str(v) if isinstance(v, _Path) else [str(x) for x in v] if isinstance(v, list) else v)
                         for k, v in s.model_dump().items() if not secret.search(k)}
-    from .store.sql import dumps
+    from aisac_core.store.sql import dumps
 
     return _json.loads(dumps(pins))
 
@@ -356,7 +356,7 @@ def pin_run(core: Any, run_id: str) -> bool:
     middleware for each run id the first time this process sees it."""
     from sqlmodel import Session
 
-    from .store.sql import dumps
+    from aisac_core.store.sql import dumps
 
     key = (id(core.engine), str(core.engine.url), run_id)
     if key in _pinned:
@@ -568,7 +568,7 @@ def _events(engine: "Engine", run_id: str) -> list[Any]:
     cost ~4x more for a 1,000-event run)."""
     from sqlalchemy import select
 
-    from .store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     t = TraceEvent.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
@@ -607,7 +607,7 @@ def list_runs(engine: "Engine", *, since: str | _dt | None = None, until: str | 
     from sqlalchemy import case, func
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent as T
+    from aisac_core.store.sql import TraceEvent as T
 
     if not 1 <= int(limit) <= 500:
         raise TraceError(f"limit must be 1..500, got {limit}")
@@ -743,7 +743,7 @@ def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
     when unknown."""
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     _ensure(engine)
     with Session(engine) as s:
@@ -1068,7 +1068,7 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
     written on entry and completed in place). The dashboard's live stream polls it."""
     from sqlalchemy import case, func, select
 
-    from .store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     t = TraceEvent.__table__  # type: ignore[attr-defined]
     if run_id is None:
@@ -1084,7 +1084,7 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
 def verify_run(core: Any, run_id: str, *, use_index: bool = True) -> dict[str, Any]:
     """Re-hash every evidence anchor a run cited and every input file it pinned.
 
-    Anchors go through :func:`aisac_core.retrieval.verify_anchor` (file sha256 and chunk text sha256); its
+    Anchors go through :func:`aisac_core.rag.search.verify_anchor` (file sha256 and chunk text sha256); its
     ``ok`` is reported ``unchanged``, ``file_changed`` / ``chunk_changed`` as ``changed`` (``anchor_status``
     keeps the detail: with ``file_changed`` the quoted passage is still in the new version) and ``missing`` as
     ``missing``. Input files are re-hashed against the pin: ``unchanged`` / ``changed`` / ``missing``.
@@ -1101,7 +1101,7 @@ def verify_run(core: Any, run_id: str, *, use_index: bool = True) -> dict[str, A
     verify_anchor = None
     if use_index:
         try:
-            from .retrieval import verify_anchor
+            from aisac_core.rag.search import verify_anchor
         except ImportError:  # older checkout: file-level check only
             verify_anchor = None
     hashes: dict[str, str | None] = {}
@@ -1240,7 +1240,7 @@ async def replay_run(core: Any, run_id: str, *, force: list[str] | None = None,
                      replay_run_id: str | None = None) -> dict[str, Any]:
     """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
 
-    Calls go through an in-process fastmcp Client on the suite (``servers.suite.build(lifespan=False)``: every
+    Calls go through an in-process fastmcp Client on the suite (``aisac_servers.suite.build(lifespan=False)``: every
     mounted server behind the provenance middleware; no lifespan, so the process's store stays open); they are recorded under a new run id
     (``replay_run_id`` or ``replay-<new id>``), never into the original run. Role steps and model calls are not
     tool calls: they are reproduced by the roles tool call that made them; when the run holds model calls, a
@@ -1259,10 +1259,10 @@ async def replay_run(core: Any, run_id: str, *, force: list[str] | None = None,
     unknown run."""
     from fastmcp import Client, FastMCP
 
-    from .store.sql import dumps
+    from aisac_core.store.sql import dumps
 
     rows = _require_events(core.engine, run_id)
-    from servers.suite import build
+    from aisac_servers.suite import build
 
     suite: FastMCP = build(lifespan=False)  # no lifespan: the serving process keeps its store open
     rid = replay_run_id or "replay-" + new_run_id()[4:]
@@ -1366,7 +1366,7 @@ def trace_stats(engine: "Engine", since: str | _dt | None = None) -> dict[str, A
     percentiles). Raises TraceError for a bad date."""
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent as T
+    from aisac_core.store.sql import TraceEvent as T
 
     since_d = _naive_utc(since, "since")
     q = select(T.run_id, T.kind, T.status, T.tool, T.latency_ms, T.created_at)
@@ -1409,7 +1409,7 @@ def prune_runs(core: Any, older_than_days: float, *, dry_run: bool = False) -> d
     from sqlalchemy import delete, func
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent as T
+    from aisac_core.store.sql import TraceEvent as T
 
     if older_than_days is None or float(older_than_days) < 0:
         raise TraceError(f"older_than_days must be >= 0, got {older_than_days}")

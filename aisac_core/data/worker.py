@@ -1,6 +1,6 @@
-"""The worker process of one sandboxed code session (started by :mod:`aisac_core.sandbox`, never imported by it).
+"""The worker process of one sandboxed code session (started by :mod:`aisac_core.data.sandbox`, never imported by it).
 
-Run as ``python -I aisac_core/sandbox_worker.py '<config JSON>'`` with the session directory as working directory.
+Run as ``python -I aisac_core/data/worker.py '<config JSON>'`` with the session directory as working directory.
 It uses the standard library only at start (heavy libraries are imported when the session's code imports them), so
 a session starts in well under a second.
 

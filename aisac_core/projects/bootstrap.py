@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import AisacError
+from aisac_core.errors import AisacError
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-    from .config import Settings
-    from .runtime import Core
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core
 
 MANIFEST = "aisac.toml"
 #: Roles that accept a prompt overlay when the roles package is absent (issue 7's router -> planner -> coordinator
@@ -436,7 +436,7 @@ def known_roles() -> tuple[str, ...]:
     """Roles that take a prompt overlay: the roles package's prompt names when it is installed, else
     :data:`KNOWN_ROLES`."""
     try:
-        from .roles.prompts import ROLES
+        from aisac_core.roles.prompts import ROLES
     except ImportError:
         return KNOWN_ROLES
     return tuple(ROLES)
@@ -452,7 +452,7 @@ def _placeholders(text: str) -> list[str]:
 
 def _packaged_prompt(role: str) -> str | None:
     try:
-        from .roles.prompts import PROMPT_DIR
+        from aisac_core.roles.prompts import PROMPT_DIR
     except ImportError:
         return None
     p = Path(PROMPT_DIR) / f"{role}.md"
@@ -524,7 +524,7 @@ class Bootstrapped:
         return graph if res is None else res
 
     def mount(self, suite: "FastMCP") -> "FastMCP":
-        """Mount the ``project`` server on a suite built by ``servers.suite.build()`` (its provenance middleware
+        """Mount the ``project`` server on a suite built by ``aisac_servers.suite.build()`` (its provenance middleware
         then traces the project tools like every other tool). Checks the names against the suite's tools first.
 
         Raises:
@@ -568,7 +568,7 @@ def _run_async(fn: Callable[[], Any]) -> Any:
 
 
 def _write_steps(core: "Core", run_id: str, steps: list[Step]) -> None:
-    from .provenance import record_tool_call
+    from aisac_core.trace.provenance import record_tool_call
 
     for s in steps:
         record_tool_call(core.engine, run_id=run_id, server="bootstrap", tool=s.name, arguments=s.arguments,
@@ -582,7 +582,7 @@ def project_data_dir(base: "Settings", project_id: str) -> Path:
 
 def _settings_updates(b: Bootstrapped, base: "Settings") -> tuple[dict[str, Any], list[str]]:
     """Settings fields the manifest sets, and the manifest settings this version has no field for."""
-    from .config import Settings
+    from aisac_core.settings import Settings
 
     m, p = b.project.manifest, b.project
     fields = Settings.model_fields
@@ -692,13 +692,13 @@ def bootstrap(project_dir: str | Path, base_settings: "Settings | None" = None, 
 
     Returns: a :class:`Bootstrapped` with the project settings, tools (``.server``: a FastMCP ``project`` server
     when the tools extension is on), prompt overlays, the graph augmentation, the steps and (open_store) ``.core``,
-    a :class:`~aisac_core.runtime.Core` on the project's store. Call ``.mount(suite)`` to serve the tools.
+    a :class:`~aisac_core.context.Core` on the project's store. Call ``.mount(suite)`` to serve the tools.
 
     Raises:
         BootstrapError: the first failing check, naming the file and the fix (the steps so far are recorded in
             the project's store when its id is known and open_store is True).
     """
-    from .config import Settings
+    from aisac_core.settings import Settings
 
     state: dict[str, Any] = {}
     base = base_settings or Settings()
@@ -901,8 +901,8 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
     from sqlalchemy import func
     from sqlmodel import Session, select
 
-    from .runtime import Core
-    from .store.sql import Document
+    from aisac_core.context import Core
+    from aisac_core.store.sql import Document
 
     core = Core(b.settings)
     try:
@@ -927,7 +927,7 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
 def _record_failure(store_dir: Path, base: "Settings", run_id: str, steps: list[Step]) -> None:
     """Write the steps of a failed bootstrap into the project's store (best effort: never masks the error)."""
     try:
-        from .runtime import Core
+        from aisac_core.context import Core
 
         core = Core(base.model_copy(update={"data_dir": store_dir, "sql_url": None}))
         try:
@@ -943,15 +943,15 @@ def serve_suite(project_dir: str | Path, base_settings: "Settings | None" = None
     """Bootstrap a project (recorded) and build the suite on its store with its tools mounted: what
     ``aisac serve --project DIR`` (and the owner daemon of a project's store) serves.
 
-    The project's :class:`~aisac_core.runtime.Core` becomes the process-wide core (``set_core``), so every server
+    The project's :class:`~aisac_core.context.Core` becomes the process-wide core (``set_core``), so every server
     and the provenance middleware use the project's store.
 
     Raises:
         BootstrapError: see :func:`bootstrap`.
     """
-    from servers.suite import build
+    from aisac_servers.suite import build
 
-    from .runtime import set_core
+    from aisac_core.context import set_core
 
     b = bootstrap(project_dir, base_settings, store_dir=store_dir)
     set_core(b.core)
@@ -972,7 +972,7 @@ def active_project() -> Bootstrapped | None:
 
 
 def activate(b: Bootstrapped) -> None:
-    """Make ``b`` the process's project: ``servers.suite.build()`` mounts its tools, and the roles' workflow graph
+    """Make ``b`` the process's project: ``aisac_servers.suite.build()`` mounts its tools, and the roles' workflow graph
     (``aisac_core.roles.graph.set_augment``) gets its augmentation. (Its prompt overlays reach the roles through
     ``Settings.roles_prompt_dir`` of the project's core.)"""
     global _ACTIVE
@@ -993,7 +993,7 @@ def reset_active_project() -> None:
 
 
 def mount_active_project(suite: "FastMCP", names: list[str] | None = None) -> None:
-    """The hook ``servers.suite.build()`` calls: mount the active project's ``project`` server on a whole suite
+    """The hook ``aisac_servers.suite.build()`` calls: mount the active project's ``project`` server on a whole suite
     (not on a single-server build). Each build gets it (the roles' in-process client builds its own suite)."""
     if _ACTIVE is not None and _ACTIVE.server is not None and not names:
         _ACTIVE.mount(suite)
@@ -1002,8 +1002,11 @@ def mount_active_project(suite: "FastMCP", names: list[str] | None = None) -> No
 # ---- init from a template -----------------------------------------------------------------------------------
 
 def templates_dir() -> Path:
-    """Where the shipped templates live (package data: ``aisac_core/project_templates``)."""
-    return Path(__file__).parent / "project_templates"
+    """Where the shipped templates live: the top-level ``project_templates/`` folder, installed as the package
+    ``aisac_templates`` (so an editable install and a wheel both find it)."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("aisac_templates")))
 
 
 def list_templates() -> list[str]:
@@ -1055,11 +1058,11 @@ def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m aisac_core.bootstrap schema` refreshes docs/projects.md
+if __name__ == "__main__":  # pragma: no cover - `python -m aisac_core.projects.bootstrap schema` refreshes docs/projects.md
     import json as _json
 
     if sys.argv[1:] == ["schema"]:
         print(_json.dumps(manifest_json_schema(), indent=1, ensure_ascii=False))
     else:
-        print("usage: python -m aisac_core.bootstrap schema   (prints the aisac.toml JSON Schema)", file=sys.stderr)
+        print("usage: python -m aisac_core.projects.bootstrap schema   (prints the aisac.toml JSON Schema)", file=sys.stderr)
         sys.exit(2)

@@ -14,7 +14,7 @@ records the pair in ``Turn.pair_user_id``); the vector upsert follows under a de
 runs once per process on first use and upserts every pair the vector store lacks.
 
 Recall (:func:`recall`): the last N turns of the session plus the related older pairs of any session
-(hybrid convex fusion as in :mod:`aisac_core.retrieval`, pairs inside the last-N window excluded),
+(hybrid convex fusion as in :mod:`aisac_core.rag.search`, pairs inside the last-N window excluded),
 assembled within a token budget counted with the embedding model's tokenizer.
 
 Facts (:class:`~aisac_core.store.sql.Fact`): ``(subject, predicate, object)`` valid from ``valid_at``
@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, delete, func, or_
 from sqlmodel import Session, select
 
-from .store.sql import Fact, MemorySession, Turn, dumps
-from .store.vectors import Cond, VectorPoint
+from aisac_core.store.sql import Fact, MemorySession, Turn, dumps
+from aisac_core.store.vectors import Cond, VectorPoint
 
 if TYPE_CHECKING:
-    from .runtime import Core
+    from aisac_core.context import Core
 
 DIALOGUE = "dialogue"
 ROLES = ("user", "assistant", "router", "planner", "coordinator", "evaluator", "tool")
@@ -432,7 +432,7 @@ def list_sessions(core: "Core", project: str | None = None, limit: int = 50, off
 
 def _pair_hits(core: "Core", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion)."""
-    from .retrieval import PREFETCH, convex_fusion
+    from aisac_core.rag.search import PREFETCH, convex_fusion
 
     vs = _vs(core)
     emb = core.embedder

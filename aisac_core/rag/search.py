@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
-from .indexing import documents_matching
-from .store.sql import Document, DocumentContent
-from .store.vectors import Cond, VectorHit
+from aisac_core.rag.indexer import documents_matching
+from aisac_core.store.sql import Document, DocumentContent
+from aisac_core.store.vectors import Cond, VectorHit
 
 if TYPE_CHECKING:
-    from .runtime import Core
+    from aisac_core.context import Core
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
@@ -132,7 +132,7 @@ def _conds(core: "Core", filters: dict[str, Any] | None) -> tuple[list[Cond], st
             if not vals or not all(isinstance(x, str) and x for x in vals):
                 raise SearchError(f"filter {key} must be a non-empty string or list of strings")
             if key == "section":
-                from .documents import SECTION_LABELS
+                from aisac_core.rag.documents import SECTION_LABELS
 
                 bad = [x for x in vals if x not in SECTION_LABELS]
                 if bad:
@@ -373,7 +373,7 @@ def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from .indexing import doc_id_for, sha256_file, text_sha256
+    from aisac_core.rag.indexer import doc_id_for, sha256_file, text_sha256
 
     if not isinstance(anchor, dict):
         raise AnchorError(f"anchor must be the anchor object of a search hit (a dict), got {type(anchor).__name__}")
@@ -449,7 +449,7 @@ def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
         if text is not None and content is not None and _norm_ws(text) in _norm_ws(content.text):
             found, where = True, "the passage occurs in the re-indexed version's text"
     else:
-        from .documents import DocumentError, parse_document
+        from aisac_core.rag.documents import DocumentError, parse_document
 
         try:
             parsed = parse_document(path, core.embedder.tokenizer(), core.settings.chunk_max_tokens,
@@ -569,7 +569,7 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     only), else a heading (case- and whitespace-insensitive; with or without its number) or a number."""
     import re
 
-    from .documents import SECTION_LABELS
+    from aisac_core.rag.documents import SECTION_LABELS
 
     want = " ".join(section.lower().split())
     if want in SECTION_LABELS:

@@ -27,8 +27,8 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folde
 
 
 def _core(data_dir: Path | None):  # noqa: ANN202
-    from .config import Settings
-    from .runtime import Core, set_core
+    from aisac_core.settings import Settings
+    from aisac_core.context import Core, set_core
 
     settings = Settings(data_dir=data_dir) if data_dir else Settings()
     core = Core(settings)
@@ -53,7 +53,7 @@ def index(
     """Index files and folders incrementally (unchanged files are skipped without being read)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .indexing import Counters, Indexer, IndexError_
+    from aisac_core.rag.indexer import Counters, Indexer, IndexError_
 
     core = _core(data_dir)
     failures: list[dict[str, str]] = []
@@ -95,8 +95,8 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
 ) -> None:
     """Search the index and print a table of hits with their anchors."""
-    from .retrieval import SearchError
-    from .retrieval import search as core_search
+    from aisac_core.rag.search import SearchError
+    from aisac_core.rag.search import search as core_search
 
     filters: dict[str, object] = {}
     for f in filter_ or []:
@@ -150,9 +150,9 @@ def serve(
     """
     import logging
 
-    from .config import Settings
-    from .owner import OwnerError, build_proxy, claim_store, ensure_owner, serve_http
-    from .security import is_loopback, new_token
+    from aisac_core.settings import Settings
+    from aisac_core.owner import OwnerError, build_proxy, claim_store, ensure_owner, serve_http
+    from aisac_core.security import is_loopback, new_token
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -160,16 +160,16 @@ def serve(
         _fail(f"--transport must be stdio or http, got {transport!r}")
     settings = Settings(data_dir=data_dir) if data_dir else Settings()
     names = [server] if server else None
-    from servers.suite import SERVERS
+    from aisac_servers.suite import SERVERS
 
     if server and server not in SERVERS:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(SERVERS)}")
-    from .owner import SUPPORTED
+    from aisac_core.owner import SUPPORTED
 
     use_owner = settings.owner_mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
     base_settings = settings
     if project is not None:  # issue 10: check the manifest first (one line on error); the store is the project's
-        from .bootstrap import BootstrapError, bootstrap
+        from aisac_core.projects.bootstrap import BootstrapError, bootstrap
 
         try:
             settings = bootstrap(project, base_settings, open_store=False).settings
@@ -180,14 +180,14 @@ def serve(
 
     def in_process():  # noqa: ANN202
         if project is not None:
-            from .bootstrap import BootstrapError, serve_suite
+            from aisac_core.projects.bootstrap import BootstrapError, serve_suite
 
             try:
                 return serve_suite(project, base_settings, names)
             except BootstrapError as exc:
                 _fail(str(exc))
         _core(data_dir)
-        from servers.suite import build
+        from aisac_servers.suite import build
 
         return build(names)
 
@@ -228,8 +228,8 @@ def owner(
     data_dir: DataDir = None,
 ) -> None:
     """The store's owner process (docs/processes.md): show it, or stop it (the store is closed cleanly)."""
-    from .config import Settings
-    from .owner import live_owner, read_owner_file, stop_owner
+    from aisac_core.settings import Settings
+    from aisac_core.owner import live_owner, read_owner_file, stop_owner
 
     settings = Settings(data_dir=data_dir) if data_dir else Settings()
     if action == "status":
@@ -249,7 +249,7 @@ def owner(
 def status(data_dir: DataDir = None,
            as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
     """Documents, chunks, jobs, and where the store lives (and its size)."""
-    from .runtime import store_status
+    from aisac_core.context import store_status
 
     core = _core(data_dir)
     try:
@@ -281,11 +281,11 @@ def dashboard(
     data_dir: DataDir = None,
 ) -> None:
     """Live trace dashboard in the browser (runs, event trees, evidence, live updates); issue 8."""
-    from .dashboard import serve as serve_dashboard
+    from aisac_core.trace.dashboard import serve as serve_dashboard
 
     core = _core(data_dir)
     if prune_days is not None:
-        from .provenance import prune_runs
+        from aisac_core.trace.provenance import prune_runs
 
         try:
             res = prune_runs(core, prune_days)
@@ -312,7 +312,7 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="write into a non-empty folder")] = False,
 ) -> None:
     """Create a project from a template: aisac.toml, sample data, extensions (docs/projects.md)."""
-    from .bootstrap import BootstrapError, init_project, load_manifest
+    from aisac_core.projects.bootstrap import BootstrapError, init_project, load_manifest
 
     try:
         man = init_project(directory, template, name=name, force=force)
@@ -335,10 +335,10 @@ def install(
     data_dir: DataDir = None,
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
-    from .bootstrap import BootstrapError
-    from .config import Settings
-    from .hosts import HostConfigError, render, server_entry
-    from .hosts import install as install_host
+    from aisac_core.projects.bootstrap import BootstrapError
+    from aisac_core.settings import Settings
+    from aisac_core.projects.hosts import HostConfigError, render, server_entry
+    from aisac_core.projects.hosts import install as install_host
 
     try:
         store = data_dir or Settings().data_dir
@@ -366,12 +366,12 @@ def ask(
                                                     "store, tools, prompts and workflow graph (issue 10)")] = None,
 ) -> None:
     """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (issue 7)."""
-    from .roles.cli import ask as run_ask
+    from aisac_servers.ask import ask as run_ask
 
     if project is not None:
-        from .bootstrap import BootstrapError, bootstrap
-        from .config import Settings
-        from .runtime import set_core
+        from aisac_core.projects.bootstrap import BootstrapError, bootstrap
+        from aisac_core.settings import Settings
+        from aisac_core.context import set_core
 
         try:
             core = bootstrap(project, Settings(data_dir=data_dir) if data_dir else Settings()).core
@@ -391,7 +391,7 @@ def ask(
 
 
 def main() -> None:  # pragma: no cover
-    """Entry point for ``python -m aisac_core.cli``."""
+    """Entry point for ``python -m aisac_servers.cli``."""
     app()
 
 

@@ -12,7 +12,7 @@ severities, evidence cards (text, source, page, score, verify status), and every
 ``/run/stream?id=RUN&after=ID`` and ``/stream?after=ID`` are ``text/event-stream`` endpoints: an ``update``
 event whenever newer trace events exist (the store is polled every 0.5 s, so events written by any process on
 the same store show up); the page then fetches ``/run/fragment`` (or ``/fragment``) and swaps it in, keeping
-open entries open. ``/run/verify?id=RUN`` returns :func:`aisac_core.provenance.verify_run` as JSON (the page
+open entries open. ``/run/verify?id=RUN`` returns :func:`aisac_core.trace.provenance.verify_run` as JSON (the page
 calls it to fill the evidence cards' badges); ``/event?id=N`` returns one event as JSON.
 
 No build step: the CSS and the ~60 lines of JavaScript are inline strings below.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from .runtime import Core
+    from aisac_core.context import Core
 
 #: seconds between two looks at the store while a browser listens (server-sent events).
 POLL_SECONDS = 0.5
@@ -128,7 +128,7 @@ def _page(title: str, body: str, cfg: dict[str, Any], prefix: str) -> str:
 # ---------------------------------------------------------------------------------------------- run list
 
 def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_id: int) -> str:
-    """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.provenance.list_runs` result."""
+    """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.provenance.list_runs` result."""
     rows = []
     for r in data["runs"]:
         link = f"{prefix}/run?{urlencode({'id': r['run_id']})}"
@@ -264,8 +264,8 @@ def _event_html(e: dict[str, Any]) -> str:
 
 
 def render_run(data: dict[str, Any]) -> str:
-    """The run fragment (``<div id=body>``) for :func:`~aisac_core.provenance.get_run` with results."""
-    from .provenance import find_anchors
+    """The run fragment (``<div id=body>``) for :func:`~aisac_core.trace.provenance.get_run` with results."""
+    from aisac_core.trace.provenance import find_anchors
 
     events = _walk(data["tree"])
     run = data["run"]
@@ -327,7 +327,7 @@ def _max_id(engine: Any, run_id: str | None) -> int:
     from sqlalchemy import func
     from sqlmodel import Session, select
 
-    from .store.sql import TraceEvent
+    from aisac_core.store.sql import TraceEvent
 
     q = select(func.max(TraceEvent.id))
     if run_id:
@@ -350,7 +350,7 @@ class Dashboard:
         """The store the dashboard reads."""
         if self._core is not None:
             return self._core
-        from .runtime import get_core
+        from aisac_core.context import get_core
 
         return get_core()
 
@@ -363,7 +363,7 @@ class Dashboard:
         return {k: v for k in ("server", "status", "text", "offset") if (v := request.query_params.get(k))}
 
     async def _runs_fragment(self, request: "Request") -> str:
-        from .provenance import list_runs
+        from aisac_core.trace.provenance import list_runs
 
         q = self._filters(request)
         engine = self.core().engine
@@ -375,7 +375,7 @@ class Dashboard:
         """GET / : the run list."""
         from starlette.responses import HTMLResponse
 
-        from .provenance import TraceError
+        from aisac_core.trace.provenance import TraceError
 
         q = self._filters(request)
         try:
@@ -401,7 +401,7 @@ class Dashboard:
         return request.query_params.get("id", "")
 
     async def _run_fragment(self, run_id: str) -> str:
-        from .provenance import get_run
+        from aisac_core.trace.provenance import get_run
 
         return render_run(await self._run(get_run, self.core().engine, run_id, include_results=True))
 
@@ -409,7 +409,7 @@ class Dashboard:
         """GET /run?id=RUN : one run."""
         from starlette.responses import HTMLResponse
 
-        from .provenance import TraceError
+        from aisac_core.trace.provenance import TraceError
 
         rid = self._run_id(request)
         try:
@@ -426,7 +426,7 @@ class Dashboard:
         """GET /run/fragment?id=RUN : the run page's body (live updates)."""
         from starlette.responses import HTMLResponse
 
-        from .provenance import TraceError
+        from aisac_core.trace.provenance import TraceError
 
         try:
             return HTMLResponse(await self._run_fragment(self._run_id(request)))
@@ -437,7 +437,7 @@ class Dashboard:
         """GET /run/verify?id=RUN : trace_verify as JSON."""
         from starlette.responses import JSONResponse
 
-        from .provenance import TraceError, verify_run
+        from aisac_core.trace.provenance import TraceError, verify_run
 
         try:
             return JSONResponse(await self._run(verify_run, self.core(), self._run_id(request),
@@ -449,7 +449,7 @@ class Dashboard:
         """GET /event?id=N : one event as JSON."""
         from starlette.responses import JSONResponse
 
-        from .provenance import TraceError, get_event
+        from aisac_core.trace.provenance import TraceError, get_event
 
         try:
             return JSONResponse(await self._run(get_event, self.core().engine, int(request.query_params.get("id", 0))))
@@ -460,7 +460,7 @@ class Dashboard:
         import anyio
         from sse_starlette.event import ServerSentEvent
 
-        from .provenance import run_signature
+        from aisac_core.trace.provenance import run_signature
 
         def update(sig: str) -> Any:
             return ServerSentEvent(event="update", data=json.dumps({"last_id": int(sig.split(".")[0]), "sig": sig}))

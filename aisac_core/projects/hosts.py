@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import AisacError
+from aisac_core.errors import AisacError
 
 HOSTS = ("claude-desktop", "vscode", "cursor")
 #: the top-level key holding the servers, per host
@@ -95,13 +95,13 @@ def server_entry(host: str, *, data_dir: Path, project: Path | None = None, comm
     The name is ``aisac``, or ``aisac-<project id>`` with a project (so several projects can sit side by side).
 
     Raises:
-        HostConfigError: unknown host. :class:`~aisac_core.bootstrap.BootstrapError`: the project does not load.
+        HostConfigError: unknown host. :class:`~aisac_core.projects.bootstrap.BootstrapError`: the project does not load.
     """
     _check_host(host)
     args = ["serve"]
     name = "aisac"
     if project is not None:
-        from .bootstrap import load_manifest
+        from aisac_core.projects.bootstrap import load_manifest
 
         p = load_manifest(project)
         args += ["--project", str(p.root)]

@@ -2,7 +2,7 @@
 
 The boundary (docs/data.md "Code sessions" says the same to users):
 
-1. **A separate process** per session (:mod:`aisac_core.sandbox_worker`): the server never executes session code
+1. **A separate process** per session (:mod:`aisac_core.data.worker`): the server never executes session code
    itself; a crash, a kill or a runaway loop ends only that worker. The parent kills a run that exceeds its wall
    time (SIGKILL to the worker's process group) and reports the lost state on the next call.
 2. **OS isolation when the machine offers it** (``Settings.sandbox_isolation``, default ``auto``):
@@ -48,15 +48,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import AisacError
+from aisac_core.settings import Settings
+from aisac_core.errors import AisacError
 
 #: imports a session's code may make (``Settings.sandbox_allow_imports`` adds to it)
 DEFAULT_ALLOWED_IMPORTS = ("numpy", "pandas", "scipy", "matplotlib", "math", "statistics", "json", "re",
                            "datetime", "collections", "itertools", "functools", "random", "decimal", "fractions",
                            "string", "textwrap", "operator", "copy", "typing", "dataclasses", "enum", "cmath",
                            "numbers", "bisect", "heapq", "pprint", "time", "calendar")
-WORKER_SCRIPT = Path(__file__).with_name("sandbox_worker.py")
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_CODE_CHARS = 1_000_000
 MAX_TIMEOUT_S = 3600.0
@@ -214,7 +214,7 @@ class SandboxManager:
             # the interpreter, the virtual environment and the code may live under /tmp (a checkout there, say):
             # mount them back read-only after the tmpfs that hid them
             code = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
-                    WORKER_SCRIPT.resolve().parent.parent}
+                    WORKER_SCRIPT.resolve().parents[2]}
             code |= {Path(e).resolve() for e in sys.path if e and Path(e).is_absolute() and Path(e).is_dir()}
             for p in sorted(code):
                 if p.is_relative_to("/tmp") and not any(p.is_relative_to(q) for q in code if q != p):
@@ -597,7 +597,7 @@ class SandboxManager:
                 argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if not argv[0].endswith(b"bwrap") and any(b"sandbox_worker" in a for a in argv):
+            if not argv[0].endswith(b"bwrap") and str(WORKER_SCRIPT).encode() in argv:
                 return p
             stack += children.get(p, [])
         return root
@@ -734,7 +734,7 @@ _mgr_lock = threading.Lock()
 
 
 def get_sandbox(core: Any) -> SandboxManager:
-    """The :class:`SandboxManager` of a :class:`~aisac_core.runtime.Core` (one per core, created on first use)."""
+    """The :class:`SandboxManager` of a :class:`~aisac_core.context.Core` (one per core, created on first use)."""
     with _mgr_lock:
         m = core.__dict__.get("_sandbox")
         if m is None:

@@ -38,15 +38,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from sqlmodel import Session, select
 
-from .documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
-from .embeddings import SPARSE_MODEL_ID
-from .store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, dumps, utcnow
-from .store.vectors import Cond, VectorPoint, VectorStoreError
+from aisac_core.rag.documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
+from aisac_core.rag.embeddings import SPARSE_MODEL_ID
+from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, dumps, utcnow
+from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from .runtime import Core
+    from aisac_core.context import Core
 
 log = logging.getLogger("aisac.indexing")
 
@@ -134,8 +134,8 @@ def _walk(folder: Path) -> Iterable[Path]:
 def plan_paths(paths: list[Path], catalog_only: bool = False) -> Plan:
     """Expand files and folders into a :class:`Plan`.
 
-    Document types (:data:`~aisac_core.documents.DOCUMENT_TYPES`) are indexed, except under
-    ``catalog_only``; tabular and binary data types (:data:`~aisac_core.documents.CATALOG_TYPES`) are
+    Document types (:data:`~aisac_core.rag.documents.DOCUMENT_TYPES`) are indexed, except under
+    ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.documents.CATALOG_TYPES`) are
     catalogued. Raises :class:`IndexError_` for a path that does not exist.
     """
     plan = Plan()
@@ -195,7 +195,7 @@ ProgressFn = Callable[[int, int, str], None]
 
 
 class Indexer:
-    """Indexes files into the shared store for one :class:`~aisac_core.runtime.Core`."""
+    """Indexes files into the shared store for one :class:`~aisac_core.context.Core`."""
 
     def __init__(self, core: "Core") -> None:
         self.core = core

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel, select
 
-from .errors import AisacError, resolve_in_roots
+from aisac_core.errors import AisacError, resolve_in_roots
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -453,7 +453,7 @@ class Registry:
     """Registered frames of one store (SQL rows + Parquet files + an in-process LRU cache). Thread-safe."""
 
     def __init__(self, core: Any) -> None:
-        from .store.sql import ensure_tables
+        from aisac_core.store.sql import ensure_tables
 
         self.core = core
         self.settings = core.settings
@@ -588,7 +588,7 @@ class Registry:
         if sheet is not None and fmt != "excel":
             raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
-        from .indexing import sha256_file
+        from aisac_core.rag.indexer import sha256_file
 
         sha = sha256_file(p)
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
@@ -768,7 +768,7 @@ class Registry:
     def to_session(self, name: str, session: str, variable: str | None = None) -> dict:
         """Copy a frame into a code session as a pandas DataFrame variable (default: the frame name made an
         identifier). Result: ``{name, session, variable, shape, path}`` (the Parquet copy inside the session dir)."""
-        from .sandbox import get_sandbox
+        from aisac_core.data.sandbox import get_sandbox
 
         df = self.frame(name)
         var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
@@ -786,7 +786,7 @@ _reg_lock = threading.Lock()
 
 
 def get_registry(core: Any) -> Registry:
-    """The :class:`Registry` of a :class:`~aisac_core.runtime.Core` (one per core, created on first use)."""
+    """The :class:`Registry` of a :class:`~aisac_core.context.Core` (one per core, created on first use)."""
     with _reg_lock:
         r = core.__dict__.get("_data_registry")
         if r is None:

@@ -1,4 +1,4 @@
-"""The coordinator's bridge to the suite: an in-process MCP client over ``servers.suite.build()``.
+"""The coordinator's bridge to the suite: an in-process MCP client over ``aisac_servers.suite.build()``.
 
 This is the one module of ``aisac_core`` that talks MCP (fastmcp is imported lazily): the coordinator executes
 plan steps by calling the suite's real tools, so every call passes the provenance middleware and becomes a trace
@@ -37,7 +37,7 @@ class SuiteTools:
         from fastmcp import Client
 
         if self.server is None:
-            from servers.suite import build
+            from aisac_servers.suite import build
 
             self.server = build(lifespan=False)  # the running process owns the core; do not close it on exit
         self.client = Client(self.server)

@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .config import DEFAULT_EMBEDDING_MODEL, Settings
+from aisac_core.settings import DEFAULT_EMBEDDING_MODEL, Settings
 
 log = logging.getLogger("aisac.embeddings")
 
@@ -89,7 +89,7 @@ def assemble_offline_minilm(target: Path) -> Path:
     cfg = json.loads((tmp / "tokenizer_config.json").read_text())
     cfg["model_max_length"] = MINILM_MAX_TOKENS
     (tmp / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
-    stop = Path(__file__).parent / "data" / "english_stopwords.txt"
+    stop = Path(__file__).parent / "english_stopwords.txt"
     shutil.copyfile(stop, tmp / "english.txt")  # fastembed's Bm25 reads <dir>/english.txt
     digest = hashlib.sha256((tmp / "model.onnx").read_bytes()).hexdigest()
     (tmp / "aisac-assembled.json").write_text(json.dumps({"model.onnx sha256": digest}))
@@ -138,7 +138,7 @@ class Embedder:
         d = self.settings.models_dir / "bm25"
         if not (d / "english.txt").exists():
             d.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(__file__).parent / "data" / "english_stopwords.txt", d / "english.txt")
+            shutil.copyfile(Path(__file__).parent / "english_stopwords.txt", d / "english.txt")
         return d
 
     def _load(self) -> None:

@@ -11,14 +11,14 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .config import Settings, get_settings
+from aisac_core.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from .embeddings import Embedder
-    from .indexing import JobManager
-    from .store.vectors import VectorStore
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.rag.indexer import JobManager
+    from aisac_core.store.vectors import VectorStore
 
 #: Collection of document chunks (DESIGN.md "Store").
 CHUNKS = "chunks"
@@ -38,7 +38,7 @@ class Core:
     @cached_property
     def engine(self) -> "Engine":
         """The SQL engine (tables created on first use)."""
-        from .store.sql import make_engine
+        from aisac_core.store.sql import make_engine
 
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         return make_engine(self.settings.resolved_sql_url)
@@ -46,14 +46,14 @@ class Core:
     @cached_property
     def embedder(self) -> "Embedder":
         """Dense + sparse embedder (models load on first use)."""
-        from .embeddings import Embedder
+        from aisac_core.rag.embeddings import Embedder
 
         return Embedder(self.settings)
 
     @cached_property
     def jobs(self) -> "JobManager":
         """Background job runner (indexing)."""
-        from .indexing import JobManager
+        from aisac_core.rag.indexer import JobManager
 
         return JobManager(self)
 
@@ -67,7 +67,7 @@ class Core:
         """
         with self._lock:
             if self._vectors is None:
-                from .store.vectors import open_vector_store
+                from aisac_core.store.vectors import open_vector_store
 
                 vs = open_vector_store(self.settings.vector_backend, root=self.settings.vectors_dir,
                                        url=self.settings.qdrant_url, api_key=self.settings.qdrant_api_key)
@@ -78,7 +78,7 @@ class Core:
                     vs.close()
                     raise
                 if recreated:
-                    from .indexing import mark_all_stale
+                    from aisac_core.rag.indexer import mark_all_stale
 
                     mark_all_stale(self.engine)
                 self._vectors = vs
@@ -157,8 +157,8 @@ def store_status(core: Core) -> dict:
     from sqlalchemy import func
     from sqlmodel import Session, select
 
-    from .indexing import fingerprint
-    from .store.sql import CatalogEntry, Document, TraceEvent
+    from aisac_core.rag.indexer import fingerprint
+    from aisac_core.store.sql import CatalogEntry, Document, TraceEvent
 
     s = core.settings
     with Session(core.engine) as db:

@@ -1,0 +1,1 @@
+"""Trace exports: Markdown, W3C PROV, Workflow Run RO-Crate."""
