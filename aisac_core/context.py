@@ -1,43 +1,62 @@
-"""The process-wide handle on one store: settings, SQL engine, vector store, embedder, jobs.
+"""The application context: everything one aisac store needs, built once and handed down.
 
-Everything opens lazily: creating a :class:`Core` touches nothing on disk, so a server can answer
-``tools/list`` at once; the SQL store opens on first use, the vector store and the models on the first
-call that needs them.
+The MCP suite's lifespan builds one :class:`AppContext` and yields it to every tool
+(``aisac_servers.suite.build``); the CLI builds the same one for its commands. It owns the settings, the SQL engine,
+the vector store, the embedder, the background jobs, the DataFrame registry, the sandbox manager, the memory state and
+the served project, and :meth:`AppContext.close` closes all of them. There are no process-wide wiring globals: two
+contexts on two data dirs live side by side in one process (the tests do that).
+
+Everything opens lazily: creating an :class:`AppContext` touches nothing on disk, so a server can answer
+``tools/list`` at once; the SQL store opens on first use, the vector store and the models on the first call that
+needs them.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from aisac_core.settings import Settings, get_settings
+from aisac_core.store.collections import CHUNKS, DIALOGUE
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from aisac_core.data.frames import Registry
+    from aisac_core.data.sandbox import SandboxManager
+    from aisac_core.memory import MemoryState
+    from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
     from aisac_core.rag.indexer import JobManager
     from aisac_core.store.vectors import VectorStore
 
-#: Collection of document chunks (DESIGN.md "Store").
-CHUNKS = "chunks"
-#: Collection of embedded user -> assistant pairs of memory sessions (:mod:`aisac_core.memory`).
-DIALOGUE = "dialogue"
+__all__ = ["AppContext", "CHUNKS", "DIALOGUE", "store_status"]
+
+log = logging.getLogger("aisac")
 
 
-class Core:
-    """Lazily opened store and models for one data dir."""
+class AppContext:
+    """Lazily opened store, models and domain services of one data dir.
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
+    revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
+    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state); ``project`` is the
+    bootstrapped project this context serves (None without ``--project``).
+    """
+
+    def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None) -> None:
         self.settings = settings or get_settings()
+        self.project = project
         self._lock = threading.RLock()
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None
+        self._closed = False
 
     @cached_property
     def engine(self) -> "Engine":
-        """The SQL engine (tables created on first use)."""
+        """The SQL engine (schema brought to the newest revision on first use)."""
         from aisac_core.store.sql import make_engine
 
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -56,6 +75,37 @@ class Core:
         from aisac_core.rag.indexer import JobManager
 
         return JobManager(self)
+
+    @cached_property
+    def frames(self) -> "Registry":
+        """The DataFrame registry of the data server (frames persisted under the data dir)."""
+        from aisac_core.data.frames import Registry
+
+        return Registry(self)
+
+    @cached_property
+    def sandbox(self) -> "SandboxManager":
+        """The manager of sandboxed code sessions (worker processes start on demand)."""
+        from aisac_core.data.sandbox import SandboxManager
+
+        return SandboxManager(self.settings)
+
+    @cached_property
+    def memory(self) -> "MemoryState":
+        """Memory's per-store state (whether the dialogue collection was reconciled with the turns)."""
+        from aisac_core.memory import MemoryState
+
+        return MemoryState()
+
+    @property
+    def graph_augment(self) -> Callable[[dict], dict] | None:
+        """The served project's workflow-graph augmentation (None without a project or without one)."""
+        p = self.project
+        return p.augment_graph if p is not None and p.graph_augment is not None else None
+
+    def opened(self, name: str) -> Any | None:
+        """The field ``name`` when it was already opened, else None (never opens it)."""
+        return self.__dict__.get(name)
 
     def vectors(self) -> "VectorStore":
         """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
@@ -86,16 +136,14 @@ class Core:
 
     def warm(self) -> None:
         """Load the models and open the vector store in a background thread (errors surface on first use)."""
-        if getattr(self, "_warm_thread", None) is not None:
+        if self._warm_thread is not None:
             return
 
         def _warm() -> None:
             try:
                 self.vectors()
             except Exception as exc:  # reported again, with its message, by the first call that needs it
-                import logging
-
-                logging.getLogger("aisac").warning("background warm-up: %s", exc)
+                log.warning("background warm-up: %s", exc)
 
         # start after a short delay, so the first protocol requests are not slowed by model loading
         self._warm_thread = threading.Timer(1.0, _warm)
@@ -103,39 +151,23 @@ class Core:
         self._warm_thread.start()
 
     def close(self) -> None:
-        """Stop background jobs (letting the running one finish, up to 10 s), then flush and release the vector
-        store. The jobs are stopped before taking the core's lock: a running job needs it to reach the store."""
-        if "jobs" in self.__dict__:
-            self.jobs.shutdown()
+        """Stop background jobs (letting the running one finish, up to 10 s) and the code-session workers, then
+        flush and release the vector store and dispose of the SQL engine. The jobs are stopped before taking the
+        context's lock: a running job needs it to reach the store. Closing twice is harmless."""
+        if (jobs := self.opened("jobs")) is not None:
+            jobs.shutdown()
+        if (sandbox := self.opened("sandbox")) is not None:
+            sandbox.shutdown()
         with self._lock:
+            if isinstance(self._warm_thread, threading.Timer):
+                self._warm_thread.cancel()
             if self._vectors is not None:
                 self._vectors.close()
                 self._vectors = None
             self._warm_thread = None
-            if "engine" in self.__dict__:
-                self.engine.dispose()
-
-
-_core: Core | None = None
-_core_lock = threading.Lock()
-
-
-def get_core() -> Core:
-    """The process-wide :class:`Core` for the settings in the environment."""
-    global _core
-    with _core_lock:
-        if _core is None:
-            _core = Core()
-        return _core
-
-
-def set_core(core: Core | None) -> None:
-    """Replace the process-wide core (tests, or a CLI option naming another data dir)."""
-    global _core
-    with _core_lock:
-        if _core is not None and _core is not core:
-            _core.close()
-        _core = core
+            if (engine := self.opened("engine")) is not None:
+                engine.dispose()
+            self._closed = True
 
 
 def _dir_size(path) -> int:  # noqa: ANN001
@@ -151,7 +183,7 @@ def _dir_size(path) -> int:  # noqa: ANN001
     return total
 
 
-def store_status(core: Core) -> dict:
+def store_status(core: AppContext) -> dict:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, jobs, store
     location and size in bytes, the embedding model, and whether documents await re-embedding."""
     from sqlalchemy import func

@@ -371,12 +371,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _jobs_pending(settings: "Settings") -> bool:
+def _jobs_pending(core: "AppContext | None") -> bool:
     """True while an indexing job is queued or running in this store."""
-    from aisac_core.context import get_core
-
-    core = get_core()
-    if "jobs" not in core.__dict__:
+    if core is None or core.opened("jobs") is None:
         return False
     try:
         from sqlmodel import Session, select
@@ -389,7 +386,8 @@ def _jobs_pending(settings: "Settings") -> bool:
         return False
 
 
-def _idle_watch(settings: "Settings", activity: "Activity", idle_seconds: float, stop: threading.Event) -> None:
+def _idle_watch(settings: "Settings", activity: "Activity", idle_seconds: float, stop: threading.Event,
+                app: "AppContext | None" = None) -> None:
     """Daemon thread: once idle for ``idle_seconds`` (> 0; no request in flight, no job pending), take the start
     lock (no starter can pick this owner any more), remove ``owner.json`` and stop the server with SIGTERM. Also
     stops the daemon when its ``owner.json`` disappears (the data dir was deleted, e.g. a temporary store)."""
@@ -401,7 +399,7 @@ def _idle_watch(settings: "Settings", activity: "Activity", idle_seconds: float,
             log.warning("%s no longer names this process as its owner: shutting down", data_dir / OWNER_FILE)
             os.kill(os.getpid(), signal.SIGTERM)
             return
-        if idle_seconds <= 0 or activity.idle_for() < idle_seconds or _jobs_pending(settings):
+        if idle_seconds <= 0 or activity.idle_for() < idle_seconds or _jobs_pending(app):
             continue
         fd = acquire_lock(data_dir / START_LOCK_FILE, 5.0)
         if fd is None:
@@ -492,7 +490,7 @@ def NamespaceFilter(names: list[str]):  # noqa: ANN201, N802
 
 def serve_http(settings: "Settings", mcp: "FastMCP", *, host: str, port: int, token: str | None,
                register_fd: int | None = None, kind: str = "http", idle_seconds: float = 0.0,
-               sock: socket.socket | None = None) -> None:
+               sock: socket.socket | None = None, app: "AppContext | None" = None) -> None:
     """Serve ``mcp`` over streamable HTTP behind :class:`~aisac_core.security.HttpGuard` (token, size limit).
 
     With ``register_fd`` (this process holds ``owner.lock``) the server also writes ``owner.json`` once it listens
@@ -512,7 +510,7 @@ def serve_http(settings: "Settings", mcp: "FastMCP", *, host: str, port: int, to
             pid=os.getpid(), url=url, token=token, version=aisac_version(), data_dir=str(settings.data_dir),
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), kind=kind))
         if kind == "daemon":
-            threading.Thread(target=_idle_watch, args=(settings, activity, idle_seconds, stop),
+            threading.Thread(target=_idle_watch, args=(settings, activity, idle_seconds, stop, app),
                              name="aisac-owner-idle", daemon=True).start()
     log.info("serving %s on %s (%s)", settings.data_dir, url, kind)
     # uvicorn turns SIGTERM into a graceful shutdown, then re-raises it once it has stopped: with the default
@@ -539,7 +537,7 @@ def run_daemon() -> None:
     """Body of ``python -m aisac_core.owner daemon``: take ``owner.lock``, serve the whole suite on a free
     loopback port with a fresh token, write ``owner.json``, idle out after ``owner_idle_seconds``."""
     from aisac_core.settings import Settings
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext
     from aisac_core.security import new_token
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
@@ -553,14 +551,14 @@ def run_daemon() -> None:
     if os.environ.get("AISAC_PROJECT"):  # issue 10: the owner of a project's store serves the project's suite
         from aisac_core.projects.bootstrap import serve_suite
 
-        suite = serve_suite(os.environ["AISAC_PROJECT"], settings, store_dir=settings.data_dir)
+        suite, app = serve_suite(os.environ["AISAC_PROJECT"], settings, store_dir=settings.data_dir)
     else:
-        set_core(Core(settings))
         from aisac_servers.suite import build
 
-        suite = build()
+        app = AppContext(settings)
+        suite = build(app=app)
     serve_http(settings, suite, host="127.0.0.1", port=0, token=new_token(), register_fd=fd, kind="daemon",
-               idle_seconds=settings.owner_idle_seconds)
+               idle_seconds=settings.owner_idle_seconds, app=app)
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through subprocesses

@@ -80,10 +80,10 @@ def isolated_settings(data_dir: Path) -> Any:
 
 
 def make_core(data_dir: Path) -> Any:
-    """A :class:`~aisac_core.context.Core` on a private store in ``data_dir``."""
-    from aisac_core.context import Core
+    """A :class:`~aisac_core.context.AppContext` on a private store in ``data_dir``."""
+    from aisac_core.context import AppContext
 
-    return Core(isolated_settings(data_dir))
+    return AppContext(isolated_settings(data_dir))
 
 
 def server_env(data_dir: Path) -> dict[str, str]:

@@ -55,14 +55,14 @@ def run(ctx: Context) -> dict[str, Any]:
 
     from aisac_core.settings import Settings
     from aisac_core.data.frames import get_registry
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
     from aisac_core.data.sandbox import get_sandbox
 
     t0 = time.perf_counter()
     parquet = ctx.data_dir / PARQUET
     with temp_dir(ctx, "data") as tmp:
         roots = [ctx.data_dir] if ctx.data_dir.is_dir() else []
-        core = Core(Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False,
+        core = AppContext(Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False,
                              sandbox_dir=None))
         set_core(core)
         mgr = get_sandbox(core)

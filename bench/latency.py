@@ -55,7 +55,8 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
     """Embed ``chunks`` with aisac's Embedder and upsert them with the Indexer's payload schema."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import point_id, text_sha256
+    from aisac_core.rag.indexer import point_id
+    from aisac_core.hashing import sha256_text
     from aisac_core.store.vectors import VectorPoint
 
     vs = core.vectors()
@@ -81,7 +82,7 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
                     id=point_id(did, sha, idx), dense=dv, sparse_indices=sv[0], sparse_values=sv[1],
                     payload={"doc_id": did, "path": str(path), "sha256": sha, "file_type": "md", "chunk_index": idx,
                              "page": None, "page_end": None, "char_start": 0, "char_end": len(text), "section": "",
-                             "section_covers": "other", "text": text, "text_sha256": text_sha256(text),
+                             "section_covers": "other", "text": text, "text_sha256": sha256_text(text),
                              "title": f"Cranfield {cid}"}))
             with Timer() as t:
                 for i in range(0, len(points), 256):

@@ -84,18 +84,18 @@ def run(ctx: Context) -> dict[str, Any]:
     """Run the three measurements; returns the JSON result."""
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "literature") as tmp, _replay_server() as srv:
         base = {**srv.settings_kwargs(), "warm": False, "roots": [], "sql_url": None}
         fast = Settings(data_dir=tmp / "a", lit_arxiv_interval_s=0.0, **base)
-        core = Core(fast)
+        core = AppContext(fast)
         reset_states()
         cold, warm = asyncio.run(_searches(fast, core))
         core.close()
         rate = _merge_rate()
-        polite = Core(Settings(data_dir=tmp / "b", **base))  # the default 3 s arXiv interval
+        polite = AppContext(Settings(data_dir=tmp / "b", **base))  # the default 3 s arXiv interval
         set_core(polite)
         reset_states()
         try:

@@ -83,8 +83,10 @@ async def _overhead() -> dict[str, Any]:
 def _populate(core: Any, run: str) -> None:
     from sqlmodel import Session
 
-    from aisac_core.trace.provenance import anchor_ids, sha256_json
-    from aisac_core.store.sql import TraceEvent, dumps
+    from aisac_core.trace.provenance import anchor_ids
+    from aisac_core.hashing import sha256_json
+    from aisac_core.store.sql import TraceEvent
+    from aisac_core.hashing import dumps
 
     def hit(i: int) -> dict[str, Any]:
         return {"chunk_id": f"chunk-{i}", "path": f"/papers/p{i % 40}.pdf", "page": i % 12 + 1, "section": "results",

@@ -318,9 +318,9 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
     from aisac_core.settings import Settings
     from aisac_core.trace.provenance import list_events
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-    core = Core(Settings(data_dir=ddir))
+    core = AppContext(Settings(data_dir=ddir))
     try:
         events = list(reversed(list_events(core.engine, run_id=run_id, limit=100)))
     finally:

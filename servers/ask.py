@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 
-def ask(core: "Core", question: str, *, mode: str | None, llm: str | None, session_id: str | None,
+def ask(core: "AppContext", question: str, *, mode: str | None, llm: str | None, session_id: str | None,
         as_json: bool, out: "Console", err: "Console") -> int:
     """Run :func:`~aisac_core.roles.graph.run_graph` and print the result; returns the exit code (0; the
     evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
@@ -37,7 +37,7 @@ def ask(core: "Core", question: str, *, mode: str | None, llm: str | None, sessi
     return 0
 
 
-def _live_owner(core: "Core") -> Any:
+def _live_owner(core: "AppContext") -> Any:
     try:
         from aisac_core.owner import live_owner
     except ImportError:  # pragma: no cover - the owner module is optional

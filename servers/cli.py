@@ -28,10 +28,10 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folde
 
 def _core(data_dir: Path | None):  # noqa: ANN202
     from aisac_core.settings import Settings
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     settings = Settings(data_dir=data_dir) if data_dir else Settings()
-    core = Core(settings)
+    core = AppContext(settings)
     set_core(core)
     return core
 

@@ -1,4 +1,5 @@
-"""What every server adapter shares: running core calls off the event loop with clear MCP tool errors."""
+"""What every server adapter shares: the application context a tool works on, and running core calls off the event
+loop with clear MCP tool errors."""
 
 from __future__ import annotations
 
@@ -6,35 +7,47 @@ import logging
 from typing import Any, Callable, TypeVar
 
 import anyio
+from fastmcp.dependencies import Depends
 from fastmcp.exceptions import ToolError
+from fastmcp.server.dependencies import get_context
+
+from aisac_core.context import AppContext
+from aisac_core.errors import AisacError
 
 log = logging.getLogger("aisac.servers")
 T = TypeVar("T")
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    from aisac_core.rag.documents import DocumentError
-    from aisac_core.errors import AisacError
-    from aisac_core.rag.embeddings import EmbeddingModelError
-    from aisac_core.rag.indexer import IndexError_
-    from aisac_core.memory import MemoryInputError
-    from aisac_core.rag.search import SearchError
-    from aisac_core.store.sql import StoreError
-    from aisac_core.store.vectors import VectorStoreError
+def current_app() -> AppContext:
+    """The :class:`~aisac_core.context.AppContext` of the suite serving the current request: the lifespan of the
+    suite (:func:`aisac_servers.suite.build`) yields it as ``{"app": ...}``; a mounted server reads the root's.
 
-    return (AisacError, SearchError, IndexError_, DocumentError, VectorStoreError, EmbeddingModelError, StoreError,
-            MemoryInputError)
+    Raises:
+        ToolError: no suite lifespan is running (a server used without the suite).
+    """
+    rc = get_context().request_context
+    lc = rc.lifespan_context if rc is not None else None
+    app = lc.get("app") if isinstance(lc, dict) else None
+    if not isinstance(app, AppContext):
+        raise ToolError("this server runs without aisac's application context: serve it through the suite "
+                        "(`aisac serve`, or aisac_servers.suite.build())")
+    return app
+
+
+#: default of a tool parameter ``app: AppContext = App``: fastmcp injects the application context and leaves the
+#: parameter out of the tool's input schema.
+App: Any = Depends(current_app)
 
 
 async def call_core(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run ``fn`` in a worker thread. aisac's own input and store errors become :class:`ToolError` with
-    their message; anything else becomes a ToolError naming the failure (the traceback goes to the log,
-    on stderr), never a raw traceback to the client."""
+    """Run ``fn`` in a worker thread. aisac's user errors (:class:`~aisac_core.errors.AisacError`) become
+    :class:`ToolError` with their message; anything else becomes a ToolError naming the failure (the traceback goes
+    to the log, on stderr), never a raw traceback to the client."""
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except ToolError:
         raise
-    except _user_errors() as exc:
+    except AisacError as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
         log.exception("internal error in %s", getattr(fn, "__name__", fn))

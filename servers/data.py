@@ -23,9 +23,9 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import ImageContent, TextContent
 from pydantic import Field
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
-from .common import call_core
+from .common import App, call_core
 
 server = FastMCP(
     "data",
@@ -40,18 +40,6 @@ server = FastMCP(
 FrameName = Annotated[str, Field(description="frame name (data_list shows them) or a result_id of data_query / "
                                              "data_aggregate")]
 SessionName = Annotated[str, Field(description="session name: 1-64 letters, digits, '_', '.', '-'")]
-
-
-def _registry() -> Any:
-    from aisac_core.data.frames import get_registry
-
-    return get_registry(get_core())
-
-
-def _sandbox() -> Any:
-    from aisac_core.data.sandbox import get_sandbox
-
-    return get_sandbox(get_core())
 
 
 def _with_images(result: dict, images: list[bytes]) -> ToolResult:
@@ -72,6 +60,7 @@ async def load(
                                                    "registered as <name>:<sheet>)")] = None,
     header_rows: Annotated[int | None, Field(description="number of header rows 0-10, overriding detection (CSV, "
                                                          "Excel)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Load a table file into a named frame (replacing a frame of that name), recording its lineage.
 
@@ -82,15 +71,15 @@ async def load(
     Errors: path outside the registered roots ('..', symlinks); missing, empty, corrupt or unsupported file; bad
     name, sheet or header_rows; file over AISAC_DATA_MAX_FILE_MB."""
     sh: str | int | None = sheet
-    return await call_core(lambda: _registry().load(path, name, sh, header_rows))
+    return await call_core(lambda: app.frames.load(path, name, sh, header_rows))
 
 
 @server.tool(name="list")
-async def list_frames() -> dict[str, Any]:
+async def list_frames(app: AppContext = App) -> dict[str, Any]:
     """Every registered frame, newest first, with its lineage (source file + sha256, or parent + operation).
     Result: ``{frames: [{name, kind, rows, columns, column_names (first 20), source | parent + operation, notes,
     created_at}], count}``."""
-    return await call_core(lambda: _registry().list())
+    return await call_core(lambda: app.frames.list())
 
 
 @server.tool
@@ -99,22 +88,24 @@ async def preview(
     n: Annotated[int, Field(description="rows to show, 1-500")] = 10,
     where: Annotated[Literal["head", "tail", "sample"], Field(
         description="head, tail or sample (reproducible: random_state 0)")] = "head",
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Rows of a frame with its shape and dtypes. Result: ``{name, where, n, shape: [rows, columns], dtypes:
     {column: dtype}, rows: [{column: value}]}`` (dates ISO 8601, missing values null). Errors: unknown frame;
     n out of range."""
-    return await call_core(lambda: _registry().preview(name, n, where))
+    return await call_core(lambda: app.frames.preview(name, n, where))
 
 
 @server.tool
 async def describe(
     name: FrameName,
     columns: Annotated[list[str] | None, Field(description="only these columns (default all, first 200)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Summary statistics per column (pandas describe(include='all') plus null counts). Result: ``{name, shape,
     columns: {column: {dtype, count, nulls, mean, std, min, 25%, 50%, 75%, max | unique, top, freq}},
     truncated}``. Errors: unknown frame or column."""
-    return await call_core(lambda: _registry().describe(name, columns))
+    return await call_core(lambda: app.frames.describe(name, columns))
 
 
 @server.tool
@@ -124,13 +115,14 @@ async def query(
                                            "'A'\"; `backticks` for column names with spaces")],
     columns: Annotated[list[str] | None, Field(description="columns to return (default all)")] = None,
     limit: Annotated[int, Field(description="rows to return, 1-1000")] = 50,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Rows matching a query in pandas DataFrame.query syntax - comparisons, and/or/not, arithmetic, 'in'
     lists, and the methods str.contains/startswith/endswith/lower/upper, isna/notna, isin, between, dt.year...
     No '@' variables, no other attributes or calls, no names starting with '_' (checked by parsing). Result:
     ``{name, expr, matched, returned, truncated, columns, rows, result_id}``; data_save(result_id, new_name)
     registers the full match. Errors: unknown frame or column; refused or invalid expression."""
-    return await call_core(lambda: _registry().query(name, expr, columns, limit))
+    return await call_core(lambda: app.frames.query(name, expr, columns, limit))
 
 
 @server.tool
@@ -141,22 +133,24 @@ async def aggregate(
                     "first last")],
     by: Annotated[list[str] | None, Field(description="group-by columns (default: whole frame)")] = None,
     limit: Annotated[int, Field(description="groups to return, 1-5000")] = 200,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Group and aggregate. Result: ``{name, by, groups, returned, truncated, columns (<column>_<function>),
     rows, result_id}``. Errors: unknown frame, column or function; a function that does not apply (mean of
     text)."""
-    return await call_core(lambda: _registry().aggregate(name, by, metrics, limit))
+    return await call_core(lambda: app.frames.aggregate(name, by, metrics, limit))
 
 
 @server.tool
 async def save(
     name: Annotated[str, Field(description="a result_id of data_query/data_aggregate, or a frame to copy")],
     new_name: Annotated[str, Field(description="name of the new frame")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Register a derived frame (persisted) with its lineage: parent frame and operation (query expression,
     group-by + metrics, or copy). Result: the new frame's summary ``{name, kind: "derived", rows, columns,
     parent, operation, ...}``. Errors: unknown frame or result id; bad new name."""
-    return await call_core(lambda: _registry().save(name, new_name))
+    return await call_core(lambda: app.frames.save(name, new_name))
 
 
 @server.tool
@@ -165,11 +159,12 @@ async def to_session(
     session: SessionName,
     variable: Annotated[str | None, Field(description="variable name (default: the frame name as an "
                                                       "identifier)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Copy a frame into a code session as a pandas DataFrame variable (the session is created if needed).
     Result: ``{name, session, variable, shape, path, notes}``. Errors: unknown frame; bad session or variable
     name; session busy."""
-    return await call_core(lambda: _registry().to_session(name, session, variable))
+    return await call_core(lambda: app.frames.to_session(name, session, variable))
 
 
 # -- code sessions --------------------------------------------------------------------------------------------
@@ -179,6 +174,7 @@ async def code_run(
     code: Annotated[str, Field(description="Python source; the repr of a final expression is returned as result")],
     timeout_s: Annotated[float | None, Field(description="wall-time limit in seconds (default "
                                                          "AISAC_SANDBOX_TIMEOUT_S, max 3600)")] = None,
+    app: AppContext = App,
 ) -> ToolResult:
     """Run Python in a persistent sandboxed session (created on first use; variables survive across calls).
 
@@ -192,46 +188,47 @@ async def code_run(
     data_code_job_status. ``state_lost: true`` means the worker had died or the server restarted: earlier
     variables are gone. Errors (MCP): empty or oversized code; bad session name; session busy; timeout out of
     range; too many live sessions."""
-    result, images = await call_core(lambda: _sandbox().run(session, code, timeout_s))
+    result, images = await call_core(lambda: app.sandbox.run(session, code, timeout_s))
     return _with_images(result, images)
 
 
 @server.tool
 async def code_job_status(
     job_id: Annotated[str, Field(description="job_id returned by data_code_run")],
+    app: AppContext = App,
 ) -> ToolResult:
     """State of a code run: ``{ok: false, pending: true, status: "running", elapsed_s, ...}`` while it runs,
     else the run's full result (as data_code_run returns it, images included) plus ``finished_at``. Errors:
     unknown job id (jobs are forgotten when the server restarts)."""
-    result, images = await call_core(lambda: _sandbox().job_status(job_id))
+    result, images = await call_core(lambda: app.sandbox.job_status(job_id))
     return _with_images(result, images)
 
 
 @server.tool
-async def code_variables(session: SessionName) -> dict[str, Any]:
+async def code_variables(session: SessionName, app: AppContext = App) -> dict[str, Any]:
     """The session's variables: ``{session, variables: [{name, type, shape? | len?, dtype?, repr (<= 200
     characters)}], notes}`` (names starting with '_' and modules left out). Errors: unknown session; session
     busy."""
-    return await call_core(lambda: _sandbox().variables(session))
+    return await call_core(lambda: app.sandbox.variables(session))
 
 
 @server.tool
-async def code_session_list() -> dict[str, Any]:
+async def code_session_list(app: AppContext = App) -> dict[str, Any]:
     """Sessions of this server: ``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at,
     busy_job, state_lost}], isolation (bwrap | unshare | none), isolation_note, allowed_imports, limits}``."""
-    return await call_core(lambda: _sandbox().list())
+    return await call_core(lambda: app.sandbox.list())
 
 
 @server.tool
-async def code_session_reset(session: SessionName) -> dict[str, Any]:
+async def code_session_reset(session: SessionName, app: AppContext = App) -> dict[str, Any]:
     """Stop the session's worker (and any running job) and clear its variables; the next run starts fresh.
     Files in the session folder are kept. Result: ``{session, reset: true, killed_job}``. Errors: unknown
     session."""
-    return await call_core(lambda: _sandbox().reset(session))
+    return await call_core(lambda: app.sandbox.reset(session))
 
 
 @server.tool
-async def code_session_close(session: SessionName) -> dict[str, Any]:
+async def code_session_close(session: SessionName, app: AppContext = App) -> dict[str, Any]:
     """Stop the session's worker and forget the session; its folder (artifacts, figures) stays on disk.
     Result: ``{session, closed: true, dir}``. Errors: unknown session."""
-    return await call_core(lambda: _sandbox().close(session))
+    return await call_core(lambda: app.sandbox.close(session))

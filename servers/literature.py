@@ -15,7 +15,9 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from aisac_core.errors import AisacError
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
+
+from .common import App
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
@@ -54,6 +56,7 @@ async def search(
                                         "own maximum, and the result says so)")] = 10,
     year_from: Annotated[int | None, Field(description="earliest publication year, inclusive")] = None,
     year_to: Annotated[int | None, Field(description="latest publication year, inclusive")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Search several literature databases at once and merge their answers into one de-duplicated list.
 
@@ -72,7 +75,7 @@ async def search(
     """
     from aisac_core.literature import service
 
-    core = get_core()
+    core = app
     return await _run(service.search(core.settings, core, query, sources, k, year_from, year_to))
 
 
@@ -82,6 +85,7 @@ async def get(
                                                  "(2104.12255, arXiv:hep-th/9901001v2), PMID (pmid:12345), PMCID "
                                                  "(PMC123456), Semantic Scholar id (40 hex or CorpusId:123) or "
                                                  "OpenAlex id (W123)")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Look up one paper by identifier, merged from the sources that index that kind of id.
 
@@ -96,7 +100,7 @@ async def get(
     """
     from aisac_core.literature import service
 
-    core = get_core()
+    core = app
     return await _run(service.get(core.settings, core, identifier))
 
 
@@ -104,6 +108,7 @@ async def get(
 async def references(
     identifier: Annotated[str, Field(description="DOI, arXiv id, PMID, PMCID, S2 id or OpenAlex id of the paper")],
     k: Annotated[int, Field(description="most papers returned, 1..1000 (clamped, and said, above)")] = 100,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """The papers a paper cites (its reference list), from Semantic Scholar, or OpenAlex when Semantic Scholar
     is throttled or failing (or for an OpenAlex id).
@@ -112,7 +117,7 @@ async def references(
     Errors: malformed identifier; k < 1; the paper is unknown to every source asked."""
     from aisac_core.literature import service
 
-    core = get_core()
+    core = app
     return await _run(service.references(core.settings, core, identifier, k))
 
 
@@ -120,6 +125,7 @@ async def references(
 async def citations(
     identifier: Annotated[str, Field(description="DOI, arXiv id, PMID, PMCID, S2 id or OpenAlex id of the paper")],
     k: Annotated[int, Field(description="most papers returned, 1..1000 (clamped, and said, above)")] = 100,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """The papers citing a paper, from Semantic Scholar, or OpenAlex (``cites:`` filter) when Semantic
     Scholar is throttled or failing (or for an OpenAlex id).
@@ -128,7 +134,7 @@ async def citations(
     Errors: malformed identifier; k < 1; the paper is unknown to every source asked."""
     from aisac_core.literature import service
 
-    core = get_core()
+    core = app
     return await _run(service.citations(core.settings, core, identifier, k))
 
 
@@ -139,6 +145,7 @@ async def import_(
                                                   "omit for the first registered root")] = None,
     wait: Annotated[bool, Field(description="stay until the index job ends (or timeout_s)")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Download a paper's open-access PDF into a registered corpus root, write a provenance sidecar, and start
     an index job so it becomes searchable with rag_search.
@@ -161,7 +168,7 @@ async def import_(
 
     import anyio
 
-    core = get_core()
+    core = app
     res = await _run(service.import_paper(core, identifier, root))
     if wait and res.get("job_id"):
         job_id = res["job_id"]

@@ -16,9 +16,9 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
-from .common import call_core
+from .common import App, call_core
 
 server = FastMCP(
     "memory",
@@ -50,12 +50,13 @@ SessionId = Annotated[str, Field(description="session id from memory_start_sessi
 async def start_session(
     title: Annotated[str | None, Field(description="short title of the thread (<= 500 characters)")] = None,
     project: Annotated[str | None, Field(description="project name, for filtering memory_list_sessions")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Start a memory session (a research thread).
 
     Result: ``{session_id, title, project, created_at, turn_count: 0, last_turn_at: null}`` (times are
     ISO 8601 UTC). Errors: title or project over 500 characters."""
-    return await call_core(mem.start_session, get_core(), title, project)
+    return await call_core(mem.start_session, app, title, project)
 
 
 @server.tool
@@ -66,6 +67,7 @@ async def add_turn(
     metadata: Annotated[dict[str, Any] | None, Field(
         description="optional JSON object: scratchpad, action log, plan patches, tool names, ...")] = None,
     parent_id: Annotated[int | None, Field(description="optional turn_id this turn replies to (same session)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Append a turn to a session. Order is by ``created_at``, strictly increasing within a session even
     when several clients write at once. An assistant turn that answers a user turn (the latest user turn
@@ -76,7 +78,7 @@ async def add_turn(
     Errors: unknown session id; invalid role (the error lists the roles); empty content; content over
     100,000 characters (the error names the limit); metadata not an object or over 100,000 characters as
     JSON; parent_id not a turn of this session."""
-    return await call_core(mem.add_turn, get_core(), session_id, role, content, metadata, parent_id)
+    return await call_core(mem.add_turn, app, session_id, role, content, metadata, parent_id)
 
 
 @server.tool
@@ -87,6 +89,7 @@ async def get_history(
     roles: Annotated[list[Role] | None, Field(description="only these roles")] = None,
     token_budget: Annotated[int | None, Field(
         description="stop the page before it exceeds this many tokens (embedding tokenizer)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """A session's turns, oldest first, one page at a time.
 
@@ -95,7 +98,7 @@ async def get_history(
     on the last page. Tokens are counted with the embedding model's (MiniLM WordPiece) tokenizer over
     ``role: content``; when the first turn of a page alone exceeds ``token_budget`` it is cut and marked
     ``truncated``. Errors: unknown session id; bad cursor; limit outside 1..500; invalid role."""
-    return await call_core(mem.get_history, get_core(), session_id, cursor, limit, roles, token_budget)
+    return await call_core(mem.get_history, app, session_id, cursor, limit, roles, token_budget)
 
 
 @server.tool
@@ -105,6 +108,7 @@ async def recall(
     last_n: Annotated[int, Field(description="recent turns of this session to include, 0 to 100")] = 10,
     k: Annotated[int, Field(description="related older exchanges (from any session) to include, 0 to 50")] = 5,
     token_budget: Annotated[int, Field(description="most tokens for the whole context, 1 to 100,000")] = 2000,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """The Router's context: the session's last ``last_n`` turns plus the ``k`` older user -> assistant
     exchanges of any session most related to ``query`` (pairs already among the last turns are left out),
@@ -119,7 +123,7 @@ async def recall(
     assistant_turn_id, user, assistant, created_at, tokens}], tokens, token_budget, omitted: {recent,
     related}, took_ms}``. ``score``: 0.5 x dense cosine + 0.5 x BM25, each min-max normalised over the
     candidates (0..1). Errors: unknown session id; empty query; last_n, k or token_budget out of range."""
-    return await call_core(mem.recall, get_core(), session_id, query, last_n, k, token_budget)
+    return await call_core(mem.recall, app, session_id, query, last_n, k, token_budget)
 
 
 @server.tool
@@ -131,6 +135,7 @@ async def search(
         description="hybrid (default) = keyword + semantic; keyword; semantic")] = "hybrid",
     limit: Annotated[int, Field(description="hits per page, 1 to 50")] = 10,
     offset: Annotated[int, Field(description="hits to skip (paging), 0 to 10,000")] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Search the turns of every session (or one): keyword (turns containing the query's words) and
     semantic (user -> assistant pairs by dense + BM25 similarity).
@@ -140,7 +145,7 @@ async def search(
     count, total, offset, next_offset, mode, took_ms, message?}``. ``keyword_score`` = share of the query's
     words found; ``score`` = 0.5 x semantic + 0.5 x keyword in hybrid mode. No hits is not an error.
     Errors: empty query; unknown session id; unknown mode; limit or offset out of range; invalid role."""
-    return await call_core(mem.search, get_core(), query, session_id, roles, mode, limit, offset)
+    return await call_core(mem.search, app, query, session_id, roles, mode, limit, offset)
 
 
 @server.tool
@@ -148,12 +153,13 @@ async def list_sessions(
     project: Annotated[str | None, Field(description="only this project")] = None,
     limit: Annotated[int, Field(description="sessions per page, 1 to 500")] = 50,
     offset: Annotated[int, Field(description="sessions to skip")] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Sessions, newest first, one page at a time.
 
     Result: ``{sessions: [{session_id, title, project, created_at, turn_count, last_turn_at}], total, offset,
     next_offset}`` (``next_offset`` null on the last page). Errors: limit outside 1..500; negative offset."""
-    return await call_core(mem.list_sessions, get_core(), project, limit, offset)
+    return await call_core(mem.list_sessions, app, project, limit, offset)
 
 
 @server.tool
@@ -162,6 +168,7 @@ async def export_session(
     format: Annotated[Literal["markdown", "json"], Field(description="markdown (readable) or json")] = "markdown",
     cursor: Annotated[str | None, Field(description="next_cursor of the previous part; omit for the start")] = None,
     limit: Annotated[int, Field(description="turns per part, 1 to 2,000")] = 1000,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Export a session with its turns, oldest first (long sessions come in parts: pass ``next_cursor``).
 
@@ -169,20 +176,21 @@ async def export_session(
     project, creation time and turn count, then each turn numbered with its role, time, ids and content,
     and its metadata as a JSON block. Result (json): ``{session: {...}, turns: [...], count, next_cursor}``.
     Errors: unknown session id; unknown format; bad cursor; limit out of range."""
-    return await call_core(mem.export_session, get_core(), session_id, format, cursor, limit)
+    return await call_core(mem.export_session, app, session_id, format, cursor, limit)
 
 
 @server.tool
 async def delete_session(
     session_id: SessionId,
     confirm: Annotated[bool, Field(description="must be true: deletion cannot be undone")] = False,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Delete a session, its turns and its embedded exchanges. Facts are kept (they are beliefs with
     their own source and run id, not part of the transcript).
 
     Result: ``{deleted, turns_deleted, pairs_deleted, facts_kept: true}``.
     Errors: confirm is not true; unknown session id."""
-    return await call_core(mem.delete_session, get_core(), session_id, confirm)
+    return await call_core(mem.delete_session, app, session_id, confirm)
 
 
 @server.tool
@@ -197,6 +205,7 @@ async def record_fact(
     source: Annotated[str | None, Field(description="where it comes from: doc id, DOI, turn id, ...")] = None,
     evidence_span: Annotated[str | None, Field(description="the supporting text or an anchor reference")] = None,
     fact_run_id: Annotated[str | None, Field(description="run id that produced the fact")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Record a temporal fact. The fact with the same subject + predicate (case-insensitive) that was
     valid at ``valid_at`` is closed: its ``invalid_at`` becomes this ``valid_at``. A back-dated fact is
@@ -206,7 +215,7 @@ async def record_fact(
     evidence_span, run_id, created_at}, superseded: {...} | null}``.
     Errors: empty subject, predicate or object; a field over 10,000 characters; malformed valid_at;
     conditions not an object."""
-    return await call_core(mem.record_fact, get_core(), subject, predicate, object, conditions, valid_at, source,
+    return await call_core(mem.record_fact, app, subject, predicate, object, conditions, valid_at, source,
                            evidence_span, fact_run_id)
 
 
@@ -219,13 +228,14 @@ async def query_facts(
         description="ISO 8601 time: the beliefs valid then (default now), e.g. '2026-03-01T12:00:00Z'")] = None,
     limit: Annotated[int, Field(description="facts per page, 1 to 500")] = 50,
     offset: Annotated[int, Field(description="facts to skip")] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """The facts valid at ``as_of`` (valid_at <= as_of, and invalid_at later or open), filtered.
 
     Result: ``{facts: [{fact_id, subject, predicate, object, conditions, valid_at, invalid_at, source,
     evidence_span, run_id, created_at}], total, as_of, offset, next_offset}``.
     Errors: malformed as_of (the error shows accepted forms); limit or offset out of range."""
-    return await call_core(mem.query_facts, get_core(), subject, predicate, object, as_of, limit, offset)
+    return await call_core(mem.query_facts, app, subject, predicate, object, as_of, limit, offset)
 
 
 @server.tool
@@ -234,19 +244,20 @@ async def fact_timeline(
     predicate: Annotated[str | None, Field(description="only this predicate")] = None,
     limit: Annotated[int, Field(description="facts per page, 1 to 500")] = 100,
     offset: Annotated[int, Field(description="facts to skip")] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Every fact about a subject, current and superseded, ordered by ``valid_at``: what was believed when,
     and what replaced it.
 
     Result: ``{subject, facts: [{fact_id, predicate, object, valid_at, invalid_at, current, ...}], total,
     offset, next_offset}``. Errors: empty subject; limit or offset out of range."""
-    return await call_core(mem.fact_timeline, get_core(), subject, predicate, limit, offset)
+    return await call_core(mem.fact_timeline, app, subject, predicate, limit, offset)
 
 
 @server.resource("aisac://sessions/{session_id}", mime_type="text/markdown")
-async def session_resource(session_id: str) -> str:
+async def session_resource(session_id: str, app: AppContext = App) -> str:
     """A memory session as Markdown (its first 1,000 turns; memory_export_session pages through longer ones)."""
     try:
-        return await anyio.to_thread.run_sync(mem.session_markdown, get_core(), session_id)
+        return await anyio.to_thread.run_sync(mem.session_markdown, app, session_id)
     except mem.MemoryInputError as exc:
         raise ResourceError(str(exc)) from exc

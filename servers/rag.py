@@ -18,9 +18,9 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ResourceError, ToolError
 from pydantic import Field
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
-from .common import call_core
+from .common import App, call_core
 
 server = FastMCP(
     "rag",
@@ -32,9 +32,9 @@ server = FastMCP(
 )
 
 
-def _resolve_targets(path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
+def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
     """(paths, catalog_only) groups to index: the given paths, or every registered root."""
-    s = get_core().settings
+    s = app.settings
     roots = list(s.roots) + list(s.catalog_roots)
     if path is None or path == [] or path == "":
         if not roots:
@@ -72,6 +72,7 @@ async def index(
     catalog_only: Annotated[bool, Field(description="list the files with metadata, do not embed them")] = False,
     wait: Annotated[bool, Field(description="stay until the job ends (progress notifications) or timeout_s")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Index documents incrementally as a background job.
 
@@ -89,8 +90,8 @@ async def index(
 
     Errors: a path that does not exist; no path and no registered roots.
     """
-    core = get_core()
-    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in _resolve_targets(path)]
+    core = app
+    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in _resolve_targets(app, path)]
     job_id = job_ids[-1]  # jobs run in order: the last one ends last
     status = await call_core(core.jobs.status, job_id)
     if wait:
@@ -111,12 +112,13 @@ async def index(
 @server.tool
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from rag_index; omit to list recent jobs")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Status of an indexing job: ``{job_id, kind, status (queued/running/done/failed/interrupted), done,
     total, counters (files_seen, files_skipped, files_read, files_indexed, files_failed, files_pruned,
     pages_parsed, chunks_embedded, chunks_deleted, ...), failures [{path, error}], times}``.
     Without ``job_id``: ``{jobs: [...]}``, the 20 most recent. Error: unknown job id."""
-    core = get_core()
+    core = app
     if job_id is None:
         return {"jobs": await call_core(core.jobs.list)}
     st = await call_core(core.jobs.status, job_id)
@@ -135,6 +137,7 @@ async def search(
                     "methods, results, discussion, conclusion, datasets, references, other)")] = None,
     mode: Annotated[Literal["hybrid", "dense", "sparse"], Field(
         description="hybrid = dense + BM25, scores fused (default); dense; sparse (BM25)")] = "hybrid",
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Search the indexed chunks; every hit carries its text, score and evidence anchor.
 
@@ -153,7 +156,7 @@ async def search(
     """
     from aisac_core.rag.search import search as core_search
 
-    res = await call_core(core_search, get_core(), query, k, filters, mode)
+    res = await call_core(core_search, app, query, k, filters, mode)
     return res.as_dict()
 
 
@@ -164,21 +167,22 @@ async def list_documents(
     path_glob: Annotated[str | None, Field(description="glob on the path or file name")] = None,
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """The manifest: ``{documents: [{doc_id, path, file_type, title, pages, chunk_count, status, error,
     sha256, size, indexed_at}], total, offset, next_offset}``. Failed files show their error."""
     from aisac_core.rag.search import list_documents as core_list
 
-    return await call_core(core_list, get_core(), status=status, file_type=file_type, path_glob=path_glob,
+    return await call_core(core_list, app, status=status, file_type=file_type, path_glob=path_glob,
                            limit=limit, offset=offset)
 
 
 @server.tool
-async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")]) -> dict[str, Any]:
+async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")], app: AppContext = App) -> dict[str, Any]:
     """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
     from aisac_core.rag.search import get_chunk as core_get
 
-    got = await call_core(core_get, get_core(), chunk_id)
+    got = await call_core(core_get, app, chunk_id)
     if got is None:
         raise ToolError(f"unknown chunk id {chunk_id!r}: use a chunk_id from rag_search (ids change when "
                         "the document is re-indexed after an edit)")
@@ -188,6 +192,7 @@ async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a se
 @server.tool
 async def get_overview(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """What a document is and which sections it really has, before reading or searching inside it.
 
@@ -203,7 +208,7 @@ async def get_overview(
     """
     from aisac_core.rag.search import get_overview as core_overview
 
-    return await call_core(core_overview, get_core(), doc_id)
+    return await call_core(core_overview, app, doc_id)
 
 
 @server.tool
@@ -215,6 +220,7 @@ async def read_sections(
     max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size in tokens (~4 characters each)")] = 2000,
     cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page; omit for the "
                                                           "first")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Read a section of a document in reading order, with page anchors, one page of text at a time.
 
@@ -230,7 +236,7 @@ async def read_sections(
     """
     from aisac_core.rag.search import read_sections as core_read
 
-    return await call_core(core_read, get_core(), doc_id, section, max_tokens, cursor)
+    return await call_core(core_read, app, doc_id, section, max_tokens, cursor)
 
 
 @server.tool
@@ -238,6 +244,7 @@ async def verify_anchor(
     anchor: Annotated[dict[str, Any], Field(
         description="the 'anchor' object of a rag_search / rag_get_chunk hit: {chunk_id, doc_id, path, sha256, "
                     "section, page, char_span, chunk_sha256, score}; optionally 'text' (the hit's chunk text)")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Check that a piece of evidence still holds, by re-hashing the file and the chunk text.
 
@@ -252,13 +259,14 @@ async def verify_anchor(
     """
     from aisac_core.rag.search import verify_anchor as core_verify
 
-    return await call_core(core_verify, get_core(), anchor)
+    return await call_core(core_verify, app, anchor)
 
 
 @server.tool
 async def remove(
     doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
     path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Remove a document and its chunks from the index (the file itself is untouched).
 
@@ -268,7 +276,7 @@ async def remove(
 
     if (doc_id is None) == (path is None):
         raise ToolError("give exactly one of doc_id or path")
-    core = get_core()
+    core = app
     did = doc_id or doc_id_for(Path(path).expanduser())  # type: ignore[arg-type]
     if await call_core(get_document, core, did) is None:
         raise ToolError(f"no indexed document {doc_id or path!r}: rag_list_documents shows what is indexed")
@@ -283,24 +291,25 @@ async def catalog(
     refresh: Annotated[bool, Field(description="re-list the registered catalog roots first")] = False,
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Files of catalog-only roots (and data files met while indexing), listed and never embedded:
     ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
     cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
     from aisac_core.rag.indexer import catalog_entries
 
-    core = get_core()
+    core = app
     if refresh and core.settings.catalog_roots:
         await call_core(core.jobs.indexer.run, list(core.settings.catalog_roots), catalog_only=True)
     return await call_core(catalog_entries, core, root=root, file_type=file_type, limit=limit, offset=offset)
 
 
 @server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
-async def document(doc_id: str) -> str:
+async def document(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
     from aisac_core.rag.search import get_document
 
-    got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
+    got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
     row, content = got
@@ -308,11 +317,11 @@ async def document(doc_id: str) -> str:
 
 
 @server.resource("aisac://documents/{doc_id}/text", mime_type="text/plain")
-async def document_text(doc_id: str) -> str:
+async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
     from aisac_core.rag.search import get_document
 
-    got = await anyio.to_thread.run_sync(get_document, get_core(), doc_id)
+    got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
     return got[1].text

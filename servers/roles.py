@@ -23,9 +23,9 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
-from .common import call_core
+from .common import App, call_core
 
 server = FastMCP(
     "roles",
@@ -81,19 +81,19 @@ async def _guard(coro: Any) -> Any:
         raise ToolError(str(exc)) from exc
 
 
-def _search_hits(task: str, k: int = 5) -> list[dict[str, Any]]:
+def _search_hits(app: AppContext, task: str, k: int = 5) -> list[dict[str, Any]]:
     from aisac_core.rag.search import search
 
     try:
-        return search(get_core(), task, k).as_dict()["hits"]
+        return search(app, task, k).as_dict()["hits"]
     except Exception:  # an empty or unopened index is no context, not an error of the role
         return []
 
 
-async def _capabilities() -> list[dict[str, Any]]:
+async def _capabilities(app: AppContext) -> list[dict[str, Any]]:
     from aisac_servers.toolclient import SuiteTools
 
-    async with SuiteTools() as suite:
+    async with SuiteTools(app) as suite:
         return await suite.list_tools()
 
 
@@ -103,6 +103,7 @@ async def route(
     task: Annotated[str, Field(description="the question")],
     mode: Mode = None,
     llm: Llm = None,
+    app: AppContext = App,
 ) -> dict[str, Any] | mt.InputRequiredResult:
     """Route a question: gathers context (the top 5 rag_search hits), classifies intent (factual / analytical /
     exploratory) and complexity (low / medium / high), decides ``direct`` (answer from the context) or ``plan``.
@@ -117,12 +118,12 @@ async def route(
     from aisac_core.roles.store import Step, ready
 
     async def go() -> dict[str, Any]:
-        core = get_core()
+        core = app
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to route")
         m = check_mode(mode, core.settings.roles_mode)
         backend = get_backend(core.settings, llm, ctx)
-        hits = await call_core(_search_hits, task)
+        hits = await call_core(_search_hits, app, task)
         run_id = _run_id(ctx)
         with Step(ready(core.engine), run_id, "router", {"task": task, "mode": m}) as st:
             st.result = await core_route(core, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
@@ -140,6 +141,7 @@ async def plan(
         description="critiques of a previous attempt (roles_evaluate's critiques), for a re-plan")] = None,
     attempt: Annotated[int, Field(ge=0, le=5, description="0 = first plan; 1.. = re-plans (template widens)")] = 0,
     llm: Llm = None,
+    app: AppContext = App,
 ) -> dict[str, Any] | mt.InputRequiredResult:
     """Plan (without calling tools) over the suite's live tool list: a DAG of steps ``{id, goal, tool | helper,
     arguments, depends_on, expected_evidence}`` ending with the ``researcher`` helper.
@@ -154,11 +156,11 @@ async def plan(
     from aisac_core.roles.store import Step, ready
 
     async def go() -> dict[str, Any]:
-        core = get_core()
+        core = app
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to plan for")
         backend = get_backend(core.settings, llm, ctx)
-        tools = await _capabilities()
+        tools = await _capabilities(app)
         run_id = _run_id(ctx)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(ready(core.engine), run_id, "planner", args) as st:
@@ -197,6 +199,7 @@ async def evaluate(
     of_run: Annotated[str | None, Field(description="the run whose trace to check (default: this call's run)")] = None,
     mode: Mode = None,
     llm: Llm = None,
+    app: AppContext = App,
 ) -> dict[str, Any] | mt.InputRequiredResult:
     """Evaluate an answer: automatic gates first (evidence: every cited anchor re-verified, enough of them above
     the mode's score; data: referenced files exist and are no error pages; exec: code runs succeeded), then the
@@ -212,7 +215,7 @@ async def evaluate(
     from aisac_core.roles.store import Step, ready, run_events
 
     async def go() -> dict[str, Any]:
-        core = get_core()
+        core = app
         m = check_mode(mode, core.settings.roles_mode)
         backend = get_backend(core.settings, llm, ctx)
         ans = _answer_obj(answer, citations, files, code_runs)
@@ -233,6 +236,7 @@ async def run(
     llm: Llm = None,
     session_id: Annotated[str | None, Field(description="memory session whose recall joins the context")] = None,
     wait_s: Annotated[float, Field(ge=0, le=600, description="seconds to wait before answering with a job id")] = 120,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Run the whole graph headless: route -> plan -> execute (the suite's tools, traced as children of the
     coordinator step) -> researcher answer with citations -> evaluate -> re-plan on failure (at most
@@ -258,7 +262,7 @@ async def run(
     from aisac_core.trace.provenance import new_run_id
 
     run_id = new_run_id()
-    core = get_core()
+    core = app
 
     async def go() -> dict[str, Any]:
         return await run_graph(core, task, mode=mode, llm=llm, session_id=session_id, run_id=run_id, ctx=ctx)
@@ -295,11 +299,11 @@ async def job_status(
     return st
 
 
-async def _submit(ctx: Context, role: str, schema: str, payload: Any, extra_check: Any = None) -> dict[str, Any]:
+async def _submit(app: AppContext, ctx: Context, role: str, schema: str, payload: Any, extra_check: Any = None) -> dict[str, Any]:
     from aisac_core.roles.schemas import validate
     from aisac_core.roles.store import Step, ready, save_submission
 
-    core = get_core()
+    core = app
     errors = validate(schema, payload)
     if not errors and extra_check is not None:
         errors = await extra_check(payload)
@@ -320,16 +324,18 @@ async def _submit(ctx: Context, role: str, schema: str, payload: Any, extra_chec
 async def submit_route(
     ctx: Context,
     route: Annotated[dict[str, Any], Field(description="the router JSON (prompt roles_router; schema route.json)")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Validate and store the host model's route: ``{intent, complexity, decision, rationale, context?}``.
     Result: ``{stored, submission_id, run_id, event_id}``. Error: the list of schema violations to fix."""
-    return await _submit(ctx, "router", "route", route)
+    return await _submit(app, ctx, "router", "route", route)
 
 
 @server.tool
 async def submit_plan(
     ctx: Context,
     plan: Annotated[dict[str, Any], Field(description="the plan JSON (prompt roles_planner; schema plan.json)")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Validate the host model's plan against its schema and the suite's live tools (unknown tools, cycles,
     dangling depends_on, too many steps, missing or unknown arguments), store it in the run and return
@@ -337,9 +343,9 @@ async def submit_plan(
     from aisac_core.roles.planner import validate_plan
 
     async def check(p: Any) -> list[str]:
-        return validate_plan(p, await _capabilities(), get_core().settings.roles_max_plan_steps)
+        return validate_plan(p, await _capabilities(app), app.settings.roles_max_plan_steps)
 
-    return await _submit(ctx, "planner", "plan", plan, check)
+    return await _submit(app, ctx, "planner", "plan", plan, check)
 
 
 @server.tool
@@ -347,14 +353,15 @@ async def submit_critique(
     ctx: Context,
     critique: Annotated[dict[str, Any], Field(
         description="the evaluator JSON (prompt roles_evaluator; schema critique.json): {critiques: [...]} ")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Validate and store the host model's critiques (at most 10, severity 0..1); returns ``{stored,
     submission_id, run_id, event_id, mean_severity, max_severity, passed, thresholds}`` by the configured
     thresholds. Error: the schema violations to fix."""
     from aisac_core.roles.evaluator import summarize
 
-    out = await _submit(ctx, "evaluator", "critique", critique)
-    s = get_core().settings
+    out = await _submit(app, ctx, "evaluator", "critique", critique)
+    s = app.settings
     summ = summarize(critique["critiques"], s.roles_max_mean_severity, s.roles_max_severity)
     return {**out, **{k: v for k, v in summ.items() if k != "critiques"}}
 
@@ -364,19 +371,19 @@ _HOST_SUFFIX = ("\n\nSubmit the JSON object with the tool {tool}({arg}=<the obje
 
 
 @server.prompt(name="router")
-async def router_prompt(task: str) -> str:
+async def router_prompt(task: str, app: AppContext = App) -> str:
     """The Router's instructions for the host's model, with the top search hits as context; submit the result
     with roles_submit_route."""
     from aisac_core.roles.prompts import render
     from aisac_core.roles.router import prompt_values
 
-    hits = await call_core(_search_hits, task)
-    text, _v = render("router", prompt_values(task, hits, None), get_core().settings.roles_prompt_dir)
+    hits = await call_core(_search_hits, app, task)
+    text, _v = render("router", prompt_values(task, hits, None), app.settings.roles_prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_route", arg="route")
 
 
 @server.prompt(name="planner")
-async def planner_prompt(task: str, route: str | None = None, feedback: str | None = None) -> str:
+async def planner_prompt(task: str, route: str | None = None, feedback: str | None = None, app: AppContext = App) -> str:
     """The Planner's instructions for the host's model, with the suite's live tool list; submit the plan with
     roles_submit_plan. ``route``: the router JSON (text), ``feedback``: critiques of a previous attempt (text)."""
     import json
@@ -384,8 +391,8 @@ async def planner_prompt(task: str, route: str | None = None, feedback: str | No
     from aisac_core.roles.planner import prompt_values
     from aisac_core.roles.prompts import render
 
-    tools = await _capabilities()
-    s = get_core().settings
+    tools = await _capabilities(app)
+    s = app.settings
     try:
         route_obj = json.loads(route) if route else None
     except ValueError:
@@ -396,7 +403,7 @@ async def planner_prompt(task: str, route: str | None = None, feedback: str | No
 
 
 @server.prompt(name="evaluator")
-async def evaluator_prompt(task: str, answer: str, of_run: str | None = None) -> str:
+async def evaluator_prompt(task: str, answer: str, of_run: str | None = None, app: AppContext = App) -> str:
     """The Evaluator's instructions for the host's model, with the trace of run ``of_run`` (when given); submit
     the critiques with roles_submit_critique."""
     from aisac_core.roles.evaluator import _evidence_summary
@@ -404,7 +411,7 @@ async def evaluator_prompt(task: str, answer: str, of_run: str | None = None) ->
     from aisac_core.roles.schemas import load_schema
     from aisac_core.roles.store import ready, run_events
 
-    core = get_core()
+    core = app
     events = await call_core(run_events, ready(core.engine), of_run) if of_run else []
     text, _v = render("evaluator", {"task": task, "answer": answer, "evidence": _evidence_summary(events),
                                     "gates": "(run roles_evaluate for the automatic gates)",

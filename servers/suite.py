@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
 log = logging.getLogger("aisac.suite")
 
@@ -58,10 +58,11 @@ class ProvenanceMiddleware(Middleware):
     otherwise the call joins the client's current run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, app: AppContext) -> None:
         from aisac_core.trace.provenance import RunAssigner
 
-        self.runs = RunAssigner(get_core().settings.run_idle_seconds)
+        self.app = app
+        self.runs = RunAssigner(app.settings.run_idle_seconds)
         self._pinned: set[str] = set()
 
     def _meta(self, context: MiddlewareContext, *keys: str) -> str | None:
@@ -124,14 +125,14 @@ class ProvenanceMiddleware(Middleware):
             try:
                 parent = self._meta(context, "aisac/parent_id")
                 parent_id = int(parent) if parent and parent.isdigit() else None
-                event_id = await call_core(record_tool_call, get_core().engine, run_id=str(run_id), server=server,
+                event_id = await call_core(record_tool_call, self.app.engine, run_id=str(run_id), server=server,
                                            tool=name, arguments=args, result=result_obj, status=status, error=error,
                                            latency_ms=latency, parent_id=parent_id)
                 if str(run_id) not in self._pinned:  # configuration pins, once per run and process (issue 8)
                     self._pinned.add(str(run_id))
                     from aisac_core.trace.provenance import pin_run
 
-                    await call_core(pin_run, get_core(), str(run_id))
+                    await call_core(pin_run, self.app, str(run_id))
                 from aisac_core.trace.provenance import emit_span, otel_enabled
 
                 if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it (issue 8)
@@ -142,34 +143,47 @@ class ProvenanceMiddleware(Middleware):
                 log.exception("could not record the trace event of %s", name)
 
 
-@asynccontextmanager
-async def _lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
-    core = get_core()
-    if core.settings.warm:
-        core.warm()  # models and vector store load in the background; tools/list answers at once
-    try:
-        yield {}
-    finally:
-        core.close()
+def _lifespan(app: AppContext, *, own: bool) -> Any:
+    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.common.current_app`). With
+    ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
+
+    @asynccontextmanager
+    async def lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
+        if own and app.settings.warm:
+            app.warm()  # models and vector store load in the background; tools/list answers at once
+        try:
+            yield {"app": app}
+        finally:
+            if own:
+                app.close()
+
+    return lifespan
 
 
-def build(names: list[str] | None = None, *, lifespan: bool = True) -> FastMCP:
-    """The suite server with the named servers mounted (all when None). Raises ValueError for an unknown name."""
+def build(names: list[str] | None = None, *, app: AppContext | None = None, lifespan: bool = True) -> FastMCP:
+    """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
+    :class:`~aisac_core.context.AppContext` from the environment's settings).
+
+    ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
+    and no ``app.close()`` at exit.
+
+    Raises:
+        ValueError: an unknown server name.
+    """
     chosen = names or list(SERVERS)
     unknown = [n for n in chosen if n not in SERVERS]
     if unknown:
         raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(SERVERS)}")
-    # lifespan=False: no warm-up and no core.close() at exit (an in-process client inside a running server, issue 7)
-    main = FastMCP("aisac", lifespan=_lifespan if lifespan else None,
+    app = app if app is not None else AppContext()
+    main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
                    instructions="aisac: retrieval-grounded scientific assistance with provenance. "
                                 "Servers: " + ", ".join(chosen))
     for n in chosen:
         main.mount(_load(n), namespace=n)
-    from aisac_core.projects.bootstrap import mount_active_project
-
-    mount_active_project(main, names)  # the served project's own tools, namespace "project" (issue 10)
-    main.add_middleware(ProvenanceMiddleware())
+    if app.project is not None and app.project.server is not None and not names:
+        app.project.mount(main)  # the served project's own tools, namespace "project"
+    main.add_middleware(ProvenanceMiddleware(app))
     from aisac_core.trace.dashboard import mount_dashboard
 
-    mount_dashboard(main, prefix="/dashboard")  # HTTP transport only: the live trace dashboard (issue 8)
+    mount_dashboard(main, prefix="/dashboard", core=app)  # HTTP transport only: the live trace dashboard
     return main

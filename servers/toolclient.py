@@ -28,7 +28,8 @@ class SuiteTools:
     ``server``: a FastMCP server to use instead of the whole suite (tests, or a project's own suite).
     """
 
-    def __init__(self, server: Any = None) -> None:
+    def __init__(self, app: Any, server: Any = None) -> None:
+        self.app = app
         self.server = server
         self.client: Any = None
         self._tools: list[dict[str, Any]] | None = None
@@ -39,7 +40,7 @@ class SuiteTools:
         if self.server is None:
             from aisac_servers.suite import build
 
-            self.server = build(lifespan=False)  # the running process owns the core; do not close it on exit
+            self.server = build(app=self.app, lifespan=False)  # borrows the running app; does not close it
         self.client = Client(self.server)
         await self.client.__aenter__()
         return self

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from fastmcp import FastMCP
 from pydantic import Field
 
-from aisac_core.context import get_core
+from aisac_core.context import AppContext
 
-from .common import call_core
+from .common import App, call_core
 
 server = FastMCP(
     "trace",
@@ -41,12 +41,13 @@ async def list_runs(
     text: Annotated[str | None, Field(description="substring of the run id, a tool name or the arguments")] = None,
     limit: Annotated[int, Field(ge=1, le=500, description="runs per page")] = 20,
     offset: Annotated[int, Field(ge=0, description="runs to skip (next_offset of the previous page)")] = 0,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Runs, newest first: ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers,
     tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601."""
     from aisac_core.trace.provenance import list_runs as core_list
 
-    return await call_core(core_list, get_core().engine, since=since, until=until, server=server, status=status,
+    return await call_core(core_list, app.engine, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
 
 
@@ -57,6 +58,7 @@ async def get_run(
     detail: Annotated[bool, Field(description="false: compact events (id, kind, tool, status, latency_ms, "
                                               "arguments, result_summary, error, anchors count, children) for "
                                               "large runs; trace_get_event has the rest")] = True,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """A run as an event tree: ``{run: {run_id, started_at, last_event_at, duration_s, events, by_kind,
     by_status, errors, servers, status, active}, pins, errors: [{id, tool, status, error}], last_id, tree: [{id,
@@ -66,18 +68,19 @@ async def get_run(
     from aisac_core.trace.provenance import get_run as core_get
 
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools (docs/provenance.md)
-    return await call_core(core_get, get_core().engine, run_id, include_results=include_results, detail=detail)
+    return await call_core(core_get, app.engine, run_id, include_results=include_results, detail=detail)
 
 
 @server.tool(annotations=_RO)
 async def get_event(
     event_id: Annotated[int, Field(ge=1, description="an event id from trace_get_run")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """One event in full: arguments, stored result (``result_truncated`` when it was cut at 100,000 characters),
     hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id."""
     from aisac_core.trace.provenance import get_event as core_event
 
-    return await call_core(core_event, get_core().engine, event_id)
+    return await call_core(core_event, app.engine, event_id)
 
 
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
@@ -86,6 +89,7 @@ async def export(
     format: Annotated[Literal["json", "markdown", "prov", "rocrate"],
                       Field(description="json: machine bundle for replay; markdown: human summary; prov: W3C "
                                         "PROV-JSON; rocrate: Workflow Run RO-Crate folder + zip")] = "json",
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Export a run. ``json`` -> ``{format, path, bundle: {format, run, pins, current_pins, events, inputs,
     anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``prov`` -> ``{format, path, prov}``; ``rocrate``
@@ -93,18 +97,18 @@ async def export(
     Errors: unknown run, unknown format."""
     from aisac_core.trace.provenance import export_run
 
-    return await call_core(export_run, get_core(), run_id, format)
+    return await call_core(export_run, app, run_id, format)
 
 
 @server.tool(annotations=_RO)
-async def verify(run_id: Annotated[str, Field(description="a run id from trace_list_runs")]) -> dict[str, Any]:
+async def verify(run_id: Annotated[str, Field(description="a run id from trace_list_runs")], app: AppContext = App) -> dict[str, Any]:
     """Re-hash every evidence anchor the run cited and every input file it named: ``{run_id, status (unchanged |
     changed | missing), counts, anchors: [{chunk_id, path, page, status, anchor_status (ok | file_changed |
     chunk_changed | missing), detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
     event_id}]}``. Errors: unknown run."""
     from aisac_core.trace.provenance import verify_run
 
-    return await call_core(verify_run, get_core(), run_id)
+    return await call_core(verify_run, app, run_id)
 
 
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
@@ -112,6 +116,7 @@ async def replay(
     run_id: Annotated[str, Field(description="the run to re-execute")],
     force: Annotated[list[str] | None, Field(description="tool names to replay although the skip rules would skip "
                                                          "them (e.g. a code run you know to be deterministic)")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Re-execute a run's recorded tool calls in order against the current store; the replayed calls are
     recorded under a new run id. Returns ``{run_id, replay_run_id, status (same | changed | failed), counts,
@@ -124,7 +129,7 @@ async def replay(
     from aisac_core.trace.provenance import replay_run
 
     try:
-        return await replay_run(get_core(), run_id, force=force)
+        return await replay_run(app, run_id, force=force)
     except AisacError as exc:
         raise ToolError(str(exc)) from exc
 
@@ -133,29 +138,32 @@ async def replay(
 async def diff(
     run_a: Annotated[str, Field(description="first run id")],
     run_b: Annotated[str, Field(description="second run id (e.g. a replay_run_id)")],
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Compare two runs' tool calls, aligned by (tool, arguments sha256): ``{run_a, run_b, counts, steps:
     [{status (same | changed | only_a | only_b), tool, event_a, event_b, changes?}], pins_changed: [{pin, a,
     b}]}``. Errors: unknown run."""
     from aisac_core.trace.provenance import diff_runs
 
-    return await call_core(diff_runs, get_core().engine, run_a, run_b)
+    return await call_core(diff_runs, app.engine, run_a, run_b)
 
 
 @server.tool(annotations=_RO)
-async def stats(since: Annotated[str | None, Field(description="ISO 8601: count events at or after it")] = None
+async def stats(since: Annotated[str | None, Field(description="ISO 8601: count events at or after it")] = None,
+app: AppContext = App,
                 ) -> dict[str, Any]:
     """Trace totals: ``{runs, events, by_kind, by_status, first_event_at, last_event_at, tools: [{tool, calls,
     errors, error_rate, p50_ms, p95_ms, max_ms}]}``. Errors: a date that is not ISO 8601."""
     from aisac_core.trace.provenance import trace_stats
 
-    return await call_core(trace_stats, get_core().engine, since)
+    return await call_core(trace_stats, app.engine, since)
 
 
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False})
 async def prune(
     older_than_days: Annotated[float, Field(ge=0, description="delete runs whose last event is older than this")],
     dry_run: Annotated[bool, Field(description="only list the runs that would go")] = True,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Retention: export each old run as a JSON bundle to ``<data dir>/trace_exports/<run>.json``, then delete
     its events, input pins and configuration pins (a run whose export fails is kept and listed in ``failed``).
@@ -163,4 +171,4 @@ async def prune(
     failed}``."""
     from aisac_core.trace.provenance import prune_runs
 
-    return await call_core(prune_runs, get_core(), older_than_days, dry_run=dry_run)
+    return await call_core(prune_runs, app, older_than_days, dry_run=dry_run)

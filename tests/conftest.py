@@ -61,12 +61,10 @@ def settings(tmp_path: Path, models_dir: Path):  # noqa: ANN201
 
 @pytest.fixture
 def core(settings):  # noqa: ANN001, ANN201
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext
 
-    c = Core(settings)
-    set_core(c)
+    c = AppContext(settings)
     yield c
-    set_core(None)
     c.close()
 
 
@@ -88,9 +86,9 @@ def corpus_copy(tmp_path: Path, corpus: Path) -> Path:
 def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path):  # noqa: ANN201
     """A session-wide store with ``corpus`` indexed. Tests must not modify it."""
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-    c = Core(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
+    c = AppContext(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
     Indexer(c).run([corpus])
     yield c
     c.close()
@@ -116,14 +114,12 @@ def shared_embedder(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):
 
 @pytest.fixture
 def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
-    """Like ``core`` (a fresh store, set as the process-wide core), but reusing ``shared_embedder``."""
-    from aisac_core.context import Core, set_core
+    """Like ``core`` (a fresh store; pass it to ``build(app=...)``), but reusing ``shared_embedder``."""
+    from aisac_core.context import AppContext
 
-    c = Core(settings)
-    c.__dict__["embedder"] = shared_embedder  # Core.embedder is a cached_property
-    set_core(c)
+    c = AppContext(settings)
+    c.__dict__["embedder"] = shared_embedder  # AppContext.embedder is a cached_property
     yield c
-    set_core(None)
     c.close()
 
 

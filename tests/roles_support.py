@@ -95,12 +95,12 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     from fixtures_gen import ENZYME_MD, HEAT_MD
 
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
-    c = Core(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False))
+    c = AppContext(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False))
     c.__dict__["embedder"] = embedder
     Indexer(c).run([notes])
     set_core(c)

@@ -208,9 +208,9 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
 
 def test_serve_suite_halts_and_keeps_the_process_core(tmp_path, base):
     from aisac_core.projects.bootstrap import BootstrapError, serve_suite
-    from aisac_core.context import Core, get_core, set_core
+    from aisac_core.context import AppContext, get_core, set_core
 
-    before = Core(base)
+    before = AppContext(base)
     set_core(before)
     try:
         p = write_project(tmp_path / "proj", GOOD, {"ext/tools.py": "def x(:\n", "ext/prompts/planner.md": "H\n"})

@@ -66,10 +66,10 @@ def test_cli_errors_are_clear(cli_store, tmp_path):
 
 
 def test_second_process_on_a_locked_store_gets_a_clear_error(tmp_path, models_dir, corpus):
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
     d = tmp_path / "store"
-    holder = Core(make_settings(d, models_dir))
+    holder = AppContext(make_settings(d, models_dir))
     holder.vectors()  # this process now owns the embedded vector store
     try:
         out = run(["index", str(corpus / "notes")], d)

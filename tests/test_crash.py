@@ -62,9 +62,9 @@ def _indexed_rows(db: Path) -> int:
 
 def _state(data_dir: Path, models_dir: Path) -> tuple[int, int, set[str]]:
     """(vector points, manifest chunk sum, point ids) of a store, read in-process after the runs."""
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-    core = Core(make_settings(data_dir, models_dir))
+    core = AppContext(make_settings(data_dir, models_dir))
     try:
         vs = core.vectors()
         ids = {pid for pid, _ in vs.scroll_ids("chunks")}

@@ -45,11 +45,11 @@ def data_root(tmp_path: Path) -> Path:
 def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
     """A fresh store whose roots are ``data_root`` (and ../shared/data when present), as the process-wide core."""
     from aisac_core.settings import Settings
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     roots = [data_root] + ([shared.resolve()] if shared.is_dir() else [])
-    c = Core(Settings(data_dir=tmp_path / "store", roots=roots, warm=False, sandbox_cpu_s=5,
+    c = AppContext(Settings(data_dir=tmp_path / "store", roots=roots, warm=False, sandbox_cpu_s=5,
                       sandbox_job_threshold_s=60))
     set_core(c)
     yield c
@@ -184,9 +184,9 @@ def test_query_aggregate_save_lineage_and_restart(dcore, data_root: Path) -> Non
     with pytest.raises(Exception, match="unknown aggregate"):
         r.aggregate("mh", by=["sample"], metrics={"yield|%": ["eval"]})
     # a new process (new core on the same data dir) finds the frames again, from Parquet
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-    c2 = Core(dcore.settings)
+    c2 = AppContext(dcore.settings)
     try:
         r2 = reg(c2)
         names = {f["name"]: f for f in r2.list()["frames"]}

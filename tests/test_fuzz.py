@@ -141,7 +141,7 @@ def _fuzz_tool(portal, client, name: str, schema: dict, counts: dict[str, int], 
 def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_dir, shared_embedder):
     from fastmcp import Client
 
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
     from aisac_servers.suite import build as build_suite
 
     root = tmp_path / "root"
@@ -152,7 +152,7 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
                       lit_arxiv_url="http://127.0.0.1:9/", lit_pubmed_url="http://127.0.0.1:9/",
                       lit_crossref_url="http://127.0.0.1:9/", lit_openalex_url="http://127.0.0.1:9/",
                       lit_s2_url="http://127.0.0.1:9/", lit_retries=1, lit_timeout_s=2.0)
-    core = Core(s)
+    core = AppContext(s)
     core.__dict__["embedder"] = shared_embedder
     set_core(core)
     failures: list[str] = []
@@ -182,7 +182,7 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
         assert not crashed, crashed[:20]
         assert con.execute("select count(*) from traceevent").fetchone()[0] >= sum(counts.values())
         manifest = con.execute("select coalesce(sum(chunk_count),0) from document where status='indexed'").fetchone()[0]
-    check = Core(s)
+    check = AppContext(s)
     check.__dict__["embedder"] = shared_embedder
     try:
         assert check.vectors().count("chunks") == manifest

@@ -26,10 +26,9 @@ from aisac_core.rag.indexer import (
     doc_id_for,
     fingerprint,
     point_id,
-    sha256_file,
-    text_sha256,
 )
-from aisac_core.context import CHUNKS, Core
+from aisac_core.hashing import sha256_file, sha256_text
+from aisac_core.context import CHUNKS, AppContext
 from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job
 
 DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "report.pdf", "summary.docx"]
@@ -38,19 +37,19 @@ DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "
 # ---- helpers -------------------------------------------------------------------------------------------
 
 
-def manifest(core: Core) -> dict[str, Document]:
+def manifest(core: AppContext) -> dict[str, Document]:
     with Session(core.engine) as s:
         return {r.path: r for r in s.exec(select(Document)).all()}
 
 
-def points_by_doc(core: Core) -> dict[str, set[str]]:
+def points_by_doc(core: AppContext) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for pid, payload in core.vectors().scroll_ids(CHUNKS):
         out.setdefault(payload["doc_id"], set()).add(pid)
     return out
 
 
-def assert_consistent(core: Core) -> dict[str, set[str]]:
+def assert_consistent(core: AppContext) -> dict[str, set[str]]:
     """Vector store == manifest: per document, as many points as chunk_count, and no orphans."""
     rows = manifest(core)
     pts = points_by_doc(core)
@@ -65,25 +64,25 @@ def assert_consistent(core: Core) -> dict[str, set[str]]:
     return pts
 
 
-def run(core: Core, *paths: Path, **kw) -> tuple[Counters, list[dict[str, str]]]:  # noqa: ANN003
+def run(core: AppContext, *paths: Path, **kw) -> tuple[Counters, list[dict[str, str]]]:  # noqa: ANN003
     failures: list[dict[str, str]] = []
     c = Indexer(core).run(list(paths), failures=failures, **kw)
     return c, failures
 
 
-def reopen(core: Core, models_dir: Path, **kw) -> Core:  # noqa: ANN003
+def reopen(core: AppContext, models_dir: Path, **kw) -> AppContext:  # noqa: ANN003
     """Close ``core`` and open its data dir again with other settings (the vector folder is locked)."""
     from aisac_core.context import set_core
 
     data_dir = core.settings.data_dir
     core.close()
-    new = Core(make_settings(data_dir, models_dir, **kw))
+    new = AppContext(make_settings(data_dir, models_dir, **kw))
     set_core(new)
     return new
 
 
 @pytest.fixture
-def core(fast_core: Core) -> Core:
+def core(fast_core: AppContext) -> AppContext:
     """A fresh store per test (the session's loaded embedder reused: same model, no reload)."""
     return fast_core
 
@@ -91,7 +90,7 @@ def core(fast_core: Core) -> Core:
 # ---- first and second run ------------------------------------------------------------------------------
 
 
-def test_first_run_indexes_every_document_and_catalogues_the_csv(core: Core, corpus_copy: Path) -> None:
+def test_first_run_indexes_every_document_and_catalogues_the_csv(core: AppContext, corpus_copy: Path) -> None:
     calls: list[tuple[int, int, str]] = []
     c, failures = run(core, corpus_copy, progress=lambda d, t, m: calls.append((d, t, m)))
     assert failures == []
@@ -118,7 +117,7 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: Core, cor
             content = s.get(DocumentContent, r.doc_id)
             assert content is not None and content.text and content.markdown
     for _, p in core.vectors().scroll_ids(CHUNKS):
-        assert p["text_sha256"] == text_sha256(p["text"])
+        assert p["text_sha256"] == sha256_text(p["text"])
         assert {"doc_id", "path", "sha256", "file_type", "chunk_index", "page", "char_start", "char_end",
                 "section", "section_covers", "title"} <= set(p)
     # the CSV: catalogued with its columns and rows, never embedded
@@ -132,7 +131,7 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: Core, cor
     assert not any(p["path"].endswith(".csv") for _, p in core.vectors().scroll_ids(CHUNKS))
 
 
-def test_second_run_reads_nothing_and_embeds_nothing(core: Core, corpus_copy: Path) -> None:
+def test_second_run_reads_nothing_and_embeds_nothing(core: AppContext, corpus_copy: Path) -> None:
     run(core, corpus_copy)
     before_rows = {p: (r.sha256, r.indexed_at, r.chunk_count) for p, r in manifest(core).items()}
     before_pts = assert_consistent(core)
@@ -145,7 +144,7 @@ def test_second_run_reads_nothing_and_embeds_nothing(core: Core, corpus_copy: Pa
     assert assert_consistent(core) == before_pts
 
 
-def test_unchanged_size_and_mtime_means_no_read(core: Core, corpus_copy: Path) -> None:
+def test_unchanged_size_and_mtime_means_no_read(core: AppContext, corpus_copy: Path) -> None:
     """Proof that the second run does not read content: a same-size edit with the old mtime put back goes
     unnoticed (the manifest keeps the old sha256)."""
     run(core, corpus_copy)
@@ -161,7 +160,7 @@ def test_unchanged_size_and_mtime_means_no_read(core: Core, corpus_copy: Path) -
     assert manifest(core)[str(f)].sha256 == old_sha
 
 
-def test_touched_but_unchanged_file_is_hashed_not_embedded(core: Core, corpus_copy: Path) -> None:
+def test_touched_but_unchanged_file_is_hashed_not_embedded(core: AppContext, corpus_copy: Path) -> None:
     run(core, corpus_copy)
     f = corpus_copy / "summary.docx"
     later = f.stat().st_mtime_ns + 5_000_000_000
@@ -177,7 +176,7 @@ def test_touched_but_unchanged_file_is_hashed_not_embedded(core: Core, corpus_co
 # ---- changes -------------------------------------------------------------------------------------------
 
 
-def test_editing_one_file_reembeds_only_its_chunks(core: Core, corpus_copy: Path) -> None:
+def test_editing_one_file_reembeds_only_its_chunks(core: AppContext, corpus_copy: Path) -> None:
     from aisac_core.rag.search import search
 
     run(core, corpus_copy)
@@ -202,7 +201,7 @@ def test_editing_one_file_reembeds_only_its_chunks(core: Core, corpus_copy: Path
     assert hits and hits[0].payload["doc_id"] == did and hits[0].payload["section_covers"] == "conclusion"
 
 
-def test_deleting_a_file_prunes_its_chunks(core: Core, corpus_copy: Path) -> None:
+def test_deleting_a_file_prunes_its_chunks(core: AppContext, corpus_copy: Path) -> None:
     run(core, corpus_copy)
     f = corpus_copy / "summary.docx"
     did = doc_id_for(f)
@@ -220,7 +219,7 @@ def test_deleting_a_file_prunes_its_chunks(core: Core, corpus_copy: Path) -> Non
     assert_consistent(core)
 
 
-def test_renaming_a_file_moves_its_chunks(core: Core, corpus_copy: Path) -> None:
+def test_renaming_a_file_moves_its_chunks(core: AppContext, corpus_copy: Path) -> None:
     run(core, corpus_copy)
     old = corpus_copy / "glossary.html"
     new = corpus_copy / "rheology_glossary.html"
@@ -232,7 +231,7 @@ def test_renaming_a_file_moves_its_chunks(core: Core, corpus_copy: Path) -> None
     assert doc_id_for(old) not in pts and len(pts[doc_id_for(new)]) == n
 
 
-def test_changing_the_embedding_model_reembeds_everything(core: Core, corpus_copy: Path, tmp_path: Path,
+def test_changing_the_embedding_model_reembeds_everything(core: AppContext, corpus_copy: Path, tmp_path: Path,
                                                           models_dir: Path) -> None:
     run(core, corpus_copy)
     fp_before = fingerprint(core)
@@ -253,7 +252,7 @@ def test_changing_the_embedding_model_reembeds_everything(core: Core, corpus_cop
         core2.close()
 
 
-def test_changing_chunk_size_reembeds_everything(core: Core, corpus_copy: Path, models_dir: Path) -> None:
+def test_changing_chunk_size_reembeds_everything(core: AppContext, corpus_copy: Path, models_dir: Path) -> None:
     run(core, corpus_copy)
     fp_before = fingerprint(core)
     counts_before = {p: r.chunk_count for p, r in manifest(core).items()}
@@ -269,7 +268,7 @@ def test_changing_chunk_size_reembeds_everything(core: Core, corpus_copy: Path, 
         core2.close()
 
 
-def test_vector_collection_of_another_dimension_is_rebuilt(core: Core, corpus_copy: Path,
+def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, corpus_copy: Path,
                                                            shared_embedder) -> None:  # noqa: ANN001
     """A chunks collection of another dimension (an earlier model) is recreated empty on open, every
     manifest row is marked stale, and the next run re-embeds every file."""
@@ -282,7 +281,7 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: Core, corpus_co
     vs = EdgeVectorStore(settings.vectors_dir)
     assert vs.ensure_collection(CHUNKS, 8) is True  # as if an 8-d model had built it
     vs.close()
-    core2 = Core(settings)
+    core2 = AppContext(settings)
     core2.__dict__["embedder"] = shared_embedder
     set_core(core2)
     try:
@@ -295,8 +294,8 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: Core, corpus_co
         core2.close()
 
 
-def test_same_settings_same_fingerprint(core: Core, models_dir: Path) -> None:
-    other = Core(make_settings(core.settings.data_dir.parent / "other", models_dir))
+def test_same_settings_same_fingerprint(core: AppContext, models_dir: Path) -> None:
+    other = AppContext(make_settings(core.settings.data_dir.parent / "other", models_dir))
     assert fingerprint(other) == fingerprint(core)
     assert len(fingerprint(core)) == 16
 
@@ -304,7 +303,7 @@ def test_same_settings_same_fingerprint(core: Core, models_dir: Path) -> None:
 # ---- failures ------------------------------------------------------------------------------------------
 
 
-def test_failed_files_are_recorded_and_the_run_goes_on(core: Core, corpus_copy: Path) -> None:
+def test_failed_files_are_recorded_and_the_run_goes_on(core: AppContext, corpus_copy: Path) -> None:
     bad = write_bad_files(corpus_copy / "bad")
     c, failures = run(core, corpus_copy)
     assert c.files_failed == 3 and c.files_indexed == len(DOCS)
@@ -329,7 +328,7 @@ def test_failed_files_are_recorded_and_the_run_goes_on(core: Core, corpus_copy: 
     assert_consistent(core)
 
 
-def test_broken_new_version_keeps_the_old_chunks(core: Core, corpus_copy: Path) -> None:
+def test_broken_new_version_keeps_the_old_chunks(core: AppContext, corpus_copy: Path) -> None:
     from aisac_core.rag.search import search
 
     run(core, corpus_copy)
@@ -355,7 +354,7 @@ def test_broken_new_version_keeps_the_old_chunks(core: Core, corpus_copy: Path) 
     assert_consistent(core)
 
 
-def test_a_file_left_mid_write_is_redone(core: Core, corpus_copy: Path) -> None:
+def test_a_file_left_mid_write_is_redone(core: AppContext, corpus_copy: Path) -> None:
     """A row left 'indexing' (a crash between the manifest write and the vector writes) is redone."""
     run(core, corpus_copy)
     f = corpus_copy / "notes" / "enzyme_kinetics.md"
@@ -371,7 +370,7 @@ def test_a_file_left_mid_write_is_redone(core: Core, corpus_copy: Path) -> None:
     assert_consistent(core)
 
 
-def test_missing_path(core: Core, tmp_path: Path) -> None:
+def test_missing_path(core: AppContext, tmp_path: Path) -> None:
     with pytest.raises(IndexError_, match="path not found"):
         Indexer(core).run([tmp_path / "no-such-folder"])
     with pytest.raises(IndexError_, match="path not found"):
@@ -379,7 +378,7 @@ def test_missing_path(core: Core, tmp_path: Path) -> None:
     assert core.jobs.list() == []  # no job for a bad request
 
 
-def test_doc_id_stability(core: Core, corpus_copy: Path, corpus: Path) -> None:
+def test_doc_id_stability(core: AppContext, corpus_copy: Path, corpus: Path) -> None:
     f = corpus_copy / "report.pdf"
     assert doc_id_for(f) == doc_id_for(corpus_copy / "notes" / ".." / "report.pdf")
     assert doc_id_for(f) != doc_id_for(corpus / "report.pdf")
@@ -393,7 +392,7 @@ def test_doc_id_stability(core: Core, corpus_copy: Path, corpus: Path) -> None:
     assert point_id("d", "s", 0) == point_id("d", "s", 0) != point_id("d", "s", 1)
 
 
-def test_single_file_and_remove(core: Core, corpus_copy: Path) -> None:
+def test_single_file_and_remove(core: AppContext, corpus_copy: Path) -> None:
     f = corpus_copy / "glossary.html"
     c, _ = run(core, f)
     assert c.files_indexed == 1 and list(manifest(core)) == [str(f)]
@@ -402,7 +401,7 @@ def test_single_file_and_remove(core: Core, corpus_copy: Path) -> None:
     assert manifest(core) == {} and core.vectors().count(CHUNKS) == 0
 
 
-def test_catalog_only_roots(core: Core, corpus_copy: Path) -> None:
+def test_catalog_only_roots(core: AppContext, corpus_copy: Path) -> None:
     c, _ = run(core, corpus_copy, catalog_only=True)
     assert c.files_catalogued == 6 and c.files_indexed == 0 and c.chunks_embedded == 0
     assert core.vectors().count(CHUNKS) == 0 and manifest(core) == {}
@@ -414,7 +413,7 @@ def test_catalog_only_roots(core: Core, corpus_copy: Path) -> None:
 # ---- background jobs -----------------------------------------------------------------------------------
 
 
-def test_job_runs_in_the_background_with_progress(core: Core, corpus_copy: Path) -> None:
+def test_job_runs_in_the_background_with_progress(core: AppContext, corpus_copy: Path) -> None:
     bad = write_bad_files(corpus_copy / "bad")
     jobs = core.jobs
     job_id = jobs.submit([corpus_copy])
@@ -455,7 +454,7 @@ def test_job_runs_in_the_background_with_progress(core: Core, corpus_copy: Path)
     assert st2 is not None and st2["status"] == "done" and st2["counters"]["files_read"] == 0
 
 
-def test_jobs_left_running_are_marked_interrupted(core: Core) -> None:
+def test_jobs_left_running_are_marked_interrupted(core: AppContext) -> None:
     with Session(core.engine) as s:
         s.add(Job(job_id="job-running", kind="index", status="running", total=10, done=4))
         s.add(Job(job_id="job-queued", kind="index", status="queued"))
@@ -476,7 +475,7 @@ ENCRYPTED = "2206.01062_pg3.password-1234.pdf"
 
 
 @pytest.mark.slow
-def test_shared_data_indexes_and_reindexes_nothing(core: Core, shared_data: Path) -> None:
+def test_shared_data_indexes_and_reindexes_nothing(core: AppContext, shared_data: Path) -> None:
     """Acceptance 2 on a subset of ../shared/data: every PDF of pdfs/docling (the encrypted one included)
     and the small folders of formats (CSV, DOCX, LaTeX, Markdown, PPTX, XLSX, three HTML pages).
     Embedding runs at ~10 full-length chunks/s on this machine, so the whole collection (~1,300 chunks

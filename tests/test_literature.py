@@ -32,11 +32,11 @@ def replay():
 def _core(tmp_path, srv: ReplayServer, **kw):
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
             "warm": False, "roots": [tmp_path / "papers"], **kw}
-    core = Core(Settings(data_dir=tmp_path / "store", **opts))
+    core = AppContext(Settings(data_dir=tmp_path / "store", **opts))
     set_core(core)
     reset_states()
     return core

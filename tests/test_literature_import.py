@@ -32,13 +32,13 @@ def replay(pdf_bytes):
 @pytest.fixture
 def import_core(tmp_path, models_dir, shared_embedder, replay):
     from aisac_core.literature import reset_states
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     papers = tmp_path / "papers"
     papers.mkdir()
     s = make_settings(tmp_path / "store", models_dir, roots=[papers], warm=False, lit_backoff_s=0.01,
                       lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
-    c = Core(s)
+    c = AppContext(s)
     c.__dict__["embedder"] = shared_embedder
     set_core(c)
     reset_states()

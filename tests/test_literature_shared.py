@@ -28,9 +28,9 @@ def replay(api):
 def lit_core(tmp_path, replay):
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
-    core = Core(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
+    core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
                          lit_mailto="aisac-tests@example.org", **replay.settings_kwargs()))
     set_core(core)
     reset_states()

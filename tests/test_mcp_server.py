@@ -169,7 +169,7 @@ async def test_one_server_alone_keeps_the_tool_names(core):
 
 
 async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, corpus):
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
 
     from conftest import make_settings
 
@@ -178,7 +178,7 @@ async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, cor
     (data_root / "run1.csv").write_text("t,x\n0,1\n1,2\n")
     (data_root / "notes.md").write_text("# not embedded here\n\ncatalog roots are never embedded\n")
     settings = make_settings(tmp_path / "store", models_dir, roots=[corpus / "notes"], catalog_roots=[data_root])
-    core = Core(settings)
+    core = AppContext(settings)
     set_core(core)
     try:
         async with Client(_suite()) as c:

@@ -173,9 +173,9 @@ async def test_idle_daemon_exits_and_the_next_request_restarts_it(owned_store):
 
 def _store_state(data_dir: Path, models_dir: Path) -> tuple[int, int, int]:
     """(chunk points, manifest chunk sum, dialogue points) read in-process once no owner runs."""
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-    core = Core(make_settings(data_dir, models_dir))
+    core = AppContext(make_settings(data_dir, models_dir))
     try:
         vs = core.vectors()
         with sqlite3.connect(data_dir / "aisac.db") as con:

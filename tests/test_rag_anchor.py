@@ -13,7 +13,8 @@ import pytest
 from pdf_fixtures import SECTIONS, make_paper
 
 from aisac_core.rag.indexer import Indexer
-from aisac_core.rag.search import AnchorError, search, verify_anchor
+from aisac_core.evidence.anchor import AnchorError
+from aisac_core.rag.search import search, verify_anchor
 
 
 def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001

@@ -30,7 +30,7 @@ REAL = "2304.02623v1.pdf"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_embedder):  # noqa: ANN001, ANN201
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
     root = tmp_path_factory.mktemp("sections")
     docs = root / "docs"
@@ -40,7 +40,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
     real = SHARED_DATA / "pdfs" / "papermage" / REAL
     if real.is_file():
         shutil.copy(real, docs / REAL)
-    c = Core(make_settings(root / "store", models_dir))
+    c = AppContext(make_settings(root / "store", models_dir))
     c.__dict__["embedder"] = shared_embedder
     failures: list[dict[str, str]] = []
     Indexer(c).run([docs], failures=failures)

@@ -16,7 +16,8 @@ import pytest
 from conftest import make_settings
 from fixtures_gen import PAGE_MARKERS
 
-from aisac_core.rag.indexer import Indexer, doc_id_for, sha256_file
+from aisac_core.rag.indexer import Indexer, doc_id_for
+from aisac_core.hashing import sha256_file
 from aisac_core.rag.search import (
     FILTER_KEYS,
     MAX_K,
@@ -26,7 +27,7 @@ from aisac_core.rag.search import (
     list_documents,
     search,
 )
-from aisac_core.context import Core
+from aisac_core.context import AppContext
 
 #: distinctive query -> the file that answers it
 QUERIES = {
@@ -50,7 +51,7 @@ def _rel(hit_or_path, corpus: Path) -> str:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):  # noqa: ANN001, ANN201
-    c = Core(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"))
+    c = AppContext(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"))
     c.__dict__["embedder"] = shared_embedder
     Indexer(c).run([corpus])
     yield c
@@ -62,7 +63,7 @@ def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corp
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
 @pytest.mark.parametrize("query", sorted(QUERIES))
-def test_distinctive_query_finds_its_document(indexed_core: Core, corpus: Path, mode: str, query: str) -> None:
+def test_distinctive_query_finds_its_document(indexed_core: AppContext, corpus: Path, mode: str, query: str) -> None:
     res = search(indexed_core, query, k=5, mode=mode)
     assert res.mode == mode and res.message is None
     assert res.hits, query
@@ -72,7 +73,7 @@ def test_distinctive_query_finds_its_document(indexed_core: Core, corpus: Path, 
     assert len({h.chunk_id for h in res.hits}) == len(res.hits)
 
 
-def test_hybrid_scores(indexed_core: Core) -> None:
+def test_hybrid_scores(indexed_core: AppContext) -> None:
     from aisac_core.rag import search as retrieval
 
     for query in QUERIES:
@@ -87,13 +88,13 @@ def test_hybrid_scores(indexed_core: Core) -> None:
                 assert hits[0].score == pytest.approx(1.0)
 
 
-def test_page_marker_hits_its_page(indexed_core: Core) -> None:
+def test_page_marker_hits_its_page(indexed_core: AppContext) -> None:
     for page, marker in PAGE_MARKERS.items():
         top = search(indexed_core, marker, k=1).hits[0].payload
         assert top["page"] == page and marker in top["text"]
 
 
-def test_k_bounds_the_hits(indexed_core: Core) -> None:
+def test_k_bounds_the_hits(indexed_core: AppContext) -> None:
     total = indexed_core.vectors().count("chunks")
     assert total > 5
     assert len(search(indexed_core, "heat", k=2, mode="dense").hits) == 2
@@ -104,11 +105,11 @@ def test_k_bounds_the_hits(indexed_core: Core) -> None:
 # ---- filters -------------------------------------------------------------------------------------------
 
 
-def _hits(core: Core, query: str, filters: dict, k: int = 20, mode: str = "hybrid"):  # noqa: ANN202
+def _hits(core: AppContext, query: str, filters: dict, k: int = 20, mode: str = "hybrid"):  # noqa: ANN202
     return search(core, query, k=k, filters=filters, mode=mode).hits
 
 
-def test_filter_doc_id(indexed_core: Core, corpus: Path) -> None:
+def test_filter_doc_id(indexed_core: AppContext, corpus: Path) -> None:
     did = doc_id_for(corpus / "notes" / "heat_transfer.md")
     hits = _hits(indexed_core, "enzyme kinetics", {"doc_id": did})
     assert hits and {h.payload["doc_id"] for h in hits} == {did}
@@ -117,7 +118,7 @@ def test_filter_doc_id(indexed_core: Core, corpus: Path) -> None:
     assert {h.payload["doc_id"] for h in hits} == set(two)
 
 
-def test_filter_path_glob(indexed_core: Core, corpus: Path) -> None:
+def test_filter_path_glob(indexed_core: AppContext, corpus: Path) -> None:
     hits = _hits(indexed_core, "measurements", {"path_glob": "*.md"}, mode="dense")
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
     hits = _hits(indexed_core, "measurements", {"path_glob": "*/notes/heat*"}, mode="dense")
@@ -126,7 +127,7 @@ def test_filter_path_glob(indexed_core: Core, corpus: Path) -> None:
     assert res.hits == [] and "no indexed document matches" in (res.message or "")
 
 
-def test_filter_page_range(indexed_core: Core) -> None:
+def test_filter_page_range(indexed_core: AppContext) -> None:
     q = "perovskite catalyst"
     assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_from": 2})} == {2}
     assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_to": 1})} == {1}
@@ -137,7 +138,7 @@ def test_filter_page_range(indexed_core: Core) -> None:
         == {"pdf"}
 
 
-def test_filter_file_type(indexed_core: Core) -> None:
+def test_filter_file_type(indexed_core: AppContext) -> None:
     assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": "pdf"}, mode="dense")} \
         == {"pdf"}
     assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": ["html", "docx"]},
@@ -145,7 +146,7 @@ def test_filter_file_type(indexed_core: Core) -> None:
     assert _hits(indexed_core, "enzyme", {"file_type": "pptx"}) == []
 
 
-def test_filter_section(indexed_core: Core, corpus: Path) -> None:
+def test_filter_section(indexed_core: AppContext, corpus: Path) -> None:
     hits = _hits(indexed_core, "temperature", {"section": "results"}, mode="dense")
     assert hits and {h.payload["section_covers"] for h in hits} == {"results"}
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
@@ -153,7 +154,7 @@ def test_filter_section(indexed_core: Core, corpus: Path) -> None:
     assert {h.payload["section_covers"] for h in hits} == {"abstract", "conclusion"}
 
 
-def test_filters_combine(indexed_core: Core, corpus: Path) -> None:
+def test_filters_combine(indexed_core: AppContext, corpus: Path) -> None:
     hits = _hits(indexed_core, "how was it measured", {"file_type": "md", "section": "methods"}, mode="dense")
     assert len(hits) == 2
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
@@ -173,7 +174,7 @@ def test_filters_combine(indexed_core: Core, corpus: Path) -> None:
 # ---- bad input -----------------------------------------------------------------------------------------
 
 
-def test_unknown_filter_key_lists_accepted_keys(indexed_core: Core) -> None:
+def test_unknown_filter_key_lists_accepted_keys(indexed_core: AppContext) -> None:
     with pytest.raises(SearchError) as ei:
         search(indexed_core, "enzyme", filters={"author": "x", "file_type": "md"})
     msg = str(ei.value)
@@ -183,13 +184,13 @@ def test_unknown_filter_key_lists_accepted_keys(indexed_core: Core) -> None:
 
 
 @pytest.mark.parametrize("k", [0, -1, 10**6, MAX_K + 1, True, "3", 2.0, None])
-def test_k_out_of_range(indexed_core: Core, k) -> None:  # noqa: ANN001
+def test_k_out_of_range(indexed_core: AppContext, k) -> None:  # noqa: ANN001
     with pytest.raises(SearchError, match=f"k must be an integer from 1 to {MAX_K}"):
         search(indexed_core, "enzyme", k=k)
 
 
 @pytest.mark.parametrize("query", ["", "   \n\t", None])
-def test_empty_query(indexed_core: Core, query) -> None:  # noqa: ANN001
+def test_empty_query(indexed_core: AppContext, query) -> None:  # noqa: ANN001
     with pytest.raises(SearchError, match="query is empty"):
         search(indexed_core, query)
 
@@ -207,19 +208,19 @@ def test_empty_query(indexed_core: Core, query) -> None:  # noqa: ANN001
         ({"section": ""}, "section must be"),
     ],
 )
-def test_bad_filter_values(indexed_core: Core, filters: dict, match: str) -> None:
+def test_bad_filter_values(indexed_core: AppContext, filters: dict, match: str) -> None:
     with pytest.raises(SearchError, match=match):
         search(indexed_core, "enzyme", filters=filters)
 
 
-def test_bad_mode_and_long_query(indexed_core: Core) -> None:
+def test_bad_mode_and_long_query(indexed_core: AppContext) -> None:
     with pytest.raises(SearchError, match="mode must be one of hybrid, dense, sparse"):
         search(indexed_core, "enzyme", mode="fuzzy")
     with pytest.raises(SearchError, match="limit is 2000"):
         search(indexed_core, "x" * 2001)
 
 
-def test_query_without_hits_says_why(indexed_core: Core) -> None:
+def test_query_without_hits_says_why(indexed_core: AppContext) -> None:
     res = search(indexed_core, "qwxzyvjj blorptastic", mode="sparse")
     assert res.hits == [] and "no chunk shares a term" in (res.message or "")
     res = search(indexed_core, "the", mode="sparse")  # a stopword only: an empty sparse query
@@ -228,7 +229,7 @@ def test_query_without_hits_says_why(indexed_core: Core) -> None:
     assert search(indexed_core, "qwxzyvjj blorptastic").hits
 
 
-def test_empty_index_says_so(fast_core: Core) -> None:
+def test_empty_index_says_so(fast_core: AppContext) -> None:
     res = search(fast_core, "enzyme")
     assert res.hits == [] and "index is empty" in (res.message or "")
     assert res.as_dict()["count"] == 0 and "message" in res.as_dict()
@@ -237,7 +238,7 @@ def test_empty_index_says_so(fast_core: Core) -> None:
 # ---- anchors, chunks, documents ------------------------------------------------------------------------
 
 
-def test_hits_carry_complete_anchors(indexed_core: Core, corpus: Path) -> None:
+def test_hits_carry_complete_anchors(indexed_core: AppContext, corpus: Path) -> None:
     seen_docs = set()
     for query in QUERIES:
         res = search(indexed_core, query, k=5).as_dict()
@@ -267,7 +268,7 @@ def test_hits_carry_complete_anchors(indexed_core: Core, corpus: Path) -> None:
     assert len(seen_docs) == 5
 
 
-def test_get_chunk_round_trip(indexed_core: Core) -> None:
+def test_get_chunk_round_trip(indexed_core: AppContext) -> None:
     hit = search(indexed_core, PAGE_MARKERS[1], k=1).as_dict()["hits"][0]
     chunk = get_chunk(indexed_core, hit["chunk_id"])
     assert chunk is not None
@@ -278,7 +279,7 @@ def test_get_chunk_round_trip(indexed_core: Core) -> None:
     assert get_chunk(indexed_core, "not-a-uuid") is None
 
 
-def test_list_documents_paging(indexed_core: Core, corpus: Path) -> None:
+def test_list_documents_paging(indexed_core: AppContext, corpus: Path) -> None:
     everything = list_documents(indexed_core)
     assert everything["total"] == 5 and everything["next_offset"] is None
     paths = [d["path"] for d in everything["documents"]]
@@ -303,7 +304,7 @@ def test_list_documents_paging(indexed_core: Core, corpus: Path) -> None:
     assert sum(d["chunk_count"] for d in everything["documents"]) == indexed_core.vectors().count("chunks")
 
 
-def test_get_document(indexed_core: Core, corpus: Path) -> None:
+def test_get_document(indexed_core: AppContext, corpus: Path) -> None:
     found = get_document(indexed_core, doc_id_for(corpus / "notes" / "heat_transfer.md"))
     assert found is not None
     row, content = found
@@ -316,7 +317,7 @@ def test_get_document(indexed_core: Core, corpus: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
-def test_qdrant_client_backend_agrees_with_edge(indexed_core: Core, qdrant_core: Core, corpus: Path,
+def test_qdrant_client_backend_agrees_with_edge(indexed_core: AppContext, qdrant_core: AppContext, corpus: Path,
                                                 mode: str) -> None:
     assert qdrant_core.settings.vector_backend == "qdrant"
     assert qdrant_core.vectors().count("chunks") == indexed_core.vectors().count("chunks")

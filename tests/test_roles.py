@@ -288,13 +288,13 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     from fixtures_gen import ENZYME_MD
 
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
     store = tmp_path / "store"
-    c = Core(make_settings(store, models_dir, warm=False))
+    c = AppContext(make_settings(store, models_dir, warm=False))
     c.__dict__["embedder"] = shared_embedder
     Indexer(c).run([notes])
     c.close()

@@ -24,14 +24,14 @@ def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
     from conftest import SHARED_DATA, make_settings
 
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
     pdfs = SHARED_DATA.resolve() / "pdfs" / "papermage"
     s2orc, other = pdfs / "2020.acl-main.447.pdf", pdfs / "1903.10676.pdf"
     data_dir = tmp_path_factory.mktemp("s2orc") / "store"
-    c = Core(make_settings(data_dir, models_dir, warm=False))
+    c = AppContext(make_settings(data_dir, models_dir, warm=False))
     c.__dict__["embedder"] = shared_embedder
     failures: list = []
     Indexer(c).run([s2orc, other], failures=failures)

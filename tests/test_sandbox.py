@@ -272,12 +272,12 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
     from sqlmodel import Session, select
 
     from aisac_core.settings import Settings
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
     from aisac_core.data.sandbox import get_sandbox
     from aisac_core.store.sql import TraceEvent
     from aisac_servers.suite import build
 
-    core = Core(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5))
+    core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5))
     set_core(core)
     try:
         async with Client(build(["data"])) as client:

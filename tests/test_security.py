@@ -148,7 +148,7 @@ async def test_owner_daemon_requires_its_token(store):
 async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared_embedder):
     from sqlmodel import Session, select
 
-    from aisac_core.context import Core, set_core
+    from aisac_core.context import AppContext, set_core
     from aisac_core.store.sql import TraceEvent
     from aisac_servers.suite import build
 
@@ -159,7 +159,7 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
     outside.mkdir()
     (outside / "secret.md").write_text("# Secret\n\nmust never be indexed\n")
     (root / "escape").symlink_to(outside, target_is_directory=True)
-    core = Core(make_settings(tmp_path / "store", models_dir, roots=[root]))
+    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=[root]))
     core.__dict__["embedder"] = shared_embedder
     set_core(core)
     attempts = [str(root / ".." / "private"), "../private/secret.md", str(outside / "secret.md"),

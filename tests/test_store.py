@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from aisac_core.store.sql import StoreError, StoreMeta, TraceEvent, dumps, get_meta, make_engine, set_meta
+from aisac_core.store.sql import StoreError, StoreMeta, TraceEvent, get_meta, make_engine, set_meta
+from aisac_core.hashing import dumps
 from aisac_core.store.vectors import (
     Cond,
     EdgeVectorStore,
@@ -129,12 +130,12 @@ def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
 
 
 def test_corrupt_store_through_core(settings) -> None:  # noqa: ANN001
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = settings.data_dir / "aisac.db"
     db.write_bytes(os.urandom(16384))
-    core = Core(settings)
+    core = AppContext(settings)
     with pytest.raises(StoreError, match=re.escape(str(db))):
         _ = core.engine
 
@@ -395,7 +396,8 @@ def test_open_vector_store_backends(tmp_path: Path) -> None:
 
 
 def test_record_tool_call_writes_a_row(db_url: str) -> None:
-    from aisac_core.trace.provenance import list_events, record_tool_call, sha256_json
+    from aisac_core.trace.provenance import list_events, record_tool_call
+    from aisac_core.hashing import sha256_json
 
     engine = make_engine(db_url)
     args = {"query": "perovskite", "k": 3, "filters": {"file_type": "pdf"}}

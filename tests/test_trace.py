@@ -242,8 +242,9 @@ def test_replay_skip_rules():
 
 
 def test_compare_ignores_timings_only():
-    from aisac_core.trace.provenance import compare_results, sha256_json
-    from aisac_core.store.sql import dumps
+    from aisac_core.trace.provenance import compare_results
+    from aisac_core.hashing import sha256_json
+    from aisac_core.hashing import dumps
 
     a = {"hits": [{"chunk_id": "c1", "score": 0.5}], "took_ms": 3.1}
     b = {"hits": [{"chunk_id": "c1", "score": 0.5}], "took_ms": 9.7}

@@ -588,7 +588,7 @@ class Registry:
         if sheet is not None and fmt != "excel":
             raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
-        from aisac_core.rag.indexer import sha256_file
+        from aisac_core.hashing import sha256_file
 
         sha = sha256_file(p)
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
@@ -768,11 +768,9 @@ class Registry:
     def to_session(self, name: str, session: str, variable: str | None = None) -> dict:
         """Copy a frame into a code session as a pandas DataFrame variable (default: the frame name made an
         identifier). Result: ``{name, session, variable, shape, path}`` (the Parquet copy inside the session dir)."""
-        from aisac_core.data.sandbox import get_sandbox
-
         df = self.frame(name)
         var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
-        sb = get_sandbox(self.core)
+        sb = self.core.sandbox
         d = sb.session_dir(session) / "inputs"
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{var}.parquet"
@@ -780,16 +778,3 @@ class Registry:
         reply = sb.load_frame(session, var, path)
         return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
                 "notes": reply.get("notes", [])}
-
-
-_reg_lock = threading.Lock()
-
-
-def get_registry(core: Any) -> Registry:
-    """The :class:`Registry` of a :class:`~aisac_core.context.Core` (one per core, created on first use)."""
-    with _reg_lock:
-        r = core.__dict__.get("_data_registry")
-        if r is None:
-            r = Registry(core)
-            core.__dict__["_data_registry"] = r
-        return r

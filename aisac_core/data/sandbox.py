@@ -698,11 +698,12 @@ class _Spawner:
 
 
 _spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
 
 
 def _spawn(cmd: list[str], **kw: Any) -> subprocess.Popen:
     global _spawner
-    with _mgr_lock:
+    with _spawner_lock:
         if _spawner is None:
             _spawner = _Spawner()
     return _spawner(cmd, **kw)
@@ -728,16 +729,3 @@ def _exit_text(code: int | None) -> str:
                 "SIGXCPU": " (CPU-time limit)", "SIGSEGV": " (crashed)", "SIGXFSZ": " (file-size limit)"}.get(name, "")
         return f"signal {name}{hint}"
     return f"exit code {code}"
-
-
-_mgr_lock = threading.Lock()
-
-
-def get_sandbox(core: Any) -> SandboxManager:
-    """The :class:`SandboxManager` of a :class:`~aisac_core.context.Core` (one per core, created on first use)."""
-    with _mgr_lock:
-        m = core.__dict__.get("_sandbox")
-        if m is None:
-            m = SandboxManager(core.settings)
-            core.__dict__["_sandbox"] = m
-        return m

@@ -28,7 +28,7 @@ from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_p
 
 if TYPE_CHECKING:
     from aisac_core.settings import Settings
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 CLIENTS = {"arxiv": arxiv, "pubmed": pubmed, "crossref": crossref, "openalex": openalex,
            "semantic_scholar": semanticscholar}
@@ -38,7 +38,7 @@ ALIASES = {"s2": "semantic_scholar", "semanticscholar": "semantic_scholar", "sem
 MAX_K = 1000
 
 
-def _engine(core: "Core | None"):  # noqa: ANN202
+def _engine(core: "AppContext | None"):  # noqa: ANN202
     return core.engine if core is not None else None
 
 
@@ -105,7 +105,7 @@ def _check_years(year_from: int | None, year_to: int | None) -> None:
         raise LiteratureError(f"year_from {year_from} is after year_to {year_to}: swap them")
 
 
-async def search(settings: "Settings", core: "Core | None", query: str, sources: list[str] | str | None = None,
+async def search(settings: "Settings", core: "AppContext | None", query: str, sources: list[str] | str | None = None,
                  k: int = 10, year_from: int | None = None, year_to: int | None = None) -> dict[str, Any]:
     """Search the sources concurrently and merge their ranked lists (:func:`~.paper.merge_papers`).
 
@@ -172,7 +172,7 @@ def _routes(kind: str) -> list[tuple[str, Callable[[Fetcher, str, str], Awaitabl
     }[kind]
 
 
-async def get(settings: "Settings", core: "Core | None", identifier: str) -> dict[str, Any]:
+async def get(settings: "Settings", core: "AppContext | None", identifier: str) -> dict[str, Any]:
     """One paper by identifier (see :func:`~.paper.parse_identifier`), from the sources that index that kind:
     DOI -> Crossref + OpenAlex + Semantic Scholar (merged); arXiv id -> arXiv; PMID -> PubMed (efetch, with
     abstract); PMCID -> OpenAlex + Semantic Scholar; S2 id -> Semantic Scholar; W id -> OpenAlex.
@@ -199,7 +199,7 @@ async def get(settings: "Settings", core: "Core | None", identifier: str) -> dic
     return {"identifier": identifier, "kind": kind, "paper": paper.model_dump(), "sources": statuses}
 
 
-async def _graph(settings: "Settings", core: "Core | None", identifier: str, k: int, which: str) -> dict[str, Any]:
+async def _graph(settings: "Settings", core: "AppContext | None", identifier: str, k: int, which: str) -> dict[str, Any]:
     kind, value = parse_identifier(identifier)
     if not isinstance(k, int) or k < 1:
         raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {semanticscholar.MAX_GRAPH}")
@@ -227,14 +227,14 @@ async def _graph(settings: "Settings", core: "Core | None", identifier: str, k: 
             "count": len(papers or []), "sources": statuses, "notes": notes}
 
 
-async def references(settings: "Settings", core: "Core | None", identifier: str, k: int = 100) -> dict[str, Any]:
+async def references(settings: "Settings", core: "AppContext | None", identifier: str, k: int = 100) -> dict[str, Any]:
     """Papers ``identifier`` cites: Semantic Scholar ``/references``, else (throttled, failing, or an OpenAlex
     id) OpenAlex ``referenced_works``. Returns ``{identifier, kind, references: [Paper], count, sources, notes}``.
     Raises LiteratureError: malformed identifier, k < 1, not found anywhere."""
     return await _graph(settings, core, identifier, k, "references")
 
 
-async def citations(settings: "Settings", core: "Core | None", identifier: str, k: int = 100) -> dict[str, Any]:
+async def citations(settings: "Settings", core: "AppContext | None", identifier: str, k: int = 100) -> dict[str, Any]:
     """Papers citing ``identifier``: Semantic Scholar ``/citations``, else OpenAlex ``filter=cites:``.
     Returns ``{identifier, kind, citations: [Paper], count, sources, notes}``. Errors as :func:`references`."""
     return await _graph(settings, core, identifier, k, "citations")
@@ -297,7 +297,7 @@ def resolve_root(settings: "Settings", root: str | None) -> Path:
     return resolve_in_roots(root, roots, what="root")
 
 
-async def import_paper(core: "Core", identifier: str, root: str | None = None) -> dict[str, Any]:
+async def import_paper(core: "AppContext", identifier: str, root: str | None = None) -> dict[str, Any]:
     """Download the open-access PDF of ``identifier`` into a registered root, write a provenance sidecar and
     start an index job.
 

@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, delete, func, or_
 from sqlmodel import Session, select
 
-from aisac_core.store.sql import Fact, MemorySession, Turn, dumps
+from aisac_core.store.sql import Fact, MemorySession, Turn
+from aisac_core.hashing import dumps
+from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.vectors import Cond, VectorPoint
+from aisac_core.errors import AisacError
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
-DIALOGUE = "dialogue"
 ROLES = ("user", "assistant", "router", "planner", "coordinator", "evaluator", "tool")
 #: largest turn content, in characters
 MAX_CONTENT_CHARS = 100_000
@@ -60,7 +62,7 @@ SEMANTIC_CANDIDATES = 100
 _NS = uuid.UUID("6f1c2a52-4d0e-5a7b-9a51-3c0b7f0e4d21")
 
 
-class MemoryInputError(ValueError):
+class MemoryInputError(AisacError, ValueError):
     """Bad memory input (unknown session, empty content, a limit exceeded, ...); the message says what
     was wrong and what is accepted."""
 
@@ -184,21 +186,30 @@ def _pair_text(user: str, assistant: str) -> str:
 # ---------------------------------------------------------------------------------------------------
 
 _upsert_lock = threading.Lock()
-_reconcile_lock = threading.Lock()
 
 
-def _vs(core: "Core") -> Any:
-    """The vector store with the dialogue collection; reconciles the pairs once per core."""
+class MemoryState:
+    """Memory's state for one store (:attr:`aisac_core.context.AppContext.memory`): whether the dialogue collection
+    was reconciled with the turns since the store opened."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.dialogue_reconciled = False
+
+
+def _vs(core: "AppContext") -> Any:
+    """The vector store with the dialogue collection; reconciles the pairs once per store."""
     vs = core.vectors()
-    if not core.__dict__.get("_dialogue_reconciled"):
-        with _reconcile_lock:
-            if not core.__dict__.get("_dialogue_reconciled"):
+    state = core.memory
+    if not state.dialogue_reconciled:
+        with state.lock:
+            if not state.dialogue_reconciled:
                 reconcile_dialogue(core, vs)
-                core.__dict__["_dialogue_reconciled"] = True
+                state.dialogue_reconciled = True
     return vs
 
 
-def _embed_pairs(core: "Core", pairs: list[tuple[Turn, Turn]]) -> list[VectorPoint]:
+def _embed_pairs(core: "AppContext", pairs: list[tuple[Turn, Turn]]) -> list[VectorPoint]:
     texts = [_pair_text(u.content, a.content) for u, a in pairs]
     emb = core.embedder
     dense = emb.embed_documents(texts)
@@ -214,7 +225,7 @@ def _upsert(vs: Any, points: list[VectorPoint]) -> None:
         vs.upsert(DIALOGUE, points)
 
 
-def reconcile_dialogue(core: "Core", vs: Any | None = None, batch: int = 256) -> int:
+def reconcile_dialogue(core: "AppContext", vs: Any | None = None, batch: int = 256) -> int:
     """Upsert every pair recorded in SQL that the ``dialogue`` collection lacks; returns how many.
 
     Cheap when nothing is missing (one count on each side). Runs after a crash between the SQL commit
@@ -252,7 +263,7 @@ def reconcile_dialogue(core: "Core", vs: Any | None = None, batch: int = 256) ->
 # ---------------------------------------------------------------------------------------------------
 
 
-def start_session(core: "Core", title: str | None = None, project: str | None = None) -> dict[str, Any]:
+def start_session(core: "AppContext", title: str | None = None, project: str | None = None) -> dict[str, Any]:
     """Create a session: ``{session_id, title, project, created_at}``."""
     title = _check_str(title, "title", MAX_TITLE_CHARS, required=False)
     project = _check_str(project, "project", MAX_TITLE_CHARS, required=False)
@@ -264,7 +275,7 @@ def start_session(core: "Core", title: str | None = None, project: str | None = 
         return session_dict(row, 0, None)
 
 
-def add_turn(core: "Core", session_id: str, role: str, content: str, metadata: dict | None = None,
+def add_turn(core: "AppContext", session_id: str, role: str, content: str, metadata: dict | None = None,
              parent_id: int | None = None) -> dict[str, Any]:
     """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
 
@@ -329,7 +340,7 @@ def _cursor_filter(db: Session, session_id: str, cursor: Any) -> Any:
     return or_(Turn.created_at > ref.created_at, and_(Turn.created_at == ref.created_at, Turn.id > ref.id))
 
 
-def count_tokens(core: "Core", texts: list[str]) -> list[int]:
+def count_tokens(core: "AppContext", texts: list[str]) -> list[int]:
     """Tokens of each text by the embedding model's tokenizer (no special tokens)."""
     if not texts:
         return []
@@ -337,7 +348,7 @@ def count_tokens(core: "Core", texts: list[str]) -> list[int]:
     return [len(e.ids) for e in enc]
 
 
-def _truncate_to_tokens(core: "Core", text: str, budget: int) -> str:
+def _truncate_to_tokens(core: "AppContext", text: str, budget: int) -> str:
     enc = core.embedder.tokenizer().encode(text, add_special_tokens=False)
     if len(enc.ids) <= budget:
         return text
@@ -350,7 +361,7 @@ def _render(t: Turn) -> str:
     return f"{t.role}: {t.content}"
 
 
-def get_history(core: "Core", session_id: str, cursor: str | int | None = None, limit: int = 50,
+def get_history(core: "AppContext", session_id: str, cursor: str | int | None = None, limit: int = 50,
                 roles: list[str] | None = None, token_budget: int | None = None) -> dict[str, Any]:
     """Turns of a session, oldest first, from ``cursor``; optionally only ``roles``; at most ``limit`` turns
     and, with ``token_budget``, at most that many tokens (``role: content`` counted with the embedding
@@ -404,7 +415,7 @@ def get_history(core: "Core", session_id: str, cursor: str | int | None = None, 
     return out
 
 
-def list_sessions(core: "Core", project: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def list_sessions(core: "AppContext", project: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     """Sessions, newest first: ``{sessions: [{session_id, title, project, created_at, turn_count,
     last_turn_at}], total, offset, next_offset}``."""
     limit = _check_int(limit, "limit", 1, 500)
@@ -430,7 +441,7 @@ def list_sessions(core: "Core", project: str | None = None, limit: int = 50, off
             "next_offset": offset + limit if offset + limit < total else None}
 
 
-def _pair_hits(core: "Core", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
+def _pair_hits(core: "AppContext", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion)."""
     from aisac_core.rag.search import PREFETCH, convex_fusion
 
@@ -441,7 +452,7 @@ def _pair_hits(core: "Core", query: str, k: int, conds: list[Cond] | None = None
     return [(h.id, h.score, h.payload) for h in hits]
 
 
-def recall(core: "Core", session_id: str, query: str, last_n: int = 10, k: int = 5,
+def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k: int = 5,
            token_budget: int = 2000) -> dict[str, Any]:
     """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related
     older user -> assistant pairs of any session (pairs inside the last-N window are left out), within
@@ -522,7 +533,7 @@ def recall(core: "Core", session_id: str, query: str, last_n: int = 10, k: int =
             "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
 
 
-def search(core: "Core", query: str, session_id: str | None = None, roles: list[str] | None = None,
+def search(core: "AppContext", query: str, session_id: str | None = None, roles: list[str] | None = None,
            mode: str = "hybrid", limit: int = 10, offset: int = 0) -> dict[str, Any]:
     """Keyword + semantic search over the turns of every session (or one).
 
@@ -617,7 +628,7 @@ def search(core: "Core", query: str, session_id: str | None = None, roles: list[
 EXPORT_MAX_TURNS = 2000
 
 
-def export_session(core: "Core", session_id: str, format: str = "markdown", cursor: str | int | None = None,
+def export_session(core: "AppContext", session_id: str, format: str = "markdown", cursor: str | int | None = None,
                    limit: int = 1000) -> dict[str, Any]:
     """A session with its turns (oldest first, at most ``limit`` per call; ``next_cursor`` continues) as
     JSON (``{session, turns, next_cursor}``) or Markdown (``{session_id, format, markdown, next_cursor}``)."""
@@ -675,12 +686,12 @@ def render_markdown(s: MemorySession, rows: list[Turn], total: int, first_no: in
     return "\n".join(lines)
 
 
-def session_markdown(core: "Core", session_id: str, max_turns: int = 1000) -> str:
+def session_markdown(core: "AppContext", session_id: str, max_turns: int = 1000) -> str:
     """The session as Markdown (the resource): its first ``max_turns`` turns, with a note when cut."""
     return export_session(core, session_id, "markdown", limit=max_turns)["markdown"]
 
 
-def delete_session(core: "Core", session_id: str, confirm: bool = False) -> dict[str, Any]:
+def delete_session(core: "AppContext", session_id: str, confirm: bool = False) -> dict[str, Any]:
     """Delete a session, its turns and its dialogue pairs (facts are kept: they are beliefs with their own
     provenance, not part of the transcript). Requires ``confirm=True``."""
     if confirm is not True:
@@ -713,7 +724,7 @@ def fact_dict(f: Fact) -> dict[str, Any]:
             "run_id": f.run_id, "created_at": iso(f.created_at)}
 
 
-def record_fact(core: "Core", subject: str, predicate: str, object: str, conditions: dict | None = None,
+def record_fact(core: "AppContext", subject: str, predicate: str, object: str, conditions: dict | None = None,
                 valid_at: str | None = None, source: str | None = None, evidence_span: str | None = None,
                 run_id: str | None = None) -> dict[str, Any]:
     """Record a fact valid from ``valid_at`` (default now). The fact of the same subject + predicate that
@@ -752,7 +763,7 @@ def record_fact(core: "Core", subject: str, predicate: str, object: str, conditi
         return {"fact": fact_dict(row), "superseded": superseded}
 
 
-def query_facts(core: "Core", subject: str | None = None, predicate: str | None = None, object: str | None = None,
+def query_facts(core: "AppContext", subject: str | None = None, predicate: str | None = None, object: str | None = None,
                 as_of: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     """Facts valid at ``as_of`` (default now: valid_at <= as_of < invalid_at, or still open), filtered by
     subject / predicate (case-insensitive, exact) and object (case-insensitive substring).
@@ -776,7 +787,7 @@ def query_facts(core: "Core", subject: str | None = None, predicate: str | None 
             "next_offset": offset + limit if offset + limit < total else None}
 
 
-def fact_timeline(core: "Core", subject: str, predicate: str | None = None, limit: int = 100,
+def fact_timeline(core: "AppContext", subject: str, predicate: str | None = None, limit: int = 100,
                   offset: int = 0) -> dict[str, Any]:
     """Every fact about ``subject`` (optionally one predicate), current and superseded, by valid_at:
     ``{subject, facts: [{..., current}], total, offset, next_offset}``."""

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
     from aisac_core.settings import Settings
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 MANIFEST = "aisac.toml"
 #: Roles that accept a prompt overlay when the roles package is absent (issue 7's router -> planner -> coordinator
@@ -508,7 +508,7 @@ class Bootstrapped:
     #: the project's own store: <data_dir>/projects/<id>
     store_dir: Path | None = None
     steps: list[Step] = field(default_factory=list)
-    core: "Core | None" = None
+    core: "AppContext | None" = None
     server: "FastMCP | None" = None
 
     @property
@@ -567,7 +567,7 @@ def _run_async(fn: Callable[[], Any]) -> Any:
         return ex.submit(lambda: asyncio.run(fn())).result()
 
 
-def _write_steps(core: "Core", run_id: str, steps: list[Step]) -> None:
+def _write_steps(core: "AppContext", run_id: str, steps: list[Step]) -> None:
     from aisac_core.trace.provenance import record_tool_call
 
     for s in steps:
@@ -692,7 +692,7 @@ def bootstrap(project_dir: str | Path, base_settings: "Settings | None" = None, 
 
     Returns: a :class:`Bootstrapped` with the project settings, tools (``.server``: a FastMCP ``project`` server
     when the tools extension is on), prompt overlays, the graph augmentation, the steps and (open_store) ``.core``,
-    a :class:`~aisac_core.context.Core` on the project's store. Call ``.mount(suite)`` to serve the tools.
+    a :class:`~aisac_core.context.AppContext` on the project's store. Call ``.mount(suite)`` to serve the tools.
 
     Raises:
         BootstrapError: the first failing check, naming the file and the fix (the steps so far are recorded in
@@ -901,10 +901,10 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
     from sqlalchemy import func
     from sqlmodel import Session, select
 
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
     from aisac_core.store.sql import Document
 
-    core = Core(b.settings)
+    core = AppContext(b.settings)
     try:
         with Session(core.engine) as db:
             docs = db.exec(select(func.count()).select_from(Document)).one()
@@ -927,9 +927,9 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
 def _record_failure(store_dir: Path, base: "Settings", run_id: str, steps: list[Step]) -> None:
     """Write the steps of a failed bootstrap into the project's store (best effort: never masks the error)."""
     try:
-        from aisac_core.context import Core
+        from aisac_core.context import AppContext
 
-        core = Core(base.model_copy(update={"data_dir": store_dir, "sql_url": None}))
+        core = AppContext(base.model_copy(update={"data_dir": store_dir, "sql_url": None}))
         try:
             _write_steps(core, run_id, steps)
         finally:
@@ -943,7 +943,7 @@ def serve_suite(project_dir: str | Path, base_settings: "Settings | None" = None
     """Bootstrap a project (recorded) and build the suite on its store with its tools mounted: what
     ``aisac serve --project DIR`` (and the owner daemon of a project's store) serves.
 
-    The project's :class:`~aisac_core.context.Core` becomes the process-wide core (``set_core``), so every server
+    The project's :class:`~aisac_core.context.AppContext` becomes the process-wide core (``set_core``), so every server
     and the provenance middleware use the project's store.
 
     Raises:

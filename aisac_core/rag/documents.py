@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from aisac_core.errors import AisacError
 
 #: suffix -> file type, for files that are parsed and embedded.
 DOCUMENT_TYPES = {
@@ -71,7 +72,7 @@ def section_label(heading: str | None) -> str:
     return "other"
 
 
-class DocumentError(ValueError):
+class DocumentError(AisacError, ValueError):
     """A file cannot be parsed; the message says why in terms the user can act on."""
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from aisac_core.settings import DEFAULT_EMBEDDING_MODEL, Settings
+from aisac_core.errors import AisacError
 
 log = logging.getLogger("aisac.embeddings")
 
@@ -49,7 +50,7 @@ BM25_AVG_LEN = 80.0
 SPARSE_MODEL_ID = f"Qdrant/bm25(k={BM25_K},b={BM25_B},avg_len={BM25_AVG_LEN})"
 
 
-class EmbeddingModelError(RuntimeError):
+class EmbeddingModelError(AisacError, RuntimeError):
     """The embedding model cannot be found or loaded; the message says what to install or set."""
 
 

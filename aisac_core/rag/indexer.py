@@ -38,15 +38,18 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from sqlmodel import Session, select
 
+from aisac_core.errors import AisacError
+from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
-from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, dumps, utcnow
+from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, utcnow
+from aisac_core.hashing import dumps
 from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 log = logging.getLogger("aisac.indexing")
 
@@ -56,7 +59,7 @@ FLUSH_SECONDS = 5.0
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules", ".ipynb_checkpoints"}
 
 
-class IndexError_(ValueError):
+class IndexingError(AisacError, ValueError):
     """Bad input to the indexer (missing path, nothing indexable); the message says what to do."""
 
 
@@ -70,21 +73,7 @@ def point_id(doc_id: str, sha256: str, index: int) -> str:
     return str(uuid.uuid5(_POINT_NS, f"{doc_id}:{sha256}:{index}"))
 
 
-def sha256_file(path: Path, bufsize: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(bufsize):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def text_sha256(text: str) -> str:
-    """Hex sha256 of a chunk's text (UTF-8): the chunk half of an evidence anchor."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def fingerprint(core: "Core") -> str:
+def fingerprint(core: "AppContext") -> str:
     """Index fingerprint: parser revision + docling version + chunker settings + dense and sparse model ids."""
     from importlib.metadata import version
 
@@ -136,13 +125,13 @@ def plan_paths(paths: list[Path], catalog_only: bool = False) -> Plan:
 
     Document types (:data:`~aisac_core.rag.documents.DOCUMENT_TYPES`) are indexed, except under
     ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.documents.CATALOG_TYPES`) are
-    catalogued. Raises :class:`IndexError_` for a path that does not exist.
+    catalogued. Raises :class:`IndexingError` for a path that does not exist.
     """
     plan = Plan()
     for raw in paths:
         p = Path(raw).expanduser()
         if not p.exists():
-            raise IndexError_(f"path not found: {raw} (give an existing file or folder; relative paths are "
+            raise IndexingError(f"path not found: {raw} (give an existing file or folder; relative paths are "
                               f"resolved against {Path.cwd()})")
         p = p.resolve()
         files: Iterable[Path]
@@ -195,9 +184,9 @@ ProgressFn = Callable[[int, int, str], None]
 
 
 class Indexer:
-    """Indexes files into the shared store for one :class:`~aisac_core.context.Core`."""
+    """Indexes files into the shared store for one :class:`~aisac_core.context.AppContext`."""
 
-    def __init__(self, core: "Core") -> None:
+    def __init__(self, core: "AppContext") -> None:
         self.core = core
         self._write_lock = threading.Lock()
         self._last_flush = time.monotonic()
@@ -208,7 +197,7 @@ class Indexer:
 
         Per-file failures are appended to ``failures`` as ``{"path", "error"}`` and the run goes on.
         ``progress(done, total, message)`` is called after every file. Returns the run's counters.
-        Raises :class:`IndexError_` when a path does not exist.
+        Raises :class:`IndexingError` when a path does not exist.
         """
         plan = plan_paths(paths, catalog_only)
         c = counters or Counters()
@@ -295,7 +284,7 @@ class Indexer:
                          "chunk_index": ch.index, "page": ch.page, "page_end": ch.page_end,
                          "char_start": ch.char_start, "char_end": ch.char_end, "section": ch.section,
                          "section_covers": ch.section_covers, "text": ch.text,
-                         "text_sha256": text_sha256(ch.text), "title": parsed.title},
+                         "text_sha256": sha256_text(ch.text), "title": parsed.title},
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)
         ]
@@ -454,7 +443,7 @@ class JobManager:
     manager starts; re-running the same index converges (see the module docstring).
     """
 
-    def __init__(self, core: "Core") -> None:
+    def __init__(self, core: "AppContext") -> None:
         self.core = core
         self.indexer = Indexer(core)
         self._queue: queue.Queue[tuple[str, list[Path], bool] | None] = queue.Queue()
@@ -468,7 +457,7 @@ class JobManager:
             s.commit()
 
     def submit(self, paths: list[Path], catalog_only: bool = False) -> str:
-        """Validate ``paths`` (raises :class:`IndexError_` when one is missing) and queue a job; returns its id."""
+        """Validate ``paths`` (raises :class:`IndexingError` when one is missing) and queue a job; returns its id."""
         plan = plan_paths(paths, catalog_only)  # fail fast on bad paths, before a job exists
         job_id = "job-" + uuid.uuid4().hex[:12]
         with Session(self.core.engine) as s:
@@ -579,7 +568,7 @@ def documents_matching(engine: "Engine", pattern: str) -> list[str]:
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
 
 
-def catalog_entries(core: "Core", *, root: str | None = None, file_type: str | None = None, limit: int = 100,
+def catalog_entries(core: "AppContext", *, root: str | None = None, file_type: str | None = None, limit: int = 100,
                     offset: int = 0) -> dict[str, Any]:
     """Catalogued files, paged: ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``."""
     with Session(core.engine) as s:

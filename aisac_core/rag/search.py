@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
+from aisac_core.errors import AisacError
+from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag.indexer import documents_matching
 from aisac_core.store.sql import Document, DocumentContent
 from aisac_core.store.vectors import Cond, VectorHit
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
@@ -60,7 +62,7 @@ RRF_K = 60
 HYBRID_WEIGHTS = (1.0, 1.0)
 
 
-class SearchError(ValueError):
+class SearchError(AisacError, ValueError):
     """Bad search input; the message names the argument and the accepted values."""
 
 
@@ -85,16 +87,11 @@ class Hit:
 
 
 def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> dict[str, Any]:
-    """The evidence anchor of a chunk payload (score None when not from a search)."""
-    return {
-        "chunk_id": chunk_id, "doc_id": p.get("doc_id"), "path": p.get("path"), "sha256": p.get("sha256"),
-        "section": p.get("section") or None, "page": p.get("page"),
-        "char_span": [p.get("char_start"), p.get("char_end")], "chunk_sha256": p.get("text_sha256"),
-        "score": None if score is None else round(score, 6),
-    }
+    """The JSON form of the evidence anchor of a chunk payload (score None when not from a search)."""
+    return Anchor.from_payload(chunk_id, p, score).to_dict()
 
 
-def _conds(core: "Core", filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
+def _conds(core: "AppContext", filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
     """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
     if not filters:
         return [], None
@@ -160,7 +157,7 @@ class SearchResult:
         return out
 
 
-def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None = None,
+def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] | None = None,
            mode: str = "hybrid") -> SearchResult:
     """Search the indexed chunks.
 
@@ -211,7 +208,7 @@ def search(core: "Core", query: str, k: int = 10, filters: dict[str, Any] | None
     return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
 
 
-def _labels_hint(core: "Core", doc_ids: str | list[str]) -> str:
+def _labels_hint(core: "AppContext", doc_ids: str | list[str]) -> str:
     """Which section labels the filtered documents have (for a search that found nothing)."""
     import json
 
@@ -262,7 +259,7 @@ def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], l
     return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
 
 
-def get_chunk(core: "Core", chunk_id: str) -> dict[str, Any] | None:
+def get_chunk(core: "AppContext", chunk_id: str) -> dict[str, Any] | None:
     """A chunk by id with its anchor (score None), or None when unknown."""
     recs = core.vectors().retrieve("chunks", [chunk_id]) if _is_uuid(chunk_id) else []
     if not recs:
@@ -283,7 +280,7 @@ def _is_uuid(s: str) -> bool:
         return False
 
 
-def list_documents(core: "Core", *, status: str | None = None, file_type: str | None = None,
+def list_documents(core: "AppContext", *, status: str | None = None, file_type: str | None = None,
                    path_glob: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
     """Manifest rows (doc_id, path, type, title, pages, chunks, status, error, sha256, indexed_at), paged."""
     import fnmatch
@@ -313,7 +310,7 @@ def document_dict(r: Document) -> dict[str, Any]:
             "size": r.size, "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None}
 
 
-def get_document(core: "Core", doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+def get_document(core: "AppContext", doc_id: str) -> tuple[Document, DocumentContent | None] | None:
     """Manifest row and parsed content of a document, or None."""
     with Session(core.engine) as s:
         row = s.get(Document, doc_id)
@@ -329,15 +326,11 @@ def get_document(core: "Core", doc_id: str) -> tuple[Document, DocumentContent |
 ANCHOR_STATUSES = ("ok", "file_changed", "chunk_changed", "missing")
 
 
-class AnchorError(SearchError):
-    """An anchor argument that is not an anchor (not a dict, required keys missing or of the wrong type)."""
-
-
 def _norm_ws(s: str) -> str:
     return " ".join(s.split())
 
 
-def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
+def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
     """Check an evidence anchor against the file on disk and the index, by re-hashing.
 
     Args:
@@ -373,18 +366,10 @@ def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from aisac_core.rag.indexer import doc_id_for, sha256_file, text_sha256
+    from aisac_core.rag.indexer import doc_id_for
+    from aisac_core.hashing import sha256_file, sha256_text
 
-    if not isinstance(anchor, dict):
-        raise AnchorError(f"anchor must be the anchor object of a search hit (a dict), got {type(anchor).__name__}")
-    missing_keys = [k for k in ("sha256", "chunk_sha256") if not isinstance(anchor.get(k), str) or not anchor.get(k)]
-    if not (isinstance(anchor.get("doc_id"), str) and anchor["doc_id"]) and not (
-            isinstance(anchor.get("path"), str) and anchor["path"]):
-        missing_keys.append("doc_id or path")
-    if missing_keys:
-        raise AnchorError(f"anchor lacks {', '.join(missing_keys)}: pass the whole 'anchor' object of a rag_search "
-                          "or rag_get_chunk hit ({chunk_id, doc_id, path, sha256, section, page, char_span, "
-                          "chunk_sha256, score})")
+    Anchor.parse(anchor)  # raises AnchorError naming what is missing
     chunk_id = anchor.get("chunk_id") if isinstance(anchor.get("chunk_id"), str) else None
     want_sha, want_chunk = anchor["sha256"], anchor["chunk_sha256"]
     doc_id = anchor.get("doc_id") or doc_id_for(Path(anchor["path"]))
@@ -410,7 +395,7 @@ def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
 
     vs = core.vectors()
     text: str | None = None
-    if isinstance(anchor.get("text"), str) and text_sha256(anchor["text"]) == want_chunk:
+    if isinstance(anchor.get("text"), str) and sha256_text(anchor["text"]) == want_chunk:
         text = anchor["text"]
     anchored_point_ok = False
     if chunk_id and _is_uuid(chunk_id):
@@ -458,7 +443,7 @@ def verify_anchor(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
             out["status"] = "chunk_changed"
             out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"
             return out
-        if any(text_sha256(c.text) == want_chunk for c in parsed.chunks):
+        if any(sha256_text(c.text) == want_chunk for c in parsed.chunks):
             found, where = True, "a chunk of the current (not yet re-indexed) version has the same text"
         elif text is not None and _norm_ws(text) in _norm_ws(parsed.text):
             found, where = True, "the passage occurs in the current (not yet re-indexed) version's text"
@@ -493,7 +478,7 @@ class SectionNotFoundError(SearchError):
     """A section the document does not have; the message lists those it has."""
 
 
-def _structure_of(core: "Core", doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
+def _structure_of(core: "AppContext", doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
     import json
 
     if not isinstance(doc_id, str) or not doc_id.strip():
@@ -517,7 +502,7 @@ def _public_section(sec: dict[str, Any]) -> dict[str, Any]:
     return {k: sec.get(k) for k in ("title", "number", "level", "label", "page_start", "page_end", "chunk_count")}
 
 
-def get_overview(core: "Core", doc_id: str) -> dict[str, Any]:
+def get_overview(core: "AppContext", doc_id: str) -> dict[str, Any]:
     """What a document is and which parts it has.
 
     Returns ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
@@ -591,7 +576,7 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     return out
 
 
-def read_sections(core: "Core", doc_id: str, section: str, max_tokens: int = 2000,
+def read_sections(core: "AppContext", doc_id: str, section: str, max_tokens: int = 2000,
                   cursor: int | None = None) -> dict[str, Any]:
     """The text of a document's section(s) in reading order, with page anchors, paged.
 

@@ -33,7 +33,7 @@ from aisac_core.roles.store import cache_get, cache_put, request_hash
 
 if TYPE_CHECKING:
     from aisac_core.settings import Settings
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
           "the evidence given, and reply with a single JSON object that matches the schema, with no other text.")
@@ -205,7 +205,7 @@ def get_backend(settings: "Settings", llm: str | None = None, ctx: Any = None) -
                          settings.roles_llm_seed)
 
 
-async def ask_json(core: "Core", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
+async def ask_json(core: "AppContext", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
                    run_id: str, parent_id: int | None,
                    check: Callable[[Any], list[str]] | None = None) -> dict[str, Any]:
     """Ask ``backend`` for a JSON object valid against ``schema`` (and ``check``, extra validation returning errors).
@@ -246,7 +246,7 @@ def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -
     return errs
 
 
-async def _request(core: "Core", backend: Backend, role: str, schema: str, prompt_version: str,
+async def _request(core: "AppContext", backend: Backend, role: str, schema: str, prompt_version: str,
                    messages: list[dict[str, str]], run_id: str, parent_id: int | None, *,
                    repair: bool) -> tuple[str, str, bool]:
     from aisac_core.trace.provenance import record_tool_call

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from aisac_core.roles import MODE_GATES
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
 
 MAX_CRITIQUES = 10
@@ -37,7 +37,7 @@ _PATH_KEYS = ("path", "paths", "file", "files", "source")
 _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
 
 
-def verify(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
+def verify(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
     """:func:`aisac_core.rag.search.verify_anchor` (issue 3), or a simpler check when that is not available: the
     file's sha256 and the chunk's text sha256 in the index."""
     try:
@@ -63,7 +63,7 @@ def verify(core: "Core", anchor: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "chunk_id": anchor.get("chunk_id"), "path": path, "detail": "file and chunk hashes match"}
 
 
-def evidence_gate(core: "Core", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evidence_gate(core: "AppContext", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``."""
     gate = MODE_GATES[mode]
     anchors, crit = [], []
@@ -193,7 +193,7 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
             "thresholds": {"max_mean_severity": max_mean, "max_severity": max_max}}
 
 
-def automatic_checks(core: "Core", answer: dict[str, Any], events: list[dict[str, Any]],
+def automatic_checks(core: "AppContext", answer: dict[str, Any], events: list[dict[str, Any]],
                      mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer."""
@@ -217,7 +217,7 @@ def _evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "error": ev.get("error")} for n, ev in enumerate(calls, 1)][-30:]
 
 
-async def evaluate(core: "Core", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
+async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
                    backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by}``.
 

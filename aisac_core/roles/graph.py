@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from aisac_core.roles import RoleModelError, RolesError, check_mode
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
@@ -144,7 +144,7 @@ def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], m
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
 
 
-async def run_graph(core: "Core", task: str, *, mode: str | None = None, llm: str | None = None,
+async def run_graph(core: "AppContext", task: str, *, mode: str | None = None, llm: str | None = None,
                     session_id: str | None = None, run_id: str | None = None, graph: dict[str, Any] | None = None,
                     ctx: Any = None, server: Any = None) -> dict[str, Any]:
     """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
@@ -308,7 +308,7 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
     return [n for n, node in graph["nodes"].items() if isinstance(node, dict) and node.get("kind") == "tool"]
 
 
-async def _research(core: "Core", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
+async def _research(core: "AppContext", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
                     step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
                     project_nodes: list[str]) -> dict[str, Any]:
     from aisac_core.roles import researcher as rs

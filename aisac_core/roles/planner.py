@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
@@ -220,7 +220,7 @@ def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str,
             "feedback": fb, "schema": load_schema("plan")}
 
 
-async def plan(core: "Core", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
+async def plan(core: "AppContext", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
                backend: "Backend | None", *, run_id: str, parent_id: int | None, attempt: int = 0,
                feedback: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else

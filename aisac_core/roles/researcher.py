@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
@@ -185,7 +185,7 @@ def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"task": task, "evidence": "\n\n".join(ev) or "(none)", "schema": load_schema("answer")}
 
 
-async def write_answer(core: "Core", task: str, items: list[dict[str, Any]], backend: "Backend | None", *,
+async def write_answer(core: "AppContext", task: str, items: list[dict[str, Any]], backend: "Backend | None", *,
                        run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aisac_core.roles import MODE_GATES
 
 if TYPE_CHECKING:
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
 
 _ANALYTICAL = re.compile(
@@ -78,7 +78,7 @@ def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[s
     return {"task": task, "context": ctx, "schema": load_schema("route")}
 
 
-async def route(core: "Core", task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None,
+async def route(core: "AppContext", task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None,
                 backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The route of ``task``: by the model when ``backend`` is given (its ``context`` replaced by what was really
     gathered), else by :func:`rule_route`. Adds ``by`` (``model`` / ``rules``) and, for a model, the request hash.

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Column, Text
 from sqlmodel import Field, Session, SQLModel, select
 
-from aisac_core.store.sql import dumps, ensure_tables, utcnow
+from aisac_core.store.sql import ensure_tables, utcnow
+from aisac_core.hashing import dumps
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -156,7 +157,8 @@ class Step:
 def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error: str | None,
                 latency_ms: float) -> None:
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
-    from aisac_core.trace.provenance import MAX_STORED_RESULT, anchor_ids, sha256_json
+    from aisac_core.trace.provenance import MAX_STORED_RESULT, anchor_ids
+    from aisac_core.hashing import sha256_json
     from aisac_core.store.sql import TraceEvent
 
     with Session(engine) as s:

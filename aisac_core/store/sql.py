@@ -9,13 +9,13 @@ Transactional DDL" for pysqlite; https://www.sqlite.org/lang_transaction.html).
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Column, Index, Text, event
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine
+from aisac_core.errors import AisacError
 
 
 def utcnow() -> datetime:
@@ -233,7 +233,7 @@ def ensure_tables(engine: Engine, *models: type[SQLModel]) -> None:
     SQLModel.metadata.create_all(engine, tables=[m.__table__ for m in models])  # type: ignore[attr-defined]
 
 
-class StoreError(RuntimeError):
+class StoreError(AisacError, RuntimeError):
     """The store cannot be opened or used; the message names the file and the recovery step."""
 
 
@@ -253,6 +253,4 @@ def set_meta(engine: Engine, key: str, value: str) -> None:
         s.commit()
 
 
-def dumps(obj: Any) -> str:
-    """Canonical JSON (sorted keys, no spaces, UTF-8): the form every sha256 in aisac is taken of."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
+from aisac_core.errors import AisacError
 
 #: Payload fields with an index (filters on them are cheap).
 KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256", "session_id")
@@ -61,7 +62,7 @@ class VectorHit:
 Mode = Literal["hybrid", "dense", "sparse"]
 
 
-class VectorStoreError(RuntimeError):
+class VectorStoreError(AisacError, RuntimeError):
     """The vector store cannot be opened or used; the message names the folder and what to do."""
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from aisac_core.context import Core
+    from aisac_core.context import AppContext
 
 #: seconds between two looks at the store while a browser listens (server-sent events).
 POLL_SECONDS = 0.5
@@ -265,7 +265,7 @@ def _event_html(e: dict[str, Any]) -> str:
 
 def render_run(data: dict[str, Any]) -> str:
     """The run fragment (``<div id=body>``) for :func:`~aisac_core.trace.provenance.get_run` with results."""
-    from aisac_core.trace.provenance import find_anchors
+    from aisac_core.evidence.anchor import find_anchors
 
     events = _walk(data["tree"])
     run = data["run"]
@@ -339,20 +339,20 @@ def _max_id(engine: Any, run_id: str | None) -> int:
 class Dashboard:
     """The dashboard's request handlers for one store (``core``: a Core, or None for the process-wide one)."""
 
-    def __init__(self, core: "Core | None" = None, prefix: str = "", *, index_verify: bool = True) -> None:
+    def __init__(self, core: "AppContext | None" = None, prefix: str = "", *, index_verify: bool = True) -> None:
         self._core = core
         self.prefix = prefix.rstrip("/")
         #: False: evidence badges from file hashes only, never opening the vector store (``aisac dashboard`` runs
         #: beside the server that owns the store, whose embedded vector store is locked to one process)
         self.index_verify = index_verify
 
-    def core(self) -> "Core":
-        """The store the dashboard reads."""
-        if self._core is not None:
-            return self._core
-        from aisac_core.context import get_core
+    def core(self) -> "AppContext":
+        """The store the dashboard reads (a new context from the environment's settings when none was given)."""
+        if self._core is None:
+            from aisac_core.context import AppContext
 
-        return get_core()
+            self._core = AppContext()
+        return self._core
 
     async def _run(self, fn: Callable[..., Any], *a: Any, **kw: Any) -> Any:
         import anyio
@@ -504,7 +504,7 @@ class Dashboard:
                 ("/run/verify", self.run_verify), ("/event", self.event)]
 
 
-def create_app(core: "Core | None" = None, *, index_verify: bool = False) -> "Starlette":
+def create_app(core: "AppContext | None" = None, *, index_verify: bool = False) -> "Starlette":
     """A Starlette app serving the dashboard at ``/`` for ``core`` (None: the process-wide core). By default the
     evidence badges come from file hashes only (``index_verify=False``), so the app never opens (and locks) the
     vector store of a store another process serves."""
@@ -515,7 +515,7 @@ def create_app(core: "Core | None" = None, *, index_verify: bool = False) -> "St
     return Starlette(routes=[Route(p, h, methods=["GET"]) for p, h in d.routes()])
 
 
-def mount_dashboard(mcp: "FastMCP", prefix: str = "/dashboard", core: "Core | None" = None) -> None:
+def mount_dashboard(mcp: "FastMCP", prefix: str = "/dashboard", core: "AppContext | None" = None) -> None:
     """Register the dashboard's routes on a FastMCP server under ``prefix`` (served by its HTTP transport only;
     stdio ignores custom routes). The server owns the store, so evidence is verified fully (file and passage)."""
     d = Dashboard(core, prefix)
@@ -526,7 +526,7 @@ def mount_dashboard(mcp: "FastMCP", prefix: str = "/dashboard", core: "Core | No
             mcp.custom_route(d.prefix + "/", methods=["GET"], include_in_schema=False)(handler)
 
 
-def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, core: "Core | None" = None) -> None:
+def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, core: "AppContext | None" = None) -> None:
     """Run the dashboard on ``host:port`` until interrupted (``aisac dashboard``). Loopback only: the trace holds
     queries and file names. Raises ValueError for a non-loopback host."""
     import uvicorn

@@ -17,6 +17,9 @@ import hashlib
 import threading
 import time
 import uuid
+
+from aisac_core.evidence.anchor import find_anchors
+from aisac_core.hashing import sha256_json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,13 +27,6 @@ if TYPE_CHECKING:
 
 #: arguments larger than this (canonical JSON, characters) are stored truncated; the sha256 is of the whole.
 MAX_STORED_ARGS = 100_000
-
-
-def sha256_json(obj: Any) -> str:
-    """sha256 of the canonical JSON of ``obj`` (sorted keys, compact separators, UTF-8)."""
-    from aisac_core.store.sql import dumps
-
-    return hashlib.sha256(dumps(obj).encode("utf-8")).hexdigest()
 
 
 def new_run_id() -> str:
@@ -101,7 +97,8 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     middleware), ``role_step`` or ``model_call`` (the roles server: ``server="roles"``, ``tool`` = the role or
     step name); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made).
     """
-    from aisac_core.store.sql import TraceEvent, dumps, utcnow
+    from aisac_core.store.sql import TraceEvent, utcnow
+    from aisac_core.hashing import dumps
 
     args_json = dumps(arguments)
     result_json = None if result is None else dumps(result)
@@ -246,7 +243,7 @@ def _ensure(engine: "Engine") -> None:
 # ---------------------------------------------------------------------------------------------- pins
 
 def _file_sha256(path: _Path) -> str:
-    from aisac_core.rag.indexer import sha256_file
+    from aisac_core.hashing import sha256_file
 
     return sha256_file(path)
 
@@ -343,7 +340,7 @@ def config_pins(core: Any) -> dict[str, Any]:
     secret = _re.compile(r"key|token|secret|password", _re.I)
     pins["settings"] = {k: (str(v) if isinstance(v, _Path) else [str(x) for x in v] if isinstance(v, list) else v)
                         for k, v in s.model_dump().items() if not secret.search(k)}
-    from aisac_core.store.sql import dumps
+    from aisac_core.hashing import dumps
 
     return _json.loads(dumps(pins))
 
@@ -356,7 +353,7 @@ def pin_run(core: Any, run_id: str) -> bool:
     middleware for each run id the first time this process sees it."""
     from sqlmodel import Session
 
-    from aisac_core.store.sql import dumps
+    from aisac_core.hashing import dumps
 
     key = (id(core.engine), str(core.engine.url), run_id)
     if key in _pinned:
@@ -764,26 +761,6 @@ def _inputs(engine: "Engine", run_id: str) -> list[Any]:
     _ensure(engine)
     with Session(engine) as s:
         return list(s.exec(select(TraceInput).where(TraceInput.run_id == run_id).order_by(TraceInput.id)).all())
-
-
-def find_anchors(result: Any) -> list[dict[str, Any]]:
-    """Every evidence anchor dict in a result, with the hit's ``text`` and ``title`` when the anchor sits in a hit."""
-    found: list[dict[str, Any]] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, dict):
-            a = x.get("anchor")
-            if isinstance(a, dict) and isinstance(a.get("chunk_id"), str):
-                found.append({**a, **({"text": x["text"]} if isinstance(x.get("text"), str) else {}),
-                              **({"title": x["title"]} if x.get("title") else {})})
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    walk(result)
-    return found
 
 
 def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
@@ -1259,7 +1236,7 @@ async def replay_run(core: Any, run_id: str, *, force: list[str] | None = None,
     unknown run."""
     from fastmcp import Client, FastMCP
 
-    from aisac_core.store.sql import dumps
+    from aisac_core.hashing import dumps
 
     rows = _require_events(core.engine, run_id)
     from aisac_servers.suite import build
