@@ -190,7 +190,7 @@ def store_status(core: AppContext) -> dict:
     from sqlmodel import Session, select
 
     from aisac_core.rag.indexer import fingerprint
-    from aisac_core.store.sql import CatalogEntry, Document, TraceEvent
+    from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 
     s = core.settings
     with Session(core.engine) as db:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
     from aisac_core.settings import Settings
+    from aisac_core.context import AppContext
     from aisac_core.security import Activity
 
 log = logging.getLogger("aisac.owner")
@@ -378,7 +379,7 @@ def _jobs_pending(core: "AppContext | None") -> bool:
     try:
         from sqlmodel import Session, select
 
-        from aisac_core.store.sql import Job
+        from aisac_core.store.tables import Job
 
         with Session(core.engine) as s:
             return s.exec(select(Job.job_id).where(Job.status.in_(["queued", "running"])).limit(1)).first() is not None

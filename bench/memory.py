@@ -61,7 +61,7 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     from sqlmodel import Session
 
     from aisac_core import memory as mem
-    from aisac_core.store.sql import MemorySession, Turn
+    from aisac_core.store.tables import MemorySession, Turn
 
     t0 = datetime.now(timezone.utc) - timedelta(days=30)
     step = timedelta(milliseconds=10)

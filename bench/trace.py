@@ -85,7 +85,7 @@ def _populate(core: Any, run: str) -> None:
 
     from aisac_core.trace.provenance import anchor_ids
     from aisac_core.hashing import sha256_json
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
     from aisac_core.hashing import dumps
 
     def hit(i: int) -> dict[str, Any]:

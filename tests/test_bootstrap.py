@@ -94,7 +94,8 @@ def good_project(tmp_path: Path) -> Path:
 def events(data_dir: Path) -> list[dict]:
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent, make_engine
+    from aisac_core.store.sql import make_engine
+    from aisac_core.store.tables import TraceEvent
 
     eng = make_engine(f"sqlite:///{data_dir / 'aisac.db'}")
     try:

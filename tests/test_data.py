@@ -274,7 +274,7 @@ async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
         assert run.structured_content["ok"] is True and run.structured_content["result"] == "np.float64(51.5)"
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     with Session(dcore.engine) as db:
         ev = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run")).one()

@@ -29,7 +29,7 @@ from aisac_core.rag.indexer import (
 )
 from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.context import CHUNKS, AppContext
-from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job
+from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job
 
 DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "report.pdf", "summary.docx"]
 

@@ -194,7 +194,7 @@ async def test_year_filters_reach_services(lit_core, replay):
 async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, replay, monkeypatch):
     from aisac_core.literature.http import LitCacheEntry, state_for
     from aisac_core.context import set_core
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
     monkeypatch.setenv("MY_NCBI_KEY", "ncbi-secret")
@@ -580,7 +580,7 @@ async def test_get_when_every_source_is_throttled_is_structured(lit_core, replay
 
 @pytest.mark.anyio
 async def test_tool_calls_are_traced(lit_core, replay):
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     async with Client(_suite()) as c:
         await c.call_tool("lit_search", {"query": "protein", "sources": ["crossref"], "run_id": "run-lit"})

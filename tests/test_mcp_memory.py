@@ -30,7 +30,7 @@ def _suite():
 
 
 def _events(core):
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     with Session(core.engine) as s:
         return s.exec(select(TraceEvent).order_by(TraceEvent.id)).all()
@@ -234,7 +234,7 @@ async def test_two_processes_add_500_turns_each(tmp_path, models_dir):
     # the same order straight from the SQL store, and every call traced
     from sqlmodel import create_engine
 
-    from aisac_core.store.sql import TraceEvent, Turn
+    from aisac_core.store.tables import TraceEvent, Turn
 
     eng = create_engine(settings.resolved_sql_url)
     with Session(eng) as db:

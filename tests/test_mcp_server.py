@@ -22,7 +22,7 @@ def _suite():
 
 
 def _events(core):
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     with Session(core.engine) as s:
         return s.exec(select(TraceEvent).order_by(TraceEvent.id)).all()

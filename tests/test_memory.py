@@ -150,7 +150,7 @@ def test_delete_session_removes_turns_and_pairs_keeps_facts(fast_core):
 
 def test_reconcile_repairs_a_lost_vector_upsert(fast_core):
     """A crash between the SQL commit and the vector upsert: the next process's first use re-embeds it."""
-    from aisac_core.store.sql import Turn
+    from aisac_core.store.tables import Turn
     from aisac_core.store.vectors import Cond
 
     sid = mem.start_session(fast_core)["session_id"]

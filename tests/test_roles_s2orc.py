@@ -73,7 +73,7 @@ def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
     # every step of the run is in the trace
     from sqlmodel import Session, create_engine, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     run_id = out.split("run id: ")[1].split()[0]
     eng = create_engine(f"sqlite:///{data_dir / 'aisac.db'}")

@@ -274,7 +274,7 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
     from aisac_core.settings import Settings
     from aisac_core.context import AppContext, set_core
     from aisac_core.data.sandbox import get_sandbox
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
     from aisac_servers.suite import build
 
     core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5))

@@ -149,7 +149,7 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
     from sqlmodel import Session, select
 
     from aisac_core.context import AppContext, set_core
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
     from aisac_servers.suite import build
 
     root = tmp_path / "papers"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from aisac_core.store.sql import StoreError, StoreMeta, TraceEvent, get_meta, make_engine, set_meta
+from aisac_core.store.sql import StoreError, get_meta, make_engine, set_meta
+from aisac_core.store.tables import StoreMeta, TraceEvent
 from aisac_core.hashing import dumps
 from aisac_core.store.vectors import (
     Cond,

@@ -293,7 +293,7 @@ async def test_otel_spans_in_memory(fast_core, monkeypatch):
 
 
 async def test_prune_exports_first(fast_core):
-    from aisac_core.store.sql import TraceEvent, utcnow
+    from aisac_core.store.tables import TraceEvent, utcnow
 
     old = _record(fast_core, "run-old")
     _record(fast_core, "run-new")

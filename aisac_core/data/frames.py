@@ -28,13 +28,13 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from datetime import date, datetime, time as dtime, timezone
+from datetime import date, datetime, time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Column, Text
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
+from aisac_core.store.tables import DataFrameEntry
 from aisac_core.errors import AisacError, resolve_in_roots
 
 if TYPE_CHECKING:
@@ -53,28 +53,6 @@ FORMATS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".xlsx": 
 
 class DataError(AisacError):
     """Bad input to a data tool: unknown frame, unreadable file, refused query, bad argument."""
-
-
-class DataFrameEntry(SQLModel, table=True):
-    """One registered frame and its lineage."""
-
-    __tablename__ = "data_frame"
-
-    name: str = Field(primary_key=True)
-    kind: str  # file | derived
-    format: str | None = None
-    source_path: str | None = None
-    source_sha256: str | None = None
-    sheet: str | None = None
-    options_json: str = "{}"  # loader options in force (given and detected)
-    parent: str | None = None
-    operation_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    rows: int = 0
-    n_columns: int = 0
-    columns_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
-    parquet_path: str = ""
-    notes_json: str = "[]"
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
 
 # -- detection ------------------------------------------------------------------------------------------------

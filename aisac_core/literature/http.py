@@ -39,10 +39,10 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 from aiolimiter import AsyncLimiter
-from sqlalchemy import Column, Text
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Session
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from aisac_core.store.tables import LitCacheEntry
 from aisac_core.literature.paper import LiteratureError
 
 if TYPE_CHECKING:
@@ -100,19 +100,6 @@ class BadResponse(ServiceError):
     def __init__(self, service: str, detail: str) -> None:
         super().__init__(service, f"{service} sent a response that cannot be parsed ({detail}); it was not cached. "
                                   "Try again later; if it persists the service may be failing.", kind="bad_response")
-
-
-class LitCacheEntry(SQLModel, table=True):
-    """A cached successful response of a literature service (see the module docstring)."""
-
-    __tablename__ = "lit_cache"
-
-    key: str = Field(primary_key=True)
-    service: str = Field(index=True)
-    request_json: str = Field(sa_column=Column(Text, nullable=False))
-    content_type: str | None = None
-    body: str = Field(sa_column=Column(Text, nullable=False))
-    created_at: float = Field(index=True)  # epoch seconds
 
 
 _tables_ready: "weakref.WeakSet[Any]" = weakref.WeakSet()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, delete, func, or_
 from sqlmodel import Session, select
 
-from aisac_core.store.sql import Fact, MemorySession, Turn
+from aisac_core.store.tables import Fact, MemorySession, Turn
 from aisac_core.hashing import dumps
 from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.vectors import Cond, VectorPoint

@@ -902,7 +902,7 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
     from sqlmodel import Session, select
 
     from aisac_core.context import AppContext
-    from aisac_core.store.sql import Document
+    from aisac_core.store.tables import Document
 
     core = AppContext(b.settings)
     try:

@@ -42,7 +42,8 @@ from aisac_core.errors import AisacError
 from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
-from aisac_core.store.sql import CatalogEntry, Document, DocumentContent, Job, StoreError, utcnow
+from aisac_core.store.sql import StoreError
+from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job, utcnow
 from aisac_core.hashing import dumps
 from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 

@@ -33,7 +33,7 @@ from sqlmodel import Session, select
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag.indexer import documents_matching
-from aisac_core.store.sql import Document, DocumentContent
+from aisac_core.store.tables import Document, DocumentContent
 from aisac_core.store.vectors import Cond, VectorHit
 
 if TYPE_CHECKING:

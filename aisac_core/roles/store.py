@@ -16,46 +16,16 @@ import hashlib
 import json
 import time
 import weakref
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Column, Text
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
-from aisac_core.store.sql import ensure_tables, utcnow
+from aisac_core.store.tables import RoleModelCache, RoleSubmission
+from aisac_core.store.sql import ensure_tables
 from aisac_core.hashing import dumps
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
-
-
-class RoleModelCache(SQLModel, table=True):
-    """One model response, by the sha256 of the canonical JSON of its request."""
-
-    __tablename__ = "roles_model_cache"
-
-    request_sha256: str = Field(primary_key=True)
-    backend: str
-    model: str
-    role: str
-    request_json: str = Field(sa_column=Column(Text, nullable=False))
-    response_text: str = Field(sa_column=Column(Text, nullable=False))
-    created_at: datetime = Field(default_factory=utcnow)
-
-
-class RoleSubmission(SQLModel, table=True):
-    """A role output submitted by the host's model (``roles_submit_*``); ``valid`` False keeps the errors."""
-
-    __tablename__ = "roles_submission"
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(index=True)
-    role: str  # route / plan / critique
-    payload_json: str = Field(sa_column=Column(Text, nullable=False))
-    valid: bool
-    errors_json: str = "[]"
-    trace_event_id: int | None = None
-    created_at: datetime = Field(default_factory=utcnow)
 
 
 _ready: "weakref.WeakSet[Engine]" = weakref.WeakSet()
@@ -159,7 +129,7 @@ def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
     from aisac_core.trace.provenance import MAX_STORED_RESULT, anchor_ids
     from aisac_core.hashing import sha256_json
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     with Session(engine) as s:
         ev = s.get(TraceEvent, event_id)
@@ -180,7 +150,7 @@ def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error
 def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     def load(j: str | None) -> Any:
         if not j:

@@ -327,7 +327,7 @@ def _max_id(engine: Any, run_id: str | None) -> int:
     from sqlalchemy import func
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     q = select(func.max(TraceEvent.id))
     if run_id:

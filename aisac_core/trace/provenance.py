@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 
+from aisac_core.store.tables import TraceInput, TraceRunPin
 from aisac_core.evidence.anchor import find_anchors
 from aisac_core.hashing import sha256_json
 from typing import TYPE_CHECKING, Any
@@ -97,7 +98,7 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     middleware), ``role_step`` or ``model_call`` (the roles server: ``server="roles"``, ``tool`` = the role or
     step name); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made).
     """
-    from aisac_core.store.sql import TraceEvent, utcnow
+    from aisac_core.store.tables import TraceEvent, utcnow
     from aisac_core.hashing import dumps
 
     args_json = dumps(arguments)
@@ -136,7 +137,7 @@ def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) ->
 
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     with Session(engine) as s:
         q = select(TraceEvent).order_by(TraceEvent.id.desc()).limit(limit)
@@ -167,8 +168,6 @@ import re as _re  # noqa: E402
 from datetime import datetime as _dt, timedelta as _td, timezone as _tz  # noqa: E402
 from pathlib import Path as _Path  # noqa: E402
 
-from sqlalchemy import Column as _Column, Text as _Text  # noqa: E402
-from sqlmodel import Field as _Field, SQLModel as _SQLModel  # noqa: E402
 
 from aisac_core.errors import AisacError  # noqa: E402
 
@@ -196,37 +195,6 @@ MAX_FOLDER_PINS = 2000
 
 class TraceError(AisacError, ValueError):
     """Bad trace request (unknown run or event, bad format or filter); the message says what to pass instead."""
-
-
-class TraceInput(_SQLModel, table=True):
-    """An input file a tool call named, with its sha256 when the call was recorded (trace_verify re-hashes it).
-
-    ``source``: ``hashed`` (the file named in the arguments, hashed when the event was written), ``manifest``
-    (a file of a folder argument, hash taken from the index manifest), ``unhashed`` (larger than
-    ``MAX_HASH_BYTES``: size + mtime only).
-    """
-
-    __tablename__ = "trace_input"
-
-    id: int | None = _Field(default=None, primary_key=True)
-    run_id: str = _Field(index=True)
-    event_id: int = _Field(index=True)
-    path: str
-    sha256: str | None = None
-    size: int | None = None
-    mtime_ns: int | None = None
-    source: str = "hashed"
-
-
-class TraceRunPin(_SQLModel, table=True):
-    """Configuration pins of a run (models, embedding model, parser fingerprint, retrieval settings), written when
-    the run's first event passes the middleware of a server process."""
-
-    __tablename__ = "trace_run_pin"
-
-    run_id: str = _Field(primary_key=True)
-    pins_json: str = _Field(sa_column=_Column(_Text, nullable=False))
-    created_at: _dt = _Field(default_factory=lambda: _dt.now(_tz.utc))
 
 
 _tables_ready: set[int] = set()
@@ -271,7 +239,7 @@ def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str
     mtime since it was last hashed in this process is not read again. Returns the number of rows written."""
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import Document
+    from aisac_core.store.tables import Document
 
     paths = _path_strings(arguments)
     if not paths:
@@ -565,7 +533,7 @@ def _events(engine: "Engine", run_id: str) -> list[Any]:
     cost ~4x more for a 1,000-event run)."""
     from sqlalchemy import select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     t = TraceEvent.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
@@ -604,7 +572,7 @@ def list_runs(engine: "Engine", *, since: str | _dt | None = None, until: str | 
     from sqlalchemy import case, func
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent as T
+    from aisac_core.store.tables import TraceEvent as T
 
     if not 1 <= int(limit) <= 500:
         raise TraceError(f"limit must be 1..500, got {limit}")
@@ -740,7 +708,7 @@ def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
     when unknown."""
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     _ensure(engine)
     with Session(engine) as s:
@@ -1045,7 +1013,7 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
     written on entry and completed in place). The dashboard's live stream polls it."""
     from sqlalchemy import case, func, select
 
-    from aisac_core.store.sql import TraceEvent
+    from aisac_core.store.tables import TraceEvent
 
     t = TraceEvent.__table__  # type: ignore[attr-defined]
     if run_id is None:
@@ -1343,7 +1311,7 @@ def trace_stats(engine: "Engine", since: str | _dt | None = None) -> dict[str, A
     percentiles). Raises TraceError for a bad date."""
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent as T
+    from aisac_core.store.tables import TraceEvent as T
 
     since_d = _naive_utc(since, "since")
     q = select(T.run_id, T.kind, T.status, T.tool, T.latency_ms, T.created_at)
@@ -1386,7 +1354,7 @@ def prune_runs(core: Any, older_than_days: float, *, dry_run: bool = False) -> d
     from sqlalchemy import delete, func
     from sqlmodel import Session, select
 
-    from aisac_core.store.sql import TraceEvent as T
+    from aisac_core.store.tables import TraceEvent as T
 
     if older_than_days is None or float(older_than_days) < 0:
         raise TraceError(f"older_than_days must be >= 0, got {older_than_days}")
