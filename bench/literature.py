@@ -67,13 +67,13 @@ def _merge_rate() -> float:
     return 5 * 1000 / (time.perf_counter() - t)
 
 
-async def _arxiv_gaps(srv: Any) -> list[float]:
+async def _arxiv_gaps(srv: Any, core: Any) -> list[float]:
     from fastmcp import Client
 
     from aisac_servers.suite import build
 
     before = len(srv.requests("/arxiv"))
-    async with Client(build(["lit"])) as c:
+    async with Client(build(["lit"], app=core, lifespan=False)) as c:
         await asyncio.gather(*[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]})
                                for i in range(5)])
     times = sorted(t for t, _p, _q in srv.requests("/arxiv")[before:])
@@ -84,7 +84,7 @@ def run(ctx: Context) -> dict[str, Any]:
     """Run the three measurements; returns the JSON result."""
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "literature") as tmp, _replay_server() as srv:
@@ -96,12 +96,11 @@ def run(ctx: Context) -> dict[str, Any]:
         core.close()
         rate = _merge_rate()
         polite = AppContext(Settings(data_dir=tmp / "b", **base))  # the default 3 s arXiv interval
-        set_core(polite)
         reset_states()
         try:
-            gaps = asyncio.run(_arxiv_gaps(srv))
+            gaps = asyncio.run(_arxiv_gaps(srv, polite))
         finally:
-            set_core(None)
+            polite.close()
     c, w = latency_summary(cold), latency_summary(warm)
     table("literature: lit_search, 4 sources, local replay server (ms)", ["answered", "n", "p50", "p95", "max"],
           [["over HTTP (cold)", c["n"], c["p50_ms"], c["p95_ms"], c["max_ms"]],

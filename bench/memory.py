@@ -21,6 +21,13 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from sqlmodel import Session
+
+from aisac_core import memory as mem
+from aisac_core.rag.embeddings import _cached_query
+from aisac_core.store.tables import MemorySession, Turn
+
+from . import cranfield
 from .common import Context, Timer, err, latency_summary, make_core, table, target_cell, temp_dir
 
 TARGET_RECALL_P50_MS = 30.0
@@ -32,8 +39,6 @@ WARMUP = 20
 
 def _texts(ctx: Context) -> tuple[list[tuple[str, str]], list[str], str]:
     """(question, answer) pairs, recall queries, and the name of the text source."""
-    from . import cranfield
-
     n_pairs = SESSIONS * TURNS_PER_SESSION // 2
     folder = ctx.data_dir / "retrieval" / "cranfield"
     if (folder / "cran.all.1400").exists() and (folder / "cran.qry").exists():
@@ -58,11 +63,6 @@ def _texts(ctx: Context) -> tuple[list[tuple[str, str]], list[str], str]:
 
 def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Write SESSIONS x TURNS_PER_SESSION turns in bulk and embed their pairs; returns timings."""
-    from sqlmodel import Session
-
-    from aisac_core import memory as mem
-    from aisac_core.store.tables import MemorySession, Turn
-
     t0 = datetime.now(timezone.utc) - timedelta(days=30)
     step = timedelta(milliseconds=10)
     k = 0
@@ -84,7 +84,7 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     vs = core.vectors()
     with Timer() as t_emb:
         added = mem.reconcile_dialogue(core, vs)
-    core.__dict__["_dialogue_reconciled"] = True
+    core.memory.dialogue_reconciled = True
     return {"turns": 2 * k, "pairs": added, "sql_s": round(t_sql.seconds, 2), "embed_s": round(t_emb.seconds, 2),
             "pairs_per_s": round(added / t_emb.seconds, 1) if t_emb.seconds else None,
             "points": vs.count(mem.DIALOGUE)}
@@ -92,9 +92,6 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[float], dict[str, Any]]:
     """Latency (ms) of each recall in the last bench session; plus a sample result's sizes."""
-    from aisac_core import memory as mem
-    from aisac_core.rag.embeddings import _cached_query
-
     sid = f"ses-bench{SESSIONS - 1:04d}"
     for w in warm:
         mem.recall(core, sid, w, last_n=10, k=5, token_budget=2000)
@@ -112,8 +109,6 @@ def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[f
 
 def bench_add_turn(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Throughput of add_turn: ADD_TURNS turns alternating user / assistant (every assistant turn embedded)."""
-    from aisac_core import memory as mem
-
     sid = mem.start_session(core, "add_turn bench")["session_id"]
     mem.add_turn(core, sid, "user", "warm-up question")
     mem.add_turn(core, sid, "assistant", "warm-up answer")

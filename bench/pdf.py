@@ -1,11 +1,11 @@
-"""PDF structure: parse time per page and section detection quality on the shared PDFs (issue 3).
+"""PDF structure: parse time per page and section detection quality on the shared PDFs.
 
 Figures, over every readable PDF under ``shared/data/pdfs`` (the encrypted one is skipped):
 
 - parse time per page: :func:`aisac_core.rag.documents.parse_document` end to end (docling's model-free
   ``NativePdfPipeline`` + aisac's reconstruction + structure + chunking), the best of 2 runs per file
   after one warm-up parse (converter construction excluded); the docling conversion alone
-  is timed too, so the reconstruction's share shows. Target: <= 0.1 s/page (DESIGN.md "Documents").
+  is timed too, so the reconstruction's share shows. Target: <= 0.1 s/page.
 - section detection against the top-level sections a reader sees (``tests/fixtures/papermage_sections.json``,
   written by reading the papermage PDFs): precision and recall of the level-1 headings of
   ``rag_get_overview`` per paper, and micro-averaged.
@@ -56,8 +56,10 @@ def _ratio(tp: int, n: int) -> float | None:
 
 def run(ctx: Context) -> dict[str, Any]:
     """The pdf part; returns the JSON-ready result. Raises :class:`Skip` when the shared PDFs are absent."""
-    from aisac_core.rag.documents import DocumentError, _convert, _reconstruct_pdf, parse_document
-    from aisac_core.rag.search import overview_of_structure
+    from aisac_core.rag.documents import parse_document
+    from aisac_core.rag.formats import DocumentError, convert
+    from aisac_core.rag.pdf import reconstruct_pdf
+    from aisac_core.rag.sections import overview_of_structure
 
     src = ctx.data_dir / "pdfs"
     pdfs = sorted(src.rglob("*.pdf")) if src.is_dir() else []
@@ -83,9 +85,9 @@ def run(ctx: Context) -> dict[str, Any]:
             best_total = best_conv = best_rec = float("inf")
             for _ in range(2):
                 with Timer() as tc:
-                    res = _convert(f, "pdf", "native")
+                    res = convert(f, "pdf", "native")
                 with Timer() as tr:
-                    _reconstruct_pdf(res, f.stem)
+                    reconstruct_pdf(res, f.stem)
                 with Timer() as tp:
                     doc = parse_document(f, tok)
                 best_conv, best_total = min(best_conv, tc.seconds), min(best_total, tp.seconds)

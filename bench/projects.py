@@ -1,4 +1,4 @@
-"""Projects (issue 10): the bootstrap's cost, and the start-up of a project server.
+"""Projects: the bootstrap's cost, and the start-up of a project server.
 
 Per template: ``aisac init`` (copy + dry-run bootstrap), a dry-run bootstrap (load, validate, import the
 extensions, apply the graph augmentation), a full bootstrap (also opens the project's SQL store and writes the
@@ -35,7 +35,7 @@ def run(ctx: Context) -> dict[str, Any]:
     """The projects part; returns the JSON-ready result. Raises :class:`Skip` without the ``aisac`` script."""
     import anyio
 
-    from aisac_core.projects.bootstrap import bootstrap, init_project, list_templates, reset_active_project
+    from aisac_core.projects import bootstrap, init_project, list_templates
 
     if not AISAC_BIN.exists():
         raise Skip(f"{AISAC_BIN} not found (install the project: make install)")
@@ -54,10 +54,8 @@ def run(ctx: Context) -> dict[str, Any]:
                 bootstrap(tmp / f"{t}-{i}", base, open_store=False)
                 dry_s.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                b = bootstrap(tmp / f"{t}-{i}", base)
+                bootstrap(tmp / f"{t}-{i}", base)
                 full_s.append(time.perf_counter() - t0)
-                b.core.close()
-                reset_active_project()
             per[t] = {k: round(statistics.median(v) * 1000, 1) for k, v in
                       (("init_ms", init_s), ("dry_bootstrap_ms", dry_s), ("full_bootstrap_ms", full_s))}
             rows.append((t, per[t]["init_ms"], per[t]["dry_bootstrap_ms"], per[t]["full_bootstrap_ms"]))

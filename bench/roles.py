@@ -8,7 +8,7 @@ Store: the Markdown notes of ``examples/`` (written for aisac), indexed once. Me
 - plan validation (:func:`aisac_core.roles.planner.validate_plan`) of an 8-step plan over 40 tools;
 - the evidence gate alone (anchor verification re-hashes each cited file).
 
-No target is set by the issue; the figures show what a run costs before any model time is added.
+No target is set; the figures show what a run costs before any model time is added.
 """
 
 from __future__ import annotations
@@ -40,10 +40,14 @@ def run(ctx: Context) -> dict[str, Any]:
 
     from aisac_core.rag.indexer import Indexer
     from aisac_core.roles.evaluator import evidence_gate
-    from aisac_core.roles.graph import run_graph
+    from aisac_core.roles.graph import run_graph as core_run_graph
     from aisac_core.roles.planner import validate_plan
     from aisac_core.roles.store import run_events
-    from aisac_core.context import set_core
+    from aisac_servers.toolclient import SuiteTools
+
+    async def run_graph(core: Any, task: str, **kw: Any) -> dict[str, Any]:
+        async with SuiteTools(core) as tools:
+            return await core_run_graph(core, task, tools=tools, **kw)
 
     t0 = time.perf_counter()
     examples = Path(__file__).resolve().parents[1] / "examples"
@@ -54,7 +58,6 @@ def run(ctx: Context) -> dict[str, Any]:
             (notes / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
         core = make_core(tmp / "store")
         core.settings.warm = False
-        set_core(core)
         try:
             with Timer() as t_index:
                 Indexer(core).run([notes])
@@ -88,7 +91,6 @@ def run(ctx: Context) -> dict[str, Any]:
                 evidence_gate(core, last["answer"], "standard")
                 gate_ms.append((time.perf_counter() - t) * 1000)
         finally:
-            set_core(None)
             core.close()
     ws, vs, gs = latency_summary(wall), latency_summary(val_ms), latency_summary(gate_ms)
     rows = [("run_graph, no model (whole run)", ws["n"], ws["p50_ms"], ws["p95_ms"], ws["mean_ms"])]

@@ -6,10 +6,10 @@
    overhead is the difference of the medians (ms per call) and its share of the plain call's median, in wall
    time (per call) and in process CPU time (all threads, per block of 50 / 50). The target check uses CPU time:
    on the shared 2-core machine the wall time of a sub-millisecond step mostly measures the neighbours (thread
-   wake-up of the worker that writes the row). Target (issue 8): <= 1 ms or <= 10 %. The middleware's cost is
+   wake-up of the worker that writes the row). Target: <= 1 ms or <= 10 %. The middleware's cost is
    one SQLite insert (WAL, synchronous=NORMAL) in a worker thread plus hashing the arguments and the result.
 2. ``trace_get_run`` of a 1,000-event run (a router step, 9 planner steps, 990 tool calls under them, each with a
-   ~1.5 kB search-like result): median of 10 calls of :func:`aisac_core.trace.provenance.get_run` (the tool's core
+   ~1.5 kB search-like result): median of 10 calls of :func:`aisac_core.trace.queries.get_run` (the tool's core
    call), and of the MCP tool through the suite (JSON serialisation, pydantic validation on both sides and
    the in-memory transport included) with ``detail=false`` (the compact tree for large runs; the full tree,
    ``detail=true``, ~600 kB here, is reported for information). Target: <= 200 ms.
@@ -22,6 +22,18 @@ import statistics
 import time
 from typing import Any
 
+import anyio
+from fastmcp import Client, FastMCP
+from sqlmodel import Session
+
+from aisac_core.context import AppContext
+from aisac_core.hashing import dumps, sha256_json
+from aisac_core.store.tables import TraceEvent
+from aisac_core.trace.dashboard import render_run
+from aisac_core.trace.queries import get_run
+from aisac_core.trace.recorder import anchor_ids
+from aisac_servers.suite import ProvenanceMiddleware, build
+
 from .common import Context, make_core, table, target_cell, temp_dir
 
 N_CALLS = 400
@@ -32,11 +44,7 @@ TARGET_OVERHEAD_PCT = 10.0
 TARGET_GET_RUN_MS = 200.0
 
 
-def _suites() -> tuple[Any, Any]:
-    from fastmcp import FastMCP
-
-    from aisac_servers.suite import ProvenanceMiddleware
-
+def _suites(app: AppContext) -> tuple[Any, Any]:
     def make(with_mw: bool) -> Any:
         inner = FastMCP("bench")
 
@@ -48,16 +56,14 @@ def _suites() -> tuple[Any, Any]:
         main = FastMCP("aisac-bench")
         main.mount(inner, namespace="bench")
         if with_mw:
-            main.add_middleware(ProvenanceMiddleware())
+            main.add_middleware(ProvenanceMiddleware(app))
         return main
 
     return make(False), make(True)
 
 
-async def _overhead() -> dict[str, Any]:
-    from fastmcp import Client
-
-    plain, traced = _suites()
+async def _overhead(app: AppContext) -> dict[str, Any]:
+    plain, traced = _suites(app)
     times: dict[str, list[float]] = {"plain": [], "traced": []}
     cpu: dict[str, list[float]] = {"plain": [], "traced": []}
     async with Client(plain) as cp, Client(traced) as ct:
@@ -80,14 +86,7 @@ async def _overhead() -> dict[str, Any]:
             "calls_each": len(times["plain"])}
 
 
-def _populate(core: Any, run: str) -> None:
-    from sqlmodel import Session
-
-    from aisac_core.trace.provenance import anchor_ids
-    from aisac_core.hashing import sha256_json
-    from aisac_core.store.tables import TraceEvent
-    from aisac_core.hashing import dumps
-
+def _populate(core: AppContext, run: str) -> None:
     def hit(i: int) -> dict[str, Any]:
         return {"chunk_id": f"chunk-{i}", "path": f"/papers/p{i % 40}.pdf", "page": i % 12 + 1, "section": "results",
                 "text": "lorem ipsum dolor sit amet " * 8, "score": 0.5,
@@ -132,19 +131,11 @@ def _median_ms(fn: Any, n: int = 10) -> float:
 
 def run(ctx: Context) -> dict[str, Any]:
     """The trace part; returns the JSON-ready result."""
-    import anyio
-    from fastmcp import Client
-
-    from aisac_core.trace.dashboard import render_run
-    from aisac_core.trace.provenance import get_run
-    from aisac_core.context import set_core
-
     t_start = time.perf_counter()
     with temp_dir(ctx, "trace") as tmp:
         core = make_core(tmp / "store")
-        set_core(core)
         try:
-            ov = anyio.run(_overhead)
+            ov = anyio.run(_overhead, core)
             run_id = "bench-1000"
             _populate(core, run_id)
             n = get_run(core.engine, run_id)["run"]["events"]
@@ -152,11 +143,9 @@ def run(ctx: Context) -> dict[str, Any]:
             full_ms = _median_ms(lambda: get_run(core.engine, run_id, include_results=True), 5)
             render_ms = _median_ms(lambda: render_run(get_run(core.engine, run_id, include_results=True)), 5)
 
-            async def via_mcp() -> float:
-                from aisac_servers.suite import build
-
+            async def via_mcp() -> list[float]:
                 out = []
-                async with Client(build(["trace"])) as c:
+                async with Client(build(["trace"], app=core, lifespan=False)) as c:
                     for detail in (False, True):
                         args = {"run_id": run_id, "detail": detail}
                         await c.call_tool("trace_get_run", args)
@@ -171,7 +160,7 @@ def run(ctx: Context) -> dict[str, Any]:
             mcp_ms, mcp_detail_ms = anyio.run(via_mcp)
             compact_ms = _median_ms(lambda: get_run(core.engine, run_id, detail=False))
         finally:
-            set_core(None)
+            core.close()
     ok_ov = ov["overhead_cpu_ms"] <= TARGET_OVERHEAD_MS or ov["overhead_cpu_pct"] <= TARGET_OVERHEAD_PCT
     ok_run = core_ms <= TARGET_GET_RUN_MS and mcp_ms <= TARGET_GET_RUN_MS
     table("trace: provenance middleware overhead (trivial tool, in-memory client, median of "

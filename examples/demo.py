@@ -317,7 +317,7 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 
 def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
     from aisac_core.settings import Settings
-    from aisac_core.trace.provenance import list_events
+    from aisac_core.trace.recorder import list_events
     from aisac_core.context import AppContext
 
     core = AppContext(Settings(data_dir=ddir))

@@ -6,30 +6,37 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+from rich.markup import escape
+
+from aisac_core.context import AppContext
+from aisac_core.owner import OwnerInfo, live_owner
+from aisac_core.roles import RolesError
+from aisac_core.roles.graph import run_graph
+
+from .toolclient import SuiteTools
+
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from aisac_core.context import AppContext
 
-
-def ask(core: "AppContext", question: str, *, mode: str | None, llm: str | None, session_id: str | None,
+def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, session_id: str | None,
         as_json: bool, out: "Console", err: "Console") -> int:
     """Run :func:`~aisac_core.roles.graph.run_graph` and print the result; returns the exit code (0; the
     evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
 
     When the store has a running owner process (``aisac serve``, docs/processes.md), which holds the store's
     lock, the run goes to that process as a ``roles_run`` call instead of opening the store here."""
-    import anyio
-
-    from aisac_core.roles.graph import run_graph
-
     owner = _live_owner(core)
     err.print("[dim]running router -> planner -> coordinator -> evaluator"
               + (f" in the store's owner process ({owner.url})" if owner else "") + " ...[/dim]")
     if owner is not None:
         res = anyio.run(lambda: _ask_owner(owner, question, mode, llm, session_id))
     else:
-        res = anyio.run(lambda: run_graph(core, question, mode=mode, llm=llm, session_id=session_id))
+        res = anyio.run(lambda: _ask_here(core, question, mode, llm, session_id))
     if as_json:
         print(json.dumps(res, indent=1, ensure_ascii=False, default=str))
         return 0
@@ -37,27 +44,23 @@ def ask(core: "AppContext", question: str, *, mode: str | None, llm: str | None,
     return 0
 
 
-def _live_owner(core: "AppContext") -> Any:
-    try:
-        from aisac_core.owner import live_owner
-    except ImportError:  # pragma: no cover - the owner module is optional
-        return None
+def _live_owner(core: AppContext) -> OwnerInfo | None:
     try:
         return live_owner(core.settings.data_dir)
     except Exception:
         return None
 
 
-async def _ask_owner(owner: Any, question: str, mode: str | None, llm: str | None,
+async def _ask_here(core: AppContext, question: str, mode: str | None, llm: str | None,
+                    session_id: str | None) -> dict[str, Any]:
+    """The run in this process, on the suite built over ``core``."""
+    async with SuiteTools(core) as tools:
+        return await run_graph(core, question, tools=tools, mode=mode, llm=llm, session_id=session_id)
+
+
+async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str | None,
                      session_id: str | None) -> dict[str, Any]:
     """``roles_run`` on the store's owner over HTTP (its bearer token from owner.json); polls a long run."""
-    import anyio
-    from fastmcp import Client
-    from fastmcp.client.transports import StreamableHttpTransport
-    from fastmcp.exceptions import ToolError
-
-    from aisac_core.roles import RolesError
-
     args: dict[str, Any] = {"task": question, "wait_s": 600}
     for k, v in (("mode", mode), ("llm", llm), ("session_id", session_id)):
         if v is not None:
@@ -79,8 +82,6 @@ async def _ask_owner(owner: Any, question: str, mode: str | None, llm: str | Non
 
 def print_result(res: dict[str, Any], out: "Console") -> None:
     """Human rendering of a run result."""
-    from rich.markup import escape
-
     ans = res["answer"] or {}
     ev = res["evaluation"] or {}
     out.print(f"[bold]run id:[/bold] {res['run_id']}")

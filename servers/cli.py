@@ -8,6 +8,7 @@ stdout.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -15,7 +16,16 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from aisac_core.context import AppContext, store_status
+from aisac_core.owner import SUPPORTED, OwnerError, claim_store, ensure_owner, live_owner, read_owner_file, stop_owner
+from aisac_core.security import is_loopback, new_token
+from aisac_core.settings import Settings
+
+# Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
+# `aisac serve` start without loading the store, the models or the MCP servers they do not use.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.")
@@ -26,19 +36,16 @@ DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folde
                                                  "or the user data dir)", envvar="AISAC_DATA_DIR")]
 
 
-def _core(data_dir: Path | None):  # noqa: ANN202
-    from aisac_core.settings import Settings
-    from aisac_core.context import AppContext, set_core
+def _settings(data_dir: Path | None) -> Settings:
+    return Settings(data_dir=data_dir) if data_dir else Settings()
 
-    settings = Settings(data_dir=data_dir) if data_dir else Settings()
-    core = AppContext(settings)
-    set_core(core)
-    return core
+
+def _app(data_dir: Path | None) -> AppContext:
+    """The application context of the store in ``data_dir`` (default: the configured one); close it when done."""
+    return AppContext(_settings(data_dir))
 
 
 def _fail(msg: str, code: int = 1) -> None:
-    from rich.markup import escape
-
     err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
     raise typer.Exit(code)
 
@@ -53,9 +60,9 @@ def index(
     """Index files and folders incrementally (unchanged files are skipped without being read)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import Counters, Indexer, IndexError_
+    from aisac_core.rag.indexer import Counters, Indexer, IndexingError
 
-    core = _core(data_dir)
+    core = _app(data_dir)
     failures: list[dict[str, str]] = []
     counters = Counters()
     try:
@@ -67,7 +74,7 @@ def index(
                 bar.update(task, completed=done, total=total, description=name[:60])
 
             Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
-    except IndexError_ as exc:
+    except IndexingError as exc:
         _fail(str(exc))
     except Exception as exc:  # store errors carry their recovery step
         _fail(str(exc))
@@ -104,7 +111,7 @@ def search(
             _fail(f"--filter takes key=value, got {f!r}")
         key, val = f.split("=", 1)
         filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
-    core = _core(data_dir)
+    core = _app(data_dir)
     try:
         res = core_search(core, query, k, filters or None, mode)
     except SearchError as exc:
@@ -148,28 +155,21 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
-    import logging
-
-    from aisac_core.settings import Settings
-    from aisac_core.owner import OwnerError, build_proxy, claim_store, ensure_owner, serve_http
-    from aisac_core.security import is_loopback, new_token
+    from aisac_servers.owner import build_proxy, serve_http
+    from aisac_servers.suite import SERVERS, build
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, got {transport!r}")
-    settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    settings = _settings(data_dir)
     names = [server] if server else None
-    from aisac_servers.suite import SERVERS
-
     if server and server not in SERVERS:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(SERVERS)}")
-    from aisac_core.owner import SUPPORTED
-
     use_owner = settings.owner_mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
     base_settings = settings
-    if project is not None:  # issue 10: check the manifest first (one line on error); the store is the project's
-        from aisac_core.projects.bootstrap import BootstrapError, bootstrap
+    if project is not None:  # check the manifest first (one line on error); the store is the project's
+        from aisac_core.projects import BootstrapError, bootstrap
 
         try:
             settings = bootstrap(project, base_settings, open_store=False).settings
@@ -180,16 +180,15 @@ def serve(
 
     def in_process():  # noqa: ANN202
         if project is not None:
-            from aisac_core.projects.bootstrap import BootstrapError, serve_suite
+            from aisac_core.projects import BootstrapError
+            from aisac_servers.project import serve_project
 
             try:
-                return serve_suite(project, base_settings, names)
+                suite, _app_ctx = serve_project(project, base_settings, names)
+                return suite
             except BootstrapError as exc:
                 _fail(str(exc))
-        _core(data_dir)
-        from aisac_servers.suite import build
-
-        return build(names)
+        return build(names, app=AppContext(settings))
 
     try:
         if transport == "stdio":
@@ -228,10 +227,7 @@ def owner(
     data_dir: DataDir = None,
 ) -> None:
     """The store's owner process (docs/processes.md): show it, or stop it (the store is closed cleanly)."""
-    from aisac_core.settings import Settings
-    from aisac_core.owner import live_owner, read_owner_file, stop_owner
-
-    settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    settings = _settings(data_dir)
     if action == "status":
         info = live_owner(settings.data_dir)
         stale = None if info else read_owner_file(settings.data_dir)
@@ -249,9 +245,7 @@ def owner(
 def status(data_dir: DataDir = None,
            as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
     """Documents, chunks, jobs, and where the store lives (and its size)."""
-    from aisac_core.context import store_status
-
-    core = _core(data_dir)
+    core = _app(data_dir)
     try:
         st = store_status(core)
     except Exception as exc:
@@ -280,12 +274,12 @@ def dashboard(
                                                         "runs older than this many days, then exit")] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Live trace dashboard in the browser (runs, event trees, evidence, live updates); issue 8."""
+    """Live trace dashboard in the browser (runs, event trees, evidence, live updates)."""
     from aisac_core.trace.dashboard import serve as serve_dashboard
 
-    core = _core(data_dir)
+    core = _app(data_dir)
     if prune_days is not None:
-        from aisac_core.trace.provenance import prune_runs
+        from aisac_core.trace.retention import prune_runs
 
         try:
             res = prune_runs(core, prune_days)
@@ -312,7 +306,7 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="write into a non-empty folder")] = False,
 ) -> None:
     """Create a project from a template: aisac.toml, sample data, extensions (docs/projects.md)."""
-    from aisac_core.projects.bootstrap import BootstrapError, init_project, load_manifest
+    from aisac_core.projects import BootstrapError, init_project, load_manifest
 
     try:
         man = init_project(directory, template, name=name, force=force)
@@ -335,8 +329,7 @@ def install(
     data_dir: DataDir = None,
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
-    from aisac_core.projects.bootstrap import BootstrapError
-    from aisac_core.settings import Settings
+    from aisac_core.projects import BootstrapError
     from aisac_core.projects.hosts import HostConfigError, render, server_entry
     from aisac_core.projects.hosts import install as install_host
 
@@ -363,23 +356,21 @@ def ask(
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole result as JSON")] = False,
     project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its "
-                                                    "store, tools, prompts and workflow graph (issue 10)")] = None,
+                                                    "store, tools, prompts and workflow graph")] = None,
 ) -> None:
-    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (issue 7)."""
+    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan."""
     from aisac_servers.ask import ask as run_ask
 
     if project is not None:
-        from aisac_core.projects.bootstrap import BootstrapError, bootstrap
-        from aisac_core.settings import Settings
-        from aisac_core.context import set_core
+        from aisac_core.projects import BootstrapError, bootstrap
 
         try:
-            core = bootstrap(project, Settings(data_dir=data_dir) if data_dir else Settings()).core
+            b = bootstrap(project, _settings(data_dir))
         except BootstrapError as exc:
             _fail(str(exc))
-        set_core(core)
+        core = AppContext(b.settings, project=b)
     else:
-        core = _core(data_dir)
+        core = _app(data_dir)
     try:
         code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err)
     except Exception as exc:  # roles errors carry what to fix

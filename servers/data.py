@@ -1,11 +1,11 @@
 """The data server: a registry of named DataFrames with lineage, and stateful sandboxed Python sessions.
 
-A thin adapter over :mod:`aisac_core.data.frames` and :mod:`aisac_core.data.sandbox`. Mounted by the suite under the
-``data`` namespace, so every tool gets the ``data_`` prefix: ``data_load``, ``data_list``, ``data_preview``,
-``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``, ``data_to_session`` (functions named
-``load``, ``list_frames`` (tool name ``list``), ...) and the code tools ``data_code_run``, ``data_code_variables``,
-``data_code_session_list``, ``data_code_session_reset``, ``data_code_session_close``, ``data_code_job_status``
-(functions ``code_run``, ...). docs/data.md describes them.
+A thin adapter over :mod:`aisac_core.data.frames` (``app.frames``) and :mod:`aisac_core.data.sandbox`
+(``app.sandbox``). Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_`` prefix:
+``data_load``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
+``data_to_session`` (functions named ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools
+``data_code_run``, ``data_code_variables``, ``data_code_session_list``, ``data_code_session_reset``,
+``data_code_session_close``, ``data_code_job_status`` (functions ``code_run``, ...). docs/data.md describes them.
 
 ``data_code_run`` returns structured JSON with ``ok: bool`` (``error`` when false) - the roles exec gate reads it
 from the trace - plus one PNG image content block per matplotlib figure. A failing run (exception, limit,
@@ -15,6 +15,7 @@ name, busy session) are MCP tool errors.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Annotated, Any, Literal
 
@@ -43,8 +44,6 @@ SessionName = Annotated[str, Field(description="session name: 1-64 letters, digi
 
 
 def _with_images(result: dict, images: list[bytes]) -> ToolResult:
-    import base64
-
     content: list[Any] = [TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
     content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mimeType="image/png") for b in images]
     return ToolResult(content=content, structured_content=result)

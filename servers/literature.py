@@ -8,8 +8,10 @@ A thin adapter over :mod:`aisac_core.literature`. Mounted by the suite under the
 from __future__ import annotations
 
 import logging
+import time
 from typing import Annotated, Any, Awaitable, TypeVar
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -19,6 +21,7 @@ from aisac_core.context import AppContext
 
 from .common import App
 
+# the tools import aisac_core.literature.service (httpx, the HTTP cache) on first call, so serving starts fast
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
 
@@ -31,7 +34,6 @@ server = FastMCP(
         "status 'rate_limited' with 'retry_after' seconds; the others still answer."
     ),
 )
-
 
 
 async def _run(coro: Awaitable[T]) -> T:
@@ -163,10 +165,6 @@ async def import_(
     AISAC_LIT_MAX_PDF_MB; root outside the registered roots (AISAC_ROOTS) or no roots registered.
     """
     from aisac_core.literature import service
-
-    import time
-
-    import anyio
 
     core = app
     res = await _run(service.import_paper(core, identifier, root))

@@ -19,6 +19,15 @@ from fastmcp.exceptions import ResourceError, ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
+from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
+from aisac_core.rag.catalog import catalog_entries
+from aisac_core.rag.indexer import doc_id_for, get_document
+from aisac_core.rag.indexer import list_documents as core_list
+from aisac_core.rag.search import get_chunk as core_get
+from aisac_core.rag.search import search as core_search
+from aisac_core.rag.sections import get_overview as core_overview
+from aisac_core.rag.sections import read_sections as core_read
+from aisac_core.rag.verify import verify_anchor as core_verify
 
 from .common import App, call_core
 
@@ -52,9 +61,7 @@ def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tupl
         if by_name and not Path(raw).expanduser().exists():
             out.append(by_name[0])
             catalog_only = catalog_only or by_name[0] in s.catalog_roots
-        elif roots:  # issue 9: with registered roots, a path must resolve inside one (no '..', no symlink escape)
-            from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
-
+        elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
             try:
                 out.append(resolve_in_roots(raw, roots, what="path"))
             except PathOutsideRootsError as exc:
@@ -154,8 +161,6 @@ async def search(
     Errors: empty query; k outside 1..100; unknown filter key (the error lists the accepted ones);
     a filter value of the wrong type.
     """
-    from aisac_core.rag.search import search as core_search
-
     res = await call_core(core_search, app, query, k, filters, mode)
     return res.as_dict()
 
@@ -171,8 +176,6 @@ async def list_documents(
 ) -> dict[str, Any]:
     """The manifest: ``{documents: [{doc_id, path, file_type, title, pages, chunk_count, status, error,
     sha256, size, indexed_at}], total, offset, next_offset}``. Failed files show their error."""
-    from aisac_core.rag.search import list_documents as core_list
-
     return await call_core(core_list, app, status=status, file_type=file_type, path_glob=path_glob,
                            limit=limit, offset=offset)
 
@@ -180,8 +183,6 @@ async def list_documents(
 @server.tool
 async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")], app: AppContext = App) -> dict[str, Any]:
     """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
-    from aisac_core.rag.search import get_chunk as core_get
-
     got = await call_core(core_get, app, chunk_id)
     if got is None:
         raise ToolError(f"unknown chunk id {chunk_id!r}: use a chunk_id from rag_search (ids change when "
@@ -206,8 +207,6 @@ async def get_overview(
 
     Errors: unknown doc_id; a document that failed to index (the error says why, e.g. no text layer).
     """
-    from aisac_core.rag.search import get_overview as core_overview
-
     return await call_core(core_overview, app, doc_id)
 
 
@@ -234,8 +233,6 @@ async def read_sections(
     Errors: unknown doc_id; a section the document does not have (the error lists the labels and headings
     it has); max_tokens outside 50..20000; a cursor that is no offset of the document.
     """
-    from aisac_core.rag.search import read_sections as core_read
-
     return await call_core(core_read, app, doc_id, section, max_tokens, cursor)
 
 
@@ -257,8 +254,6 @@ async def verify_anchor(
 
     Errors: ``anchor`` not an object, or without sha256 / chunk_sha256 / (doc_id or path).
     """
-    from aisac_core.rag.search import verify_anchor as core_verify
-
     return await call_core(core_verify, app, anchor)
 
 
@@ -271,9 +266,6 @@ async def remove(
     """Remove a document and its chunks from the index (the file itself is untouched).
 
     Result: ``{removed: doc_id, chunks_deleted}``. Errors: neither or both arguments; unknown document."""
-    from aisac_core.rag.indexer import doc_id_for
-    from aisac_core.rag.search import get_document
-
     if (doc_id is None) == (path is None):
         raise ToolError("give exactly one of doc_id or path")
     core = app
@@ -296,8 +288,6 @@ async def catalog(
     """Files of catalog-only roots (and data files met while indexing), listed and never embedded:
     ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
     cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
-    from aisac_core.rag.indexer import catalog_entries
-
     core = app
     if refresh and core.settings.catalog_roots:
         await call_core(core.jobs.indexer.run, list(core.settings.catalog_roots), catalog_only=True)
@@ -307,8 +297,6 @@ async def catalog(
 @server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
 async def document(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
-    from aisac_core.rag.search import get_document
-
     got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
@@ -319,8 +307,6 @@ async def document(doc_id: str, app: AppContext = App) -> str:
 @server.resource("aisac://documents/{doc_id}/text", mime_type="text/plain")
 async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
-    from aisac_core.rag.search import get_document
-
     got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")

@@ -16,6 +16,7 @@ every model request a ``model_call`` event under it.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import mcp_types as mt
@@ -24,8 +25,24 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
+from aisac_core.errors import AisacError
+from aisac_core.rag.search import search
+from aisac_core.roles import NeedInput, RolesError, check_mode
+from aisac_core.roles import planner as core_planner
+from aisac_core.roles import prompts as core_prompts
+from aisac_core.roles import router as core_router
+from aisac_core.roles import evaluator as core_evaluator
+from aisac_core.roles.backends import get_backend
+from aisac_core.roles.graph import run_graph
+from aisac_core.roles.schemas import load_schema, validate
+from aisac_core.roles.store import Step, run_events, save_submission
+from aisac_core.roles.tools import capabilities
+from aisac_core.trace.recorder import new_run_id
 
 from .common import App, call_core
+from .sampling import sampling_backend, sampling_request
+from .suite import current_run_id
+from .toolclient import SuiteTools
 
 server = FastMCP(
     "roles",
@@ -44,21 +61,12 @@ Llm = Annotated[Literal["auto", "none", "openai", "sampling", "replay"] | None, 
                 "sampling = this client's model (if it offers sampling); replay = cached responses only; "
                 "auto/default = openai when an endpoint is configured, else none")]
 
-_jobs = None
-
 
 def _run_id(ctx: Context | None) -> str:
     """The caller's run: the suite middleware's, else the request _meta's, else a new one."""
-    from aisac_core.trace.provenance import new_run_id
-
-    try:
-        from aisac_servers.suite import current_run_id
-
-        rid = current_run_id.get()
-        if rid:
-            return rid
-    except ImportError:  # pragma: no cover
-        pass
+    rid = current_run_id.get()
+    if rid:
+        return rid
     rc = ctx.request_context if ctx is not None else None
     meta = getattr(rc, "meta", None) if rc is not None else None
     if isinstance(meta, dict):
@@ -70,9 +78,6 @@ def _run_id(ctx: Context | None) -> str:
 
 async def _guard(coro: Any) -> Any:
     """Await a role; roles errors become tool errors; a 2026-07-28 sampling request becomes InputRequiredResult."""
-    from aisac_core.errors import AisacError
-    from aisac_core.roles.backends import NeedInput, sampling_request
-
     try:
         return await coro
     except NeedInput as need:
@@ -82,8 +87,6 @@ async def _guard(coro: Any) -> Any:
 
 
 def _search_hits(app: AppContext, task: str, k: int = 5) -> list[dict[str, Any]]:
-    from aisac_core.rag.search import search
-
     try:
         return search(app, task, k).as_dict()["hits"]
     except Exception:  # an empty or unopened index is no context, not an error of the role
@@ -91,10 +94,9 @@ def _search_hits(app: AppContext, task: str, k: int = 5) -> list[dict[str, Any]]
 
 
 async def _capabilities(app: AppContext) -> list[dict[str, Any]]:
-    from aisac_servers.toolclient import SuiteTools
-
-    async with SuiteTools(app) as suite:
-        return await suite.list_tools()
+    """The tools a plan may use: the suite's live tool list without the hidden ones."""
+    async with SuiteTools(app) as tools:
+        return await capabilities(tools)
 
 
 @server.tool
@@ -112,21 +114,16 @@ async def route(
     title, score}], memory}, by: rules|model, run_id, event_id}``. Rules: docs/roles.md.
     Errors: empty task; unknown mode/llm; llm=openai without an endpoint; the model failing (one repair attempt).
     """
-    from aisac_core.roles import RolesError, check_mode
-    from aisac_core.roles.backends import get_backend
-    from aisac_core.roles.router import route as core_route
-    from aisac_core.roles.store import Step, ready
-
     async def go() -> dict[str, Any]:
         core = app
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to route")
         m = check_mode(mode, core.settings.roles_mode)
-        backend = get_backend(core.settings, llm, ctx)
+        backend = get_backend(core.settings, llm, sampling_backend(ctx))
         hits = await call_core(_search_hits, app, task)
         run_id = _run_id(ctx)
-        with Step(ready(core.engine), run_id, "router", {"task": task, "mode": m}) as st:
-            st.result = await core_route(core, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
+        with Step(core.engine, run_id, "router", {"task": task, "mode": m}) as st:
+            st.result = await core_router.route(core, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
         return {**st.result, "run_id": run_id, "event_id": st.id}
 
     return await _guard(go())
@@ -150,21 +147,16 @@ async def plan(
     tools, cycles, dangling dependencies, more than AISAC_ROLES_MAX_PLAN_STEPS steps, missing arguments) and sent
     back once with the errors. Errors: empty task; unknown llm; the model failing after the repair.
     """
-    from aisac_core.roles import RolesError
-    from aisac_core.roles.backends import get_backend
-    from aisac_core.roles.planner import plan as core_plan
-    from aisac_core.roles.store import Step, ready
-
     async def go() -> dict[str, Any]:
         core = app
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to plan for")
-        backend = get_backend(core.settings, llm, ctx)
+        backend = get_backend(core.settings, llm, sampling_backend(ctx))
         tools = await _capabilities(app)
         run_id = _run_id(ctx)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
-        with Step(ready(core.engine), run_id, "planner", args) as st:
-            st.result = await core_plan(core, task, route, tools, backend, run_id=run_id, parent_id=st.id,
+        with Step(core.engine, run_id, "planner", args) as st:
+            st.result = await core_planner.plan(core, task, route, tools, backend, run_id=run_id, parent_id=st.id,
                                         attempt=attempt, feedback=feedback)
         return {**st.result, "run_id": run_id, "event_id": st.id}
 
@@ -209,20 +201,15 @@ async def evaluate(
     mean_severity, max_severity, passed, thresholds, by, run_id, event_id}``; passed = mean <= 0.4 and max <= 0.8
     by default (AISAC_ROLES_MAX_MEAN_SEVERITY, AISAC_ROLES_MAX_SEVERITY). Errors: a citation without chunk_id.
     """
-    from aisac_core.roles import check_mode
-    from aisac_core.roles.backends import get_backend
-    from aisac_core.roles.evaluator import evaluate as core_eval
-    from aisac_core.roles.store import Step, ready, run_events
-
     async def go() -> dict[str, Any]:
         core = app
         m = check_mode(mode, core.settings.roles_mode)
-        backend = get_backend(core.settings, llm, ctx)
+        backend = get_backend(core.settings, llm, sampling_backend(ctx))
         ans = _answer_obj(answer, citations, files, code_runs)
         run_id = _run_id(ctx)
-        events = await call_core(run_events, ready(core.engine), of_run or run_id)
+        events = await call_core(run_events, core.engine, of_run or run_id)
         with Step(core.engine, run_id, "evaluator", {"task": task, "mode": m, "answer": ans}) as st:
-            st.result = await core_eval(core, task, ans, events, backend, mode=m, run_id=run_id, parent_id=st.id)
+            st.result = await core_evaluator.evaluate(core, task, ans, events, backend, mode=m, run_id=run_id, parent_id=st.id)
         return {**st.result, "run_id": run_id, "event_id": st.id}
 
     return await _guard(go())
@@ -247,29 +234,24 @@ async def run(
     ``roles_job_status(job_id)``. Errors: empty task; unknown mode/llm; llm=sampling over a 2026-07-28 connection
     (use the single-role tools there).
     """
-    from aisac_core.roles.graph import run_graph
-    from aisac_core.roles.jobs import RunJobs
-
-    global _jobs
-    if _jobs is None:
-        _jobs = RunJobs()
     if llm == "sampling" and ctx._is_modern_protocol():
         raise ToolError("llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 has no "
                         "back-channel for a long run); use roles_route / roles_plan / roles_evaluate with "
                         "llm='sampling', or llm='none' / 'openai'")
     if not task or not task.strip():
         raise ToolError("task is empty: give the question to answer")
-    from aisac_core.trace.provenance import new_run_id
-
     run_id = new_run_id()
     core = app
 
     async def go() -> dict[str, Any]:
-        return await run_graph(core, task, mode=mode, llm=llm, session_id=session_id, run_id=run_id, ctx=ctx)
+        async with SuiteTools(core) as tools:
+            return await run_graph(core, task, tools=tools, mode=mode, llm=llm, session_id=session_id,
+                                   run_id=run_id, sampling=sampling_backend(ctx))
 
-    job_id = _jobs.start(run_id, go)
-    await _jobs.wait(job_id, wait_s)
-    st = _jobs.status(job_id)
+    jobs = app.role_jobs
+    job_id = jobs.start(run_id, go)
+    await jobs.wait(job_id, wait_s)
+    st = jobs.status(job_id)
     assert st is not None
     if st["status"] == "failed":
         err = st["error"]
@@ -284,31 +266,30 @@ async def run(
 @server.tool
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from roles_run; omit to list recent jobs")] = None,
+    app: AppContext = App,
 ) -> dict[str, Any]:
     """Status of a roles_run job: ``{job_id, run_id, status: running|done|failed, elapsed_s, result?, error?}``;
     without job_id ``{jobs: [...]}``. Error: unknown job id (jobs live in the serving process)."""
-    if _jobs is None:
+    jobs = app.opened("role_jobs")
+    if jobs is None:
         if job_id is None:
             return {"jobs": []}
         raise ToolError(f"unknown job id {job_id!r}: no roles_run job has started in this server process")
     if job_id is None:
-        return {"jobs": _jobs.list()}
-    st = _jobs.status(job_id)
+        return {"jobs": jobs.list()}
+    st = jobs.status(job_id)
     if st is None:
         raise ToolError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
     return st
 
 
 async def _submit(app: AppContext, ctx: Context, role: str, schema: str, payload: Any, extra_check: Any = None) -> dict[str, Any]:
-    from aisac_core.roles.schemas import validate
-    from aisac_core.roles.store import Step, ready, save_submission
-
     core = app
     errors = validate(schema, payload)
     if not errors and extra_check is not None:
         errors = await extra_check(payload)
     run_id = _run_id(ctx)
-    engine = ready(core.engine)
+    engine = core.engine
     if errors:
         await call_core(save_submission, engine, run_id=run_id, role=schema, payload=payload, errors=errors)
         raise ToolError(f"the {schema} is not valid ({len(errors)} error(s)); fix and submit again:\n- "
@@ -340,10 +321,8 @@ async def submit_plan(
     """Validate the host model's plan against its schema and the suite's live tools (unknown tools, cycles,
     dangling depends_on, too many steps, missing or unknown arguments), store it in the run and return
     ``{stored, submission_id, run_id, event_id}``. Error: every problem, each saying how to fix it."""
-    from aisac_core.roles.planner import validate_plan
-
     async def check(p: Any) -> list[str]:
-        return validate_plan(p, await _capabilities(app), app.settings.roles_max_plan_steps)
+        return core_planner.validate_plan(p, await _capabilities(app), app.settings.roles_max_plan_steps)
 
     return await _submit(app, ctx, "planner", "plan", plan, check)
 
@@ -358,11 +337,9 @@ async def submit_critique(
     """Validate and store the host model's critiques (at most 10, severity 0..1); returns ``{stored,
     submission_id, run_id, event_id, mean_severity, max_severity, passed, thresholds}`` by the configured
     thresholds. Error: the schema violations to fix."""
-    from aisac_core.roles.evaluator import summarize
-
     out = await _submit(app, ctx, "evaluator", "critique", critique)
     s = app.settings
-    summ = summarize(critique["critiques"], s.roles_max_mean_severity, s.roles_max_severity)
+    summ = core_evaluator.summarize(critique["critiques"], s.roles_max_mean_severity, s.roles_max_severity)
     return {**out, **{k: v for k, v in summ.items() if k != "critiques"}}
 
 
@@ -374,11 +351,8 @@ _HOST_SUFFIX = ("\n\nSubmit the JSON object with the tool {tool}({arg}=<the obje
 async def router_prompt(task: str, app: AppContext = App) -> str:
     """The Router's instructions for the host's model, with the top search hits as context; submit the result
     with roles_submit_route."""
-    from aisac_core.roles.prompts import render
-    from aisac_core.roles.router import prompt_values
-
     hits = await call_core(_search_hits, app, task)
-    text, _v = render("router", prompt_values(task, hits, None), app.settings.roles_prompt_dir)
+    text, _v = core_prompts.render("router", core_router.prompt_values(task, hits, None), app.settings.roles_prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_route", arg="route")
 
 
@@ -386,11 +360,6 @@ async def router_prompt(task: str, app: AppContext = App) -> str:
 async def planner_prompt(task: str, route: str | None = None, feedback: str | None = None, app: AppContext = App) -> str:
     """The Planner's instructions for the host's model, with the suite's live tool list; submit the plan with
     roles_submit_plan. ``route``: the router JSON (text), ``feedback``: critiques of a previous attempt (text)."""
-    import json
-
-    from aisac_core.roles.planner import prompt_values
-    from aisac_core.roles.prompts import render
-
     tools = await _capabilities(app)
     s = app.settings
     try:
@@ -398,7 +367,7 @@ async def planner_prompt(task: str, route: str | None = None, feedback: str | No
     except ValueError:
         route_obj = {"note": route}
     fb = [{"aspect": "feedback", "severity": 1, "text": feedback}] if feedback else None
-    text, _v = render("planner", prompt_values(task, route_obj, tools, s.roles_max_plan_steps, fb), s.roles_prompt_dir)
+    text, _v = core_prompts.render("planner", core_planner.prompt_values(task, route_obj, tools, s.roles_max_plan_steps, fb), s.roles_prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_plan", arg="plan")
 
 
@@ -406,14 +375,9 @@ async def planner_prompt(task: str, route: str | None = None, feedback: str | No
 async def evaluator_prompt(task: str, answer: str, of_run: str | None = None, app: AppContext = App) -> str:
     """The Evaluator's instructions for the host's model, with the trace of run ``of_run`` (when given); submit
     the critiques with roles_submit_critique."""
-    from aisac_core.roles.evaluator import _evidence_summary
-    from aisac_core.roles.prompts import render
-    from aisac_core.roles.schemas import load_schema
-    from aisac_core.roles.store import ready, run_events
-
     core = app
-    events = await call_core(run_events, ready(core.engine), of_run) if of_run else []
-    text, _v = render("evaluator", {"task": task, "answer": answer, "evidence": _evidence_summary(events),
-                                    "gates": "(run roles_evaluate for the automatic gates)",
-                                    "schema": load_schema("critique")}, core.settings.roles_prompt_dir)
+    events = await call_core(run_events, core.engine, of_run) if of_run else []
+    values = {"task": task, "answer": answer, "evidence": core_evaluator.evidence_summary(events),
+              "gates": "(run roles_evaluate for the automatic gates)", "schema": load_schema("critique")}
+    text, _v = core_prompts.render("evaluator", values, core.settings.roles_prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_critique", arg="critique")

@@ -13,54 +13,38 @@ from contextvars import ContextVar
 from typing import Any, AsyncIterator
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from aisac_core.context import AppContext
+from aisac_core.trace.otel import emit_span, otel_enabled
+from aisac_core.trace.pins import pin_run
+from aisac_core.trace.recorder import RunAssigner, record_tool_call
+from aisac_servers.builtin import BUILTIN_SERVERS, aisac_register_servers, suite_servers
+from aisac_servers.common import call_core
+from aisac_servers.dashboard import mount_dashboard
 
 log = logging.getLogger("aisac.suite")
 
 #: run id of the tool call being served (set by ProvenanceMiddleware): tools that write their own trace events
-#: (the roles server, issue 7) read it, since ``run_id`` arguments are removed before the tool sees them.
+#: (the roles server) read it, since ``run_id`` arguments are removed before the tool sees them.
 current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", default=None)
 
-#: namespace -> "module:attribute" of each server (DESIGN.md "Layout": namespaces memory_, rag_, lit_, data_, roles_,
-#: trace_). ``build()`` mounts those whose module is present.
-ALL_SERVERS = {
-    "rag": "aisac_servers.rag:server",
-    "memory": "aisac_servers.memory:server",
-    "lit": "aisac_servers.literature:server",
-    "data": "aisac_servers.data:server",
-    "roles": "aisac_servers.roles:server",
-    "trace": "aisac_servers.trace:server",
-}
-
-
-def _present(spec: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(spec.split(":")[0]) is not None
-
-
-SERVERS = {name: spec for name, spec in ALL_SERVERS.items() if _present(spec)}
-
-
-def _load(name: str) -> FastMCP:
-    import importlib
-
-    mod, attr = SERVERS[name].split(":")
-    return getattr(importlib.import_module(mod), attr)
+#: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
+#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.builtin`)
+ALL_SERVERS = dict(BUILTIN_SERVERS)
+#: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
+SERVERS = dict(aisac_register_servers())
 
 
 class ProvenanceMiddleware(Middleware):
-    """Writes one trace event per tool call (see :mod:`aisac_core.trace.provenance`).
+    """Writes one trace event per tool call (:func:`aisac_core.trace.recorder.record_tool_call`).
 
     ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
     otherwise the call joins the client's current run.
     """
 
     def __init__(self, app: AppContext) -> None:
-        from aisac_core.trace.provenance import RunAssigner
-
         self.app = app
         self.runs = RunAssigner(app.settings.run_idle_seconds)
         self._pinned: set[str] = set()
@@ -87,14 +71,9 @@ class ProvenanceMiddleware(Middleware):
         return str(val) if val else "default"
 
     async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
-        from fastmcp.exceptions import ToolError
-
-        from aisac_core.trace.provenance import record_tool_call
-        from aisac_servers.common import call_core
-
         msg = context.message
         args = dict(msg.arguments or {})
-        # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run (issue 8)
+        # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run
         own_run_arg = msg.name.startswith("trace_")
         run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "run_id", "aisac/run_id")
                   or self.runs.run_for(self._client_key(context)))
@@ -128,14 +107,10 @@ class ProvenanceMiddleware(Middleware):
                 event_id = await call_core(record_tool_call, self.app.engine, run_id=str(run_id), server=server,
                                            tool=name, arguments=args, result=result_obj, status=status, error=error,
                                            latency_ms=latency, parent_id=parent_id)
-                if str(run_id) not in self._pinned:  # configuration pins, once per run and process (issue 8)
+                if str(run_id) not in self._pinned:  # configuration pins, once per run and process
                     self._pinned.add(str(run_id))
-                    from aisac_core.trace.provenance import pin_run
-
                     await call_core(pin_run, self.app, str(run_id))
-                from aisac_core.trace.provenance import emit_span, otel_enabled
-
-                if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it (issue 8)
+                if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
                     emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
                               end_ns=t0_ns + int(latency * 1e6), status=status, error=error, event_id=event_id,
                               parent_id=parent_id)
@@ -167,23 +142,24 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
     and no ``app.close()`` at exit.
 
+    The servers come from the ``aisac_register_servers`` hook (:func:`aisac_servers.builtin.suite_servers`): the
+    built-ins, a served project's plugin servers and, with the whole suite, the project's own tools (``project``).
+
     Raises:
         ValueError: an unknown server name.
+        BootstrapError: a project server that cannot be mounted (a namespace taken twice, a tool fastmcp refuses).
     """
-    chosen = names or list(SERVERS)
-    unknown = [n for n in chosen if n not in SERVERS]
-    if unknown:
-        raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(SERVERS)}")
     app = app if app is not None else AppContext()
+    available = suite_servers(app)
+    chosen = names or list(available)
+    unknown = [n for n in chosen if n not in available]
+    if unknown:
+        raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(available)}")
     main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
                    instructions="aisac: retrieval-grounded scientific assistance with provenance. "
                                 "Servers: " + ", ".join(chosen))
     for n in chosen:
-        main.mount(_load(n), namespace=n)
-    if app.project is not None and app.project.server is not None and not names:
-        app.project.mount(main)  # the served project's own tools, namespace "project"
+        main.mount(available[n](), namespace=n)
     main.add_middleware(ProvenanceMiddleware(app))
-    from aisac_core.trace.dashboard import mount_dashboard
-
-    mount_dashboard(main, prefix="/dashboard", core=app)  # HTTP transport only: the live trace dashboard
+    mount_dashboard(main, prefix="/dashboard", app=app)  # HTTP transport only: the live trace dashboard
     return main

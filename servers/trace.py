@@ -1,6 +1,6 @@
 """The trace server: provenance queries, exports, verification, replay, diff, statistics and retention.
 
-A thin adapter over :mod:`aisac_core.trace.provenance`. Mounted by the suite under the ``trace`` namespace, so the
+A thin adapter over :mod:`aisac_core.trace`. Mounted by the suite under the ``trace`` namespace, so the
 tools are ``trace_list_runs``, ``trace_get_run``, ``trace_get_event``, ``trace_export``, ``trace_verify``,
 ``trace_replay``, ``trace_diff``, ``trace_stats`` and ``trace_prune``. The live dashboard
 (:mod:`aisac_core.trace.dashboard`) reads the same rows. User docs: docs/provenance.md.
@@ -11,11 +11,21 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
-
-from .common import App, call_core
+from aisac_core.errors import AisacError
+from aisac_core.trace.diff import diff_runs
+from aisac_core.trace.exports import export_run
+from aisac_core.trace.queries import get_event as core_event
+from aisac_core.trace.queries import get_run as core_get
+from aisac_core.trace.queries import list_runs as core_list
+from aisac_core.trace.replay import replay_run
+from aisac_core.trace.retention import prune_runs, trace_stats
+from aisac_core.trace.verify import verify_run
+from aisac_servers.common import App, call_core
+from aisac_servers.toolclient import SuiteTools
 
 server = FastMCP(
     "trace",
@@ -45,8 +55,6 @@ async def list_runs(
 ) -> dict[str, Any]:
     """Runs, newest first: ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers,
     tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601."""
-    from aisac_core.trace.provenance import list_runs as core_list
-
     return await call_core(core_list, app.engine, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
 
@@ -65,8 +73,6 @@ async def get_run(
     kind (tool_call | role_step | model_call), server, tool, status, error, latency_ms, started_at, arguments,
     result_summary, anchor_ids, children: [...]}]}``. Role steps nest the tool calls they made (``parent_id``).
     Errors: unknown run id."""
-    from aisac_core.trace.provenance import get_run as core_get
-
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools (docs/provenance.md)
     return await call_core(core_get, app.engine, run_id, include_results=include_results, detail=detail)
 
@@ -78,8 +84,6 @@ async def get_event(
 ) -> dict[str, Any]:
     """One event in full: arguments, stored result (``result_truncated`` when it was cut at 100,000 characters),
     hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id."""
-    from aisac_core.trace.provenance import get_event as core_event
-
     return await call_core(core_event, app.engine, event_id)
 
 
@@ -95,19 +99,18 @@ async def export(
     anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``prov`` -> ``{format, path, prov}``; ``rocrate``
     -> ``{format, path (folder), zip, summary}``. Files are written under ``<data dir>/trace_exports/``.
     Errors: unknown run, unknown format."""
-    from aisac_core.trace.provenance import export_run
-
     return await call_core(export_run, app, run_id, format)
 
 
 @server.tool(annotations=_RO)
-async def verify(run_id: Annotated[str, Field(description="a run id from trace_list_runs")], app: AppContext = App) -> dict[str, Any]:
+async def verify(
+    run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
+    app: AppContext = App,
+) -> dict[str, Any]:
     """Re-hash every evidence anchor the run cited and every input file it named: ``{run_id, status (unchanged |
     changed | missing), counts, anchors: [{chunk_id, path, page, status, anchor_status (ok | file_changed |
     chunk_changed | missing), detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
     event_id}]}``. Errors: unknown run."""
-    from aisac_core.trace.provenance import verify_run
-
     return await call_core(verify_run, app, run_id)
 
 
@@ -123,13 +126,9 @@ async def replay(
     steps: [{event_id, tool, status (same | changed | failed | skipped), reason?, changes?, original_sha256,
     replay_sha256}], pins_changed}``. Writing, destructive and time-dependent tools are skipped with the reason
     (docs/provenance.md). Errors: unknown run."""
-    from fastmcp.exceptions import ToolError
-
-    from aisac_core.errors import AisacError
-    from aisac_core.trace.provenance import replay_run
-
     try:
-        return await replay_run(app, run_id, force=force)
+        async with SuiteTools(app) as tools:
+            return await replay_run(app, run_id, tools, force=force)
     except AisacError as exc:
         raise ToolError(str(exc)) from exc
 
@@ -143,19 +142,16 @@ async def diff(
     """Compare two runs' tool calls, aligned by (tool, arguments sha256): ``{run_a, run_b, counts, steps:
     [{status (same | changed | only_a | only_b), tool, event_a, event_b, changes?}], pins_changed: [{pin, a,
     b}]}``. Errors: unknown run."""
-    from aisac_core.trace.provenance import diff_runs
-
     return await call_core(diff_runs, app.engine, run_a, run_b)
 
 
 @server.tool(annotations=_RO)
-async def stats(since: Annotated[str | None, Field(description="ISO 8601: count events at or after it")] = None,
-app: AppContext = App,
-                ) -> dict[str, Any]:
+async def stats(
+    since: Annotated[str | None, Field(description="ISO 8601: count events at or after it")] = None,
+    app: AppContext = App,
+) -> dict[str, Any]:
     """Trace totals: ``{runs, events, by_kind, by_status, first_event_at, last_event_at, tools: [{tool, calls,
     errors, error_rate, p50_ms, p95_ms, max_ms}]}``. Errors: a date that is not ISO 8601."""
-    from aisac_core.trace.provenance import trace_stats
-
     return await call_core(trace_stats, app.engine, since)
 
 
@@ -169,6 +165,4 @@ async def prune(
     its events, input pins and configuration pins (a run whose export fails is kept and listed in ``failed``).
     ``dry_run`` (default true) only lists. Returns ``{cutoff, runs, exported, deleted_events, dry_run,
     failed}``."""
-    from aisac_core.trace.provenance import prune_runs
-
     return await call_core(prune_runs, app, older_than_days, dry_run=dry_run)

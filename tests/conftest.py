@@ -143,3 +143,19 @@ def http_server(env: dict[str, str], timeout: float = 30.0):  # noqa: ANN201
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def served_alone(server, app):  # noqa: ANN001, ANN201
+    """One aisac server mounted without a namespace (unprefixed tool names), serving ``app`` through a lifespan like
+    the suite's (tools read the application context from it)."""
+    from contextlib import asynccontextmanager
+
+    from fastmcp import FastMCP
+
+    @asynccontextmanager
+    async def lifespan(_server):  # noqa: ANN001, ANN202
+        yield {"app": app}
+
+    main = FastMCP(f"{server.name}-alone", lifespan=lifespan)
+    main.mount(server)
+    return main

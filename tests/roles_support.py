@@ -90,12 +90,12 @@ def events(core: Any, run_id: str) -> list[dict[str, Any]]:
 
 
 def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> Any:
-    """A store with two Markdown notes (heat transfer, enzyme kinetics) indexed, set as the process-wide core."""
+    """An application context on a store with two Markdown notes (heat transfer, enzyme kinetics) indexed."""
     from conftest import make_settings
     from fixtures_gen import ENZYME_MD, HEAT_MD
 
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")
@@ -103,14 +103,19 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     c = AppContext(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False))
     c.__dict__["embedder"] = embedder
     Indexer(c).run([notes])
-    set_core(c)
     c.notes_dir = notes  # type: ignore[attr-defined]
     return c
 
 
 def release(core: Any) -> None:
     """Undo make_roles_core."""
-    from aisac_core.context import set_core
-
-    set_core(None)
     core.close()
+
+
+async def run_graph(core: Any, task: str, **kwargs: Any) -> dict[str, Any]:
+    """:func:`aisac_core.roles.graph.run_graph` with the tools of the suite built over ``core``."""
+    from aisac_core.roles.graph import run_graph as core_run_graph
+    from aisac_servers.toolclient import SuiteTools
+
+    async with SuiteTools(core) as tools:
+        return await core_run_graph(core, task, tools=tools, **kwargs)

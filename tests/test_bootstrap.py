@@ -1,4 +1,4 @@
-"""Project manifests and the validated, traced bootstrap (issue 10): bad input halts with the file and the fix,
+"""Project manifests and the validated, traced bootstrap: bad input halts with the file and the fix,
 the initialization trace, settings from the manifest, the published JSON Schema."""
 
 from __future__ import annotations
@@ -78,14 +78,6 @@ def base(tmp_path: Path):  # noqa: ANN201
     return Settings(data_dir=tmp_path / "store")
 
 
-@pytest.fixture(autouse=True)
-def _forget_project():  # noqa: ANN202
-    from aisac_core.projects.bootstrap import reset_active_project
-
-    yield
-    reset_active_project()
-
-
 def good_project(tmp_path: Path) -> Path:
     return write_project(tmp_path / "proj", GOOD, {"ext/tools.py": TOOLS,
                                                    "ext/prompts/planner.md": "Prefer the project's tools.\n"})
@@ -108,26 +100,23 @@ def events(data_dir: Path) -> list[dict]:
 
 
 def test_bootstrap_records_one_init_run_with_every_step(tmp_path, base):
-    from aisac_core.projects.bootstrap import bootstrap
+    from aisac_core.projects import bootstrap
 
     b = bootstrap(good_project(tmp_path), base)
-    try:
-        assert b.settings.data_dir == base.data_dir / "projects" / "test-proj"
-        assert b.settings.roots == [(tmp_path / "proj" / "data" / "notes").resolve()]
-        assert b.settings.catalog_roots == [(tmp_path / "proj" / "data" / "tables").resolve()]
-        assert b.settings.models_dir == base.models_dir  # models shared, data not
-        assert b.tool_names == ["project_add"]  # _private stays private
-        ev = events(b.settings.data_dir)
-        assert [e["tool"] for e in ev] == ["load", "validate", "tools", "prompts", "graph", "settings", "store"]
-        assert {e["kind"] for e in ev} == {"init_step"} and {e["server"] for e in ev} == {"bootstrap"}
-        assert {e["run_id"] for e in ev} == {b.run_id} and b.run_id.startswith("init-")
-        assert ev[0]["result"]["sha256"] == b.project.sha256 and ev[2]["result"]["tools"] == ["project_add"]
-    finally:
-        b.core.close()
+    assert b.settings.data_dir == base.data_dir / "projects" / "test-proj"
+    assert b.settings.roots == [(tmp_path / "proj" / "data" / "notes").resolve()]
+    assert b.settings.catalog_roots == [(tmp_path / "proj" / "data" / "tables").resolve()]
+    assert b.settings.models_dir == base.models_dir  # models shared, data not
+    assert b.tool_names == ["project_add"]  # _private stays private
+    ev = events(b.settings.data_dir)
+    assert [e["tool"] for e in ev] == ["load", "validate", "tools", "prompts", "graph", "settings", "store"]
+    assert {e["kind"] for e in ev} == {"init_step"} and {e["server"] for e in ev} == {"bootstrap"}
+    assert {e["run_id"] for e in ev} == {b.run_id} and b.run_id.startswith("init-")
+    assert ev[0]["result"]["sha256"] == b.project.sha256 and ev[2]["result"]["tools"] == ["project_add"]
 
 
 def test_bootstrap_is_deterministic(tmp_path, base):
-    from aisac_core.projects.bootstrap import bootstrap
+    from aisac_core.projects import bootstrap
 
     p = good_project(tmp_path)
     r1 = [(s.name, s.result) for s in bootstrap(p, base, open_store=False).steps]
@@ -136,7 +125,7 @@ def test_bootstrap_is_deterministic(tmp_path, base):
 
 
 def test_manifest_settings_reach_the_roles_and_literature(tmp_path, base):
-    from aisac_core.projects.bootstrap import bootstrap
+    from aisac_core.projects import bootstrap
 
     b = bootstrap(good_project(tmp_path), base, open_store=False)
     s = b.settings
@@ -187,7 +176,7 @@ BAD = {
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
-    from aisac_core.projects.bootstrap import BootstrapError, active_project, bootstrap
+    from aisac_core.projects import BootstrapError, bootstrap
 
     manifest, files, pattern = BAD[case]
     if case == "bad_placeholder":
@@ -199,38 +188,39 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
     msg = str(ei.value)
     assert re.search(pattern, msg), msg
     assert "\n" not in msg.strip() or case == "toml_syntax"
-    assert active_project() is None  # nothing half-initialised
     store = base.data_dir / "projects" / "test-proj"
+    assert not (store / "prompt_overlay").exists()  # nothing half-initialised: no composed prompts to serve
     if case not in ("unknown_key", "nested_unknown_key", "toml_syntax", "bad_value"):  # manifest loaded: traced
         ev = events(store)
         assert ev[-1]["status"] == "tool_error" and ev[-1]["error"] == msg
         assert "store" not in [e["tool"] for e in ev]
 
 
-def test_serve_suite_halts_and_keeps_the_process_core(tmp_path, base):
-    from aisac_core.projects.bootstrap import BootstrapError, serve_suite
-    from aisac_core.context import AppContext, get_core, set_core
+def test_serve_project_halts_and_keeps_the_other_context(tmp_path, base):
+    from aisac_servers.project import serve_project
+
+    from aisac_core.context import AppContext
+    from aisac_core.projects import BootstrapError
 
     before = AppContext(base)
-    set_core(before)
     try:
         p = write_project(tmp_path / "proj", GOOD, {"ext/tools.py": "def x(:\n", "ext/prompts/planner.md": "H\n"})
         with pytest.raises(BootstrapError):
-            serve_suite(p, base)
-        assert get_core() is before
+            serve_project(p, base)
+        assert before.project is None and before.settings.data_dir == base.data_dir and not before._closed
     finally:
-        set_core(None)
+        before.close()
 
 
 def test_missing_manifest_names_init(tmp_path):
-    from aisac_core.projects.bootstrap import BootstrapError, load_manifest
+    from aisac_core.projects import BootstrapError, load_manifest
 
     with pytest.raises(BootstrapError, match=r"no project manifest there\. Create the project with `aisac init"):
         load_manifest(tmp_path)
 
 
 def test_tool_with_unsupported_signature_is_refused(tmp_path, base):
-    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
+    from aisac_core.projects import BootstrapError, bootstrap
 
     p = write_project(tmp_path / "proj", GOOD, {"ext/tools.py": 'def f(*args):\n    """Doc."""\n',
                                                 "ext/prompts/planner.md": "H\n"})
@@ -258,13 +248,13 @@ def test_cli_serve_project_bad_input_one_line(tmp_path, case):
 
 
 def test_json_schema_is_published_in_docs():
-    from aisac_core.projects.bootstrap import manifest_json_schema
+    from aisac_core.projects import manifest_json_schema
 
     doc = (REPO / "docs" / "projects.md").read_text()
     m = re.search(r"<!-- schema:begin -->\s*```json\n(.*?)```\s*<!-- schema:end -->", doc, re.S)
     assert m, "docs/projects.md lacks the schema block"
     assert json.loads(m.group(1)) == manifest_json_schema(), \
-        "docs/projects.md schema is stale: run python -m aisac_core.projects.bootstrap schema"
+        "docs/projects.md schema is stale: run python -m aisac_core.projects schema"
 
 
 def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
@@ -272,7 +262,7 @@ def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
 
     import jsonschema
 
-    from aisac_core.projects.bootstrap import list_templates, manifest_json_schema, templates_dir
+    from aisac_core.projects import list_templates, manifest_json_schema, templates_dir
 
     schema = manifest_json_schema()
     assert list_templates() == ["general", "materials", "process_safety"]
@@ -296,7 +286,7 @@ GRAPH = GOOD.replace('prompts_dir = "ext/prompts"',
      r"graph node 'x' calls 'project_nope', which is not a project tool \(the project has project_add\)", True),
 ])
 def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_roles):
-    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
+    from aisac_core.projects import BootstrapError, bootstrap
 
     if needs_roles:
         pytest.importorskip("aisac_core.roles.graph")
@@ -308,39 +298,38 @@ def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_
 
 def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
     graph = pytest.importorskip("aisac_core.roles.graph")
-    from aisac_core.projects.bootstrap import bootstrap, reset_active_project
+    from aisac_core.context import AppContext
+    from aisac_core.projects import bootstrap
 
     src = ("def augment(g):\n    g['nodes']['extra'] = {'kind': 'tool', 'tool': 'project_add', 'arguments': {'a': 1, "
            "'b': 2}}\n    g['edges'].append({'from': 'evaluator', 'to': 'extra'})\n    return g\n")
     p = write_project(tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n",
                                                  "ext/graph.py": src})
-    bootstrap(p, base, open_store=False)
-    assert "extra" not in graph.active_graph()["nodes"]  # a dry run installs nothing
+    dry = bootstrap(p, base, open_store=False)
+    assert "extra" not in graph.active_graph(AppContext(dry.settings))["nodes"]  # a dry run installs nothing
     b = bootstrap(p, base)
+    app = AppContext(b.settings, project=b)
     try:
-        assert "extra" in graph.active_graph()["nodes"] and b.steps[4].result["added_nodes"] == ["extra"]
-        reset_active_project()
-        assert "extra" not in graph.active_graph()["nodes"]
+        assert "extra" in graph.active_graph(app)["nodes"] and b.steps[4].result["added_nodes"] == ["extra"]
+        assert "extra" not in graph.active_graph(AppContext(b.settings))["nodes"]  # only where the project is served
     finally:
-        b.core.close()
+        app.close()
 
 
 def test_project_tools_colliding_with_suite_tools_are_refused(tmp_path, base):
-    from aisac_servers.suite import build
+    from aisac_servers.project import mount_project, serve_project
 
-    from aisac_core.projects.bootstrap import BootstrapError, bootstrap
-    from aisac_core.context import set_core
+    from aisac_core.projects import BootstrapError
 
-    b = bootstrap(good_project(tmp_path), base)
-    set_core(b.core)
+    suite, app = serve_project(good_project(tmp_path), base)  # the project's tools are mounted here
+    b = app.project
     try:
-        suite = build()  # the active project's tools are mounted here
         with pytest.raises(BootstrapError, match=r"project tool\(s\) \['project_add'\] collide with tools the suite "
                                                  r"already has; rename"):
-            b.mount(suite)
+            mount_project(suite, app)
         assert [s.name for s in b.steps].count("mount") == 2 and b.steps[-1].status == "tool_error"
     finally:
-        set_core(None)
+        app.close()
 
 
 def test_cli_init_errors_and_success(tmp_path):
@@ -350,7 +339,7 @@ def test_cli_init_errors_and_success(tmp_path):
     out = run_cli(["init", str(tmp_path / "My Lab"), "--name", 'Lab "A"'], tmp_path / "store")
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith("created project 'Lab \"A\"' (id my-lab) in ") and len(out.stderr.splitlines()) == 1
-    from aisac_core.projects.bootstrap import load_manifest
+    from aisac_core.projects import load_manifest
 
     p = load_manifest(tmp_path / "My Lab")
     assert p.id == "my-lab" and p.manifest.project.name == 'Lab "A"' and p.manifest.extensions.tools

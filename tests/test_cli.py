@@ -77,3 +77,22 @@ def test_second_process_on_a_locked_store_gets_a_clear_error(tmp_path, models_di
         assert "in use by another aisac process" in out.stderr and "Traceback" not in out.stderr
     finally:
         holder.close()
+
+
+def test_help_texts_name_no_internal_work_items():
+    """`aisac --help` and every command's --help say what a command does, never which work item added it."""
+    import re
+
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from aisac_servers.cli import app
+
+    runner = CliRunner()
+    commands = sorted(get_command(app).commands)  # type: ignore[attr-defined]
+    assert {"index", "search", "serve", "status", "ask", "init", "install", "owner", "dashboard"} <= set(commands)
+    internal = re.compile(r"\bissue\s*#?\d|DESIGN\.md", re.I)
+    for args in [["--help"], *[[c, "--help"] for c in commands]]:
+        res = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert res.exit_code == 0, (args, res.output)
+        assert not internal.search(res.output), (args, internal.search(res.output).group(0), res.output)

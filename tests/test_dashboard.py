@@ -22,7 +22,7 @@ CHROMIUM = os.environ.get("AISAC_CHROMIUM", "/usr/bin/chromium")
 
 def _record(core, run_id, tool, *, result=None, status="ok", kind="tool_call", parent_id=None, server=None,
             arguments=None) -> int:
-    from aisac_core.trace.provenance import record_tool_call
+    from aisac_core.trace.recorder import record_tool_call
 
     return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
                             arguments=arguments or {"query": tool}, result=result if status == "ok" else None,
@@ -237,7 +237,7 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
     if "roles" not in __import__("aisac_servers.suite", fromlist=["SERVERS"]).SERVERS:
         pytest.skip("the roles server is not present")
     Indexer(fast_core).run([corpus_copy / "notes"])
-    async with Client(build()) as c:
+    async with Client(build(app=fast_core, lifespan=False)) as c:
         out = (await c.call_tool("roles_run", {"task": "What is the Km of the lipase?", "llm": "none",
                                                "wait_s": 120})).structured_content
         assert out["status"] == "done", out

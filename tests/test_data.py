@@ -11,6 +11,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+from sqlmodel import Session, select
+
+from aisac_core.context import AppContext
+from aisac_core.data.frames import DataError, Registry
+from aisac_core.errors import PathOutsideRootsError
+from aisac_core.settings import Settings
+from aisac_core.store.tables import TraceEvent
+from aisac_servers.suite import build
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
@@ -43,27 +53,18 @@ def data_root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
-    """A fresh store whose roots are ``data_root`` (and ../shared/data when present), as the process-wide core."""
-    from aisac_core.settings import Settings
-    from aisac_core.context import AppContext, set_core
-
+    """A fresh store whose roots are ``data_root`` (and ../shared/data when present)."""
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     roots = [data_root] + ([shared.resolve()] if shared.is_dir() else [])
     c = AppContext(Settings(data_dir=tmp_path / "store", roots=roots, warm=False, sandbox_cpu_s=5,
                       sandbox_job_threshold_s=60))
-    set_core(c)
     yield c
-    from aisac_core.data.sandbox import get_sandbox
-
-    get_sandbox(c).shutdown()
-    set_core(None)
+    c.sandbox.shutdown()
     c.close()
 
 
-def reg(core):  # noqa: ANN001, ANN201
-    from aisac_core.data.frames import get_registry
-
-    return get_registry(core)
+def reg(core: AppContext) -> Registry:
+    return core.frames
 
 
 # -- loaders and header detection -----------------------------------------------------------------------------
@@ -118,8 +119,6 @@ def test_json_and_jsonl(dcore, data_root: Path) -> None:
 
 @pytest.mark.parametrize("fname, needle", [("empty.csv", "empty"), ("corrupt.parquet", "Parquet")])
 def test_bad_files_give_clear_errors(dcore, data_root: Path, fname: str, needle: str) -> None:
-    from aisac_core.data.frames import DataError
-
     with pytest.raises(DataError, match=needle):
         reg(dcore).load(str(data_root / fname))
     assert reg(dcore).list()["count"] == 0  # nothing half-registered
@@ -132,15 +131,11 @@ def test_header_only_csv_loads_empty_frame(dcore, data_root: Path) -> None:
 
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "sub/../../outside.csv"])
 def test_paths_outside_roots_refused(dcore, path: str) -> None:
-    from aisac_core.errors import PathOutsideRootsError
-
     with pytest.raises(PathOutsideRootsError, match="outside the registered roots"):
         reg(dcore).load(path)
 
 
 def test_symlink_escape_refused(dcore, data_root: Path, tmp_path: Path) -> None:
-    from aisac_core.errors import PathOutsideRootsError
-
     outside = tmp_path / "secret.csv"
     outside.write_text("a,b\n1,2\n")
     (data_root / "link.csv").symlink_to(outside)
@@ -165,8 +160,6 @@ def test_symlink_escape_refused(dcore, data_root: Path, tmp_path: Path) -> None:
     "b == 'x' * 10 ** 9",
 ])
 def test_query_escapes_refused(dcore, data_root: Path, expr: str) -> None:
-    from aisac_core.data.frames import DataError
-
     reg(dcore).load(str(data_root / "records.json"), name="r")
     with pytest.raises(DataError, match="refused|not a valid"):
         reg(dcore).query("r", expr)
@@ -184,8 +177,6 @@ def test_query_aggregate_save_lineage_and_restart(dcore, data_root: Path) -> Non
     with pytest.raises(Exception, match="unknown aggregate"):
         r.aggregate("mh", by=["sample"], metrics={"yield|%": ["eval"]})
     # a new process (new core on the same data dir) finds the frames again, from Parquet
-    from aisac_core.context import AppContext
-
     c2 = AppContext(dcore.settings)
     try:
         r2 = reg(c2)
@@ -204,8 +195,6 @@ def test_describe_and_preview_modes(dcore, data_root: Path) -> None:
     assert d["columns"]["temperature|K"]["max"] == 330.0 and d["columns"]["sample"]["unique"] == 4
     assert r.preview("mh", 2, "tail")["rows"][-1]["sample"] == "B1"
     assert r.preview("mh", 3, "sample") == r.preview("mh", 3, "sample")  # reproducible
-    from aisac_core.data.frames import DataError
-
     with pytest.raises(DataError, match="unknown frame"):
         r.preview("nope")
     with pytest.raises(DataError, match="unknown column"):
@@ -248,12 +237,7 @@ def test_shared_protein_parquet_preview_query(dcore, shared_data: Path) -> None:
 # -- through MCP (suite, provenance) --------------------------------------------------------------------------
 @pytest.mark.anyio
 async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
-    from fastmcp import Client
-    from fastmcp.exceptions import ToolError
-
-    from aisac_servers.suite import build
-
-    async with Client(build(["data"])) as client:
+    async with Client(build(["data"], app=dcore)) as client:
         names = {t.name for t in await client.list_tools()}
         assert {"data_load", "data_list", "data_preview", "data_describe", "data_query", "data_aggregate",
                 "data_save", "data_to_session", "data_code_run", "data_code_variables", "data_code_session_list",
@@ -272,10 +256,6 @@ async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
         assert ts.structured_content["shape"] == [4, 4]
         run = await client.call_tool("data_code_run", {"session": "s1", "code": "df['yield|%'].max()"})
         assert run.structured_content["ok"] is True and run.structured_content["result"] == "np.float64(51.5)"
-    from sqlmodel import Session, select
-
-    from aisac_core.store.tables import TraceEvent
-
     with Session(dcore.engine) as db:
         ev = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run")).one()
         assert json.loads(ev.result_json)["ok"] is True and ev.status == "ok"

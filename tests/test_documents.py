@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 from fixtures_gen import PAGE_MARKERS, write_bad_files
 
-from aisac_core.rag.documents import (
-    DOCUMENT_TYPES,
-    SECTION_LABELS,
-    DocumentError,
-    ParsedDocument,
-    file_type_of,
-    parse_document,
-    section_label,
-)
+from aisac_core.rag.documents import ParsedDocument, parse_document
+from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError, file_type_of
+from aisac_core.rag.structure import SECTION_LABELS, section_label
 
 CORPUS_FILES = {
     "report.pdf": "pdf",

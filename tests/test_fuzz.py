@@ -1,4 +1,4 @@
-"""Fuzzing every tool of the suite (issue 9): arguments generated from each tool's JSON input schema (hypothesis),
+"""Fuzzing every tool of the suite: arguments generated from each tool's JSON input schema (hypothesis),
 mixed with wrong types, huge strings, odd unicode and negative numbers. Every call must end as a tool result or
 a clear tool error - never an exception out of the client (a protocol error or a crash), never an "internal
 error" - and the store must be consistent afterwards.
@@ -6,7 +6,7 @@ error" - and the store must be consistent afterwards.
 The tools are listed from the running suite, so servers added later are fuzzed too. Neutralised, with reasons:
 
 - ``data_code_run``, ``data_code_session_reset``: they execute Python in worker processes (one per session name);
-  random source text would start dozens of interpreters for minutes. Issue 6's tests cover their bad inputs.
+  random source text would start dozens of interpreters for minutes. The data server's tests cover their bad inputs.
 - literature tools run in replay mode (``lit_replay``: cache only) with unreachable base URLs, so no request
   leaves the machine; they still validate and answer.
 - file paths are confined to one registered root (a temporary folder), so a generated path cannot index or read
@@ -141,7 +141,7 @@ def _fuzz_tool(portal, client, name: str, schema: dict, counts: dict[str, int], 
 def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_dir, shared_embedder):
     from fastmcp import Client
 
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
     from aisac_servers.suite import build as build_suite
 
     root = tmp_path / "root"
@@ -154,12 +154,11 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
                       lit_s2_url="http://127.0.0.1:9/", lit_retries=1, lit_timeout_s=2.0)
     core = AppContext(s)
     core.__dict__["embedder"] = shared_embedder
-    set_core(core)
     failures: list[str] = []
     counts: dict[str, int] = {}
     try:
         with anyio.from_thread.start_blocking_portal() as portal:
-            client = portal.wrap_async_context_manager(Client(build_suite()))
+            client = portal.wrap_async_context_manager(Client(build_suite(app=core)))
             with client as c:
                 portal.call(functools.partial(c.call_tool, "rag_index", {"path": str(root), "wait": True}))
                 tools = portal.call(c.list_tools)
@@ -171,7 +170,6 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
                 ses = portal.call(functools.partial(c.call_tool, "memory_start_session", {"title": "after"}))
                 assert ses.structured_content["session_id"].startswith("ses-")
     finally:
-        set_core(None)
         core.close()
     assert not failures, "\n".join(failures[:20])
     assert sum(counts.values()) >= 10 * len(counts) and len(counts) >= 10

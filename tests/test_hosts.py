@@ -1,4 +1,4 @@
-"""Host set-up (issue 10): `aisac install claude-desktop | vscode | cursor [--project DIR] [--print]`.
+"""Host set-up: `aisac install claude-desktop | vscode | cursor [--project DIR] [--print]`.
 
 The host formats are checked against JSON Schemas written from each host's documentation (VS Code: "MCP configuration
 reference", code.visualstudio.com/docs/copilot/reference/mcp-configuration; Claude Desktop and Cursor: the
@@ -51,11 +51,10 @@ def run(args: list[str], store: Path, cwd: Path, home: Path) -> subprocess.Compl
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    from aisac_core.projects.bootstrap import init_project, reset_active_project
+    from aisac_core.projects import init_project
 
     p = tmp_path_factory.mktemp("proj") / "battery-lab"
     init_project(p, "materials")
-    reset_active_project()
     return p
 
 
@@ -128,7 +127,7 @@ def test_unreadable_existing_file_is_left_untouched(tmp_path, content, msg):
 
 
 def test_default_paths(tmp_path, monkeypatch):
-    from aisac_core import hosts
+    from aisac_core.projects import hosts
 
     assert hosts.default_config_path("vscode", cwd=tmp_path) == tmp_path / ".vscode" / "mcp.json"
     assert hosts.default_config_path("cursor", home=tmp_path) == tmp_path / ".cursor" / "mcp.json"

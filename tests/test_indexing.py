@@ -1,4 +1,4 @@
-"""Incremental indexing on real files, real stores and the real model (acceptance 2 of issue 2).
+"""Incremental indexing on real files, real stores and the real model.
 
 Every test works on a private copy of the project's corpus (``corpus_copy``) in a fresh store (``core``),
 and checks after each step that the vector store and the manifest agree: the number of points equals the
@@ -17,18 +17,11 @@ from conftest import make_settings
 from fixtures_gen import PAGE_MARKERS, make_pdf, write_bad_files
 from sqlmodel import Session, select
 
-from aisac_core.rag.indexer import (
-    Counters,
-    Indexer,
-    IndexError_,
-    JobManager,
-    catalog_entries,
-    doc_id_for,
-    fingerprint,
-    point_id,
-)
-from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.context import CHUNKS, AppContext
+from aisac_core.hashing import sha256_file, sha256_text
+from aisac_core.rag.catalog import catalog_entries
+from aisac_core.rag.indexer import Counters, Indexer, IndexingError, doc_id_for, fingerprint, point_id
+from aisac_core.rag.jobs import JobManager
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job
 
 DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "report.pdf", "summary.docx"]
@@ -72,13 +65,9 @@ def run(core: AppContext, *paths: Path, **kw) -> tuple[Counters, list[dict[str, 
 
 def reopen(core: AppContext, models_dir: Path, **kw) -> AppContext:  # noqa: ANN003
     """Close ``core`` and open its data dir again with other settings (the vector folder is locked)."""
-    from aisac_core.context import set_core
-
     data_dir = core.settings.data_dir
     core.close()
-    new = AppContext(make_settings(data_dir, models_dir, **kw))
-    set_core(new)
-    return new
+    return AppContext(make_settings(data_dir, models_dir, **kw))
 
 
 @pytest.fixture
@@ -272,7 +261,6 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, cor
                                                            shared_embedder) -> None:  # noqa: ANN001
     """A chunks collection of another dimension (an earlier model) is recreated empty on open, every
     manifest row is marked stale, and the next run re-embeds every file."""
-    from aisac_core.context import set_core
     from aisac_core.store.vectors import EdgeVectorStore
 
     run(core, corpus_copy)
@@ -283,7 +271,6 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, cor
     vs.close()
     core2 = AppContext(settings)
     core2.__dict__["embedder"] = shared_embedder
-    set_core(core2)
     try:
         assert core2.vectors().count(CHUNKS) == 0
         assert {r.fingerprint for r in manifest(core2).values()} == {""}
@@ -371,9 +358,9 @@ def test_a_file_left_mid_write_is_redone(core: AppContext, corpus_copy: Path) ->
 
 
 def test_missing_path(core: AppContext, tmp_path: Path) -> None:
-    with pytest.raises(IndexError_, match="path not found"):
+    with pytest.raises(IndexingError, match="path not found"):
         Indexer(core).run([tmp_path / "no-such-folder"])
-    with pytest.raises(IndexError_, match="path not found"):
+    with pytest.raises(IndexingError, match="path not found"):
         core.jobs.submit([tmp_path / "no-such-file.pdf"])
     assert core.jobs.list() == []  # no job for a bad request
 

@@ -1,4 +1,4 @@
-"""Literature server (issue 5) on the project's own small fixtures: real httpx clients against a local HTTP
+"""Literature server on the project's own small fixtures: real httpx clients against a local HTTP
 server on 127.0.0.1 (tests/literature_replay.py), real SQLite cache, real MCP client on the suite."""
 
 from __future__ import annotations
@@ -32,29 +32,26 @@ def replay():
 def _core(tmp_path, srv: ReplayServer, **kw):
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
             "warm": False, "roots": [tmp_path / "papers"], **kw}
     core = AppContext(Settings(data_dir=tmp_path / "store", **opts))
-    set_core(core)
     reset_states()
     return core
 
 
 @pytest.fixture
 def lit_core(tmp_path, replay):
-    from aisac_core.context import set_core
-
     core = _core(tmp_path, replay)
     yield core
-    set_core(None)
+    core.close()
 
 
-def _suite():
+def _suite(core):
     from aisac_servers.suite import build
 
-    return build(["lit"])
+    return build(["lit"], app=core, lifespan=False)  # the test closes its core
 
 
 async def _search(c: Client, query: str = "transformer protein structure", **kw) -> dict:
@@ -157,7 +154,7 @@ def test_check_pdf_refuses_html_and_login_walls():
 
 @pytest.mark.anyio
 async def test_search_all_sources_merged(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=ALL, k=10)
     assert {n: st["status"] for n, st in res["sources"].items()} == {n: "ok" for n in ALL}
     top = res["papers"][0]
@@ -176,7 +173,7 @@ async def test_search_all_sources_merged(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_year_filters_reach_services(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=ALL, year_from=2020, year_to=2021)
     assert all(p["year"] is None or 2020 <= p["year"] <= 2021 for p in res["papers"])
     assert "submittedDate:[202001010000 TO 202112312359]" in replay.requests("/arxiv")[0][2]["search_query"][0]
@@ -184,7 +181,7 @@ async def test_year_filters_reach_services(lit_core, replay):
     assert replay.requests("/openalex")[0][2]["filter"] == ["publication_year:2020-2021"]
     assert replay.requests("/s2")[0][2]["year"] == ["2020-2021"]
     assert replay.requests("/eutils/esearch")[0][2]["mindate"] == ["2020"]
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         await _search(c, "open ended", sources=["openalex", "semantic_scholar"], year_from=2020)
     assert replay.requests("/openalex")[1][2]["filter"] == ["publication_year:>2019"]
     assert replay.requests("/s2")[1][2]["year"] == ["2020-"]
@@ -193,7 +190,6 @@ async def test_year_filters_reach_services(lit_core, replay):
 @pytest.mark.anyio
 async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, replay, monkeypatch):
     from aisac_core.literature.http import LitCacheEntry, state_for
-    from aisac_core.context import set_core
     from aisac_core.store.tables import TraceEvent
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
@@ -201,10 +197,10 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
     core = _core(tmp_path, replay, lit_s2_api_key_env="MY_S2_KEY", lit_ncbi_api_key_env="MY_NCBI_KEY",
                  lit_mailto="me@example.org")
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             await _search(c, sources=ALL)
     finally:
-        set_core(None)
+        core.close()
     s2 = [h for (_t, p, _q), h in zip(replay.log, replay.headers) if p.startswith("/s2/")][0]
     assert s2["x-api-key"] == "s2-secret" and "mailto:me@example.org" in s2["user-agent"]
     (_t, _p, q), = replay.requests("/eutils/esearch")
@@ -222,7 +218,7 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
 @pytest.mark.anyio
 async def test_429_rate_limited_others_answer_and_window_remembered(lit_core, replay):
     replay.script("/crossref", [(429, {"Retry-After": "30", **JSON}, b'{"status":"failed"}')])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         first = await _search(c, sources=["arxiv", "pubmed", "crossref", "openalex"])
         second = await _search(c, "another query inside the window", sources=["arxiv", "pubmed", "crossref", "openalex"])
     for res in (first, second):
@@ -237,7 +233,7 @@ async def test_429_rate_limited_others_answer_and_window_remembered(lit_core, re
 @pytest.mark.anyio
 async def test_5xx_retried_then_ok(lit_core, replay):
     replay.script("/openalex", [(500, JSON, b"{}"), (503, {"Retry-After": "1", **JSON}, b"{}")])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["openalex"])
     assert res["sources"]["openalex"]["status"] == "ok" and res["count"] == 2
     t1, t2, t3 = [t for t, _p, _q in replay.requests("/openalex")]
@@ -249,7 +245,7 @@ async def test_5xx_retried_then_ok(lit_core, replay):
 async def test_5xx_after_retries_is_a_status_not_a_failure(lit_core, replay):
     replay.script("/openalex", [(503, JSON, b"{}")] * 3)
     replay.script("/crossref", [(500, JSON, b"{}")] * 3)
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["openalex", "crossref", "arxiv"])
     assert res["sources"]["openalex"]["status"] == "error" and res["sources"]["openalex"]["http_status"] == 503
     assert res["sources"]["crossref"]["http_status"] == 500
@@ -261,7 +257,7 @@ async def test_5xx_after_retries_is_a_status_not_a_failure(lit_core, replay):
 @pytest.mark.anyio
 async def test_503_with_long_retry_after_not_waited(lit_core, replay):
     replay.script("/openalex", [(503, {"Retry-After": "3600", **JSON}, b"{}")])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["openalex"])
     st = res["sources"]["openalex"]
     assert st["status"] == "unavailable" and st["retry_after"] == 3600 and len(replay.requests("/openalex")) == 1
@@ -270,7 +266,7 @@ async def test_503_with_long_retry_after_not_waited(lit_core, replay):
 @pytest.mark.anyio
 async def test_400_refused_and_404_not_found(lit_core, replay):
     replay.script("/crossref", [(400, JSON, b'{"status":"failed","message":[{"type":"validation-failure"}]}')])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["crossref", "pubmed"])
         assert res["sources"]["crossref"]["status"] == "refused"
         assert res["sources"]["crossref"]["http_status"] == 400 and "validation-failure" in res["sources"]["crossref"]["error"]
@@ -282,17 +278,15 @@ async def test_400_refused_and_404_not_found(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_network_unreachable(tmp_path, replay):
-    from aisac_core.context import set_core
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]  # closed once the block ends: nothing listens there
-    _core(tmp_path, replay, lit_arxiv_url=f"http://127.0.0.1:{dead}/api/query", lit_retries=2)
+    core = _core(tmp_path, replay, lit_arxiv_url=f"http://127.0.0.1:{dead}/api/query", lit_retries=2)
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             res = await _search(c, sources=["arxiv", "crossref"])
     finally:
-        set_core(None)
+        core.close()
     st = res["sources"]["arxiv"]
     assert st["status"] == "unreachable" and "check the network" in st["error"]
     assert res["sources"]["crossref"]["status"] == "ok"
@@ -300,15 +294,13 @@ async def test_network_unreachable(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_slow_service_times_out(tmp_path, replay):
-    from aisac_core.context import set_core
-
-    _core(tmp_path, replay, lit_timeout_s=0.3, lit_retries=2)
+    core = _core(tmp_path, replay, lit_timeout_s=0.3, lit_retries=2)
     replay.script("/crossref", [(200, {"X-Test-Delay": "1.0", **JSON}, b"{}")] * 2)
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             res = await _search(c, sources=["crossref", "openalex"])
     finally:
-        set_core(None)
+        core.close()
     st = res["sources"]["crossref"]
     assert st["status"] == "timeout" and "timed out after 0.3 s" in st["error"] and "after 2 attempts" in st["error"]
     assert res["sources"]["openalex"]["status"] == "ok"
@@ -319,7 +311,7 @@ async def test_truncated_xml_is_bad_response_and_not_cached(lit_core, replay):
     from literature_replay import OWN
 
     replay.script("/eutils/esearch", [(200, XML, (OWN / "pubmed_truncated.xml").read_bytes())])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         bad = await _search(c, sources=["pubmed"])
         good = await _search(c, sources=["pubmed"])
     assert bad["sources"]["pubmed"]["status"] == "bad_response" and "cannot be parsed" in bad["sources"]["pubmed"]["error"]
@@ -337,7 +329,7 @@ async def test_truncated_xml_is_bad_response_and_not_cached(lit_core, replay):
 ])
 async def test_malformed_bodies_are_bad_response(lit_core, replay, prefix, source, body, detail):
     replay.script(prefix, [(200, {"Content-Type": "text/plain"}, body)])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=[source, "pubmed"])
     st = res["sources"][source]
     assert st["status"] == "bad_response" and detail in st["error"], st
@@ -346,7 +338,7 @@ async def test_malformed_bodies_are_bad_response(lit_core, replay, prefix, sourc
 
 @pytest.mark.anyio
 async def test_k_over_service_maximum_is_clamped_and_said(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["semantic_scholar", "openalex"], k=150)
         big = await _search(c, "x", sources="openalex", k=5000)
     s2 = res["sources"]["semantic_scholar"]
@@ -364,7 +356,7 @@ async def test_pubmed_long_id_lists_are_summarised_in_batches(lit_core, replay):
     ids = "".join(f"<Id>{32000000 + i}</Id>" for i in range(250))
     replay.script("/eutils/esearch", [(200, XML, f"<?xml version='1.0'?><eSearchResult><Count>250</Count>"
                                                  f"<IdList>{ids}</IdList></eSearchResult>".encode())])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["pubmed"], k=250)
     assert res["sources"]["pubmed"]["status"] == "ok"
     batches = [q["id"][0].split(",") for _t, _p, q in replay.requests("/eutils/esummary")]
@@ -381,7 +373,7 @@ async def test_pubmed_long_id_lists_are_summarised_in_batches(lit_core, replay):
     ({"query": "x", "year_from": 2022, "year_to": 2020}, "after year_to"),
 ])
 async def test_search_bad_input_is_a_tool_error(lit_core, replay, args, msg):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         with pytest.raises(ToolError, match=msg):
             await c.call_tool("lit_search", args)
     assert replay.requests() == []
@@ -393,7 +385,7 @@ async def test_search_bad_input_is_a_tool_error(lit_core, replay, args, msg):
     ("what is this", "unrecognised identifier"),
 ])
 async def test_get_bad_identifier_is_a_tool_error(lit_core, replay, ident, msg):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         for tool in ("lit_get", "lit_references", "lit_citations", "lit_import"):
             with pytest.raises(ToolError, match=msg):
                 await c.call_tool(tool, {"identifier": ident})
@@ -401,7 +393,7 @@ async def test_get_bad_identifier_is_a_tool_error(lit_core, replay, ident, msg):
 
 @pytest.mark.anyio
 async def test_not_found_ids(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         with pytest.raises(ToolError, match="arXiv has no paper '2301.99999' \\(empty feed\\)"):
             await c.call_tool("lit_get", {"identifier": "arXiv:2301.99999"})
         with pytest.raises(ToolError, match="PubMed has no article with PMID 999"):
@@ -414,10 +406,8 @@ async def test_not_found_ids(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_cache_then_replay_mode(tmp_path, replay):
-    from aisac_core.context import set_core
-
-    _core(tmp_path, replay)
-    async with Client(_suite()) as c:
+    core = _core(tmp_path, replay)
+    async with Client(_suite(core)) as c:
         first = await _search(c, sources=ALL)
         n = len(replay.requests())
         again = await _search(c, sources=ALL)
@@ -425,16 +415,16 @@ async def test_cache_then_replay_mode(tmp_path, replay):
     assert all(st["from_cache"] for st in again["sources"].values())
     assert not any(st["from_cache"] for st in first["sources"].values())
     assert again["papers"][0]["title"] == first["papers"][0]["title"]
-    set_core(None)
-    _core(tmp_path, replay, lit_replay=True)  # same store, replay mode
+    core.close()
+    core = _core(tmp_path, replay, lit_replay=True)  # same store, replay mode
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             replayed = await _search(c, sources=ALL)
             missed = await _search(c, "never asked before", sources=["arxiv", "crossref"])
             with pytest.raises(ToolError, match="replay mode"):
                 await c.call_tool("lit_import", {"identifier": "2101.00001"})
     finally:
-        set_core(None)
+        core.close()
     assert len(replay.requests()) == n
     assert [p["title"] for p in replayed["papers"]] == [p["title"] for p in first["papers"]]
     # a replay returns the very records of the first run (retrieved_at is the time of the cached answer)
@@ -444,18 +434,16 @@ async def test_cache_then_replay_mode(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_cache_ttl_expiry(tmp_path, replay):
-    from aisac_core.context import set_core
-
-    _core(tmp_path, replay, lit_cache_ttl_s=1.5)
+    core = _core(tmp_path, replay, lit_cache_ttl_s=1.5)
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             await _search(c, sources=["crossref"])
             await _search(c, sources=["crossref"])
             assert len(replay.requests("/crossref")) == 1
             await asyncio.sleep(1.6)
             await _search(c, sources=["crossref"])
     finally:
-        set_core(None)
+        core.close()
     assert len(replay.requests("/crossref")) == 2
 
 
@@ -464,8 +452,8 @@ async def test_cache_ttl_expiry(tmp_path, replay):
 # --------------------------------------------------------------------------------------------------
 
 
-async def _concurrent_arxiv(n: int) -> None:
-    async with Client(_suite()) as c:
+async def _concurrent_arxiv(core, n: int) -> None:
+    async with Client(_suite(core)) as c:
         await asyncio.gather(*[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]})
                                for i in range(n)])
 
@@ -477,13 +465,11 @@ def _gaps(srv: ReplayServer) -> list[float]:
 
 @pytest.mark.anyio
 async def test_arxiv_spacing_under_5_concurrent_calls(tmp_path, replay):
-    from aisac_core.context import set_core
-
-    _core(tmp_path, replay, lit_arxiv_interval_s=0.4)
+    core = _core(tmp_path, replay, lit_arxiv_interval_s=0.4)
     try:
-        await _concurrent_arxiv(5)
+        await _concurrent_arxiv(core, 5)
     finally:
-        set_core(None)
+        core.close()
     gaps = _gaps(replay)
     assert len(gaps) == 4
     assert min(gaps) >= 0.4, gaps
@@ -491,13 +477,11 @@ async def test_arxiv_spacing_under_5_concurrent_calls(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_arxiv_spacing_real_3s_default(tmp_path, replay):
-    from aisac_core.context import set_core
-
-    _core(tmp_path, replay, lit_arxiv_interval_s=3.0)
+    core = _core(tmp_path, replay, lit_arxiv_interval_s=3.0)
     try:
-        await _concurrent_arxiv(2)
+        await _concurrent_arxiv(core, 2)
     finally:
-        set_core(None)
+        core.close()
     (gap,) = _gaps(replay)
     assert gap >= 3.0
 
@@ -509,7 +493,7 @@ async def test_arxiv_spacing_real_3s_default(tmp_path, replay):
 
 @pytest.mark.anyio
 async def test_get_doi_merges_crossref_openalex_s2(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "https://doi.org/10.5555/AISAC.2021.001"})).structured_content
     p = r["paper"]
     assert r["kind"] == "doi" and p["doi"] == DOI
@@ -521,7 +505,7 @@ async def test_get_doi_merges_crossref_openalex_s2(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_get_pmid_arxiv_s2_openalex(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         pm = (await c.call_tool("lit_get", {"identifier": "pmid:31000001"})).structured_content["paper"]
         ax = (await c.call_tool("lit_get", {"identifier": "arXiv:2102.00002"})).structured_content["paper"]
         s2 = (await c.call_tool("lit_get", {"identifier": "CorpusId:111"})).structured_content["paper"]
@@ -537,7 +521,7 @@ async def test_get_pmid_arxiv_s2_openalex(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_references_and_citations_from_s2(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         refs = (await c.call_tool("lit_references", {"identifier": DOI})).structured_content
         cits = (await c.call_tool("lit_citations", {"identifier": "arXiv:2101.00001v2", "k": 5000})).structured_content
         with pytest.raises(ToolError, match="no paper found"):
@@ -553,7 +537,7 @@ async def test_references_and_citations_from_s2(lit_core, replay):
 @pytest.mark.anyio
 async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, replay):
     replay.script("/s2/", [(429, {"Retry-After": "60", **JSON}, b'{"message":"Too Many Requests"}')])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         refs = (await c.call_tool("lit_references", {"identifier": DOI})).structured_content
         cits = (await c.call_tool("lit_citations", {"identifier": DOI})).structured_content
     assert refs["sources"]["semantic_scholar"]["status"] == "rate_limited"
@@ -569,7 +553,7 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
 @pytest.mark.anyio
 async def test_get_when_every_source_is_throttled_is_structured(lit_core, replay):
     replay.script("/arxiv", [(429, {"Retry-After": "45"}, b"")])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "2101.00001"})).structured_content
         imp = (await c.call_tool("lit_import", {"identifier": "2101.00001"})).structured_content
     assert r["paper"] is None and r["sources"]["arxiv"]["status"] == "rate_limited"
@@ -582,7 +566,7 @@ async def test_get_when_every_source_is_throttled_is_structured(lit_core, replay
 async def test_tool_calls_are_traced(lit_core, replay):
     from aisac_core.store.tables import TraceEvent
 
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         await c.call_tool("lit_search", {"query": "protein", "sources": ["crossref"], "run_id": "run-lit"})
         with pytest.raises(ToolError):
             await c.call_tool("lit_get", {"identifier": "10.abc/x", "run_id": "run-lit"})
@@ -594,7 +578,7 @@ async def test_tool_calls_are_traced(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_tools_listed_with_docs(lit_core):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         tools = {t.name: t for t in await c.list_tools()}
     assert {"lit_search", "lit_get", "lit_references", "lit_citations", "lit_import"} <= set(tools)
     assert all(len(t.description or "") > 200 for n, t in tools.items() if n.startswith("lit_"))

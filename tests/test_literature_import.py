@@ -1,4 +1,4 @@
-"""lit_import (issue 5, acceptance 3): an arXiv paper's PDF is downloaded over HTTP from the local server,
+"""lit_import: an arXiv paper's PDF is downloaded over HTTP from the local server,
 stored in a registered root with a provenance sidecar, indexed by a job, and found by rag_search - all through
 the suite's MCP client."""
 
@@ -32,7 +32,7 @@ def replay(pdf_bytes):
 @pytest.fixture
 def import_core(tmp_path, models_dir, shared_embedder, replay):
     from aisac_core.literature import reset_states
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     papers = tmp_path / "papers"
     papers.mkdir()
@@ -40,17 +40,15 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
                       lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
     c = AppContext(s)
     c.__dict__["embedder"] = shared_embedder
-    set_core(c)
     reset_states()
     yield c
-    set_core(None)
     c.close()
 
 
-def _suite():
+def _suite(core):
     from aisac_servers.suite import build
 
-    return build(["rag", "lit"])
+    return build(["rag", "lit"], app=core, lifespan=False)  # the fixture closes the core
 
 
 async def _wait_job(c: Client, job_id: str, timeout: float = 180) -> dict:
@@ -71,7 +69,7 @@ async def _sleep(s: float) -> None:
 
 async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_bytes):
     root = import_core.settings.roots[0]
-    async with Client(_suite()) as c:
+    async with Client(_suite(import_core)) as c:
         res = (await c.call_tool("lit_import", {"identifier": "arXiv:2101.00001", "root": "papers"})).structured_content
         assert res["status"] == "imported"
         pdf = root / "arxiv-2101.00001v2.pdf"
@@ -94,14 +92,14 @@ async def test_import_refuses_an_html_login_wall(import_core, replay):
     root = import_core.settings.roots[0]
     replay.script("/pdf/", [(200, {"Content-Type": "text/html; charset=utf-8"},
                              b"<!DOCTYPE html><html><body><form>Please sign in</form></body></html>")])
-    async with Client(_suite()) as c:
+    async with Client(_suite(import_core)) as c:
         with pytest.raises(ToolError, match="HTML page .*Nothing was saved"):
             await c.call_tool("lit_import", {"identifier": "2101.00001"})
     assert list(root.iterdir()) == []
 
 
 async def test_import_refuses_a_path_outside_the_roots(import_core, replay, tmp_path):
-    async with Client(_suite()) as c:
+    async with Client(_suite(import_core)) as c:
         with pytest.raises(ToolError, match="outside the registered roots"):
             await c.call_tool("lit_import", {"identifier": "2101.00001", "root": str(tmp_path / "elsewhere")})
         with pytest.raises(ToolError, match="outside the registered roots"):
@@ -112,6 +110,6 @@ async def test_import_refuses_a_path_outside_the_roots(import_core, replay, tmp_
 async def test_import_without_open_access_pdf(import_core, replay):
     replay.script("/crossref/works/", [(200, {"Content-Type": "application/json"}, json.dumps({
         "status": "ok", "message": {"DOI": "10.5555/closed.1", "title": ["A closed paper"]}}).encode())])
-    async with Client(_suite()) as c:
+    async with Client(_suite(import_core)) as c:
         with pytest.raises(ToolError, match="no open-access PDF is known"):
             await c.call_tool("lit_import", {"identifier": "10.5555/closed.1"})

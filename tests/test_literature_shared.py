@@ -28,24 +28,23 @@ def replay(api):
 def lit_core(tmp_path, replay):
     from aisac_core.settings import Settings
     from aisac_core.literature import reset_states
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
                          lit_mailto="aisac-tests@example.org", **replay.settings_kwargs()))
-    set_core(core)
     reset_states()
     yield core
-    set_core(None)
+    core.close()
 
 
-def _suite():
+def _suite(core):
     from aisac_servers.suite import build
 
-    return build(["lit"])
+    return build(["lit"], app=core, lifespan=False)  # the fixture closes the core
 
 
 async def test_acceptance_1_four_sources_merged(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         res = (await c.call_tool("lit_search", {"query": "transformer protein structure",
                                                 "sources": ["arxiv", "pubmed", "crossref", "openalex"],
                                                 "k": 50})).structured_content
@@ -71,7 +70,7 @@ async def test_acceptance_1_four_sources_merged(lit_core, replay):
 
 async def test_acceptance_2_real_bodies_with_one_service_throttled(lit_core, replay):
     replay.script("/eutils/", [(429, {"Retry-After": "20", **XML}, b"")])
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         first = (await c.call_tool("lit_search", {"query": "transformer protein structure",
                                                   "sources": ["arxiv", "pubmed", "crossref", "openalex"]})).structured_content
         second = (await c.call_tool("lit_search", {"query": "protein folding",
@@ -86,7 +85,7 @@ async def test_arxiv_recorded_ids(lit_core, replay):
     from aisac_core.literature import arxiv
     from aisac_core.literature.http import Fetcher, NotFound, ServiceError
 
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         p = (await c.call_tool("lit_get", {"identifier": "1707.08567"})).structured_content["paper"]
         old = (await c.call_tool("lit_get", {"identifier": "quant-ph/0201082v1"})).structured_content["paper"]
         with pytest.raises(ToolError, match="empty feed"):
@@ -103,7 +102,7 @@ async def test_arxiv_recorded_ids(lit_core, replay):
 
 
 async def test_pubmed_recorded_efetch_and_truncated_xml(lit_core, replay, api):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         p = (await c.call_tool("lit_get", {"identifier": "pmid:27797938"})).structured_content["paper"]
         replay.script("/eutils/esearch", [(200, XML, (api / "pubmed_entrez_biopython" / "einfo4.xml").read_bytes())])
         bad = (await c.call_tool("lit_search", {"query": "biopython", "sources": ["pubmed"]})).structured_content
@@ -114,7 +113,7 @@ async def test_pubmed_recorded_efetch_and_truncated_xml(lit_core, replay, api):
 
 
 async def test_doi_merged_from_recorded_crossref_openalex_s2(lit_core, replay):
-    async with Client(_suite()) as c:
+    async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "doi:10.1016/J.XGEN.2025.100814"})).structured_content
     p = r["paper"]
     assert {n: s["status"] for n, s in r["sources"].items()} == dict.fromkeys(["crossref", "openalex", "semantic_scholar"], "ok")

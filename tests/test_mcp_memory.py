@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
-from sqlmodel import Session, select
+from fastmcp import Client, FastMCP
+from sqlmodel import Session, create_engine, select
 
+from aisac_core.context import AppContext
+from aisac_core.store.tables import TraceEvent, Turn
+from aisac_servers.suite import build
 from conftest import http_server, make_settings
 
 pytestmark = pytest.mark.anyio
@@ -23,15 +26,11 @@ MEMORY_TOOLS = {"memory_start_session", "memory_add_turn", "memory_get_history",
 AISAC = str(Path(sys.executable).parent / "aisac")
 
 
-def _suite():
-    from aisac_servers.suite import build
-
-    return build()
+def _suite(core: AppContext) -> FastMCP:
+    return build(app=core)
 
 
-def _events(core):
-    from aisac_core.store.tables import TraceEvent
-
+def _events(core: AppContext) -> list[TraceEvent]:
     with Session(core.engine) as s:
         return s.exec(select(TraceEvent).order_by(TraceEvent.id)).all()
 
@@ -41,7 +40,7 @@ async def _call(c: Client, tool: str, **args) -> dict:
 
 
 async def test_tools_and_resource_listed(fast_core):
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         tools = {t.name: t for t in await c.list_tools()}
         templates = [t.uri_template for t in await c.list_resource_templates()]
     assert MEMORY_TOOLS <= set(tools)
@@ -54,7 +53,7 @@ async def test_tools_and_resource_listed(fast_core):
 async def test_research_thread_over_three_sessions(fast_core):
     """Acceptance 1: recall in session 3 surfaces session 1's exchange; facts as of t1, t2 and now; timeline;
     export as Markdown (acceptance 3); trace rows with server "memory"."""
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         s1 = (await _call(c, "memory_start_session", title="Lipase stability", project="enzymes"))["session_id"]
         await _call(c, "memory_add_turn", session_id=s1, role="user",
                     content="How thermally stable is the Candida lipase? What is the activation energy of its unfolding?")
@@ -169,7 +168,7 @@ async def test_research_thread_over_three_sessions(fast_core):
     ],
 )
 async def test_bad_input_gives_clear_tool_errors(fast_core, tool, args, expect):
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         sid = (await _call(c, "memory_start_session"))["session_id"]
         args = {k: (sid if v == "$S" else v) for k, v in args.items()}
         r = await c.call_tool(tool, args, raise_on_error=False)
@@ -232,10 +231,6 @@ async def test_two_processes_add_500_turns_each(tmp_path, models_dir):
         mine = [int(t["content"].split()[1].rstrip(":")) for t in turns if t["content"].startswith(tag + " ")]
         assert mine == list(range(n))
     # the same order straight from the SQL store, and every call traced
-    from sqlmodel import create_engine
-
-    from aisac_core.store.tables import TraceEvent, Turn
-
     eng = create_engine(settings.resolved_sql_url)
     with Session(eng) as db:
         rows = db.exec(select(Turn).where(Turn.session_id == sid).order_by(Turn.created_at, Turn.id)).all()

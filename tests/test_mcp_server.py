@@ -15,10 +15,10 @@ RAG_TOOLS = {"rag_index", "rag_job_status", "rag_search", "rag_list_documents", 
              "rag_catalog"}
 
 
-def _suite():
+def _suite(app):
     from aisac_servers.suite import build
 
-    return build()
+    return build(app=app)
 
 
 def _events(core):
@@ -36,7 +36,7 @@ async def _index(c: Client, path, **kw) -> dict:
 
 async def test_tools_listed_without_loading_models(core):
     """tools/list is answered before (and without) loading the embedding model or docling."""
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         names = {t.name for t in await c.list_tools()}
         templates = [t.uri_template for t in await c.list_resource_templates()]
     assert RAG_TOOLS <= names
@@ -45,14 +45,14 @@ async def test_tools_listed_without_loading_models(core):
 
 
 async def test_every_tool_has_a_docstring_with_result_and_errors(core):
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         tools = await c.list_tools()
     for t in tools:
         assert t.description and len(t.description) > 80, t.name
 
 
 async def test_index_search_anchor_and_trace(core, corpus_copy):
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         progress: list[tuple[float, float | None]] = []
 
         async def on_progress(p: float, total: float | None, msg: str | None) -> None:
@@ -98,7 +98,7 @@ async def test_index_search_anchor_and_trace(core, corpus_copy):
 
 
 async def test_run_id_from_meta(core, corpus):
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         await c.call_tool("rag_list_documents", {}, meta={"run_id": "run-from-meta"})
     assert _events(core)[-1].run_id == "run-from-meta"
 
@@ -119,7 +119,7 @@ async def test_run_id_from_meta(core, corpus):
     ],
 )
 async def test_bad_input_gives_clear_tool_errors(core, tool, args, expect):
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         r = await c.call_tool(tool, args, raise_on_error=False)
     assert r.is_error
     text = r.content[0].text
@@ -131,7 +131,7 @@ async def test_bad_input_gives_clear_tool_errors(core, tool, args, expect):
 
 async def test_bad_files_fail_per_file_and_keep_the_index(core, corpus_copy):
     bad = write_bad_files(corpus_copy / "bad")
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         job = await _index(c, corpus_copy)
         fails = {f["path"].rsplit("/", 1)[-1]: f["error"] for f in job["failures"]}
         assert set(fails) == {"empty.pdf", "binary.pdf", "truncated.pdf"}
@@ -153,7 +153,7 @@ async def test_bad_files_fail_per_file_and_keep_the_index(core, corpus_copy):
 
 async def test_encrypted_pdf_reported(core, shared_data):
     pdf = shared_data / "pdfs" / "docling" / "2206.01062_pg3.password-1234.pdf"
-    async with Client(_suite()) as c:
+    async with Client(_suite(core)) as c:
         job = await _index(c, pdf)
     assert job["counters"]["files_failed"] == 1
     assert "encrypted" in job["failures"][0]["error"]
@@ -162,14 +162,14 @@ async def test_encrypted_pdf_reported(core, shared_data):
 async def test_one_server_alone_keeps_the_tool_names(core):
     from aisac_servers.suite import build
 
-    async with Client(build(["rag"])) as c:
+    async with Client(build(["rag"], app=core)) as c:
         assert RAG_TOOLS <= {t.name for t in await c.list_tools()}
     with pytest.raises(ValueError, match="unknown server"):
         build(["nope"])
 
 
 async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, corpus):
-    from aisac_core.context import AppContext, set_core
+    from aisac_core.context import AppContext
 
     from conftest import make_settings
 
@@ -179,9 +179,8 @@ async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, cor
     (data_root / "notes.md").write_text("# not embedded here\n\ncatalog roots are never embedded\n")
     settings = make_settings(tmp_path / "store", models_dir, roots=[corpus / "notes"], catalog_roots=[data_root])
     core = AppContext(settings)
-    set_core(core)
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(core)) as c:
             r = (await c.call_tool("rag_index", {"wait": True})).structured_content
             assert r["status"] == "done" and r["kind"] == "catalog" and len(r["earlier_jobs"]) == 1
             first = (await c.call_tool("rag_job_status", {"job_id": r["earlier_jobs"][0]})).structured_content
@@ -194,4 +193,4 @@ async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, cor
             r = (await c.call_tool("rag_index", {"path": "notes", "wait": True})).structured_content
             assert r["counters"]["files_skipped"] == 2
     finally:
-        set_core(None)
+        core.close()

@@ -7,6 +7,8 @@ from sqlmodel import Session, select
 
 from aisac_core import memory as mem
 from aisac_core.memory import MemoryInputError
+from aisac_core.store.tables import Turn
+from aisac_core.store.vectors import Cond
 
 
 def _thread(core, sid: str, pairs: list[tuple[str, str]]) -> list[dict]:
@@ -150,9 +152,6 @@ def test_delete_session_removes_turns_and_pairs_keeps_facts(fast_core):
 
 def test_reconcile_repairs_a_lost_vector_upsert(fast_core):
     """A crash between the SQL commit and the vector upsert: the next process's first use re-embeds it."""
-    from aisac_core.store.tables import Turn
-    from aisac_core.store.vectors import Cond
-
     sid = mem.start_session(fast_core)["session_id"]
     _thread(fast_core, sid, [("first question", "first answer"), ("second question", "second answer")])
     vs = fast_core.vectors()

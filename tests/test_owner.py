@@ -1,4 +1,4 @@
-"""One owner process per store (issue 9): real `aisac serve` subprocesses, the real owner daemon, real kills.
+"""One owner process per store: real `aisac serve` subprocesses, the real owner daemon, real kills.
 
 Every test stops the daemons it started (the ``owned_store`` fixture), so no daemon outlives the tests.
 """
@@ -58,7 +58,7 @@ def stop_all(data_dir: Path) -> None:
 
 def _is_daemon(pid: int) -> bool:
     try:
-        return b"aisac_core.owner" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"aisac_servers.owner" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

@@ -1,4 +1,4 @@
-"""PDF structure (issue 3): sections, abstract reading order, captions, tables, references, metadata,
+"""PDF structure: sections, abstract reading order, captions, tables, references, metadata,
 text similarity against docling's groundtruth, bad inputs, and the overview / read_sections tools.
 
 Every document is parsed for real (docling's model-free pipeline + aisac's reconstruction); the shared
@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from pdf_fixtures import DOI, TITLE, make_paper, make_scanned
 
-from aisac_core.rag.documents import SECTION_LABELS, DocumentError, ParsedDocument, parse_document
-from aisac_core.rag.search import overview_of_structure
+from aisac_core.rag.documents import ParsedDocument, parse_document
+from aisac_core.rag.formats import DocumentError
+from aisac_core.rag.sections import overview_of_structure
+from aisac_core.rag.structure import SECTION_LABELS
 
 # --------------------------------------------------------------------------------------------------
 # Top-level sections a reader sees in each paper of ../shared/data/pdfs/papermage, written by reading the

@@ -1,4 +1,4 @@
-"""Evidence anchor verification (issue 3, acceptance 4): ok / file_changed / chunk_changed / missing.
+"""Evidence anchor verification: ok / file_changed / chunk_changed / missing.
 
 Real store (SQLite + Qdrant Edge), real parses of PDFs we write with reportlab, real MCP client for the
 ``rag_verify_anchor`` tool.
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from pdf_fixtures import SECTIONS, make_paper
 
-from aisac_core.rag.indexer import Indexer
 from aisac_core.evidence.anchor import AnchorError
-from aisac_core.rag.search import search, verify_anchor
+from aisac_core.rag.indexer import Indexer
+from aisac_core.rag.search import search
+from aisac_core.rag.verify import verify_anchor
 
 
 def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001
@@ -84,10 +85,8 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    from aisac_servers.rag import server
-
     Indexer(fast_core).run([paper])
-    async with Client(server) as client:
+    async with Client(_served(fast_core)) as client:
         hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1})).data["hits"]
         res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).data
         assert res["status"] == "ok" and res["chunk_id"] == hits[0]["chunk_id"]
@@ -96,3 +95,11 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
         assert res["status"] == "file_changed", res
         with pytest.raises(ToolError, match="anchor lacks"):
             await client.call_tool("verify_anchor", {"anchor": {"page": 1}})
+
+
+def _served(app):  # noqa: ANN001, ANN202
+    """The rag server alone (tool names unprefixed), serving ``app``."""
+    from aisac_servers.rag import server
+    from conftest import served_alone
+
+    return served_alone(server, app)

@@ -1,4 +1,4 @@
-"""Section-aware reading over a real store (issue 3, acceptance 3): rag_get_overview, rag_read_sections,
+"""Section-aware reading over a real store: rag_get_overview, rag_read_sections,
 the ``section`` search filter, and bad input (unknown section, scanned PDF, unknown document).
 
 One store per module (SQLite + Qdrant Edge, the session's embedder) with our generated paper, a scanned
@@ -15,22 +15,16 @@ from conftest import SHARED_DATA, make_settings
 from pdf_fixtures import DOI, TITLE, make_paper, make_scanned
 
 from aisac_core.rag.indexer import doc_id_for
-from aisac_core.rag.search import (
-    DocumentNotFoundError,
-    SearchError,
-    SectionNotFoundError,
-    get_overview,
-    read_sections,
-    search,
-)
+from aisac_core.rag.search import SearchError, search
+from aisac_core.rag.sections import DocumentNotFoundError, SectionNotFoundError, get_overview, read_sections
 
 REAL = "2304.02623v1.pdf"
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_embedder):  # noqa: ANN001, ANN201
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
 
     root = tmp_path_factory.mktemp("sections")
     docs = root / "docs"
@@ -52,11 +46,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
 
 @pytest.fixture
 def as_current(store):  # noqa: ANN001, ANN201
-    from aisac_core.context import set_core
-
-    set_core(store)
-    yield store
-    set_core(None)
+    return store
 
 
 def _paper(store) -> str:  # noqa: ANN001
@@ -88,7 +78,7 @@ def test_read_sections_methods_returns_only_methods(store) -> None:  # noqa: ANN
 
 
 def test_search_with_section_filter_returns_only_that_section(store) -> None:  # noqa: ANN001
-    from aisac_core.rag.search import get_document
+    from aisac_core.rag.indexer import get_document
 
     for query in ("decomposition temperature of the films", "spin coating annealing"):
         hits = search(store, query, k=10, filters={"section": "results"}).hits
@@ -170,10 +160,8 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    from aisac_servers.rag import server
-
     did = _paper(as_current)
-    async with Client(server) as client:
+    async with Client(_served(as_current)) as client:
         names = {t.name for t in await client.list_tools()}
         assert {"get_overview", "read_sections", "verify_anchor"} <= names
         ov = (await client.call_tool("get_overview", {"doc_id": did})).data
@@ -184,3 +172,11 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
             await client.call_tool("read_sections", {"doc_id": did, "section": "datasets"})
         with pytest.raises(ToolError, match="no indexed document"):
             await client.call_tool("get_overview", {"doc_id": "nope"})
+
+
+def _served(app):  # noqa: ANN001, ANN202
+    """The rag server alone (tool names unprefixed), serving ``app``."""
+    from aisac_servers.rag import server
+    from conftest import served_alone
+
+    return served_alone(server, app)

@@ -16,18 +16,10 @@ import pytest
 from conftest import make_settings
 from fixtures_gen import PAGE_MARKERS
 
-from aisac_core.rag.indexer import Indexer, doc_id_for
-from aisac_core.hashing import sha256_file
-from aisac_core.rag.search import (
-    FILTER_KEYS,
-    MAX_K,
-    SearchError,
-    get_chunk,
-    get_document,
-    list_documents,
-    search,
-)
 from aisac_core.context import AppContext
+from aisac_core.hashing import sha256_file
+from aisac_core.rag.indexer import Indexer, doc_id_for, get_document, list_documents
+from aisac_core.rag.search import FILTER_KEYS, MAX_K, SearchError, get_chunk, search
 
 #: distinctive query -> the file that answers it
 QUERIES = {

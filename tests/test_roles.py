@@ -189,7 +189,9 @@ def test_evaluator_gates(rcore, tmp_path):
 
 
 def test_run_graph_without_model_answers_with_citations_and_traces_every_step(rcore):
-    from aisac_core.roles.graph import default_graph, run_graph
+    from roles_support import run_graph
+
+    from aisac_core.roles.graph import default_graph
 
     def add_node(graph):
         graph["nodes"]["docs"] = {"kind": "tool", "tool": "rag_list_documents", "arguments": {}}
@@ -229,7 +231,7 @@ def test_run_graph_without_model_answers_with_citations_and_traces_every_step(rc
 
 def test_router_context_includes_memory_recall_of_the_session(rcore):
     from aisac_core import memory as mem
-    from aisac_core.roles.graph import run_graph
+    from roles_support import run_graph
 
     sid = mem.start_session(rcore, "lipase work")["session_id"]
     mem.add_turn(rcore, sid, "user", "We measure the lipase at pH 7.5")
@@ -260,20 +262,20 @@ def test_ask_cli_rejects_bad_input_with_a_message(tmp_path):
         assert p.returncode == 1 and msg in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
 
 
-def test_process_wide_augmentation_is_used_by_active_graph():
-    from aisac_core.roles.graph import active_graph, set_augment
+def test_served_project_augmentation_is_used_by_active_graph():
+    from types import SimpleNamespace
+
+    from aisac_core.roles.graph import active_graph
 
     def aug(graph):
         graph["nodes"]["check"] = {"kind": "tool", "tool": "proj_check", "arguments": {"text": "{task}"}}
         graph["edges"].append({"from": "evaluator", "to": "check"})
         return graph
 
-    set_augment(aug)
-    try:
-        assert active_graph()["nodes"]["check"]["tool"] == "proj_check"
-    finally:
-        set_augment(None)
+    served = SimpleNamespace(graph_augment=aug)  # an application context serving a project with that augmentation
+    assert active_graph(served)["nodes"]["check"]["tool"] == "proj_check"
     assert "check" not in active_graph()["nodes"]
+    assert "check" not in active_graph(SimpleNamespace(graph_augment=None))["nodes"]
 
 
 def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, shared_embedder):

@@ -45,7 +45,7 @@ def endpoint(rcore):
 def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     """Acceptance 2: the model plans (its first plan names an unknown tool and is repaired), the first answer fails
     the evaluation, the planner re-plans with the critiques, the second answer passes; every step is traced."""
-    from aisac_core.roles.graph import run_graph
+    from roles_support import run_graph
 
     stub = endpoint({
         "router": [load_fixture("route_plan.json")],
@@ -120,7 +120,7 @@ def test_schema_violation_gets_one_repair_then_a_clear_failure(rcore, endpoint):
 
 def test_timeout_is_a_clear_failure_and_the_run_falls_back(rcore, endpoint):
     from aisac_core.roles.backends import get_backend
-    from aisac_core.roles.graph import run_graph
+    from roles_support import run_graph
     from aisac_core.roles.router import route
 
     endpoint({"router": [{"sleep": 3, "then": load_fixture("route_plan.json")}]}, timeout_s=0.5)

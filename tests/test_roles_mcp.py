@@ -26,14 +26,14 @@ def rcore(tmp_path_factory, models_dir, shared_embedder):
     release(c)
 
 
-def _suite():
+def _suite(core):
     from aisac_servers.suite import build
 
-    return build(lifespan=False)  # the module's core stays open between tests
+    return build(app=core, lifespan=False)  # the module's core stays open between tests
 
 
 async def test_tools_and_prompts_listed(rcore):
-    async with Client(_suite()) as c:
+    async with Client(_suite(rcore)) as c:
         tools = {t.name: t for t in await c.list_tools()}
         prompts = {p.name for p in await c.list_prompts()}
     assert ROLES_TOOLS <= set(tools)
@@ -47,7 +47,7 @@ async def test_host_model_planner_prompt_bad_plan_then_fixed_plan(rcore):
     from aisac_core.roles.store import submissions
 
     run = "run-host-model-1"
-    async with Client(_suite()) as c:
+    async with Client(_suite(rcore)) as c:
         prompt = await c.get_prompt("roles_planner", {"task": "What correlation does the heat transfer follow?"})
         text = prompt.messages[0].content.text
         assert "You are the Planner" in text and "- rag_search(query, k?, filters?, mode?)" in text
@@ -78,7 +78,7 @@ async def test_host_model_planner_prompt_bad_plan_then_fixed_plan(rcore):
 
 
 async def test_submit_route_and_critique(rcore):
-    async with Client(_suite()) as c:
+    async with Client(_suite(rcore)) as c:
         with pytest.raises(ToolError, match=r"\$\.intent"):
             await c.call_tool("roles_submit_route", {"route": load_fixture("route_violating.json")})
         r = await c.call_tool("roles_submit_route", {"route": load_fixture("route_plan.json")})
@@ -95,7 +95,7 @@ async def test_submit_route_and_critique(rcore):
 
 
 async def test_roles_run_route_plan_evaluate_tools(rcore):
-    async with Client(_suite()) as c:
+    async with Client(_suite(rcore)) as c:
         r = await c.call_tool("roles_run", {"task": "What is the Km of the lipase?", "llm": "none", "mode": "lite"})
         out = r.structured_content
         assert out["status"] == "done" and out["answer"]["citations"]
@@ -136,7 +136,7 @@ async def test_sampling_backend_both_protocol_eras(rcore, mode):
         assert params.temperature == 0
         return json.dumps(load_fixture("route_plan.json"))
 
-    async with Client(_suite(), sampling_handler=handler, mode=mode) as c:
+    async with Client(_suite(rcore), sampling_handler=handler, mode=mode) as c:
         r = await c.call_tool("roles_route", {"task": f"Compare the two notes ({mode})", "llm": "sampling"})
     out = r.structured_content
     assert out["by"] == "model" and out["decision"] == "plan" and out["intent"] == "analytical"
@@ -160,22 +160,23 @@ async def test_roles_run_with_client_sampling_handshake_era(rcore):
         return json.dumps(load_fixture(replies[role]))
 
     task = "How does the Nusselt number of the packed bed depend on the Reynolds number?"
-    async with Client(_suite(), sampling_handler=handler, mode="legacy") as c:
+    async with Client(_suite(rcore), sampling_handler=handler, mode="legacy") as c:
         r = await c.call_tool("roles_run", {"task": task, "llm": "sampling", "mode": "standard"})
     out = r.structured_content
     assert seen == ["router", "planner", "researcher", "evaluator"]
     assert out["status"] == "done" and out["llm"] == "sampling" and out["model_errors"] == []
     assert out["answer"]["by"] == "model" and len(out["answer"]["citations"]) == 2 and out["evaluation"]["passed"]
-    async with Client(_suite(), sampling_handler=handler) as c:  # 2026-07-28: refused with a clear message
+    async with Client(_suite(rcore), sampling_handler=handler) as c:  # 2026-07-28: refused with a clear message
         with pytest.raises(ToolError, match="handshake-era"):
             await c.call_tool("roles_run", {"task": task, "llm": "sampling"})
 
 
 async def test_capability_list_hides_roles_and_destructive_tools(rcore):
+    from aisac_core.roles.tools import capabilities
     from aisac_servers.toolclient import SuiteTools
 
-    async with SuiteTools(_suite()) as s:
-        names = {t["name"] for t in await s.list_tools()}
+    async with SuiteTools(rcore, _suite(rcore)) as s:
+        names = {t["name"] for t in await capabilities(s)}
     assert "rag_search" in names and "memory_recall" in names
     assert not {n for n in names if n.startswith("roles_")}
     assert not names & {"rag_remove", "memory_delete_session", "trace_prune"}

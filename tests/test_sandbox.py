@@ -7,19 +7,26 @@ CPU limits are small here (2 s per run) so the runaway-loop tests stay quick.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+from sqlmodel import Session, select
+
+from aisac_core.context import AppContext
+from aisac_core.data.sandbox import SandboxError, SandboxManager
+from aisac_core.settings import Settings
+from aisac_core.store.tables import TraceEvent
+from aisac_servers.suite import build
 
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    from aisac_core.settings import Settings
-    from aisac_core.data.sandbox import SandboxManager
-
     d = tmp_path_factory.mktemp("sandbox")
     m = SandboxManager(Settings(data_dir=d / "store", sandbox_cpu_s=2, sandbox_memory_mb=1024,
                                 sandbox_job_threshold_s=30, sandbox_timeout_s=60, sandbox_output_chars=10_000,
@@ -165,9 +172,6 @@ def test_killed_worker_reported_as_state_lost(sb) -> None:  # noqa: ANN001
 
 
 def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
-    from aisac_core.settings import Settings
-    from aisac_core.data.sandbox import SandboxError, SandboxManager
-
     m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_job_threshold_s=0.3, sandbox_cpu_s=5))
     try:
         r, _ = m.run("j", "import time\ntime.sleep(1.5)\n'done'")
@@ -200,8 +204,6 @@ def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
 
 
 def test_reset_close_and_bad_input(sb) -> None:  # noqa: ANN001
-    from aisac_core.data.sandbox import SandboxError
-
     assert run(sb, "rc", "q = 1")["ok"]
     assert sb.reset("rc")["reset"]
     r = run(sb, "rc", "'q' in dir()")
@@ -219,9 +221,6 @@ def test_reset_close_and_bad_input(sb) -> None:  # noqa: ANN001
 
 
 def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
-    from aisac_core.settings import Settings
-    from aisac_core.data.sandbox import SandboxError, SandboxManager
-
     m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_max_sessions=2))
     try:
         assert m.run("e1", "a = 1")[0]["ok"]
@@ -243,9 +242,6 @@ def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
 
 
 def test_restart_reports_state_lost(tmp_path: Path) -> None:
-    from aisac_core.settings import Settings
-    from aisac_core.data.sandbox import SandboxManager
-
     st = Settings(data_dir=tmp_path / "store")
     m1 = SandboxManager(st)
     assert m1.run("p", "k = 3")[0]["ok"]
@@ -267,20 +263,9 @@ def test_isolation_reported(sb) -> None:  # noqa: ANN001
 
 @pytest.mark.anyio
 async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
-    from fastmcp import Client
-    from fastmcp.exceptions import ToolError
-    from sqlmodel import Session, select
-
-    from aisac_core.settings import Settings
-    from aisac_core.context import AppContext, set_core
-    from aisac_core.data.sandbox import get_sandbox
-    from aisac_core.store.tables import TraceEvent
-    from aisac_servers.suite import build
-
     core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5))
-    set_core(core)
     try:
-        async with Client(build(["data"])) as client:
+        async with Client(build(["data"], app=core)) as client:
             for code in ("a = 2", "b = a * 3", "a + b"):
                 res = await client.call_tool("data_code_run", {"session": "m", "code": code})
             assert res.structured_content["ok"] and res.structured_content["result"] == "8"
@@ -301,14 +286,11 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
         with Session(core.engine) as db:
             evs = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run")
                           .order_by(TraceEvent.id)).all()
-        import json
-
         oks = [json.loads(e.result_json)["ok"] if e.result_json else None for e in evs]
         assert oks[:5] == [True, True, True, True, False]
         last = json.loads(evs[4].result_json)
         assert "error" in last and last["code_sha256"] and last["output_sha256"]
         assert json.loads(evs[0].arguments_json)["code"] == "a = 2"
     finally:
-        get_sandbox(core).shutdown()
-        set_core(None)
+        core.sandbox.shutdown()
         core.close()

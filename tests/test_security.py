@@ -1,4 +1,4 @@
-"""HTTP transport security and path confinement (issue 9, acceptance 4): real `aisac serve --transport http`
+"""HTTP transport security and path confinement: real `aisac serve --transport http`
 processes, real HTTP requests, the real suite in memory for the traced path refusals."""
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 from fastmcp import Client
+from sqlmodel import Session, select
 
+from aisac_core.context import AppContext
+from aisac_core.store.tables import TraceEvent
+from aisac_servers.suite import build
 from conftest import make_settings
 
 AISAC = str(Path(sys.executable).parent / "aisac")
@@ -146,12 +150,6 @@ async def test_owner_daemon_requires_its_token(store):
 
 @pytest.mark.anyio
 async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared_embedder):
-    from sqlmodel import Session, select
-
-    from aisac_core.context import AppContext, set_core
-    from aisac_core.store.tables import TraceEvent
-    from aisac_servers.suite import build
-
     root = tmp_path / "papers"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "note.md").write_text("# Inside\n\nA note inside the registered root.\n")
@@ -161,11 +159,10 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
     (root / "escape").symlink_to(outside, target_is_directory=True)
     core = AppContext(make_settings(tmp_path / "store", models_dir, roots=[root]))
     core.__dict__["embedder"] = shared_embedder
-    set_core(core)
     attempts = [str(root / ".." / "private"), "../private/secret.md", str(outside / "secret.md"),
                 str(root / "escape"), "escape/secret.md", "/etc/passwd", [str(root / "sub"), "/etc"]]
     try:
-        async with Client(build()) as c:
+        async with Client(build(app=core)) as c:
             for path in attempts:
                 r = await c.call_tool("rag_index", {"path": path, "run_id": "run-traversal"}, raise_on_error=False)
                 assert r.is_error, path
@@ -180,5 +177,4 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
         assert [r.status for r in rows] == ["tool_error"] * len(attempts) + ["ok"]
         assert all(r.tool == "rag_index" and "outside the registered roots" in (r.error or "") for r in rows[:-1])
     finally:
-        set_core(None)
         core.close()

@@ -397,7 +397,7 @@ def test_open_vector_store_backends(tmp_path: Path) -> None:
 
 
 def test_record_tool_call_writes_a_row(db_url: str) -> None:
-    from aisac_core.trace.provenance import list_events, record_tool_call
+    from aisac_core.trace.recorder import list_events, record_tool_call
     from aisac_core.hashing import sha256_json
 
     engine = make_engine(db_url)
@@ -439,7 +439,7 @@ def test_record_tool_call_writes_a_row(db_url: str) -> None:
 
 
 def test_run_assigner_renews_after_idle_gap() -> None:
-    from aisac_core.trace.provenance import RunAssigner, new_run_id
+    from aisac_core.trace.recorder import RunAssigner, new_run_id
 
     ra = RunAssigner(idle_seconds=1.0)
     r1 = ra.run_for("client-1")

@@ -1,4 +1,4 @@
-"""Project templates (issue 10): each template initialises, bootstraps, indexes its own data and serves its tools;
+"""Project templates: each template initialises, bootstraps, indexes its own data and serves its tools;
 two projects on one data dir see only their own documents; the materials template end to end over stdio."""
 
 from __future__ import annotations
@@ -33,14 +33,6 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _forget_project():  # noqa: ANN202
-    from aisac_core.projects.bootstrap import reset_active_project
-
-    yield
-    reset_active_project()
-
-
 @pytest.fixture
 def base(tmp_path: Path, models_dir: Path):  # noqa: ANN201
     """The machine's settings: one shared data dir with the assembled model (no background warm-up)."""
@@ -48,17 +40,13 @@ def base(tmp_path: Path, models_dir: Path):  # noqa: ANN201
 
 
 def served(project: Path, base, shared_embedder):  # noqa: ANN001, ANN201
-    """bootstrap + suite with the project mounted, the process core on the project's store (embedder reused)."""
-    from aisac_servers.suite import build
+    """bootstrap + suite with the project mounted, on an application context on the project's store (embedder
+    reused). Returns (bootstrapped project, suite, app)."""
+    from aisac_servers.project import serve_project
 
-    from aisac_core.projects.bootstrap import bootstrap
-    from aisac_core.context import set_core
-
-    b = bootstrap(project, base)
-    b.core.__dict__["embedder"] = shared_embedder
-    set_core(b.core)
-    suite = build()  # mounts the active project's tools
-    return b, suite
+    suite, app = serve_project(project, base)
+    app.__dict__["embedder"] = shared_embedder
+    return app.project, suite, app
 
 
 def data(res):  # noqa: ANN001, ANN201
@@ -74,14 +62,13 @@ async def index_and_search(c: Client, query: str) -> list[dict]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("template", sorted(CASES))
 async def test_template_indexes_and_serves_as_is(tmp_path, base, shared_embedder, template):
-    from aisac_core.projects.bootstrap import init_project
-    from aisac_core.trace.provenance import list_events
-    from aisac_core.context import set_core
+    from aisac_core.projects import init_project
+    from aisac_core.trace.recorder import list_events
 
     tool, args, check, query, note = CASES[template]
     proj = tmp_path / f"my-{template}"
     init_project(proj, template)
-    b, suite = served(proj, base, shared_embedder)
+    b, suite, app = served(proj, base, shared_embedder)
     try:
         assert b.project.id == f"my-{template}" and b.settings.data_dir == base.data_dir / "projects" / b.project.id
         async with Client(suite) as c:
@@ -95,24 +82,23 @@ async def test_template_indexes_and_serves_as_is(tmp_path, base, shared_embedder
             assert str(proj / "data" / "tables") in json.dumps(cat)  # the catalog-only root was catalogued
             bad = await c.call_tool(tool, {**args, **{k: "??" for k in list(args)[:1]}}, raise_on_error=False)
             assert bad.is_error and "internal error" not in bad.content[0].text
-        ev = [e for e in list_events(b.core.engine, limit=200) if e["tool"] == tool]
+        ev = [e for e in list_events(app.engine, limit=200) if e["tool"] == tool]
         assert [e["status"] for e in ev] == ["tool_error", "ok"] and ev[1]["server"] == "project"
     finally:
-        set_core(None)
+        app.close()
 
 
 @pytest.mark.anyio
 async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base, shared_embedder):
     """Acceptance 2: one data dir, two projects served one after the other."""
-    from aisac_core.projects.bootstrap import init_project
-    from aisac_core.context import set_core
+    from aisac_core.projects import init_project
 
     a, b_dir = tmp_path / "lab-a", tmp_path / "lab-b"
     init_project(a, "materials")
     init_project(b_dir, "process_safety")
     seen = {}
     for proj, query in ((a, "LiFePO4 olivine capacity"), (b_dir, "flash point of acetone storage")):
-        b, suite = served(proj, base, shared_embedder)
+        b, suite, app = served(proj, base, shared_embedder)
         try:
             async with Client(suite) as c:
                 await index_and_search(c, query)
@@ -123,7 +109,7 @@ async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base,
                     hits = data(await c.call_tool("rag_search", {"query": q, "k": 10}))["hits"]
                     assert all(h["path"].startswith(str(proj)) for h in hits), (proj, q, hits)
         finally:
-            set_core(None)
+            app.close()
     assert seen["lab-a"] and seen["lab-b"]
     assert all(p.startswith(str(a)) for p in seen["lab-a"]) and all(p.startswith(str(b_dir)) for p in seen["lab-b"])
     assert sorted((base.data_dir / "projects").iterdir()) == [base.data_dir / "projects" / "lab-a",
@@ -132,19 +118,16 @@ async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base,
 
 def test_materials_overlay_changes_the_planner_prompt(tmp_path, base):
     prompts = pytest.importorskip("aisac_core.roles.prompts")
-    from aisac_core.projects.bootstrap import bootstrap, init_project
+    from aisac_core.projects import bootstrap, init_project
 
     proj = tmp_path / "mat"
     init_project(proj, "materials")
     b = bootstrap(proj, base)
-    try:
-        plain, v0 = prompts.render("planner", {"task": "molar mass of LiFePO4"})
-        text, v1 = prompts.render("planner", {"task": "molar mass of LiFePO4"}, overlay_dir=b.settings.roles_prompt_dir)
-        assert "project_molar_mass" in text and "project_molar_mass" not in plain
-        assert "molar mass of LiFePO4" in text and v1 != v0 and "materials" not in v0
-        assert text.endswith(plain.split("\n", 1)[1]) or plain.strip().splitlines()[-1] in text
-    finally:
-        b.core.close()
+    plain, v0 = prompts.render("planner", {"task": "molar mass of LiFePO4"})
+    text, v1 = prompts.render("planner", {"task": "molar mass of LiFePO4"}, overlay_dir=b.settings.roles_prompt_dir)
+    assert "project_molar_mass" in text and "project_molar_mass" not in plain
+    assert "molar mass of LiFePO4" in text and v1 != v0 and "materials" not in v0
+    assert text.endswith(plain.split("\n", 1)[1]) or plain.strip().splitlines()[-1] in text
 
 
 def run(args: list[str], env: dict[str, str], timeout: int = 120) -> subprocess.CompletedProcess:
@@ -196,7 +179,7 @@ def test_templates_ship_in_the_wheel(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    for pkg in ("aisac_core", "servers"):
+    for pkg in ("aisac_core", "servers", "project_templates"):
         shutil.copytree(REPO / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "whl"),
                           str(src)], capture_output=True, text=True, timeout=600)
@@ -205,7 +188,7 @@ def test_templates_ship_in_the_wheel(tmp_path):
     whl = next((tmp_path / "whl").glob("aisac-*.whl"))
     site = tmp_path / "site"
     zipfile.ZipFile(whl).extractall(site)
-    code = ("import sys; from aisac_core import bootstrap as b; assert b.__file__.startswith(sys.argv[1]), b.__file__;"
+    code = ("import sys; from aisac_core import projects as b; assert b.__file__.startswith(sys.argv[1]), b.__file__;"
             "[b.init_project(sys.argv[2] + '/' + t, t) for t in b.list_templates()]; print(b.list_templates())")
     env = {**os.environ, "PYTHONPATH": str(site)}
     res = subprocess.run([sys.executable, "-c", code, str(site), str(tmp_path / "projects")], capture_output=True,
@@ -220,20 +203,24 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
     """Acceptance 1, graph part: the materials augmentation adds `formula_check`, which the headless run (what
     `aisac ask` runs) executes through the project tool, recorded under the coordinator's role step."""
     graph = pytest.importorskip("aisac_core.roles.graph")
-    from aisac_core.projects.bootstrap import init_project
-    from aisac_core.trace.provenance import list_events
-    from aisac_core.context import set_core
+    from aisac_servers.toolclient import SuiteTools
+
+    from aisac_core.context import AppContext
+    from aisac_core.projects import init_project
+    from aisac_core.trace.recorder import list_events
 
     proj = tmp_path / "mat"
     init_project(proj, "materials")
-    b, suite = served(proj, base, shared_embedder)
+    b, suite, app = served(proj, base, shared_embedder)
     try:
-        assert "formula_check" in graph.active_graph()["nodes"]
+        assert "formula_check" in graph.active_graph(app)["nodes"]
         assert b.steps[4].result["added_nodes"] == ["formula_check"]
-        b.core.settings.__dict__["lit_replay"] = True  # no network: literature answers from its (empty) cache
-        b.core.settings.__dict__["roles_replan_limit"] = 0  # one attempt is enough to see the node run
-        res = await graph.run_graph(b.core, "What is the theoretical capacity of LiFePO4?", llm="none", mode="lite")
-        ev = list_events(b.core.engine, run_id=res["run_id"], limit=500)
+        app.settings.__dict__["lit_replay"] = True  # no network: literature answers from its (empty) cache
+        app.settings.__dict__["roles_replan_limit"] = 0  # one attempt is enough to see the node run
+        async with SuiteTools(app) as tools:
+            res = await graph.run_graph(app, "What is the theoretical capacity of LiFePO4?", tools=tools, llm="none",
+                                        mode="lite")
+        ev = list_events(app.engine, run_id=res["run_id"], limit=500)
         calls = [e for e in ev if e["tool"] == "project_formulas_in_text"]
         assert calls and all(e["status"] == "ok" and e["server"] == "project" for e in calls)
         parents = {e["id"]: e for e in ev}
@@ -241,11 +228,8 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
         coord = [e for e in ev if e["tool"] == "coordinator"]
         assert coord
     finally:
-        set_core(None)
-    from aisac_core.projects.bootstrap import reset_active_project
-
-    reset_active_project()
-    assert "formula_check" not in graph.active_graph()["nodes"]
+        app.close()
+    assert "formula_check" not in graph.active_graph(AppContext(b.settings))["nodes"]  # only where it is served
 
 
 def test_cli_ask_project_runs_the_graph_node(tmp_path, models_dir):

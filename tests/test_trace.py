@@ -20,10 +20,10 @@ TRACE_TOOLS = {"trace_list_runs", "trace_get_run", "trace_get_event", "trace_exp
                "trace_diff", "trace_stats", "trace_prune"}
 
 
-def _suite():
+def _suite(app):
     from aisac_servers.suite import build
 
-    return build()
+    return build(app=app, lifespan=False)  # the fixture's app stays open between clients; the fixture closes it
 
 
 async def _call(c: Client, tool: str, args: dict, **kw) -> dict:
@@ -32,7 +32,7 @@ async def _call(c: Client, tool: str, args: dict, **kw) -> dict:
 
 def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status: str = "ok", kind: str = "tool_call",
             parent_id=None, server: str | None = None, arguments=None) -> int:
-    from aisac_core.trace.provenance import record_tool_call
+    from aisac_core.trace.recorder import record_tool_call
 
     return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
                             arguments=arguments if arguments is not None else {"query": tool},
@@ -49,7 +49,7 @@ async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy)
 
     run = "sess-accept"
     meta = {"run_id": run}
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         names = {t.name for t in await c.list_tools()}
         assert TRACE_TOOLS <= names
         job = await _call(c, "rag_index", {"path": str(corpus_copy), "wait": True, "timeout_s": 300}, meta=meta)
@@ -160,7 +160,7 @@ async def test_run_tree_role_steps_and_parent_meta(fast_core):
                      result={"route": "rag", "reason": "a literature question"})
     planner = _record(fast_core, run, "planner", kind="role_step", server="roles", parent_id=router,
                       result={"plan": {"steps": [{"title": "search", "steps": [{"title": "refine"}]}]}})
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         await c.call_tool("rag_list_documents", {}, meta={"run_id": run, "aisac/parent_id": str(planner)})
         _record(fast_core, run, "evaluator", kind="role_step", server="roles",
                 result={"critiques": [{"severity": "high", "message": "claim without evidence"}]})
@@ -173,7 +173,7 @@ async def test_run_tree_role_steps_and_parent_meta(fast_core):
 
 
 async def test_list_runs_filters_and_paging(fast_core):
-    from aisac_core.trace.provenance import list_runs
+    from aisac_core.trace.queries import list_runs
 
     for i in range(5):
         _record(fast_core, f"run-p{i}", "rag_search")
@@ -190,14 +190,15 @@ async def test_list_runs_filters_and_paging(fast_core):
     assert list_runs(eng, since="2999-01-01")["runs"] == []
     assert list_runs(eng, until="2000-01-01T00:00:00Z")["runs"] == []
     # a role step in progress (status `running`, completed in place by the roles server) is not an error
-    from aisac_core.trace.provenance import record_tool_call, run_signature
+    from aisac_core.trace.verify import run_signature
+    from aisac_core.trace.recorder import record_tool_call
 
     before = run_signature(eng, "run-p0")
     record_tool_call(eng, run_id="run-p0", server="roles", tool="planner", arguments={}, result=None,
                      status="running", error=None, latency_ms=0.0, kind="role_step")
     assert [r["run_id"] for r in list_runs(eng, status="errors")["runs"]] == ["run-p4"]
     assert run_signature(eng, "run-p0") != before
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         # over MCP; the trace tool calls themselves are recorded too (in the reader's own run)
         got = await _call(c, "trace_list_runs", {"status": "errors"}, meta={"run_id": "reader"})
         assert [r["run_id"] for r in got["runs"]] == ["run-p4"] and got["runs"][0]["errors"] == 1
@@ -219,7 +220,7 @@ async def test_list_runs_filters_and_paging(fast_core):
 ])
 async def test_bad_input_gives_clear_tool_errors(fast_core, tool, args, expect):
     _record(fast_core, "run-e")
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         with pytest.raises(ToolError) as ei:
             await c.call_tool(tool, args)
     assert expect in str(ei.value)
@@ -228,7 +229,7 @@ async def test_bad_input_gives_clear_tool_errors(fast_core, tool, args, expect):
 def test_replay_skip_rules():
     from mcp_types import ToolAnnotations
 
-    from aisac_core.trace.provenance import replay_skip_reason
+    from aisac_core.trace.replay import replay_skip_reason
 
     assert replay_skip_reason("rag_search") is None
     assert replay_skip_reason("memory_recall") is None
@@ -242,7 +243,7 @@ def test_replay_skip_rules():
 
 
 def test_compare_ignores_timings_only():
-    from aisac_core.trace.provenance import compare_results
+    from aisac_core.trace.replay import compare_results
     from aisac_core.hashing import sha256_json
     from aisac_core.hashing import dumps
 
@@ -259,14 +260,14 @@ async def test_otel_spans_in_memory(fast_core, monkeypatch):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from aisac_core import provenance
+    from aisac_core.trace import otel
 
     exporter = InMemorySpanExporter()
     tp = TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(exporter))
-    provenance.configure_otel(tp)
+    otel.configure_otel(tp)
     try:
-        async with Client(_suite()) as c:
+        async with Client(_suite(fast_core)) as c:
             await c.call_tool("rag_list_documents", {}, meta={"run_id": "run-otel"})
             with pytest.raises(ToolError):
                 await c.call_tool("rag_search", {"query": "x", "k": 0}, meta={"run_id": "run-otel"})
@@ -282,14 +283,14 @@ async def test_otel_spans_in_memory(fast_core, monkeypatch):
     finally:
         monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
-        provenance.configure_otel(None)
-    assert not provenance.otel_enabled()
+        otel.configure_otel(None)
+    assert not otel.otel_enabled()
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
-    assert provenance.configure_otel(None) is not None
+    assert otel.configure_otel(None) is not None
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    assert provenance.configure_otel(None) is None
+    assert otel.configure_otel(None) is None
     monkeypatch.delenv("OTEL_TRACES_EXPORTER")
-    provenance.configure_otel(None)
+    otel.configure_otel(None)
 
 
 async def test_prune_exports_first(fast_core):
@@ -302,7 +303,7 @@ async def test_prune_exports_first(fast_core):
         ev.created_at = utcnow() - timedelta(days=40)
         s.add(ev)
         s.commit()
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         dry = await _call(c, "trace_prune", {"older_than_days": 30})
         assert dry["dry_run"] and dry["runs"] == ["run-old"] and dry["deleted_events"] == 0
         done = await _call(c, "trace_prune", {"older_than_days": 30, "dry_run": False})
@@ -335,7 +336,7 @@ async def test_replay_uses_roles_response_cache(fast_core):
     _record(fast_core, run, "roles_route", arguments={"task": "What is the Km of the lipase?", "llm": "openai"},
             result={"decision": "direct"})
     _record(fast_core, run, "model", kind="model_call", server="roles", result={"text": "{}", "cached": False})
-    async with Client(_suite()) as c:
+    async with Client(_suite(fast_core)) as c:
         rp = await _call(c, "trace_replay", {"run_id": run})
         step = next(s for s in rp["steps"] if s["tool"] == "roles_route")
         assert step["llm"] == "replay"
@@ -348,7 +349,8 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
     """A file named by a successful call is hashed when the event is written; trace_verify re-hashes it."""
     import hashlib
 
-    from aisac_core.trace.provenance import get_event, verify_run
+    from aisac_core.trace.verify import verify_run
+    from aisac_core.trace.queries import get_event
 
     f = tmp_path / "table.csv"
     f.write_text("a,b\n1,2\n")

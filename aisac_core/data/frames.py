@@ -6,419 +6,40 @@ sha256, loader options in force, header rows detected; for derived frames the pa
 are cached in-process (the last :data:`CACHE_FRAMES` used); after a restart they are read back from Parquet, so
 nothing registered is lost.
 
-Loaders: CSV/TSV/TXT (encoding: BOM, else strict UTF-8, else charset-normalizer's best guess, else latin-1;
-delimiter: ``csv.Sniffer`` over ``, ; TAB |``), Excel ``.xlsx``/``.xlsm`` (every sheet, merged cells filled with
-their top-left value), Parquet, JSON (records, columns or ``{"key": [records]}``) and JSON Lines.
-
-Header detection (CSV and Excel, :func:`detect_table`): leading rows that are empty or hold a single cell in a
-wider table are titles/notes and skipped; then every following row that has a text cell in a column whose
-cells below (or in the lower half of the first 200 rows) are >= 80 % numeric is a header row (up to 10; blank rows between them are skipped). A table
-without numeric columns gets one header row when its first row is all text. Multi-row headers are joined per
-column with ``|`` (upper rows forward-filled across empty cells, repeated parts collapsed): brain_networks.csv's
-``network / node / hemi`` rows give columns like ``1|1|lh``. ``header_rows`` overrides the count.
+Files are read by :mod:`aisac_core.data.loaders` (formats, encodings, header detection); queries and aggregates
+are checked and run by :mod:`aisac_core.data.query`.
 """
 
 from __future__ import annotations
 
-import ast
-import csv
-import hashlib
-import io
 import json
 import re
 import threading
 from collections import OrderedDict
-from datetime import date, datetime, time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
+from aisac_core.data.errors import DataError
+from aisac_core.data.loaders import (FORMATS, MAX_HEADER_ROWS, arrow_safe, load_csv, load_excel, load_json,
+                                     load_parquet)
+from aisac_core.data.query import (AGG_FUNCS, aggregate_frame, check_columns, check_query, metric_spec,
+                                   select_rows)
+from aisac_core.errors import resolve_in_roots
+from aisac_core.hashing import sha256_file, sha256_json, sha256_text
+from aisac_core.plugins import table_loaders
 from aisac_core.store.tables import DataFrameEntry
-from aisac_core.errors import AisacError, resolve_in_roots
 
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "NAME_RE", "Registry", "check_query"]
+
 CACHE_FRAMES = 16
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-MAX_HEADER_ROWS = 10
-NUMERIC_SHARE = 0.8
-DETECT_ROWS = 200
-NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
-AGG_FUNCS = ("count", "size", "sum", "mean", "median", "min", "max", "std", "var", "nunique", "first", "last")
-FORMATS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".xlsx": "excel", ".xlsm": "excel",
-           ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
-class DataError(AisacError):
-    """Bad input to a data tool: unknown frame, unreadable file, refused query, bad argument."""
-
-
-# -- detection ------------------------------------------------------------------------------------------------
-def _kind(v: Any) -> str:
-    """'empty', 'num' (numbers, booleans, dates, numeric strings) or 'text'."""
-    if v is None:
-        return "empty"
-    if isinstance(v, (bool, int, float, datetime, date, dtime)):
-        if isinstance(v, float) and v != v:
-            return "empty"
-        return "num"
-    s = str(v).strip()
-    if s.lower() in NA_STRINGS:
-        return "empty"
-    try:
-        float(s)
-        return "num"
-    except ValueError:
-        pass
-    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or re.fullmatch(r"[-+]?\d+(\.\d+)?\s?%", s):
-        return "num"  # 1,234.5 and 12 %
-    return "text"
-
-
-def detect_table(grid: list[list[Any]], header_rows: int | None = None,
-                 merged: set[tuple[int, int]] | None = None) -> dict[str, Any]:
-    """Find the table in a grid of cells (rows of values; strings for CSV, typed values for Excel).
-
-    Returns ``{top, header: [row indices], data_start, columns: [kept column indices], names: [str], notes}``.
-    See the module docstring for the rules. ``header_rows`` (>= 0) fixes the number of header rows. ``merged``:
-    (row, column) of cells filled from a merged range (not its top-left cell); a header part repeated only because
-    of a fill (merged or forward-filled) is collapsed, a genuinely repeated label (network 1, node 1) is kept.
-    """
-    filled = set(merged or ())
-    notes: list[str] = []
-    sample = [[_kind(v) for v in row] for row in grid[:DETECT_ROWS]]
-    width = max((max((j + 1 for j, k in enumerate(r) if k != "empty"), default=0) for r in sample), default=0)
-
-    def count(r: list[str]) -> int:
-        return sum(k != "empty" for k in r)
-
-    top = 0
-    while top < len(sample) and (count(sample[top]) == 0 or (count(sample[top]) == 1 and width >= 2
-                                                             and count(sample[top + 1] if top + 1 < len(sample) else []) != 1)):
-        if count(sample[top]):
-            txt = next(str(v) for v in grid[top] if _kind(v) != "empty")
-            notes.append(f"row {top + 1} skipped as a title/note: {txt[:80]!r}")
-        top += 1
-    # a column is numeric when >= 80 % of its cells below the first row, or of its cells in the lower half of the
-    # sampled rows (short tables under a multi-row header), are numbers
-    lower = sample[top + max(1, (len(sample) - top) // 2):]
-
-    def share_numeric(rows: list[list[str]], j: int, need: int) -> bool:
-        col = [r[j] for r in rows if j < len(r) and r[j] != "empty"]
-        return len(col) >= need and sum(k == "num" for k in col) / len(col) >= NUMERIC_SHARE
-
-    numeric = [share_numeric(sample[top + 1:top + 101], j, 2) or share_numeric(lower, j, 2 if len(lower) >= 4 else 1)
-               for j in range(width)]
-    header: list[int] = []
-    i = top
-    if header_rows is not None:
-        while i < len(grid) and len(header) < header_rows:
-            if i >= len(sample) or count(sample[i]):
-                header.append(i)
-            i += 1
-    else:
-        while i < min(len(sample), top + MAX_HEADER_ROWS + 3) and len(header) < MAX_HEADER_ROWS:
-            r = sample[i]
-            if not count(r):
-                if header:
-                    i += 1
-                    continue
-                break
-            if any(k == "text" and j < width and numeric[j] for j, k in enumerate(r)):
-                header.append(i)
-                i += 1
-                continue
-            break
-        if not header and top < len(sample) and not any(numeric):
-            first = sample[top]
-            if count(first) and all(k in ("text", "empty") for k in first):
-                header = [top]
-                i = top + 1
-    while i < len(sample) and not count(sample[i]):
-        i += 1
-    data_start = i
-    # columns: those with any content in the header or the body sample
-    used = [j for j in range(width) if any(j < len(sample[r]) and sample[r][j] != "empty"
-                                           for r in header + list(range(data_start, len(sample))))]
-    # names: upper header rows forward-filled across empty cells
-    levels = []
-    for n, r in enumerate(header):
-        row = [grid[r][j] if j < len(grid[r]) else None for j in range(width)]
-        vals = ["" if _kind(v) == "empty" and not (isinstance(v, str) and v.strip()) else _cell_text(v) for v in row]
-        if n < len(header) - 1:
-            last = ""
-            for j in range(width):
-                if vals[j]:
-                    last = vals[j]
-                elif last:
-                    vals[j] = last
-                    filled.add((r, j))
-        levels.append(vals)
-    names, seen = [], {}
-    for j in used:
-        parts: list[str] = []
-        for r, lv in zip(header, levels):
-            p = lv[j]
-            if p and not (parts and parts[-1] == p and (r, j) in filled):
-                parts.append(p)
-        name = "|".join(parts) or f"col_{j + 1}"
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}.{seen[name]}"
-        else:
-            seen[name] = 0
-        names.append(name)
-    if len(header) > 1:
-        notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
-                     "joined with '|'")
-    return {"top": top, "header": header, "data_start": data_start, "columns": used, "names": names,
-            "notes": notes}
-
-
-def _cell_text(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v).strip()
-
-
-# -- loaders --------------------------------------------------------------------------------------------------
-def _detect_encoding(raw: bytes) -> str:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        return "utf-8-sig"
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "utf-16"
-    try:
-        raw.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(raw[:200_000]).best()
-    return best.encoding if best is not None else "latin-1"
-
-
-def _load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.DataFrame", dict, list[str]]:
-    import pandas as pd
-
-    raw = path.read_bytes()
-    if not raw.strip():
-        raise DataError(f"{path} is empty (no bytes or only whitespace): nothing to load")
-    enc = _detect_encoding(raw)
-    try:
-        text = raw.decode(enc)
-    except (UnicodeDecodeError, LookupError):
-        enc, text = "latin-1", raw.decode("latin-1")
-    sample = text[:64_000]
-    try:
-        delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        delim = "\t" if suffix in (".tsv", ".tab") else ","
-    grid = []
-    for n, row in enumerate(csv.reader(io.StringIO(sample), delimiter=delim)):
-        grid.append(row)
-        if n >= DETECT_ROWS:
-            break
-    if len(grid) > DETECT_ROWS:
-        grid = grid[:DETECT_ROWS]
-    t = detect_table(grid, header_rows)
-    try:
-        body = pd.read_csv(io.StringIO(text), sep=delim, header=None, skiprows=t["data_start"],
-                           skip_blank_lines=True, on_bad_lines="error")
-    except pd.errors.EmptyDataError:
-        body = pd.DataFrame()
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"cannot parse {path} as delimited text (delimiter {delim!r}, encoding {enc}): {exc}. "
-                        "Check the file, or pass header_rows") from exc
-    cols = [j for j in t["columns"] if j < body.shape[1]] if body.shape[1] else []
-    body = body.iloc[:, cols] if cols else pd.DataFrame(columns=t["names"])
-    body.columns = t["names"][:len(cols)] if cols else t["names"]
-    before = len(body)
-    body = body.dropna(how="all").reset_index(drop=True)
-    notes = list(t["notes"])
-    if before - len(body):
-        notes.append(f"{before - len(body)} empty row(s) dropped")
-    opts = {"encoding": enc, "delimiter": delim, "header_rows": len(t["header"]),
-            "skipped_rows": t["top"], "data_start_row": t["data_start"] + 1}
-    return body, opts, notes
-
-
-def _load_excel(path: Path, sheet: str | int | None, header_rows: int | None) -> list[tuple[str, "pd.DataFrame", dict, list[str]]]:
-    import openpyxl
-    import pandas as pd
-
-    try:
-        wb = openpyxl.load_workbook(path, data_only=True)
-    except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException ...
-        raise DataError(f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only .xlsx/.xlsm "
-                        "are read (save .xls files as .xlsx)") from exc
-    sheets = wb.worksheets
-    if sheet is not None:
-        if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in wb.sheetnames):
-            k = int(sheet)
-            if not 0 <= k < len(sheets):
-                raise DataError(f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) "
-                                f"({', '.join(wb.sheetnames)})")
-            sheets = [sheets[k]]
-        elif sheet in wb.sheetnames:
-            sheets = [wb[sheet]]
-        else:
-            raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(wb.sheetnames)}")
-    out = []
-    for ws in sheets:
-        grid = [list(r) for r in ws.iter_rows(values_only=True)]
-        merged: set[tuple[int, int]] = set()
-        for rng in ws.merged_cells.ranges:  # merged cells: every cell carries the top-left value
-            v = ws.cell(rng.min_row, rng.min_col).value
-            for r in range(rng.min_row - 1, min(rng.max_row, len(grid))):
-                for c in range(rng.min_col - 1, rng.max_col):
-                    if c < len(grid[r]):
-                        grid[r][c] = v
-                        if (r, c) != (rng.min_row - 1, rng.min_col - 1):
-                            merged.add((r, c))
-        if not any(_kind(v) != "empty" for row in grid for v in row):
-            out.append((ws.title, None, {}, [f"sheet {ws.title!r} is empty: skipped"]))
-            continue
-        t = detect_table(grid, header_rows, merged)
-        rows = [[r[j] if j < len(r) else None for j in t["columns"]] for r in grid[t["data_start"]:]]
-        df = pd.DataFrame(rows, columns=t["names"])
-        before = len(df)
-        df = df.dropna(how="all").reset_index(drop=True).infer_objects()
-        notes = list(t["notes"])
-        if before - len(df):
-            notes.append(f"{before - len(df)} empty row(s) dropped")
-        if ws.merged_cells.ranges:
-            notes.append(f"{len(ws.merged_cells.ranges)} merged range(s) filled with their top-left value")
-        opts = {"sheet": ws.title, "header_rows": len(t["header"]), "skipped_rows": t["top"],
-                "data_start_row": t["data_start"] + 1}
-        out.append((ws.title, df, opts, notes))
-    return out
-
-
-def _load_json(path: Path, lines: bool) -> "pd.DataFrame":
-    import pandas as pd
-
-    if lines:
-        try:
-            return pd.read_json(path, lines=True)
-        except ValueError as exc:
-            raise DataError(f"cannot read {path} as JSON Lines: {exc}") from exc
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid JSON: {exc}") from exc
-    if isinstance(data, dict):
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if len(lists) == 1 and all(isinstance(x, dict) for x in lists[0]):
-            data = lists[0]
-        elif all(isinstance(v, list) for v in data.values()):
-            return pd.DataFrame(data)
-        elif all(isinstance(v, dict) for v in data.values()):
-            return pd.DataFrame.from_dict(data, orient="index")
-        else:
-            data = [data]
-    if isinstance(data, list) and all(isinstance(x, dict) for x in data):
-        return pd.json_normalize(data)
-    if isinstance(data, list):
-        return pd.DataFrame({"value": data})
-    raise DataError(f"{path}: JSON of type {type(data).__name__} is not a table; use a list of records")
-
-
-def _arrow_safe(df: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
-    """String column names, and object columns of mixed types turned into text (Parquet needs one type)."""
-    df = df.copy()
-    df.columns = [str(c) for c in df.columns]
-    changed = []
-    for c in df.columns:
-        if df[c].dtype == object:
-            types = {type(v) for v in df[c].dropna()}
-            if len(types) > 1 and not types <= {int, float, bool}:
-                df[c] = df[c].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
-                changed.append(c)
-    return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])
-
-
-# -- query safety ---------------------------------------------------------------------------------------------
-_ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Name, ast.Constant,
-                  ast.Load, ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
-                  ast.NotIn, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub,
-                  ast.UAdd, ast.BitAnd, ast.BitOr, ast.Invert, ast.List, ast.Tuple, ast.Attribute, ast.Call,
-                  ast.keyword)
-#: methods and accessors a query may use (``col.str.contains('x')``, ``col.isna()``, ``col.dt.year``)
-QUERY_ATTRS = frozenset({"str", "dt", "contains", "startswith", "endswith", "lower", "upper", "strip", "len",
-                         "isna", "notna", "isnull", "notnull", "isin", "between", "abs", "year", "month", "day",
-                         "hour", "minute", "second", "dayofweek", "match", "fullmatch"})
-_BACKTICK = "__aisac_bt_"
-
-
-def check_query(expr: str) -> str:
-    """Validate a ``DataFrame.query`` expression and return it unchanged.
-
-    Rule (docs/data.md "data_query"): the expression is parsed with :mod:`ast` (backtick-quoted column names
-    replaced by placeholders) and every node must be a comparison, boolean or arithmetic operation, a name, a
-    constant, a list/tuple, or an attribute/method among :data:`QUERY_ATTRS` called with constant arguments.
-    ``@`` (local variable references), names or attributes starting with ``_`` (dunders, ``__import__``), any other
-    attribute (``pd.io...``), any other call, and arithmetic between constants only (``2 ** 10 ** 10``, ``'x' *
-    10 ** 9``: it would run in the server) are refused. At most 2,000 characters.
-
-    Raises:
-        DataError: naming the refused construct.
-    """
-    if not isinstance(expr, str) or not expr.strip():
-        raise DataError("expr is empty: give a pandas query such as \"temperature > 300 and site == 'A'\"")
-    if len(expr) > 2000:
-        raise DataError(f"expr has {len(expr)} characters; the limit is 2,000")
-    out, i, n, k = [], 0, len(expr), 0
-    while i < n:  # strip backtick names, refuse '@' outside string literals
-        ch = expr[i]
-        if ch in "'\"":
-            j = i + 1
-            while j < n and expr[j] != ch:
-                j += 2 if expr[j] == "\\" else 1
-            out.append(expr[i:j + 1])
-            i = j + 1
-        elif ch == "`":
-            j = expr.find("`", i + 1)
-            if j < 0:
-                raise DataError("expr has an unclosed backtick: quote column names like `my column`")
-            out.append(f"{_BACKTICK}{k}")
-            k += 1
-            i = j + 1
-        elif ch == "@":
-            raise DataError("expr refused: '@' (references to local variables) is not allowed; write constants "
-                            "into the expression")
-        else:
-            out.append(ch)
-            i += 1
-    try:
-        tree = ast.parse("".join(out).strip(), mode="eval")
-    except SyntaxError as exc:
-        raise DataError(f"expr is not a valid query expression ({exc.msg}); example: \"a > 1 and b == 'x'\"") from exc
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise DataError(f"expr refused: {type(node).__name__} is not allowed in a query (only comparisons, "
-                            "and/or/not, arithmetic, constants, lists and column names)")
-        if isinstance(node, ast.Name) and node.id.startswith("_") and not node.id.startswith(_BACKTICK):
-            raise DataError(f"expr refused: name {node.id!r} (names starting with '_' are not allowed)")
-        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr not in QUERY_ATTRS):
-            raise DataError(f"expr refused: attribute {node.attr!r}; allowed: {', '.join(sorted(QUERY_ATTRS))}")
-        if isinstance(node, ast.BinOp) and not any(isinstance(x, ast.Name) for x in ast.walk(node)):
-            raise DataError("expr refused: arithmetic between constants (e.g. 2 ** 10 ** 10) is not evaluated; "
-                            "write the value itself")
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Attribute):
-                raise DataError("expr refused: only methods such as col.str.contains('x') or col.isin([1, 2]) may "
-                                "be called")
-            for a in list(node.args) + [kw.value for kw in node.keywords]:
-                if not all(isinstance(x, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.UAdd,
-                                          ast.Load)) for x in ast.walk(a)):
-                    raise DataError("expr refused: method arguments must be constants")
-    return expr
-
-
-# -- registry -------------------------------------------------------------------------------------------------
 def _json_rows(df: "pd.DataFrame") -> list[dict]:
     return json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
 
@@ -431,15 +52,12 @@ class Registry:
     """Registered frames of one store (SQL rows + Parquet files + an in-process LRU cache). Thread-safe."""
 
     def __init__(self, core: Any) -> None:
-        from aisac_core.store.sql import ensure_tables
-
         self.core = core
         self.settings = core.settings
         self.dir = self.settings.data_dir / "frames"
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._results: OrderedDict[str, tuple[Any, dict]] = OrderedDict()  # query/aggregate results by id
         self._lock = threading.RLock()
-        ensure_tables(core.engine, DataFrameEntry)
 
     # -- helpers
     def _check_name(self, name: str) -> str:
@@ -449,7 +67,7 @@ class Registry:
         return name
 
     def _parquet(self, name: str) -> Path:
-        return self.dir / f"{hashlib.sha1(name.encode()).hexdigest()[:20]}.parquet"
+        return self.dir / f"{sha256_text(name)[:20]}.parquet"
 
     def _entry(self, name: str) -> DataFrameEntry:
         with Session(self.core.engine) as db:
@@ -485,7 +103,7 @@ class Registry:
                 self._cache.popitem(last=False)
 
     def _register(self, name: str, df: "pd.DataFrame", **lineage: Any) -> dict:
-        df, notes = _arrow_safe(df)
+        df, notes = arrow_safe(df)
         notes = list(lineage.pop("notes", [])) + notes
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self._parquet(name)
@@ -498,6 +116,7 @@ class Registry:
         tmp.replace(path)
         with Session(self.core.engine) as db:
             old = db.get(DataFrameEntry, name)
+            old_path = old.parquet_path if old is not None else None
             if old is not None:
                 db.delete(old)
                 db.flush()
@@ -507,6 +126,8 @@ class Registry:
             db.add(e)
             db.commit()
             db.refresh(e)
+        if old_path and Path(old_path) != path and Path(old_path).parent == self.dir:
+            Path(old_path).unlink(missing_ok=True)  # this store's copy under an earlier file-naming scheme
         self._remember(name, df)
         return {**self._summary(e), "replaced": old is not None}
 
@@ -544,17 +165,17 @@ class Registry:
             PathOutsideRootsError: the path is outside the registered roots (``..``, symlinks).
             DataError: missing, empty, oversized, corrupt or unsupported file; bad name, sheet or header_rows.
         """
-        import pandas as pd
-
         s = self.settings
         p = resolve_in_roots(path, list(s.roots) + list(s.catalog_roots), what="path")
         if not p.is_file():
             raise DataError(f"no file at {p}" + (" (it is a folder)" if p.is_dir() else ""))
-        fmt = FORMATS.get(p.suffix.lower())
+        suffix = p.suffix.lower()
+        extra = table_loaders(self.core.plugins)  # loaders that extensions register (aisac_register_table_loaders)
+        fmt = FORMATS.get(suffix) or ("plugin" if suffix in extra else None)
         if fmt is None:
             raise DataError(f"unsupported file type {p.suffix or '(none)'!r}; supported: "
-                            f"{', '.join(sorted(FORMATS))}" + (" (save .xls workbooks as .xlsx)"
-                                                               if p.suffix.lower() == ".xls" else ""))
+                            f"{', '.join(sorted({*FORMATS, *extra}))}" + (" (save .xls workbooks as .xlsx)"
+                                                                          if suffix == ".xls" else ""))
         size = p.stat().st_size
         if size > s.data_max_file_mb * 1024 * 1024:
             raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data_max_file_mb:g} MB "
@@ -566,13 +187,11 @@ class Registry:
         if sheet is not None and fmt != "excel":
             raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
-        from aisac_core.hashing import sha256_file
-
         sha = sha256_file(p)
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
         frames, notes = [], []
         if fmt == "excel":
-            loaded = _load_excel(p, sheet, header_rows)
+            loaded = load_excel(p, sheet, header_rows)
             real = [x for x in loaded if x[1] is not None]
             notes += [n for x in loaded if x[1] is None for n in x[3]]
             if not real:
@@ -585,18 +204,21 @@ class Registry:
             return {"frames": frames, "notes": notes}
         opts: dict[str, Any] = {}
         n: list[str] = []
-        if fmt == "csv":
-            df, opts, n = _load_csv(p, header_rows, p.suffix.lower())
+        if fmt == "plugin":
+            if header_rows is not None:
+                raise DataError("header_rows applies to CSV and Excel files only")
+            df = extra[suffix](p)
+            if not (hasattr(df, "shape") and hasattr(df, "columns")):
+                raise DataError(f"the table loader registered for {suffix} returned {type(df).__name__}, not a pandas "
+                                "DataFrame; fix the extension's aisac_register_table_loaders")
+        elif fmt == "csv":
+            df, opts, n = load_csv(p, header_rows, suffix)
         elif fmt == "parquet":
             if header_rows is not None:
                 raise DataError("header_rows applies to CSV and Excel files only")
-            try:
-                df = pd.read_parquet(p)
-            except Exception as exc:
-                raise DataError(f"cannot read {p} as Parquet ({type(exc).__name__}: {exc}); the file is damaged or "
-                                "not Parquet") from exc
+            df = load_parquet(p)
         else:
-            df = _load_json(p, lines=fmt == "jsonl")
+            df = load_json(p, lines=fmt == "jsonl")
         if df.shape[1] == 0:
             raise DataError(f"{p} holds no columns: nothing to load")
         if df.empty:
@@ -633,7 +255,7 @@ class Registry:
         """Per-column statistics: ``{name, shape, columns: {col: {dtype, count, nulls, mean?, std?, min?, 25%?,
         50%?, 75%?, max?, unique?, top?, freq?}}}`` (pandas ``describe(include="all")``)."""
         df = self.frame(name)
-        cols = self._columns(df, columns)
+        cols = check_columns(df, columns)
         sub = df[cols] if cols else df
         if sub.shape[1] > 200:
             sub = sub.iloc[:, :200]
@@ -650,16 +272,8 @@ class Registry:
         return {"name": name, "shape": list(df.shape), "columns": out,
                 "truncated": df.shape[1] > 200 and not columns}
 
-    def _columns(self, df: Any, columns: list[str] | None) -> list[str]:
-        if not columns:
-            return []
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise DataError(f"unknown column(s) {missing}; the frame's columns: {list(map(str, df.columns[:50]))}")
-        return list(columns)
-
     def _keep_result(self, df: Any, lineage: dict) -> str:
-        rid = f"result:{hashlib.sha1(json.dumps(lineage, sort_keys=True, default=str).encode()).hexdigest()[:12]}"
+        rid = f"result:{sha256_json(lineage)[:12]}"
         with self._lock:
             self._results[rid] = (df, lineage)
             while len(self._results) > 32:
@@ -675,14 +289,8 @@ class Registry:
             raise DataError(f"limit must be 1..1000, got {limit}")
         check_query(expr)
         df = self.frame(name)
-        cols = self._columns(df, columns)
-        try:
-            res = df.query(expr, engine="python", local_dict={}, global_dict={})
-        except Exception as exc:
-            raise DataError(f"query failed: {type(exc).__name__}: {exc}. Column names with spaces or symbols need "
-                            "backticks, e.g. `my col` > 3") from exc
-        if cols:
-            res = res[cols]
+        cols = check_columns(df, columns)
+        res = select_rows(df, expr, cols)
         rid = self._keep_result(res, {"parent": name, "operation": {"op": "query", "expr": expr, "columns": cols}})
         return {"name": name, "expr": expr, "matched": len(res), "returned": min(limit, len(res)),
                 "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
@@ -695,30 +303,10 @@ class Registry:
         result_id}`` (columns named ``<column>_<function>``)."""
         df = self.frame(name)
         by = list(by or [])
-        self._columns(df, by)
-        if not metrics or not isinstance(metrics, dict):
-            raise DataError("metrics is empty: give {column: [function, ...]}, e.g. {\"yield\": [\"mean\", \"max\"]}")
-        spec: dict[str, list[str]] = {}
-        for col, fns in metrics.items():
-            fns = [fns] if isinstance(fns, str) else list(fns)
-            bad = [f for f in fns if f not in AGG_FUNCS]
-            if bad:
-                raise DataError(f"unknown aggregate function(s) {bad}; allowed: {', '.join(AGG_FUNCS)}")
-            spec[col] = fns
-        self._columns(df, list(spec))
-        import pandas as pd
-
-        try:
-            parts = {}
-            for col, fns in spec.items():
-                for f in fns:
-                    if by:
-                        parts[f"{col}_{f}"] = df.groupby(by, dropna=False)[col].agg(f)
-                    else:
-                        parts[f"{col}_{f}"] = pd.Series([df[col].agg(f)])
-            res = pd.DataFrame(parts).reset_index() if by else pd.DataFrame(parts)
-        except Exception as exc:
-            raise DataError(f"aggregate failed: {type(exc).__name__}: {exc} (e.g. mean of a text column)") from exc
+        check_columns(df, by)
+        spec = metric_spec(metrics)
+        check_columns(df, list(spec))
+        res = aggregate_frame(df, by, spec)
         if not 1 <= int(limit) <= 5000:
             raise DataError(f"limit must be 1..5000, got {limit}")
         rid = self._keep_result(res, {"parent": name, "operation": {"op": "aggregate", "by": by, "metrics": spec}})

@@ -23,40 +23,40 @@ The boundary (docs/data.md "Code sessions" says the same to users):
 
 Each call of :meth:`SandboxManager.run` waits up to ``sandbox_job_threshold_s``; a longer run continues in the
 background and the call returns a job id to poll with :meth:`SandboxManager.job_status`.
+
+How a worker is started (isolation, command line, environment, spawner thread) and spoken to (the pipe protocol)
+is in :mod:`aisac_core.data.isolation`.
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
-import os
 import re
-import select
 import shutil
-import signal
-import struct
 import subprocess
-import sys
 import threading
 import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from aisac_core.data.errors import SandboxError
+from aisac_core.data.isolation import (WORKER_SCRIPT, Worker, WorkerGone, WorkerTimeout, detect_isolation, exit_text,
+                                       kill, read, send, spawn, worker_command, worker_env)
+from aisac_core.hashing import sha256_bytes
 from aisac_core.settings import Settings
-from aisac_core.errors import AisacError
+
+__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Job", "SandboxError", "SandboxManager", "Session", "detect_isolation"]
 
 #: imports a session's code may make (``Settings.sandbox_allow_imports`` adds to it)
 DEFAULT_ALLOWED_IMPORTS = ("numpy", "pandas", "scipy", "matplotlib", "math", "statistics", "json", "re",
                            "datetime", "collections", "itertools", "functools", "random", "decimal", "fractions",
                            "string", "textwrap", "operator", "copy", "typing", "dataclasses", "enum", "cmath",
                            "numbers", "bisect", "heapq", "pprint", "time", "calendar")
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_CODE_CHARS = 1_000_000
 MAX_TIMEOUT_S = 3600.0
@@ -64,60 +64,15 @@ START_TIMEOUT_S = 60.0
 MAX_JOBS_KEPT = 500
 
 
-class SandboxError(AisacError):
-    """Bad input to a code tool (unknown session or job, bad name, busy session, too many sessions)."""
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _sha256(data: bytes | str) -> str:
-    return hashlib.sha256(data.encode("utf-8", "replace") if isinstance(data, str) else data).hexdigest()
-
-
-# -- OS isolation ---------------------------------------------------------------------------------------------
-def _probe(cmd: list[str]) -> bool:
-    try:
-        return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-@lru_cache(maxsize=8)
-def detect_isolation(requested: str = "auto") -> tuple[str, str]:
-    """The OS isolation in force for ``requested`` (``auto``/``bwrap``/``unshare``/``none``) and a note.
-
-    ``bwrap`` needs the ``bwrap`` binary and working unprivileged user namespaces (probed once by running
-    ``bwrap --unshare-all ... true``); ``unshare`` needs ``unshare -rn true`` to succeed. A requested mode that
-    does not work falls back to the next one, and the note says so.
-    """
-    notes = []
-    if requested in ("auto", "bwrap"):
-        if shutil.which("bwrap") and _probe(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all",
-                                             "--die-with-parent", "true"]):
-            return "bwrap", ("bubblewrap: user/network/PID namespaces, read-only root, only the session "
-                             "directory writable, no network")
-        notes.append("bubblewrap unavailable (no bwrap binary or no unprivileged user namespaces)")
-    if requested in ("auto", "bwrap", "unshare"):
-        if shutil.which("unshare") and _probe(["unshare", "-rn", "true"]):
-            return "unshare", "; ".join(notes + ["unshare -rn: user + network namespace (no network); file "
-                                                 "system protected by the audit hook only"])
-        notes.append("unshare -rn does not work here")
-    return "none", "; ".join(notes + ["no OS isolation: process, resource limits and audit hooks only (network "
-                                      "refused by the audit hook, not by the OS)"])
+    return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
 
 
 # -- sessions, workers, jobs ----------------------------------------------------------------------------------
-@dataclass
-class _Worker:
-    proc: subprocess.Popen
-    pid: int
-    started_at: str
-    log: Any = None
-
-
 @dataclass
 class Session:
     """A named code session: its folder, its worker (None until the first call or after a loss), its state."""
@@ -125,7 +80,7 @@ class Session:
     name: str
     dir: Path
     created_at: str = field(default_factory=_now)
-    worker: _Worker | None = None
+    worker: Worker | None = None
     cells: int = 0
     lost: str | None = None  # why the previous state was lost; reported (once) by the next run
     busy_job: str | None = None
@@ -202,43 +157,6 @@ class SandboxManager:
 
     def _live_workers(self) -> int:
         return sum(1 for s in self._sessions.values() if s.worker is not None and s.worker.proc.poll() is None)
-
-    def _command(self, s: Session) -> list[str]:
-        cfg = {"session_dir": str(s.dir), "allow_imports": self.allowed, "memory_mb": self.settings.sandbox_memory_mb,
-               "file_mb": self.settings.sandbox_file_mb, "cpu_session_s": self.settings.sandbox_session_cpu_s,
-               "output_chars": self.settings.sandbox_output_chars, "seed": self.settings.sandbox_seed,
-               "nproc": 1, "isolation": self.isolation}
-        py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
-        if self.isolation == "bwrap":
-            cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-            # the interpreter, the virtual environment and the code may live under /tmp (a checkout there, say):
-            # mount them back read-only after the tmpfs that hid them
-            code = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
-                    WORKER_SCRIPT.resolve().parents[2]}
-            code |= {Path(e).resolve() for e in sys.path if e and Path(e).is_absolute() and Path(e).is_dir()}
-            for p in sorted(code):
-                if p.is_relative_to("/tmp") and not any(p.is_relative_to(q) for q in code if q != p):
-                    cmd += ["--ro-bind", str(p), str(p)]
-            data_dir = self.settings.data_dir.resolve()
-            protected = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), WORKER_SCRIPT.resolve()]
-            if data_dir != Path("/") and not any(p == data_dir or p.is_relative_to(data_dir) for p in protected):
-                cmd += ["--tmpfs", str(data_dir)]  # hide the store (SQLite file, frames, other sessions)
-            cmd += ["--bind", str(s.dir), str(s.dir), "--chdir", str(s.dir), "--unshare-all", "--die-with-parent",
-                    "--new-session", "--"]
-            return cmd + py
-        if self.isolation == "unshare":
-            return ["unshare", "-rn", "--"] + py
-        return py
-
-    def _env(self, s: Session) -> dict[str, str]:
-        tmp = s.dir / "tmp"
-        tmp.mkdir(exist_ok=True)
-        return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(s.dir),
-                "TMPDIR": str(tmp), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(s.dir / ".matplotlib"),
-                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(self.settings.sandbox_seed),
-                "PYTHONDONTWRITEBYTECODE": "1"}
-
     def _make_room(self, s: Session) -> None:
         """At ``sandbox_max_sessions`` live workers, stop the least recently used idle one (its state is reported
         lost on its next call); refuse when every other worker is busy."""
@@ -251,7 +169,7 @@ class SandboxManager:
                 if o.lock.acquire(blocking=False):
                     try:
                         if o.worker is not None:
-                            self._kill(o.worker)
+                            kill(o.worker)
                             o.worker = None
                             o.lost = (f"its worker was stopped to make room for session {s.name!r} (at most "
                                       f"{self.settings.sandbox_max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
@@ -281,92 +199,30 @@ class SandboxManager:
         except OSError:
             pass
 
-    def _start(self, s: Session) -> _Worker:
+    def _start(self, s: Session) -> Worker:
         self._make_room(s)
         self._share_mpl_cache(s, collect=False)
         log = open(s.dir / ".worker.log", "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
-        proc = _spawn(self._command(s), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                      cwd=str(s.dir), env=self._env(s), start_new_session=True, bufsize=0)
-        w = _Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
+        proc = spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed), stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir), env=worker_env(self.settings, s.dir),
+                     start_new_session=True, bufsize=0)
+        w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
         try:
-            ready = self._read(w, time.monotonic() + START_TIMEOUT_S)
-        except _WorkerGone as exc:
-            self._kill(w)
+            ready = read(w, time.monotonic() + START_TIMEOUT_S)
+        except WorkerGone as exc:
+            kill(w)
             tail = (s.dir / ".worker.log").read_text(errors="replace")[-2000:]
             raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
         w.pid = int(ready.get("pid") or proc.pid)
         return w
-
-    def _kill(self, w: _Worker, close: bool = True) -> None:
-        """SIGKILL the worker's process group and reap it; ``close``: also close the pipes (only by the thread
-        that owns the session lock - another thread may be reading them)."""
-        try:
-            os.killpg(w.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-        try:
-            w.proc.kill()
-        except OSError:
-            pass
-        try:
-            w.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        if not close:
-            return
-        for f in (w.proc.stdin, w.proc.stdout, w.log):
-            try:
-                f.close()
-            except Exception:  # noqa: BLE001
-                pass
-
-    def _send(self, w: _Worker, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        try:
-            w.proc.stdin.write(struct.pack(">I", len(data)) + data)
-            w.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
-            raise _WorkerGone(f"the worker is gone ({exc})") from exc
-
-    def _read(self, w: _Worker, deadline: float) -> dict:
-        fd = w.proc.stdout.fileno()
-        buf = bytearray()
-        need = 4
-        header_done = False
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Timeout()
-            try:
-                r, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-                if not r:
-                    if w.proc.poll() is not None:
-                        raise _WorkerGone(_exit_text(w.proc.returncode))
-                    continue
-                chunk = os.read(fd, max(need - len(buf), 1 << 16) if header_done else need - len(buf))
-            except (OSError, ValueError) as exc:
-                raise _WorkerGone(f"the worker's pipe closed ({exc})") from exc
-            if not chunk:
-                try:
-                    w.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
-                raise _WorkerGone(_exit_text(w.proc.returncode))
-            buf += chunk
-            if not header_done and len(buf) >= 4:
-                need = struct.unpack(">I", bytes(buf[:4]))[0]
-                del buf[:4]
-                header_done = True
-            if header_done and len(buf) >= need:
-                return json.loads(bytes(buf[:need]))
 
     def _ensure_worker(self, s: Session) -> list[str]:
         """Start the session's worker if it is missing or dead (caller holds s.lock); returns the notes to report
         (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
         notes: list[str] = []
         if s.worker is not None and s.worker.proc.poll() is not None:
-            s.lost = s.lost or f"the worker exited ({_exit_text(s.worker.proc.returncode)})"
-            self._kill(s.worker)
+            s.lost = s.lost or f"the worker exited ({exit_text(s.worker.proc.returncode)})"
+            kill(s.worker)
             s.worker = None
         if s.worker is None:
             s.worker = self._start(s)
@@ -383,17 +239,17 @@ class SandboxManager:
         notes = self._ensure_worker(s)
         w = s.worker
         try:
-            self._send(w, req)
-            reply = self._read(w, time.monotonic() + timeout_s)
-        except _Timeout:
-            self._kill(w)
+            send(w, req)
+            reply = read(w, time.monotonic() + timeout_s)
+        except WorkerTimeout:
+            kill(w)
             s.worker = None
             s.lost = f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and the worker was killed"
             reply = {"ok": False, "error_type": "TimeoutError",
                      "error": f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and the session "
                               "state is lost (the next call starts a fresh worker)"}
-        except _WorkerGone as exc:
-            self._kill(w)
+        except WorkerGone as exc:
+            kill(w)
             s.worker = None
             if s.stopping:
                 return {"ok": False, "error_type": "Stopped", "error": f"the run was {s.stopping}"}, notes
@@ -630,14 +486,14 @@ class SandboxManager:
         w = s.worker
         if w is not None:
             s.stopping = "stopped by data_code_session_reset (or close)"
-            self._kill(w, close=False)  # a running job's reader sees the worker gone and finishes
+            kill(w, close=False)  # a running job's reader sees the worker gone and finishes
         if not s.lock.acquire(timeout=15):
             s.stopping = None
             raise SandboxError(f"session {session!r} did not stop in time; try again")
         try:
             s.stopping = None
             if s.worker is not None:
-                self._kill(s.worker)
+                kill(s.worker)
             s.worker = None
             s.lost = None
             s.cells = 0
@@ -664,68 +520,5 @@ class SandboxManager:
             sessions = list(self._sessions.values())
         for s in sessions:
             if s.worker is not None:
-                self._kill(s.worker)
+                kill(s.worker)
                 s.worker = None
-
-
-class _Spawner:
-    """Starts processes from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires
-    when the *thread* that forked the child ends, so workers must not be started from short-lived job threads."""
-
-    def __init__(self) -> None:
-        import queue
-
-        self.q: "queue.Queue[tuple[list[str], dict, dict]]" = queue.Queue()
-        self.t = threading.Thread(target=self._loop, name="sandbox-spawner", daemon=True)
-        self.t.start()
-
-    def _loop(self) -> None:
-        while True:
-            cmd, kw, box = self.q.get()
-            try:
-                box["proc"] = subprocess.Popen(cmd, **kw)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                box["error"] = exc
-            box["done"].set()
-
-    def __call__(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
-        box: dict[str, Any] = {"done": threading.Event()}
-        self.q.put((cmd, kw, box))
-        box["done"].wait()
-        if "error" in box:
-            raise box["error"]
-        return box["proc"]
-
-
-_spawner: _Spawner | None = None
-_spawner_lock = threading.Lock()
-
-
-def _spawn(cmd: list[str], **kw: Any) -> subprocess.Popen:
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = _Spawner()
-    return _spawner(cmd, **kw)
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _WorkerGone(Exception):
-    pass
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = str(-code)
-        hint = {"SIGKILL": " (killed: memory or CPU-time hard limit, or the wall-time kill)",
-                "SIGXCPU": " (CPU-time limit)", "SIGSEGV": " (crashed)", "SIGXFSZ": " (file-size limit)"}.get(name, "")
-        return f"signal {name}{hint}"
-    return f"exit code {code}"

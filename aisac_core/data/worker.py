@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import ctypes  # noqa: F401 - numpy imports it; its module-level dlopen must happen before the audit hook is set
 import io
 import json
 import os
+import random
+import resource
 import signal
 import struct
 import sys
@@ -226,8 +229,6 @@ class Worker:
         return None
 
     def run(self, code: str, cpu_s: float, cell: int) -> dict:
-        import resource  # noqa: PLC0415
-
         self.cell = cell
         filename = f"<cell {cell}>"
         out, err = _Capture(self.output_chars), _Capture(self.output_chars)
@@ -343,8 +344,6 @@ def _send(fd: int, obj: dict) -> None:
 
 
 def _set_limits(cfg: dict) -> None:
-    import resource  # noqa: PLC0415
-
     def lim(which: int, value: int) -> None:
         try:
             _soft, hard = resource.getrlimit(which)
@@ -373,10 +372,6 @@ def main() -> int:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     sys.stdin = io.StringIO("")
-    import ctypes  # noqa: F401, PLC0415 - numpy imports it; its module-level dlopen must happen before the hook
-
-    import random  # noqa: PLC0415
-
     random.seed(int(cfg.get("seed", 0)))
     worker = Worker(cfg)
 

@@ -29,6 +29,8 @@ import email.utils
 import hashlib
 import json
 import logging
+import os
+import ssl
 import time
 import weakref
 from contextlib import asynccontextmanager
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
+import certifi
 import httpx
 from aiolimiter import AsyncLimiter
 from sqlmodel import Session
@@ -102,17 +105,6 @@ class BadResponse(ServiceError):
                                   "Try again later; if it persists the service may be failing.", kind="bad_response")
 
 
-_tables_ready: "weakref.WeakSet[Any]" = weakref.WeakSet()
-
-
-def _ensure(engine: "Engine") -> None:
-    if engine not in _tables_ready:
-        from aisac_core.store.sql import ensure_tables
-
-        ensure_tables(engine, LitCacheEntry)
-        _tables_ready.add(engine)
-
-
 def cache_key(service: str, url: str, params: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """sha256 of the normalised request and the request it stands for: (service, URL path, sorted params
     without :data:`SECRET_PARAMS`). The base URL's host is left out, so a mirror shares the entries."""
@@ -125,7 +117,6 @@ def cache_key(service: str, url: str, params: dict[str, Any] | None) -> tuple[st
 
 def cache_get(engine: "Engine", key: str, ttl_s: float | None) -> LitCacheEntry | None:
     """The cached entry for ``key`` younger than ``ttl_s`` (any age when None), else None."""
-    _ensure(engine)
     with Session(engine) as s:
         row = s.get(LitCacheEntry, key)
         if row is None or (ttl_s is not None and time.time() - row.created_at > ttl_s):
@@ -137,7 +128,6 @@ def cache_get(engine: "Engine", key: str, ttl_s: float | None) -> LitCacheEntry 
 def cache_put(engine: "Engine", key: str, service: str, request: dict[str, Any], body: str,
               content_type: str | None) -> None:
     """Store (or refresh) a cached response."""
-    _ensure(engine)
     with Session(engine) as s:
         row = s.get(LitCacheEntry, key) or LitCacheEntry(key=key, service=service, request_json="", body="",
                                                           created_at=0.0)
@@ -218,8 +208,6 @@ _states: dict[tuple[str, str], ServiceState] = {}
 
 def policy_for(service: str, settings: "Settings") -> Policy:
     """The documented rate policy of ``service`` under ``settings`` (see the module docstring)."""
-    import os
-
     if service == "arxiv":
         iv = settings.lit_arxiv_interval_s
         return Policy(1, iv, serial=True, min_gap=iv)
@@ -277,14 +265,7 @@ def _ssl_context() -> Any:
     """One default SSL context for every client (building one costs ~50 ms: certificates are loaded)."""
     global _ssl_ctx
     if _ssl_ctx is None:
-        import ssl
-
-        try:
-            import certifi
-
-            _ssl_ctx = ssl.create_default_context(cafile=certifi.where())
-        except ImportError:  # pragma: no cover
-            _ssl_ctx = ssl.create_default_context()
+        _ssl_ctx = ssl.create_default_context(cafile=certifi.where())
     return _ssl_ctx
 
 
@@ -382,7 +363,6 @@ class Fetcher:
 
     def _forget(self, key: str) -> None:
         assert self.engine is not None
-        _ensure(self.engine)
         with Session(self.engine) as db:
             row = db.get(LitCacheEntry, key)
             if row is not None:

@@ -18,22 +18,19 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable
 
 import anyio
 
-from aisac_core.literature import arxiv, crossref, openalex, pubmed, semanticscholar
+from aisac_core.literature import openalex, semanticscholar
 from aisac_core.literature.http import Fetcher, NotFound, RateLimited, ReplayMiss, ServiceError
-from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_papers, parse_identifier
+from aisac_core.literature.paper import LiteratureError, Paper, merge_papers, parse_identifier
+from aisac_core.literature.sources import aliases, literature_sources, max_results, routes
 
 if TYPE_CHECKING:
     from aisac_core.settings import Settings
     from aisac_core.context import AppContext
 
-CLIENTS = {"arxiv": arxiv, "pubmed": pubmed, "crossref": crossref, "openalex": openalex,
-           "semantic_scholar": semanticscholar}
-#: accepted spellings of the sources
-ALIASES = {"s2": "semantic_scholar", "semanticscholar": "semantic_scholar", "semantic scholar": "semantic_scholar"}
 #: largest k a tool call accepts for the merged list (each source is also clamped to its own maximum)
 MAX_K = 1000
 
@@ -80,20 +77,25 @@ async def _guard(source: str, coro: Awaitable[Any]) -> tuple[str, Any, dict[str,
     return source, res, st
 
 
-def normalise_sources(sources: list[str] | str | None) -> list[str]:
-    """Source names in canonical spelling. Raises LiteratureError for an unknown or empty list."""
+def normalise_sources(sources: list[str] | str | None, registry: dict[str, Any] | None = None) -> list[str]:
+    """Source names in canonical spelling, from ``registry`` (name -> source; default: the built-ins, see
+    :func:`~.sources.literature_sources`). None -> every registered source. Raises LiteratureError for an unknown
+    or empty list."""
+    registry = registry if registry is not None else literature_sources()
     if sources is None:
-        return list(SOURCES)
+        return list(registry)
+    spellings = aliases(registry)
     items = [sources] if isinstance(sources, str) else list(sources)
     out: list[str] = []
     for raw in items:
-        name = ALIASES.get(str(raw).strip().lower(), str(raw).strip().lower())
-        if name not in CLIENTS:
-            raise LiteratureError(f"unknown source {raw!r}: choose from {', '.join(SOURCES)} (or omit sources for all)")
+        name = spellings.get(str(raw).strip().lower())
+        if name is None:
+            raise LiteratureError(f"unknown source {raw!r}: choose from {', '.join(registry)} (or omit sources for "
+                                  "all)")
         if name not in out:
             out.append(name)
     if not out:
-        raise LiteratureError(f"sources is empty: choose from {', '.join(SOURCES)} (or omit sources for all)")
+        raise LiteratureError(f"sources is empty: choose from {', '.join(registry)} (or omit sources for all)")
     return out
 
 
@@ -109,7 +111,8 @@ async def search(settings: "Settings", core: "AppContext | None", query: str, so
                  k: int = 10, year_from: int | None = None, year_to: int | None = None) -> dict[str, Any]:
     """Search the sources concurrently and merge their ranked lists (:func:`~.paper.merge_papers`).
 
-    Args: ``query`` non-empty text; ``sources`` names (default all five); ``k`` merged papers wanted (1..1000;
+    Args: ``query`` non-empty text; ``sources`` names (default: every registered source, the five built-ins plus
+    any a served project's plugins add); ``k`` merged papers wanted (1..1000;
     each source is asked for ``k``, clamped to its own maximum: arXiv 2000, PubMed 10000, Crossref 1000,
     OpenAlex 200, Semantic Scholar 100); ``year_from``/``year_to`` inclusive publication years.
 
@@ -120,7 +123,8 @@ async def search(settings: "Settings", core: "AppContext | None", query: str, so
     """
     if not isinstance(query, str) or not query.strip():
         raise LiteratureError("query is empty: give words to search for, e.g. 'transformer protein structure'")
-    names = normalise_sources(sources)
+    registry = literature_sources(core)
+    names = normalise_sources(sources, registry)
     if not isinstance(k, int) or k < 1:
         raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {MAX_K}")
     notes = []
@@ -130,11 +134,11 @@ async def search(settings: "Settings", core: "AppContext | None", query: str, so
     _check_years(year_from, year_to)
     q = query.strip()
     async with Fetcher(settings, _engine(core)) as f:
-        results = await asyncio.gather(*[_guard(n, CLIENTS[n].search(f, q, k, year_from, year_to)) for n in names])
+        results = await asyncio.gather(*[_guard(n, registry[n].search(f, q, k, year_from, year_to)) for n in names])
     ranked: dict[str, list[Paper]] = {}
     statuses: dict[str, dict[str, Any]] = {}
     for name, papers, st in results:
-        cap = CLIENTS[name].MAX_RESULTS
+        cap = max_results(registry[name])
         if k > cap:
             st.update(k_requested=k, k_max=cap)
             notes.append(f"k={k} exceeds {name}'s maximum of {cap} per request: asked {name} for {cap}")
@@ -152,30 +156,11 @@ async def search(settings: "Settings", core: "AppContext | None", query: str, so
             "sources": statuses, "notes": notes}
 
 
-def _routes(kind: str) -> list[tuple[str, Callable[[Fetcher, str, str], Awaitable[Paper]]]]:
-    async def ax(f: Fetcher, _k: str, v: str) -> Paper:
-        return await arxiv.get(f, v)
-
-    async def pm(f: Fetcher, _k: str, v: str) -> Paper:
-        return await pubmed.get(f, v)
-
-    async def cr(f: Fetcher, _k: str, v: str) -> Paper:
-        return await crossref.get(f, v)
-
-    return {
-        "doi": [("crossref", cr), ("openalex", openalex.get), ("semantic_scholar", semanticscholar.get)],
-        "arxiv": [("arxiv", ax)],
-        "pmid": [("pubmed", pm)],
-        "pmcid": [("openalex", openalex.get), ("semantic_scholar", semanticscholar.get)],
-        "s2": [("semantic_scholar", semanticscholar.get)],
-        "openalex": [("openalex", openalex.get)],
-    }[kind]
-
-
 async def get(settings: "Settings", core: "AppContext | None", identifier: str) -> dict[str, Any]:
     """One paper by identifier (see :func:`~.paper.parse_identifier`), from the sources that index that kind:
     DOI -> Crossref + OpenAlex + Semantic Scholar (merged); arXiv id -> arXiv; PMID -> PubMed (efetch, with
-    abstract); PMCID -> OpenAlex + Semantic Scholar; S2 id -> Semantic Scholar; W id -> OpenAlex.
+    abstract); PMCID -> OpenAlex + Semantic Scholar; S2 id -> Semantic Scholar; W id -> OpenAlex; plus every
+    registered source that declares it answers that kind of identifier.
 
     Returns ``{identifier, kind, paper: Paper | None, sources: {name: status}}``; ``paper`` is None only when
     every source was throttled or failed (their statuses say why, e.g. ``rate_limited`` with ``retry_after``).
@@ -183,9 +168,9 @@ async def get(settings: "Settings", core: "AppContext | None", identifier: str) 
     Raises LiteratureError: malformed or unknown identifier; every source says not found.
     """
     kind, value = parse_identifier(identifier)
-    routes = _routes(kind)
+    chosen = routes(literature_sources(core), kind)
     async with Fetcher(settings, _engine(core)) as f:
-        results = await asyncio.gather(*[_guard(n, fn(f, kind, value)) for n, fn in routes])
+        results = await asyncio.gather(*[_guard(n, fn(f, kind, value)) for n, fn in chosen])
     found = {n: [p] for n, p, _st in results if p is not None}
     for n, ps in found.items():
         _stamp(f, n, ps)

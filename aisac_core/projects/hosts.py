@@ -1,4 +1,4 @@
-"""Host set-up: write (or print) the MCP configuration of Claude Desktop, VS Code or Cursor for aisac (issue 10).
+"""Host set-up: write (or print) the MCP configuration of Claude Desktop, VS Code or Cursor for aisac.
 
 Formats (checked against each host's documentation, see docs/hosts.md):
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aisac_core.errors import AisacError
+from aisac_core.projects.manifest import load_manifest
 
 HOSTS = ("claude-desktop", "vscode", "cursor")
 #: the top-level key holding the servers, per host
@@ -95,14 +96,12 @@ def server_entry(host: str, *, data_dir: Path, project: Path | None = None, comm
     The name is ``aisac``, or ``aisac-<project id>`` with a project (so several projects can sit side by side).
 
     Raises:
-        HostConfigError: unknown host. :class:`~aisac_core.projects.bootstrap.BootstrapError`: the project does not load.
+        HostConfigError: unknown host. :class:`~aisac_core.projects.manifest.BootstrapError`: the project does not load.
     """
     _check_host(host)
     args = ["serve"]
     name = "aisac"
     if project is not None:
-        from aisac_core.projects.bootstrap import load_manifest
-
         p = load_manifest(project)
         args += ["--project", str(p.root)]
         name = f"aisac-{p.id}"

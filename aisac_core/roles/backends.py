@@ -6,9 +6,9 @@ Backends (``Settings.roles_llm`` or a per-call ``llm``):
   (``roles_llm_base_url``, ``roles_llm_model``, the key read from the environment variable named by
   ``roles_llm_api_key_env``); temperature 0 and a fixed seed (``roles_llm_seed``), no client-side retries, a
   timeout of ``roles_llm_timeout_s``.
-- ``sampling``: the MCP client's model, where the client offers sampling: ``sampling/createMessage`` on
-  handshake-era connections, an ``InputRequiredResult`` carrying the request on 2026-07-28 connections
-  (the tool is re-entered with the reply; see :class:`NeedInput`).
+- ``sampling``: the MCP client's model, where the client offers sampling. The server serving the call builds
+  that backend (``aisac_servers.sampling``) and passes it in; it may raise :class:`~aisac_core.roles.NeedInput`
+  (the client must answer the request and re-enter the tool).
 - ``replay``: only the response cache; a request never seen before is an error.
 - ``none`` (and ``auto`` without a base URL): no model; every role uses its deterministic fallback.
 
@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 
-from aisac_core.roles import RoleModelError, RolesError
+from aisac_core.roles import NeedInput, RoleModelError, RolesError
 from aisac_core.roles.schemas import parse_json, validate
 from aisac_core.roles.store import cache_get, cache_put, request_hash
+from aisac_core.trace.recorder import record_tool_call
 
 if TYPE_CHECKING:
     from aisac_core.settings import Settings
@@ -40,15 +41,6 @@ SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant.
 #: completion budget of one role reply (tokens)
 MAX_TOKENS = 2000
 LLM_CHOICES = ("auto", "none", "openai", "sampling", "replay")
-
-
-class NeedInput(Exception):
-    """Raised by the sampling backend on a 2026-07-28 connection: the tool must return an ``InputRequiredResult``
-    asking the client to sample ``messages``; the client re-enters the tool with the reply under ``key``."""
-
-    def __init__(self, key: str, system: str, prompt_messages: list[dict[str, str]]) -> None:
-        super().__init__(f"the client must sample request {key}")
-        self.key, self.system, self.messages = key, system, prompt_messages
 
 
 class Backend:
@@ -98,65 +90,6 @@ class OpenAIBackend(Backend):
                                  "(the variable named by AISAC_ROLES_LLM_API_KEY_ENV)") from exc
 
 
-class SamplingBackend(Backend):
-    """The MCP client's model through sampling (``ctx``: the fastmcp Context of the current tool call)."""
-
-    name = "sampling"
-    model = "client"
-
-    def __init__(self, ctx: Any) -> None:
-        self.ctx = ctx
-
-    async def complete(self, messages: list[dict[str, str]], *, key: str) -> str:
-        import warnings
-
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        convo = [m for m in messages if m["role"] != "system"]
-        if self.ctx._is_modern_protocol():  # 2026-07-28: no back-channel; the client re-enters with the reply
-            got = (self.ctx.input_responses or {}).get(key)
-            if got is None:
-                raise NeedInput(key, system, convo)
-            return _sample_text(got)
-        sm = [_sampling_message(m) for m in convo]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                r = await self.ctx.session.create_message(sm, max_tokens=MAX_TOKENS, system_prompt=system,
-                                                          temperature=0)
-        except Exception as exc:
-            raise RoleModelError(f"MCP sampling failed ({type(exc).__name__}: {exc}); the client may not offer "
-                                 "sampling: use llm='none', an endpoint (AISAC_ROLES_LLM_BASE_URL) or the roles_* "
-                                 "prompts with the submit tools") from exc
-        return _sample_text(r)
-
-
-def _sampling_message(m: dict[str, str]) -> Any:
-    import mcp_types as mt
-
-    text = mt.TextContent(type="text", text=m["content"])
-    return mt.SamplingMessage(role=m["role"], content=text)  # type: ignore[arg-type]
-
-
-def _sample_text(result: Any) -> str:
-    content = getattr(result, "content", None)
-    if isinstance(content, list):
-        return "".join(getattr(c, "text", "") for c in content)
-    text = getattr(content, "text", None)
-    if text is None:
-        raise RoleModelError("the client's sampling reply holds no text")
-    return text
-
-
-def sampling_request(need: NeedInput) -> Any:
-    """The ``InputRequiredResult`` asking the client to sample ``need`` (2026-07-28 connections)."""
-    import mcp_types as mt
-
-    req = mt.CreateMessageRequest(params=mt.CreateMessageRequestParams(
-        messages=[_sampling_message(m) for m in need.messages],
-        system_prompt=need.system, max_tokens=MAX_TOKENS, temperature=0))
-    return mt.InputRequiredResult(input_requests={need.key: req}, request_state=need.key)
-
-
 class ReplayBackend(Backend):
     """Answers only from the response cache (a run replayed from its trace)."""
 
@@ -168,20 +101,14 @@ class ReplayBackend(Backend):
                              "a traced run made with the same prompts, model and settings")
 
 
-def client_offers_sampling(ctx: Any) -> bool:
-    """True when the MCP client of ``ctx`` declared the sampling capability."""
-    try:
-        caps = ctx.session.client_capabilities
-        return caps is not None and caps.sampling is not None
-    except Exception:
-        return False
-
-
-def get_backend(settings: "Settings", llm: str | None = None, ctx: Any = None) -> Backend | None:
+def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
     """The backend for ``llm`` (default ``settings.roles_llm``); None means no model (deterministic fallbacks).
 
-    Raises :class:`RolesError`: unknown choice; ``openai`` without a base URL; ``sampling`` outside an MCP tool
-    call or with a client that does not offer sampling.
+    ``sampling``: the MCP client's model (built by the serving MCP server; None outside an MCP tool call or when
+    the client does not offer sampling), the backend of ``llm='sampling'``.
+
+    Raises :class:`RolesError`: unknown choice; ``openai`` without a base URL; ``sampling`` without a sampling
+    backend.
     """
     choice = llm or settings.roles_llm
     if choice not in LLM_CHOICES:
@@ -193,10 +120,10 @@ def get_backend(settings: "Settings", llm: str | None = None, ctx: Any = None) -
     if choice == "replay":
         return ReplayBackend()
     if choice == "sampling":
-        if ctx is None or not client_offers_sampling(ctx):
+        if sampling is None:
             raise RolesError("llm='sampling' needs an MCP client that offers sampling; this one does not. Use "
                              "llm='none', an OpenAI-compatible endpoint, or the roles_* prompts with the submit tools")
-        return SamplingBackend(ctx)
+        return sampling
     if not settings.roles_llm_base_url:
         raise RolesError("llm='openai' needs an endpoint: set AISAC_ROLES_LLM_BASE_URL (e.g. "
                          "http://127.0.0.1:8000/v1) and AISAC_ROLES_LLM_MODEL")
@@ -249,8 +176,6 @@ def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -
 async def _request(core: "AppContext", backend: Backend, role: str, schema: str, prompt_version: str,
                    messages: list[dict[str, str]], run_id: str, parent_id: int | None, *,
                    repair: bool) -> tuple[str, str, bool]:
-    from aisac_core.trace.provenance import record_tool_call
-
     s = core.settings
     # the key leaves the backend out and names the model, so ``replay`` (with the same settings) finds what an
     # ``openai`` run cached; sampling replies are keyed under the model "client".

@@ -17,7 +17,7 @@ An empty answer, or one without citations, is severity 1.0 (completeness / groun
 
 Pass/fail: ``mean_severity <= roles_max_mean_severity`` (default 0.4) and ``max_severity <= roles_max_severity``
 (default 0.8), over at most 10 critiques (highest severity kept); no critiques means mean = max = 0. These
-defaults are issue 7's; the gate severities are aisac's own choice (a failed gate must fail the run: 0.9 > 0.8).
+defaults and the gate severities are aisac's own choice (a failed gate must fail the run: 0.9 > 0.8).
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.rag.verify import verify_anchor
 from aisac_core.roles import MODE_GATES
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
@@ -38,29 +42,9 @@ _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access 
 
 
 def verify(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
-    """:func:`aisac_core.rag.search.verify_anchor` (issue 3), or a simpler check when that is not available: the
-    file's sha256 and the chunk's text sha256 in the index."""
-    try:
-        from aisac_core.rag.search import verify_anchor  # type: ignore[attr-defined]
-    except ImportError:
-        verify_anchor = None
-    if verify_anchor is not None:
-        return verify_anchor(core, anchor)
-    import hashlib
-
-    from aisac_core.rag.search import get_chunk
-
-    path = anchor.get("path")
-    if not path or not Path(path).is_file():
-        return {"status": "missing", "chunk_id": anchor.get("chunk_id"), "path": path, "detail": "file is gone"}
-    h = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    ch = get_chunk(core, anchor.get("chunk_id") or "")
-    if h != anchor.get("sha256"):
-        return {"status": "file_changed", "chunk_id": anchor.get("chunk_id"), "path": path,
-                "detail": "file sha256 differs"}
-    if ch is None or ch["anchor"].get("chunk_sha256") != anchor.get("chunk_sha256"):
-        return {"status": "chunk_changed", "chunk_id": anchor.get("chunk_id"), "path": path, "detail": "chunk differs"}
-    return {"status": "ok", "chunk_id": anchor.get("chunk_id"), "path": path, "detail": "file and chunk hashes match"}
+    """Re-verify a cited anchor (:func:`aisac_core.rag.verify.verify_anchor`): ``{status, chunk_id, path,
+    detail}``."""
+    return verify_anchor(core, anchor)
 
 
 def evidence_gate(core: "AppContext", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -209,7 +193,7 @@ def automatic_checks(core: "AppContext", answer: dict[str, Any], events: list[di
     return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
 
 
-def _evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
     prompt must be identical when the run is replayed, or the cached response is not found)."""
     calls = [ev for ev in events if ev["kind"] == "tool_call"]
@@ -228,14 +212,10 @@ async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events
     by = "automatic"
     extra: dict[str, Any] = {}
     if backend is not None:
-        from aisac_core.roles.backends import ask_json
-        from aisac_core.roles.prompts import render
-        from aisac_core.roles.schemas import load_schema
-
         shown = {"text": answer.get("text"), "citations": [
             {k: c.get(k) for k in ("n", "kind", "chunk_id", "title", "page", "section", "ref", "quote")}
             for c in answer.get("citations") or []]}
-        text, version = render("evaluator", {"task": task, "answer": shown, "evidence": _evidence_summary(events),
+        text, version = render("evaluator", {"task": task, "answer": shown, "evidence": evidence_summary(events),
                                              "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()},
                                                        "critiques": crit},
                                              "schema": load_schema("critique")}, s.roles_prompt_dir)

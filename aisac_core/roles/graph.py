@@ -14,8 +14,8 @@
                {"from": "evaluator", "to": "end", "when": "passed or re-plans exhausted"}]}
 
 A project augments it with a function ``augment(graph) -> graph | None`` (None: edited in place;
-``default_graph(augment)``, or
-:func:`set_augment` for every run of the process: the projects' bootstrap calls it). Besides changing
+``default_graph(augment)``; a served project's augmentation is the application context's ``graph_augment``,
+which :func:`active_graph` applies). Besides changing
 ``replan_limit`` or descriptions, an augmentation may add **tool nodes**::
 
     graph["nodes"]["units"] = {"kind": "tool", "tool": "proj_check_units", "arguments": {"text": "{task}"}}
@@ -34,7 +34,17 @@ import copy
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from aisac_core.ports import ToolPort
 from aisac_core.roles import RoleModelError, RolesError, check_mode
+from aisac_core.roles import planner as pl
+from aisac_core.roles import researcher as rs
+from aisac_core.roles.backends import Backend, get_backend
+from aisac_core.roles.evaluator import evaluate
+from aisac_core.roles.router import route as do_route
+from aisac_core.roles.router import rule_route
+from aisac_core.roles.store import Step, run_events
+from aisac_core.roles.tools import call_tool, capabilities
+from aisac_core.trace.recorder import new_run_id
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
@@ -42,7 +52,6 @@ if TYPE_CHECKING:
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
 _AFTER = ("researcher", "evaluator")
-_augment: Callable[[dict], dict] | None = None
 
 
 def _base() -> dict[str, Any]:
@@ -114,15 +123,11 @@ def default_graph(augment: Callable[[dict], dict] | None = None) -> dict[str, An
     return g
 
 
-def set_augment(fn: Callable[[dict], dict] | None) -> None:
-    """Install (or clear, with None) the process-wide graph augmentation used by :func:`active_graph`."""
-    global _augment
-    _augment = fn
-
-
-def active_graph() -> dict[str, Any]:
-    """The graph runs use by default: :func:`default_graph` with the installed augmentation."""
-    return default_graph(_augment)
+def active_graph(app: "AppContext | None" = None) -> dict[str, Any]:
+    """The graph runs of ``app`` use by default: :func:`default_graph` with the served project's augmentation
+    (``app.graph_augment``; none without a project or without ``app``). Raises :class:`RolesError` when the
+    augmented graph is invalid."""
+    return default_graph(app.graph_augment if app is not None else None)
 
 
 def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
@@ -138,15 +143,13 @@ def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str
 def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], max_steps: int) -> dict[str, Any]:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
-    from aisac_core.roles.planner import template_plan
-
-    p = template_plan(task, route, tools, attempt=0, max_steps=max_steps)
+    p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
 
 
-async def run_graph(core: "AppContext", task: str, *, mode: str | None = None, llm: str | None = None,
-                    session_id: str | None = None, run_id: str | None = None, graph: dict[str, Any] | None = None,
-                    ctx: Any = None, server: Any = None) -> dict[str, Any]:
+async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str | None = None,
+                    llm: str | None = None, session_id: str | None = None, run_id: str | None = None,
+                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> dict[str, Any]:
     """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
 
     Args:
@@ -156,22 +159,15 @@ async def run_graph(core: "AppContext", task: str, *, mode: str | None = None, l
             timeout, schema violation after one repair) is recorded and the role falls back to its rules.
         session_id: a memory session whose recall joins the router's context (``memory_recall``).
         run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
-        ctx: the fastmcp Context of an MCP tool call (for ``llm='sampling'``). server: suite override (tests).
+        tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
+            and the graph's tool nodes call them; the planner sees those :func:`.tools.capabilities` allows.
+        sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
 
     Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
     evaluation}], model_errors, took_s}``. Every role step, model call and tool call is in the trace of ``run_id``.
 
     Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
     """
-    from aisac_core.trace.provenance import new_run_id
-    from aisac_core.roles import planner as pl
-    from aisac_core.roles.backends import get_backend
-    from aisac_core.roles.evaluator import evaluate
-    from aisac_core.roles.router import route as do_route
-    from aisac_core.roles.router import rule_route
-    from aisac_core.roles.store import Step, ready, run_events
-    from aisac_servers.toolclient import SuiteTools
-
     t_start = time.perf_counter()
     if not isinstance(task, str) or not task.strip():
         raise RolesError("task is empty: give the question to answer")
@@ -179,126 +175,125 @@ async def run_graph(core: "AppContext", task: str, *, mode: str | None = None, l
         raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
     s = core.settings
     mode = check_mode(mode, s.roles_mode)
-    backend = get_backend(s, llm, ctx)
-    graph = graph if graph is not None else active_graph()
+    backend = get_backend(s, llm, sampling)
+    graph = graph if graph is not None else active_graph(core)
     errs = validate_graph(graph)
     if errs:
         raise RolesError("invalid workflow graph: " + "; ".join(errs))
     replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.roles_replan_limit
     run_id = run_id or new_run_id()
-    engine = ready(core.engine)
+    engine = core.engine
     model_errors: list[dict[str, str]] = []
     llm_name = backend.name if backend else "none"
 
-    async with SuiteTools(server) as suite:
-        tools = await suite.list_tools()
-        names = {t["name"] for t in tools}
+    caps = await capabilities(tools)
+    names = {t["name"] for t in caps}
 
-        async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
-            return await suite.call(name, args, run_id=run_id, parent_id=parent)
+    async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
+        return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
 
-        # --- router: gather context, classify, decide
-        with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name,
-                                             "session_id": session_id}) as st:
-            hits: list[dict[str, Any]] = []
-            memory: list[dict[str, Any]] = []
-            if "rag_search" in names:
-                status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
-                if status == "ok" and isinstance(res, dict):
-                    hits = res.get("hits") or []
-            if session_id and "memory_recall" in names:
-                status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
-                if status == "ok" and isinstance(res, dict):
-                    memory = ([{"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
-                               for t in (res.get("recent") or [])][-5:]
-                              + [{"kind": "related", **p} for p in (res.get("related") or [])][:5])
-            try:
-                decision = await do_route(core, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
-            except RoleModelError as exc:
-                model_errors.append({"role": "router", "error": str(exc)})
-                decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
-            st.result = decision
+    # --- router: gather context, classify, decide
+    with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name,
+                                         "session_id": session_id}) as st:
+        hits: list[dict[str, Any]] = []
+        memory: list[dict[str, Any]] = []
+        if "rag_search" in names:
+            status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
+            if status == "ok" and isinstance(res, dict):
+                hits = res.get("hits") or []
+        if session_id and "memory_recall" in names:
+            status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
+            if status == "ok" and isinstance(res, dict):
+                memory = ([{"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
+                           for t in (res.get("recent") or [])][-5:]
+                          + [{"kind": "related", **p} for p in (res.get("related") or [])][:5])
+        try:
+            decision = await do_route(core, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
+        except RoleModelError as exc:
+            model_errors.append({"role": "router", "error": str(exc)})
+            decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
+        st.result = decision
 
-        attempts: list[dict[str, Any]] = []
-        feedback: list[dict[str, Any]] | None = None
-        attempt = 0
-        while True:
-            # --- planner (skipped on a direct route's first attempt)
-            if decision["decision"] == "direct" and attempt == 0:
-                plan = direct_plan(task, decision, tools, s.roles_max_plan_steps)
-            else:
-                with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
-                                                      "tools": sorted(names)}) as st:
-                    try:
-                        plan = await pl.plan(core, task, decision, tools, backend, run_id=run_id, parent_id=st.id,
-                                             attempt=attempt, feedback=feedback)
-                    except RoleModelError as exc:
-                        model_errors.append({"role": "planner", "error": str(exc)})
-                        plan = {**pl.template_plan(task, decision, tools, attempt=attempt,
-                                                   max_steps=s.roles_max_plan_steps), "by": "template (model failed)"}
-                    st.result = plan
-            # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
-            with Step(engine, run_id, "coordinator", {"attempt": attempt,
-                                                      "steps": [x["id"] for x in plan["steps"]]}) as cst:
-                results: dict[str, Any] = {}
-                executed: list[dict[str, Any]] = []
-                for node_name, node in _tool_nodes(graph, _BEFORE):
-                    if node["tool"] not in names:
-                        executed.append({"id": node_name, "tool": node["tool"], "status": "skipped",
-                                         "error": f"tool {node['tool']} is not in the suite"})
-                        continue
-                    args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
-                    status, res, err = await call(node["tool"], args, cst.id)
-                    results[node_name] = res if status == "ok" else {"error": err}
-                    executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
-                answer: dict[str, Any] | None = None
-                for step in pl.topological_order(plan["steps"]):
-                    if "tool" in step:
-                        try:
-                            args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
-                        except ValueError as exc:
-                            results[step["id"]] = {"error": str(exc)}
-                            executed.append({"id": step["id"], "tool": step["tool"], "status": "skipped",
-                                             "error": str(exc)})
-                            continue
-                        status, res, err = await call(step["tool"], args, cst.id)
-                        results[step["id"]] = res if status == "ok" else {"error": err}
-                        executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
-                    else:
-                        answer = await _research(core, engine, run_id, cst.id, task, results, step, plan, backend,
-                                                 model_errors, list(_node_ids(graph)))
-                        executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
-                if answer is None:  # a model plan without a researcher step
-                    answer = await _research(core, engine, run_id, cst.id, task, results, None, plan, backend,
-                                             model_errors, [])
-                cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
-            # --- evaluator
-            events = run_events(engine, run_id)
-            with Step(engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt,
-                                                    "answer": answer}) as st:
+    attempts: list[dict[str, Any]] = []
+    feedback: list[dict[str, Any]] | None = None
+    attempt = 0
+    while True:
+        # --- planner (skipped on a direct route's first attempt)
+        if decision["decision"] == "direct" and attempt == 0:
+            plan = direct_plan(task, decision, caps, s.roles_max_plan_steps)
+        else:
+            with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
+                                                  "tools": sorted(names)}) as st:
                 try:
-                    report = await evaluate(core, task, answer, events, backend, mode=mode, run_id=run_id,
-                                            parent_id=st.id)
+                    plan = await pl.plan(core, task, decision, caps, backend, run_id=run_id, parent_id=st.id,
+                                         attempt=attempt, feedback=feedback)
                 except RoleModelError as exc:
-                    model_errors.append({"role": "evaluator", "error": str(exc)})
-                    report = await evaluate(core, task, answer, events, None, mode=mode, run_id=run_id,
-                                            parent_id=st.id)
-                    report["by"] = "automatic (model failed)"
-                st.result = report
-            attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
-            if report["passed"] or attempt >= replan_limit:
-                break
-            attempt += 1
-            feedback = report["critiques"]
-        # --- tool nodes after the evaluation
-        for node_name, node in _tool_nodes(graph, _AFTER):
-            with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
-                if node["tool"] in names:
-                    status, res, err = await call(node["tool"], pl.resolve_arguments(node.get("arguments") or {},
-                                                                                     task, {}), st.id)
-                    st.result = {"status": status, "result": res, "error": err}
+                    model_errors.append({"role": "planner", "error": str(exc)})
+                    plan = {**pl.template_plan(task, decision, caps, attempt=attempt,
+                                               max_steps=s.roles_max_plan_steps), "by": "template (model failed)"}
+                st.result = plan
+        # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
+        with Step(engine, run_id, "coordinator", {"attempt": attempt,
+                                                  "steps": [x["id"] for x in plan["steps"]]}) as cst:
+            results: dict[str, Any] = {}
+            executed: list[dict[str, Any]] = []
+            for node_name, node in _tool_nodes(graph, _BEFORE):
+                if node["tool"] not in names:
+                    executed.append({"id": node_name, "tool": node["tool"], "status": "skipped",
+                                     "error": f"tool {node['tool']} is not in the suite"})
+                    continue
+                args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
+                status, res, err = await call(node["tool"], args, cst.id)
+                results[node_name] = res if status == "ok" else {"error": err}
+                executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
+            answer: dict[str, Any] | None = None
+            for step in pl.topological_order(plan["steps"]):
+                if "tool" in step:
+                    try:
+                        args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                    except ValueError as exc:
+                        results[step["id"]] = {"error": str(exc)}
+                        executed.append({"id": step["id"], "tool": step["tool"], "status": "skipped",
+                                         "error": str(exc)})
+                        continue
+                    status, res, err = await call(step["tool"], args, cst.id)
+                    results[step["id"]] = res if status == "ok" else {"error": err}
+                    executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
                 else:
-                    st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
+                    answer = await _research(core, engine, run_id, cst.id, task, results, step, plan, backend,
+                                             model_errors, list(_node_ids(graph)))
+                    executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
+            if answer is None:  # a model plan without a researcher step
+                answer = await _research(core, engine, run_id, cst.id, task, results, None, plan, backend,
+                                         model_errors, [])
+            cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
+        # --- evaluator
+        events = run_events(engine, run_id)
+        with Step(engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt,
+                                                "answer": answer}) as st:
+            try:
+                report = await evaluate(core, task, answer, events, backend, mode=mode, run_id=run_id,
+                                        parent_id=st.id)
+            except RoleModelError as exc:
+                model_errors.append({"role": "evaluator", "error": str(exc)})
+                report = await evaluate(core, task, answer, events, None, mode=mode, run_id=run_id,
+                                        parent_id=st.id)
+                report["by"] = "automatic (model failed)"
+            st.result = report
+        attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
+        if report["passed"] or attempt >= replan_limit:
+            break
+        attempt += 1
+        feedback = report["critiques"]
+    # --- tool nodes after the evaluation
+    for node_name, node in _tool_nodes(graph, _AFTER):
+        with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
+            if node["tool"] in names:
+                status, res, err = await call(node["tool"], pl.resolve_arguments(node.get("arguments") or {},
+                                                                                 task, {}), st.id)
+                st.result = {"status": status, "result": res, "error": err}
+            else:
+                st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
     return {"run_id": run_id, "task": task, "mode": mode, "llm": llm_name, "route": decision, "plan": plan,
             "answer": answer, "evaluation": report, "attempts": attempts, "model_errors": model_errors,
             "took_s": round(time.perf_counter() - t_start, 3)}
@@ -311,9 +306,6 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
 async def _research(core: "AppContext", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
                     step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
                     project_nodes: list[str]) -> dict[str, Any]:
-    from aisac_core.roles import researcher as rs
-    from aisac_core.roles.store import Step
-
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
     with Step(engine, run_id, "researcher", {"task": task, "step": step["id"] if step else None,

@@ -18,6 +18,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema, validate
+
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
@@ -26,7 +30,7 @@ HELPERS = {"researcher": "writes the answer from the evidence gathered by the st
 _STOP = set("""a an and are as at be by can could did do does for from has have how i in into is it its of on or our
 that the their them there these they this to was were what when where which who why will with would about paper
 papers describe described describes study studies show shows""".split())
-#: question words -> rag section filter (the section taxonomy of DESIGN.md "Documents")
+#: question words -> rag section filter (the section labels the indexer assigns to chunks)
 _SECTION_HINTS = [(re.compile(r"\bdata ?sets?\b|\bcorpus\b|\bcorpora\b", re.I), "datasets"),
                   (re.compile(r"\bmethods?\b|\bapproach\b|\bmodel\b", re.I), "methods"),
                   (re.compile(r"\bresults?\b|\bperformance\b|\baccuracy\b", re.I), "results"),
@@ -61,8 +65,6 @@ def _closest(name: str, choices: list[str]) -> str:
 
 def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> list[str]:
     """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules."""
-    from aisac_core.roles.schemas import validate
-
     errors = validate("plan", plan)
     if errors:
         return errors
@@ -209,8 +211,6 @@ def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str,
 def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], max_steps: int,
                   feedback: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the planner prompt's placeholders."""
-    from aisac_core.roles.schemas import load_schema
-
     fb = ""
     if feedback:
         fb = ("The previous plan's answer failed evaluation. Critiques to address (fix the plan so the new "
@@ -230,9 +230,6 @@ async def plan(core: "AppContext", task: str, route: dict[str, Any] | None, tool
     max_steps = core.settings.roles_max_plan_steps
     if backend is None:
         return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
-    from aisac_core.roles.backends import ask_json
-    from aisac_core.roles.prompts import render
-
     text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
                            core.settings.roles_prompt_dir)
     got = await ask_json(core, backend, role="planner", schema="plan", prompt=text, prompt_version=version,

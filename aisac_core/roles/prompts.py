@@ -8,6 +8,7 @@ literal braces.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,6 @@ def load_prompt(role: str, overlay_dir: Path | None = None) -> tuple[str, str, s
 def render(role: str, values: dict[str, Any], overlay_dir: Path | None = None) -> tuple[str, str]:
     """``(text, version)``: the prompt of ``role`` with ``{name}`` placeholders filled from ``values`` (non-strings
     as indented JSON); unknown placeholders are left as they are; the header comment is dropped."""
-    import json
-
     template, version, _src = load_prompt(role, overlay_dir)
     lines = template.splitlines()
     if lines and _VERSION.search(lines[0]):

@@ -18,6 +18,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema
+
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
     from aisac_core.roles.backends import Backend
@@ -175,8 +179,6 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
 
 def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Values of the researcher prompt's placeholders (evidence numbered from 1)."""
-    from aisac_core.roles.schemas import load_schema
-
     ev = []
     for n, i in enumerate(items, 1):
         src = (f"{i.get('title') or i.get('path')}, p. {i.get('page')}, section {i.get('section')}"
@@ -191,9 +193,6 @@ async def write_answer(core: "AppContext", task: str, items: list[dict[str, Any]
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
         return extractive_answer(task, items)
-    from aisac_core.roles.backends import ask_json
-    from aisac_core.roles.prompts import render
-
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
     def check(obj: Any) -> list[str]:

@@ -22,6 +22,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.roles import MODE_GATES
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
@@ -70,8 +73,6 @@ def rule_route(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str,
 
 def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the router prompt's placeholders."""
-    from aisac_core.roles.schemas import load_schema
-
     ctx = {"rag": [{"chunk_id": h.get("chunk_id"), "title": h.get("title"), "score": h.get("score"),
                     "section": h.get("section"), "page": h.get("page"), "text": (h.get("text") or "")[:300]}
                    for h in rag_hits], "memory": memory or []}
@@ -86,9 +87,6 @@ async def route(core: "AppContext", task: str, rag_hits: list[dict[str, Any]], m
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails (the caller may fall back)."""
     if backend is None:
         return {**rule_route(task, rag_hits, memory, mode), "by": "rules"}
-    from aisac_core.roles.backends import ask_json
-    from aisac_core.roles.prompts import render
-
     text, version = render("router", prompt_values(task, rag_hits, memory), core.settings.roles_prompt_dir)
     got = await ask_json(core, backend, role="router", schema="route", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id)

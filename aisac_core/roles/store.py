@@ -4,7 +4,7 @@
   schema, temperature, seed), so a traced run replays without the model (``roles_llm=replay``).
 - :class:`RoleSubmission`: outputs the host's own model submitted through ``roles_submit_route`` /
   ``roles_submit_plan`` / ``roles_submit_critique``, valid or not (``errors`` lists what was wrong).
-- Role steps are :class:`~aisac_core.store.sql.TraceEvent` rows with ``kind="role_step"``, ``server="roles"``,
+- Role steps are :class:`~aisac_core.store.tables.TraceEvent` rows with ``kind="role_step"``, ``server="roles"``,
   ``tool`` = the step (router, planner, coordinator, researcher, evaluator, or a project node): :func:`begin_step`
   writes the row first (status ``running``) so the tool calls the step makes can name it as their parent, and
   :func:`finish_step` fills in the result (the router decision, the plan, the critiques) and the status.
@@ -15,28 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
-from aisac_core.store.tables import RoleModelCache, RoleSubmission
-from aisac_core.store.sql import ensure_tables
-from aisac_core.hashing import dumps
+from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
+from aisac_core.hashing import dumps, sha256_json
+from aisac_core.roles import NeedInput
+from aisac_core.trace.recorder import MAX_STORED_RESULT, anchor_ids, record_tool_call
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
-
-
-_ready: "weakref.WeakSet[Engine]" = weakref.WeakSet()
-
-
-def ready(engine: "Engine") -> "Engine":
-    """Create the roles tables on first use of ``engine`` (idempotent); returns the engine."""
-    if engine not in _ready:
-        ensure_tables(engine, RoleModelCache, RoleSubmission)
-        _ready.add(engine)
-    return engine
 
 
 def request_hash(request: dict[str, Any]) -> str:
@@ -46,7 +35,7 @@ def request_hash(request: dict[str, Any]) -> str:
 
 def cache_get(engine: "Engine", key: str) -> str | None:
     """The cached response text of request ``key``, or None."""
-    with Session(ready(engine)) as s:
+    with Session(engine) as s:
         row = s.get(RoleModelCache, key)
         return row.response_text if row else None
 
@@ -54,7 +43,7 @@ def cache_get(engine: "Engine", key: str) -> str | None:
 def cache_put(engine: "Engine", key: str, *, backend: str, model: str, role: str, request: dict[str, Any],
               response: str) -> None:
     """Store (or replace) the response of request ``key``."""
-    with Session(ready(engine)) as s:
+    with Session(engine) as s:
         row = s.get(RoleModelCache, key) or RoleModelCache(request_sha256=key, backend=backend, model=model, role=role,
                                                             request_json=dumps(request), response_text=response)
         row.response_text = response
@@ -65,7 +54,7 @@ def cache_put(engine: "Engine", key: str, *, backend: str, model: str, role: str
 def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, errors: list[str],
                     trace_event_id: int | None = None) -> int:
     """Store a submission; returns its id."""
-    with Session(ready(engine)) as s:
+    with Session(engine) as s:
         row = RoleSubmission(run_id=run_id, role=role, payload_json=dumps(payload), valid=not errors,
                              errors_json=dumps(errors), trace_event_id=trace_event_id)
         s.add(row)
@@ -77,7 +66,7 @@ def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, e
 
 def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict]:
     """Submissions of a run (oldest first): ``[{id, role, payload, valid, errors, trace_event_id, created_at}]``."""
-    with Session(ready(engine)) as s:
+    with Session(engine) as s:
         q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(RoleSubmission.id)
         if role:
             q = q.where(RoleSubmission.role == role)
@@ -107,8 +96,6 @@ class Step:
         self.id: int = 0
 
     def __enter__(self) -> "Step":
-        from aisac_core.trace.provenance import record_tool_call
-
         self._t0 = time.perf_counter()
         self.id = record_tool_call(self.engine, run_id=self.run_id, server="roles", tool=self.name,
                                    arguments=self.arguments, result=None, status="running", error=None, latency_ms=0.0,
@@ -116,7 +103,7 @@ class Step:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, _tb: Any) -> None:
-        if exc is not None and type(exc).__name__ == "NeedInput":  # 2026-07-28 sampling: the tool is re-entered
+        if isinstance(exc, NeedInput):  # the client answers the model request, then re-enters the tool
             self.status, self.error = "input_required", "waiting for the client's sampling reply"
         elif exc is not None:
             self.status = "tool_error" if isinstance(exc, ValueError) else "exception"
@@ -127,9 +114,6 @@ class Step:
 def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error: str | None,
                 latency_ms: float) -> None:
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
-    from aisac_core.trace.provenance import MAX_STORED_RESULT, anchor_ids
-    from aisac_core.hashing import sha256_json
-    from aisac_core.store.tables import TraceEvent
 
     with Session(engine) as s:
         ev = s.get(TraceEvent, event_id)
@@ -150,8 +134,6 @@ def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error
 def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
-    from aisac_core.store.tables import TraceEvent
-
     def load(j: str | None) -> Any:
         if not j:
             return None

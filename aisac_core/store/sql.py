@@ -1,6 +1,7 @@
-"""The relational half of the shared store: SQLModel tables and a correctly configured engine.
+"""The relational half of the shared store: a correctly configured engine whose schema is migrated on open.
 
-SQLite settings (DESIGN.md "Store"): WAL journal, ``synchronous=NORMAL``, ``busy_timeout`` 30 s, and
+The tables are in :mod:`aisac_core.store.tables`, their schema history in :mod:`aisac_core.store.migrations`.
+SQLite settings: WAL journal, ``synchronous=NORMAL``, ``busy_timeout`` 30 s, and
 every transaction opened with ``BEGIN IMMEDIATE``. pysqlite's own transaction handling defers the write
 lock until the first write, so two read-modify-write transactions interleave and one update is lost;
 ``BEGIN IMMEDIATE`` takes the lock at the start (SQLAlchemy docs, "Serializable isolation / Savepoints /
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from alembic.util import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
 
-from aisac_core.store.tables import StoreMeta
 from aisac_core.errors import AisacError
+from aisac_core.store import migrations
+from aisac_core.store.tables import StoreMeta
 
 
 def _sqlite_listeners(engine: Engine) -> None:
@@ -36,31 +39,13 @@ def _sqlite_listeners(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Additive migration for SQLite: a column a newer version declares but the file lacks is added (NULL or its
-    scalar default). Columns are never dropped or changed, so an older store opens without loss."""
-    from sqlalchemy import inspect
-
-    insp = inspect(engine)
-    for table in SQLModel.metadata.sorted_tables:
-        if not insp.has_table(table.name):
-            continue
-        have = {c["name"] for c in insp.get_columns(table.name)}
-        for col in table.columns:
-            if col.name in have:
-                continue
-            ddl = f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {col.type.compile(engine.dialect)}'
-            default = getattr(col.default, "arg", None)
-            if isinstance(default, (int, float, str)) and not callable(default):
-                ddl += " DEFAULT " + (repr(default) if isinstance(default, str) else str(default))
-            with engine.begin() as conn:
-                conn.exec_driver_sql(ddl)
-
-
 def make_engine(url: str) -> Engine:
-    """An engine for ``url`` with the SQLite settings above when the URL is SQLite; tables created.
+    """An engine for ``url`` with the SQLite settings above when the URL is SQLite; schema migrated to the newest
+    revision (:func:`aisac_core.store.migrations.upgrade`: a new store gets every table, a store of an older
+    release is brought up to date without losing a row).
 
-    Raises :class:`StoreError` when the database file is not a database (corrupt or foreign).
+    Raises :class:`StoreError` when the database file is not a database (corrupt or foreign), or when it was
+    written by a newer aisac (a schema revision these migrations do not know).
     """
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {}
@@ -70,10 +55,14 @@ def make_engine(url: str) -> Engine:
     if is_sqlite:
         _sqlite_listeners(engine)
     try:
-        SQLModel.metadata.create_all(engine)
-        if is_sqlite:
-            _add_missing_columns(engine)
+        migrations.upgrade(engine)
+    except CommandError as exc:  # a revision id the scripts do not have
+        engine.dispose()
+        raise StoreError(
+            f"the SQL store {url} has a schema newer than this aisac knows ({exc}); upgrade aisac to open it."
+        ) from exc
     except Exception as exc:  # sqlite3.DatabaseError: file is not a database
+        engine.dispose()
         raise StoreError(
             f"cannot open the SQL store {url}: {exc}. If the file is corrupt, move it aside "
             "(the vector folder must then be re-indexed too: remove both and run `aisac index` again)."
@@ -81,13 +70,22 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def ensure_tables(engine: Engine, *models: type[SQLModel]) -> None:
-    """Create the tables of ``models`` if they are missing (idempotent).
+def schema_revision(engine: Engine) -> str | None:
+    """The schema revision the store is at (``"0001"``, ...), or None when it was never migrated."""
+    return migrations.current_revision(engine)
 
-    Servers that own tables outside this module (literature cache, data registry, ...) call this at first use,
-    so a store created by an older version gains the new tables without a migration step.
+
+def ensure_tables(engine: Engine, *models: type[SQLModel]) -> None:
+    """Make sure the tables of ``models`` exist: brings ``engine``'s schema to the newest revision (a no-op for an
+    engine from :func:`make_engine`, already there). Kept for callers written before the migrations.
+
+    Raises ``ValueError`` for a model that is not a table of the store (:mod:`aisac_core.store.tables`).
     """
-    SQLModel.metadata.create_all(engine, tables=[m.__table__ for m in models])  # type: ignore[attr-defined]
+    for model in models:
+        table = getattr(model, "__table__", None)
+        if table is None or SQLModel.metadata.tables.get(table.name) is not table:
+            raise ValueError(f"{model.__name__} is not a table of the store (aisac_core.store.tables)")
+    migrations.upgrade(engine)
 
 
 class StoreError(AisacError, RuntimeError):

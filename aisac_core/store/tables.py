@@ -20,9 +20,10 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-# ---- store
+# ---- rag, trace, memory, store facts
 class Document(SQLModel, table=True):
-    """Manifest row of one indexed file (DESIGN.md "Incremental indexing").
+    """Manifest row of one indexed file: a file is skipped when size and mtime (then sha256) match, re-embedded
+    when its content or the index fingerprint changed.
 
     ``status``: ``indexing`` (vector writes may be under way; a re-run redoes the file),
     ``indexed``, ``failed`` (``error`` says why; the file's old chunks, if any, are kept).
@@ -48,7 +49,7 @@ class DocumentContent(SQLModel, table=True):
     doc_id: str = Field(primary_key=True)
     text: str = Field(sa_column=Column(Text, nullable=False))
     markdown: str = Field(sa_column=Column(Text, nullable=False))
-    #: issue 3: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.rag.documents._structure)
+    #: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.rag.structure.document_structure)
     structure_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 class CatalogEntry(SQLModel, table=True):
@@ -151,6 +152,7 @@ class StoreMeta(SQLModel, table=True):
     key: str = Field(primary_key=True)
     value: str
 
+
 # ---- literature
 class LitCacheEntry(SQLModel, table=True):
     """A cached successful response of a literature service (see the module docstring)."""
@@ -163,6 +165,7 @@ class LitCacheEntry(SQLModel, table=True):
     content_type: str | None = None
     body: str = Field(sa_column=Column(Text, nullable=False))
     created_at: float = Field(index=True)  # epoch seconds
+
 
 # ---- data
 class DataFrameEntry(SQLModel, table=True):
@@ -185,6 +188,7 @@ class DataFrameEntry(SQLModel, table=True):
     parquet_path: str = ""
     notes_json: str = "[]"
     created_at: datetime = Field(default_factory=utcnow)
+
 
 # ---- trace
 class TraceInput(SQLModel, table=True):
@@ -214,9 +218,10 @@ class TraceRunPin(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     pins_json: str = Field(sa_column=Column(Text, nullable=False))
-    created_at: datetime = Field(default_factory=lambda: utcnow())
+    created_at: datetime = Field(default_factory=utcnow)
 
-# ---- store
+
+# ---- roles
 class RoleModelCache(SQLModel, table=True):
     """One model response, by the sha256 of the canonical JSON of its request."""
 

@@ -2,8 +2,10 @@
 
 Two ways to open it:
 
-- ``aisac dashboard`` runs it alone (Starlette on uvicorn, loopback only, default http://127.0.0.1:8766/);
-- ``aisac serve --transport http`` serves it under ``/dashboard`` next to ``/mcp`` (:func:`mount_dashboard`).
+- ``aisac dashboard`` runs it alone (:func:`serve`: Starlette on uvicorn, loopback only, default
+  http://127.0.0.1:8766/);
+- ``aisac serve --transport http`` serves it under ``/dashboard`` next to ``/mcp``
+  (``aisac_servers.dashboard.mount_dashboard`` registers :meth:`Dashboard.routes` on the MCP server).
 
 Pages (paths relative to the prefix): ``/`` the run list (filters ``server``, ``status``, ``text``; paging),
 ``/run?id=RUN`` a run: errors at the top, router decision, plan as an outline, evaluator critiques with
@@ -12,7 +14,7 @@ severities, evidence cards (text, source, page, score, verify status), and every
 ``/run/stream?id=RUN&after=ID`` and ``/stream?after=ID`` are ``text/event-stream`` endpoints: an ``update``
 event whenever newer trace events exist (the store is polled every 0.5 s, so events written by any process on
 the same store show up); the page then fetches ``/run/fragment`` (or ``/fragment``) and swaps it in, keeping
-open entries open. ``/run/verify?id=RUN`` returns :func:`aisac_core.trace.provenance.verify_run` as JSON (the page
+open entries open. ``/run/verify?id=RUN`` returns :func:`aisac_core.trace.verify.verify_run` as JSON (the page
 calls it to fill the evidence cards' badges); ``/event?id=N`` returns one event as JSON.
 
 No build step: the CSS and the ~60 lines of JavaScript are inline strings below.
@@ -25,12 +27,19 @@ import json
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 from urllib.parse import quote, urlencode
 
-if TYPE_CHECKING:
-    from fastmcp import FastMCP
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response
+import anyio
+from sse_starlette import EventSourceResponse
+from sse_starlette.event import ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
+from aisac_core.evidence.anchor import find_anchors
+from aisac_core.trace.queries import TraceError, get_event, get_run, list_runs, max_event_id
+from aisac_core.trace.verify import run_signature, verify_run
+
+if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 #: seconds between two looks at the store while a browser listens (server-sent events).
@@ -128,7 +137,7 @@ def _page(title: str, body: str, cfg: dict[str, Any], prefix: str) -> str:
 # ---------------------------------------------------------------------------------------------- run list
 
 def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_id: int) -> str:
-    """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.provenance.list_runs` result."""
+    """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.queries.list_runs` result."""
     rows = []
     for r in data["runs"]:
         link = f"{prefix}/run?{urlencode({'id': r['run_id']})}"
@@ -264,9 +273,7 @@ def _event_html(e: dict[str, Any]) -> str:
 
 
 def render_run(data: dict[str, Any]) -> str:
-    """The run fragment (``<div id=body>``) for :func:`~aisac_core.trace.provenance.get_run` with results."""
-    from aisac_core.evidence.anchor import find_anchors
-
+    """The run fragment (``<div id=body>``) for :func:`~aisac_core.trace.queries.get_run` with results."""
     events = _walk(data["tree"])
     run = data["run"]
     parts = []
@@ -323,60 +330,31 @@ def render_run(data: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------- HTTP handlers
 
-def _max_id(engine: Any, run_id: str | None) -> int:
-    from sqlalchemy import func
-    from sqlmodel import Session, select
-
-    from aisac_core.store.tables import TraceEvent
-
-    q = select(func.max(TraceEvent.id))
-    if run_id:
-        q = q.where(TraceEvent.run_id == run_id)
-    with Session(engine) as s:
-        return int(s.exec(q).one() or 0)
-
-
 class Dashboard:
-    """The dashboard's request handlers for one store (``core``: a Core, or None for the process-wide one)."""
+    """The dashboard's request handlers for one store (``app``), with links under ``prefix``."""
 
-    def __init__(self, core: "AppContext | None" = None, prefix: str = "", *, index_verify: bool = True) -> None:
-        self._core = core
+    def __init__(self, app: "AppContext", prefix: str = "", *, index_verify: bool = True) -> None:
+        self.app = app
         self.prefix = prefix.rstrip("/")
         #: False: evidence badges from file hashes only, never opening the vector store (``aisac dashboard`` runs
         #: beside the server that owns the store, whose embedded vector store is locked to one process)
         self.index_verify = index_verify
 
-    def core(self) -> "AppContext":
-        """The store the dashboard reads (a new context from the environment's settings when none was given)."""
-        if self._core is None:
-            from aisac_core.context import AppContext
-
-            self._core = AppContext()
-        return self._core
-
     async def _run(self, fn: Callable[..., Any], *a: Any, **kw: Any) -> Any:
-        import anyio
-
         return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
 
-    def _filters(self, request: "Request") -> dict[str, str]:
+    def _filters(self, request: Request) -> dict[str, str]:
         return {k: v for k in ("server", "status", "text", "offset") if (v := request.query_params.get(k))}
 
-    async def _runs_fragment(self, request: "Request") -> str:
-        from aisac_core.trace.provenance import list_runs
-
+    async def _runs_fragment(self, request: Request) -> str:
         q = self._filters(request)
-        engine = self.core().engine
+        engine = self.app.engine
         data = await self._run(list_runs, engine, server=q.get("server"), status=q.get("status"), text=q.get("text"),
                                limit=50, offset=int(q.get("offset", 0) or 0))
-        return render_runs(data, self.prefix, q, await self._run(_max_id, engine, None))
+        return render_runs(data, self.prefix, q, await self._run(max_event_id, engine, None))
 
-    async def index(self, request: "Request") -> "Response":
+    async def index(self, request: Request) -> Response:
         """GET / : the run list."""
-        from starlette.responses import HTMLResponse
-
-        from aisac_core.trace.provenance import TraceError
-
         q = self._filters(request)
         try:
             frag = await self._runs_fragment(request)
@@ -391,26 +369,18 @@ class Dashboard:
         cfg = {"fragment": f"{self.prefix}/fragment?{qs}", "stream": f"{self.prefix}/stream", "verify": None}
         return HTMLResponse(_page("runs", form + frag, cfg, self.prefix))
 
-    async def runs_fragment(self, request: "Request") -> "Response":
+    async def runs_fragment(self, request: Request) -> Response:
         """GET /fragment : the run list's body (live updates)."""
-        from starlette.responses import HTMLResponse
-
         return HTMLResponse(await self._runs_fragment(request))
 
-    def _run_id(self, request: "Request") -> str:
+    def _run_id(self, request: Request) -> str:
         return request.query_params.get("id", "")
 
     async def _run_fragment(self, run_id: str) -> str:
-        from aisac_core.trace.provenance import get_run
+        return render_run(await self._run(get_run, self.app.engine, run_id, include_results=True))
 
-        return render_run(await self._run(get_run, self.core().engine, run_id, include_results=True))
-
-    async def run_page(self, request: "Request") -> "Response":
+    async def run_page(self, request: Request) -> Response:
         """GET /run?id=RUN : one run."""
-        from starlette.responses import HTMLResponse
-
-        from aisac_core.trace.provenance import TraceError
-
         rid = self._run_id(request)
         try:
             frag = await self._run_fragment(rid)
@@ -422,51 +392,34 @@ class Dashboard:
                "verify": f"{self.prefix}/run/verify?id={q}"}
         return HTMLResponse(_page(rid, frag, cfg, self.prefix))
 
-    async def run_fragment(self, request: "Request") -> "Response":
+    async def run_fragment(self, request: Request) -> Response:
         """GET /run/fragment?id=RUN : the run page's body (live updates)."""
-        from starlette.responses import HTMLResponse
-
-        from aisac_core.trace.provenance import TraceError
-
         try:
             return HTMLResponse(await self._run_fragment(self._run_id(request)))
         except TraceError as exc:
             return HTMLResponse(f"<div id=body>{_e(exc)}</div>", 404)
 
-    async def run_verify(self, request: "Request") -> "Response":
+    async def run_verify(self, request: Request) -> Response:
         """GET /run/verify?id=RUN : trace_verify as JSON."""
-        from starlette.responses import JSONResponse
-
-        from aisac_core.trace.provenance import TraceError, verify_run
-
         try:
-            return JSONResponse(await self._run(verify_run, self.core(), self._run_id(request),
+            return JSONResponse(await self._run(verify_run, self.app, self._run_id(request),
                                                 use_index=self.index_verify))
         except TraceError as exc:
             return JSONResponse({"error": str(exc)}, 404)
 
-    async def event(self, request: "Request") -> "Response":
+    async def event(self, request: Request) -> Response:
         """GET /event?id=N : one event as JSON."""
-        from starlette.responses import JSONResponse
-
-        from aisac_core.trace.provenance import TraceError, get_event
-
         try:
-            return JSONResponse(await self._run(get_event, self.core().engine, int(request.query_params.get("id", 0))))
+            return JSONResponse(await self._run(get_event, self.app.engine, int(request.query_params.get("id", 0))))
         except (TraceError, ValueError) as exc:
             return JSONResponse({"error": str(exc)}, 404)
 
-    async def _stream(self, request: "Request", run_id: str | None) -> AsyncIterator[Any]:
-        import anyio
-        from sse_starlette.event import ServerSentEvent
-
-        from aisac_core.trace.provenance import run_signature
-
+    async def _stream(self, request: Request, run_id: str | None) -> AsyncIterator[Any]:
         def update(sig: str) -> Any:
             return ServerSentEvent(event="update", data=json.dumps({"last_id": int(sig.split(".")[0]), "sig": sig}))
 
         after = request.query_params.get("after", "") or ""
-        engine = self.core().engine
+        engine = self.app.engine
         last = await self._run(run_signature, engine, run_id)
         yield ServerSentEvent(comment="aisac trace", retry=1000)
         if after and after != last and after != last.split(".")[0]:  # changed since the page was rendered
@@ -482,56 +435,41 @@ class Dashboard:
             await anyio.sleep(POLL_SECONDS)
             waited += POLL_SECONDS
 
-    def _sse(self, gen: AsyncIterator[Any]) -> "Response":
-        # sse-starlette (a dependency of mcp) adds keep-alive pings and ends the stream when uvicorn shuts
-        # down, so an open page never holds up the server's exit
-        from sse_starlette import EventSourceResponse
-
+    def _sse(self, gen: AsyncIterator[Any]) -> Response:
+        # sse-starlette adds keep-alive pings and ends the stream when uvicorn shuts down, so an open page never
+        # holds up the server's exit
         return EventSourceResponse(gen, ping=15, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def run_stream(self, request: "Request") -> "Response":
+    async def run_stream(self, request: Request) -> Response:
         """GET /run/stream?id=RUN&after=ID : server-sent ``update`` events when the run gets new events."""
         return self._sse(self._stream(request, self._run_id(request)))
 
-    async def runs_stream(self, request: "Request") -> "Response":
+    async def runs_stream(self, request: Request) -> Response:
         """GET /stream?after=ID : server-sent ``update`` events when any run gets new events."""
         return self._sse(self._stream(request, None))
 
-    def routes(self) -> list[tuple[str, Callable[["Request"], Any]]]:
+    def routes(self) -> list[tuple[str, Callable[[Request], Any]]]:
         """(path relative to the prefix, handler) of every page and endpoint."""
         return [("/", self.index), ("/fragment", self.runs_fragment), ("/stream", self.runs_stream),
                 ("/run", self.run_page), ("/run/fragment", self.run_fragment), ("/run/stream", self.run_stream),
                 ("/run/verify", self.run_verify), ("/event", self.event)]
 
 
-def create_app(core: "AppContext | None" = None, *, index_verify: bool = False) -> "Starlette":
-    """A Starlette app serving the dashboard at ``/`` for ``core`` (None: the process-wide core). By default the
-    evidence badges come from file hashes only (``index_verify=False``), so the app never opens (and locks) the
-    vector store of a store another process serves."""
-    from starlette.applications import Starlette
-    from starlette.routing import Route
-
-    d = Dashboard(core, "", index_verify=index_verify)
+def create_app(app: "AppContext", *, index_verify: bool = False) -> Starlette:
+    """A Starlette app serving the dashboard of ``app``'s store at ``/``. By default the evidence badges come from
+    file hashes only (``index_verify=False``), so the app never opens (and locks) the vector store of a store
+    another process serves."""
+    d = Dashboard(app, "", index_verify=index_verify)
     return Starlette(routes=[Route(p, h, methods=["GET"]) for p, h in d.routes()])
 
 
-def mount_dashboard(mcp: "FastMCP", prefix: str = "/dashboard", core: "AppContext | None" = None) -> None:
-    """Register the dashboard's routes on a FastMCP server under ``prefix`` (served by its HTTP transport only;
-    stdio ignores custom routes). The server owns the store, so evidence is verified fully (file and passage)."""
-    d = Dashboard(core, prefix)
-    for path, handler in d.routes():
-        full = d.prefix + path if path != "/" else d.prefix
-        mcp.custom_route(full, methods=["GET"], include_in_schema=False)(handler)
-        if path == "/":
-            mcp.custom_route(d.prefix + "/", methods=["GET"], include_in_schema=False)(handler)
-
-
-def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, core: "AppContext | None" = None) -> None:
-    """Run the dashboard on ``host:port`` until interrupted (``aisac dashboard``). Loopback only: the trace holds
-    queries and file names. Raises ValueError for a non-loopback host."""
+def serve(host: str, port: int, app: "AppContext") -> None:
+    """Run the dashboard of ``app``'s store on ``host:port`` (default port :data:`DEFAULT_PORT`) until interrupted
+    (``aisac dashboard``). Loopback only: the trace holds queries and file names. Raises ValueError for a
+    non-loopback host."""
     import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
                          "holds queries and file names")
-    uvicorn.run(create_app(core), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.run(create_app(app), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

@@ -1,4 +1,4 @@
-"""Interop with outside MCP clients (issue 9, acceptance 2 and 3), all from npm, pinned in package.json:
+"""Interop with outside MCP clients, all from npm, pinned in package.json:
 
 - the official conformance suite (``@modelcontextprotocol/conformance server --url``) over streamable HTTP;
 - the MCP Inspector CLI calling one tool of every server over stdio;
@@ -55,7 +55,7 @@ NOT_APPLICABLE = {
     "tools-call-with-logging": "calls the reference tool test_tool_with_logging",
     "tools-call-with-progress": "calls the reference tool test_tool_with_progress (aisac's rag_index wait=true "
                                 "reports progress; tested in tests/test_mcp_server.py)",
-    "tools-call-sampling": "calls the reference tool test_sampling; aisac does not use sampling (DESIGN.md)",
+    "tools-call-sampling": "calls the reference tool test_sampling; aisac does not use sampling",
     "tools-call-elicitation": "calls the reference tool test_elicitation; aisac does not elicit",
     "elicitation-sep1034-defaults": "calls the reference tool test_client_elicitation_defaults; aisac does not elicit",
     "elicitation-sep1330-enums": "calls a reference elicitation tool; aisac does not elicit",

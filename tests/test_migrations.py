@@ -1,0 +1,274 @@
+"""Schema migrations of the SQL store (Alembic): a new store is created at head, a store written by release 0.1.0
+(before the migrations) is adopted without losing a row, the models and the head revision agree, two processes
+opening one new store at once both succeed, and the same revision runs on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlmodel import Session, SQLModel, create_engine, select
+
+from aisac_core.store import migrations
+from aisac_core.store.sql import StoreError, make_engine, schema_revision
+from aisac_core.store.tables import Fact, TraceEvent, Turn
+
+FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "release-0.1.0.db"
+AISAC = str(Path(sys.executable).parent / "aisac")
+
+
+def _counts(db: Path) -> dict[str, int]:
+    con = sqlite3.connect(db)
+    try:
+        names = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+        return {n: con.execute(f'select count(*) from "{n}"').fetchone()[0] for n in names if n != "alembic_version"}
+    finally:
+        con.close()
+
+
+def _ddl(db: Path) -> list[str]:
+    """Every CREATE statement of the file (whitespace folded), sorted; ``alembic_version`` left out."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("select sql from sqlite_master where sql is not null and name != 'alembic_version'")
+        return sorted(" ".join(r[0].split()) for r in rows)
+    finally:
+        con.close()
+
+
+def test_new_store_is_created_at_head(tmp_path: Path) -> None:
+    db = tmp_path / "aisac.db"
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        assert schema_revision(engine) == migrations.head_revision() == "0001"
+        con = sqlite3.connect(db)
+        assert con.execute("select version_num from alembic_version").fetchall() == [("0001",)]
+        con.close()
+        assert set(_counts(db)) == set(SQLModel.metadata.tables)
+    finally:
+        engine.dispose()
+    again = make_engine(f"sqlite:///{db}")  # idempotent: a second open changes nothing
+    assert schema_revision(again) == "0001"
+    again.dispose()
+
+
+def test_baseline_equals_the_release_schema(tmp_path: Path) -> None:
+    """Revision 0001 creates exactly the tables, columns, types and indexes release 0.1.0 made, so stamping a 0.1.0
+    store at 0001 is right."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'aisac.db'}")
+    engine.dispose()
+    assert _ddl(tmp_path / "aisac.db") == _ddl(FIXTURE)
+
+
+def test_release_store_is_adopted_without_loss(tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    data_dir.mkdir()
+    db = data_dir / "aisac.db"
+    shutil.copy(FIXTURE, db)
+    before = _counts(db)
+    assert "alembic_version" not in before and all(before.values()), before
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        assert schema_revision(engine) == migrations.head_revision()
+        assert _counts(db) == before
+        with Session(engine) as s:  # the rows read back through today's models
+            turns = s.exec(select(Turn).order_by(Turn.created_at)).all()
+            assert [t.content for t in turns] == [f"turn {i}" for i in range(4)]
+            assert {f.object for f in s.exec(select(Fact)).all()} == {"412 K", "410 K"}
+            assert {e.kind for e in s.exec(select(TraceEvent)).all()} == {"tool_call"}
+    finally:
+        engine.dispose()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", AISAC_OWNER_MODE="false", AISAC_WARM="false")
+    res = subprocess.run([AISAC, "status", "--data-dir", str(data_dir), "--json"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    st = json.loads(res.stdout)
+    assert st["schema_revision"] == "0001"
+    assert st["documents"] == {"indexed": 3, "failed": 1} and st["trace_events"] == 3
+    res = subprocess.run([AISAC, "status", "--data-dir", str(data_dir)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "schema_revision" in res.stdout and "0001" in res.stdout
+
+
+def test_older_store_gains_missing_tables_columns_and_indexes(tmp_path: Path) -> None:
+    """A store older than 0.1.0 (a table, a column and an index fewer) is brought to the baseline, rows kept."""
+    db = tmp_path / "aisac.db"
+    shutil.copy(FIXTURE, db)
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE lit_cache")
+    con.execute("DROP INDEX ix_traceevent_run_created")
+    con.execute("ALTER TABLE traceevent DROP COLUMN result_json")
+    con.execute("DROP INDEX ix_turn_pair_user_id")
+    con.execute("ALTER TABLE turn DROP COLUMN pair_user_id")
+    con.commit()
+    con.close()
+    before = _counts(db)
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        assert schema_revision(engine) == "0001"
+        after = _counts(db)
+        assert after.pop("lit_cache") == 0 and after == before
+        con = sqlite3.connect(db)
+        cols = {r[1] for r in con.execute("PRAGMA table_info(traceevent)")}
+        idx = {r[1] for r in con.execute("PRAGMA index_list(traceevent)")}
+        con.close()
+        assert "result_json" in cols and "ix_traceevent_run_created" in idx
+        with Session(engine) as s:
+            assert all(t.pair_user_id is None for t in s.exec(select(Turn)).all())
+    finally:
+        engine.dispose()
+
+
+def test_models_and_head_agree(tmp_path: Path) -> None:
+    """Autogenerate finds nothing to change between the models and a database migrated to head."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'aisac.db'}")
+    try:
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            diff = compare_metadata(ctx, SQLModel.metadata)
+        assert diff == [], diff
+    finally:
+        engine.dispose()
+
+
+def test_store_of_a_newer_release_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "aisac.db"
+    make_engine(f"sqlite:///{db}").dispose()
+    con = sqlite3.connect(db)
+    con.execute("UPDATE alembic_version SET version_num = '9999'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="newer"):
+        make_engine(f"sqlite:///{db}")
+
+
+def test_concurrent_first_open_threads(tmp_path: Path) -> None:
+    """Four engines (as four processes would have) open one new store at the same moment: one migrates, the others
+    wait for its transaction and find the store at head."""
+    url = f"sqlite:///{tmp_path / 'aisac.db'}"
+    errors: list[BaseException] = []
+    revisions: list[str | None] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        try:
+            start.wait()
+            engine = make_engine(url)
+            revisions.append(schema_revision(engine))
+            engine.dispose()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert revisions == ["0001"] * 4
+
+
+def test_concurrent_first_open_processes(tmp_path: Path) -> None:
+    db = tmp_path / "aisac.db"
+    go = tmp_path / "go"
+    code = ("import os, sys, time\n"
+            "from aisac_core.store.sql import make_engine, schema_revision\n"
+            f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
+            f"e = make_engine('sqlite:///{db}')\n"
+            "print(schema_revision(e))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    time.sleep(1.0)  # all three imported and waiting
+    go.touch()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-2000:] for o in outs]
+    assert [o[0].strip() for o in outs] == ["0001"] * 3
+    con = sqlite3.connect(db)
+    assert con.execute("select count(*) from alembic_version").fetchone()[0] == 1
+    con.close()
+
+
+# ---- PostgreSQL (optional: needs the server binaries and the psycopg driver) -------------------------------------
+
+
+def _pg_bin() -> Path | None:
+    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (d / "initdb").exists() and (d / "pg_ctl").exists():
+            return d
+    return None
+
+
+@pytest.fixture
+def pg_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    bin_dir = _pg_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    pytest.importorskip("psycopg", reason="the psycopg driver is not installed")
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no postgres user to start PostgreSQL as")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    root = Path("/tmp") / f"aisac-pg-{os.getpid()}-{time.monotonic_ns()}"
+    root.mkdir(mode=0o777)
+    os.chmod(root, 0o777)
+    data, sock = root / "data", root
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "aisac", "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(root / "log"), "-o",
+                    f"-h 127.0.0.1 -p {port} -k {sock}", "start"], check=True, capture_output=True, timeout=120)
+    try:
+        yield f"postgresql+psycopg://aisac@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_migration_on_postgresql(pg_url: str) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(3)
+
+    def work() -> None:
+        try:
+            start.wait()
+            make_engine(pg_url).dispose()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    engine = create_engine(pg_url)
+    try:
+        assert schema_revision(engine) == "0001"
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
+        assert diff == [], diff
+    finally:
+        engine.dispose()
