@@ -16,7 +16,7 @@ Files in the data dir (all mode 0600):
   hosts starting at once elect a single owner; an idle daemon also takes it while it shuts down.
 - ``owner.log``: stderr of the daemon (appended).
 
-The daemon (``python -m aisac_servers.owner daemon``) exits after ``Settings.owner_idle_seconds`` without requests
+The daemon (``python -m aisac_servers.owner daemon``) exits after ``Settings.owner.idle_seconds`` without requests
 and with no indexing job queued or running; the next proxy request starts a new one. A proxy of another aisac
 version than the running owner refuses with :class:`OwnerVersionError` (what to do is in the message).
 """
@@ -238,12 +238,12 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
 
     Raises:
         OwnerVersionError: the running owner is another aisac version.
-        OwnerError: the daemon did not come up within ``settings.owner_start_timeout_s`` (the message carries
+        OwnerError: the daemon did not come up within ``settings.owner.start_timeout_s`` (the message carries
             the end of ``owner.log``), or the start lock could not be taken.
     """
     data_dir = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    timeout = settings.owner_start_timeout_s
+    timeout = settings.owner.start_timeout_s
     with _locked(data_dir / START_LOCK_FILE, timeout, "the owner start lock"):
         info = live_owner(data_dir)
         if info is not None:
@@ -291,7 +291,7 @@ def _start_daemon(settings: "Settings", deadline: float) -> OwnerInfo:
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     raise OwnerError(f"the aisac owner daemon for {data_dir} did not listen within "
-                     f"{settings.owner_start_timeout_s:.0f} s (AISAC_OWNER_START_TIMEOUT_S). End of "
+                     f"{settings.owner.start_timeout_s:.0f} s (AISAC_OWNER_START_TIMEOUT_S). End of "
                      f"{data_dir / LOG_FILE}:\n{_log_tail(data_dir)}")
 
 
@@ -322,12 +322,12 @@ def claim_store(settings: "Settings") -> tuple[int | None, OwnerInfo | None]:
     Raises :class:`OwnerVersionError` like :func:`ensure_owner`."""
     data_dir = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(data_dir / START_LOCK_FILE, settings.owner_start_timeout_s, "the owner start lock"):
+    with _locked(data_dir / START_LOCK_FILE, settings.owner.start_timeout_s, "the owner start lock"):
         info = live_owner(data_dir)
         if info is not None:
             _check_version(info, data_dir)
             return None, info
-        fd = acquire_lock(data_dir / LOCK_FILE, settings.owner_start_timeout_s)
+        fd = acquire_lock(data_dir / LOCK_FILE, settings.owner.start_timeout_s)
         if fd is None:
             raise OwnerError(f"timed out waiting for the previous owner of {data_dir} to stop")
         if read_owner_file(data_dir) is not None:

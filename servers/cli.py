@@ -166,7 +166,7 @@ def serve(
     names = [server] if server else None
     if server and server not in SERVERS:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(SERVERS)}")
-    use_owner = settings.owner_mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
+    use_owner = settings.owner.mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
     base_settings = settings
     if project is not None:  # check the manifest first (one line on error); the store is the project's
         from aisac_core.projects import BootstrapError, bootstrap

@@ -229,7 +229,7 @@ def run_daemon() -> None:
         sys.exit(3)
     suite, app = _daemon_suite(settings)
     serve_http(settings, suite, host="127.0.0.1", port=0, token=new_token(), register_fd=fd, kind="daemon",
-               idle_seconds=settings.owner_idle_seconds, app=app)
+               idle_seconds=settings.owner.idle_seconds, app=app)
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through subprocesses

@@ -44,12 +44,12 @@ server = FastMCP(
 def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
     """(paths, catalog_only) groups to index: the given paths, or every registered root."""
     s = app.settings
-    roots = list(s.roots) + list(s.catalog_roots)
+    roots = list(s.rag.roots) + list(s.rag.catalog_roots)
     if path is None or path == [] or path == "":
         if not roots:
             raise ToolError("no path given and no registered roots: pass path='/folder/of/papers' or set "
                             "AISAC_ROOTS='[\"/folder\"]'")
-        groups = [(list(s.roots), False), (list(s.catalog_roots), True)]
+        groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
         return [(paths, cat) for paths, cat in groups if paths]
     items = [path] if isinstance(path, str) else list(path)
     out: list[Path] = []
@@ -60,7 +60,7 @@ def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tupl
         by_name = [r for r in roots if r.name == raw]
         if by_name and not Path(raw).expanduser().exists():
             out.append(by_name[0])
-            catalog_only = catalog_only or by_name[0] in s.catalog_roots
+            catalog_only = catalog_only or by_name[0] in s.rag.catalog_roots
         elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
             try:
                 out.append(resolve_in_roots(raw, roots, what="path"))
@@ -289,8 +289,8 @@ async def catalog(
     ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
     cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
     core = app
-    if refresh and core.settings.catalog_roots:
-        await call_core(core.jobs.indexer.run, list(core.settings.catalog_roots), catalog_only=True)
+    if refresh and core.settings.rag.catalog_roots:
+        await call_core(core.jobs.indexer.run, list(core.settings.rag.catalog_roots), catalog_only=True)
     return await call_core(catalog_entries, core, root=root, file_type=file_type, limit=limit, offset=offset)
 
 

@@ -40,7 +40,7 @@ from aisac_core.roles.tools import capabilities
 from aisac_core.trace.recorder import new_run_id
 
 from .common import App, call_core
-from .sampling import sampling_backend, sampling_request
+from .sampling import sampling_backend, sampling_request, stateless_protocol
 from .suite import current_run_id
 from .toolclient import SuiteTools
 
@@ -118,7 +118,7 @@ async def route(
         core = app
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to route")
-        m = check_mode(mode, core.settings.roles_mode)
+        m = check_mode(mode, core.settings.roles.mode)
         backend = get_backend(core.settings, llm, sampling_backend(ctx))
         hits = await call_core(_search_hits, app, task)
         run_id = _run_id(ctx)
@@ -203,7 +203,7 @@ async def evaluate(
     """
     async def go() -> dict[str, Any]:
         core = app
-        m = check_mode(mode, core.settings.roles_mode)
+        m = check_mode(mode, core.settings.roles.mode)
         backend = get_backend(core.settings, llm, sampling_backend(ctx))
         ans = _answer_obj(answer, citations, files, code_runs)
         run_id = _run_id(ctx)
@@ -234,7 +234,7 @@ async def run(
     ``roles_job_status(job_id)``. Errors: empty task; unknown mode/llm; llm=sampling over a 2026-07-28 connection
     (use the single-role tools there).
     """
-    if llm == "sampling" and ctx._is_modern_protocol():
+    if llm == "sampling" and stateless_protocol(ctx):
         raise ToolError("llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 has no "
                         "back-channel for a long run); use roles_route / roles_plan / roles_evaluate with "
                         "llm='sampling', or llm='none' / 'openai'")
@@ -322,7 +322,7 @@ async def submit_plan(
     dangling depends_on, too many steps, missing or unknown arguments), store it in the run and return
     ``{stored, submission_id, run_id, event_id}``. Error: every problem, each saying how to fix it."""
     async def check(p: Any) -> list[str]:
-        return core_planner.validate_plan(p, await _capabilities(app), app.settings.roles_max_plan_steps)
+        return core_planner.validate_plan(p, await _capabilities(app), app.settings.roles.max_plan_steps)
 
     return await _submit(app, ctx, "planner", "plan", plan, check)
 
@@ -339,7 +339,7 @@ async def submit_critique(
     thresholds. Error: the schema violations to fix."""
     out = await _submit(app, ctx, "evaluator", "critique", critique)
     s = app.settings
-    summ = core_evaluator.summarize(critique["critiques"], s.roles_max_mean_severity, s.roles_max_severity)
+    summ = core_evaluator.summarize(critique["critiques"], s.roles.max_mean_severity, s.roles.max_severity)
     return {**out, **{k: v for k, v in summ.items() if k != "critiques"}}
 
 
@@ -352,7 +352,7 @@ async def router_prompt(task: str, app: AppContext = App) -> str:
     """The Router's instructions for the host's model, with the top search hits as context; submit the result
     with roles_submit_route."""
     hits = await call_core(_search_hits, app, task)
-    text, _v = core_prompts.render("router", core_router.prompt_values(task, hits, None), app.settings.roles_prompt_dir)
+    text, _v = core_prompts.render("router", core_router.prompt_values(task, hits, None), app.settings.roles.prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_route", arg="route")
 
 
@@ -367,7 +367,7 @@ async def planner_prompt(task: str, route: str | None = None, feedback: str | No
     except ValueError:
         route_obj = {"note": route}
     fb = [{"aspect": "feedback", "severity": 1, "text": feedback}] if feedback else None
-    text, _v = core_prompts.render("planner", core_planner.prompt_values(task, route_obj, tools, s.roles_max_plan_steps, fb), s.roles_prompt_dir)
+    text, _v = core_prompts.render("planner", core_planner.prompt_values(task, route_obj, tools, s.roles.max_plan_steps, fb), s.roles.prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_plan", arg="plan")
 
 
@@ -379,5 +379,5 @@ async def evaluator_prompt(task: str, answer: str, of_run: str | None = None, ap
     events = await call_core(run_events, core.engine, of_run) if of_run else []
     values = {"task": task, "answer": answer, "evidence": core_evaluator.evidence_summary(events),
               "gates": "(run roles_evaluate for the automatic gates)", "schema": load_schema("critique")}
-    text, _v = core_prompts.render("evaluator", values, core.settings.roles_prompt_dir)
+    text, _v = core_prompts.render("evaluator", values, core.settings.roles.prompt_dir)
     return text + _HOST_SUFFIX.format(tool="roles_submit_critique", arg="critique")

@@ -13,9 +13,18 @@ from typing import Any
 
 import mcp_types as mt
 from fastmcp import Context
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.roles import NeedInput, RoleModelError
 from aisac_core.roles.backends import MAX_TOKENS, Backend
+
+
+def stateless_protocol(ctx: Context) -> bool:
+    """True when the request's negotiated MCP protocol version has no server-to-client back-channel (2026-07-28 and
+    later: no ``sampling/createMessage`` request, the tool answers ``InputRequiredResult`` instead); False without a
+    request context."""
+    rc = ctx.request_context
+    return rc is not None and rc.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 class SamplingBackend(Backend):
@@ -32,7 +41,7 @@ class SamplingBackend(Backend):
         connection without the reply yet, :class:`~aisac_core.roles.RoleModelError` when sampling fails."""
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         convo = [m for m in messages if m["role"] != "system"]
-        if self.ctx._is_modern_protocol():  # 2026-07-28: no back-channel; the client re-enters with the reply
+        if stateless_protocol(self.ctx):  # 2026-07-28: no back-channel; the client re-enters with the reply
             got = (self.ctx.input_responses or {}).get(key)
             if got is None:
                 raise NeedInput(key, system, convo)

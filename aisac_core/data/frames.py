@@ -166,7 +166,7 @@ class Registry:
             DataError: missing, empty, oversized, corrupt or unsupported file; bad name, sheet or header_rows.
         """
         s = self.settings
-        p = resolve_in_roots(path, list(s.roots) + list(s.catalog_roots), what="path")
+        p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
         if not p.is_file():
             raise DataError(f"no file at {p}" + (" (it is a folder)" if p.is_dir() else ""))
         suffix = p.suffix.lower()
@@ -177,8 +177,8 @@ class Registry:
                             f"{', '.join(sorted({*FORMATS, *extra}))}" + (" (save .xls workbooks as .xlsx)"
                                                                           if suffix == ".xls" else ""))
         size = p.stat().st_size
-        if size > s.data_max_file_mb * 1024 * 1024:
-            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data_max_file_mb:g} MB "
+        if size > s.data.max_file_mb * 1024 * 1024:
+            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data.max_file_mb:g} MB "
                             "(AISAC_DATA_MAX_FILE_MB)")
         if size == 0:
             raise DataError(f"{p} is empty (0 bytes): nothing to load")

@@ -64,9 +64,9 @@ def worker_command(settings: Settings, isolation: str, session_dir: Path, allowe
     ``python -I worker.py '<config JSON>'``, wrapped in bubblewrap (read-only root, private ``/tmp``, the data dir
     hidden, only ``session_dir`` writable, every namespace unshared) or ``unshare -rn``. ``allowed``: the top-level
     packages the session's code may import."""
-    cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.sandbox_memory_mb,
-           "file_mb": settings.sandbox_file_mb, "cpu_session_s": settings.sandbox_session_cpu_s,
-           "output_chars": settings.sandbox_output_chars, "seed": settings.sandbox_seed,
+    cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.sandbox.memory_mb,
+           "file_mb": settings.sandbox.file_mb, "cpu_session_s": settings.sandbox.session_cpu_s,
+           "output_chars": settings.sandbox.output_chars, "seed": settings.sandbox.seed,
            "nproc": 1, "isolation": isolation}
     py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
     if isolation == "bwrap":
@@ -100,7 +100,7 @@ def worker_env(settings: Settings, session_dir: Path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(session_dir),
             "TMPDIR": str(tmp), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(session_dir / ".matplotlib"),
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(settings.sandbox_seed),
+            "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(settings.sandbox.seed),
             "PYTHONDONTWRITEBYTECODE": "1"}
 
 

@@ -5,7 +5,7 @@ The boundary (docs/data.md "Code sessions" says the same to users):
 1. **A separate process** per session (:mod:`aisac_core.data.worker`): the server never executes session code
    itself; a crash, a kill or a runaway loop ends only that worker. The parent kills a run that exceeds its wall
    time (SIGKILL to the worker's process group) and reports the lost state on the next call.
-2. **OS isolation when the machine offers it** (``Settings.sandbox_isolation``, default ``auto``):
+2. **OS isolation when the machine offers it** (``Settings.sandbox.isolation``, default ``auto``):
    ``bwrap`` (bubblewrap) - new user, network, PID, IPC and UTS namespaces, the root file system mounted read-only,
    a private ``/tmp``, the store's data dir hidden behind an empty tmpfs, only the session directory writable;
    else ``unshare -rn`` (new user + network namespace: no network); else ``none`` (a plain subprocess: the
@@ -52,7 +52,7 @@ from aisac_core.settings import Settings
 
 __all__ = ["DEFAULT_ALLOWED_IMPORTS", "Job", "SandboxError", "SandboxManager", "Session", "detect_isolation"]
 
-#: imports a session's code may make (``Settings.sandbox_allow_imports`` adds to it)
+#: imports a session's code may make (``Settings.sandbox.allow_imports`` adds to it)
 DEFAULT_ALLOWED_IMPORTS = ("numpy", "pandas", "scipy", "matplotlib", "math", "statistics", "json", "re",
                            "datetime", "collections", "itertools", "functools", "random", "decimal", "fractions",
                            "string", "textwrap", "operator", "copy", "typing", "dataclasses", "enum", "cmath",
@@ -118,11 +118,11 @@ class SandboxManager:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.root = (settings.sandbox_dir or settings.data_dir / "sessions").expanduser().resolve()
-        self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.sandbox_allow_imports))
-        self.isolation, self.isolation_note = detect_isolation(settings.sandbox_isolation)
-        if settings.sandbox_isolation not in ("auto", self.isolation):
-            self.isolation_note = f"requested {settings.sandbox_isolation!r} unavailable; " + self.isolation_note
+        self.root = (settings.sandbox.dir or settings.data_dir / "sessions").expanduser().resolve()
+        self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.sandbox.allow_imports))
+        self.isolation, self.isolation_note = detect_isolation(settings.sandbox.isolation)
+        if settings.sandbox.isolation not in ("auto", self.isolation):
+            self.isolation_note = f"requested {settings.sandbox.isolation!r} unavailable; " + self.isolation_note
         self._sessions: dict[str, Session] = {}
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -160,7 +160,7 @@ class SandboxManager:
     def _make_room(self, s: Session) -> None:
         """At ``sandbox_max_sessions`` live workers, stop the least recently used idle one (its state is reported
         lost on its next call); refuse when every other worker is busy."""
-        while self._live_workers() >= self.settings.sandbox_max_sessions:
+        while self._live_workers() >= self.settings.sandbox.max_sessions:
             with self._lock:
                 idle = sorted((o for o in self._sessions.values() if o is not s and o.worker is not None
                                and o.worker.proc.poll() is None and o.busy_job is None),
@@ -172,12 +172,12 @@ class SandboxManager:
                             kill(o.worker)
                             o.worker = None
                             o.lost = (f"its worker was stopped to make room for session {s.name!r} (at most "
-                                      f"{self.settings.sandbox_max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
+                                      f"{self.settings.sandbox.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
                     finally:
                         o.lock.release()
                     break
             else:
-                raise SandboxError(f"{self.settings.sandbox_max_sessions} sessions have a busy worker "
+                raise SandboxError(f"{self.settings.sandbox.max_sessions} sessions have a busy worker "
                                    "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session")
 
     def _share_mpl_cache(self, s: Session, collect: bool) -> None:
@@ -293,7 +293,7 @@ class SandboxManager:
             raise SandboxError("code is empty: pass Python source, e.g. 'x = 1 + 1' ")
         if len(code) > MAX_CODE_CHARS:
             raise SandboxError(f"code has {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
-        timeout = float(timeout_s if timeout_s is not None else self.settings.sandbox_timeout_s)
+        timeout = float(timeout_s if timeout_s is not None else self.settings.sandbox.timeout_s)
         if not 0 < timeout <= MAX_TIMEOUT_S:
             raise SandboxError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout_s}")
         s = self._session(session, create=True)
@@ -318,7 +318,7 @@ class SandboxManager:
             try:
                 cell = s.cells + 1
                 try:
-                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.sandbox_cpu_s,
+                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.sandbox.cpu_s,
                                                       "cell": cell}, timeout)
                 except SandboxError as exc:
                     reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
@@ -339,7 +339,7 @@ class SandboxManager:
                 job.done.set()
 
         threading.Thread(target=work, name=f"sandbox-{session}", daemon=True).start()
-        wait = self.settings.sandbox_job_threshold_s if wait_s is None else wait_s
+        wait = self.settings.sandbox.job_threshold_s if wait_s is None else wait_s
         if job.done.wait(max(0.0, min(wait, timeout + 30))):
             return job.result, job.images
         return {"ok": False, "pending": True, "status": "running", "session": session, "job_id": job.job_id,
@@ -472,10 +472,10 @@ class SandboxManager:
         st = self.settings
         return {"sessions": out, "isolation": self.isolation, "isolation_note": self.isolation_note,
                 "allowed_imports": self.allowed,
-                "limits": {"cpu_s_per_run": st.sandbox_cpu_s, "cpu_s_per_worker": st.sandbox_session_cpu_s,
-                           "memory_mb": st.sandbox_memory_mb, "file_mb": st.sandbox_file_mb,
-                           "timeout_s": st.sandbox_timeout_s, "job_threshold_s": st.sandbox_job_threshold_s,
-                           "output_chars": st.sandbox_output_chars, "max_sessions": st.sandbox_max_sessions}}
+                "limits": {"cpu_s_per_run": st.sandbox.cpu_s, "cpu_s_per_worker": st.sandbox.session_cpu_s,
+                           "memory_mb": st.sandbox.memory_mb, "file_mb": st.sandbox.file_mb,
+                           "timeout_s": st.sandbox.timeout_s, "job_threshold_s": st.sandbox.job_threshold_s,
+                           "output_chars": st.sandbox.output_chars, "max_sessions": st.sandbox.max_sessions}}
 
     def reset(self, session: str) -> dict:
         """Kill the session's worker (also a running job) and start afresh on the next call: variables are

@@ -64,7 +64,7 @@ def parse_feed(text: str, settings: "Settings") -> list[Paper]:
             doi=doi.strip() if doi else None,
             arxiv_id=aid,
             url=f"https://arxiv.org/abs/{aid}",
-            pdf_url=settings.lit_arxiv_pdf_url.format(id=aid) if pdf or aid else None,
+            pdf_url=settings.lit.arxiv_pdf_url.format(id=aid) if pdf or aid else None,
             open_access=True,
         ))
     return out
@@ -76,8 +76,8 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
     s = f.settings
     params = {"search_query": build_query(query, year_from, year_to), "start": 0, "max_results": min(k, MAX_RESULTS),
               "sortBy": "relevance", "sortOrder": "descending"}
-    papers, _cached = await f.fetch(SERVICE, s.lit_arxiv_url, params, lambda t: parse_feed(t, s),
-                                    base_url=s.lit_arxiv_url)
+    papers, _cached = await f.fetch(SERVICE, s.lit.arxiv_url, params, lambda t: parse_feed(t, s),
+                                    base_url=s.lit.arxiv_url)
     return papers
 
 
@@ -85,8 +85,8 @@ async def get(f: "Fetcher", arxiv_id: str) -> Paper:
     """The paper with ``arxiv_id`` (with or without version). Raises NotFound for an empty feed."""
     s = f.settings
     params = {"id_list": arxiv_id, "start": 0, "max_results": 1}
-    papers, _cached = await f.fetch(SERVICE, s.lit_arxiv_url, params, lambda t: parse_feed(t, s),
-                                    base_url=s.lit_arxiv_url)
+    papers, _cached = await f.fetch(SERVICE, s.lit.arxiv_url, params, lambda t: parse_feed(t, s),
+                                    base_url=s.lit.arxiv_url)
     if not papers:
         raise NotFound(SERVICE, f"arXiv has no paper {arxiv_id!r} (empty feed): check the id")
     return papers[0]

@@ -209,12 +209,12 @@ _states: dict[tuple[str, str], ServiceState] = {}
 def policy_for(service: str, settings: "Settings") -> Policy:
     """The documented rate policy of ``service`` under ``settings`` (see the module docstring)."""
     if service == "arxiv":
-        iv = settings.lit_arxiv_interval_s
+        iv = settings.lit.arxiv_interval_s
         return Policy(1, iv, serial=True, min_gap=iv)
     if service == "pubmed":
-        return Policy(10 if os.environ.get(settings.lit_ncbi_api_key_env) else 3, 1.0)
+        return Policy(10 if os.environ.get(settings.lit.ncbi_api_key_env) else 3, 1.0)
     if service == "crossref":
-        return Policy(10 if settings.lit_mailto else 5, 1.0)
+        return Policy(10 if settings.lit.mailto else 5, 1.0)
     if service == "openalex":
         return Policy(10, 1.0)
     if service == "semantic_scholar":
@@ -295,8 +295,8 @@ class Fetcher:
         """The HTTP client, created on the first request (cache hits need none)."""
         if self._client is None:
             s = self.settings
-            mail = f" (mailto:{s.lit_mailto})" if s.lit_mailto else ""
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(s.lit_timeout_s), follow_redirects=True,
+            mail = f" (mailto:{s.lit.mailto})" if s.lit.mailto else ""
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(s.lit.timeout_s), follow_redirects=True,
                                              verify=_ssl_context(), headers={"User-Agent": f"aisac/0.1{mail}"})
         return self._client
 
@@ -312,7 +312,7 @@ class Fetcher:
         ra = getattr(exc, "retry_after", None)
         if ra is not None:
             return ra
-        return self.settings.lit_backoff_s * (2 ** (retry_state.attempt_number - 1))
+        return self.settings.lit.backoff_s * (2 ** (retry_state.attempt_number - 1))
 
     async def fetch(self, service: str, url: str, params: dict[str, Any] | None, parse: Callable[[str], T], *,
                     headers: dict[str, str] | None = None, base_url: str | None = None) -> tuple[T, bool]:
@@ -332,8 +332,8 @@ class Fetcher:
         s = self.settings
         key, req = cache_key(service, url, params)
         use_cache = self.engine is not None
-        if use_cache and (s.lit_replay or s.lit_cache_ttl_s > 0):
-            row = await anyio.to_thread.run_sync(cache_get, self.engine, key, None if s.lit_replay else s.lit_cache_ttl_s)
+        if use_cache and (s.lit.replay or s.lit.cache_ttl_s > 0):
+            row = await anyio.to_thread.run_sync(cache_get, self.engine, key, None if s.lit.replay else s.lit.cache_ttl_s)
             if row is not None:
                 try:
                     parsed_cached = parse(row.body)
@@ -342,7 +342,7 @@ class Fetcher:
                     return parsed_cached, True
                 except Exception:
                     await anyio.to_thread.run_sync(self._forget, key)
-        if s.lit_replay:
+        if s.lit.replay:
             raise ReplayMiss(service, key)
         state = state_for(service, base_url or url, s)
         if state.retry_after() > 0:
@@ -356,7 +356,7 @@ class Fetcher:
             raise
         except Exception as exc:
             raise BadResponse(service, f"{type(exc).__name__}: {exc}") from exc
-        if use_cache and s.lit_cache_ttl_s > 0:
+        if use_cache and s.lit.cache_ttl_s > 0:
             await anyio.to_thread.run_sync(cache_put, self.engine, key, service, req, text,
                                            resp.headers.get("content-type"))
         return parsed, False
@@ -372,7 +372,7 @@ class Fetcher:
     async def _request(self, service: str, state: ServiceState, url: str, params: dict[str, Any] | None,
                        headers: dict[str, str] | None, stream: bool = False) -> httpx.Response:
         s = self.settings
-        retrying = AsyncRetrying(stop=stop_after_attempt(s.lit_retries), wait=self._wait,
+        retrying = AsyncRetrying(stop=stop_after_attempt(s.lit.retries), wait=self._wait,
                                  retry=retry_if_exception_type(_Retryable), reraise=True)
         try:
             async for attempt in retrying:
@@ -387,7 +387,7 @@ class Fetcher:
                             else:
                                 resp = await self.client.get(url, params=params, headers=headers)
                         except httpx.TimeoutException as exc:
-                            raise _Retryable(f"timed out after {s.lit_timeout_s:g} s ({type(exc).__name__})",
+                            raise _Retryable(f"timed out after {s.lit.timeout_s:g} s ({type(exc).__name__})",
                                              None, None) from exc
                         except httpx.TransportError as exc:
                             raise _Retryable(f"cannot connect ({type(exc).__name__}: {exc})", None, None) from exc
@@ -400,7 +400,7 @@ class Fetcher:
             what = f"HTTP {exc.status}" if exc.status else str(exc)
             hint = ("check the network (or the base URL in AISAC_LIT_*_URL)" if exc.status is None
                     else "the service is failing; try again later")
-            raise ServiceError(service, f"{service} failed after {s.lit_retries} attempts: {what}; {hint}",
+            raise ServiceError(service, f"{service} failed after {s.lit.retries} attempts: {what}; {hint}",
                                http_status=exc.status, retry_after=exc.retry_after, kind=kind) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -417,7 +417,7 @@ class Fetcher:
             state.block(ra if ra is not None else DEFAULT_RETRY_AFTER)
             raise RateLimited(service, state.retry_after())
         if code in (500, 502, 503, 504):
-            if ra is not None and ra > self.settings.lit_max_retry_wait_s:
+            if ra is not None and ra > self.settings.lit.max_retry_wait_s:
                 raise ServiceError(service, f"{service} is unavailable (HTTP {code}) and asks to retry after "
                                             f"{ra:.0f} s", http_status=code, retry_after=ra, kind="unavailable")
             raise _Retryable(f"HTTP {code}", code, ra)
@@ -433,7 +433,7 @@ class Fetcher:
         Uses ``service``'s budget (``arxiv`` for arXiv PDFs). Raises the same errors as :meth:`get`, and
         :class:`LiteratureError` when the body exceeds ``max_bytes``. Never cached.
         """
-        if self.settings.lit_replay:
+        if self.settings.lit.replay:
             raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) downloads nothing; turn replay off to import")
         parts = urlsplit(url)
         base = f"{parts.scheme}://{parts.netloc}" if service == "download" else self._base_for(service)
@@ -456,5 +456,5 @@ class Fetcher:
 
     def _base_for(self, service: str) -> str:
         s = self.settings
-        return {"arxiv": s.lit_arxiv_url, "pubmed": s.lit_pubmed_url, "crossref": s.lit_crossref_url,
-                "openalex": s.lit_openalex_url, "semantic_scholar": s.lit_s2_url}.get(service, service)
+        return {"arxiv": s.lit.arxiv_url, "pubmed": s.lit.pubmed_url, "crossref": s.lit.crossref_url,
+                "openalex": s.lit.openalex_url, "semantic_scholar": s.lit.s2_url}.get(service, service)

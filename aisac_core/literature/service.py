@@ -268,7 +268,7 @@ def resolve_root(settings: "Settings", root: str | None) -> Path:
     registered root. Raises PathOutsideRootsError (a LiteratureError sibling) outside the roots."""
     from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
 
-    roots = list(settings.roots)
+    roots = list(settings.rag.roots)
     if not roots:
         raise PathOutsideRootsError(
             "lit_import needs a registered corpus root to save the PDF into, and none is registered: set "
@@ -300,7 +300,7 @@ async def import_paper(core: "AppContext", identifier: str, root: str | None = N
     """
     settings = core.settings
     parse_identifier(identifier)  # a bad identifier is reported before anything else
-    if settings.lit_replay:
+    if settings.lit.replay:
         raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
                               "turn replay off to import a PDF")
     target_dir = resolve_root(settings, root)
@@ -314,13 +314,13 @@ async def import_paper(core: "AppContext", identifier: str, root: str | None = N
                               + "; ".join(f"{n}: {st.get('error')}" for n, st in got["sources"].items()))
     paper = Paper(**got["paper"])
     if paper.arxiv_id:
-        url, service = settings.lit_arxiv_pdf_url.format(id=paper.arxiv_id), "arxiv"
+        url, service = settings.lit.arxiv_pdf_url.format(id=paper.arxiv_id), "arxiv"
     elif paper.pdf_url and paper.open_access is not False:
         url, service = paper.pdf_url, "download"
     else:
         raise LiteratureError(f"no open-access PDF is known for {identifier!r} (open_access={paper.open_access}); "
                               "download it yourself and put it into a registered root, then run rag_index")
-    max_bytes = int(settings.lit_max_pdf_mb * 1024 * 1024)
+    max_bytes = int(settings.lit.max_pdf_mb * 1024 * 1024)
     async with Fetcher(settings, core.engine) as f:
         try:
             body, ctype, final_url = await f.download(url, max_bytes, service=service)

@@ -69,7 +69,7 @@ class Bootstrapped:
     prompts: dict[str, PromptOverlay] = field(default_factory=dict)
     #: the workflow-graph augmentation (the graph module's ``augment`` then the ``aisac_augment_graph`` hooks)
     graph_augment: Callable[..., Any] | None = None
-    #: the composed role prompts (Settings.roles_prompt_dir): <project store>/prompt_overlay, written by the store step
+    #: the composed role prompts (Settings.roles.prompt_dir): <project store>/prompt_overlay, written by the store step
     prompt_dir: Path | None = None
     #: the project's own store: <data_dir>/projects/<id>
     store_dir: Path | None = None
@@ -114,7 +114,7 @@ def project_data_dir(base: Settings, project_id: str) -> Path:
 def _settings_updates(b: Bootstrapped, base: Settings) -> tuple[dict[str, Any], list[str]]:
     """Settings fields the manifest sets, and the manifest settings this version has no field for."""
     m, p = b.project.manifest, b.project
-    fields = Settings.model_fields
+    fields = set(Settings.setting_names())
     upd: dict[str, Any] = {
         "data_dir": b.store_dir or project_data_dir(base, p.id),
         "roots": [p.resolve(s.path) for s in m.data.indexed],
@@ -145,7 +145,7 @@ def _settings_updates(b: Bootstrapped, base: Settings) -> tuple[dict[str, Any], 
     unapplied = []
     for k, v in wanted.items():
         if k in fields:
-            cur = getattr(base, k, None)
+            cur = base.get(k)
             if isinstance(cur, list) and isinstance(v, list):
                 v = list(dict.fromkeys([*cur, *v]))  # allow-list *additions*
             elif isinstance(cur, dict) and isinstance(v, dict):
@@ -392,9 +392,9 @@ def _settings_step(b: Bootstrapped, base: Settings) -> dict[str, Any]:
         assert b.store_dir is not None
         b.prompt_dir = b.store_dir / "prompt_overlay"
     upd, unapplied = _settings_updates(b, base)
-    b.settings = base.model_copy(update=upd)
-    return {"data_dir": str(b.settings.data_dir), "roots": [str(r) for r in b.settings.roots],
-            "catalog_roots": [str(r) for r in b.settings.catalog_roots],
+    b.settings = base.updated(**upd)
+    return {"data_dir": str(b.settings.data_dir), "roots": [str(r) for r in b.settings.rag.roots],
+            "catalog_roots": [str(r) for r in b.settings.rag.catalog_roots],
             "applied": sorted(k for k in upd if k not in ("data_dir", "roots", "catalog_roots")),
             "not_applied": unapplied}
 
@@ -412,7 +412,7 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
     finally:
         if engine is not None:
             engine.dispose()
-    if b.prompt_dir is not None:  # the composed prompts, where the roles read overlays (Settings.roles_prompt_dir)
+    if b.prompt_dir is not None:  # the composed prompts, where the roles read overlays (Settings.roles.prompt_dir)
         shutil.rmtree(b.prompt_dir, ignore_errors=True)
         b.prompt_dir.mkdir(parents=True)
         name = b.project.manifest.project.name
@@ -425,7 +425,7 @@ def _record_failure(store_dir: Path, base: Settings, run_id: str, steps: list[St
     """Write the steps of a failed bootstrap into the project's store (best effort: never masks the error)."""
     try:
         store_dir.mkdir(parents=True, exist_ok=True)
-        engine = make_engine(base.model_copy(update={"data_dir": store_dir, "sql_url": None}).resolved_sql_url)
+        engine = make_engine(base.updated(data_dir=store_dir, sql_url=None).resolved_sql_url)
         try:
             write_steps(engine, run_id, steps)
         finally:

@@ -2,7 +2,7 @@
 
 An overlay is Markdown text with optional TOML front matter between ``+++`` lines (``mode = "prepend"`` (default),
 ``"append"`` or ``"replace"``). The bootstrap composes each overlay with the role's packaged prompt
-(:func:`compose_prompt`) and writes the result where the roles read prompts (``Settings.roles_prompt_dir``).
+(:func:`compose_prompt`) and writes the result where the roles read prompts (``Settings.roles.prompt_dir``).
 """
 
 from __future__ import annotations

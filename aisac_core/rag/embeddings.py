@@ -108,7 +108,7 @@ class Embedder:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.spec = settings.embedding_model
+        self.spec = settings.rag.embedding_model
         self._dense: Any = None
         self._sparse: Any = None
         self._tokenizer: Any = None
@@ -228,7 +228,7 @@ class Embedder:
         self._load()
         if not texts:
             return []
-        bs = self.settings.embed_batch_size
+        bs = self.settings.rag.embed_batch_size
         # length-sorted batches pad less (measured ~15 % faster on 2 cores); order restored after
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vecs = self._dense.embed([texts[i] for i in order], batch_size=bs)

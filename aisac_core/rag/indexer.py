@@ -91,7 +91,7 @@ def fingerprint(core: "AppContext") -> str:
     except Exception:
         dv = "unknown"
     s = core.settings
-    parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.pdf_pipeline}", f"chunk_max_tokens={s.chunk_max_tokens}",
+    parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.rag.pdf_pipeline}", f"chunk_max_tokens={s.rag.chunk_max_tokens}",
              "chunker=HybridChunker(merge_peers)", f"tokenizer={core.embedder.model_id}",
              f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}"]
     return sha256_text("|".join(parts))[:16]
@@ -272,8 +272,8 @@ class Indexer:
             had_chunks = row is not None and row.status == "indexed"
         t0 = time.perf_counter()
         try:
-            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.chunk_max_tokens,
-                                    core.settings.pdf_pipeline)
+            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
+                                    core.settings.rag.pdf_pipeline)
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
                 self._record_failure(did, path, st, sha, fp, str(exc))

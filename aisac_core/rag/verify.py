@@ -128,8 +128,8 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
             found, where = True, "the passage occurs in the re-indexed version's text"
     else:
         try:
-            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.chunk_max_tokens,
-                                    core.settings.pdf_pipeline)
+            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
+                                    core.settings.rag.pdf_pipeline)
         except DocumentError as exc:
             out["status"] = "chunk_changed"
             out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"

@@ -1,6 +1,6 @@
 """LLM backends of the roles and the one place a model is asked for JSON (:func:`ask_json`).
 
-Backends (``Settings.roles_llm`` or a per-call ``llm``):
+Backends (``Settings.roles.llm`` or a per-call ``llm``):
 
 - ``openai``: any OpenAI-compatible chat-completions endpoint through the ``openai`` package
   (``roles_llm_base_url``, ``roles_llm_model``, the key read from the environment variable named by
@@ -102,7 +102,7 @@ class ReplayBackend(Backend):
 
 
 def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
-    """The backend for ``llm`` (default ``settings.roles_llm``); None means no model (deterministic fallbacks).
+    """The backend for ``llm`` (default ``settings.roles.llm``); None means no model (deterministic fallbacks).
 
     ``sampling``: the MCP client's model (built by the serving MCP server; None outside an MCP tool call or when
     the client does not offer sampling), the backend of ``llm='sampling'``.
@@ -110,11 +110,11 @@ def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend 
     Raises :class:`RolesError`: unknown choice; ``openai`` without a base URL; ``sampling`` without a sampling
     backend.
     """
-    choice = llm or settings.roles_llm
+    choice = llm or settings.roles.llm
     if choice not in LLM_CHOICES:
         raise RolesError(f"llm must be one of {', '.join(LLM_CHOICES)}, got {choice!r}")
     if choice == "auto":
-        choice = "openai" if settings.roles_llm_base_url else "none"
+        choice = "openai" if settings.roles.llm_base_url else "none"
     if choice == "none":
         return None
     if choice == "replay":
@@ -124,12 +124,12 @@ def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend 
             raise RolesError("llm='sampling' needs an MCP client that offers sampling; this one does not. Use "
                              "llm='none', an OpenAI-compatible endpoint, or the roles_* prompts with the submit tools")
         return sampling
-    if not settings.roles_llm_base_url:
+    if not settings.roles.llm_base_url:
         raise RolesError("llm='openai' needs an endpoint: set AISAC_ROLES_LLM_BASE_URL (e.g. "
                          "http://127.0.0.1:8000/v1) and AISAC_ROLES_LLM_MODEL")
-    key = os.environ.get(settings.roles_llm_api_key_env) or "none"  # local servers accept any key
-    return OpenAIBackend(settings.roles_llm_base_url, settings.roles_llm_model, key, settings.roles_llm_timeout_s,
-                         settings.roles_llm_seed)
+    key = os.environ.get(settings.roles.llm_api_key_env) or "none"  # local servers accept any key
+    return OpenAIBackend(settings.roles.llm_base_url, settings.roles.llm_model, key, settings.roles.llm_timeout_s,
+                         settings.roles.llm_seed)
 
 
 async def ask_json(core: "AppContext", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
@@ -179,9 +179,9 @@ async def _request(core: "AppContext", backend: Backend, role: str, schema: str,
     s = core.settings
     # the key leaves the backend out and names the model, so ``replay`` (with the same settings) finds what an
     # ``openai`` run cached; sampling replies are keyed under the model "client".
-    model = s.roles_llm_model if backend.name == "replay" else backend.model
+    model = s.roles.llm_model if backend.name == "replay" else backend.model
     request = {"role": role, "model": model, "prompt_version": prompt_version, "schema": schema,
-               "messages": messages, "temperature": 0, "seed": s.roles_llm_seed}
+               "messages": messages, "temperature": 0, "seed": s.roles.llm_seed}
     key = request_hash(request)
     t0 = time.perf_counter()
     cached_text = await anyio.to_thread.run_sync(cache_get, core.engine, key)

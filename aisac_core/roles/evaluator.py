@@ -218,11 +218,11 @@ async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events
         text, version = render("evaluator", {"task": task, "answer": shown, "evidence": evidence_summary(events),
                                              "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()},
                                                        "critiques": crit},
-                                             "schema": load_schema("critique")}, s.roles_prompt_dir)
+                                             "schema": load_schema("critique")}, s.roles.prompt_dir)
         got = await ask_json(core, backend, role="evaluator", schema="critique", prompt=text, prompt_version=version,
                              run_id=run_id, parent_id=parent_id)
         crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
         by = "automatic+model"
         extra["request_sha256"] = got["request_sha256"]
-    return {"mode": mode, "gates": gates, **summarize(crit, s.roles_max_mean_severity, s.roles_max_severity),
+    return {"mode": mode, "gates": gates, **summarize(crit, s.roles.max_mean_severity, s.roles.max_severity),
             "by": by, **extra}

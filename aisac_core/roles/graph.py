@@ -2,7 +2,7 @@
 
 :func:`default_graph` returns::
 
-    {"version": 1, "start": "router", "replan_limit": None,     # None: Settings.roles_replan_limit
+    {"version": 1, "start": "router", "replan_limit": None,     # None: Settings.roles.replan_limit
      "nodes": {"router": {"kind": "role"}, "planner": {"kind": "role"}, "coordinator": {"kind": "role"},
                "researcher": {"kind": "helper", "within": "coordinator"}, "evaluator": {"kind": "role"}},
      "edges": [{"from": "router", "to": "coordinator", "when": "direct"},
@@ -154,8 +154,8 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
 
     Args:
         task: the question (non-empty, at most 4,000 characters).
-        mode: lite / standard / strict (default ``Settings.roles_mode``): the evidence gate's minimum anchors.
-        llm: backend (``Settings.roles_llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
+        mode: lite / standard / strict (default ``Settings.roles.mode``): the evidence gate's minimum anchors.
+        llm: backend (``Settings.roles.llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
             timeout, schema violation after one repair) is recorded and the role falls back to its rules.
         session_id: a memory session whose recall joins the router's context (``memory_recall``).
         run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
@@ -174,13 +174,13 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
     if len(task) > 4000:
         raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
     s = core.settings
-    mode = check_mode(mode, s.roles_mode)
+    mode = check_mode(mode, s.roles.mode)
     backend = get_backend(s, llm, sampling)
     graph = graph if graph is not None else active_graph(core)
     errs = validate_graph(graph)
     if errs:
         raise RolesError("invalid workflow graph: " + "; ".join(errs))
-    replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.roles_replan_limit
+    replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.roles.replan_limit
     run_id = run_id or new_run_id()
     engine = core.engine
     model_errors: list[dict[str, str]] = []
@@ -220,7 +220,7 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
     while True:
         # --- planner (skipped on a direct route's first attempt)
         if decision["decision"] == "direct" and attempt == 0:
-            plan = direct_plan(task, decision, caps, s.roles_max_plan_steps)
+            plan = direct_plan(task, decision, caps, s.roles.max_plan_steps)
         else:
             with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
                                                   "tools": sorted(names)}) as st:
@@ -230,7 +230,7 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
                 except RoleModelError as exc:
                     model_errors.append({"role": "planner", "error": str(exc)})
                     plan = {**pl.template_plan(task, decision, caps, attempt=attempt,
-                                               max_steps=s.roles_max_plan_steps), "by": "template (model failed)"}
+                                               max_steps=s.roles.max_plan_steps), "by": "template (model failed)"}
                 st.result = plan
         # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
         with Step(engine, run_id, "coordinator", {"attempt": attempt,

@@ -227,11 +227,11 @@ async def plan(core: "AppContext", task: str, route: dict[str, Any] | None, tool
     :func:`template_plan`. Adds ``by`` (model / template).
 
     Raises :class:`~aisac_core.roles.RoleModelError` when the model's plan is still invalid after the repair."""
-    max_steps = core.settings.roles_max_plan_steps
+    max_steps = core.settings.roles.max_plan_steps
     if backend is None:
         return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
     text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
-                           core.settings.roles_prompt_dir)
+                           core.settings.roles.prompt_dir)
     got = await ask_json(core, backend, role="planner", schema="plan", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id,
                          check=lambda obj: validate_plan(obj, tools, max_steps))

@@ -1,7 +1,7 @@
 """Versioned prompt files (``prompts/<role>.md``) and the project overlay.
 
 Each file starts with ``<!-- aisac prompt: <role>, version N -->``; the version is recorded with every model
-call. A project overlays a prompt by placing a file of the same name in ``Settings.roles_prompt_dir`` (the project
+call. A project overlays a prompt by placing a file of the same name in ``Settings.roles.prompt_dir`` (the project
 manifest sets it). Placeholders are ``{name}`` for the known names of each role; ``{{`` and ``}}`` stand for
 literal braces.
 """

@@ -199,7 +199,7 @@ async def write_answer(core: "AppContext", task: str, items: list[dict[str, Any]
         bad = [n for n in obj.get("citations", []) if not 1 <= n <= len(chosen)]
         return [f"$.citations: {bad} are not evidence numbers (1..{len(chosen)})"] if bad else []
 
-    text, version = render("researcher", prompt_values(task, chosen), core.settings.roles_prompt_dir)
+    text, version = render("researcher", prompt_values(task, chosen), core.settings.roles.prompt_dir)
     got = await ask_json(core, backend, role="researcher", schema="answer", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id, check=check)
     out = got["output"]

@@ -87,7 +87,7 @@ async def route(core: "AppContext", task: str, rag_hits: list[dict[str, Any]], m
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails (the caller may fall back)."""
     if backend is None:
         return {**rule_route(task, rag_hits, memory, mode), "by": "rules"}
-    text, version = render("router", prompt_values(task, rag_hits, memory), core.settings.roles_prompt_dir)
+    text, version = render("router", prompt_values(task, rag_hits, memory), core.settings.roles.prompt_dir)
     got = await ask_json(core, backend, role="router", schema="route", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id)
     out = dict(got["output"])

@@ -15,7 +15,7 @@ from typing import Any
 from alembic.util import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, create_engine
 
 from aisac_core.errors import AisacError
 from aisac_core.store import migrations
@@ -73,19 +73,6 @@ def make_engine(url: str) -> Engine:
 def schema_revision(engine: Engine) -> str | None:
     """The schema revision the store is at (``"0001"``, ...), or None when it was never migrated."""
     return migrations.current_revision(engine)
-
-
-def ensure_tables(engine: Engine, *models: type[SQLModel]) -> None:
-    """Make sure the tables of ``models`` exist: brings ``engine``'s schema to the newest revision (a no-op for an
-    engine from :func:`make_engine`, already there). Kept for callers written before the migrations.
-
-    Raises ``ValueError`` for a model that is not a table of the store (:mod:`aisac_core.store.tables`).
-    """
-    for model in models:
-        table = getattr(model, "__table__", None)
-        if table is None or SQLModel.metadata.tables.get(table.name) is not table:
-            raise ValueError(f"{model.__name__} is not a table of the store (aisac_core.store.tables)")
-    migrations.upgrade(engine)
 
 
 class StoreError(AisacError, RuntimeError):

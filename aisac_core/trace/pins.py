@@ -111,14 +111,14 @@ def config_pins(app: "AppContext") -> dict[str, Any]:
     s = app.settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
     try:
-        pins.update(embedding_model=s.embedding_model, embedding_model_id=app.embedder.model_id,
+        pins.update(embedding_model=s.rag.embedding_model, embedding_model_id=app.embedder.model_id,
                     sparse_model=SPARSE_MODEL_ID, parser_revision=PARSER_REVISION, index_fingerprint=fingerprint(app),
-                    pdf_pipeline=s.pdf_pipeline, chunk_max_tokens=s.chunk_max_tokens,
+                    pdf_pipeline=s.rag.pdf_pipeline, chunk_max_tokens=s.rag.chunk_max_tokens,
                     retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)})
     except Exception as exc:  # pins are informative; a failure must not block a tool call
         pins["error"] = f"{type(exc).__name__}: {exc}"
     pins["settings"] = {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
-                        for k, v in s.model_dump().items() if not _SECRET.search(k)}
+                        for k, v in s.flat().items() if not _SECRET.search(k)}
     return json.loads(dumps(pins))
 
 
