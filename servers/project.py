@@ -13,8 +13,9 @@ import functools
 import inspect
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -89,18 +90,26 @@ def project_server(app: AppContext) -> FastMCP:
     if b is None:
         raise BootstrapError("this application context serves no project: start it with --project DIR")
     if b.server is None:
-        t0 = time.perf_counter()
-        step = Step("mount", {"namespace": PROJECT_NAMESPACE, "tools": b.tool_names})
-        try:
+        with _mount_step(app, b) as step:
             b.server = build_project_server(b)
             step.result = {"mounted": True, "tools": b.tool_names}
-        except BootstrapError as exc:
-            step.status, step.error = "tool_error", str(exc)
-            raise
-        finally:
-            step.latency_ms = (time.perf_counter() - t0) * 1000
-            b.record(step, app.engine)
     return b.server
+
+
+@contextmanager
+def _mount_step(app: AppContext, b: Bootstrapped) -> Iterator[Step]:
+    """A ``mount`` step of the project's initialization trace: timed, marked ``tool_error`` when a
+    :class:`BootstrapError` leaves the block, and recorded in the project's store either way."""
+    t0 = time.perf_counter()
+    step = Step("mount", {"namespace": PROJECT_NAMESPACE, "tools": b.tool_names})
+    try:
+        yield step
+    except BootstrapError as exc:
+        step.status, step.error = "tool_error", str(exc)
+        raise
+    finally:
+        step.latency_ms = (time.perf_counter() - t0) * 1000
+        b.record(step, app.engine)
 
 
 def _run_async(fn: Callable[[], Any]) -> Any:
@@ -122,9 +131,7 @@ def mount_project(suite: FastMCP, app: AppContext) -> FastMCP:
     b = app.project
     if b is None:
         raise BootstrapError("this application context serves no project: start it with --project DIR")
-    t0 = time.perf_counter()
-    step = Step("mount", {"namespace": PROJECT_NAMESPACE, "tools": b.tool_names})
-    try:
+    with _mount_step(app, b) as step:
         existing = {t.name for t in _run_async(lambda: suite.list_tools(run_middleware=False))}
         clash = sorted(existing & set(b.tool_names))
         if clash:
@@ -132,12 +139,6 @@ def mount_project(suite: FastMCP, app: AppContext) -> FastMCP:
                                  "already has; rename the function(s) in the tools module")
         suite.mount(project_server(app), namespace=PROJECT_NAMESPACE)
         step.result = {"mounted": True, "tools": b.tool_names}
-    except BootstrapError as exc:
-        step.status, step.error = "tool_error", str(exc)
-        raise
-    finally:
-        step.latency_ms = (time.perf_counter() - t0) * 1000
-        b.record(step, app.engine)
     return suite
 
 
