@@ -155,8 +155,8 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
+    from aisac_servers.builtin import aisac_register_servers
     from aisac_servers.owner import build_proxy, serve_http
-    from aisac_servers.suite import SERVERS, build
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -164,8 +164,9 @@ def serve(
         _fail(f"--transport must be stdio or http, got {transport!r}")
     settings = _settings(data_dir)
     names = [server] if server else None
-    if server and server not in SERVERS:
-        _fail(f"unknown server(s) {[server]}; available: {', '.join(SERVERS)}")
+    available = dict(aisac_register_servers())
+    if server and server not in available:
+        _fail(f"unknown server(s) {[server]}; available: {', '.join(available)}")
     use_owner = settings.owner.mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
     base_settings = settings
     if project is not None:  # check the manifest first (one line on error); the store is the project's
@@ -188,6 +189,9 @@ def serve(
                 return suite
             except BootstrapError as exc:
                 _fail(str(exc))
+        # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
+        from aisac_servers.suite import build
+
         return build(names, app=AppContext(settings))
 
     try:

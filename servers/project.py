@@ -3,7 +3,7 @@
 ``aisac serve --project DIR`` (and the owner daemon of a project's store) calls :func:`serve_project`: the project
 is bootstrapped (:func:`aisac_core.projects.bootstrap`), an application context is opened on its store with the
 project attached, and the suite is built on it. The suite mounts the project's tools through the server registry
-(:mod:`aisac_servers.builtin`), which calls :func:`project_server`.
+(:func:`aisac_servers.suite.suite_servers`), which calls :func:`project_server`.
 """
 
 from __future__ import annotations

@@ -6,21 +6,24 @@ run alone keeps the same tool names (``rag_search``) as in the suite.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from aisac_core.context import AppContext
+from aisac_core.plugins import PluginError, collect, plugins_of, register
+from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.trace.otel import emit_span, otel_enabled
 from aisac_core.trace.pins import pin_run
 from aisac_core.trace.recorder import RunAssigner, record_tool_call
-from aisac_servers.builtin import BUILTIN_SERVERS, aisac_register_servers, suite_servers
+from aisac_servers import builtin
 from aisac_servers.common import call_core
 from aisac_servers.dashboard import mount_dashboard
 
@@ -32,9 +35,9 @@ current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", de
 
 #: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
 #: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.builtin`)
-ALL_SERVERS = dict(BUILTIN_SERVERS)
+ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 #: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
-SERVERS = dict(aisac_register_servers())
+SERVERS = dict(builtin.aisac_register_servers())
 
 
 class ProvenanceMiddleware(Middleware):
@@ -118,6 +121,65 @@ class ProvenanceMiddleware(Middleware):
                 log.exception("could not record the trace event of %s", name)
 
 
+#: the factory of a project's tool server: called with the application context
+PROJECT_SERVER = "aisac_servers.project:project_server"
+
+
+def load_server(server: Any, app: AppContext) -> FastMCP:
+    """A registered server as a server object: a ``"module:attribute"`` string is imported; a function (not a
+    server) is called with ``app``.
+
+    Raises:
+        PluginError: the string does not name a server, or the object is not one.
+    """
+    obj = server
+    if isinstance(server, str):
+        mod, _, attr = server.partition(":")
+        try:
+            obj = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            raise PluginError(f"server {server!r} cannot be loaded ({type(exc).__name__}: {exc}); give "
+                              "'module:attribute' of a FastMCP server") from exc
+    if not isinstance(obj, FastMCP) and callable(obj):
+        obj = obj(app)
+    if not isinstance(obj, FastMCP):
+        raise PluginError(f"server {server!r} is a {type(obj).__name__}, not a FastMCP server")
+    return obj
+
+
+def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP]]:
+    """The servers a suite of ``app`` can mount: namespace -> loader, in order (the built-ins, the served project's
+    plugin servers, then ``project`` when the project has tools).
+
+    Raises:
+        BootstrapError: a plugin's server with a bad namespace, or a namespace registered twice.
+    """
+    pm = plugins_of(app)
+    register(pm, builtin, name=builtin.PLUGIN_NAME)
+    entries: list[tuple[str, Any]] = []
+    try:
+        for item in collect(pm, "aisac_register_servers"):
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise PluginError(f"aisac_register_servers() returned {item!r}; return (namespace, server) pairs")
+            entries.append((item[0], item[1]))
+    except PluginError as exc:
+        raise BootstrapError(str(exc)) from exc
+    first = [(ns, s) for ns, s in entries if builtin.BUILTIN_SERVERS.get(ns) == s]  # the built-ins first
+    entries = first + [e for e in entries if e not in first]
+    if app.project is not None and app.project.tools:
+        entries.append((PROJECT_NAMESPACE, PROJECT_SERVER))
+    out: dict[str, Callable[[], FastMCP]] = {}
+    for ns, server in entries:
+        if not (isinstance(ns, str) and ns.isidentifier() and ns.islower() and "_" not in ns):
+            raise BootstrapError(f"server namespace {ns!r}: use lower-case letters and digits only (tools are named "
+                                 "<namespace>_<tool>)")
+        if ns in out:
+            raise BootstrapError(f"two servers register the namespace {ns!r}; rename one (the built-ins are "
+                                 f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})")
+        out[ns] = (lambda s=server: load_server(s, app))
+    return out
+
+
 def _lifespan(app: AppContext, *, own: bool) -> Any:
     """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.common.current_app`). With
     ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
@@ -142,7 +204,7 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
     and no ``app.close()`` at exit.
 
-    The servers come from the ``aisac_register_servers`` hook (:func:`aisac_servers.builtin.suite_servers`): the
+    The servers come from the ``aisac_register_servers`` hook (:func:`suite_servers`): the
     built-ins, a served project's plugin servers and, with the whole suite, the project's own tools (``project``).
 
     Raises:

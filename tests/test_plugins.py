@@ -84,7 +84,8 @@ def base(tmp_path: Path):  # noqa: ANN201
 
 
 def test_builtins_register_through_the_hooks(base):
-    from aisac_servers.builtin import BUILTIN_SERVERS, suite_servers
+    from aisac_servers.builtin import BUILTIN_SERVERS
+    from aisac_servers.suite import suite_servers
 
     from aisac_core.context import AppContext
     from aisac_core.literature.paper import SOURCES

@@ -13,7 +13,7 @@ Hashes: SHA-256 (FIPS 180-4) as lower-case hex, of the file's bytes and of the c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from aisac_core.errors import AisacError
@@ -87,9 +87,9 @@ class Anchor:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list)."""
-        d = asdict(self)
-        d["char_span"] = list(self.char_span)
-        return d
+        return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "path": self.path, "sha256": self.sha256,
+                "section": self.section, "page": self.page, "char_span": list(self.char_span),
+                "chunk_sha256": self.chunk_sha256, "score": self.score}
 
 
 def _nonempty(v: Any) -> bool:

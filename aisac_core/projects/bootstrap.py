@@ -41,7 +41,7 @@ from aisac_core.roles.graph import default_graph
 from aisac_core.settings import Settings
 from aisac_core.store.sql import make_engine
 from aisac_core.store.tables import Document
-from aisac_core.trace import record_tool_call
+from aisac_core.trace.recorder import record_tool_call
 
 
 

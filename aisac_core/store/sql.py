@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from alembic.util import CommandError
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
 from aisac_core.errors import AisacError
-from aisac_core.store import migrations
 from aisac_core.store.tables import StoreMeta
 
 
@@ -54,6 +52,10 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, **kwargs)
     if is_sqlite:
         _sqlite_listeners(engine)
+    from alembic.util import CommandError  # alembic loads when a store opens, not when a server starts (~150 ms)
+
+    from aisac_core.store import migrations
+
     try:
         migrations.upgrade(engine)
     except CommandError as exc:  # a revision id the scripts do not have
@@ -72,6 +74,8 @@ def make_engine(url: str) -> Engine:
 
 def schema_revision(engine: Engine) -> str | None:
     """The schema revision the store is at (``"0001"``, ...), or None when it was never migrated."""
+    from aisac_core.store import migrations
+
     return migrations.current_revision(engine)
 
 
