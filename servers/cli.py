@@ -20,7 +20,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from aisac_core.context import AppContext, store_status
-from aisac_core.owner import SUPPORTED, OwnerError, claim_store, ensure_owner, live_owner, read_owner_file, stop_owner
+from aisac_core.owner import (
+    SUPPORTED,
+    OwnerError,
+    claim_store,
+    ensure_owner,
+    live_owner,
+    read_owner_file,
+    stop_owner,
+)
 from aisac_core.security import is_loopback, new_token
 from aisac_core.settings import Settings
 
@@ -58,7 +66,13 @@ def index(
     as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
 ) -> None:
     """Index files and folders incrementally (unchanged files are skipped without being read)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from aisac_core.rag.indexer import Counters, Indexer, IndexingError
 
@@ -181,8 +195,9 @@ def serve(
 
     def in_process():  # noqa: ANN202
         if project is not None:
-            from aisac_core.projects import BootstrapError
             from aisac_servers.project import serve_project
+
+            from aisac_core.projects import BootstrapError
 
             try:
                 suite, _app_ctx = serve_project(project, base_settings, names)

@@ -16,8 +16,8 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from aisac_core.errors import AisacError
 from aisac_core.context import AppContext
+from aisac_core.errors import AisacError
 
 from .common import App
 

@@ -17,14 +17,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from aisac_servers.suite import build
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
-from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError, Bootstrapped, Step, bootstrap
+from aisac_core.projects import (
+    PROJECT_NAMESPACE,
+    BootstrapError,
+    Bootstrapped,
+    Step,
+    bootstrap,
+)
 from aisac_core.settings import Settings
-from aisac_servers.suite import build
 
 
 def _user_message(exc: Exception) -> str:

@@ -28,10 +28,10 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.rag.search import search
 from aisac_core.roles import NeedInput, RolesError, check_mode
+from aisac_core.roles import evaluator as core_evaluator
 from aisac_core.roles import planner as core_planner
 from aisac_core.roles import prompts as core_prompts
 from aisac_core.roles import router as core_router
-from aisac_core.roles import evaluator as core_evaluator
 from aisac_core.roles.backends import get_backend
 from aisac_core.roles.graph import run_graph
 from aisac_core.roles.schemas import load_schema, validate

@@ -13,6 +13,9 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, AsyncIterator, Callable
 
+from aisac_servers import builtin
+from aisac_servers.common import call_core
+from aisac_servers.dashboard import mount_dashboard
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
@@ -23,9 +26,6 @@ from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.trace.otel import emit_span, otel_enabled
 from aisac_core.trace.pins import pin_run
 from aisac_core.trace.recorder import RunAssigner, record_tool_call
-from aisac_servers import builtin
-from aisac_servers.common import call_core
-from aisac_servers.dashboard import mount_dashboard
 
 log = logging.getLogger("aisac.suite")
 

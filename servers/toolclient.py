@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from aisac_servers.suite import build
 from fastmcp import Client, FastMCP
 
 from aisac_core.context import AppContext
 from aisac_core.ports import ToolInfo, ToolOutcome
-from aisac_servers.suite import build
 
 
 def _annotations(tool: Any) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from aisac_servers.common import App, call_core
+from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -24,8 +26,6 @@ from aisac_core.trace.queries import list_runs as core_list
 from aisac_core.trace.replay import replay_run
 from aisac_core.trace.retention import prune_runs, trace_stats
 from aisac_core.trace.verify import verify_run
-from aisac_servers.common import App, call_core
-from aisac_servers.toolclient import SuiteTools
 
 server = FastMCP(
     "trace",

@@ -22,10 +22,23 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, select
 
 from aisac_core.data.errors import DataError
-from aisac_core.data.loaders import (FORMATS, MAX_HEADER_ROWS, arrow_safe, load_csv, load_excel, load_json,
-                                     load_parquet)
-from aisac_core.data.query import (AGG_FUNCS, aggregate_frame, check_columns, check_query, metric_spec,
-                                   select_rows)
+from aisac_core.data.loaders import (
+    FORMATS,
+    MAX_HEADER_ROWS,
+    arrow_safe,
+    load_csv,
+    load_excel,
+    load_json,
+    load_parquet,
+)
+from aisac_core.data.query import (
+    AGG_FUNCS,
+    aggregate_frame,
+    check_columns,
+    check_query,
+    metric_spec,
+    select_rows,
+)
 from aisac_core.errors import resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.plugins import table_loaders

@@ -21,7 +21,8 @@ import csv
 import io
 import json
 import re
-from datetime import date, datetime, time as dtime
+from datetime import date, datetime
+from datetime import time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

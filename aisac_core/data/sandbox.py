@@ -45,8 +45,20 @@ from pathlib import Path
 from typing import Any
 
 from aisac_core.data.errors import SandboxError
-from aisac_core.data.isolation import (WORKER_SCRIPT, Worker, WorkerGone, WorkerTimeout, detect_isolation, exit_text,
-                                       kill, read, send, spawn, worker_command, worker_env)
+from aisac_core.data.isolation import (
+    WORKER_SCRIPT,
+    Worker,
+    WorkerGone,
+    WorkerTimeout,
+    detect_isolation,
+    exit_text,
+    kill,
+    read,
+    send,
+    spawn,
+    worker_command,
+    worker_env,
+)
 from aisac_core.hashing import sha256_bytes
 from aisac_core.settings import Settings
 

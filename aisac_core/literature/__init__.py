@@ -7,9 +7,29 @@ retries, cache), one client module per source, :mod:`.sources` (the source regis
 operations the server calls).
 """
 
-from aisac_core.literature.http import BadResponse, NotFound, RateLimited, ReplayMiss, ServiceError, reset_states
-from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_papers, normalise_doi, parse_identifier
-from aisac_core.literature.service import citations, get, import_paper, references, search
+from aisac_core.literature.http import (
+           BadResponse,
+           NotFound,
+           RateLimited,
+           ReplayMiss,
+           ServiceError,
+           reset_states,
+)
+from aisac_core.literature.paper import (
+           SOURCES,
+           LiteratureError,
+           Paper,
+           merge_papers,
+           normalise_doi,
+           parse_identifier,
+)
+from aisac_core.literature.service import (
+           citations,
+           get,
+           import_paper,
+           references,
+           search,
+)
 from aisac_core.literature.sources import LiteratureSource, literature_sources
 
 __all__ = ["SOURCES", "BadResponse", "LiteratureError", "LiteratureSource", "NotFound", "Paper", "RateLimited",

@@ -17,8 +17,8 @@ from aisac_core.literature.http import NotFound
 from aisac_core.literature.paper import LiteratureError, Paper, parse_arxiv_id
 
 if TYPE_CHECKING:
-    from aisac_core.settings import Settings
     from aisac_core.literature.http import Fetcher
+    from aisac_core.settings import Settings
 
 SERVICE = "arxiv"
 MAX_RESULTS = 2000

@@ -45,8 +45,8 @@ from aiolimiter import AsyncLimiter
 from sqlmodel import Session
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from aisac_core.store.tables import LitCacheEntry
 from aisac_core.literature.paper import LiteratureError
+from aisac_core.store.tables import LitCacheEntry
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine

@@ -23,13 +23,29 @@ from typing import TYPE_CHECKING, Any, Awaitable
 import anyio
 
 from aisac_core.literature import openalex, semanticscholar
-from aisac_core.literature.http import Fetcher, NotFound, RateLimited, ReplayMiss, ServiceError
-from aisac_core.literature.paper import LiteratureError, Paper, merge_papers, parse_identifier
-from aisac_core.literature.sources import aliases, literature_sources, max_results, routes
+from aisac_core.literature.http import (
+    Fetcher,
+    NotFound,
+    RateLimited,
+    ReplayMiss,
+    ServiceError,
+)
+from aisac_core.literature.paper import (
+    LiteratureError,
+    Paper,
+    merge_papers,
+    parse_identifier,
+)
+from aisac_core.literature.sources import (
+    aliases,
+    literature_sources,
+    max_results,
+    routes,
+)
 
 if TYPE_CHECKING:
-    from aisac_core.settings import Settings
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
 #: largest k a tool call accepts for the merged list (each source is also clamped to its own maximum)
 MAX_K = 1000

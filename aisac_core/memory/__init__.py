@@ -28,14 +28,44 @@ Modules: :mod:`~aisac_core.memory.sessions` (sessions, turns, history, export, d
 their public API.
 """
 
-from aisac_core.memory.common import (KEYWORD_CANDIDATES, MAX_CONTENT_CHARS, MAX_FACT_FIELD_CHARS, MAX_METADATA_CHARS,
-                                      MAX_QUERY_CHARS, MAX_TITLE_CHARS, PAIR_TEXT_CHARS, ROLES, SEMANTIC_CANDIDATES,
-                                      SNIPPET_CHARS, MemoryInputError, iso, parse_time, session_dict, turn_dict)
+from aisac_core.memory.common import (
+                                      KEYWORD_CANDIDATES,
+                                      MAX_CONTENT_CHARS,
+                                      MAX_FACT_FIELD_CHARS,
+                                      MAX_METADATA_CHARS,
+                                      MAX_QUERY_CHARS,
+                                      MAX_TITLE_CHARS,
+                                      PAIR_TEXT_CHARS,
+                                      ROLES,
+                                      SEMANTIC_CANDIDATES,
+                                      SNIPPET_CHARS,
+                                      MemoryInputError,
+                                      iso,
+                                      parse_time,
+                                      session_dict,
+                                      turn_dict,
+)
 from aisac_core.memory.facts import fact_dict, fact_timeline, query_facts, record_fact
-from aisac_core.memory.recall import (DIALOGUE, MemoryState, count_tokens, point_id, recall, reconcile_dialogue,
-                                      search)
-from aisac_core.memory.sessions import (EXPORT_MAX_TURNS, add_turn, delete_session, export_session, get_history,
-                                        list_sessions, render_markdown, session_markdown, start_session)
+from aisac_core.memory.recall import (
+                                      DIALOGUE,
+                                      MemoryState,
+                                      count_tokens,
+                                      point_id,
+                                      recall,
+                                      reconcile_dialogue,
+                                      search,
+)
+from aisac_core.memory.sessions import (
+                                      EXPORT_MAX_TURNS,
+                                      add_turn,
+                                      delete_session,
+                                      export_session,
+                                      get_history,
+                                      list_sessions,
+                                      render_markdown,
+                                      session_markdown,
+                                      start_session,
+)
 
 __all__ = [
     "DIALOGUE", "EXPORT_MAX_TURNS", "KEYWORD_CANDIDATES", "MAX_CONTENT_CHARS", "MAX_FACT_FIELD_CHARS",

@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
-from aisac_core.memory.common import (MAX_FACT_FIELD_CHARS, _check_int, _check_json, _check_str, _now, _utc, iso,
-                                      parse_time)
+from aisac_core.memory.common import (
+    MAX_FACT_FIELD_CHARS,
+    _check_int,
+    _check_json,
+    _check_str,
+    _now,
+    _utc,
+    iso,
+    parse_time,
+)
 from aisac_core.store.tables import Fact
 
 if TYPE_CHECKING:

@@ -13,9 +13,20 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
-from aisac_core.memory.common import (KEYWORD_CANDIDATES, MAX_QUERY_CHARS, PAIR_TEXT_CHARS, ROLES, SEMANTIC_CANDIDATES,
-                                      SNIPPET_CHARS, MemoryInputError, _check_int, _check_str, _session, iso,
-                                      turn_dict)
+from aisac_core.memory.common import (
+    KEYWORD_CANDIDATES,
+    MAX_QUERY_CHARS,
+    PAIR_TEXT_CHARS,
+    ROLES,
+    SEMANTIC_CANDIDATES,
+    SNIPPET_CHARS,
+    MemoryInputError,
+    _check_int,
+    _check_str,
+    _session,
+    iso,
+    turn_dict,
+)
 from aisac_core.rag.search import PREFETCH, convex_fusion
 from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.tables import MemorySession, Turn

@@ -11,10 +11,30 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, delete, func, or_
 from sqlmodel import Session, select
 
-from aisac_core.memory.common import (MAX_CONTENT_CHARS, MAX_TITLE_CHARS, ROLES, MemoryInputError, _check_int,
-                                      _check_json, _check_str, _now, _session, _utc, iso, session_dict, turn_dict)
-from aisac_core.memory.recall import (_embed_pairs, _render, _truncate_to_tokens, _upsert, _upsert_lock, _vs,
-                                      count_tokens)
+from aisac_core.memory.common import (
+    MAX_CONTENT_CHARS,
+    MAX_TITLE_CHARS,
+    ROLES,
+    MemoryInputError,
+    _check_int,
+    _check_json,
+    _check_str,
+    _now,
+    _session,
+    _utc,
+    iso,
+    session_dict,
+    turn_dict,
+)
+from aisac_core.memory.recall import (
+    _embed_pairs,
+    _render,
+    _truncate_to_tokens,
+    _upsert,
+    _upsert_lock,
+    _vs,
+    count_tokens,
+)
 from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.tables import MemorySession, Turn
 from aisac_core.store.vectors import Cond

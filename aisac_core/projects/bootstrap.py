@@ -33,16 +33,33 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from aisac_core.literature.sources import source_registry
-from aisac_core.plugins import PluginError, augment_graph, collect, has_impls, make_plugin_manager
-from aisac_core.projects.extensions import check_tool, load_module, public_functions, register_module, source_of
-from aisac_core.projects.manifest import PROJECT_NAMESPACE, BootstrapError, Project, check_path, load_manifest
+from aisac_core.plugins import (
+    PluginError,
+    augment_graph,
+    collect,
+    has_impls,
+    make_plugin_manager,
+)
+from aisac_core.projects.extensions import (
+    check_tool,
+    load_module,
+    public_functions,
+    register_module,
+    source_of,
+)
+from aisac_core.projects.manifest import (
+    PROJECT_NAMESPACE,
+    BootstrapError,
+    Project,
+    check_path,
+    load_manifest,
+)
 from aisac_core.projects.prompts import PromptOverlay, compose_prompt, load_prompts
 from aisac_core.roles.graph import default_graph
 from aisac_core.settings import Settings
 from aisac_core.store.sql import make_engine
 from aisac_core.store.tables import Document
 from aisac_core.trace.recorder import record_tool_call
-
 
 
 @dataclass

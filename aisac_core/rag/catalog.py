@@ -62,7 +62,9 @@ def catalog_metadata(path: Path, ftype: str) -> dict[str, Any]:
                 with open(path, "rb") as f:
                     meta["rows"] = max(0, sum(1 for _ in f) - 1)
         elif ftype == "xlsx":
-            from openpyxl import load_workbook  # ~0.2 s to import: only when an Excel file is catalogued
+            from openpyxl import (
+                load_workbook,  # ~0.2 s to import: only when an Excel file is catalogued
+            )
 
             wb = load_workbook(path, read_only=True)
             meta["sheets"] = wb.sheetnames

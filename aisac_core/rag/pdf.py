@@ -183,7 +183,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
     entries. The document's ``_aisac_meta`` attribute (``{margins, vertical}``: the texts removed from page
     margins and the vertical stamps) carries metadata hints (arXiv id, DOI, year) for
     :func:`aisac_core.rag.structure.document_structure`."""
-    from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem
+    from docling_core.types.doc import (
+        BoundingBox,
+        CoordOrigin,
+        DocItemLabel,
+        DoclingDocument,
+        ProvenanceItem,
+    )
 
     lines, sizes, vertical = _pdf_lines(res)
     removed = _strip_margins(lines, sizes)

@@ -33,8 +33,8 @@ from aisac_core.roles.store import cache_get, cache_put, request_hash
 from aisac_core.trace.recorder import record_tool_call
 
 if TYPE_CHECKING:
-    from aisac_core.settings import Settings
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
 SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
           "the evidence given, and reply with a single JSON object that matches the schema, with no other text.")

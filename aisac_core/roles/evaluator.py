@@ -2,7 +2,7 @@
 
 Gates (each failure is a critique with the severity given):
 
-- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.rag.search.verify_anchor`
+- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.rag.verify.verify_anchor`
   (re-hashes the file and the chunk text). An anchor that does not verify (``missing``, ``chunk_changed``) is a
   critique of severity 1.0, a ``file_changed`` one (the passage is still there) 0.3. The anchors that verify and
   score at least the mode's ``min_score`` must number at least its ``min_anchors`` (:data:`~aisac_core.roles.

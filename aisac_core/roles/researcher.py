@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.evidence.anchor import is_anchor
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
@@ -44,7 +45,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
     def walk(x: Any, step: str) -> None:
         if isinstance(x, dict):
             a = x.get("anchor")
-            if isinstance(a, dict) and isinstance(a.get("chunk_id"), str):
+            if is_anchor(a):
                 cid = a["chunk_id"]
                 score = x.get("score") if x.get("score") is not None else a.get("score")
                 item = {"kind": "rag", "chunk_id": cid, "doc_id": a.get("doc_id") or x.get("doc_id"),

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
-from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.roles import NeedInput
+from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
 from aisac_core.trace.recorder import MAX_STORED_RESULT, anchor_ids, record_tool_call
 
 if TYPE_CHECKING:

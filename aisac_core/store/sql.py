@@ -52,7 +52,9 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, **kwargs)
     if is_sqlite:
         _sqlite_listeners(engine)
-    from alembic.util import CommandError  # alembic loads when a store opens, not when a server starts (~150 ms)
+    from alembic.util import (
+        CommandError,  # alembic loads when a store opens, not when a server starts (~150 ms)
+    )
 
     from aisac_core.store import migrations
 

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
+
 from aisac_core.errors import AisacError
 
 #: Payload fields with an index (filters on them are cheap).

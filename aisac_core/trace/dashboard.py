@@ -36,7 +36,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from aisac_core.evidence.anchor import find_anchors
-from aisac_core.trace.queries import TraceError, get_event, get_run, list_runs, max_event_id
+from aisac_core.trace.queries import (
+    TraceError,
+    get_event,
+    get_run,
+    list_runs,
+    max_event_id,
+)
 from aisac_core.trace.verify import run_signature, verify_run
 
 if TYPE_CHECKING:

@@ -25,9 +25,13 @@ def otel_attributes(server: str, tool: str, run_id: str) -> dict[str, str]:
 def _otlp_exporter() -> Any:
     """An OTLP span exporter: HTTP/protobuf when installed, else gRPC (raises ImportError when neither is)."""
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter,
+        )
     except ImportError:  # optional package: the gRPC flavour may be the one installed
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # type: ignore
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter,  # type: ignore
+        )
     return OTLPSpanExporter()
 
 
@@ -58,7 +62,10 @@ def configure_otel(provider: Any | None = None) -> Any | None:
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            ConsoleSpanExporter,
+        )
 
         exporter: Any = ConsoleSpanExporter(out=sys.stderr) if exporter_name == "console" else _otlp_exporter()
         prov = TracerProvider(resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "aisac")}))

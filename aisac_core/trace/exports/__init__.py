@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.trace.exports.bundle import BUNDLE_FORMAT, export_bundle, export_dir, safe_name
+from aisac_core.trace.exports.bundle import (
+    BUNDLE_FORMAT,
+    export_bundle,
+    export_dir,
+    safe_name,
+)
 from aisac_core.trace.exports.markdown import export_markdown
 from aisac_core.trace.exports.prov import export_prov
 from aisac_core.trace.exports.rocrate import export_rocrate

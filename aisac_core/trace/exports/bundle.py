@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.trace.pins import config_pins, run_pins
-from aisac_core.trace.queries import event_dict, require_events, run_anchors, run_inputs, run_summary
+from aisac_core.trace.queries import (
+    event_dict,
+    require_events,
+    run_anchors,
+    run_inputs,
+    run_summary,
+)
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext

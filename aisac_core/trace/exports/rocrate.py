@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.evidence.anchor import find_anchors
-from aisac_core.trace.exports.bundle import BUNDLE_FORMAT, export_bundle, export_dir, safe_name
+from aisac_core.trace.exports.bundle import (
+    BUNDLE_FORMAT,
+    export_bundle,
+    export_dir,
+    safe_name,
+)
 from aisac_core.trace.exports.markdown import export_markdown
 from aisac_core.trace.exports.prov import export_prov
 
