@@ -11,7 +11,7 @@ Steps:
      whole Router -> Planner -> Coordinator -> Evaluator graph (roles_run, no model needed), and check
      that answer's provenance (trace_verify, trace_export markdown);
   4. stop the owner daemon (`aisac owner stop`), then print the trace rows the calls wrote
-     (aisac_core.trace.provenance) and the store status (`aisac status`, which also proves the store was released).
+     (aisac_core.trace.recorder) and the store status (`aisac status`, which also proves the store was released).
 
 Store: `.aisac-demo/` in the repository root, or $AISAC_DATA_DIR when set. Exit status 0 only when every
 step worked; any failure prints what went wrong and exits 1.
@@ -325,7 +325,7 @@ def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
         events = list(reversed(list_events(core.engine, run_id=run_id, limit=100)))
     finally:
         core.close()
-    t = Table(title=f"trace events of run {run_id} (aisac_core.trace.provenance.list_events)", title_justify="left")
+    t = Table(title=f"trace events of run {run_id} (aisac_core.trace.recorder.list_events)", title_justify="left")
     for col in ("id", "tool", "status", "latency ms", "arguments", "arguments sha256", "result sha256", "anchors"):
         t.add_column(col, overflow="fold")
     for e in events:

@@ -42,7 +42,7 @@ def served_store(tmp_path_factory, models_dir, corpus):  # noqa: ANN201
 
 @pytest.mark.anyio
 async def test_stdio_fastmcp_client_grounded_search(served_store):
-    transport = StdioTransport(command=AISAC, args=["serve"], env=_env(served_store))
+    transport = StdioTransport(command=AISAC, args=["serve"], env=_env(served_store), keep_alive=False)
     async with Client(transport) as c:
         names = {t.name for t in await c.list_tools()}
         assert {"rag_search", "rag_index", "rag_job_status"} <= names

@@ -32,7 +32,8 @@ def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def stdio(data_dir: Path, *args: str, **extra: str) -> Client:
-    return Client(StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir, **extra)))
+    return Client(StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir, **extra),
+                                 keep_alive=False))  # the host process ends with the client
 
 
 def _pid_alive(pid: int) -> bool:

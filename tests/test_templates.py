@@ -150,7 +150,7 @@ async def test_acceptance_init_and_serve_over_stdio(tmp_path, models_dir):
     assert (proj / "aisac.toml").is_file() and (proj / "extensions" / "tools.py").is_file()
     store = shared / "projects" / "p"
     try:
-        transport = StdioTransport(command=AISAC, args=["serve", "--project", str(proj)], env=env)
+        transport = StdioTransport(command=AISAC, args=["serve", "--project", str(proj)], env=env, keep_alive=False)
         async with Client(transport, timeout=120) as c:
             names = {t.name for t in await c.list_tools()}
             assert {"project_molar_mass", "project_element", "project_theoretical_capacity", "rag_search"} <= names

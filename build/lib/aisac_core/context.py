@@ -1,0 +1,234 @@
+"""The application context: everything one aisac store needs, built once and handed down.
+
+The MCP suite's lifespan builds one :class:`AppContext` and yields it to every tool
+(``aisac_servers.suite.build``); the CLI builds the same one for its commands. It owns the settings, the SQL engine,
+the vector store, the embedder, the background jobs, the DataFrame registry, the sandbox manager, the memory state and
+the served project, and :meth:`AppContext.close` closes all of them. There are no process-wide wiring globals: two
+contexts on two data dirs live side by side in one process (the tests do that).
+
+Everything opens lazily: creating an :class:`AppContext` touches nothing on disk, so a server can answer
+``tools/list`` at once; the SQL store opens on first use, the vector store and the models on the first call that
+needs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable
+
+from aisac_core.plugins import make_plugin_manager
+from aisac_core.settings import Settings, get_settings
+from aisac_core.store.collections import CHUNKS, DIALOGUE
+
+if TYPE_CHECKING:
+    import pluggy
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.data.frames import Registry
+    from aisac_core.data.sandbox import SandboxManager
+    from aisac_core.memory import MemoryState
+    from aisac_core.projects.bootstrap import Bootstrapped
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.rag.jobs import JobManager
+    from aisac_core.roles.jobs import RunJobs
+    from aisac_core.store.vectors import VectorStore
+
+__all__ = ["AppContext", "CHUNKS", "DIALOGUE", "store_status"]
+
+log = logging.getLogger("aisac")
+
+
+class AppContext:
+    """Lazily opened store, models and domain services of one data dir.
+
+    Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
+    revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
+    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``role_jobs``
+    (background roles runs), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
+    serves (None without ``--project``).
+    """
+
+    def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None) -> None:
+        self.settings = settings or get_settings()
+        self.project = project
+        self._lock = threading.RLock()
+        self._vectors: VectorStore | None = None
+        self._warm_thread: threading.Thread | None = None
+        self._closed = False
+
+    @cached_property
+    def engine(self) -> "Engine":
+        """The SQL engine (schema brought to the newest revision on first use)."""
+        from aisac_core.store.sql import make_engine
+
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return make_engine(self.settings.resolved_sql_url)
+
+    @cached_property
+    def embedder(self) -> "Embedder":
+        """Dense + sparse embedder (models load on first use)."""
+        from aisac_core.rag.embeddings import Embedder
+
+        return Embedder(self.settings)
+
+    @cached_property
+    def jobs(self) -> "JobManager":
+        """Background job runner (indexing)."""
+        from aisac_core.rag.jobs import JobManager
+
+        return JobManager(self)
+
+    @cached_property
+    def frames(self) -> "Registry":
+        """The DataFrame registry of the data server (frames persisted under the data dir)."""
+        from aisac_core.data.frames import Registry
+
+        return Registry(self)
+
+    @cached_property
+    def sandbox(self) -> "SandboxManager":
+        """The manager of sandboxed code sessions (worker processes start on demand)."""
+        from aisac_core.data.sandbox import SandboxManager
+
+        return SandboxManager(self.settings)
+
+    @cached_property
+    def memory(self) -> "MemoryState":
+        """Memory's per-store state (whether the dialogue collection was reconciled with the turns)."""
+        from aisac_core.memory import MemoryState
+
+        return MemoryState()
+
+    @cached_property
+    def role_jobs(self) -> "RunJobs":
+        """Background ``roles_run`` graph runs of this process (asyncio tasks; their results are also traced)."""
+        from aisac_core.roles.jobs import RunJobs
+
+        return RunJobs()
+
+    @cached_property
+    def plugins(self) -> "pluggy.PluginManager":
+        """The extension hooks in force: the served project's plugin manager (built-ins plus the project's extension
+        modules), else one with the built-ins only."""
+        pm = getattr(self.project, "plugins", None)
+        return pm if pm is not None else make_plugin_manager()
+
+    @property
+    def graph_augment(self) -> Callable[[dict], dict] | None:
+        """The served project's workflow-graph augmentation (None without a project or without one)."""
+        p = self.project
+        return p.augment_graph if p is not None and p.graph_augment is not None else None
+
+    def opened(self, name: str) -> Any | None:
+        """The field ``name`` when it was already opened, else None (never opens it)."""
+        return self.__dict__.get(name)
+
+    def vectors(self) -> "VectorStore":
+        """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
+
+        When the dimension changed (another embedding model), a collection is recreated empty: for
+        ``chunks`` every manifest row is marked stale, so the next index run re-embeds everything; the
+        ``dialogue`` pairs are re-embedded from the turns by the memory module on its first use
+        (:func:`aisac_core.memory.reconcile_dialogue`).
+        """
+        with self._lock:
+            if self._vectors is None:
+                from aisac_core.store.vectors import open_vector_store
+
+                vs = open_vector_store(self.settings.vector_backend, root=self.settings.vectors_dir,
+                                       url=self.settings.qdrant_url, api_key=self.settings.qdrant_api_key)
+                try:
+                    recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
+                    vs.ensure_collection(DIALOGUE, self.embedder.dim)
+                except Exception:
+                    vs.close()
+                    raise
+                if recreated:
+                    from aisac_core.rag.indexer import mark_all_stale
+
+                    mark_all_stale(self.engine)
+                self._vectors = vs
+            return self._vectors
+
+    def warm(self) -> None:
+        """Load the models and open the vector store in a background thread (errors surface on first use)."""
+        if self._warm_thread is not None:
+            return
+
+        def _warm() -> None:
+            try:
+                self.vectors()
+            except Exception as exc:  # reported again, with its message, by the first call that needs it
+                log.warning("background warm-up: %s", exc)
+
+        # start after a short delay, so the first protocol requests are not slowed by model loading
+        self._warm_thread = threading.Timer(1.0, _warm)
+        self._warm_thread.daemon = True
+        self._warm_thread.start()
+
+    def close(self) -> None:
+        """Stop background jobs (letting the running one finish, up to 10 s) and the code-session workers, then
+        flush and release the vector store and dispose of the SQL engine. The jobs are stopped before taking the
+        context's lock: a running job needs it to reach the store. Closing twice is harmless."""
+        if (jobs := self.opened("jobs")) is not None:
+            jobs.shutdown()
+        if (sandbox := self.opened("sandbox")) is not None:
+            sandbox.shutdown()
+        with self._lock:
+            if isinstance(self._warm_thread, threading.Timer):
+                self._warm_thread.cancel()
+            if self._vectors is not None:
+                self._vectors.close()
+                self._vectors = None
+            self._warm_thread = None
+            if (engine := self.opened("engine")) is not None:
+                engine.dispose()
+            self._closed = True
+
+
+def _dir_size(path) -> int:  # noqa: ANN001
+    import os
+
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512  # on disk (shards are sparse files)
+            except OSError:
+                pass
+    return total
+
+
+def store_status(core: AppContext) -> dict:
+    """Documents (by status and type), chunks (manifest and vector store), catalogued files, jobs, store
+    location and size in bytes, the SQL schema revision, the embedding model, and whether documents await
+    re-embedding."""
+    from sqlalchemy import func
+    from sqlmodel import Session, select
+
+    from aisac_core.rag.indexer import fingerprint
+    from aisac_core.store.sql import schema_revision
+    from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
+
+    s = core.settings
+    with Session(core.engine) as db:
+        by_status = dict(db.exec(select(Document.status, func.count()).group_by(Document.status)).all())
+        by_type = dict(db.exec(select(Document.file_type, func.count()).group_by(Document.file_type)).all())
+        manifest_chunks = db.exec(select(func.coalesce(func.sum(Document.chunk_count), 0))).one()
+        catalogued = db.exec(select(func.count()).select_from(CatalogEntry)).one()
+        events = db.exec(select(func.count()).select_from(TraceEvent)).one()
+        fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
+    fp = fingerprint(core)
+    return {
+        "data_dir": str(s.data_dir), "sql_url": s.resolved_sql_url,
+        "schema_revision": schema_revision(core.engine), "vector_backend": s.vector_backend,
+        "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
+        "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
+        "embedding_model": core.embedder.model_id, "fingerprint": fp,
+        "documents": by_status, "documents_by_type": by_type, "chunks_in_manifest": int(manifest_chunks),
+        "chunks_in_vector_store": core.vectors().count(CHUNKS),
+        "stale_documents": sum(1 for f in fps if f != fp), "catalogued_files": int(catalogued),
+        "trace_events": int(events), "recent_jobs": core.jobs.list(5),
+    }

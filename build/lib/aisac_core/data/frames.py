@@ -1,0 +1,359 @@
+"""The DataFrame registry: named tables loaded from files of the registered roots, with lineage.
+
+Storage (docs/data.md "Registry"): every registered frame is written once as Parquet under
+``<data_dir>/frames/`` and described by a :class:`DataFrameEntry` row in the shared SQL store (source path and
+sha256, loader options in force, header rows detected; for derived frames the parent and the operation). Frames
+are cached in-process (the last :data:`CACHE_FRAMES` used); after a restart they are read back from Parquet, so
+nothing registered is lost.
+
+Files are read by :mod:`aisac_core.data.loaders` (formats, encodings, header detection); queries and aggregates
+are checked and run by :mod:`aisac_core.data.query`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, select
+
+from aisac_core.data.errors import DataError
+from aisac_core.data.loaders import (
+    FORMATS,
+    MAX_HEADER_ROWS,
+    arrow_safe,
+    load_csv,
+    load_excel,
+    load_json,
+    load_parquet,
+)
+from aisac_core.data.query import (
+    AGG_FUNCS,
+    aggregate_frame,
+    check_columns,
+    check_query,
+    metric_spec,
+    select_rows,
+)
+from aisac_core.errors import resolve_in_roots
+from aisac_core.hashing import sha256_file, sha256_json, sha256_text
+from aisac_core.plugins import table_loaders
+from aisac_core.store.tables import DataFrameEntry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "NAME_RE", "Registry", "check_query"]
+
+CACHE_FRAMES = 16
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+def _json_rows(df: "pd.DataFrame") -> list[dict]:
+    return json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
+
+
+def _dtypes(df: "pd.DataFrame", limit: int = 200) -> dict[str, str]:
+    return {str(c): str(t) for c, t in list(df.dtypes.items())[:limit]}
+
+
+class Registry:
+    """Registered frames of one store (SQL rows + Parquet files + an in-process LRU cache). Thread-safe."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.settings = core.settings
+        self.dir = self.settings.data_dir / "frames"
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._results: OrderedDict[str, tuple[Any, dict]] = OrderedDict()  # query/aggregate results by id
+        self._lock = threading.RLock()
+
+    # -- helpers
+    def _check_name(self, name: str) -> str:
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise DataError(f"frame name {name!r} is invalid: 1-128 letters, digits, '_', '.', ':' or '-', starting "
+                            "with a letter or digit")
+        return name
+
+    def _parquet(self, name: str) -> Path:
+        return self.dir / f"{sha256_text(name)[:20]}.parquet"
+
+    def _entry(self, name: str) -> DataFrameEntry:
+        with Session(self.core.engine) as db:
+            e = db.get(DataFrameEntry, name)
+        if e is None:
+            raise DataError(f"unknown frame {name!r}; data_list shows the registered frames (data_load adds one)")
+        return e
+
+    def frame(self, name: str) -> "pd.DataFrame":
+        """The frame registered as ``name`` (or a query/aggregate result id). Raises DataError when unknown."""
+        import pandas as pd
+
+        with self._lock:
+            if name in self._results:
+                return self._results[name][0]
+            if name in self._cache:
+                self._cache.move_to_end(name)
+                return self._cache[name]
+        e = self._entry(name)
+        try:
+            df = pd.read_parquet(e.parquet_path)
+        except Exception as exc:
+            raise DataError(f"the stored copy of frame {name!r} ({e.parquet_path}) cannot be read ({exc}); load it "
+                            "again with data_load") from exc
+        self._remember(name, df)
+        return df
+
+    def _remember(self, name: str, df: Any) -> None:
+        with self._lock:
+            self._cache[name] = df
+            self._cache.move_to_end(name)
+            while len(self._cache) > CACHE_FRAMES:
+                self._cache.popitem(last=False)
+
+    def _register(self, name: str, df: "pd.DataFrame", **lineage: Any) -> dict:
+        df, notes = arrow_safe(df)
+        notes = list(lineage.pop("notes", [])) + notes
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self._parquet(name)
+        tmp = path.with_suffix(".tmp")
+        try:
+            df.to_parquet(tmp, index=False)
+        except Exception as exc:
+            tmp.unlink(missing_ok=True)
+            raise DataError(f"frame {name!r} cannot be stored as Parquet ({type(exc).__name__}: {exc})") from exc
+        tmp.replace(path)
+        with Session(self.core.engine) as db:
+            old = db.get(DataFrameEntry, name)
+            old_path = old.parquet_path if old is not None else None
+            if old is not None:
+                db.delete(old)
+                db.flush()
+            e = DataFrameEntry(name=name, rows=len(df), n_columns=df.shape[1], parquet_path=str(path),
+                               columns_json=json.dumps([{"name": c, "dtype": str(t)} for c, t in df.dtypes.items()]),
+                               notes_json=json.dumps(notes), **lineage)
+            db.add(e)
+            db.commit()
+            db.refresh(e)
+        if old_path and Path(old_path) != path and Path(old_path).parent == self.dir:
+            Path(old_path).unlink(missing_ok=True)  # this store's copy under an earlier file-naming scheme
+        self._remember(name, df)
+        return {**self._summary(e), "replaced": old is not None}
+
+    def _summary(self, e: DataFrameEntry) -> dict:
+        cols = json.loads(e.columns_json)
+        out = {"name": e.name, "kind": e.kind, "rows": e.rows, "columns": e.n_columns,
+               "column_names": [c["name"] for c in cols[:100]],
+               "dtypes": {c["name"]: c["dtype"] for c in cols[:100]}, "notes": json.loads(e.notes_json),
+               "created_at": e.created_at.isoformat() if e.created_at else None}
+        if e.kind == "file":
+            out["source"] = {"path": e.source_path, "sha256": e.source_sha256, "format": e.format, "sheet": e.sheet,
+                             "options": json.loads(e.options_json)}
+        else:
+            out["parent"] = e.parent
+            out["operation"] = json.loads(e.operation_json or "null")
+        return out
+
+    # -- tools
+    def load(self, path: str, name: str | None = None, sheet: str | int | None = None,
+             header_rows: int | None = None) -> dict:
+        """Load a file of a registered root and register it (replacing a frame of the same name).
+
+        Args:
+            path: file path (absolute, or relative to the first root); .csv .tsv .tab .txt .xlsx .xlsm .parquet
+                .pq .json .jsonl .ndjson.
+            name: frame name (default: the file name without extension); for a workbook read whole, every
+                sheet is registered as ``<name>:<sheet>`` (just ``<name>`` when it has one sheet).
+            sheet: Excel sheet name or 0-based index (default: every sheet).
+            header_rows: number of header rows (0-10), overriding detection (CSV and Excel).
+
+        Result: ``{frames: [{name, kind, rows, columns, column_names, dtypes, source: {path, sha256, format, sheet,
+        options: {header_rows, encoding?, delimiter?, ...}}, notes, replaced}], notes}``.
+
+        Raises:
+            PathOutsideRootsError: the path is outside the registered roots (``..``, symlinks).
+            DataError: missing, empty, oversized, corrupt or unsupported file; bad name, sheet or header_rows.
+        """
+        s = self.settings
+        p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
+        if not p.is_file():
+            raise DataError(f"no file at {p}" + (" (it is a folder)" if p.is_dir() else ""))
+        suffix = p.suffix.lower()
+        extra = table_loaders(self.core.plugins)  # loaders that extensions register (aisac_register_table_loaders)
+        fmt = FORMATS.get(suffix) or ("plugin" if suffix in extra else None)
+        if fmt is None:
+            raise DataError(f"unsupported file type {p.suffix or '(none)'!r}; supported: "
+                            f"{', '.join(sorted({*FORMATS, *extra}))}" + (" (save .xls workbooks as .xlsx)"
+                                                                          if suffix == ".xls" else ""))
+        size = p.stat().st_size
+        if size > s.data.max_file_mb * 1024 * 1024:
+            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data.max_file_mb:g} MB "
+                            "(AISAC_DATA_MAX_FILE_MB)")
+        if size == 0:
+            raise DataError(f"{p} is empty (0 bytes): nothing to load")
+        if header_rows is not None and not 0 <= int(header_rows) <= MAX_HEADER_ROWS:
+            raise DataError(f"header_rows must be 0..{MAX_HEADER_ROWS}, got {header_rows}")
+        if sheet is not None and fmt != "excel":
+            raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
+        base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
+        sha = sha256_file(p)
+        common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
+        frames, notes = [], []
+        if fmt == "excel":
+            loaded = load_excel(p, sheet, header_rows)
+            real = [x for x in loaded if x[1] is not None]
+            notes += [n for x in loaded if x[1] is None for n in x[3]]
+            if not real:
+                raise DataError(f"{p.name}: every sheet is empty; nothing to load")
+            for title, df, opts, n in real:
+                fname = base if len(loaded) == 1 or sheet is not None else \
+                    self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
+                frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts), notes=n,
+                                             **common))
+            return {"frames": frames, "notes": notes}
+        opts: dict[str, Any] = {}
+        n: list[str] = []
+        if fmt == "plugin":
+            if header_rows is not None:
+                raise DataError("header_rows applies to CSV and Excel files only")
+            df = extra[suffix](p)
+            if not (hasattr(df, "shape") and hasattr(df, "columns")):
+                raise DataError(f"the table loader registered for {suffix} returned {type(df).__name__}, not a pandas "
+                                "DataFrame; fix the extension's aisac_register_table_loaders")
+        elif fmt == "csv":
+            df, opts, n = load_csv(p, header_rows, suffix)
+        elif fmt == "parquet":
+            if header_rows is not None:
+                raise DataError("header_rows applies to CSV and Excel files only")
+            df = load_parquet(p)
+        else:
+            df = load_json(p, lines=fmt == "jsonl")
+        if df.shape[1] == 0:
+            raise DataError(f"{p} holds no columns: nothing to load")
+        if df.empty:
+            n.append("the table has a header but no rows")
+        frames.append(self._register(base, df, options_json=json.dumps(opts), notes=n, **common))
+        return {"frames": frames, "notes": notes}
+
+    def list(self) -> dict:
+        """``{frames: [summary without column lists], count}``, newest first."""
+        with Session(self.core.engine) as db:
+            rows = db.exec(select(DataFrameEntry).order_by(DataFrameEntry.created_at.desc())).all()
+        out = []
+        for e in rows:
+            s = self._summary(e)
+            s.pop("dtypes", None)
+            s["column_names"] = s["column_names"][:20]
+            out.append(s)
+        return {"frames": out, "count": len(out)}
+
+    def preview(self, name: str, n: int = 10, where: str = "head") -> dict:
+        """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample
+        (sample: ``DataFrame.sample(random_state=0)``, reproducible). n: 1..500."""
+        if not 1 <= int(n) <= 500:
+            raise DataError(f"n must be 1..500, got {n}")
+        if where not in ("head", "tail", "sample"):
+            raise DataError(f"where must be head, tail or sample, got {where!r}")
+        df = self.frame(name)
+        part = df.head(n) if where == "head" else df.tail(n) if where == "tail" else \
+            df.sample(min(n, len(df)), random_state=0)
+        return {"name": name, "where": where, "n": len(part), "shape": list(df.shape), "dtypes": _dtypes(df),
+                "rows": _json_rows(part)}
+
+    def describe(self, name: str, columns: list[str] | None = None) -> dict:
+        """Per-column statistics: ``{name, shape, columns: {col: {dtype, count, nulls, mean?, std?, min?, 25%?,
+        50%?, 75%?, max?, unique?, top?, freq?}}}`` (pandas ``describe(include="all")``)."""
+        df = self.frame(name)
+        cols = check_columns(df, columns)
+        sub = df[cols] if cols else df
+        if sub.shape[1] > 200:
+            sub = sub.iloc[:, :200]
+        desc = sub.describe(include="all") if len(sub) else None
+        out = {}
+        for c in sub.columns:
+            d = {"dtype": str(sub[c].dtype), "count": int(sub[c].count()), "nulls": int(sub[c].isna().sum())}
+            if desc is not None and c in desc.columns:
+                for stat, v in desc[c].items():
+                    if stat == "count" or v is None or (isinstance(v, float) and v != v):
+                        continue
+                    d[str(stat)] = v.item() if hasattr(v, "item") else (v if isinstance(v, (int, float)) else str(v))
+            out[str(c)] = d
+        return {"name": name, "shape": list(df.shape), "columns": out,
+                "truncated": df.shape[1] > 200 and not columns}
+
+    def _keep_result(self, df: Any, lineage: dict) -> str:
+        rid = f"result:{sha256_json(lineage)[:12]}"
+        with self._lock:
+            self._results[rid] = (df, lineage)
+            while len(self._results) > 32:
+                self._results.popitem(last=False)
+        return rid
+
+    def query(self, name: str, expr: str, columns: list[str] | None = None, limit: int = 50) -> dict:
+        """Rows matching a pandas ``DataFrame.query`` expression (checked by :func:`check_query`).
+
+        Result: ``{name, expr, matched, returned, truncated, columns, rows: [records], result_id}``; the full
+        match is kept as ``result_id`` for data_save. limit: 1..1000."""
+        if not 1 <= int(limit) <= 1000:
+            raise DataError(f"limit must be 1..1000, got {limit}")
+        check_query(expr)
+        df = self.frame(name)
+        cols = check_columns(df, columns)
+        res = select_rows(df, expr, cols)
+        rid = self._keep_result(res, {"parent": name, "operation": {"op": "query", "expr": expr, "columns": cols}})
+        return {"name": name, "expr": expr, "matched": len(res), "returned": min(limit, len(res)),
+                "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
+                "rows": _json_rows(res.head(limit)), "result_id": rid}
+
+    def aggregate(self, name: str, by: list[str] | None, metrics: dict[str, list[str] | str],
+                  limit: int = 200) -> dict:
+        """Group by ``by`` (none: the whole frame) and compute ``metrics`` = {column: [function, ...]} with
+        functions among :data:`AGG_FUNCS`. Result: ``{name, by, groups, returned, truncated, columns, rows,
+        result_id}`` (columns named ``<column>_<function>``)."""
+        df = self.frame(name)
+        by = list(by or [])
+        check_columns(df, by)
+        spec = metric_spec(metrics)
+        check_columns(df, list(spec))
+        res = aggregate_frame(df, by, spec)
+        if not 1 <= int(limit) <= 5000:
+            raise DataError(f"limit must be 1..5000, got {limit}")
+        rid = self._keep_result(res, {"parent": name, "operation": {"op": "aggregate", "by": by, "metrics": spec}})
+        return {"name": name, "by": by, "groups": len(res), "returned": min(limit, len(res)),
+                "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
+                "rows": _json_rows(res.head(limit)), "result_id": rid}
+
+    def save(self, name: str, new_name: str) -> dict:
+        """Register a query/aggregate result (``result_id``) or a copy of a frame as ``new_name``, with lineage
+        (parent frame and operation). Result: the new frame's summary. Raises DataError for an unknown
+        name/result (results live in the server process) or a bad new name."""
+        self._check_name(new_name)
+        with self._lock:
+            res = self._results.get(name)
+        if res is not None:
+            df, lin = res
+            return self._register(new_name, df, kind="derived", parent=lin["parent"],
+                                  operation_json=json.dumps(lin["operation"], default=str))
+        if name.startswith("result:"):
+            raise DataError(f"unknown result {name!r}: results of data_query/data_aggregate are kept for the last 32 "
+                            "operations of this server process; run the query again")
+        df = self.frame(name)
+        return self._register(new_name, df, kind="derived", parent=name, operation_json=json.dumps({"op": "copy"}))
+
+    def to_session(self, name: str, session: str, variable: str | None = None) -> dict:
+        """Copy a frame into a code session as a pandas DataFrame variable (default: the frame name made an
+        identifier). Result: ``{name, session, variable, shape, path}`` (the Parquet copy inside the session dir)."""
+        df = self.frame(name)
+        var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
+        sb = self.core.sandbox
+        d = sb.session_dir(session) / "inputs"
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{var}.parquet"
+        df.to_parquet(path, index=False)
+        reply = sb.load_frame(session, var, path)
+        return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
+                "notes": reply.get("notes", [])}

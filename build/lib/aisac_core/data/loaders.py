@@ -1,0 +1,344 @@
+"""Reading table files into DataFrames, with header detection.
+
+Loaders: CSV/TSV/TXT (encoding: BOM, else strict UTF-8, else charset-normalizer's best guess, else latin-1;
+delimiter: ``csv.Sniffer`` over ``, ; TAB |``), Excel ``.xlsx``/``.xlsm`` (every sheet, merged cells filled with
+their top-left value), Parquet, JSON (records, columns or ``{"key": [records]}``) and JSON Lines.
+
+Header detection (CSV and Excel, :func:`detect_table`): leading rows that are empty or hold a single cell in a
+wider table are titles/notes and skipped; then every following row that has a text cell in a column whose
+cells below (or in the lower half of the first 200 rows) are >= 80 % numeric is a header row (up to 10; blank rows
+between them are skipped). A table without numeric columns gets one header row when its first row is all text.
+Multi-row headers are joined per column with ``|`` (upper rows forward-filled across empty cells, repeated parts
+collapsed): brain_networks.csv's ``network / node / hemi`` rows give columns like ``1|1|lh``. ``header_rows``
+overrides the count.
+
+pandas, openpyxl and charset-normalizer are imported when a file needs them (they are slow to import).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import date, datetime
+from datetime import time as dtime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.data.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_HEADER_ROWS = 10
+NUMERIC_SHARE = 0.8
+DETECT_ROWS = 200
+NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
+FORMATS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".xlsx": "excel", ".xlsm": "excel",
+           ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+# -- detection ------------------------------------------------------------------------------------------------
+def _kind(v: Any) -> str:
+    """'empty', 'num' (numbers, booleans, dates, numeric strings) or 'text'."""
+    if v is None:
+        return "empty"
+    if isinstance(v, (bool, int, float, datetime, date, dtime)):
+        if isinstance(v, float) and v != v:
+            return "empty"
+        return "num"
+    s = str(v).strip()
+    if s.lower() in NA_STRINGS:
+        return "empty"
+    try:
+        float(s)
+        return "num"
+    except ValueError:
+        pass
+    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or re.fullmatch(r"[-+]?\d+(\.\d+)?\s?%", s):
+        return "num"  # 1,234.5 and 12 %
+    return "text"
+
+
+def detect_table(grid: list[list[Any]], header_rows: int | None = None,
+                 merged: set[tuple[int, int]] | None = None) -> dict[str, Any]:
+    """Find the table in a grid of cells (rows of values; strings for CSV, typed values for Excel).
+
+    Returns ``{top, header: [row indices], data_start, columns: [kept column indices], names: [str], notes}``.
+    See the module docstring for the rules. ``header_rows`` (>= 0) fixes the number of header rows. ``merged``:
+    (row, column) of cells filled from a merged range (not its top-left cell); a header part repeated only because
+    of a fill (merged or forward-filled) is collapsed, a genuinely repeated label (network 1, node 1) is kept.
+    """
+    filled = set(merged or ())
+    notes: list[str] = []
+    sample = [[_kind(v) for v in row] for row in grid[:DETECT_ROWS]]
+    width = max((max((j + 1 for j, k in enumerate(r) if k != "empty"), default=0) for r in sample), default=0)
+
+    def count(r: list[str]) -> int:
+        return sum(k != "empty" for k in r)
+
+    top = 0
+    while top < len(sample) and (count(sample[top]) == 0 or (count(sample[top]) == 1 and width >= 2
+                                                             and count(sample[top + 1] if top + 1 < len(sample) else []) != 1)):
+        if count(sample[top]):
+            txt = next(str(v) for v in grid[top] if _kind(v) != "empty")
+            notes.append(f"row {top + 1} skipped as a title/note: {txt[:80]!r}")
+        top += 1
+    # a column is numeric when >= 80 % of its cells below the first row, or of its cells in the lower half of the
+    # sampled rows (short tables under a multi-row header), are numbers
+    lower = sample[top + max(1, (len(sample) - top) // 2):]
+
+    def share_numeric(rows: list[list[str]], j: int, need: int) -> bool:
+        col = [r[j] for r in rows if j < len(r) and r[j] != "empty"]
+        return len(col) >= need and sum(k == "num" for k in col) / len(col) >= NUMERIC_SHARE
+
+    numeric = [share_numeric(sample[top + 1:top + 101], j, 2) or share_numeric(lower, j, 2 if len(lower) >= 4 else 1)
+               for j in range(width)]
+    header: list[int] = []
+    i = top
+    if header_rows is not None:
+        while i < len(grid) and len(header) < header_rows:
+            if i >= len(sample) or count(sample[i]):
+                header.append(i)
+            i += 1
+    else:
+        while i < min(len(sample), top + MAX_HEADER_ROWS + 3) and len(header) < MAX_HEADER_ROWS:
+            r = sample[i]
+            if not count(r):
+                if header:
+                    i += 1
+                    continue
+                break
+            if any(k == "text" and j < width and numeric[j] for j, k in enumerate(r)):
+                header.append(i)
+                i += 1
+                continue
+            break
+        if not header and top < len(sample) and not any(numeric):
+            first = sample[top]
+            if count(first) and all(k in ("text", "empty") for k in first):
+                header = [top]
+                i = top + 1
+    while i < len(sample) and not count(sample[i]):
+        i += 1
+    data_start = i
+    # columns: those with any content in the header or the body sample
+    used = [j for j in range(width) if any(j < len(sample[r]) and sample[r][j] != "empty"
+                                           for r in header + list(range(data_start, len(sample))))]
+    # names: upper header rows forward-filled across empty cells
+    levels = []
+    for n, r in enumerate(header):
+        row = [grid[r][j] if j < len(grid[r]) else None for j in range(width)]
+        vals = ["" if _kind(v) == "empty" and not (isinstance(v, str) and v.strip()) else _cell_text(v) for v in row]
+        if n < len(header) - 1:
+            last = ""
+            for j in range(width):
+                if vals[j]:
+                    last = vals[j]
+                elif last:
+                    vals[j] = last
+                    filled.add((r, j))
+        levels.append(vals)
+    names, seen = [], {}
+    for j in used:
+        parts: list[str] = []
+        for r, lv in zip(header, levels):
+            p = lv[j]
+            if p and not (parts and parts[-1] == p and (r, j) in filled):
+                parts.append(p)
+        name = "|".join(parts) or f"col_{j + 1}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}.{seen[name]}"
+        else:
+            seen[name] = 0
+        names.append(name)
+    if len(header) > 1:
+        notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
+                     "joined with '|'")
+    return {"top": top, "header": header, "data_start": data_start, "columns": used, "names": names,
+            "notes": notes}
+
+
+def _cell_text(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v).strip()
+
+
+# -- loaders --------------------------------------------------------------------------------------------------
+def _detect_encoding(raw: bytes) -> str:
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    try:
+        raw.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(raw[:200_000]).best()
+    return best.encoding if best is not None else "latin-1"
+
+
+def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.DataFrame", dict, list[str]]:
+    """A delimited text file (``suffix``: its lower-case extension, the delimiter fallback) as ``(frame, options,
+    notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row}``. Raises DataError for
+    an empty or unparsable file."""
+    import pandas as pd
+
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"{path} is empty (no bytes or only whitespace): nothing to load")
+    enc = _detect_encoding(raw)
+    try:
+        text = raw.decode(enc)
+    except (UnicodeDecodeError, LookupError):
+        enc, text = "latin-1", raw.decode("latin-1")
+    sample = text[:64_000]
+    try:
+        delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        delim = "\t" if suffix in (".tsv", ".tab") else ","
+    grid = []
+    for n, row in enumerate(csv.reader(io.StringIO(sample), delimiter=delim)):
+        grid.append(row)
+        if n >= DETECT_ROWS:
+            break
+    if len(grid) > DETECT_ROWS:
+        grid = grid[:DETECT_ROWS]
+    t = detect_table(grid, header_rows)
+    try:
+        body = pd.read_csv(io.StringIO(text), sep=delim, header=None, skiprows=t["data_start"],
+                           skip_blank_lines=True, on_bad_lines="error")
+    except pd.errors.EmptyDataError:
+        body = pd.DataFrame()
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataError(f"cannot parse {path} as delimited text (delimiter {delim!r}, encoding {enc}): {exc}. "
+                        "Check the file, or pass header_rows") from exc
+    cols = [j for j in t["columns"] if j < body.shape[1]] if body.shape[1] else []
+    body = body.iloc[:, cols] if cols else pd.DataFrame(columns=t["names"])
+    body.columns = t["names"][:len(cols)] if cols else t["names"]
+    before = len(body)
+    body = body.dropna(how="all").reset_index(drop=True)
+    notes = list(t["notes"])
+    if before - len(body):
+        notes.append(f"{before - len(body)} empty row(s) dropped")
+    opts = {"encoding": enc, "delimiter": delim, "header_rows": len(t["header"]),
+            "skipped_rows": t["top"], "data_start_row": t["data_start"] + 1}
+    return body, opts, notes
+
+
+def load_excel(path: Path, sheet: str | int | None,
+               header_rows: int | None) -> list[tuple[str, "pd.DataFrame | None", dict, list[str]]]:
+    """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
+    options, notes)]``; an empty sheet gives ``frame`` None and a note. Raises DataError for a workbook that cannot
+    be opened or an unknown sheet."""
+    import openpyxl
+    import pandas as pd
+
+    try:
+        wb = openpyxl.load_workbook(path, data_only=True)
+    except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException ...
+        raise DataError(f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only .xlsx/.xlsm "
+                        "are read (save .xls files as .xlsx)") from exc
+    sheets = wb.worksheets
+    if sheet is not None:
+        if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in wb.sheetnames):
+            k = int(sheet)
+            if not 0 <= k < len(sheets):
+                raise DataError(f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) "
+                                f"({', '.join(wb.sheetnames)})")
+            sheets = [sheets[k]]
+        elif sheet in wb.sheetnames:
+            sheets = [wb[sheet]]
+        else:
+            raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(wb.sheetnames)}")
+    out = []
+    for ws in sheets:
+        grid = [list(r) for r in ws.iter_rows(values_only=True)]
+        merged: set[tuple[int, int]] = set()
+        for rng in ws.merged_cells.ranges:  # merged cells: every cell carries the top-left value
+            v = ws.cell(rng.min_row, rng.min_col).value
+            for r in range(rng.min_row - 1, min(rng.max_row, len(grid))):
+                for c in range(rng.min_col - 1, rng.max_col):
+                    if c < len(grid[r]):
+                        grid[r][c] = v
+                        if (r, c) != (rng.min_row - 1, rng.min_col - 1):
+                            merged.add((r, c))
+        if not any(_kind(v) != "empty" for row in grid for v in row):
+            out.append((ws.title, None, {}, [f"sheet {ws.title!r} is empty: skipped"]))
+            continue
+        t = detect_table(grid, header_rows, merged)
+        rows = [[r[j] if j < len(r) else None for j in t["columns"]] for r in grid[t["data_start"]:]]
+        df = pd.DataFrame(rows, columns=t["names"])
+        before = len(df)
+        df = df.dropna(how="all").reset_index(drop=True).infer_objects()
+        notes = list(t["notes"])
+        if before - len(df):
+            notes.append(f"{before - len(df)} empty row(s) dropped")
+        if ws.merged_cells.ranges:
+            notes.append(f"{len(ws.merged_cells.ranges)} merged range(s) filled with their top-left value")
+        opts = {"sheet": ws.title, "header_rows": len(t["header"]), "skipped_rows": t["top"],
+                "data_start_row": t["data_start"] + 1}
+        out.append((ws.title, df, opts, notes))
+    return out
+
+
+def load_json(path: Path, lines: bool) -> "pd.DataFrame":
+    """A JSON file (records, columns or ``{"key": [records]}``) or, with ``lines``, JSON Lines as a frame. Raises
+    DataError for invalid JSON or JSON that is not a table."""
+    import pandas as pd
+
+    if lines:
+        try:
+            return pd.read_json(path, lines=True)
+        except ValueError as exc:
+            raise DataError(f"cannot read {path} as JSON Lines: {exc}") from exc
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON: {exc}") from exc
+    if isinstance(data, dict):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) == 1 and all(isinstance(x, dict) for x in lists[0]):
+            data = lists[0]
+        elif all(isinstance(v, list) for v in data.values()):
+            return pd.DataFrame(data)
+        elif all(isinstance(v, dict) for v in data.values()):
+            return pd.DataFrame.from_dict(data, orient="index")
+        else:
+            data = [data]
+    if isinstance(data, list) and all(isinstance(x, dict) for x in data):
+        return pd.json_normalize(data)
+    if isinstance(data, list):
+        return pd.DataFrame({"value": data})
+    raise DataError(f"{path}: JSON of type {type(data).__name__} is not a table; use a list of records")
+
+
+def load_parquet(path: Path) -> "pd.DataFrame":
+    """A Parquet file as a frame. Raises DataError for a damaged file or one that is not Parquet."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:
+        raise DataError(f"cannot read {path} as Parquet ({type(exc).__name__}: {exc}); the file is damaged or "
+                        "not Parquet") from exc
+
+
+def arrow_safe(df: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
+    """String column names, and object columns of mixed types turned into text (Parquet needs one type)."""
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]
+    changed = []
+    for c in df.columns:
+        if df[c].dtype == object:
+            types = {type(v) for v in df[c].dropna()}
+            if len(types) > 1 and not types <= {int, float, bool}:
+                df[c] = df[c].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
+                changed.append(c)
+    return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])

@@ -1,0 +1,536 @@
+"""Stateful, sandboxed Python sessions: one persistent worker subprocess per session.
+
+The boundary (docs/data.md "Code sessions" says the same to users):
+
+1. **A separate process** per session (:mod:`aisac_core.data.worker`): the server never executes session code
+   itself; a crash, a kill or a runaway loop ends only that worker. The parent kills a run that exceeds its wall
+   time (SIGKILL to the worker's process group) and reports the lost state on the next call.
+2. **OS isolation when the machine offers it** (``Settings.sandbox.isolation``, default ``auto``):
+   ``bwrap`` (bubblewrap) - new user, network, PID, IPC and UTS namespaces, the root file system mounted read-only,
+   a private ``/tmp``, the store's data dir hidden behind an empty tmpfs, only the session directory writable;
+   else ``unshare -rn`` (new user + network namespace: no network); else ``none`` (a plain subprocess: the
+   limits and hooks below only, which the result and ``code_session_list`` say).
+3. **Resource limits** set by the worker on itself (``resource.setrlimit``): address space
+   (``sandbox_memory_mb``), CPU seconds per run (soft RLIMIT_CPU -> an exception, the session survives) and per
+   worker life (hard RLIMIT_CPU -> killed), largest written file (``sandbox_file_mb``), no new processes
+   (RLIMIT_NPROC, effective inside a user namespace), no core dumps; output capped per stream
+   (``sandbox_output_chars``, truncation noted).
+4. **Python-level guards**: an import allow-list for the session's own ``import`` statements, refused dunder
+   attributes in the source (a tripwire), and a PEP 578 audit hook refusing process creation, sockets, ctypes,
+   writes outside the session directory and reads outside the session directory + the Python installation.
+   Audit hooks are not a security boundary on their own (C extensions can bypass them); the process, the
+   limits and the namespaces are.
+
+Each call of :meth:`SandboxManager.run` waits up to ``sandbox_job_threshold_s``; a longer run continues in the
+background and the call returns a job id to poll with :meth:`SandboxManager.job_status`.
+
+How a worker is started (isolation, command line, environment, spawner thread) and spoken to (the pipe protocol)
+is in :mod:`aisac_core.data.isolation`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from aisac_core.data.errors import SandboxError
+from aisac_core.data.isolation import (
+    WORKER_SCRIPT,
+    Worker,
+    WorkerGone,
+    WorkerTimeout,
+    detect_isolation,
+    exit_text,
+    kill,
+    read,
+    send,
+    spawn,
+    worker_command,
+    worker_env,
+)
+from aisac_core.hashing import sha256_bytes
+from aisac_core.settings import Settings
+
+__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Job", "SandboxError", "SandboxManager", "Session", "detect_isolation"]
+
+#: imports a session's code may make (``Settings.sandbox.allow_imports`` adds to it)
+DEFAULT_ALLOWED_IMPORTS = ("numpy", "pandas", "scipy", "matplotlib", "math", "statistics", "json", "re",
+                           "datetime", "collections", "itertools", "functools", "random", "decimal", "fractions",
+                           "string", "textwrap", "operator", "copy", "typing", "dataclasses", "enum", "cmath",
+                           "numbers", "bisect", "heapq", "pprint", "time", "calendar")
+SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_CODE_CHARS = 1_000_000
+MAX_TIMEOUT_S = 3600.0
+START_TIMEOUT_S = 60.0
+MAX_JOBS_KEPT = 500
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _sha256(data: bytes | str) -> str:
+    return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
+
+
+# -- sessions, workers, jobs ----------------------------------------------------------------------------------
+@dataclass
+class Session:
+    """A named code session: its folder, its worker (None until the first call or after a loss), its state."""
+
+    name: str
+    dir: Path
+    created_at: str = field(default_factory=_now)
+    worker: Worker | None = None
+    cells: int = 0
+    lost: str | None = None  # why the previous state was lost; reported (once) by the next run
+    busy_job: str | None = None
+    stopping: str | None = None  # set while reset/close stops a running job
+    last_used_at: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class Job:
+    """One ``code_run`` (every run is a job; the caller gets its result directly when it ends in time)."""
+
+    job_id: str
+    session: str
+    code_sha256: str
+    started_at: str
+    t0: float
+    done: threading.Event = field(default_factory=threading.Event)
+    result: dict | None = None
+    images: list[bytes] = field(default_factory=list)
+    finished_at: str | None = None
+
+
+_managers: "weakref.WeakSet[SandboxManager]" = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    for m in list(_managers):
+        m.shutdown()
+
+
+class SandboxManager:
+    """The sessions of one store (``Settings``): start, run, poll, reset, close. Thread-safe."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = (settings.sandbox.dir or settings.data_dir / "sessions").expanduser().resolve()
+        self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.sandbox.allow_imports))
+        self.isolation, self.isolation_note = detect_isolation(settings.sandbox.isolation)
+        if settings.sandbox.isolation not in ("auto", self.isolation):
+            self.isolation_note = f"requested {settings.sandbox.isolation!r} unavailable; " + self.isolation_note
+        self._sessions: dict[str, Session] = {}
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        _managers.add(self)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def _session(self, name: str, create: bool) -> Session:
+        if not isinstance(name, str) or not SESSION_RE.match(name):
+            raise SandboxError(f"session name {name!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
+                               "starting with a letter or digit (e.g. 'analysis-1')")
+        with self._lock:
+            s = self._sessions.get(name)
+            if s is None:
+                d = self.root / name
+                if not create:
+                    raise SandboxError(f"unknown session {name!r}; data_code_session_list shows the live sessions "
+                                       "(data_code_run creates one)")
+                d.mkdir(parents=True, exist_ok=True)
+                s = Session(name=name, dir=d)
+                marker = d / ".session.json"
+                if marker.exists():  # a worker of an earlier server process had state here
+                    try:
+                        old = json.loads(marker.read_text())
+                    except (OSError, ValueError):
+                        old = {}
+                    if old.get("cells"):
+                        s.lost = (f"the server restarted since the session's cell {old['cells']} (worker pid "
+                                  f"{old.get('pid')}); its variables were lost, files in {d} are kept")
+                        s.cells = int(old["cells"])
+                self._sessions[name] = s
+            return s
+
+    def _live_workers(self) -> int:
+        return sum(1 for s in self._sessions.values() if s.worker is not None and s.worker.proc.poll() is None)
+    def _make_room(self, s: Session) -> None:
+        """At ``sandbox_max_sessions`` live workers, stop the least recently used idle one (its state is reported
+        lost on its next call); refuse when every other worker is busy."""
+        while self._live_workers() >= self.settings.sandbox.max_sessions:
+            with self._lock:
+                idle = sorted((o for o in self._sessions.values() if o is not s and o.worker is not None
+                               and o.worker.proc.poll() is None and o.busy_job is None),
+                              key=lambda o: o.last_used_at or o.created_at)
+            for o in idle:
+                if o.lock.acquire(blocking=False):
+                    try:
+                        if o.worker is not None:
+                            kill(o.worker)
+                            o.worker = None
+                            o.lost = (f"its worker was stopped to make room for session {s.name!r} (at most "
+                                      f"{self.settings.sandbox.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
+                    finally:
+                        o.lock.release()
+                    break
+            else:
+                raise SandboxError(f"{self.settings.sandbox.max_sessions} sessions have a busy worker "
+                                   "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session")
+
+    def _share_mpl_cache(self, s: Session, collect: bool) -> None:
+        """Matplotlib's font list takes seconds to build: seed a new session's MPLCONFIGDIR from
+        ``<root>/.mplcache`` and, after a run, collect a session's freshly built list there (the parent copies;
+        workers cannot write outside their own folder)."""
+        shared, own = self.root / ".mplcache", s.dir / ".matplotlib"
+        try:
+            if collect:
+                if not any(shared.glob("fontlist-*.json")):
+                    for f in own.glob("fontlist-*.json"):
+                        shared.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(f, shared / f.name)
+            elif shared.is_dir():
+                own.mkdir(parents=True, exist_ok=True)
+                for f in shared.glob("fontlist-*.json"):
+                    if not (own / f.name).exists():
+                        shutil.copyfile(f, own / f.name)
+        except OSError:
+            pass
+
+    def _start(self, s: Session) -> Worker:
+        self._make_room(s)
+        self._share_mpl_cache(s, collect=False)
+        log = open(s.dir / ".worker.log", "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
+        proc = spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed), stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir), env=worker_env(self.settings, s.dir),
+                     start_new_session=True, bufsize=0)
+        w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
+        try:
+            ready = read(w, time.monotonic() + START_TIMEOUT_S)
+        except WorkerGone as exc:
+            kill(w)
+            tail = (s.dir / ".worker.log").read_text(errors="replace")[-2000:]
+            raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
+        w.pid = int(ready.get("pid") or proc.pid)
+        return w
+
+    def _ensure_worker(self, s: Session) -> list[str]:
+        """Start the session's worker if it is missing or dead (caller holds s.lock); returns the notes to report
+        (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
+        notes: list[str] = []
+        if s.worker is not None and s.worker.proc.poll() is not None:
+            s.lost = s.lost or f"the worker exited ({exit_text(s.worker.proc.returncode)})"
+            kill(s.worker)
+            s.worker = None
+        if s.worker is None:
+            s.worker = self._start(s)
+            self._write_marker(s)
+        if s.lost:
+            notes.append(f"session state lost: {s.lost}; a fresh worker was started and earlier variables are gone")
+        return notes
+
+    def _exchange(self, s: Session, req: dict, timeout_s: float) -> tuple[dict, list[str]]:
+        """Send ``req`` to the session's worker (started if needed) and wait for the reply; caller holds s.lock.
+
+        Returns (reply, notes). A wall-time overrun kills the worker; a dead worker gives an ``ok: false`` reply
+        naming the cause, and the session's state is marked lost."""
+        notes = self._ensure_worker(s)
+        w = s.worker
+        try:
+            send(w, req)
+            reply = read(w, time.monotonic() + timeout_s)
+        except WorkerTimeout:
+            kill(w)
+            s.worker = None
+            s.lost = f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and the worker was killed"
+            reply = {"ok": False, "error_type": "TimeoutError",
+                     "error": f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and the session "
+                              "state is lost (the next call starts a fresh worker)"}
+        except WorkerGone as exc:
+            kill(w)
+            s.worker = None
+            if s.stopping:
+                return {"ok": False, "error_type": "Stopped", "error": f"the run was {s.stopping}"}, notes
+            s.lost = f"the worker died during cell {req.get('cell')} ({exc})"
+            reply = {"ok": False, "error_type": "WorkerDied",
+                     "error": f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; the "
+                              "session state is lost (the next call starts a fresh worker)"}
+        return reply, notes
+
+    def _write_marker(self, s: Session) -> None:
+        try:
+            (s.dir / ".session.json").write_text(json.dumps(
+                {"session": s.name, "cells": s.cells, "pid": s.worker.pid if s.worker else None,
+                 "updated_at": _now()}))
+        except OSError:
+            pass
+
+    # -- public API ---------------------------------------------------------------------------------------
+    def run(self, session: str, code: str, timeout_s: float | None = None,
+            wait_s: float | None = None) -> tuple[dict, list[bytes]]:
+        """Run ``code`` in ``session`` (created on first use) and return ``(result, png_images)``.
+
+        Args:
+            session: session name (1-64 of ``[A-Za-z0-9_.-]``).
+            code: Python source (at most 1,000,000 characters). When its last statement is an expression, its
+                ``repr`` is returned as ``result`` (as in a notebook).
+            timeout_s: wall-time limit in seconds (default ``sandbox_timeout_s``, at most 3,600); the worker is
+                killed when it is exceeded.
+            wait_s: how long this call waits before returning a job id (default ``sandbox_job_threshold_s``).
+
+        Result: ``{ok, session, cell, job_id, stdout, stderr, result?, error?, error_type?, traceback?, figures:
+        [{path, sha256, bytes}], notes: [...], state_lost, duration_ms, code_sha256, output_sha256, isolation}``;
+        when the run outlasts ``wait_s``: ``{ok: false, pending: true, status: "running", job_id, error: "still
+        running ..."}`` (poll :meth:`job_status`).
+
+        Raises:
+            SandboxError: bad session name, empty or oversized code, bad timeout, the session busy with
+                another run, too many live sessions, a worker that cannot start.
+        """
+        if not isinstance(code, str) or not code.strip():
+            raise SandboxError("code is empty: pass Python source, e.g. 'x = 1 + 1' ")
+        if len(code) > MAX_CODE_CHARS:
+            raise SandboxError(f"code has {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
+        timeout = float(timeout_s if timeout_s is not None else self.settings.sandbox.timeout_s)
+        if not 0 < timeout <= MAX_TIMEOUT_S:
+            raise SandboxError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout_s}")
+        s = self._session(session, create=True)
+        if not s.lock.acquire(blocking=False):
+            raise SandboxError(f"session {session!r} is busy with job {s.busy_job}; poll data_code_job_status or "
+                               "stop it with data_code_session_reset")
+        job = Job(job_id="job-" + uuid.uuid4().hex[:12], session=session, code_sha256=_sha256(code),
+                  started_at=_now(), t0=time.perf_counter())
+        try:
+            self._ensure_worker(s)  # here, so that a worker that cannot start is an error of this call
+        except BaseException:
+            s.lock.release()
+            raise
+        s.busy_job = job.job_id
+        with self._lock:
+            self._jobs[job.job_id] = job
+            if len(self._jobs) > MAX_JOBS_KEPT:
+                for jid in [j for j, v in self._jobs.items() if v.done.is_set()][:len(self._jobs) - MAX_JOBS_KEPT]:
+                    self._jobs.pop(jid, None)
+
+        def work() -> None:
+            try:
+                cell = s.cells + 1
+                try:
+                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.sandbox.cpu_s,
+                                                      "cell": cell}, timeout)
+                except SandboxError as exc:
+                    reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
+                lost = any(n.startswith("session state lost") for n in notes)
+                if s.worker is not None:  # alive after the run: the loss (if any) has been reported
+                    s.lost = None
+                s.cells = cell
+                s.last_used_at = _now()
+                self._write_marker(s)
+                job.result, job.images = self._finish(s, job, reply, notes, lost)
+            except Exception as exc:  # noqa: BLE001 - never leave a job without a result
+                job.result = {"ok": False, "error_type": type(exc).__name__, "error": f"internal error: {exc}",
+                              "session": session, "job_id": job.job_id}
+            finally:
+                job.finished_at = _now()
+                s.busy_job = None
+                s.lock.release()
+                job.done.set()
+
+        threading.Thread(target=work, name=f"sandbox-{session}", daemon=True).start()
+        wait = self.settings.sandbox.job_threshold_s if wait_s is None else wait_s
+        if job.done.wait(max(0.0, min(wait, timeout + 30))):
+            return job.result, job.images
+        return {"ok": False, "pending": True, "status": "running", "session": session, "job_id": job.job_id,
+                "code_sha256": job.code_sha256, "started_at": job.started_at,
+                "error": f"still running after {wait:g} s; poll data_code_job_status(job_id={job.job_id!r}) for the "
+                         f"result (the run is killed after {timeout:g} s)"}, []
+
+    def _finish(self, s: Session, job: Job, reply: dict, notes: list[str], state_lost: bool) -> tuple[dict, list[bytes]]:
+        figures, images = [], []
+        if reply.get("figures"):
+            self._share_mpl_cache(s, collect=True)
+        for f in reply.pop("figures", None) or []:
+            if "error" in f:
+                notes.append(f["error"])
+                continue
+            p = (s.dir / f["path"]).resolve()
+            try:
+                data = p.read_bytes()
+            except OSError as exc:
+                notes.append(f"figure {f['path']} unreadable: {exc}")
+                continue
+            images.append(data)
+            figures.append({"path": str(p), "sha256": _sha256(data), "bytes": len(data)})
+        stdout, stderr = reply.pop("stdout", "") or "", reply.pop("stderr", "") or ""
+        result: dict[str, Any] = {
+            "ok": bool(reply.pop("ok", False)), "session": s.name, "cell": reply.pop("cell", s.cells),
+            "job_id": job.job_id, "status": "done", "stdout": stdout, "stderr": stderr}
+        for k in ("result", "result_truncated", "error", "error_type", "traceback"):
+            if k in reply:
+                result[k] = reply.pop(k)
+        result["figures"] = figures
+        result["notes"] = notes + list(reply.pop("notes", []) or [])
+        result["state_lost"] = state_lost
+        result["duration_ms"] = round((time.perf_counter() - job.t0) * 1000, 2)
+        result["code_sha256"] = job.code_sha256
+        result["output_sha256"] = _sha256(stdout + "\x00" + stderr + "\x00" + str(result.get("result", "")))
+        result["isolation"] = self.isolation
+        if self.isolation != "bwrap":
+            result["notes"].append(f"isolation: {self.isolation_note}")
+        return result, images
+
+    def job_status(self, job_id: str) -> tuple[dict, list[bytes]]:
+        """State of a run: ``{job_id, session, status: "running", started_at, elapsed_s}`` or, when finished,
+        the run's full result (as :meth:`run` returns it) plus ``finished_at``. Raises SandboxError for an
+        unknown job id (jobs live in the server process; a restart forgets them)."""
+        with self._lock:
+            job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+        if job is None:
+            raise SandboxError(f"unknown job {job_id!r}: job ids come from data_code_run and live until the server "
+                               "restarts")
+        if not job.done.is_set():
+            return {"ok": False, "pending": True, "status": "running", "job_id": job_id, "session": job.session,
+                    "started_at": job.started_at, "elapsed_s": round(time.perf_counter() - job.t0, 1),
+                    "error": "still running; poll again"}, []
+        return {**job.result, "finished_at": job.finished_at}, job.images
+
+    def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
+        s = self._session(session, create=req.get("op") == "load_frame")
+        if not s.lock.acquire(timeout=1.0):
+            raise SandboxError(f"session {session!r} is busy with job {s.busy_job}; poll data_code_job_status")
+        try:
+            reply, notes = self._exchange(s, req, timeout_s)
+            if s.worker is not None:
+                s.lost = None
+            reply["notes"] = notes + reply.get("notes", [])
+            return reply
+        finally:
+            s.lock.release()
+
+    def variables(self, session: str) -> dict:
+        """``{session, variables: [{name, type, shape?|len?, dtype?, repr}], notes}`` of a session's namespace
+        (names starting with '_' and modules left out). Raises SandboxError for an unknown session."""
+        reply = self._call(session, {"op": "vars"})
+        if not reply.get("ok"):
+            raise SandboxError(f"cannot list the variables of {session!r}: {reply.get('error')}")
+        return {"session": session, "variables": reply["variables"], "notes": reply["notes"]}
+
+    def load_frame(self, session: str, var: str, parquet: Path) -> dict:
+        """Load the Parquet file ``parquet`` (inside the session dir) into variable ``var`` of ``session``."""
+        if not var.isidentifier() or var.startswith("_"):
+            raise SandboxError(f"variable name {var!r} is not a Python identifier (or starts with '_')")
+        reply = self._call(session, {"op": "load_frame", "var": var, "path": str(parquet)})
+        if not reply.get("ok"):
+            raise SandboxError(f"cannot load the frame into session {session!r}: {reply.get('error')}")
+        return reply
+
+    def session_dir(self, session: str) -> Path:
+        """The folder of ``session`` (created with the session)."""
+        return self._session(session, create=True).dir
+
+    def worker_pid(self, session: str) -> int | None:
+        """Host pid of the Python worker of ``session`` (None when it has none). Under bwrap the worker is a
+        descendant of the bwrap process, found by walking ``/proc/<pid>/stat`` parent links (Linux ``proc(5)``);
+        used to read the worker's memory (``/proc/<pid>/status``) and its network namespace."""
+        s = self._sessions.get(session)
+        if s is None or s.worker is None:
+            return None
+        root = s.worker.proc.pid
+        children: dict[int, list[int]] = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(ppid, []).append(int(d.name))
+        stack = list(children.get(root, []))
+        while stack:
+            p = stack.pop()
+            try:
+                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if not argv[0].endswith(b"bwrap") and str(WORKER_SCRIPT).encode() in argv:
+                return p
+            stack += children.get(p, [])
+        return root
+
+    def list(self) -> dict:
+        """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost}],
+        isolation, isolation_note, allowed_imports, limits}``."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        out = []
+        for s in sessions:
+            alive = s.worker is not None and s.worker.proc.poll() is None
+            out.append({"session": s.name, "dir": str(s.dir), "alive": alive, "pid": s.worker.pid if alive else None,
+                        "cells": s.cells, "created_at": s.created_at, "last_used_at": s.last_used_at,
+                        "busy_job": s.busy_job, "state_lost": s.lost})
+        st = self.settings
+        return {"sessions": out, "isolation": self.isolation, "isolation_note": self.isolation_note,
+                "allowed_imports": self.allowed,
+                "limits": {"cpu_s_per_run": st.sandbox.cpu_s, "cpu_s_per_worker": st.sandbox.session_cpu_s,
+                           "memory_mb": st.sandbox.memory_mb, "file_mb": st.sandbox.file_mb,
+                           "timeout_s": st.sandbox.timeout_s, "job_threshold_s": st.sandbox.job_threshold_s,
+                           "output_chars": st.sandbox.output_chars, "max_sessions": st.sandbox.max_sessions}}
+
+    def reset(self, session: str) -> dict:
+        """Kill the session's worker (also a running job) and start afresh on the next call: variables are
+        cleared on purpose (not reported as lost); files in the session dir are kept. ``{session, reset: true,
+        killed_job}``. Raises SandboxError for an unknown session."""
+        s = self._session(session, create=False)
+        job = s.busy_job
+        w = s.worker
+        if w is not None:
+            s.stopping = "stopped by data_code_session_reset (or close)"
+            kill(w, close=False)  # a running job's reader sees the worker gone and finishes
+        if not s.lock.acquire(timeout=15):
+            s.stopping = None
+            raise SandboxError(f"session {session!r} did not stop in time; try again")
+        try:
+            s.stopping = None
+            if s.worker is not None:
+                kill(s.worker)
+            s.worker = None
+            s.lost = None
+            s.cells = 0
+            self._write_marker(s)
+        finally:
+            s.lock.release()
+        return {"session": session, "reset": True, "killed_job": job}
+
+    def close(self, session: str) -> dict:
+        """Stop the session's worker and forget the session (its folder and artifacts stay on disk).
+        ``{session, closed: true, dir}``. Raises SandboxError for an unknown session."""
+        self.reset(session)
+        with self._lock:
+            s = self._sessions.pop(session)
+        try:
+            (s.dir / ".session.json").unlink()
+        except OSError:
+            pass
+        return {"session": session, "closed": True, "dir": str(s.dir)}
+
+    def shutdown(self) -> None:
+        """Kill every worker (server exit)."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for s in sessions:
+            if s.worker is not None:
+                kill(s.worker)
+                s.worker = None

@@ -1,0 +1,77 @@
+"""Memory: sessions, turns, dialogue recall and temporal facts (the memory server's logic; no MCP types).
+
+Sessions and turns live in the SQL store (:class:`~aisac_core.store.tables.MemorySession`,
+:class:`~aisac_core.store.tables.Turn`). A turn's ``created_at`` is assigned inside the ``BEGIN IMMEDIATE``
+transaction that inserts it and is made strictly greater than the session's previous turn, so two
+clients adding turns at once get one stable order: (created_at, id).
+
+Dialogue index: when an assistant turn is added and the session has a user turn after its previous
+assistant turn, the latest such user turn and the assistant turn form a pair, embedded (MiniLM dense +
+BM25 sparse, the same embedder as documents) into the ``dialogue`` collection with payload
+``{session_id, user_turn_id, assistant_turn_id, text, created_at}``. The SQL row commits first (it
+records the pair in ``Turn.pair_user_id``); the vector upsert follows under a deterministic point id
+(uuid5 of the assistant turn id), so a crash in between is repaired by :func:`reconcile_dialogue`, which
+runs once per process on first use and upserts every pair the vector store lacks.
+
+Recall (:func:`recall`): the last N turns of the session plus the related older pairs of any session
+(hybrid convex fusion as in :mod:`aisac_core.rag.search`, pairs inside the last-N window excluded),
+assembled within a token budget counted with the embedding model's tokenizer.
+
+Facts (:class:`~aisac_core.store.tables.Fact`): ``(subject, predicate, object)`` valid from ``valid_at``
+until ``invalid_at``. Recording a fact for a subject + predicate closes the fact that was valid at the
+new ``valid_at`` (its ``invalid_at`` becomes the new ``valid_at``); a back-dated fact is inserted into
+the timeline and closed by the next later one. Matching of subject and predicate is case-insensitive.
+
+Modules: :mod:`~aisac_core.memory.sessions` (sessions, turns, history, export, delete),
+:mod:`~aisac_core.memory.recall` (dialogue pairs, reconcile, recall, search), :mod:`~aisac_core.memory.facts`
+(temporal facts) and :mod:`~aisac_core.memory.common` (limits, checks, JSON shapes); this package re-exports
+their public API.
+"""
+
+from aisac_core.memory.common import (
+                                      KEYWORD_CANDIDATES,
+                                      MAX_CONTENT_CHARS,
+                                      MAX_FACT_FIELD_CHARS,
+                                      MAX_METADATA_CHARS,
+                                      MAX_QUERY_CHARS,
+                                      MAX_TITLE_CHARS,
+                                      PAIR_TEXT_CHARS,
+                                      ROLES,
+                                      SEMANTIC_CANDIDATES,
+                                      SNIPPET_CHARS,
+                                      MemoryInputError,
+                                      iso,
+                                      parse_time,
+                                      session_dict,
+                                      turn_dict,
+)
+from aisac_core.memory.facts import fact_dict, fact_timeline, query_facts, record_fact
+from aisac_core.memory.recall import (
+                                      DIALOGUE,
+                                      MemoryState,
+                                      count_tokens,
+                                      point_id,
+                                      recall,
+                                      reconcile_dialogue,
+                                      search,
+)
+from aisac_core.memory.sessions import (
+                                      EXPORT_MAX_TURNS,
+                                      add_turn,
+                                      delete_session,
+                                      export_session,
+                                      get_history,
+                                      list_sessions,
+                                      render_markdown,
+                                      session_markdown,
+                                      start_session,
+)
+
+__all__ = [
+    "DIALOGUE", "EXPORT_MAX_TURNS", "KEYWORD_CANDIDATES", "MAX_CONTENT_CHARS", "MAX_FACT_FIELD_CHARS",
+    "MAX_METADATA_CHARS", "MAX_QUERY_CHARS", "MAX_TITLE_CHARS", "PAIR_TEXT_CHARS", "ROLES", "SEMANTIC_CANDIDATES",
+    "SNIPPET_CHARS", "MemoryInputError", "MemoryState", "add_turn", "count_tokens", "delete_session",
+    "export_session", "fact_dict", "fact_timeline", "get_history", "iso", "list_sessions", "parse_time",
+    "point_id", "query_facts", "recall", "reconcile_dialogue", "record_fact", "render_markdown", "search",
+    "session_dict", "session_markdown", "start_session", "turn_dict",
+]

@@ -1,0 +1,133 @@
+"""What every part of memory shares: the input error, the limits, time parsing and formatting, argument checks and
+the JSON shapes of sessions and turns."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlmodel import Session
+
+from aisac_core.errors import AisacError
+from aisac_core.hashing import dumps
+from aisac_core.store.tables import MemorySession, Turn
+
+ROLES = ("user", "assistant", "router", "planner", "coordinator", "evaluator", "tool")
+#: largest turn content, in characters
+MAX_CONTENT_CHARS = 100_000
+#: largest metadata / fact conditions, as canonical JSON characters
+MAX_METADATA_CHARS = 100_000
+MAX_QUERY_CHARS = 2_000
+MAX_TITLE_CHARS = 500
+MAX_FACT_FIELD_CHARS = 10_000
+#: characters of a pair's text that are embedded and kept in the vector payload (MiniLM reads 256 tokens)
+PAIR_TEXT_CHARS = 4_000
+#: search hits carry at most this many characters of each turn's content (``truncated`` says so)
+SNIPPET_CHARS = 2_000
+#: keyword candidates read from SQL per search (newest first)
+KEYWORD_CANDIDATES = 500
+SEMANTIC_CANDIDATES = 100
+
+
+class MemoryInputError(AisacError, ValueError):
+    """Bad memory input (unknown session, empty content, a limit exceeded, ...); the message says what
+    was wrong and what is accepted."""
+
+
+def _utc(dt: datetime) -> datetime:
+    """Aware UTC (a naive value is taken as UTC)."""
+    return dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def iso(dt: datetime | None) -> str | None:
+    """ISO 8601 UTC with ``Z``."""
+    if dt is None:
+        return None
+    return _utc(dt).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def parse_time(value: str | None, name: str = "as_of") -> datetime | None:
+    """Parse an ISO 8601 date or date-time (``2026-03-01``, ``2026-03-01T12:00:00Z``, ``...+02:00``;
+    without an offset: UTC) to an aware UTC datetime; ``now`` is the current time. Raises MemoryInputError."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _utc(value)
+    if not isinstance(value, str) or not value.strip():
+        raise MemoryInputError(f"{name} must be an ISO 8601 date or date-time string, e.g. '2026-03-01' or "
+                               f"'2026-03-01T12:00:00Z', got {value!r}")
+    v = value.strip()
+    if v.lower() == "now":
+        return _now()
+    try:
+        dt = datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith(("Z", "z")) else v)
+    except ValueError:
+        raise MemoryInputError(f"{name} {value!r} is not an ISO 8601 date or date-time; use e.g. '2026-03-01', "
+                               f"'2026-03-01T12:00:00Z' or '2026-03-01T14:00:00+02:00' (no offset = UTC)") from None
+    return _utc(dt)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+def _check_str(value: Any, name: str, limit: int, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        if not required and value == "":
+            return None
+        raise MemoryInputError(f"{name} is empty: give a non-empty string")
+    if len(value) > limit:
+        raise MemoryInputError(f"{name} is {len(value):,} characters long; the limit is {limit:,} characters")
+    return value
+
+
+def _check_json(value: Any, name: str) -> str:
+    if value is None:
+        return "{}"
+    if not isinstance(value, dict):
+        raise MemoryInputError(f"{name} must be a JSON object (a dict), got {type(value).__name__}")
+    text = dumps(value)
+    if len(text) > MAX_METADATA_CHARS:
+        raise MemoryInputError(f"{name} is {len(text):,} characters as JSON; the limit is {MAX_METADATA_CHARS:,}")
+    return text
+
+
+def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise MemoryInputError(f"{name} must be an integer from {lo} to {hi:,}, got {value!r}")
+    return value
+
+
+def _session(db: Session, session_id: str) -> MemorySession:
+    if not isinstance(session_id, str) or not session_id:
+        raise MemoryInputError("session_id is empty: memory_start_session returns one; memory_list_sessions lists them")
+    row = db.get(MemorySession, session_id)
+    if row is None:
+        raise MemoryInputError(f"unknown session id {session_id!r}: memory_start_session creates one, "
+                               "memory_list_sessions lists them")
+    return row
+
+
+def session_dict(s: MemorySession, turn_count: int | None = None, last_turn_at: datetime | None = None) -> dict:
+    """JSON-ready session."""
+    out: dict[str, Any] = {"session_id": s.id, "title": s.title, "project": s.project, "created_at": iso(s.created_at)}
+    if turn_count is not None:
+        out["turn_count"] = turn_count
+        out["last_turn_at"] = iso(last_turn_at)
+    return out
+
+
+def turn_dict(t: Turn, max_chars: int | None = None) -> dict[str, Any]:
+    """JSON-ready turn; content cut to ``max_chars`` (with ``truncated: true``) when given."""
+    content = t.content
+    truncated = max_chars is not None and len(content) > max_chars
+    out = {"turn_id": t.id, "session_id": t.session_id, "role": t.role,
+           "content": content[:max_chars] if truncated else content, "metadata": json.loads(t.metadata_json or "{}"),
+           "parent_id": t.parent_id, "created_at": iso(t.created_at)}
+    if t.pair_user_id is not None:
+        out["answers_turn_id"] = t.pair_user_id
+    if truncated:
+        out["truncated"] = True
+    return out

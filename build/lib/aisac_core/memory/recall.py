@@ -1,0 +1,321 @@
+"""The dialogue index and what reads it: user -> assistant pairs embedded into the ``dialogue`` collection, their
+repair (:func:`reconcile_dialogue`), recall within a token budget (:func:`recall`) and keyword + semantic search
+over the turns (:func:`search`)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, or_
+from sqlmodel import Session, select
+
+from aisac_core.memory.common import (
+    KEYWORD_CANDIDATES,
+    MAX_QUERY_CHARS,
+    PAIR_TEXT_CHARS,
+    ROLES,
+    SEMANTIC_CANDIDATES,
+    SNIPPET_CHARS,
+    MemoryInputError,
+    _check_int,
+    _check_str,
+    _session,
+    iso,
+    turn_dict,
+)
+from aisac_core.rag.search import PREFETCH, convex_fusion
+from aisac_core.store.collections import DIALOGUE
+from aisac_core.store.tables import MemorySession, Turn
+from aisac_core.store.vectors import Cond, VectorPoint
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+_NS = uuid.UUID("6f1c2a52-4d0e-5a7b-9a51-3c0b7f0e4d21")
+
+
+def point_id(assistant_turn_id: int) -> str:
+    """Deterministic vector point id of the pair ending in ``assistant_turn_id``."""
+    return str(uuid.uuid5(_NS, f"dialogue:{assistant_turn_id}"))
+
+
+def _pair_text(user: str, assistant: str) -> str:
+    text = f"User: {user.strip()}\nAssistant: {assistant.strip()}"
+    return text[:PAIR_TEXT_CHARS]
+
+
+_upsert_lock = threading.Lock()
+
+
+class MemoryState:
+    """Memory's state for one store (:attr:`aisac_core.context.AppContext.memory`): whether the dialogue collection
+    was reconciled with the turns since the store opened."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.dialogue_reconciled = False
+
+
+def _vs(core: "AppContext") -> Any:
+    """The vector store with the dialogue collection; reconciles the pairs once per store."""
+    vs = core.vectors()
+    state = core.memory
+    if not state.dialogue_reconciled:
+        with state.lock:
+            if not state.dialogue_reconciled:
+                reconcile_dialogue(core, vs)
+                state.dialogue_reconciled = True
+    return vs
+
+
+def _embed_pairs(core: "AppContext", pairs: list[tuple[Turn, Turn]]) -> list[VectorPoint]:
+    texts = [_pair_text(u.content, a.content) for u, a in pairs]
+    emb = core.embedder
+    dense = emb.embed_documents(texts)
+    sparse = emb.sparse_documents(texts)
+    return [VectorPoint(point_id(a.id), dv, list(sv[0]), list(sv[1]),  # type: ignore[arg-type]
+                        {"session_id": a.session_id, "user_turn_id": u.id, "assistant_turn_id": a.id, "text": text,
+                         "created_at": iso(a.created_at)})
+            for (u, a), text, dv, sv in zip(pairs, texts, dense, sparse)]
+
+
+def _upsert(vs: Any, points: list[VectorPoint]) -> None:
+    with _upsert_lock:
+        vs.upsert(DIALOGUE, points)
+
+
+def reconcile_dialogue(core: "AppContext", vs: Any | None = None, batch: int = 256) -> int:
+    """Upsert every pair recorded in SQL that the ``dialogue`` collection lacks; returns how many.
+
+    Cheap when nothing is missing (one count on each side). Runs after a crash between the SQL commit
+    and the vector upsert, and after the collection was recreated (another embedding model)."""
+    vs = vs or core.vectors()
+    with Session(core.engine) as db:
+        n_sql = db.exec(select(func.count()).select_from(Turn).where(Turn.pair_user_id.is_not(None))).one()
+    if vs.count(DIALOGUE) >= n_sql:
+        return 0
+    present = {pid for pid, _ in vs.scroll_ids(DIALOGUE)}
+    added = 0
+    last_id = 0
+    while True:
+        with Session(core.engine) as db:
+            rows = db.exec(select(Turn).where(Turn.pair_user_id.is_not(None), Turn.id > last_id)
+                           .order_by(Turn.id).limit(batch * 8)).all()
+            if not rows:
+                break
+            last_id = rows[-1].id  # type: ignore[assignment]
+            missing = [a for a in rows if point_id(a.id) not in present]  # type: ignore[arg-type]
+            users = {u.id: u for u in db.exec(select(Turn).where(Turn.id.in_([a.pair_user_id for a in missing]))).all()} \
+                if missing else {}
+        pairs = [(users[a.pair_user_id], a) for a in missing if a.pair_user_id in users]
+        for i in range(0, len(pairs), batch):
+            pts = _embed_pairs(core, pairs[i:i + batch])
+            _upsert(vs, pts)
+            added += len(pts)
+    if added:
+        vs.flush()
+    return added
+
+def count_tokens(core: "AppContext", texts: list[str]) -> list[int]:
+    """Tokens of each text by the embedding model's tokenizer (no special tokens)."""
+    if not texts:
+        return []
+    enc = core.embedder.tokenizer().encode_batch(texts, add_special_tokens=False)
+    return [len(e.ids) for e in enc]
+
+
+def _truncate_to_tokens(core: "AppContext", text: str, budget: int) -> str:
+    enc = core.embedder.tokenizer().encode(text, add_special_tokens=False)
+    if len(enc.ids) <= budget:
+        return text
+    if budget <= 0:
+        return ""
+    return text[:enc.offsets[budget - 1][1]]
+
+
+def _render(t: Turn) -> str:
+    return f"{t.role}: {t.content}"
+
+
+def _pair_hits(core: "AppContext", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
+    """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion)."""
+    vs = _vs(core)
+    emb = core.embedder
+    hits = convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
+                          max(PREFETCH, 2 * k), collection=DIALOGUE)
+    return [(h.id, h.score, h.payload) for h in hits]
+
+
+def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k: int = 5,
+           token_budget: int = 2000) -> dict[str, Any]:
+    """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related
+    older user -> assistant pairs of any session (pairs inside the last-N window are left out), within
+    ``token_budget`` tokens.
+
+    Assembly: recent turns first, newest to oldest, while they fit (a newest turn larger than the whole
+    budget is cut); then related pairs by descending score, each added whole if it fits (a pair that does
+    not fit is skipped and counted in ``omitted``). Tokens are counted with the embedding model's
+    tokenizer over ``role: content`` of each turn and ``user: ...\\nassistant: ...`` of each pair.
+    ``score``: convex combination of min-max normalised dense cosine and BM25 over the candidates (0..1).
+    """
+    _check_str(query, "query", MAX_QUERY_CHARS)
+    last_n = _check_int(last_n, "last_n", 0, 100)
+    k = _check_int(k, "k", 0, 50)
+    token_budget = _check_int(token_budget, "token_budget", 1, 100_000)
+    t0 = time.perf_counter()
+    with Session(core.engine) as db:
+        s = _session(db, session_id)
+        recent = list(reversed(db.exec(select(Turn).where(Turn.session_id == session_id)
+                                       .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(last_n)).all())) \
+            if last_n else []
+    window = {t.id for t in recent}
+    related_raw: list[tuple[str, float, dict]] = []
+    if k:
+        related_raw = [h for h in _pair_hits(core, query, k + last_n)
+                       if h[2].get("user_turn_id") not in window and h[2].get("assistant_turn_id") not in window][:k]
+    # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
+    ids = [i for _, _, p in related_raw for i in (p.get("user_turn_id"), p.get("assistant_turn_id"))]
+    with Session(core.engine) as db:
+        turns_by_id = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
+        sess_ids = {t.session_id for t in turns_by_id.values()}
+        titles = {r.id: r.title for r in db.exec(select(MemorySession).where(MemorySession.id.in_(sess_ids))).all()} \
+            if sess_ids else {}
+    used = 0
+    omitted_recent = omitted_related = 0
+    chosen_recent: list[dict[str, Any]] = []
+    counts = count_tokens(core, [_render(t) for t in recent])
+    for idx in range(len(recent) - 1, -1, -1):
+        t, n = recent[idx], counts[idx]
+        if used + n <= token_budget:
+            d = turn_dict(t)
+            d["tokens"] = n
+            chosen_recent.append(d)
+            used += n
+            continue
+        if not chosen_recent:
+            d = turn_dict(t)
+            cut = _truncate_to_tokens(core, _render(t), token_budget)
+            d["content"] = cut[len(t.role) + 2:]
+            d["truncated"] = True
+            d["tokens"] = token_budget
+            chosen_recent.append(d)
+            used = token_budget
+            omitted_recent = idx
+        else:
+            omitted_recent = idx + 1
+        break
+    chosen_recent.reverse()
+    related: list[dict[str, Any]] = []
+    cand = []
+    for pid, score, p in related_raw:
+        u, a = turns_by_id.get(p.get("user_turn_id")), turns_by_id.get(p.get("assistant_turn_id"))
+        if u is None or a is None:  # deleted meanwhile
+            continue
+        cand.append((score, u, a))
+    pair_counts = count_tokens(core, [f"user: {u.content}\nassistant: {a.content}" for _, u, a in cand])
+    for (score, u, a), n in zip(cand, pair_counts):
+        if used + n > token_budget:
+            omitted_related += 1
+            continue
+        related.append({"score": round(score, 6), "session_id": u.session_id, "session_title": titles.get(u.session_id),
+                        "user_turn_id": u.id, "assistant_turn_id": a.id, "user": u.content, "assistant": a.content,
+                        "created_at": iso(a.created_at), "tokens": n})
+        used += n
+    return {"session_id": session_id, "session_title": s.title, "query": query, "recent": chosen_recent,
+            "related": related, "tokens": used, "token_budget": token_budget,
+            "omitted": {"recent": omitted_recent, "related": omitted_related},
+            "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
+
+
+def search(core: "AppContext", query: str, session_id: str | None = None, roles: list[str] | None = None,
+           mode: str = "hybrid", limit: int = 10, offset: int = 0) -> dict[str, Any]:
+    """Keyword + semantic search over the turns of every session (or one).
+
+    - keyword: turns whose content contains query words (case-insensitive substring; the newest
+      :data:`KEYWORD_CANDIDATES` candidates), keyword score = share of the query's words found;
+    - semantic: the :data:`SEMANTIC_CANDIDATES` best user -> assistant pairs (hybrid dense + BM25);
+    - hybrid (default): both; a hit's score = 0.5 x semantic + 0.5 x keyword, a keyword hit inside a
+      semantic pair merges into the pair.
+
+    Hits: ``{kind: "pair" | "turn", score, semantic_score, keyword_score, session_id, turns: [...]}`` with
+    turn contents cut to :data:`SNIPPET_CHARS` characters. Paged by ``offset`` over the ranked candidates.
+    """
+    _check_str(query, "query", MAX_QUERY_CHARS)
+    if mode not in ("hybrid", "keyword", "semantic"):
+        raise MemoryInputError(f"mode must be one of hybrid, keyword, semantic, got {mode!r}")
+    limit = _check_int(limit, "limit", 1, 50)
+    offset = _check_int(offset, "offset", 0, 10_000)
+    if roles:
+        bad = [r for r in roles if r not in ROLES]
+        if bad:
+            raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
+    t0 = time.perf_counter()
+    if session_id is not None:
+        with Session(core.engine) as db:
+            _session(db, session_id)
+    words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query) if len(w) > 1))[:20]
+    # key: ("pair", assistant_id) or ("turn", turn_id) -> [semantic, keyword, turn ids]
+    cands: dict[tuple[str, int], list[Any]] = {}
+    turn_to_pair: dict[int, tuple[str, int]] = {}
+    if mode in ("hybrid", "semantic"):
+        conds = [Cond("session_id", eq=session_id)] if session_id else None
+        for _pid, score, p in _pair_hits(core, query, SEMANTIC_CANDIDATES, conds):
+            key = ("pair", int(p["assistant_turn_id"]))
+            cands[key] = [score, 0.0, [int(p["user_turn_id"]), int(p["assistant_turn_id"])]]
+            for tid in cands[key][2]:
+                turn_to_pair[tid] = key
+    if mode in ("hybrid", "keyword") and words:
+        with Session(core.engine) as db:
+            q = select(Turn.id, Turn.content, Turn.pair_user_id).where(or_(*[func.lower(Turn.content).contains(w) for w in words]))
+            if session_id:
+                q = q.where(Turn.session_id == session_id)
+            if roles:
+                q = q.where(Turn.role.in_(roles))
+            rows = db.exec(q.order_by(Turn.created_at.desc(), Turn.id.desc()).limit(KEYWORD_CANDIDATES)).all()
+        # a keyword hit on either turn of an embedded pair counts for the pair
+        answered_by = {}
+        user_ids = [tid for tid, _c, _p in rows]
+        with Session(core.engine) as db:
+            for i in range(0, len(user_ids), 500):
+                answered_by.update({u: a for a, u in db.exec(select(Turn.id, Turn.pair_user_id).where(
+                    Turn.pair_user_id.in_(user_ids[i:i + 500]))).all()})
+        for tid, content, pair_user in rows:
+            low = content.lower()
+            kw = sum(1 for w in words if w in low) / len(words)
+            key = turn_to_pair.get(tid)
+            if key is None and (pair_user is not None or tid in answered_by):
+                a_id = tid if pair_user is not None else answered_by[tid]
+                key = ("pair", a_id)
+                if key not in cands:
+                    cands[key] = [0.0, 0.0, [pair_user if pair_user is not None else tid, a_id]]
+            if key is not None:
+                cands[key][1] = max(cands[key][1], kw)
+            else:
+                cands[("turn", tid)] = [0.0, kw, [tid]]
+    w_sem, w_kw = {"hybrid": (0.5, 0.5), "semantic": (1.0, 0.0), "keyword": (0.0, 1.0)}[mode]
+    ranked = sorted(cands.items(), key=lambda kv: (-(w_sem * kv[1][0] + w_kw * kv[1][1]), -kv[0][1]))
+    total = len(ranked)
+    page = ranked[offset:offset + limit]
+    ids = [tid for _, v in page for tid in v[2]]
+    with Session(core.engine) as db:
+        turns = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
+    hits = []
+    for (kind, _), (sem, kw, tids) in page:
+        ts = [turns[t] for t in tids if t in turns]
+        if roles:
+            ts = [t for t in ts if t.role in roles] or ts
+        if not ts:
+            continue
+        hits.append({"kind": kind, "score": round(w_sem * sem + w_kw * kw, 6), "semantic_score": round(sem, 6),
+                     "keyword_score": round(kw, 6), "session_id": ts[0].session_id,
+                     "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts]})
+    out: dict[str, Any] = {"hits": hits, "count": len(hits), "total": total, "offset": offset,
+                           "next_offset": offset + limit if offset + limit < total else None, "mode": mode,
+                           "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
+    if not hits:
+        out["message"] = "no turn matched the query" + (" in this session" if session_id else "")
+    return out

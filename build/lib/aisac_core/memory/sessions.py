@@ -1,0 +1,285 @@
+"""Sessions and their turns: start, add (pairing an assistant turn with the user turn it answers), page through
+the history, list, export as JSON or Markdown, delete."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, delete, func, or_
+from sqlmodel import Session, select
+
+from aisac_core.memory.common import (
+    MAX_CONTENT_CHARS,
+    MAX_TITLE_CHARS,
+    ROLES,
+    MemoryInputError,
+    _check_int,
+    _check_json,
+    _check_str,
+    _now,
+    _session,
+    _utc,
+    iso,
+    session_dict,
+    turn_dict,
+)
+from aisac_core.memory.recall import (
+    _embed_pairs,
+    _render,
+    _truncate_to_tokens,
+    _upsert,
+    _upsert_lock,
+    _vs,
+    count_tokens,
+)
+from aisac_core.store.collections import DIALOGUE
+from aisac_core.store.tables import MemorySession, Turn
+from aisac_core.store.vectors import Cond
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+
+def start_session(core: "AppContext", title: str | None = None, project: str | None = None) -> dict[str, Any]:
+    """Create a session: ``{session_id, title, project, created_at}``."""
+    title = _check_str(title, "title", MAX_TITLE_CHARS, required=False)
+    project = _check_str(project, "project", MAX_TITLE_CHARS, required=False)
+    row = MemorySession(id="ses-" + uuid.uuid4().hex[:16], title=title, project=project, created_at=_now())
+    with Session(core.engine) as db:
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+        return session_dict(row, 0, None)
+
+
+def add_turn(core: "AppContext", session_id: str, role: str, content: str, metadata: dict | None = None,
+             parent_id: int | None = None) -> dict[str, Any]:
+    """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
+
+    Returns ``{turn_id, session_id, role, created_at, parent_id, pair: {user_turn_id, assistant_turn_id} | None}``.
+    Raises MemoryInputError: unknown session, invalid role, empty or over-long content, bad metadata,
+    unknown parent.
+    """
+    if role not in ROLES:
+        raise MemoryInputError(f"invalid role {role!r}: use one of {', '.join(ROLES)}")
+    _check_str(content, "content", MAX_CONTENT_CHARS)
+    meta = _check_json(metadata, "metadata")
+    if parent_id is not None and (isinstance(parent_id, bool) or not isinstance(parent_id, int)):
+        raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
+    vs = _vs(core) if role == "assistant" else None  # open (and reconcile) before this turn commits
+    with Session(core.engine) as db:  # one BEGIN IMMEDIATE transaction: order and pairing are race-free
+        _session(db, session_id)
+        if parent_id is not None:
+            parent = db.get(Turn, parent_id)
+            if parent is None or parent.session_id != session_id:
+                raise MemoryInputError(f"parent_id {parent_id} is not a turn of session {session_id!r}")
+        last = db.exec(select(Turn.created_at).where(Turn.session_id == session_id)
+                       .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(1)).first()
+        now = _now()
+        if last is not None and now <= _utc(last):
+            now = _utc(last) + timedelta(microseconds=1)
+        pair_user: Turn | None = None
+        if role == "assistant":
+            last_user = db.exec(select(Turn).where(Turn.session_id == session_id, Turn.role == "user")
+                                .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(1)).first()
+            if last_user is not None:
+                answered = db.exec(select(Turn.id).where(Turn.session_id == session_id, Turn.role == "assistant",
+                                                         Turn.created_at > last_user.created_at).limit(1)).first()
+                if answered is None:
+                    pair_user = last_user
+        row = Turn(session_id=session_id, role=role, content=content, metadata_json=meta, parent_id=parent_id,
+                   pair_user_id=pair_user.id if pair_user else None, created_at=now)
+        db.add(row)
+        db.commit()
+        db.refresh(row)
+        if pair_user is not None:
+            db.refresh(pair_user)
+        out = {"turn_id": row.id, "session_id": session_id, "role": role, "created_at": iso(row.created_at),
+               "parent_id": parent_id, "pair": None}
+        pair = (pair_user, row) if pair_user is not None else None
+    if pair is not None:  # after the commit: a crash here is repaired by reconcile_dialogue
+        _upsert(vs, _embed_pairs(core, [pair]))
+        out["pair"] = {"user_turn_id": pair[0].id, "assistant_turn_id": pair[1].id}
+    return out
+
+
+def _cursor_filter(db: Session, session_id: str, cursor: Any) -> Any:
+    if cursor is None or cursor == "":
+        return None
+    try:
+        cid = int(cursor)
+    except (TypeError, ValueError):
+        raise MemoryInputError(f"cursor {cursor!r} is not valid: pass next_cursor from the previous page") from None
+    ref = db.get(Turn, cid)
+    if ref is None or ref.session_id != session_id:
+        raise MemoryInputError(f"cursor {cursor!r} is not a turn of session {session_id!r}: pass next_cursor "
+                               "from the previous page of this session")
+    return or_(Turn.created_at > ref.created_at, and_(Turn.created_at == ref.created_at, Turn.id > ref.id))
+
+def get_history(core: "AppContext", session_id: str, cursor: str | int | None = None, limit: int = 50,
+                roles: list[str] | None = None, token_budget: int | None = None) -> dict[str, Any]:
+    """Turns of a session, oldest first, from ``cursor``; optionally only ``roles``; at most ``limit`` turns
+    and, with ``token_budget``, at most that many tokens (``role: content`` counted with the embedding
+    tokenizer; a first turn larger than the budget is returned cut, with ``truncated: true``).
+
+    Returns ``{session_id, turns, count, next_cursor, tokens}``; ``next_cursor`` is None at the end."""
+    limit = _check_int(limit, "limit", 1, 500)
+    if token_budget is not None:
+        token_budget = _check_int(token_budget, "token_budget", 1, 1_000_000)
+    if roles:
+        bad = [r for r in roles if r not in ROLES]
+        if bad:
+            raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
+    with Session(core.engine) as db:
+        _session(db, session_id)
+        q = select(Turn).where(Turn.session_id == session_id)
+        cf = _cursor_filter(db, session_id, cursor)
+        if cf is not None:
+            q = q.where(cf)
+        if roles:
+            q = q.where(Turn.role.in_(roles))
+        rows = db.exec(q.order_by(Turn.created_at, Turn.id).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    turns: list[dict[str, Any]] = []
+    used = 0
+    if token_budget is not None and rows:
+        counts = count_tokens(core, [_render(t) for t in rows])
+        for t, n in zip(rows, counts):
+            if used + n > token_budget:
+                if not turns:  # the first turn alone is over the budget: cut it so paging moves on
+                    d = turn_dict(t)
+                    head = len(t.role) + 2
+                    d["content"] = _truncate_to_tokens(core, _render(t), token_budget)[head:]
+                    d["truncated"] = True
+                    turns.append(d)
+                    used = token_budget
+                more = True
+                break
+            turns.append(turn_dict(t))
+            used += n
+    else:
+        turns = [turn_dict(t) for t in rows]
+        used = sum(count_tokens(core, [_render(t) for t in rows])) if token_budget is not None else 0
+    last_id = turns[-1]["turn_id"] if turns else None
+    out: dict[str, Any] = {"session_id": session_id, "turns": turns, "count": len(turns),
+                           "next_cursor": str(last_id) if more and last_id is not None else None}
+    if token_budget is not None:
+        out["tokens"] = used
+        out["token_budget"] = token_budget
+    return out
+
+
+def list_sessions(core: "AppContext", project: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+    """Sessions, newest first: ``{sessions: [{session_id, title, project, created_at, turn_count,
+    last_turn_at}], total, offset, next_offset}``."""
+    limit = _check_int(limit, "limit", 1, 500)
+    offset = _check_int(offset, "offset", 0, 10**9)
+    with Session(core.engine) as db:
+        base = select(MemorySession)
+        cnt = select(func.count()).select_from(MemorySession)
+        if project:
+            base = base.where(MemorySession.project == project)
+            cnt = cnt.where(MemorySession.project == project)
+        total = db.exec(cnt).one()
+        rows = db.exec(base.order_by(MemorySession.created_at.desc(), MemorySession.id).offset(offset).limit(limit)).all()
+        stats = {sid: (n, last) for sid, n, last in db.exec(
+            select(Turn.session_id, func.count(), func.max(Turn.created_at))
+            .where(Turn.session_id.in_([r.id for r in rows])).group_by(Turn.session_id)).all()} if rows else {}
+    sessions = []
+    for r in rows:
+        n, last = stats.get(r.id, (0, None))
+        if isinstance(last, str):
+            last = datetime.fromisoformat(last)
+        sessions.append(session_dict(r, int(n), last))
+    return {"sessions": sessions, "total": int(total), "offset": offset,
+            "next_offset": offset + limit if offset + limit < total else None}
+
+
+EXPORT_MAX_TURNS = 2000
+
+
+def export_session(core: "AppContext", session_id: str, format: str = "markdown", cursor: str | int | None = None,
+                   limit: int = 1000) -> dict[str, Any]:
+    """A session with its turns (oldest first, at most ``limit`` per call; ``next_cursor`` continues) as
+    JSON (``{session, turns, next_cursor}``) or Markdown (``{session_id, format, markdown, next_cursor}``)."""
+    if format not in ("json", "markdown"):
+        raise MemoryInputError(f"format must be 'json' or 'markdown', got {format!r}")
+    limit = _check_int(limit, "limit", 1, EXPORT_MAX_TURNS)
+    with Session(core.engine) as db:
+        s = _session(db, session_id)
+        total, last_at = db.exec(select(func.count(), func.max(Turn.created_at))
+                                 .where(Turn.session_id == session_id)).one()
+        if isinstance(last_at, str):
+            last_at = datetime.fromisoformat(last_at)
+        q = select(Turn).where(Turn.session_id == session_id)
+        cf = _cursor_filter(db, session_id, cursor)
+        if cf is not None:
+            q = q.where(cf)
+        rows = db.exec(q.order_by(Turn.created_at, Turn.id).limit(limit + 1)).all()
+        first_no = 1
+        if rows:
+            first_no = db.exec(select(func.count()).select_from(Turn).where(
+                Turn.session_id == session_id, or_(Turn.created_at < rows[0].created_at,
+                                                   and_(Turn.created_at == rows[0].created_at, Turn.id < rows[0].id)))
+            ).one() + 1
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = str(rows[-1].id) if more else None
+    sd = session_dict(s, int(total), last_at)
+    if format == "json":
+        return {"session": sd, "turns": [turn_dict(t) for t in rows], "count": len(rows), "next_cursor": next_cursor}
+    return {"session_id": session_id, "format": "markdown", "count": len(rows),
+            "markdown": render_markdown(s, rows, int(total), first_no, next_cursor), "next_cursor": next_cursor}
+
+
+def render_markdown(s: MemorySession, rows: list[Turn], total: int, first_no: int = 1,
+                    next_cursor: str | None = None) -> str:
+    """A readable Markdown transcript: a header with the session's metadata, then one section per turn
+    (number, role, time, ids), its content, and its metadata as a JSON block when present."""
+    lines = [f"# {s.title or 'Untitled session'}", "",
+             f"- **session**: `{s.id}`", f"- **project**: {s.project or '-'}",
+             f"- **created**: {iso(s.created_at)}", f"- **turns**: {total}"]
+    if rows and (first_no != 1 or next_cursor):
+        lines.append(f"- **this part**: turns {first_no}–{first_no + len(rows) - 1}")
+    lines.append("")
+    for i, t in enumerate(rows, start=first_no):
+        ids = f"turn {t.id}" + (f", reply to {t.parent_id}" if t.parent_id else "") + \
+              (f", answers {t.pair_user_id}" if t.pair_user_id else "")
+        lines += ["---", "", f"### {i}. {t.role.capitalize()}", "", f"*{iso(t.created_at)} · {ids}*", "",
+                  t.content.rstrip(), ""]
+        meta = json.loads(t.metadata_json or "{}")
+        if meta:
+            lines += ["<details><summary>metadata</summary>", "", "```json",
+                      json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True), "```", "", "</details>", ""]
+    if next_cursor:
+        lines += ["---", "", f"*continued: export again with cursor `{next_cursor}`*", ""]
+    return "\n".join(lines)
+
+
+def session_markdown(core: "AppContext", session_id: str, max_turns: int = 1000) -> str:
+    """The session as Markdown (the resource): its first ``max_turns`` turns, with a note when cut."""
+    return export_session(core, session_id, "markdown", limit=max_turns)["markdown"]
+
+
+def delete_session(core: "AppContext", session_id: str, confirm: bool = False) -> dict[str, Any]:
+    """Delete a session, its turns and its dialogue pairs (facts are kept: they are beliefs with their own
+    provenance, not part of the transcript). Requires ``confirm=True``."""
+    if confirm is not True:
+        raise MemoryInputError("deleting a session needs confirm=true (its turns and dialogue pairs are removed "
+                               "for good; facts are kept)")
+    with Session(core.engine) as db:
+        _session(db, session_id)
+        n_turns = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id)).one()
+        n_pairs = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id,
+                                                                      Turn.pair_user_id.is_not(None))).one()
+        db.exec(delete(Turn).where(Turn.session_id == session_id))  # type: ignore[call-overload]
+        db.exec(delete(MemorySession).where(MemorySession.id == session_id))  # type: ignore[call-overload]
+        db.commit()
+    vs = _vs(core)
+    with _upsert_lock:
+        vs.delete(DIALOGUE, [Cond("session_id", eq=session_id)])
+    return {"deleted": session_id, "turns_deleted": int(n_turns), "pairs_deleted": int(n_pairs), "facts_kept": True}

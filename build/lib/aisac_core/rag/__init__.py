@@ -1,0 +1,10 @@
+"""Retrieval over the scientist's documents: parse, chunk, embed, index, search, read, verify.
+
+Modules: :mod:`~aisac_core.rag.formats` (file types, docling conversion), :mod:`~aisac_core.rag.pdf` (PDF
+reading order from text lines), :mod:`~aisac_core.rag.structure` (sections, taxonomy, metadata),
+:mod:`~aisac_core.rag.chunking`, :mod:`~aisac_core.rag.documents` (the parse entry point),
+:mod:`~aisac_core.rag.embeddings`, :mod:`~aisac_core.rag.indexer` (incremental indexing and the manifest),
+:mod:`~aisac_core.rag.jobs` (background indexing jobs), :mod:`~aisac_core.rag.catalog` (data files listed, not
+embedded), :mod:`~aisac_core.rag.search` (hybrid search), :mod:`~aisac_core.rag.sections` (overview and section
+reading), :mod:`~aisac_core.rag.verify` (evidence anchor verification).
+"""

@@ -1,0 +1,169 @@
+"""Chunking a parsed document: its plain text with the char span of every item, and token-bounded chunks.
+
+The plain text is every item of the DoclingDocument in reading order, joined by blank lines; every chunk's and
+every anchor's char span indexes into it. Chunks come from docling-core's ``HybridChunker`` (structure-aware,
+then token-bounded and peer-merged) with a tokenizer built on the dense model's own ``tokenizer.json``, so a
+chunk never exceeds what the model reads (256 tokens for MiniLM). Each chunk keeps its pages, char span, heading
+path (``section``) and taxonomy label (``section_covers``), and the text to embed (the chunk with its heading
+context).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from aisac_core.rag.structure import section_label
+
+
+@dataclass
+class Chunk:
+    """One retrievable unit of a document."""
+
+    index: int
+    text: str
+    embed_text: str
+    page: int | None
+    page_end: int | None
+    char_start: int
+    char_end: int
+    section: str
+    section_covers: str
+
+
+_chunkers: dict[tuple[int, int], Any] = {}
+
+
+def _make_chunker(tokenizer: Any, max_tokens: int) -> Any:
+    """A HybridChunker over ``tokenizer`` (built once per tokenizer and size: building costs ~10 ms)."""
+    key = (id(tokenizer), max_tokens)
+    if key not in _chunkers:
+        _chunkers[key] = _build_chunker(tokenizer, max_tokens)
+    return _chunkers[key]
+
+
+class _VocabCachedTokenizer:
+    """The tokenizer handed to semchunk (HybridChunker splits long items with it): the same ``encode``; and
+    ``get_vocab``, which semchunk calls at every split only to learn the length of the longest token
+    (``max_token_chars``, semchunk 3.x ``chunkerify``), answers with that longest token alone, computed once.
+    Scanning MiniLM's 30,522-token vocabulary at every split took about a third of a paper's parse time."""
+
+    _cache: dict[int, "_VocabCachedTokenizer"] = {}
+
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+        self._vocab: list[str] | None = None
+
+    @classmethod
+    def of(cls, tok: Any) -> "_VocabCachedTokenizer":
+        if id(tok) not in cls._cache:
+            cls._cache[id(tok)] = cls(tok)
+        return cls._cache[id(tok)]
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> Any:
+        return self.tok.encode(text, add_special_tokens=add_special_tokens)
+
+    def get_vocab(self) -> list[str]:
+        if self._vocab is None:
+            self._vocab = [max(self.tok.get_vocab(), key=len)]
+        return self._vocab
+
+
+def _build_chunker(tokenizer: Any, max_tokens: int) -> Any:
+    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+
+    class LocalTokenizer(BaseTokenizer):
+        """docling-core tokenizer over a local ``tokenizers.Tokenizer`` (no hub access)."""
+
+        model_config = {"arbitrary_types_allowed": True}
+        tok: Any
+        max_tokens: int
+
+        def count_tokens(self, text: str) -> int:
+            return len(self.tok.encode(text, add_special_tokens=False).ids)
+
+        def get_max_tokens(self) -> int:
+            return self.max_tokens
+
+        def get_tokenizer(self) -> Any:
+            return _VocabCachedTokenizer.of(self.tok)
+
+    return HybridChunker(tokenizer=LocalTokenizer(tok=tokenizer, max_tokens=max_tokens), merge_peers=True)
+
+
+def _item_text(item: Any, doc: Any) -> str:
+    from docling_core.types.doc import TableItem
+
+    if isinstance(item, TableItem):
+        try:
+            return item.export_to_markdown(doc)
+        except Exception:
+            return ""
+    return (getattr(item, "text", "") or "").strip()
+
+
+def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list[Chunk], dict[str, tuple[int, int]]]:
+    """The plain text of ``doc`` (a DoclingDocument), its chunks, and the char span of every item.
+
+    Args:
+        doc: the document, items in reading order.
+        tokenizer: a ``tokenizers.Tokenizer`` of the embedding model (truncation and padding off).
+        max_tokens: chunk size bound in tokens of that tokenizer.
+
+    Returns:
+        ``(text, chunks, offsets)``: the items' texts joined by blank lines; the :class:`Chunk` list (its
+        ``section_covers`` from the outermost labelled heading; :func:`aisac_core.rag.structure.document_structure`
+        refines it); ``{item self_ref: (start, end)}`` into ``text``.
+    """
+    # canonical plain text: every item in reading order, blank line between items
+    offsets: dict[str, tuple[int, int]] = {}
+    parts: list[str] = []
+    pos = 0
+    for item, _lvl in doc.iterate_items():
+        t = _item_text(item, doc)
+        if not t:
+            continue
+        if parts:
+            pos += 2
+        offsets[item.self_ref] = (pos, pos + len(t))
+        parts.append(t)
+        pos += len(t)
+    text = "\n\n".join(parts)
+
+    titles = {(getattr(it, "text", "") or "").strip() for it, _ in doc.iterate_items()
+              if str(getattr(it, "label", "")).endswith("title")}
+    chunker = _make_chunker(tokenizer, max_tokens)
+    out: list[Chunk] = []
+    for ch in chunker.chunk(dl_doc=doc):
+        body = (ch.text or "").strip()
+        if not body:
+            continue
+        items = ch.meta.doc_items or []
+        pages = sorted({p.page_no for it in items for p in (it.prov or [])})
+        spans = [offsets[it.self_ref] for it in items if it.self_ref in offsets]
+        start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+        # a split of a long item, or several items: narrow the span to the chunk's own text, whitespace
+        # aside (the chunker may join words with a newline where the item text has a space)
+        words = body.split()
+        m = re.compile(r"\s+".join(map(re.escape, words))).search(text, start, max(end, start + len(body) + 1))
+        if m:
+            start, end = m.start(), m.end()
+        elif words and (m := re.compile(r"\s+".join(map(re.escape, words[:8]))).search(text, start, end)):
+            start = m.start()  # the chunk's text differs further on (markup): at least start where it does
+        headings = list(ch.meta.headings or [])
+        section = " > ".join(headings)
+        # the label of the outermost heading that has one: "3 Results > 3.1 Experimental setup" is results
+        covers = "other"
+        for hd in headings:
+            if hd in titles:  # the document's title is not a section ("Notes on materials ..." is not methods)
+                continue
+            covers = section_label(hd)
+            if covers != "other":
+                break
+        embed = chunker.contextualize(chunk=ch)
+        out.append(Chunk(index=len(out), text=body, embed_text=embed, page=pages[0] if pages else None,
+                         page_end=pages[-1] if pages else None, char_start=start, char_end=end,
+                         section=section, section_covers=covers))
+    return text, out, offsets

@@ -1,0 +1,342 @@
+"""PDF layout reconstruction: reading order, paragraphs, headings and captions from the text lines of docling's
+model-free ``NativePdfPipeline``.
+
+Per page: page numbers and running headers/footers (text repeated in the margins of many pages) are removed;
+lines are ordered by column (full-width lines split a page into bands; in a two-column band the left column is
+read first); lines join into paragraphs by line gap, column, size and kind (heading-like or body); rows of
+side-by-side cells become table blocks (cells joined by `` | ``). Headings are found by weight (a bold font other
+than the body font) or size, and take their level from their numbering ("3" -> 1, "3.1" -> 2, appendix "A" -> 1)
+or, unnumbered, from their name and size. The result is a DoclingDocument, so chunking and structure treat every
+format alike. The rules and their measured quality: docs/rag.md, "PDF structure".
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
+
+_PAGE_NUM = re.compile(r"^\s*(page\s*)?[\divxlc]{1,5}(\s*(/|of)\s*\d+)?\s*$", re.I)
+#: bold / heavy weight in a PDF font name ("NimbusRomNo9L-Medi", "LinLibertineTB", "CMBX10", "Arial-BoldMT")
+_BOLD_FONT = re.compile(r"bold|medi|black|heavy|semibold|demi|cmbx|cmb\d|-bd|tb$|-b$|,b$|\.b$", re.I)
+#: unnumbered headings that are top-level sections wherever they occur
+_TOP_LEVEL_NAMES = re.compile(
+    r"^(abstract|introduction|background|related work|methods?|methodology|materials and methods|experiments?|"
+    r"experimental( section| setup)?|results?( and discussion)?|discussion|conclusions?|concluding remarks|"
+    r"limitations|acknowledge?ments?|references|bibliography|works cited|literature cited|appendix|appendices|"
+    r"supplementary (material|materials|information)|ethic(s|s statement|al considerations)|broader impacts?|"
+    r"author contributions|data availability|code availability|funding|declarations?|competing interests|"
+    r"conflicts? of interests?|keywords|ccs concepts|summary)\b", re.I)
+#: a figure / table caption: "Figure 3:", "Fig. 2.", "Table 1:", "TABLE II"
+_CAPTION = re.compile(r"^(fig(ure|\.)?|table|tab\.)\s*([0-9]+|[IVX]+)[a-z]?\s*[.:|]", re.I)
+
+
+@dataclass
+class _Line:
+    page: int
+    text: str
+    l: float  # noqa: E741
+    r: float
+    top: float  # distance from the top of the page
+    h: float
+    font: str = ""
+    bold: bool = False
+
+
+def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
+    """Text lines per page (1-based) with font name and weight, page sizes, and the lines dropped because
+    they run vertically (e.g. the arXiv stamp in the left margin; kept aside for metadata)."""
+    sizes: dict[int, tuple[float, float]] = {}
+    lines: dict[int, list[_Line]] = {}
+    vertical: list[str] = []
+    for page in res.pages:
+        pno = page.page_no if page.page_no >= 1 else page.page_no + 1
+        W, H = (page.size.width, page.size.height) if page.size else (612.0, 792.0)
+        sizes[pno] = (W, H)
+        pp = page.parsed_page
+        out = lines.setdefault(pno, [])
+        if pp is None:
+            continue
+        for cell in pp.textline_cells:
+            text = (cell.text or "").strip()
+            if not text:
+                continue
+            bb = cell.rect.to_bounding_box()
+            if bb.coord_origin.name != "TOPLEFT":
+                bb = bb.to_top_left_origin(page_height=H)
+            w, h = abs(bb.r - bb.l), abs(bb.b - bb.t)
+            if h > 1.5 * w and len(text) > 3:
+                vertical.append(text)
+                continue
+            font = (cell.font_name or "").split("+")[-1]
+            out.append(_Line(pno, text, bb.l, bb.r, bb.t, max(1.0, h), font, bool(_BOLD_FONT.search(font))))
+    return lines, sizes, vertical
+
+
+def _strip_margins(lines: dict[int, list[_Line]], sizes: dict[int, tuple[float, float]]) -> list[str]:
+    """Remove page numbers and running headers/footers (text repeated in the margins of many pages).
+    Returns the removed texts (for metadata: venue lines, DOIs)."""
+    def key(t: str) -> str:
+        return re.sub(r"\d+", "#", t.lower()).strip()
+
+    margin_keys: dict[str, int] = {}
+    npages = len(lines)
+    for pno, ls in lines.items():
+        H = sizes[pno][1]
+        seen = set()
+        for ln in ls:
+            if ln.top < 0.08 * H or ln.top > 0.92 * H:
+                seen.add(key(ln.text))
+        for k in seen:
+            margin_keys[k] = margin_keys.get(k, 0) + 1
+    # on long documents, running heads alternate between even and odd pages: a quarter of the pages suffices
+    share = 0.5 if npages < 8 else 0.25
+    repeated = {k for k, c in margin_keys.items() if npages >= 3 and c >= max(2, share * npages)}
+    removed: list[str] = []
+    for pno, ls in lines.items():
+        H = sizes[pno][1]
+        keep = []
+        for ln in ls:
+            in_margin = ln.top < 0.08 * H or ln.top > 0.92 * H
+            if in_margin and (_PAGE_NUM.match(ln.text) or key(ln.text) in repeated):
+                removed.append(ln.text)
+                continue
+            keep.append(ln)
+        lines[pno] = keep
+    return removed
+
+
+def _reading_order(ls: list[_Line], width: float) -> list[tuple[int, _Line]]:
+    """Order the lines of one page: full-width lines split the page into bands; inside a band with two
+    columns, the left column is read before the right. Returns (column id, line) pairs."""
+    mid = width / 2
+    tol = 0.02 * width
+
+    def col(ln: _Line) -> int:
+        if ln.r <= mid + tol:
+            return 0
+        if ln.l >= mid - tol:
+            return 1
+        return 2  # spans the middle
+
+    cols = [col(ln) for ln in ls]
+    n = len(ls)
+    two_col = n > 0 and cols.count(0) >= 0.2 * n and cols.count(1) >= 0.2 * n
+    if not two_col:
+        return [(0, ln) for ln in sorted(ls, key=lambda x: (round(x.top / 2), x.l))]
+    out: list[tuple[int, _Line]] = []
+    band: list[tuple[int, _Line]] = []
+
+    def flush_band() -> None:
+        for c in (0, 1):
+            out.extend((c, ln) for cc, ln in sorted(band, key=lambda p: (round(p[1].top / 2), p[1].l)) if cc == c)
+        band.clear()
+
+    for c, ln in sorted(zip(cols, ls), key=lambda p: (p[1].top, p[1].l)):
+        if c == 2:
+            flush_band()
+            out.append((2, ln))
+        else:
+            band.append((c, ln))
+    flush_band()
+    return out
+
+
+def _join_lines(prev: str, nxt: str) -> str:
+    if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and nxt[:1].islower():
+        return prev[:-1] + nxt  # de-hyphenate "connec-" + "tion"
+    return prev + " " + nxt
+
+
+def _heading_like_line(ln: _Line, body_h: float) -> bool:
+    """A line typeset like a heading: bold (in a font other than the body font; see reconstruct_pdf) or
+    clearly larger than body text, short, mostly letters, not ending like running text (hyphen, comma)."""
+    t = ln.text
+    return (ln.bold or ln.h >= 1.4 * body_h) and len(t) <= 110 and letters_ratio(t) >= 0.6 and \
+        not t.endswith(("-", ",", ";")) and (t[:1] != "(" or bool(NUMBERING.match(t)))
+
+
+def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re.Match[str] | None") -> int | None:
+    """Level of a heading paragraph (1 = top-level section): from its numbering ("3" -> 1, "3.1" -> 2,
+    appendix "A" -> 1); unnumbered: 1 for the usual top-level names (Abstract, References, ...) set at least
+    0.85 x the size of the numbered top-level headings, else 1 in an unnumbered document when set as large as
+    its largest headings, else 2."""
+    if m:
+        num = m.group(1).rstrip(".")
+        if re.fullmatch(r"[IVX]+", num):
+            return 1
+        return min(3, num.count(".") + 1)
+    if _TOP_LEVEL_NAMES.match(text) and len(text) <= 60 and (not has_numbered or h >= 0.85 * top_h):
+        return 1
+    if not has_numbered and h >= top_h - 0.5:
+        return 1
+    return 2
+
+
+def reconstruct_pdf(res: Any, name: str) -> Any:
+    """A DoclingDocument named ``name`` in reading order with page provenance, from ``res`` (the
+    ``ConversionResult`` of docling's native PDF pipeline): title, section headings (level from numbering,
+    weight and size), paragraphs, captions (label ``caption``), table rows kept as text blocks, reference
+    entries. The document's ``_aisac_meta`` attribute (``{margins, vertical}``: the texts removed from page
+    margins and the vertical stamps) carries metadata hints (arXiv id, DOI, year) for
+    :func:`aisac_core.rag.structure.document_structure`."""
+    from docling_core.types.doc import (
+        BoundingBox,
+        CoordOrigin,
+        DocItemLabel,
+        DoclingDocument,
+        ProvenanceItem,
+    )
+
+    lines, sizes, vertical = _pdf_lines(res)
+    removed = _strip_margins(lines, sizes)
+    fonts: dict[str, int] = {}
+    for ls in lines.values():
+        for ln in ls:
+            fonts[ln.font] = fonts.get(ln.font, 0) + len(ln.text)
+    body_font = max(fonts, key=lambda f: fonts[f]) if fonts else ""
+    body_hs = [ln.h for ls in lines.values() for ln in ls if ln.font == body_font]
+    body_h = statistics.median(body_hs) if body_hs else 10.0
+    for ls in lines.values():
+        for ln in ls:
+            if ln.font == body_font:
+                ln.bold = False  # a bold body font (rare) says nothing
+            elif re.fullmatch(r"/?[A-Za-z]{0,2}\d+", ln.font):
+                # a bare resource key ("/F2": standard-14 fonts, not embedded) tells no weight: a font other than
+                # the body's, set larger, counts as emphasis
+                ln.bold = ln.h >= 1.1 * body_h
+
+    # paragraphs per page: line gaps, same column, similar size, no change between heading-like and body lines
+    paras_by_page: dict[int, list[list[_Line]]] = {}
+    for pno in sorted(sizes):
+        ordered = _reading_order(lines.get(pno, []), sizes[pno][0])
+        # lines sharing their row with another line of the same column are table cells (or ruled layouts)
+        in_row: set[int] = set()
+        by_col: dict[int, list[_Line]] = {}
+        for c, ln in ordered:
+            by_col.setdefault(c, []).append(ln)
+        for col_lines in by_col.values():
+            srt = sorted(col_lines, key=lambda x: x.top)
+            for i, a in enumerate(srt):
+                for b in srt[i + 1:]:
+                    if b.top - a.top >= 0.5 * min(a.h, b.h):
+                        break
+                    if a.r <= b.l or b.r <= a.l:
+                        in_row.update((id(a), id(b)))
+        paras: list[list[_Line]] = []
+        last_col = None
+        for c, ln in ordered:
+            if paras and c == last_col:
+                p = paras[-1][-1]
+                gap = ln.top - (p.top + p.h)
+                same_row = abs(ln.top - p.top) < 0.5 * min(ln.h, p.h)
+                kind_same = _heading_like_line(ln, body_h) == _heading_like_line(p, body_h)
+                # body lines vary in box height (sub/superscripts); heading lines of one level do not
+                similar = abs(ln.h - p.h) <= (0.1 if _heading_like_line(ln, body_h) else 0.2) * max(ln.h, p.h)
+                starts_caption = bool(_CAPTION.match(ln.text)) or (
+                    _heading_like_line(ln, body_h) and bool(NUMBERING.match(ln.text)))
+                row_same = (id(ln) in in_row) == (id(p) in in_row)
+                if (same_row or (-0.5 * p.h <= gap <= 0.7 * max(p.h, ln.h))) and similar and kind_same and \
+                        not starts_caption and row_same:
+                    paras[-1].append(ln)
+                    continue
+            paras.append([ln])
+            last_col = c
+        paras_by_page[pno] = paras
+
+    def para_text(para: list[_Line]) -> tuple[str, bool]:
+        rows: list[list[_Line]] = []
+        for ln in para:
+            if rows and abs(ln.top - rows[-1][-1].top) < 0.5 * min(ln.h, rows[-1][-1].h):
+                rows[-1].append(ln)
+            else:
+                rows.append([ln])
+        is_table = len(rows) >= 2 and sum(len(r) >= 2 for r in rows) >= 2
+        if is_table:  # cells of a row on one line, " | " between cells
+            return "\n".join(" | ".join(x.text for x in sorted(r, key=lambda x: x.l)) for r in rows), True
+        text = para[0].text
+        for ln in para[1:]:
+            text = _join_lines(text, ln.text)
+        return re.sub(r"\s+", " ", text).strip(), False
+
+    # first pass: which paragraphs are headings, and is the document numbered?
+    cands: list[tuple[int, list[_Line], str, bool, bool, float]] = []
+    for pno in sorted(paras_by_page):
+        for para in paras_by_page[pno]:
+            text, is_table = para_text(para)
+            if not text:
+                continue
+            h = statistics.mean(x.h for x in para)
+            headingish = not is_table and len(para) <= 3 and len(text) <= 150 and \
+                all(_heading_like_line(x, body_h) for x in para) and not text.endswith((".", ":", ",", ";")) and \
+                not _CAPTION.match(text) and re.search(r"[^\W\d_]{3}", text) is not None and \
+                not text[:1].islower() and \
+                not (":" in text[:30] and not NUMBERING.match(text))
+            if headingish and not (NUMBERING.match(text) or _TOP_LEVEL_NAMES.match(text) or h >= 1.4 * body_h or
+                                   (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)):
+                headingish = False
+            cands.append((pno, para, text, is_table, headingish, h))
+    # "A Glimpse into the Future" is no appendix A unless an appendix B (or A.1, or "A Appendix") exists too
+    letters = any(hd and re.match(r"^(B(\.\d+)*\.?\s+[A-Z]|A\.\d|A\.?\s+(Appendi|Supplement))", t)
+                  for _, _, t, _, hd, _ in cands)
+
+    def numbering(t: str) -> "re.Match[str] | None":
+        m = NUMBERING.match(t)
+        return None if m and m.group(1).rstrip(".") == "A" and not letters else m
+
+    numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in
+                  m.group(1).rstrip(".")]
+    has_numbered = len(numbered_h) >= 1
+    top_h = statistics.median(numbered_h) if numbered_h else max((h for *_, hd, h in cands if hd), default=body_h)
+
+    doc = DoclingDocument(name=name)
+    first = min(sizes) if sizes else 1
+    first_h = max((ln.h for ln in lines.get(first, []) if ln.top < 0.45 * sizes[first][1]), default=0)
+    title_done = False
+    in_refs = False
+    seen_top = False
+    seen_headings: set[str] = set()
+    for n, (pno, para, text, is_table, headingish, h) in enumerate(cands):
+        bbox = BoundingBox(l=min(x.l for x in para), t=min(x.top for x in para),
+                           r=max(x.r for x in para), b=max(x.top + x.h for x in para),
+                           coord_origin=CoordOrigin.TOPLEFT)
+        prov = ProvenanceItem(page_no=pno, bbox=bbox, charspan=(0, len(text)))
+        if not title_done and pno == first and n <= 3 and len(text) <= 300 and \
+                (h >= 1.3 * body_h or (h >= 1.15 * body_h and all(x.bold for x in para))) and \
+                h >= first_h - 0.5 and para[0].top < 0.45 * sizes[pno][1] and not numbering(text):
+            doc.add_title(text=text, prov=prov)  # the largest type in the top part of the first page
+            title_done = True
+            continue
+        if headingish:
+            num = numbering(text)
+            level = _heading_level(text, has_numbered, h, top_h, num)
+            if level is not None and level > 1 and not seen_top and not num:
+                level = None  # front matter (authors, affiliations in bold) before the first section heading
+            if level is not None and not num and not _TOP_LEVEL_NAMES.match(text) and (
+                    text in seen_headings or not re.search(r"[^\W\d_]{5}|[^\W\d_A-Za-z]{2}", text)):
+                level = None  # "Gold L" twice in a table is not a heading (and equal headings would merge chunks)
+            if level is not None:
+                seen_top = seen_top or level == 1
+                seen_headings.add(text)
+                doc.add_heading(text=text, level=level, prov=prov)
+                if level == 1:
+                    in_refs = section_label(text) == "references"
+                continue
+        if _CAPTION.match(text):
+            doc.add_text(label=DocItemLabel.CAPTION, text=text, prov=prov)
+        elif in_refs:
+            doc.add_text(label=DocItemLabel.REFERENCE, text=text, prov=prov)
+        else:
+            doc.add_text(label=DocItemLabel.TEXT, text=text, prov=prov)
+    doc._aisac_meta = {"margins": removed, "vertical": vertical}  # type: ignore[attr-defined]
+    return doc
+
+
+
+def has_text_layer(res: Any) -> bool:
+    """Whether a native-pipeline conversion result has any text line (False for a scanned, image-only PDF)."""
+    return any(p.parsed_page is not None and any((c.text or "").strip() for c in p.parsed_page.textline_cells)
+               for p in res.pages)

@@ -1,0 +1,263 @@
+"""Hybrid search over the indexed chunks, with filters and evidence anchors.
+
+Modes: ``dense`` (cosine over MiniLM vectors), ``sparse`` (BM25 with IDF), ``hybrid`` (both, fused).
+
+Hybrid fusion (:data:`FUSION`, default ``convex``): the dense and the BM25 query each fetch their top
+:data:`PREFETCH` chunks; every candidate of the union is then scored by both (the score a list did not
+return is looked up exactly, restricted to the candidate ids; BM25 is 0 where no query term occurs), both
+scores are min-max normalised over the candidates, and the hit score is the convex combination
+``HYBRID_ALPHA * dense + (1 - HYBRID_ALPHA) * bm25``, in [0, 1] (Bruch, Gai & Ingber, "An Analysis of
+Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023). ``rrf`` selects the vector store's
+reciprocal rank fusion instead, score = sum_i w_i / (k + rank_i) (Cormack, Clarke & Buettcher, SIGIR
+2009). On Cranfield (nDCG@10) convex fusion scored 0.420 against 0.413-0.415 for RRF on the same
+index, a difference within noise; the figures and the alternatives tried are in docs/retrieval.md, the
+benchmark in ``bench/quality.py``.
+
+Every hit carries an evidence anchor (:class:`~aisac_core.evidence.anchor.Anchor`): ``{chunk_id, doc_id,
+path, sha256 (of the file), section, page, char_span [start, end) into the document's plain text,
+chunk_sha256 (of the chunk text), score}``. Verifying an anchor: :mod:`aisac_core.rag.verify`; reading a
+document's sections: :mod:`aisac_core.rag.sections`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.errors import AisacError
+from aisac_core.evidence.anchor import Anchor
+from aisac_core.rag.indexer import documents_matching, get_document, is_point_id
+from aisac_core.rag.structure import SECTION_LABELS
+from aisac_core.store.vectors import Cond, VectorHit
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+MAX_K = 100
+MODES = ("hybrid", "dense", "sparse")
+#: filter keys accepted by :func:`search` and what each means.
+FILTER_KEYS = {
+    "doc_id": "one doc_id or a list of them",
+    "path_glob": "glob matched against the full path or the file name, e.g. '*.pdf' or '*/papers/*'",
+    "page_from": "first page (1-based, inclusive)",
+    "page_to": "last page (1-based, inclusive)",
+    "file_type": "one of pdf, docx, pptx, xlsx, html, md, jats, latex, txt (or a list)",
+    "section": "section taxonomy label: abstract, introduction, methods, results, discussion, conclusion, "
+               "datasets, references, other",
+}
+#: Fusion of hybrid mode: ``convex`` (normalised score combination) or ``rrf`` (reciprocal rank fusion).
+FUSION = "convex"
+#: Candidates fetched by each of the dense and the BM25 query in hybrid mode (at least 2 k).
+PREFETCH = 100
+#: Weight of the dense score in convex fusion (the BM25 score gets 1 - alpha): equal weights, untuned.
+HYBRID_ALPHA = 0.5
+#: RRF settings (``FUSION = "rrf"``): the usual k = 60 and equal weights (dense, BM25).
+RRF_K = 60
+HYBRID_WEIGHTS = (1.0, 1.0)
+
+
+class SearchError(AisacError, ValueError):
+    """Bad search input; the message names the argument and the accepted values."""
+
+
+@dataclass
+class Hit:
+    """One search hit: the chunk, its document and its evidence anchor."""
+
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready hit: chunk_id, doc_id, title, path, page(s), section, text, score, anchor."""
+        p = self.payload
+        return {
+            "chunk_id": self.chunk_id, "doc_id": p.get("doc_id"), "title": p.get("title"), "path": p.get("path"),
+            "file_type": p.get("file_type"), "page": p.get("page"), "page_end": p.get("page_end"),
+            "section": p.get("section") or None, "section_covers": p.get("section_covers"),
+            "chunk_index": p.get("chunk_index"), "text": p.get("text"), "score": round(self.score, 6),
+            "anchor": anchor_of(self.chunk_id, p, self.score),
+        }
+
+
+def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> dict[str, Any]:
+    """The JSON form of the evidence anchor of a chunk payload (score None when not from a search)."""
+    return Anchor.from_payload(chunk_id, p, score).to_dict()
+
+
+def _conds(core: "AppContext", filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
+    """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
+    if not filters:
+        return [], None
+    unknown = sorted(set(filters) - set(FILTER_KEYS))
+    if unknown:
+        raise SearchError(f"unknown filter key(s) {unknown}; accepted keys: "
+                          + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items()))
+    conds: list[Cond] = []
+    doc_ids: set[str] | None = None
+    if (v := filters.get("doc_id")) is not None:
+        vals = [v] if isinstance(v, str) else list(v)
+        if not vals or not all(isinstance(x, str) and x for x in vals):
+            raise SearchError("filter doc_id must be a non-empty string or list of strings")
+        doc_ids = set(vals)
+    if (g := filters.get("path_glob")) is not None:
+        if not isinstance(g, str) or not g:
+            raise SearchError("filter path_glob must be a non-empty glob string, e.g. '*.pdf'")
+        matched = set(documents_matching(core.engine, g))
+        doc_ids = matched if doc_ids is None else doc_ids & matched
+    if doc_ids is not None:
+        if not doc_ids:
+            return [], "no indexed document matches the doc_id / path_glob filter"
+        conds.append(Cond("doc_id", any=tuple(sorted(doc_ids))))
+    pf, pt = filters.get("page_from"), filters.get("page_to")
+    for name, val in (("page_from", pf), ("page_to", pt)):
+        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 1):
+            raise SearchError(f"filter {name} must be a page number >= 1, got {val!r}")
+    if pf is not None and pt is not None and pf > pt:
+        raise SearchError(f"filter page_from ({pf}) is after page_to ({pt})")
+    if pf is not None or pt is not None:
+        conds.append(Cond("page", gte=pf, lte=pt))
+    for key in ("file_type", "section"):
+        if (v := filters.get(key)) is not None:
+            vals = [v] if isinstance(v, str) else list(v)
+            if not vals or not all(isinstance(x, str) and x for x in vals):
+                raise SearchError(f"filter {key} must be a non-empty string or list of strings")
+            if key == "section":
+                bad = [x for x in vals if x not in SECTION_LABELS]
+                if bad:
+                    raise SearchError(f"filter section {bad} is not a section label; use one of "
+                                      f"{', '.join(SECTION_LABELS)} (rag_get_overview lists a document's labels)")
+            conds.append(Cond("file_type" if key == "file_type" else "section_covers", any=tuple(vals)))
+    return conds, None
+
+
+@dataclass
+class SearchResult:
+    """Hits (best first), the mode, the time taken, and a message when there are no hits."""
+
+    hits: list[Hit]
+    mode: str
+    took_ms: float
+    message: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready result."""
+        out: dict[str, Any] = {"hits": [h.as_dict() for h in self.hits], "count": len(self.hits), "mode": self.mode,
+                               "took_ms": round(self.took_ms, 2)}
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] | None = None,
+           mode: str = "hybrid") -> SearchResult:
+    """Search the indexed chunks.
+
+    Args:
+        query: natural-language query (non-empty, at most 2,000 characters).
+        k: number of hits, 1..100.
+        filters: optional dict with keys of :data:`FILTER_KEYS`.
+        mode: ``hybrid`` (default), ``dense`` or ``sparse``.
+
+    Returns:
+        :class:`SearchResult`; an empty hit list comes with a ``message`` saying why.
+
+    Raises:
+        SearchError: empty or over-long query, k out of range, unknown mode or filter key, bad filter value.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(query, str) or not query.strip():
+        raise SearchError("query is empty: give a few words describing what to find")
+    if len(query) > 2000:
+        raise SearchError(f"query is {len(query)} characters long; the limit is 2000")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise SearchError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    if mode not in MODES:
+        raise SearchError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    conds, reason = _conds(core, filters)
+    if reason:
+        return SearchResult([], mode, (time.perf_counter() - t0) * 1000, reason)
+    emb = core.embedder
+    vs = core.vectors()
+    dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
+    sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
+    if mode == "hybrid" and FUSION == "convex":
+        raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k))
+    else:
+        raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
+                       prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
+    hits = [Hit(h.id, h.score, h.payload) for h in raw]
+    msg = None
+    if not hits:
+        if vs.count("chunks") == 0:
+            msg = "the index is empty: index documents first (rag_index / aisac index PATH)"
+        elif mode == "sparse":
+            msg = "no chunk shares a term with the query; try other words or mode 'hybrid'"
+        else:
+            msg = "no chunk matched the filters; loosen them"
+            if filters and filters.get("section") and filters.get("doc_id"):
+                msg += "; " + _labels_hint(core, filters["doc_id"])
+    return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
+
+
+def _labels_hint(core: "AppContext", doc_ids: str | list[str]) -> str:
+    """Which section labels the filtered documents have (for a search that found nothing)."""
+    out = []
+    for did in ([doc_ids] if isinstance(doc_ids, str) else list(doc_ids))[:10]:
+        got = get_document(core, did)
+        if got and got[1] is not None and got[1].structure_json:
+            labels = sorted({sec["label"] for sec in json.loads(got[1].structure_json).get("sections", [])})
+            out.append(f"{did} has sections: {', '.join(labels) or '(no headings)'}")
+    return "; ".join(out) or "the filtered documents have no recorded sections"
+
+
+def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
+                   conds: list[Cond], prefetch: int, collection: str = "chunks") -> list[VectorHit]:
+    """Hybrid hits by convex combination of min-max normalised dense and BM25 scores (module docstring).
+
+    Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
+    a candidate is looked up exactly (a query restricted to those ids); a candidate without any query
+    term has BM25 score 0. Ties go to the higher dense score. Payloads are read for the ``k`` winners only.
+    ``collection``: ``chunks`` (documents) or ``dialogue`` (memory pairs).
+    """
+    has_sparse = sparse is not None and len(sparse[0]) > 0
+    d_score = {h.id: h.score for h in vs.query(collection, dense=dense, sparse=None, limit=prefetch, conds=conds,
+                                                mode="dense", with_payload=False)}
+    s_score = {h.id: h.score for h in vs.query(collection, dense=None, sparse=sparse, limit=prefetch, conds=conds,
+                                                mode="sparse", with_payload=False)} if has_sparse else {}
+    missing_d = [i for i in s_score if i not in d_score]
+    if missing_d:
+        d_score.update((h.id, h.score) for h in vs.query(collection, dense=dense, sparse=None, limit=len(missing_d),
+                                                         conds=conds, mode="dense", ids=missing_d, with_payload=False))
+    missing_s = [i for i in d_score if i not in s_score] if has_sparse else []
+    if missing_s:
+        s_score.update((h.id, h.score) for h in vs.query(collection, dense=None, sparse=sparse, limit=len(missing_s),
+                                                         conds=conds, mode="sparse", ids=missing_s, with_payload=False))
+    candidates = list(d_score.keys() | s_score.keys())
+    if not candidates:
+        return []
+
+    def normalised(scores: dict[str, float]) -> dict[str, float]:
+        vals = [scores.get(i, 0.0) for i in candidates]
+        lo, hi = min(vals), max(vals)
+        return {i: ((scores.get(i, 0.0) - lo) / (hi - lo) if hi > lo else 0.0) for i in candidates}
+
+    nd, ns = normalised(d_score), normalised(s_score)
+    fused = {i: HYBRID_ALPHA * nd[i] + (1.0 - HYBRID_ALPHA) * ns[i] for i in candidates}
+    best = sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i))[:k]
+    payloads = {h.id: h.payload for h in vs.retrieve(collection, best)}
+    return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
+
+
+def get_chunk(core: "AppContext", chunk_id: str) -> dict[str, Any] | None:
+    """A chunk by id with its anchor (score None), or None when unknown."""
+    recs = core.vectors().retrieve("chunks", [chunk_id]) if is_point_id(chunk_id) else []
+    if not recs:
+        return None
+    h = Hit(recs[0].id, 0.0, recs[0].payload).as_dict()
+    h["score"] = None
+    h["anchor"]["score"] = None
+    return h
+

@@ -1,0 +1,150 @@
+"""Verifying an evidence anchor against the file on disk and the index, by re-hashing.
+
+An anchor (:class:`~aisac_core.evidence.anchor.Anchor`) holds the sha256 of the file's bytes when it was
+indexed and the sha256 of the chunk's text: the file is hashed again, and the chunk text is looked for by
+its hash among the document's chunks (or, whitespace normalised, in the document's parsed text). When the
+file changed and was not re-indexed yet, its current version is parsed again to look for the passage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.evidence.anchor import Anchor
+from aisac_core.hashing import sha256_file, sha256_text
+from aisac_core.rag.documents import parse_document
+from aisac_core.rag.formats import DocumentError
+from aisac_core.rag.indexer import doc_id_for, get_document, is_point_id
+from aisac_core.store.vectors import Cond
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+ANCHOR_STATUSES = ("ok", "file_changed", "chunk_changed", "missing")
+
+
+def _norm_ws(s: str) -> str:
+    return " ".join(s.split())
+
+
+def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
+    """Check an evidence anchor against the file on disk and the index, by re-hashing.
+
+    Args:
+        anchor: the ``anchor`` dict of a search hit (``rag_search``, ``rag_get_chunk``): ``{chunk_id,
+            doc_id, path, sha256, section, page, char_span, chunk_sha256, score}``. Required: ``doc_id``
+            (or ``path``), ``sha256`` and ``chunk_sha256``; ``chunk_id`` is used when present. An optional
+            ``text`` (the hit's chunk text, when its sha256 equals ``chunk_sha256``) lets the check find
+            the passage in a changed file even after the old chunk left the index.
+
+    Returns:
+        ``{"status", "chunk_id", "doc_id", "path", "detail", "sha256_now", "current_chunk_id"}`` where
+        ``status`` is, in this order of precedence:
+
+        - ``missing``: the document is no longer in the index, or its file is gone or unreadable;
+        - ``ok``: the file's sha256 equals the anchor's, and the chunk text with ``chunk_sha256`` is a
+          chunk of the document (the anchored point itself, or a chunk of the current index with the same
+          text hash, or - anchor ``text`` given - the text occurs in the document's parsed text);
+        - ``file_changed``: the file's bytes changed, but the anchored passage is still in the current
+          version (a current chunk has the same text sha256, or the passage's text occurs, whitespace
+          normalised, in the current version's parsed text): the quote still holds, the page/char span
+          may have moved;
+        - ``chunk_changed``: the passage is no longer found: the file changed and the text is gone, or
+          the file is unchanged but no chunk has that text hash (anchor altered, or the document was
+          re-chunked by a new parser revision and the text is not known).
+
+        When the file changed and the index still holds the old version (not re-indexed yet), the current
+        file is parsed again (PDF: ~0.1 s/page) to look for the passage. ``current_chunk_id`` names a chunk
+        of the current index with the same text, when one exists. ``sha256_now`` is the file's current hash
+        (None when missing).
+
+    Raises:
+        AnchorError: ``anchor`` is not a dict, or lacks ``sha256`` / ``chunk_sha256`` / (``doc_id`` or ``path``).
+    """
+    a = Anchor.parse(anchor)  # raises AnchorError naming what is missing
+    chunk_id = a.chunk_id
+    want_sha, want_chunk = a.sha256, a.chunk_sha256
+    doc_id = a.doc_id or doc_id_for(Path(a.path))  # type: ignore[arg-type]  # parse: doc_id or path is set
+    out: dict[str, Any] = {"status": "missing", "chunk_id": chunk_id, "doc_id": doc_id, "path": a.path,
+                           "detail": "", "sha256_now": None, "current_chunk_id": None}
+    got = get_document(core, doc_id)
+    if got is None:
+        out["detail"] = (f"document {doc_id} is not in the index (removed, or never indexed in this store): "
+                         "index the file again and search anew")
+        return out
+    row, content = got
+    path = Path(row.path)
+    out["path"] = row.path
+    try:
+        now = sha256_file(path)
+    except FileNotFoundError:
+        out["detail"] = f"the file {row.path} no longer exists"
+        return out
+    except OSError as exc:
+        out["detail"] = f"the file {row.path} cannot be read ({exc})"
+        return out
+    out["sha256_now"] = now
+
+    vs = core.vectors()
+    text: str | None = None
+    if isinstance(anchor.get("text"), str) and sha256_text(anchor["text"]) == want_chunk:
+        text = anchor["text"]
+    anchored_point_ok = False
+    if chunk_id and is_point_id(chunk_id):
+        recs = vs.retrieve("chunks", [chunk_id])
+        if recs and recs[0].payload.get("text_sha256") == want_chunk:
+            anchored_point_ok = True
+            text = text or recs[0].payload.get("text")
+    index_is_current = row.sha256 == now and row.status == "indexed"
+    current_match = None
+    if index_is_current:
+        for pid, p in vs.scroll_ids("chunks", [Cond("doc_id", eq=doc_id)]):
+            if p.get("text_sha256") == want_chunk:
+                current_match = pid
+                break
+    out["current_chunk_id"] = current_match
+
+    if now == want_sha:
+        if anchored_point_ok or current_match:
+            out["status"], out["detail"] = "ok", "file unchanged (sha256 equal) and the chunk text hash matches"
+        elif text is not None and content is not None and index_is_current and \
+                _norm_ws(text) in _norm_ws(content.text):
+            out["status"], out["detail"] = "ok", ("file unchanged (sha256 equal); the passage occurs in its text "
+                                                  "(the document was re-chunked since)")
+        else:
+            out["status"] = "chunk_changed"
+            out["detail"] = ("file unchanged (sha256 equal) but no chunk of the document has the anchor's "
+                             "chunk_sha256: the anchor was altered, or the document was re-chunked by a new "
+                             "parser revision; search again for a fresh anchor")
+        return out
+
+    # the file changed: is the passage still in the current version?
+    found, where = False, ""
+    if current_match:
+        found, where = True, f"a chunk of the re-indexed version ({current_match}) has the same text"
+    elif index_is_current:
+        if text is not None and content is not None and _norm_ws(text) in _norm_ws(content.text):
+            found, where = True, "the passage occurs in the re-indexed version's text"
+    else:
+        try:
+            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
+                                    core.settings.rag.pdf_pipeline)
+        except DocumentError as exc:
+            out["status"] = "chunk_changed"
+            out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"
+            return out
+        if any(sha256_text(c.text) == want_chunk for c in parsed.chunks):
+            found, where = True, "a chunk of the current (not yet re-indexed) version has the same text"
+        elif text is not None and _norm_ws(text) in _norm_ws(parsed.text):
+            found, where = True, "the passage occurs in the current (not yet re-indexed) version's text"
+    if found:
+        out["status"] = "file_changed"
+        out["detail"] = f"the file changed since the anchor was made (sha256 differs), but {where}; page and " \
+                        "char span may have moved"
+    else:
+        out["status"] = "chunk_changed"
+        out["detail"] = ("the file changed since the anchor was made (sha256 differs) and the anchored passage "
+                         "is no longer in it" + ("" if text is not None else
+                                                 " (no chunk of the current version has its text hash)"))
+    return out

@@ -1,0 +1,228 @@
+"""The Evaluator: automatic gates first (no model), then the model's critiques, then pass/fail by thresholds.
+
+Gates (each failure is a critique with the severity given):
+
+- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.rag.verify.verify_anchor`
+  (re-hashes the file and the chunk text). An anchor that does not verify (``missing``, ``chunk_changed``) is a
+  critique of severity 1.0, a ``file_changed`` one (the passage is still there) 0.3. The anchors that verify and
+  score at least the mode's ``min_score`` must number at least its ``min_anchors`` (:data:`~aisac_core.roles.
+  MODE_GATES`: lite 1, standard 2, strict 3), else severity 0.9.
+- **data**: files the run referenced (``path``-like arguments of ``data_*`` tool calls, the answer's ``files``)
+  must exist and must not be error pages (HTML where data was expected, or an HTML page titled with an HTTP
+  error), else severity 0.9 each.
+- **exec**: ``data_code_run`` calls of the run (or those the answer lists in ``code_runs``) must have succeeded
+  (trace status ``ok`` and result ``ok: true``), else severity 0.9 each.
+
+An empty answer, or one without citations, is severity 1.0 (completeness / grounding).
+
+Pass/fail: ``mean_severity <= roles_max_mean_severity`` (default 0.4) and ``max_severity <= roles_max_severity``
+(default 0.8), over at most 10 critiques (highest severity kept); no critiques means mean = max = 0. These
+defaults and the gate severities are aisac's own choice (a failed gate must fail the run: 0.9 > 0.8).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.rag.verify import verify_anchor
+from aisac_core.roles import MODE_GATES
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+    from aisac_core.roles.backends import Backend
+
+MAX_CRITIQUES = 10
+_PATH_KEYS = ("path", "paths", "file", "files", "source")
+_HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
+
+
+def verify(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
+    """Re-verify a cited anchor (:func:`aisac_core.rag.verify.verify_anchor`): ``{status, chunk_id, path,
+    detail}``."""
+    return verify_anchor(core, anchor)
+
+
+def evidence_gate(core: "AppContext", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``."""
+    gate = MODE_GATES[mode]
+    anchors, crit = [], []
+    counted = 0
+    for c in answer.get("citations") or []:
+        a = c.get("anchor")
+        if not isinstance(a, dict):
+            continue
+        try:
+            v = verify(core, a)
+        except Exception as exc:  # a verification error is a failed verification, with the reason
+            v = {"status": "missing", "detail": f"{type(exc).__name__}: {exc}"}
+        score = a.get("score") if a.get("score") is not None else c.get("score")
+        ok = v.get("status") == "ok"
+        counts = ok and score is not None and score >= gate["min_score"]
+        counted += counts
+        anchors.append({"n": c.get("n"), "chunk_id": a.get("chunk_id"), "status": v.get("status"),
+                        "detail": v.get("detail"), "score": score, "counted": counts})
+        if v.get("status") in ("missing", "chunk_changed"):
+            crit.append({"aspect": "grounding", "severity": 1.0, "evidence_refs": [str(a.get("chunk_id"))],
+                         "text": f"citation [{c.get('n')}] does not verify ({v.get('status')}: {v.get('detail')}); "
+                                 "search again and cite current passages"})
+        elif v.get("status") == "file_changed":
+            crit.append({"aspect": "grounding", "severity": 0.3, "evidence_refs": [str(a.get("chunk_id"))],
+                         "text": f"citation [{c.get('n')}]: the file changed since indexing, the passage is still "
+                                 "there; re-index to refresh page and span"})
+    passed = counted >= gate["min_anchors"]
+    if not passed:
+        crit.append({"aspect": "grounding", "severity": 0.9, "evidence_refs": [a["chunk_id"] for a in anchors],
+                     "text": f"the answer cites {counted} verified anchor(s) with score >= {gate['min_score']}; mode "
+                             f"{mode} needs {gate['min_anchors']}: gather more evidence (wider or other searches)"})
+    return ({"passed": passed, "required": gate["min_anchors"], "min_score": gate["min_score"],
+             "verified_counted": counted, "anchors": anchors}, crit)
+
+
+def _paths(x: Any) -> list[str]:
+    out: list[str] = []
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k in _PATH_KEYS and isinstance(v, str):
+                out.append(v)
+            elif k in _PATH_KEYS and isinstance(v, list):
+                out += [p for p in v if isinstance(p, str)]
+    return out
+
+
+def looks_like_error_page(path: Path) -> str | None:
+    """Why the file looks like an error page (HTML where data was expected, or an HTTP error page), or None."""
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8", "replace")
+    except OSError as exc:
+        return f"unreadable ({exc})"
+    is_html = bool(re.match(r"\s*(<!doctype html|<html)", head, re.I))
+    if not is_html:
+        return None
+    if path.suffix.lower() not in (".html", ".htm", ".xhtml"):
+        return "an HTML page where a data file was expected (a download that returned an error page?)"
+    if _HTTP_ERROR.search(head):
+        return "an HTML page titled with an HTTP error"
+    return None
+
+
+def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The data gate over the run's ``data_*`` tool calls and the answer's ``files``."""
+    refs: dict[str, int | None] = {}
+    for ev in events:
+        if ev["kind"] == "tool_call" and str(ev["tool"]).startswith("data_") and ev["tool"] != "data_code_run":
+            res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+            # the resolved source paths the data server reports (a relative argument is relative to its first root)
+            resolved = [f["source"]["path"] for f in res.get("frames") or []
+                        if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")]
+            for p in resolved or [p for p in _paths(ev.get("arguments") or {}) if Path(p).expanduser().is_absolute()]:
+                refs.setdefault(p, ev["id"])
+    for p in answer.get("files") or []:
+        refs.setdefault(str(p), None)
+    files, crit = [], []
+    for p, ev_id in refs.items():
+        fp = Path(p).expanduser()
+        problem = None if fp.exists() else "does not exist"
+        if problem is None and fp.is_file():
+            problem = looks_like_error_page(fp)
+        files.append({"path": p, "event_id": ev_id, "ok": problem is None, "problem": problem})
+        if problem:
+            crit.append({"aspect": "data", "severity": 0.9, "evidence_refs": [str(ev_id) if ev_id else p],
+                         "text": f"referenced file {p} {problem}; fetch or point to the right file"})
+    return {"passed": not crit, "files": files}, crit
+
+
+def exec_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The exec gate over the run's ``data_code_run`` calls (or the answer's ``code_runs`` event ids)."""
+    wanted = {int(i) for i in answer.get("code_runs") or []}
+    # a run longer than the job threshold answers {pending, job_id}; its outcome is the last data_code_job_status
+    # call for that job in the same run
+    finished: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(ev.get("result"), dict):
+            job = (ev.get("arguments") or {}).get("job_id")
+            if job and not ev["result"].get("pending"):
+                finished[str(job)] = ev
+    runs, crit = [], []
+    for ev in events:
+        if ev["kind"] != "tool_call" or ev["tool"] != "data_code_run" or (wanted and ev["id"] not in wanted):
+            continue
+        res = ev.get("result")
+        if isinstance(res, dict) and res.get("pending") and str(res.get("job_id")) in finished:
+            ev = {**ev, "result": finished[str(res["job_id"])]["result"]}
+            res = ev["result"]
+        ok_flag = res.get("ok") if isinstance(res, dict) else None
+        ok = ev["status"] == "ok" and ok_flag is True
+        err = ev.get("error") or (res.get("error") if isinstance(res, dict) else None)
+        runs.append({"event_id": ev["id"], "ok": ok, "error": err})
+        if not ok:
+            crit.append({"aspect": "code", "severity": 0.9, "evidence_refs": [str(ev["id"])],
+                         "text": f"code run (trace event {ev['id']}) failed: {str(err)[:300]}; fix the code and run "
+                                 "it again before relying on its output"})
+    return {"passed": not crit, "runs": runs}, crit
+
+
+def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) -> dict[str, Any]:
+    """``{critiques (at most 10, highest severity first), mean_severity, max_severity, passed, thresholds}``."""
+    cs = sorted(critiques, key=lambda c: -float(c.get("severity", 0)))[:MAX_CRITIQUES]
+    sev = [float(c.get("severity", 0)) for c in cs]
+    mean = sum(sev) / len(sev) if sev else 0.0
+    mx = max(sev) if sev else 0.0
+    return {"critiques": cs, "mean_severity": round(mean, 4), "max_severity": round(mx, 4),
+            "passed": mean <= max_mean and mx <= max_max,
+            "thresholds": {"max_mean_severity": max_mean, "max_severity": max_max}}
+
+
+def automatic_checks(core: "AppContext", answer: dict[str, Any], events: list[dict[str, Any]],
+                     mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
+    answer."""
+    ev_gate, c1 = evidence_gate(core, answer, mode)
+    d_gate, c2 = data_gate(answer, events)
+    x_gate, c3 = exec_gate(answer, events)
+    crit = c1 + c2 + c3
+    if not (answer.get("text") or "").strip():
+        crit.append({"aspect": "completeness", "severity": 1.0, "evidence_refs": [], "text": "the answer is empty"})
+    elif not answer.get("citations"):
+        crit.append({"aspect": "grounding", "severity": 1.0, "evidence_refs": [],
+                     "text": "the answer cites no evidence; every claim needs an anchor"})
+    return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
+
+
+def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
+    prompt must be identical when the run is replayed, or the cached response is not found)."""
+    calls = [ev for ev in events if ev["kind"] == "tool_call"]
+    return [{"call": n, "tool": ev["tool"], "status": ev["status"], "arguments": ev.get("arguments"),
+             "error": ev.get("error")} for n, ev in enumerate(calls, 1)][-30:]
+
+
+async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
+                   backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
+    """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by}``.
+
+    Automatic gates run first; with ``backend`` the model adds critiques (the schema allows 10). Raises
+    :class:`~aisac_core.roles.RoleModelError` when the model fails."""
+    s = core.settings
+    gates, crit = automatic_checks(core, answer, events, mode)
+    by = "automatic"
+    extra: dict[str, Any] = {}
+    if backend is not None:
+        shown = {"text": answer.get("text"), "citations": [
+            {k: c.get(k) for k in ("n", "kind", "chunk_id", "title", "page", "section", "ref", "quote")}
+            for c in answer.get("citations") or []]}
+        text, version = render("evaluator", {"task": task, "answer": shown, "evidence": evidence_summary(events),
+                                             "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()},
+                                                       "critiques": crit},
+                                             "schema": load_schema("critique")}, s.roles.prompt_dir)
+        got = await ask_json(core, backend, role="evaluator", schema="critique", prompt=text, prompt_version=version,
+                             run_id=run_id, parent_id=parent_id)
+        crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
+        by = "automatic+model"
+        extra["request_sha256"] = got["request_sha256"]
+    return {"mode": mode, "gates": gates, **summarize(crit, s.roles.max_mean_severity, s.roles.max_severity),
+            "by": by, **extra}

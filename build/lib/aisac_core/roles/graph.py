@@ -1,0 +1,320 @@
+"""The workflow graph as data, and the headless run behind ``aisac ask`` and ``roles_run``.
+
+:func:`default_graph` returns::
+
+    {"version": 1, "start": "router", "replan_limit": None,     # None: Settings.roles.replan_limit
+     "nodes": {"router": {"kind": "role"}, "planner": {"kind": "role"}, "coordinator": {"kind": "role"},
+               "researcher": {"kind": "helper", "within": "coordinator"}, "evaluator": {"kind": "role"}},
+     "edges": [{"from": "router", "to": "coordinator", "when": "direct"},
+               {"from": "router", "to": "planner", "when": "plan"},
+               {"from": "planner", "to": "coordinator"},
+               {"from": "coordinator", "to": "researcher"},
+               {"from": "researcher", "to": "evaluator"},
+               {"from": "evaluator", "to": "planner", "when": "failed", "replan": True},
+               {"from": "evaluator", "to": "end", "when": "passed or re-plans exhausted"}]}
+
+A project augments it with a function ``augment(graph) -> graph | None`` (None: edited in place;
+``default_graph(augment)``; a served project's augmentation is the application context's ``graph_augment``,
+which :func:`active_graph` applies). Besides changing
+``replan_limit`` or descriptions, an augmentation may add **tool nodes**::
+
+    graph["nodes"]["units"] = {"kind": "tool", "tool": "proj_check_units", "arguments": {"text": "{task}"}}
+    graph["edges"].append({"from": "planner", "to": "units"})
+
+A tool node whose predecessor is ``router``, ``planner`` or ``coordinator`` runs inside the coordinator step
+before the plan's steps, on every attempt, and its result counts as evidence for the researcher; one whose
+predecessor is ``researcher`` or ``evaluator`` runs after the evaluation, as its own role step. Argument
+templates take ``{task}``. The core nodes and their order are fixed; :func:`validate_graph` says what is wrong
+with an augmented graph.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from aisac_core.ports import ToolPort
+from aisac_core.roles import RoleModelError, RolesError, check_mode
+from aisac_core.roles import planner as pl
+from aisac_core.roles import researcher as rs
+from aisac_core.roles.backends import Backend, get_backend
+from aisac_core.roles.evaluator import evaluate
+from aisac_core.roles.router import route as do_route
+from aisac_core.roles.router import rule_route
+from aisac_core.roles.store import Step, run_events
+from aisac_core.roles.tools import call_tool, capabilities
+from aisac_core.trace.recorder import new_run_id
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
+_BEFORE = ("router", "planner", "coordinator")
+_AFTER = ("researcher", "evaluator")
+
+
+def _base() -> dict[str, Any]:
+    return {
+        "version": 1, "start": "router", "replan_limit": None,
+        "nodes": {
+            "router": {"kind": "role", "description": "classify the question, gather context, decide direct or plan"},
+            "planner": {"kind": "role", "description": "write a plan DAG over the live capability list (no tools)"},
+            "coordinator": {"kind": "role", "description": "execute the plan's steps through the suite's tools"},
+            "researcher": {"kind": "helper", "within": "coordinator",
+                           "description": "write the answer from the gathered evidence, citing anchors"},
+            "evaluator": {"kind": "role", "description": "gates (evidence, data, exec) and critiques; pass or fail"},
+        },
+        "edges": [
+            {"from": "router", "to": "coordinator", "when": "direct"},
+            {"from": "router", "to": "planner", "when": "plan"},
+            {"from": "planner", "to": "coordinator"},
+            {"from": "coordinator", "to": "researcher"},
+            {"from": "researcher", "to": "evaluator"},
+            {"from": "evaluator", "to": "planner", "when": "failed", "replan": True},
+            {"from": "evaluator", "to": "end", "when": "passed or re-plans exhausted"},
+        ],
+    }
+
+
+def validate_graph(graph: Any) -> list[str]:
+    """What is wrong with a (possibly augmented) graph: missing core nodes, edges naming unknown nodes, tool nodes
+    without a tool name or without a predecessor, a bad ``replan_limit``."""
+    if not (isinstance(graph, dict) and isinstance(graph.get("nodes"), dict) and isinstance(graph.get("edges"), list)):
+        return ["the graph must be a dict with 'nodes' (dict) and 'edges' (list); start from default_graph()"]
+    errs = []
+    nodes = graph["nodes"]
+    for n in CORE_NODES:
+        if n not in nodes:
+            errs.append(f"core node {n!r} is missing; an augmentation may add nodes but not remove core ones")
+    for i, e in enumerate(graph["edges"]):
+        if not isinstance(e, dict) or "from" not in e or "to" not in e:
+            errs.append(f"edges[{i}] must be {{'from': node, 'to': node}}")
+            continue
+        for end in ("from", "to"):
+            if e[end] not in nodes and e[end] != "end":
+                errs.append(f"edges[{i}].{end} names {e[end]!r}, which is not a node ({', '.join(nodes)})")
+    for name, node in nodes.items():
+        if isinstance(node, dict) and node.get("kind") == "tool":
+            if not isinstance(node.get("tool"), str) or not node["tool"]:
+                errs.append(f"node {name!r}: a tool node needs 'tool' (a suite tool name)")
+            if not isinstance(node.get("arguments", {}), dict):
+                errs.append(f"node {name!r}: 'arguments' must be a dict")
+            if not any(e.get("to") == name for e in graph["edges"] if isinstance(e, dict)):
+                errs.append(f"node {name!r}: add an edge {{'from': <router|planner|coordinator|researcher|"
+                            f"evaluator>, 'to': {name!r}}} saying when it runs")
+    rl = graph.get("replan_limit")
+    if rl is not None and (not isinstance(rl, int) or isinstance(rl, bool) or not 0 <= rl <= 5):
+        errs.append(f"replan_limit must be null or an integer 0..5, got {rl!r}")
+    return errs
+
+
+def default_graph(augment: Callable[[dict], dict] | None = None) -> dict[str, Any]:
+    """The workflow graph (module docstring), passed through ``augment`` when given. Raises :class:`RolesError`
+    when the augmented graph is invalid (the errors say what to fix)."""
+    g = _base()
+    if augment is not None:
+        mine = copy.deepcopy(g)
+        res = augment(mine)
+        g = mine if res is None else res  # an augmentation may edit the graph in place and return None
+        errs = validate_graph(g)
+        if errs:
+            raise RolesError("the augmented workflow graph is invalid: " + "; ".join(errs))
+    return g
+
+
+def active_graph(app: "AppContext | None" = None) -> dict[str, Any]:
+    """The graph runs of ``app`` use by default: :func:`default_graph` with the served project's augmentation
+    (``app.graph_augment``; none without a project or without ``app``). Raises :class:`RolesError` when the
+    augmented graph is invalid."""
+    return default_graph(app.graph_augment if app is not None else None)
+
+
+def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for name, node in graph["nodes"].items():
+        if isinstance(node, dict) and node.get("kind") == "tool":
+            preds = {e["from"] for e in graph["edges"] if e.get("to") == name}
+            if preds & set(after):
+                out.append((name, node))
+    return out
+
+
+def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], max_steps: int) -> dict[str, Any]:
+    """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
+    the coordinator without a planner step or model call."""
+    p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
+    return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
+
+
+async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str | None = None,
+                    llm: str | None = None, session_id: str | None = None, run_id: str | None = None,
+                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> dict[str, Any]:
+    """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
+
+    Args:
+        task: the question (non-empty, at most 4,000 characters).
+        mode: lite / standard / strict (default ``Settings.roles.mode``): the evidence gate's minimum anchors.
+        llm: backend (``Settings.roles.llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
+            timeout, schema violation after one repair) is recorded and the role falls back to its rules.
+        session_id: a memory session whose recall joins the router's context (``memory_recall``).
+        run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
+        tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
+            and the graph's tool nodes call them; the planner sees those :func:`.tools.capabilities` allows.
+        sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
+
+    Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
+    evaluation}], model_errors, took_s}``. Every role step, model call and tool call is in the trace of ``run_id``.
+
+    Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
+    """
+    t_start = time.perf_counter()
+    if not isinstance(task, str) or not task.strip():
+        raise RolesError("task is empty: give the question to answer")
+    if len(task) > 4000:
+        raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
+    s = core.settings
+    mode = check_mode(mode, s.roles.mode)
+    backend = get_backend(s, llm, sampling)
+    graph = graph if graph is not None else active_graph(core)
+    errs = validate_graph(graph)
+    if errs:
+        raise RolesError("invalid workflow graph: " + "; ".join(errs))
+    replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.roles.replan_limit
+    run_id = run_id or new_run_id()
+    engine = core.engine
+    model_errors: list[dict[str, str]] = []
+    llm_name = backend.name if backend else "none"
+
+    caps = await capabilities(tools)
+    names = {t["name"] for t in caps}
+
+    async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
+        return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
+
+    # --- router: gather context, classify, decide
+    with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name,
+                                         "session_id": session_id}) as st:
+        hits: list[dict[str, Any]] = []
+        memory: list[dict[str, Any]] = []
+        if "rag_search" in names:
+            status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
+            if status == "ok" and isinstance(res, dict):
+                hits = res.get("hits") or []
+        if session_id and "memory_recall" in names:
+            status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
+            if status == "ok" and isinstance(res, dict):
+                memory = ([{"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
+                           for t in (res.get("recent") or [])][-5:]
+                          + [{"kind": "related", **p} for p in (res.get("related") or [])][:5])
+        try:
+            decision = await do_route(core, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
+        except RoleModelError as exc:
+            model_errors.append({"role": "router", "error": str(exc)})
+            decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
+        st.result = decision
+
+    attempts: list[dict[str, Any]] = []
+    feedback: list[dict[str, Any]] | None = None
+    attempt = 0
+    while True:
+        # --- planner (skipped on a direct route's first attempt)
+        if decision["decision"] == "direct" and attempt == 0:
+            plan = direct_plan(task, decision, caps, s.roles.max_plan_steps)
+        else:
+            with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
+                                                  "tools": sorted(names)}) as st:
+                try:
+                    plan = await pl.plan(core, task, decision, caps, backend, run_id=run_id, parent_id=st.id,
+                                         attempt=attempt, feedback=feedback)
+                except RoleModelError as exc:
+                    model_errors.append({"role": "planner", "error": str(exc)})
+                    plan = {**pl.template_plan(task, decision, caps, attempt=attempt,
+                                               max_steps=s.roles.max_plan_steps), "by": "template (model failed)"}
+                st.result = plan
+        # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
+        with Step(engine, run_id, "coordinator", {"attempt": attempt,
+                                                  "steps": [x["id"] for x in plan["steps"]]}) as cst:
+            results: dict[str, Any] = {}
+            executed: list[dict[str, Any]] = []
+            for node_name, node in _tool_nodes(graph, _BEFORE):
+                if node["tool"] not in names:
+                    executed.append({"id": node_name, "tool": node["tool"], "status": "skipped",
+                                     "error": f"tool {node['tool']} is not in the suite"})
+                    continue
+                args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
+                status, res, err = await call(node["tool"], args, cst.id)
+                results[node_name] = res if status == "ok" else {"error": err}
+                executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
+            answer: dict[str, Any] | None = None
+            for step in pl.topological_order(plan["steps"]):
+                if "tool" in step:
+                    try:
+                        args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                    except ValueError as exc:
+                        results[step["id"]] = {"error": str(exc)}
+                        executed.append({"id": step["id"], "tool": step["tool"], "status": "skipped",
+                                         "error": str(exc)})
+                        continue
+                    status, res, err = await call(step["tool"], args, cst.id)
+                    results[step["id"]] = res if status == "ok" else {"error": err}
+                    executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
+                else:
+                    answer = await _research(core, engine, run_id, cst.id, task, results, step, plan, backend,
+                                             model_errors, list(_node_ids(graph)))
+                    executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
+            if answer is None:  # a model plan without a researcher step
+                answer = await _research(core, engine, run_id, cst.id, task, results, None, plan, backend,
+                                         model_errors, [])
+            cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
+        # --- evaluator
+        events = run_events(engine, run_id)
+        with Step(engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt,
+                                                "answer": answer}) as st:
+            try:
+                report = await evaluate(core, task, answer, events, backend, mode=mode, run_id=run_id,
+                                        parent_id=st.id)
+            except RoleModelError as exc:
+                model_errors.append({"role": "evaluator", "error": str(exc)})
+                report = await evaluate(core, task, answer, events, None, mode=mode, run_id=run_id,
+                                        parent_id=st.id)
+                report["by"] = "automatic (model failed)"
+            st.result = report
+        attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
+        if report["passed"] or attempt >= replan_limit:
+            break
+        attempt += 1
+        feedback = report["critiques"]
+    # --- tool nodes after the evaluation
+    for node_name, node in _tool_nodes(graph, _AFTER):
+        with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
+            if node["tool"] in names:
+                status, res, err = await call(node["tool"], pl.resolve_arguments(node.get("arguments") or {},
+                                                                                 task, {}), st.id)
+                st.result = {"status": status, "result": res, "error": err}
+            else:
+                st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
+    return {"run_id": run_id, "task": task, "mode": mode, "llm": llm_name, "route": decision, "plan": plan,
+            "answer": answer, "evaluation": report, "attempts": attempts, "model_errors": model_errors,
+            "took_s": round(time.perf_counter() - t_start, 3)}
+
+
+def _node_ids(graph: dict[str, Any]) -> list[str]:
+    return [n for n, node in graph["nodes"].items() if isinstance(node, dict) and node.get("kind") == "tool"]
+
+
+async def _research(core: "AppContext", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
+                    step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
+                    project_nodes: list[str]) -> dict[str, Any]:
+    deps = list(step.get("depends_on") or []) if step else []
+    only = (deps + project_nodes) if deps else None
+    with Step(engine, run_id, "researcher", {"task": task, "step": step["id"] if step else None,
+                                              "from_steps": only}, parent_id=parent) as st:
+        items = rs.collect_evidence(results, only)
+        try:
+            answer = await rs.write_answer(core, task, items, backend, run_id=run_id, parent_id=st.id)
+        except RoleModelError as exc:
+            model_errors.append({"role": "researcher", "error": str(exc)})
+            answer = {**rs.extractive_answer(task, items), "by": "extractive (model failed)"}
+        st.result = answer
+    return answer

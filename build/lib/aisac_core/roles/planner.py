@@ -1,0 +1,272 @@
+"""The Planner (tool-less): a plan DAG over the live capability list, its validation, and the template planner.
+
+A plan (``schemas/plan.json``) is ``{rationale?, steps: [{id, goal, tool | helper, arguments, depends_on,
+expected_evidence}]}``. :func:`validate_plan` checks it against the schema and then against the capabilities:
+every tool must be in the capability list, exactly one of tool/helper per step, ids unique, every
+``depends_on`` must name a step, no cycles, at most ``max_steps`` steps, the tool's required arguments present,
+and no argument the tool does not take. Every error names the step and says how to fix it, so a model (or the
+host's model through ``roles_submit_plan``) can correct the plan.
+
+The template planner (:func:`template_plan`) needs no model: searches with the tools that exist (``rag_search``;
+``lit_search`` when the literature server is mounted and the question is about the literature or a re-plan asks
+for more evidence), then the ``researcher`` helper. Each re-plan widens the search (more hits, a keyword-only
+BM25 query, a section filter suggested by the question).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.roles.backends import ask_json
+from aisac_core.roles.prompts import render
+from aisac_core.roles.schemas import load_schema, validate
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+    from aisac_core.roles.backends import Backend
+
+HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
+_STOP = set("""a an and are as at be by can could did do does for from has have how i in into is it its of on or our
+that the their them there these they this to was were what when where which who why will with would about paper
+papers describe described describes study studies show shows""".split())
+#: question words -> rag section filter (the section labels the indexer assigns to chunks)
+_SECTION_HINTS = [(re.compile(r"\bdata ?sets?\b|\bcorpus\b|\bcorpora\b", re.I), "datasets"),
+                  (re.compile(r"\bmethods?\b|\bapproach\b|\bmodel\b", re.I), "methods"),
+                  (re.compile(r"\bresults?\b|\bperformance\b|\baccuracy\b", re.I), "results"),
+                  (re.compile(r"\bconclu", re.I), "conclusion")]
+_LIT_HINT = re.compile(r"\b(literature|published|recent|papers? on|citations?|doi|arxiv|pubmed|related work)\b", re.I)
+
+
+def tool_index(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """name -> {name, description, input_schema} of a capability list."""
+    return {t["name"]: t for t in tools}
+
+
+def capability_text(tools: list[dict[str, Any]]) -> str:
+    """The capability list as the planner prompt shows it: one tool per line with its arguments."""
+    lines = []
+    for t in tools:
+        schema = t.get("input_schema") or {}
+        req = set(schema.get("required") or [])
+        args = ", ".join(f"{k}{'' if k in req else '?'}" for k in (schema.get("properties") or {}))
+        desc = " ".join((t.get("description") or "").split())[:300]
+        lines.append(f"- {t['name']}({args}): {desc}")
+    lines += [f"- helper {k}: {v}" for k, v in HELPERS.items()]
+    return "\n".join(lines)
+
+
+def _closest(name: str, choices: list[str]) -> str:
+    from rapidfuzz import process
+
+    best = process.extractOne(name, choices) if choices else None
+    return f" (did you mean {best[0]!r}?)" if best and best[1] >= 60 else ""
+
+
+def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> list[str]:
+    """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules."""
+    errors = validate("plan", plan)
+    if errors:
+        return errors
+    steps = plan["steps"]
+    idx = tool_index(tools)
+    if len(steps) > max_steps:
+        errors.append(f"$.steps: the plan has {len(steps)} steps; the limit is {max_steps} "
+                      "(AISAC_ROLES_MAX_PLAN_STEPS): merge searches or drop steps")
+    ids = [s["id"] for s in steps]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        errors.append(f"$.steps: duplicate step id(s) {dup}: give every step its own id")
+    known = set(ids)
+    for n, s in enumerate(steps):
+        where = f"$.steps[{n}] (id {s['id']!r})"
+        has_tool, has_helper = "tool" in s, "helper" in s
+        if has_tool == has_helper:
+            errors.append(f"{where}: give exactly one of 'tool' (a tool name) or 'helper' ({', '.join(HELPERS)})")
+        if has_tool:
+            name = s["tool"]
+            if name not in idx:
+                errors.append(f"{where}: unknown tool {name!r}{_closest(name, list(idx))}; use a tool of the "
+                              f"capability list: {', '.join(sorted(idx)) or '(none)'}")
+            else:
+                schema = idx[name].get("input_schema") or {}
+                props = schema.get("properties") or {}
+                args = s.get("arguments") or {}
+                missing = [r for r in schema.get("required") or [] if r not in args and r != "run_id"]
+                if missing:
+                    errors.append(f"{where}: tool {name} needs argument(s) {missing}; it takes {sorted(props)}")
+                extra = [a for a in args if props and a not in props]
+                if extra and not schema.get("additionalProperties"):
+                    errors.append(f"{where}: tool {name} takes no argument(s) {extra}; it takes {sorted(props)}")
+        for d in s.get("depends_on") or []:
+            if d == s["id"]:
+                errors.append(f"{where}: a step cannot depend on itself; remove {d!r} from depends_on")
+            elif d not in known:
+                errors.append(f"{where}: depends_on names {d!r}, which is not a step id of this plan "
+                              f"(ids: {', '.join(ids)}); fix the id or remove it")
+    if not any(e for e in errors if "depends_on" in e or "duplicate" in e):
+        cycle = find_cycle(steps)
+        if cycle:
+            errors.append("$.steps: the dependencies form a cycle " + " -> ".join(cycle)
+                          + "; a plan must be acyclic: remove one of these dependencies")
+    return errors
+
+
+def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
+    """A dependency cycle as a list of ids (first id repeated at the end), or None."""
+    deps = {s["id"]: list(s.get("depends_on") or []) for s in steps}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in deps.get(n, []):
+            if d not in deps:
+                continue
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if state.get(d) is None and (c := visit(d)):
+                return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in deps:
+        if state.get(n) is None and (c := visit(n)):
+            return c
+    return None
+
+
+def topological_order(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps of a valid plan in an order where every step follows its dependencies (stable)."""
+    done: set[str] = set()
+    out: list[dict[str, Any]] = []
+    pending = list(steps)
+    while pending:
+        ready = [s for s in pending if all(d in done for d in s.get("depends_on") or [])]
+        if not ready:  # not reached for a validated plan
+            raise ValueError("plan has a cycle")
+        for s in ready:
+            out.append(s)
+            done.add(s["id"])
+        pending = [s for s in pending if s["id"] not in done]
+    return out
+
+
+def keywords(task: str) -> str:
+    """The content words of a question (stop words and punctuation dropped), for a BM25 query."""
+    words = re.findall(r"[\w][\w.-]*", task)
+    return " ".join(w for w in words if w.lower() not in _STOP) or task
+
+
+def _query_arg(tool: dict[str, Any]) -> str | None:
+    props = (tool.get("input_schema") or {}).get("properties") or {}
+    for name in ("query", "q", "question", "text"):
+        if name in props:
+            return name
+    return None
+
+
+def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], *, attempt: int = 0,
+                  max_steps: int = 8) -> dict[str, Any]:
+    """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
+    idx = tool_index(tools)
+    steps: list[dict[str, Any]] = []
+    intent = (route or {}).get("intent", "factual")
+    if "rag_search" in idx:
+        k = (8, 15, 25)[min(attempt, 2)]
+        steps.append({"id": "search", "goal": "find passages of the indexed documents that answer the question",
+                      "tool": "rag_search", "arguments": {"query": "{task}", "k": k}, "depends_on": [],
+                      "expected_evidence": "chunks with evidence anchors"})
+        section = next((sec for rx, sec in _SECTION_HINTS if rx.search(task)), None)
+        if section and attempt < 2:
+            steps.append({"id": "search_section", "goal": f"passages of the '{section}' sections",
+                          "tool": "rag_search",
+                          "arguments": {"query": "{task}", "k": 5, "filters": {"section": section}},
+                          "depends_on": [], "expected_evidence": f"chunks from {section} sections"})
+        if attempt >= 1:
+            steps.append({"id": "search_keywords", "goal": "keyword (BM25) search with the question's content words",
+                          "tool": "rag_search", "arguments": {"query": keywords(task), "k": 10, "mode": "sparse"},
+                          "depends_on": [], "expected_evidence": "chunks sharing the question's terms"})
+        if attempt >= 2:
+            steps.append({"id": "search_dense", "goal": "semantic (dense) search",
+                          "tool": "rag_search", "arguments": {"query": "{task}", "k": 10, "mode": "dense"},
+                          "depends_on": [], "expected_evidence": "semantically close chunks"})
+    lit = idx.get("lit_search")
+    if lit is not None and (intent == "exploratory" or _LIT_HINT.search(task) or attempt >= 1 or not steps):
+        qa = _query_arg(lit)
+        required = set((lit.get("input_schema") or {}).get("required") or [])
+        if qa and required <= {qa, "run_id"}:
+            steps.append({"id": "literature", "goal": "find published papers on the question", "tool": "lit_search",
+                          "arguments": {qa: keywords(task)}, "depends_on": [],
+                          "expected_evidence": "paper records (title, DOI or id, abstract)"})
+    steps = steps[:max_steps - 1]
+    steps.append({"id": "answer", "goal": "write the answer from the evidence, citing anchors", "helper": "researcher",
+                  "arguments": {}, "depends_on": [s["id"] for s in steps],
+                  "expected_evidence": "an answer with citations"})
+    return {"rationale": f"template plan (attempt {attempt}) over the available tools", "steps": steps}
+
+
+def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], max_steps: int,
+                  feedback: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Values of the planner prompt's placeholders."""
+    fb = ""
+    if feedback:
+        fb = ("The previous plan's answer failed evaluation. Critiques to address (fix the plan so the new "
+              "evidence answers them):\n" + "\n".join(f"- [{c.get('aspect')}, severity {c.get('severity')}] "
+                                                      f"{c.get('text')}" for c in feedback) + "\n")
+    return {"task": task, "context": route or {}, "tools": capability_text(tools), "max_steps": str(max_steps),
+            "feedback": fb, "schema": load_schema("plan")}
+
+
+async def plan(core: "AppContext", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
+               backend: "Backend | None", *, run_id: str, parent_id: int | None, attempt: int = 0,
+               feedback: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
+    :func:`template_plan`. Adds ``by`` (model / template).
+
+    Raises :class:`~aisac_core.roles.RoleModelError` when the model's plan is still invalid after the repair."""
+    max_steps = core.settings.roles.max_plan_steps
+    if backend is None:
+        return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
+    text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
+                           core.settings.roles.prompt_dir)
+    got = await ask_json(core, backend, role="planner", schema="plan", prompt=text, prompt_version=version,
+                         run_id=run_id, parent_id=parent_id,
+                         check=lambda obj: validate_plan(obj, tools, max_steps))
+    return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
+
+
+_REF = re.compile(r"\{(task|steps\.[A-Za-z][\w-]*(?:\.[\w-]+)*)\}")
+
+
+def resolve_arguments(args: Any, task: str, results: dict[str, Any]) -> Any:
+    """Fill an argument template: ``{task}`` and ``{steps.<id>.<key or index>...}`` inside strings. A string that
+    is exactly one reference takes the referenced value as is (a list stays a list). Raises :class:`ValueError`
+    naming the reference that does not resolve."""
+    if isinstance(args, dict):
+        return {k: resolve_arguments(v, task, results) for k, v in args.items()}
+    if isinstance(args, list):
+        return [resolve_arguments(v, task, results) for v in args]
+    if not isinstance(args, str):
+        return args
+
+    def value(ref: str) -> Any:
+        if ref == "task":
+            return task
+        parts = ref.split(".")[1:]
+        cur: Any = results
+        for p in parts:
+            if isinstance(cur, dict) and p in cur:
+                cur = cur[p]
+            elif isinstance(cur, list) and p.isdigit() and int(p) < len(cur):
+                cur = cur[int(p)]
+            else:
+                raise ValueError(f"argument reference {{{ref}}} does not resolve (at {p!r})")
+        return cur
+
+    m = _REF.fullmatch(args)
+    if m:
+        return value(m.group(1))
+    return _REF.sub(lambda m: str(value(m.group(1))), args)

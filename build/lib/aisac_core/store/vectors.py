@@ -1,0 +1,444 @@
+"""The vector half of the shared store: one interface, two Qdrant backends.
+
+- :class:`EdgeVectorStore` (default): Qdrant Edge (``qdrant-edge-py``), in-process and persistent, one
+  shard folder per collection, write-ahead log on, HNSW for dense vectors, sparse vectors with the IDF
+  modifier, RRF fusion and payload indexes.
+- :class:`QdrantClientVectorStore`: ``qdrant-client`` against a Qdrant server (``qdrant_url``) or its
+  local mode (a folder; for tests and small stores).
+
+Every collection holds one dense vector ``dense`` (cosine) and one sparse vector ``bm25`` (IDF applied
+by Qdrant at query time, so BM25 weights stay right as the corpus grows). Reciprocal rank fusion:
+score(d) = sum_i w_i / (k + rank_i(d)) (Cormack, Clarke & Buettcher, SIGIR 2009, k = 60).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from aisac_core.errors import AisacError
+
+#: Payload fields with an index (filters on them are cheap).
+KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256", "session_id")
+INTEGER_FIELDS = ("page", "chunk_index")
+
+DENSE = "dense"
+SPARSE = "bm25"
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One filter condition on a payload field: equality, membership, or an inclusive numeric range."""
+
+    key: str
+    eq: str | int | None = None
+    any: tuple[str, ...] | None = None
+    gte: float | None = None
+    lte: float | None = None
+
+
+@dataclass
+class VectorPoint:
+    """A point to store: UUID string id, dense vector, sparse vector (indices, values), payload."""
+
+    id: str
+    dense: list[float]
+    sparse_indices: list[int]
+    sparse_values: list[float]
+    payload: dict[str, Any]
+
+
+@dataclass
+class VectorHit:
+    """A scored point: id, score (cosine, BM25 or RRF depending on the query), payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+Mode = Literal["hybrid", "dense", "sparse"]
+
+
+class VectorStoreError(AisacError, RuntimeError):
+    """The vector store cannot be opened or used; the message names the folder and what to do."""
+
+
+class VectorStore(ABC):
+    """Collections of points with a dense and a sparse vector and a JSON payload."""
+
+    @abstractmethod
+    def ensure_collection(self, name: str, dim: int) -> bool:
+        """Create ``name`` for ``dim``-d dense vectors if missing; recreate it (empty) when its
+        dimension differs. Returns True when the collection was (re)created."""
+
+    @abstractmethod
+    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+        """Insert or replace points by id."""
+
+    @abstractmethod
+    def delete(self, name: str, conds: list[Cond]) -> None:
+        """Delete every point matching all ``conds``."""
+
+    @abstractmethod
+    def query(
+        self,
+        name: str,
+        *,
+        dense: list[float] | None,
+        sparse: tuple[list[int], list[float]] | None,
+        limit: int,
+        conds: list[Cond] | None = None,
+        mode: Mode = "hybrid",
+        prefetch_limit: int = 100,
+        rrf_k: int = 60,
+        weights: tuple[float, float] | None = None,
+        ids: list[str] | None = None,
+        with_payload: bool = True,
+    ) -> list[VectorHit]:
+        """Top ``limit`` points: dense (cosine), sparse (BM25 with IDF) or both fused by RRF.
+
+        ``ids``, when given, restricts the query to those point ids (besides ``conds``): this scores
+        known candidates exactly, e.g. the BM25 score of a hit that only the dense query found.
+        ``with_payload=False`` returns ids and scores only (empty payloads), which is much cheaper for
+        long candidate lists.
+        """
+
+    @abstractmethod
+    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
+        """Points by id (score 0), payload included; unknown ids are left out."""
+
+    @abstractmethod
+    def count(self, name: str, conds: list[Cond] | None = None) -> int:
+        """Exact number of points matching ``conds`` (all points when None)."""
+
+    @abstractmethod
+    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterable[tuple[str, dict]]:
+        """Every (id, payload) matching ``conds``."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make every write durable."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store (and its folder lock)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Qdrant Edge
+# --------------------------------------------------------------------------------------------------
+
+
+class EdgeVectorStore(VectorStore):
+    """Qdrant Edge backend: a shard per collection under ``root`` (``root/<name>``)."""
+
+    def __init__(self, root: Path) -> None:
+        import qdrant_edge as qe
+
+        self._qe = qe
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._shards: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    def _shard(self, name: str) -> Any:
+        shard = self._shards.get(name)
+        if shard is None:
+            raise VectorStoreError(f"collection {name!r} is not open; call ensure_collection first")
+        return shard
+
+    def _open(self, name: str) -> Any | None:
+        path = self.root / name
+        if not path.exists() or not any(path.iterdir()):
+            return None
+        try:
+            return self._qe.EdgeShard.load(str(path))
+        except Exception as exc:  # the shard folder is locked or damaged
+            msg = str(exc)
+            if "WouldBlock" in msg or "lock" in msg.lower():
+                raise VectorStoreError(
+                    f"the vector store {path} is in use by another aisac process. Stop it, or point "
+                    "this process at the same store through that process (aisac serve over HTTP)."
+                ) from exc
+            raise VectorStoreError(
+                f"cannot open the vector store {path}: {msg}. If it is damaged, move the folder "
+                "aside and re-index (aisac index); the manifest will re-embed every file."
+            ) from exc
+
+    def ensure_collection(self, name: str, dim: int) -> bool:
+        qe = self._qe
+        with self._lock:
+            shard = self._shards.get(name) or self._open(name)
+            if shard is not None:
+                shard.info()  # raises if the shard is unusable
+                stored_dim = self._dense_dim(name, shard)
+                if stored_dim in (None, dim):
+                    self._shards[name] = shard
+                    return False
+                shard.close()
+                import shutil
+
+                shutil.rmtree(self.root / name)
+            cfg = qe.EdgeConfig(
+                vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            )
+            shard = qe.EdgeShard.create(str(self.root / name), cfg)
+            for f in KEYWORD_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Keyword))
+            for f in INTEGER_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Integer))
+            (self.root / name / "aisac-dim").write_text(str(dim))
+            self._shards[name] = shard
+            return True
+
+    def _dense_dim(self, name: str, shard: Any) -> int | None:
+        marker = self.root / name / "aisac-dim"
+        return int(marker.read_text()) if marker.exists() else None
+
+    def _filter(self, conds: list[Cond] | None, ids: list[str] | None = None) -> Any:
+        if not conds and ids is None:
+            return None
+        qe = self._qe
+        must = []
+        for c in conds or []:
+            if c.eq is not None:
+                must.append(qe.FieldCondition(c.key, match=qe.MatchValue(c.eq)))
+            elif c.any is not None:
+                must.append(qe.FieldCondition(c.key, match=qe.MatchAny(list(c.any))))
+            else:
+                must.append(qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lte=c.lte)))
+        if ids is not None:
+            must.append(qe.HasIdCondition(set(ids)))
+        return qe.Filter(must=must)
+
+    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+        qe = self._qe
+        if not points:
+            return
+        pts = [
+            qe.Point(
+                p.id,
+                {DENSE: list(map(float, p.dense)), SPARSE: qe.SparseVector(p.sparse_indices, p.sparse_values)},
+                p.payload,
+            )
+            for p in points
+        ]
+        self._shard(name).update(qe.UpdateOperation.upsert_points(pts))
+
+    def delete(self, name: str, conds: list[Cond]) -> None:
+        if not conds:
+            raise ValueError("refusing to delete without a condition")
+        self._shard(name).update(self._qe.UpdateOperation.delete_points_by_filter(self._filter(conds)))
+
+    def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
+              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
+        qe = self._qe
+        if ids is not None and not ids:
+            return []
+        flt = self._filter(conds, ids)
+        shard = self._shard(name)
+        dq = qe.Query.Nearest(list(map(float, dense)), using=DENSE) if dense is not None else None
+        sq = qe.Query.Nearest(qe.SparseVector(list(sparse[0]), list(map(float, sparse[1]))), using=SPARSE) \
+            if sparse is not None and len(sparse[0]) else None
+        if mode == "dense" or (mode == "hybrid" and sq is None):
+            req = qe.QueryRequest(limit=limit, query=dq, filter=flt, with_payload=with_payload)
+        elif mode == "sparse":
+            if sq is None:
+                return []
+            req = qe.QueryRequest(limit=limit, query=sq, filter=flt, with_payload=with_payload)
+        else:
+            pre = [qe.Prefetch(limit=prefetch_limit, query=dq, filter=flt),
+                   qe.Prefetch(limit=prefetch_limit, query=sq, filter=flt)]
+            fusion = qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None)
+            req = qe.QueryRequest(limit=limit, prefetches=pre, query=fusion, filter=flt, with_payload=with_payload)
+        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(req)]
+
+    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
+        if not ids:
+            return []
+        recs = self._shard(name).retrieve(list(ids), with_payload=True, with_vector=False)
+        return [VectorHit(str(r.id), 0.0, dict(r.payload or {})) for r in recs]
+
+    def count(self, name: str, conds: list[Cond] | None = None) -> int:
+        return int(self._shard(name).count(self._qe.CountRequest(exact=True, filter=self._filter(conds))))
+
+    def scroll_ids(self, name, conds=None):
+        qe = self._qe
+        offset = None
+        while True:
+            req = qe.ScrollRequest(offset=offset, limit=1000, filter=self._filter(conds), with_payload=True,
+                                   with_vector=False)
+            recs, offset = self._shard(name).scroll(req)
+            for r in recs:
+                yield str(r.id), dict(r.payload or {})
+            if offset is None or not recs:
+                break
+
+    def flush(self) -> None:
+        with self._lock:
+            for s in self._shards.values():
+                s.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for s in self._shards.values():
+                try:
+                    s.flush()
+                    s.close()
+                except Exception:
+                    pass
+            self._shards.clear()
+
+
+# --------------------------------------------------------------------------------------------------
+# qdrant-client (server, or local mode)
+# --------------------------------------------------------------------------------------------------
+
+
+class QdrantClientVectorStore(VectorStore):
+    """qdrant-client backend: ``url`` for a Qdrant server, else local mode in folder ``path``."""
+
+    def __init__(self, *, url: str | None = None, path: Path | None = None, api_key: str | None = None) -> None:
+        from qdrant_client import QdrantClient, models
+
+        self.m = models
+        try:
+            if url:
+                self.client = QdrantClient(url=url, api_key=api_key)
+            else:
+                assert path is not None
+                path.mkdir(parents=True, exist_ok=True)
+                self.client = QdrantClient(path=str(path))
+        except Exception as exc:
+            where = url or path
+            raise VectorStoreError(
+                f"cannot open the Qdrant store {where}: {exc}. A local-mode folder is locked while another "
+                "process uses it; a server URL must be reachable."
+            ) from exc
+
+    def ensure_collection(self, name: str, dim: int) -> bool:
+        m = self.m
+        if self.client.collection_exists(name):
+            info = self.client.get_collection(name)
+            vecs = info.config.params.vectors
+            cur = vecs[DENSE].size if isinstance(vecs, dict) else None
+            if cur == dim:
+                return False
+            self.client.delete_collection(name)
+        self.client.create_collection(
+            name,
+            vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+        )
+        for f in KEYWORD_FIELDS:
+            self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
+        for f in INTEGER_FIELDS:
+            self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
+        return True
+
+    def _filter(self, conds: list[Cond] | None, ids: list[str] | None = None) -> Any:
+        if not conds and ids is None:
+            return None
+        m = self.m
+        must = []
+        for c in conds or []:
+            if c.eq is not None:
+                must.append(m.FieldCondition(key=c.key, match=m.MatchValue(value=c.eq)))
+            elif c.any is not None:
+                must.append(m.FieldCondition(key=c.key, match=m.MatchAny(any=list(c.any))))
+            else:
+                must.append(m.FieldCondition(key=c.key, range=m.Range(gte=c.gte, lte=c.lte)))
+        if ids is not None:
+            must.append(m.HasIdCondition(has_id=list(ids)))
+        return m.Filter(must=must)
+
+    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+        m = self.m
+        if not points:
+            return
+        self.client.upsert(
+            name,
+            points=[
+                m.PointStruct(
+                    id=p.id,
+                    vector={DENSE: list(map(float, p.dense)),
+                            SPARSE: m.SparseVector(indices=p.sparse_indices, values=p.sparse_values)},
+                    payload=p.payload,
+                )
+                for p in points
+            ],
+            wait=True,
+        )
+
+    def delete(self, name: str, conds: list[Cond]) -> None:
+        if not conds:
+            raise ValueError("refusing to delete without a condition")
+        self.client.delete(name, points_selector=self.m.FilterSelector(filter=self._filter(conds)), wait=True)
+
+    def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
+              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
+        m = self.m
+        if ids is not None and not ids:
+            return []
+        flt = self._filter(conds, ids)
+        sv = m.SparseVector(indices=list(sparse[0]), values=list(map(float, sparse[1]))) \
+            if sparse is not None and len(sparse[0]) else None
+        if mode == "dense" or (mode == "hybrid" and sv is None):
+            res = self.client.query_points(name, query=list(map(float, dense)), using=DENSE, limit=limit,
+                                           query_filter=flt, with_payload=with_payload)
+        elif mode == "sparse":
+            if sv is None:
+                return []
+            res = self.client.query_points(name, query=sv, using=SPARSE, limit=limit, query_filter=flt,
+                                           with_payload=with_payload)
+        else:
+            rrf = m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(weights) if weights else None))
+            res = self.client.query_points(
+                name,
+                prefetch=[m.Prefetch(query=list(map(float, dense)), using=DENSE, limit=prefetch_limit, filter=flt),
+                          m.Prefetch(query=sv, using=SPARSE, limit=prefetch_limit, filter=flt)],
+                query=rrf, limit=limit, query_filter=flt, with_payload=with_payload,
+            )
+        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
+
+    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
+        if not ids:
+            return []
+        recs = self.client.retrieve(name, ids=list(ids), with_payload=True)
+        return [VectorHit(str(r.id), 0.0, dict(r.payload or {})) for r in recs]
+
+    def count(self, name: str, conds: list[Cond] | None = None) -> int:
+        return int(self.client.count(name, count_filter=self._filter(conds), exact=True).count)
+
+    def scroll_ids(self, name, conds=None):
+        offset = None
+        while True:
+            recs, offset = self.client.scroll(name, scroll_filter=self._filter(conds), limit=1000, offset=offset,
+                                              with_payload=True, with_vectors=False)
+            for r in recs:
+                yield str(r.id), dict(r.payload or {})
+            if offset is None or not recs:
+                break
+
+    def flush(self) -> None:  # writes use wait=True
+        return None
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def open_vector_store(backend: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> VectorStore:
+    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``."""
+    if backend == "edge":
+        return EdgeVectorStore(root)
+    if backend == "qdrant":
+        return QdrantClientVectorStore(url=url, path=None if url else root, api_key=api_key)
+    raise ValueError(f"unknown vector backend {backend!r}: use 'edge' or 'qdrant'")

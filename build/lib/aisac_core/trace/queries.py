@@ -1,0 +1,349 @@
+"""Reading the trace: runs (list, summary, event tree), single events, the anchors a run cited.
+
+Every function takes the SQL engine of the store and returns JSON-ready dicts. Times are ISO 8601 in UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import case, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, select
+
+from aisac_core.errors import AisacError
+from aisac_core.evidence.anchor import find_anchors
+from aisac_core.store.tables import TraceEvent, TraceInput
+from aisac_core.trace.pins import run_pins
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+#: statuses that count as failures. A role step is ``running`` while it works and may end ``input_required``:
+#: neither is an error.
+ERROR_STATUSES = ("tool_error", "exception")
+#: a run whose last event is younger than this many seconds is shown as ``active`` (still being written).
+ACTIVE_SECONDS = 60.0
+#: keys of an event that the compact tree (``detail=False``) keeps.
+COMPACT_KEYS = ("id", "kind", "tool", "status", "latency_ms", "arguments", "result_summary")
+#: in the compact tree, arguments whose JSON is longer than this are shown as a truncated JSON string.
+COMPACT_ARGS_CHARS = 300
+
+
+class TraceError(AisacError, ValueError):
+    """Bad trace request (unknown run or event, bad format or filter); the message says what to pass instead."""
+
+
+# ---------------------------------------------------------------------------------------------- small helpers
+
+def naive_utc(value: str | datetime | None, what: str) -> datetime | None:
+    """ISO 8601 string / datetime -> timezone-aware UTC datetime (a value without zone is taken as UTC); None for
+    None or "". Raises TraceError naming ``what`` for a string that is not ISO 8601."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise TraceError(f"{what} must be an ISO 8601 date or time such as 2026-03-14 or 2026-03-14T09:15:00Z, "
+                             f"got {value!r}") from exc
+    return value.astimezone(timezone.utc) if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def iso(d: datetime | None) -> str | None:
+    """ISO 8601 of ``d`` (a naive datetime is taken as UTC), or None."""
+    if d is None:
+        return None
+    return aware(d).isoformat()
+
+
+def aware(d: datetime) -> datetime:
+    """``d`` with UTC as its zone when it has none (SQLite returns naive datetimes)."""
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def parse_json(text: str | None) -> tuple[Any, bool]:
+    """(value, complete): parsed JSON, or (the raw text, False) when truncated/unparseable; (None, True) for None."""
+    if text is None:
+        return None, True
+    try:
+        return json.loads(text), True
+    except ValueError:
+        return text, False
+
+
+def count_by(items: list[dict[str, Any]], key: str = "status") -> dict[str, int]:
+    """``{value: count}`` of ``item[key]`` over ``items``, in first-seen order."""
+    counts: dict[str, int] = {}
+    for it in items:
+        counts[it[key]] = counts.get(it[key], 0) + 1
+    return counts
+
+
+def summarize_result(result: Any, limit: int = 240) -> str:
+    """A one-line summary of a result: scalar fields, list lengths (``hits[5]``), the text start of lists of text."""
+    if result is None:
+        return ""
+    if isinstance(result, dict):
+        parts = []
+        for k, v in result.items():
+            if isinstance(v, list):
+                parts.append(f"{k}[{len(v)}]")
+            elif isinstance(v, dict):
+                parts.append(f"{k}{{{len(v)}}}")
+            elif isinstance(v, str):
+                parts.append(f"{k}={v[:60]!r}" if len(v) > 60 else f"{k}={v!r}")
+            else:
+                parts.append(f"{k}={v}")
+        s = ", ".join(parts)
+    elif isinstance(result, list):
+        s = f"[{len(result)} items] " + " ".join(str(x)[:120] for x in result[:2])
+    else:
+        s = str(result)
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+#: result summaries by (event id, result sha256): events never change once written, and live pages re-read a run
+#: on every update
+_SUMMARIES: dict[tuple[int, str | None], str] = {}
+
+
+def event_dict(r: Any, *, full: bool = True) -> dict[str, Any]:
+    """A TraceEvent row as a JSON-ready dict: parsed arguments, result (``full``) or result summary, start time
+    (``created_at`` minus the latency), ``result_truncated`` when the stored result was cut at 100k chars."""
+    args, _ = parse_json(r.arguments_json)
+    key = (r.id, r.result_sha256)
+    if full:
+        result, complete = parse_json(r.result_json)
+        summary = _SUMMARIES.get(key) or summarize_result(result)
+    else:
+        summary = _SUMMARIES.get(key)
+        if summary is None:
+            summary = summarize_result(parse_json(r.result_json)[0])
+    if len(_SUMMARIES) > 50_000:
+        _SUMMARIES.clear()
+    _SUMMARIES[key] = summary
+    created = aware(r.created_at)
+    d: dict[str, Any] = {
+        "id": r.id, "run_id": r.run_id, "kind": r.kind, "parent_id": r.parent_id, "server": r.server, "tool": r.tool,
+        "status": r.status, "error": r.error, "latency_ms": r.latency_ms,
+        "started_at": (created - timedelta(milliseconds=r.latency_ms or 0)).isoformat(),
+        "created_at": created.isoformat(),
+        "arguments": args, "arguments_sha256": r.arguments_sha256, "result_sha256": r.result_sha256,
+        "anchor_ids": json.loads(r.anchor_ids_json or "[]"), "result_summary": summary,
+    }
+    if full:
+        d["result"] = result
+        d["result_truncated"] = not complete
+    return d
+
+
+def run_events(engine: "Engine", run_id: str) -> list[Any]:
+    """A run's events in id order as SQLAlchemy rows (attribute access like TraceEvent; no ORM instances, which
+    cost ~4x more for a 1,000-event run). Empty for an unknown run."""
+    t = TraceEvent.__table__  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        return list(conn.execute(sa_select(t).where(t.c.run_id == run_id).order_by(t.c.id)).all())
+
+
+def require_events(engine: "Engine", run_id: str) -> list[Any]:
+    """:func:`run_events`, raising TraceError for an empty or unknown run id."""
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise TraceError("run_id must be a non-empty string: trace_list_runs lists the run ids")
+    rows = run_events(engine, run_id)
+    if not rows:
+        raise TraceError(f"unknown run {run_id!r}: no trace events carry this run id; trace_list_runs lists runs "
+                         "(newest first)")
+    return rows
+
+
+def run_inputs(engine: "Engine", run_id: str) -> list[TraceInput]:
+    """The input-file pins of a run, in id order."""
+    with Session(engine) as s:
+        return list(s.exec(select(TraceInput).where(TraceInput.run_id == run_id).order_by(TraceInput.id)).all())
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: str | datetime | None = None,
+              server: str | None = None, status: str | None = None, text: str | None = None, limit: int = 20,
+              offset: int = 0) -> dict[str, Any]:
+    """Runs, newest first (by last event), with paging.
+
+    Args:
+        since / until: ISO 8601; a run is listed when its last event is at/after ``since`` and its first event
+            at/before ``until``.
+        server: only runs with at least one event of this server namespace (``rag``, ``memory``, ``roles``...).
+        status: ``ok`` (no failed event), ``errors`` (at least one ``tool_error`` / ``exception``) or ``active``
+            (an event in the last ``ACTIVE_SECONDS`` = 60 s).
+        text: case-insensitive substring of the run id, a tool name or the arguments JSON.
+        limit: 1..500 runs per page; offset: runs to skip.
+
+    Returns ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers, tools, status,
+    active}], total, offset, next_offset}`` (``next_offset`` None on the last page).
+
+    Raises TraceError for a bad date, status or paging value.
+    """
+    T = TraceEvent
+    if not 1 <= int(limit) <= 500:
+        raise TraceError(f"limit must be 1..500, got {limit}")
+    if int(offset) < 0:
+        raise TraceError(f"offset must be >= 0, got {offset}")
+    if status not in (None, "", "ok", "errors", "active"):
+        raise TraceError(f"status must be ok, errors or active, got {status!r}")
+    since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
+    n_err = func.sum(case((T.status.in_(ERROR_STATUSES), 1), else_=0))  # type: ignore[attr-defined]
+    q = select(T.run_id, func.min(T.created_at), func.max(T.created_at), func.count(), n_err,
+               func.sum(case((T.kind == "tool_call", 1), else_=0))).group_by(T.run_id)
+    conds = []
+    if server:
+        conds.append(T.run_id.in_(select(T.run_id).where(T.server == server)))  # type: ignore[attr-defined]
+    if text:
+        like = f"%{text.lower()}%"
+        conds.append(T.run_id.in_(select(T.run_id).where(  # type: ignore[attr-defined]
+            func.lower(T.run_id).like(like) | func.lower(T.tool).like(like) | func.lower(T.arguments_json).like(like))))
+    for c in conds:
+        q = q.where(c)
+    having = []
+    if since_d:
+        having.append(func.max(T.created_at) >= since_d)
+    if until_d:
+        having.append(func.min(T.created_at) <= until_d)
+    if status == "ok":
+        having.append(n_err == 0)
+    elif status == "errors":
+        having.append(n_err > 0)
+    elif status == "active":
+        having.append(func.max(T.created_at) >= datetime.now(timezone.utc) - timedelta(seconds=ACTIVE_SECONDS))
+    for h in having:
+        q = q.having(h)
+    with Session(engine) as s:
+        total = s.exec(select(func.count()).select_from(q.subquery())).one()
+        rows = s.exec(q.order_by(func.max(T.created_at).desc()).offset(int(offset)).limit(int(limit))).all()
+        ids = [r[0] for r in rows]
+        detail: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in ids}
+        if ids:
+            for rid, srv, tool in s.exec(select(T.run_id, T.server, T.tool).where(
+                    T.run_id.in_(ids)).distinct()).all():  # type: ignore[attr-defined]
+                detail[rid][0].add(srv)
+                detail[rid][1].add(tool)
+    now = datetime.now(timezone.utc)
+    runs = []
+    for rid, first, last, n, errs, calls in rows:
+        runs.append({"run_id": rid, "started_at": iso(first), "last_event_at": iso(last), "events": n,
+                     "tool_calls": int(calls or 0), "errors": int(errs or 0), "servers": sorted(detail[rid][0]),
+                     "tools": sorted(detail[rid][1]), "status": "errors" if errs else "ok",
+                     "active": (now - aware(last)).total_seconds() < ACTIVE_SECONDS})
+    nxt = int(offset) + len(runs)
+    return {"runs": runs, "total": int(total), "offset": int(offset), "next_offset": nxt if nxt < total else None}
+
+
+def run_summary(rows: list[Any]) -> dict[str, Any]:
+    """Counts and times of a run's events (rows ordered by id): ``{run_id, started_at, first_event_at,
+    last_event_at, duration_s, events, by_kind, by_status, errors, servers, status (ok | errors), active}``."""
+    first, last = aware(rows[0].created_at), aware(rows[-1].created_at)
+    start = min(aware(r.created_at) - timedelta(milliseconds=r.latency_ms or 0) for r in rows)
+    by_kind: dict[str, int] = {}
+    by_status: dict[str, int] = {}
+    for r in rows:
+        by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+    errors = sum(v for k, v in by_status.items() if k in ERROR_STATUSES)
+    return {"run_id": rows[0].run_id, "started_at": start.isoformat(), "first_event_at": first.isoformat(),
+            "last_event_at": last.isoformat(), "duration_s": round((last - start).total_seconds(), 3),
+            "events": len(rows), "by_kind": by_kind, "by_status": by_status, "errors": errors,
+            "servers": sorted({r.server for r in rows}), "status": "errors" if errors else "ok",
+            "active": (datetime.now(timezone.utc) - last).total_seconds() < ACTIVE_SECONDS}
+
+
+def build_tree(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Nest event dicts by ``parent_id`` (``children`` lists, in id order); an event whose parent is not in the
+    run is a root. Returns the roots."""
+    by_id = {e["id"]: {**e, "children": []} for e in events}
+    roots = []
+    for e in by_id.values():
+        parent = by_id.get(e["parent_id"]) if e["parent_id"] is not None else None
+        (parent["children"] if parent is not None and parent is not e else roots).append(e)
+    return roots
+
+
+def compact_event(e: dict[str, Any]) -> dict[str, Any]:
+    """The compact form of an event dict: :data:`COMPACT_KEYS`, plus ``error`` and ``anchors`` (count) when
+    present, and ``children`` only when there are any (the nesting gives the parent); long arguments become a
+    truncated JSON string."""
+    c = {k: e[k] for k in COMPACT_KEYS}
+    a = json.dumps(c["arguments"], ensure_ascii=False) if not isinstance(c["arguments"], str) else c["arguments"]
+    if len(a) > COMPACT_ARGS_CHARS:
+        c["arguments"] = a[: COMPACT_ARGS_CHARS - 1] + "…"
+    if e.get("error"):
+        c["error"] = e["error"]
+    if e.get("anchor_ids"):
+        c["anchors"] = len(e["anchor_ids"])
+    return c
+
+
+def _compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**compact_event(n), **({"children": _compact_tree(n["children"])} if n["children"] else {})}
+            for n in nodes]
+
+
+def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, detail: bool = True,
+            after_id: int = 0) -> dict[str, Any]:
+    """One run: ``{run: summary, pins, tree: [event + children...], errors: [failed events], last_id}``.
+
+    Events carry arguments, hashes and a result summary; ``include_results`` adds the stored result;
+    ``detail=False`` gives the compact form (:func:`compact_event`: no hashes, timestamps, run id or parent id;
+    long arguments truncated; ``children`` only where there are any), for large runs over MCP.
+    ``after_id`` > 0 returns only events with a larger id as a flat ``events`` list (for live updates).
+    Raises TraceError for an unknown run."""
+    rows = require_events(engine, run_id)
+    events = [event_dict(r, full=include_results) for r in rows]
+    out: dict[str, Any] = {"run": run_summary(rows), "pins": run_pins(engine, run_id), "last_id": rows[-1].id,
+                           "errors": [{k: e.get(k) for k in ("id", "tool", "status", "error")} for e in events
+                                      if e["status"] in ERROR_STATUSES]}
+    if after_id:
+        out["events"] = [e for e in events if e["id"] > after_id]
+    else:
+        tree = build_tree(events)
+        out["tree"] = tree if detail or include_results else _compact_tree(tree)
+    return out
+
+
+def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
+    """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
+    input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown."""
+    with Session(engine) as s:
+        r = s.get(TraceEvent, int(event_id))
+        if r is None:
+            raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
+        children = s.exec(select(TraceEvent.id).where(TraceEvent.parent_id == r.id).order_by(TraceEvent.id)).all()
+        inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
+    d = event_dict(r)
+    d["children"] = list(children)
+    d["inputs"] = [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs]
+    return d
+
+
+def max_event_id(engine: "Engine", run_id: str | None = None) -> int:
+    """The largest event id (of one run when ``run_id`` is given), 0 when there is none."""
+    q = select(func.max(TraceEvent.id))
+    if run_id:
+        q = q.where(TraceEvent.run_id == run_id)
+    with Session(engine) as s:
+        return int(s.exec(q).one() or 0)
+
+
+def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
+    """The distinct anchors cited in a run (first citation wins), each with ``event_id``. ``rows``: the run's
+    events (:func:`run_events`)."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        result, _ = parse_json(r.result_json)
+        for a in find_anchors(result):
+            key = (a.get("chunk_id"), a.get("sha256"), a.get("chunk_sha256"))
+            if key not in seen:
+                seen[key] = {**a, "event_id": r.id}
+    return list(seen.values())

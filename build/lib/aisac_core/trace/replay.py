@@ -1,0 +1,200 @@
+"""Replay: re-execute a run's recorded tool calls against the current store and compare the results.
+
+The core calls tools through a :class:`~aisac_core.ports.ToolPort` (the server layer passes one over the suite), so
+this module knows no MCP. Result comparison (:func:`compare_results`) is shared with :mod:`aisac_core.trace.diff`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.hashing import dumps, sha256_json
+from aisac_core.ports import ToolOutcome, ToolPort
+from aisac_core.trace.pins import changed_pins, config_pins, run_pins
+from aisac_core.trace.queries import count_by, parse_json, require_events
+from aisac_core.trace.recorder import new_run_id
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+#: result keys that measure time and change on every call: ignored when replay and diff compare results.
+#: ``run_id``, ``event_id`` and ``job_id`` in a result name the recording, not its content.
+VOLATILE_KEYS = frozenset({"took_ms", "latency_ms", "elapsed_ms", "duration_ms", "elapsed_s", "took_s", "seconds",
+                           "created_at", "started_at", "finished_at", "updated_at", "timestamp", "run_id", "event_id",
+                           "job_id"})
+
+#: tool-name words that mark a call as writing, destructive or non-deterministic (not replayed).
+_SKIP_WORDS = re.compile(r"(^|_)(remove|delete|prune|forget|clear|drop|reset|cancel|stop|close|add|record|start|"
+                         r"create|new|put|set|save|write|update|index|load|register|upload|import|run|exec|replay|"
+                         r"job|status|fetch|download|submit)(_|$)")
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+
+def strip_volatile(x: Any) -> Any:
+    """``x`` without the keys of ``VOLATILE_KEYS`` at any depth (timings that change on every call)."""
+    if isinstance(x, dict):
+        return {k: strip_volatile(v) for k, v in x.items() if k not in VOLATILE_KEYS}
+    if isinstance(x, list):
+        return [strip_volatile(v) for v in x]
+    return x
+
+
+def json_changes(a: Any, b: Any, path: str = "$", limit: int = 20) -> list[str]:
+    """JSON paths (``$.hits[0].chunk_id``; ``$.x[len 2 -> 3]`` for lists of another length) where ``a`` and ``b``
+    differ, at most ``limit``."""
+    out: list[str] = []
+
+    def walk(x: Any, y: Any, p: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y), key=str):
+                if k not in x or k not in y:
+                    out.append(f"{p}.{k}")
+                else:
+                    walk(x[k], y[k], f"{p}.{k}")
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                out.append(f"{p}[len {len(x)} -> {len(y)}]")
+            for i, (u, v) in enumerate(zip(x, y)):
+                walk(u, v, f"{p}[{i}]")
+        elif x != y:
+            out.append(p)
+
+    walk(a, b, path)
+    return out
+
+
+def compare_results(sha_a: str | None, json_a: str | None, sha_b: str | None,
+                    json_b: str | None) -> tuple[str, list[str]]:
+    """``("same" | "changed", changed paths)``: equal sha256, or equal after removing volatile timing keys. When a
+    stored result was truncated, only the sha256 decides."""
+    if sha_a == sha_b:
+        return "same", []
+    va, ca = parse_json(json_a)
+    vb, cb = parse_json(json_b)
+    if ca and cb and va is not None and vb is not None:
+        sa, sb = strip_volatile(va), strip_volatile(vb)
+        if sa == sb:
+            return "same", []
+        return "changed", json_changes(sa, sb)
+    return "changed", ["$ (stored result truncated: compared by sha256)"]
+
+
+# ---------------------------------------------------------------------------------------------- replay
+
+def _hint(annotations: Any, name: str) -> Any:
+    """An annotation hint (``readOnlyHint``...) from a dict (:class:`~aisac_core.ports.ToolInfo`), a pydantic model
+    with camelCase aliases (MCP ``ToolAnnotations``), or an object with the attribute."""
+    if annotations is None:
+        return None
+    if not isinstance(annotations, dict) and hasattr(annotations, "model_dump"):
+        annotations = annotations.model_dump(by_alias=True)
+    if isinstance(annotations, dict):
+        return annotations.get(name)
+    return getattr(annotations, name, None)
+
+
+def replay_skip_reason(tool: str, annotations: Any = None) -> str | None:
+    """Why a recorded tool call is not replayed, or None when it is.
+
+    ``annotations``: the tool's MCP annotations, as a dict (``ToolInfo.annotations``) or an object with
+    ``readOnlyHint`` / ``destructiveHint`` attributes. Annotations win (``readOnlyHint`` true: replayed;
+    ``destructiveHint`` true: skipped), then the name: ``trace_*`` tools read the trace itself; names with a writing
+    or time-dependent verb (``_SKIP_WORDS``: add, remove, index, run, job, status, fetch...) are skipped, since
+    replaying them would duplicate writes, delete data, start jobs or depend on the clock or the web."""
+    if tool.startswith("trace_"):
+        return "reads the trace itself"
+    if _hint(annotations, "readOnlyHint") is True:
+        return None
+    if _hint(annotations, "destructiveHint") is True:
+        return "destructive (tool annotation destructiveHint)"
+    m = _SKIP_WORDS.search(tool.split("_", 1)[1] if "_" in tool else tool)
+    if m:
+        return f"writes to the store, starts work or depends on time/the web ('{m.group(2)}' in the name): not replayed"
+    return None
+
+
+def _error_text(outcome: ToolOutcome) -> str:
+    if outcome.error is not None:
+        return outcome.error
+    obj = outcome.value
+    return " ".join(str(x) for x in obj) if isinstance(obj, list) else str(obj)
+
+
+async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: list[str] | None = None,
+                     replay_run_id: str | None = None) -> dict[str, Any]:
+    """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
+
+    Calls go through ``tools`` (the suite's tools behind the provenance middleware, so they are recorded) with
+    request ``_meta`` ``{"run_id": <replay run id>}``: under a new run id (``replay_run_id`` or ``replay-<new
+    id>``), never into the original run. A call's result is compared as the middleware recorded it: the
+    structured content, else the text blocks (:attr:`~aisac_core.ports.ToolOutcome.value`). Role steps and model
+    calls are not tool calls: they are reproduced by the roles tool call that made them; when the run holds model
+    calls, a tool with an ``llm`` argument (roles_route / roles_plan / roles_evaluate) is replayed with
+    ``llm="replay"``, so its model answers come from the roles response cache only (an unseen request fails the
+    step). Calls with a parent event are covered by their parent's replay. Calls skipped by
+    :func:`replay_skip_reason` are listed with the reason; ``force`` names tools to replay anyway.
+
+    Per step: ``same`` (result sha256 equal, or equal once timing keys ``VOLATILE_KEYS`` are removed; a call
+    that failed before and fails again with the same status is ``same`` too), ``changed`` (with the JSON
+    paths that differ), ``failed`` (the replayed call failed where the original succeeded, or vice versa), or
+    ``skipped`` (with the reason).
+
+    Returns ``{run_id, replay_run_id, status (same | changed | failed), counts, steps: [{event_id, tool, status,
+    reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed}``. Raises TraceError for an
+    unknown run."""
+    rows = require_events(app.engine, run_id)
+    rid = replay_run_id or "replay-" + new_run_id()[4:]
+    force_set = set(force or [])
+    has_model_calls = any(r.kind == "model_call" for r in rows)
+    available = {t.name: t for t in await tools.list_tools()}
+    steps: list[dict[str, Any]] = []
+    for r in rows:
+        base = {"event_id": r.id, "tool": r.tool, "original_sha256": r.result_sha256}
+        if r.kind != "tool_call":
+            continue
+        if r.parent_id is not None:
+            steps.append({**base, "status": "skipped", "reason": f"child of event {r.parent_id}: replayed by it"})
+            continue
+        if r.tool not in available:
+            steps.append({**base, "status": "failed", "reason": f"tool {r.tool} is not available in this suite"})
+            continue
+        reason = None if r.tool in force_set else replay_skip_reason(r.tool, available[r.tool].annotations)
+        if reason:
+            steps.append({**base, "status": "skipped", "reason": reason})
+            continue
+        args, complete = parse_json(r.arguments_json)
+        if not complete or not isinstance(args, dict):
+            steps.append({**base, "status": "skipped", "reason": "arguments were stored truncated"})
+            continue
+        props = (available[r.tool].input_schema or {}).get("properties", {})
+        if "llm" in props and has_model_calls and args.get("llm") != "none":
+            args = {**args, "llm": "replay"}  # model answers from the roles response cache only
+            base["llm"] = "replay"
+        try:
+            outcome = await tools.call_tool(r.tool, args, meta={"run_id": rid})
+            ok, obj = not outcome.is_error, outcome.value
+            err = _error_text(outcome) if outcome.is_error else None
+        except Exception as exc:  # a port that raises instead of returning the error: the step failed
+            ok, err, obj = False, f"{type(exc).__name__}: {exc}", None
+        new_sha = None if obj is None or not ok else sha256_json(obj)
+        if r.status == "ok" and ok:
+            status, changes = compare_results(r.result_sha256, r.result_json, new_sha, dumps(obj))
+            steps.append({**base, "status": status, "replay_sha256": new_sha,
+                          **({"changes": changes} if changes else {})})
+        elif r.status != "ok" and not ok:
+            steps.append({**base, "status": "same", "replay_sha256": None, "error": err,
+                          "reason": "failed before and fails again"})
+        else:
+            steps.append({**base, "status": "failed", "replay_sha256": new_sha, "error": err or "",
+                          "reason": "the original call failed but the replay succeeded" if ok
+                          else "the replay failed"})
+    counts = count_by(steps)
+    old_pins = run_pins(app.engine, run_id)
+    pins_changed = changed_pins(old_pins, config_pins(app)) if old_pins else []
+    overall = "failed" if counts.get("failed") else "changed" if counts.get("changed") else "same"
+    return {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts, "steps": steps,
+            "pins_changed": pins_changed}

@@ -1,0 +1,92 @@
+"""Trace statistics and retention (delete old runs after exporting them)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, func
+from sqlmodel import Session, select
+
+from aisac_core.store.tables import TraceEvent, TraceInput, TraceRunPin
+from aisac_core.trace.exports import export_run
+from aisac_core.trace.queries import ERROR_STATUSES, TraceError, iso, naive_utc
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.context import AppContext
+
+
+def _percentile(vals: list[float], p: float) -> float:
+    """The ``p``-th percentile (0..100) of ``vals`` with linear interpolation (numpy's default method)."""
+    v = sorted(vals)
+    k = (len(v) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
+    return round(v[lo] + (v[hi] - v[lo]) * (k - lo), 3)
+
+
+def trace_stats(engine: "Engine", since: str | datetime | None = None) -> dict[str, Any]:
+    """Totals over the trace (events since ``since``, ISO 8601, when given): ``{runs, events, by_kind, by_status,
+    first_event_at, last_event_at, tools: [{tool, calls, errors, error_rate, p50_ms, p95_ms, max_ms}]}``
+    (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
+    T = TraceEvent
+    since_d = naive_utc(since, "since")
+    q = select(T.run_id, T.kind, T.status, T.tool, T.latency_ms, T.created_at)
+    if since_d:
+        q = q.where(T.created_at >= since_d)
+    with Session(engine) as s:
+        rows = s.exec(q).all()
+    runs, kinds, statuses, per_tool = set(), {}, {}, {}
+    first = last = None
+    for rid, kind, st, tool, lat, created in rows:
+        runs.add(rid)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        statuses[st] = statuses.get(st, 0) + 1
+        t = per_tool.setdefault(tool, {"calls": 0, "errors": 0, "lat": []})
+        t["calls"] += 1
+        t["errors"] += st in ERROR_STATUSES
+        t["lat"].append(lat or 0.0)
+        first = created if first is None or created < first else first
+        last = created if last is None or created > last else last
+    tools = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
+              "error_rate": round(t["errors"] / t["calls"], 4), "p50_ms": _percentile(t["lat"], 50),
+              "p95_ms": _percentile(t["lat"], 95), "max_ms": round(max(t["lat"]), 3)}
+             for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])]
+    return {"runs": len(runs), "events": len(rows), "by_kind": kinds, "by_status": statuses,
+            "first_event_at": iso(first), "last_event_at": iso(last), "tools": tools}
+
+
+def prune_runs(app: "AppContext", older_than_days: float, *, dry_run: bool = False) -> dict[str, Any]:
+    """Delete runs whose last event is older than ``older_than_days`` days, after exporting each as a JSON bundle
+    to ``<data dir>/trace_exports/<run>.json`` (a run whose export fails is kept and listed in ``failed``).
+    ``dry_run`` lists without exporting or deleting. Returns ``{cutoff, runs: [run ids], exported: [paths],
+    deleted_events, dry_run, failed: [{run_id, error}]}``. Raises TraceError when ``older_than_days`` < 0."""
+    T = TraceEvent
+    if older_than_days is None or float(older_than_days) < 0:
+        raise TraceError(f"older_than_days must be >= 0, got {older_than_days}")
+    cutoff = datetime.now(timezone.utc) - timedelta(days=float(older_than_days))
+    with Session(app.engine) as s:
+        old = list(s.exec(select(T.run_id).group_by(T.run_id).having(func.max(T.created_at) < cutoff)).all())
+    out: dict[str, Any] = {"cutoff": iso(cutoff), "runs": old, "exported": [], "deleted_events": 0,
+                           "dry_run": bool(dry_run), "failed": []}
+    if dry_run:
+        return out
+    for rid in old:
+        try:
+            exp = export_run(app, rid, "json")
+            if not Path(exp["path"]).stat().st_size:
+                raise OSError("empty export")
+        except Exception as exc:  # a run that cannot be exported is kept
+            out["failed"].append({"run_id": rid, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        out["exported"].append(exp["path"])
+        with Session(app.engine) as s:
+            res = s.exec(delete(T).where(T.run_id == rid))  # type: ignore[call-overload]
+            out["deleted_events"] += res.rowcount or 0
+            s.exec(delete(TraceInput).where(TraceInput.run_id == rid))  # type: ignore[call-overload]
+            s.exec(delete(TraceRunPin).where(TraceRunPin.run_id == rid))  # type: ignore[call-overload]
+            s.commit()
+    out["runs"] = [r for r in old if r not in {f["run_id"] for f in out["failed"]}]
+    return out

@@ -1,0 +1,116 @@
+"""``aisac ask``: run the graph headless and print the answer, its citations, the evaluator's report and the run id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+from rich.markup import escape
+
+from aisac_core.context import AppContext
+from aisac_core.owner import OwnerInfo, live_owner
+from aisac_core.roles import RolesError
+from aisac_core.roles.graph import run_graph
+
+from .toolclient import SuiteTools
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, session_id: str | None,
+        as_json: bool, out: "Console", err: "Console") -> int:
+    """Run :func:`~aisac_core.roles.graph.run_graph` and print the result; returns the exit code (0; the
+    evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
+
+    When the store has a running owner process (``aisac serve``, docs/processes.md), which holds the store's
+    lock, the run goes to that process as a ``roles_run`` call instead of opening the store here."""
+    owner = _live_owner(core)
+    err.print("[dim]running router -> planner -> coordinator -> evaluator"
+              + (f" in the store's owner process ({owner.url})" if owner else "") + " ...[/dim]")
+    if owner is not None:
+        res = anyio.run(lambda: _ask_owner(owner, question, mode, llm, session_id))
+    else:
+        res = anyio.run(lambda: _ask_here(core, question, mode, llm, session_id))
+    if as_json:
+        print(json.dumps(res, indent=1, ensure_ascii=False, default=str))
+        return 0
+    print_result(res, out)
+    return 0
+
+
+def _live_owner(core: AppContext) -> OwnerInfo | None:
+    try:
+        return live_owner(core.settings.data_dir)
+    except Exception:
+        return None
+
+
+async def _ask_here(core: AppContext, question: str, mode: str | None, llm: str | None,
+                    session_id: str | None) -> dict[str, Any]:
+    """The run in this process, on the suite built over ``core``."""
+    async with SuiteTools(core) as tools:
+        return await run_graph(core, question, tools=tools, mode=mode, llm=llm, session_id=session_id)
+
+
+async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str | None,
+                     session_id: str | None) -> dict[str, Any]:
+    """``roles_run`` on the store's owner over HTTP (its bearer token from owner.json); polls a long run."""
+    args: dict[str, Any] = {"task": question, "wait_s": 600}
+    for k, v in (("mode", mode), ("llm", llm), ("session_id", session_id)):
+        if v is not None:
+            args[k] = v
+    async with Client(StreamableHttpTransport(owner.url, auth=owner.token), timeout=900) as c:
+        try:
+            res = (await c.call_tool("roles_run", args)).structured_content
+            while res.get("status") == "running":
+                await anyio.sleep(2)
+                res = (await c.call_tool("roles_job_status", {"job_id": res["job_id"]})).structured_content
+                if res.get("status") == "failed":
+                    raise RolesError(res.get("error") or "the run failed")
+                if res.get("status") == "done":
+                    res = res["result"]
+        except ToolError as exc:
+            raise RolesError(str(exc)) from exc
+    return res
+
+
+def print_result(res: dict[str, Any], out: "Console") -> None:
+    """Human rendering of a run result."""
+    ans = res["answer"] or {}
+    ev = res["evaluation"] or {}
+    out.print(f"[bold]run id:[/bold] {res['run_id']}")
+    r = res["route"]
+    out.print(f"[bold]route:[/bold] {r.get('intent')} / {r.get('complexity')} -> {r.get('decision')} ({r.get('by')})")
+    out.print(f"[bold]answer[/bold] ({ans.get('by')}, attempt {len(res['attempts'])}):")
+    out.print(escape(ans.get("text") or ""))
+    if ans.get("citations"):
+        out.print("[bold]citations:[/bold]")
+    for c in ans.get("citations") or []:
+        if c["kind"] == "rag":
+            a = c["anchor"]
+            span = a.get("char_span")
+            out.print(escape(f"  [{c['n']}] {c.get('title') or Path(str(c.get('path'))).name} · p. {c.get('page')} · "
+                             f"{c.get('section') or '-'} · score {c.get('score')} · chunk {c['chunk_id']} · "
+                             f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"))
+        else:
+            out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
+    verdict = "[green]passed[/green]" if ev.get("passed") else "[red]failed[/red]"
+    out.print(f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): {verdict} · mean severity "
+              f"{ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds {ev.get('thresholds')}")
+    gates = ev.get("gates") or {}
+    g = gates.get("evidence") or {}
+    out.print(f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "
+              f">= score {g.get('min_score')}, need {g.get('required')})")
+    out.print(f"  data gate: {'ok' if (gates.get('data') or {}).get('passed') else 'FAILED'} · exec gate: "
+              f"{'ok' if (gates.get('exec') or {}).get('passed') else 'FAILED'}")
+    for c in ev.get("critiques") or []:
+        out.print(escape(f"  - [{c.get('aspect')} {c.get('severity')}] {c.get('text')}"))
+    for m in res.get("model_errors") or []:
+        out.print(escape(f"[yellow]model error ({m['role']}), rules used instead:[/yellow] {m['error']}"))
+    out.print(f"[dim]{len(res['attempts'])} attempt(s), {res['took_s']} s; trace run id {res['run_id']}[/dim]")

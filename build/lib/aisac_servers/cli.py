@@ -1,0 +1,409 @@
+"""The ``aisac`` command: index, search, serve, status.
+
+Human output (tables, progress bars) goes to stderr except for the result a command exists to print
+(``search`` hits, ``status``), which goes to stdout; ``aisac serve`` over stdio writes only JSON-RPC to
+stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from aisac_core.context import AppContext, store_status
+from aisac_core.owner import (
+    SUPPORTED,
+    OwnerError,
+    claim_store,
+    ensure_owner,
+    live_owner,
+    read_owner_file,
+    stop_owner,
+)
+from aisac_core.security import is_loopback, new_token
+from aisac_core.settings import Settings
+
+# Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
+# `aisac serve` start without loading the store, the models or the MCP servers they do not use.
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.")
+err = Console(stderr=True)
+out = Console()
+
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR "
+                                                 "or the user data dir)", envvar="AISAC_DATA_DIR")]
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    return Settings(data_dir=data_dir) if data_dir else Settings()
+
+
+def _app(data_dir: Path | None) -> AppContext:
+    """The application context of the store in ``data_dir`` (default: the configured one); close it when done."""
+    return AppContext(_settings(data_dir))
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
+    raise typer.Exit(code)
+
+
+@app.command()
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="files or folders to index")],
+    catalog: Annotated[bool, typer.Option("--catalog", help="catalog only: list, do not embed")] = False,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
+) -> None:
+    """Index files and folders incrementally (unchanged files are skipped without being read)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from aisac_core.rag.indexer import Counters, Indexer, IndexingError
+
+    core = _app(data_dir)
+    failures: list[dict[str, str]] = []
+    counters = Counters()
+    try:
+        with Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.description}"), console=err, transient=not err.is_terminal) as bar:
+            task = bar.add_task("", total=None)
+
+            def progress(done: int, total: int, name: str) -> None:
+                bar.update(task, completed=done, total=total, description=name[:60])
+
+            Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
+    except IndexingError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # store errors carry their recovery step
+        _fail(str(exc))
+    finally:
+        core.close()
+    if as_json:
+        print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
+        return
+    c = counters
+    err.print(f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
+              f"{c.files_failed} failed, {c.files_pruned} removed, {c.files_catalogued} catalogued; "
+              f"chunks: {c.chunks_embedded} embedded, {c.chunks_deleted} deleted; pages parsed: {c.pages_parsed}")
+    for f in failures:
+        err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="what to find")],
+    k: Annotated[int, typer.Option("-k", help="number of hits (1-100)")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, dense or sparse")] = "hybrid",
+    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="key=value, e.g. path_glob=*.pdf, "
+                                                          "page_from=2 (repeatable)")] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
+) -> None:
+    """Search the index and print a table of hits with their anchors."""
+    from aisac_core.rag.search import SearchError
+    from aisac_core.rag.search import search as core_search
+
+    filters: dict[str, object] = {}
+    for f in filter_ or []:
+        if "=" not in f:
+            _fail(f"--filter takes key=value, got {f!r}")
+        key, val = f.split("=", 1)
+        filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
+    core = _app(data_dir)
+    try:
+        res = core_search(core, query, k, filters or None, mode)
+    except SearchError as exc:
+        _fail(str(exc))
+    except Exception as exc:
+        _fail(str(exc))
+    finally:
+        core.close()
+    if as_json:
+        print(json.dumps(res.as_dict(), indent=1, ensure_ascii=False))
+        return
+    if not res.hits:
+        out.print(res.message or "no hits")
+        return
+    t = Table(title=f"{len(res.hits)} hits for {query!r} ({res.mode}, {res.took_ms:.0f} ms)", show_lines=True)
+    for col in ("#", "score", "document", "page", "section", "text"):
+        t.add_column(col, overflow="fold")
+    for i, h in enumerate(res.hits, 1):
+        p = h.payload
+        text = " ".join((p.get("text") or "").split())
+        t.add_row(str(i), f"{h.score:.4f}", f"{Path(p.get('path', '')).name}\n{p.get('doc_id')}",
+                  str(p.get("page") or "-"), p.get("section") or "-", text[:300] + ("…" if len(text) > 300 else ""))
+    out.print(t)
+
+
+@app.command()
+def serve(
+    server: Annotated[Optional[str], typer.Argument(help="one server (rag, memory, ...); default: the whole suite")] = None,
+    transport: Annotated[str, typer.Option(help="stdio (default) or http (streamable HTTP)")] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP bind address; any non-loopback address requires the bearer "
+                                           "token (AISAC_HTTP_TOKEN, else one is generated and printed)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
+    no_owner: Annotated[bool, typer.Option("--no-owner", help="open the store in this process instead of sharing "
+                                                               "it through the store's owner daemon (single host only)")] = False,
+    data_dir: DataDir = None,
+    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its own "
+                                                    "store, tools, prompts (docs/projects.md)")] = None,
+) -> None:
+    """Run the MCP suite (or one server) over stdio or streamable HTTP.
+
+    By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
+    docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
+    """
+    from aisac_servers.builtin import aisac_register_servers
+    from aisac_servers.owner import build_proxy, serve_http
+
+    logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if transport not in ("stdio", "http"):
+        _fail(f"--transport must be stdio or http, got {transport!r}")
+    settings = _settings(data_dir)
+    names = [server] if server else None
+    available = dict(aisac_register_servers())
+    if server and server not in available:
+        _fail(f"unknown server(s) {[server]}; available: {', '.join(available)}")
+    use_owner = settings.owner.mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
+    base_settings = settings
+    if project is not None:  # check the manifest first (one line on error); the store is the project's
+        from aisac_core.projects import BootstrapError, bootstrap
+
+        try:
+            settings = bootstrap(project, base_settings, open_store=False).settings
+        except BootstrapError as exc:
+            _fail(str(exc))
+        os.environ.update(AISAC_PROJECT=str(Path(project).expanduser().resolve()),
+                          AISAC_MODELS_ROOT=str(settings.models_dir))  # read by the store's owner daemon
+
+    def in_process():  # noqa: ANN202
+        if project is not None:
+            from aisac_servers.project import serve_project
+
+            from aisac_core.projects import BootstrapError
+
+            try:
+                suite, _app_ctx = serve_project(project, base_settings, names)
+                return suite
+            except BootstrapError as exc:
+                _fail(str(exc))
+        # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
+        from aisac_servers.suite import build
+
+        return build(names, app=AppContext(settings))
+
+    try:
+        if transport == "stdio":
+            if use_owner:
+                ensure_owner(settings)  # fail fast (version mismatch, daemon cannot start); re-checked per request
+                build_proxy(settings, names).run(transport="stdio", show_banner=False)
+            else:
+                in_process().run(transport="stdio", show_banner=False)
+            return
+        token = settings.http_token
+        if token is None and not is_loopback(host):
+            token = new_token()
+            err.print(f"aisac: {host} is not a loopback address, so every request needs the header "
+                      f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)")
+        if not use_owner:
+            serve_http(settings, in_process(), host=host, port=port, token=token)
+            return
+        fd, info = claim_store(settings)
+        if fd is not None:
+            # this process owns the store; proxies of other hosts reach it with the token in owner.json
+            try:
+                serve_http(settings, in_process(), host=host, port=port, token=token, register_fd=fd, kind="http")
+            finally:
+                os.close(fd)
+        else:
+            assert info is not None
+            err.print(f"aisac: the store is owned by pid {info.pid} ({info.url}); serving as a proxy to it")
+            serve_http(settings, build_proxy(settings, names), host=host, port=port, token=token)
+    except OwnerError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def owner(
+    action: Annotated[str, typer.Argument(help="status (print the store's owner process as JSON) or stop")] = "status",
+    data_dir: DataDir = None,
+) -> None:
+    """The store's owner process (docs/processes.md): show it, or stop it (the store is closed cleanly)."""
+    settings = _settings(data_dir)
+    if action == "status":
+        info = live_owner(settings.data_dir)
+        stale = None if info else read_owner_file(settings.data_dir)
+        print(json.dumps({"running": info is not None,
+                          "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
+                          "stale_pid": stale.pid if stale else None}, indent=1))
+    elif action == "stop":
+        stopped = stop_owner(settings.data_dir)
+        err.print(f"stopped the owner pid {stopped.pid}" if stopped else "no owner process is running")
+    else:
+        _fail(f"action must be status or stop, got {action!r}")
+
+
+@app.command()
+def status(data_dir: DataDir = None,
+           as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
+    """Documents, chunks, jobs, and where the store lives (and its size)."""
+    core = _app(data_dir)
+    try:
+        st = store_status(core)
+    except Exception as exc:
+        _fail(str(exc))
+    finally:
+        core.close()
+    if as_json:
+        print(json.dumps(st, indent=1))
+        return
+    t = Table(title="aisac store", show_header=False)
+    t.add_column("what")
+    t.add_column("value", overflow="fold")
+    for key, val in st.items():
+        if key != "recent_jobs":
+            t.add_row(key, json.dumps(val) if isinstance(val, (dict, list)) else str(val))
+    out.print(t)
+    for j in st["recent_jobs"]:
+        out.print(f"job {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})")
+
+
+@app.command()
+def dashboard(
+    host: Annotated[str, typer.Option(help="bind address (loopback only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port")] = 8766,
+    prune_days: Annotated[Optional[float], typer.Option("--prune-days", help="retention: export (JSON) and delete "
+                                                        "runs older than this many days, then exit")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Live trace dashboard in the browser (runs, event trees, evidence, live updates)."""
+    from aisac_core.trace.dashboard import serve as serve_dashboard
+
+    core = _app(data_dir)
+    if prune_days is not None:
+        from aisac_core.trace.retention import prune_runs
+
+        try:
+            res = prune_runs(core, prune_days)
+        except Exception as exc:
+            _fail(str(exc))
+        finally:
+            core.close()
+        print(json.dumps(res, indent=1))
+        return
+    err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
+    try:
+        serve_dashboard(host, port, core)
+    except ValueError as exc:
+        _fail(str(exc))
+    finally:
+        core.close()
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="the new project folder (created; must be empty)")],
+    template: Annotated[str, typer.Option("--template", "-t", help="general, materials or process_safety")] = "general",
+    name: Annotated[Optional[str], typer.Option(help="display name (default: the template's)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="write into a non-empty folder")] = False,
+) -> None:
+    """Create a project from a template: aisac.toml, sample data, extensions (docs/projects.md)."""
+    from aisac_core.projects import BootstrapError, init_project, load_manifest
+
+    try:
+        man = init_project(directory, template, name=name, force=force)
+    except BootstrapError as exc:
+        _fail(str(exc))
+    p = load_manifest(man)
+    err.print(f"created project {p.manifest.project.name!r} (id {p.id}) in {p.root}; serve it with "
+              f"`aisac serve --project {p.root}`, index it with the rag_index tool (no path: every manifest root)",
+              soft_wrap=True, markup=False)
+
+
+@app.command()
+def install(
+    host: Annotated[str, typer.Argument(help="claude-desktop, vscode or cursor")],
+    project: Annotated[Optional[Path], typer.Option("--project", help="serve this project (a folder with "
+                                                    "aisac.toml)")] = None,
+    print_: Annotated[bool, typer.Option("--print", help="print the configuration, write nothing")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="the host's configuration file (default: "
+                                                   "where the host reads it, docs/hosts.md)")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
+    from aisac_core.projects import BootstrapError
+    from aisac_core.projects.hosts import HostConfigError, render, server_entry
+    from aisac_core.projects.hosts import install as install_host
+
+    try:
+        store = data_dir or Settings().data_dir
+        entry = server_entry(host, data_dir=store, project=project)
+        if print_:
+            print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
+            return
+        res = install_host(host, entry, config_path=config)
+    except (HostConfigError, BootstrapError) as exc:
+        _fail(str(exc))
+    err.print(f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
+              + (f" (previous file kept as {res.backup})" if res.backup else "") + "; restart the host",
+              soft_wrap=True, markup=False)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    mode: Annotated[Optional[str], typer.Option(help="lite, standard or strict (minimum cited anchors 1/2/3)")] = None,
+    llm: Annotated[Optional[str], typer.Option(help="auto, none, openai or replay (default: AISAC_ROLES_LLM)")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="memory session id for context")] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the whole result as JSON")] = False,
+    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its "
+                                                    "store, tools, prompts and workflow graph")] = None,
+) -> None:
+    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan."""
+    from aisac_servers.ask import ask as run_ask
+
+    if project is not None:
+        from aisac_core.projects import BootstrapError, bootstrap
+
+        try:
+            b = bootstrap(project, _settings(data_dir))
+        except BootstrapError as exc:
+            _fail(str(exc))
+        core = AppContext(b.settings, project=b)
+    else:
+        core = _app(data_dir)
+    try:
+        code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err)
+    except Exception as exc:  # roles errors carry what to fix
+        _fail(str(exc))
+    finally:
+        core.close()
+    if code:
+        raise typer.Exit(code)
+
+
+def main() -> None:  # pragma: no cover
+    """Entry point for ``python -m aisac_servers.cli``."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

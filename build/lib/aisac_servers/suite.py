@@ -1,0 +1,227 @@
+"""The suite: every aisac server mounted under its namespace, behind the provenance middleware.
+
+``build()`` mounts every server that exists; ``build(["rag"])`` mounts one, so a server
+run alone keeps the same tool names (``rag_search``) as in the suite.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, AsyncIterator, Callable
+
+from aisac_servers import builtin
+from aisac_servers.common import call_core
+from aisac_servers.dashboard import mount_dashboard
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from aisac_core.context import AppContext
+from aisac_core.plugins import PluginError, collect, plugins_of, register
+from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
+from aisac_core.trace.otel import emit_span, otel_enabled
+from aisac_core.trace.pins import pin_run
+from aisac_core.trace.recorder import RunAssigner, record_tool_call
+
+log = logging.getLogger("aisac.suite")
+
+#: run id of the tool call being served (set by ProvenanceMiddleware): tools that write their own trace events
+#: (the roles server) read it, since ``run_id`` arguments are removed before the tool sees them.
+current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", default=None)
+
+#: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
+#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.builtin`)
+ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
+#: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
+SERVERS = dict(builtin.aisac_register_servers())
+
+
+class ProvenanceMiddleware(Middleware):
+    """Writes one trace event per tool call (:func:`aisac_core.trace.recorder.record_tool_call`).
+
+    ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
+    otherwise the call joins the client's current run.
+    """
+
+    def __init__(self, app: AppContext) -> None:
+        self.app = app
+        self.runs = RunAssigner(app.settings.run_idle_seconds)
+        self._pinned: set[str] = set()
+
+    def _meta(self, context: MiddlewareContext, *keys: str) -> str | None:
+        """The first of ``keys`` present in the request ``_meta`` (as a string), else None."""
+        meta = getattr(context.message, "meta", None)
+        if meta is None and context.fastmcp_context is not None:
+            rc = context.fastmcp_context.request_context
+            meta = getattr(rc, "meta", None) if rc is not None else None
+        if meta is None:
+            return None
+        if not isinstance(meta, dict):
+            meta = {**(getattr(meta, "model_extra", None) or {}),
+                    **{k: getattr(meta, k) for k in keys if getattr(meta, k, None) is not None}}
+        val = next((meta[k] for k in keys if meta.get(k)), None)
+        return str(val) if val else None
+
+    def _client_key(self, context: MiddlewareContext) -> str:
+        try:
+            val = context.fastmcp_context.client_id if context.fastmcp_context is not None else None
+        except Exception:  # no request context (e.g. in-memory transport)
+            val = None
+        return str(val) if val else "default"
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
+        msg = context.message
+        args = dict(msg.arguments or {})
+        # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run
+        own_run_arg = msg.name.startswith("trace_")
+        run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "run_id", "aisac/run_id")
+                  or self.runs.run_for(self._client_key(context)))
+        if "run_id" in (msg.arguments or {}) and not own_run_arg:
+            context = context.copy(message=msg.model_copy(update={"arguments": args}))
+        name = msg.name
+        server = name.split("_", 1)[0] if "_" in name else "suite"
+        t0_ns = time.time_ns()
+        t0 = time.perf_counter()
+        status, error, result_obj = "ok", None, None
+        run_token = current_run_id.set(str(run_id))
+        try:
+            result = await call_next(context)
+            if getattr(result, "is_error", False):
+                status = "tool_error"
+            result_obj = result.structured_content if result.structured_content is not None else \
+                [getattr(c, "text", repr(c)) for c in (result.content or [])]
+            return result
+        except ToolError as exc:
+            status, error = "tool_error", str(exc)
+            raise
+        except Exception as exc:  # validation errors and the like
+            status, error = ("tool_error" if type(exc).__name__ == "ValidationError" else "exception"), str(exc)
+            raise
+        finally:
+            current_run_id.reset(run_token)
+            latency = (time.perf_counter() - t0) * 1000
+            try:
+                parent = self._meta(context, "aisac/parent_id")
+                parent_id = int(parent) if parent and parent.isdigit() else None
+                event_id = await call_core(record_tool_call, self.app.engine, run_id=str(run_id), server=server,
+                                           tool=name, arguments=args, result=result_obj, status=status, error=error,
+                                           latency_ms=latency, parent_id=parent_id)
+                if str(run_id) not in self._pinned:  # configuration pins, once per run and process
+                    self._pinned.add(str(run_id))
+                    await call_core(pin_run, self.app, str(run_id))
+                if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
+                    emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
+                              end_ns=t0_ns + int(latency * 1e6), status=status, error=error, event_id=event_id,
+                              parent_id=parent_id)
+            except Exception:  # a trace write must never break the call itself
+                log.exception("could not record the trace event of %s", name)
+
+
+#: the factory of a project's tool server: called with the application context
+PROJECT_SERVER = "aisac_servers.project:project_server"
+
+
+def load_server(server: Any, app: AppContext) -> FastMCP:
+    """A registered server as a server object: a ``"module:attribute"`` string is imported; a function (not a
+    server) is called with ``app``.
+
+    Raises:
+        PluginError: the string does not name a server, or the object is not one.
+    """
+    obj = server
+    if isinstance(server, str):
+        mod, _, attr = server.partition(":")
+        try:
+            obj = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            raise PluginError(f"server {server!r} cannot be loaded ({type(exc).__name__}: {exc}); give "
+                              "'module:attribute' of a FastMCP server") from exc
+    if not isinstance(obj, FastMCP) and callable(obj):
+        obj = obj(app)
+    if not isinstance(obj, FastMCP):
+        raise PluginError(f"server {server!r} is a {type(obj).__name__}, not a FastMCP server")
+    return obj
+
+
+def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP]]:
+    """The servers a suite of ``app`` can mount: namespace -> loader, in order (the built-ins, the served project's
+    plugin servers, then ``project`` when the project has tools).
+
+    Raises:
+        BootstrapError: a plugin's server with a bad namespace, or a namespace registered twice.
+    """
+    pm = plugins_of(app)
+    register(pm, builtin, name=builtin.PLUGIN_NAME)
+    entries: list[tuple[str, Any]] = []
+    try:
+        for item in collect(pm, "aisac_register_servers"):
+            if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                raise PluginError(f"aisac_register_servers() returned {item!r}; return (namespace, server) pairs")
+            entries.append((item[0], item[1]))
+    except PluginError as exc:
+        raise BootstrapError(str(exc)) from exc
+    first = [(ns, s) for ns, s in entries if builtin.BUILTIN_SERVERS.get(ns) == s]  # the built-ins first
+    entries = first + [e for e in entries if e not in first]
+    if app.project is not None and app.project.tools:
+        entries.append((PROJECT_NAMESPACE, PROJECT_SERVER))
+    out: dict[str, Callable[[], FastMCP]] = {}
+    for ns, server in entries:
+        if not (isinstance(ns, str) and ns.isidentifier() and ns.islower() and "_" not in ns):
+            raise BootstrapError(f"server namespace {ns!r}: use lower-case letters and digits only (tools are named "
+                                 "<namespace>_<tool>)")
+        if ns in out:
+            raise BootstrapError(f"two servers register the namespace {ns!r}; rename one (the built-ins are "
+                                 f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})")
+        out[ns] = (lambda s=server: load_server(s, app))
+    return out
+
+
+def _lifespan(app: AppContext, *, own: bool) -> Any:
+    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.common.current_app`). With
+    ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
+
+    @asynccontextmanager
+    async def lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
+        if own and app.settings.warm:
+            app.warm()  # models and vector store load in the background; tools/list answers at once
+        try:
+            yield {"app": app}
+        finally:
+            if own:
+                app.close()
+
+    return lifespan
+
+
+def build(names: list[str] | None = None, *, app: AppContext | None = None, lifespan: bool = True) -> FastMCP:
+    """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
+    :class:`~aisac_core.context.AppContext` from the environment's settings).
+
+    ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
+    and no ``app.close()`` at exit.
+
+    The servers come from the ``aisac_register_servers`` hook (:func:`suite_servers`): the
+    built-ins, a served project's plugin servers and, with the whole suite, the project's own tools (``project``).
+
+    Raises:
+        ValueError: an unknown server name.
+        BootstrapError: a project server that cannot be mounted (a namespace taken twice, a tool fastmcp refuses).
+    """
+    app = app if app is not None else AppContext()
+    available = suite_servers(app)
+    chosen = names or list(available)
+    unknown = [n for n in chosen if n not in available]
+    if unknown:
+        raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(available)}")
+    main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
+                   instructions="aisac: retrieval-grounded scientific assistance with provenance. "
+                                "Servers: " + ", ".join(chosen))
+    for n in chosen:
+        main.mount(available[n](), namespace=n)
+    main.add_middleware(ProvenanceMiddleware(app))
+    mount_dashboard(main, prefix="/dashboard", app=app)  # HTTP transport only: the live trace dashboard
+    return main
