@@ -14,8 +14,10 @@ needs them.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from aisac_core.plugins import make_plugin_manager
@@ -188,9 +190,8 @@ class AppContext:
             self._closed = True
 
 
-def _dir_size(path) -> int:  # noqa: ANN001
-    import os
-
+def _dir_size(path: Path) -> int:
+    """Bytes a folder occupies on disk (allocated blocks: vector shards are sparse files)."""
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for f in files:

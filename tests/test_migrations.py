@@ -157,28 +157,38 @@ def test_store_of_a_newer_release_is_refused(tmp_path: Path) -> None:
         make_engine(f"sqlite:///{db}")
 
 
-def test_concurrent_first_open_threads(tmp_path: Path) -> None:
-    """Four engines (as four processes would have) open one new store at the same moment: one migrates, the others
-    wait for its transaction and find the store at head."""
-    url = f"sqlite:///{tmp_path / 'aisac.db'}"
+def _at_once(fn, n: int) -> list[BaseException]:  # noqa: ANN001
+    """Run ``fn`` in ``n`` threads released together (as ``n`` processes opening one store); the errors raised."""
     errors: list[BaseException] = []
-    revisions: list[str | None] = []
-    start = threading.Barrier(4)
+    start = threading.Barrier(n)
 
     def work() -> None:
         try:
             start.wait()
-            engine = make_engine(url)
-            revisions.append(schema_revision(engine))
-            engine.dispose()
+            fn()
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
+    threads = [threading.Thread(target=work) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
+    return errors
+
+
+def test_concurrent_first_open_threads(tmp_path: Path) -> None:
+    """Four engines (as four processes would have) open one new store at the same moment: one migrates, the others
+    wait for its transaction and find the store at head."""
+    url = f"sqlite:///{tmp_path / 'aisac.db'}"
+    revisions: list[str | None] = []
+
+    def work() -> None:
+        engine = make_engine(url)
+        revisions.append(schema_revision(engine))
+        engine.dispose()
+
+    errors = _at_once(work, 4)
     assert not errors, errors
     assert revisions == ["0001"] * 4
 
@@ -248,21 +258,7 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 
 
 def test_migration_on_postgresql(pg_url: str) -> None:
-    errors: list[BaseException] = []
-    start = threading.Barrier(3)
-
-    def work() -> None:
-        try:
-            start.wait()
-            make_engine(pg_url).dispose()
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = _at_once(lambda: make_engine(pg_url).dispose(), 3)
     assert not errors, errors
     engine = create_engine(pg_url)
     try:

@@ -10,7 +10,6 @@ Bad input (empty query, unknown source, malformed identifier, bad years) raises 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import re
@@ -22,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Awaitable
 
 import anyio
 
+from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
+from aisac_core.hashing import sha256_bytes, sha256_file
 from aisac_core.literature import openalex, semanticscholar
 from aisac_core.literature.http import (
     Fetcher,
@@ -282,7 +283,6 @@ def _slug(paper: Paper) -> str:
 def resolve_root(settings: "Settings", root: str | None) -> Path:
     """The target folder: a registered root by name or path, or a folder inside one (created). None -> the first
     registered root. Raises PathOutsideRootsError (a LiteratureError sibling) outside the roots."""
-    from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
 
     roots = list(settings.rag.roots)
     if not roots:
@@ -344,14 +344,14 @@ async def import_paper(core: "AppContext", identifier: str, root: str | None = N
             return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1), "identifier": identifier,
                     "source_url": url, "error": str(exc)}
     check_pdf(body, ctype, url)
-    sha = hashlib.sha256(body).hexdigest()
+    sha = sha256_bytes(body)
     name = _slug(paper)
 
     def _write() -> tuple[Path, Path, str]:
         target_dir.mkdir(parents=True, exist_ok=True)
         pdf = target_dir / f"{name}.pdf"
         status = "imported"
-        if pdf.exists() and hashlib.sha256(pdf.read_bytes()).hexdigest() == sha:
+        if pdf.exists() and sha256_file(pdf) == sha:
             status = "already_present"
         else:
             tmp = pdf.with_name(f".{pdf.name}.{os.getpid()}.{threading.get_ident()}.part")

@@ -10,7 +10,6 @@ modules implementing aisac's hooks), and settings for roles, literature and the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tomllib
@@ -21,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aisac_core.errors import AisacError
+from aisac_core.hashing import sha256_bytes
 
 MANIFEST = "aisac.toml"
 #: MCP namespace of the project's own tools (``project_<function name>``).
@@ -242,7 +242,7 @@ def load_manifest(project: str | Path) -> Project:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
         raise BootstrapError(_format_validation(exc, path)) from exc
-    return Project(manifest=manifest, path=path, sha256=hashlib.sha256(raw).hexdigest())
+    return Project(manifest=manifest, path=path, sha256=sha256_bytes(raw))
 
 
 def check_path(project: Project, rel: str, key: str, *, want_dir: bool | None = None) -> Path:

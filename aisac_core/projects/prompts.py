@@ -7,13 +7,13 @@ An overlay is Markdown text with optional TOML front matter between ``+++`` line
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from aisac_core.hashing import sha256_bytes
 from aisac_core.projects.manifest import BootstrapError, Project, check_path
 from aisac_core.roles.prompts import PROMPT_DIR, ROLES
 
@@ -63,7 +63,7 @@ def parse_prompt(path: Path, role: str) -> PromptOverlay:
     if not text.strip():
         raise BootstrapError(f"{path}: prompt overlay is empty; write the text to add to the {role} prompt or "
                              "delete the file")
-    return PromptOverlay(role=role, path=path, text=text, mode=mode, sha256=hashlib.sha256(raw).hexdigest())
+    return PromptOverlay(role=role, path=path, text=text, mode=mode, sha256=sha256_bytes(raw))
 
 
 def load_prompts(project: Project) -> dict[str, PromptOverlay]:

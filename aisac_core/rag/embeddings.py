@@ -19,7 +19,6 @@ answers ``tools/list`` at once.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import logging
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from aisac_core.errors import AisacError
+from aisac_core.hashing import sha256_file
 from aisac_core.settings import DEFAULT_EMBEDDING_MODEL, Settings
 
 log = logging.getLogger("aisac.embeddings")
@@ -92,7 +92,7 @@ def assemble_offline_minilm(target: Path) -> Path:
     (tmp / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
     stop = Path(__file__).parent / "english_stopwords.txt"
     shutil.copyfile(stop, tmp / "english.txt")  # fastembed's Bm25 reads <dir>/english.txt
-    digest = hashlib.sha256((tmp / "model.onnx").read_bytes()).hexdigest()
+    digest = sha256_file(tmp / "model.onnx")
     (tmp / "aisac-assembled.json").write_text(json.dumps({"model.onnx sha256": digest}))
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)

@@ -14,7 +14,6 @@ import queue
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,16 +21,12 @@ from sqlmodel import Session, select
 
 from aisac_core.hashing import dumps
 from aisac_core.rag.indexer import Counters, Indexer, plan_paths
-from aisac_core.store.tables import Job
+from aisac_core.store.tables import Job, utcnow
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 log = logging.getLogger("aisac.indexing")
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class JobManager:
@@ -50,7 +45,7 @@ class JobManager:
         self._lock = threading.Lock()
         with Session(core.engine) as s:
             for job in s.exec(select(Job).where(Job.status.in_(["queued", "running"]))).all():
-                job.status, job.message, job.finished_at = "interrupted", "the process running it stopped", _now()
+                job.status, job.message, job.finished_at = "interrupted", "the process running it stopped", utcnow()
                 s.add(job)
             s.commit()
 
@@ -99,7 +94,7 @@ class JobManager:
     def _run(self, job_id: str, paths: list[Path], catalog_only: bool) -> None:
         counters = Counters()
         failures: list[dict[str, str]] = []
-        self._update(job_id, status="running", started_at=_now())
+        self._update(job_id, status="running", started_at=utcnow())
         last = [0.0]
 
         def progress(done: int, total: int, msg: str) -> None:
@@ -115,7 +110,7 @@ class JobManager:
         except Exception as exc:
             log.exception("job %s failed", job_id)
             status, message = "failed", f"{type(exc).__name__}: {exc}"
-        self._update(job_id, status=status, message=message, finished_at=_now(),
+        self._update(job_id, status=status, message=message, finished_at=utcnow(),
                      counters_json=dumps(counters.as_dict()), failures_json=dumps(failures))
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:

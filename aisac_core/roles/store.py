@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
 def request_hash(request: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a model request."""
-    return hashlib.sha256(dumps(request).encode("utf-8")).hexdigest()
+    return sha256_json(request)
 
 
 def cache_get(engine: "Engine", key: str) -> str | None:
