@@ -59,13 +59,15 @@ class AppContext:
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None
         self._closed = False
+        self.permission_warnings: list[str] = []  # set when the store is first opened (store.files)
 
     @cached_property
     def engine(self) -> "Engine":
         """The SQL engine (schema brought to the newest revision on first use)."""
+        from aisac_core.store.files import secure_data_dir
         from aisac_core.store.sql import make_engine
 
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.permission_warnings = secure_data_dir(self.settings.data_dir)
         return make_engine(self.settings.resolved_sql_url)
 
     @cached_property
@@ -210,6 +212,7 @@ def store_status(core: AppContext) -> dict:
     from sqlmodel import Session, select
 
     from aisac_core.rag.indexer import fingerprint
+    from aisac_core.store.files import permission_warnings
     from aisac_core.store.sql import schema_revision
     from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 
@@ -232,4 +235,5 @@ def store_status(core: AppContext) -> dict:
         "chunks_in_vector_store": core.vectors().count(CHUNKS),
         "stale_documents": sum(1 for f in fps if f != fp), "catalogued_files": int(catalogued),
         "trace_events": int(events), "recent_jobs": core.jobs.list(5),
+        "permission_warnings": permission_warnings(s.data_dir),
     }

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import urlsplit
 
 from aisac_core.errors import AisacError
+from aisac_core.store.files import secure_data_dir
 
 try:
     import fcntl
@@ -242,7 +243,7 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
             the end of ``owner.log``), or the start lock could not be taken.
     """
     data_dir = settings.data_dir
-    data_dir.mkdir(parents=True, exist_ok=True)
+    secure_data_dir(data_dir)
     timeout = settings.owner.start_timeout_s
     with _locked(data_dir / START_LOCK_FILE, timeout, "the owner start lock"):
         info = live_owner(data_dir)
@@ -321,7 +322,7 @@ def claim_store(settings: "Settings") -> tuple[int | None, OwnerInfo | None]:
     the descriptor open while it serves), or ``(None, info)`` when another owner runs (proxy to it).
     Raises :class:`OwnerVersionError` like :func:`ensure_owner`."""
     data_dir = settings.data_dir
-    data_dir.mkdir(parents=True, exist_ok=True)
+    secure_data_dir(data_dir)
     with _locked(data_dir / START_LOCK_FILE, settings.owner.start_timeout_s, "the owner start lock"):
         info = live_owner(data_dir)
         if info is not None:

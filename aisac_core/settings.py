@@ -90,6 +90,9 @@ class LiteratureSettings(BaseSettings):
     cache_ttl_s: float = Field(default=7 * 86400.0, ge=0)  # 0 = no cache
     replay: bool = False  # answer only from the cache, never from the network
     max_pdf_mb: float = Field(default=100.0, gt=0)
+    #: hosts, IP addresses or CIDR networks (``10.1.2.0/24``) that outbound fetches may reach although they are
+    #: loopback, private or link-local - for a service mirrored on the LAN; everything else private is refused
+    allow_networks: list[str] = Field(default_factory=list)
 
 
 class RolesSettings(BaseSettings):
@@ -118,6 +121,11 @@ class DataSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AISAC_DATA_", extra="ignore")
 
     max_file_mb: float = Field(default=1024.0, gt=0)  # largest file data_load reads
+    #: Office files (XLSX/DOCX/PPTX are ZIP archives) are refused before parsing when their members unpack to
+    #: more than this, or to more than ``max_unpack_ratio`` times their packed size above 16 MB (a zip bomb);
+    #: applies to data_load and to indexing
+    max_unpacked_mb: float = Field(default=512.0, gt=0)
+    max_unpack_ratio: float = Field(default=100.0, gt=1)
 
 
 class SandboxSettings(BaseSettings):
@@ -136,6 +144,9 @@ class SandboxSettings(BaseSettings):
     job_threshold_s: float = Field(default=10.0, ge=0)  # longer runs return a job id
     output_chars: int = Field(default=100_000, ge=1000)  # kept per stream (stdout, stderr)
     max_sessions: int = Field(default=8, ge=1)  # live workers at once
+    disk_mb: int = Field(default=1024, ge=16)  # bytes a session's folder may hold (checked after every run)
+    figure_mb: float = Field(default=8.0, gt=0)  # largest PNG figure returned from one run
+    reply_mb: float = Field(default=32.0, gt=0)  # largest reply a worker may send (figures included)
     seed: int = 0  # random.seed / numpy.random.seed of each session
 
 

@@ -71,7 +71,8 @@ async def search(
     http_status?, k_requested?, k_max?}}, notes: [...]}``. ``status`` per source: ok, rate_limited (with
     ``retry_after`` seconds; no request is sent to that service until then), not_found, refused (HTTP 4xx),
     error (HTTP 5xx after retries), unavailable, unreachable, timeout, bad_response (malformed XML/JSON),
-    replay_miss (replay mode, not cached). One source failing never fails the call.
+    replay_miss (replay mode, not cached), blocked (the service URL is on a loopback or private address not in
+    AISAC_LIT_ALLOW_NETWORKS; nothing sent). One source failing never fails the call.
 
     Errors: empty query; unknown source (the message lists them); k < 1; year_from after year_to.
     """
@@ -161,8 +162,10 @@ async def import_(
     (poll ``rag_job_status(job_id)``, or pass ``wait=true``: the result then has ``job``, the job's status), or
     ``{status: rate_limited, retry_after}`` when the source is throttled.
 
-    Errors: bad identifier; paper not found; no open-access PDF known; the download is not a PDF; larger than
-    AISAC_LIT_MAX_PDF_MB; root outside the registered roots (AISAC_ROOTS) or no roots registered.
+    Errors: bad identifier; paper not found; no open-access PDF known; the PDF link or a redirect hop is not
+    http(s) or points to a loopback, private or link-local address (refused unless AISAC_LIT_ALLOW_NETWORKS allows
+    it; nothing is fetched); the download failed or is not a PDF; larger than AISAC_LIT_MAX_PDF_MB; root outside
+    the registered roots (AISAC_ROOTS) or no roots registered. Nothing is saved or indexed on any error.
     """
     from aisac_core.literature import service
 

@@ -21,6 +21,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 OWN = Path(__file__).parent / "fixtures" / "literature"
@@ -33,9 +34,10 @@ def _read(p: Path) -> bytes:
 
 
 class ReplayServer:
-    """See the module docstring. Use as a context manager; ``url`` is ``http://127.0.0.1:<port>``."""
+    """See the module docstring. Use as a context manager; ``url`` is ``http://<host>:<port>`` (``host`` an IPv4
+    address, 127.0.0.1 by default: Linux routes all of 127/8 to the loopback interface)."""
 
-    def __init__(self, shared: Path | None = None, pdf: bytes | None = None) -> None:
+    def __init__(self, shared: Path | None = None, pdf: bytes | None = None, host: str = "127.0.0.1") -> None:
         self.shared = shared
         self.pdf = pdf
         self.log: list[tuple[float, str, dict[str, list[str]]]] = []
@@ -70,9 +72,10 @@ class ReplayServer:
             def log_message(self, *a: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = host
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> "ReplayServer":
@@ -94,11 +97,13 @@ class ReplayServer:
         with self._lock:
             return [r for r in self.log if r[1].startswith(prefix)]
 
-    def settings_kwargs(self) -> dict[str, str]:
-        """Settings fields pointing every literature service at this server."""
+    def settings_kwargs(self) -> dict[str, Any]:
+        """Settings fields pointing every literature service at this server, and allowing its loopback address
+        through the egress guard (aisac_core.egress refuses loopback unless ``lit_allow_networks`` lists it)."""
         return {"lit_arxiv_url": f"{self.url}/arxiv/query", "lit_arxiv_pdf_url": f"{self.url}/pdf/{{id}}",
                 "lit_pubmed_url": f"{self.url}/eutils", "lit_crossref_url": f"{self.url}/crossref",
-                "lit_openalex_url": f"{self.url}/openalex", "lit_s2_url": f"{self.url}/s2"}
+                "lit_openalex_url": f"{self.url}/openalex", "lit_s2_url": f"{self.url}/s2",
+                "lit_allow_networks": [self.host]}
 
     # ---------------------------------------------------------------------------------------------
     def _load(self) -> None:

@@ -27,6 +27,15 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 
 # -- OS isolation ---------------------------------------------------------------------------------------------
+#: the sandbox user and group inside bubblewrap's user namespace (``nobody``/``nogroup``): never root inside
+SANDBOX_UID = 65534
+#: host folders a worker needs read-only (the interpreter's shared libraries, fonts, time zones); /etc contributes
+#: only the named files - no passwd, shadow, hosts or keys
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+             "/etc/fonts", "/etc/alternatives")
+
+
 def _probe(cmd: list[str]) -> bool:
     try:
         return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -35,60 +44,93 @@ def _probe(cmd: list[str]) -> bool:
         return False
 
 
+def _bwrap_base() -> list[str]:
+    """bubblewrap's namespace and privilege options: every namespace unshared (user, PID, IPC, network, UTS,
+    cgroup), the sandbox user ``SANDBOX_UID`` inside, no nested user namespaces (bubblewrap >= 0.8), every
+    capability dropped, a new terminal session, killed with its parent (bwrap(1))."""
+    return ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+
+
+def _system_mounts() -> list[str]:
+    """Read-only mounts of :data:`SYSTEM_DIRS` and :data:`ETC_FILES` as they exist on this host (a merged-/usr
+    symlink stays a symlink), plus a fresh ``/proc``, a minimal ``/dev`` and an empty ``/tmp``."""
+    cmd: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            cmd += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            cmd += ["--ro-bind", d, d]
+    for f in ETC_FILES:
+        cmd += ["--ro-bind-try", f, f]
+    return cmd + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind-try", "/sys/devices/system/cpu",
+                  "/sys/devices/system/cpu"]
+
+
 @lru_cache(maxsize=8)
 def detect_isolation(requested: str = "auto") -> tuple[str, str]:
     """The OS isolation in force for ``requested`` (``auto``/``bwrap``/``unshare``/``none``) and a note.
 
-    ``bwrap`` needs the ``bwrap`` binary and working unprivileged user namespaces (probed once by running
-    ``bwrap --unshare-all ... true``); ``unshare`` needs ``unshare -rn true`` to succeed. A requested mode that
-    does not work falls back to the next one, and the note says so.
-    """
+    ``bwrap`` needs the ``bwrap`` binary (0.8 or later) and working user namespaces, probed once by running
+    ``true`` under the very options a worker gets; ``unshare`` needs ``unshare -rn true`` to succeed. A requested
+    mode that does not work falls back to the next one, and the note says so. In every mode the worker also
+    confines itself with seccomp and Landlock where the kernel offers them (:mod:`aisac_core.data.confine`)."""
     notes = []
     if requested in ("auto", "bwrap"):
-        if shutil.which("bwrap") and _probe(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all",
-                                             "--die-with-parent", "true"]):
-            return "bwrap", ("bubblewrap: user/network/PID namespaces, read-only root, only the session "
+        if shutil.which("bwrap") and _probe(["bwrap", *_bwrap_base(), *_system_mounts(), "true"]):
+            return "bwrap", ("bubblewrap: user/PID/IPC/network namespaces, uid 65534 inside, a read-only minimal "
+                             "file system (system libraries and the Python installation), only the session "
                              "directory writable, no network")
-        notes.append("bubblewrap unavailable (no bwrap binary or no unprivileged user namespaces)")
+        notes.append("bubblewrap unavailable (no bwrap 0.8+ binary or no user namespaces)")
     if requested in ("auto", "bwrap", "unshare"):
         if shutil.which("unshare") and _probe(["unshare", "-rn", "true"]):
-            return "unshare", "; ".join(notes + ["unshare -rn: user + network namespace (no network); file "
-                                                 "system protected by the audit hook only"])
+            return "unshare", "; ".join(notes + ["unshare -rn: user + network namespace (no network); files "
+                                                 "protected by Landlock where the kernel has it"])
         notes.append("unshare -rn does not work here")
-    return "none", "; ".join(notes + ["no OS isolation: process, resource limits and audit hooks only (network "
-                                      "refused by the audit hook, not by the OS)"])
+    return "none", "; ".join(notes + ["no namespaces: a plain subprocess confined by seccomp (no processes, no "
+                                      "sockets) and Landlock (files) where the kernel offers them"])
+
+
+def _python_paths() -> list[Path]:
+    """Folders of this Python installation a worker needs: the prefixes and the stdlib/site-packages entries of
+    ``sys.path`` (not the current folder, not a source checkout put there by an editable install)."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix)}
+    for e in sys.path:
+        if e and Path(e).is_absolute() and Path(e).is_dir() and (
+                Path(e).name in ("site-packages", "dist-packages") or "/lib/python" in e):
+            paths.add(Path(e))
+    out = sorted({p.resolve() for p in paths} | {Path(sys.executable).resolve().parent})
+    return [p for p in out if not any(p != q and p.is_relative_to(q) for q in out)]
 
 
 def worker_command(settings: Settings, isolation: str, session_dir: Path, allowed: list[str]) -> list[str]:
     """The command line that starts a session's worker under ``isolation`` (``bwrap``, ``unshare`` or ``none``):
-    ``python -I worker.py '<config JSON>'``, wrapped in bubblewrap (read-only root, private ``/tmp``, the data dir
-    hidden, only ``session_dir`` writable, every namespace unshared) or ``unshare -rn``. ``allowed``: the top-level
+    ``python -I worker.py '<config JSON>'``, wrapped in bubblewrap (a minimal read-only file system of system
+    libraries, the Python installation and the worker's own folder; ``session_dir`` the only writable folder and
+    the working directory; every namespace unshared; uid 65534) or ``unshare -rn``. ``allowed``: the top-level
     packages the session's code may import."""
     cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.sandbox.memory_mb,
            "file_mb": settings.sandbox.file_mb, "cpu_session_s": settings.sandbox.session_cpu_s,
            "output_chars": settings.sandbox.output_chars, "seed": settings.sandbox.seed,
-           "nproc": 1, "isolation": isolation}
+           "figure_bytes": int(settings.sandbox.figure_mb * 1024 * 1024), "reply_bytes": reply_limit(settings),
+           "nproc": 1, "isolation": isolation, "read_roots": [str(p) for p in _python_paths()]}
     py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
     if isolation == "bwrap":
-        cmd = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        # the interpreter, the virtual environment and the code may live under /tmp (a checkout there, say):
-        # mount them back read-only after the tmpfs that hid them
-        code = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent,
-                WORKER_SCRIPT.resolve().parents[2]}
-        code |= {Path(e).resolve() for e in sys.path if e and Path(e).is_absolute() and Path(e).is_dir()}
-        for p in sorted(code):
-            if p.is_relative_to("/tmp") and not any(p.is_relative_to(q) for q in code if q != p):
-                cmd += ["--ro-bind", str(p), str(p)]
-        data_dir = settings.data_dir.resolve()
-        protected = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), WORKER_SCRIPT.resolve()]
-        if data_dir != Path("/") and not any(p == data_dir or p.is_relative_to(data_dir) for p in protected):
-            cmd += ["--tmpfs", str(data_dir)]  # hide the store (SQLite file, frames, other sessions)
-        cmd += ["--bind", str(session_dir), str(session_dir), "--chdir", str(session_dir), "--unshare-all",
-                "--die-with-parent", "--new-session", "--"]
+        cmd = ["bwrap", *_bwrap_base(), *_system_mounts()]
+        for p in _python_paths():
+            cmd += ["--ro-bind", str(p), str(p)]
+        code = WORKER_SCRIPT.resolve().parent
+        cmd += ["--ro-bind", str(code), str(code), "--bind", str(session_dir), str(session_dir),
+                "--chdir", str(session_dir), "--"]
         return cmd + py
     if isolation == "unshare":
         return ["unshare", "-rn", "--"] + py
     return py
+
+
+def reply_limit(settings: Settings) -> int:
+    """Largest reply (bytes) the parent reads from a worker: ``AISAC_SANDBOX_REPLY_MB``."""
+    return int(settings.sandbox.reply_mb * 1024 * 1024)
 
 
 def worker_env(settings: Settings, session_dir: Path) -> dict[str, str]:
@@ -164,6 +206,10 @@ class WorkerGone(Exception):
     """The worker exited or its pipe closed; the message says how (exit code or signal)."""
 
 
+class WorkerProtocolError(WorkerGone):
+    """The worker broke the protocol (a length over the cap, a body that is not a JSON object): it is stopped."""
+
+
 def exit_text(code: int | None) -> str:
     """A process exit status in words: ``exit code N`` or ``signal SIGKILL (killed: ...)``."""
     if code is None:
@@ -213,9 +259,14 @@ def send(w: Worker, obj: dict) -> None:
         raise WorkerGone(f"the worker is gone ({exc})") from exc
 
 
-def read(w: Worker, deadline: float) -> dict:
-    """Read one reply from the worker, waiting until ``deadline`` (``time.monotonic()``). Raises WorkerTimeout
-    after the deadline, WorkerGone when the worker exited or its pipe closed."""
+def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = None) -> dict:
+    """Read one reply (a JSON object) from the worker, waiting until ``deadline`` (``time.monotonic()``).
+
+    The 4-byte length is checked against ``max_bytes`` before anything more is read, so a forged length cannot make
+    the parent allocate. ``watch``: called about once a second while waiting; a string it returns stops the wait
+    with WorkerProtocolError(that string) (the disk-quota check). Raises WorkerTimeout after the deadline,
+    WorkerGone when the worker exited or its pipe closed, WorkerProtocolError for a length over ``max_bytes`` or a
+    body that is not a JSON object."""
     fd = w.proc.stdout.fileno()
     buf = bytearray()
     need = 4
@@ -229,8 +280,11 @@ def read(w: Worker, deadline: float) -> dict:
             if not r:
                 if w.proc.poll() is not None:
                     raise WorkerGone(exit_text(w.proc.returncode))
+                why = watch() if watch is not None else None
+                if why:
+                    raise WorkerProtocolError(why)
                 continue
-            chunk = os.read(fd, max(need - len(buf), 1 << 16) if header_done else need - len(buf))
+            chunk = os.read(fd, min(need - len(buf), 1 << 20))  # never past this message: the next may follow
         except (OSError, ValueError) as exc:
             raise WorkerGone(f"the worker's pipe closed ({exc})") from exc
         if not chunk:
@@ -242,7 +296,16 @@ def read(w: Worker, deadline: float) -> dict:
         buf += chunk
         if not header_done and len(buf) >= 4:
             need = struct.unpack(">I", bytes(buf[:4]))[0]
+            if need > max_bytes:
+                raise WorkerProtocolError(f"the worker announced a reply of {need:,} bytes, over the limit of "
+                                          f"{max_bytes:,} bytes (AISAC_SANDBOX_REPLY_MB)")
             del buf[:4]
             header_done = True
         if header_done and len(buf) >= need:
-            return json.loads(bytes(buf[:need]))
+            try:
+                obj = json.loads(bytes(buf[:need]))
+            except ValueError as exc:
+                raise WorkerProtocolError(f"the worker sent a reply that is not JSON ({exc})") from exc
+            if not isinstance(obj, dict):
+                raise WorkerProtocolError("the worker sent a reply that is not a JSON object")
+            return obj

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import re
-import shutil
+import secrets
 import subprocess
 import threading
 import time
@@ -42,23 +43,27 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
+from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
 from aisac_core.data.isolation import (
     WORKER_SCRIPT,
     Worker,
     WorkerGone,
+    WorkerProtocolError,
     WorkerTimeout,
     detect_isolation,
     exit_text,
     kill,
     read,
+    reply_limit,
     send,
     spawn,
     worker_command,
     worker_env,
 )
+from aisac_core.data.mplcache import seed_fonts
+from aisac_core.data.replies import after_run, finish, stored_images
 from aisac_core.hashing import sha256_bytes
 from aisac_core.settings import Settings
 
@@ -97,6 +102,8 @@ class Session:
     lost: str | None = None  # why the previous state was lost; reported (once) by the next run
     busy_job: str | None = None
     stopping: str | None = None  # set while reset/close stops a running job
+    seq: int = 0  # number of requests sent to the worker (replies echo each request's tag)
+    confinement: dict = field(default_factory=dict)  # what the worker reported in force at start
     last_used_at: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -112,7 +119,7 @@ class Job:
     t0: float
     done: threading.Event = field(default_factory=threading.Event)
     result: dict | None = None
-    images: list[bytes] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)  # PNG files in the server's own folder, never the session's
     finished_at: str | None = None
 
 
@@ -131,6 +138,7 @@ class SandboxManager:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.root = (settings.sandbox.dir or settings.data_dir / "sessions").expanduser().resolve()
+        self.state = self.root / ".state"  # the server's own files per session (markers, logs, figures)
         self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.sandbox.allow_imports))
         self.isolation, self.isolation_note = detect_isolation(settings.sandbox.isolation)
         if settings.sandbox.isolation not in ("auto", self.isolation):
@@ -152,9 +160,13 @@ class SandboxManager:
                 if not create:
                     raise SandboxError(f"unknown session {name!r}; data_code_session_list shows the live sessions "
                                        "(data_code_run creates one)")
-                d.mkdir(parents=True, exist_ok=True)
+                self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.chmod(self.root, 0o700)
+                if d.is_symlink() or (d.exists() and not d.is_dir()):
+                    raise SandboxError(f"the folder of session {name!r} ({d}) is not a plain folder; remove it")
+                d.mkdir(exist_ok=True, mode=0o700)
                 s = Session(name=name, dir=d)
-                marker = d / ".session.json"
+                marker = self.state / f"{name}.json"
                 if marker.exists():  # a worker of an earlier server process had state here
                     try:
                         old = json.loads(marker.read_text())
@@ -192,40 +204,26 @@ class SandboxManager:
                 raise SandboxError(f"{self.settings.sandbox.max_sessions} sessions have a busy worker "
                                    "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session")
 
-    def _share_mpl_cache(self, s: Session, collect: bool) -> None:
-        """Matplotlib's font list takes seconds to build: seed a new session's MPLCONFIGDIR from
-        ``<root>/.mplcache`` and, after a run, collect a session's freshly built list there (the parent copies;
-        workers cannot write outside their own folder)."""
-        shared, own = self.root / ".mplcache", s.dir / ".matplotlib"
-        try:
-            if collect:
-                if not any(shared.glob("fontlist-*.json")):
-                    for f in own.glob("fontlist-*.json"):
-                        shared.mkdir(parents=True, exist_ok=True)
-                        shutil.copyfile(f, shared / f.name)
-            elif shared.is_dir():
-                own.mkdir(parents=True, exist_ok=True)
-                for f in shared.glob("fontlist-*.json"):
-                    if not (own / f.name).exists():
-                        shutil.copyfile(f, own / f.name)
-        except OSError:
-            pass
-
     def _start(self, s: Session) -> Worker:
         self._make_room(s)
-        self._share_mpl_cache(s, collect=False)
-        log = open(s.dir / ".worker.log", "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
+        seed_fonts(s.dir)
+        log_path = self.state / f"{s.name}.log"
+        log = open(log_path, "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
         proc = spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed), stdin=subprocess.PIPE,
                      stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir), env=worker_env(self.settings, s.dir),
                      start_new_session=True, bufsize=0)
         w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
         try:
-            ready = read(w, time.monotonic() + START_TIMEOUT_S)
+            ready = read(w, time.monotonic() + START_TIMEOUT_S, 1 << 16)
         except WorkerGone as exc:
             kill(w)
-            tail = (s.dir / ".worker.log").read_text(errors="replace")[-2000:]
+            tail = log_path.read_text(errors="replace")[-1500:]
             raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
-        w.pid = int(ready.get("pid") or proc.pid)
+        pid = ready.get("pid")
+        w.pid = pid if isinstance(pid, int) else proc.pid
+        s.confinement = {k: ready.get(k) for k in ("uid", "seccomp", "landlock", "seccomp_note", "landlock_note")
+                         if k in ready}
+        s.seq = 0
         return w
 
     def _ensure_worker(self, s: Session) -> list[str]:
@@ -250,9 +248,35 @@ class SandboxManager:
         naming the cause, and the session's state is marked lost."""
         notes = self._ensure_worker(s)
         w = s.worker
+        s.seq += 1  # requests carry an unpredictable tag: a reply forged in advance by a cell cannot match it
+        req = {**req, "seq": f"{s.seq}-{secrets.token_hex(8)}"}
+        quota = self.settings.sandbox.disk_mb * 1024 * 1024
+        t_check = [0.0]
+
+        def watch() -> str | None:  # the disk quota, checked at most every 2 s while a run waits
+            if req.get("op") != "run" or time.monotonic() - t_check[0] < 2.0:
+                return None
+            t_check[0] = time.monotonic()
+            used = sessionfs.usage(s.dir)
+            return (f"disk quota exceeded: the session folder holds {used / 2**20:,.0f} MB, over the limit of "
+                    f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)") if used > quota else None
+
         try:
             send(w, req)
-            reply = read(w, time.monotonic() + timeout_s)
+            deadline = time.monotonic() + timeout_s
+            for _ in range(16):  # a reply to an earlier request (forged by a cell onto the channel) is skipped
+                reply = read(w, deadline, reply_limit(self.settings), watch)
+                if reply.get("seq") == req["seq"]:
+                    break
+            else:
+                raise WorkerProtocolError("the worker keeps sending replies to other requests")
+        except WorkerProtocolError as exc:
+            kill(w)
+            s.worker = None
+            s.lost = f"the worker was stopped during cell {req.get('cell')}: {exc}"
+            reply = {"ok": False, "error_type": "SandboxViolation",
+                     "error": f"the run was stopped: {exc}; the session state is lost (the next call starts a fresh "
+                              "worker)"}
         except WorkerTimeout:
             kill(w)
             s.worker = None
@@ -273,7 +297,7 @@ class SandboxManager:
 
     def _write_marker(self, s: Session) -> None:
         try:
-            (s.dir / ".session.json").write_text(json.dumps(
+            (self.state / f"{s.name}.json").write_text(json.dumps(
                 {"session": s.name, "cells": s.cells, "pid": s.worker.pid if s.worker else None,
                  "updated_at": _now()}))
         except OSError:
@@ -329,18 +353,20 @@ class SandboxManager:
         def work() -> None:
             try:
                 cell = s.cells + 1
+                t_start = time.time()
                 try:
                     reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.sandbox.cpu_s,
                                                       "cell": cell}, timeout)
                 except SandboxError as exc:
                     reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
+                after_run(self, s, reply, notes, t_start)
                 lost = any(n.startswith("session state lost") for n in notes)
                 if s.worker is not None:  # alive after the run: the loss (if any) has been reported
                     s.lost = None
                 s.cells = cell
                 s.last_used_at = _now()
                 self._write_marker(s)
-                job.result, job.images = self._finish(s, job, reply, notes, lost)
+                job.result, job.figures = finish(self, s, job, reply, notes, lost)
             except Exception as exc:  # noqa: BLE001 - never leave a job without a result
                 job.result = {"ok": False, "error_type": type(exc).__name__, "error": f"internal error: {exc}",
                               "session": session, "job_id": job.job_id}
@@ -353,45 +379,11 @@ class SandboxManager:
         threading.Thread(target=work, name=f"sandbox-{session}", daemon=True).start()
         wait = self.settings.sandbox.job_threshold_s if wait_s is None else wait_s
         if job.done.wait(max(0.0, min(wait, timeout + 30))):
-            return job.result, job.images
+            return job.result, stored_images(job)
         return {"ok": False, "pending": True, "status": "running", "session": session, "job_id": job.job_id,
                 "code_sha256": job.code_sha256, "started_at": job.started_at,
                 "error": f"still running after {wait:g} s; poll data_code_job_status(job_id={job.job_id!r}) for the "
                          f"result (the run is killed after {timeout:g} s)"}, []
-
-    def _finish(self, s: Session, job: Job, reply: dict, notes: list[str], state_lost: bool) -> tuple[dict, list[bytes]]:
-        figures, images = [], []
-        if reply.get("figures"):
-            self._share_mpl_cache(s, collect=True)
-        for f in reply.pop("figures", None) or []:
-            if "error" in f:
-                notes.append(f["error"])
-                continue
-            p = (s.dir / f["path"]).resolve()
-            try:
-                data = p.read_bytes()
-            except OSError as exc:
-                notes.append(f"figure {f['path']} unreadable: {exc}")
-                continue
-            images.append(data)
-            figures.append({"path": str(p), "sha256": _sha256(data), "bytes": len(data)})
-        stdout, stderr = reply.pop("stdout", "") or "", reply.pop("stderr", "") or ""
-        result: dict[str, Any] = {
-            "ok": bool(reply.pop("ok", False)), "session": s.name, "cell": reply.pop("cell", s.cells),
-            "job_id": job.job_id, "status": "done", "stdout": stdout, "stderr": stderr}
-        for k in ("result", "result_truncated", "error", "error_type", "traceback"):
-            if k in reply:
-                result[k] = reply.pop(k)
-        result["figures"] = figures
-        result["notes"] = notes + list(reply.pop("notes", []) or [])
-        result["state_lost"] = state_lost
-        result["duration_ms"] = round((time.perf_counter() - job.t0) * 1000, 2)
-        result["code_sha256"] = job.code_sha256
-        result["output_sha256"] = _sha256(stdout + "\x00" + stderr + "\x00" + str(result.get("result", "")))
-        result["isolation"] = self.isolation
-        if self.isolation != "bwrap":
-            result["notes"].append(f"isolation: {self.isolation_note}")
-        return result, images
 
     def job_status(self, job_id: str) -> tuple[dict, list[bytes]]:
         """State of a run: ``{job_id, session, status: "running", started_at, elapsed_s}`` or, when finished,
@@ -406,7 +398,7 @@ class SandboxManager:
             return {"ok": False, "pending": True, "status": "running", "job_id": job_id, "session": job.session,
                     "started_at": job.started_at, "elapsed_s": round(time.perf_counter() - job.t0, 1),
                     "error": "still running; poll again"}, []
-        return {**job.result, "finished_at": job.finished_at}, job.images
+        return {**job.result, "finished_at": job.finished_at}, stored_images(job)
 
     def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
         s = self._session(session, create=req.get("op") == "load_frame")
@@ -437,6 +429,12 @@ class SandboxManager:
         if not reply.get("ok"):
             raise SandboxError(f"cannot load the frame into session {session!r}: {reply.get('error')}")
         return reply
+
+    def write_input(self, session: str, name: str, data: bytes) -> Path:
+        """Write ``data`` as ``inputs/<name>`` in the folder of ``session`` (created with the session) without
+        following any link a cell planted there (:func:`aisac_core.data.sessionfs.write_file`). Returns the path.
+        Raises SandboxError for a bad session or file name."""
+        return sessionfs.write_file(self.session_dir(session), f"inputs/{name}", data)
 
     def session_dir(self, session: str) -> Path:
         """The folder of ``session`` (created with the session)."""
@@ -521,7 +519,7 @@ class SandboxManager:
         with self._lock:
             s = self._sessions.pop(session)
         try:
-            (s.dir / ".session.json").unlink()
+            (self.state / f"{session}.json").unlink()
         except OSError:
             pass
         return {"session": session, "closed": True, "dir": str(s.dir)}

@@ -26,6 +26,7 @@ available, bubblewrap / unshare for the file system and network namespaces):
 from __future__ import annotations
 
 import ast
+import base64
 import builtins
 import ctypes  # noqa: F401 - numpy imports it; its module-level dlopen must happen before the audit hook is set
 import io
@@ -36,8 +37,22 @@ import resource
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
+from importlib.util import module_from_spec, spec_from_file_location
+
+
+def _sibling(name: str):  # noqa: ANN202
+    """Load the module ``name`` from this script's folder (``python -I`` puts no script folder on sys.path)."""
+    spec = spec_from_file_location(f"_aisac_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                  f"{name}.py"))
+    mod = module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+confine = _sibling("confine")  # aisac_core/data/confine.py: seccomp and Landlock
 
 #: attribute names user code may not spell out (a tripwire against the classic object-graph escapes; the audit
 #: hook and the OS limits are what contain code that reaches them anyway, e.g. through getattr with a string)
@@ -100,11 +115,12 @@ class Worker:
         self.cell = 0
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
         extra = ["/usr/share/zoneinfo", "/usr/share/fonts", "/usr/lib", "/usr/local/lib", "/lib", "/lib64",
-                 "/etc/fonts", "/dev/null", "/dev/urandom", "/proc/self", "/proc/cpuinfo", "/proc/meminfo",
-                 "/sys/devices/system/cpu"]
+                 "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom", "/proc/self",
+                 "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu"]
         self.read_roots = tuple(sorted({os.path.realpath(p) for p in prefixes} | set(extra) |
                                        {self.session_dir} | {os.path.realpath(p) for p in cfg.get("read_roots", [])}))
         self.real_import = builtins.__import__
+        self.own = threading.local()  # .trusted: the worker's own calls, exempt from the audit hook
         self.ns: dict = {}
         self.reset_namespace()
 
@@ -117,8 +133,21 @@ class Worker:
         self.ns.clear()
         self.ns.update({"__name__": "__session__", "__builtins__": safe_builtins})
 
+    def from_session(self, frame) -> bool:  # noqa: ANN001
+        """Whether ``frame`` runs the session's code: its globals are the session namespace or any dict that is not
+        the ``__dict__`` of a loaded module (``exec(src, {})``); library modules run with their own module dict."""
+        g = frame.f_globals
+        if g is self.ns:
+            return True
+        mod = sys.modules.get(g.get("__name__", "")) if isinstance(g.get("__name__"), str) else None
+        return mod is None or getattr(mod, "__dict__", None) is not g
+
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002, ANN001, ANN201
-        """``__import__`` of the session's own code: only allow-listed top-level packages, no relative imports."""
+        """``__import__`` of the session's own code: only allow-listed top-level packages, no relative imports.
+        Installed as ``builtins.__import__`` itself, so code that reaches the real builtins module (through a
+        library module's globals) meets the same check; imports made by library code pass through."""
+        if not self.from_session(sys._getframe(1)):
+            return self.real_import(name, globals, locals, fromlist, level)
         if level:
             raise ImportError("relative imports are not available in a sandbox session")
         top = name.partition(".")[0]
@@ -148,6 +177,8 @@ class Worker:
 
     def audit(self, event: str, args: tuple) -> None:
         """The PEP 578 hook: raise PermissionError for refused operations (libraries treat it as an OSError)."""
+        if getattr(self.own, "trusted", False):
+            return
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             if path is None or isinstance(path, int):
@@ -177,7 +208,15 @@ class Worker:
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         if op == "run":
-            return self.run(req["code"], float(req.get("cpu_s") or 60), int(req.get("cell") or self.cell + 1))
+            reply = self.run(req["code"], float(req.get("cpu_s") or 60), int(req.get("cell") or self.cell + 1))
+            stopped, stray = self.reap_threads()
+            if stopped:
+                reply.setdefault("notes", []).append(
+                    f"{stopped} thread(s) the cell started were still running after it and were stopped (a thread "
+                    "must not outlive its run)")
+            if stray:
+                reply["stray_threads"] = stray
+            return reply
         if op == "vars":
             return {"ok": True, "variables": self.variables()}
         if op == "load_frame":
@@ -302,18 +341,55 @@ class Worker:
         reply["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         return reply
 
+    def reap_threads(self) -> tuple[int, int]:
+        """Stop the Python threads a run left behind: raise SystemExit in each thread started since the worker
+        began (``PyThreadState_SetAsyncExc``), wait up to a second, and return ``(stopped, still running)``; the
+        parent stops the worker when any still runs, since a thread must not outlive its run. Native threads of
+        libraries (a memory allocator's background thread, BLAS pools) are not the session's and are left alone."""
+        extra = [t for t in threading.enumerate() if t.ident not in self.base_threads]
+        if not extra:
+            return 0, 0
+        self.own.trusted = True
+        try:
+            import ctypes  # noqa: PLC0415 - already loaded before the audit hook
+
+            for t in extra:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))
+            deadline = time.monotonic() + 1.0
+            for t in extra:
+                t.join(max(0.0, deadline - time.monotonic()))
+            alive = sum(1 for t in extra if t.is_alive())
+            return len(extra) - alive, alive
+        finally:
+            self.own.trusted = False
+
     def save_figures(self, cell: int) -> list[dict]:
-        """Save every open matplotlib figure as PNG into ``artifacts/`` and close it."""
+        """Render every open matplotlib figure as PNG, close it, and return ``[{name, png_b64}]`` (the bytes travel
+        in the reply; the parent never opens a path a worker names). A figure larger than the per-figure limit, or
+        past the per-reply budget, is replaced by ``{name, error}``. A copy is kept in ``artifacts/``."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return []
-        figs = []
+        figs, budget = [], int(self.cfg.get("reply_bytes", 32 << 20)) * 3 // 4 - (1 << 20)
         try:
-            os.makedirs(os.path.join(self.session_dir, "artifacts"), exist_ok=True)
+            os.makedirs("artifacts", exist_ok=True)
             for i, num in enumerate(plt.get_fignums(), 1):
-                rel = os.path.join("artifacts", f"cell{cell:04d}-fig{i}.png")
-                plt.figure(num).savefig(os.path.join(self.session_dir, rel), format="png", dpi=100)
-                figs.append({"path": rel, "figure": int(num)})
+                name = f"cell{cell:04d}-fig{i}.png"
+                buf = io.BytesIO()
+                plt.figure(num).savefig(buf, format="png", dpi=100)
+                data = buf.getvalue()
+                if len(data) > int(self.cfg.get("figure_bytes", 8 << 20)) or len(data) > budget:
+                    figs.append({"name": name, "error": f"figure {i} is {len(data):,} bytes, over the limit of "
+                                 f"{int(self.cfg.get('figure_bytes', 8 << 20)):,} bytes per figure (or the reply "
+                                 "budget); save a smaller one (lower dpi or size)"})
+                    continue
+                budget -= len(data)
+                figs.append({"name": name, "png_b64": base64.b64encode(data).decode()})
+                try:
+                    with open(os.path.join("artifacts", name), "wb") as fh:
+                        fh.write(data)
+                except OSError:
+                    pass
         except Exception as exc:  # noqa: BLE001
             figs.append({"error": f"could not save a figure: {type(exc).__name__}: {exc}"})
         finally:
@@ -365,6 +441,22 @@ def _set_limits(cfg: dict) -> None:
         lim(resource.RLIMIT_NPROC, int(cfg["nproc"]))
 
 
+def _confine(cfg: dict, worker: Worker) -> dict:
+    """Apply Landlock (reads: the worker's read roots; writes: the session directory and ``/dev/null``) and the
+    seccomp filter of :mod:`confine`; returns what is in force, for the ready message."""
+    out: dict = {}
+    abi, why = confine.apply_landlock([r for r in worker.read_roots if r not in ("/dev/null", worker.session_dir)],
+                                      [worker.session_dir, "/dev/null"])
+    out["landlock"] = abi if why is None else 0
+    if why:
+        out["landlock_note"] = why
+    why = confine.apply_seccomp()
+    out["seccomp"] = why is None
+    if why:
+        out["seccomp_note"] = why
+    return out
+
+
 def main() -> int:
     cfg = json.loads(sys.argv[1])
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -381,8 +473,20 @@ def main() -> int:
     signal.signal(signal.SIGXCPU, on_xcpu)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversized writes then fail with EFBIG instead of killing
     _set_limits(cfg)
+    confined = _confine(cfg, worker)
+    try:  # a second lock on process creation where no seccomp filter exists: fork_exec raises no audit event
+        import _posixsubprocess  # noqa: PLC0415
+
+        def _refused(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+            raise PermissionError("process creation is refused in a sandbox session")
+
+        _posixsubprocess.fork_exec = _refused
+    except ImportError:
+        pass
+    worker.base_threads = {t.ident for t in threading.enumerate()}
+    builtins.__import__ = worker.guarded_import
     sys.addaudithook(worker.audit)
-    _send(proto_out, {"ok": True, "ready": True, "pid": os.getpid()})
+    _send(proto_out, {"ok": True, "ready": True, "pid": os.getpid(), "uid": os.getuid(), **confined})
     while True:
         head = _read_exact(proto_in, 4)
         if head is None:
@@ -390,10 +494,13 @@ def main() -> int:
         body = _read_exact(proto_in, struct.unpack(">I", head)[0])
         if body is None:
             return 0
+        req: dict = {}
         try:
-            reply = worker.handle(json.loads(body))
+            req = json.loads(body)
+            reply = worker.handle(req)
         except BaseException as exc:  # noqa: BLE001 - e.g. CpuLimitExceeded outside user code
             reply = {"ok": False, "error_type": type(exc).__name__, "error": f"{type(exc).__name__}: {exc}"}
+        reply["seq"] = req.get("seq") if isinstance(req, dict) else None
         try:
             _send(proto_out, reply)
         except (BrokenPipeError, OSError):

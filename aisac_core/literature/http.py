@@ -20,6 +20,12 @@ network errors are retried up to ``lit_retries`` attempts with exponential back-
 Cache: successful (200) bodies are stored in the ``lit_cache`` table keyed by sha256 of the normalised
 request (service, path, sorted query parameters without credentials); entries older than
 ``lit_cache_ttl_s`` are not used. In replay mode (``lit_replay``) only the cache answers, whatever its age.
+
+Outbound requests: every request (service API calls and PDF downloads, every redirect hop) goes through the egress
+guard of :mod:`aisac_core.egress`: http(s) only, and no connection to a loopback, private, link-local or other
+non-public address unless ``lit_allow_networks`` allows it (:class:`OutboundRefused`, kind ``blocked``). Error
+messages never quote a response body: an HTTP error is reported by its status code and the standard reason
+phrase of that code only (:func:`reason_phrase`).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from aiolimiter import AsyncLimiter
 from sqlmodel import Session
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from aisac_core import egress
+from aisac_core.egress import EgressPolicy, EgressRefused
 from aisac_core.literature.paper import LiteratureError
 from aisac_core.store.tables import LitCacheEntry
 
@@ -78,6 +86,21 @@ class ServiceError(LiteratureError):
                  retry_after: float | None = None, kind: str = "error") -> None:
         self.service, self.http_status, self.retry_after, self.kind = service, http_status, retry_after, kind
         super().__init__(message)
+
+
+class OutboundRefused(ServiceError):
+    """The egress guard refused the request (a non-http(s) URL or a non-public address; see
+    :mod:`aisac_core.egress`): nothing was sent. ``host``, ``address`` and ``reason`` come from the refusal."""
+
+    def __init__(self, service: str, refusal: EgressRefused) -> None:
+        self.host, self.address, self.reason = refusal.host, refusal.address, refusal.reason
+        super().__init__(service, f"{service}: {refusal}", kind="blocked")
+
+
+def reason_phrase(status: int) -> str:
+    """The standard reason phrase of an HTTP status code (``"Bad Request"`` for 400; "" when unknown), from httpx's
+    table of RFC 9110 phrases: never the phrase or the body the server sent, so no server text reaches a message."""
+    return httpx.codes.get_reason_phrase(status)
 
 
 class NotFound(LiteratureError):
@@ -289,6 +312,8 @@ class Fetcher:
         #: per service: the newest ``created_at`` (epoch s) of the cached answers used
         self.cached_at: dict[str, float] = {}
         self._client: httpx.AsyncClient | None = None
+        #: the outbound policy (AISAC_LIT_ALLOW_NETWORKS); raises AisacError now for a malformed entry
+        self.policy = EgressPolicy.from_settings(settings)
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -296,8 +321,10 @@ class Fetcher:
         if self._client is None:
             s = self.settings
             mail = f" (mailto:{s.lit.mailto})" if s.lit.mailto else ""
+            # the guarded transport checks every connection (and redirect hop) against the egress policy
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(s.lit.timeout_s), follow_redirects=True,
-                                             verify=_ssl_context(), headers={"User-Agent": f"aisac/0.1{mail}"})
+                                             transport=egress.transport(self.policy, ssl_context=_ssl_context()),
+                                             headers={"User-Agent": f"aisac/0.1{mail}"})
         return self._client
 
     async def __aenter__(self) -> "Fetcher":
@@ -386,14 +413,18 @@ class Fetcher:
                                 resp = await self.client.send(req, stream=True)
                             else:
                                 resp = await self.client.get(url, params=params, headers=headers)
+                        except EgressRefused as exc:
+                            raise OutboundRefused(service, exc) from exc
+                        except httpx.InvalidURL as exc:
+                            raise ServiceError(service, f"{service}: the URL is not valid ({exc}); nothing was "
+                                                        "fetched", kind="refused") from exc
                         except httpx.TimeoutException as exc:
                             raise _Retryable(f"timed out after {s.lit.timeout_s:g} s ({type(exc).__name__})",
                                              None, None) from exc
                         except httpx.TransportError as exc:
                             raise _Retryable(f"cannot connect ({type(exc).__name__}: {exc})", None, None) from exc
                         if stream and resp.status_code >= 300:
-                            await resp.aread()
-                            await resp.aclose()
+                            await resp.aclose()  # an error body is never read (nor quoted)
                     return self._check(service, state, resp)
         except _Retryable as exc:
             kind = ("timeout" if "timed out" in str(exc) else "unreachable") if exc.status is None else "error"
@@ -409,10 +440,6 @@ class Fetcher:
         if code < 300:
             return resp
         ra = parse_retry_after(resp.headers.get("retry-after"))
-        try:
-            body = resp.text[:200]
-        except httpx.ResponseNotRead:
-            body = ""
         if code == 429:
             state.block(ra if ra is not None else DEFAULT_RETRY_AFTER)
             raise RateLimited(service, state.retry_after())
@@ -423,18 +450,24 @@ class Fetcher:
             raise _Retryable(f"HTTP {code}", code, ra)
         if code == 404:
             raise NotFound(service, f"{service} has no such record (HTTP 404 for {resp.url})")
-        snippet = " ".join(body.split())[:160]
-        raise ServiceError(service, f"{service} refused the request (HTTP {code}: {snippet!r}); check the query "
-                                    "or identifier", http_status=code, kind="refused")
+        phrase = reason_phrase(code)
+        raise ServiceError(service, f"{service} refused the request (HTTP {code}{' ' + phrase if phrase else ''}); "
+                                    "check the query or identifier", http_status=code, kind="refused")
 
     async def download(self, url: str, max_bytes: int, service: str = "download") -> tuple[bytes, str | None, str]:
         """Stream ``url`` (following redirects) up to ``max_bytes``; returns (body, content type, final URL).
 
-        Uses ``service``'s budget (``arxiv`` for arXiv PDFs). Raises the same errors as :meth:`get`, and
-        :class:`LiteratureError` when the body exceeds ``max_bytes``. Never cached.
+        Uses ``service``'s budget (``arxiv`` for arXiv PDFs). Raises the same errors as :meth:`fetch`,
+        :class:`OutboundRefused` for a URL (or a redirect hop) the egress policy refuses - checked before the budget
+        is used and again at connect time; no byte is read from a refused address -, and :class:`LiteratureError`
+        when the body exceeds ``max_bytes``. Never cached.
         """
         if self.settings.lit.replay:
             raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) downloads nothing; turn replay off to import")
+        try:
+            self.policy.check_url(url)
+        except EgressRefused as exc:
+            raise OutboundRefused(service, exc) from exc
         parts = urlsplit(url)
         base = f"{parts.scheme}://{parts.netloc}" if service == "download" else self._base_for(service)
         state = state_for(service, base, self.settings)

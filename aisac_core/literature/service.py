@@ -3,7 +3,8 @@
 Every operation returns plain JSON-ready dicts. Per-source outcomes are reported, never raised, in
 ``sources``: ``{"<source>": {"status": "ok", "count", "from_cache"?, "k_requested"?, "k_max"?} |
 {"status": "rate_limited", "retry_after": s} | {"status": "not_found" | "error" | "unreachable" | "timeout" |
-"refused" | "unavailable" | "bad_response" | "replay_miss", "error": message, "http_status"?}}``.
+"refused" | "unavailable" | "bad_response" | "replay_miss" | "blocked", "error": message, "http_status"?}}``
+(``blocked``: the egress guard refused the address, see :mod:`aisac_core.egress`).
 Bad input (empty query, unknown source, malformed identifier, bad years) raises :class:`LiteratureError`.
 """
 
@@ -255,17 +256,18 @@ def check_pdf(body: bytes, content_type: str | None, url: str) -> None:
     """Refuse a download that is not a PDF: the ``%PDF-`` header must appear in the first 1024 bytes (ISO 32000-1
     §7.5.2; readers accept it within 1 KB), and the content type, when given, must not be HTML/text.
 
-    Raises LiteratureError naming what was received (an HTML error page or login wall typically)."""
+    Raises LiteratureError naming what was received (an HTML error page or login wall typically) by its kind,
+    content type and size only: the body itself is never quoted."""
     ctype = (content_type or "").split(";")[0].strip().lower()
     head = body[:1024]
     if b"%PDF-" not in head or (ctype and ctype not in PDF_TYPES and not ctype.endswith("pdf")):
-        start = body[:80].decode("utf-8", "replace").replace("\n", " ").strip()
         looks = "an HTML page (an error page or a login wall)" if b"<html" in body[:2048].lower() or \
             "html" in ctype else "not a PDF"
+        shown = "".join(ch for ch in ctype if ch.isascii() and (ch.isalnum() or ch in "/+-."))[:60]
         raise LiteratureError(
-            f"the download from {url} is {looks}: content type {ctype or 'none'}, {len(body)} bytes starting "
-            f"{start!r}. Nothing was saved. The paper may not be open access: download it in a browser and put it "
-            "into a registered root yourself.")
+            f"the download from {url} is {looks}: content type {shown or 'none'}, {len(body)} bytes. Nothing was "
+            "saved. The paper may not be open access: download it in a browser and put it into a registered root "
+            "yourself.")
 
 
 def _slug(paper: Paper) -> str:
@@ -311,8 +313,10 @@ async def import_paper(core: "AppContext", identifier: str, root: str | None = N
     Returns ``{status: imported | already_present, path, sidecar, sha256, bytes, source_url, job_id, paper}``;
     or ``{status: rate_limited, retry_after, ...}`` when the service is throttled.
 
-    Raises LiteratureError: bad identifier; not found; no open-access PDF known; the download is not a PDF
-    (nothing saved); too large; the root is outside the registered roots.
+    Raises LiteratureError: bad identifier; not found; no open-access PDF known; the download failed or the egress
+    guard refused its URL or a redirect hop (a loopback, private or link-local address, a non-http(s) scheme: see
+    :mod:`aisac_core.egress`; nothing is fetched from such an address); the download is not a PDF; too large; the
+    root is outside the registered roots. In every error case nothing is saved and nothing is indexed.
     """
     settings = core.settings
     parse_identifier(identifier)  # a bad identifier is reported before anything else
@@ -343,6 +347,9 @@ async def import_paper(core: "AppContext", identifier: str, root: str | None = N
         except RateLimited as exc:
             return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1), "identifier": identifier,
                     "source_url": url, "error": str(exc)}
+        except (ServiceError, NotFound) as exc:
+            raise LiteratureError(f"cannot import {identifier!r}, its PDF was not downloaded: {str(exc).rstrip('.')}. "
+                                  "Nothing was saved or indexed.") from exc
     check_pdf(body, ctype, url)
     sha = sha256_bytes(body)
     name = _slug(paper)

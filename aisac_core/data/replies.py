@@ -1,0 +1,137 @@
+"""What the server makes of a worker's reply, which is untrusted data: the run's result (known fields only, as
+text, capped), its figures (base64 PNG bytes, checked and kept in the server's own folder, never a path the worker
+names), and the checks after every run (threads left running, the session's disk quota).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.data import sessionfs
+from aisac_core.data.isolation import kill
+from aisac_core.hashing import sha256_bytes
+
+if TYPE_CHECKING:
+    from aisac_core.data.sandbox import Job, SandboxManager, Session
+
+MAX_FIGURES = 20  # per run
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"  # PNG specification, section 5.2 (file signature)
+#: the text fields of a reply that reach the result; everything else a worker sends is dropped or checked
+REPLY_TEXT = ("stdout", "stderr", "result", "error", "error_type", "traceback")
+
+
+def _sha256(data: bytes | str) -> str:
+    return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
+
+
+def after_run(m: "SandboxManager", s: "Session", reply: dict, notes: list[str], t_start: float) -> None:
+    """Checks after every run: threads the run left running stop the worker (state lost); a session folder over
+    its disk quota loses the files this run wrote (their inode change time is at or after ``t_start``)."""
+    stray = reply.pop("stray_threads", 0)
+    if stray and s.worker is not None:
+        kill(s.worker)
+        s.worker = None
+        s.lost = (f"cell {reply.get('cell')} left {stray if isinstance(stray, int) else 'some'} thread(s) running; "
+                  "the worker was stopped so that nothing outlives its run")
+        notes.append(f"session state lost: {s.lost}")
+    quota = m.settings.sandbox.disk_mb * 1024 * 1024
+    used = sessionfs.usage(s.dir)
+    if used > quota:
+        removed = sessionfs.remove_changed_since(s.dir, t_start)
+        notes.append(f"disk quota exceeded: the session folder held {used / 2**20:,.0f} MB, over the limit of "
+                     f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
+                     "removed")
+
+
+def _store_figure(m: "SandboxManager", s: "Session", job: "Job", name: str, data: bytes) -> Path:
+    """Keep a figure's bytes in the server's own folder for the session (never in the session folder)."""
+    d = m.state / s.name / "figures"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = d / f"{job.job_id}-{len(job.figures) + 1}.png"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[dict]:
+    """Validate the figures of a reply (untrusted data): at most MAX_FIGURES, each base64 PNG bytes within
+    ``AISAC_SANDBOX_FIGURE_MB``, the session's stored figures within ``AISAC_SANDBOX_DISK_MB``."""
+    out: list[dict] = []
+    if not isinstance(items, list):
+        return out
+    cap = int(m.settings.sandbox.figure_mb * 1024 * 1024)
+    room = m.settings.sandbox.disk_mb * 1024 * 1024 - sum(
+        p.stat().st_size for p in (m.state / s.name / "figures").glob("*.png"))
+    for i, f in enumerate(items):
+        if not isinstance(f, dict):
+            continue
+        if i >= MAX_FIGURES:
+            notes.append(f"{len(items) - MAX_FIGURES} more figure(s) dropped: at most {MAX_FIGURES} per run")
+            break
+        if "error" in f:
+            notes.append(str(f["error"])[:500])
+            continue
+        b64 = f.get("png_b64")
+        try:
+            data = base64.b64decode(b64, validate=True) if isinstance(b64, str) and len(b64) <= cap * 4 // 3 + 4 \
+                else b""
+        except (binascii.Error, ValueError):
+            data = b""
+        if not data.startswith(PNG_MAGIC) or len(data) > cap:
+            notes.append(f"figure {i + 1} dropped: not a PNG image of at most {cap:,} bytes")
+            continue
+        if len(data) > room:
+            notes.append(f"figure {i + 1} dropped: the session's stored figures reached AISAC_SANDBOX_DISK_MB")
+            continue
+        room -= len(data)
+        path = _store_figure(m, s, job, str(f.get("name", "")), data)
+        job.figures.append(path)
+        name = f.get("name") if isinstance(f.get("name"), str) and len(f["name"]) <= 64 else f"figure-{i + 1}.png"
+        out.append({"name": name, "path": str(path), "sha256": _sha256(data), "bytes": len(data)})
+    return out
+
+
+def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict, notes: list[str],
+           state_lost: bool) -> tuple[dict, list[Path]]:
+    """The run's result from the worker's reply, which is untrusted: only the known fields, as text, capped."""
+    cap = m.settings.sandbox.output_chars
+    figures = _figures(m, s, job, reply.get("figures"), notes)
+    text = {k: (v if isinstance(v, str) else json.dumps(v, default=str))[:cap + 100]
+            for k in REPLY_TEXT if (v := reply.get(k)) is not None}
+    cell = reply.get("cell")
+    result: dict[str, Any] = {
+        "ok": reply.get("ok") is True, "session": s.name, "cell": cell if isinstance(cell, int) else s.cells,
+        "job_id": job.job_id, "status": "done", "stdout": text.pop("stdout", ""), "stderr": text.pop("stderr", "")}
+    result.update(text)
+    if reply.get("result_truncated") is True:
+        result["result_truncated"] = True
+    worker_notes = reply.get("notes")
+    result["figures"] = figures
+    result["notes"] = notes + ([str(n)[:500] for n in worker_notes[:20]] if isinstance(worker_notes, list) else [])
+    result["state_lost"] = state_lost
+    result["duration_ms"] = round((time.perf_counter() - job.t0) * 1000, 2)
+    result["code_sha256"] = job.code_sha256
+    result["output_sha256"] = _sha256(result["stdout"] + "\x00" + result["stderr"] + "\x00" +
+                                      str(result.get("result", "")))
+    result["isolation"] = m.isolation
+    if m.isolation != "bwrap":
+        result["notes"].append(f"isolation: {m.isolation_note}")
+    return result, job.figures
+
+
+def stored_images(job: "Job") -> list[bytes]:
+    """The PNG bytes of a job's figures, read from the server's own folder."""
+    out = []
+    for p in job.figures:
+        try:
+            out.append(p.read_bytes())
+        except OSError:
+            pass
+    return out
