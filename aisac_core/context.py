@@ -60,14 +60,14 @@ class AppContext:
         self._warm_thread: threading.Thread | None = None
         self._closed = False
         self.permission_warnings: list[str] = []  # set when the store is first opened (store.files)
+        self._secured = False
 
     @cached_property
     def engine(self) -> "Engine":
         """The SQL engine (schema brought to the newest revision on first use)."""
-        from aisac_core.store.files import secure_data_dir
         from aisac_core.store.sql import make_engine
 
-        self.permission_warnings = secure_data_dir(self.settings.data_dir)
+        self.secure_store()
         return make_engine(self.settings.resolved_sql_url)
 
     @cached_property
@@ -89,6 +89,7 @@ class AppContext:
         """The DataFrame registry of the data server (frames persisted under the data dir)."""
         from aisac_core.data.frames import Registry
 
+        self.secure_store()
         return Registry(self)
 
     @cached_property
@@ -96,6 +97,7 @@ class AppContext:
         """The manager of sandboxed code sessions (worker processes start on demand)."""
         from aisac_core.data.sandbox import SandboxManager
 
+        self.secure_store()
         return SandboxManager(self.settings)
 
     @cached_property
@@ -129,6 +131,16 @@ class AppContext:
         """The field ``name`` when it was already opened, else None (never opens it)."""
         return self.__dict__.get(name)
 
+    def secure_store(self) -> None:
+        """Before anything is written to the store: umask 077 for this process, the data dir created 0700, and
+        warnings (logged once, kept in ``permission_warnings``) when a user widened it (:mod:`aisac_core.store.files`)."""
+        with self._lock:
+            if not self._secured:
+                from aisac_core.store.files import secure_data_dir
+
+                self.permission_warnings = secure_data_dir(self.settings.data_dir)
+                self._secured = True
+
     def vectors(self) -> "VectorStore":
         """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
 
@@ -141,6 +153,7 @@ class AppContext:
             if self._vectors is None:
                 from aisac_core.store.vectors import open_vector_store
 
+                self.secure_store()
                 vs = open_vector_store(self.settings.vector_backend, root=self.settings.vectors_dir,
                                        url=self.settings.qdrant_url, api_key=self.settings.qdrant_api_key)
                 try:

@@ -1,21 +1,131 @@
-"""What every server adapter shares: the application context a tool works on, and running core calls off the event
-loop with clear MCP tool errors."""
+"""What every server adapter shares: the application context a tool works on, running core calls off the event loop
+with clear MCP tool errors, and the safety net every tool error passes (:func:`safe_message`: capped below 2,000
+characters, never quoting SQL)."""
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Callable, TypeVar
 
 import anyio
 from fastmcp.dependencies import Depends
-from fastmcp.exceptions import ToolError
+from fastmcp.exceptions import ResourceError, ToolError
 from fastmcp.server.dependencies import get_context
+from fastmcp.server.middleware import Middleware
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 
 log = logging.getLogger("aisac.servers")
 T = TypeVar("T")
+
+#: longest tool error message sent to a client; longer ones are cut with a note (the whole goes to the log)
+MAX_ERROR_CHARS = 1900
+#: marks of a database error text that quotes SQL: SQLAlchemy's ``[SQL: ...]`` and background link, DB-API error
+#: class names, statements (upper-case keywords, as SQLAlchemy and drivers print them)
+SQL_PATTERN = re.compile(
+    r"\[SQL: |\[parameters: |sqlalche\.me/"
+    r"|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b|\bUPDATE\s+\w+\s+SET\b|\bCREATE TABLE\b")
+#: the parts of a SQLAlchemy error text that quote the statement, its parameters (user data) and the help link
+_END = r"(?=\s*(?:\[parameters: |\(Background on this error at: |$|[.;,)\n]))"
+_SQL_PARTS = (re.compile(r"\s*\(Background on this error at: https?://sqlalche\.me/[^\s)]*\)"),
+              re.compile(r"\s*\[parameters: .*?\]" + _END, re.S),
+              re.compile(r"\s*\[SQL: .*?\]" + _END, re.S))
+SQL_NOTE = "(SQL statement left out; the server log on stderr has the full error)"
+_LOG_CHARS = 20_000  # how much of a replaced or cut message the log keeps
+_DRIVER = re.compile(r"\((?:sqlite3|psycopg2?|pymysql|asyncpg)\.[A-Za-z.]*\)\s*")
+
+
+def _db_reason(message: str) -> str:
+    """The driver's own reason from a SQLAlchemy error text (``(sqlite3.OperationalError) database is locked
+    [SQL: ...]`` -> ``database is locked``), or "" when there is none or it quotes SQL itself."""
+    head = message.split("[SQL:", 1)[0]
+    m = _DRIVER.search(head)
+    reason = (head[m.end():] if m else head).strip()
+    reason = reason.splitlines()[0].strip() if reason else ""
+    return "" if not reason or SQL_PATTERN.search(reason) else reason[:200]
+
+
+def safe_message(message: str, *, what: str = "the call") -> str:
+    """A tool error message fit for a client.
+
+    - empty, or ending in ``:`` with nothing after it -> a message saying that ``what`` failed without a reason
+      (the log has the detail);
+    - quoting SQL (:data:`SQL_PATTERN`: SQLAlchemy's ``[SQL: ...]`` and ``[parameters: ...]``, ``SELECT ... FROM``,
+      ``INSERT INTO``, its sqlalche.me link) -> the same message with those parts (and DB-API class markers such as
+      ``(sqlite3.OperationalError)``) taken out and :data:`SQL_NOTE` added; when SQL remains after that, a message
+      saying ``what`` failed in the database with the driver's short reason; the original is logged on stderr;
+    - longer than :data:`MAX_ERROR_CHARS` (1,900) -> cut, with a note giving the full length (logged whole).
+
+    Args:
+        message: the error text.
+        what: what failed, for the replacement messages (``"rag_search"``).
+
+    Returns: the message to send (at most 1,900 characters).
+    """
+    msg = str(message or "")
+    if not msg.strip():
+        log.warning("%s failed with an empty error message", what)
+        return (f"{what} failed without an error message; the server log on stderr may have details. Check the "
+                "arguments and try again.")
+    if msg.rstrip().endswith(":"):  # "Error calling tool 'x': " around an exception without a message
+        log.warning("%s failed with an error without a message: %r", what, msg)
+        return (f"{msg.rstrip().rstrip(':')} (the error gave no message; the server log on stderr may have "
+                "details). Check the arguments and try again.")
+    if SQL_PATTERN.search(msg):
+        log.warning("%s: database error (its SQL not shown to the client): %s", what, msg[:_LOG_CHARS])
+        stripped = msg
+        for part in _SQL_PARTS:
+            stripped = part.sub("", stripped)
+        stripped = _DRIVER.sub("", stripped).strip()
+        if stripped and not SQL_PATTERN.search(stripped):  # the message without its SQL still says what happened
+            return _cap(f"{stripped} {SQL_NOTE}", what)
+        reason = _db_reason(msg)
+        internal = "internal error: " if msg.startswith("internal error") else ""
+        return (f"{internal}{what} failed in the database" + (f" ({reason})" if reason else "")
+                + "; the statement is not shown here (the server log on stderr has the full error). Check the "
+                "arguments - very long texts or out-of-range numbers are typical causes - and try again.")
+    return _cap(msg, what)
+
+
+def _cap(msg: str, what: str) -> str:
+    """``msg`` cut to :data:`MAX_ERROR_CHARS` with a note giving its full length (logged whole)."""
+    if len(msg) > MAX_ERROR_CHARS:
+        log.warning("%s: error message of %d characters cut for the client: %s", what, len(msg), msg[:_LOG_CHARS])
+        note = f" … [cut: the message has {len(msg):,} characters; the server log on stderr has more]"
+        return msg[:MAX_ERROR_CHARS - len(note)] + note
+    return msg
+
+
+def tool_error(message: str, *, what: str = "the call") -> ToolError:
+    """A :class:`ToolError` whose message passed :func:`safe_message` (raise it: ``raise tool_error(...)``)."""
+    return ToolError(safe_message(message, what=what))
+
+
+class SafeErrors(Middleware):
+    """Passes every tool and resource error of the server it is added to through :func:`safe_message` (also errors
+    fastmcp itself raised, e.g. ``Error calling tool 'x': <exception>`` for an exception outside :func:`call_core`)."""
+
+    async def on_call_tool(self, context, call_next):  # noqa: ANN001, ANN201
+        try:
+            return await call_next(context)
+        except ToolError as exc:
+            msg = str(exc)
+            safe = safe_message(msg, what=getattr(context.message, "name", "the call"))
+            if safe != msg:
+                raise ToolError(safe) from exc
+            raise
+
+    async def on_read_resource(self, context, call_next):  # noqa: ANN001, ANN201
+        try:
+            return await call_next(context)
+        except ResourceError as exc:
+            msg = str(exc)
+            safe = safe_message(msg, what=f"reading {str(getattr(context.message, 'uri', 'the resource'))[:200]}")
+            if safe != msg:
+                raise ResourceError(safe) from exc
+            raise
 
 
 def current_app() -> AppContext:
@@ -39,16 +149,46 @@ def current_app() -> AppContext:
 App: Any = Depends(current_app)
 
 
+def _generic_message(exc: Exception) -> str | None:
+    """A clear message for exception types that mean a bad argument wherever they come from, else None."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and "null byte" in text:
+        return ("an argument contains a NUL byte (\\x00), which no file name or stored text may hold: remove it "
+                "and try again")
+    if isinstance(exc, OverflowError):
+        return (f"a number in the arguments is out of range ({text[:200]}): integers must fit in 64 bits and "
+                "durations or dates within the calendar; pass a smaller value")
+    if isinstance(exc, RecursionError):
+        return ("the input is nested too deeply to process (more than about 1,000 levels of lists or objects): "
+                "flatten it and try again")
+    return None
+
+
 async def call_core(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run ``fn`` in a worker thread. aisac's user errors (:class:`~aisac_core.errors.AisacError`) become
-    :class:`ToolError` with their message; anything else becomes a ToolError naming the failure (the traceback goes
-    to the log, on stderr), never a raw traceback to the client."""
+    """Run ``fn`` in a worker thread and turn its failures into clear :class:`ToolError` s.
+
+    aisac's user errors (:class:`~aisac_core.errors.AisacError`) become a ToolError with their message; a NUL byte
+    in an argument, an out-of-range number (OverflowError) or too deep nesting (RecursionError) get a clear message
+    naming the problem; anything else becomes a ToolError naming the failure (the traceback goes to the log, on
+    stderr), never a raw traceback to the client. Every message passes :func:`safe_message` (at most 1,900
+    characters, no SQL)."""
+    what = getattr(fn, "__name__", "the call")
+    what = "the call" if what == "<lambda>" else what
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-    except ToolError:
+    except ToolError as exc:
+        msg = str(exc)
+        safe = safe_message(msg, what=what)
+        if safe != msg:
+            raise ToolError(safe) from exc
         raise
     except AisacError as exc:
-        raise ToolError(str(exc)) from exc
+        raise tool_error(str(exc), what=what) from exc
     except Exception as exc:
+        generic = _generic_message(exc)
+        if generic is not None:
+            log.warning("%s: %s: %s", what, type(exc).__name__, str(exc)[:2000])
+            raise ToolError(generic) from exc
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
-        raise ToolError(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details") from exc
+        raise tool_error(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details",
+                         what=what) from exc

@@ -67,8 +67,12 @@ async def load(
     cells filled); CSV encoding and delimiter are detected. Result: ``{frames: [{name, kind, rows, columns,
     column_names, dtypes, source: {path, sha256, format, sheet, options: {header_rows, encoding, delimiter,
     skipped_rows, data_start_row}}, notes, replaced}], notes}``.
-    Errors: path outside the registered roots ('..', symlinks); missing, empty, corrupt or unsupported file; bad
-    name, sheet or header_rows; file over AISAC_DATA_MAX_FILE_MB."""
+    Every column of a wide CSV is loaded, up to 100,000 (``columns`` counts them; ``column_names`` lists 100, with a
+    note). Errors: path outside the registered roots ('..', symlinks); an empty path, a NUL byte, a symlink loop;
+    missing, empty, corrupt or unsupported file; a CSV not in the accepted form (the message names the line and the
+    problem); JSON nested too deeply; an XLSX refused before parsing as a possible decompression bomb (over
+    AISAC_DATA_MAX_UNPACKED_MB unpacked, or AISAC_DATA_MAX_UNPACK_RATIO times its size above 16 MB); bad name, sheet
+    or header_rows; file over AISAC_DATA_MAX_FILE_MB."""
     sh: str | int | None = sheet
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows))
 
@@ -181,8 +185,9 @@ async def code_run(
     itertools, functools and a few stdlib helpers (+ AISAC_SANDBOX_ALLOW_IMPORTS). No network, no processes,
     writes only inside the session folder, CPU/memory/file-size/output limits; random and numpy seeded.
     Result (JSON, also as text): ``{ok, session, cell, job_id, status, stdout, stderr, result?, error?,
-    error_type?, traceback?, figures: [{path, sha256, bytes}], notes, state_lost, duration_ms, code_sha256,
-    output_sha256, isolation}`` plus one PNG image per matplotlib figure. A run longer than
+    error_type?, traceback?, figures: [{name, path, sha256, bytes}], notes, state_lost, duration_ms, code_sha256,
+    output_sha256, isolation}`` plus one PNG image per matplotlib figure (at most 20, each within
+    AISAC_SANDBOX_FIGURE_MB; ``path`` is the server's copy). A run longer than
     AISAC_SANDBOX_JOB_THRESHOLD_S returns ``{ok: false, pending: true, status: "running", job_id, error}``: poll
     data_code_job_status. ``state_lost: true`` means the worker had died or the server restarted: earlier
     variables are gone. Errors (MCP): empty or oversized code; bad session name; session busy; timeout out of
@@ -214,7 +219,8 @@ async def code_variables(session: SessionName, app: AppContext = App) -> dict[st
 @server.tool
 async def code_session_list(app: AppContext = App) -> dict[str, Any]:
     """Sessions of this server: ``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at,
-    busy_job, state_lost}], isolation (bwrap | unshare | none), isolation_note, allowed_imports, limits}``."""
+    busy_job, state_lost, confinement: {uid, seccomp, landlock}}], isolation (bwrap | unshare | none),
+    isolation_note, allowed_imports, limits}``."""
     return await call_core(lambda: app.sandbox.list())
 
 

@@ -85,13 +85,69 @@ class NamespaceFilter(Middleware):
         return await call_next(context)
 
 
+#: what a caller is told when the owner process died while serving its call
+OWNER_STOPPED = ("the aisac owner process stopped during the call (it crashed or was killed), so the call may or may "
+                 "not have been applied: check before repeating a change (e.g. list what it would have written). The "
+                 "next call restarts the owner process.")
+#: exception class names (anywhere in the chain or the class hierarchy) meaning the connection to the owner broke
+#: mid-request: httpx's transport errors, anyio's closed streams, the OS's connection errors
+_CUT_CONNECTION = frozenset({"RemoteProtocolError", "ReadError", "WriteError", "ConnectError", "NetworkError",
+                             "ClosedResourceError", "BrokenResourceError", "EndOfStream", "IncompleteRead",
+                             "ConnectionError", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError"})
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, its causes and contexts, and the members of exception groups among them (each once)."""
+    out: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is o for o in out) or len(out) > 50:
+            continue
+        out.append(e)
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]  # type: ignore[list-item]
+    return out
+
+
+def owner_stopped_error(exc: BaseException) -> ToolError | None:
+    """The :class:`ToolError` a proxy's caller gets when ``exc`` (what forwarding a call raised) means the
+    connection to the owner broke mid-call - the owner process died: :data:`OWNER_STOPPED`, saying the call may or
+    may not have been applied and that the next call restarts the owner. None for any other error (timeouts, tool
+    errors of the owner), which passes unchanged."""
+    for e in _chain(exc):
+        names = {k.__name__ for k in type(e).__mro__}
+        if "TimeoutException" in names:
+            return None
+        if names & _CUT_CONNECTION or (type(e).__name__ in ("McpError", "MCPError")
+                                       and "connection closed" in str(e).lower()):
+            return ToolError(OWNER_STOPPED)
+    return None
+
+
+class OwnerStopped(Middleware):
+    """On a proxy: a call cut because the owner process died becomes :data:`OWNER_STOPPED` (instead of an empty or
+    transport-level message); every other result or error passes unchanged."""
+
+    async def on_call_tool(self, context, call_next):  # noqa: ANN001, ANN201
+        try:
+            return await call_next(context)
+        except Exception as exc:
+            mapped = owner_stopped_error(exc)
+            if mapped is None:
+                raise
+            log.warning("call %s cut: the owner process stopped (%s)", getattr(context.message, "name", "?"),
+                        type(exc).__name__)
+            raise mapped from exc
+
+
 def build_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPProxy:
     """A FastMCP server that forwards every request to the store's owner (started on demand).
 
     Each request asks :func:`~aisac_core.owner.ensure_owner` for the current owner (a few file operations), so a
     proxy survives the daemon's idle exit or death: the next request starts a new one. ``names`` restricts the
-    exposed tools, resources and prompts to those namespaces (``aisac serve rag``). Raises nothing at build time;
-    a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached."""
+    exposed tools, resources and prompts to those namespaces (``aisac serve rag``). A call cut because the owner
+    died mid-call fails with :data:`OWNER_STOPPED` (:class:`OwnerStopped`). Raises nothing at build time; a request
+    fails with the owner's error (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached."""
     state: dict[str, Any] = {"key": None, "factory": None}
 
     async def client_factory():  # noqa: ANN202
@@ -107,6 +163,7 @@ def build_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPPr
     proxy = FastMCPProxy(client_factory=client_factory, name="aisac",
                          instructions="aisac: retrieval-grounded scientific assistance with provenance "
                                       "(proxy to the store's owner process).")
+    proxy.add_middleware(OwnerStopped())
     if names:
         proxy.add_middleware(NamespaceFilter(names))
     return proxy

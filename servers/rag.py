@@ -19,9 +19,15 @@ from fastmcp.exceptions import ResourceError, ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
-from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
+from aisac_core.errors import (
+    BadPathError,
+    check_path_text,
+    expand_user,
+    quote_path,
+    resolve_in_roots,
+)
 from aisac_core.rag.catalog import catalog_entries
-from aisac_core.rag.indexer import doc_id_for, get_document
+from aisac_core.rag.indexer import doc_id_of_path, get_document
 from aisac_core.rag.indexer import list_documents as core_list
 from aisac_core.rag.search import get_chunk as core_get
 from aisac_core.rag.search import search as core_search
@@ -41,34 +47,55 @@ server = FastMCP(
 )
 
 
+def _accepted_forms(roots: list[Path]) -> str:
+    """The forms ``rag_index``'s ``path`` accepts, naming up to 10 registered roots (for error messages)."""
+    names = ", ".join(repr(r.name) for r in roots[:10])
+    return ("give a file or folder (absolute, or relative to the first registered root), a list of them, or a "
+            "registered root's name" + (f" ({names})" if names else "") + "; omit path to index every registered root")
+
+
 def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
-    """(paths, catalog_only) groups to index: the given paths, or every registered root."""
+    """(paths, catalog_only) groups to index: the given paths, or every registered root (``path`` None).
+
+    Raises:
+        BadPathError: an empty or blank path (or empty list), a NUL byte, a symlink loop; the message names the
+            accepted forms.
+        PathOutsideRootsError: with registered roots, a path resolving outside them.
+    """
     s = app.settings
     roots = list(s.rag.roots) + list(s.rag.catalog_roots)
-    if path is None or path == [] or path == "":
+    if path is None:
         if not roots:
-            raise ToolError("no path given and no registered roots: pass path='/folder/of/papers' or set "
-                            "AISAC_ROOTS='[\"/folder\"]'")
+            raise BadPathError("no path given and no registered roots: pass path='/folder/of/papers' or set "
+                               "AISAC_ROOTS='[\"/folder\"]'")
         groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
         return [(paths, cat) for paths, cat in groups if paths]
     items = [path] if isinstance(path, str) else list(path)
+    if not items:
+        raise BadPathError(f"path is an empty list: {_accepted_forms(roots)}")
     out: list[Path] = []
     catalog_only = False
     for raw in items:
         if not isinstance(raw, str) or not raw.strip():
-            raise ToolError("path must be a non-empty string (a file, a folder, or a registered root's name)")
+            raise BadPathError(f"path {quote_path(raw)} is empty or blank: {_accepted_forms(roots)}")
+        check_path_text(raw)
         by_name = [r for r in roots if r.name == raw]
-        if by_name and not Path(raw).expanduser().exists():
+        if by_name and not _exists(raw):
             out.append(by_name[0])
             catalog_only = catalog_only or by_name[0] in s.rag.catalog_roots
         elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
-            try:
-                out.append(resolve_in_roots(raw, roots, what="path"))
-            except PathOutsideRootsError as exc:
-                raise ToolError(str(exc)) from exc
+            out.append(resolve_in_roots(raw, roots, what="path"))
         else:
-            out.append(Path(raw).expanduser())
+            out.append(expand_user(raw))
     return [(out, catalog_only)]
+
+
+def _exists(raw: str) -> bool:
+    """Whether ``raw`` names an existing file or folder (False for a name the OS refuses, e.g. too long)."""
+    try:
+        return expand_user(raw).exists()
+    except OSError:
+        return False
 
 
 @server.tool
@@ -95,10 +122,17 @@ async def index(
     Without ``path``, the registered roots are indexed and the catalog-only roots catalogued (two jobs:
     the result is the last one's, with ``earlier_jobs``).
 
-    Errors: a path that does not exist; no path and no registered roots.
+    Symlinks inside a folder are followed only when they lead inside a registered root; the others, symlink
+    loops and unreadable folders are listed in the job's ``skipped`` as ``{path, reason}``. An XLSX/DOCX/PPTX that
+    would unpack to more than AISAC_DATA_MAX_UNPACKED_MB (or too many times its size) is refused before parsing
+    and listed in ``failures``.
+
+    Errors: a path that does not exist, is empty or blank, holds a NUL byte, is a symlink loop or resolves outside
+    the registered roots; no path and no registered roots.
     """
     core = app
-    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in _resolve_targets(app, path)]
+    targets = await call_core(_resolve_targets, app, path)
+    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in targets]
     job_id = job_ids[-1]  # jobs run in order: the last one ends last
     status = await call_core(core.jobs.status, job_id)
     if wait:
@@ -130,7 +164,8 @@ async def job_status(
         return {"jobs": await call_core(core.jobs.list)}
     st = await call_core(core.jobs.status, job_id)
     if st is None:
-        raise ToolError(f"unknown job id {job_id!r}: rag_index returns job ids; rag_job_status() lists recent jobs")
+        raise ToolError(f"unknown job id {quote_path(job_id)}: rag_index returns job ids; rag_job_status() lists "
+                        "recent jobs")
     return st
 
 
@@ -185,7 +220,7 @@ async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a se
     """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
     got = await call_core(core_get, app, chunk_id)
     if got is None:
-        raise ToolError(f"unknown chunk id {chunk_id!r}: use a chunk_id from rag_search (ids change when "
+        raise ToolError(f"unknown chunk id {quote_path(chunk_id)}: use a chunk_id from rag_search (ids change when "
                         "the document is re-indexed after an edit)")
     return got
 
@@ -269,9 +304,9 @@ async def remove(
     if (doc_id is None) == (path is None):
         raise ToolError("give exactly one of doc_id or path")
     core = app
-    did = doc_id or doc_id_for(Path(path).expanduser())  # type: ignore[arg-type]
+    did = doc_id if doc_id is not None else await call_core(doc_id_of_path, path)
     if await call_core(get_document, core, did) is None:
-        raise ToolError(f"no indexed document {doc_id or path!r}: rag_list_documents shows what is indexed")
+        raise ToolError(f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is indexed")
     deleted = await call_core(core.jobs.indexer.remove, [did])
     return {"removed": did, "chunks_deleted": deleted}
 
@@ -299,7 +334,7 @@ async def document(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
     got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
-        raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
+        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     row, content = got
     return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"
 
@@ -309,5 +344,5 @@ async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
     got = await anyio.to_thread.run_sync(get_document, app, doc_id)
     if got is None or got[1] is None:
-        raise ResourceError(f"no indexed document {doc_id!r}; rag_list_documents lists doc_ids")
+        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return got[1].text

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any, AsyncIterator, Callable
 
 from aisac_servers import builtin
-from aisac_servers.common import call_core
+from aisac_servers.common import SafeErrors, call_core
 from aisac_servers.dashboard import mount_dashboard
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -223,5 +223,6 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     for n in chosen:
         main.mount(available[n](), namespace=n)
     main.add_middleware(ProvenanceMiddleware(app))
+    main.add_middleware(SafeErrors())  # every tool error: at most 1,900 characters, no SQL
     mount_dashboard(main, prefix="/dashboard", app=app)  # HTTP transport only: the live trace dashboard
     return main

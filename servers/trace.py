@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aisac_servers.common import App, call_core
+from aisac_servers.common import App, call_core, tool_error
 from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
-from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
@@ -36,6 +35,7 @@ server = FastMCP(
     ),
 )
 
+
 _RO = {"readOnlyHint": True, "openWorldHint": False}
 
 
@@ -48,13 +48,15 @@ async def list_runs(
     status: Annotated[Literal["ok", "errors", "active"] | None,
                       Field(description="ok: no failed call; errors: at least one; active: an event in the last "
                                         "60 s")] = None,
-    text: Annotated[str | None, Field(description="substring of the run id, a tool name or the arguments")] = None,
+    text: Annotated[str | None, Field(description="substring of the run id, a tool name or the arguments (at most "
+                                                  "1,000 characters)")] = None,
     limit: Annotated[int, Field(ge=1, le=500, description="runs per page")] = 20,
     offset: Annotated[int, Field(ge=0, description="runs to skip (next_offset of the previous page)")] = 0,
     app: AppContext = App,
 ) -> dict[str, Any]:
     """Runs, newest first: ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers,
-    tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601."""
+    tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601; a search text over
+    1,000 characters; an offset beyond 2^63-1."""
     return await call_core(core_list, app.engine, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
 
@@ -83,7 +85,8 @@ async def get_event(
     app: AppContext = App,
 ) -> dict[str, Any]:
     """One event in full: arguments, stored result (``result_truncated`` when it was cut at 100,000 characters),
-    hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id."""
+    hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id (ids are
+    1..2^63-1)."""
     return await call_core(core_event, app.engine, event_id)
 
 
@@ -130,7 +133,7 @@ async def replay(
         async with SuiteTools(app) as tools:
             return await replay_run(app, run_id, tools, force=force)
     except AisacError as exc:
-        raise ToolError(str(exc)) from exc
+        raise tool_error(str(exc), what="trace_replay") from exc
 
 
 @server.tool(annotations=_RO)
@@ -164,5 +167,5 @@ async def prune(
     """Retention: export each old run as a JSON bundle to ``<data dir>/trace_exports/<run>.json``, then delete
     its events, input pins and configuration pins (a run whose export fails is kept and listed in ``failed``).
     ``dry_run`` (default true) only lists. Returns ``{cutoff, runs, exported, deleted_events, dry_run,
-    failed}``."""
+    failed}``. Errors: ``older_than_days`` outside 0..36,500 (100 years)."""
     return await call_core(prune_runs, app, older_than_days, dry_run=dry_run)

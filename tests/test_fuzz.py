@@ -1,7 +1,8 @@
 """Fuzzing every tool of the suite: arguments generated from each tool's JSON input schema (hypothesis),
 mixed with wrong types, huge strings, odd unicode and negative numbers. Every call must end as a tool result or
 a clear tool error - never an exception out of the client (a protocol error or a crash), never an "internal
-error" - and the store must be consistent afterwards.
+error", never an error of 2,000 characters or more or one quoting SQL - and the store must be consistent
+afterwards.
 
 The tools are listed from the running suite, so servers added later are fuzzed too. Neutralised, with reasons:
 
@@ -16,6 +17,7 @@ The tools are listed from the running suite, so servers added later are fuzzed t
 from __future__ import annotations
 
 import functools
+import re
 import sqlite3
 from typing import Any
 
@@ -32,6 +34,9 @@ SKIPPED = {
     "data_code_session_reset": "restarts a worker interpreter; covered by the data server's own tests",
 }
 MAX_EXAMPLES = 20
+#: every tool error must be shorter than this, and quote no SQL (servers/common.py safe_message)
+MAX_ERROR_CHARS = 2000
+SQL_QUOTED = re.compile(r"\[SQL: |sqlalche\.me/|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b")
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 WILD = st.one_of(
@@ -133,6 +138,10 @@ def _fuzz_tool(portal, client, name: str, schema: dict, counts: dict[str, int], 
             text = " ".join(getattr(x, "text", "") for x in res.content or [])
             if not text.strip() or "internal error" in text:
                 failures.append(f"{name}({str(args)[:200]}): {text[:300]}")
+            elif len(text) >= MAX_ERROR_CHARS:
+                failures.append(f"{name}({str(args)[:200]}): error of {len(text):,} characters: {text[:200]}")
+            elif SQL_QUOTED.search(text):
+                failures.append(f"{name}({str(args)[:200]}): error quotes SQL: {text[:300]}")
 
     return fuzz
 

@@ -12,6 +12,7 @@ are checked and run by :mod:`aisac_core.data.query`.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
@@ -21,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
+from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
 from aisac_core.data.loaders import (
     FORMATS,
+    MAX_COLUMNS,
     MAX_HEADER_ROWS,
+    WIDE_COLUMNS,
     arrow_safe,
     load_csv,
     load_excel,
@@ -39,7 +43,7 @@ from aisac_core.data.query import (
     metric_spec,
     select_rows,
 )
-from aisac_core.errors import resolve_in_roots
+from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.plugins import table_loaders
 from aisac_core.store.tables import DataFrameEntry
@@ -50,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "NAME_RE", "Registry", "check_query"]
 
 CACHE_FRAMES = 16
+#: columns a frame summary lists by name (the count is always complete; a note says when the list is cut)
+SUMMARY_COLUMNS = 100
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
@@ -121,8 +127,11 @@ class Registry:
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self._parquet(name)
         tmp = path.with_suffix(".tmp")
+        # a wide frame: no dictionary pages or statistics per column (they are most of a wide file's size and of
+        # the memory writing it takes)
+        wide = {"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS else {}
         try:
-            df.to_parquet(tmp, index=False)
+            df.to_parquet(tmp, index=False, **wide)
         except Exception as exc:
             tmp.unlink(missing_ok=True)
             raise DataError(f"frame {name!r} cannot be stored as Parquet ({type(exc).__name__}: {exc})") from exc
@@ -146,9 +155,13 @@ class Registry:
 
     def _summary(self, e: DataFrameEntry) -> dict:
         cols = json.loads(e.columns_json)
+        notes = json.loads(e.notes_json)
+        if len(cols) > SUMMARY_COLUMNS:
+            notes = notes + [f"column_names and dtypes list the first {SUMMARY_COLUMNS} of {len(cols):,} columns (all "
+                             "are loaded; data_describe(columns=[...]) and data_query(columns=[...]) reach any)"]
         out = {"name": e.name, "kind": e.kind, "rows": e.rows, "columns": e.n_columns,
-               "column_names": [c["name"] for c in cols[:100]],
-               "dtypes": {c["name"]: c["dtype"] for c in cols[:100]}, "notes": json.loads(e.notes_json),
+               "column_names": [c["name"] for c in cols[:SUMMARY_COLUMNS]],
+               "dtypes": {c["name"]: c["dtype"] for c in cols[:SUMMARY_COLUMNS]}, "notes": notes,
                "created_at": e.created_at.isoformat() if e.created_at else None}
         if e.kind == "file":
             out["source"] = {"path": e.source_path, "sha256": e.source_sha256, "format": e.format, "sheet": e.sheet,
@@ -176,12 +189,19 @@ class Registry:
 
         Raises:
             PathOutsideRootsError: the path is outside the registered roots (``..``, symlinks).
-            DataError: missing, empty, oversized, corrupt or unsupported file; bad name, sheet or header_rows.
+            BadPathError: an empty path, a NUL byte in it, or a symlink loop.
+            DataError: missing, empty, oversized, corrupt or unsupported file; an XLSX refused as a possible
+                decompression bomb (AISAC_DATA_MAX_UNPACKED_MB / _MAX_UNPACK_RATIO); a CSV not in the accepted form
+                (the line and the problem named); JSON nested too deeply; bad name, sheet or header_rows.
         """
         s = self.settings
         p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
-        if not p.is_file():
-            raise DataError(f"no file at {p}" + (" (it is a folder)" if p.is_dir() else ""))
+        try:
+            is_file, is_dir = p.is_file(), p.is_dir()
+        except OSError as exc:  # e.g. a name longer than the file system allows
+            raise DataError(f"cannot read {quote_path(path)}: {exc.strerror or exc}") from exc
+        if not is_file:
+            raise DataError(f"no file at {quote_path(p)}" + (" (it is a folder)" if is_dir else ""))
         suffix = p.suffix.lower()
         extra = table_loaders(self.core.plugins)  # loaders that extensions register (aisac_register_table_loaders)
         fmt = FORMATS.get(suffix) or ("plugin" if suffix in extra else None)
@@ -204,7 +224,7 @@ class Registry:
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
         frames, notes = [], []
         if fmt == "excel":
-            loaded = load_excel(p, sheet, header_rows)
+            loaded = load_excel(p, sheet, header_rows, ArchiveLimits.from_settings(s))
             real = [x for x in loaded if x[1] is not None]
             notes += [n for x in loaded if x[1] is None for n in x[3]]
             if not real:
@@ -234,6 +254,10 @@ class Registry:
             df = load_json(p, lines=fmt == "jsonl")
         if df.shape[1] == 0:
             raise DataError(f"{p} holds no columns: nothing to load")
+        if df.shape[1] > MAX_COLUMNS:
+            n.append(f"columns {MAX_COLUMNS + 1:,} to {df.shape[1]:,} ({df.shape[1] - MAX_COLUMNS:,} columns) not "
+                     f"loaded: a frame holds at most {MAX_COLUMNS:,} columns")
+            df = df.iloc[:, :MAX_COLUMNS]
         if df.empty:
             n.append("the table has a header but no rows")
         frames.append(self._register(base, df, options_json=json.dumps(opts), notes=n, **common))
@@ -350,10 +374,9 @@ class Registry:
         df = self.frame(name)
         var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
         sb = self.core.sandbox
-        d = sb.session_dir(session) / "inputs"
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / f"{var}.parquet"
-        df.to_parquet(path, index=False)
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        path = sb.write_input(session, f"{var}.parquet", buf.getvalue())  # no link a cell planted is followed
         reply = sb.load_frame(session, var, path)
         return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
                 "notes": reply.get("notes", [])}

@@ -21,11 +21,13 @@ import csv
 import io
 import json
 import re
+import sys
 from datetime import date, datetime
 from datetime import time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
 
 if TYPE_CHECKING:
@@ -184,10 +186,69 @@ def _detect_encoding(raw: bytes) -> str:
     return best.encoding if best is not None else "latin-1"
 
 
+#: header detection reads whole rows: up to DETECT_ROWS, stopping after DETECT_CHARS characters once it has
+#: DETECT_MIN_ROWS rows (titles + a 10-row header + data), and after DETECT_MAX_CHARS once it has 3 (very wide files)
+DETECT_CHARS = 64_000
+DETECT_MIN_ROWS = MAX_HEADER_ROWS + 4
+DETECT_MAX_CHARS = 8_000_000
+#: a frame with more columns than this is "wide": its blocks are joined after parsing (see load_csv)
+WIDE_COLUMNS = 1000
+#: most columns a frame holds; further columns are not loaded and a note names them. Each column costs about 10 KB
+#: of memory through parsing and the Parquet copy whatever its length (100,000 columns: ~1 GB, ~10 s), so this bounds
+#: what one small, very wide file can take.
+MAX_COLUMNS = 100_000
+#: the delimited-text form every parse error message names
+CSV_FORM = ("one record per line with the same number of fields on every line; a field holding the delimiter, a "
+            "quote or a line break enclosed in double quotes, a quote inside it doubled (RFC 4180)")
+
+
+def _detect_grid(text: str, delim: str, path: Path) -> list[list[str]]:
+    """The first rows of ``text`` for header detection (whole rows, however wide; see DETECT_* above). Raises
+    DataError when not even the first row can be read (e.g. one field over Python's csv limit of 131,072
+    characters)."""
+    grid: list[list[str]] = []
+    chars = 0
+    reader = csv.reader(io.StringIO(text), delimiter=delim)
+    try:
+        for row in reader:
+            grid.append(row)
+            chars += sum(len(v) for v in row) + len(row)
+            n = len(grid)
+            if n >= DETECT_ROWS or (chars >= DETECT_CHARS and n >= DETECT_MIN_ROWS) or \
+                    (chars >= DETECT_MAX_CHARS and n >= 3):
+                break
+    except csv.Error as exc:
+        if not grid:
+            raise DataError(f"cannot parse {path.name} as delimited text: line {reader.line_num}: {exc}. Accepted "
+                            f"form: {CSV_FORM}") from exc
+    return grid
+
+
+def _parse_error(path: Path, delim: str, enc: str, exc: Exception) -> DataError:
+    """A clear DataError for a pandas parse failure: the line, what is wrong in plain words, the accepted form."""
+    raw = " ".join(str(exc).split())
+    m = re.search(r"EOF inside string starting at row (\d+)", raw)
+    if m:
+        what = f"a quoted field opened on line {int(m.group(1)) + 1} is never closed (a \" without its closing \")"
+    elif (m := re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", raw)):
+        what = f"line {m.group(2)} has {m.group(3)} fields where the lines before it have {m.group(1)}"
+    else:
+        what = raw.replace("Error tokenizing data. ", "").replace("C error: ", "")[:300]
+    return DataError(f"cannot parse {path.name} as delimited text (delimiter {delim!r}, encoding {enc}): {what}. "
+                     f"Accepted form: {CSV_FORM}. Fix the file, or pass header_rows when the header was misdetected")
+
+
 def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.DataFrame", dict, list[str]]:
     """A delimited text file (``suffix``: its lower-case extension, the delimiter fallback) as ``(frame, options,
-    notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row}``. Raises DataError for
-    an empty or unparsable file."""
+    notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row}``.
+
+    Every column is loaded up to :data:`MAX_COLUMNS` (100,000; header detection reads whole rows, however wide);
+    further columns, and columns without a header and without any value, are left out and named in the notes.
+
+    Raises:
+        DataError: an empty file, or one that is not delimited text in the accepted form (the message names the
+            line and what is wrong there: an unclosed quote, a line with more fields than the others).
+    """
     import pandas as pd
 
     raw = path.read_bytes()
@@ -198,33 +259,60 @@ def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.Data
         text = raw.decode(enc)
     except (UnicodeDecodeError, LookupError):
         enc, text = "latin-1", raw.decode("latin-1")
+    del raw
     sample = text[:64_000]
     try:
         delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
     except csv.Error:
         delim = "\t" if suffix in (".tsv", ".tab") else ","
-    grid = []
-    for n, row in enumerate(csv.reader(io.StringIO(sample), delimiter=delim)):
-        grid.append(row)
-        if n >= DETECT_ROWS:
-            break
-    if len(grid) > DETECT_ROWS:
-        grid = grid[:DETECT_ROWS]
+    grid = _detect_grid(text, delim, path)
+    notes: list[str] = []
+    seen_width = max((len(r) for r in grid), default=0)
+    usecols = None
+    if seen_width > MAX_COLUMNS:
+        grid = [r[:MAX_COLUMNS] for r in grid]
+        usecols = list(range(MAX_COLUMNS))
+        notes.append(f"columns {MAX_COLUMNS + 1:,} to {seen_width:,} ({seen_width - MAX_COLUMNS:,} columns) not "
+                     f"loaded: a frame holds at most {MAX_COLUMNS:,} columns")
     t = detect_table(grid, header_rows)
     try:
         body = pd.read_csv(io.StringIO(text), sep=delim, header=None, skiprows=t["data_start"],
-                           skip_blank_lines=True, on_bad_lines="error")
+                           skip_blank_lines=True, on_bad_lines="error", usecols=usecols)
     except pd.errors.EmptyDataError:
         body = pd.DataFrame()
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"cannot parse {path} as delimited text (delimiter {delim!r}, encoding {enc}): {exc}. "
-                        "Check the file, or pass header_rows") from exc
-    cols = [j for j in t["columns"] if j < body.shape[1]] if body.shape[1] else []
-    body = body.iloc[:, cols] if cols else pd.DataFrame(columns=t["names"])
-    body.columns = t["names"][:len(cols)] if cols else t["names"]
+    except (pd.errors.ParserError, ValueError, csv.Error) as exc:
+        raise _parse_error(path, delim, enc, exc) from exc
+    notes = list(t["notes"]) + notes
+    width = body.shape[1]
+    if width > WIDE_COLUMNS:  # read_csv gives one block per column: joined, column-wise work takes seconds, not minutes
+        body = body.copy()
+    if width:
+        detected = dict(zip(t["columns"], t["names"]))
+        has_value = body.notna().any(axis=0).to_numpy()
+        keep = [j for j in range(width) if j in detected or has_value[j]]
+        taken = set(t["names"])
+        names = []
+        for j in keep:
+            name = detected.get(j)
+            if name is None:  # a value in a column the detection rows left empty (it starts further down)
+                name = f"col_{j + 1}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+            names.append(name)
+        kept = set(keep)
+        dropped = [j + 1 for j in range(width) if j not in kept]
+        if len(keep) < width:
+            body = body.iloc[:, keep]
+        body.columns = names
+        if dropped:
+            shown = ", ".join(str(j) for j in dropped[:20]) + (", ..." if len(dropped) > 20 else "")
+            notes.append(f"{len(dropped)} column(s) without a header and without any value dropped (column "
+                         f"number(s) {shown})")
+    else:
+        body = pd.DataFrame(columns=t["names"])
     before = len(body)
     body = body.dropna(how="all").reset_index(drop=True)
-    notes = list(t["notes"])
     if before - len(body):
         notes.append(f"{before - len(body)} empty row(s) dropped")
     opts = {"encoding": enc, "delimiter": delim, "header_rows": len(t["header"]),
@@ -232,14 +320,28 @@ def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.Data
     return body, opts, notes
 
 
-def load_excel(path: Path, sheet: str | int | None,
-               header_rows: int | None) -> list[tuple[str, "pd.DataFrame | None", dict, list[str]]]:
+def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
+               limits: ArchiveLimits | None = None) -> list[tuple[str, "pd.DataFrame | None", dict, list[str]]]:
     """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
-    options, notes)]``; an empty sheet gives ``frame`` None and a note. Raises DataError for a workbook that cannot
-    be opened or an unknown sheet."""
+    options, notes)]``; an empty sheet gives ``frame`` None and a note.
+
+    Before openpyxl opens it, the workbook (a ZIP archive) is checked against ``limits`` (None: the defaults, 512 MB
+    unpacked and ratio 100; :func:`aisac_core.archives.check_archive`), so a decompression bomb is refused without
+    being unpacked.
+
+    Raises:
+        DataError: a workbook refused as a possible decompression bomb, one that cannot be opened, or an unknown
+            sheet.
+    """
     import openpyxl
     import pandas as pd
 
+    try:
+        check_archive(path, limits)
+    except ArchiveError as exc:
+        raise DataError(str(exc)) from exc
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         wb = openpyxl.load_workbook(path, data_only=True)
     except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException ...
@@ -290,18 +392,32 @@ def load_excel(path: Path, sheet: str | int | None,
 
 def load_json(path: Path, lines: bool) -> "pd.DataFrame":
     """A JSON file (records, columns or ``{"key": [records]}``) or, with ``lines``, JSON Lines as a frame. Raises
-    DataError for invalid JSON or JSON that is not a table."""
+    DataError for invalid JSON, JSON nested deeper than Python's recursion limit (about 1,000 levels), or JSON that
+    is not a table."""
+    try:
+        return _load_json(path, lines)
+    except RecursionError as exc:  # json_normalize of records nested hundreds of levels deep
+        raise DataError(f"{path.name} is nested too deeply to turn into a table (over about "
+                        f"{sys.getrecursionlimit():,} levels): use a list of flat records") from exc
+
+
+def _load_json(path: Path, lines: bool) -> "pd.DataFrame":
     import pandas as pd
 
     if lines:
         try:
             return pd.read_json(path, lines=True)
         except ValueError as exc:
-            raise DataError(f"cannot read {path} as JSON Lines: {exc}") from exc
+            raise DataError(f"cannot read {path} as JSON Lines (one JSON record per line): {str(exc)[:300]}") from exc
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError as exc:
+        raise DataError(f"{path.name} is nested too deeply to read: Python's JSON parser stops at about "
+                        f"{sys.getrecursionlimit():,} levels of lists/objects. Accepted form: a list of records "
+                        "([{\"column\": value, ...}, ...]), an object of columns, or {\"key\": [records]}, nested a "
+                        "few levels at most") from exc
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not valid JSON: {exc}") from exc
+        raise DataError(f"{path} is not valid JSON: {str(exc)[:300]}") from exc
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) == 1 and all(isinstance(x, dict) for x in lists[0]):
@@ -335,10 +451,11 @@ def arrow_safe(df: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
     df = df.copy()
     df.columns = [str(c) for c in df.columns]
     changed = []
-    for c in df.columns:
-        if df[c].dtype == object:
-            types = {type(v) for v in df[c].dropna()}
+    for i, t in enumerate(df.dtypes.tolist()):
+        if str(t) == "object":
+            col = df.iloc[:, i]
+            types = {type(v) for v in col.dropna()}
             if len(types) > 1 and not types <= {int, float, bool}:
-                df[c] = df[c].map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
-                changed.append(c)
+                df.isetitem(i, col.map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v)))
+                changed.append(df.columns[i])
     return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])

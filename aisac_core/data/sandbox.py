@@ -262,8 +262,8 @@ class SandboxManager:
                     f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)") if used > quota else None
 
         try:
-            send(w, req)
             deadline = time.monotonic() + timeout_s
+            send(w, req, deadline)
             for _ in range(16):  # a reply to an earlier request (forged by a cell onto the channel) is skipped
                 reply = read(w, deadline, reply_limit(self.settings), watch)
                 if reply.get("seq") == req["seq"]:
@@ -469,8 +469,9 @@ class SandboxManager:
         return root
 
     def list(self) -> dict:
-        """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost}],
-        isolation, isolation_note, allowed_imports, limits}``."""
+        """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost,
+        confinement: {uid, seccomp, landlock (ABI, 0 = none), *_note}}], isolation, isolation_note, allowed_imports,
+        limits}``."""
         with self._lock:
             sessions = list(self._sessions.values())
         out = []
@@ -478,14 +479,16 @@ class SandboxManager:
             alive = s.worker is not None and s.worker.proc.poll() is None
             out.append({"session": s.name, "dir": str(s.dir), "alive": alive, "pid": s.worker.pid if alive else None,
                         "cells": s.cells, "created_at": s.created_at, "last_used_at": s.last_used_at,
-                        "busy_job": s.busy_job, "state_lost": s.lost})
+                        "busy_job": s.busy_job, "state_lost": s.lost, "confinement": s.confinement})
         st = self.settings
         return {"sessions": out, "isolation": self.isolation, "isolation_note": self.isolation_note,
                 "allowed_imports": self.allowed,
                 "limits": {"cpu_s_per_run": st.sandbox.cpu_s, "cpu_s_per_worker": st.sandbox.session_cpu_s,
                            "memory_mb": st.sandbox.memory_mb, "file_mb": st.sandbox.file_mb,
                            "timeout_s": st.sandbox.timeout_s, "job_threshold_s": st.sandbox.job_threshold_s,
-                           "output_chars": st.sandbox.output_chars, "max_sessions": st.sandbox.max_sessions}}
+                           "output_chars": st.sandbox.output_chars, "max_sessions": st.sandbox.max_sessions,
+                           "disk_mb": st.sandbox.disk_mb, "figure_mb": st.sandbox.figure_mb,
+                           "reply_mb": st.sandbox.reply_mb}}
 
     def reset(self, session: str) -> dict:
         """Kill the session's worker (also a running job) and start afresh on the next call: variables are

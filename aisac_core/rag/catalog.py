@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
+from aisac_core.archives import ArchiveLimits, check_archive
+from aisac_core.errors import check_path_text, expand_user, resolve_link
 from aisac_core.hashing import dumps
 from aisac_core.rag.formats import CATALOG_TYPES
 from aisac_core.store.tables import CatalogEntry, utcnow
@@ -25,16 +27,17 @@ if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 
-def catalogue_file(engine: "Engine", path: Path, root: Path) -> None:
+def catalogue_file(engine: "Engine", path: Path, root: Path, limits: ArchiveLimits | None = None) -> None:
     """Write (or refresh) the catalogue row of ``path``, found under ``root``; skipped when the row's size and
-    mtime equal the file's. Raises OSError when the file cannot be stat'ed."""
+    mtime equal the file's. ``limits``: decompression limits for Excel files (None: the defaults). Raises OSError
+    when the file cannot be stat'ed."""
     st = path.stat()
     ftype = CATALOG_TYPES.get(path.suffix.lower(), path.suffix.lower().lstrip(".") or "unknown")
     with Session(engine) as s:
         row = s.get(CatalogEntry, str(path))
         if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
             return
-        meta = catalog_metadata(path, ftype)
+        meta = catalog_metadata(path, ftype, limits)
         row = row or CatalogEntry(path=str(path), root=str(root), file_type=ftype, size=st.st_size,
                                   mtime_ns=st.st_mtime_ns)
         row.root, row.file_type, row.size, row.mtime_ns = str(root), ftype, st.st_size, st.st_mtime_ns
@@ -43,9 +46,11 @@ def catalogue_file(engine: "Engine", path: Path, root: Path) -> None:
         s.commit()
 
 
-def catalog_metadata(path: Path, ftype: str) -> dict[str, Any]:
+def catalog_metadata(path: Path, ftype: str, limits: ArchiveLimits | None = None) -> dict[str, Any]:
     """Cheap metadata of a data file: CSV/TSV columns and row count (files up to 64 MiB), Excel sheet
-    names, JSON top-level type. Never loads a large file whole."""
+    names, JSON top-level type. Never loads a large file whole; an Excel file is first checked against ``limits``
+    (:func:`aisac_core.archives.check_archive`; openpyxl reads its shared strings whole). A failure is reported as
+    ``meta["metadata_error"]`` (at most 300 characters), never raised."""
     meta: dict[str, Any] = {}
     try:
         if ftype in ("csv", "tsv"):
@@ -62,6 +67,7 @@ def catalog_metadata(path: Path, ftype: str) -> dict[str, Any]:
                 with open(path, "rb") as f:
                     meta["rows"] = max(0, sum(1 for _ in f) - 1)
         elif ftype == "xlsx":
+            check_archive(path, limits)
             from openpyxl import (
                 load_workbook,  # ~0.2 s to import: only when an Excel file is catalogued
             )
@@ -78,19 +84,31 @@ def catalog_metadata(path: Path, ftype: str) -> dict[str, Any]:
                 meta["top_level"] = type(obj).__name__
                 if isinstance(obj, list):
                     meta["records"] = len(obj)
+    except RecursionError:
+        meta["metadata_error"] = "JSON nested too deeply to read (over about 1,000 levels)"
     except Exception as exc:
-        meta["metadata_error"] = str(exc)[:200]
+        meta["metadata_error"] = str(exc)[:300]
     return meta
 
 
 def catalog_entries(core: "AppContext", *, root: str | None = None, file_type: str | None = None, limit: int = 100,
                     offset: int = 0) -> dict[str, Any]:
     """Catalogued files, paged: ``{entries: [{path, root, file_type, size, modified (ISO 8601, UTC), meta}], total,
-    next_offset}``; ``root`` keeps files under that folder, ``file_type`` files of that type (``csv``, ...)."""
+    next_offset}``; ``root`` keeps files under that folder, ``file_type`` files of that type (``csv``, ...).
+
+    Raises :class:`~aisac_core.errors.BadPathError` for a ``root`` that is blank, holds a NUL byte or is a symlink
+    loop."""
+    prefix = None
+    if root:
+        check_path_text(root, what="root")
+        r = expand_user(root, what="root")
+        try:
+            prefix = str(r.resolve())
+        except (RuntimeError, OSError):  # a symlink loop: the strict resolution says so
+            prefix = str(resolve_link(r, what="root"))
     with Session(core.engine) as s:
         q = select(CatalogEntry).order_by(CatalogEntry.path)
-        if root:
-            prefix = str(Path(root).expanduser().resolve())
+        if prefix:
             q = q.where(CatalogEntry.path.startswith(prefix))
         if file_type:
             q = q.where(CatalogEntry.file_type == file_type)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive, is_office_zip
 from aisac_core.rag.chunking import Chunk, chunk_document
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError, convert, file_type_of
 from aisac_core.rag.pdf import has_text_layer, reconstruct_pdf
@@ -43,7 +44,8 @@ class ParsedDocument:
     structure: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeline: str = "native") -> ParsedDocument:
+def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeline: str = "native",
+                   limits: ArchiveLimits | None = None) -> ParsedDocument:
     """Parse ``path`` and chunk it.
 
     Args:
@@ -51,13 +53,16 @@ def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeli
         tokenizer: a ``tokenizers.Tokenizer`` of the embedding model (truncation and padding off).
         max_tokens: chunk size bound in tokens of that tokenizer.
         pdf_pipeline: ``native`` (model-free, default) or ``standard`` (docling's layout model).
+        limits: decompression limits for DOCX/PPTX/XLSX (ZIP archives), checked before docling opens the file
+            (:func:`aisac_core.archives.check_archive`); None: the defaults (512 MB unpacked, ratio 100).
 
     Returns:
         the :class:`ParsedDocument` (at least one chunk).
 
     Raises:
-        DocumentError: empty file, unsupported type, not-a-PDF, encrypted or damaged PDF, parse failure,
-            or no text at all (e.g. a scanned PDF without a text layer).
+        DocumentError: empty file, unsupported type, not-a-PDF, encrypted or damaged PDF, an Office file refused
+            as a possible decompression bomb, parse failure, or no text at all (e.g. a scanned PDF without a text
+            layer).
     """
     ftype = file_type_of(path)
     if ftype is None:
@@ -65,6 +70,11 @@ def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeli
                             + ", ".join(sorted(DOCUMENT_TYPES)))
     if path.stat().st_size == 0:
         raise DocumentError(f"{path.name} is empty (0 bytes)")
+    if is_office_zip(path):
+        try:
+            check_archive(path, limits)
+        except ArchiveError as exc:
+            raise DocumentError(f"{exc} (file skipped)") from exc
     res = convert(path, ftype, pdf_pipeline)
     pages = len(res.pages) if ftype == "pdf" else (len(res.document.pages) or None)
     if ftype == "pdf" and pdf_pipeline == "native":

@@ -30,14 +30,24 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
-from aisac_core.errors import AisacError
+from aisac_core.archives import ArchiveLimits
+from aisac_core.errors import (
+    AisacError,
+    BadPathError,
+    check_path_text,
+    expand_user,
+    inside_roots,
+    quote_path,
+    resolve_link,
+)
 from aisac_core.hashing import dumps, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
@@ -69,6 +79,19 @@ def doc_id_for(path: Path) -> str:
     return sha256_text(str(path.resolve()))[:16]
 
 
+def doc_id_of_path(path: str | Path, *, what: str = "path") -> str:
+    """:func:`doc_id_for` of a path a client gave (the file need not exist any more).
+
+    Raises:
+        BadPathError: an empty path, a NUL byte in it, an unknown ``~user``, or a symlink loop.
+    """
+    p = expand_user(check_path_text(path, what=what), what=what)
+    try:
+        return doc_id_for(p)
+    except (RuntimeError, OSError):  # a symlink loop: the strict resolution says so
+        return doc_id_for(resolve_link(p, what=what))
+
+
 def point_id(doc_id: str, sha256: str, index: int) -> str:
     """Deterministic point id of chunk ``index`` of a file version (uuid5), so re-runs overwrite."""
     return str(uuid.uuid5(_POINT_NS, f"{doc_id}:{sha256}:{index}"))
@@ -83,7 +106,7 @@ def is_point_id(s: Any) -> bool:
         return False
 
 
-def fingerprint(core: "AppContext") -> str:
+def fingerprint(core: AppContext) -> str:
     """Index fingerprint (16 hex digits): parser revision + docling version + chunker settings + dense and sparse
     model ids."""
     try:
@@ -97,7 +120,7 @@ def fingerprint(core: "AppContext") -> str:
     return sha256_text("|".join(parts))[:16]
 
 
-def mark_all_stale(engine: "Engine") -> None:
+def mark_all_stale(engine: Engine) -> None:
     """Clear every manifest fingerprint, so the next run re-embeds every file."""
     with Session(engine) as s:
         for row in s.exec(select(Document)).all():
@@ -113,45 +136,129 @@ def mark_all_stale(engine: "Engine") -> None:
 
 @dataclass
 class Plan:
-    """Files to index and to catalogue, and the folders whose vanished files are pruned."""
+    """Files to index and to catalogue, the folders whose vanished files are pruned, and the paths skipped while
+    walking (``(path, reason)``: symlinks leading out of the registered roots, symlink loops, unreadable folders)."""
 
     documents: list[Path] = field(default_factory=list)
     catalog: list[tuple[Path, Path]] = field(default_factory=list)  # (file, root)
     folders: list[Path] = field(default_factory=list)
     ignored: int = 0
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def _walk(folder: Path) -> Iterable[Path]:
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for f in sorted(filenames):
-            if not f.startswith(".") and not f.startswith("~$"):
-                yield Path(dirpath) / f
+def _link_target(link: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]) -> Path | None:
+    """The resolved target of the symlink ``link`` met while walking, or None (and a skip reason) when it is a loop,
+    broken, or leads out of the ``allowed`` roots."""
+    try:
+        target = resolve_link(link, what="symlink")
+    except BadPathError as exc:
+        skipped.append((link, str(exc)))
+        return None
+    if allowed is not None and not inside_roots(target, allowed):
+        skipped.append((link, f"symlink to {target}, which is outside the registered roots: not followed (links may "
+                              "only lead to files and folders inside a registered root)"))
+        return None
+    return target
 
 
-def plan_paths(paths: list[Path], catalog_only: bool = False) -> Plan:
+def _walk(top: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]) -> Iterable[Path]:
+    """Files under the resolved folder ``top``, depth first in name order (hidden entries, ``~$`` lock files and
+    :data:`_SKIP_DIRS` left out). A symlinked file yields its resolved target when ``allowed`` is None (no roots
+    registered) or the target lies inside ``allowed``; a symlinked folder is walked only when it lies inside
+    ``allowed`` and was not walked yet. Loops, broken links, links out of the roots and unreadable folders are
+    appended to ``skipped`` as ``(path, reason)``; nothing here raises."""
+    visited = {top}
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append((folder, f"folder cannot be read ({exc.strerror or exc})"))
+            continue
+        subdirs: list[Path] = []
+        for e in entries:
+            name = e.name
+            if name.startswith("."):
+                continue
+            p = Path(e.path)
+            try:
+                if e.is_symlink():
+                    target = _link_target(p, allowed, skipped)
+                    if target is None:
+                        continue
+                    if target.is_dir():
+                        if name in _SKIP_DIRS:
+                            continue
+                        if allowed is None:
+                            skipped.append((p, "symlinked folder not followed: no registered roots to check its "
+                                               f"target {target} against; index the target itself"))
+                        elif target in visited or folder.is_relative_to(target):
+                            skipped.append((p, f"symlink loop: leads back to {target}, a folder already walked"))
+                        else:
+                            visited.add(target)
+                            subdirs.append(target)
+                    elif not name.startswith("~$"):
+                        yield target
+                elif e.is_dir(follow_symlinks=False):
+                    if name not in _SKIP_DIRS and p not in visited:
+                        visited.add(p)
+                        subdirs.append(p)
+                elif e.is_file(follow_symlinks=False) and not name.startswith("~$"):
+                    yield p
+            except OSError as exc:
+                skipped.append((p, f"cannot be read ({exc.strerror or exc})"))
+        stack.extend(reversed(subdirs))
+
+
+def allowed_roots(settings: Any) -> list[Path] | None:
+    """The resolved registered roots (indexed + catalog-only) symlinks met while walking must stay inside, or None
+    when no root is registered (unrestricted use: symlinked files are followed, symlinked folders are not)."""
+    roots = list(settings.rag.roots) + list(settings.rag.catalog_roots)
+    return [Path(r).expanduser().resolve() for r in roots] or None
+
+
+def plan_paths(paths: list[Path], catalog_only: bool = False, roots: list[Path] | None = None) -> Plan:
     """Expand files and folders into a :class:`Plan`.
 
     Document types (:data:`~aisac_core.rag.formats.DOCUMENT_TYPES`) are indexed, except under
     ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.formats.CATALOG_TYPES`) are
-    catalogued. Raises :class:`IndexingError` for a path that does not exist.
+    catalogued. ``roots`` (resolved; see :func:`allowed_roots`) confines symlinks met inside folders: a link whose
+    target is outside them, a loop or a broken link is listed in ``Plan.skipped`` with the reason. Each file is
+    planned once, by its resolved path.
+
+    Raises:
+        IndexingError: a given path does not exist or cannot be read.
+        BadPathError: a given path is empty, holds a NUL byte or is a symlink loop.
     """
     plan = Plan()
+    seen: set[Path] = set()
     for raw in paths:
-        p = Path(raw).expanduser()
-        if not p.exists():
-            raise IndexingError(f"path not found: {raw} (give an existing file or folder; relative paths are "
-                              f"resolved against {Path.cwd()})")
-        p = p.resolve()
+        check_path_text(raw)
+        p = expand_user(raw)
+        try:
+            exists = p.exists()
+            if not exists and p.is_symlink():
+                resolve_link(p)  # raises: a loop or a dangling link, with the reason
+        except OSError as exc:
+            raise IndexingError(f"path {quote_path(raw)} cannot be read ({exc.strerror or exc})") from exc
+        if not exists:
+            raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder; relative paths "
+                                f"are resolved against {Path.cwd()})")
+        p = resolve_link(p)
         files: Iterable[Path]
         if p.is_dir():
             plan.folders.append(p)
-            files = _walk(p)
+            files = _walk(p, roots, plan.skipped)
             root = p
         else:
             files = [p]
             root = p.parent
         for f in files:
+            if f in seen:
+                continue
+            seen.add(f)
             suf = f.suffix.lower()
             if not catalog_only and suf in DOCUMENT_TYPES:
                 plan.documents.append(f)
@@ -178,6 +285,8 @@ class Counters:
     files_failed: int = 0
     files_pruned: int = 0
     files_catalogued: int = 0
+    #: symlinks (out of the roots, loops, broken) and unreadable folders skipped while walking
+    paths_skipped: int = 0
     pages_parsed: int = 0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
@@ -195,22 +304,36 @@ ProgressFn = Callable[[int, int, str], None]
 class Indexer:
     """Indexes files into the shared store for one :class:`~aisac_core.context.AppContext`."""
 
-    def __init__(self, core: "AppContext") -> None:
+    def __init__(self, core: AppContext) -> None:
         self.core = core
         self._write_lock = threading.Lock()
         self._last_flush = time.monotonic()
 
+    def plan(self, paths: list[Path], catalog_only: bool = False) -> Plan:
+        """:func:`plan_paths` with symlinks confined to this store's registered roots (:func:`allowed_roots`)."""
+        return plan_paths(paths, catalog_only, allowed_roots(self.core.settings))
+
     def run(self, paths: list[Path], *, catalog_only: bool = False, progress: ProgressFn | None = None,
-            failures: list[dict[str, str]] | None = None, counters: Counters | None = None) -> Counters:
+            failures: list[dict[str, str]] | None = None, counters: Counters | None = None,
+            skipped: list[dict[str, str]] | None = None) -> Counters:
         """Index (or catalogue) ``paths``: files and folders, recursively.
 
-        Per-file failures are appended to ``failures`` as ``{"path", "error"}`` and the run goes on.
-        ``progress(done, total, message)`` is called after every file. Returns the run's counters.
-        Raises :class:`IndexingError` when a path does not exist.
+        Per-file failures are appended to ``failures`` as ``{"path", "error"}`` and the run goes on; paths skipped
+        while walking (symlinks out of the registered roots, loops, unreadable folders) to ``skipped`` as
+        ``{"path", "reason"}`` (to ``failures`` as ``{"path", "error": "skipped: <reason>"}`` when ``skipped`` is
+        None). ``progress(done, total, message)`` is called after every file. Returns the run's counters.
+        Raises :class:`IndexingError` / :class:`~aisac_core.errors.BadPathError` when a given path does not exist,
+        is empty, holds a NUL byte or is a symlink loop.
         """
-        plan = plan_paths(paths, catalog_only)
+        plan = self.plan(paths, catalog_only)
         c = counters or Counters()
         fails = failures if failures is not None else []
+        for path, reason in plan.skipped:
+            c.paths_skipped += 1
+            if skipped is not None:
+                skipped.append({"path": str(path), "reason": reason})
+            else:
+                fails.append({"path": str(path), "error": f"skipped: {reason}"})
         total = len(plan.documents) + len(plan.catalog)
         done = 0
         fp = fingerprint(self.core) if plan.documents else ""
@@ -229,7 +352,7 @@ class Indexer:
                 except Exception as exc:  # an unexpected parser failure must not stop the job
                     log.exception("indexing %s failed", f)
                     c.files_failed += 1
-                    fails.append({"path": str(f), "error": f"{type(exc).__name__}: {exc}"})
+                    fails.append({"path": str(f), "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
                 done += 1
                 if progress:
                     progress(done, total, f.name)
@@ -238,12 +361,13 @@ class Indexer:
                     self._catalogue(f, root)
                     c.files_catalogued += 1
                 except Exception as exc:
-                    fails.append({"path": str(f), "error": f"cannot catalogue: {exc}"})
+                    fails.append({"path": str(f), "error": f"cannot catalogue: {str(exc)[:500]}"})
                 done += 1
                 if progress:
                     progress(done, total, f.name)
+            refused = {str(path) for path, _ in plan.skipped}
             for folder in plan.folders:
-                self._prune(folder, c)
+                self._prune(folder, c, refused)
             if plan.documents or plan.folders:
                 self.core.vectors().flush()
                 self._last_flush = time.monotonic()
@@ -273,7 +397,7 @@ class Indexer:
         t0 = time.perf_counter()
         try:
             parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
-                                    core.settings.rag.pdf_pipeline)
+                                    core.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(core.settings))
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
                 self._record_failure(did, path, st, sha, fp, str(exc))
@@ -362,13 +486,20 @@ class Indexer:
                 s.commit()
         return deleted
 
-    def _prune(self, folder: Path, c: Counters) -> None:
+    def _prune(self, folder: Path, c: Counters, refused: set[str] | None = None) -> None:
+        """Remove the rows under ``folder`` whose file is gone, or whose path this run skipped (``refused``: a
+        symlink now leading out of the roots, or a loop; an earlier version may have indexed it)."""
         prefix = str(folder) + os.sep
+        refused = refused or set()
+
+        def gone_or_refused(path: str) -> bool:
+            return path in refused or not Path(path).exists()
+
         with Session(self.core.engine) as s:
             gone = [r.doc_id for r in s.exec(select(Document).where(Document.path.startswith(prefix))).all()
-                    if not Path(r.path).exists()]
+                    if gone_or_refused(r.path)]
             stale_cat = [r for r in s.exec(select(CatalogEntry).where(CatalogEntry.path.startswith(prefix))).all()
-                         if not Path(r.path).exists()]
+                         if gone_or_refused(r.path)]
             for r in stale_cat:
                 s.delete(r)
             s.commit()
@@ -383,7 +514,7 @@ class Indexer:
     # ---- catalogue ----------------------------------------------------------------------------
 
     def _catalogue(self, path: Path, root: Path) -> None:
-        catalogue_file(self.core.engine, path, root)
+        catalogue_file(self.core.engine, path, root, ArchiveLimits.from_settings(self.core.settings))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -391,7 +522,7 @@ class Indexer:
 # --------------------------------------------------------------------------------------------------
 
 
-def get_document(core: "AppContext", doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+def get_document(core: AppContext, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
     """Manifest row and parsed content of a document, or None."""
     with Session(core.engine) as s:
         row = s.get(Document, doc_id)
@@ -400,14 +531,14 @@ def get_document(core: "AppContext", doc_id: str) -> tuple[Document, DocumentCon
         return row, s.get(DocumentContent, doc_id)
 
 
-def documents_matching(engine: "Engine", pattern: str) -> list[str]:
+def documents_matching(engine: Engine, pattern: str) -> list[str]:
     """doc_ids whose path matches the glob ``pattern`` (against the full path or the file name)."""
     with Session(engine) as s:
         rows = s.exec(select(Document.doc_id, Document.path)).all()
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
 
 
-def list_documents(core: "AppContext", *, status: str | None = None, file_type: str | None = None,
+def list_documents(core: AppContext, *, status: str | None = None, file_type: str | None = None,
                    path_glob: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
     """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
     ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""

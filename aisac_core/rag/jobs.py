@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, select
 
+from aisac_core.errors import AisacError
 from aisac_core.hashing import dumps
-from aisac_core.rag.indexer import Counters, Indexer, plan_paths
+from aisac_core.rag.indexer import Counters, Indexer
 from aisac_core.store.tables import Job, utcnow
 
 if TYPE_CHECKING:
@@ -50,8 +51,11 @@ class JobManager:
             s.commit()
 
     def submit(self, paths: list[Path], catalog_only: bool = False) -> str:
-        """Validate ``paths`` (raises :class:`IndexingError` when one is missing) and queue a job; returns its id."""
-        plan = plan_paths(paths, catalog_only)  # fail fast on bad paths, before a job exists
+        """Validate ``paths`` and queue a job; returns its id.
+
+        Raises :class:`~aisac_core.rag.indexer.IndexingError` (a path is missing or unreadable) or
+        :class:`~aisac_core.errors.BadPathError` (empty, a NUL byte, a symlink loop) before any job exists."""
+        plan = self.indexer.plan(paths, catalog_only)  # fail fast on bad paths, before a job exists
         job_id = "job-" + uuid.uuid4().hex[:12]
         with Session(self.core.engine) as s:
             s.add(Job(job_id=job_id, kind="catalog" if catalog_only else "index",
@@ -94,6 +98,7 @@ class JobManager:
     def _run(self, job_id: str, paths: list[Path], catalog_only: bool) -> None:
         counters = Counters()
         failures: list[dict[str, str]] = []
+        skipped: list[dict[str, str]] = []
         self._update(job_id, status="running", started_at=utcnow())
         last = [0.0]
 
@@ -102,16 +107,19 @@ class JobManager:
             if now - last[0] >= 0.25 or done == total:
                 last[0] = now
                 self._update(job_id, done=done, total=total, message=msg, counters_json=dumps(counters.as_dict()),
-                             failures_json=dumps(failures))
+                             failures_json=dumps(_stored(failures, skipped)))
 
         try:
-            self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters)
+            self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters,
+                             skipped=skipped)
             status, message = "done", None
+        except AisacError as exc:  # a user error (a path vanished or turned into a loop since submit)
+            status, message = "failed", str(exc)[:1000]
         except Exception as exc:
             log.exception("job %s failed", job_id)
-            status, message = "failed", f"{type(exc).__name__}: {exc}"
+            status, message = "failed", f"{type(exc).__name__}: {str(exc)[:1000]}"
         self._update(job_id, status=status, message=message, finished_at=utcnow(),
-                     counters_json=dumps(counters.as_dict()), failures_json=dumps(failures))
+                     counters_json=dumps(counters.as_dict()), failures_json=dumps(_stored(failures, skipped)))
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
         """Block until ``job_id`` ends (True) or ``timeout`` seconds pass (False)."""
@@ -142,12 +150,23 @@ class JobManager:
         thread.join(timeout)
 
 
+def _stored(failures: list[dict[str, str]], skipped: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Failures and skipped paths in one list for the job row's ``failures_json`` (skipped entries carry
+    ``"skipped": true``; :func:`job_dict` splits them again)."""
+    return list(failures) + [{**s, "skipped": True} for s in skipped]
+
+
 def job_dict(job: Job) -> dict[str, Any]:
-    """A job as JSON-ready dict: id, kind, status, progress (done/total), counters, failures, times."""
+    """A job as JSON-ready dict: ``{job_id, kind, status, done, total, message, params, counters, failures: [{path,
+    error}], skipped: [{path, reason}], created_at, started_at, finished_at}``; ``skipped`` lists the symlinks
+    (out of the registered roots, loops, broken) and unreadable folders the walk left out, with the reason."""
+    stored = json.loads(job.failures_json)
     return {
         "job_id": job.job_id, "kind": job.kind, "status": job.status, "done": job.done, "total": job.total,
         "message": job.message, "params": json.loads(job.params_json),
-        "counters": json.loads(job.counters_json), "failures": json.loads(job.failures_json),
+        "counters": json.loads(job.counters_json),
+        "failures": [f for f in stored if not f.get("skipped")],
+        "skipped": [{"path": f.get("path"), "reason": f.get("reason")} for f in stored if f.get("skipped")],
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.archives import ArchiveLimits
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import parse_document
 from aisac_core.rag.formats import DocumentError
-from aisac_core.rag.indexer import doc_id_for, get_document, is_point_id
+from aisac_core.rag.indexer import doc_id_of_path, get_document, is_point_id
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
@@ -61,11 +62,12 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         AnchorError: ``anchor`` is not a dict, or lacks ``sha256`` / ``chunk_sha256`` / (``doc_id`` or ``path``).
+        BadPathError: the anchor's ``path`` (used without ``doc_id``) is empty, holds a NUL byte or is a loop.
     """
     a = Anchor.parse(anchor)  # raises AnchorError naming what is missing
     chunk_id = a.chunk_id
     want_sha, want_chunk = a.sha256, a.chunk_sha256
-    doc_id = a.doc_id or doc_id_for(Path(a.path))  # type: ignore[arg-type]  # parse: doc_id or path is set
+    doc_id = a.doc_id or doc_id_of_path(a.path, what="anchor path")  # type: ignore[arg-type]  # doc_id or path
     out: dict[str, Any] = {"status": "missing", "chunk_id": chunk_id, "doc_id": doc_id, "path": a.path,
                            "detail": "", "sha256_now": None, "current_chunk_id": None}
     got = get_document(core, doc_id)
@@ -129,7 +131,7 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
     else:
         try:
             parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
-                                    core.settings.rag.pdf_pipeline)
+                                    core.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(core.settings))
         except DocumentError as exc:
             out["status"] = "chunk_changed"
             out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"

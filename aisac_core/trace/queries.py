@@ -30,6 +30,11 @@ ACTIVE_SECONDS = 60.0
 COMPACT_KEYS = ("id", "kind", "tool", "status", "latency_ms", "arguments", "result_summary")
 #: in the compact tree, arguments whose JSON is longer than this are shown as a truncated JSON string.
 COMPACT_ARGS_CHARS = 300
+#: longest ``text`` filter of :func:`list_runs` (SQLite refuses LIKE patterns over 50,000 bytes,
+#: SQLITE_MAX_LIKE_PATTERN_LENGTH; a run id, tool name or argument fragment is far shorter)
+MAX_SEARCH_CHARS = 1000
+#: largest id or offset SQLite can hold (a signed 64-bit integer)
+MAX_SQL_INT = 2**63 - 1
 
 
 class TraceError(AisacError, ValueError):
@@ -48,8 +53,12 @@ def naive_utc(value: str | datetime | None, what: str) -> datetime | None:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:
             raise TraceError(f"{what} must be an ISO 8601 date or time such as 2026-03-14 or 2026-03-14T09:15:00Z, "
-                             f"got {value!r}") from exc
-    return value.astimezone(timezone.utc) if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+                             f"got {value[:100]!r}") from exc
+    try:
+        return value.astimezone(timezone.utc) if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 lies past the last representable UTC time
+        raise TraceError(f"{what} {value.isoformat()} is out of range once converted to UTC: give a date between "
+                         "the years 1 and 9999") from exc
 
 
 def iso(d: datetime | None) -> str | None:
@@ -155,7 +164,8 @@ def require_events(engine: "Engine", run_id: str) -> list[Any]:
         raise TraceError("run_id must be a non-empty string: trace_list_runs lists the run ids")
     rows = run_events(engine, run_id)
     if not rows:
-        raise TraceError(f"unknown run {run_id!r}: no trace events carry this run id; trace_list_runs lists runs "
+        shown = repr(run_id) if len(run_id) <= 200 else repr(run_id[:200]) + f"… ({len(run_id):,} characters)"
+        raise TraceError(f"unknown run {shown}: no trace events carry this run id; trace_list_runs lists runs "
                          "(newest first)")
     return rows
 
@@ -179,21 +189,25 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
         server: only runs with at least one event of this server namespace (``rag``, ``memory``, ``roles``...).
         status: ``ok`` (no failed event), ``errors`` (at least one ``tool_error`` / ``exception``) or ``active``
             (an event in the last ``ACTIVE_SECONDS`` = 60 s).
-        text: case-insensitive substring of the run id, a tool name or the arguments JSON.
+        text: case-insensitive substring of the run id, a tool name or the arguments JSON; at most
+            :data:`MAX_SEARCH_CHARS` (1,000) characters.
         limit: 1..500 runs per page; offset: runs to skip.
 
     Returns ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers, tools, status,
     active}], total, offset, next_offset}`` (``next_offset`` None on the last page).
 
-    Raises TraceError for a bad date, status or paging value.
+    Raises TraceError for a bad date, status or paging value, or a ``text`` longer than 1,000 characters.
     """
     T = TraceEvent
     if not 1 <= int(limit) <= 500:
         raise TraceError(f"limit must be 1..500, got {limit}")
-    if int(offset) < 0:
-        raise TraceError(f"offset must be >= 0, got {offset}")
+    if not 0 <= int(offset) <= MAX_SQL_INT:
+        raise TraceError(f"offset must be 0..{MAX_SQL_INT} (a number of runs to skip), got {str(offset)[:40]}")
+    if text is not None and len(text) > MAX_SEARCH_CHARS:
+        raise TraceError(f"text is {len(text):,} characters long; the search text may have at most "
+                         f"{MAX_SEARCH_CHARS:,} (a fragment of a run id, a tool name or an argument value)")
     if status not in (None, "", "ok", "errors", "active"):
-        raise TraceError(f"status must be ok, errors or active, got {status!r}")
+        raise TraceError(f"status must be ok, errors or active, got {str(status)[:100]!r}")
     since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
     n_err = func.sum(case((T.status.in_(ERROR_STATUSES), 1), else_=0))  # type: ignore[attr-defined]
     q = select(T.run_id, func.min(T.created_at), func.max(T.created_at), func.count(), n_err,
@@ -314,7 +328,11 @@ def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, det
 
 def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
     """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
-    input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown."""
+    input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown (including ids outside
+    1..2^63-1, which no event can have)."""
+    if not isinstance(event_id, int) or isinstance(event_id, bool) or not 1 <= event_id <= MAX_SQL_INT:
+        raise TraceError(f"unknown event id {str(event_id)[:40]}: event ids are integers from 1 to {MAX_SQL_INT}; "
+                         "trace_get_run lists a run's event ids")
     with Session(engine) as s:
         r = s.get(TraceEvent, int(event_id))
         if r is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,10 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from aisac_core.context import AppContext
+
+#: largest ``older_than_days`` of :func:`prune_runs`: 100 years (a larger value overflows the date arithmetic and
+#: could select nothing anyway)
+MAX_DAYS = 36_500
 
 
 def _percentile(vals: list[float], p: float) -> float:
@@ -62,11 +67,18 @@ def prune_runs(app: "AppContext", older_than_days: float, *, dry_run: bool = Fal
     """Delete runs whose last event is older than ``older_than_days`` days, after exporting each as a JSON bundle
     to ``<data dir>/trace_exports/<run>.json`` (a run whose export fails is kept and listed in ``failed``).
     ``dry_run`` lists without exporting or deleting. Returns ``{cutoff, runs: [run ids], exported: [paths],
-    deleted_events, dry_run, failed: [{run_id, error}]}``. Raises TraceError when ``older_than_days`` < 0."""
+    deleted_events, dry_run, failed: [{run_id, error}]}``. Raises TraceError when ``older_than_days`` is not a
+    number from 0 to :data:`MAX_DAYS` (36,500 days, 100 years: older cut-offs fall before any trace)."""
     T = TraceEvent
-    if older_than_days is None or float(older_than_days) < 0:
-        raise TraceError(f"older_than_days must be >= 0, got {older_than_days}")
-    cutoff = datetime.now(timezone.utc) - timedelta(days=float(older_than_days))
+    try:
+        days = float(older_than_days)
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"older_than_days must be a number of days from 0 to {MAX_DAYS:,}, got "
+                         f"{str(older_than_days)[:40]}") from exc
+    if not (math.isfinite(days) and 0 <= days <= MAX_DAYS):
+        raise TraceError(f"older_than_days must be a number of days from 0 to {MAX_DAYS:,} (100 years), got "
+                         f"{str(older_than_days)[:40]}")
+    cutoff = datetime.now(timezone.utc) - timedelta(days=days)
     with Session(app.engine) as s:
         old = list(s.exec(select(T.run_id).group_by(T.run_id).having(func.max(T.created_at) < cutoff)).all())
     out: dict[str, Any] = {"cutoff": iso(cutoff), "runs": old, "exported": [], "deleted_events": 0,

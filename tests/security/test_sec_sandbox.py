@@ -341,3 +341,23 @@ def test_server_survives_everything(box: SandboxManager) -> None:
     assert canary_intact(box)
     assert json.loads((box.test_data / "owner.json").read_text())["token"] == SECRET  # type: ignore[attr-defined]
     assert time.monotonic() - t0 < 30
+
+
+def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> None:
+    """A cell forges its reply and keeps running: the next call's (large) request waits for room in the pipe only
+    until its wall time, then the worker is stopped - the server never blocks for good."""
+    box.settings.sandbox.timeout_s, old = 3.0, box.settings.sandbox.timeout_s
+    try:
+        r, _ = run(box, "hang", FORGE + "f = getattr(mods['sys'], '_get' + 'frame')(0)\n"
+                                        "while 'req' not in getattr(f, 'f_lo' + 'cals'):\n"
+                                        "    f = getattr(f, 'f_ba' + 'ck')\n"
+                                        "tag = getattr(f, 'f_lo' + 'cals')['req']['seq']\n"
+                                        "forge({'ok': True, 'seq': tag, 'result': 'early'})\nimport time\n"
+                                        "time.sleep(3600)")
+    finally:
+        box.settings.sandbox.timeout_s = old
+    assert r.get("result") == "early", r  # the forged reply was taken: the cell still sleeps
+    t0 = time.monotonic()
+    r, _ = box.run("hang", "x = '" + "y" * 500_000 + "'\nlen(x)", timeout_s=3)
+    assert time.monotonic() - t0 < 20 and r["ok"] is False and "wall time" in r["error"], r
+    alive(box, "hang")
