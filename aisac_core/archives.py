@@ -153,9 +153,9 @@ def check_archive(path: str | Path, limits: ArchiveLimits | Settings | None = No
             with zipfile.ZipFile(f) as zf:
                 infos = zf.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError) as exc:
-            raise ArchiveError(f"{name} is not a readable ZIP archive ({type(exc).__name__}: {str(exc)[:120]}); an "
-                               f"{p.suffix or 'Office'} file is one: the file is damaged, truncated or another type "
-                               "renamed") from exc
+            raise ArchiveError(f"{name} could not be parsed: it is not a readable ZIP archive ({type(exc).__name__}: "
+                               f"{str(exc)[:120]}), which every {p.suffix or 'Office'} file is; the file is damaged, "
+                               "truncated or another type renamed") from exc
     if len(infos) > lim.max_members:
         raise ArchiveError(f"{name} refused before parsing: it holds {len(infos):,} archive members, more than the "
                            f"{lim.max_members:,} an Office file may hold (a possible decompression bomb)")

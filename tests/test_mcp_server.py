@@ -111,7 +111,7 @@ async def test_run_id_from_meta(core, corpus):
         ("rag_search", {"query": "   "}, "query is empty"),
         ("rag_search", {"query": "heat", "filters": {"author": "x"}}, "unknown filter key(s) ['author']"),
         ("rag_search", {"query": "heat", "filters": {"page_from": 0}}, "page_from must be a page number"),
-        ("rag_index", {"path": "/no/such/folder"}, "path not found: /no/such/folder"),
+        ("rag_index", {"path": "/no/such/folder"}, "path not found: '/no/such/folder'"),
         ("rag_job_status", {"job_id": "job-nope"}, "unknown job id"),
         ("rag_get_chunk", {"chunk_id": "nope"}, "unknown chunk id"),
         ("rag_remove", {}, "exactly one of doc_id or path"),

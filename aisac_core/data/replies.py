@@ -121,8 +121,14 @@ def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict, notes: li
     result["output_sha256"] = _sha256(result["stdout"] + "\x00" + result["stderr"] + "\x00" +
                                       str(result.get("result", "")))
     result["isolation"] = m.isolation
-    if m.isolation != "bwrap":
-        result["notes"].append(f"isolation: {m.isolation_note}")
+    conf = s.confinement
+    if m.isolation != "bwrap" or not conf.get("seccomp") or not conf.get("landlock"):
+        held = (f"seccomp {'on' if conf.get('seccomp') else 'OFF'}, Landlock "
+                f"{'ABI ' + str(conf['landlock']) if conf.get('landlock') else 'OFF'}")
+        weak = "" if conf.get("landlock") or m.isolation == "bwrap" else (
+            "; without Landlock or bubblewrap, C extensions in the session can read any file the server's user "
+            "can (docs/data.md, Threat model)")
+        result["notes"].append(f"isolation: {m.isolation_note} ({held}){weak}")
     return result, job.figures
 
 
