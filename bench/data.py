@@ -3,7 +3,8 @@
 - code_run: trivial code (``1 + 1``) in a warm session, 200 calls after 10 warm-up calls, (a) through
   :meth:`aisac_core.data.sandbox.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
   (in-memory fastmcp client; provenance middleware and its trace write included). Target p50 <= 50 ms.
-- cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available).
+- cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available); and the first
+  run of a new session that draws a matplotlib figure (the server's font list copied in, matplotlib imported).
 - load + preview: ``Registry.load`` of ../shared/data/tabular/mosaic_parquet/protein-design.parquet (sha256 of
   the file, Parquet copy into the store, SQL row) then ``preview(n=10)``, 5 repetitions (fresh names); plus a
   query (``pae_interaction < 10 and movement == 'og'``).
@@ -21,6 +22,7 @@ import anyio
 from fastmcp import Client
 
 from aisac_core.context import AppContext
+from aisac_core.data import mplcache
 from aisac_core.settings import Settings
 from aisac_servers.suite import build
 
@@ -74,6 +76,12 @@ def run(ctx: Context) -> dict[str, Any]:
             r, _ = mgr.run("idle", "import numpy, pandas")
             import_ms = (time.perf_counter() - t) * 1000
             rss_pandas = _rss_mb(mgr.worker_pid("idle"))
+            if not mplcache.seed_fonts(tmp):  # the server's font list, built once per matplotlib version
+                mplcache.build(mplcache.cache_dir())
+            t = time.perf_counter()
+            r, images = mgr.run("plot", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n1")
+            plot_ms = (time.perf_counter() - t) * 1000
+            assert r["ok"] and len(images) == 1, r
             # warm round trips, in-process
             for _ in range(WARMUP):
                 mgr.run("warm", "1 + 1")
@@ -111,6 +119,7 @@ def run(ctx: Context) -> dict[str, Any]:
             ("cold session (worker start + 1 run) ms", round(cold_ms, 1), f"<= {TARGET_COLD_MS:g}",
              target_cell(cold_ms <= TARGET_COLD_MS)),
             ("import numpy, pandas in a session ms", round(import_ms, 1), None, None),
+            ("cold session + first matplotlib figure ms", round(plot_ms, 1), None, None),
             ("idle worker RSS MB (fresh / after numpy+pandas)", f"{rss_idle} / {rss_pandas}", None, None),
             ("isolation (+ seccomp, Landlock ABI, uid inside)",
              f"{mgr.isolation} (+ seccomp {'on' if conf.get('seccomp') else 'off'}, Landlock {conf.get('landlock', 0)}, "

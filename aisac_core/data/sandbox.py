@@ -1,31 +1,30 @@
 """Stateful, sandboxed Python sessions: one persistent worker subprocess per session.
 
-The boundary (docs/data.md "Code sessions" says the same to users):
+The boundary (docs/data.md "Threat model" says the same to users):
 
 1. **A separate process** per session (:mod:`aisac_core.data.worker`): the server never executes session code
    itself; a crash, a kill or a runaway loop ends only that worker. The parent kills a run that exceeds its wall
    time (SIGKILL to the worker's process group) and reports the lost state on the next call.
-2. **OS isolation when the machine offers it** (``Settings.sandbox.isolation``, default ``auto``):
-   ``bwrap`` (bubblewrap) - new user, network, PID, IPC and UTS namespaces, the root file system mounted read-only,
-   a private ``/tmp``, the store's data dir hidden behind an empty tmpfs, only the session directory writable;
-   else ``unshare -rn`` (new user + network namespace: no network); else ``none`` (a plain subprocess: the
-   limits and hooks below only, which the result and ``code_session_list`` say).
-3. **Resource limits** set by the worker on itself (``resource.setrlimit``): address space
-   (``sandbox_memory_mb``), CPU seconds per run (soft RLIMIT_CPU -> an exception, the session survives) and per
-   worker life (hard RLIMIT_CPU -> killed), largest written file (``sandbox_file_mb``), no new processes
-   (RLIMIT_NPROC, effective inside a user namespace), no core dumps; output capped per stream
-   (``sandbox_output_chars``, truncation noted).
-4. **Python-level guards**: an import allow-list for the session's own ``import`` statements, refused dunder
-   attributes in the source (a tripwire), and a PEP 578 audit hook refusing process creation, sockets, ctypes,
-   writes outside the session directory and reads outside the session directory + the Python installation.
-   Audit hooks are not a security boundary on their own (C extensions can bypass them); the process, the
-   limits and the namespaces are.
+2. **Namespaces when the machine offers them** (``Settings.sandbox.isolation``, default ``auto``): ``bwrap``
+   (bubblewrap) - every namespace unshared, uid 65534 inside, a minimal read-only file system with only the session
+   directory writable (:func:`aisac_core.data.isolation.worker_command`); else ``unshare -rn``; else ``none``.
+3. **Kernel confinement in every mode** (:mod:`aisac_core.data.confine`): a seccomp filter (no processes, sockets,
+   ptrace, mounts) and Landlock (reads beneath the Python installation and system libraries, writes beneath the
+   session directory), applied by the worker to itself before its first request.
+4. **Resource limits** (``resource.setrlimit`` in the worker: memory, CPU per run and per worker life, file size,
+   no core dumps), a disk quota per session folder checked during and after each run, threads left running by a
+   cell stopped at its end, output capped per stream.
+5. **Python-level guards** (tripwires): the import allow-list as ``builtins.__import__``, refused dunder
+   attributes in the source, a PEP 578 audit hook refusing processes, sockets, ctypes and file access outside the
+   session directory.
+
+The server trusts nothing a worker sends (:mod:`aisac_core.data.replies`): replies are tagged, length-capped and
+checked; figures travel as PNG bytes and are kept in the server's own folder (``<root>/.state``). Its own writes
+into a session folder never follow a link (:mod:`aisac_core.data.sessionfs`); matplotlib's font list comes from
+the server, never from another session (:mod:`aisac_core.data.mplcache`).
 
 Each call of :meth:`SandboxManager.run` waits up to ``sandbox_job_threshold_s``; a longer run continues in the
 background and the call returns a job id to poll with :meth:`SandboxManager.job_status`.
-
-How a worker is started (isolation, command line, environment, spawner thread) and spoken to (the pipe protocol)
-is in :mod:`aisac_core.data.isolation`.
 """
 
 from __future__ import annotations

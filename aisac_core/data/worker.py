@@ -17,10 +17,16 @@ available, bubblewrap / unshare for the file system and network namespaces):
 
 - resource limits (``resource.setrlimit``): RLIMIT_AS (memory), RLIMIT_CPU (the hard limit is the session's CPU
   budget; each run gets a soft limit of its own, whose SIGXCPU is turned into an exception so the session
-  survives), RLIMIT_FSIZE (largest file), RLIMIT_NPROC (no new processes), RLIMIT_CORE 0;
-- an import allow-list for the session's own ``import`` statements (libraries import what they need);
+  survives), RLIMIT_FSIZE (largest file), RLIMIT_NPROC (no new processes; ignored for root, hence seccomp),
+  RLIMIT_CORE 0;
+- Landlock and a seccomp filter (:mod:`confine`, loaded from this folder): the kernel's own limits on files,
+  processes and sockets, which C code cannot bypass;
+- an import allow-list installed as ``builtins.__import__`` (imports by library code pass through);
 - a ``sys.addaudithook`` hook (PEP 578) that refuses process creation, sockets, ctypes, prlimit, writes
-  outside the session directory and reads outside the session directory and the Python installation.
+  outside the session directory and reads outside the session directory and the Python installation;
+- after each run, threads the cell left running are stopped (or reported, so that the parent stops the worker).
+
+Every request carries a ``seq`` tag that the reply echoes; figures travel as base64 PNG bytes in the reply.
 """
 
 from __future__ import annotations
