@@ -9,6 +9,7 @@ import base64
 import binascii
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,9 @@ def after_run(m: "SandboxManager", s: "Session", reply: dict, notes: list[str], 
     used = sessionfs.usage(s.dir)
     if used > quota:
         removed = sessionfs.remove_changed_since(s.dir, t_start)
-        notes.append(f"disk quota exceeded: the session folder held {used / 2**20:,.0f} MB, over the limit of "
+        held = (f"more than {sessionfs.MAX_ENTRIES:,} entries or folders nested deeper than 64" if used == sys.maxsize
+                else f"{used / 2**20:,.0f} MB")
+        notes.append(f"disk quota exceeded: the session folder held {held}, over the limit of "
                      f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
                      "removed")
 

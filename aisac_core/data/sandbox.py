@@ -35,6 +35,7 @@ import os
 import re
 import secrets
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -257,7 +258,8 @@ class SandboxManager:
                 return None
             t_check[0] = time.monotonic()
             used = sessionfs.usage(s.dir)
-            return (f"disk quota exceeded: the session folder holds {used / 2**20:,.0f} MB, over the limit of "
+            held = "too many entries" if used == sys.maxsize else f"{used / 2**20:,.0f} MB"
+            return (f"disk quota exceeded: the session folder holds {held}, over the limit of "
                     f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)") if used > quota else None
 
         try:

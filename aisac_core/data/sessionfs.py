@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from aisac_core.data.errors import SandboxError
+
+class _TooDeep(Exception):
+    """A session folder nested deeper than the walk goes."""
+
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -99,7 +104,7 @@ def write_file(session_dir: Path, rel: str, data: bytes) -> Path:
 
 def _walk(dfd: int, depth: int = 0) -> Iterator[tuple[int, str, os.stat_result]]:
     """(parent descriptor, name, lstat) of every entry below ``dfd``, depth first, children before their folder;
-    symlinks are reported, never followed. Folders nested deeper than 64 levels are not entered."""
+    symlinks are reported, never followed. Raises _TooDeep for folders nested deeper than 64 levels."""
     with os.scandir(dfd) as it:
         entries = list(it)
     for e in entries:
@@ -107,7 +112,9 @@ def _walk(dfd: int, depth: int = 0) -> Iterator[tuple[int, str, os.stat_result]]
             st = os.stat(e.name, dir_fd=dfd, follow_symlinks=False)
         except OSError:
             continue
-        if stat.S_ISDIR(st.st_mode) and depth < 64:
+        if stat.S_ISDIR(st.st_mode):
+            if depth >= 64:
+                raise _TooDeep(e.name)
             try:
                 sub = os.open(e.name, _DIR_FLAGS, dir_fd=dfd)
             except OSError:
@@ -119,14 +126,25 @@ def _walk(dfd: int, depth: int = 0) -> Iterator[tuple[int, str, os.stat_result]]
         yield dfd, e.name, st
 
 
+#: most entries (files, folders, links) a session folder may hold; each costs an inode, not a block
+MAX_ENTRIES = 100_000
+
+
 def usage(session_dir: Path) -> int:
     """Bytes the session folder occupies on disk: allocated blocks (``st_blocks * 512``, so sparse files count what
-    they use) of every entry, links not followed."""
-    total = 0
+    they use) of every entry, links not followed. A folder with more than :data:`MAX_ENTRIES` entries, or nested
+    deeper than 64 levels, counts as unbounded (``sys.maxsize``): empty files cost inodes, and the walk stops
+    there."""
+    total = entries = 0
     try:
         with open_session_dir(session_dir) as root:
             for _dfd, _name, st in _walk(root):
                 total += st.st_blocks * 512
+                entries += 1
+                if entries > MAX_ENTRIES:
+                    return sys.maxsize
+    except _TooDeep:
+        return sys.maxsize
     except (SandboxError, OSError):
         pass
     return total
@@ -150,7 +168,7 @@ def remove_changed_since(session_dir: Path, since: float) -> int:
                     removed += 1
                 except OSError:
                     pass
-    except (SandboxError, OSError):
+    except (SandboxError, OSError, _TooDeep):
         pass
     return removed
 

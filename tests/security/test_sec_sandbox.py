@@ -361,3 +361,12 @@ def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> No
     r, _ = box.run("hang", "x = '" + "y" * 500_000 + "'\nlen(x)", timeout_s=3)
     assert time.monotonic() - t0 < 20 and r["ok"] is False and "wall time" in r["error"], r
     alive(box, "hang")
+
+
+def test_inode_flood_counts_against_the_quota(box: SandboxManager) -> None:
+    code = ("import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nos_.makedirs('f', exist_ok=True)\n"
+            "for i in range(120_000):\n    open(f'f/{i}', 'w').close()\n'done'")
+    r, _ = run(box, "inodes", code)
+    assert any("disk quota exceeded" in n and "entries" in n for n in r["notes"]) or "quota" in r.get("error", ""), r
+    assert sum(1 for _ in (box.root / "inodes").rglob("*")) < 100_000
+    alive(box, "inodes")
