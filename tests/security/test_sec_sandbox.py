@@ -44,7 +44,7 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     canary = d / "canary"
     canary.mkdir()
     (canary / "victim.txt").write_text("untouched")
-    m = SandboxManager(Settings(data_dir=data, sandbox_isolation=mode, sandbox_cpu_s=5, sandbox_memory_mb=1024,
+    m = SandboxManager(Settings(data_dir=data, sandbox_isolation=mode, sandbox_cpu_s=30, sandbox_memory_mb=1024,
                                 sandbox_job_threshold_s=60, sandbox_timeout_s=60, sandbox_output_chars=20_000,
                                 sandbox_file_mb=16, sandbox_max_sessions=16, sandbox_disk_mb=64,
                                 sandbox_figure_mb=1, sandbox_reply_mb=8))
