@@ -10,15 +10,20 @@ Files in the data dir (all mode 0600):
 
 - ``owner.lock``: held (``flock``, exclusive) by the owner for its whole life. The kernel drops the lock when the
   process dies, even on ``kill -9``, so "lock free" means "no owner" and a leftover ``owner.json`` is stale.
-- ``owner.json``: ``{pid, url, token, version, data_dir, started_at, kind}`` written by the owner once it listens
-  (atomically: temporary file + rename), removed when it stops.
+- ``owner.json``: ``{pid, url, token, version, data_dir, started_at, kind, settings_digest, settings,
+  last_request_at, jobs_pending, activity_at}`` written by the owner once it listens (atomically: temporary file +
+  rename), removed when it stops. ``settings`` are the behaviour settings the owner was started with
+  (:func:`aisac_core.settings.behaviour_settings`, no secrets); the activity fields are refreshed by the daemon
+  (:func:`publish_activity`).
 - ``owner.start.lock``: held by a process while it checks for an owner and, if there is none, starts one, so two
   hosts starting at once elect a single owner; an idle daemon also takes it while it shuts down.
 - ``owner.log``: stderr of the daemon (appended).
 
 The daemon (``python -m aisac_servers.owner daemon``) exits after ``Settings.owner.idle_seconds`` without requests
 and with no indexing job queued or running; the next proxy request starts a new one. A proxy of another aisac
-version than the running owner refuses with :class:`OwnerVersionError` (what to do is in the message).
+version than the running owner refuses with :class:`OwnerVersionError` (what to do is in the message). A caller
+whose behaviour settings differ from the owner's restarts an idle daemon with its own settings, and otherwise gets
+:class:`OwnerSettingsDriftError` naming each difference (:func:`ensure_owner`).
 """
 
 from __future__ import annotations
@@ -71,6 +76,23 @@ class OwnerVersionError(OwnerError):
     """The running owner is another aisac version than this process."""
 
 
+class OwnerSettingsDriftError(OwnerError):
+    """The running owner was started with other behaviour settings (roots, models, limits, ...) than this caller's
+    and is busy (or is a user-started HTTP server), so it was not restarted; the message names each differing
+    setting with both values and the commands that fix it. ``info``: that owner (a proxy may still list its tools
+    but must not forward calls to it)."""
+
+    def __init__(self, message: str, info: "OwnerInfo | None" = None) -> None:
+        super().__init__(message)
+        self.info = info
+
+
+#: environment variable through which a starter hands its behaviour settings record to the daemon it starts
+RECORD_ENV = "_AISAC_OWNER_SETTINGS"
+#: the daemon's published activity counts only when refreshed within this many seconds
+ACTIVITY_FRESH_S = 15.0
+
+
 def aisac_version() -> str:
     """The installed aisac distribution's version (``importlib.metadata``), or ``0+unknown``."""
     try:
@@ -94,6 +116,11 @@ class OwnerInfo:
     data_dir: str
     started_at: str
     kind: str = "daemon"
+    settings_digest: str | None = None
+    settings: dict[str, Any] | None = None
+    last_request_at: float | None = None  # epoch seconds of the last request (published by the daemon)
+    jobs_pending: bool | None = None  # an indexing job is queued or running
+    activity_at: float | None = None  # epoch seconds when the two fields above were published
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,7 +206,15 @@ def live_owner(data_dir: Path) -> OwnerInfo | None:
 
 
 def write_owner_file(data_dir: Path, info: OwnerInfo) -> None:
-    """Write ``owner.json`` atomically with mode 0600 (it holds the bearer token)."""
+    """Write ``owner.json`` atomically with mode 0600 (it holds the bearer token).
+
+    Without ``info.settings_digest`` the settings record handed over by the starter (:data:`RECORD_ENV`, set by
+    :func:`ensure_owner` for the daemon and by :func:`claim_store` for an HTTP owner) is filled in."""
+    if info.settings_digest is None:
+        with contextlib.suppress(ValueError, TypeError):
+            rec = json.loads(os.environ.get(RECORD_ENV) or "null")
+            if isinstance(rec, dict):
+                info.settings_digest, info.settings = rec.get("settings_digest"), rec.get("settings")
     path = Path(data_dir) / OWNER_FILE
     tmp = path.with_name(f".{OWNER_FILE}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -198,6 +233,77 @@ def remove_owner_file(data_dir: Path, pid: int | None = None) -> None:
             return
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def publish_activity(data_dir: Path, *, idle_for: float, jobs_pending: bool) -> None:
+    """For the running owner (this process): record in ``owner.json`` when the last request was (``idle_for``:
+    seconds since it, 0 while one is in flight) and whether an indexing job is queued or running, so a caller with
+    other settings can tell whether restarting the owner would cut anyone off. Call it every few seconds (the
+    daemon's idle watch). Does nothing when ``owner.json`` names another process; never raises on an OS error."""
+    info = read_owner_file(data_dir)
+    if info is None or info.pid != os.getpid():
+        return
+    now = time.time()
+    info.last_request_at, info.jobs_pending, info.activity_at = now - max(0.0, idle_for), bool(jobs_pending), now
+    try:
+        write_owner_file(data_dir, info)
+    except OSError as exc:  # pragma: no cover - a full disk must not kill the owner
+        log.warning("cannot publish the owner's activity: %s", exc)
+
+
+def settings_record(settings: "Settings") -> dict[str, Any]:
+    """``{settings_digest, settings}``: the behaviour settings of ``settings`` and their digest
+    (:func:`aisac_core.settings.behaviour_settings`), as recorded in ``owner.json``."""
+    from aisac_core.settings import behaviour_settings
+
+    values, digest = behaviour_settings(settings)
+    return {"settings_digest": digest, "settings": values}
+
+
+def settings_drift(info: OwnerInfo, settings: "Settings") -> dict[str, tuple[Any, Any]]:
+    """The behaviour settings on which the owner ``info`` and ``settings`` differ: ``{flat name: (owner's value,
+    this caller's value)}``; empty when they agree or the owner recorded no settings (an older owner)."""
+    if info.settings_digest is None or info.settings is None:
+        return {}
+    mine = settings_record(settings)
+    if mine["settings_digest"] == info.settings_digest:
+        return {}
+    theirs, ours = info.settings, mine["settings"]
+    return {k: (theirs.get(k), ours.get(k)) for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k)}
+
+
+def owner_idle(info: OwnerInfo, idle_s: float, now: float | None = None) -> bool:
+    """True when the daemon ``info`` published recently (:data:`ACTIVITY_FRESH_S`) that it has had no request for
+    ``idle_s`` seconds and no indexing job pending. False for a user-started HTTP owner or unknown activity."""
+    now = time.time() if now is None else now
+    if info.kind != "daemon" or info.activity_at is None or info.last_request_at is None or info.jobs_pending:
+        return False
+    return now - info.activity_at <= ACTIVITY_FRESH_S and now - info.last_request_at >= idle_s
+
+
+def _drift_message(info: OwnerInfo, data_dir: Path, drift: dict[str, tuple[Any, Any]]) -> str:
+    diffs = "; ".join(f"{k}: owner {json.dumps(a)} vs this host {json.dumps(b)}" for k, (a, b) in drift.items())
+    sets = " and ".join(f"`aisac config set {k} '{json.dumps(b)}' --data-dir {data_dir}`" for k, (_a, b) in
+                        drift.items())
+    busy = "is a user-started HTTP server" if info.kind != "daemon" else "is busy (a recent request or an indexing " \
+        "job), so it was not restarted"
+    return (f"the store {data_dir} is served by an aisac owner process (pid {info.pid}) started with other settings "
+            f"than this host's - {diffs}. That owner {busy}. Fix: run `aisac owner stop --data-dir {data_dir}` once "
+            f"the other host is done (the next request starts an owner with this host's settings), or make every "
+            f"host agree: remove the setting from the hosts' environment and run {sets}")
+
+
+def _check_settings(info: OwnerInfo, settings: "Settings") -> bool:
+    """True when the owner ``info`` serves ``settings``' behaviour settings; False when it differs but is idle (the
+    caller restarts it). Raises OwnerSettingsDriftError when it differs and is busy or user-started."""
+    drift = settings_drift(info, settings)
+    if not drift:
+        return True
+    if owner_idle(info, settings.owner.restart_idle_s):
+        log.warning("the idle owner of %s (pid %s) has other settings (%s): restarting it", settings.data_dir,
+                    info.pid, ", ".join(drift))
+        return False
+    raise OwnerSettingsDriftError(_drift_message(info, settings.data_dir, drift), info)
 
 
 def _check_version(info: OwnerInfo, data_dir: Path) -> None:
@@ -235,10 +341,13 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
     """The running owner of ``settings.data_dir``; starts the daemon first when there is none.
 
     Holds ``owner.start.lock`` while it looks and starts, so concurrent callers elect one owner. A stale
-    ``owner.json`` (its process died, e.g. ``kill -9``; the lock is free) is logged and replaced.
+    ``owner.json`` (its process died, e.g. ``kill -9``; the lock is free) is logged and replaced. An owner whose
+    behaviour settings differ from ``settings``' is stopped and replaced when it is idle (``owner_restart_idle_s``,
+    :func:`owner_idle`); the new daemon gets ``settings``.
 
     Raises:
         OwnerVersionError: the running owner is another aisac version.
+        OwnerSettingsDriftError: the running owner has other behaviour settings and is busy or user-started.
         OwnerError: the daemon did not come up within ``settings.owner.start_timeout_s`` (the message carries
             the end of ``owner.log``), or the start lock could not be taken.
     """
@@ -249,14 +358,18 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
         info = live_owner(data_dir)
         if info is not None:
             _check_version(info, data_dir)
-            return info
+            if _check_settings(info, settings):
+                return info
+            stop_owner(data_dir, timeout=timeout)
         # an owner that is shutting down still holds owner.lock without owner.json: let it finish
         deadline = time.monotonic() + timeout
         while owner_lock_held(data_dir) and time.monotonic() < deadline:
             info = live_owner(data_dir)
             if info is not None:
                 _check_version(info, data_dir)
-                return info
+                if _check_settings(info, settings):
+                    return info
+                stop_owner(data_dir, timeout=timeout)
             time.sleep(0.1)
         stale = read_owner_file(data_dir)
         if stale is not None:
@@ -266,9 +379,18 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
 
 
 def _daemon_env(settings: "Settings") -> dict[str, str]:
+    """The daemon's environment: this process's, the data dir, the caller's behaviour settings as ``AISAC_*``
+    variables (so the daemon serves exactly ``settings``, whatever their source) and their record
+    (:data:`RECORD_ENV`). A project's owner (``AISAC_PROJECT``) derives its settings from the manifest instead."""
     env = dict(os.environ)
     env["AISAC_DATA_DIR"] = str(settings.data_dir)
     env.setdefault("HF_HUB_OFFLINE", "1")
+    rec = settings_record(settings)
+    if "AISAC_PROJECT" not in env:
+        for name, value in rec["settings"].items():
+            if value is not None:
+                env["AISAC_" + name.upper()] = value if isinstance(value, str) else json.dumps(value)
+    env[RECORD_ENV] = json.dumps(rec)
     return env
 
 
@@ -319,15 +441,19 @@ def claim_store(settings: "Settings") -> tuple[int | None, OwnerInfo | None]:
     """For a user-started HTTP server: become the store's owner, or find the running one.
 
     Returns ``(lock_fd, None)`` when this process now holds ``owner.lock`` (it must write ``owner.json`` and keep
-    the descriptor open while it serves), or ``(None, info)`` when another owner runs (proxy to it).
-    Raises :class:`OwnerVersionError` like :func:`ensure_owner`."""
+    the descriptor open while it serves; the settings record for it is put in :data:`RECORD_ENV` of this process),
+    or ``(None, info)`` when another owner runs (proxy to it). Raises :class:`OwnerVersionError` and
+    :class:`OwnerSettingsDriftError` like :func:`ensure_owner` (an idle daemon with other settings is replaced)."""
     data_dir = settings.data_dir
     secure_data_dir(data_dir)
     with _locked(data_dir / START_LOCK_FILE, settings.owner.start_timeout_s, "the owner start lock"):
         info = live_owner(data_dir)
         if info is not None:
             _check_version(info, data_dir)
-            return None, info
+            if _check_settings(info, settings):
+                return None, info
+            stop_owner(data_dir, timeout=settings.owner.start_timeout_s)
+        os.environ[RECORD_ENV] = json.dumps(settings_record(settings))
         fd = acquire_lock(data_dir / LOCK_FILE, settings.owner.start_timeout_s)
         if fd is None:
             raise OwnerError(f"timed out waiting for the previous owner of {data_dir} to stop")

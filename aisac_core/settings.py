@@ -17,19 +17,58 @@ group       environment              example
 
 A setting's *flat name* is its environment name without ``AISAC_``, lower-cased (``lit_replay``, ``roots``): the
 constructor takes flat names (``Settings(lit_replay=True, roots=[...])``), :meth:`Settings.updated` returns a copy
-with flat names changed, and :meth:`Settings.flat` lists every setting by flat name. Lists and mappings are given as
-JSON in the environment, e.g. ``AISAC_ROOTS='["~/papers"]'``.
+with flat names changed, and :meth:`Settings.flat` lists every setting by flat name.
+
+Sources, highest priority first: constructor arguments, the environment, the store's settings file
+``<data_dir>/aisac.toml`` (flat names, written by ``aisac config set``; see :func:`read_settings_file`), defaults.
+The data dir itself comes from the constructor, ``AISAC_DATA_DIR`` or the default, never from the file.
+
+List settings accept a JSON list (``AISAC_ROOTS='["~/papers", "~/notes"]'``), and also plain text: the path lists
+(``roots``, ``catalog_roots``) one path or paths joined by ``os.pathsep`` (``~/papers:~/notes``), the others
+comma-separated values. :func:`settings_errors` turns a ``ValidationError`` into one line per bad setting, naming
+the variable, the value and the accepted form. :func:`behaviour_settings` lists the settings that change what the
+tools do, and their digest (the owner daemon records them, see :mod:`aisac_core.owner`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from platformdirs import user_data_dir
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+#: the store's settings file, in the data dir
+SETTINGS_FILE = "aisac.toml"
+
+
+def _text_list(v: Any, sep: str) -> Any:
+    """A list setting given as text: a JSON list (``[...]``), else values split on ``sep`` (empty: ``[]``).
+    Raises ValueError for text starting with ``[`` that is not a JSON list."""
+    if not isinstance(v, str):
+        return v
+    text = v.strip()
+    if text.startswith("["):
+        try:
+            got = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON list ({exc.msg} at character {exc.pos})") from exc
+        if not isinstance(got, list):
+            raise ValueError("not a JSON list")
+        return got
+    return [p.strip() for p in text.split(sep) if p.strip()]
+
+
+#: a list of paths read from text: one path, paths joined by os.pathsep, or a JSON list
+PathList = Annotated[list[Path], NoDecode]
+#: a list of strings read from text: comma-separated values or a JSON list
+TextList = Annotated[list[str], NoDecode]
 
 #: The default dense model: all-MiniLM-L6-v2 as int8 ONNX, assembled offline from two pip packages (README,
 #: "Offline models").
@@ -56,9 +95,14 @@ class RagSettings(BaseSettings):
     #: texts per ONNX run; small batches of length-sorted texts were fastest on 2 cores (chunks of ~180
     #: tokens: 22 chunks/s at 8, 14 at 32, where padding and attention cost grow with the batch)
     embed_batch_size: int = Field(default=8, ge=1, le=1024)
-    roots: list[Path] = Field(default_factory=list)
-    catalog_roots: list[Path] = Field(default_factory=list)
+    roots: PathList = Field(default_factory=list)
+    catalog_roots: PathList = Field(default_factory=list)
     pdf_pipeline: Literal["native", "standard"] = "native"
+
+    @field_validator("roots", "catalog_roots", mode="before")
+    @classmethod
+    def _roots_from_text(cls, v: Any) -> Any:
+        return _text_list(v, os.pathsep)
 
     @field_validator("roots", "catalog_roots", mode="after")
     @classmethod
@@ -92,7 +136,12 @@ class LiteratureSettings(BaseSettings):
     max_pdf_mb: float = Field(default=100.0, gt=0)
     #: hosts, IP addresses or CIDR networks (``10.1.2.0/24``) that outbound fetches may reach although they are
     #: loopback, private or link-local - for a service mirrored on the LAN; everything else private is refused
-    allow_networks: list[str] = Field(default_factory=list)
+    allow_networks: TextList = Field(default_factory=list)
+
+    @field_validator("allow_networks", mode="before")
+    @classmethod
+    def _list_from_text(cls, v: Any) -> Any:
+        return _text_list(v, ",")
 
 
 class RolesSettings(BaseSettings):
@@ -135,7 +184,7 @@ class SandboxSettings(BaseSettings):
 
     dir: Path | None = None  # session folders; default <data_dir>/sessions
     isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"  # OS isolation of the workers
-    allow_imports: list[str] = Field(default_factory=list)  # added to the built-in import allow-list
+    allow_imports: TextList = Field(default_factory=list)  # added to the built-in import allow-list
     cpu_s: float = Field(default=60.0, gt=0)  # CPU seconds per code_run
     session_cpu_s: int = Field(default=3600, ge=1)  # CPU seconds per worker life (hard RLIMIT_CPU)
     memory_mb: int = Field(default=2048, ge=256)  # address space per worker (RLIMIT_AS)
@@ -149,6 +198,11 @@ class SandboxSettings(BaseSettings):
     reply_mb: float = Field(default=32.0, gt=0)  # largest reply a worker may send (figures included)
     seed: int = 0  # random.seed / numpy.random.seed of each session
 
+    @field_validator("allow_imports", mode="before")
+    @classmethod
+    def _list_from_text(cls, v: Any) -> Any:
+        return _text_list(v, ",")
+
 
 class OwnerSettings(BaseSettings):
     """The per-store owner daemon that several hosts share (environment ``AISAC_OWNER_<NAME>``;
@@ -159,6 +213,9 @@ class OwnerSettings(BaseSettings):
     mode: bool = True  # `aisac serve` proxies to the store's owner daemon (False: open the store in-process)
     idle_seconds: float = Field(default=1800.0, ge=0)  # the daemon exits after this long without requests (0: never)
     start_timeout_s: float = Field(default=120.0, gt=0)  # how long a starter waits for the daemon to listen
+    #: an owner started with other behaviour settings than a new host's is restarted for that host only when it
+    #: has been idle (no request, no job pending) this long; else the host gets OwnerSettingsDriftError
+    restart_idle_s: float = Field(default=10.0, ge=0)
 
 
 #: group attribute -> its settings class; a field's flat name is the group's environment prefix without
@@ -174,6 +231,11 @@ def _flat_prefix(cls: type[BaseSettings]) -> str:
 #: flat name -> (group, field) for every grouped setting
 FLAT_NAMES: dict[str, tuple[str, str]] = {_flat_prefix(cls) + f: (g, f) for g, cls in GROUPS.items()
                                           for f in cls.model_fields}
+
+
+def _env_name(flat: str) -> str:
+    """The environment variable of a flat setting name (``lit_replay`` -> ``AISAC_LIT_REPLAY``)."""
+    return "AISAC_" + flat.upper()
 
 
 class Settings(BaseSettings):
@@ -223,7 +285,8 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _groups_from_flat_names(cls, values: Any) -> Any:
-        """Route flat names (``lit_replay=True``) into their groups; each group reads the environment for the rest."""
+        """Route flat names (``lit_replay=True``) into their groups; each group reads the environment for the rest.
+        Settings from ``<data_dir>/aisac.toml`` fill in what neither the constructor nor the environment set."""
         if not isinstance(values, dict):
             return values
         values = dict(values)
@@ -231,12 +294,41 @@ class Settings(BaseSettings):
         for key in [k for k in values if k in FLAT_NAMES]:
             g, f = FLAT_NAMES[key]
             given[g][f] = values.pop(key)
+        data_dir = Path(values.get("data_dir") or user_data_dir("aisac")).expanduser()
+        path = data_dir / SETTINGS_FILE
+        from_file = read_settings_file(data_dir)
+        env = {k.upper() for k in os.environ}
+        errors: list[Any] = []
+        for name, value in from_file.items():
+            if name in FLAT_NAMES:
+                g, f = FLAT_NAMES[name]
+                if f not in given[g] and _env_name(name) not in env and not isinstance(values.get(g), GROUPS[g]):
+                    given[g][f] = value
+                    continue
+            elif name not in values:  # a store-wide field: checked here, so its error can name the file
+                field = cls.model_fields[name]
+                try:
+                    ann = Annotated[field.annotation, *field.metadata] if field.metadata else field.annotation
+                    TypeAdapter(ann).validate_python(value)
+                except ValidationError as exc:
+                    errors += [{**e, "loc": (name, f"@{path}")} for e in exc.errors()]
+                values[name] = value
         for g, group_cls in GROUPS.items():
             cur = values.get(g)
             if isinstance(cur, group_cls) and not given[g]:
                 continue
             base = cur.model_dump() if isinstance(cur, group_cls) else dict(cur) if isinstance(cur, dict) else {}
-            values[g] = group_cls(**{**base, **given[g]})
+            try:
+                values[g] = group_cls(**{**base, **given[g]})
+            except ValidationError as exc:  # re-located to the flat name (two groups may share a field name)
+                prefix = _flat_prefix(group_cls)
+                for e in exc.errors():
+                    name = prefix + str(e["loc"][0]) if e["loc"] else g
+                    tag = (f"@{path}",) if name in from_file and _env_name(name) not in env else ()
+                    errors.append({**e, "loc": (name, *tag)})
+        if errors:
+            raise ValidationError.from_exception_data("Settings", [
+                {k: e.get(k) for k in ("type", "loc", "input", "ctx") if k != "ctx" or e.get(k)} for e in errors])
         return values
 
     @field_validator("data_dir", mode="after")
@@ -298,3 +390,163 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The settings of the environment, read once per process."""
     return Settings()
+
+
+# --------------------------------------------------------------------------------------------------
+# the store's settings file, error lines, behaviour settings
+# --------------------------------------------------------------------------------------------------
+
+
+def settings_file(data_dir: Path) -> Path:
+    """Path of the store's settings file, ``<data_dir>/aisac.toml``."""
+    return Path(data_dir).expanduser() / SETTINGS_FILE
+
+
+def read_settings_file(data_dir: Path) -> dict[str, Any]:
+    """The settings in ``<data_dir>/aisac.toml`` as ``{flat name: value}`` (``{}`` when there is no file).
+
+    Raises ValueError (inside :class:`Settings`, a ``ValidationError``) naming the file for invalid TOML, an
+    unknown setting name, a table, or ``data_dir`` (the data dir is where the file is, so it cannot set it)."""
+    path = settings_file(data_dir)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror})") from exc
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc}); fix it or remove it") from exc
+    known = set(Settings.setting_names()) - {"data_dir"}
+    for name, value in data.items():
+        if name not in known:
+            raise ValueError(f"{path}: unknown setting {name!r} (the file takes flat names such as roots, "
+                             "lit_replay; data_dir comes from AISAC_DATA_DIR only); see `aisac config show`")
+        if isinstance(value, dict):
+            raise ValueError(f"{path}: {name} is a table; give it as name = value")  # noqa: TRY004
+    return data
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def plain_value(value: Any) -> Any:
+    """A setting value as JSON/TOML data (paths as strings)."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    return value
+
+
+def write_settings_file(data_dir: Path, values: dict[str, Any]) -> Path:
+    """Write ``values`` (flat name -> str/bool/int/float/list, None entries dropped) as ``<data_dir>/aisac.toml``,
+    mode 0600, atomically (temporary file + rename). Returns the path. Raises OSError."""
+    path = settings_file(data_dir)
+    lines = ["# aisac settings of this store (`aisac config set NAME VALUE`); the environment overrides them",
+             *(f"{k} = {_toml_value(v)}" for k, v in sorted(values.items()) if v is not None)]
+    tmp = path.with_name(f".{SETTINGS_FILE}.{os.getpid()}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
+
+
+def setting_sources(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Every setting of ``settings`` (flat name) with its value and where it comes from:
+    ``{name: {"value": ..., "source": "environment" | "aisac.toml" | "default"}}`` (values as JSON data; an
+    argument given in Python counts as default). Raises ValueError naming an unreadable or invalid settings file."""
+    in_file = read_settings_file(settings.data_dir)
+    env = {k.upper() for k in os.environ}
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in settings.flat().items():
+        src = "environment" if _env_name(name) in env else "aisac.toml" if name in in_file else "default"
+        out[name] = {"value": plain_value(value), "source": src}
+    return out
+
+
+def setting_field(name: str) -> Any:
+    """The pydantic ``FieldInfo`` of the setting with flat name ``name``, or None for an unknown name."""
+    if name in FLAT_NAMES:
+        g, f = FLAT_NAMES[name]
+        return GROUPS[g].model_fields[f]
+    return Settings.model_fields.get(name)
+
+
+def accepted_form(name: str) -> str:
+    """What the setting with flat name ``name`` accepts, in words (``an integer from 1 to 10``, ``one of: edge,
+    qdrant``, ``a path, paths joined by ':' or a JSON list of paths``)."""
+    field = setting_field(name)
+    if field is None:
+        return "a known setting name"
+    ann = field.annotation
+    args = [a for a in get_args(ann) if a is not type(None)]
+    if get_origin(ann) is not None and len(args) == 1 and get_origin(ann) is not list:
+        ann = args[0]  # X | None
+    bounds = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
+    limits = [f"{op} {bounds[k]}" for k, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if k in bounds]
+    if get_origin(ann) is Literal:
+        return "one of: " + ", ".join(str(a) for a in get_args(ann))
+    if ann is bool:
+        return "true or false (1/0, yes/no)"
+    if ann in (int, float):
+        return ("an integer" if ann is int else "a number") + (" " + " and ".join(limits) if limits else "")
+    if get_origin(ann) is list:
+        if get_args(ann) and get_args(ann)[0] is Path:
+            return f"a path, paths joined by {os.pathsep!r}, or a JSON list of paths"
+        return "comma-separated values or a JSON list"
+    if ann is Path:
+        return "a path"
+    return "text"
+
+
+def settings_errors(exc: ValidationError, *, env: bool = True) -> list[str]:
+    """One line per invalid setting in ``exc`` (from constructing :class:`Settings`): the environment variable
+    (``env`` and the variable is set) or the setting's flat name, the value, what is wrong and the accepted form,
+    e.g. ``AISAC_LIT_RETRIES=0: Input should be greater than or equal to 1 (accepted: an integer >= 1 and <=
+    10)``. A value from ``aisac.toml`` names the file. Errors without a setting (a broken file) keep their text."""
+    names = {k.upper(): k for k in os.environ}
+    lines: list[str] = []
+    for e in exc.errors():
+        loc = [str(x) for x in e.get("loc") or ()]
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        if not loc or setting_field(loc[0]) is None:
+            lines.append(f"invalid settings: {msg}")
+            continue
+        name, var = loc[0], _env_name(loc[0])
+        value = e.get("input")
+        where = next((x[1:] for x in loc[1:] if x.startswith("@")), None)
+        if where:
+            shown = f"{name} = {_toml_value(plain_value(value))} in {where}"
+        elif env and var in names:
+            shown = f"{var}={os.environ[names[var]]}"
+        else:
+            shown = f"{name}={value if isinstance(value, str) else json.dumps(plain_value(value), default=str)}"
+        lines.append(f"{shown}: {msg} (accepted: {accepted_form(name)})")
+    return lines
+
+
+#: flat settings that do not change what the tools answer or allow (process management, performance, secrets)
+NON_BEHAVIOUR = frozenset({"data_dir", "warm", "http_token", "qdrant_api_key", "embed_batch_size", "owner_mode",
+                           "owner_idle_seconds", "owner_start_timeout_s", "owner_restart_idle_s"})
+
+
+def behaviour_settings(settings: Settings) -> tuple[dict[str, Any], str]:
+    """The settings that change what the tools do - roots, catalog roots, models and chunking, stores, literature
+    (replay, services, limits), roles, data and sandbox limits, provenance window - as ``{flat name: JSON value}``,
+    and their digest (sha256 hex of the sorted JSON). Secrets (tokens, API keys) are not among them; the API key
+    settings are names of environment variables. The owner daemon records both (``owner.json``)."""
+    values = {k: plain_value(v) for k, v in settings.flat().items() if k not in NON_BEHAVIOUR}
+    blob = json.dumps(values, sort_keys=True, default=str, separators=(",", ":"))
+    return values, hashlib.sha256(blob.encode()).hexdigest()

@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, session_id: str | None,
-        as_json: bool, out: "Console", err: "Console") -> int:
+        as_json: bool, out: "Console", err: "Console", use_owner: bool = True) -> int:
     """Run :func:`~aisac_core.roles.graph.run_graph` and print the result; returns the exit code (0; the
     evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
 
     When the store has a running owner process (``aisac serve``, docs/processes.md), which holds the store's
-    lock, the run goes to that process as a ``roles_run`` call instead of opening the store here."""
-    owner = _live_owner(core)
+    lock, the run goes to that process as a ``roles_run`` call instead of opening the store here (unless
+    ``use_owner`` is False or ``AISAC_OWNER_MODE=0``)."""
+    owner = _live_owner(core) if use_owner and core.settings.owner.mode else None
     err.print("[dim]running router -> planner -> coordinator -> evaluator"
               + (f" in the store's owner process ({owner.url})" if owner else "") + " ...[/dim]")
     if owner is not None:

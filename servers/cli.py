@@ -1,8 +1,9 @@
-"""The ``aisac`` command: index, search, serve, status.
+"""The ``aisac`` command: index, search, serve, status, config, owner, ...
 
 Human output (tables, progress bars) goes to stderr except for the result a command exists to print
 (``search`` hits, ``status``), which goes to stdout; ``aisac serve`` over stdio writes only JSON-RPC to
-stdout.
+stdout. While the store's owner process runs, ``index``, ``search``, ``status`` and ``ask`` send their work to it
+(:mod:`aisac_servers.cli_owner`); an invalid setting is one ``error:`` line per value and exit code 2.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aisac_core.context import AppContext, store_status
 from aisac_core.owner import (
     SUPPORTED,
     OwnerError,
+    OwnerSettingsDriftError,
     claim_store,
     ensure_owner,
     live_owner,
@@ -32,6 +34,16 @@ from aisac_core.owner import (
 from aisac_core.security import is_loopback, new_token
 from aisac_core.settings import Settings
 
+from .cli_owner import (
+    OwnerCallError,
+    cli_owner,
+    config_app,
+    index_via_owner,
+    load_settings,
+    search_via_owner,
+    status_via_owner,
+)
+
 # Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
 # `aisac serve` start without loading the store, the models or the MCP servers they do not use.
 
@@ -40,12 +52,26 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 err = Console(stderr=True)
 out = Console()
 
+app.add_typer(config_app, name="config")
+
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR "
                                                  "or the user data dir)", envvar="AISAC_DATA_DIR")]
+NoOwner = Annotated[bool, typer.Option("--no-owner", help="open the store in this process even while its owner "
+                                                          "process runs (which then holds it: the command fails)")]
 
 
 def _settings(data_dir: Path | None) -> Settings:
-    return Settings(data_dir=data_dir) if data_dir else Settings()
+    """The command's settings; an invalid one prints one line per value and exits with code 2."""
+    return load_settings(data_dir)
+
+
+def _owner(settings: Settings, no_owner: bool):  # noqa: ANN202
+    """The running owner to send the command to (None: open the store here); warns on other settings."""
+    try:
+        return cli_owner(settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}",
+                                                                      soft_wrap=True))
+    except OwnerCallError as exc:
+        _fail(str(exc))
 
 
 def _app(data_dir: Path | None) -> AppContext:
@@ -64,8 +90,10 @@ def index(
     catalog: Annotated[bool, typer.Option("--catalog", help="catalog only: list, do not embed")] = False,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
+    no_owner: NoOwner = False,
 ) -> None:
-    """Index files and folders incrementally (unchanged files are skipped without being read)."""
+    """Index files and folders incrementally (unchanged files are skipped without being read). While the store's
+    owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -76,24 +104,33 @@ def index(
 
     from aisac_core.rag.indexer import Counters, Indexer, IndexingError
 
-    core = _app(data_dir)
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
     failures: list[dict[str, str]] = []
     counters = Counters()
+    core = AppContext(settings) if info is None else None
     try:
         with Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.description}"), console=err, transient=not err.is_terminal) as bar:
             task = bar.add_task("", total=None)
 
-            def progress(done: int, total: int, name: str) -> None:
-                bar.update(task, completed=done, total=total, description=name[:60])
+            def progress(done: float, total: float | None, name: str | None) -> None:
+                bar.update(task, completed=done, total=total, description=(name or "")[:60])
 
-            Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
+            if core is not None:
+                Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
+            else:
+                assert info is not None
+                got = index_via_owner(info, paths, catalog, progress)
+                counters = Counters(**{k: v for k, v in got["counters"].items() if k in Counters.__dataclass_fields__})
+                failures = got["failures"]
     except IndexingError as exc:
         _fail(str(exc))
-    except Exception as exc:  # store errors carry their recovery step
+    except Exception as exc:  # store errors carry their recovery step; the owner's errors its message
         _fail(str(exc))
     finally:
-        core.close()
+        if core is not None:
+            core.close()
     if as_json:
         print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
         return
@@ -114,8 +151,10 @@ def search(
                                                           "page_from=2 (repeatable)")] = None,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
+    no_owner: NoOwner = False,
 ) -> None:
-    """Search the index and print a table of hits with their anchors."""
+    """Search the index and print a table of hits with their anchors (through the store's owner process while it
+    runs)."""
     from aisac_core.rag.search import SearchError
     from aisac_core.rag.search import search as core_search
 
@@ -125,29 +164,33 @@ def search(
             _fail(f"--filter takes key=value, got {f!r}")
         key, val = f.split("=", 1)
         filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
-    core = _app(data_dir)
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
+    core = AppContext(settings) if info is None else None
     try:
-        res = core_search(core, query, k, filters or None, mode)
+        res = core_search(core, query, k, filters or None, mode).as_dict() if core is not None else \
+            search_via_owner(info, query, k, filters or None, mode)
     except SearchError as exc:
         _fail(str(exc))
     except Exception as exc:
         _fail(str(exc))
     finally:
-        core.close()
+        if core is not None:
+            core.close()
     if as_json:
-        print(json.dumps(res.as_dict(), indent=1, ensure_ascii=False))
+        print(json.dumps(res, indent=1, ensure_ascii=False))
         return
-    if not res.hits:
-        out.print(res.message or "no hits")
+    hits = res["hits"]
+    if not hits:
+        out.print(res.get("message") or "no hits")
         return
-    t = Table(title=f"{len(res.hits)} hits for {query!r} ({res.mode}, {res.took_ms:.0f} ms)", show_lines=True)
+    t = Table(title=f"{len(hits)} hits for {query!r} ({res['mode']}, {res['took_ms']:.0f} ms)", show_lines=True)
     for col in ("#", "score", "document", "page", "section", "text"):
         t.add_column(col, overflow="fold")
-    for i, h in enumerate(res.hits, 1):
-        p = h.payload
-        text = " ".join((p.get("text") or "").split())
-        t.add_row(str(i), f"{h.score:.4f}", f"{Path(p.get('path', '')).name}\n{p.get('doc_id')}",
-                  str(p.get("page") or "-"), p.get("section") or "-", text[:300] + ("…" if len(text) > 300 else ""))
+    for i, h in enumerate(hits, 1):
+        text = " ".join((h.get("text") or "").split())
+        t.add_row(str(i), f"{h['score']:.4f}", f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
+                  str(h.get("page") or "-"), h.get("section") or "-", text[:300] + ("…" if len(text) > 300 else ""))
     out.print(t)
 
 
@@ -212,7 +255,10 @@ def serve(
     try:
         if transport == "stdio":
             if use_owner:
-                ensure_owner(settings)  # fail fast (version mismatch, daemon cannot start); re-checked per request
+                try:  # fail fast (version mismatch, daemon cannot start); re-checked per request
+                    ensure_owner(settings)
+                except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it until the owner is free
+                    err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
                 build_proxy(settings, names).run(transport="stdio", show_banner=False)
             else:
                 in_process().run(transport="stdio", show_banner=False)
@@ -262,15 +308,20 @@ def owner(
 
 @app.command()
 def status(data_dir: DataDir = None,
-           as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
-    """Documents, chunks, jobs, and where the store lives (and its size)."""
-    core = _app(data_dir)
+           as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False,
+           no_owner: NoOwner = False) -> None:
+    """Documents, chunks, jobs, and where the store lives (and its size); asks the store's owner process while it
+    runs."""
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
+    core = AppContext(settings) if info is None else None
     try:
-        st = store_status(core)
+        st = store_status(core) if core is not None else status_via_owner(info, settings)
     except Exception as exc:
         _fail(str(exc))
     finally:
-        core.close()
+        if core is not None:
+            core.close()
     if as_json:
         print(json.dumps(st, indent=1))
         return
@@ -309,6 +360,11 @@ def dashboard(
         print(json.dumps(res, indent=1))
         return
     err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
+    if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
+        # this dashboard only reads the trace (SQLite), so it runs next to the owner, which holds the vector store
+        err.print(f"the store's owner process (pid {info.pid}) runs; this dashboard reads the same trace. The owner's "
+                  f"own {info.url.rsplit('/mcp', 1)[0]}/dashboard needs its bearer token (owner.json)",
+                  soft_wrap=True, markup=False)
     try:
         serve_dashboard(host, port, core)
     except ValueError as exc:
@@ -349,17 +405,17 @@ def install(
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
     from aisac_core.projects import BootstrapError
-    from aisac_core.projects.hosts import HostConfigError, render, server_entry
+    from aisac_core.projects.hosts import HostConfigError, host_env, render, server_entry
     from aisac_core.projects.hosts import install as install_host
 
     try:
-        store = data_dir or Settings().data_dir
-        entry = server_entry(host, data_dir=store, project=project)
+        settings = _settings(data_dir)
+        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings))
         if print_:
             print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return
         res = install_host(host, entry, config_path=config)
-    except (HostConfigError, BootstrapError) as exc:
+    except (HostConfigError, BootstrapError, ValueError) as exc:  # ValueError: an unreadable aisac.toml
         _fail(str(exc))
     err.print(f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
               + (f" (previous file kept as {res.backup})" if res.backup else "") + "; restart the host",
@@ -376,8 +432,10 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="print the whole result as JSON")] = False,
     project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its "
                                                     "store, tools, prompts and workflow graph")] = None,
+    no_owner: NoOwner = False,
 ) -> None:
-    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan."""
+    """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (in the store's
+    owner process while it runs)."""
     from aisac_servers.ask import ask as run_ask
 
     if project is not None:
@@ -391,7 +449,8 @@ def ask(
     else:
         core = _app(data_dir)
     try:
-        code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err)
+        code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err,
+                       use_owner=not no_owner)
     except Exception as exc:  # roles errors carry what to fix
         _fail(str(exc))
     finally:

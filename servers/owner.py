@@ -5,7 +5,8 @@ daemon). This module is the MCP side of it:
 
 - :func:`serve_http`: serve a FastMCP server over streamable HTTP behind :class:`~aisac_core.security.HttpGuard`
   (bearer token, size limit); as the owner it also writes ``owner.json`` and, for the daemon, idles out;
-- :func:`build_proxy`: a FastMCP server forwarding every request to the store's current owner (started on demand);
+- :func:`build_proxy`: a proxy forwarding every request to the store's current owner (started on demand): over stdio
+  :mod:`aisac_servers.relay`, over HTTP :mod:`aisac_servers.owner_http`;
 - :func:`run_daemon`: the owner daemon itself, ``python -m aisac_servers.owner daemon`` (started by
   :func:`aisac_core.owner.ensure_owner`). See docs/processes.md.
 """
@@ -18,18 +19,9 @@ import signal
 import socket
 import sys
 import threading
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from fastmcp import FastMCP
-from fastmcp.client.transports import StreamableHttpTransport
-from fastmcp.exceptions import NotFoundError, ToolError
-from fastmcp.server import create_proxy
-from fastmcp.server.middleware import Middleware
-from fastmcp.server.providers.proxy import FastMCPProxy
-
-from aisac_core.context import AppContext
 from aisac_core.owner import (
     LOCK_FILE,
     OWNER_FILE,
@@ -39,7 +31,7 @@ from aisac_core.owner import (
     aisac_version,
     bind_socket,
     connect_host,
-    ensure_owner,
+    publish_activity,
     read_owner_file,
     remove_owner_file,
     write_owner_file,
@@ -47,42 +39,16 @@ from aisac_core.owner import (
 from aisac_core.security import Activity, HttpGuard, new_token
 from aisac_core.settings import Settings
 
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.exceptions import ToolError
+
+    from aisac_core.context import AppContext
+
+# fastmcp and the suite load where they are used: the stdio proxy (`aisac serve` while an owner runs) imports this
+# module and relays bytes without them (:mod:`aisac_servers.relay`)
+
 log = logging.getLogger("aisac.owner")
-
-
-class NamespaceFilter(Middleware):
-    """Shows and allows only the components of the given namespaces (``rag`` -> ``rag_*`` tools and prompts,
-    ``aisac://rag/...`` resources); a call to another tool is a tool error, a read of another resource not found."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.prefixes = tuple(f"{n}_" for n in names)
-        self.uri_prefixes = tuple(f"aisac://{n}/" for n in names)
-
-    def _ok_uri(self, uri: str) -> bool:
-        return not uri.startswith("aisac://") or uri.startswith(self.uri_prefixes)
-
-    async def on_list_tools(self, context, call_next):  # noqa: ANN001, ANN201
-        return [t for t in await call_next(context) if t.name.startswith(self.prefixes)]
-
-    async def on_list_prompts(self, context, call_next):  # noqa: ANN001, ANN201
-        return [p for p in await call_next(context) if p.name.startswith(self.prefixes)]
-
-    async def on_list_resources(self, context, call_next):  # noqa: ANN001, ANN201
-        return [r for r in await call_next(context) if self._ok_uri(str(r.uri))]
-
-    async def on_list_resource_templates(self, context, call_next):  # noqa: ANN001, ANN201
-        return [r for r in await call_next(context) if self._ok_uri(str(r.uri_template))]
-
-    async def on_call_tool(self, context, call_next):  # noqa: ANN001, ANN201
-        if not context.message.name.startswith(self.prefixes):
-            raise ToolError(f"unknown tool {context.message.name!r}: this server exposes only "
-                            f"{', '.join(p + '*' for p in self.prefixes)}")
-        return await call_next(context)
-
-    async def on_read_resource(self, context, call_next):  # noqa: ANN001, ANN201
-        if not self._ok_uri(str(context.message.uri)):
-            raise NotFoundError(f"unknown resource {context.message.uri}")
-        return await call_next(context)
 
 
 #: what a caller is told when the owner process died while serving its call
@@ -120,53 +86,59 @@ def owner_stopped_error(exc: BaseException) -> ToolError | None:
             return None
         if names & _CUT_CONNECTION or (type(e).__name__ in ("McpError", "MCPError")
                                        and "connection closed" in str(e).lower()):
+            from fastmcp.exceptions import ToolError
+
             return ToolError(OWNER_STOPPED)
     return None
 
 
-class OwnerStopped(Middleware):
-    """On a proxy: a call cut because the owner process died becomes :data:`OWNER_STOPPED` (instead of an empty or
-    transport-level message); every other result or error passes unchanged."""
+class OwnerProxy:
+    """What :func:`build_proxy` returns: a proxy to the store's owner, not yet bound to a transport.
 
-    async def on_call_tool(self, context, call_next):  # noqa: ANN001, ANN201
-        try:
-            return await call_next(context)
-        except Exception as exc:
-            mapped = owner_stopped_error(exc)
-            if mapped is None:
-                raise
-            log.warning("call %s cut: the owner process stopped (%s)", getattr(context.message, "name", "?"),
-                        type(exc).__name__)
-            raise mapped from exc
+    ``run(transport="stdio")`` relays the host's stdio over one long-lived MCP session to the owner
+    (:class:`~aisac_servers.relay.StdioRelay`); :meth:`http_server` is the FastMCP server of an HTTP proxy
+    (:func:`aisac_servers.owner_http.http_proxy`), which :func:`serve_http` serves."""
+
+    def __init__(self, settings: Settings, names: list[str] | None = None) -> None:
+        self.settings = settings
+        self.names = names
+
+    def run(self, transport: str = "stdio", **kwargs: Any) -> None:
+        """Serve until the host leaves: stdio -> the relay (``kwargs`` ignored); another transport -> the FastMCP
+        proxy's ``run(transport, **kwargs)``."""
+        if transport == "stdio":
+            from aisac_servers.relay import StdioRelay
+
+            StdioRelay(self.settings, self.names).run()
+        else:
+            self.http_server().run(transport=transport, **kwargs)
+
+    def http_server(self) -> FastMCP:
+        """The FastMCP proxy server for the HTTP transport (forwards ``/mcp`` and ``/dashboard`` to the owner)."""
+        from aisac_servers.owner_http import http_proxy
+
+        return http_proxy(self.settings, self.names)
 
 
-def build_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPProxy:
-    """A FastMCP server that forwards every request to the store's owner (started on demand).
+def build_proxy(settings: Settings, names: list[str] | None = None) -> OwnerProxy:
+    """A proxy that forwards every request to the store's owner (started on demand).
 
-    Each request asks :func:`~aisac_core.owner.ensure_owner` for the current owner (a few file operations), so a
-    proxy survives the daemon's idle exit or death: the next request starts a new one. ``names`` restricts the
-    exposed tools, resources and prompts to those namespaces (``aisac serve rag``). A call cut because the owner
-    died mid-call fails with :data:`OWNER_STOPPED` (:class:`OwnerStopped`). Raises nothing at build time; a request
-    fails with the owner's error (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached."""
-    state: dict[str, Any] = {"key": None, "factory": None}
+    Over stdio it keeps one MCP session to the owner for the whole host connection and checks ``owner.json`` before
+    each request, so it survives the daemon's idle exit or death: the next request starts a new owner and the
+    session is reopened transparently. ``names`` restricts the exposed tools, resources and prompts to those
+    namespaces (``aisac serve rag``). A call cut because the owner died mid-call fails with :data:`OWNER_STOPPED`.
+    Raises nothing at build time; a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`)
+    when no owner can be reached."""
+    return OwnerProxy(settings, names)
 
-    async def client_factory():  # noqa: ANN202
-        info = await anyio.to_thread.run_sync(ensure_owner, settings)
-        key = (info.url, info.token)
-        if state["key"] != key:
-            # fastmcp's own per-request client factory for this owner (a fresh session per request, the backend
-            # speaking the front connection's protocol era)
-            state["factory"] = create_proxy(StreamableHttpTransport(info.url, auth=info.token)).client_factory
-            state["key"] = key
-        return state["factory"]()
 
-    proxy = FastMCPProxy(client_factory=client_factory, name="aisac",
-                         instructions="aisac: retrieval-grounded scientific assistance with provenance "
-                                      "(proxy to the store's owner process).")
-    proxy.add_middleware(OwnerStopped())
-    if names:
-        proxy.add_middleware(NamespaceFilter(names))
-    return proxy
+def __getattr__(name: str) -> Any:
+    """The HTTP proxy's middleware (``NamespaceFilter``, ``OwnerStopped``), loaded with fastmcp on first use."""
+    if name in ("NamespaceFilter", "OwnerStopped"):
+        from aisac_servers import owner_http
+
+        return getattr(owner_http, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _jobs_pending(app: AppContext | None) -> bool:
@@ -198,6 +170,8 @@ def _idle_watch(settings: Settings, activity: Activity, idle_seconds: float, sto
             log.warning("%s no longer names this process as its owner: shutting down", data_dir / OWNER_FILE)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        # for hosts with other settings: may this owner be restarted without cutting anyone off?
+        publish_activity(data_dir, idle_for=activity.idle_for(), jobs_pending=_jobs_pending(app))
         if idle_seconds <= 0 or activity.idle_for() < idle_seconds or _jobs_pending(app):
             continue
         fd = acquire_lock(data_dir / START_LOCK_FILE, 5.0)
@@ -213,7 +187,7 @@ def _idle_watch(settings: Settings, activity: Activity, idle_seconds: float, sto
         return
 
 
-def serve_http(settings: Settings, mcp: FastMCP, *, host: str, port: int, token: str | None,
+def serve_http(settings: Settings, mcp: FastMCP | OwnerProxy, *, host: str, port: int, token: str | None,
                register_fd: int | None = None, kind: str = "http", idle_seconds: float = 0.0,
                sock: socket.socket | None = None, app: AppContext | None = None) -> None:
     """Serve ``mcp`` over streamable HTTP behind :class:`~aisac_core.security.HttpGuard` (token, size limit).
@@ -221,8 +195,12 @@ def serve_http(settings: Settings, mcp: FastMCP, *, host: str, port: int, token:
     With ``register_fd`` (this process holds ``owner.lock``) the server also writes ``owner.json`` once it listens
     and removes it when it stops; with ``kind="daemon"`` and ``idle_seconds`` > 0 it stops after that long without
     requests (``app``: the served context, whose pending index jobs keep it alive). Blocks until the server stops
-    (SIGTERM/SIGINT or idle). Raises :class:`~aisac_core.owner.OwnerError` when ``host:port`` is taken."""
+    (SIGTERM/SIGINT or idle). ``mcp`` may be an :class:`OwnerProxy` (a proxy to the running owner, which also
+    forwards ``/dashboard``). Raises :class:`~aisac_core.owner.OwnerError` when ``host:port`` is taken."""
     from starlette.middleware import Middleware as AsgiMiddleware
+
+    if isinstance(mcp, OwnerProxy):
+        mcp = mcp.http_server()
 
     sock = sock or bind_socket(host, port)
     real_port = sock.getsockname()[1]
@@ -232,7 +210,7 @@ def serve_http(settings: Settings, mcp: FastMCP, *, host: str, port: int, token:
     if register_fd is not None:
         write_owner_file(settings.data_dir, OwnerInfo(
             pid=os.getpid(), url=url, token=token, version=aisac_version(), data_dir=str(settings.data_dir),
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), kind=kind))
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"), kind=kind))
         if kind == "daemon":
             threading.Thread(target=_idle_watch, args=(settings, activity, idle_seconds, stop, app),
                              name="aisac-owner-idle", daemon=True).start()
@@ -264,6 +242,8 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     # loading the suite's servers
     from aisac_servers.project import serve_project
     from aisac_servers.suite import build
+
+    from aisac_core.context import AppContext
 
     project = os.environ.get("AISAC_PROJECT")
     if project:

@@ -19,6 +19,7 @@ from fastmcp.exceptions import ResourceError, ToolError
 from pydantic import Field
 
 from aisac_core.context import AppContext
+from aisac_core.context import store_status as core_store_status
 from aisac_core.errors import (
     BadPathError,
     check_path_text,
@@ -198,6 +199,15 @@ async def search(
     """
     res = await call_core(core_search, app, query, k, filters, mode)
     return res.as_dict()
+
+
+@server.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+async def store_status(app: AppContext = App) -> dict[str, Any]:
+    """State of the whole store, as ``aisac status`` prints it: ``{data_dir, sql_url, schema_revision,
+    vector_backend, vectors_dir, store_bytes, embedding_model, fingerprint, documents: {status: n},
+    documents_by_type, chunks_in_manifest, chunks_in_vector_store, stale_documents, catalogued_files, trace_events,
+    recent_jobs, permission_warnings}``. No arguments; no errors beyond an unreadable store."""
+    return await call_core(core_store_status, app)
 
 
 @server.tool

@@ -18,6 +18,7 @@ from aisac_servers.common import SafeErrors, call_core
 from aisac_servers.dashboard import mount_dashboard
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from aisac_core.context import AppContext
@@ -44,7 +45,8 @@ class ProvenanceMiddleware(Middleware):
     """Writes one trace event per tool call (:func:`aisac_core.trace.recorder.record_tool_call`).
 
     ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
-    otherwise the call joins the client's current run.
+    otherwise the call joins the current run of its client (:meth:`_client_key`: one per host connection), renewed
+    after ``run_idle_seconds`` without a call of that client.
     """
 
     def __init__(self, app: AppContext) -> None:
@@ -67,11 +69,21 @@ class ProvenanceMiddleware(Middleware):
         return str(val) if val else None
 
     def _client_key(self, context: MiddlewareContext) -> str:
+        """Whose run a call joins: ``client_id`` of the request ``_meta``; else the ``X-Aisac-Client`` header (one id
+        per stdio proxy process, i.e. per host connection, or per session of an HTTP proxy); else the MCP session
+        id of a direct HTTP client; else ``default`` (stdio in-process, in-memory: one client per server)."""
         try:
             val = context.fastmcp_context.client_id if context.fastmcp_context is not None else None
         except Exception:  # no request context (e.g. in-memory transport)
             val = None
-        return str(val) if val else "default"
+        if val:
+            return str(val)
+        headers = get_http_headers(include={"mcp-session-id"})  # {} outside an HTTP request
+        if headers.get("x-aisac-client"):
+            return "client:" + headers["x-aisac-client"][:200]
+        if headers.get("mcp-session-id"):
+            return "session:" + headers["mcp-session-id"][:200]
+        return "default"
 
     async def on_call_tool(self, context: MiddlewareContext, call_next: Any) -> Any:
         msg = context.message

@@ -90,10 +90,37 @@ class Entry:
     config: dict[str, Any]
 
 
-def server_entry(host: str, *, data_dir: Path, project: Path | None = None, command: str | None = None) -> Entry:
+#: settings never copied into a host's configuration file (secrets; the data dir is set on its own)
+_NOT_COPIED = frozenset({"data_dir", "http_token", "qdrant_api_key"})
+
+
+def host_env(settings: Any) -> dict[str, str]:
+    """The ``AISAC_*`` variables of this process's environment whose settings differ from their defaults, in the
+    form the host's ``aisac serve`` reads back (paths absolute, lists as JSON), for the host's ``env``: the host then
+    sees what the user set here. Settings from the store's ``aisac.toml`` are not copied (every host reads that
+    file); neither are the data dir (set separately) and secrets (``AISAC_HTTP_TOKEN``, ``AISAC_QDRANT_API_KEY``).
+
+    ``settings``: a :class:`~aisac_core.settings.Settings`. Raises ValueError for an unreadable aisac.toml."""
+    from aisac_core.settings import plain_value, setting_field, setting_sources
+
+    out: dict[str, str] = {}
+    for name, item in setting_sources(settings).items():
+        if item["source"] != "environment" or name in _NOT_COPIED:
+            continue
+        value = item["value"]
+        if value is None or value == plain_value(setting_field(name).get_default(call_default_factory=True)):
+            continue
+        out["AISAC_" + name.upper()] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def server_entry(host: str, *, data_dir: Path, project: Path | None = None, command: str | None = None,
+                 env: dict[str, str] | None = None) -> Entry:
     """The aisac server entry for ``host``: ``aisac serve`` (with ``--project DIR``) and the store in ``env``.
 
     The name is ``aisac``, or ``aisac-<project id>`` with a project (so several projects can sit side by side).
+    ``env``: further variables for the host's ``env`` (:func:`host_env`); the data dir and ``HF_HUB_OFFLINE=1``
+    are always set.
 
     Raises:
         HostConfigError: unknown host. :class:`~aisac_core.projects.manifest.BootstrapError`: the project does not load.
@@ -109,7 +136,7 @@ def server_entry(host: str, *, data_dir: Path, project: Path | None = None, comm
     if host == "vscode":
         cfg["type"] = "stdio"
     cfg.update(command=command or aisac_command(), args=args,
-               env={"AISAC_DATA_DIR": str(Path(data_dir).expanduser().resolve()), "HF_HUB_OFFLINE": "1"})
+               env={**(env or {}), "AISAC_DATA_DIR": str(Path(data_dir).expanduser().resolve()), "HF_HUB_OFFLINE": "1"})
     return Entry(name, cfg)
 
 

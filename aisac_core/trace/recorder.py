@@ -7,7 +7,8 @@ conventions (``gen_ai.operation.name = execute_tool``, ``gen_ai.tool.name``, ``m
 :func:`aisac_core.trace.otel.otel_attributes`.
 
 Run ids: a client passes ``run_id`` as a tool argument or in the request ``_meta``; otherwise calls from one client
-join its current run until ``run_idle_seconds`` (default 30 min) pass without a call, after which a new run starts
+(one host connection: the server decides the key, see ``aisac_servers.suite.ProvenanceMiddleware``) join its
+current run until ``run_idle_seconds`` (default 30 min) pass without a call, after which a new run starts
 (:class:`RunAssigner`).
 """
 
@@ -44,8 +45,8 @@ def new_run_id() -> str:
 
 
 class RunAssigner:
-    """Run ids for calls that bring none: one current run per client key, renewed after an idle gap
-    (``idle_seconds``, seconds)."""
+    """Run ids for calls that bring none: one current run per client key (any string naming one client
+    connection), renewed after an idle gap of that client (``idle_seconds``, seconds)."""
 
     def __init__(self, idle_seconds: float) -> None:
         self.idle = idle_seconds
@@ -53,12 +54,16 @@ class RunAssigner:
         self._lock = threading.Lock()
 
     def run_for(self, client_key: str) -> str:
-        """The current run of ``client_key`` (a new one after ``idle_seconds`` of silence)."""
+        """The current run of ``client_key`` (a new one after ``idle_seconds`` of silence). Clients idle past
+        ``idle_seconds`` are forgotten now and then, so a long-lived owner serving many short host connections
+        keeps a bounded table."""
         now = time.monotonic()
         with self._lock:
             cur = self._runs.get(client_key)
             run_id = cur[0] if cur and now - cur[1] <= self.idle else new_run_id()
             self._runs[client_key] = (run_id, now)
+            if len(self._runs) > 1024:
+                self._runs = {k: v for k, v in self._runs.items() if now - v[1] <= self.idle}
             return run_id
 
 

@@ -1,0 +1,119 @@
+"""The HTTP side of a proxy to the store's owner: ``aisac serve --transport http`` while another process owns the
+store. A FastMCP server forwarding every MCP request to the owner (fastmcp's proxy), plus the owner's ``/dashboard``
+(:func:`aisac_servers.dashboard.forward_dashboard`). Loaded only in HTTP mode: the stdio proxy is
+:mod:`aisac_servers.relay`, which never imports fastmcp.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+from aisac_servers.dashboard import forward_dashboard
+from aisac_servers.relay import CLIENT_HEADER
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.server import create_proxy
+from fastmcp.server.dependencies import get_http_headers
+from fastmcp.server.middleware import Middleware
+from fastmcp.server.providers.proxy import FastMCPProxy
+
+from aisac_core.owner import OwnerInfo, ensure_owner
+from aisac_core.settings import Settings
+
+log = logging.getLogger("aisac.owner")
+
+
+class NamespaceFilter(Middleware):
+    """Shows and allows only the components of the given namespaces (``rag`` -> ``rag_*`` tools and prompts,
+    ``aisac://rag/...`` resources); a call to another tool is a tool error, a read of another resource not found."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.prefixes = tuple(f"{n}_" for n in names)
+        self.uri_prefixes = tuple(f"aisac://{n}/" for n in names)
+
+    def _ok_uri(self, uri: str) -> bool:
+        return not uri.startswith("aisac://") or uri.startswith(self.uri_prefixes)
+
+    async def on_list_tools(self, context, call_next):
+        return [t for t in await call_next(context) if t.name.startswith(self.prefixes)]
+
+    async def on_list_prompts(self, context, call_next):
+        return [p for p in await call_next(context) if p.name.startswith(self.prefixes)]
+
+    async def on_list_resources(self, context, call_next):
+        return [r for r in await call_next(context) if self._ok_uri(str(r.uri))]
+
+    async def on_list_resource_templates(self, context, call_next):
+        return [r for r in await call_next(context) if self._ok_uri(str(r.uri_template))]
+
+    async def on_call_tool(self, context, call_next):
+        if not context.message.name.startswith(self.prefixes):
+            raise ToolError(f"unknown tool {context.message.name!r}: this server exposes only "
+                            f"{', '.join(p + '*' for p in self.prefixes)}")
+        return await call_next(context)
+
+    async def on_read_resource(self, context, call_next):
+        if not self._ok_uri(str(context.message.uri)):
+            raise NotFoundError(f"unknown resource {context.message.uri}")
+        return await call_next(context)
+
+
+class OwnerStopped(Middleware):
+    """On a proxy: a call cut because the owner process died becomes
+    :data:`~aisac_servers.owner.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
+    or error passes unchanged."""
+
+    async def on_call_tool(self, context, call_next):
+        from aisac_servers.owner import owner_stopped_error
+
+        try:
+            return await call_next(context)
+        except Exception as exc:
+            mapped = owner_stopped_error(exc)
+            if mapped is None:
+                raise
+            log.warning("call %s cut: the owner process stopped (%s)", getattr(context.message, "name", "?"),
+                        type(exc).__name__)
+            raise mapped from exc
+
+
+def http_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPProxy:
+    """A FastMCP server forwarding every request to the store's owner (started on demand), for the HTTP transport.
+
+    Each request asks :func:`~aisac_core.owner.ensure_owner` for the current owner (a few file operations), so the
+    proxy survives the daemon's idle exit or death. Each front MCP session reaches the owner with its own
+    ``X-Aisac-Client`` id (so its calls form trace runs of their own). ``names`` restricts the exposed tools,
+    resources and prompts to those namespaces. The owner's ``/dashboard`` is served under the same path. A call cut
+    because the owner died fails with ``OWNER_STOPPED``; a request fails with the owner's error
+    (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached. Raises nothing at build time."""
+    factories: OrderedDict[tuple[str, str | None, str], Any] = OrderedDict()
+
+    async def client_factory():
+        info = await anyio.to_thread.run_sync(ensure_owner, settings)
+        front = get_http_headers(include={"mcp-session-id"})
+        client = front.get(CLIENT_HEADER.lower()) or front.get("mcp-session-id") or "http-proxy"
+        key = (info.url, info.token, f"http-proxy:{client}")
+        if key not in factories:
+            # fastmcp's own per-request client factory for this owner (a fresh session per request, the backend
+            # speaking the front connection's protocol era)
+            transport = StreamableHttpTransport(info.url, auth=info.token, headers={CLIENT_HEADER: key[2]})
+            factories[key] = create_proxy(transport).client_factory
+            while len(factories) > 256:
+                factories.popitem(last=False)
+        factories.move_to_end(key)
+        return factories[key]()
+
+    async def owner() -> OwnerInfo:
+        return await anyio.to_thread.run_sync(ensure_owner, settings)
+
+    proxy = FastMCPProxy(client_factory=client_factory, name="aisac",
+                         instructions="aisac: retrieval-grounded scientific assistance with provenance "
+                                      "(proxy to the store's owner process).")
+    proxy.add_middleware(OwnerStopped())
+    if names:
+        proxy.add_middleware(NamespaceFilter(names))
+    forward_dashboard(proxy, owner)
+    return proxy

@@ -1,0 +1,352 @@
+"""The stdio side of a proxy to the store's owner: a message-level relay over one long-lived HTTP connection.
+
+``aisac serve`` over stdio, while another process owns the store, runs :class:`StdioRelay`: every JSON-RPC message
+the host writes on stdin is POSTed as is to the owner's streamable HTTP endpoint (bearer token from ``owner.json``)
+through one pooled keep-alive ``httpx`` client and one MCP session, and every message of the answer (a JSON body or
+the events of a server-sent-event stream: progress, log messages, server requests, the response) is written back
+to stdout as one line. The relay never decodes tool results, so progress notifications reach the caller that asked
+for them (the owner sends them on that request's stream, with the caller's progress token).
+
+Around the bytes the relay adds only:
+
+- ``X-Aisac-Client``: a random id made at start, sent with every request, so the owner groups this host's calls
+  into runs of their own (:class:`aisac_servers.suite.ProvenanceMiddleware`);
+- the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
+  did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
+  host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
+  died gets :data:`aisac_servers.owner.OWNER_STOPPED` as a tool error;
+- ``names``: only the tools and prompts of those namespaces (``rag_*``) and their ``aisac://<name>/`` resources are
+  listed or callable.
+
+This module imports neither fastmcp nor the suite: a stdio proxy starts in a few hundred milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx
+
+from aisac_core.owner import OWNER_FILE, OwnerError, OwnerSettingsDriftError, ensure_owner
+
+if TYPE_CHECKING:
+    from aisac_core.owner import OwnerInfo
+    from aisac_core.settings import Settings
+
+log = logging.getLogger("aisac.owner")
+
+#: the header carrying a proxy's client id (one per stdio process) to the owner
+CLIENT_HEADER = "X-Aisac-Client"
+#: the per-request envelope key of the stateless (2026) protocol era: requests carrying it need routing headers
+_MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+_NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_LISTS = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
+          "resources/list": ("resources", "uri"), "resources/templates/list": ("resourceTemplates", "uriTemplate")}
+#: httpx errors raised before the request reached the owner (safe to send again to a new owner)
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: requests refused while the owner serves other settings than this host's (listing and pinging still work)
+DRIFT_REFUSED = ("tools/call", "resources/read", "prompts/get", "completion/complete")
+
+
+class _Retry(Exception):
+    """The owner refused the request before running it (its session or token is gone): reconnect, send again."""
+
+
+class StdioRelay:
+    """Relay a host's stdio JSON-RPC stream to the store's owner over streamable HTTP (see the module docstring).
+
+    ``settings``: the store's settings (``data_dir``, owner timeouts); ``names``: namespaces to expose (None: all);
+    ``client_id``: the id sent as ``X-Aisac-Client`` (default: a fresh uuid). :meth:`run` blocks until stdin closes.
+    """
+
+    def __init__(self, settings: Settings, names: list[str] | None = None, client_id: str | None = None) -> None:
+        self.settings = settings
+        self.prefixes = tuple(f"{n}_" for n in names or ())
+        self.uri_prefixes = tuple(f"aisac://{n}/" for n in names or ())
+        self.client_id = client_id or uuid.uuid4().hex
+        self.info: OwnerInfo | None = None
+        self._stamp: tuple[int, int] | None = None
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._init_body: dict[str, Any] | None = None  # the host's initialize request, replayed to a new owner
+        self._initialized: dict[str, Any] | None = None
+        self._owner_lock = anyio.Lock()
+        self._http: httpx.AsyncClient | None = None
+        self._replays = 0
+        self.drift: str | None = None  # the drift error while the owner serves other settings than this host's
+
+    # ---------------------------------------------------------------------------------------------- output
+
+    def _emit(self, msg: dict[str, Any] | str) -> None:
+        line = msg if isinstance(msg, str) else json.dumps(msg, separators=(",", ":"), ensure_ascii=False)
+        if "\n" in line:
+            line = json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False)
+        out = sys.stdout.buffer
+        out.write(line.encode() + b"\n")
+        out.flush()
+
+    def _error(self, msg: dict[str, Any], text: str) -> None:
+        """Answer request ``msg`` with ``text``: a tool error for ``tools/call``, a JSON-RPC error otherwise."""
+        if "id" not in msg:
+            return
+        if msg.get("method") == "tools/call":
+            result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+            if _modern(msg):
+                result["resultType"] = "complete"
+            self._emit({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        else:
+            self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32603, "message": text}})
+
+    # ---------------------------------------------------------------------------------------------- namespaces
+
+    def _refused(self, msg: dict[str, Any]) -> str | None:
+        """Why ``msg`` is outside the exposed namespaces (None: forward it)."""
+        if not self.prefixes:
+            return None
+        method, params = msg.get("method"), msg.get("params") or {}
+        if method in ("tools/call", "prompts/get") and not str(params.get("name", "")).startswith(self.prefixes):
+            return (f"unknown {'tool' if method == 'tools/call' else 'prompt'} {params.get('name')!r}: this server "
+                    f"exposes only {', '.join(p + '*' for p in self.prefixes)}")
+        uri = str(params.get("uri", ""))
+        if method == "resources/read" and uri.startswith("aisac://") and not uri.startswith(self.uri_prefixes):
+            return f"unknown resource {uri}"
+        return None
+
+    def _filter(self, method: str, msg: dict[str, Any]) -> dict[str, Any]:
+        """The response ``msg`` to a list request, keeping only the exposed namespaces."""
+        key = _LISTS.get(method)
+        result = msg.get("result")
+        if not self.prefixes or key is None or not isinstance(result, dict) or key[0] not in result:
+            return msg
+        field, attr = key
+
+        def ok(item: dict[str, Any]) -> bool:
+            val = str(item.get(attr, ""))
+            if attr == "name":
+                return val.startswith(self.prefixes)
+            return not val.startswith("aisac://") or val.startswith(self.uri_prefixes)
+
+        return {**msg, "result": {**result, field: [i for i in result[field] if ok(i)]}}
+
+    # ---------------------------------------------------------------------------------------------- the owner
+
+    def _owner_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.settings.data_dir / OWNER_FILE)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_ino
+
+    async def _owner(self, force: bool = False) -> OwnerInfo:
+        """The current owner; when it changed (or ``force``), find or start it and replay the host's initialize."""
+        if not force and self.info is not None and self._owner_stamp() == self._stamp:
+            return self.info
+        async with self._owner_lock:
+            if not force and self.info is not None and self._owner_stamp() == self._stamp:
+                return self.info
+            old = self.info
+            try:
+                info = await anyio.to_thread.run_sync(ensure_owner, self.settings)
+                self.drift = None
+            except OwnerSettingsDriftError as exc:
+                if exc.info is None:
+                    raise
+                info, self.drift = exc.info, str(exc)  # listing works; calls get the drift error (below)
+            self._stamp = None if self.drift else self._owner_stamp()  # drift: check again at every request
+            if force or old is None or (info.pid, info.url, info.token) != (old.pid, old.url, old.token):
+                if old is not None:
+                    log.warning("the store's owner changed (pid %s -> %s): reconnecting", old.pid, info.pid)
+                self.info, self.session_id = info, None
+                if self._init_body is not None:
+                    await self._replay_initialize(info)
+            self.info = info
+            return info
+
+    async def _replay_initialize(self, info: OwnerInfo) -> None:
+        """Open a new MCP session on a new owner with the host's own initialize request (answer not relayed)."""
+        self._replays += 1
+        body = {**self._init_body, "id": f"aisac-relay-init-{self._replays}"}  # type: ignore[dict-item]
+        async with self._client().stream("POST", info.url, json=body, headers=self._headers(info, body)) as r:
+            if r.status_code >= 400:
+                raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
+            self.session_id = r.headers.get("mcp-session-id")
+            async for _ in self._messages(r):
+                pass
+        if self._initialized is not None:
+            await (await self._client().post(info.url, json=self._initialized,
+                                              headers=self._headers(info, self._initialized))).aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0, write=60.0),
+                                           limits=httpx.Limits(max_keepalive_connections=8, keepalive_expiry=600))
+        return self._http
+
+    def _headers(self, info: OwnerInfo, msg: dict[str, Any]) -> dict[str, str]:
+        h = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+             CLIENT_HEADER: self.client_id}
+        if info.token:
+            h["authorization"] = f"Bearer {info.token}"
+        version = _modern(msg)
+        if version:  # stateless era: routing headers per request
+            h["mcp-protocol-version"] = version
+            h["mcp-method"] = str(msg.get("method"))
+            name_key = _NAME_BEARING.get(str(msg.get("method")))
+            value = (msg.get("params") or {}).get(name_key) if name_key else None
+            if value is not None:
+                h["mcp-name"] = _header_value(str(value))
+            return h
+        if self.session_id:
+            h["mcp-session-id"] = self.session_id
+        if self.protocol_version:
+            h["mcp-protocol-version"] = self.protocol_version
+        return h
+
+    # ---------------------------------------------------------------------------------------------- forwarding
+
+    async def _messages(self, r: httpx.Response):
+        """The JSON-RPC messages of an owner's response: its JSON body, or the data of its SSE events."""
+        ctype = r.headers.get("content-type", "")
+        if ctype.startswith("text/event-stream"):
+            data: list[str] = []
+            async for line in r.aiter_lines():
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                elif not line and data:
+                    text = "\n".join(data)
+                    data = []
+                    if text.strip():
+                        yield json.loads(text)
+            return
+        raw = await r.aread()
+        if raw.strip():
+            body = json.loads(raw)
+            for m in body if isinstance(body, list) else [body]:
+                yield m
+
+    async def _send(self, msg: dict[str, Any]) -> None:
+        """POST one message and relay the answer; reconnects and sends again when it never reached the owner. While
+        the owner runs with other settings than this host's (and could not be restarted), the session still opens
+        and lists, but every call is answered with the drift error naming the settings and the fix."""
+        for attempt in range(3):
+            try:
+                info = await self._owner(force=attempt > 0)
+                if self.drift and msg.get("method") in DRIFT_REFUSED:
+                    self._error(msg, self.drift)
+                    return
+                await self._post(info, msg)
+                return
+            except (_Retry, *_NOT_SENT) as exc:
+                log.warning("owner unreachable (%s): reconnecting", type(exc).__name__)
+                self._stamp = None
+                if attempt == 2:
+                    self._error(msg, f"the aisac owner process cannot be reached ({type(exc).__name__}); retry")
+            except OwnerError as exc:
+                self._error(msg, str(exc))
+                return
+            except (httpx.TransportError, anyio.EndOfStream, anyio.ClosedResourceError) as exc:
+                from aisac_servers.owner import OWNER_STOPPED
+
+                log.warning("call cut: the owner process stopped (%s)", type(exc).__name__)
+                self._stamp = None  # check the owner again before the next request
+                self._error(msg, OWNER_STOPPED)
+                return
+
+    async def _post(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        async with self._client().stream("POST", info.url, json=msg, headers=self._headers(info, msg)) as r:
+            if "id" in msg and method not in (None, "initialize") and (
+                    r.status_code == 401 or (r.status_code == 404 and "mcp-session-id" in r.request.headers)):
+                await r.aread()
+                raise _Retry(f"HTTP {r.status_code}")  # the owner restarted: its token or our session is unknown
+            if method == "initialize" and r.status_code < 400:
+                self.session_id = r.headers.get("mcp-session-id")
+            if r.status_code == 202:
+                return
+            got_answer = False
+            async for m in self._messages(r):
+                if "id" in msg and m.get("id") == msg["id"] and ("result" in m or "error" in m):
+                    got_answer = True
+                    if method == "initialize" and isinstance(m.get("result"), dict):
+                        self.protocol_version = m["result"].get("protocolVersion")
+                    m = self._filter(str(method), m)
+                self._emit(m)
+            if "id" in msg and "method" in msg and not got_answer:
+                self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
+
+    async def _handle(self, msg: dict[str, Any]) -> None:
+        refused = self._refused(msg)
+        if refused is not None:
+            if msg.get("method") == "tools/call":
+                self._error(msg, refused)
+            elif "id" in msg:
+                self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": refused}})
+            return
+        await self._send(msg)
+        # remembered once sent (a replay before the first session would open a second one)
+        if msg.get("method") == "initialize":
+            self._init_body = msg
+        elif msg.get("method") == "notifications/initialized":
+            self._initialized = msg
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        try:
+            async with anyio.create_task_group() as tg:
+                while line := await reader.readline():
+                    if not line.strip():
+                        continue
+                    try:
+                        body = json.loads(line)
+                    except ValueError:
+                        self._emit({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
+                        continue
+                    for msg in body if isinstance(body, list) else [body]:  # a batch: its messages one by one
+                        if not isinstance(msg, dict):
+                            continue
+                        # requests run concurrently; the handshake, notifications and responses in order
+                        if "id" in msg and "method" in msg and msg["method"] != "initialize":
+                            tg.start_soon(self._handle, msg)
+                        else:
+                            await self._handle(msg)
+                tg.cancel_scope.cancel()  # stdin closed: the host is gone
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            if self._http is not None:
+                if self.session_id and self.info is not None:  # end the MCP session on the owner (best effort)
+                    with contextlib.suppress(Exception), anyio.fail_after(2):  # the owner may be gone already
+                        await self._http.delete(self.info.url, headers=self._headers(self.info, {}))
+                await self._http.aclose()
+
+    def run(self) -> None:
+        """Relay until the host closes stdin. Raises nothing for owner trouble (each request gets an error)."""
+        anyio.run(self._main)
+
+
+def _modern(msg: dict[str, Any]) -> str | None:
+    """The protocol version of a request of the stateless (2026) era (its ``_meta`` envelope), else None."""
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return str(meta[_MODERN_VERSION_KEY]) if isinstance(meta, dict) and meta.get(_MODERN_VERSION_KEY) else None
+
+
+def _header_value(value: str) -> str:
+    """``value`` as an HTTP header value (printable ASCII as is, else the protocol's base64 form)."""
+    if value.isascii() and value.isprintable() and value == value.strip():
+        return value
+    from mcp.shared.inbound import encode_header_value
+
+    return encode_header_value(value)
