@@ -155,7 +155,6 @@ def search(
 ) -> None:
     """Search the index and print a table of hits with their anchors (through the store's owner process while it
     runs)."""
-    from aisac_core.rag.search import SearchError
     from aisac_core.rag.search import search as core_search
 
     filters: dict[str, object] = {}
@@ -170,9 +169,7 @@ def search(
     try:
         res = core_search(core, query, k, filters or None, mode).as_dict() if core is not None else \
             search_via_owner(info, query, k, filters or None, mode)
-    except SearchError as exc:
-        _fail(str(exc))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
         _fail(str(exc))
     finally:
         if core is not None:
