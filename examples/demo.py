@@ -42,6 +42,7 @@ SHARED_PDFS = (ROOT / ".." / "shared" / "data" / "pdfs").resolve()
 sys.path[:0] = [str(ROOT), str(EXAMPLES)]
 
 import make_pdf  # noqa: E402  (examples/make_pdf.py)
+from aisac_core.store.files import secure_data_dir  # noqa: E402
 
 _interactive = sys.stdout.isatty()
 console = Console(width=None if _interactive else 140, highlight=False)
@@ -357,7 +358,7 @@ def print_status(ddir: Path) -> dict[str, Any]:
 def main() -> int:
     t_start = time.perf_counter()
     ddir = data_dir()
-    ddir.mkdir(parents=True, exist_ok=True)
+    secure_data_dir(ddir)  # created private (0700), as aisac creates every store
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     console.print(Panel.fit(f"[bold]aisac demo[/bold]\nstore: {ddir}\naisac: {' '.join(aisac_command())}"))
     times: dict[str, float] = {}
