@@ -244,8 +244,9 @@ def plan_paths(paths: list[Path], catalog_only: bool = False, roots: list[Path] 
         except OSError as exc:
             raise IndexingError(f"path {quote_path(raw)} cannot be read ({exc.strerror or exc})") from exc
         if not exists:
-            raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder; relative paths "
-                                f"are resolved against {Path.cwd()})")
+            hint = "" if Path(str(raw)).expanduser().is_absolute() else \
+                f"; relative paths are resolved against {Path.cwd()}"
+            raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder{hint})")
         p = resolve_link(p)
         files: Iterable[Path]
         if p.is_dir():
