@@ -235,6 +235,9 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     for n in chosen:
         main.mount(available[n](), namespace=n)
     main.add_middleware(ProvenanceMiddleware(app))
-    main.add_middleware(SafeErrors())  # every tool error: at most 1,900 characters, no SQL
+    # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool
+    # error at most 1,900 characters, no SQL (call_core applies the same net to core calls, with the core function's
+    # name; this one also covers errors raised outside call_core)
+    main.add_middleware(SafeErrors())
     mount_dashboard(main, prefix="/dashboard", app=app)  # HTTP transport only: the live trace dashboard
     return main

@@ -79,6 +79,7 @@ MAX_CODE_CHARS = 1_000_000
 MAX_TIMEOUT_S = 3600.0
 START_TIMEOUT_S = 60.0
 MAX_JOBS_KEPT = 500
+LOST = "the session state is lost (the next call starts a fresh worker)"
 
 
 def _now() -> str:
@@ -272,29 +273,29 @@ class SandboxManager:
             else:
                 raise WorkerProtocolError("the worker keeps sending replies to other requests")
         except WorkerProtocolError as exc:
-            kill(w)
-            s.worker = None
-            s.lost = f"the worker was stopped during cell {req.get('cell')}: {exc}"
-            reply = {"ok": False, "error_type": "SandboxViolation",
-                     "error": f"the run was stopped: {exc}; the session state is lost (the next call starts a fresh "
-                              "worker)"}
+            reply = self._lose(s, w, f"the worker was stopped during cell {req.get('cell')}: {exc}", "SandboxViolation",
+                               f"the run was stopped: {exc}; {LOST}")
         except WorkerTimeout:
-            kill(w)
-            s.worker = None
-            s.lost = f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and the worker was killed"
-            reply = {"ok": False, "error_type": "TimeoutError",
-                     "error": f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and the session "
-                              "state is lost (the next call starts a fresh worker)"}
+            reply = self._lose(s, w, f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and "
+                               "the worker was killed", "TimeoutError",
+                               f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and {LOST}")
         except WorkerGone as exc:
-            kill(w)
-            s.worker = None
             if s.stopping:
+                kill(w)
+                s.worker = None
                 return {"ok": False, "error_type": "Stopped", "error": f"the run was {s.stopping}"}, notes
-            s.lost = f"the worker died during cell {req.get('cell')} ({exc})"
-            reply = {"ok": False, "error_type": "WorkerDied",
-                     "error": f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; the "
-                              "session state is lost (the next call starts a fresh worker)"}
+            reply = self._lose(s, w, f"the worker died during cell {req.get('cell')} ({exc})", "WorkerDied",
+                               f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; {LOST}")
         return reply, notes
+
+    @staticmethod
+    def _lose(s: Session, w: Worker, why: str, error_type: str, error: str) -> dict:
+        """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call) and return the
+        ``ok: false`` reply of the interrupted request."""
+        kill(w)
+        s.worker = None
+        s.lost = why
+        return {"ok": False, "error_type": error_type, "error": error}
 
     def _write_marker(self, s: Session) -> None:
         try:
