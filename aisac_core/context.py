@@ -154,8 +154,9 @@ class AppContext:
                 from aisac_core.store.vectors import open_vector_store
 
                 self.secure_store()
+                # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
                 vs = open_vector_store(self.settings.vector_backend, root=self.settings.vectors_dir,
-                                       url=self.settings.qdrant_url, api_key=self.settings.qdrant_api_key)
+                                       settings=self.settings)
                 try:
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
                     vs.ensure_collection(DIALOGUE, self.embedder.dim)
@@ -168,6 +169,18 @@ class AppContext:
                     mark_all_stale(self.engine)
                 self._vectors = vs
             return self._vectors
+
+    def resume_jobs(self) -> None:
+        """In a background thread: start running the background jobs that wait for a process to claim them
+        (:meth:`aisac_core.rag.jobs.JobManager.resume`). Called by a serving process at start."""
+
+        def _resume() -> None:
+            try:
+                self.jobs.resume()
+            except Exception as exc:  # the store cannot be opened: the first call that needs it reports why
+                log.warning("resuming background jobs: %s", exc)
+
+        threading.Thread(target=_resume, name="aisac-resume-jobs", daemon=True).start()
 
     def warm(self) -> None:
         """Load the models and open the vector store in a background thread (errors surface on first use)."""
@@ -226,7 +239,7 @@ def store_status(core: AppContext) -> dict:
 
     from aisac_core.rag.indexer import fingerprint
     from aisac_core.store.files import permission_warnings
-    from aisac_core.store.sql import schema_revision
+    from aisac_core.store.sql import redact_url, schema_revision
     from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 
     s = core.settings
@@ -239,7 +252,7 @@ def store_status(core: AppContext) -> dict:
         fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
     fp = fingerprint(core)
     return {
-        "data_dir": str(s.data_dir), "sql_url": s.resolved_sql_url,
+        "data_dir": str(s.data_dir), "sql_url": redact_url(s.resolved_sql_url),
         "schema_revision": schema_revision(core.engine), "vector_backend": s.vector_backend,
         "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,

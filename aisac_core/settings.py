@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from platformdirs import user_data_dir
-from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: the store's settings file, in the data dir
@@ -248,10 +248,13 @@ class Settings(BaseSettings):
     - ``sql_url``: SQLAlchemy URL of the relational store; default ``sqlite:///<data_dir>/aisac.db``.
     - ``vector_backend``: ``edge`` (Qdrant Edge, embedded, default) or ``qdrant`` (qdrant-client; ``qdrant_url``
       names a server, else qdrant-client's local mode under ``<data_dir>/qdrant``).
+    - ``qdrant_*``: a Qdrant server's connection and collection layout (local mode ignores them; see the fields).
     - ``models_root``: folder of the assembled models when it is not ``<data_dir>/models`` (a project's store under
       ``<data_dir>/projects/<id>`` shares the machine's models).
     - ``warm``: load models and open the vector store in the background when a server starts.
     - ``run_idle_seconds``: provenance run window for callers that bring no run id.
+    - ``job_lease_seconds`` / ``job_poll_seconds``: how long a process's claim on a background job holds without
+      renewal, and how often pending jobs are looked for (:mod:`aisac_core.store.jobqueue`).
     - ``http_token`` / ``max_request_bytes``: bearer token of ``serve --transport http`` (required off loopback;
       else generated) and the largest HTTP request body accepted (413 above).
 
@@ -264,14 +267,31 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("aisac")))
     sql_url: str | None = None
     vector_backend: Literal["edge", "qdrant"] = "edge"
+    #: Qdrant REST URL (``http(s)://host:6333``, ``host:6333``; unset: local mode); API key (a secret) and TLS:
+    #: https://qdrant.tech/documentation/security/ (TLS unset: the URL's scheme; none: TLS when a key is set;
+    #: CA file: a PEM bundle or a folder of hashed certificates that signs the server's certificate)
     qdrant_url: str | None = None
-    qdrant_api_key: str | None = None
+    qdrant_api_key: str | None = Field(default=None, repr=False)
+    qdrant_https: bool | None = None
+    qdrant_ca_file: Path | None = None
+    #: seconds (integer) before one request to the server fails; unset: qdrant-client's default, 5 s
+    qdrant_timeout_s: int | None = Field(default=None, ge=1, le=86400)
+    #: new collections on a server (unset: its defaults): shards, copies per shard, copies acknowledging a write:
+    #: https://qdrant.tech/documentation/scaling/distributed_deployment/ (sharding, replication)
+    qdrant_shard_number: int | None = Field(default=None, ge=1, le=1000)
+    qdrant_replication_factor: int | None = Field(default=None, ge=1, le=100)
+    qdrant_write_consistency_factor: int | None = Field(default=None, ge=1, le=100)
     models_root: Path | None = None
     #: load the models and open the vector store in the background when a server starts (AISAC_WARM=0: on
     #: the first call that needs them instead)
     warm: bool = True
     #: calls without a client run id join the current run until this many seconds of silence.
     run_idle_seconds: float = 1800.0
+    #: background jobs (indexing): a process claims a job for this many seconds and renews the claim every third of
+    #: it; a job whose process died is claimed again by any process serving the store once its lease expired
+    job_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
+    #: seconds between two looks at the jobs table for claimable work while jobs are pending anywhere
+    job_poll_seconds: float = Field(default=1.0, gt=0.0, le=60.0)
     http_token: str | None = None
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
 
@@ -335,6 +355,25 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_data_dir(cls, v: Path) -> Path:
         return v.expanduser().resolve()
+
+    @field_validator("qdrant_https", "qdrant_write_consistency_factor", mode="after")
+    @classmethod
+    def _qdrant_consistent(cls, v: Any, info: ValidationInfo) -> Any:
+        """``qdrant_https`` agrees with the URL's scheme; write consistency <= replication factor. Raises ValueError."""
+        url, rf = str(info.data.get("qdrant_url") or "").lower(), info.data.get("qdrant_replication_factor")
+        if info.field_name == "qdrant_https" and v is not None and "://" in url and url.startswith("https://") != v:
+            raise ValueError(f"contradicts the scheme of AISAC_QDRANT_URL ({url.split(':')[0]}); unset one of them")
+        if info.field_name == "qdrant_write_consistency_factor" and v is not None and rf is not None and v > rf:
+            raise ValueError(f"a write cannot wait for more copies than qdrant_replication_factor ({rf}) makes")
+        return v
+
+    @property
+    def server_store(self) -> bool:
+        """True when both halves of the store live on servers (a non-SQLite ``sql_url`` and a Qdrant server
+        ``qdrant_url`` with the ``qdrant`` backend): nothing in the data dir needs one owner process, so any number
+        of aisac processes (replicas) serve the store side by side."""
+        return (bool(self.sql_url) and not self.resolved_sql_url.startswith("sqlite")
+                and self.vector_backend == "qdrant" and bool(self.qdrant_url))
 
     @property
     def resolved_sql_url(self) -> str:
@@ -466,13 +505,14 @@ def write_settings_file(data_dir: Path, values: dict[str, Any]) -> Path:
 def setting_sources(settings: Settings) -> dict[str, dict[str, Any]]:
     """Every setting of ``settings`` (flat name) with its value and where it comes from:
     ``{name: {"value": ..., "source": "environment" | "aisac.toml" | "default"}}`` (values as JSON data; an
-    argument given in Python counts as default). Raises ValueError naming an unreadable or invalid settings file."""
+    argument given in Python counts as default; a secret that is set shows as ``***``). Raises ValueError naming an
+    unreadable or invalid settings file."""
     in_file = read_settings_file(settings.data_dir)
     env = {k.upper() for k in os.environ}
     out: dict[str, dict[str, Any]] = {}
     for name, value in settings.flat().items():
         src = "environment" if _env_name(name) in env else "aisac.toml" if name in in_file else "default"
-        out[name] = {"value": plain_value(value), "source": src}
+        out[name] = {"value": "***" if name in SECRETS and value else plain_value(value), "source": src}
     return out
 
 
@@ -537,9 +577,12 @@ def settings_errors(exc: ValidationError, *, env: bool = True) -> list[str]:
     return lines
 
 
-#: flat settings that do not change what the tools answer or allow (process management, performance, secrets)
-NON_BEHAVIOUR = frozenset({"data_dir", "warm", "http_token", "qdrant_api_key", "embed_batch_size", "owner_mode",
-                           "owner_idle_seconds", "owner_start_timeout_s", "owner_restart_idle_s"})
+#: secrets (``aisac config show`` prints ``***``), and the flat settings that do not change what the tools answer or
+#: allow: those, process management, performance, the Qdrant server's connection and collection layout
+SECRETS = frozenset({"http_token", "qdrant_api_key"})
+NON_BEHAVIOUR = SECRETS | {n for n in Settings.model_fields if n.startswith("qdrant_") and n != "qdrant_url"} | {
+    "data_dir", "warm", "embed_batch_size", "owner_mode", "owner_idle_seconds", "owner_start_timeout_s",
+    "owner_restart_idle_s", "job_lease_seconds", "job_poll_seconds"}
 
 
 def behaviour_settings(settings: Settings) -> tuple[dict[str, Any], str]:

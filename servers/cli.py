@@ -43,6 +43,7 @@ from .cli_owner import (
     search_via_owner,
     status_via_owner,
 )
+from .cli_store import store_app
 
 # Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
 # `aisac serve` start without loading the store, the models or the MCP servers they do not use.
@@ -53,6 +54,7 @@ err = Console(stderr=True)
 out = Console()
 
 app.add_typer(config_app, name="config")
+app.add_typer(store_app, name="store")
 
 DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR "
                                                  "or the user data dir)", envvar="AISAC_DATA_DIR")]
@@ -221,7 +223,8 @@ def serve(
     available = dict(aisac_register_servers())
     if server and server not in available:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(available)}")
-    use_owner = settings.owner.mode and not no_owner and SUPPORTED  # Windows: no flock, in-process
+    # Windows: no flock, in-process; a store wholly on database servers has nothing to own: every process opens it
+    use_owner = settings.owner.mode and not no_owner and SUPPORTED and not settings.server_store
     base_settings = settings
     if project is not None:  # check the manifest first (one line on error); the store is the project's
         from aisac_core.projects import BootstrapError, bootstrap

@@ -200,6 +200,8 @@ def _lifespan(app: AppContext, *, own: bool) -> Any:
     async def lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
         if own and app.settings.warm:
             app.warm()  # models and vector store load in the background; tools/list answers at once
+        if own:
+            app.resume_jobs()  # jobs queued or left by a process that died (or, on a server database, by a replica)
         try:
             yield {"app": app}
         finally:

@@ -6,6 +6,9 @@
 - ``corpus``: a small corpus of the project's own making (Markdown notes + a generated PDF).
 - ``shared_data``: ../shared/data, or the test is skipped when it is absent (a user's fresh clone).
 - ``indexed_core``: a session-wide store with ``corpus`` indexed (read-only use!).
+- ``pg_server``: one throwaway PostgreSQL cluster for the test session (``initdb`` + ``pg_ctl`` of the installed
+  server binaries; skipped with a message where they or the psycopg driver are missing). Test modules marked
+  ``both_engines`` run every test that uses ``settings`` twice: on SQLite and on a fresh PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -54,9 +57,56 @@ def make_settings(data_dir: Path, models_dir: Path, **kw):  # noqa: ANN201
     return Settings(data_dir=data_dir, **kw)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests of a module marked ``both_engines`` that use the ``sql_engine`` fixture (through ``settings``) run once
+    per SQL engine."""
+    d = metafunc.definition
+    if d.get_closest_marker("both_engines") and not d.get_closest_marker("sqlite_only") \
+            and "sql_engine" in metafunc.fixturenames:
+        metafunc.parametrize("sql_engine", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
-def settings(tmp_path: Path, models_dir: Path):  # noqa: ANN201
-    return make_settings(tmp_path / "store", models_dir)
+def sql_engine(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` (the default) or ``postgresql`` in modules marked ``both_engines``."""
+    return getattr(request, "param", "sqlite")
+
+
+@pytest.fixture
+def sql_url(request: pytest.FixtureRequest, sql_engine: str) -> str | None:
+    """None (the store's own SQLite file) or the URL of a fresh database on the session's PostgreSQL."""
+    if sql_engine == "sqlite":
+        return None
+    return request.getfixturevalue("pg_server").create_database()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, models_dir: Path, sql_url: str | None):  # noqa: ANN201
+    return make_settings(tmp_path / "store", models_dir, sql_url=sql_url)
+
+
+def store_env(settings, **extra: str) -> dict[str, str]:  # noqa: ANN001
+    """Environment for an ``aisac`` subprocess on the store of ``settings`` (data dir and SQL URL), without the
+    caller's other ``AISAC_*`` variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", AISAC_DATA_DIR=str(settings.data_dir))
+    if settings.sql_url:
+        env["AISAC_SQL_URL"] = settings.sql_url
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A PostgreSQL cluster for the whole test session; ``create_database()`` gives the URL of a new empty database."""
+    from pg_cluster import PgCluster, PgUnavailable
+
+    try:
+        cluster = PgCluster.start()
+    except PgUnavailable as exc:
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

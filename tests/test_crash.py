@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from fixtures_gen import make_pdf
-
 from conftest import make_settings
+from fixtures_gen import make_pdf
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+pytestmark = pytest.mark.both_engines
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 TOPICS = ["boundary layer transition", "protein folding kinetics", "graphene thermal conductivity",
@@ -37,71 +39,86 @@ def _corpus(root: Path) -> Path:
     return root
 
 
-def _env(data_dir: Path) -> dict[str, str]:
+def _env(data_dir: Path, sql_url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1")
+    env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", **({"AISAC_SQL_URL": sql_url} if sql_url else {}))
     return env
 
 
-def _index(data_dir: Path, corpus: Path) -> dict:
-    out = subprocess.run([AISAC, "index", str(corpus), "--json"], env=_env(data_dir), capture_output=True, text=True,
-                         timeout=600)
+def _url(data_dir: Path, sql_url: str | None) -> str:
+    return sql_url or f"sqlite:///{data_dir / 'aisac.db'}"
+
+
+def _index(data_dir: Path, corpus: Path, sql_url: str | None) -> dict:
+    out = subprocess.run([AISAC, "index", str(corpus), "--json"], env=_env(data_dir, sql_url), capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
 
-def _indexed_rows(db: Path) -> int:
-    if not db.exists():
+def _scalar(data_dir: Path, sql_url: str | None, sql: str) -> int:
+    """One number from the store's SQL database (0 while its tables do not exist yet)."""
+    if sql_url is None and not (data_dir / "aisac.db").exists():
         return 0
+    engine = create_engine(_url(data_dir, sql_url), connect_args={"timeout": 30} if sql_url is None else {})
     try:
-        with sqlite3.connect(db, timeout=30) as con:
-            return con.execute("select count(*) from document where status='indexed'").fetchone()[0]
-    except sqlite3.OperationalError:  # tables not created yet
+        with engine.connect() as con:
+            return int(con.execute(text(sql)).scalar() or 0)
+    except OperationalError:
         return 0
+    except ProgrammingError:  # PostgreSQL: relation does not exist yet
+        return 0
+    finally:
+        engine.dispose()
 
 
-def _state(data_dir: Path, models_dir: Path) -> tuple[int, int, set[str]]:
+def _state(data_dir: Path, models_dir: Path, sql_url: str | None) -> tuple[int, int, set[str]]:
     """(vector points, manifest chunk sum, point ids) of a store, read in-process after the runs."""
     from aisac_core.context import AppContext
 
-    core = AppContext(make_settings(data_dir, models_dir))
+    core = AppContext(make_settings(data_dir, models_dir, sql_url=sql_url))
     try:
         vs = core.vectors()
         ids = {pid for pid, _ in vs.scroll_ids("chunks")}
-        with sqlite3.connect(data_dir / "aisac.db") as con:
-            manifest = con.execute("select coalesce(sum(chunk_count),0) from document where status='indexed'").fetchone()[0]
+        manifest = _scalar(data_dir, sql_url, "select coalesce(sum(chunk_count),0) from document where status='indexed'")
         return vs.count("chunks"), manifest, ids
     finally:
         core.close()
 
 
+@pytest.fixture
+def second_sql_url(request: pytest.FixtureRequest, sql_engine: str) -> str | None:
+    """Another fresh database on the same engine as ``sql_url`` (None: SQLite, a file per data dir)."""
+    return None if sql_engine == "sqlite" else request.getfixturevalue("pg_server").create_database()
+
+
 @pytest.mark.slow
-def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir):
+def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir, sql_url, second_sql_url):
     corpus = _corpus(tmp_path / "corpus")
     clean = tmp_path / "clean"
     make_settings(clean, models_dir)
-    ref = _index(clean, corpus)["counters"]
+    ref = _index(clean, corpus, sql_url)["counters"]
     assert ref["files_indexed"] == len(TOPICS) + 2 and ref["files_failed"] == 0
-    ref_count, ref_manifest, ref_ids = _state(clean, models_dir)
+    ref_count, ref_manifest, ref_ids = _state(clean, models_dir, sql_url)
     assert ref_count == ref_manifest == ref["chunks_embedded"]
 
     crashed = tmp_path / "crashed"
     make_settings(crashed, models_dir)
     kills = 0
     for threshold in (1, 5, 11):
-        proc = subprocess.Popen([AISAC, "index", str(corpus)], env=_env(crashed), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([AISAC, "index", str(corpus)], env=_env(crashed, second_sql_url),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            if _indexed_rows(crashed / "aisac.db") >= threshold:
+            if _scalar(crashed, second_sql_url, "select count(*) from document where status='indexed'") >= threshold:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
                 break
             time.sleep(0.02)
         proc.wait(timeout=60)
     assert kills >= 2, "the indexer finished before it could be killed: make the corpus larger"
-    _index(crashed, corpus)  # the re-run
-    count, manifest, ids = _state(crashed, models_dir)
+    _index(crashed, corpus, second_sql_url)  # the re-run
+    count, manifest, ids = _state(crashed, models_dir, second_sql_url)
     assert count == manifest == ref_count
     assert ids == ref_ids  # same deterministic points: no duplicate, no orphan
 

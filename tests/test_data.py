@@ -22,6 +22,8 @@ from aisac_core.settings import Settings
 from aisac_core.store.tables import TraceEvent
 from aisac_servers.suite import build
 
+pytestmark = pytest.mark.both_engines
+
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
 
 

@@ -24,6 +24,8 @@ from aisac_core.rag.indexer import Counters, Indexer, IndexingError, doc_id_for,
 from aisac_core.rag.jobs import JobManager
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job
 
+pytestmark = pytest.mark.both_engines
+
 DOCS = ["glossary.html", "notes/enzyme_kinetics.md", "notes/heat_transfer.md", "report.pdf", "summary.docx"]
 
 
@@ -441,19 +443,52 @@ def test_job_runs_in_the_background_with_progress(core: AppContext, corpus_copy:
     assert st2 is not None and st2["status"] == "done" and st2["counters"]["files_read"] == 0
 
 
-def test_jobs_left_running_are_marked_interrupted(core: AppContext) -> None:
+def test_jobs_left_by_a_dead_process_are_claimed_again(core: AppContext, corpus_copy: Path) -> None:
+    """A queued job and a running job whose lease expired (its process died) are claimed and run by the next
+    process; a job that already used its attempts is given up as ``interrupted``; a job under another live process's
+    lease is left alone until that lease expires."""
+    from datetime import timedelta
+
+    from aisac_core.hashing import dumps
+    from aisac_core.store.tables import utcnow
+
+    past, future = utcnow() - timedelta(seconds=1), utcnow() + timedelta(hours=1)
+    params = dumps({"paths": [str(corpus_copy)], "catalog_only": False})
     with Session(core.engine) as s:
-        s.add(Job(job_id="job-running", kind="index", status="running", total=10, done=4))
-        s.add(Job(job_id="job-queued", kind="index", status="queued"))
+        s.add(Job(job_id="job-running", kind="index", status="running", params_json=params, total=10, done=4,
+                  lease_owner="gone:1:a", lease_expires_at=past, attempts=1))
+        s.add(Job(job_id="job-queued", kind="index", status="queued", params_json=params))
+        s.add(Job(job_id="job-gaveup", kind="index", status="running", params_json=params, lease_owner="gone:2:b",
+                  lease_expires_at=past, attempts=3))
+        s.add(Job(job_id="job-alive", kind="index", status="running", params_json=params, lease_owner="alive:3:c",
+                  lease_expires_at=future, attempts=1))
         s.add(Job(job_id="job-done", kind="index", status="done"))
         s.commit()
     jm = JobManager(core)
-    assert jm.status("job-running")["status"] == "interrupted"  # type: ignore[index]
-    assert jm.status("job-running")["message"] == "the process running it stopped"  # type: ignore[index]
-    assert jm.status("job-running")["done"] == 4  # type: ignore[index]
-    assert jm.status("job-queued")["status"] == "interrupted"  # type: ignore[index]
+    assert jm.status("job-queued")["status"] == "queued"  # type: ignore[index]  # nothing runs before resume()
+    jm.resume()
+    assert jm.wait("job-running", 300) and jm.wait("job-queued", 300) and jm.wait("job-gaveup", 60)
+    st = jm.status("job-running")
+    assert st is not None and st["status"] == "done" and st["attempts"] == 2 and st["runner"] == jm.queue.owner
+    assert st["counters"]["files_indexed"] + st["counters"]["files_skipped"] == len(DOCS)
+    assert jm.status("job-queued")["status"] == "done"  # type: ignore[index]
+    gave_up = jm.status("job-gaveup")
+    assert gave_up is not None and gave_up["status"] == "interrupted" and "stopped 3 times" in gave_up["message"]
+    alive = jm.status("job-alive")
+    assert alive is not None and alive["status"] == "running" and alive["runner"] == "alive:3:c"
     assert jm.status("job-done")["status"] == "done"  # type: ignore[index]
+    with Session(core.engine) as s:  # the other process stops renewing: its lease runs out
+        row = s.get(Job, "job-alive")
+        assert row is not None
+        row.lease_expires_at = past
+        s.add(row)
+        s.commit()
+    jm.resume()
+    assert jm.wait("job-alive", 300)
+    alive = jm.status("job-alive")
+    assert alive is not None and alive["status"] == "done" and alive["attempts"] == 2
     jm.shutdown()
+    assert_consistent(core)
 
 
 # ---- shared data ---------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from fastmcp.exceptions import ToolError
 from literature_replay import ReplayServer
 from sqlmodel import Session, select
 
+pytestmark = pytest.mark.both_engines
+
 XML = {"Content-Type": "application/xml"}
 JSON = {"Content-Type": "application/json"}
 ALL = ["arxiv", "pubmed", "crossref", "openalex", "semantic_scholar"]

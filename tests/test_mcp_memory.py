@@ -4,21 +4,20 @@ one `aisac serve --transport http` process with two client processes."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from aisac_servers.suite import build
+from conftest import http_server, store_env
 from fastmcp import Client, FastMCP
 from sqlmodel import Session, create_engine, select
 
 from aisac_core.context import AppContext
 from aisac_core.store.tables import TraceEvent, Turn
-from aisac_servers.suite import build
-from conftest import http_server, make_settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_engines]
 
 MEMORY_TOOLS = {"memory_start_session", "memory_add_turn", "memory_get_history", "memory_recall", "memory_search",
                 "memory_list_sessions", "memory_export_session", "memory_delete_session", "memory_record_fact",
@@ -201,11 +200,8 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 
 
 @pytest.mark.slow
-async def test_two_processes_add_500_turns_each(tmp_path, models_dir):
-    data_dir = tmp_path / "store"
-    settings = make_settings(data_dir, models_dir)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1")
+async def test_two_processes_add_500_turns_each(settings):
+    env = store_env(settings)
     n = 500
     with http_server(env) as url:
         async with Client(url) as c:

@@ -10,6 +10,8 @@ from aisac_core.memory import MemoryInputError
 from aisac_core.store.tables import Turn
 from aisac_core.store.vectors import Cond
 
+pytestmark = pytest.mark.both_engines
+
 
 def _thread(core, sid: str, pairs: list[tuple[str, str]]) -> list[dict]:
     out = []

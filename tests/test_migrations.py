@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlmodel import Session, SQLModel, create_engine, select
@@ -27,6 +28,8 @@ from aisac_core.store.tables import Fact, TraceEvent, Turn
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "release-0.1.0.db"
 AISAC = str(Path(sys.executable).parent / "aisac")
+#: the newest revision: 0001 is the 0.1.0 baseline, 0002 widens sizes/mtimes to 64 bits and adds job leases
+HEAD = "0002"
 
 
 def _counts(db: Path) -> dict[str, int]:
@@ -52,24 +55,27 @@ def test_new_store_is_created_at_head(tmp_path: Path) -> None:
     db = tmp_path / "aisac.db"
     engine = make_engine(f"sqlite:///{db}")
     try:
-        assert schema_revision(engine) == migrations.head_revision() == "0001"
+        assert schema_revision(engine) == migrations.head_revision() == HEAD
         con = sqlite3.connect(db)
-        assert con.execute("select version_num from alembic_version").fetchall() == [("0001",)]
+        assert con.execute("select version_num from alembic_version").fetchall() == [(HEAD,)]
         con.close()
         assert set(_counts(db)) == set(SQLModel.metadata.tables)
     finally:
         engine.dispose()
     again = make_engine(f"sqlite:///{db}")  # idempotent: a second open changes nothing
-    assert schema_revision(again) == "0001"
+    assert schema_revision(again) == HEAD
     again.dispose()
 
 
 def test_baseline_equals_the_release_schema(tmp_path: Path) -> None:
     """Revision 0001 creates exactly the tables, columns, types and indexes release 0.1.0 made, so stamping a 0.1.0
     store at 0001 is right."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'aisac.db'}")
+    db = tmp_path / "aisac.db"
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        command.upgrade(migrations.alembic_config(conn), migrations.BASELINE)
     engine.dispose()
-    assert _ddl(tmp_path / "aisac.db") == _ddl(FIXTURE)
+    assert _ddl(db) == _ddl(FIXTURE)
 
 
 def test_release_store_is_adopted_without_loss(tmp_path: Path) -> None:
@@ -97,12 +103,12 @@ def test_release_store_is_adopted_without_loss(tmp_path: Path) -> None:
                          text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     st = json.loads(res.stdout)
-    assert st["schema_revision"] == "0001"
+    assert st["schema_revision"] == HEAD
     assert st["documents"] == {"indexed": 3, "failed": 1} and st["trace_events"] == 3
     res = subprocess.run([AISAC, "status", "--data-dir", str(data_dir)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "schema_revision" in res.stdout and "0001" in res.stdout
+    assert "schema_revision" in res.stdout and HEAD in res.stdout
 
 
 def test_older_store_gains_missing_tables_columns_and_indexes(tmp_path: Path) -> None:
@@ -120,7 +126,7 @@ def test_older_store_gains_missing_tables_columns_and_indexes(tmp_path: Path) ->
     before = _counts(db)
     engine = make_engine(f"sqlite:///{db}")
     try:
-        assert schema_revision(engine) == "0001"
+        assert schema_revision(engine) == HEAD
         after = _counts(db)
         assert after.pop("lit_cache") == 0 and after == before
         con = sqlite3.connect(db)
@@ -190,7 +196,7 @@ def test_concurrent_first_open_threads(tmp_path: Path) -> None:
 
     errors = _at_once(work, 4)
     assert not errors, errors
-    assert revisions == ["0001"] * 4
+    assert revisions == [HEAD] * 4
 
 
 def test_concurrent_first_open_processes(tmp_path: Path) -> None:
@@ -207,7 +213,7 @@ def test_concurrent_first_open_processes(tmp_path: Path) -> None:
     go.touch()
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-2000:] for o in outs]
-    assert [o[0].strip() for o in outs] == ["0001"] * 3
+    assert [o[0].strip() for o in outs] == [HEAD] * 3
     con = sqlite3.connect(db)
     assert con.execute("select count(*) from alembic_version").fetchone()[0] == 1
     con.close()
@@ -216,45 +222,9 @@ def test_concurrent_first_open_processes(tmp_path: Path) -> None:
 # ---- PostgreSQL (optional: needs the server binaries and the psycopg driver) -------------------------------------
 
 
-def _pg_bin() -> Path | None:
-    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
-        if (d / "initdb").exists() and (d / "pg_ctl").exists():
-            return d
-    return None
-
-
 @pytest.fixture
-def pg_url(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    bin_dir = _pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    pytest.importorskip("psycopg", reason="the psycopg driver is not installed")
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
-        if shutil.which("runuser") is None:
-            pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no postgres user to start PostgreSQL as")
-        prefix = ["runuser", "-u", "postgres", "--"]
-    root = Path("/tmp") / f"aisac-pg-{os.getpid()}-{time.monotonic_ns()}"
-    root.mkdir(mode=0o777)
-    os.chmod(root, 0o777)
-    data, sock = root / "data", root
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "aisac", "--auth=trust", "-E", "UTF8"],
-                   check=True, capture_output=True, timeout=120)
-    subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(root / "log"), "-o",
-                    f"-h 127.0.0.1 -p {port} -k {sock}", "start"], check=True, capture_output=True, timeout=120)
-    try:
-        yield f"postgresql+psycopg://aisac@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
+def pg_url(pg_server) -> str:  # noqa: ANN001
+    return pg_server.create_database()
 
 
 def test_migration_on_postgresql(pg_url: str) -> None:
@@ -262,7 +232,7 @@ def test_migration_on_postgresql(pg_url: str) -> None:
     assert not errors, errors
     engine = create_engine(pg_url)
     try:
-        assert schema_revision(engine) == "0001"
+        assert schema_revision(engine) == HEAD
         with engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
         assert diff == [], diff

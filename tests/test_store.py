@@ -28,14 +28,17 @@ from aisac_core.store.vectors import (
     open_vector_store,
 )
 
+pytestmark = pytest.mark.both_engines
+
 # ---- SQLite ------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'aisac.db'}"
+def db_url(tmp_path: Path, sql_url: str | None) -> str:
+    return sql_url or f"sqlite:///{tmp_path / 'aisac.db'}"
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_pragmas_in_force_on_every_connection(db_url: str) -> None:
     engine = make_engine(db_url)
     try:
@@ -61,6 +64,7 @@ def test_sqlite_pragmas_in_force_on_every_connection(db_url: str) -> None:
         engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_transactions_begin_immediate(db_url: str) -> None:
     """A session that has only read already holds the write lock (BEGIN IMMEDIATE), so another writer
     waits; with pysqlite's deferred default, the read would take no lock and the write would go through."""
@@ -84,7 +88,9 @@ def test_transactions_begin_immediate(db_url: str) -> None:
 def test_concurrent_read_modify_write_loses_no_update(db_url: str) -> None:
     """4 workers (each with its own engine, as separate processes would have) x 100 increments of one
     row through sqlmodel Sessions: all 400 survive. The pause between read and write invites the
-    interleaving that loses updates under deferred transactions."""
+    interleaving that loses updates under deferred transactions (SQLite) or READ COMMITTED without a row lock
+    (PostgreSQL: the read locks its row, ``SELECT ... FOR UPDATE``; SQLite ignores the clause and relies on
+    ``BEGIN IMMEDIATE``)."""
     setup = make_engine(db_url)
     set_meta(setup, "counter", "0")
     setup.dispose()
@@ -98,7 +104,7 @@ def test_concurrent_read_modify_write_loses_no_update(db_url: str) -> None:
             start.wait()
             for _ in range(increments):
                 with Session(engine) as s:
-                    row = s.get(StoreMeta, "counter")
+                    row = s.get(StoreMeta, "counter", with_for_update=True)
                     assert row is not None
                     value = int(row.value)
                     time.sleep(0.0002)
@@ -130,6 +136,7 @@ def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
     assert str(db) in msg and "move it aside" in msg
 
 
+@pytest.mark.sqlite_only
 def test_corrupt_store_through_core(settings) -> None:  # noqa: ANN001
     from aisac_core.context import AppContext
 

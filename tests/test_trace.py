@@ -14,7 +14,7 @@ from fastmcp.exceptions import ToolError
 from fixtures_gen import PAGE_MARKERS
 from sqlmodel import Session, select
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_engines]
 
 TRACE_TOOLS = {"trace_list_runs", "trace_get_run", "trace_get_event", "trace_export", "trace_verify", "trace_replay",
                "trace_diff", "trace_stats", "trace_prune"}

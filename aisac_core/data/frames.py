@@ -46,6 +46,7 @@ from aisac_core.data.query import (
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.plugins import table_loaders
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import DataFrameEntry
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ class Registry:
             raise DataError(f"frame {name!r} cannot be stored as Parquet ({type(exc).__name__}: {exc})") from exc
         tmp.replace(path)
         with Session(self.core.engine) as db:
+            lock(db, "frame", name)
             old = db.get(DataFrameEntry, name)
             old_path = old.parquet_path if old is not None else None
             if old is not None:

@@ -54,6 +54,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from aisac_core import egress
 from aisac_core.egress import EgressPolicy, EgressRefused
 from aisac_core.literature.paper import LiteratureError
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import LitCacheEntry
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ def cache_put(engine: "Engine", key: str, service: str, request: dict[str, Any],
               content_type: str | None) -> None:
     """Store (or refresh) a cached response."""
     with Session(engine) as s:
+        lock(s, "lit_cache", key)  # get-or-create: two processes fetching the same request both succeed
         row = s.get(LitCacheEntry, key) or LitCacheEntry(key=key, service=service, request_json="", body="",
                                                           created_at=0.0)
         row.request_json, row.body, row.content_type, row.created_at = json.dumps(request), body, content_type, time.time()

@@ -19,6 +19,7 @@ from aisac_core.memory.common import (
     iso,
     parse_time,
 )
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import Fact
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def record_fact(core: "AppContext", subject: str, predicate: str, object: str, c
             _check_str(val, name, MAX_FACT_FIELD_CHARS)
     va = parse_time(valid_at, "valid_at") or _now()
     sk, pk = subject.strip().lower(), predicate.strip().lower()
-    with Session(core.engine) as db:
+    with Session(core.engine) as db:  # serialised per (subject, predicate): supersede sees every earlier fact
+        lock(db, "fact", sk, pk)
         same = (Fact.subject_key == sk, Fact.predicate_key == pk)
         prev = db.exec(select(Fact).where(*same, Fact.valid_at <= va, or_(Fact.invalid_at.is_(None), Fact.invalid_at > va))
                        .order_by(Fact.valid_at.desc(), Fact.id.desc()).limit(1)).first()

@@ -36,6 +36,7 @@ from aisac_core.memory.recall import (
     count_tokens,
 )
 from aisac_core.store.collections import DIALOGUE
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import MemorySession, Turn
 from aisac_core.store.vectors import Cond
 
@@ -70,7 +71,8 @@ def add_turn(core: "AppContext", session_id: str, role: str, content: str, metad
     if parent_id is not None and (isinstance(parent_id, bool) or not isinstance(parent_id, int)):
         raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
     vs = _vs(core) if role == "assistant" else None  # open (and reconcile) before this turn commits
-    with Session(core.engine) as db:  # one BEGIN IMMEDIATE transaction: order and pairing are race-free
+    with Session(core.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
+        lock(db, "turn", session_id)
         _session(db, session_id)
         if parent_id is not None:
             parent = db.get(Turn, parent_id)

@@ -57,7 +57,7 @@ from aisac_core.projects.manifest import (
 from aisac_core.projects.prompts import PromptOverlay, compose_prompt, load_prompts
 from aisac_core.roles.graph import default_graph
 from aisac_core.settings import Settings
-from aisac_core.store.sql import make_engine
+from aisac_core.store.sql import make_engine, redact_url
 from aisac_core.store.tables import Document
 from aisac_core.trace.recorder import record_tool_call
 
@@ -435,7 +435,7 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
         name = b.project.manifest.project.name
         for role, ov in sorted(b.prompts.items()):
             (b.prompt_dir / f"{role}.md").write_text(compose_prompt(ov, name, b.project.id), encoding="utf-8")
-    return {"data_dir": str(b.settings.data_dir), "sql_url": b.settings.resolved_sql_url, "documents": int(docs)}
+    return {"data_dir": str(b.settings.data_dir), "sql_url": redact_url(b.settings.resolved_sql_url), "documents": int(docs)}
 
 
 def _record_failure(store_dir: Path, base: Settings, run_id: str, steps: list[Step]) -> None:

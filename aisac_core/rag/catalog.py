@@ -19,6 +19,7 @@ from aisac_core.archives import ArchiveLimits, check_archive
 from aisac_core.errors import check_path_text, expand_user, resolve_link
 from aisac_core.hashing import dumps
 from aisac_core.rag.formats import CATALOG_TYPES
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import CatalogEntry, utcnow
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ def catalogue_file(engine: "Engine", path: Path, root: Path, limits: ArchiveLimi
     st = path.stat()
     ftype = CATALOG_TYPES.get(path.suffix.lower(), path.suffix.lower().lstrip(".") or "unknown")
     with Session(engine) as s:
+        lock(s, "catalog", str(path))
         row = s.get(CatalogEntry, str(path))
         if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
             return

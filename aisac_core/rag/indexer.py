@@ -53,7 +53,7 @@ from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
-from aisac_core.store.sql import StoreError
+from aisac_core.store.sql import StoreError, lock
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, utcnow
 from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 
@@ -425,6 +425,7 @@ class Indexer:
         vs = core.vectors()
         # (a) manifest says "indexing" before any vector write
         with Session(core.engine) as s:
+            lock(s, "document", did)
             row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=parsed.file_type,
                                                    size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha,
                                                    fingerprint=fp)
@@ -460,6 +461,7 @@ class Indexer:
 
     def _record_failure(self, did: str, path: Path, st: os.stat_result, sha: str, fp: str, error: str) -> None:
         with Session(self.core.engine) as s:
+            lock(s, "document", did)
             row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=DOCUMENT_TYPES.get(
                 path.suffix.lower(), "unknown"), size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha, fingerprint=fp)
             row.size, row.mtime_ns, row.sha256, row.fingerprint = st.st_size, st.st_mtime_ns, sha, fp

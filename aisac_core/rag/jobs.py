@@ -1,16 +1,18 @@
-"""Background indexing jobs: one worker thread runs queued jobs in order; each job's state is a ``Job`` row.
+"""Background indexing jobs, run by whichever process serving the store claims them first.
 
-A job is ``queued``, ``running``, then ``done`` or ``failed``, with progress (files done / total), the run's
-counters and per-file failures. Jobs left ``queued`` / ``running`` by a process that died are marked
-``interrupted`` when the next manager starts; running the same index again converges (see
-:mod:`aisac_core.rag.indexer`).
+A job is ``queued``, ``running``, then ``done`` or ``failed`` (or ``interrupted``), with progress (files done /
+total), the run's counters and per-file failures, all in its ``Job`` row, so any process reads any job's status.
+``submit`` queues the job in the table; each :class:`JobManager` runs a worker thread that claims queued jobs
+through :class:`~aisac_core.store.jobqueue.JobQueue` (``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and holds them with
+a renewed lease. A job whose process died (its lease expired) is claimed again by any process and runs again from
+the start; running an index again converges (see :mod:`aisac_core.rag.indexer`), so files finished before the
+crash are skipped. One process on one laptop and N replicas on one PostgreSQL work the same way.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
 import uuid
@@ -22,33 +24,48 @@ from sqlmodel import Session, select
 from aisac_core.errors import AisacError
 from aisac_core.hashing import dumps
 from aisac_core.rag.indexer import Counters, Indexer
-from aisac_core.store.tables import Job, utcnow
+from aisac_core.store.jobqueue import TERMINAL, JobQueue
+from aisac_core.store.tables import Job
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 log = logging.getLogger("aisac.indexing")
 
+#: kinds of job this manager runs
+KINDS = ("index", "catalog")
+
+
+class JobLost(AisacError, RuntimeError):
+    """This process no longer holds the job's lease (another process claimed it): stop working on it."""
+
 
 class JobManager:
-    """Runs indexing jobs one at a time on a worker thread; state lives in the ``Job`` table.
+    """Queues indexing jobs in the ``Job`` table and runs claimed ones, one at a time, on a worker thread.
 
-    Jobs left ``queued``/``running`` by a process that died are marked ``interrupted`` when the next
-    manager starts; re-running the same index converges (see :mod:`aisac_core.rag.indexer`).
+    The worker starts on the first local submit or on :meth:`resume` (a serving process calls it at start) and
+    looks for claimable work every ``settings.job_poll_seconds`` (at once after a local submit). On SQLite, where
+    one process serves the store, it stops while no job is pending anywhere; on a server database, where other
+    replicas submit jobs and may die holding one, it keeps looking until :meth:`shutdown`. A manager that only
+    reads job status (``aisac status``) never starts it, so a short-lived process claims nothing.
     """
 
-    def __init__(self, core: "AppContext") -> None:
+    def __init__(self, core: AppContext) -> None:
         self.core = core
         self.indexer = Indexer(core)
-        self._queue: queue.Queue[tuple[str, list[Path], bool] | None] = queue.Queue()
-        self._events: dict[str, threading.Event] = {}
+        self.queue = JobQueue(core.engine, lease_s=core.settings.job_lease_seconds)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._done = threading.Condition()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        with Session(core.engine) as s:
-            for job in s.exec(select(Job).where(Job.status.in_(["queued", "running"]))).all():
-                job.status, job.message, job.finished_at = "interrupted", "the process running it stopped", utcnow()
-                s.add(job)
-            s.commit()
+        self._shared = core.engine.dialect.name != "sqlite"
+
+    def resume(self) -> None:
+        """Start the worker when it has work: always on a server database (replicas), on SQLite when jobs are
+        pending (queued ones a stopped process never started, running ones whose process died)."""
+        if self._shared or self.queue.pending(KINDS):
+            self._ensure_worker()
 
     def submit(self, paths: list[Path], catalog_only: bool = False) -> str:
         """Validate ``paths`` and queue a job; returns its id.
@@ -57,76 +74,114 @@ class JobManager:
         :class:`~aisac_core.errors.BadPathError` (empty, a NUL byte, a symlink loop) before any job exists."""
         plan = self.indexer.plan(paths, catalog_only)  # fail fast on bad paths, before a job exists
         job_id = "job-" + uuid.uuid4().hex[:12]
-        with Session(self.core.engine) as s:
-            s.add(Job(job_id=job_id, kind="catalog" if catalog_only else "index",
-                      params_json=dumps({"paths": [str(p) for p in paths], "catalog_only": catalog_only}),
-                      total=len(plan.documents) + len(plan.catalog)))
-            s.commit()
-        self._events[job_id] = threading.Event()
+        self.queue.submit(job_id, "catalog" if catalog_only else "index",
+                          dumps({"paths": [str(p) for p in paths], "catalog_only": catalog_only}),
+                          total=len(plan.documents) + len(plan.catalog))
+        self._ensure_worker()
+        self._wake.set()
+        return job_id
+
+    def _ensure_worker(self) -> None:
         with self._lock:
-            self._queue.put((job_id, paths, catalog_only))
+            if self._stop.is_set():
+                return
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._worker, name="aisac-index", daemon=True)
                 self._thread.start()
-        return job_id
 
     def _worker(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                with self._lock:
-                    if self._queue.empty():
-                        self._thread = None
-                        return
+        poll = self.core.settings.job_poll_seconds
+        while not self._stop.is_set():
+            try:
+                job = self.queue.claim(KINDS)
+            except Exception:  # the database is away for a moment (a restart): try again after a pause
+                log.exception("could not claim an indexing job")
+                job = None
+            if job is not None:
+                self._run(job)
+                with self._done:
+                    self._done.notify_all()
                 continue
-            job_id, paths, catalog_only = item
-            self._run(job_id, paths, catalog_only)
-            ev = self._events.get(job_id)
-            if ev:
-                ev.set()
+            try:
+                pending = self.queue.pending(KINDS)
+            except Exception:
+                pending = 1
+            with self._lock:
+                if not pending and not self._shared and not self._wake.is_set():
+                    self._thread = None
+                    return
+            self._wake.wait(poll)
+            self._wake.clear()
 
-    def _update(self, job_id: str, **fields: Any) -> None:
-        with Session(self.core.engine) as s:
-            job = s.get(Job, job_id)
-            if job is None:
-                return
-            for k, v in fields.items():
-                setattr(job, k, v)
-            s.add(job)
-            s.commit()
-
-    def _run(self, job_id: str, paths: list[Path], catalog_only: bool) -> None:
+    def _run(self, job: dict[str, Any]) -> None:
+        job_id = job["job_id"]
+        params = json.loads(job["params_json"])
+        paths = [Path(p) for p in params.get("paths", [])]
+        catalog_only = bool(params.get("catalog_only"))
         counters = Counters()
         failures: list[dict[str, str]] = []
         skipped: list[dict[str, str]] = []
-        self._update(job_id, status="running", started_at=utcnow())
+        lost = threading.Event()
+        beat_stop = threading.Event()
+
+        def heartbeat() -> None:  # renews the lease while a long file parses (no progress calls meanwhile)
+            while not beat_stop.wait(self.queue.lease_s / 3):
+                try:
+                    if not self.queue.renew(job_id):
+                        lost.set()
+                        return
+                except Exception:
+                    log.exception("could not renew the lease of job %s", job_id)
+
+        beat = threading.Thread(target=heartbeat, name=f"aisac-lease-{job_id}", daemon=True)
+        beat.start()
         last = [0.0]
 
         def progress(done: int, total: int, msg: str) -> None:
+            if lost.is_set():
+                raise JobLost(f"job {job_id} was claimed by another process")
             now = time.monotonic()
             if now - last[0] >= 0.25 or done == total:
                 last[0] = now
-                self._update(job_id, done=done, total=total, message=msg, counters_json=dumps(counters.as_dict()),
-                             failures_json=dumps(_stored(failures, skipped)))
+                if not self.queue.update(job_id, done=done, total=total, message=msg,
+                                         counters_json=dumps(counters.as_dict()),
+                                         failures_json=dumps(_stored(failures, skipped))):
+                    lost.set()
+                    raise JobLost(f"job {job_id} was claimed by another process")
 
         try:
             self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters,
                              skipped=skipped)
             status, message = "done", None
+        except JobLost:
+            log.warning("job %s: lease lost to another process; leaving the job to it", job_id)
+            return
         except AisacError as exc:  # a user error (a path vanished or turned into a loop since submit)
             status, message = "failed", str(exc)[:1000]
         except Exception as exc:
             log.exception("job %s failed", job_id)
             status, message = "failed", f"{type(exc).__name__}: {str(exc)[:1000]}"
-        self._update(job_id, status=status, message=message, finished_at=utcnow(),
-                     counters_json=dumps(counters.as_dict()), failures_json=dumps(_stored(failures, skipped)))
+        finally:
+            beat_stop.set()
+            beat.join(5)
+        if not self.queue.finish(job_id, status, message=message, counters_json=dumps(counters.as_dict()),
+                                 failures_json=dumps(_stored(failures, skipped))):
+            log.warning("job %s ended here after its lease was lost; its row is left to the process holding it",
+                        job_id)
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
-        """Block until ``job_id`` ends (True) or ``timeout`` seconds pass (False)."""
-        ev = self._events.get(job_id)
-        if ev is None:
-            return True
-        return ev.wait(timeout)
+        """Block until ``job_id`` ends (True) or ``timeout`` seconds pass (False); True for an unknown job. The job
+        may run in this process or another one serving the store."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            st = self.status(job_id)
+            if st is None or st["status"] in TERMINAL:
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            with self._done:
+                self._done.wait(0.2 if left is None else min(0.2, left))
 
     def status(self, job_id: str) -> dict[str, Any] | None:
         """The job as a dict (see :func:`job_dict`), or None when unknown."""
@@ -137,17 +192,18 @@ class JobManager:
     def list(self, limit: int = 20) -> list[dict[str, Any]]:
         """The most recent jobs, newest first."""
         with Session(self.core.engine) as s:
-            rows = s.exec(select(Job).order_by(Job.created_at.desc()).limit(limit)).all()
+            rows = s.exec(select(Job).order_by(Job.created_at.desc()).limit(limit)).all()  # type: ignore[attr-defined]
             return [job_dict(j) for j in rows]
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop the worker after the queued jobs, waiting up to ``timeout`` seconds."""
+        """Stop claiming new jobs and wait up to ``timeout`` seconds for the running one; a job still queued stays
+        in the table for the next process (or another replica) to run."""
         with self._lock:
+            self._stop.set()
             thread = self._thread
-            if thread is None or not thread.is_alive():
-                return
-            self._queue.put(None)
-        thread.join(timeout)
+        self._wake.set()
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
 
 
 def _stored(failures: list[dict[str, str]], skipped: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -158,8 +214,10 @@ def _stored(failures: list[dict[str, str]], skipped: list[dict[str, str]]) -> li
 
 def job_dict(job: Job) -> dict[str, Any]:
     """A job as JSON-ready dict: ``{job_id, kind, status, done, total, message, params, counters, failures: [{path,
-    error}], skipped: [{path, reason}], created_at, started_at, finished_at}``; ``skipped`` lists the symlinks
-    (out of the registered roots, loops, broken) and unreadable folders the walk left out, with the reason."""
+    error}], skipped: [{path, reason}], created_at, started_at, finished_at, attempts, runner}``; ``skipped`` lists
+    the symlinks (out of the registered roots, loops, broken) and unreadable folders the walk left out, with the
+    reason; ``runner`` names the process holding (or last holding) the job (``host:pid:random``), ``attempts`` how
+    many times it was claimed."""
     stored = json.loads(job.failures_json)
     return {
         "job_id": job.job_id, "kind": job.kind, "status": job.status, "done": job.done, "total": job.total,
@@ -170,5 +228,6 @@ def job_dict(job: Job) -> dict[str, Any]:
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "attempts": job.attempts or 0, "runner": job.lease_owner,
     }
 

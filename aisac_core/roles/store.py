@@ -20,6 +20,7 @@ from sqlmodel import Session, select
 
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.roles import NeedInput
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
 from aisac_core.trace.recorder import MAX_STORED_RESULT, anchor_ids, record_tool_call
 
@@ -43,6 +44,7 @@ def cache_put(engine: "Engine", key: str, *, backend: str, model: str, role: str
               response: str) -> None:
     """Store (or replace) the response of request ``key``."""
     with Session(engine) as s:
+        lock(s, "roles_cache", key)
         row = s.get(RoleModelCache, key) or RoleModelCache(request_sha256=key, backend=backend, model=model, role=role,
                                                             request_json=dumps(request), response_text=response)
         row.response_text = response

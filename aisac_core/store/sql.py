@@ -1,19 +1,27 @@
 """The relational half of the shared store: a correctly configured engine whose schema is migrated on open.
 
 The tables are in :mod:`aisac_core.store.tables`, their schema history in :mod:`aisac_core.store.migrations`.
-SQLite settings: WAL journal, ``synchronous=NORMAL``, ``busy_timeout`` 30 s, and
-every transaction opened with ``BEGIN IMMEDIATE``. pysqlite's own transaction handling defers the write
-lock until the first write, so two read-modify-write transactions interleave and one update is lost;
-``BEGIN IMMEDIATE`` takes the lock at the start (SQLAlchemy docs, "Serializable isolation / Savepoints /
-Transactional DDL" for pysqlite; https://www.sqlite.org/lang_transaction.html).
+Two engines are supported, with the same guarantees for read-modify-write transactions:
+
+- **SQLite** (the embedded default): WAL journal, ``synchronous=NORMAL``, ``busy_timeout`` 30 s, and every
+  transaction opened with ``BEGIN IMMEDIATE``. pysqlite's own transaction handling defers the write lock until the
+  first write, so two read-modify-write transactions interleave and one update is lost; ``BEGIN IMMEDIATE`` takes
+  the lock at the start (SQLAlchemy docs, "Serializable isolation / Savepoints / Transactional DDL" for pysqlite;
+  https://www.sqlite.org/lang_transaction.html). Writers are serialised, so :func:`lock` has nothing to add.
+- **PostgreSQL** (``postgresql+psycopg://...``, the ``aisac[postgres]`` extra): READ COMMITTED, the server's
+  default, with explicit locks where a transaction reads what it then writes: :func:`lock` takes a
+  transaction-scoped advisory lock on a name (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS),
+  rows read for update use ``SELECT ... FOR UPDATE`` (``with_for_update``; SQLite ignores the clause), and job
+  claims ``FOR UPDATE SKIP LOCKED`` (:mod:`aisac_core.store.jobqueue`). ``pool_pre_ping`` replaces connections the
+  server closed (a restart, an idle timeout).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy import event, text
+from sqlalchemy.engine import URL, Engine
 from sqlmodel import Session, create_engine
 
 from aisac_core.errors import AisacError
@@ -49,6 +57,8 @@ def make_engine(url: str) -> Engine:
     kwargs: dict[str, Any] = {}
     if is_sqlite:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
     engine = create_engine(url, **kwargs)
     if is_sqlite:
         _sqlite_listeners(engine)
@@ -65,13 +75,51 @@ def make_engine(url: str) -> Engine:
         raise StoreError(
             f"the SQL store {url} has a schema newer than this aisac knows ({exc}); upgrade aisac to open it."
         ) from exc
-    except Exception as exc:  # sqlite3.DatabaseError: file is not a database
+    except Exception as exc:  # sqlite3.DatabaseError: file is not a database; a server that refuses the connection
         engine.dispose()
+        if not is_sqlite:
+            raise StoreError(
+                f"cannot open the SQL store {redact_url(url)}: {_first_line(exc)}. Check that the database server "
+                "runs and accepts this URL (host, port, user, password, database name), and that the driver is "
+                "installed (pip install 'aisac[postgres]')."
+            ) from exc
         raise StoreError(
             f"cannot open the SQL store {url}: {exc}. If the file is corrupt, move it aside "
             "(the vector folder must then be re-indexed too: remove both and run `aisac index` again)."
         ) from exc
     return engine
+
+
+def redact_url(url: str | URL) -> str:
+    """``url`` with its password shown as ``***`` (for status output, logs and error messages); text that is not a
+    URL comes back as ``<not a URL>``, since it might be a secret itself."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<not a URL>"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+
+
+def lock(session: Any, *names: str) -> None:
+    """Serialise this transaction with every other transaction that locks the same name, until it ends.
+
+    ``session``: a SQLModel/SQLAlchemy ``Session`` or ``Connection`` inside a transaction; ``names``: parts of the
+    lock name (joined with U+001F), e.g. ``lock(db, "turn", session_id)``. PostgreSQL: a transaction-scoped
+    advisory lock on the 64-bit hash of the name (``pg_advisory_xact_lock(hashtextextended(name, 0))``; a hash
+    collision only serialises two unrelated transactions). SQLite: nothing to do, ``BEGIN IMMEDIATE`` already serialises
+    every writing transaction. Use it first in a transaction that reads rows and then writes depending on what
+    it read (get-or-create, "the newest row", supersede): without it, READ COMMITTED lets two of them interleave.
+    """
+    bind = session.get_bind() if hasattr(session, "get_bind") else session
+    if bind.dialect.name != "postgresql":
+        return
+    session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:n, 0))"), {"n": "\x1f".join(names)})
 
 
 def schema_revision(engine: Engine) -> str | None:

@@ -9,15 +9,15 @@ cache and submissions; store facts (``store_meta``).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import BigInteger, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
     """Timezone-aware now in UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ---- rag, trace, memory, store facts
@@ -32,8 +32,9 @@ class Document(SQLModel, table=True):
     doc_id: str = Field(primary_key=True)
     path: str = Field(index=True, unique=True)
     file_type: str
-    size: int
-    mtime_ns: int
+    #: bytes and nanoseconds since the epoch: 64-bit (an mtime in ns passed 2**31 in 1970)
+    size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    mtime_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
     sha256: str
     fingerprint: str
     chunk_count: int = 0
@@ -58,13 +59,20 @@ class CatalogEntry(SQLModel, table=True):
     path: str = Field(primary_key=True)
     root: str = Field(index=True)
     file_type: str
-    size: int
-    mtime_ns: int
+    size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    mtime_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
     meta_json: str = "{}"
     listed_at: datetime = Field(default_factory=utcnow)
 
 class Job(SQLModel, table=True):
-    """A background job (indexing). ``status``: queued, running, done, failed, interrupted."""
+    """A background job (indexing). ``status``: queued, running, done, failed, interrupted.
+
+    Any process serving the store may run a queued job: it claims the row (``lease_owner``, ``lease_expires_at``)
+    and renews the lease while it works; a ``running`` job whose lease expired belongs to a process that died and
+    is claimed again (``attempts`` counts the claims). See :mod:`aisac_core.store.jobqueue`.
+    """
+
+    __table_args__ = (Index("ix_job_status_created", "status", "created_at"),)
 
     job_id: str = Field(primary_key=True)
     kind: str
@@ -78,6 +86,9 @@ class Job(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 class TraceEvent(SQLModel, table=True):
     """One event of a run: a tool call of one server (the provenance middleware writes it), or a role step /
@@ -206,8 +217,8 @@ class TraceInput(SQLModel, table=True):
     event_id: int = Field(index=True)
     path: str
     sha256: str | None = None
-    size: int | None = None
-    mtime_ns: int | None = None
+    size: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    mtime_ns: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     source: str = "hashed"
 
 class TraceRunPin(SQLModel, table=True):

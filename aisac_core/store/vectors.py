@@ -4,7 +4,9 @@
   shard folder per collection, write-ahead log on, HNSW for dense vectors, sparse vectors with the IDF
   modifier, RRF fusion and payload indexes.
 - :class:`QdrantClientVectorStore`: ``qdrant-client`` against a Qdrant server (``qdrant_url``) or its
-  local mode (a folder; for tests and small stores).
+  local mode (a folder; for tests and small stores). The same code serves both; only the server takes the
+  connection options (:func:`client_kwargs`: API key, TLS, timeout) and the collection layout
+  (:func:`collection_kwargs`: shards, replication, write consistency).
 
 Every collection holds one dense vector ``dense`` (cosine) and one sparse vector ``bm25`` (IDF applied
 by Qdrant at query time, so BM25 weights stay right as the corpus grows). Reciprocal rank fusion:
@@ -13,15 +15,22 @@ score(d) = sum_i w_i / (k + rank_i(d)) (Cormack, Clarke & Buettcher, SIGIR 2009,
 
 from __future__ import annotations
 
+import ssl
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aisac_core.errors import AisacError
 
-#: Payload fields with an index (filters on them are cheap).
+if TYPE_CHECKING:
+    from aisac_core.settings import Settings
+
+#: Payload fields with an index, created with every collection by both backends (filters on them are cheap):
+#: keyword indexes (exact match, match-any) and integer indexes (match, range). Other payload fields (``text``) can
+#: still be returned but not filtered on efficiently. https://qdrant.tech/documentation/manage-data/indexing/
 KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256", "session_id")
 INTEGER_FIELDS = ("page", "chunk_index")
 
@@ -300,16 +309,68 @@ class EdgeVectorStore(VectorStore):
 # --------------------------------------------------------------------------------------------------
 
 
-class QdrantClientVectorStore(VectorStore):
-    """qdrant-client backend: ``url`` for a Qdrant server, else local mode in folder ``path``."""
+def client_kwargs(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of ``qdrant_client.QdrantClient(...)`` for ``settings`` (backend ``qdrant``).
 
-    def __init__(self, *, url: str | None = None, path: Path | None = None, api_key: str | None = None) -> None:
+    Local mode (no ``qdrant_url``): ``{"path": "<data_dir>/qdrant"}`` and nothing else. A server: ``url`` (REST,
+    e.g. ``http://qdrant:6333``; a URL without a scheme gets ``https://`` when ``qdrant_https`` is true, or is unset
+    and an API key is set - qdrant-client's rule - else ``http://``, since qdrant-client would read the host of
+    ``qdrant:6333`` as a scheme), ``api_key`` (str or None; sent as the ``api-key`` header), and only when set:
+    ``https`` (bool; unset, the URL's scheme decides), ``timeout`` (int seconds per request; qdrant-client's
+    default is 5), ``verify`` (an :class:`ssl.SSLContext` trusting ``qdrant_ca_file``, a PEM file or a folder of
+    hashed certificates; qdrant-client passes unknown keyword arguments to its httpx client). Parameters:
+    https://python-client.qdrant.tech/qdrant_client.qdrant_client and https://qdrant.tech/documentation/security/.
+
+    Raises :class:`VectorStoreError` when ``qdrant_ca_file`` cannot be read as certificates."""
+    if not settings.qdrant_url:
+        return {"path": str(settings.vectors_dir)}
+    url, tls = settings.qdrant_url, settings.qdrant_https
+    if "://" not in url:
+        url = ("https://" if (tls if tls is not None else settings.qdrant_api_key is not None) else "http://") + url
+    kw: dict[str, Any] = {"url": url, "api_key": settings.qdrant_api_key}
+    if settings.qdrant_https is not None:
+        kw["https"] = settings.qdrant_https
+    if settings.qdrant_timeout_s is not None:
+        kw["timeout"] = settings.qdrant_timeout_s
+    if settings.qdrant_ca_file is not None:
+        ca = Path(settings.qdrant_ca_file).expanduser()
+        try:
+            kw["verify"] = ssl.create_default_context(**({"capath": str(ca)} if ca.is_dir() else {"cafile": str(ca)}))
+        except (OSError, ssl.SSLError) as exc:
+            raise VectorStoreError(f"AISAC_QDRANT_CA_FILE={ca}: cannot load CA certificates from it ({exc}); give a "
+                                   "PEM file or a folder of hashed certificates (c_rehash)") from exc
+    return kw
+
+
+def collection_kwargs(settings: Settings) -> dict[str, Any]:
+    """The extra keyword arguments of ``create_collection`` for collections aisac creates on a Qdrant server:
+    ``shard_number``, ``replication_factor``, ``write_consistency_factor`` (ints >= 1), each only when set (unset:
+    the server's defaults, https://qdrant.tech/documentation/scaling/distributed_deployment/). ``{}`` in local mode,
+    which has no shards or replicas (it would accept and ignore them). They apply when a collection is created only;
+    change an existing one with Qdrant's own API (``PATCH /collections/{name}``, replicas) or let aisac recreate it."""
+    if not settings.qdrant_url:
+        return {}
+    pairs = (("shard_number", settings.qdrant_shard_number), ("replication_factor", settings.qdrant_replication_factor),
+             ("write_consistency_factor", settings.qdrant_write_consistency_factor))
+    return {k: v for k, v in pairs if v is not None}
+
+
+class QdrantClientVectorStore(VectorStore):
+    """qdrant-client backend: ``url`` for a Qdrant server, else local mode in folder ``path``.
+
+    ``options``: more ``QdrantClient`` keyword arguments for a server (``https``, ``timeout``, ``verify``; see
+    :func:`client_kwargs`); ``collection_options``: more ``create_collection`` arguments for a server (see
+    :func:`collection_kwargs`). Local mode takes neither. :meth:`from_settings` builds both from the settings."""
+
+    def __init__(self, *, url: str | None = None, path: Path | None = None, api_key: str | None = None,
+                 options: dict[str, Any] | None = None, collection_options: dict[str, Any] | None = None) -> None:
         from qdrant_client import QdrantClient, models
 
         self.m = models
+        self.collection_options = dict(collection_options or {}) if url else {}
         try:
             if url:
-                self.client = QdrantClient(url=url, api_key=api_key)
+                self.client = QdrantClient(url=url, api_key=api_key, **(options or {}))
             else:
                 assert path is not None
                 path.mkdir(parents=True, exist_ok=True)
@@ -321,6 +382,16 @@ class QdrantClientVectorStore(VectorStore):
                 "process uses it; a server URL must be reachable."
             ) from exc
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QdrantClientVectorStore:
+        """The store the ``qdrant_*`` settings describe: a server at ``qdrant_url`` with every connection and
+        collection option, else local mode in ``settings.vectors_dir``. Raises :class:`VectorStoreError`."""
+        kw = client_kwargs(settings)
+        if "path" in kw:
+            return cls(path=Path(kw["path"]))
+        url, api_key = kw.pop("url"), kw.pop("api_key")
+        return cls(url=url, api_key=api_key, options=kw, collection_options=collection_kwargs(settings))
+
     def ensure_collection(self, name: str, dim: int) -> bool:
         m = self.m
         if self.client.collection_exists(name):
@@ -330,11 +401,17 @@ class QdrantClientVectorStore(VectorStore):
             if cur == dim:
                 return False
             self.client.delete_collection(name)
-        self.client.create_collection(
-            name,
-            vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
-        )
+        try:
+            self.client.create_collection(
+                name,
+                vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                **self.collection_options,
+            )
+        except Exception:
+            if self.client.collection_exists(name):  # another process (a replica starting too) created it first
+                return False
+            raise
         for f in KEYWORD_FIELDS:
             self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
         for f in INTEGER_FIELDS:
@@ -435,10 +512,15 @@ class QdrantClientVectorStore(VectorStore):
             pass
 
 
-def open_vector_store(backend: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> VectorStore:
-    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``."""
+def open_vector_store(backend: str, *, root: Path, url: str | None = None, api_key: str | None = None,
+                      settings: Settings | None = None) -> VectorStore:
+    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``. With
+    ``settings``, ``qdrant`` is built from them instead (:meth:`QdrantClientVectorStore.from_settings`: URL, key,
+    TLS, timeout, sharding; local mode in ``settings.vectors_dir``)."""
     if backend == "edge":
         return EdgeVectorStore(root)
     if backend == "qdrant":
+        if settings is not None:
+            return QdrantClientVectorStore.from_settings(settings)
         return QdrantClientVectorStore(url=url, path=None if url else root, api_key=api_key)
     raise ValueError(f"unknown vector backend {backend!r}: use 'edge' or 'qdrant'")

@@ -20,6 +20,7 @@ from aisac_core.rag import search as retrieval
 from aisac_core.rag.documents import PARSER_REVISION
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.indexer import fingerprint
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def pin_run(app: "AppContext", run_id: str) -> bool:
             return False
     pins = config_pins(app)
     with Session(app.engine) as s:
+        lock(s, "run_pin", run_id)  # two processes seeing a run's first calls at once write one pin row
         if s.get(TraceRunPin, run_id) is None:
             s.add(TraceRunPin(run_id=run_id, pins_json=dumps(pins)))
             s.commit()

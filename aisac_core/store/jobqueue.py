@@ -1,0 +1,151 @@
+"""The jobs table as a work queue shared by every process that serves the store.
+
+A job is a :class:`~aisac_core.store.tables.Job` row. Any process (one owner on one laptop, or N replicas on one
+PostgreSQL) submits a job by inserting it ``queued``; any process claims the oldest claimable job in one transaction:
+
+- PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED`` (https://www.postgresql.org/docs/15/sql-select.html#SQL-FOR-UPDATE-SHARE):
+  two replicas claiming at once lock different rows, neither waits for the other, and no row is claimed twice;
+- SQLite: the same statement without the clause (SQLite has none) inside ``BEGIN IMMEDIATE``, which already admits
+  one writer at a time.
+
+The claim writes a **lease**: ``lease_owner`` (this process's :attr:`JobQueue.owner`) and ``lease_expires_at``
+(now + ``lease_s``). The process running the job renews the lease well before it expires (:meth:`JobQueue.renew`);
+a process that dies stops renewing, its job's lease expires, and the job becomes claimable again (``attempts``
+counts the claims; after ``max_attempts`` the job is ``interrupted`` instead, so a file that kills its process
+every time cannot take every replica down in turn). Every write of a running job's row is conditional on the lease
+(``WHERE lease_owner = me``), so a process that lost its lease (stalled longer than ``lease_s``) cannot overwrite
+the new owner's progress: :meth:`JobQueue.update` tells it to stop.
+
+Times are the database server's clock on PostgreSQL (``now()``), so replicas on machines with skewed clocks agree
+on when a lease expired; SQLite is one machine.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, func, or_, update
+from sqlmodel import Session, select
+
+from aisac_core.store.tables import Job, utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+#: states a job ends in
+TERMINAL = frozenset({"done", "failed", "interrupted"})
+
+
+def process_id() -> str:
+    """A name for this process that is unique across machines and restarts: ``host:pid:random``."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class JobQueue:
+    """Submit, claim, renew, update and finish jobs of the ``job`` table (see the module docstring).
+
+    ``engine``: the store's engine; ``lease_s`` (seconds, > 0): how long a claim holds without renewal;
+    ``max_attempts`` (>= 1): claims of one job before it is given up as ``interrupted``.
+    """
+
+    def __init__(self, engine: Engine, *, lease_s: float = 30.0, max_attempts: int = 3) -> None:
+        if lease_s <= 0 or max_attempts < 1:
+            raise ValueError("lease_s must be > 0 and max_attempts >= 1")
+        self.engine = engine
+        self.lease_s = float(lease_s)
+        self.max_attempts = int(max_attempts)
+        self.owner = process_id()
+
+    # ---- time ------------------------------------------------------------------------------------
+
+    def _now(self, s: Session) -> datetime:
+        """The database's clock on PostgreSQL (one clock for every replica), this machine's on SQLite."""
+        if self.engine.dialect.name == "postgresql":
+            value = s.exec(select(func.now())).one()  # type: ignore[call-overload]
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return utcnow()
+
+    # ---- the queue ---------------------------------------------------------------------------------
+
+    def submit(self, job_id: str, kind: str, params_json: str, total: int = 0) -> None:
+        """Insert job ``job_id`` as ``queued`` (any process may claim it)."""
+        with Session(self.engine) as s:
+            s.add(Job(job_id=job_id, kind=kind, params_json=params_json, total=total, created_at=self._now(s)))
+            s.commit()
+
+    def claim(self, kinds: Iterable[str]) -> dict[str, Any] | None:
+        """Claim the oldest claimable job of one of ``kinds`` for this process, or None when there is none.
+
+        Claimable: ``queued``, or ``running`` with an expired lease (or none: a row written before leases existed).
+        Returns ``{job_id, kind, params_json, attempts}``. A job whose expired lease already had ``max_attempts``
+        claims is marked ``interrupted`` here and the next one is tried.
+        """
+        kinds = list(kinds)
+        while True:
+            with Session(self.engine) as s:
+                now = self._now(s)
+                expired = and_(Job.status == "running",
+                               or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < now))  # type: ignore[union-attr]
+                q = (select(Job).where(Job.kind.in_(kinds), or_(Job.status == "queued", expired))  # type: ignore[attr-defined]
+                     .order_by(Job.created_at, Job.job_id).limit(1).with_for_update(skip_locked=True))
+                job = s.exec(q).first()
+                if job is None:
+                    return None
+                if job.status == "running" and job.attempts >= self.max_attempts:
+                    job.status, job.finished_at, job.lease_owner = "interrupted", now, None
+                    job.message = (f"the process running it stopped {job.attempts} times (the job is not retried "
+                                   "again); run the same request again to resume, finished files are kept")
+                    s.add(job)
+                    s.commit()
+                    continue
+                job.status, job.lease_owner = "running", self.owner
+                job.lease_expires_at = now + timedelta(seconds=self.lease_s)
+                job.attempts = (job.attempts or 0) + 1
+                job.started_at = job.started_at or now
+                if job.attempts > 1:
+                    job.message = f"claimed again (attempt {job.attempts}): the process running it stopped"
+                s.add(job)
+                out = {"job_id": job.job_id, "kind": job.kind, "params_json": job.params_json,
+                       "attempts": job.attempts}
+                s.commit()
+                return out
+
+    def renew(self, job_id: str) -> bool:
+        """Extend this process's lease on ``job_id``; False when the lease was lost (another process claimed the
+        job after this one failed to renew in time, or the job ended)."""
+        return self.update(job_id)
+
+    def update(self, job_id: str, **fields: Any) -> bool:
+        """Write ``fields`` (columns of :class:`Job`) of a job this process holds, renewing its lease; False when
+        this process no longer holds it (then the caller must stop working on the job)."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            values = {**fields, "lease_expires_at": now + timedelta(seconds=self.lease_s)}
+            res = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
+                                           Job.status == "running").values(**values))
+            s.commit()
+            return bool(res.rowcount)
+
+    def finish(self, job_id: str, status: str, **fields: Any) -> bool:
+        """End a job this process holds with ``status`` (``done``/``failed``/``interrupted``) and ``fields``;
+        False when the lease was lost (the row is then left to its new owner)."""
+        if status not in TERMINAL:
+            raise ValueError(f"not a final job status: {status!r}")
+        with Session(self.engine) as s:
+            now = self._now(s)
+            res = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
+                                           Job.status == "running")
+                         .values(status=status, finished_at=now, lease_expires_at=None, **fields))
+            s.commit()
+            return bool(res.rowcount)
+
+    def pending(self, kinds: Iterable[str]) -> int:
+        """Number of jobs of ``kinds`` that are queued or running anywhere (this process or another)."""
+        with Session(self.engine) as s:
+            return int(s.exec(select(func.count()).select_from(Job).where(
+                Job.kind.in_(list(kinds)), Job.status.in_(["queued", "running"]))).one())  # type: ignore[attr-defined]
