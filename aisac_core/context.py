@@ -109,10 +109,11 @@ class AppContext:
 
     @cached_property
     def role_jobs(self) -> "RunJobs":
-        """Background ``roles_run`` graph runs of this process (asyncio tasks; their results are also traced)."""
+        """Background ``roles_run`` graph runs (asyncio tasks of this process, recorded in the ``job`` table so every
+        process serving the store reads their status; their steps are also traced)."""
         from aisac_core.roles.jobs import RunJobs
 
-        return RunJobs()
+        return RunJobs(self.engine, lease_s=self.settings.job_lease_seconds)
 
     @cached_property
     def plugins(self) -> "pluggy.PluginManager":

@@ -23,6 +23,8 @@ Parts (each selectable with ``--only``):
 - ``projects`` (:mod:`bench.projects`): ``aisac init`` and the bootstrap per template; spawn of
   ``aisac serve --project`` to ``tools/list`` next to plain ``aisac serve``.
 
+- ``engines``  (:mod:`bench.engines`): SQLite and PostgreSQL side by side: ``memory_add_turn`` p50, trace
+  middleware overhead, ``trace_get_run`` of 1,000 events, jobs claimed per second by two replicas.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
   cold start (issue 9).
 
@@ -31,4 +33,4 @@ data is absent prints a SKIP line. Every part uses its own temporary store, neve
 """
 
 PARTS = ("quality", "indexing", "latency", "startup", "memory", "trace", "literature", "data", "roles", "projects",
-         "pdf", "owner")
+         "pdf", "owner", "engines")

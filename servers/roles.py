@@ -248,8 +248,8 @@ async def run(
             return await run_graph(core, task, tools=tools, mode=mode, llm=llm, session_id=session_id,
                                    run_id=run_id, sampling=sampling_backend(ctx))
 
-    jobs = app.role_jobs
-    job_id = jobs.start(run_id, go)
+    jobs = await call_core(lambda: app.role_jobs)  # opens the store (a job row) off the event loop the first time
+    job_id = jobs.start(run_id, go, {"task": task[:2000], "mode": mode, "llm": llm})
     await jobs.wait(job_id, wait_s)
     st = jobs.status(job_id)
     assert st is not None
@@ -268,16 +268,14 @@ async def job_status(
     job_id: Annotated[str | None, Field(description="id from roles_run; omit to list recent jobs")] = None,
     app: AppContext = App,
 ) -> dict[str, Any]:
-    """Status of a roles_run job: ``{job_id, run_id, status: running|done|failed, elapsed_s, result?, error?}``;
-    without job_id ``{jobs: [...]}``. Error: unknown job id (jobs live in the serving process)."""
-    jobs = app.opened("role_jobs")
-    if jobs is None:
-        if job_id is None:
-            return {"jobs": []}
-        raise ToolError(f"unknown job id {job_id!r}: no roles_run job has started in this server process")
+    """Status of a roles_run job: ``{job_id, run_id, status: running|done|failed|interrupted, elapsed_s, result?,
+    error?}``; without job_id ``{jobs: [...]}`` (the 20 most recent). Any process serving the store answers for any
+    job (jobs are rows of the store's job table); ``interrupted``: the process running it stopped. Error: unknown
+    job id."""
+    jobs = await call_core(lambda: app.role_jobs)
     if job_id is None:
-        return {"jobs": jobs.list()}
-    st = jobs.status(job_id)
+        return {"jobs": await call_core(jobs.list)}
+    st = await call_core(jobs.status, job_id)
     if st is None:
         raise ToolError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
     return st

@@ -209,6 +209,21 @@ async def test_list_runs_filters_and_paging(fast_core):
     assert list_runs(eng, text="reader")["runs"][0]["tools"] == ["trace_list_runs", "trace_stats"]
 
 
+def test_list_runs_text_is_a_substring_on_every_engine(fast_core):
+    """``%``, ``_`` and backslashes in the text filter match themselves (PostgreSQL's LIKE would read a backslash
+    as an escape and refuse a pattern ending in one)."""
+    from aisac_core.trace.queries import list_runs
+
+    _record(fast_core, "run-pct", "rag_search", arguments={"query": "yield 50%_a"})
+    _record(fast_core, "run-win", "rag_search", arguments={"query": "C:\\data\\"})
+    _record(fast_core, "run-other", "rag_search", arguments={"query": "yield 50 percent"})
+    eng = fast_core.engine
+    assert [r["run_id"] for r in list_runs(eng, text="50%_")["runs"]] == ["run-pct"]
+    assert [r["run_id"] for r in list_runs(eng, text="50_")["runs"]] == []
+    assert [r["run_id"] for r in list_runs(eng, text="\\")["runs"]] == ["run-win"]
+    assert list_runs(eng, text="%")["total"] == 1
+
+
 @pytest.mark.parametrize("tool,args,expect", [
     ("trace_get_run", {"run_id": "no-such-run"}, "unknown run 'no-such-run'"),
     ("trace_verify", {"run_id": "no-such-run"}, "trace_list_runs lists runs"),

@@ -91,12 +91,17 @@ class JobManager:
 
     def _worker(self) -> None:
         poll = self.core.settings.job_poll_seconds
+        away = False
         while not self._stop.is_set():
             try:
                 job = self.queue.claim(KINDS)
-            except Exception:  # the database is away for a moment (a restart): try again after a pause
-                log.exception("could not claim an indexing job")
-                job = None
+                away = False
+            except Exception as exc:  # the database is away for a moment (a restart): try again after a pause
+                if not away:  # one line per outage, not one per poll
+                    log.warning("cannot look for indexing jobs (%s); trying again every %g s",
+                                str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
+                                poll)
+                away, job = True, None
             if job is not None:
                 self._run(job)
                 with self._done:
@@ -104,7 +109,7 @@ class JobManager:
                 continue
             try:
                 pending = self.queue.pending(KINDS)
-            except Exception:
+            except Exception:  # unknown while the database is away: keep looking
                 pending = 1
             with self._lock:
                 if not pending and not self._shared and not self._wake.is_set():

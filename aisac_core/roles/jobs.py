@@ -1,60 +1,157 @@
 """Background graph runs for ``roles_run``: a run that outlasts the caller's wait continues as a job.
 
-Jobs live in the serving process (an asyncio task each); their results are also in the trace (the run id is known
-from the start), so a finished job's answer and evaluation survive a restart there.
+A job runs in the serving process that started it (an asyncio task: the graph may use the caller's connection for
+sampling, so another process cannot take it over). With the store's engine, the job is also a row of the ``job``
+table (kind ``roles``, held by this process's lease, :mod:`aisac_core.store.jobqueue`), so any process serving the
+store (another replica behind the same proxy) answers ``roles_job_status`` for it, with the result once it is done;
+when the process running it dies, the lease expires and the job reads ``interrupted``. The run's steps are in the
+trace either way (the run id is known from the start).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, select
+
+from aisac_core.hashing import dumps
+from aisac_core.store.jobqueue import JobQueue
+from aisac_core.store.tables import Job, utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 MAX_JOBS = 100
+#: the ``job.kind`` of a roles run (no worker claims it: it runs where it started)
+KIND = "roles"
+
+log = logging.getLogger("aisac.roles")
 
 
 class RunJobs:
-    """``start(fn)`` -> job id; ``wait(job_id, seconds)``; ``status(job_id)``."""
+    """``start(run_id, factory)`` -> job id; ``wait(job_id, seconds)``; ``status(job_id)``; ``list()``.
 
-    def __init__(self) -> None:
+    ``engine`` (optional): the store's engine; with it, jobs are also rows of the ``job`` table (see the module
+    docstring) and ``status``/``list`` answer for jobs of other processes too. ``lease_s``: the lease (seconds) this
+    process renews every third of while a job runs.
+    """
+
+    def __init__(self, engine: Engine | None = None, *, lease_s: float = 30.0) -> None:
         self._jobs: dict[str, dict[str, Any]] = {}
+        self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
-    def start(self, run_id: str, factory: Callable[[], Awaitable[dict[str, Any]]]) -> str:
-        """Start ``factory()`` as a task of the running loop; returns the job id."""
+    def start(self, run_id: str, factory: Callable[[], Awaitable[dict[str, Any]]],
+              params: dict[str, Any] | None = None) -> str:
+        """Start ``factory()`` as a task of the running loop; returns the job id. ``params`` (JSON-ready, optional)
+        is recorded with the job (e.g. the task and mode)."""
         job_id = "rjob-" + uuid.uuid4().hex[:10]
-        task = asyncio.get_running_loop().create_task(factory())
+        if self.queue is not None:
+            self.queue.start_here(job_id, KIND, dumps({"run_id": run_id, **(params or {})}))
+        task = asyncio.get_running_loop().create_task(self._run(job_id, factory))
         self._jobs[job_id] = {"job_id": job_id, "run_id": run_id, "task": task, "started": time.time()}
         if len(self._jobs) > MAX_JOBS:  # forget the oldest finished jobs
             for jid in [j for j, v in self._jobs.items() if v["task"].done()][: len(self._jobs) - MAX_JOBS]:
                 self._jobs.pop(jid, None)
         return job_id
 
+    async def _run(self, job_id: str, factory: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        queue = self.queue
+        if queue is None:
+            return await factory()
+        renew = asyncio.get_running_loop().create_task(self._renew(queue, job_id))
+        try:
+            result = await factory()
+        except asyncio.CancelledError:
+            await self._finish(queue, job_id, "interrupted", message="the server stopped before the run ended")
+            raise
+        except Exception as exc:
+            await self._finish(queue, job_id, "failed", message=f"{type(exc).__name__}: {exc}"[:1000])
+            raise
+        finally:
+            renew.cancel()
+        await self._finish(queue, job_id, "done", result_json=dumps(result))
+        return result
+
+    @staticmethod
+    async def _renew(queue: JobQueue, job_id: str) -> None:
+        while True:
+            await asyncio.sleep(queue.lease_s / 3)
+            try:
+                await asyncio.to_thread(queue.renew, job_id)
+            except Exception:  # the database is away for a moment; the next renewal tries again
+                log.exception("could not renew the lease of roles job %s", job_id)
+
+    @staticmethod
+    async def _finish(queue: JobQueue, job_id: str, status: str, **fields: Any) -> None:
+        try:
+            await asyncio.shield(asyncio.to_thread(queue.finish, job_id, status, **fields))
+        except Exception:  # the answer still reaches this process's callers; other processes read the lease out
+            log.exception("could not record the end of roles job %s", job_id)
+
     async def wait(self, job_id: str, seconds: float) -> None:
-        """Wait up to ``seconds`` for the job to end (the job goes on after a timeout)."""
+        """Wait up to ``seconds`` for a job of this process to end (the job goes on after a timeout)."""
         job = self._jobs[job_id]
         try:
             await asyncio.wait_for(asyncio.shield(job["task"]), timeout=max(0.0, seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         except Exception:  # reported by status()
             pass
 
     def status(self, job_id: str) -> dict[str, Any] | None:
-        """``{job_id, run_id, status: running|done|failed, elapsed_s, result?, error?}``, None for an unknown id."""
+        """``{job_id, run_id, status: running|done|failed|interrupted, elapsed_s, result?, error?}``, None for an
+        unknown id. A job of this process is read from its task; another process's from the ``job`` table."""
         job = self._jobs.get(job_id)
         if job is None:
-            return None
+            return self._stored(job_id)
         t: asyncio.Task = job["task"]
         out: dict[str, Any] = {"job_id": job_id, "run_id": job["run_id"],
                                "elapsed_s": round(time.time() - job["started"], 2)}
         if not t.done():
             return {**out, "status": "running"}
-        exc = t.exception()
+        exc = None if t.cancelled() else t.exception()
+        if t.cancelled():
+            return {**out, "status": "interrupted", "error": "the server stopped before the run ended"}
         if exc is not None:
             return {**out, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         return {**out, "status": "done", "result": t.result()}
 
+    def _stored(self, job_id: str) -> dict[str, Any] | None:
+        if self.queue is None:
+            return None
+        self.queue.reap(job_id)
+        with Session(self.queue.engine) as s:
+            row = s.get(Job, job_id)
+        if row is None or row.kind != KIND:
+            return None
+        return _row_status(row, with_result=True)
+
     def list(self) -> list[dict[str, Any]]:
-        """Recent jobs without their results."""
-        return [{k: v for k, v in (self.status(j) or {}).items() if k != "result"} for j in list(self._jobs)][-20:]
+        """The 20 most recent jobs without their results: of every process serving the store when jobs are in the
+        ``job`` table, else of this process."""
+        if self.queue is None:
+            return [{k: v for k, v in (self.status(j) or {}).items() if k != "result"} for j in list(self._jobs)][-20:]
+        with Session(self.queue.engine) as s:
+            rows = s.exec(select(Job).where(Job.kind == KIND)
+                          .order_by(Job.created_at.desc()).limit(20)).all()  # type: ignore[attr-defined]
+        return [_row_status(r, with_result=False) for r in reversed(rows)]
+
+
+def _row_status(row: Job, *, with_result: bool) -> dict[str, Any]:
+    params = json.loads(row.params_json or "{}")
+    started = row.started_at or row.created_at
+    end = row.finished_at or utcnow()
+    out: dict[str, Any] = {"job_id": row.job_id, "run_id": params.get("run_id"), "status": row.status,
+                           "elapsed_s": round((end - started).total_seconds(), 2) if started else 0.0,
+                           "runner": row.lease_owner}
+    if row.status in ("failed", "interrupted") and row.message:
+        out["error"] = row.message
+    if with_result and row.status == "done" and row.result_json:
+        out["result"] = json.loads(row.result_json)
+    return out

@@ -78,6 +78,30 @@ class JobQueue:
             s.add(Job(job_id=job_id, kind=kind, params_json=params_json, total=total, created_at=self._now(s)))
             s.commit()
 
+    def start_here(self, job_id: str, kind: str, params_json: str) -> None:
+        """Insert job ``job_id`` as ``running`` under this process's lease: a job that only this process can run
+        (a ``roles_run`` graph answering its caller) but whose status every process reads. Its kind must not be one
+        that workers claim; when this process dies, :meth:`reap` marks it ``interrupted``."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            s.add(Job(job_id=job_id, kind=kind, status="running", params_json=params_json, created_at=now,
+                      started_at=now, lease_owner=self.owner, lease_expires_at=now + timedelta(seconds=self.lease_s),
+                      attempts=1))
+            s.commit()
+
+    def reap(self, job_id: str) -> bool:
+        """Mark ``job_id`` ``interrupted`` when it is ``running`` under an expired lease (its process died); True when
+        it was. For jobs of kinds no worker claims again (see :meth:`start_here`)."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            res = s.execute(update(Job).where(Job.job_id == job_id, Job.status == "running",  # type: ignore[arg-type]
+                                              Job.lease_expires_at < now)  # type: ignore[operator]
+                            .values(status="interrupted", finished_at=now, lease_expires_at=None,
+                                    message="the process running it stopped before it ended; its trace keeps the "
+                                            "steps it made"))
+            s.commit()
+            return bool(res.rowcount)
+
     def claim(self, kinds: Iterable[str]) -> dict[str, Any] | None:
         """Claim the oldest claimable job of one of ``kinds`` for this process, or None when there is none.
 

@@ -65,7 +65,7 @@ class CatalogEntry(SQLModel, table=True):
     listed_at: datetime = Field(default_factory=utcnow)
 
 class Job(SQLModel, table=True):
-    """A background job (indexing). ``status``: queued, running, done, failed, interrupted.
+    """A background job (``index``, ``catalog``, ``roles``). ``status``: queued, running, done, failed, interrupted.
 
     Any process serving the store may run a queued job: it claims the row (``lease_owner``, ``lease_expires_at``)
     and renews the lease while it works; a ``running`` job whose lease expired belongs to a process that died and
@@ -89,6 +89,8 @@ class Job(SQLModel, table=True):
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    #: the finished job's result (JSON) where the job kind has one (a ``roles_run`` answer and evaluation)
+    result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 class TraceEvent(SQLModel, table=True):
     """One event of a run: a tool call of one server (the provenance middleware writes it), or a role step /

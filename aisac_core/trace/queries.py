@@ -216,9 +216,12 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
     if server:
         conds.append(T.run_id.in_(select(T.run_id).where(T.server == server)))  # type: ignore[attr-defined]
     if text:
-        like = f"%{text.lower()}%"
+        # a substring, not a pattern: autoescape makes % _ and the escape character literal on every engine
+        # (PostgreSQL's LIKE treats a backslash as an escape by default, SQLite's does not)
+        t = text.lower()
         conds.append(T.run_id.in_(select(T.run_id).where(  # type: ignore[attr-defined]
-            func.lower(T.run_id).like(like) | func.lower(T.tool).like(like) | func.lower(T.arguments_json).like(like))))
+            func.lower(T.run_id).contains(t, autoescape=True) | func.lower(T.tool).contains(t, autoescape=True)
+            | func.lower(T.arguments_json).contains(t, autoescape=True))))
     for c in conds:
         q = q.where(c)
     having = []

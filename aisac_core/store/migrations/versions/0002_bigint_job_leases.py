@@ -4,8 +4,9 @@
   time in nanoseconds since the epoch does not fit PostgreSQL's 32-bit ``INTEGER`` (SQLite's ``INTEGER`` was
   always 64-bit, so there only the declared type changes).
 - ``job`` gains ``lease_owner``, ``lease_expires_at`` and ``attempts`` (any process serving the store claims a
-  queued job with ``SELECT ... FOR UPDATE SKIP LOCKED`` and holds it by renewing the lease) and an index on
-  ``(status, created_at)`` for that claim.
+  queued job with ``SELECT ... FOR UPDATE SKIP LOCKED`` and holds it by renewing the lease), ``result_json`` (the
+  result of a finished ``roles_run`` job, readable by every process) and an index on ``(status, created_at)`` for
+  the claim.
 
 Revision ID: 0002
 Revises: 0001
@@ -39,12 +40,14 @@ def upgrade() -> None:
         batch.add_column(sa.Column("lease_owner", AutoString(), nullable=True))
         batch.add_column(sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True))
         batch.add_column(sa.Column("attempts", sa.Integer(), server_default="0", nullable=False))
+        batch.add_column(sa.Column("result_json", sa.Text(), nullable=True))
     op.create_index("ix_job_status_created", "job", ["status", "created_at"], unique=False)
 
 
 def downgrade() -> None:
     op.drop_index("ix_job_status_created", table_name="job")
     with op.batch_alter_table("job") as batch:
+        batch.drop_column("result_json")
         batch.drop_column("attempts")
         batch.drop_column("lease_expires_at")
         batch.drop_column("lease_owner")

@@ -1,0 +1,158 @@
+"""SQL engines side by side: the same store paths on SQLite (the embedded default) and on PostgreSQL.
+
+PostgreSQL is a throwaway cluster started from the installed server binaries (``initdb`` + ``pg_ctl``, as the tests
+do: ``tests/pg_cluster.py``; ``fsync`` off, so the figures show the engine's own cost rather than this machine's
+disk). The part is skipped when no PostgreSQL binaries or no psycopg driver are installed. Per engine:
+
+1. ``memory_add_turn`` p50: :func:`aisac_core.memory.add_turn` of 200 user turns (the SQL path: one locked
+   transaction, read the newest turn, insert) and 40 assistant turns (SQL + embedding of the pair + upsert).
+2. Provenance middleware overhead per tool call (CPU ms): :func:`bench.trace._overhead` (one trace event insert per
+   call: SQLite through the raw DBAPI connection, PostgreSQL through a SQLAlchemy Core insert).
+3. ``trace_get_run`` of a 1,000-event run: :func:`aisac_core.trace.queries.get_run`, median of 10.
+4. Jobs claimed per second with two replicas: two processes, each with its own engine, claim and finish 1,000
+   queued jobs of a no-op kind through :class:`aisac_core.store.jobqueue.JobQueue` as fast as they can; the figure
+   is jobs / wall time, and every job must end ``done`` after exactly one claim.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+import anyio
+
+from .common import REPO_ROOT, Context, Skip, isolated_settings, table, temp_dir
+from .trace import _median_ms, _overhead, _populate
+
+N_USER_TURNS = 200
+N_ASSISTANT_TURNS = 40
+N_JOBS = 1000
+
+CLAIMER = r"""
+import sys, time
+from aisac_core.store.jobqueue import JobQueue
+from aisac_core.store.sql import make_engine
+engine = make_engine(sys.argv[1])
+q = JobQueue(engine, lease_s=60)
+while time.time() < float(sys.argv[2]):
+    time.sleep(0.001)
+n = 0
+while (job := q.claim(["bench"])) is not None:
+    assert q.finish(job["job_id"], "done")
+    n += 1
+print(n)
+"""
+
+
+def _add_turn_ms(core: Any) -> dict[str, float]:
+    from aisac_core import memory as mem
+
+    sid = mem.start_session(core, "engines bench")["session_id"]
+    mem.add_turn(core, sid, "user", "warm-up question")
+    mem.add_turn(core, sid, "assistant", "warm-up answer")
+    user, assistant = [], []
+    for i in range(N_USER_TURNS):
+        t0 = time.perf_counter()
+        mem.add_turn(core, sid, "user", f"question {i} about sample S{i % 13}")
+        user.append((time.perf_counter() - t0) * 1000)
+        if i < N_ASSISTANT_TURNS:
+            t0 = time.perf_counter()
+            mem.add_turn(core, sid, "assistant", f"answer {i}: the melting point of S{i % 13} is {400 + i} K")
+            assistant.append((time.perf_counter() - t0) * 1000)
+    return {"user_p50_ms": round(statistics.median(user), 2), "assistant_p50_ms": round(statistics.median(assistant), 2)}
+
+
+def _claims_per_s(url: str) -> dict[str, Any]:
+    from sqlmodel import Session, func, select
+
+    from aisac_core.store.jobqueue import JobQueue
+    from aisac_core.store.sql import make_engine
+    from aisac_core.store.tables import Job
+
+    engine = make_engine(url)
+    try:
+        q = JobQueue(engine)
+        prefix = "bench-" + uuid.uuid4().hex[:6]
+        for i in range(N_JOBS):
+            q.submit(f"{prefix}-{i:05d}", "bench", "{}")
+        start_at = time.time() + 3.0  # both processes imported and connected before the clock starts
+        procs = [subprocess.Popen([sys.executable, "-c", CLAIMER, url, str(start_at)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) for _ in range(2)]
+        outs = [p.communicate(timeout=600) for p in procs]
+        wall = time.time() - start_at
+        for p, (_, e) in zip(procs, outs):
+            if p.returncode != 0:
+                raise RuntimeError(f"claimer failed: {e[-2000:]}")
+        counts = [int(o.strip()) for o, _ in outs]
+        with Session(engine) as s:
+            done = s.exec(select(func.count()).select_from(Job).where(
+                Job.kind == "bench", Job.status == "done", Job.attempts == 1)).one()
+    finally:
+        engine.dispose()
+    if sum(counts) != N_JOBS or done != N_JOBS:
+        raise RuntimeError(f"jobs claimed {counts} (sum {sum(counts)}), done once {done}, expected {N_JOBS}")
+    return {"jobs": N_JOBS, "per_replica": counts, "seconds": round(wall, 2), "per_s": round(N_JOBS / wall, 1)}
+
+
+def _measure(settings: Any) -> dict[str, Any]:
+    from aisac_core.context import AppContext
+    from aisac_core.trace.queries import get_run
+
+    core = AppContext(settings)
+    try:
+        turns = _add_turn_ms(core)
+        ov = anyio.run(_overhead, core)
+        _populate(core, "bench-1000")
+        get_run_ms = _median_ms(lambda: get_run(core.engine, "bench-1000"))
+    finally:
+        core.close()
+    claims = _claims_per_s(settings.resolved_sql_url)
+    return {"add_turn": turns, "overhead": ov, "get_run_ms": get_run_ms, "claims": claims}
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    """The engines part; returns the JSON-ready result."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from pg_cluster import PgCluster, PgUnavailable
+
+    t_start = time.perf_counter()
+    try:
+        cluster = PgCluster.start()
+    except PgUnavailable as exc:
+        raise Skip(str(exc)) from exc
+    results: dict[str, Any] = {}
+    try:
+        with temp_dir(ctx, "engines") as tmp:
+            for engine in ("sqlite", "postgresql"):
+                s = isolated_settings(tmp / engine)
+                if engine == "postgresql":
+                    s = s.updated(sql_url=cluster.create_database())
+                results[engine] = _measure(s)
+    finally:
+        cluster.stop()
+    lite, pg = results["sqlite"], results["postgresql"]
+
+    def row(name: str, get: Any) -> tuple[str, Any, Any]:
+        return (name, get(lite), get(pg))
+
+    table("engines: the same store paths on SQLite and PostgreSQL 15 (local cluster, fsync off)",
+          ["measure", "SQLite", "PostgreSQL"],
+          [row("memory_add_turn p50, user turn: SQL only (ms)", lambda r: r["add_turn"]["user_p50_ms"]),
+           row("memory_add_turn p50, assistant turn: SQL + embed + upsert (ms)",
+               lambda r: r["add_turn"]["assistant_p50_ms"]),
+           row("trace middleware overhead per call, CPU (ms)", lambda r: r["overhead"]["overhead_cpu_ms"]),
+           row("trace middleware overhead per call, wall (ms)", lambda r: r["overhead"]["overhead_ms"]),
+           row("trace_get_run, 1,000 events (ms, median of 10)", lambda r: r["get_run_ms"]),
+           row("jobs claimed + finished per second, 2 replicas", lambda r: r["claims"]["per_s"]),
+           row("  jobs per replica", lambda r: " / ".join(map(str, r["claims"]["per_replica"])))])
+    summary = [{"metric": f"{m} (SQLite / PostgreSQL)", "value": f"{get(lite)} / {get(pg)}", "target": None,
+                "met": None}
+               for m, get in (("memory_add_turn p50 user turn ms", lambda r: r["add_turn"]["user_p50_ms"]),
+                              ("trace overhead CPU ms", lambda r: r["overhead"]["overhead_cpu_ms"]),
+                              ("trace_get_run 1,000 events ms", lambda r: r["get_run_ms"]),
+                              ("jobs claimed/s, 2 replicas", lambda r: r["claims"]["per_s"]))]
+    return {"status": "ok", **results, "summary": summary, "seconds": round(time.perf_counter() - t_start, 1)}
