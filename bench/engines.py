@@ -25,8 +25,8 @@ from typing import Any
 
 import anyio
 
-from .common import REPO_ROOT, Context, Skip, isolated_settings, table, temp_dir
-from .trace import _median_ms, _overhead, _populate
+from .common import REPO_ROOT, Context, Skip, isolated_settings, table, target_cell, temp_dir
+from .trace import TARGET_GET_RUN_MS, TARGET_OVERHEAD_MS, _median_ms, _overhead, _populate
 
 N_USER_TURNS = 200
 N_ASSISTANT_TURNS = 40
@@ -136,17 +136,20 @@ def run(ctx: Context) -> dict[str, Any]:
         cluster.stop()
     lite, pg = results["sqlite"], results["postgresql"]
 
-    def row(name: str, get: Any) -> tuple[str, Any, Any]:
-        return (name, get(lite), get(pg))
+    def row(name: str, get: Any, limit: float | None = None) -> tuple[str, Any, Any, Any, str]:
+        if limit is None:
+            return (name, get(lite), get(pg), None, "-")
+        return (name, get(lite), get(pg), f"<= {limit:g}", target_cell(get(lite) <= limit and get(pg) <= limit))
 
     table("engines: the same store paths on SQLite and PostgreSQL 15 (local cluster, fsync off)",
-          ["measure", "SQLite", "PostgreSQL"],
+          ["measure", "SQLite", "PostgreSQL", "target", "status"],
           [row("memory_add_turn p50, user turn: SQL only (ms)", lambda r: r["add_turn"]["user_p50_ms"]),
            row("memory_add_turn p50, assistant turn: SQL + embed + upsert (ms)",
                lambda r: r["add_turn"]["assistant_p50_ms"]),
-           row("trace middleware overhead per call, CPU (ms)", lambda r: r["overhead"]["overhead_cpu_ms"]),
+           row("trace middleware overhead per call, CPU (ms)", lambda r: r["overhead"]["overhead_cpu_ms"],
+               TARGET_OVERHEAD_MS),
            row("trace middleware overhead per call, wall (ms)", lambda r: r["overhead"]["overhead_ms"]),
-           row("trace_get_run, 1,000 events (ms, median of 10)", lambda r: r["get_run_ms"]),
+           row("trace_get_run, 1,000 events (ms, median of 10)", lambda r: r["get_run_ms"], TARGET_GET_RUN_MS),
            row("jobs claimed + finished per second, 2 replicas", lambda r: r["claims"]["per_s"]),
            row("  jobs per replica", lambda r: " / ".join(map(str, r["claims"]["per_replica"])))])
     summary = [{"metric": f"{m} (SQLite / PostgreSQL)", "value": f"{get(lite)} / {get(pg)}", "target": None,

@@ -73,24 +73,40 @@ def anchor_ids(result: Any) -> list[str]:
     return list(dict.fromkeys(a["chunk_id"] for a in find_anchors(result)))
 
 
-def _sqlite_insert(engine: "Engine", row: dict[str, Any]) -> int:
-    """Insert a trace event row through the pooled DBAPI connection (``BEGIN IMMEDIATE`` as everywhere in the
-    store); ``created_at`` in SQLAlchemy's SQLite DATETIME text form, so ORM reads parse it alike."""
+def _raw_insert(engine: "Engine", row: dict[str, Any]) -> int:
+    """Insert a trace event row through the pooled DBAPI connection; returns its id.
+
+    SQLite: ``BEGIN IMMEDIATE`` as everywhere in the store, ``created_at`` in SQLAlchemy's SQLite DATETIME text
+    form (so ORM reads parse it alike), the id from ``lastrowid``. PostgreSQL (psycopg): ``INSERT ... RETURNING
+    id`` in the driver's own transaction, ``created_at`` as the aware datetime.
+    """
     vals = dict(row)
-    vals["created_at"] = vals["created_at"].strftime("%Y-%m-%d %H:%M:%S.%f")
     cols = list(vals)
-    sql = f"INSERT INTO traceevent ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite:
+        vals["created_at"] = vals["created_at"].strftime("%Y-%m-%d %H:%M:%S.%f")
+        sql = f"INSERT INTO traceevent ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    else:
+        sql = f"INSERT INTO traceevent ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) RETURNING id"
     raw = engine.raw_connection()
     try:
         cur = raw.cursor()
-        cur.execute("BEGIN IMMEDIATE")
         try:
-            cur.execute(sql, [vals[c] for c in cols])
-            event_id = int(cur.lastrowid)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
+            if sqlite:
+                cur.execute("BEGIN IMMEDIATE")
+            try:
+                cur.execute(sql, [vals[c] for c in cols])
+                event_id = int(cur.lastrowid) if sqlite else int(cur.fetchone()[0])
+                if sqlite:
+                    cur.execute("COMMIT")
+                else:
+                    raw.commit()
+            except BaseException:
+                if sqlite:
+                    cur.execute("ROLLBACK")
+                else:
+                    raw.rollback()
+                raise
         finally:
             cur.close()
     finally:
@@ -122,10 +138,11 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
         kind=kind, parent_id=parent_id, created_at=utcnow(),
         result_json=None if result_json is None else result_json[:MAX_STORED_RESULT],
     )
-    # the middleware pays this on every tool call: on SQLite one DBAPI insert (0.06 ms CPU, against 0.5 ms for a
-    # SQLAlchemy Core insert and ~1 ms for the ORM, measured in bench/trace.py's set-up); elsewhere a Core insert
-    if engine.dialect.name == "sqlite":
-        event_id = _sqlite_insert(engine, row)
+    # the middleware pays this on every tool call: one DBAPI insert (SQLite 0.06 ms CPU, against 0.5 ms for a
+    # SQLAlchemy Core insert and ~1 ms for the ORM, measured in bench/trace.py's set-up; PostgreSQL: bench/engines.py);
+    # other engines a Core insert
+    if engine.dialect.name in ("sqlite", "postgresql") and engine.dialect.driver in ("pysqlite", "psycopg"):
+        event_id = _raw_insert(engine, row)
     else:
         table = TraceEvent.__table__  # type: ignore[attr-defined]
         with engine.begin() as conn:
