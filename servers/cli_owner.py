@@ -127,7 +127,7 @@ def search_via_owner(info: OwnerInfo, query: str, k: int, filters: dict[str, Any
 
 class _OwnerJobs:
     """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :func:`~aisac_core.context.store_status`: the
-    jobs as the owner lists them (a second JobManager would mark the owner's running jobs interrupted)."""
+    jobs as the owner lists them (the owner's answer, without opening a second job manager in this process)."""
 
     def __init__(self, jobs: list[dict[str, Any]]) -> None:
         self.jobs = jobs
