@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from sqlalchemy import DateTime, Integer, create_engine, event, func, select, text
+from sqlalchemy import DateTime, Integer, create_engine, func, select, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import NullPool
 
 from aisac_core.store import migrations
-from aisac_core.store.sql import StoreError, make_engine, redact_url
+from aisac_core.store.sql import StoreError, make_engine, redact_url, sqlite_listeners
 from aisac_core.store.tables import SQLModel
 
 __all__ = ["copy_store"]
@@ -106,18 +106,7 @@ def _reader(source: Engine) -> Iterator[Connection]:
         return
     # the store's engine opens every transaction with BEGIN IMMEDIATE (the write lock): read with our own engine
     ro = create_engine(source.url, poolclass=NullPool, connect_args={"check_same_thread": False, "timeout": 30})
-
-    @event.listens_for(ro, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.execute("PRAGMA query_only=ON")
-        cur.close()
-
-    @event.listens_for(ro, "begin")
-    def _on_begin(c: Any) -> None:
-        c.exec_driver_sql("BEGIN")  # deferred: a WAL snapshot at the first read
+    sqlite_listeners(ro, read_only=True)
 
     try:
         with ro.connect() as conn, conn.begin():

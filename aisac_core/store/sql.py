@@ -28,21 +28,29 @@ from aisac_core.errors import AisacError
 from aisac_core.store.tables import StoreMeta
 
 
-def _sqlite_listeners(engine: Engine) -> None:
+def sqlite_listeners(engine: Engine, *, read_only: bool = False) -> None:
+    """Configure every connection of a SQLite ``engine`` as the store needs it: transactions under our control,
+    ``busy_timeout`` 30 s, and either the writer's settings (WAL, ``synchronous=NORMAL``, foreign keys, every
+    transaction ``BEGIN IMMEDIATE``) or, with ``read_only``, ``query_only`` and deferred ``BEGIN`` (a WAL snapshot at
+    the first read that never takes the write lock; used to copy a store while its owner keeps writing)."""
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Hand transaction control to us (the "begin" listener below).
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA busy_timeout=30000")
-        cur.execute("PRAGMA foreign_keys=ON")
+        if read_only:
+            cur.execute("PRAGMA query_only=ON")
+        else:
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -61,7 +69,7 @@ def make_engine(url: str) -> Engine:
         kwargs["pool_pre_ping"] = True
     engine = create_engine(url, **kwargs)
     if is_sqlite:
-        _sqlite_listeners(engine)
+        sqlite_listeners(engine)
     from alembic.util import (
         CommandError,  # alembic loads when a store opens, not when a server starts (~150 ms)
     )
