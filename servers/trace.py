@@ -93,13 +93,16 @@ async def get_event(
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
 async def export(
     run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
-    format: Annotated[Literal["json", "markdown", "prov", "rocrate"],
-                      Field(description="json: machine bundle for replay; markdown: human summary; prov: W3C "
-                                        "PROV-JSON; rocrate: Workflow Run RO-Crate folder + zip")] = "json",
+    format: Annotated[Literal["json", "markdown", "html", "prov", "rocrate"],
+                      Field(description="json: machine bundle for replay; markdown: human summary (question, answer, "
+                                        "cited evidence first); html: the run page as one offline file for a "
+                                        "reviewer; prov: W3C PROV-JSON; rocrate: Workflow Run RO-Crate folder + "
+                                        "zip")] = "json",
     app: AppContext = App,
 ) -> dict[str, Any]:
     """Export a run. ``json`` -> ``{format, path, bundle: {format, run, pins, current_pins, events, inputs,
-    anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``prov`` -> ``{format, path, prov}``; ``rocrate``
+    anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``html`` -> ``{format, path, bytes}``; ``prov`` ->
+    ``{format, path, prov}``; ``rocrate``
     -> ``{format, path (folder), zip, summary}``. Files are written under ``<data dir>/trace_exports/``.
     Errors: unknown run, unknown format."""
     return await call_core(export_run, app, run_id, format)

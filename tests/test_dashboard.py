@@ -66,17 +66,22 @@ async def test_pages_render_every_part(fast_core):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core)), base_url="http://t") as h:
         home = await h.get("/")
         assert home.status_code == 200 and run in home.text and "1 errors" in home.text
+        assert "perovskite humidity" in home.text  # the run's question (its first search query: no roles task)
         filtered = await h.get("/", params={"status": "ok"})
         assert run not in filtered.text
         page = (await h.get("/run", params={"id": run})).text
-        # errors first, then router, plan, critiques, evidence, steps
-        order = [page.index(x) for x in ("id=errors", "id=router", "id=plan", "id=critiques", "id=evidence",
-                                          "id=steps")]
+        # the question, errors, evaluation, plan, router, timeline, retrieved passages, steps
+        order = [page.index(x) for x in ("id=question", "id=errors", "id=critiques", "id=plan", "id=router",
+                                          "id=timeline", "id=retrieved", "id=steps")]
         assert order == sorted(order)
+        assert "<h1 class=question id=question>perovskite humidity</h1>" in page
         assert "needs the indexed papers" in page
-        assert "<ol><li>find stability evidence <ol><li>search perovskite humidity" in page
+        assert "<ol><li>find stability evidence<ol><li>search perovskite humidity</li></ol></li><li>summarise" in page
+        assert page.count("class=\"node\"") == 3  # the plan DAG: two steps and a sub-step
+        assert page.count("class=\"bar\"") == 5  # the waterfall: one bar per event
         assert "sev-high" in page and "claim lacks a citation" in page
         assert f"data-chunk='{FAKE_HIT['chunk_id']}'" in page and "Stability report" in page and "0.812" in page
+        assert "v-missing" in page  # verified when the page is rendered: the file is gone
         assert f"id='ev-{ids['search']}'" in page and "k must be an integer" in page
         # nesting: the search is inside the planner, inside the router
         r0 = page.index(f"id='ev-{ids['router']}'")
@@ -187,27 +192,30 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 1600})
             page.goto(f"{base}/")
-            page.click(f"text={run}")
+            row = page.locator(f"tr[data-run='{run}']")
+            expect(row.locator("td.q a")).to_have_text("perovskite humidity")  # the run's question links the run
+            row.locator("td.q a").click()
             page.wait_for_url("**/run?id=run-browser")
             expect(page.locator("#live")).to_have_text("● live", timeout=10_000)
             page.evaluate("window.__noReload = 42")
 
             # expand a tool call: its arguments become visible
             entry = page.locator(f"#ev-{ids['search']}")
-            args_pre = entry.locator("pre").first
-            expect(args_pre).to_be_hidden()
+            args = entry.locator(".args").first
+            expect(args).to_be_hidden()
             page.locator(f"#ev-{ids['router']} > summary").click()
             page.locator(f"#ev-{ids['planner']} > summary").click()
             entry.locator("> summary").click()
-            expect(args_pre).to_be_visible()
-            expect(args_pre).to_contain_text("perovskite humidity")
+            expect(args).to_be_visible()
+            expect(args).to_contain_text("perovskite humidity")  # formatted: a definition list, not raw JSON
+            expect(args.locator("dt", has_text="query")).to_be_visible()
 
             # evidence card with text, source, page, score and the verify badge filled in
             card = page.locator(f"[data-chunk='{hits[0]['chunk_id']}']")
             expect(card).to_be_visible()
             expect(card).to_contain_text("perovskite")
             expect(card).to_contain_text("page 1")
-            expect(card.locator(".verify")).to_have_text("unchanged", timeout=15_000)
+            expect(card.locator(".verify")).to_have_text("unchanged")  # checked when the page was rendered
             expect(page.locator("#critiques .sev-high")).to_be_visible()
             page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
             assert (tmp_path / "run.png").stat().st_size > 10_000
@@ -217,7 +225,7 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
             new = _record(fast_core, run, "rag_get_chunk", arguments={"chunk_id": hits[0]["chunk_id"]})
             expect(page.locator(f"#ev-{new}")).to_be_visible(timeout=15_000)
             assert page.evaluate("window.__noReload") == 42
-            expect(page.locator(f"#ev-{ids['search']} pre").first).to_be_visible()
+            expect(page.locator(f"#ev-{ids['search']} .args").first).to_be_visible()
             page.screenshot(path=str(tmp_path / "run-live.png"), full_page=True)
         finally:
             browser.close()
@@ -285,6 +293,7 @@ def test_plan_dag_and_numeric_severity_render():
     assert "<ol><li>s1: search the notes <span class=badge>tool: rag_search</span><ol><li>s2: write the answer" in html_
     assert "sev-high'>high 0.80</span> <span class=badge>grounding</span> one claim uncited" in html_
     assert "sev-low'>low 0.10" in html_
+    assert html_.count('class="node"') == 2 and html_.count('class="edge"') == 1  # the DAG diagram
 
 
 def test_aisac_dashboard_command(tmp_path):

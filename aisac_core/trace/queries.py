@@ -136,10 +136,12 @@ def event_dict(r: Any, *, full: bool = True) -> dict[str, Any]:
         _SUMMARIES.clear()
     _SUMMARIES[key] = summary
     created = aware(r.created_at)
+    # a tool call (or model call) is written when it ends; a role step when it begins, then completed in place
+    started = created if r.kind == "role_step" else created - timedelta(milliseconds=r.latency_ms or 0)
     d: dict[str, Any] = {
         "id": r.id, "run_id": r.run_id, "kind": r.kind, "parent_id": r.parent_id, "server": r.server, "tool": r.tool,
         "status": r.status, "error": r.error, "latency_ms": r.latency_ms,
-        "started_at": (created - timedelta(milliseconds=r.latency_ms or 0)).isoformat(),
+        "started_at": started.isoformat(),
         "created_at": created.isoformat(),
         "arguments": args, "arguments_sha256": r.arguments_sha256, "result_sha256": r.result_sha256,
         "anchor_ids": json.loads(r.anchor_ids_json or "[]"), "result_summary": summary,
@@ -368,3 +370,46 @@ def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
             if key not in seen:
                 seen[key] = {**a, "event_id": r.id}
     return list(seen.values())
+
+
+#: events per run read to find its question (the question is in one of a run's first events)
+HEADLINE_EVENTS = 25
+
+
+def run_headlines(engine: "Engine", run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """What the run list shows of each run beyond counts: ``{run_id: {question, citations, verdict, verified,
+    anchors}}``. ``question``: see :mod:`aisac_core.trace.report` (from the run's first
+    :data:`HEADLINE_EVENTS` events); ``citations``: the number the run's last answer cites (None without an
+    answer); ``verdict``: the last evaluator's label (``passed`` / ``evidence verified`` / ``failed``; None when no
+    evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
+    (None without one). Two queries whatever the number of runs (the first events by a window function)."""
+    from aisac_core.trace.report import answer_digest, question_of
+
+    out: dict[str, dict[str, Any]] = {r: {"question": None, "citations": None, "verdict": None, "verified": None,
+                                          "anchors": None} for r in run_ids}
+    if not run_ids:
+        return out
+    T = TraceEvent
+    rn = func.row_number().over(partition_by=T.run_id, order_by=T.id).label("rn")
+    first = sa_select(T.run_id, T.id, T.kind, T.server, T.tool, T.arguments_json, rn).where(
+        T.run_id.in_(run_ids)).subquery()  # type: ignore[attr-defined]
+    with Session(engine) as s:
+        heads = s.exec(sa_select(first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool,
+                                 first.c.arguments_json).where(first.c.rn <= HEADLINE_EVENTS)).all()  # type: ignore[call-overload]
+        ends = s.exec(select(T.run_id, T.id, T.kind, T.server, T.tool, T.result_json).where(
+            T.run_id.in_(run_ids),  # type: ignore[attr-defined]
+            (T.tool.in_(["researcher", "evaluator"]) & (T.kind == "role_step"))  # type: ignore[attr-defined]
+            | T.tool.endswith("roles_run")).order_by(T.id)).all()  # type: ignore[attr-defined]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for rid, eid, kind, server, tool, args in heads:
+        by_run.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,
+                                           "arguments": parse_json(args)[0]})
+    for rid, events in by_run.items():
+        out[rid]["question"] = question_of(events)
+    last: dict[str, list[dict[str, Any]]] = {}
+    for rid, eid, kind, server, tool, result in ends:
+        last.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,
+                                         "result": parse_json(result)[0]})
+    for rid, events in last.items():
+        out[rid].update(answer_digest(events))
+    return out

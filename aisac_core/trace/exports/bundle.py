@@ -4,7 +4,7 @@ built from, and what retention writes before it deletes a run."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,19 +29,19 @@ def safe_name(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
 
 
-def export_dir(app: "AppContext") -> Path:
+def export_dir(app: AppContext) -> Path:
     """``<data dir>/trace_exports/`` (created when missing)."""
     d = app.settings.data_dir / "trace_exports"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def export_bundle(app: "AppContext", run_id: str) -> dict[str, Any]:
+def export_bundle(app: AppContext, run_id: str) -> dict[str, Any]:
     """The JSON bundle of a run: ``{format, exported_at, run (summary), pins (recorded), current_pins, events
     (with arguments, stored result and hashes), inputs (pinned input files), anchors (cited)}``. Raises
     TraceError for an unknown run."""
     rows = require_events(app.engine, run_id)
-    return {"format": BUNDLE_FORMAT, "exported_at": datetime.now(timezone.utc).isoformat(), "run": run_summary(rows),
+    return {"format": BUNDLE_FORMAT, "exported_at": datetime.now(UTC).isoformat(), "run": run_summary(rows),
             "pins": run_pins(app.engine, run_id), "current_pins": config_pins(app),
             "events": [event_dict(r) for r in rows],
             "inputs": [{"event_id": i.event_id, "path": i.path, "sha256": i.sha256, "size": i.size,

@@ -1,4 +1,11 @@
-"""The Markdown export of a run: a human summary."""
+"""The Markdown export of a run: what a reviewer reads first.
+
+In this order: the question and the full answer; the cited evidence (one row per citation ``[n]``: source, page,
+section, score, verification, the quoted passage); the evaluation (verdict, gates, critiques); the plan; the steps
+as a nested list; the configuration pins and the input files. A run without a recorded answer (a host that keeps its
+answer to itself) lists the passages its tool calls returned instead, marked as retrieved. Built from
+:func:`aisac_core.trace.report.run_report`, like the dashboard's run page and the HTML export.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.trace.exports.bundle import export_bundle
-from aisac_core.trace.queries import ERROR_STATUSES, build_tree
+from aisac_core.trace.pins import run_pins
+from aisac_core.trace.queries import get_run, run_inputs
+from aisac_core.trace.report import run_report
+from aisac_core.trace.verify import verify_run
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
@@ -17,53 +26,91 @@ SHOWN_PINS = ("embedding_model_id", "sparse_model", "index_fingerprint", "parser
               "chunk_max_tokens", "retrieval")
 
 
-def _md_escape(s: Any) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+def _cell(s: Any, limit: int = 400) -> str:
+    """Text for a Markdown table cell: one line, pipes escaped, cut after ``limit`` characters."""
+    text = " ".join(str("-" if s is None or s == "" else s).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def export_markdown(app: "AppContext", run_id: str) -> str:
-    """A human summary of a run in Markdown: times, counts, pins, errors, the steps as a nested list, the cited
-    evidence and the input files. Raises TraceError for an unknown run."""
-    b = export_bundle(app, run_id)
-    run = b["run"]
-    lines = [f"# aisac run `{run_id}`", "",
-             f"- started: {run['started_at']}", f"- last event: {run['last_event_at']} ({run['duration_s']} s)",
-             f"- events: {run['events']} ({', '.join(f'{k}: {v}' for k, v in run['by_kind'].items())})",
-             f"- status: {', '.join(f'{k}: {v}' for k, v in run['by_status'].items())}",
-             f"- servers: {', '.join(run['servers'])}", ""]
-    pins = b["pins"] or {}
-    if pins:
-        lines += ["## Configuration", "", "| pin | value |", "|---|---|"]
-        for k in SHOWN_PINS:
-            if k in pins:
-                val = json.dumps(pins[k]) if isinstance(pins[k], dict) else pins[k]
-                lines.append(f"| {k} | `{_md_escape(val)}` |")
+def export_markdown(app: AppContext, run_id: str) -> str:
+    """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
+    opening the vector store. Raises TraceError for an unknown run."""
+    data = get_run(app.engine, run_id, include_results=True)
+    r = run_report(data)
+    run = r["run"]
+    checked = {a["chunk_id"]: a for a in verify_run(app, run_id, use_index=False)["anchors"]}
+    lines = [f"# aisac run `{run_id}`", ""]
+    if r["question"]:
+        lines += [f"**Question:** {r['question']}", ""]
+    kinds = ", ".join(f"{k}: {v}" for k, v in run["by_kind"].items())
+    statuses = ", ".join(f"{k}: {v}" for k, v in run["by_status"].items())
+    lines += [f"- started: {run['started_at']} · {run['duration_s']} s · {run['events']} events ({kinds})",
+              f"- status: {statuses} · servers: {', '.join(run['servers'])}", ""]
+    v = r["verdict"]
+    if r["answer"]:
+        lines += ["## Answer", "", r["answer"]["text"].strip(), ""]
+        by = r["answer"].get("by") or "-"
+        verdict = f" · evaluation: **{v['label']}**" if v else ""
+        lines += [f"*{len(r['answer']['citations'])} citations · answer by {by}{verdict}*", ""]
+    if r["answer"]:
+        cards, title = r["cited"], "Evidence"
+    else:
+        cards, title = r["retrieved"], "Evidence (retrieved; no answer recorded)"
+    if cards:
+        lines += [f"## {title}", "", "| # | source | page | section | score | verification | passage |",
+                  "|---|---|---|---|---|---|---|"]
+        for i, c in enumerate(cards, 1):
+            chk = checked.get(c["chunk_id"]) or {}
+            status = chk.get("status") or "-"
+            if chk.get("anchor_status") not in (None, "ok"):
+                status += f" ({chk['anchor_status']})"
+            source = c.get("title") or Path(c.get("path") or "?").name
+            score = f"{c['score']:.3f}" if isinstance(c.get("score"), (int, float)) else "-"
+            lines.append(f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
+                         f"{_cell(c.get('section'), 120)} | {score} | {status} | {_cell(c.get('quote') or c.get('text'))} |")
         lines.append("")
-    errs = [e for e in b["events"] if e["status"] in ERROR_STATUSES]
-    if errs:
-        lines += ["## Errors", ""] + [f"- event {e['id']} `{e['tool']}` ({e['status']}): {e['error']}" for e in errs]
+    if v or r["critiques"]:
+        lines += ["## Evaluation", ""]
+        if v:
+            gates = ", ".join(f"{k} {'ok' if g['passed'] else 'failed'}" for k, g in v["gates"].items())
+            judged = "" if v["content_judged"] else " · content: not judged (no model)"
+            lines += [f"- verdict: **{v['label']}**{judged}" + (f" · gates: {gates}" if gates else "")]
+        lines += [f"- {c['label']}{' (' + c['aspect'] + ')' if c.get('aspect') else ''}: {c['message']}"
+                  for c in r["critiques"]]
         lines.append("")
+    plan = r["plan"]
+    if plan and plan["nodes"]:
+        deps: dict[str, list[str]] = {}
+        for a, b in plan["edges"]:
+            deps.setdefault(b, []).append(a)
+        lines += ["## Plan", ""] + [
+            f"{i}. {n['label']}" + (f" (`{n['tool'] or n['helper']}`)" if n.get("tool") or n.get("helper") else "")
+            + (f", after {', '.join(deps[n['id']])}" if deps.get(n["id"]) else "")
+            for i, n in enumerate(plan["nodes"], 1)] + [""]
+    if r["errors"]:
+        lines += ["## Errors", ""] + [f"- event {x['id']} `{x['tool']}` ({x['status']}): {x['error']}"
+                                      for x in r["errors"]] + [""]
     lines += ["## Steps", ""]
 
     def emit(nodes: list[dict[str, Any]], depth: int) -> None:
-        for e in nodes:
-            args = json.dumps(e["arguments"], ensure_ascii=False) if not isinstance(e["arguments"], str) else ""
+        for ev in nodes:
+            args = json.dumps(ev["arguments"], ensure_ascii=False) if not isinstance(ev["arguments"], str) else ""
             args = args if len(args) <= 200 else args[:199] + "…"
-            lines.append(f"{'  ' * depth}- **{e['tool']}** ({e['kind']}, {e['status']}, {e['latency_ms']:.1f} ms) "
-                         f"`{args}` → {e['result_summary'] or e['error'] or ''} (event {e['id']}, result sha256 "
-                         f"`{(e['result_sha256'] or '-')[:12]}`)")
-            emit(e["children"], depth + 1)
+            lines.append(f"{'  ' * depth}- **{ev['tool']}** ({ev['kind']}, {ev['status']}, {ev['latency_ms']:.1f} ms)"
+                         f" `{args}` → {ev['result_summary'] or ev['error'] or ''} (event {ev['id']}, result sha256 "
+                         f"`{(ev['result_sha256'] or '-')[:12]}`)")
+            emit(ev["children"], depth + 1)
 
-    emit(build_tree(b["events"]), 0)
-    if b["anchors"]:
-        lines += ["", "## Evidence", "", "| # | source | page | section | score | chunk sha256 |",
-                  "|---|---|---|---|---|---|"]
-        for i, a in enumerate(b["anchors"], 1):
-            lines.append(f"| {i} | {_md_escape(Path(a.get('path') or '?').name)} | {a.get('page') or '-'} | "
-                         f"{_md_escape(a.get('section') or '-')} | "
-                         f"{a.get('score') if a.get('score') is not None else '-'} "
-                         f"| `{(a.get('chunk_sha256') or '')[:12]}` |")
-    if b["inputs"]:
-        lines += ["", "## Input files", ""] + [f"- `{i['path']}` sha256 `{(i['sha256'] or '-')[:16]}` ({i['source']})"
-                                               for i in b["inputs"]]
+    emit(data["tree"], 0)
+    pins = run_pins(app.engine, run_id) or {}
+    if pins:
+        lines += ["", "## Configuration", "", "| pin | value |", "|---|---|"]
+        for k in SHOWN_PINS:
+            if k in pins:
+                val = json.dumps(pins[k]) if isinstance(pins[k], dict) else pins[k]
+                lines.append(f"| {k} | `{_cell(val, 300)}` |")
+    inputs = run_inputs(app.engine, run_id)
+    if inputs:
+        lines += ["", "## Input files", ""] + [f"- `{i.path}` sha256 `{(i.sha256 or '-')[:16]}` ({i.source})"
+                                               for i in inputs]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 
-def export_prov(app: "AppContext", run_id: str) -> dict[str, Any]:
+def export_prov(app: AppContext, run_id: str) -> dict[str, Any]:
     """W3C PROV-JSON of a run.
 
     Tool calls, role steps and model calls are activities (start/end times, status); servers and roles are

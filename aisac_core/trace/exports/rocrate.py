@@ -32,7 +32,7 @@ def _status_of(st: str) -> dict[str, str]:
             else "http://schema.org/FailedActionStatus"}
 
 
-def export_rocrate(app: "AppContext", run_id: str, out_dir: Path | None = None) -> dict[str, Any]:
+def export_rocrate(app: AppContext, run_id: str, out_dir: Path | None = None) -> dict[str, Any]:
     """A Workflow Run RO-Crate of a run.
 
     Written to ``<data dir>/trace_exports/<run>-rocrate/`` (folder; ``out_dir`` instead of the exports folder when

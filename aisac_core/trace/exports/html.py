@@ -1,0 +1,47 @@
+"""The HTML export of a run: the dashboard's run page as one self-contained file for a reviewer.
+
+The same body as the live page (:func:`aisac_core.trace.runpage.render_run`: question, verdict, answer with linked
+citations, cited evidence with its page images, plan and timeline diagrams, every step), with the stylesheet
+inline, the page images embedded as ``data:`` URIs and no script: it opens from disk, offline, in any browser.
+Evidence is verified against the files (sha256) when the export is made, without opening the vector store.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.trace.exports.bundle import safe_name
+from aisac_core.trace.queries import get_run
+from aisac_core.trace.runpage import CSS, render_run
+from aisac_core.trace.verify import verify_run
+
+if TYPE_CHECKING:
+    from aisac_core.context import AppContext
+
+
+def export_html(app: AppContext, run_id: str, *, page_images: bool = True) -> str:
+    """The run page of ``run_id`` as a standalone HTML document (see the module docstring). ``page_images``: embed
+    the cited passages' PDF page images (PNG, highlighted; indexed PDFs of this store only). Raises TraceError for
+    an unknown run."""
+    from aisac_core.trace.dashboard import EvidenceImages
+
+    data = get_run(app.engine, run_id, include_results=True)
+    images = EvidenceImages(app)
+
+    def page_image(card: dict[str, Any]) -> dict[str, Any] | None:
+        img = images.image(card) if page_images else None
+        if img is None:
+            return None
+        return {"src": "data:image/png;base64," + base64.b64encode(img.png).decode("ascii"), "width": img.width,
+                "height": img.height, "rects": img.rects, "found": img.found}
+
+    body = render_run(data, verify=verify_run(app, run_id, use_index=False), page_image=page_image,
+                      run_href=lambda rid: f"{safe_name(rid)}.html")  # that run's export, beside this one
+    title = html.escape(f"aisac run {run_id}")
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f"<title>{title}</title><meta name=viewport content='width=device-width,initial-scale=1'>"
+            "<meta name=generator content=aisac>"
+            f"<style>{CSS}</style></head><body><header><span>aisac run report</span><span class=mut>"
+            f"{html.escape(run_id)}</span></header><main>{body}</main></body></html>")

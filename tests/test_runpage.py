@@ -1,0 +1,196 @@
+"""Run reports a scientist looks at: a real roles run over the project's own PDF, then the run list, the run page in
+real Chromium (question, answer whose [1] scrolls to its card, the passage highlighted on the PDF page image, the
+waterfall, the plan DAG), the Markdown export (question and answer first, cited evidence only) and the HTML export
+opened from disk with the network cut off. Screenshots go to ``test-artifacts/dashboard/``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from test_dashboard import CHROMIUM, serve_dashboard
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "dashboard"
+QUESTION = "How much efficiency did perovskite cells without encapsulation lose at 85 percent relative humidity?"
+
+
+@pytest.fixture
+def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
+    """A real roles run (llm=none) through the suite over report.pdf and the notes; returns (core, run id, report)."""
+    import anyio
+    from fastmcp import Client
+
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.report import run_report
+    from aisac_servers.suite import build
+
+    Indexer(fast_core).run([corpus_copy / "report.pdf", corpus_copy / "notes"])
+
+    async def ask() -> str:
+        async with Client(build(app=fast_core, lifespan=False)) as c:
+            out = (await c.call_tool("roles_run", {"task": QUESTION, "llm": "none", "wait_s": 120})).structured_content
+        assert out["status"] == "done", out
+        return out["run_id"]
+
+    run = anyio.run(ask)
+    report = run_report(get_run(fast_core.engine, run, include_results=True))
+    assert report["question"] == QUESTION and report["answer"] and report["cited"]
+    assert report["cited"][0]["path"].endswith("report.pdf") and report["cited"][0]["page"] == 1
+    return fast_core, run, report
+
+
+def test_report_separates_cited_from_retrieved(roles_run) -> None:  # noqa: ANN001
+    _core, _run, r = roles_run
+    cited = {c["chunk_id"] for c in r["cited"]}
+    assert [c["n"] for c in r["cited"]] == sorted(c["n"] for c in r["cited"])
+    assert not cited & {c["chunk_id"] for c in r["retrieved"]}
+    markers = {int(n) for n in re.findall(r"\[(\d+)\]", r["answer"]["text"])}
+    assert markers <= {c["n"] for c in r["cited"]}
+    assert r["verdict"]["label"] == "evidence verified" and not r["verdict"]["content_judged"]
+    assert r["timeline"] and all(t["duration_ms"] >= 0 and t["start_ms"] >= 0 for t in r["timeline"])
+
+
+def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # noqa: ANN001
+    from aisac_core.trace.exports import export_run
+
+    core, run, r = roles_run
+    md = export_run(core, run, "markdown")["markdown"]
+    q, a, ev, steps = (md.index(x) for x in (f"**Question:** {QUESTION}", "## Answer", "## Evidence", "## Steps"))
+    assert q < a < ev < steps
+    assert r["answer"]["text"].strip() in md  # the full answer, not a cut
+    table = md[ev:md.index("\n\n", ev + 12)]
+    rows = [ln for ln in table.splitlines() if re.match(r"\| \d+ \|", ln)]
+    assert len(rows) == len(r["cited"])  # cited evidence only
+    assert all("unchanged" in ln for ln in rows)
+    for c in r["retrieved"]:
+        assert (c["text"] or "")[:60] not in table
+    assert "content: not judged (no model)" in md
+
+
+def _chromium() -> str:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium): browser test skipped")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: browser test skipped")
+    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")  # type: ignore[return-value]
+
+
+def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
+    img = card.locator(".page img")
+    assert page.evaluate("(i) => i.complete && i.naturalWidth > 0", img.element_handle())  # the PNG loaded
+    ib = img.bounding_box()
+    boxes = card.locator(".page .hl")
+    assert boxes.count() >= 1
+    for i in range(boxes.count()):
+        b = boxes.nth(i).bounding_box()
+        assert b["width"] > 5 and b["height"] > 3
+        assert ib["x"] - 1 <= b["x"] and b["x"] + b["width"] <= ib["x"] + ib["width"] + 1
+        assert ib["y"] - 1 <= b["y"] and b["y"] + b["height"] <= ib["y"] + ib["height"] + 1
+
+
+def test_browser_run_list_and_run_page(roles_run) -> None:  # noqa: ANN001
+    from playwright.sync_api import expect, sync_playwright
+
+    core, run, r = roles_run
+    exe = _chromium()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    n_events = len(r["timeline"])
+    with serve_dashboard(core) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{base}/")
+            row = page.locator(f"tr[data-run='{run}']")
+            expect(row.locator("td.q a")).to_have_text(QUESTION)
+            expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} verified")
+            page.screenshot(path=str(ARTIFACTS / "run-list.png"))
+            row.locator("td.q a").click()
+            page.wait_for_url(f"**/run?id={run}")
+            expect(page.locator("#question")).to_have_text(QUESTION)
+            expect(page.locator("#verdict")).to_contain_text("evidence verified")
+            expect(page.locator("#verdict")).to_contain_text("content: not judged (no model)")
+            page.screenshot(path=str(ARTIFACTS / "run-page.png"))
+            # [1] in the answer scrolls to the first cited card
+            first = page.locator("#cite-1")
+            page.locator("#answer a.cite[data-cite='1']").first.click()
+            page.wait_for_function("location.hash === '#cite-1'")
+            box = first.bounding_box()
+            assert box is not None and 0 <= box["y"] < 900, box
+            _highlight_inside_image(page, first)
+            expect(first.locator(".verify")).to_have_text("unchanged")
+            first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
+            # the waterfall has one bar per event, the plan a node per step
+            assert page.locator("#timeline rect.bar").count() == n_events
+            assert page.locator("#plan svg g.node").count() == len(r["plan"]["nodes"]) >= 2
+            page.locator("#timeline").screenshot(path=str(ARTIFACTS / "timeline.png"))
+            page.locator("#plan").screenshot(path=str(ARTIFACTS / "plan.png"))
+            page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
+        finally:
+            browser.close()
+        png = httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, timeout=30)
+        assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+        # a chunk the run does not cite, or another run's: no image
+        other = r["retrieved"][0]["chunk_id"] if r["retrieved"] else "nope"
+        assert httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": other}, timeout=30).status_code == 404
+        assert httpx.get(f"{base}/evidence/page", params={"run": "no-run", "chunk": "x"}, timeout=30).status_code == 404
+    for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full"):
+        assert (ARTIFACTS / f"{name}.png").stat().st_size > 2_000
+
+
+def test_html_export_opens_offline(roles_run, tmp_path) -> None:  # noqa: ANN001
+    from playwright.sync_api import expect, sync_playwright
+
+    from aisac_core.trace.exports import export_run
+
+    core, run, r = roles_run
+    exe = _chromium()
+    out = export_run(core, run, "html")
+    path = Path(out["path"])
+    assert path.is_file() and out["bytes"] == path.stat().st_size and path.stat().st_mode & 0o077 == 0
+    text = path.read_text(encoding="utf-8")
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    copy = tmp_path / "report.html"  # a reviewer's copy, away from the store
+    shutil.copy(path, copy)
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            ctx = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+            page = ctx.new_page()
+            page.on("request", lambda req: requests.append(req.url))
+            page.goto(copy.as_uri())
+            expect(page.locator("#question")).to_have_text(QUESTION)
+            bullet = next(ln for ln in r["answer"]["text"].splitlines() if ln.startswith("- "))
+            expect(page.locator("#answer")).to_contain_text(bullet[2:].rsplit(" [", 1)[0][:60])
+            expect(page.locator("#evidence .card")).to_have_count(len(r["cited"]))
+            _highlight_inside_image(page, page.locator("#cite-1"))
+            assert page.locator("#timeline rect.bar").count() == len(r["timeline"])
+            page.screenshot(path=str(tmp_path / "export.png"), full_page=True)
+        finally:
+            browser.close()
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests
+
+
+def test_a_hosts_roles_run_call_shows_the_answer_and_links_the_graph_run(roles_run) -> None:  # noqa: ANN001
+    """The host's own run (one ``roles_run`` tool call) shows the question, the answer, non-blank cited cards and the
+    evaluation, and links the graph's run."""
+    from aisac_core.trace.queries import get_run, list_runs, run_headlines
+    from aisac_core.trace.report import run_report
+    from aisac_core.trace.runpage import render_run
+
+    core, run, graph = roles_run
+    host = next(x["run_id"] for x in list_runs(core.engine)["runs"] if x["run_id"] != run and "roles_run" in x["tools"])
+    r = run_report(get_run(core.engine, host, include_results=True))
+    assert r["question"] == QUESTION and r["answer"]["text"] == graph["answer"]["text"]
+    assert [c["chunk_id"] for c in r["cited"]] == [c["chunk_id"] for c in graph["cited"]]
+    assert all(c["text"] or c["quote"] for c in r["cited"]) and r["cited"][0]["path"].endswith("report.pdf")
+    assert r["verdict"]["label"] == "evidence verified" and r["linked_runs"] == [run]
+    page = render_run(get_run(core.engine, host, include_results=True))
+    assert f"run?id={run}" in page and "id=answer" in page and "id='cite-1'" in page
+    heads = run_headlines(core.engine, [host, run])
+    assert heads[host]["question"] == heads[run]["question"] == QUESTION
+    assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "evidence verified"
