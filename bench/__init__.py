@@ -25,6 +25,8 @@ Parts (each selectable with ``--only``):
 
 - ``engines``  (:mod:`bench.engines`): SQLite and PostgreSQL side by side: ``memory_add_turn`` p50, trace
   middleware overhead, ``trace_get_run`` of 1,000 events, jobs claimed per second by two replicas.
+- ``pageimage`` (:mod:`bench.pageimage`): a cited passage's PDF page rendered with its highlight (first view and
+  cached), the dashboard's evidence cards.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
   cold start (issue 9).
 
@@ -33,4 +35,4 @@ data is absent prints a SKIP line. Every part uses its own temporary store, neve
 """
 
 PARTS = ("quality", "indexing", "latency", "startup", "memory", "trace", "literature", "data", "roles", "projects",
-         "pdf", "owner", "engines")
+         "pdf", "owner", "engines", "pageimage")

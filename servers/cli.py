@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from aisac_core.errors import AisacError
 from aisac_core.context import AppContext, store_status
 from aisac_core.owner import (
     SUPPORTED,
@@ -371,6 +372,33 @@ def dashboard(
         _fail(str(exc))
     finally:
         core.close()
+
+
+@app.command()
+def report(
+    run_id: Annotated[Optional[str], typer.Argument(help="run id (default: the most recent run)")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="html (one offline file for a reviewer) or "
+                                                                "markdown")] = "html",
+    data_dir: DataDir = None,
+) -> None:
+    """Write a run's report (question, answer, cited evidence, evaluation, plan, timeline, steps) to
+    <data dir>/trace_exports/ and print its path."""
+    from aisac_core.trace.exports import export_run
+    from aisac_core.trace.queries import list_runs
+
+    if format not in ("html", "markdown"):
+        _fail(f"--format must be html or markdown, got {format!r}")
+    core = _app(data_dir)
+    try:
+        rid = run_id or next((r["run_id"] for r in list_runs(core.engine, limit=1)["runs"]), None)
+        if rid is None:
+            _fail("the trace has no runs yet: run `aisac ask` or use the suite from a host first")
+        out = export_run(core, rid, format)
+    except AisacError as exc:
+        _fail(str(exc))
+    finally:
+        core.close()
+    print(out["path"])
 
 
 @app.command()

@@ -230,8 +230,9 @@ async def run(
     AISAC_ROLES_REPLAN_LIMIT times, default 2).
 
     Result when done within ``wait_s``: ``{status: "done", run_id, answer: {text, citations}, evaluation, route,
-    plan, attempts, model_errors, took_s, job_id}``; else ``{status: "running", job_id, run_id}``: poll
-    ``roles_job_status(job_id)``. Errors: empty task; unknown mode/llm; llm=sampling over a 2026-07-28 connection
+    plan, attempts, model_errors, took_s, job_id, report_uri}``; else ``{status: "running", job_id, run_id,
+    report_uri}``: poll ``roles_job_status(job_id)``. ``report_uri``: the run's HTML report resource (the
+    dashboard's run page as one file). Errors: empty task; unknown mode/llm; llm=sampling over a 2026-07-28 connection
     (use the single-role tools there).
     """
     if llm == "sampling" and stateless_protocol(ctx):
@@ -257,10 +258,12 @@ async def run(
         err = st["error"]
         raise ToolError(err.split(": ", 1)[1] if err.startswith(("RolesError", "RoleModelError")) else
                         f"the run failed ({err}); its trace is run {run_id}")
+    from aisac_servers.trace import report_uri
+
     if st["status"] == "running":
-        return {"status": "running", "job_id": job_id, "run_id": run_id,
+        return {"status": "running", "job_id": job_id, "run_id": run_id, "report_uri": report_uri(run_id),
                 "message": f"still running after {wait_s:g} s; poll roles_job_status(job_id)"}
-    return {"status": "done", "job_id": job_id, **st["result"]}
+    return {"status": "done", "job_id": job_id, **st["result"], "report_uri": report_uri(run_id)}
 
 
 @server.tool

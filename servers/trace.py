@@ -73,10 +73,38 @@ async def get_run(
     """A run as an event tree: ``{run: {run_id, started_at, last_event_at, duration_s, events, by_kind,
     by_status, errors, servers, status, active}, pins, errors: [{id, tool, status, error}], last_id, tree: [{id,
     kind (tool_call | role_step | model_call), server, tool, status, error, latency_ms, started_at, arguments,
-    result_summary, anchor_ids, children: [...]}]}``. Role steps nest the tool calls they made (``parent_id``).
-    Errors: unknown run id."""
+    result_summary, anchor_ids, children: [...]}], report_uri}``. Role steps nest the tool calls they made
+    (``parent_id``). ``report_uri``: the run's readable HTML report as a resource (question, answer, cited evidence
+    on its pages, plan, timeline). Errors: unknown run id."""
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools (docs/provenance.md)
-    return await call_core(core_get, app.engine, run_id, include_results=include_results, detail=detail)
+    out = await call_core(core_get, app.engine, run_id, include_results=include_results, detail=detail)
+    return {**out, "report_uri": report_uri(run_id)}
+
+
+#: the run report resource (as mounted by the suite under ``trace``)
+REPORT_URI = "aisac://trace/runs/{run_id}/report"
+
+
+def report_uri(run_id: str) -> str:
+    """The URI of a run's HTML report resource (:func:`run_report_page`)."""
+    from urllib.parse import quote
+
+    return REPORT_URI.format(run_id=quote(run_id, safe=""))
+
+
+@server.resource("aisac://runs/{run_id}/report", mime_type="text/html")
+async def run_report_page(run_id: str, app: AppContext = App) -> str:
+    """A run's report as one self-contained HTML page (the dashboard's run page: question, verdict, answer with
+    linked citations, cited evidence highlighted on its page images, plan and timeline, every step; no script, no
+    network). A host that renders HTML shows it as is; ``trace_export format=html`` writes the same page to a file."""
+    from fastmcp.exceptions import ResourceError
+
+    from aisac_core.trace.exports import export_html
+
+    try:
+        return await call_core(export_html, app, run_id)
+    except Exception as exc:  # call_core turned the core's TraceError into a tool error: report it as a resource one
+        raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
 
 @server.tool(annotations=_RO)

@@ -194,3 +194,45 @@ def test_a_hosts_roles_run_call_shows_the_answer_and_links_the_graph_run(roles_r
     heads = run_headlines(core.engine, [host, run])
     assert heads[host]["question"] == heads[run]["question"] == QUESTION
     assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "evidence verified"
+
+
+def test_report_resource_inside_the_host(roles_run) -> None:  # noqa: ANN001
+    """trace_get_run names the run's HTML report resource; a host reads it over MCP (no dashboard needed)."""
+    import anyio
+    from fastmcp import Client
+    from fastmcp.exceptions import McpError
+
+    from aisac_servers.suite import build
+
+    core, run, r = roles_run
+
+    async def go() -> tuple[str, str]:
+        async with Client(build(app=core, lifespan=False)) as c:
+            got = (await c.call_tool("trace_get_run", {"run_id": run, "detail": False})).structured_content
+            assert got["report_uri"] == f"aisac://trace/runs/{run}/report"
+            templates = [t.uri_template for t in await c.list_resource_templates()]
+            assert "aisac://trace/runs/{run_id}/report" in templates
+            page = (await c.read_resource(got["report_uri"]))[0]
+            with pytest.raises(McpError, match="no report for run"):
+                await c.read_resource("aisac://trace/runs/no-such-run/report")
+            return page.text, page.mime_type
+
+    text, mime = anyio.run(go)
+    assert mime == "text/html" and QUESTION in text and "id='cite-1'" in text and "<script" not in text
+
+
+def test_aisac_report_command(roles_run) -> None:  # noqa: ANN001
+    import os
+    import subprocess
+    import sys
+
+    core, run, _r = roles_run
+    aisac = str(Path(sys.executable).parent / "aisac")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", AISAC_OWNER_MODE="false", AISAC_DATA_DIR=str(core.settings.data_dir))
+    md = subprocess.run([aisac, "report", run, "--format", "markdown"], env=env, capture_output=True, text=True,
+                        timeout=300)
+    assert md.returncode == 0, md.stderr[-2000:]
+    assert Path(md.stdout.strip()).read_text(encoding="utf-8").startswith(f"# aisac run `{run}`\n\n**Question:** ")
+    bad = subprocess.run([aisac, "report", "no-such-run"], env=env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "unknown run" in bad.stderr and "Traceback" not in bad.stderr

@@ -171,7 +171,8 @@ def severity(c: dict[str, Any]) -> str:
 
 def _critique_list(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for e in _role(events, "evaluator", "evaluate", "critic"):
+    steps = _role(events, "evaluator", "evaluate", "critic")
+    for e in steps:
         for c in critiques(e["result"]):
             v = c.get("severity", c.get("level"))
             word = severity(c)
@@ -179,7 +180,7 @@ def _critique_list(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             msg = next((c[k] for k in ("message", "text", "critique", "issue", "description", "reason") if c.get(k)),
                        None)
             out.append({"severity": word, "label": label, "aspect": c.get("aspect"), "message": str(msg or c),
-                        "event_id": e["id"]})
+                        "event_id": e["id"], "final": e is steps[-1]})
     return out
 
 
@@ -276,7 +277,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
     Returns ``{run_id, run (the summary), question, question_source, answer: {text, by, citations, event_id} |
     None, cited: [card], retrieved: [card], verdict: {passed, label, content_judged, by, mean_severity,
     max_severity, gates: {name: {passed, detail?}}, event_id} | None, critiques: [{severity, label, aspect, message,
-    event_id}], plan: {nodes: [{id, label, tool, helper, named}], edges: [(from, to)], parents: {id: id} (the outline's nesting:
+    event_id, final}] (``final``: of the last evaluation; earlier ones led to a re-plan), plan: {nodes: [{id, label, tool, helper, named}], edges: [(from, to)], parents: {id: id} (the outline's nesting:
     last dependency or enclosing step), event_id} | None, timeline: [{id,
     label, server, kind, status, depth, start_ms, duration_ms}], span_ms, errors, last_id, linked_runs}``
     (``linked_runs``: the runs of the roles graphs this run's ``roles_run`` calls started); a card is ``{n,

@@ -52,7 +52,7 @@ pre{background:var(--bg);padding:.5em;overflow:auto;max-height:24em;white-space:
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:.7em}
 .card{border:1px solid var(--bd);border-radius:6px;padding:.6em;background:#fff;scroll-margin-top:1em}
 .card:target{outline:3px solid var(--acc)} .card .n{font-weight:700;color:var(--acc);margin-right:.3em}
-.card .text{font-size:.92em;margin:.3em 0;max-height:12em;overflow:auto} .card .meta{color:var(--mut);font-size:.85em}
+.card .text{font-size:.92em;margin:.3em 0;max-height:12em;overflow:auto} .card .meta{color:var(--mut);font-size:.85em;overflow-wrap:anywhere}
 .card mark{background:#fff3a3;padding:0 .1em} .cards.cited .card{grid-column:span 1}
 .page{position:relative;margin:.4em 0;border:1px solid var(--bd);line-height:0} .page img{width:100%;height:auto}
 .page .hl{position:absolute;border:2px solid #d4a72c;background:rgba(255,221,0,.18);pointer-events:none}
@@ -292,13 +292,19 @@ def render_run(data: dict[str, Any], *, verify: dict[str, Any] | None = None,
             judged = "" if v["content_judged"] else "<span class='badge mut'>content: not judged (no model)</span>"
             head = (f"<div class=verdict><span class='badge label {cls}'>{e(v['label'])}</span>{gates}{judged}"
                     f"<a class=mut href='{e(event_href(v['event_id']))}'>evaluator, event {v['event_id']}</a></div>")
-        crit = ""
-        if r["critiques"]:
-            crit = "<ul id=critiques>" + "".join(
+        def lis(items: list[dict[str, Any]]) -> str:
+            return "".join(
                 f"<li><span class='sev sev-{e(c['severity'])}'>{e(c['label'])}</span> "
                 + (f"<span class=badge>{e(c['aspect'])}</span> " if c.get("aspect") else "")
                 + f"{e(c['message'])} <a class=mut href='{e(event_href(c['event_id']))}'>event {c['event_id']}</a></li>"
-                for c in r["critiques"]) + "</ul>"
+                for c in items)
+
+        final = [c for c in r["critiques"] if c.get("final", True)]
+        earlier = [c for c in r["critiques"] if not c.get("final", True)]
+        crit = f"<ul id=critiques>{lis(final)}</ul>" if final or earlier else ""
+        if earlier:
+            crit += (f"<details class=earlier><summary class=mut>{len(earlier)} critiques of earlier attempts (each "
+                     f"led to a new plan)</summary><ul>{lis(earlier)}</ul></details>")
         parts.append(f"<h2>Evaluation</h2><section id=verdict>{head}{crit}</section>")
     a = r["answer"]
     if a:

@@ -76,7 +76,7 @@ def export_markdown(app: AppContext, run_id: str) -> str:
             judged = "" if v["content_judged"] else " · content: not judged (no model)"
             lines += [f"- verdict: **{v['label']}**{judged}" + (f" · gates: {gates}" if gates else "")]
         lines += [f"- {c['label']}{' (' + c['aspect'] + ')' if c.get('aspect') else ''}: {c['message']}"
-                  for c in r["critiques"]]
+                  + ("" if c.get("final", True) else " (an earlier attempt, re-planned)") for c in r["critiques"]]
         lines.append("")
     plan = r["plan"]
     if plan and plan["nodes"]:
