@@ -380,3 +380,26 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
     assert v["status"] == "changed" and v["inputs"][0]["status"] == "changed"
     f.unlink()
     assert verify_run(fast_core, "run-files")["inputs"][0]["status"] == "missing"
+
+
+def test_run_headlines_on_every_engine(fast_core):
+    """The run list's question, citations and verdict come from two queries (a window function for each run's first
+    events), on SQLite and PostgreSQL alike."""
+    from aisac_core.trace.queries import run_headlines
+
+    task = {"task": "What limits perovskite lifetime?", "llm": "none"}
+    _record(fast_core, "run-h1", "router", kind="role_step", server="roles", arguments=task, result={"decision": "plan"})
+    for i in range(30):  # more events than the headline window: the question is still found
+        _record(fast_core, "run-h1", "rag_search", arguments={"query": f"q{i}"}, result={"hits": []})
+    cite = {"n": 1, "chunk_id": "c1", "quote": "moisture", "anchor": {"chunk_id": "c1", "path": "/p.pdf"}}
+    _record(fast_core, "run-h1", "researcher", kind="role_step", server="roles", arguments={},
+            result={"text": "Moisture [1].", "citations": [cite], "by": "extractive"})
+    _record(fast_core, "run-h1", "evaluator", kind="role_step", server="roles", arguments={},
+            result={"passed": True, "by": "automatic", "critiques": [],
+                    "gates": {"evidence": {"passed": True, "anchors": [{"chunk_id": "c1", "status": "ok"}]}}})
+    _record(fast_core, "run-h2", "rag_search", arguments={"query": "zeolite coking"}, result={"hits": []})
+    heads = run_headlines(fast_core.engine, ["run-h1", "run-h2", "run-none"])
+    assert heads["run-h1"] == {"question": task["task"], "citations": 1, "verdict": "evidence verified",
+                               "verified": 1, "anchors": 1}
+    assert heads["run-h2"]["question"] == "zeolite coking" and heads["run-h2"]["citations"] is None
+    assert heads["run-none"]["question"] is None
