@@ -209,3 +209,18 @@ def served_alone(server, app):  # noqa: ANN001, ANN201
     main = FastMCP(f"{server.name}-alone", lifespan=lifespan)
     main.mount(server)
     return main
+
+
+#: Debian's chromium, driven by Playwright (no browser download)
+CHROMIUM = os.environ.get("AISAC_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture
+def chromium() -> str:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium): browser test skipped")
+    try:
+        import playwright.sync_api  # noqa: F401  (presence check)
+    except ImportError:
+        pytest.skip("playwright is not installed: browser test skipped")
+    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")  # type: ignore[return-value]

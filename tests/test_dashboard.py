@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import threading
 import time
@@ -17,7 +16,6 @@ import pytest
 
 from conftest import http_server
 
-CHROMIUM = os.environ.get("AISAC_CHROMIUM", "/usr/bin/chromium")
 
 
 def _record(core, run_id, tool, *, result=None, status="ok", kind="tool_call", parent_id=None, server=None,
@@ -164,17 +162,6 @@ def test_dashboard_under_http_transport(tmp_path, models_dir):
 
 
 # ---------------------------------------------------------------------------------------------- browser
-
-@pytest.fixture
-def chromium() -> str:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium): browser test skipped")
-    try:
-        import playwright.sync_api  # noqa: F401  (presence check)
-    except ImportError:
-        pytest.skip("playwright is not installed: browser test skipped")
-    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")  # type: ignore[return-value]
-
 
 def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium, tmp_path):
     from fixtures_gen import PAGE_MARKERS

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_dashboard import CHROMIUM, serve_dashboard
+from test_dashboard import serve_dashboard
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "dashboard"
 QUESTION = "How much efficiency did perovskite cells without encapsulation lose at 85 percent relative humidity?"
@@ -72,13 +72,6 @@ def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # n
     assert "content: not judged (no model)" in md
 
 
-def _chromium() -> str:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium): browser test skipped")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: browser test skipped")
-    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")  # type: ignore[return-value]
-
-
 def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
     img = card.locator(".page img")
     assert page.evaluate("(i) => i.complete && i.naturalWidth > 0", img.element_handle())  # the PNG loaded
@@ -92,11 +85,11 @@ def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
         assert ib["y"] - 1 <= b["y"] and b["y"] + b["height"] <= ib["y"] + ib["height"] + 1
 
 
-def test_browser_run_list_and_run_page(roles_run) -> None:  # noqa: ANN001
+def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: ANN001
     from playwright.sync_api import expect, sync_playwright
 
     core, run, r = roles_run
-    exe = _chromium()
+    exe = chromium
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     n_events = len(r["timeline"])
     with serve_dashboard(core) as base, sync_playwright() as pw:
@@ -141,13 +134,13 @@ def test_browser_run_list_and_run_page(roles_run) -> None:  # noqa: ANN001
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 2_000
 
 
-def test_html_export_opens_offline(roles_run, tmp_path) -> None:  # noqa: ANN001
+def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
     from playwright.sync_api import expect, sync_playwright
 
     from aisac_core.trace.exports import export_run
 
     core, run, r = roles_run
-    exe = _chromium()
+    exe = chromium
     out = export_run(core, run, "html")
     path = Path(out["path"])
     assert path.is_file() and out["bytes"] == path.stat().st_size and path.stat().st_mode & 0o077 == 0
