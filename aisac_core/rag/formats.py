@@ -80,11 +80,13 @@ def check_pdf(path: Path) -> None:
     if b"%PDF-" not in head:
         raise DocumentError(f"{path.name} is not a PDF (no %PDF header): it may be another file type renamed")
     import pypdfium2 as pdfium  # the PDF stack (native library) loads only when a PDF is parsed
+    from docling.utils.locks import pypdfium2_lock  # pdfium is not thread-safe: docling's process-wide lock
 
     try:
-        doc = pdfium.PdfDocument(str(path))
-        n = len(doc)
-        doc.close()
+        with pypdfium2_lock:
+            doc = pdfium.PdfDocument(str(path))
+            n = len(doc)
+            doc.close()
     except pdfium.PdfiumError as exc:
         msg = str(exc)
         if "password" in msg.lower():

@@ -7,7 +7,8 @@ on disk, keyed by the file's identity (resolved path, size, mtime) and the reque
 Coordinates: character boxes are in PDF user space (PDF 32000-1:2008 §8.3.2.3: origin bottom left, y up, 1/72 inch)
 as pdfium's ``FPDFText_GetLooseCharBox`` / ``FPDFText_GetCharBox`` return them; ``FPDF_PageToDevice``, the renderer's
 own transform, maps them to image pixels (origin top left, y down), page rotation and crop box included.
-pdfium is not thread-safe: every pdfium call here runs under one module-level lock.
+pdfium is not thread-safe: every pdfium call here runs under docling's process-wide ``pypdfium2_lock`` (the lock
+its PDF backend takes), so a page image rendered while a document is being indexed never overlaps it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from PIL import Image, ImageDraw
 
 log = logging.getLogger(__name__)
 
-_PDFIUM_LOCK = threading.Lock()
+try:  # the process-wide pdfium lock docling's PDF backend takes: indexing and page images never overlap in pdfium
+    from docling.utils.locks import pypdfium2_lock as _PDFIUM_LOCK
+except ImportError:  # docling absent (a reduced install): pdfium calls of this module are still serialised
+    _PDFIUM_LOCK = threading.Lock()
 _CACHE_VERSION = "pageimage-1"  # bump when the drawing or the matching changes: old entries are not served
 MAX_HEIGHT_RATIO = 4.0          # image height <= 4 x width
 MAX_PIXELS = 6_000_000          # ~6 MP per page image

@@ -399,7 +399,7 @@ def run_headlines(engine: "Engine", run_ids: list[str]) -> dict[str, dict[str, A
         ends = s.exec(select(T.run_id, T.id, T.kind, T.server, T.tool, T.result_json).where(
             T.run_id.in_(run_ids),  # type: ignore[attr-defined]
             (T.tool.in_(["researcher", "evaluator"]) & (T.kind == "role_step"))  # type: ignore[attr-defined]
-            | T.tool.endswith("roles_run")).order_by(T.id)).all()  # type: ignore[attr-defined]
+            | T.tool.endswith("roles_run", autoescape=True)).order_by(T.id)).all()  # type: ignore[attr-defined]
     by_run: dict[str, list[dict[str, Any]]] = {}
     for rid, eid, kind, server, tool, args in heads:
         by_run.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,
