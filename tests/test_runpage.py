@@ -229,3 +229,48 @@ def test_aisac_report_command(roles_run) -> None:  # noqa: ANN001
     assert Path(md.stdout.strip()).read_text(encoding="utf-8").startswith(f"# aisac run `{run}`\n\n**Question:** ")
     bad = subprocess.run([aisac, "report", "no-such-run"], env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "unknown run" in bad.stderr and "Traceback" not in bad.stderr
+
+
+
+def _json_strategy():  # noqa: ANN202
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=20)
+    return st.recursive(scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+        st.sampled_from(["n", "text", "citations", "anchor", "chunk_id", "page", "score", "quote", "title", "plan",
+                         "steps", "id", "depends_on", "goal", "passed", "by", "gates", "critiques", "severity",
+                         "evidence", "anchors", "status", "answer", "evaluation", "run_id", "hits", "char_span"]),
+        kids, max_size=6), max_leaves=25)
+
+
+def test_any_recorded_shape_renders() -> None:
+    """Step results and arguments are whatever a host or a model submitted: the report, the page and the headline
+    digest render any JSON without raising (a host's roles_submit_* payloads land in the trace as is)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from aisac_core.trace.report import answer_digest, run_report
+    from aisac_core.trace.runpage import render_run
+
+    tools = st.sampled_from(["router", "planner", "researcher", "evaluator", "coordinator", "rag_search", "roles_run",
+                             "memory_add_turn"])
+    event = st.fixed_dictionaries({"kind": st.sampled_from(["tool_call", "role_step", "model_call"]), "tool": tools,
+                                   "server": st.sampled_from(["roles", "rag"]), "result": _json_strategy(),
+                                   "arguments": _json_strategy(),
+                                   "started_at": st.sampled_from(["2026-01-01T00:00:00+00:00", "", "bad"])})
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(event, min_size=1, max_size=6))
+    def check(evs: list[dict]) -> None:
+        tree = [{**e, "id": i + 1, "status": "ok", "error": None, "latency_ms": 1.0, "arguments_sha256": "0" * 64,
+                 "result_sha256": None, "result_summary": "", "parent_id": None, "children": []}
+                for i, e in enumerate(evs)]
+        data = {"run": {"run_id": "r", "active": False, "events": len(tree), "by_kind": {}, "duration_s": 0,
+                        "started_at": "2026-01-01T00:00:00", "servers": []}, "errors": [], "last_id": len(tree),
+                "tree": tree}
+        page = render_run(data)
+        assert page.startswith("<div id=body") and "<script" not in page
+        run_report(data)
+        answer_digest(tree)
+
+    check()

@@ -113,8 +113,10 @@ def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tu
             if not base.get(k) and c.get(k):
                 base[k] = c[k]
         base["chunk_id"] = cid
-        cited.append(_card(base, seen[1] if seen else answer["event_id"], n=int(c.get("n") or i),  # type: ignore[index]
-                           quote=c.get("quote")))
+        n = c.get("n")
+        n = n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10_000 else i  # a host may submit anything
+        quote = c.get("quote") if isinstance(c.get("quote"), str) else None
+        cited.append(_card(base, seen[1] if seen else answer["event_id"], n=n, quote=quote))  # type: ignore[index]
     cited_ids = {c["chunk_id"] for c in cited}
     retrieved = [_card(a, eid) for cid, (a, eid) in first.items() if cid not in cited_ids]
     return cited, retrieved
