@@ -246,7 +246,7 @@ def _json_strategy():  # noqa: ANN202
 def test_any_recorded_shape_renders() -> None:
     """Step results and arguments are whatever a host or a model submitted: the report, the page and the headline
     digest render any JSON without raising (a host's roles_submit_* payloads land in the trace as is)."""
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
     from aisac_core.trace.report import answer_digest, run_report
@@ -259,7 +259,11 @@ def test_any_recorded_shape_renders() -> None:
                                    "arguments": _json_strategy(),
                                    "started_at": st.sampled_from(["2026-01-01T00:00:00+00:00", "", "bad"])})
 
+    odd = {"kind": "role_step", "tool": "researcher", "server": "roles", "arguments": {"task": 5},
+           "started_at": "bad", "result": {"text": "t [1]", "citations": [{"n": "one", "quote": 5, "page": "x"}, 7]}}
+
     @settings(max_examples=300, deadline=None)
+    @example([odd])  # a citation number that is not a number (a submitted answer)
     @given(st.lists(event, min_size=1, max_size=6))
     def check(evs: list[dict]) -> None:
         tree = [{**e, "id": i + 1, "status": "ok", "error": None, "latency_ms": 1.0, "arguments_sha256": "0" * 64,
