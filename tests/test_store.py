@@ -136,6 +136,20 @@ def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
     assert str(db) in msg and "move it aside" in msg
 
 
+@pytest.mark.parametrize("url,expect", [
+    ("not a url", "is not a SQLAlchemy URL"),
+    ("postgresql+pg8000://u:s3cretpw@127.0.0.1:1/db", "no database driver for it is installed"),
+    ("nosuchdb://u:s3cretpw@h/db", "no database driver for it is installed"),
+    ("postgresql+psycopg://u:s3cretpw@127.0.0.1:1/db", "Check that the database server runs"),
+])
+def test_bad_sql_urls_are_one_clear_store_error(url: str, expect: str) -> None:
+    """A wrong URL, a driver that is not installed, a server that is not there: a StoreError that says what to do,
+    never the password."""
+    with pytest.raises(StoreError, match=expect) as info:
+        make_engine(url)
+    assert "s3cretpw" not in str(info.value)
+
+
 @pytest.mark.sqlite_only
 def test_corrupt_store_through_core(settings) -> None:  # noqa: ANN001
     from aisac_core.context import AppContext

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.engine import URL, Engine
 from sqlmodel import Session, create_engine
 
@@ -58,8 +59,9 @@ def make_engine(url: str) -> Engine:
     revision (:func:`aisac_core.store.migrations.upgrade`: a new store gets every table, a store of an older
     release is brought up to date without losing a row).
 
-    Raises :class:`StoreError` when the database file is not a database (corrupt or foreign), or when it was
-    written by a newer aisac (a schema revision these migrations do not know).
+    Raises :class:`StoreError` when the database file is not a database (corrupt or foreign), when it was
+    written by a newer aisac (a schema revision these migrations do not know), when ``url`` is not a SQLAlchemy URL,
+    names a driver that is not installed, or a server that cannot be reached (the message never shows a password).
     """
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {}
@@ -67,7 +69,17 @@ def make_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     else:
         kwargs["pool_pre_ping"] = True
-    engine = create_engine(url, **kwargs)
+    try:
+        engine = create_engine(url, **kwargs)
+    except (ImportError, NoSuchModuleError) as exc:  # a dialect or driver that is not installed (before ArgumentError:
+        # NoSuchModuleError is one)
+        raise StoreError(f"cannot open the SQL store {redact_url(url)}: no database driver for it is installed "
+                         f"({_first_line(exc)}). For PostgreSQL: pip install 'aisac[postgres]' (psycopg 3) and use "
+                         "a postgresql+psycopg:// URL") from exc
+    except ArgumentError as exc:  # not a URL at all
+        raise StoreError(f"the SQL store URL (setting sql_url, AISAC_SQL_URL) is not a SQLAlchemy URL "
+                         f"({_first_line(exc)}); give e.g. postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE, or "
+                         "unset it for the SQLite file in the data dir") from exc
     if is_sqlite:
         sqlite_listeners(engine)
     from alembic.util import (
@@ -102,7 +114,6 @@ def redact_url(url: str | URL) -> str:
     """``url`` with its password shown as ``***`` (for status output, logs and error messages); text that is not a
     URL comes back as ``<not a URL>``, since it might be a secret itself."""
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
 
     try:
         return make_url(url).render_as_string(hide_password=True)
