@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
+from fastmcp.apps.config import AppConfig
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
@@ -40,6 +41,7 @@ from aisac_core.roles.tools import capabilities
 from aisac_core.trace.recorder import new_run_id
 
 from .common import App, call_core
+from .report_app import VIEW_URI
 from .sampling import sampling_backend, sampling_request, stateless_protocol
 from .suite import current_run_id
 from .toolclient import SuiteTools
@@ -215,7 +217,7 @@ async def evaluate(
     return await _guard(go())
 
 
-@server.tool
+@server.tool(app=AppConfig(resource_uri=VIEW_URI))  # hosts with MCP Apps show the run report (needs trace)
 async def run(
     ctx: Context,
     task: Annotated[str, Field(description="the question")],
@@ -258,7 +260,7 @@ async def run(
         err = st["error"]
         raise ToolError(err.split(": ", 1)[1] if err.startswith(("RolesError", "RoleModelError")) else
                         f"the run failed ({err}); its trace is run {run_id}")
-    from aisac_servers.trace import report_uri
+    from .trace import report_uri
 
     if st["status"] == "running":
         return {"status": "running", "job_id": job_id, "run_id": run_id, "report_uri": report_uri(run_id),

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from aisac_servers.common import App, call_core, tool_error
+from aisac_servers.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
+from fastmcp.apps.config import AppConfig
 from pydantic import Field
 
 from aisac_core.context import AppContext
@@ -61,7 +63,7 @@ async def list_runs(
                            text=text, limit=limit, offset=offset)
 
 
-@server.tool(annotations=_RO)
+@server.tool(annotations=_RO, app=AppConfig(resource_uri=VIEW_URI))
 async def get_run(
     run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
     include_results: Annotated[bool, Field(description="add each event's stored result (can be large)")] = False,
@@ -90,6 +92,13 @@ def report_uri(run_id: str) -> str:
     from urllib.parse import quote
 
     return REPORT_URI.format(run_id=quote(run_id, safe=""))
+
+
+@server.resource("ui://run-report", mime_type=VIEW_MIME)
+def run_report_view() -> str:
+    """The MCP Apps view of a run report (:mod:`aisac_servers.report_app`): a host with the UI extension renders it
+    for ``trace_get_run`` and ``roles_run`` results."""
+    return VIEW_HTML
 
 
 @server.resource("aisac://runs/{run_id}/report", mime_type="text/html")

@@ -278,3 +278,77 @@ def test_any_recorded_shape_renders() -> None:
         answer_digest(tree)
 
     check()
+
+
+HOST_PAGE = """<!doctype html><html><body><iframe id=view sandbox="allow-scripts" style="width:1200px;height:800px">
+</iframe><script>
+// the host side of the MCP Apps extension, as a host implements it: answer ui/initialize, send the tool result
+// once the view is initialized, proxy resources/read to the server (here: window.readResource, bridged to Python)
+window.hostLog = [];
+const view = document.getElementById('view');
+const reply = (id, result) => view.contentWindow.postMessage({jsonrpc: '2.0', id, result}, '*');
+window.addEventListener('message', async (e) => {
+  const m = e.data; window.hostLog.push(m.method || 'response');
+  if (m.method === 'ui/initialize') {
+    window.initParams = m.params;
+    reply(m.id, {protocolVersion: m.params.protocolVersion, hostInfo: {name: 'test-host', version: '1'},
+                 hostCapabilities: {serverResources: {}}, hostContext: {displayMode: 'inline'}});
+  } else if (m.method === 'ui/notifications/initialized') {
+    view.contentWindow.postMessage({jsonrpc: '2.0', method: 'ui/notifications/tool-result',
+                                    params: window.toolResult}, '*');
+  } else if (m.method === 'resources/read') {
+    reply(m.id, {contents: [{uri: m.params.uri, mimeType: 'text/html', text: await window.readResource(m.params.uri)}]});
+  } else if (m.method === 'ui/notifications/size-changed') {
+    window.viewHeight = m.params.height;
+  }
+});
+</script></body></html>"""
+
+
+def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None:  # noqa: ANN001
+    """A host with the MCP Apps extension: trace_get_run names the view in _meta.ui; the view, in a sandboxed
+    iframe, starts the handshake, receives the tool result, reads the report resource through the host and shows
+    the run page (question, cited card) and reports its height."""
+    import json
+
+    import anyio
+    from fastmcp import Client
+    from playwright.sync_api import sync_playwright
+
+    from aisac_servers.suite import build
+
+    core, run, _r = roles_run
+
+    async def fetch() -> tuple[str, dict, dict[str, str]]:
+        async with Client(build(app=core, lifespan=False)) as c:
+            tool = next(t for t in await c.list_tools() if t.name == "trace_get_run")
+            view_uri = tool.meta["ui"]["resourceUri"]
+            view = (await c.read_resource(view_uri))[0]
+            assert view.mime_type == "text/html;profile=mcp-app"
+            res = await c.call_tool("trace_get_run", {"run_id": run, "detail": False})
+            report = (await c.read_resource(res.structured_content["report_uri"]))[0].text
+            return view.text, {"structuredContent": res.structured_content,
+                               "content": [{"type": "text", "text": "run"}]}, \
+                {res.structured_content["report_uri"]: report}
+
+    view_html, result, resources = anyio.run(fetch)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            ctx = browser.new_context(offline=True)
+            page = ctx.new_page()
+            page.expose_function("readResource", lambda uri: resources[uri])
+            page.set_content(HOST_PAGE)
+            page.evaluate("([html, result]) => { window.toolResult = result; "
+                          "document.getElementById('view').srcdoc = html; }", [view_html, json.loads(json.dumps(result))])
+            frame = page.frame_locator("#view")
+            frame.locator("#question").wait_for(timeout=30_000)
+            assert frame.locator("#question").inner_text() == QUESTION
+            assert frame.locator("#cite-1").count() == 1 and frame.locator("#timeline rect.bar").count() > 0
+            page.wait_for_function("window.viewHeight > 300", timeout=10_000)
+            init = page.evaluate("window.initParams")
+            assert init["protocolVersion"] == "2026-01-26" and init["appInfo"]["name"] == "aisac-run-report"
+            log = page.evaluate("window.hostLog")
+            assert log[:3] == ["ui/initialize", "ui/notifications/initialized", "resources/read"], log
+        finally:
+            browser.close()
