@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import chromium_browser
 from test_dashboard import serve_dashboard
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "dashboard"
@@ -86,44 +87,39 @@ def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
 
 
 def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: ANN001
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     core, run, r = roles_run
-    exe = chromium
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     n_events = len(r["timeline"])
-    with serve_dashboard(core) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{base}/")
-            row = page.locator(f"tr[data-run='{run}']")
-            expect(row.locator("td.q a")).to_have_text(QUESTION)
-            expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} verified")
-            page.screenshot(path=str(ARTIFACTS / "run-list.png"))
-            row.locator("td.q a").click()
-            page.wait_for_url(f"**/run?id={run}")
-            expect(page.locator("#question")).to_have_text(QUESTION)
-            expect(page.locator("#verdict")).to_contain_text("evidence verified")
-            expect(page.locator("#verdict")).to_contain_text("content: not judged (no model)")
-            page.screenshot(path=str(ARTIFACTS / "run-page.png"))
-            # [1] in the answer scrolls to the first cited card
-            first = page.locator("#cite-1")
-            page.locator("#answer a.cite[data-cite='1']").first.click()
-            page.wait_for_function("location.hash === '#cite-1'")
-            box = first.bounding_box()
-            assert box is not None and 0 <= box["y"] < 900, box
-            _highlight_inside_image(page, first)
-            expect(first.locator(".verify")).to_have_text("unchanged")
-            first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
-            # the waterfall has one bar per event, the plan a node per step
-            assert page.locator("#timeline rect.bar").count() == n_events
-            assert page.locator("#plan svg g.node").count() == len(r["plan"]["nodes"]) >= 2
-            page.locator("#timeline").screenshot(path=str(ARTIFACTS / "timeline.png"))
-            page.locator("#plan").screenshot(path=str(ARTIFACTS / "plan.png"))
-            page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
-        finally:
-            browser.close()
+    with serve_dashboard(core) as base, chromium_browser(chromium) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base}/")
+        row = page.locator(f"tr[data-run='{run}']")
+        expect(row.locator("td.q a")).to_have_text(QUESTION)
+        expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} verified")
+        page.screenshot(path=str(ARTIFACTS / "run-list.png"))
+        row.locator("td.q a").click()
+        page.wait_for_url(f"**/run?id={run}")
+        expect(page.locator("#question")).to_have_text(QUESTION)
+        expect(page.locator("#verdict")).to_contain_text("evidence verified")
+        expect(page.locator("#verdict")).to_contain_text("content: not judged (no model)")
+        page.screenshot(path=str(ARTIFACTS / "run-page.png"))
+        # [1] in the answer scrolls to the first cited card
+        first = page.locator("#cite-1")
+        page.locator("#answer a.cite[data-cite='1']").first.click()
+        page.wait_for_function("location.hash === '#cite-1'")
+        box = first.bounding_box()
+        assert box is not None and 0 <= box["y"] < 900, box
+        _highlight_inside_image(page, first)
+        expect(first.locator(".verify")).to_have_text("unchanged")
+        first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
+        # the waterfall has one bar per event, the plan a node per step
+        assert page.locator("#timeline rect.bar").count() == n_events
+        assert page.locator("#plan svg g.node").count() == len(r["plan"]["nodes"]) >= 2
+        page.locator("#timeline").screenshot(path=str(ARTIFACTS / "timeline.png"))
+        page.locator("#plan").screenshot(path=str(ARTIFACTS / "plan.png"))
+        page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
         png = httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, timeout=30)
         assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
         # a chunk the run does not cite, or another run's: no image
@@ -135,12 +131,11 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
 
 
 def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from aisac_core.trace.exports import export_run
 
     core, run, r = roles_run
-    exe = chromium
     out = export_run(core, run, "html")
     path = Path(out["path"])
     assert path.is_file() and out["bytes"] == path.stat().st_size and path.stat().st_mode & 0o077 == 0
@@ -149,22 +144,18 @@ def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # no
     copy = tmp_path / "report.html"  # a reviewer's copy, away from the store
     shutil.copy(path, copy)
     requests: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            ctx = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
-            page = ctx.new_page()
-            page.on("request", lambda req: requests.append(req.url))
-            page.goto(copy.as_uri())
-            expect(page.locator("#question")).to_have_text(QUESTION)
-            bullet = next(ln for ln in r["answer"]["text"].splitlines() if ln.startswith("- "))
-            expect(page.locator("#answer")).to_contain_text(bullet[2:].rsplit(" [", 1)[0][:60])
-            expect(page.locator("#evidence .card")).to_have_count(len(r["cited"]))
-            _highlight_inside_image(page, page.locator("#cite-1"))
-            assert page.locator("#timeline rect.bar").count() == len(r["timeline"])
-            page.screenshot(path=str(tmp_path / "export.png"), full_page=True)
-        finally:
-            browser.close()
+    with chromium_browser(chromium) as browser:
+        ctx = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        page = ctx.new_page()
+        page.on("request", lambda req: requests.append(req.url))
+        page.goto(copy.as_uri())
+        expect(page.locator("#question")).to_have_text(QUESTION)
+        bullet = next(ln for ln in r["answer"]["text"].splitlines() if ln.startswith("- "))
+        expect(page.locator("#answer")).to_contain_text(bullet[2:].rsplit(" [", 1)[0][:60])
+        expect(page.locator("#evidence .card")).to_have_count(len(r["cited"]))
+        _highlight_inside_image(page, page.locator("#cite-1"))
+        assert page.locator("#timeline rect.bar").count() == len(r["timeline"])
+        page.screenshot(path=str(tmp_path / "export.png"), full_page=True)
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
 
 
@@ -262,8 +253,12 @@ def test_any_recorded_shape_renders() -> None:
     odd = {"kind": "role_step", "tool": "researcher", "server": "roles", "arguments": {"task": 5},
            "started_at": "bad", "result": {"text": "t [1]", "citations": [{"n": "one", "quote": 5, "page": "x"}, 7]}}
 
+    odd_gates = {"kind": "role_step", "tool": "evaluator", "server": "roles", "arguments": {}, "started_at": "",
+                 "result": {"passed": True, "gates": 5}}
+
     @settings(max_examples=300, deadline=None)
     @example([odd])  # a citation number that is not a number (a submitted answer)
+    @example([odd_gates])  # gates that are not an object
     @given(st.lists(event, min_size=1, max_size=6))
     def check(evs: list[dict]) -> None:
         tree = [{**e, "id": i + 1, "status": "ok", "error": None, "latency_ms": 1.0, "arguments_sha256": "0" * 64,
@@ -313,7 +308,6 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
 
     import anyio
     from fastmcp import Client
-    from playwright.sync_api import sync_playwright
 
     from aisac_servers.suite import build
 
@@ -332,23 +326,19 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
                 {res.structured_content["report_uri"]: report}
 
     view_html, result, resources = anyio.run(fetch)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            ctx = browser.new_context(offline=True)
-            page = ctx.new_page()
-            page.expose_function("readResource", lambda uri: resources[uri])
-            page.set_content(HOST_PAGE)
-            page.evaluate("([html, result]) => { window.toolResult = result; "
-                          "document.getElementById('view').srcdoc = html; }", [view_html, json.loads(json.dumps(result))])
-            frame = page.frame_locator("#view")
-            frame.locator("#question").wait_for(timeout=30_000)
-            assert frame.locator("#question").inner_text() == QUESTION
-            assert frame.locator("#cite-1").count() == 1 and frame.locator("#timeline rect.bar").count() > 0
-            page.wait_for_function("window.viewHeight > 300", timeout=10_000)
-            init = page.evaluate("window.initParams")
-            assert init["protocolVersion"] == "2026-01-26" and init["appInfo"]["name"] == "aisac-run-report"
-            log = page.evaluate("window.hostLog")
-            assert log[:3] == ["ui/initialize", "ui/notifications/initialized", "resources/read"], log
-        finally:
-            browser.close()
+    with chromium_browser(chromium) as browser:
+        ctx = browser.new_context(offline=True)
+        page = ctx.new_page()
+        page.expose_function("readResource", lambda uri: resources[uri])
+        page.set_content(HOST_PAGE)
+        page.evaluate("([html, result]) => { window.toolResult = result; "
+                      "document.getElementById('view').srcdoc = html; }", [view_html, json.loads(json.dumps(result))])
+        frame = page.frame_locator("#view")
+        frame.locator("#question").wait_for(timeout=30_000)
+        assert frame.locator("#question").inner_text() == QUESTION
+        assert frame.locator("#cite-1").count() == 1 and frame.locator("#timeline rect.bar").count() > 0
+        page.wait_for_function("window.viewHeight > 300", timeout=10_000)
+        init = page.evaluate("window.initParams")
+        assert init["protocolVersion"] == "2026-01-26" and init["appInfo"]["name"] == "aisac-run-report"
+        log = page.evaluate("window.hostLog")
+        assert log[:3] == ["ui/initialize", "ui/notifications/initialized", "resources/read"], log

@@ -315,7 +315,8 @@ def answer_digest(events: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"citations": len(answer["citations"]) if answer else None,
                            "verdict": verdict["label"] if verdict else None, "verified": None, "anchors": None}
     ev = _role(events, "evaluator", "evaluate")
-    gate = (ev[-1]["result"].get("gates") or {}).get("evidence") if ev else None
+    gates = ev[-1]["result"].get("gates") if ev else None
+    gate = gates.get("evidence") if isinstance(gates, dict) else None
     if isinstance(gate, dict) and isinstance(gate.get("anchors"), list):
         out["anchors"] = len(gate["anchors"])
         out["verified"] = sum(1 for a in gate["anchors"] if isinstance(a, dict) and a.get("status") == "ok")
