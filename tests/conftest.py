@@ -191,8 +191,17 @@ def http_server(env: dict[str, str], timeout: float = 30.0):  # noqa: ANN201
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Terminate ``proc`` and wait up to ``timeout`` seconds; kill it when it does not stop."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 def served_alone(server, app):  # noqa: ANN001, ANN201
@@ -224,3 +233,17 @@ def chromium() -> str:
     except ImportError:
         pytest.skip("playwright is not installed: browser test skipped")
     return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def chromium_browser(executable: str):  # noqa: ANN201
+    """Debian's chromium launched headless through Playwright (sandbox and GPU off, as in a container); yields the
+    browser and closes it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            browser.close()

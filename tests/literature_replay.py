@@ -33,6 +33,24 @@ def _read(p: Path) -> bytes:
     return p.read_bytes()
 
 
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """An HTTP/1.1 request handler for the tests' local servers: no request log, one call to send a whole answer."""
+
+    protocol_version = "HTTP/1.1"
+
+    def reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        """Send ``status``, ``headers`` and ``body`` (with its Content-Length)."""
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a: object) -> None:
+        pass
+
 class ReplayServer:
     """See the module docstring. Use as a context manager; ``url`` is ``http://<host>:<port>`` (``host`` an IPv4
     address, 127.0.0.1 by default: Linux routes all of 127/8 to the loopback interface)."""
@@ -47,9 +65,7 @@ class ReplayServer:
         self._load()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802
                 t = time.monotonic()
                 parts = urlsplit(self.path)
@@ -62,15 +78,7 @@ class ReplayServer:
                 delay = float(headers.pop("X-Test-Delay", 0))
                 if delay:
                     time.sleep(delay)  # a slow service (time-out tests)
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a: object) -> None:
-                pass
+                self.reply(status, headers, body)
 
         self.host = host
         self.httpd = ThreadingHTTPServer((host, 0), Handler)

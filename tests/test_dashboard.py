@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import http_server
+from conftest import chromium_browser, http_server, stop_process
 
 
 
@@ -165,7 +165,7 @@ def test_dashboard_under_http_transport(tmp_path, models_dir):
 
 def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium, tmp_path):
     from fixtures_gen import PAGE_MARKERS
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from aisac_core.rag.indexer import Indexer
     from aisac_core.rag.search import search
@@ -174,48 +174,44 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
     hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]
     run = "run-browser"
     ids = _roles_run(fast_core, run, hits)
-    with serve_dashboard(fast_core) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1600})
-            page.goto(f"{base}/")
-            row = page.locator(f"tr[data-run='{run}']")
-            expect(row.locator("td.q a")).to_have_text("perovskite humidity")  # the run's question links the run
-            row.locator("td.q a").click()
-            page.wait_for_url("**/run?id=run-browser")
-            expect(page.locator("#live")).to_have_text("● live", timeout=10_000)
-            page.evaluate("window.__noReload = 42")
+    with serve_dashboard(fast_core) as base, chromium_browser(chromium) as browser:
+        page = browser.new_page(viewport={"width": 1200, "height": 1600})
+        page.goto(f"{base}/")
+        row = page.locator(f"tr[data-run='{run}']")
+        expect(row.locator("td.q a")).to_have_text("perovskite humidity")  # the run's question links the run
+        row.locator("td.q a").click()
+        page.wait_for_url("**/run?id=run-browser")
+        expect(page.locator("#live")).to_have_text("● live", timeout=10_000)
+        page.evaluate("window.__noReload = 42")
 
-            # expand a tool call: its arguments become visible
-            entry = page.locator(f"#ev-{ids['search']}")
-            args = entry.locator(".args").first
-            expect(args).to_be_hidden()
-            page.locator(f"#ev-{ids['router']} > summary").click()
-            page.locator(f"#ev-{ids['planner']} > summary").click()
-            entry.locator("> summary").click()
-            expect(args).to_be_visible()
-            expect(args).to_contain_text("perovskite humidity")  # formatted: a definition list, not raw JSON
-            expect(args.locator("dt", has_text="query")).to_be_visible()
+        # expand a tool call: its arguments become visible
+        entry = page.locator(f"#ev-{ids['search']}")
+        args = entry.locator(".args").first
+        expect(args).to_be_hidden()
+        page.locator(f"#ev-{ids['router']} > summary").click()
+        page.locator(f"#ev-{ids['planner']} > summary").click()
+        entry.locator("> summary").click()
+        expect(args).to_be_visible()
+        expect(args).to_contain_text("perovskite humidity")  # formatted: a definition list, not raw JSON
+        expect(args.locator("dt", has_text="query")).to_be_visible()
 
-            # evidence card with text, source, page, score and the verify badge filled in
-            card = page.locator(f"[data-chunk='{hits[0]['chunk_id']}']")
-            expect(card).to_be_visible()
-            expect(card).to_contain_text("perovskite")
-            expect(card).to_contain_text("page 1")
-            expect(card.locator(".verify")).to_have_text("unchanged")  # checked when the page was rendered
-            expect(page.locator("#critiques .sev-high")).to_be_visible()
-            page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
-            assert (tmp_path / "run.png").stat().st_size > 10_000
+        # evidence card with text, source, page, score and the verify badge filled in
+        card = page.locator(f"[data-chunk='{hits[0]['chunk_id']}']")
+        expect(card).to_be_visible()
+        expect(card).to_contain_text("perovskite")
+        expect(card).to_contain_text("page 1")
+        expect(card.locator(".verify")).to_have_text("unchanged")  # checked when the page was rendered
+        expect(page.locator("#critiques .sev-high")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+        assert (tmp_path / "run.png").stat().st_size > 10_000
 
-            # live update: a new event written while the page is open appears without a reload,
-            # and the expanded entry stays open
-            new = _record(fast_core, run, "rag_get_chunk", arguments={"chunk_id": hits[0]["chunk_id"]})
-            expect(page.locator(f"#ev-{new}")).to_be_visible(timeout=15_000)
-            assert page.evaluate("window.__noReload") == 42
-            expect(page.locator(f"#ev-{ids['search']} .args").first).to_be_visible()
-            page.screenshot(path=str(tmp_path / "run-live.png"), full_page=True)
-        finally:
-            browser.close()
+        # live update: a new event written while the page is open appears without a reload,
+        # and the expanded entry stays open
+        new = _record(fast_core, run, "rag_get_chunk", arguments={"chunk_id": hits[0]["chunk_id"]})
+        expect(page.locator(f"#ev-{new}")).to_be_visible(timeout=15_000)
+        assert page.evaluate("window.__noReload") == 42
+        expect(page.locator(f"#ev-{ids['search']} .args").first).to_be_visible()
+        page.screenshot(path=str(tmp_path / "run-live.png"), full_page=True)
 
 
 @pytest.mark.anyio
@@ -311,8 +307,7 @@ def test_aisac_dashboard_command(tmp_path):
                 time.sleep(0.2)
         assert text is not None and "No runs yet" in text, proc.stderr.read().decode() if proc.poll() else text
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc)
 
 
 def test_standalone_verify_never_opens_the_vector_store(fast_core, corpus_copy):

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -152,13 +150,19 @@ def test_models_and_head_agree(tmp_path: Path) -> None:
         engine.dispose()
 
 
-def test_store_of_a_newer_release_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "aisac.db"
+def stamped_store(db: Path, revision: str) -> Path:
+    """A new SQLite store at ``db`` whose ``alembic_version`` then claims ``revision`` (an older or a newer release's
+    schema, as far as the migrations can tell)."""
     make_engine(f"sqlite:///{db}").dispose()
     con = sqlite3.connect(db)
-    con.execute("UPDATE alembic_version SET version_num = '9999'")
+    con.execute("UPDATE alembic_version SET version_num = ?", (revision,))
     con.commit()
     con.close()
+    return db
+
+
+def test_store_of_a_newer_release_is_refused(tmp_path: Path) -> None:
+    db = stamped_store(tmp_path / "aisac.db", "9999")
     with pytest.raises(StoreError, match="newer"):
         make_engine(f"sqlite:///{db}")
 

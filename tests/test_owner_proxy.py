@@ -17,6 +17,8 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
+from conftest import stop_process
 from test_owner import AISAC, owned_store, owner_info, serve_env, stdio  # noqa: F401 - owned_store is a fixture
 
 
@@ -135,8 +137,4 @@ async def test_dashboard_through_an_http_proxy(owned_store):  # noqa: F811
                     assert s.status_code == 200 and s.headers["content-type"].startswith("text/event-stream")
             assert owner_info(owned_store)["pid"] == owner["pid"]  # the HTTP server proxied, did not take over
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, 20)

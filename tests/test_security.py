@@ -20,7 +20,7 @@ from sqlmodel import Session, select
 from aisac_core.context import AppContext
 from aisac_core.store.tables import TraceEvent
 from aisac_servers.suite import build
-from conftest import make_settings
+from conftest import make_settings, stop_process
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -56,11 +56,7 @@ def serve_http(data_dir: Path, *args: str, **env: str):  # noqa: ANN201
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings
+from test_migrations import stamped_store
 from sqlmodel import Session, SQLModel, func, select
 
 from aisac_core.store.copy import copy_store
@@ -153,12 +154,7 @@ def test_refusals(source_store, tmp_path: Path) -> None:
     finally:
         src.dispose()
     # a source behind the newest revision (as a store of an older release would be until opened once)
-    old = tmp_path / "old.db"
-    make_engine(f"sqlite:///{old}").dispose()
-    con = sqlite3.connect(old)
-    con.execute("UPDATE alembic_version SET version_num = '0000'")
-    con.commit()
-    con.close()
+    old = stamped_store(tmp_path / "old.db", "0000")
     from sqlalchemy import create_engine
 
     behind = create_engine(f"sqlite:///{old}")

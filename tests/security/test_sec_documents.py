@@ -77,6 +77,22 @@ def _root_with_outside(tmp_path: Path) -> tuple[Path, Path]:
     return root, outside
 
 
+def _inflate_member(seed: Path, path: Path, member: str, head: bytes, unit: bytes, mb: int, tail: bytes) -> Path:
+    """Copy the Office file ``seed`` to ``path`` with ``member`` replaced by ``head`` + ``unit`` repeated to ``mb`` MB +
+    ``tail``, deflated (a zip bomb that is still a valid document); ``seed`` is removed."""
+    with zipfile.ZipFile(seed) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for info in src.infolist():
+            if info.filename != member:
+                z.writestr(info.filename, src.read(info))
+        with z.open(member, "w") as w:
+            w.write(head)
+            for _ in range(mb * 1024 * 1024 // len(unit)):
+                w.write(unit)
+            w.write(tail)
+    seed.unlink()
+    return path
+
+
 def xlsx_bomb(path: Path, sheet_mb: int = 80) -> Path:
     """A valid XLSX whose sheet XML is ``sheet_mb`` MB of repetitive numeric cells, deflated (a few hundred KB)."""
     import openpyxl
@@ -86,18 +102,9 @@ def xlsx_bomb(path: Path, sheet_mb: int = 80) -> Path:
     wb.active["A1"] = 1
     wb.save(seed)
     row = ("<row>" + '<c t="n"><v>1</v></c>' * 1000 + "</row>").encode()
-    with zipfile.ZipFile(seed) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            if info.filename != "xl/worksheets/sheet1.xml":
-                z.writestr(info.filename, src.read(info))
-        with z.open("xl/worksheets/sheet1.xml", "w") as w:
-            w.write(b'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
-                    b'spreadsheetml/2006/main"><sheetData>')
-            for _ in range(sheet_mb * 1024 * 1024 // len(row)):
-                w.write(row)
-            w.write(b"</sheetData></worksheet>")
-    seed.unlink()
-    return path
+    return _inflate_member(seed, path, "xl/worksheets/sheet1.xml",
+                           b'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
+                           b'spreadsheetml/2006/main"><sheetData>', row, sheet_mb, b"</sheetData></worksheet>")
 
 
 def docx_bomb(path: Path, body_mb: int = 40) -> Path:
@@ -109,18 +116,9 @@ def docx_bomb(path: Path, body_mb: int = 40) -> Path:
     d.add_paragraph("seed")
     d.save(seed)
     para = b"<w:p><w:r><w:t>the same sentence again and again</w:t></w:r></w:p>" * 100
-    with zipfile.ZipFile(seed) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for info in src.infolist():
-            if info.filename != "word/document.xml":
-                z.writestr(info.filename, src.read(info))
-        with z.open("word/document.xml", "w") as w:
-            w.write(b'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
-                    b'wordprocessingml/2006/main"><w:body>')
-            for _ in range(body_mb * 1024 * 1024 // len(para)):
-                w.write(para)
-            w.write(b"</w:body></w:document>")
-    seed.unlink()
-    return path
+    return _inflate_member(seed, path, "word/document.xml",
+                           b'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+                           b'wordprocessingml/2006/main"><w:body>', para, body_mb, b"</w:body></w:document>")
 
 
 def declared_unpacked(path: Path) -> int:

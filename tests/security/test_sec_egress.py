@@ -10,7 +10,7 @@ import json
 import socket
 import ssl
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpcore
@@ -19,7 +19,7 @@ from conftest import make_settings
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from fixtures_gen import make_pdf
-from literature_replay import ReplayServer
+from literature_replay import QuietHandler, ReplayServer
 
 pytestmark = pytest.mark.anyio
 
@@ -44,21 +44,10 @@ class Local:
         self.log: list[str] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802
                 outer.log.append(self.path)
-                status, headers, body = outer.answer
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a: object) -> None:
-                pass
+                self.reply(*outer.answer)
 
         class Server(ThreadingHTTPServer):
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
