@@ -130,7 +130,8 @@ def test_papermage_top_level_sections(shared_data: Path, tokenizer, name: str) -
     hits = sum(1 for t in tk if t in fk)
     recall = hits / len(tk) if tk else 1.0
     precision = sum(1 for f in fk if f in tk) / len(fk) if fk else 1.0
-    assert recall >= 0.9 and precision >= 0.9, (name, recall, precision, sorted(set(tk) - set(fk)),
+    # measured 1.00 / 1.00 on all 9 papers (parser aisac-parse-4, heading hygiene included): kept exact
+    assert recall == 1.0 and precision == 1.0, (name, recall, precision, sorted(set(tk) - set(fk)),
                                                 sorted(set(fk) - set(tk)))
 
 
@@ -238,3 +239,190 @@ def test_structure_of_a_generated_paper(tmp_path: Path, tokenizer) -> None:  # n
 def test_scanned_pdf_has_no_text_layer(tmp_path: Path, tokenizer) -> None:  # noqa: ANN001
     with pytest.raises(DocumentError, match="no text layer"):
         parse_document(make_scanned(tmp_path / "scan.pdf"), tokenizer)
+
+
+# ---- heading hygiene: figure / table / equation text, run-in headings, lost spaces, nesting -------------
+
+#: what a section heading may not look like (checked on every shared PDF); reasons of headings.heading_problem
+#: plus a lower-case start
+def _bad_heading(title: str) -> str | None:
+    from aisac_core.rag.headings import heading_problem
+
+    if title[:1].islower():
+        return "lower-case start"
+    return heading_problem(title)
+
+
+def _shared_pdfs() -> list[Path]:
+    from conftest import SHARED_DATA
+
+    pdfs = sorted((SHARED_DATA / "pdfs" / "papermage").glob("*.pdf")) + \
+        sorted((SHARED_DATA / "pdfs" / "docling").glob("*.pdf")) + \
+        sorted((SHARED_DATA / "pdf_metadata" / "grobid").glob("*.pdf"))
+    return [p for p in pdfs if "password" not in p.name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _shared_pdfs(), ids=lambda p: p.name)
+def test_headings_of_every_shared_pdf_are_clean(shared_data: Path, tokenizer, path: Path) -> None:  # noqa: ANN001
+    doc = _parsed(path, tokenizer)
+    titles = [s["title"] for s in doc.structure["sections"]]
+    print(path.name, titles)
+    bad = [(t, why) for t in titles if (why := _bad_heading(t))]
+    assert not bad, (path.name, bad)
+    assert all(len(t) <= 120 for t in titles)
+    assert not [t for t in titles if re.match(r"^\d+(\.\d+)*[A-Za-z]", t)]  # "2RelatedWork"
+
+
+def test_heading_problem_predicates() -> None:
+    from aisac_core.rag.headings import heading_problem, math_like
+
+    for ok in ("2 Related Work", "3.1 RQ1: Does inter-annotator agreement improve?", "Acknowledgements",
+               "A Background & Terminology", "5.2 Effect of SCIVOCAB", "Limitations", "4 Vignette: Building a QA"):
+        assert heading_problem(ok) is None, ok
+    cases = {"Figure 3: Scaling of the search": "caption", "Table 2": "caption", "Fsumm = 1": "math",
+             "S ∑summ∈S Fsumm where": "math", "(3) 12.5 17.0 0.33": "digits", "Method | Acc | F1": "table-cell",
+             "Human evaluation of long-form summaries is": "fragment",
+             "Data Classes. magelib provides three base data": "run-in", "2RelatedWork": "missing-space",
+             "1 is the mean difference in score": "fragment", "x" * 130: "long"}
+    for text, why in cases.items():
+        assert heading_problem(text) == why, (text, heading_problem(text))
+    assert math_like("𝛽 𝑃𝐷𝐹 2") and math_like("a + b → c (3)") and not math_like("Multi-task learning")
+
+
+def test_repair_heading_spaces() -> None:
+    from aisac_core.rag.headings import repair_heading
+
+    assert repair_heading("2RelatedWork") == "2 Related Work"
+    assert repair_heading("2 RelatedWork") == "2 Related Work"
+    assert repair_heading("4.2Computer Science Domain") == "4.2 Computer Science Domain"
+    assert repair_heading("3.2 CreatingMulti-LexSum summaries") == "3.2 Creating Multi-LexSum summaries"
+    assert repair_heading("D.1 ModelingMixed-Effects in RepeatedMeasures") == \
+        "D.1 Modeling Mixed-Effects in Repeated Measures"
+    assert repair_heading("A Background &Terminology") == "A Background & Terminology"
+    for keep in ("5 Pretraining SciBERT on GitHub", "LaTeX and BibTeX sources", "CiteSee in PubMed",
+                 "OpenAI and DeepMind models", "3D Reconstruction", "2 BERT", "iPhone apps"):
+        assert repair_heading(keep) == keep
+
+
+def test_run_in_split() -> None:
+    from aisac_core.rag.headings import run_in_split
+
+    line = [("Reward", True, False), ("Design", True, False)] + [(w, False, True) for w in "We conduct RL".split()]
+    assert run_in_split(line) == 2
+    # a heading whose last word is in italics or code is no run-in; an all-bold line neither
+    assert run_in_split([("3.1", True, False), ("Models", True, False), ("with", True, False),
+                         ("magelib", False, False)]) == 0
+    assert run_in_split([("Results", True, False), ("overview", True, False)]) == 0
+
+
+def test_figure_debris_runs() -> None:
+    from aisac_core.rag.headings import figure_debris
+    from aisac_core.rag.pdf import _Line
+
+    def ln(text: str, top: float, w: float = 200, h: float = 10) -> _Line:
+        return _Line(1, text, 72, 72 + w, top, h)
+
+    seq = [ln("Body text that fills the whole column of the page here.", 100, 300),
+           ln("[Search]Analysis of scaling", 120, 120), ln("accuracy", 135, 40), ln("0.5", 150, 15),
+           ln("Figure 2: Scaling of the search.", 170, 300),
+           ln("Body again, a long line of running text in the body font.", 190, 300),
+           ln("Reward Design", 210, 80), ln("Body after a real heading, a long line of running text.", 225, 300),
+           ln("Method", 250, 40), ln("Acc", 250, 20),
+           ln("Body closing the page, another long line of running text.", 270, 300)]
+    seq[9].l, seq[9].r = 200, 220
+    body = [i in (0, 5, 7, 10) for i in range(len(seq))]
+    in_row = [i in (8, 9) for i in range(len(seq))]
+    short = [s.r - s.l < 165 for s in seq]
+    flags = figure_debris(seq, body, [False] * len(seq), in_row, short, 10.0)
+    assert flags[1] and flags[2] and flags[3]  # figure text above its caption
+    assert not flags[6]  # a heading between body paragraphs
+    assert flags[8] and flags[9]  # table header cells
+    tiny = figure_debris([ln("ABSTRACT", 10, 30, h=5)], [False], [True], [False], [True], 10.0)
+    assert tiny == [True]  # text set at half the body size is figure text (a paper shown in a figure)
+
+
+def test_heading_levels_follow_numbering_and_size() -> None:
+    from aisac_core.rag.pdf import _heading_level
+    from aisac_core.rag.structure import NUMBERING
+
+    def lvl(t: str, numbered: bool = True, h: float = 12, top_h: float = 12, sizes: list[float] | None = None):
+        return _heading_level(t, numbered, h, top_h, NUMBERING.match(t), sizes)
+
+    assert lvl("2 Related Work") == 1 and lvl("2.1 Data") == 2 and lvl("IV. Results") == 1
+    assert lvl("References", h=10) == 1 and lvl("Acknowledgements", h=9) == 1 and lvl("Appendix", h=9) == 1
+    assert lvl("Datasheet motivation", h=14) == 2  # unnumbered in a numbered paper: inside the section before
+    sizes = [14.0, 14.2, 12.0, 12.1, 10.5]
+    assert [lvl(t, False, h, 14.2, sizes) for t, h in (("Overview", 14.1), ("Setup", 12.0), ("Notes", 10.5))] \
+        == [1, 2, 3]
+
+
+def _make_polluted(path: Path) -> Path:
+    """A one-column paper whose headings a naive parser gets wrong: a lost space ("2RelatedWork"), a run-in
+    bold paragraph start, bold figure labels above a "Figure 1:" caption, a bold equation, a bold table
+    header row under a "Table 1:" caption."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    body = ("This line of running text is long enough to fill the column like the body of a real paper does "
+            "and it keeps going.")
+    c = canvas.Canvas(str(path), pagesize=A4)
+    y = 780.0
+
+    def text(s: str, font: str = "Helvetica", size: float = 10.5, x: float = 72, dy: float = 14) -> None:
+        nonlocal y
+        c.setFont(font, size)
+        c.drawString(x, y, s)
+        y -= dy
+
+    text("A study of heading hygiene in parsed papers", "Helvetica-Bold", 17, dy=40)
+    text("1 Introduction", "Helvetica-Bold", 12.5, dy=20)
+    for _ in range(4):
+        text(body[:95])
+    y -= 10
+    text("2RelatedWork", "Helvetica-Bold", 12.5, dy=20)
+    c.setFont("Helvetica-Bold", 10.5)
+    c.drawString(72, y, "Reward Design")
+    text("We conduct RL training on the benchmark with a reward that counts solved tasks and", x=154)
+    for _ in range(3):
+        text(body[:95])
+    y -= 14
+    for label, x in (("[Search]Analysis of scaling", 120), ("Accuracy", 80), ("Steps", 300), ("0.5", 90),
+                     ("Baseline", 380)):
+        text(label, "Helvetica-Bold", 10.5, x=x, dy=12)
+    text("Figure 1: Scaling of the search with the number of steps.", dy=24)
+    for _ in range(3):
+        text(body[:95])
+    y -= 10
+    text("Fsumm = 1 / |S| (3)", "Helvetica-Bold", 10.5, x=200, dy=20)
+    for _ in range(3):
+        text(body[:95])
+    y -= 10
+    text("Table 1: Scores of the methods.", dy=18)
+    c.setFont("Helvetica-Bold", 10.5)
+    for cell, x in (("Method", 90), ("Accuracy", 220), ("Recall", 340)):
+        c.drawString(x, y, cell)
+    y -= 14
+    for row in (("ours", "91.2", "88.0"), ("baseline", "85.1", "80.3")):
+        c.setFont("Helvetica", 10.5)
+        for cell, x in zip(row, (90, 220, 340)):
+            c.drawString(x, y, cell)
+        y -= 14
+    y -= 10
+    text("3 Results", "Helvetica-Bold", 12.5, dy=20)
+    for _ in range(4):
+        text(body[:95])
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_polluted_headings_of_a_generated_paper(tmp_path: Path) -> None:
+    from aisac_core.rag.formats import convert
+    from aisac_core.rag.pdf import reconstruct_pdf
+
+    doc = reconstruct_pdf(convert(_make_polluted(tmp_path / "polluted.pdf"), "pdf", "native"), "polluted")
+    heads = [(it.text, it.level) for it, _ in doc.iterate_items() if str(it.label).endswith("section_header")]
+    assert heads == [("1 Introduction", 1), ("2 Related Work", 1), ("3 Results", 1)], heads
+    body = " ".join(getattr(it, "text", "") for it, _ in doc.iterate_items())
+    assert "Reward Design We conduct RL training" in body  # the run-in heading stays in its paragraph

@@ -17,6 +17,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from aisac_core.rag.frontmatter import document_front_matter
+from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
 _PAGE_NUM = re.compile(r"^\s*(page\s*)?[\divxlc]{1,5}(\s*(/|of)\s*\d+)?\s*$", re.I)
@@ -30,6 +32,11 @@ _TOP_LEVEL_NAMES = re.compile(
     r"supplementary (material|materials|information)|ethic(s|s statement|al considerations)|broader impacts?|"
     r"author contributions|data availability|code availability|funding|declarations?|competing interests|"
     r"conflicts? of interests?|keywords|ccs concepts|summary)\b", re.I)
+#: unnumbered names that are top-level sections at any size (front and back matter)
+_ALWAYS_TOP = re.compile(
+    r"^(abstract|keywords|index terms|ccs concepts|acknowledge?ments?|references|bibliography|works cited|"
+    r"literature cited|appendix|appendices|supplementary (material|materials|information)|author contributions|"
+    r"data availability|code availability|competing interests|conflicts? of interests?)\b", re.I)
 #: a figure / table caption: "Figure 3:", "Fig. 2.", "Table 1:", "TABLE II"
 _CAPTION = re.compile(r"^(fig(ure|\.)?|table|tab\.)\s*([0-9]+|[IVX]+)[a-z]?\s*[.:|]", re.I)
 
@@ -44,6 +51,8 @@ class _Line:
     h: float
     font: str = ""
     bold: bool = False
+    #: the line's words as (text, font name), when the PDF parser gives words (run-in headings)
+    words: tuple[tuple[str, str], ...] = ()
 
 
 def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
@@ -60,6 +69,9 @@ def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float,
         out = lines.setdefault(pno, [])
         if pp is None:
             continue
+        # words by vertical position (4-point buckets), built on first need: lines in a bold font get their
+        # words with their fonts (run-in headings)
+        wbuckets: dict[int, list[tuple[float, float, float, str, str]]] | None = None
         for cell in pp.textline_cells:
             text = (cell.text or "").strip()
             if not text:
@@ -72,7 +84,22 @@ def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float,
                 vertical.append(text)
                 continue
             font = (cell.font_name or "").split("+")[-1]
-            out.append(_Line(pno, text, bb.l, bb.r, bb.t, max(1.0, h), font, bool(_BOLD_FONT.search(font))))
+            top, bot = min(bb.t, bb.b), max(bb.t, bb.b)
+            words: tuple[tuple[str, str], ...] = ()
+            if text.count(" ") >= 2 and _BOLD_FONT.search(font) or re.fullmatch(r"/?[A-Za-z]{0,2}\d+", font):
+                if wbuckets is None:
+                    wbuckets = {}
+                    for wc in getattr(pp, "word_cells", None) or ():
+                        wb = wc.rect.to_bounding_box()
+                        if wb.coord_origin.name != "TOPLEFT":
+                            wb = wb.to_top_left_origin(page_height=H)
+                        cy = (wb.t + wb.b) / 2
+                        wbuckets.setdefault(int(cy // 4), []).append((cy, wb.l, wb.r, wc.text or "",
+                                                                      (wc.font_name or "").split("+")[-1]))
+                words = tuple((wt, wf) for _, wt, wf in sorted(
+                    (wl, wt, wf) for k in range(int(top // 4), int(bot // 4) + 1) for cy, wl, wr, wt, wf in
+                    wbuckets.get(k, ()) if top <= cy <= bot and wl >= bb.l - 1 and wr <= bb.r + 1))
+            out.append(_Line(pno, text, bb.l, bb.r, bb.t, max(1.0, h), font, bool(_BOLD_FONT.search(font)), words))
     return lines, sizes, vertical
 
 
@@ -159,21 +186,30 @@ def _heading_like_line(ln: _Line, body_h: float) -> bool:
         not t.endswith(("-", ",", ";")) and (t[:1] != "(" or bool(NUMBERING.match(t)))
 
 
-def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re.Match[str] | None") -> int | None:
+def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re.Match[str] | None",
+                   sizes: list[float] | None = None) -> int | None:
     """Level of a heading paragraph (1 = top-level section): from its numbering ("3" -> 1, "3.1" -> 2,
-    appendix "A" -> 1); unnumbered: 1 for the usual top-level names (Abstract, References, ...) set at least
-    0.85 x the size of the numbered top-level headings, else 1 in an unnumbered document when set as large as
-    its largest headings, else 2."""
+    appendix "A" -> 1); unnumbered: 1 for front and back matter names (Abstract, References, Appendix, ...)
+    at any size; 1 for the other usual top-level names (Introduction, Results, ...) set at least 0.85 x the
+    size of the numbered top-level headings (``top_h``); any other in a numbered document 2 (numbering, not
+    size, gives the nesting there); in an unnumbered document the rank of its size among the heading ``sizes`` (largest first, sizes
+    within 0.5 pt count as one), at most 3."""
     if m:
         num = m.group(1).rstrip(".")
         if re.fullmatch(r"[IVX]+", num):
             return 1
         return min(3, num.count(".") + 1)
-    if _TOP_LEVEL_NAMES.match(text) and len(text) <= 60 and (not has_numbered or h >= 0.85 * top_h):
+    if len(text) <= 60 and (_ALWAYS_TOP.match(text) or (
+            _TOP_LEVEL_NAMES.match(text) and (not has_numbered or h >= 0.85 * top_h))):
         return 1
-    if not has_numbered and h >= top_h - 0.5:
-        return 1
-    return 2
+    if has_numbered:  # a child of the numbered section before it, whatever its size (datasheet headings of an
+        return 2      # appendix, set larger than the sections, stay in it)
+    ranks = sorted({round(x * 2) / 2 for x in (sizes or [top_h])}, reverse=True)
+    levels, last = [], None
+    for x in ranks:  # one level per size, sizes within 0.5 pt of the previous one count as that one
+        levels.append(levels[-1] if last is not None and last - x <= 0.5 else len(set(levels)) + 1)
+        last = x
+    return min(3, next((lv for x, lv in zip(ranks, levels) if h >= x - 0.25), levels[-1] if levels else 2))
 
 
 def reconstruct_pdf(res: Any, name: str) -> Any:
@@ -200,6 +236,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
     body_font = max(fonts, key=lambda f: fonts[f]) if fonts else ""
     body_hs = [ln.h for ls in lines.values() for ln in ls if ln.font == body_font]
     body_h = statistics.median(body_hs) if body_hs else 10.0
+    run_in: set[int] = set()
     for ls in lines.values():
         for ln in ls:
             if ln.font == body_font:
@@ -208,9 +245,14 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a bare resource key ("/F2": standard-14 fonts, not embedded) tells no weight: a font other than
                 # the body's, set larger, counts as emphasis
                 ln.bold = ln.h >= 1.1 * body_h
+            if ln.bold and len(ln.words) >= 3 and run_in_split(
+                    [(t, f != body_font and bool(_BOLD_FONT.search(f)), f == body_font) for t, f in ln.words]):
+                ln.bold = False  # a run-in heading ("Reward Design We conduct ..."): the line is body text
+                run_in.add(id(ln))
 
     # paragraphs per page: line gaps, same column, similar size, no change between heading-like and body lines
     paras_by_page: dict[int, list[list[_Line]]] = {}
+    debris: set[int] = set()
     for pno in sorted(sizes):
         ordered = _reading_order(lines.get(pno, []), sizes[pno][0])
         # lines sharing their row with another line of the same column are table cells (or ruled layouts)
@@ -226,6 +268,19 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                         break
                     if a.r <= b.l or b.r <= a.l:
                         in_row.update((id(a), id(b)))
+        # figure and table text: runs of short non-body lines (headings.figure_debris)
+        colw = {c: max(x.r for x in cl) - min(x.l for x in cl) for c, cl in by_col.items()}
+        hl = [_heading_like_line(ln, body_h) for _, ln in ordered]
+        body = [not hl[k] and 0.85 * body_h <= ln.h <= 1.25 * body_h and id(ln) not in in_row and
+                letters_ratio(ln.text) >= 0.6 and
+                (ln.r - ln.l >= 0.55 * colw[c] or ln.text.endswith((".", "!", "?", ";", ":", ",", ")")))
+                for k, (c, ln) in enumerate(ordered)]
+        strong = [hl[k] and len(ln.text) <= 120 and (bool(NUMBERING.match(repair_heading(ln.text))) or
+                                                     bool(_TOP_LEVEL_NAMES.match(ln.text)))
+                  for k, (_, ln) in enumerate(ordered)]
+        flags = figure_debris([ln for _, ln in ordered], body, strong, [id(ln) in in_row for _, ln in ordered],
+                              [ln.r - ln.l < 0.55 * colw[c] for c, ln in ordered], body_h)
+        debris.update(id(ln) for (_, ln), f in zip(ordered, flags) if f)
         paras: list[list[_Line]] = []
         last_col = None
         for c, ln in ordered:
@@ -233,13 +288,17 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 p = paras[-1][-1]
                 gap = ln.top - (p.top + p.h)
                 same_row = abs(ln.top - p.top) < 0.5 * min(ln.h, p.h)
-                kind_same = _heading_like_line(ln, body_h) == _heading_like_line(p, body_h)
+                # a run-in heading may start on the line above ("Partial annotation has a high correlation to
+                # full" + "annotation, but higher variance: In Figure 4 ...")
+                kind_same = _heading_like_line(ln, body_h) == _heading_like_line(p, body_h) or id(ln) in run_in
                 # body lines vary in box height (sub/superscripts); heading lines of one level do not
                 similar = abs(ln.h - p.h) <= (0.1 if _heading_like_line(ln, body_h) else 0.2) * max(ln.h, p.h)
                 starts_caption = bool(_CAPTION.match(ln.text)) or (
                     _heading_like_line(ln, body_h) and bool(NUMBERING.match(ln.text)))
                 row_same = (id(ln) in in_row) == (id(p) in in_row)
-                if (same_row or (-0.5 * p.h <= gap <= 0.7 * max(p.h, ln.h))) and similar and kind_same and \
+                # a heading line ending mid-phrase ("difficulty, understanding, and") continues on the next
+                max_gap = 1.1 if kind_same and _heading_like_line(p, body_h) and ends_open(p.text) else 0.7
+                if (same_row or (-0.5 * p.h <= gap <= max_gap * max(p.h, ln.h))) and similar and kind_same and \
                         not starts_caption and row_same:
                     paras[-1].append(ln)
                     continue
@@ -270,12 +329,14 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             if not text:
                 continue
             h = statistics.mean(x.h for x in para)
+            rt = repair_heading(text)
             headingish = not is_table and len(para) <= 3 and len(text) <= 150 and \
                 all(_heading_like_line(x, body_h) for x in para) and not text.endswith((".", ":", ",", ";")) and \
                 not _CAPTION.match(text) and re.search(r"[^\W\d_]{3}", text) is not None and \
                 not text[:1].islower() and \
-                not (":" in text[:30] and not NUMBERING.match(text))
-            if headingish and not (NUMBERING.match(text) or _TOP_LEVEL_NAMES.match(text) or h >= 1.4 * body_h or
+                not (":" in text[:30] and not NUMBERING.match(rt)) and \
+                id(para[0]) not in debris and heading_problem(rt) is None
+            if headingish and not (NUMBERING.match(rt) or _TOP_LEVEL_NAMES.match(text) or h >= 1.4 * body_h or
                                    (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)):
                 headingish = False
             cands.append((pno, para, text, is_table, headingish, h))
@@ -284,35 +345,57 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                   for _, _, t, _, hd, _ in cands)
 
     def numbering(t: str) -> "re.Match[str] | None":
-        m = NUMBERING.match(t)
+        m = NUMBERING.match(repair_heading(t))
         return None if m and m.group(1).rstrip(".") == "A" and not letters else m
 
     numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in
                   m.group(1).rstrip(".")]
     has_numbered = len(numbered_h) >= 1
     top_h = statistics.median(numbered_h) if numbered_h else max((h for *_, hd, h in cands if hd), default=body_h)
+    head_sizes = [h for *_, hd, h in cands if hd]
 
     doc = DoclingDocument(name=name)
     first = min(sizes) if sizes else 1
-    first_h = max((ln.h for ln in lines.get(first, []) if ln.top < 0.45 * sizes[first][1]), default=0)
-    title_done = False
+    # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
+    front = document_front_matter(lines, sizes, body_h, body_font, getattr(getattr(res, "input", None), "file", None))
+    title_ids = {id(x) for x in front.title_lines}
+    title_done = front.title is None
+    if front.title and not title_ids:  # the document info title, printed on page 1 but not found in the layout
+        doc.add_title(text=front.title)
+        title_done = True
     in_refs = False
     seen_top = False
     seen_headings: set[str] = set()
+    # figure text and captions right after a heading wait until the section's first body paragraph is out,
+    # so that a section's text starts with its prose ("7 Results" is not followed by axis labels)
+    pending: list[tuple[Any, str, Any]] = []
+    after_heading = False
+
+    def flush() -> None:
+        for lab, t, pv in pending:
+            doc.add_text(label=lab, text=t, prov=pv)
+        pending.clear()
+
     for n, (pno, para, text, is_table, headingish, h) in enumerate(cands):
         bbox = BoundingBox(l=min(x.l for x in para), t=min(x.top for x in para),
                            r=max(x.r for x in para), b=max(x.top + x.h for x in para),
                            coord_origin=CoordOrigin.TOPLEFT)
         prov = ProvenanceItem(page_no=pno, bbox=bbox, charspan=(0, len(text)))
-        if not title_done and pno == first and n <= 3 and len(text) <= 300 and \
-                (h >= 1.3 * body_h or (h >= 1.15 * body_h and all(x.bold for x in para))) and \
-                h >= first_h - 0.5 and para[0].top < 0.45 * sizes[pno][1] and not numbering(text):
-            doc.add_title(text=text, prov=prov)  # the largest type in the top part of the first page
-            title_done = True
+        if title_ids and pno == first and any(id(x) in title_ids for x in para):
+            if not title_done:
+                tl = front.title_lines
+                tb = BoundingBox(l=min(x.l for x in tl), t=min(x.top for x in tl), r=max(x.r for x in tl),
+                                 b=max(x.top + x.h for x in tl), coord_origin=CoordOrigin.TOPLEFT)
+                doc.add_title(text=front.title or text, prov=ProvenanceItem(
+                    page_no=pno, bbox=tb, charspan=(0, len(front.title or text))))
+                title_done = True
+            rest = [x for x in para if id(x) not in title_ids]  # author lines joined to the title paragraph
+            if rest and (rest_text := para_text(rest)[0]):
+                doc.add_text(label=DocItemLabel.TEXT, text=rest_text, prov=prov)
             continue
         if headingish:
             num = numbering(text)
-            level = _heading_level(text, has_numbered, h, top_h, num)
+            level = _heading_level(text, has_numbered, h, top_h, num, head_sizes)
             if level is not None and level > 1 and not seen_top and not num:
                 level = None  # front matter (authors, affiliations in bold) before the first section heading
             if level is not None and not num and not _TOP_LEVEL_NAMES.match(text) and (
@@ -321,17 +404,26 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             if level is not None:
                 seen_top = seen_top or level == 1
                 seen_headings.add(text)
-                doc.add_heading(text=text, level=level, prov=prov)
+                flush()
+                after_heading = True
+                doc.add_heading(text=repair_heading(text), level=level, prov=prov)
                 if level == 1:
                     in_refs = section_label(text) == "references"
                 continue
-        if _CAPTION.match(text):
-            doc.add_text(label=DocItemLabel.CAPTION, text=text, prov=prov)
-        elif in_refs:
-            doc.add_text(label=DocItemLabel.REFERENCE, text=text, prov=prov)
-        else:
-            doc.add_text(label=DocItemLabel.TEXT, text=text, prov=prov)
-    doc._aisac_meta = {"margins": removed, "vertical": vertical}  # type: ignore[attr-defined]
+        label = DocItemLabel.CAPTION if _CAPTION.match(text) else \
+            DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
+        figure_text = label == DocItemLabel.CAPTION or all(id(x) in debris for x in para)
+        if after_heading and figure_text and not in_refs:
+            pending.append((label, text, prov))
+            continue
+        doc.add_text(label=label, text=text, prov=prov)
+        if not figure_text:
+            after_heading = False
+            flush()
+    flush()
+    doc._aisac_meta = {"margins": removed, "vertical": vertical,  # type: ignore[attr-defined]
+                       "front": {"title": front.title, "authors": front.authors, "confidence": front.confidence,
+                                 "title_source": front.title_source}}
     return doc
 
 

@@ -58,13 +58,20 @@ def letters_ratio(t: str) -> float:
 
 def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
     """Title, authors, year, DOI and arXiv id from the first part of a document (PDF: its first pages,
-    margins and the vertical arXiv stamp included). Fields not found are None / []."""
+    margins and the vertical arXiv stamp included), with the title's ``confidence`` (0..1) and
+    ``title_source`` ("layout", "pdf_info", "layout+pdf_info"; None without a title or for other formats).
+    A PDF's title and authors come from :mod:`aisac_core.rag.frontmatter` (first-page layout + document
+    info); other formats take the title item and the name block after it. Fields not found are None / []."""
     extra = getattr(doc, "_aisac_meta", {}) or {}
+    front = extra.get("front")
     head = text[:6000]
     hay = "\n".join(list(extra.get("vertical", [])) + list(extra.get("margins", []))[:20] + [head])
     title_item = next(((getattr(it, "text", "") or "").strip() for it, _ in doc.iterate_items()
                        if str(getattr(it, "label", "")).endswith("title")), None)
-    meta: dict[str, Any] = {"title": title_item or title, "authors": [], "year": None, "doi": None, "arxiv_id": None}
+    meta: dict[str, Any] = {"title": title_item or title, "authors": [], "year": None, "doi": None, "arxiv_id": None,
+                            "confidence": None, "title_source": None}
+    if front is not None:
+        meta.update(title=front["title"], confidence=front["confidence"], title_source=front["title_source"])
     if m := _ARXIV.search(hay):
         meta["arxiv_id"] = m.group(1) + (m.group(2) or "")
     if m := _DOI.search(hay):
@@ -79,6 +86,9 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
     elif years:
         meta["year"] = max(years)  # a first page cites earlier years, and states its own (venue, copyright)
     # authors: the block right after the title (PDF), names split on commas / "and" / wide gaps
+    if front is not None:
+        meta["authors"] = list(front["authors"])
+        return meta
     items = [(it, str(getattr(it, "label", ""))) for it, _ in doc.iterate_items()]
     for i, (it, lab) in enumerate(items):
         if lab.endswith("title"):
