@@ -15,8 +15,10 @@ Method:
 4. nDCG@10 (graded gains, :data:`bench.cranfield.GAINS`) and recall@100 (gain > 0) per query, averaged
    over the 225 queries; a paired randomization test compares the shipped hybrid with each other run.
 
-The hybrid run uses the fusion aisac ships (:data:`aisac_core.rag.search.FUSION`); the other fusion is run
-on the same index for comparison. ``--study`` adds the fusion study of docs/retrieval.md
+The hybrid run uses the fusion aisac ships (:data:`aisac_core.rag.search.FUSION`, theoretical min-max
+normalisation and RM3 feedback); the other fusion, the earlier shipped hybrid (min-max over the candidates,
+no feedback, 0.420) and TM2C2 without feedback are run on the same index for comparison, each with its
+nDCG@10 over odd and even query numbers and p against the shipped and the earlier hybrid. ``--study`` adds the fusion study of docs/retrieval.md
 (:mod:`bench.fusion_study`).
 """
 
@@ -33,6 +35,8 @@ from .metrics import mean, ndcg_at_k, paired_randomization_test, recall_at_k
 TARGET_NDCG = 0.43
 #: Figures measured on this machine before this benchmark existed (task brief), for comparison.
 REFERENCE = {"bm25s": 0.352, "MiniLM dense": 0.381, "plain RRF": 0.406}
+#: The hybrid shipped before theoretical min-max and RM3 feedback (0.420): min-max over the candidates.
+EARLIER = "aisac hybrid (convex min-max, no feedback: earlier shipped)"
 
 
 def write_collection(col: cranfield.Cranfield, folder: Path) -> None:
@@ -67,17 +71,21 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
             "counters": counters.as_dict(), "failures": failures}
 
 
-def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None) -> tuple[dict, list]:
+def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None,
+              overrides: dict[str, Any] | None = None) -> tuple[dict, list]:
     """Run every query through :func:`aisac_core.rag.search.search` (k = 100) in ``mode`` (and, for hybrid,
-    with ``fusion``); returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding
-    cache is cleared first, so every run's latencies include embedding its queries."""
+    with ``fusion`` and the module constants in ``overrides``, e.g. ``{"PRF_CHUNKS": 0}``, restored after);
+    returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding cache is cleared
+    first, so every run's latencies include embedding its queries."""
     from aisac_core.rag import search as retrieval
     from aisac_core.rag.embeddings import _cached_query
 
     _cached_query.cache_clear()
-    saved = retrieval.FUSION
+    saved = {name: getattr(retrieval, name) for name in ["FUSION", *(overrides or {})]}
     if fusion:
         retrieval.FUSION = fusion
+    for name, value in (overrides or {}).items():
+        setattr(retrieval, name, value)
     try:
         runs, lat = {}, []
         for qid, text in col.queries.items():
@@ -86,7 +94,8 @@ def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None
             runs[qid] = [cran_id(h.payload["path"]) for h in res.hits]
         return runs, lat
     finally:
-        retrieval.FUSION = saved
+        for name, value in saved.items():
+            setattr(retrieval, name, value)
 
 
 def run_bm25s(col: cranfield.Cranfield, stem: bool) -> tuple[dict, dict]:
@@ -145,10 +154,13 @@ def run(ctx: Context) -> dict[str, Any]:
         core = make_core(tmp / "store")
         try:
             indexing = index_collection(core, tmp / "cranfield")
-            for label, mode, fusion in (("aisac dense (MiniLM)", "dense", None), ("aisac sparse (BM25)", "sparse", None),
-                                        (f"aisac hybrid ({shipped}, shipped)", "hybrid", shipped),
-                                        (f"aisac hybrid ({other})", "hybrid", other)):
-                runs, lat = run_aisac(core, col, mode, fusion)
+            for label, mode, fusion, over in (
+                    ("aisac dense (MiniLM)", "dense", None, None), ("aisac sparse (BM25)", "sparse", None, None),
+                    (f"aisac hybrid ({shipped}, shipped)", "hybrid", shipped, None),
+                    (f"aisac hybrid ({other})", "hybrid", other, None),
+                    (EARLIER, "hybrid", "convex", {"NORMALISATION": "minmax", "PRF_CHUNKS": 0}),
+                    ("aisac hybrid (convex TM2C2, no feedback)", "hybrid", "convex", {"PRF_CHUNKS": 0})):
+                runs, lat = run_aisac(core, col, mode, fusion, over)
                 systems[label] = {**evaluate(runs, col), "search_latency": latency_summary(lat)}
             if ctx.study:
                 from .fusion_study import run_study
@@ -166,11 +178,21 @@ def run(ctx: Context) -> dict[str, Any]:
         if label != hybrid_label:
             s["p_vs_shipped_hybrid"] = round(paired_randomization_test(hyb["per_query_ndcg@10"],
                                                                        s["per_query_ndcg@10"]), 4)
-    rows = [(label, s["ndcg@10"], s["recall@100"],
-             s.get("search_latency", {}).get("p50_ms"), s.get("p_vs_shipped_hybrid")) for label, s in systems.items()]
+    for label, s in systems.items():
+        if label != EARLIER:
+            s["p_vs_earlier_hybrid"] = round(paired_randomization_test(systems[EARLIER]["per_query_ndcg@10"],
+                                                                       s["per_query_ndcg@10"]), 4)
+    odd = [int(q) % 2 == 1 for q in col.queries]
+    for s in systems.values():
+        nd = s["per_query_ndcg@10"]
+        s["ndcg@10_odd_qids"] = round(mean([x for x, o in zip(nd, odd) if o]), 4)
+        s["ndcg@10_even_qids"] = round(mean([x for x, o in zip(nd, odd) if not o]), 4)
+    rows = [(label, s["ndcg@10"], s["ndcg@10_odd_qids"], s["ndcg@10_even_qids"], s["recall@100"],
+             s.get("search_latency", {}).get("p50_ms"), s.get("p_vs_shipped_hybrid"), s.get("p_vs_earlier_hybrid"))
+            for label, s in systems.items()]
     c = indexing["counters"]
-    table(f"quality: Cranfield ({len(col.docs):,} abstracts, {len(col.queries)} queries)", ["system", "nDCG@10", "recall@100", "search p50 ms",
-          "p vs hybrid"], rows,
+    table(f"quality: Cranfield ({len(col.docs):,} abstracts, {len(col.queries)} queries)", ["system", "nDCG@10", "odd qids", "even qids",
+          "recall@100", "search p50 ms", "p vs hybrid", "p vs earlier (0.420)"], rows,
           caption=f"indexed through aisac in {indexing['index_s']:.0f} s ({c['files_indexed']} files, "
                   f"{c['chunks_embedded']} chunks, {c['files_failed']} failed: "
                   f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); sparse = "

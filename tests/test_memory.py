@@ -182,3 +182,16 @@ def test_list_sessions_pages_and_export(fast_core):
     assert js["session"]["turn_count"] == 5 and [t["metadata"]["i"] for t in js["turns"]] == list(range(5))
     with pytest.raises(MemoryInputError, match="format"):
         mem.export_session(fast_core, sid, "pdf")
+
+
+def test_recall_two_relevant_pairs_score_alike(fast_core):
+    s1 = mem.start_session(fast_core, "lipase")["session_id"]
+    _thread(fast_core, s1, [
+        ("What was the lipase half-life at 60 C?", "The lipase lost half of its activity after 12 minutes at 60 C."),
+        ("And the lipase half-life at 70 C?", "At 70 C the lipase lost half of its activity within 3 minutes."),
+    ])
+    s2 = mem.start_session(fast_core, "follow-up")["session_id"]
+    res = mem.recall(fast_core, s2, "how fast does the lipase lose activity when heated", last_n=0, k=5)
+    scores = [r["score"] for r in res["related"]]
+    # both exchanges answer the question: both score high and close (min-max over two gave 1.0 and 0.0)
+    assert len(scores) == 2 and min(scores) > 0.7 and max(scores) - min(scores) < 0.2, scores

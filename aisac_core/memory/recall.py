@@ -142,7 +142,8 @@ def _render(t: Turn) -> str:
 
 
 def _pair_hits(core: "AppContext", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
-    """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion)."""
+    """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion with
+    theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few pairs for it)."""
     vs = _vs(core)
     emb = core.embedder
     hits = convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
@@ -160,7 +161,10 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
     budget is cut); then related pairs by descending score, each added whole if it fits (a pair that does
     not fit is skipped and counted in ``omitted``). Tokens are counted with the embedding model's
     tokenizer over ``role: content`` of each turn and ``user: ...\\nassistant: ...`` of each pair.
-    ``score``: convex combination of min-max normalised dense cosine and BM25 over the candidates (0..1).
+    ``score`` (0..1): 0.5 x cosine / best cosine + 0.5 x BM25 / best BM25 over the candidates (theoretical
+    min-max normalisation, floors 0, Bruch, Gai & Ingber, ACM TOIS 42(1), 2023; see
+    :func:`aisac_core.rag.search.normalise`): the worst of a few candidates is not forced to 0, so two
+    equally relevant pairs score alike.
     """
     _check_str(query, "query", MAX_QUERY_CHARS)
     last_n = _check_int(last_n, "last_n", 0, 100)

@@ -167,3 +167,39 @@ def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list
                          page_end=pages[-1] if pages else None, char_start=start, char_end=end,
                          section=section, section_covers=covers))
     return text, out, offsets
+
+
+#: Revision of the text the vectors are computed from (enters the index fingerprint): 2 = the document
+#: title prepended as a contextual chunk header when the heading path does not already carry it.
+CONTEXT_REVISION = 2
+
+
+def indexed_text(embed_text: str, title: str | None, section: str = "") -> str:
+    """The text a chunk's dense and BM25 vectors are computed from: a contextual chunk header, then the chunk.
+
+    Args:
+        embed_text: the chunk with its heading path (:attr:`Chunk.embed_text`, docling's ``contextualize``:
+            the headings, one a line, then the chunk text).
+        title: the document title (``ParsedDocument.title``), or None.
+        section: the chunk's heading path, ``" > "``-joined (:attr:`Chunk.section`).
+
+    Returns:
+        ``title + "\n" + embed_text``, or ``embed_text`` unchanged when there is no title or the title is
+        already one of the headings or the first line (docling puts a ``TitleItem`` at heading level 0, so a
+        Markdown ``# title`` already heads every chunk). The stored chunk text, its hash and its anchor are
+        not affected: only what is embedded.
+
+    Source: contextual chunk headers, i.e. indexing a passage together with its document title and section
+    path so that a chunk that never names its subject can still match it; the title field is the classic
+    strongest field of structured-document retrieval (Robertson, Zaragoza & Taylor, CIKM 2004, BM25F), and
+    passage retrieval with the title prepended is what dense retrievers are trained on (Karpukhin et al.,
+    EMNLP 2020, DPR: "title [SEP] passage").
+    """
+    t = " ".join((title or "").split())
+    if not t:
+        return embed_text
+    heads = {" ".join(h.split()) for h in section.split(" > ")} if section else set()
+    first = " ".join(embed_text.split("\n", 1)[0].split())
+    if t == first or any(h.startswith(t) for h in heads):
+        return embed_text
+    return f"{t}\n{embed_text}"

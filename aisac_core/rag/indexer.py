@@ -16,7 +16,8 @@ with size, mtime, sha256, fingerprint, chunk count and status. For each file:
    row whose file is missing, which the next run prunes again).
 
 The fingerprint is sha256 of (parser revision, docling version, chunk size, tokenizer, embedding model
-id, sparse model id with its BM25 parameters): changing any of them re-embeds every file.
+id, sparse model id with its BM25 parameters, revision of the embedded text: the contextual chunk
+header of :func:`aisac_core.rag.chunking.indexed_text`): changing any of them re-embeds every file.
 
 Background jobs that run the indexer: :mod:`aisac_core.rag.jobs`; the catalogue of data files:
 :mod:`aisac_core.rag.catalog`.
@@ -50,6 +51,7 @@ from aisac_core.errors import (
 )
 from aisac_core.hashing import dumps, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
+from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
@@ -116,7 +118,8 @@ def fingerprint(core: AppContext) -> str:
     s = core.settings
     parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.rag.pdf_pipeline}", f"chunk_max_tokens={s.rag.chunk_max_tokens}",
              "chunker=HybridChunker(merge_peers)", f"tokenizer={core.embedder.model_id}",
-             f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}"]
+             f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}",
+             f"context=title+headings@{CONTEXT_REVISION}"]
     return sha256_text("|".join(parts))[:16]
 
 
@@ -407,8 +410,9 @@ class Indexer:
             c.parse_seconds += time.perf_counter() - t0
         c.pages_parsed += parsed.pages or 0
         t0 = time.perf_counter()
-        dense = core.embedder.embed_documents([ch.embed_text for ch in parsed.chunks])
-        sparse = core.embedder.sparse_documents([ch.embed_text for ch in parsed.chunks])
+        texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
+        dense = core.embedder.embed_documents(texts)
+        sparse = core.embedder.sparse_documents(texts)
         c.embed_seconds += time.perf_counter() - t0
         c.chunks_embedded += len(parsed.chunks)
         points = [

@@ -5,13 +5,15 @@ Modes: ``dense`` (cosine over MiniLM vectors), ``sparse`` (BM25 with IDF), ``hyb
 Hybrid fusion (:data:`FUSION`, default ``convex``): the dense and the BM25 query each fetch their top
 :data:`PREFETCH` chunks; every candidate of the union is then scored by both (the score a list did not
 return is looked up exactly, restricted to the candidate ids; BM25 is 0 where no query term occurs), both
-scores are min-max normalised over the candidates, and the hit score is the convex combination
-``HYBRID_ALPHA * dense + (1 - HYBRID_ALPHA) * bm25``, in [0, 1] (Bruch, Gai & Ingber, "An Analysis of
-Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023). ``rrf`` selects the vector store's
-reciprocal rank fusion instead, score = sum_i w_i / (k + rank_i) (Cormack, Clarke & Buettcher, SIGIR
-2009). On Cranfield (nDCG@10) convex fusion scored 0.420 against 0.413-0.415 for RRF on the same
-index, a difference within noise; the figures and the alternatives tried are in docs/retrieval.md, the
-benchmark in ``bench/quality.py``.
+scores are normalised by their theoretical minimum (:data:`NORMALISATION` ``tmm``: score over the best
+candidate's, floors 0), and the hit score is the convex combination
+``HYBRID_ALPHA * dense + (1 - HYBRID_ALPHA) * bm25``, in [0, 1] (TM2C2 in Bruch, Gai & Ingber, "An Analysis
+of Fusion Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023). The best fused chunks then expand the BM25
+query (RM3 pseudo-relevance feedback, :func:`expand_query`) and the fusion runs again. ``rrf`` selects the
+vector store's reciprocal rank fusion instead, score = sum_i w_i / (k + rank_i) (Cormack, Clarke & Buettcher,
+SIGIR 2009). On Cranfield (nDCG@10) the shipped hybrid scores 0.437, against 0.420 for min-max without
+feedback (p = 0.009) and 0.413-0.415 for RRF; the figures and the alternatives tried are in
+docs/retrieval.md, the benchmark in ``bench/quality.py``.
 
 Every hit carries an evidence anchor (:class:`~aisac_core.evidence.anchor.Anchor`): ``{chunk_id, doc_id,
 path, sha256 (of the file), section, page, char_span [start, end) into the document's plain text,
@@ -23,11 +25,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
+from aisac_core.rag.chunking import indexed_text
 from aisac_core.rag.indexer import documents_matching, get_document, is_point_id
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.vectors import Cond, VectorHit
@@ -53,6 +57,21 @@ FUSION = "convex"
 PREFETCH = 100
 #: Weight of the dense score in convex fusion (the BM25 score gets 1 - alpha): equal weights, untuned.
 HYBRID_ALPHA = 0.5
+#: Normalisation of convex fusion: ``tmm`` (theoretical min-max, Bruch, Gai & Ingber 2023: each score minus
+#: its floor, over the best candidate's minus the floor) or ``minmax`` (over the candidates' own range, the
+#: earlier default, which maps the worst of two candidates to 0 however relevant it is).
+NORMALISATION = "tmm"
+#: Floors of ``tmm``: BM25 is >= 0 by construction; the cosine's is 0, "no semantic relation" for an encoder
+#: trained contrastively (unrelated texts score about 0; 2.6 % of Cranfield query-chunk cosines are below 0,
+#: the lowest -0.21). -1, the bound for any unit vectors, measured worse (docs/retrieval.md).
+DENSE_FLOOR = 0.0
+SPARSE_FLOOR = 0.0
+#: Pseudo-relevance feedback of hybrid mode (RM3, Lavrenko & Croft 2001; Abdul-Jaleel et al., TREC 2004):
+#: feedback chunks, expansion terms and the weight kept by the original query; 0 chunks switches it off.
+#: Anserini's defaults (fbDocs 10, fbTerms 10, originalQueryWeight 0.5), not tuned here.
+PRF_CHUNKS = 10
+PRF_TERMS = 10
+PRF_QUERY_WEIGHT = 0.5
 #: RRF settings (``FUSION = "rrf"``): the usual k = 60 and equal weights (dense, BM25).
 RRF_K = 60
 HYBRID_WEIGHTS = (1.0, 1.0)
@@ -184,7 +203,8 @@ def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] 
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
-        raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k))
+        raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k),
+                            feedback=emb.sparse_documents if PRF_CHUNKS else None)
     else:
         raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
                        prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
@@ -213,18 +233,30 @@ def _labels_hint(core: "AppContext", doc_ids: str | list[str]) -> str:
     return "; ".join(out) or "the filtered documents have no recorded sections"
 
 
-def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
-                   conds: list[Cond], prefetch: int, collection: str = "chunks") -> list[VectorHit]:
-    """Hybrid hits by convex combination of min-max normalised dense and BM25 scores (module docstring).
+def normalise(scores: dict[str, float], ids: list[str], floor: float | None) -> dict[str, float]:
+    """Scores of ``ids`` mapped to [0, 1] (a missing score counts as 0).
 
-    Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
-    a candidate is looked up exactly (a query restricted to those ids); a candidate without any query
-    term has BM25 score 0. Ties go to the higher dense score. Payloads are read for the ``k`` winners only.
-    ``collection``: ``chunks`` (documents) or ``dialogue`` (memory pairs).
+    ``floor`` None: min-max over ``ids``, ``(x - min)/(max - min)``, all 0 when they tie. A float: theoretical
+    min-max (TMM, Bruch, Gai & Ingber, ACM TOIS 42(1), 2023), ``(max(x, floor) - floor)/(max - floor)``, all 0
+    when the best does not exceed the floor; it does not depend on the worst candidate, so two equally
+    relevant candidates score alike however few there are.
     """
+    vals = [scores.get(i, 0.0) for i in ids]
+    hi = max(vals)
+    lo = min(vals) if floor is None else floor
+    return {i: ((max(v, lo) - lo) / (hi - lo) if hi > lo else 0.0) for i, v in zip(ids, vals)}
+
+
+def _both_scores(vs: Any, collection: str, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
+                 conds: list[Cond], prefetch: int, d_score: dict[str, float] | None = None
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """Dense and BM25 score of every candidate of both lists (``d_score``: dense candidates already known)."""
     has_sparse = sparse is not None and len(sparse[0]) > 0
-    d_score = {h.id: h.score for h in vs.query(collection, dense=dense, sparse=None, limit=prefetch, conds=conds,
-                                                mode="dense", with_payload=False)}
+    if d_score is None:
+        d_score = {h.id: h.score for h in vs.query(collection, dense=dense, sparse=None, limit=prefetch, conds=conds,
+                                                    mode="dense", with_payload=False)}
+    else:
+        d_score = dict(d_score)
     s_score = {h.id: h.score for h in vs.query(collection, dense=None, sparse=sparse, limit=prefetch, conds=conds,
                                                 mode="sparse", with_payload=False)} if has_sparse else {}
     missing_d = [i for i in s_score if i not in d_score]
@@ -235,19 +267,89 @@ def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], l
     if missing_s:
         s_score.update((h.id, h.score) for h in vs.query(collection, dense=None, sparse=sparse, limit=len(missing_s),
                                                          conds=conds, mode="sparse", ids=missing_s, with_payload=False))
+    return d_score, s_score
+
+
+def _fuse(d_score: dict[str, float], s_score: dict[str, float]) -> tuple[list[str], dict[str, float]]:
+    """(candidates best first, fused score) of the convex combination; ties go to the higher dense score."""
     candidates = list(d_score.keys() | s_score.keys())
     if not candidates:
-        return []
-
-    def normalised(scores: dict[str, float]) -> dict[str, float]:
-        vals = [scores.get(i, 0.0) for i in candidates]
-        lo, hi = min(vals), max(vals)
-        return {i: ((scores.get(i, 0.0) - lo) / (hi - lo) if hi > lo else 0.0) for i in candidates}
-
-    nd, ns = normalised(d_score), normalised(s_score)
+        return [], {}
+    tmm = NORMALISATION == "tmm"
+    nd = normalise(d_score, candidates, DENSE_FLOOR if tmm else None)
+    ns = normalise(s_score, candidates, SPARSE_FLOOR if tmm else None)
     fused = {i: HYBRID_ALPHA * nd[i] + (1.0 - HYBRID_ALPHA) * ns[i] for i in candidates}
-    best = sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i))[:k]
-    payloads = {h.id: h.payload for h in vs.retrieve(collection, best)}
+    return sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i)), fused
+
+
+def expand_query(sparse: tuple[list[int], list[float]], feedback: list[tuple[list[int], list[float]]],
+                 weights: list[float], n_terms: int = PRF_TERMS, keep: float = PRF_QUERY_WEIGHT
+                 ) -> tuple[list[int], list[float]]:
+    """RM3 query expansion of a BM25 query vector (Lavrenko & Croft, SIGIR 2001; Abdul-Jaleel et al., TREC 2004).
+
+    Args:
+        sparse: the query's ``(term ids, weights)`` (weight 1 per distinct term).
+        feedback: the sparse vectors ``(term ids, BM25 term weights)`` of the feedback chunks.
+        weights: each feedback chunk's retrieval score (>= 0), normalised here to sum 1 (P(q|d)).
+        n_terms: expansion terms kept; ``keep``: weight of the original query (RM3's lambda).
+
+    Returns:
+        ``(term ids, weights)``: ``keep * q/|q| + (1 - keep) * e``, where ``e`` holds the ``n_terms`` terms
+        with the highest ``sum_d P(t|d) P(q|d)``, renormalised to sum 1; ``P(t|d)`` is the chunk's BM25 term
+        weight over the sum of its weights. The vector store applies IDF to every term at query time.
+        The query is returned unchanged when there is no usable feedback.
+    """
+    tot = sum(w for w in weights if w > 0)
+    rel: dict[int, float] = {}
+    for (idx, vals), w in zip(feedback, weights):
+        norm = sum(vals)
+        if w <= 0 or norm <= 0:
+            continue
+        for t, v in zip(idx, vals):
+            rel[t] = rel.get(t, 0.0) + (v / norm) * (w / tot)
+    top = sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms]
+    mass = sum(v for _, v in top)
+    if not sparse[0] or mass <= 0:
+        return sparse
+    q = {t: keep / len(sparse[0]) for t in sparse[0]}
+    for t, v in top:
+        q[t] = q.get(t, 0.0) + (1.0 - keep) * v / mass
+    ids = sorted(q)
+    return ids, [q[t] for t in ids]
+
+
+def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
+                  conds: list[Cond], prefetch: int, collection: str = "chunks",
+                  feedback: Callable[[list[str]], list[tuple[list[int], list[float]]]] | None = None
+                  ) -> list[VectorHit]:
+    """Hybrid hits by convex combination of normalised dense and BM25 scores (module docstring).
+
+    Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
+    a candidate is looked up exactly (a query restricted to those ids); a candidate without any query
+    term has BM25 score 0. Scores are normalised per :data:`NORMALISATION` (:func:`normalise`) and combined
+    with :data:`HYBRID_ALPHA`; ties go to the higher dense score. Payloads are read for the ``k`` winners only.
+    ``collection``: ``chunks`` (documents) or ``dialogue`` (memory pairs).
+
+    ``feedback`` (pseudo-relevance feedback, RM3): a function giving the BM25 vectors of texts (the
+    embedder's ``sparse_documents``). When given and the query has a BM25 term, the :data:`PRF_CHUNKS` best
+    fused chunks (title, heading path and text, as indexed) expand the BM25 query (:func:`expand_query`), and
+    the candidates are fetched and fused again with the expanded BM25 query and the same dense query.
+    Returns ``[VectorHit(id, fused score in [0, 1], payload)]``, best first, at most ``k``.
+    """
+    d_score, s_score = _both_scores(vs, collection, dense, sparse, conds, prefetch)
+    order, fused = _fuse(d_score, s_score)
+    if feedback is not None and PRF_CHUNKS > 0 and sparse is not None and sparse[0] and order:
+        fb = order[:PRF_CHUNKS]
+        got = {h.id: h.payload for h in vs.retrieve(collection, fb)}
+        fb = [i for i in fb if i in got]
+        texts = [indexed_text("\n".join([*(got[i].get("section") or "").split(" > "), got[i].get("text") or ""]).strip(),
+                              got[i].get("title"), got[i].get("section") or "") for i in fb]
+        expanded = expand_query(sparse, feedback(texts) if texts else [], [fused[i] for i in fb])
+        if expanded is not sparse:
+            d_score, s_score = _both_scores(vs, collection, dense, expanded, conds, prefetch, d_score)
+            order, fused = _fuse(d_score, s_score)
+    best = order[:k]
+    payloads = {h.id: h.payload for h in vs.retrieve(collection, best)} if best else {}
     return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
 
 
