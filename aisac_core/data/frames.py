@@ -175,7 +175,8 @@ class Registry:
 
     # -- tools
     def load(self, path: str, name: str | None = None, sheet: str | int | None = None,
-             header_rows: int | None = None) -> dict:
+             header_rows: int | None = None, skip_rows: int | None = None, cell_range: str | None = None,
+             tidy: bool = False) -> dict:
         """Load a file of a registered root and register it (replacing a frame of the same name).
 
         Args:
@@ -185,16 +186,25 @@ class Registry:
                 sheet is registered as ``<name>:<sheet>`` (just ``<name>`` when it has one sheet).
             sheet: Excel sheet name or 0-based index (default: every sheet).
             header_rows: number of header rows (0-10), overriding detection (CSV and Excel).
+            skip_rows: rows (lines) to drop above the table (0-1,000,000), overriding title/note detection (CSV and
+                Excel; with ``cell_range``, counted from the range's first row).
+            cell_range: Excel A1 range such as ``"B3:F20"``: only that block is read (Excel; needs ``sheet`` for a
+                workbook of several sheets).
+            tidy: unpivot a pivot export (row labels, header levels over numeric cells) into a long frame
+                ``labels..., levels..., value`` (Excel).
 
-        Result: ``{frames: [{name, kind, rows, columns, column_names, dtypes, source: {path, sha256, format, sheet,
-        options: {header_rows, encoding?, delimiter?, ...}}, notes, replaced}], notes}``.
+        Result: ``{frames: [{name, kind, rows, columns, column_names, dtypes, detected: {sheet, range, header_rows,
+        skipped_above, skipped_below, pivot, tidy}, source: {path, sha256, format, sheet, options: {header_rows,
+        skipped_rows, data_start_row, detected, encoding?, delimiter?, ...}}, notes, replaced}], notes}``.
 
         Raises:
             PathOutsideRootsError: the path is outside the registered roots (``..``, symlinks).
             BadPathError: an empty path, a NUL byte in it, or a symlink loop.
             DataError: missing, empty, oversized, corrupt or unsupported file; an XLSX refused as a possible
                 decompression bomb (AISAC_DATA_MAX_UNPACKED_MB / _MAX_UNPACK_RATIO); a CSV not in the accepted form
-                (the line and the problem named); JSON nested too deeply; bad name, sheet or header_rows.
+                (the line and the problem named); JSON nested too deeply; bad name, sheet or header_rows;
+                skip_rows negative or leaving nothing; a malformed range or one outside the sheet; range or tidy
+                on a file that is not a workbook; tidy on a table without numeric value columns.
         """
         s = self.settings
         p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
@@ -221,12 +231,22 @@ class Registry:
             raise DataError(f"header_rows must be 0..{MAX_HEADER_ROWS}, got {header_rows}")
         if sheet is not None and fmt != "excel":
             raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
+        if skip_rows is not None and (isinstance(skip_rows, bool) or not 0 <= int(skip_rows) <= 1_000_000):
+            raise DataError(f"skip_rows must be 0..1,000,000 (rows to drop above the table), got {skip_rows!r}")
+        if cell_range is not None and fmt != "excel":
+            raise DataError(f"range applies to Excel workbooks only; {p.name} is {fmt}: use skip_rows and "
+                            "header_rows for delimited text")
+        if tidy and fmt != "excel":
+            raise DataError(f"tidy applies to Excel workbooks only; {p.name} is {fmt}")
+        if skip_rows is not None and fmt not in ("excel", "csv"):
+            raise DataError("skip_rows applies to CSV and Excel files only")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
         sha = sha256_file(p)
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
         frames, notes = [], []
         if fmt == "excel":
-            loaded = load_excel(p, sheet, header_rows, ArchiveLimits.from_settings(s))
+            loaded = load_excel(p, sheet, header_rows, ArchiveLimits.from_settings(s), skip_rows=skip_rows,
+                                cell_range=cell_range, tidy=bool(tidy))
             real = [x for x in loaded if x[1] is not None]
             notes += [n for x in loaded if x[1] is None for n in x[3]]
             if not real:
@@ -234,8 +254,9 @@ class Registry:
             for title, df, opts, n in real:
                 fname = base if len(loaded) == 1 or sheet is not None else \
                     self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
-                frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts), notes=n,
-                                             **common))
+                frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str),
+                                             notes=n, **common))
+                frames[-1]["detected"] = opts.get("detected")
             return {"frames": frames, "notes": notes}
         opts: dict[str, Any] = {}
         n: list[str] = []
@@ -247,7 +268,7 @@ class Registry:
                 raise DataError(f"the table loader registered for {suffix} returned {type(df).__name__}, not a pandas "
                                 "DataFrame; fix the extension's aisac_register_table_loaders")
         elif fmt == "csv":
-            df, opts, n = load_csv(p, header_rows, suffix)
+            df, opts, n = load_csv(p, header_rows, suffix, skip_rows)
         elif fmt == "parquet":
             if header_rows is not None:
                 raise DataError("header_rows applies to CSV and Excel files only")
@@ -263,6 +284,8 @@ class Registry:
         if df.empty:
             n.append("the table has a header but no rows")
         frames.append(self._register(base, df, options_json=json.dumps(opts), notes=n, **common))
+        if "detected" in opts:
+            frames[-1]["detected"] = opts["detected"]
         return {"frames": frames, "notes": notes}
 
     def list(self) -> dict:

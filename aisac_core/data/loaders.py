@@ -22,13 +22,12 @@ import io
 import json
 import re
 import sys
-from datetime import date, datetime
-from datetime import time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
+from aisac_core.data.regions import cell_kind, detect_region, unpivot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,25 +41,7 @@ FORMATS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".xlsx": 
 
 
 # -- detection ------------------------------------------------------------------------------------------------
-def _kind(v: Any) -> str:
-    """'empty', 'num' (numbers, booleans, dates, numeric strings) or 'text'."""
-    if v is None:
-        return "empty"
-    if isinstance(v, (bool, int, float, datetime, date, dtime)):
-        if isinstance(v, float) and v != v:
-            return "empty"
-        return "num"
-    s = str(v).strip()
-    if s.lower() in NA_STRINGS:
-        return "empty"
-    try:
-        float(s)
-        return "num"
-    except ValueError:
-        pass
-    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or re.fullmatch(r"[-+]?\d+(\.\d+)?\s?%", s):
-        return "num"  # 1,234.5 and 12 %
-    return "text"
+_kind = cell_kind
 
 
 def detect_table(grid: list[list[Any]], header_rows: int | None = None,
@@ -238,9 +219,12 @@ def _parse_error(path: Path, delim: str, enc: str, exc: Exception) -> DataError:
                      f"Accepted form: {CSV_FORM}. Fix the file, or pass header_rows when the header was misdetected")
 
 
-def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.DataFrame", dict, list[str]]:
+def load_csv(path: Path, header_rows: int | None, suffix: str,
+             skip_rows: int | None = None) -> tuple["pd.DataFrame", dict, list[str]]:
     """A delimited text file (``suffix``: its lower-case extension, the delimiter fallback) as ``(frame, options,
-    notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row}``.
+    notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row, detected: {sheet: None,
+    range: None, header_rows, skipped_above, skipped_below: [], pivot: False, tidy: False}}``. ``skip_rows``: lines
+    dropped above the table before header detection.
 
     Every column is loaded up to :data:`MAX_COLUMNS` (100,000; header detection reads whole rows, however wide);
     further columns, and columns without a header and without any value, are left out and named in the notes.
@@ -274,6 +258,11 @@ def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.Data
         usecols = list(range(MAX_COLUMNS))
         notes.append(f"columns {MAX_COLUMNS + 1:,} to {seen_width:,} ({seen_width - MAX_COLUMNS:,} columns) not "
                      f"loaded: a frame holds at most {MAX_COLUMNS:,} columns")
+    if skip_rows:
+        if skip_rows >= len(grid) and len(grid) < DETECT_ROWS:
+            raise DataError(f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is "
+                            "left to load")
+        grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
     t = detect_table(grid, header_rows)
     try:
         body = pd.read_csv(io.StringIO(text), sep=delim, header=None, skiprows=t["data_start"],
@@ -315,26 +304,39 @@ def load_csv(path: Path, header_rows: int | None, suffix: str) -> tuple["pd.Data
     body = body.dropna(how="all").reset_index(drop=True)
     if before - len(body):
         notes.append(f"{before - len(body)} empty row(s) dropped")
+    above = [n.split(": ", 1)[-1].strip("'\"") for n in t["notes"] if "skipped as a title" in n]
     opts = {"encoding": enc, "delimiter": delim, "header_rows": len(t["header"]),
-            "skipped_rows": t["top"], "data_start_row": t["data_start"] + 1}
+            "skipped_rows": t["top"], "data_start_row": t["data_start"] + 1,
+            "detected": {"sheet": None, "range": None, "header_rows": len(t["header"]), "skipped_above": above,
+                         "skipped_below": [], "pivot": False, "tidy": False}}
+    if skip_rows:
+        opts["skip_rows"] = skip_rows
     return body, opts, notes
 
 
 def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
-               limits: ArchiveLimits | None = None) -> list[tuple[str, "pd.DataFrame | None", dict, list[str]]]:
+               limits: ArchiveLimits | None = None, *, skip_rows: int | None = None, cell_range: str | None = None,
+               tidy: bool = False) -> list[tuple[str, pd.DataFrame | None, dict, list[str]]]:
     """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
     options, notes)]``; an empty sheet gives ``frame`` None and a note.
 
+    The table of each sheet is found by :func:`aisac_core.data.regions.detect_region` (notes and titles above and
+    below skipped, offset tables, multi-row headers, pivot exports); ``header_rows``, ``skip_rows`` (rows dropped
+    above the table), ``cell_range`` (an A1 range such as ``"B3:F20"``: only that block) and ``tidy`` (unpivot a
+    pivot export into ``labels..., levels..., value``) override it. ``options``: ``{sheet, header_rows,
+    skipped_rows, data_start_row, detected: {sheet, range, header_rows, skipped_above, skipped_below, pivot,
+    tidy}}``.
+
     Before openpyxl opens it, the workbook (a ZIP archive) is checked against ``limits`` (None: the defaults, 512 MB
     unpacked and ratio 100; :func:`aisac_core.archives.check_archive`), so a decompression bomb is refused without
-    being unpacked.
+    being unpacked. A workbook whose drawings openpyxl cannot read is read again in read-only mode (values only).
 
     Raises:
-        DataError: a workbook refused as a possible decompression bomb, one that cannot be opened, or an unknown
-            sheet.
+        DataError: a workbook refused as a possible decompression bomb, one that cannot be opened, an unknown
+            sheet, ``cell_range`` without ``sheet`` on a workbook of several sheets, a malformed or out-of-sheet
+            range, ``skip_rows``/``header_rows`` leaving no data, ``tidy`` on a table with no numeric value columns.
     """
     import openpyxl
-    import pandas as pd
 
     try:
         check_archive(path, limits)
@@ -342,11 +344,20 @@ def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
         raise DataError(str(exc)) from exc
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        wb = openpyxl.load_workbook(path, data_only=True)
-    except Exception as exc:  # zipfile.BadZipFile, KeyError, InvalidFileException ...
-        raise DataError(f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only .xlsx/.xlsm "
-                        "are read (save .xls files as .xlsx)") from exc
+    import warnings
+
+    read_only = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # openpyxl warns about unsupported images, headers, extensions
+        try:
+            wb = openpyxl.load_workbook(path, data_only=True)
+        except Exception as exc:  # noqa: BLE001 - zipfile.BadZipFile, KeyError, InvalidFileException ...
+            try:  # e.g. a drawing relation pointing nowhere: values are still readable
+                wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+                read_only = True
+            except Exception:  # noqa: BLE001
+                raise DataError(f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only "
+                                ".xlsx/.xlsm are read (save .xls files as .xlsx)") from exc
     sheets = wb.worksheets
     if sheet is not None:
         if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in wb.sheetnames):
@@ -359,38 +370,107 @@ def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
             sheets = [wb[sheet]]
         else:
             raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(wb.sheetnames)}")
+    if cell_range is not None and len(sheets) > 1:
+        raise DataError(f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets "
+                        f"({', '.join(wb.sheetnames[:20])})")
     out = []
     for ws in sheets:
+        if read_only:
+            ws.reset_dimensions()
         grid = [list(r) for r in ws.iter_rows(values_only=True)]
-        merged: set[tuple[int, int]] = set()
-        for rng in ws.merged_cells.ranges:  # merged cells: every cell carries the top-left value
+        merged: list[tuple[int, int, int, int]] = []
+        for rng in ([] if read_only else ws.merged_cells.ranges):  # every cell carries the top-left value
             v = ws.cell(rng.min_row, rng.min_col).value
+            merged.append((rng.min_row - 1, rng.min_col - 1, rng.max_row - 1, rng.max_col - 1))
             for r in range(rng.min_row - 1, min(rng.max_row, len(grid))):
                 for c in range(rng.min_col - 1, rng.max_col):
                     if c < len(grid[r]):
                         grid[r][c] = v
-                        if (r, c) != (rng.min_row - 1, rng.min_col - 1):
-                            merged.add((r, c))
         if not any(_kind(v) != "empty" for row in grid for v in row):
+            if cell_range is not None:
+                raise DataError(f"sheet {ws.title!r} is empty: range {cell_range!r} holds no values")
             out.append((ws.title, None, {}, [f"sheet {ws.title!r} is empty: skipped"]))
             continue
-        t = detect_table(grid, header_rows, merged)
-        rows = [[r[j] if j < len(r) else None for j in t["columns"]] for r in grid[t["data_start"]:]]
-        df = pd.DataFrame(rows, columns=t["names"])
-        before = len(df)
-        df = df.dropna(how="all").reset_index(drop=True).infer_objects()
-        notes = list(t["notes"])
-        if before - len(df):
-            notes.append(f"{before - len(df)} empty row(s) dropped")
-        if ws.merged_cells.ranges:
-            notes.append(f"{len(ws.merged_cells.ranges)} merged range(s) filled with their top-left value")
-        opts = {"sheet": ws.title, "header_rows": len(t["header"]), "skipped_rows": t["top"],
-                "data_start_row": t["data_start"] + 1}
-        out.append((ws.title, df, opts, notes))
+        bold = None if read_only else _bold_cells(ws, grid)
+        out.append(sheet_frame(ws.title, grid, merged, bold, header_rows=header_rows, skip_rows=skip_rows,
+                               cell_range=cell_range, tidy=tidy))
+        if read_only:
+            out[-1][3].append("read in read-only mode (openpyxl could not read the workbook's drawings): merged "
+                              "ranges are not filled")
     return out
 
 
-def load_json(path: Path, lines: bool) -> "pd.DataFrame":
+def _bold_cells(ws: Any, grid: list[list[Any]], rows: int = 60) -> set[tuple[int, int]]:
+    """(row, column) of the bold non-empty cells among the first ``rows`` rows (header evidence)."""
+    out = set()
+    for i, row in enumerate(ws.iter_rows(max_row=min(rows, len(grid)))):
+        for j, c in enumerate(row):
+            if c.value is not None and c.font is not None and c.font.b:
+                out.add((i, j))
+    return out
+
+
+def sheet_frame(title: str, grid: list[list[Any]], merged: list[tuple[int, int, int, int]],
+                bold: set[tuple[int, int]] | None = None, *, header_rows: int | None = None,
+                skip_rows: int | None = None, cell_range: str | None = None,
+                tidy: bool = False) -> tuple[str, pd.DataFrame, dict, list[str]]:
+    """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`).
+    Raises DataError for bad ``header_rows``/``skip_rows``/``cell_range``, or ``tidy`` without value columns."""
+    import pandas as pd
+
+    t = detect_region(grid, merged, bold, header_rows=header_rows, skip_rows=skip_rows, cell_range=cell_range)
+    cols, names = t["columns"], t["names"]
+    rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
+    notes = list(t["notes"])
+    if t["header"]:  # a repeat of the header row further down (stacked tables, page breaks) is not data
+        leaf = [_cell_text(v) if _kind(v) != "empty" else "" for v in
+                (grid[t["header"][-1]][j] if j < len(grid[t["header"][-1]]) else None for j in cols)]
+        before = len(rows)
+        rows = [r for r in rows if sum(bool(x) for x in leaf) < 2 or
+                [_cell_text(v) if _kind(v) != "empty" else "" for v in r] != leaf]
+        if before - len(rows):
+            notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
+    df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
+    if t["skipped_above"]:
+        notes.append(f"{len(t['skipped_above'])} row(s) above the table skipped as titles/notes: "
+                     f"{t['skipped_above'][0][:80]!r}" + (" ..." if len(t["skipped_above"]) > 1 else ""))
+    if t["skipped_below"]:
+        notes.append(f"{len(t['skipped_below'])} row(s) below the table skipped as notes/footnotes: "
+                     f"{t['skipped_below'][0][:80]!r}" + (" ..." if len(t["skipped_below"]) > 1 else ""))
+    if merged:
+        notes.append(f"{len(merged)} merged range(s) filled with their top-left value")
+    pivot = t["pivot"]
+    if tidy:
+        if pivot is None:
+            numeric = [k for k, c in enumerate(df.columns) if pd.api.types.is_numeric_dtype(df[c])]
+            first = numeric[0] if numeric else 0
+            if not numeric or first == 0 or numeric != list(range(first, df.shape[1])):
+                raise DataError(f"tidy=True needs a pivot table (text row-label columns on the left, numeric value "
+                                f"columns on the right); sheet {title!r} ({t['range']}) has columns "
+                                f"{list(df.columns)[:8]}: pass range= to select the pivot block, or leave tidy off")
+            pivot = {"labels": cols[:first], "values": cols[first:],
+                     "levels": ["variable"] if len(t["header"]) < 2 else
+                     [f"variable_{n + 1}" for n in range(len(t["header"]))]}
+        df = unpivot(df, len(pivot["labels"]), pivot["levels"])
+        notes.append(f"pivot unpivoted: {len(pivot['labels'])} row-label column(s), header level(s) "
+                     f"{', '.join(pivot['levels'])}, {len(pivot['values'])} value column(s) -> {len(df)} rows")
+    elif pivot is not None:
+        notes.append("looks like a pivot export (row labels, header levels over numeric cells): tidy=True gives the "
+                     "long frame")
+    top = t["header"][0] if t["header"] else (t["body"][0] if t["body"] else 0)
+    detected = {"sheet": title, "range": t["range"], "header_rows": len(t["header"]),
+                "skipped_above": t["skipped_above"][:20], "skipped_below": t["skipped_below"][:20],
+                "pivot": pivot is not None, "tidy": bool(tidy), "other_tables": t.get("other_tables", [])[:10]}
+    opts = {"sheet": title, "header_rows": len(t["header"]), "skipped_rows": top,
+            "data_start_row": (t["body"][0] + 1) if t["body"] else None, "detected": detected}
+    if skip_rows:
+        opts["skip_rows"] = skip_rows
+    if cell_range:
+        opts["range"] = cell_range
+    return title, df, opts, notes
+
+
+def load_json(path: Path, lines: bool) -> pd.DataFrame:
     """A JSON file (records, columns or ``{"key": [records]}``) or, with ``lines``, JSON Lines as a frame. Raises
     DataError for invalid JSON, JSON nested deeper than Python's recursion limit (about 1,000 levels), or JSON that
     is not a table."""
@@ -401,7 +481,7 @@ def load_json(path: Path, lines: bool) -> "pd.DataFrame":
                         f"{sys.getrecursionlimit():,} levels): use a list of flat records") from exc
 
 
-def _load_json(path: Path, lines: bool) -> "pd.DataFrame":
+def _load_json(path: Path, lines: bool) -> pd.DataFrame:
     import pandas as pd
 
     if lines:
@@ -435,7 +515,7 @@ def _load_json(path: Path, lines: bool) -> "pd.DataFrame":
     raise DataError(f"{path}: JSON of type {type(data).__name__} is not a table; use a list of records")
 
 
-def load_parquet(path: Path) -> "pd.DataFrame":
+def load_parquet(path: Path) -> pd.DataFrame:
     """A Parquet file as a frame. Raises DataError for a damaged file or one that is not Parquet."""
     import pandas as pd
 
@@ -446,7 +526,7 @@ def load_parquet(path: Path) -> "pd.DataFrame":
                         "not Parquet") from exc
 
 
-def arrow_safe(df: "pd.DataFrame") -> tuple["pd.DataFrame", list[str]]:
+def arrow_safe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """String column names, and object columns of mixed types turned into text (Parquet needs one type)."""
     df = df.copy()
     df.columns = [str(c) for c in df.columns]

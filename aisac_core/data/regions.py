@@ -1,0 +1,566 @@
+"""Finding the table in a spreadsheet: pure functions over a grid of cell values (rows of values, merged ranges
+filled with their top-left value) plus the merged ranges and, optionally, the bold cells.
+
+Rules (docs/data.md "Table regions"; XY-cut block segmentation as in Nagy & Seth 1984, header/body split by
+column-type profile as in the spreadsheet table-detection literature, e.g. Koci et al. 2016):
+
+1. **Blocks.** The used area is cut recursively at runs of >= 2 fully empty rows or >= 2 fully empty columns
+   (XY-cut; one empty row or column, as in ledgers with spacer rows, stays inside a table). The block with the
+   most non-empty cells is the table's block; content outside it is reported (``skipped_above`` /
+   ``skipped_below`` quote it when it lies above/below).
+2. **Column profile.** A column is numeric when >= 60 % of its non-empty cells in the block, or >= 80 % of those
+   in the block's lower half, are numbers (numbers, booleans, dates, numeric strings).
+3. **Body.** A row is *data* when at least half of its cells in numeric columns are numbers; the body starts at
+   the first data row whose next three non-empty rows hold no header-like row (text in most numeric columns).
+   A table without numeric columns starts its body after its first wide row (>= 60 % of the widest row).
+4. **Header rows** are the non-empty rows right above the body. The lowest is the leaf row. A row above it is
+   also a header row only when it looks like a group label row: it has a merged range, or its labels stand over
+   columns the rows below leave empty (a label over a spanning group, or a "first" merged over two rows), or
+   the rows below repeat labels (No/Yes under Child and Adult), or it and the leaf row are bold. Long text
+   (> 60 characters) never makes a header. At most 10 rows. Rows above the header are notes/titles.
+5. **Notes below.** After the last data row, rows with one cell, rows starting with ``Source``, ``Note``,
+   ``*``, ``†`` or a footnote digit, and text-only rows filling less than half the width are footnotes; so are
+   rows whose cells lie outside the table's columns (a second table to the side).
+6. **Columns** are those with a header label or a body value; names join header rows with ``|`` (upper rows
+   forward-filled across empty cells, a label repeated only by a fill written once), duplicates get ``.1``.
+   A column without a header cell is ``col_N`` (N: sheet column number), or ``label`` for a text row-label column
+   left of the first headed numeric column; merged-copy, stray-note and unit-sign (``$``) columns are dropped.
+   Blocks: the first in reading order with >= half the cells of the largest (others in ``other_tables``); hour
+   rows (1..24) and month-date rows count as header rows; form-field (``CC Name:``) and marker rows do not.
+7. **Pivot.** Text row-label columns on the left, >= 2 numeric value columns, and either >= 2 header rows or
+   value headers that are numbers/dates (years, months) - a cross-tab. ``unpivot`` turns it into a long frame.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from datetime import time as dtime
+from itertools import pairwise
+from typing import Any
+
+from aisac_core.data.errors import DataError
+
+NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
+MAX_HEADER_ROWS = 10
+NUMERIC_SHARE = 0.6
+LOWER_SHARE = 0.8
+NOTE_RE = re.compile(r"^\s*(source|sources|note|notes|nb|n\.b\.|\*|†|‡|\(\d+\)|\d\)|[¹²³])", re.IGNORECASE)
+LONG_TEXT = 60
+A1_RE = re.compile(r"^\s*\$?([A-Za-z]{1,3})\$?(\d{1,7})\s*(?::\s*\$?([A-Za-z]{1,3})\$?(\d{1,7}))?\s*$")
+
+
+def cell_kind(v: Any) -> str:
+    """'empty', 'num' (numbers, booleans, dates, numeric strings such as ``1,234.5`` or ``12 %``) or 'text'."""
+    if v is None:
+        return "empty"
+    if isinstance(v, (bool, int, float, datetime, date, dtime)):
+        if isinstance(v, float) and v != v:
+            return "empty"
+        return "num"
+    s = str(v).strip()
+    if s.lower() in NA_STRINGS:
+        return "empty"
+    try:
+        float(s)
+        return "num"
+    except ValueError:
+        pass
+    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s) or re.fullmatch(r"[-+]?\d+(\.\d+)?\s?%", s):
+        return "num"
+    return "text"
+
+
+# -- A1 ranges ------------------------------------------------------------------------------------------------
+def _col_number(letters: str) -> int:
+    n = 0
+    for ch in letters.upper():
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def col_letters(n: int) -> str:
+    """1-based column number -> Excel letters (1 -> A, 28 -> AB)."""
+    s = ""
+    while n:
+        n, r = divmod(n - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def to_a1(top: int, left: int, bottom: int, right: int) -> str:
+    """0-based inclusive bounds -> ``"B3:F20"``."""
+    return f"{col_letters(left + 1)}{top + 1}:{col_letters(right + 1)}{bottom + 1}"
+
+
+def parse_range(text: str, n_rows: int | None = None, n_cols: int | None = None) -> tuple[int, int, int, int]:
+    """An Excel A1 range (``"B3:F20"``, ``"$B$3:$F$20"``, one cell ``"C4"``) as 0-based inclusive ``(top, left,
+    bottom, right)``. With ``n_rows``/``n_cols`` (the sheet's used size) the range must overlap the sheet.
+
+    Raises:
+        DataError: a malformed range, one whose end is above/left of its start, or one outside the sheet.
+    """
+    m = A1_RE.match(text or "")
+    if not m:
+        raise DataError(f"range {text!r} is not an Excel A1 range: use the form 'B3:F20' (columns as letters, "
+                        "rows as numbers from 1), or one cell like 'C4'")
+    c0, r0 = _col_number(m.group(1)), int(m.group(2))
+    c1, r1 = (_col_number(m.group(3)), int(m.group(4))) if m.group(3) else (c0, r0)
+    if r0 < 1 or r1 < 1:
+        raise DataError(f"range {text!r}: rows are numbered from 1")
+    if r1 < r0 or c1 < c0:
+        raise DataError(f"range {text!r} ends above or left of where it starts: write it top-left first, e.g. "
+                        f"'{col_letters(min(c0, c1))}{min(r0, r1)}:{col_letters(max(c0, c1))}{max(r0, r1)}'")
+    if n_rows is not None and n_cols is not None and (r0 > n_rows or c0 > n_cols):
+        used = to_a1(0, 0, max(n_rows, 1) - 1, max(n_cols, 1) - 1)
+        raise DataError(f"range {text!r} lies outside the sheet: its used area is {used}")
+    return r0 - 1, c0 - 1, r1 - 1, c1 - 1
+
+
+# -- blocks ---------------------------------------------------------------------------------------------------
+def _xy_cut(occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 0) -> list[tuple[int, int, int, int]]:
+    """Recursive XY-cut of ``box`` (top, left, bottom, right) at runs of >= 2 empty rows or columns, with the box
+    shrunk to its content first. Returns the leaf boxes (possibly several)."""
+    t, l, b, r = box
+    rows = [i for i in range(t, b + 1) if any(occ[i][l:r + 1])]
+    if not rows:
+        return []
+    cols = [j for j in range(l, r + 1) if any(occ[i][j] for i in rows)]
+    t, b, l, r = rows[0], rows[-1], cols[0], cols[-1]
+    if depth > 40:
+        return [(t, l, b, r)]
+    for seq, horizontal in ((rows, True), (cols, False)):
+        for a, nxt in zip(seq, seq[1:]):
+            if nxt - a > 2 or (not horizontal and nxt - a == 2 and _side_by_side(occ, t, b, l, a, nxt, r)):
+                if horizontal:
+                    return _xy_cut(occ, (t, l, a, r), depth + 1) + _xy_cut(occ, (nxt, l, b, r), depth + 1)
+                return _xy_cut(occ, (t, l, b, a), depth + 1) + _xy_cut(occ, (t, nxt, b, r), depth + 1)
+    return [(t, l, b, r)]
+
+
+def _side_by_side(occ: list[list[bool]], t: int, b: int, l: int, a: int, nxt: int, r: int) -> bool:
+    """Two tables beside each other with one empty column between them: the rows used left of the gap
+    (columns ``l..a``) and right of it (``nxt..r``) overlap in at most a third of the shorter span."""
+    left = [i for i in range(t, b + 1) if any(occ[i][l:a + 1])]
+    right = [i for i in range(t, b + 1) if any(occ[i][nxt:r + 1])]
+    if not left or not right:
+        return False
+    overlap = min(left[-1], right[-1]) - max(left[0], right[0]) + 1
+    return overlap * 3 <= min(left[-1] - left[0], right[-1] - right[0]) + 1
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, datetime):
+        return v.date().isoformat() if v.time() == dtime(0) else v.isoformat()
+    return str(v).strip()
+
+
+def _row_text(grid: list[list[Any]], i: int, kinds: list[list[str]]) -> str:
+    return " | ".join(_text(v) for v, k in zip(grid[i], kinds[i]) if k != "empty")[:120]
+
+
+# -- detection ------------------------------------------------------------------------------------------------
+def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]] | None = None,
+                  bold: set[tuple[int, int]] | None = None, *, header_rows: int | None = None,
+                  skip_rows: int | None = None, cell_range: str | None = None) -> dict[str, Any]:
+    """Find the table in ``grid`` (rows of cell values, merged cells already carrying their top-left value).
+
+    Args:
+        merged: merged ranges as 0-based inclusive ``(top, left, bottom, right)``.
+        bold: (row, column) of bold cells (optional evidence for multi-row headers).
+        header_rows: fixes the number of header rows (0-10) above the body.
+        skip_rows: rows of the sheet (or of ``cell_range``) to drop above the table; the table then starts at the
+            first non-empty row after them (no note detection above).
+        cell_range: an A1 range; only that block is read (no block search, no notes trimmed).
+
+    Returns ``{box: (top, left, bottom, right), range: "A3:F20", header: [row], body: [row], columns: [col],
+    names: [str], skipped_above: [text], skipped_below: [text], pivot: {labels: [col], values: [col], levels:
+    [name]} | None, notes: [str]}`` (rows/columns 0-based indices of ``grid``).
+
+    Raises:
+        DataError: malformed or out-of-sheet ``cell_range``; ``skip_rows`` leaving nothing; ``header_rows`` as
+            large as the block or larger.
+    """
+    merged = list(merged or [])
+    n_rows = len(grid)
+    n_cols = max((len(r) for r in grid), default=0)
+    kinds = [[cell_kind(v) for v in row] + ["empty"] * (n_cols - len(row)) for row in grid]
+    occ = [[k != "empty" for k in row] for row in kinds]
+    filled = {(i, j) for (t, l, b, r) in merged for i in range(t, b + 1) for j in range(l, r + 1)
+              if (i, j) != (t, l)}
+    notes: list[str] = []
+    others: list[str] = []
+    explicit = cell_range is not None
+    if explicit:
+        t, l, b, r = parse_range(cell_range, n_rows, n_cols)
+        b, r = min(b, n_rows - 1), min(r, n_cols - 1)
+        box = (t, l, b, r)
+    else:
+        box = (0, 0, n_rows - 1, n_cols - 1)
+    if skip_rows:
+        if box[0] + skip_rows > box[2]:
+            raise DataError(f"skip_rows={skip_rows} skips every row of the {'range' if explicit else 'sheet'} "
+                            f"({box[2] - box[0] + 1} rows): nothing is left to load")
+        box = (box[0] + skip_rows, box[1], box[2], box[3])
+    if not explicit:
+        blocks = _xy_cut(occ, box)
+        if not blocks:
+            raise DataError("no cell with a value in the part of the sheet left after skip_rows")
+        size = {bx: sum(sum(occ[i][bx[1]:bx[3] + 1]) for i in range(bx[0], bx[2] + 1)) for bx in blocks}
+        biggest = max(size.values())
+        box = min((bx for bx in blocks if size[bx] * 2 >= biggest), key=lambda bx: (bx[0], bx[1]))
+        others = [to_a1(*bx) for bx in sorted(blocks) if bx != box and size[bx] >= 4]
+        if len(blocks) > 1:
+            notes.append(f"{len(blocks)} separate blocks of cells on the sheet; the first large one ({to_a1(*box)}) "
+                         "is the table (pass range= to read another)")
+    t, l, b, r = box
+    rows = [i for i in range(t, b + 1) if any(occ[i][l:r + 1])]
+    if not rows:
+        raise DataError(f"the range {to_a1(*box)} holds no values")
+    width = r - l + 1
+    cols = range(l, r + 1)
+
+    def count(i: int) -> int:
+        return sum(occ[i][l:r + 1])
+
+    # 2. column profile
+    lower = rows[len(rows) // 2:]
+
+    def share(rs: list[int], j: int) -> tuple[int, int]:
+        ks = [kinds[i][j] for i in rs if kinds[i][j] != "empty"]
+        return sum(k == "num" for k in ks), len(ks)
+
+    numeric = set()
+    for j in cols:
+        n, m = share(rows, j)
+        n2, m2 = share(lower, j)
+        if (m >= 2 and n >= 2 and n / m >= NUMERIC_SHARE) or (m2 >= 1 and n2 >= 1 and n2 / m2 >= LOWER_SHARE and n >= 2):
+            numeric.add(j)
+
+    def cls(i: int) -> str:
+        ks = [kinds[i][j] for j in numeric if kinds[i][j] != "empty"]
+        if not ks or (width >= 3 and count(i) == 1 and ks[0] == "text"):
+            return "label"  # a one-cell row is a section label or title, not a header
+        nums = sum(k == "num" for k in ks)
+        return "data" if nums * 2 >= len(ks) else "headerish"
+
+    classes = {i: cls(i) for i in rows}
+    data_rows = [i for i in rows if classes[i] == "data"]
+    for i, nxt in pairwise(data_rows):  # e.g. hours 1..24 or month dates over the values
+        prev = next((k for k in reversed(rows) if k < i), None)
+        labelled = prev is not None and len({_text(grid[prev][j]) for j in numeric if kinds[prev][j] == "text"}) >= 2
+        if not labelled and _numeric_labels(grid, kinds, i, sorted(numeric), lower) and \
+                not _numeric_labels(grid, kinds, nxt, sorted(numeric), lower):
+            classes[i] = "headerish"
+
+    # 3. body start
+    start_k = None
+    if numeric:
+        for k, i in enumerate(rows):
+            if classes[i] == "data" and not any(classes[x] == "headerish" for x in rows[k + 1:k + 4]):
+                start_k = k
+                break
+    if start_k is None:  # no numeric columns (or no clean data row): the body follows the first wide row
+        widest = max(count(i) for i in rows)
+        first_wide = next(k for k, i in enumerate(rows) if count(i) >= max(2, 0.6 * widest) or width == 1)
+        start_k = min(first_wide + 1, len(rows) - 1) if len(rows) > 1 else 0
+        if len(rows) == 1:
+            start_k = 0
+    if numeric and start_k:
+        heads = [k for k in range(start_k) if classes[rows[k]] == "headerish"]
+        if heads and rows[heads[-1] + 1] != rows[heads[-1]] + 1:  # label rows after a gap below the header: body
+            start_k = heads[-1] + 1
+        elif not heads:  # label rows directly above the data under another label row: data (names, titles)
+            while start_k >= 2 and classes[rows[start_k - 1]] == "label" == classes[rows[start_k - 2]] and \
+                    rows[start_k - 1] + 1 == rows[start_k] and rows[start_k - 2] + 1 == rows[start_k - 1] and \
+                    count(rows[start_k - 2]) >= 2:
+                start_k -= 1
+    while start_k >= 2 and width >= 3 and count(rows[start_k - 1]) == 1 and count(rows[start_k - 2]) >= 2 and \
+            header_rows is None:  # a one-cell section label right under the header belongs to the body
+        start_k -= 1
+    # 4. header rows
+    above = rows[:start_k]
+    header: list[int] = []
+    if header_rows is not None:
+        if header_rows >= len(rows):
+            raise DataError(f"header_rows={header_rows} but the table block {to_a1(*box)} has only {len(rows)} "
+                            f"non-empty row(s): at least one row must remain for data (pass a smaller header_rows "
+                            "or a wider range)")
+        detected = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold)
+        if header_rows <= len(detected) or explicit or skip_rows:
+            anchor = rows.index(detected[0]) if detected and not (explicit or skip_rows) else 0
+        else:
+            anchor = max(0, rows.index(detected[-1]) + 1 - header_rows) if detected else max(0, start_k - header_rows)
+        header = rows[anchor:anchor + header_rows]
+        start_k = anchor + header_rows
+    elif explicit or skip_rows:
+        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, from_top=True)
+        if not header and above and all(kinds[i][j] in ("text", "empty") for i in above[:1] for j in cols):
+            header = above[:1]
+        start_k = (rows.index(header[-1]) + 1) if header else 0
+        if above and not header:
+            start_k = 0
+    else:
+        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold)
+    top_k = rows.index(header[0]) if header else start_k
+    skipped_above = [_row_text(grid, i, kinds) for i in range(rows[top_k]) if any(occ[i])]
+    # 5. body end and footnotes
+    body = rows[start_k:]
+    table_cols = {j for i in header + body[:3] for j in cols if occ[i][j]}
+    end = len(body)
+    while end > 0:
+        i = body[end - 1]
+        texts = [kinds[i][j] for j in cols if occ[i][j]]
+        first = next((_text(grid[i][j]) for j in cols if occ[i][j]), "")
+        if explicit:
+            break
+        if classes[i] == "data" and numeric:
+            break
+        note_like = (len(texts) == 1 and width >= 2) or bool(NOTE_RE.match(first)) or \
+            (all(k == "text" for k in texts) and len(texts) < 0.5 * len(table_cols) and bool(numeric))
+        if not note_like:
+            break
+        end -= 1
+    if not explicit:  # a row whose cells lie mostly outside the table's columns ends the table
+        for k, i in enumerate(body[:end]):
+            if k < 1:
+                continue
+            cells = [j for j in cols if occ[i][j] and (i, j) not in filled]
+            if cells and sum(j not in table_cols for j in cells) * 2 > len(cells) and \
+                    not any(j in table_cols for j in cells if kinds[i][j] == "num"):
+                end = k
+                while end > 1 and sum(occ[body[end - 1]][l:r + 1]) == 1 and classes[body[end - 1]] != "data":
+                    end -= 1  # the next section's one-cell title
+                break
+    body_rows = body[:end]
+    skipped_below = [_row_text(grid, i, kinds) for i in range(body_rows[-1] + 1 if body_rows else rows[-1] + 1,
+                                                                n_rows) if any(occ[i])]
+    # 6. columns and names
+    keep = [j for j in cols if any(occ[i][j] for i in body_rows) or any(occ[i][j] for i in header)]
+    body_empty = [j for j in keep if not any(occ[i][j] for i in body_rows)]
+    if body_rows and body_empty:
+        keep = [j for j in keep if j not in body_empty]
+        notes.append(f"{len(body_empty)} column(s) with a header but no values dropped "
+                     f"({', '.join(col_letters(j + 1) for j in body_empty[:10])})")
+    keep = _drop_columns(grid, kinds, header, body_rows, keep, filled, notes)
+    names = header_names(grid, header, keep, filled)
+    names = _label_names(grid, kinds, header, keep, names, numeric, filled)
+    # 7. pivot
+    pivot = _pivot(grid, kinds, header, body_rows, keep, numeric, body_empty, l)
+    if len(header) > 1:
+        notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
+                     "joined with '|'")
+    last = body_rows[-1] if body_rows else (header[-1] if header else rows[-1])
+    first_row = header[0] if header else (body_rows[0] if body_rows else rows[0])
+    rng = to_a1(first_row, min(keep) if keep else l, last, max(keep) if keep else r)
+    return {"box": box, "range": rng, "header": header, "body": body_rows, "columns": keep, "names": names,
+            "skipped_above": skipped_above, "skipped_below": skipped_below, "pivot": pivot, "notes": notes,
+            "other_tables": others}
+
+
+def _headed(grid: list[list[Any]], kinds: list[list[str]], header: list[int], j: int,
+            filled: set[tuple[int, int]]) -> bool:
+    return any(kinds[i][j] != "empty" and (i, j) not in filled for i in header)
+
+
+def _drop_columns(grid: list[list[Any]], kinds: list[list[str]], header: list[int], body: list[int],
+                  keep: list[int], filled: set[tuple[int, int]], notes: list[str]) -> list[int]:
+    """``keep`` without the columns a person would not read as columns (each dropped with a note): a column that
+    holds only copies of a merged cell to its left; a column without a header cell holding one stray value
+    (a note beside a table of >= 3 rows); a column without a header cell holding one repeated symbol
+    (``$``, ``%``: the unit of its neighbour)."""
+    out = []
+    for j in keep:
+        cells = [i for i in header + body if kinds[i][j] != "empty"]
+        vals = {_text(grid[i][j]) for i in body if kinds[i][j] != "empty"}
+        headed = _headed(grid, kinds, header, j, filled)
+        if cells and all((i, j) in filled for i in cells):
+            notes.append(f"column {col_letters(j + 1)} dropped: only copies of merged cells")
+        elif not headed and len(body) >= 3 and len(cells) == 1:
+            notes.append(f"column {col_letters(j + 1)} dropped: one stray cell beside the table "
+                         f"({_text(grid[cells[0]][j])[:40]!r})")
+        elif not headed and len(vals) == 1 and not any(ch.isalnum() for ch in next(iter(vals))) and len(cells) >= 2:
+            notes.append(f"column {col_letters(j + 1)} dropped: only the unit sign {next(iter(vals))!r}")
+        else:
+            out.append(j)
+    return out
+
+
+def _label_names(grid: list[list[Any]], kinds: list[list[str]], header: list[int], keep: list[int],
+                 names: list[str], numeric: set[int], filled: set[tuple[int, int]]) -> list[str]:
+    """Row-label columns of a statement/pivot layout without a header cell (text columns left of the first
+    numeric column that has a header) are named ``label`` (``label.1``, ...) instead of ``col_N``."""
+    first = next((j for j in keep if j in numeric and _headed(grid, kinds, header, j, filled)), None)
+    if first is None:
+        return names
+    out, n = [], 0
+    for j, name in zip(keep, names):
+        if j < first and j not in numeric and name == f"col_{j + 1}":
+            name = "label" if n == 0 else f"label.{n}"
+            n += 1
+        out.append(name)
+    return out
+
+
+def _numeric_labels(grid: list[list[Any]], kinds: list[list[str]], i: int, numeric: list[int],
+                    lower: list[int]) -> bool:
+    """Row ``i`` labels the numeric columns although its cells are numbers: >= 4 integers rising by one from left to
+    right (hours 1..24, periods), or >= 2 dates over columns whose lower half holds no dates (months)."""
+    cells = [j for j in numeric if kinds[i][j] == "num"]
+    vals = [grid[i][j] for j in cells]
+    if len(cells) >= 4 and all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in vals):
+        try:
+            nums = [float(v) for v in vals]
+        except ValueError:
+            return False
+        return all(n.is_integer() for n in nums) and all(b - a == 1 for a, b in pairwise(nums))
+    if len(cells) >= 2 and all(isinstance(v, (datetime, date)) for v in vals):
+        return all(sum(isinstance(grid[k][j], (datetime, date)) for k in lower if k != i) * 2 <
+                   max(1, sum(kinds[k][j] == "num" for k in lower if k != i)) for j in cells)
+    return False
+
+
+def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[bool]], above: list[int], l: int,
+                 r: int, filled: set[tuple[int, int]], merged: list[tuple[int, int, int, int]],
+                 bold: set[tuple[int, int]] | None, from_top: bool = False) -> list[int]:
+    """The header rows among ``above`` (non-empty rows above the body, top to bottom): the leaf row and the group
+    label rows over it (module docstring, rule 4). ``from_top``: the first row of ``above`` is the table's top."""
+    if not above:
+        return []
+    cols = range(l, r + 1)
+    leaf = above[-1]
+    width = r - l + 1
+    leaf_cells = [j for j in cols if occ[leaf][j]]
+    if not leaf_cells:
+        return []
+    if any(len(_text(grid[leaf][j])) > LONG_TEXT for j in leaf_cells) or \
+            (len(leaf_cells) == 1 and width >= 3 and not from_top):
+        return []
+    header = [leaf]
+    below = {j for j in leaf_cells}
+    for i in reversed(above[:-1]):
+        if len(header) >= MAX_HEADER_ROWS:
+            break
+        cells = [j for j in cols if occ[i][j]]
+        if any(len(_text(grid[i][j])) > LONG_TEXT for j in cells) or i + 1 != header[0]:
+            break
+        if any(kinds[i][j] == "num" and (i, j) not in filled and not (
+                isinstance(grid[i][j], (datetime, date)) or re.fullmatch(r"(19|20)\d\d", _text(grid[i][j])))
+               for j in cells):
+            break  # a data row, not a label row (years and dates may label columns)
+        has_merge = any(t == i and rr > ll for (t, ll, b, rr) in merged if l <= ll <= r) or \
+            any((i, j) in filled for j in cells)
+        covers_gap = any(j not in below for j in cells)
+        lower_labels = [_text(grid[header[0]][j]) for j in cols if occ[header[0]][j] and (header[0], j) not in filled]
+        repeats = len(lower_labels) != len(set(lower_labels))
+        spans = len(cells) >= 1 and any(not occ[i][j + 1] and occ[header[0]][j + 1] for j in cells if j + 1 <= r)
+        both_bold = bool(bold) and all((i, j) in bold for j in cells) and all((leaf, j) in bold for j in leaf_cells)
+        texts = [_text(grid[i][j]) for j in cells if (i, j) not in filled]
+        if texts and all(x.endswith(":") for x in texts):
+            break  # form fields above the table ("CC Name:"), not column labels
+        if len(texts) >= 3 and len(set(texts)) == 1 and not has_merge:
+            break  # a marker row (x over every column)
+        repeats = repeats or len(texts) != len(set(texts))
+        num_leaf = any(kinds[header[0]][j] == "num" for j in cells)
+        covers_gap = covers_gap and len(cells) >= 2
+        if len(cells) == 1 and width >= 3 and not has_merge:
+            break  # a one-cell row over a wide table is a title
+        if not (has_merge or covers_gap or repeats or both_bold or num_leaf or spans and repeats):
+            break
+        header.insert(0, i)
+        below |= set(cells)
+    return header
+
+
+def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
+                 filled: set[tuple[int, int]] | None = None) -> list[str]:
+    """Column names from the header rows: parts joined with ``|``, upper rows forward-filled across empty cells
+    (a spanning label), a part repeated only by a fill written once, ``col_N`` (sheet column number) without any
+    header cell, duplicates suffixed ``.1``, ``.2``."""
+    filled = set(filled or ())
+    if not columns:
+        return []
+    lo, hi = min(columns), max(columns)
+    kept = set(columns)
+    levels = []
+    for n, i in enumerate(header):
+        row = grid[i]
+        vals = {j: (_text(row[j]) if j < len(row) and cell_kind(row[j]) != "empty" else "") for j in range(lo, hi + 1)}
+        if n < len(header) - 1:
+            last = ""
+            for j in range(lo, hi + 1):
+                if vals[j]:
+                    heads = any(j < len(grid[k]) and cell_kind(grid[k][j]) != "empty" for k in header[n + 1:])
+                    last = vals[j] if j in kept and heads else ""
+                elif last:
+                    vals[j] = last
+                    filled.add((i, j))
+        levels.append(vals)
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for j in columns:
+        parts: list[str] = []
+        for i, lv in zip(header, levels):
+            p = lv[j]
+            if p and not (parts and parts[-1] == p and (i, j) in filled):
+                parts.append(p)
+        name = "|".join(parts) or f"col_{j + 1}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}.{seen[name]}"
+        else:
+            seen[name] = 0
+        names.append(name)
+    return names
+
+
+def _pivot(grid: list[list[Any]], kinds: list[list[str]], header: list[int], body: list[int], keep: list[int],
+           numeric: set[int], corner: list[int], left: int) -> dict[str, Any] | None:
+    """A cross-tab: text row-label columns on the left, then >= 2 numeric value columns, with >= 2 header rows or
+    number/date value headers. ``{labels, values, levels}`` or None."""
+    if not header or len(body) < 1:
+        return None
+    k = 0
+    while k < len(keep) and keep[k] not in numeric:
+        k += 1
+    labels, values = keep[:k], keep[k:]
+    if not labels or len(values) < 2 or any(j not in numeric for j in values):
+        return None
+    leaf = header[-1]
+    num_heads = all(cell_kind(grid[leaf][j]) == "num" or _MONTH.match(_text(grid[leaf][j]) or "")
+                    for j in values if j < len(grid[leaf]))
+    if len(header) < 2 and not num_heads:
+        return None
+    levels = []
+    for n, i in enumerate(header):
+        name = next((_text(grid[i][j]) for j in reversed(corner + labels) if j < len(grid[i]) and
+                     kinds[i][j] == "text" and i != leaf), "")
+        levels.append(name or (f"variable_{n + 1}" if len(header) > 1 else "variable"))
+    return {"labels": labels, "values": values, "levels": levels}
+
+
+_MONTH = re.compile(r"^(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|q[1-4]|\d{4})", re.IGNORECASE)
+
+
+def unpivot(df: Any, n_labels: int, levels: list[str], value_name: str = "value") -> Any:
+    """A wide pivot frame (first ``n_labels`` columns row labels, the rest value columns named ``a|b``) as a long
+    frame: row labels (forward-filled down), one column per header level (names ``levels``), ``value``."""
+    import pandas as pd
+
+    ids = list(df.columns[:n_labels])
+    wide = df.copy()
+    wide[ids] = wide[ids].ffill()
+    long = wide.melt(id_vars=ids, var_name="__col__", value_name=value_name)
+    parts = long["__col__"].astype(str).str.split("|", n=len(levels) - 1, expand=True) if len(levels) > 1 else \
+        pd.DataFrame({0: long["__col__"].astype(str)})
+    for n, name in enumerate(levels):
+        long.insert(n_labels + n, _unique(name, ids), parts[n] if n in parts.columns else None)
+    return long.drop(columns="__col__").dropna(subset=[value_name]).reset_index(drop=True)
+
+
+def _unique(name: str, taken: list[str]) -> str:
+    while name in taken:
+        name += "_"
+    return name
