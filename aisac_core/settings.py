@@ -33,12 +33,13 @@ tools do, and their digest (the owner daemon records them, see :mod:`aisac_core.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
@@ -255,6 +256,8 @@ class Settings(BaseSettings):
     - ``run_idle_seconds``: provenance run window for callers that bring no run id.
     - ``job_lease_seconds`` / ``job_poll_seconds``: how long a process's claim on a background job holds without
       renewal, and how often pending jobs are looked for (:mod:`aisac_core.store.jobqueue`).
+    - ``tools``: the tool profile ``aisac serve`` exposes to hosts (``core``, ``full`` or server names, comma-separated;
+      :mod:`aisac_core.tool_profiles`).
     - ``http_token`` / ``max_request_bytes``: bearer token of ``serve --transport http`` (required off loopback;
       else generated) and the largest HTTP request body accepted (413 above).
 
@@ -292,6 +295,8 @@ class Settings(BaseSettings):
     job_lease_seconds: float = Field(default=30.0, ge=2.0, le=3600.0)
     #: seconds between two looks at the jobs table for claimable work while jobs are pending anywhere
     job_poll_seconds: float = Field(default=1.0, gt=0.0, le=60.0)
+    #: the tools a host sees (``aisac serve --tools``): core, full, all, or server names, comma-separated
+    tools: str = "all"
     http_token: str | None = None
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
 
@@ -356,6 +361,14 @@ class Settings(BaseSettings):
     def _expand_data_dir(cls, v: Path) -> Path:
         return v.expanduser().resolve()
 
+    @field_validator("tools", mode="after")
+    @classmethod
+    def _tools_profile(cls, v: str) -> str:
+        """A profile value in normal form (lower case, comma-separated); which names exist is checked at serve."""
+        from aisac_core.tool_profiles import check_value
+
+        return check_value(v)
+
     @field_validator("qdrant_https", "qdrant_write_consistency_factor", mode="after")
     @classmethod
     def _qdrant_consistent(cls, v: Any, info: ValidationInfo) -> Any:
@@ -408,7 +421,7 @@ class Settings(BaseSettings):
         """Every setting by flat name (``{"data_dir": ..., "roots": [...], "lit_replay": False, ...}``)."""
         return {name: self.get(name) for name in self.setting_names()}
 
-    def updated(self, **changes: Any) -> "Settings":
+    def updated(self, **changes: Any) -> Settings:
         """A copy with the settings named by flat name changed (values are taken as given, not re-validated, like
         ``model_copy``). Raises ``ValueError`` naming an unknown setting."""
         top: dict[str, Any] = {}
@@ -524,57 +537,12 @@ def setting_field(name: str) -> Any:
     return Settings.model_fields.get(name)
 
 
-def accepted_form(name: str) -> str:
-    """What the setting with flat name ``name`` accepts, in words (``an integer from 1 to 10``, ``one of: edge,
-    qdrant``, ``a path, paths joined by ':' or a JSON list of paths``)."""
-    field = setting_field(name)
-    if field is None:
-        return "a known setting name"
-    ann = field.annotation
-    args = [a for a in get_args(ann) if a is not type(None)]
-    if get_origin(ann) is not None and len(args) == 1 and get_origin(ann) is not list:
-        ann = args[0]  # X | None
-    bounds = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
-    limits = [f"{op} {bounds[k]}" for k, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if k in bounds]
-    if get_origin(ann) is Literal:
-        return "one of: " + ", ".join(str(a) for a in get_args(ann))
-    if ann is bool:
-        return "true or false (1/0, yes/no)"
-    if ann in (int, float):
-        return ("an integer" if ann is int else "a number") + (" " + " and ".join(limits) if limits else "")
-    if get_origin(ann) is list:
-        if get_args(ann) and get_args(ann)[0] is Path:
-            return f"a path, paths joined by {os.pathsep!r}, or a JSON list of paths"
-        return "comma-separated values or a JSON list"
-    if ann is Path:
-        return "a path"
-    return "text"
-
-
-def settings_errors(exc: ValidationError, *, env: bool = True) -> list[str]:
-    """One line per invalid setting in ``exc`` (from constructing :class:`Settings`): the environment variable
-    (``env`` and the variable is set) or the setting's flat name, the value, what is wrong and the accepted form,
-    e.g. ``AISAC_LIT_RETRIES=0: Input should be greater than or equal to 1 (accepted: an integer >= 1 and <=
-    10)``. A value from ``aisac.toml`` names the file. Errors without a setting (a broken file) keep their text."""
-    names = {k.upper(): k for k in os.environ}
-    lines: list[str] = []
-    for e in exc.errors():
-        loc = [str(x) for x in e.get("loc") or ()]
-        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-        if not loc or setting_field(loc[0]) is None:
-            lines.append(f"invalid settings: {msg}")
-            continue
-        name, var = loc[0], _env_name(loc[0])
-        value = e.get("input")
-        where = next((x[1:] for x in loc[1:] if x.startswith("@")), None)
-        if where:
-            shown = f"{name} = {_toml_value(plain_value(value))} in {where}"
-        elif env and var in names:
-            shown = f"{var}={os.environ[names[var]]}"
-        else:
-            shown = f"{name}={value if isinstance(value, str) else json.dumps(plain_value(value), default=str)}"
-        lines.append(f"{shown}: {msg} (accepted: {accepted_form(name)})")
-    return lines
+def __getattr__(name: str) -> Any:
+    """``accepted_form`` and ``settings_errors``, which live in :mod:`aisac_core.settings_messages` (a layer above
+    this module: loaded by name on first use, so the layers keep one direction)."""
+    if name in ("accepted_form", "settings_errors"):
+        return getattr(importlib.import_module("aisac_core.settings_messages"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: secrets (``aisac config show`` prints ``***``), and the flat settings that do not change what the tools answer or
@@ -582,7 +550,7 @@ def settings_errors(exc: ValidationError, *, env: bool = True) -> list[str]:
 SECRETS = frozenset({"http_token", "qdrant_api_key"})
 NON_BEHAVIOUR = SECRETS | {n for n in Settings.model_fields if n.startswith("qdrant_") and n != "qdrant_url"} | {
     "data_dir", "warm", "embed_batch_size", "owner_mode", "owner_idle_seconds", "owner_start_timeout_s",
-    "owner_restart_idle_s", "job_lease_seconds", "job_poll_seconds"}
+    "owner_restart_idle_s", "job_lease_seconds", "job_poll_seconds", "tools"}
 
 
 def behaviour_settings(settings: Settings) -> tuple[dict[str, Any], str]:

@@ -29,10 +29,13 @@ Parts (each selectable with ``--only``):
   cached), the dashboard's evidence cards.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
   cold start (issue 9).
+- ``tools``    (:mod:`bench.tools`): what the suite costs a host's context: ``tools/list`` bytes and tokens per tool
+  profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
+  trace_get_run.
 
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
 
 PARTS = ("quality", "indexing", "latency", "startup", "memory", "trace", "literature", "data", "roles", "projects",
-         "pdf", "owner", "engines", "pageimage")
+         "pdf", "owner", "engines", "pageimage", "tools")

@@ -1,4 +1,4 @@
-"""Command line of the benchmarks: ``python -m bench [--only quality,indexing,latency,startup,memory] ...``."""
+"""Command line of the benchmarks: ``python -m bench [--only quality,indexing,latency,startup,memory,tools] ...``."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 from aisac_core.context import AppContext
 from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
+from aisac_core.roles.evaluator import NOT_JUDGED, verdict
 from aisac_core.roles.graph import run_graph
 
 from .toolclient import SuiteTools
@@ -82,7 +83,9 @@ async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str
 
 
 def print_result(res: dict[str, Any], out: "Console") -> None:
-    """Human rendering of a run result."""
+    """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("evidence
+    verified" / "evidence not verified" and ``content: not judged (no model)`` when no model judged the content,
+    "passed" / "failed" when one did), its gates and critiques."""
     ans = res["answer"] or {}
     ev = res["evaluation"] or {}
     out.print(f"[bold]run id:[/bold] {res['run_id']}")
@@ -101,9 +104,13 @@ def print_result(res: dict[str, Any], out: "Console") -> None:
                              f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"))
         else:
             out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
-    verdict = "[green]passed[/green]" if ev.get("passed") else "[red]failed[/red]"
-    out.print(f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): {verdict} · mean severity "
-              f"{ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds {ev.get('thresholds')}")
+    judged = ev.get("content_judged", (ev.get("by") or "automatic") != "automatic")
+    word = ev.get("verdict") or verdict(bool(ev.get("passed")), judged)
+    colour = "green" if ev.get("passed") else "red"
+    out.print(f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): [{colour}]{word}[/{colour}] · mean "
+              f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
+              f"{ev.get('thresholds')}")
+    out.print(f"  content: {ev.get('content') or ('judged by model' if judged else NOT_JUDGED)}")
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}
     out.print(f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "

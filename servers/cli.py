@@ -206,6 +206,11 @@ def serve(
     data_dir: DataDir = None,
     project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its own "
                                                     "store, tools, prompts (docs/projects.md)")] = None,
+    tools: Annotated[Optional[str], typer.Option("--tools", help="tool profile the host sees: core (grounded Q&A, "
+                                                 "~11 tools), full (core listed, every other tool through tools_search), all "
+                                                 "(every tool listed), or server names, comma-separated "
+                                                 "(rag,memory; core,lit); default AISAC_TOOLS, else all "
+                                                 "(docs/hosts.md)")] = None,
 ) -> None:
     """Run the MCP suite (or one server) over stdio or streamable HTTP.
 
@@ -224,6 +229,13 @@ def serve(
     available = dict(aisac_register_servers())
     if server and server not in available:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(available)}")
+    from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
+
+    try:  # checked here (one line on error); the suite resolves it again over its real servers (plugins included)
+        profile_value = check_value(tools) if tools is not None else settings.tools
+        profile = resolve(profile_value, names or [*available, *(["project"] if project is not None else [])])
+    except ToolProfileError as exc:
+        _fail(str(exc))
     # Windows: no flock, in-process; a store wholly on database servers has nothing to own: every process opens it
     use_owner = settings.owner.mode and not no_owner and SUPPORTED and not settings.server_store
     base_settings = settings
@@ -244,14 +256,14 @@ def serve(
             from aisac_core.projects import BootstrapError
 
             try:
-                suite, _app_ctx = serve_project(project, base_settings, names)
+                suite, _app_ctx = serve_project(project, base_settings, names, tools=profile_value)
                 return suite
             except BootstrapError as exc:
                 _fail(str(exc))
         # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
         from aisac_servers.suite import build
 
-        return build(names, app=AppContext(settings))
+        return build(names, app=AppContext(settings), tools=profile_value)
 
     try:
         if transport == "stdio":
@@ -260,7 +272,7 @@ def serve(
                     ensure_owner(settings)
                 except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it until the owner is free
                     err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
-                build_proxy(settings, names).run(transport="stdio", show_banner=False)
+                build_proxy(settings, names, profile).run(transport="stdio", show_banner=False)
             else:
                 in_process().run(transport="stdio", show_banner=False)
             return
@@ -282,7 +294,7 @@ def serve(
         else:
             assert info is not None
             err.print(f"aisac: the store is owned by pid {info.pid} ({info.url}); serving as a proxy to it")
-            serve_http(settings, build_proxy(settings, names), host=host, port=port, token=token)
+            serve_http(settings, build_proxy(settings, names, profile), host=host, port=port, token=token)
     except OwnerError as exc:
         _fail(str(exc))
 
@@ -430,6 +442,9 @@ def install(
     config: Annotated[Optional[Path], typer.Option("--config", help="the host's configuration file (default: "
                                                    "where the host reads it, docs/hosts.md)")] = None,
     data_dir: DataDir = None,
+    tools: Annotated[Optional[str], typer.Option("--tools", help="tool profile the host sees: core (grounded Q&A, "
+                                                 "smallest context), full (every tool, core listed), all, or server names, comma-separated "
+                                                 "(docs/hosts.md); asked when omitted on a terminal")] = None,
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
     from aisac_core.projects import BootstrapError
@@ -438,7 +453,17 @@ def install(
 
     try:
         settings = _settings(data_dir)
-        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings))
+        if tools is None and not print_ and sys.stdin.isatty():
+            tools = typer.prompt("tool profile for this host (core: grounded Q&A with the fewest tools; full: every "
+                                 "tool, the core ones listed and the others found with tools_search; all: every "
+                                 "tool listed; or server names such as rag,memory)", default=settings.tools)
+        if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
+            from aisac_servers.builtin import aisac_register_servers
+
+            from aisac_core.tool_profiles import resolve
+
+            resolve(tools, [*dict(aisac_register_servers()), "project"])
+        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
         if print_:
             print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return

@@ -192,3 +192,36 @@ async def call_core(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
         raise tool_error(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details",
                          what=what) from exc
+
+
+def request_meta(key: str) -> Any:
+    """The value of ``key`` in the current request's ``_meta`` (None outside a request or when absent)."""
+    try:
+        rc = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = getattr(rc, "meta", None) if rc is not None else None
+    if meta is None:
+        return None
+    if isinstance(meta, dict):
+        return meta.get(key)
+    return (getattr(meta, "model_extra", None) or {}).get(key, getattr(meta, key, None))
+
+
+def hints(title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False,
+          open_world: bool = False) -> dict[str, Any]:
+    """The MCP tool annotations of a tool, all five always given (the spec's defaults are destructive and
+    open-world, so a tool that leaves one out looks dangerous to a host).
+
+    Args:
+        title: human-readable name a host shows ("Search the corpus").
+        read_only: the tool changes nothing (``readOnlyHint``); then ``destructiveHint`` is False.
+        destructive: the tool may delete or overwrite stored data (``destructiveHint``).
+        idempotent: calling it again with the same arguments has no further effect (``idempotentHint``).
+        open_world: the tool reaches outside aisac's store, e.g. a web API (``openWorldHint``).
+
+    Returns: ``{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}`` for
+    ``@server.tool(annotations=...)`` (MCP specification, "Tool annotations").
+    """
+    return {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive and not read_only,
+            "idempotentHint": idempotent or read_only, "openWorldHint": open_world}

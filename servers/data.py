@@ -19,28 +19,31 @@ import base64
 import json
 from typing import Annotated, Any, Literal
 
-from fastmcp import FastMCP
+import anyio
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ResourceError
 from fastmcp.tools.base import ToolResult
 from mcp.types import ImageContent, TextContent
 from pydantic import Field
 
 from aisac_core.context import AppContext
 
-from .common import App, call_core
+from . import results_data as R
+from . import results_jobs as RJ
+from .common import App, call_core, current_app, hints
+from .results_data import AsIs
+from .tasks import app_of, follow_code_run, in_task, task_on
 
 server = FastMCP(
     "data",
     instructions=(
-        "Load tables (CSV/TSV, Excel with multi-row or titled headers, Parquet, JSON, JSON Lines) from the registered "
-        "roots into named frames with lineage; preview, describe, query (pandas query syntax), aggregate, save "
-        "derived frames; and run Python in persistent sandboxed sessions (numpy, pandas, scipy, matplotlib; "
-        "no network, no processes, writes only in the session folder; plots come back as PNG images)."
+        "Load tables (CSV, Excel, Parquet, JSON) from the allowed roots; preview, query, aggregate; run "
+        "Python in sandboxed sessions."
     ),
 )
 
-FrameName = Annotated[str, Field(description="frame name (data_list shows them) or a result_id of data_query / "
-                                             "data_aggregate")]
-SessionName = Annotated[str, Field(description="session name: 1-64 letters, digits, '_', '.', '-'")]
+FrameName = Annotated[str, Field(description="frame name, or a result_id")]
+SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
 
 
 def _with_images(result: dict, images: list[bytes]) -> ToolResult:
@@ -50,190 +53,222 @@ def _with_images(result: dict, images: list[bytes]) -> ToolResult:
 
 
 # -- frames ---------------------------------------------------------------------------------------------------
-@server.tool
+@server.tool(annotations=hints("Load a table", destructive=True, idempotent=True),
+             output_schema=R.lean_schema(R.LoadResult))
 async def load(
-    path: Annotated[str, Field(description="file inside a registered root (absolute, or relative to the first "
-                                           "root): .csv .tsv .txt .xlsx .xlsm .parquet .json .jsonl")],
-    name: Annotated[str | None, Field(description="frame name (default: the file name without extension)")] = None,
-    sheet: Annotated[str | None, Field(description="Excel sheet name or 0-based index (default: every sheet, "
-                                                   "registered as <name>:<sheet>)")] = None,
-    header_rows: Annotated[int | None, Field(description="number of header rows 0-10, overriding detection (CSV, "
-                                                         "Excel)")] = None,
+    path: Annotated[str, Field(description="file in a registered root: csv tsv txt xlsx xlsm parquet json jsonl")],
+    name: Annotated[str | None, Field(description="default: the file name")] = None,
+    sheet: Annotated[str | None, Field(description="Excel sheet name or 0-based index; default: every sheet, "
+                                                   "as <name>:<sheet>")] = None,
+    header_rows: Annotated[int | None, Field(description="0-10, overrides detection")] = None,
+    skip_rows: Annotated[int | None, Field(description="rows above the table to drop, overrides detection")] = None,
+    range: Annotated[str | None, Field(description="Excel A1 block, e.g. 'B3:F20'")] = None,
+    tidy: Annotated[bool, Field(description="unpivot an Excel pivot export into a long frame")] = False,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Load a table file into a named frame (replacing a frame of that name), recording its lineage.
-
-    Header rows are detected (multi-row headers joined with '|', title/note rows above the table skipped, merged
-    cells filled); CSV encoding and delimiter are detected. Result: ``{frames: [{name, kind, rows, columns,
-    column_names, dtypes, source: {path, sha256, format, sheet, options: {header_rows, encoding, delimiter,
-    skipped_rows, data_start_row}}, notes, replaced}], notes}``.
-    Every column of a wide CSV is loaded, up to 100,000 (``columns`` counts them; ``column_names`` lists 100, with a
-    note). Errors: path outside the registered roots ('..', symlinks); an empty path, a NUL byte, a symlink loop;
-    missing, empty, corrupt or unsupported file; a CSV not in the accepted form (the message names the line and the
-    problem); JSON nested too deeply; an XLSX refused before parsing as a possible decompression bomb (over
-    AISAC_DATA_MAX_UNPACKED_MB unpacked, or AISAC_DATA_MAX_UNPACK_RATIO times its size above 16 MB); bad name, sheet
-    or header_rows; file over AISAC_DATA_MAX_FILE_MB."""
+) -> AsIs[R.LoadResult]:
+    """Load a table file into a named frame with its lineage (replacing one of that name), before the other data
+    tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected` and
+    correct it with header_rows, skip_rows, range or tidy."""
     sh: str | int | None = sheet
-    return await call_core(lambda: app.frames.load(path, name, sh, header_rows))
+    return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
 
-@server.tool(name="list")
-async def list_frames(app: AppContext = App) -> dict[str, Any]:
-    """Every registered frame, newest first, with its lineage (source file + sha256, or parent + operation).
-    Result: ``{frames: [{name, kind, rows, columns, column_names (first 20), source | parent + operation, notes,
-    created_at}], count}``."""
+@server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=R.lean_schema(R.ListResult))
+async def list_frames(app: AppContext = App) -> AsIs[R.ListResult]:
+    """The frames loaded so far (their names, for the other data tools), newest first, with size and lineage."""
     return await call_core(lambda: app.frames.list())
 
 
-@server.tool
+@server.tool(annotations=hints("Preview", read_only=True), output_schema=R.lean_schema(R.PreviewResult))
 async def preview(
     name: FrameName,
-    n: Annotated[int, Field(description="rows to show, 1-500")] = 10,
-    where: Annotated[Literal["head", "tail", "sample"], Field(
-        description="head, tail or sample (reproducible: random_state 0)")] = "head",
+    n: Annotated[int, Field(description="1-500")] = 10,
+    where: Literal["head", "tail", "sample"] = "head",
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Rows of a frame with its shape and dtypes. Result: ``{name, where, n, shape: [rows, columns], dtypes:
-    {column: dtype}, rows: [{column: value}]}`` (dates ISO 8601, missing values null). Errors: unknown frame;
-    n out of range."""
+) -> AsIs[R.PreviewResult]:
+    """A first look at a frame: shape, dtypes and a few rows (data_query filters rows)."""
     return await call_core(lambda: app.frames.preview(name, n, where))
 
 
-@server.tool
+@server.tool(annotations=hints("Describe", read_only=True), output_schema=R.lean_schema(R.DescribeResult))
 async def describe(
     name: FrameName,
-    columns: Annotated[list[str] | None, Field(description="only these columns (default all, first 200)")] = None,
+    columns: Annotated[list[str] | None, Field(description="default: all")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Summary statistics per column (pandas describe(include='all') plus null counts). Result: ``{name, shape,
-    columns: {column: {dtype, count, nulls, mean, std, min, 25%, 50%, 75%, max | unique, top, freq}},
-    truncated}``. Errors: unknown frame or column."""
+) -> AsIs[R.DescribeResult]:
+    """Per-column statistics of a frame: count, nulls, mean, std, quartiles, or unique/top values."""
     return await call_core(lambda: app.frames.describe(name, columns))
 
 
-@server.tool
+@server.tool(annotations=hints("Query", read_only=True), output_schema=R.lean_schema(R.QueryResult))
 async def query(
     name: FrameName,
-    expr: Annotated[str, Field(description="pandas DataFrame.query expression, e.g. \"temp_K > 300 and site == "
-                                           "'A'\"; `backticks` for column names with spaces")],
-    columns: Annotated[list[str] | None, Field(description="columns to return (default all)")] = None,
-    limit: Annotated[int, Field(description="rows to return, 1-1000")] = 50,
+    expr: Annotated[str, Field(description="e.g. \"temp_K > 300 and site == 'A'\"; `col name` for spaces")],
+    columns: Annotated[list[str] | None, Field(description="default: all")] = None,
+    limit: Annotated[int, Field(description="1-1000")] = 50,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Rows matching a query in pandas DataFrame.query syntax - comparisons, and/or/not, arithmetic, 'in'
-    lists, and the methods str.contains/startswith/endswith/lower/upper, isna/notna, isin, between, dt.year...
-    No '@' variables, no other attributes or calls, no names starting with '_' (checked by parsing). Result:
-    ``{name, expr, matched, returned, truncated, columns, rows, result_id}``; data_save(result_id, new_name)
-    registers the full match. Errors: unknown frame or column; refused or invalid expression."""
+) -> AsIs[R.QueryResult]:
+    """Rows of a frame matching a pandas query expression (filtering only: no '@' variables or function calls;
+    data_code_run computes). data_save keeps the match by its result_id."""
     return await call_core(lambda: app.frames.query(name, expr, columns, limit))
 
 
-@server.tool
+@server.tool(annotations=hints("Aggregate", read_only=True),
+             output_schema=R.lean_schema(R.AggregateResult))
 async def aggregate(
     name: FrameName,
     metrics: Annotated[dict[str, list[str] | str], Field(
-        description="{column: [function, ...]}; functions: count size sum mean median min max std var nunique "
-                    "first last")],
-    by: Annotated[list[str] | None, Field(description="group-by columns (default: whole frame)")] = None,
-    limit: Annotated[int, Field(description="groups to return, 1-5000")] = 200,
+        description="{column: [count|sum|mean|median|min|max|std|var|nunique|first|last]}")],
+    by: Annotated[list[str] | None, Field(description="group-by columns")] = None,
+    limit: Annotated[int, Field(description="1-5000")] = 200,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Group and aggregate. Result: ``{name, by, groups, returned, truncated, columns (<column>_<function>),
-    rows, result_id}``. Errors: unknown frame, column or function; a function that does not apply (mean of
-    text)."""
+) -> AsIs[R.AggregateResult]:
+    """Group-by statistics of a frame without code; result columns are named <column>_<function>."""
     return await call_core(lambda: app.frames.aggregate(name, by, metrics, limit))
 
 
-@server.tool
+@server.tool(annotations=hints("Save frame", destructive=True, idempotent=True),
+             output_schema=R.lean_schema(R.FrameDict))
 async def save(
-    name: Annotated[str, Field(description="a result_id of data_query/data_aggregate, or a frame to copy")],
-    new_name: Annotated[str, Field(description="name of the new frame")],
+    name: Annotated[str, Field(description="result_id, or a frame to copy")],
+    new_name: str,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Register a derived frame (persisted) with its lineage: parent frame and operation (query expression,
-    group-by + metrics, or copy). Result: the new frame's summary ``{name, kind: "derived", rows, columns,
-    parent, operation, ...}``. Errors: unknown frame or result id; bad new name."""
+) -> AsIs[R.FrameDict]:
+    """Keep a data_query/data_aggregate result as a frame with its lineage (replaces a frame of that name)."""
     return await call_core(lambda: app.frames.save(name, new_name))
 
 
-@server.tool
+@server.tool(annotations=hints("Frame to session", idempotent=True),
+             output_schema=R.lean_schema(R.ToSessionResult))
 async def to_session(
     name: FrameName,
     session: SessionName,
-    variable: Annotated[str | None, Field(description="variable name (default: the frame name as an "
-                                                      "identifier)")] = None,
+    variable: Annotated[str | None, Field(description="default: the frame name")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Copy a frame into a code session as a pandas DataFrame variable (the session is created if needed).
-    Result: ``{name, session, variable, shape, path, notes}``. Errors: unknown frame; bad session or variable
-    name; session busy."""
+) -> AsIs[R.ToSessionResult]:
+    """Put a frame into a code session as a pandas DataFrame, for data_code_run."""
     return await call_core(lambda: app.frames.to_session(name, session, variable))
 
 
 # -- code sessions --------------------------------------------------------------------------------------------
-@server.tool
+@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=R.lean_schema(RJ.CodeRun))
 async def code_run(
+    ctx: Context,
     session: SessionName,
     code: Annotated[str, Field(description="Python source; the repr of a final expression is returned as result")],
     timeout_s: Annotated[float | None, Field(description="wall-time limit in seconds (default "
                                                          "AISAC_SANDBOX_TIMEOUT_S, max 3600)")] = None,
-    app: AppContext = App,
-) -> ToolResult:
-    """Run Python in a persistent sandboxed session (created on first use; variables survive across calls).
+) -> AsIs[RJ.CodeRun]:
+    """Use to compute with Python in a persistent sandboxed session (variables survive across calls).
 
-    Allowed imports: numpy, pandas, scipy, matplotlib, math, statistics, json, re, datetime, collections,
-    itertools, functools and a few stdlib helpers (+ AISAC_SANDBOX_ALLOW_IMPORTS). No network, no processes,
-    writes only inside the session folder, CPU/memory/file-size/output limits; random and numpy seeded.
-    Result (JSON, also as text): ``{ok, session, cell, job_id, status, stdout, stderr, result?, error?,
-    error_type?, traceback?, figures: [{name, path, sha256, bytes}], notes, state_lost, duration_ms, code_sha256,
-    output_sha256, isolation}`` plus one PNG image per matplotlib figure (at most 20, each within
-    AISAC_SANDBOX_FIGURE_MB; ``path`` is the server's copy). A run longer than
-    AISAC_SANDBOX_JOB_THRESHOLD_S returns ``{ok: false, pending: true, status: "running", job_id, error}``: poll
-    data_code_job_status. ``state_lost: true`` means the worker had died or the server restarted: earlier
-    variables are gone. Errors (MCP): empty or oversized code; bad session name; session busy; timeout out of
-    range; too many live sessions."""
-    result, images = await call_core(lambda: app.sandbox.run(session, code, timeout_s))
-    return _with_images(result, images)
+    numpy, pandas, scipy, matplotlib and common stdlib modules; no network or processes; writes only in the
+    session folder; CPU/memory/time limits. Returns stdout, stderr, the final expression's repr as ``result``,
+    errors, one PNG per figure; ``state_lost``: earlier variables are gone. A run past
+    AISAC_SANDBOX_JOB_THRESHOLD_S returns ``pending: true`` and a ``job_id`` (data_code_job_status,
+    rag_job_cancel); as an MCP task it runs to its end."""
+    app = app_of(ctx)
+    sandbox = await call_core(lambda: app.sandbox)
+    wait_s = None if in_task(ctx) else app.settings.sandbox.job_threshold_s
+    first = 0.2 if wait_s is None else min(0.2, wait_s)  # a quick run answers at once, a longer one reports progress
+    result, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
+    if result.get("pending"):
+        result, images = await follow_code_run(ctx, sandbox, result, None if wait_s is None else wait_s - first)
+    return _with_images(result, images)  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Code run status", read_only=True), output_schema=R.lean_schema(RJ.CodeRun))
 async def code_job_status(
     job_id: Annotated[str, Field(description="job_id returned by data_code_run")],
     app: AppContext = App,
-) -> ToolResult:
-    """State of a code run: ``{ok: false, pending: true, status: "running", elapsed_s, ...}`` while it runs,
-    else the run's full result (as data_code_run returns it, images included) plus ``finished_at``. Errors:
-    unknown job id (jobs are forgotten when the server restarts)."""
+) -> AsIs[RJ.CodeRun]:
+    """Use to follow a data_code_run that returned ``pending: true``: ``status`` running, else the
+    run's full result (``cancelled`` when stopped). Error: unknown job id."""
     result, images = await call_core(lambda: app.sandbox.job_status(job_id))
     return _with_images(result, images)
 
 
-@server.tool
-async def code_variables(session: SessionName, app: AppContext = App) -> dict[str, Any]:
-    """The session's variables: ``{session, variables: [{name, type, shape? | len?, dtype?, repr (<= 200
-    characters)}], notes}`` (names starting with '_' and modules left out). Errors: unknown session; session
-    busy."""
+@server.tool(annotations=hints("Session variables", read_only=True),
+             output_schema=R.lean_schema(R.VariablesResult))
+async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[R.VariablesResult]:
+    """Names, types and shapes of a code session's variables."""
     return await call_core(lambda: app.sandbox.variables(session))
 
 
-@server.tool
-async def code_session_list(app: AppContext = App) -> dict[str, Any]:
-    """Sessions of this server: ``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at,
-    busy_job, state_lost, confinement: {uid, seccomp, landlock}}], isolation (bwrap | unshare | none),
-    isolation_note, allowed_imports, limits}``."""
+@server.tool(annotations=hints("Code sessions", read_only=True),
+             output_schema=R.lean_schema(R.SessionListResult))
+async def code_session_list(app: AppContext = App) -> AsIs[R.SessionListResult]:
+    """The code sessions, and the sandbox's isolation, allowed imports and limits."""
     return await call_core(lambda: app.sandbox.list())
 
 
-@server.tool
-async def code_session_reset(session: SessionName, app: AppContext = App) -> dict[str, Any]:
-    """Stop the session's worker (and any running job) and clear its variables; the next run starts fresh.
-    Files in the session folder are kept. Result: ``{session, reset: true, killed_job}``. Errors: unknown
-    session."""
+@server.tool(annotations=hints("Reset session", destructive=True, idempotent=True),
+             output_schema=R.lean_schema(R.ResetResult))
+async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[R.ResetResult]:
+    """Clear a code session's variables and stop its running job; its files stay."""
     return await call_core(lambda: app.sandbox.reset(session))
 
 
-@server.tool
-async def code_session_close(session: SessionName, app: AppContext = App) -> dict[str, Any]:
-    """Stop the session's worker and forget the session; its folder (artifacts, figures) stays on disk.
-    Result: ``{session, closed: true, dir}``. Errors: unknown session."""
+@server.tool(annotations=hints("Close session", destructive=True, idempotent=True),
+             output_schema=R.lean_schema(R.CloseResult))
+async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[R.CloseResult]:
+    """End a code session: its worker stops, its files stay."""
     return await call_core(lambda: app.sandbox.close(session))
+
+
+# -- resources and completions --------------------------------------------------------------------------------
+#: the templates as this server declares them; the suite mounts them as ``aisac://data/frames/{name}`` ...
+FRAME_URI = "aisac://frames/{name}"
+SESSION_URI = "aisac://code-sessions/{session}"
+#: most values a completion answers with (the MCP limit is 100)
+COMPLETIONS = 100
+
+
+@server.resource(FRAME_URI, mime_type="application/json")
+async def frame_resource(name: str, app: AppContext = App) -> str:
+    """A frame's first 20 rows with its shape and dtypes (as data_preview returns them), as JSON."""
+    try:
+        res = await call_core(lambda: app.frames.preview(name, 20, "head"))
+    except Exception as exc:  # ToolError from call_core: a resource read reports a ResourceError
+        raise ResourceError(str(exc)) from exc
+    return json.dumps(res, ensure_ascii=False, default=str)
+
+
+@server.resource(SESSION_URI, mime_type="application/json")
+async def session_resource(session: str, app: AppContext = App) -> str:
+    """A code session's variables (as data_code_variables returns them), as JSON."""
+    try:
+        res = await call_core(lambda: app.sandbox.variables(session))
+    except Exception as exc:
+        raise ResourceError(str(exc)) from exc
+    return json.dumps(res, ensure_ascii=False, default=str)
+
+
+def frame_names(app: AppContext, prefix: str = "") -> list[str]:
+    """Registered frame names starting with ``prefix`` (any case), newest first, at most 100."""
+    names = [f["name"] for f in app.frames.list()["frames"]]
+    return [n for n in names if n.lower().startswith(prefix.lower())][:COMPLETIONS]
+
+
+def session_names(app: AppContext, prefix: str = "") -> list[str]:
+    """Code session names starting with ``prefix`` (any case), at most 100."""
+    names = sorted(s["session"] for s in app.sandbox.list()["sessions"])
+    return [n for n in names if n.lower().startswith(prefix.lower())][:COMPLETIONS]
+
+
+async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
+    """Completion of the frame resource's ``name`` (frame names) and the code-session resource's ``session``
+    (session names), by prefix; None for any other reference, so a suite can chain this with other servers'
+    handlers. The suite's namespaced templates (``aisac://data/frames/{name}``) are recognised too."""
+    uri, arg = str(getattr(ref, "uri", None) or ""), getattr(argument, "name", None)
+    prefix = str(getattr(argument, "value", "") or "")
+    if uri in (FRAME_URI, "aisac://data/frames/{name}") and arg == "name":
+        fn = frame_names
+    elif uri in (SESSION_URI, "aisac://data/code-sessions/{session}") and arg == "session":
+        fn = session_names
+    else:
+        return None
+    app = current_app()
+    return await anyio.to_thread.run_sync(fn, app, prefix)
+
+
+server.add_completion_handler(complete)

@@ -4,7 +4,8 @@ A thin adapter over :mod:`aisac_core.memory`. Mounted by the suite under the ``m
 tools are ``memory_start_session``, ``memory_add_turn``, ``memory_get_history``, ``memory_recall``,
 ``memory_search``, ``memory_list_sessions``, ``memory_export_session``, ``memory_delete_session``,
 ``memory_record_fact``, ``memory_query_facts``, ``memory_fact_timeline`` and the resource template
-``aisac://memory/sessions/{session_id}``.
+``aisac://memory/sessions/{session_id}``, whose ``session_id`` :func:`complete` completes (newest sessions first).
+Results are typed (:mod:`aisac_servers.results_memory`).
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from pydantic import Field
 
 from aisac_core.context import AppContext
 
-from .common import App, call_core
+from . import results_memory as R
+from .common import App, call_core, current_app, hints
+from .results_schema import schema
 
 server = FastMCP(
     "memory",
     instructions=(
-        "Remember research threads: sessions of turns (user, assistant, router, planner, coordinator, evaluator, "
-        "tool), recall of the recent turns plus related older exchanges within a token budget, keyword + "
-        "semantic search, and temporal facts (beliefs valid from/until a time, queried as of any time)."
+        "Conversation memory: memory_start_session, memory_add_turn per turn, memory_recall for a question's "
+        "context; temporal facts."
     ),
 )
 
@@ -43,221 +45,194 @@ class _LazyMemory:
 mem = _LazyMemory()
 
 Role = Literal["user", "assistant", "router", "planner", "coordinator", "evaluator", "tool"]
-SessionId = Annotated[str, Field(description="session id from memory_start_session (ses-...)")]
+SessionId = Annotated[str, Field(description="ses-... (memory_list_sessions)")]
+#: the session resource as the suite mounts it (the template a completion request names)
+SESSION_URI = "aisac://memory/sessions/{session_id}"
 
 
-@server.tool
+@server.tool(annotations=hints("Start a session"), output_schema=schema(R.Session))
 async def start_session(
-    title: Annotated[str | None, Field(description="short title of the thread (<= 500 characters)")] = None,
-    project: Annotated[str | None, Field(description="project name, for filtering memory_list_sessions")] = None,
+    title: Annotated[str | None, Field(description="short title, <= 500 characters")] = None,
+    project: Annotated[str | None, Field(description="project name (a filter of memory_list_sessions)")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Start a memory session (a research thread).
-
-    Result: ``{session_id, title, project, created_at, turn_count: 0, last_turn_at: null}`` (times are
-    ISO 8601 UTC). Errors: title or project over 500 characters."""
+) -> R.Session:
+    """Start a new research thread (session) before its first turn; to continue a thread, find its
+    session_id with memory_list_sessions instead. Returns the session with its session_id."""
     return await call_core(mem.start_session, app, title, project)
 
 
-@server.tool
+@server.tool(annotations=hints("Add a turn"), output_schema=schema(R.AddedTurn))
 async def add_turn(
     session_id: SessionId,
     role: Annotated[str, Field(description="user, assistant, router, planner, coordinator, evaluator or tool")],
-    content: Annotated[str, Field(description="the turn's text, 1 to 100,000 characters")],
-    metadata: Annotated[dict[str, Any] | None, Field(
-        description="optional JSON object: scratchpad, action log, plan patches, tool names, ...")] = None,
-    parent_id: Annotated[int | None, Field(description="optional turn_id this turn replies to (same session)")] = None,
+    content: Annotated[str, Field(description="1 to 100,000 characters")],
+    metadata: Annotated[dict[str, Any] | None, Field(description="any JSON object (plan, tools used, ...)")] = None,
+    parent_id: Annotated[int | None, Field(description="turn_id this turn replies to")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Append a turn to a session. Order is by ``created_at``, strictly increasing within a session even
-    when several clients write at once. An assistant turn that answers a user turn (the latest user turn
-    after the previous assistant turn) is embedded with it into the dialogue index, for memory_recall and
-    memory_search.
-
-    Result: ``{turn_id, session_id, role, created_at, parent_id, pair: {user_turn_id, assistant_turn_id} | null}``.
-    Errors: unknown session id; invalid role (the error lists the roles); empty content; content over
-    100,000 characters (the error names the limit); metadata not an object or over 100,000 characters as
-    JSON; parent_id not a turn of this session."""
+) -> R.AddedTurn:
+    """Append a turn to a session. An assistant turn answering the latest user turn is indexed with it as an
+    exchange (``pair``) that memory_recall finds later."""
     return await call_core(mem.add_turn, app, session_id, role, content, metadata, parent_id)
 
 
-@server.tool
+@server.tool(annotations=hints("Read a session's turns", read_only=True), output_schema=schema(R.History))
 async def get_history(
     session_id: SessionId,
-    cursor: Annotated[str | None, Field(description="next_cursor of the previous page; omit for the start")] = None,
-    limit: Annotated[int, Field(description="turns per page, 1 to 500")] = 50,
+    cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Field(description="turns per page, 1-500")] = 50,
     roles: Annotated[list[Role] | None, Field(description="only these roles")] = None,
-    token_budget: Annotated[int | None, Field(
-        description="stop the page before it exceeds this many tokens (embedding tokenizer)")] = None,
+    token_budget: Annotated[int | None, Field(description="end the page before this many tokens")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """A session's turns, oldest first, one page at a time.
-
-    Result: ``{session_id, turns: [{turn_id, session_id, role, content, metadata, parent_id, created_at,
-    answers_turn_id?, truncated?}], count, next_cursor, tokens?, token_budget?}``; ``next_cursor`` is null
-    on the last page. Tokens are counted with the embedding model's (MiniLM WordPiece) tokenizer over
-    ``role: content``; when the first turn of a page alone exceeds ``token_budget`` it is cut and marked
-    ``truncated``. Errors: unknown session id; bad cursor; limit outside 1..500; invalid role."""
+) -> R.History:
+    """Read a session's transcript verbatim, oldest first, page by page (``next_cursor`` is null on the last
+    page). For the context of a new question use memory_recall; to find turns by content, memory_search."""
     return await call_core(mem.get_history, app, session_id, cursor, limit, roles, token_budget)
 
 
-@server.tool
+@server.tool(annotations=hints("Recall context", read_only=True), output_schema=schema(R.Recall))
 async def recall(
     session_id: SessionId,
-    query: Annotated[str, Field(description="what the next step is about (the user's new question)")],
-    last_n: Annotated[int, Field(description="recent turns of this session to include, 0 to 100")] = 10,
-    k: Annotated[int, Field(description="related older exchanges (from any session) to include, 0 to 50")] = 5,
-    token_budget: Annotated[int, Field(description="most tokens for the whole context, 1 to 100,000")] = 2000,
+    query: Annotated[str, Field(description="what the next step is about, e.g. the user's new question")],
+    last_n: Annotated[int, Field(description="recent turns of this session, 0-100")] = 10,
+    k: Annotated[int, Field(description="related older exchanges from any session, 0-50")] = 5,
+    token_budget: Annotated[int, Field(description="most tokens in all, 1-100,000")] = 2000,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """The Router's context: the session's last ``last_n`` turns plus the ``k`` older user -> assistant
-    exchanges of any session most related to ``query`` (pairs already among the last turns are left out),
-    assembled within ``token_budget``.
-
-    Tokens are counted with the embedding model's tokenizer (MiniLM WordPiece; an LLM's tokenizer differs,
-    so leave some margin). Assembly: recent turns newest to oldest while they fit (a newest turn larger than
-    the budget is cut, ``truncated: true``), then related pairs by score, each whole if it fits.
-
-    Result: ``{session_id, session_title, query, recent: [{turn_id, role, content, metadata, created_at,
-    tokens, ...}] (oldest first), related: [{score, session_id, session_title, user_turn_id,
-    assistant_turn_id, user, assistant, created_at, tokens}], tokens, token_budget, omitted: {recent,
-    related}, took_ms}``. ``score``: 0.5 x dense cosine + 0.5 x BM25, each min-max normalised over the
-    candidates (0..1). Errors: unknown session id; empty query; last_n, k or token_budget out of range."""
+) -> R.Recall:
+    """Context for a follow-up question: the session's last turns plus the older exchanges of any session most
+    related to ``query`` (``score`` 0-1), within ``token_budget``. memory_get_history gives a transcript."""
     return await call_core(mem.recall, app, session_id, query, last_n, k, token_budget)
 
 
-@server.tool
+@server.tool(annotations=hints("Search past turns", read_only=True), output_schema=schema(R.Search))
 async def search(
     query: Annotated[str, Field(description="words or a question")],
-    session_id: Annotated[str | None, Field(description="only this session; omit for all sessions")] = None,
+    session_id: Annotated[str | None, Field(description="only this session")] = None,
     roles: Annotated[list[Role] | None, Field(description="keyword hits only from these roles")] = None,
-    mode: Annotated[Literal["hybrid", "keyword", "semantic"], Field(
-        description="hybrid (default) = keyword + semantic; keyword; semantic")] = "hybrid",
-    limit: Annotated[int, Field(description="hits per page, 1 to 50")] = 10,
-    offset: Annotated[int, Field(description="hits to skip (paging), 0 to 10,000")] = 0,
+    mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
+    limit: Annotated[int, Field(description="1-50")] = 10,
+    offset: Annotated[int, Field(description="hits to skip")] = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Search the turns of every session (or one): keyword (turns containing the query's words) and
-    semantic (user -> assistant pairs by dense + BM25 similarity).
-
-    Result: ``{hits: [{kind: "pair" | "turn", score, semantic_score, keyword_score, session_id, turns:
-    [{turn_id, role, content (<= 2,000 characters, truncated: true when cut), metadata, created_at, ...}]}],
-    count, total, offset, next_offset, mode, took_ms, message?}``. ``keyword_score`` = share of the query's
-    words found; ``score`` = 0.5 x semantic + 0.5 x keyword in hybrid mode. No hits is not an error.
-    Errors: empty query; unknown session id; unknown mode; limit or offset out of range; invalid role."""
+) -> R.Search:
+    """Look up what was said, in all sessions or one: turns containing the query's words and similar
+    user/assistant exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters
+    (memory_get_history has it whole). No hit is not an error."""
     return await call_core(mem.search, app, query, session_id, roles, mode, limit, offset)
 
 
-@server.tool
+@server.tool(annotations=hints("List sessions", read_only=True), output_schema=schema(R.Sessions))
 async def list_sessions(
     project: Annotated[str | None, Field(description="only this project")] = None,
-    limit: Annotated[int, Field(description="sessions per page, 1 to 500")] = 50,
-    offset: Annotated[int, Field(description="sessions to skip")] = 0,
+    limit: Annotated[int, Field(description="1-500")] = 50,
+    offset: int = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Sessions, newest first, one page at a time.
-
-    Result: ``{sessions: [{session_id, title, project, created_at, turn_count, last_turn_at}], total, offset,
-    next_offset}`` (``next_offset`` null on the last page). Errors: limit outside 1..500; negative offset."""
+) -> R.Sessions:
+    """Find a session to continue: sessions newest first with title, project and turn count, paged."""
     return await call_core(mem.list_sessions, app, project, limit, offset)
 
 
-@server.tool
+@server.tool(annotations=hints("Export a session", read_only=True), output_schema=schema(R.Export))
 async def export_session(
     session_id: SessionId,
-    format: Annotated[Literal["markdown", "json"], Field(description="markdown (readable) or json")] = "markdown",
-    cursor: Annotated[str | None, Field(description="next_cursor of the previous part; omit for the start")] = None,
-    limit: Annotated[int, Field(description="turns per part, 1 to 2,000")] = 1000,
+    format: Literal["markdown", "json"] = "markdown",
+    cursor: Annotated[str | None, Field(description="next_cursor of the previous part")] = None,
+    limit: Annotated[int, Field(description="turns per part, 1-2,000")] = 1000,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Export a session with its turns, oldest first (long sessions come in parts: pass ``next_cursor``).
-
-    Result (markdown): ``{session_id, format, count, markdown, next_cursor}``: a title, the session's id,
-    project, creation time and turn count, then each turn numbered with its role, time, ids and content,
-    and its metadata as a JSON block. Result (json): ``{session: {...}, turns: [...], count, next_cursor}``.
-    Errors: unknown session id; unknown format; bad cursor; limit out of range."""
+) -> R.Export:
+    """A whole session for a person to read (Markdown: each turn with role, time and metadata) or as JSON,
+    in parts (pass ``next_cursor`` until null). The resource aisac://memory/sessions/{session_id} is the
+    same Markdown."""
     return await call_core(mem.export_session, app, session_id, format, cursor, limit)
 
 
-@server.tool
+@server.tool(annotations=hints("Delete a session", destructive=True, idempotent=True), output_schema=schema(R.Deleted))
 async def delete_session(
     session_id: SessionId,
-    confirm: Annotated[bool, Field(description="must be true: deletion cannot be undone")] = False,
+    confirm: Annotated[bool, Field(description="must be true")] = False,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Delete a session, its turns and its embedded exchanges. Facts are kept (they are beliefs with
-    their own source and run id, not part of the transcript).
-
-    Result: ``{deleted, turns_deleted, pairs_deleted, facts_kept: true}``.
-    Errors: confirm is not true; unknown session id."""
+) -> R.Deleted:
+    """Delete a session with its turns and indexed exchanges, for good; facts are kept. Only when the user
+    asks for it."""
     return await call_core(mem.delete_session, app, session_id, confirm)
 
 
-@server.tool
+@server.tool(annotations=hints("Record a fact"), output_schema=schema(R.Recorded))
 async def record_fact(
-    subject: Annotated[str, Field(description="what the fact is about, e.g. 'hypothesis H1'")],
-    predicate: Annotated[str, Field(description="the property, e.g. 'status' or 'activation_energy_kJ_mol'")],
-    object: Annotated[str, Field(description="the value, e.g. 'supported' or '250 +- 12'")],
-    conditions: Annotated[dict[str, Any] | None, Field(
-        description="optional JSON object of conditions, e.g. {'temperature_K': 323}")] = None,
-    valid_at: Annotated[str | None, Field(
-        description="ISO 8601 time from which it holds (default now; no offset = UTC)")] = None,
-    source: Annotated[str | None, Field(description="where it comes from: doc id, DOI, turn id, ...")] = None,
-    evidence_span: Annotated[str | None, Field(description="the supporting text or an anchor reference")] = None,
-    fact_run_id: Annotated[str | None, Field(description="run id that produced the fact")] = None,
+    subject: Annotated[str, Field(description="e.g. 'hypothesis H1'")],
+    predicate: Annotated[str, Field(description="e.g. 'status'")],
+    object: Annotated[str, Field(description="the value, e.g. 'supported'")],
+    conditions: Annotated[dict[str, Any] | None, Field(description="e.g. {'temperature_K': 323}")] = None,
+    valid_at: Annotated[str | None, Field(description="ISO 8601, default now")] = None,
+    source: Annotated[str | None, Field(description="doc id, DOI, turn id, ...")] = None,
+    evidence_span: Annotated[str | None, Field(description="supporting text or anchor")] = None,
+    fact_run_id: Annotated[str | None, Field(description="run that produced it")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Record a temporal fact. The fact with the same subject + predicate (case-insensitive) that was
-    valid at ``valid_at`` is closed: its ``invalid_at`` becomes this ``valid_at``. A back-dated fact is
-    closed at the next later fact's ``valid_at``.
-
-    Result: ``{fact: {fact_id, subject, predicate, object, conditions, valid_at, invalid_at, source,
-    evidence_span, run_id, created_at}, superseded: {...} | null}``.
-    Errors: empty subject, predicate or object; a field over 10,000 characters; malformed valid_at;
-    conditions not an object."""
+) -> R.Recorded:
+    """Record a belief that holds from ``valid_at`` on, such as a measured value or a hypothesis's status
+    (conversation goes in memory_add_turn). It closes the earlier fact with the same subject and predicate,
+    returned as ``superseded``."""
     return await call_core(mem.record_fact, app, subject, predicate, object, conditions, valid_at, source,
                            evidence_span, fact_run_id)
 
 
-@server.tool
+@server.tool(annotations=hints("Query facts", read_only=True), output_schema=schema(R.Facts))
 async def query_facts(
-    subject: Annotated[str | None, Field(description="exact subject (case-insensitive)")] = None,
-    predicate: Annotated[str | None, Field(description="exact predicate (case-insensitive)")] = None,
-    object: Annotated[str | None, Field(description="text the object contains (case-insensitive)")] = None,
-    as_of: Annotated[str | None, Field(
-        description="ISO 8601 time: the beliefs valid then (default now), e.g. '2026-03-01T12:00:00Z'")] = None,
-    limit: Annotated[int, Field(description="facts per page, 1 to 500")] = 50,
-    offset: Annotated[int, Field(description="facts to skip")] = 0,
+    subject: Annotated[str | None, Field(description="exact, any case")] = None,
+    predicate: Annotated[str | None, Field(description="exact, any case")] = None,
+    object: Annotated[str | None, Field(description="text the value contains")] = None,
+    as_of: Annotated[str | None, Field(description="ISO 8601 time, default now")] = None,
+    limit: Annotated[int, Field(description="1-500")] = 50,
+    offset: int = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """The facts valid at ``as_of`` (valid_at <= as_of, and invalid_at later or open), filtered.
-
-    Result: ``{facts: [{fact_id, subject, predicate, object, conditions, valid_at, invalid_at, source,
-    evidence_span, run_id, created_at}], total, as_of, offset, next_offset}``.
-    Errors: malformed as_of (the error shows accepted forms); limit or offset out of range."""
+) -> R.Facts:
+    """What was believed at a time (``as_of``, default now): the facts valid then, filtered. For how one
+    subject's facts changed, use memory_fact_timeline."""
     return await call_core(mem.query_facts, app, subject, predicate, object, as_of, limit, offset)
 
 
-@server.tool
+@server.tool(annotations=hints("Fact timeline", read_only=True), output_schema=schema(R.Timeline))
 async def fact_timeline(
-    subject: Annotated[str, Field(description="the subject (case-insensitive)")],
+    subject: Annotated[str, Field(description="any case")],
     predicate: Annotated[str | None, Field(description="only this predicate")] = None,
-    limit: Annotated[int, Field(description="facts per page, 1 to 500")] = 100,
-    offset: Annotated[int, Field(description="facts to skip")] = 0,
+    limit: Annotated[int, Field(description="1-500")] = 100,
+    offset: int = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Every fact about a subject, current and superseded, ordered by ``valid_at``: what was believed when,
-    and what replaced it.
-
-    Result: ``{subject, facts: [{fact_id, predicate, object, valid_at, invalid_at, current, ...}], total,
-    offset, next_offset}``. Errors: empty subject; limit or offset out of range."""
+) -> R.Timeline:
+    """How the beliefs about one subject changed: every fact, current (``current``) and superseded, by
+    ``valid_at``."""
     return await call_core(mem.fact_timeline, app, subject, predicate, limit, offset)
 
 
-@server.resource("aisac://sessions/{session_id}", mime_type="text/markdown")
+#: the same template as the memory server itself declares it (the suite mounts it as :data:`SESSION_URI`)
+LOCAL_SESSION_URI = "aisac://sessions/{session_id}"
+
+
+@server.resource(LOCAL_SESSION_URI, mime_type="text/markdown")
 async def session_resource(session_id: str, app: AppContext = App) -> str:
     """A memory session as Markdown (its first 1,000 turns; memory_export_session pages through longer ones)."""
     try:
         return await anyio.to_thread.run_sync(mem.session_markdown, app, session_id)
     except mem.MemoryInputError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+#: most values a completion answers with (the MCP limit is 100)
+COMPLETIONS = 100
+
+
+def session_ids(app: AppContext, prefix: str = "") -> list[str]:
+    """Session ids starting with ``prefix``, newest first (among the 500 newest sessions), at most 100."""
+    ids = [s["session_id"] for s in mem.list_sessions(app, None, 500, 0)["sessions"]]
+    return [i for i in ids if i.startswith(prefix or "")][:COMPLETIONS]
+
+
+async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
+    """Completion of the session resource's ``session_id`` (session ids by prefix, newest first); None for any
+    other reference, so a suite can chain this with other servers' handlers."""
+    uri, name = getattr(ref, "uri", None), getattr(argument, "name", None)
+    if uri not in (SESSION_URI, LOCAL_SESSION_URI) or name != "session_id":
+        return None
+    app = current_app()
+    return await anyio.to_thread.run_sync(session_ids, app, str(getattr(argument, "value", "") or ""))
+
+
+server.add_completion_handler(complete)

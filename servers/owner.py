@@ -38,6 +38,7 @@ from aisac_core.owner import (
 )
 from aisac_core.security import Activity, HttpGuard, new_token
 from aisac_core.settings import Settings
+from aisac_core.tool_profiles import ToolProfile
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -99,9 +100,10 @@ class OwnerProxy:
     (:class:`~aisac_servers.relay.StdioRelay`); :meth:`http_server` is the FastMCP server of an HTTP proxy
     (:func:`aisac_servers.owner_http.http_proxy`), which :func:`serve_http` serves."""
 
-    def __init__(self, settings: Settings, names: list[str] | None = None) -> None:
+    def __init__(self, settings: Settings, names: list[str] | None = None, profile: ToolProfile | None = None) -> None:
         self.settings = settings
         self.names = names
+        self.profile = profile
 
     def run(self, transport: str = "stdio", **kwargs: Any) -> None:
         """Serve until the host leaves: stdio -> the relay (``kwargs`` ignored); another transport -> the FastMCP
@@ -109,7 +111,7 @@ class OwnerProxy:
         if transport == "stdio":
             from aisac_servers.relay import StdioRelay
 
-            StdioRelay(self.settings, self.names).run()
+            StdioRelay(self.settings, self.names, profile=self.profile).run()
         else:
             self.http_server().run(transport=transport, **kwargs)
 
@@ -117,19 +119,20 @@ class OwnerProxy:
         """The FastMCP proxy server for the HTTP transport (forwards ``/mcp`` and ``/dashboard`` to the owner)."""
         from aisac_servers.owner_http import http_proxy
 
-        return http_proxy(self.settings, self.names)
+        return http_proxy(self.settings, self.names, profile=self.profile)
 
 
-def build_proxy(settings: Settings, names: list[str] | None = None) -> OwnerProxy:
+def build_proxy(settings: Settings, names: list[str] | None = None, profile: ToolProfile | None = None) -> OwnerProxy:
     """A proxy that forwards every request to the store's owner (started on demand).
 
     Over stdio it keeps one MCP session to the owner for the whole host connection and checks ``owner.json`` before
     each request, so it survives the daemon's idle exit or death: the next request starts a new owner and the
     session is reopened transparently. ``names`` restricts the exposed tools, resources and prompts to those
-    namespaces (``aisac serve rag``). A call cut because the owner died mid-call fails with :data:`OWNER_STOPPED`.
+    namespaces (``aisac serve rag``); ``profile``, to a tool profile (``aisac serve --tools core``,
+    :mod:`aisac_core.tool_profiles`; the owner serves every tool). A call cut because the owner died mid-call fails with :data:`OWNER_STOPPED`.
     Raises nothing at build time; a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`)
     when no owner can be reached."""
-    return OwnerProxy(settings, names)
+    return OwnerProxy(settings, names, profile)
 
 
 def __getattr__(name: str) -> Any:
@@ -249,7 +252,7 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     if project:
         return serve_project(project, settings, store_dir=settings.data_dir)
     app = AppContext(settings)
-    return build(app=app), app
+    return build(app=app, catalog=True), app  # every tool listed, plus tools_search: relays apply profiles
 
 
 def run_daemon() -> None:

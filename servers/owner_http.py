@@ -22,26 +22,27 @@ from fastmcp.server.providers.proxy import FastMCPProxy
 
 from aisac_core.owner import OwnerInfo, ensure_owner
 from aisac_core.settings import Settings
+from aisac_core.tool_profiles import ToolProfile, of_servers
 
 log = logging.getLogger("aisac.owner")
 
 
 class NamespaceFilter(Middleware):
     """Shows and allows only the components of the given namespaces (``rag`` -> ``rag_*`` tools and prompts,
-    ``aisac://rag/...`` resources); a call to another tool is a tool error, a read of another resource not found."""
+    ``aisac://rag/...`` resources), or of a tool profile (``profile``, :mod:`aisac_core.tool_profiles`); a call to
+    another tool is a tool error, a read of another resource not found."""
 
-    def __init__(self, names: list[str]) -> None:
-        self.prefixes = tuple(f"{n}_" for n in names)
-        self.uri_prefixes = tuple(f"aisac://{n}/" for n in names)
+    def __init__(self, names: list[str], profile: ToolProfile | None = None) -> None:
+        self.profile = profile if profile is not None else of_servers(names)
 
     def _ok_uri(self, uri: str) -> bool:
-        return not uri.startswith("aisac://") or uri.startswith(self.uri_prefixes)
+        return self.profile.allows_uri(uri)
 
     async def on_list_tools(self, context, call_next):
-        return [t for t in await call_next(context) if t.name.startswith(self.prefixes)]
+        return [t for t in await call_next(context) if self.profile.lists(t.name)]
 
     async def on_list_prompts(self, context, call_next):
-        return [p for p in await call_next(context) if p.name.startswith(self.prefixes)]
+        return [p for p in await call_next(context) if self.profile.allows_prompt(p.name)]
 
     async def on_list_resources(self, context, call_next):
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri))]
@@ -50,9 +51,9 @@ class NamespaceFilter(Middleware):
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri_template))]
 
     async def on_call_tool(self, context, call_next):
-        if not context.message.name.startswith(self.prefixes):
-            raise ToolError(f"unknown tool {context.message.name!r}: this server exposes only "
-                            f"{', '.join(p + '*' for p in self.prefixes)}")
+        if not self.profile.allows(context.message.name):
+            raise ToolError(f"unknown tool {context.message.name!r}: this server exposes the tool profile "
+                            f"{self.profile.value!r} (aisac serve --tools)")
         return await call_next(context)
 
     async def on_read_resource(self, context, call_next):
@@ -80,13 +81,14 @@ class OwnerStopped(Middleware):
             raise mapped from exc
 
 
-def http_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPProxy:
+def http_proxy(settings: Settings, names: list[str] | None = None, *, profile: ToolProfile | None = None
+               ) -> FastMCPProxy:
     """A FastMCP server forwarding every request to the store's owner (started on demand), for the HTTP transport.
 
     Each request asks :func:`~aisac_core.owner.ensure_owner` for the current owner (a few file operations), so the
     proxy survives the daemon's idle exit or death. Each front MCP session reaches the owner with its own
     ``X-Aisac-Client`` id (so its calls form trace runs of their own). ``names`` restricts the exposed tools,
-    resources and prompts to those namespaces. The owner's ``/dashboard`` is served under the same path. A call cut
+    resources and prompts to those namespaces, ``profile`` to a tool profile. The owner's ``/dashboard`` is served under the same path. A call cut
     because the owner died fails with ``OWNER_STOPPED``; a request fails with the owner's error
     (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached. Raises nothing at build time."""
     factories: OrderedDict[tuple[str, str | None, str], Any] = OrderedDict()
@@ -113,7 +115,7 @@ def http_proxy(settings: Settings, names: list[str] | None = None) -> FastMCPPro
                          instructions="aisac: retrieval-grounded scientific assistance with provenance "
                                       "(proxy to the store's owner process).")
     proxy.add_middleware(OwnerStopped())
-    if names:
-        proxy.add_middleware(NamespaceFilter(names))
+    if names or profile is not None:
+        proxy.add_middleware(NamespaceFilter(names or [], profile))
     forward_dashboard(proxy, owner)
     return proxy

@@ -32,6 +32,19 @@ from aisac_core.projects import (
 )
 from aisac_core.settings import Settings
 
+from .common import hints
+
+#: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
+#: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)
+UNTYPED_RESULT = {"type": "object", "properties": {"result": {}}, "required": ["result"], "x-fastmcp-wrap-result": True}
+
+
+def project_tool_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The MCP annotations of a project tool. The manifest cannot declare them, so every project tool gets the safe
+    default: it may change state (not read-only) but deletes nothing and stays on this machine (not destructive,
+    not open-world, not idempotent); the title is the function name in words (``molar_mass`` -> "Molar mass")."""
+    return hints(fn.__name__.replace("_", " ").strip().capitalize() or fn.__name__)
+
 
 def _user_message(exc: Exception) -> str:
     if isinstance(exc, KeyError) and len(exc.args) == 1:  # str(KeyError('x')) is "'x'"
@@ -67,7 +80,8 @@ def tool_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def build_project_server(b: Bootstrapped) -> FastMCP:
     """A FastMCP server named ``project`` with one tool per project function (the tool name is the function name;
-    mounted under the ``project`` namespace it becomes ``project_<name>``).
+    mounted under the ``project`` namespace it becomes ``project_<name>``), annotated by
+    :func:`project_tool_hints`; its output schema follows the return annotation (:data:`UNTYPED_RESULT` without one).
 
     Raises:
         BootstrapError: a function fastmcp cannot serve (an unsupported signature or annotation).
@@ -77,7 +91,9 @@ def build_project_server(b: Bootstrapped) -> FastMCP:
                                                    f"({m.project.category}; {m.project.domain or 'no domain given'}).")
     for fn in b.tools:
         try:
-            srv.tool(tool_wrapper(fn), name=fn.__name__)
+            untyped = inspect.signature(fn).return_annotation is inspect.Signature.empty
+            srv.tool(tool_wrapper(fn), name=fn.__name__, annotations=project_tool_hints(fn),
+                     **({"output_schema": UNTYPED_RESULT} if untyped else {}))
         except Exception as exc:  # an unsupported signature (e.g. *args) or an annotation pydantic cannot use
             raise BootstrapError(f"{inspect.getsourcefile(fn) or fn.__module__}: function {fn.__name__!r} cannot "
                                  f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
@@ -149,7 +165,7 @@ def mount_project(suite: FastMCP, app: AppContext) -> FastMCP:
 
 
 def serve_project(project_dir: str | Path, base_settings: Settings | None = None, names: list[str] | None = None,
-                  *, store_dir: Path | None = None) -> tuple[FastMCP, AppContext]:
+                  *, store_dir: Path | None = None, tools: str | None = None) -> tuple[FastMCP, AppContext]:
     """Bootstrap a project (recorded) and build the suite on its store with its tools mounted: what
     ``aisac serve --project DIR`` (and the owner daemon of a project's store) serves.
 
@@ -158,6 +174,7 @@ def serve_project(project_dir: str | Path, base_settings: Settings | None = None
         base_settings: the machine's settings (shared data dir, models); default: from the environment.
         names: the servers to mount (all when None; the project's tools come with the whole suite only).
         store_dir: the project's store folder when it is not ``<data_dir>/projects/<id>``.
+        tools: the tool profile (``aisac serve --tools``; ``core,project`` keeps the project's tools), None: all.
 
     Returns: ``(suite, app)``; the suite's lifespan closes ``app`` when the server stops.
 
@@ -167,7 +184,7 @@ def serve_project(project_dir: str | Path, base_settings: Settings | None = None
     b = bootstrap(project_dir, base_settings, store_dir=store_dir)
     app = AppContext(b.settings, project=b)
     try:
-        suite = build(names, app=app)  # mounts the project's tools (a broken tool halts here, before serving)
+        suite = build(names, app=app, tools=tools)  # mounts the project's tools (a broken tool halts here, before serving)
     except BaseException:
         app.close()
         raise

@@ -3,24 +3,30 @@
 A thin adapter: arguments in, a call into ``aisac_core``, a JSON result out. Mounted by the suite under
 the ``rag`` namespace, so the tools are ``rag_index``, ``rag_job_status``, ``rag_search``,
 ``rag_list_documents``, ``rag_get_chunk``, ``rag_get_overview``, ``rag_read_sections``,
-``rag_verify_anchor``, ``rag_remove``, ``rag_catalog`` and the resource template
-``aisac://rag/documents/{doc_id}``.
+``rag_verify_anchor``, ``rag_remove``, ``rag_catalog``, ``rag_store_status`` and the resource templates
+``aisac://rag/documents/{doc_id}``, ``.../{doc_id}/text`` and ``.../{doc_id}/sections/{section}`` (as the suite
+exposes them; completions for ``doc_id`` and ``section``).
 """
 
 from __future__ import annotations
 
-import time
+import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ResourceError, ToolError
+from fastmcp.server.dependencies import fastmcp_request_ctx
+from fastmcp.tools import ToolResult
+from mcp_types import ResourceLink, TextContent
 from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.context import store_status as core_store_status
 from aisac_core.errors import (
+    AisacError,
     BadPathError,
     check_path_text,
     expand_user,
@@ -36,14 +42,18 @@ from aisac_core.rag.sections import get_overview as core_overview
 from aisac_core.rag.sections import read_sections as core_read
 from aisac_core.rag.verify import verify_anchor as core_verify
 
-from .common import App, call_core
+from . import results_jobs as RJ
+from . import results_rag as R
+from .common import App, call_core, hints, log, request_meta
+from .results_common import record_full_result
+from .results_data import AsIs, lean_schema
+from .tasks import app_of, follow_index_job, in_task, task_on
 
 server = FastMCP(
     "rag",
     instructions=(
-        "Index a scientist's documents (PDF, DOCX, PPTX, XLSX, HTML, Markdown, JATS) and search them. "
-        "Every search hit carries an evidence anchor (file sha256, page, char span, chunk sha256): cite "
-        "anchors when you answer."
+        "Search the user's indexed documents (rag_search), then read one (rag_get_overview, "
+        "rag_read_sections). Every hit has an evidence anchor: cite anchors in answers."
     ),
 )
 
@@ -99,7 +109,8 @@ def _exists(raw: str) -> bool:
         return False
 
 
-@server.tool
+@server.tool(annotations=hints("Index documents", idempotent=True), task=task_on(server),
+             output_schema=lean_schema(RJ.IndexJob))
 async def index(
     ctx: Context,
     path: Annotated[str | list[str] | None, Field(description="file, folder, list of them, or a registered "
@@ -107,59 +118,33 @@ async def index(
     catalog_only: Annotated[bool, Field(description="list the files with metadata, do not embed them")] = False,
     wait: Annotated[bool, Field(description="stay until the job ends (progress notifications) or timeout_s")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
-    app: AppContext = App,
-) -> dict[str, Any]:
-    """Index documents incrementally as a background job.
-
-    Unchanged files are skipped without being read (size + mtime, then sha256); changed files are
-    re-parsed and re-embedded; files gone from an indexed folder lose their chunks. PDF, DOCX, PPTX,
-    XLSX, HTML, Markdown, JATS (.nxml), LaTeX and .txt are embedded; CSV/TSV/Parquet/JSON are catalogued.
-
-    Returns ``{job_id, status, done, total, counters, failures}``: poll ``rag_job_status(job_id)``,
-    or pass ``wait=true`` to stay (with MCP progress notifications) until the job ends or ``timeout_s``.
-    A file that cannot be read (encrypted, damaged, empty, not what its suffix says) is listed in
-    ``failures`` and the job goes on.
-
-    Without ``path``, the registered roots are indexed and the catalog-only roots catalogued (two jobs:
-    the result is the last one's, with ``earlier_jobs``).
-
-    Symlinks inside a folder are followed only when they lead inside a registered root; the others, symlink
-    loops and unreadable folders are listed in the job's ``skipped`` as ``{path, reason}``. An XLSX/DOCX/PPTX that
-    would unpack to more than AISAC_DATA_MAX_UNPACKED_MB (or too many times its size) is refused before parsing
-    and listed in ``failures``.
-
-    Errors: a path that does not exist, is empty or blank, holds a NUL byte, is a symlink loop or resolves outside
-    the registered roots; no path and no registered roots.
+) -> AsIs[RJ.IndexJob]:
+    """Use to make files searchable: indexes them incrementally in a background job (unchanged files
+    skipped; PDF, DOCX, PPTX, XLSX, HTML, Markdown, JATS, LaTeX, txt embedded; CSV/Parquet/JSON catalogued).
+    No ``path``: every registered root. Returns the job: follow it with rag_job_status, ``wait=true`` (progress
+    notifications) or as an MCP task; rag_job_cancel stops it between two files.
+    Errors: path missing, empty or outside the registered roots; no path and no roots.
     """
-    core = app
-    targets = await call_core(_resolve_targets, app, path)
+    core = app_of(ctx)
+    targets = await call_core(_resolve_targets, core, path)
     job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in targets]
-    job_id = job_ids[-1]  # jobs run in order: the last one ends last
-    status = await call_core(core.jobs.status, job_id)
-    if wait:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            finished = await anyio.to_thread.run_sync(lambda: core.jobs.wait(job_id, 0.5))
-            status = await call_core(core.jobs.status, job_id)
-            assert status is not None
-            await ctx.report_progress(status["done"], status["total"] or None, status.get("message"))
-            if finished:
-                break
+    if wait or in_task(ctx):  # a task lasts as long as its job
+        status = await follow_index_job(ctx, core, job_ids, None if in_task(ctx) else timeout_s)
+    else:
+        status = await call_core(core.jobs.status, job_ids[-1])
     assert status is not None
     if len(job_ids) > 1:
         status = {**status, "earlier_jobs": job_ids[:-1]}
-    return status
+    return status  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Index job status", read_only=True), output_schema=lean_schema(RJ.IndexJobList))
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from rag_index; omit to list recent jobs")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Status of an indexing job: ``{job_id, kind, status (queued/running/done/failed/interrupted), done,
-    total, counters (files_seen, files_skipped, files_read, files_indexed, files_failed, files_pruned,
-    pages_parsed, chunks_embedded, chunks_deleted, ...), failures [{path, error}], times}``.
-    Without ``job_id``: ``{jobs: [...]}``, the 20 most recent. Error: unknown job id."""
+) -> AsIs[RJ.IndexJobList]:
+    """Use to follow a job of rag_index or lit_import. Status: queued, running, cancelling, done,
+    failed, interrupted, cancelled; ``done``/``total`` files, counters, failures. No ``job_id``: the recent jobs."""
     core = app
     if job_id is None:
         return {"jobs": await call_core(core.jobs.list)}
@@ -167,150 +152,168 @@ async def job_status(
     if st is None:
         raise ToolError(f"unknown job id {quote_path(job_id)}: rag_index returns job ids; rag_job_status() lists "
                         "recent jobs")
-    return st
+    return st  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True),
+             output_schema=lean_schema(RJ.Cancel))
+async def job_cancel(
+    job_id: Annotated[str, Field(description="id from rag_index, lit_import, data_code_run or roles_run")],
+    app: AppContext = App,
+) -> AsIs[RJ.Cancel]:
+    """Use to stop a job of rag_index, lit_import, data_code_run or roles_run. An index job stops
+    between two files (no file half indexed); a code run's worker is killed (variables lost); a roles run stops
+    in its current step. Status: cancelling until stopped, then cancelled."""
+    core = app
+    if job_id.startswith("rjob-"):
+        jobs = await call_core(lambda: core.role_jobs)
+        st = await call_core(jobs.cancel, job_id)
+        if st is not None:
+            return {"job_id": job_id, "kind": "roles", "status": st["status"]}
+    else:
+        st = await call_core(core.jobs.cancel, job_id)
+        if st is not None:
+            return {"job_id": job_id, "kind": "index", "status": st["status"]}
+        st = await call_core(lambda: core.sandbox.cancel(job_id))
+        if st is not None:
+            return {"job_id": job_id, "kind": "code", "status": st["status"]}
+    raise ToolError(f"unknown job id {quote_path(job_id)}: job ids come from rag_index, lit_import, data_code_run "
+                    "or roles_run; rag_job_status() and roles_job_status() list recent ones (code runs are "
+                    "forgotten when the server restarts)")
+
+
+@server.tool(annotations=hints("Search the documents", read_only=True), output_schema=R.out_schema(R.SearchResult))
 async def search(
     query: Annotated[str, Field(description="what to find, in natural language")],
-    k: Annotated[int, Field(description="number of hits, 1 to 100")] = 10,
+    k: Annotated[int, Field(description="hits, 1 to 100")] = 10,
     filters: Annotated[dict[str, Any] | None, Field(
-        description="optional: doc_id (str or list), path_glob ('*.pdf'), page_from, page_to (1-based, "
-                    "inclusive), file_type (pdf, docx, ... or list), section (abstract, introduction, "
-                    "methods, results, discussion, conclusion, datasets, references, other)")] = None,
+        description="any of doc_id, path_glob ('*.pdf'), page_from, page_to, file_type, section (a label such "
+                    "as methods)")] = None,
     mode: Annotated[Literal["hybrid", "dense", "sparse"], Field(
-        description="hybrid = dense + BM25, scores fused (default); dense; sparse (BM25)")] = "hybrid",
+        description="sparse: BM25 keywords only; dense: embeddings only")] = "hybrid",
+    detail: Annotated[Literal["compact", "full"], Field(
+        description="full: whole texts and full anchors")] = "compact",
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Search the indexed chunks; every hit carries its text, score and evidence anchor.
+) -> R.SearchResult:
+    """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
+    section in order; roles_run writes a whole cited answer).
 
-    Result: ``{hits: [{chunk_id, doc_id, title, path, file_type, page, page_end, section, section_covers,
-    chunk_index, text, score, anchor: {chunk_id, doc_id, path, sha256, section, page, char_span,
-    chunk_sha256, score}}], count, mode, took_ms, message?}``. ``score``: in hybrid mode the convex
-    combination 0.5 x dense + 0.5 x BM25 of min-max normalised scores over the candidates, 0..1 (Bruch,
-    Gai & Ingber, ACM TOIS 2023; see docs/retrieval.md); cosine similarity in dense mode; BM25 in sparse.
-    ``char_span`` is [start, end) in the document's plain text (resource
-    aisac://rag/documents/{doc_id}/text; the span covers the chunk's source text, whose whitespace may
-    differ from the chunk's).
-    No hits is not an error: ``message`` says why.
-
-    Errors: empty query; k outside 1..100; unknown filter key (the error lists the accepted ones);
-    a filter value of the wrong type.
-    """
+    Hits best first: {chunk_id, doc_id, title, page, section, score, text (a snippet)}; cite a hit by its
+    chunk_id (rag_get_chunk gives the whole text and full anchor). detail="full": whole texts and full anchors.
+    No hits: ``message`` says why."""
     res = await call_core(core_search, app, query, k, filters, mode)
-    return res.as_dict()
+    full = res.as_dict()
+    record_full_result(full)  # the trace keeps the full anchors whatever the caller sees
+    if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
+        return full  # type: ignore[return-value]
+    out = R.compact(full, query)
+    return ToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False,  # type: ignore[return-value]
+                                                                           separators=(",", ":"))),
+                               *_document_links(full["hits"])], structured_content=out)
 
 
-@server.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
-async def store_status(app: AppContext = App) -> dict[str, Any]:
-    """State of the whole store, as ``aisac status`` prints it: ``{data_dir, sql_url, schema_revision,
-    vector_backend, vectors_dir, store_bytes, embedding_model, fingerprint, documents: {status: n},
-    documents_by_type, chunks_in_manifest, chunks_in_vector_store, stale_documents, catalogued_files, trace_events,
-    recent_jobs, permission_warnings}``. No arguments; no errors beyond an unreadable store."""
-    return await call_core(core_store_status, app)
+def _document_links(hits: list[dict[str, Any]]) -> list[ResourceLink]:
+    """One resource link per distinct document of ``hits`` (its Markdown resource), in hit order."""
+    seen: dict[str, str] = {}
+    for h in hits:
+        if h.get("doc_id") and h["doc_id"] not in seen:
+            seen[h["doc_id"]] = h.get("title") or h["doc_id"]
+    return [ResourceLink(type="resource_link", uri=f"{DOC_URI}/{d}", name=str(t)[:120], mime_type="text/markdown")
+            for d, t in seen.items()]
 
 
-@server.tool
+@server.tool(annotations=hints("Store status", read_only=True), output_schema=R.out_schema(R.StoreStatus))
+async def store_status(app: AppContext = App) -> R.StoreStatus:
+    """The store's health, as `aisac status` prints it: documents by status, chunks, stale documents, recent
+    jobs, permission warnings, plus data_dir, models, fingerprint and sizes."""
+    return await call_core(core_store_status, app)  # type: ignore[return-value]
+
+
+@server.tool(annotations=hints("List indexed documents", read_only=True), output_schema=R.out_schema(R.Documents))
 async def list_documents(
     status: Annotated[Literal["indexed", "failed", "indexing"] | None, Field(description="filter by status")] = None,
-    file_type: Annotated[str | None, Field(description="filter by type: pdf, docx, pptx, xlsx, html, md, jats")] = None,
+    file_type: Annotated[str | None, Field(description="pdf, docx, md, ...")] = None,
     path_glob: Annotated[str | None, Field(description="glob on the path or file name")] = None,
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """The manifest: ``{documents: [{doc_id, path, file_type, title, pages, chunk_count, status, error,
-    sha256, size, indexed_at}], total, offset, next_offset}``. Failed files show their error."""
-    return await call_core(core_list, app, status=status, file_type=file_type, path_glob=path_glob,
+) -> R.Documents:
+    """What is indexed and what failed and why: find a doc_id or a filter value. Rows also carry sha256, size,
+    indexed_at; next_offset is null on the last page."""
+    return await call_core(core_list, app, status=status, file_type=file_type, path_glob=path_glob,  # type: ignore[return-value]
                            limit=limit, offset=offset)
 
 
-@server.tool
-async def get_chunk(chunk_id: Annotated[str, Field(description="chunk_id of a search hit")], app: AppContext = App) -> dict[str, Any]:
-    """One chunk with its text, page, section and anchor (score null). Error: unknown chunk id."""
+@server.tool(annotations=hints("Get a chunk", read_only=True), output_schema=R.out_schema(R.FullHit))
+async def get_chunk(
+    chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")],
+    app: AppContext = App,
+) -> R.FullHit:
+    """Whole text and full evidence anchor {chunk_id, doc_id, path, sha256, section, page, char_span,
+    chunk_sha256, score} of a search hit, by chunk_id (score null). Error: unknown chunk id (ids change when a
+    document is re-indexed)."""
     got = await call_core(core_get, app, chunk_id)
     if got is None:
         raise ToolError(f"unknown chunk id {quote_path(chunk_id)}: use a chunk_id from rag_search (ids change when "
                         "the document is re-indexed after an edit)")
-    return got
+    return got  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Document overview", read_only=True), output_schema=R.out_schema(R.Overview))
 async def get_overview(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """What a document is and which sections it really has, before reading or searching inside it.
-
-    Result: ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
-    authors, year, doi, arxiv_id}, sections: [{title, number, level, label, page_start, page_end, chunk_count,
-    subsections: [...]}], labels: {label: {sections, page_start, page_end}}, captions: [{kind, text, page}]}``.
-    ``sections`` are the top-level sections in reading order with their page range and chunk count;
-    ``label`` is the section taxonomy (abstract, introduction, methods, results, discussion, conclusion,
-    datasets, references, other); ``labels`` says which of them the document has - use them with
-    rag_read_sections or rag_search's ``section`` filter. Metadata fields not found are null.
-
-    Errors: unknown doc_id; a document that failed to index (the error says why, e.g. no text layer).
-    """
-    return await call_core(core_overview, app, doc_id)
+) -> R.Overview:
+    """What one document is (title, authors, year, doi in ``metadata``) and which sections it has (with pages,
+    chunk counts, subsections), before reading or searching inside it. ``labels``: the section labels it has,
+    for rag_read_sections or rag_search's section filter. Error: unknown or failed doc_id."""
+    return await call_core(core_overview, app, doc_id)  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Read a section", read_only=True), output_schema=R.out_schema(R.SectionText))
 async def read_sections(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
-    section: Annotated[str, Field(description="a section label (abstract, introduction, methods, results, "
-                                              "discussion, conclusion, datasets, references, other) or a heading "
-                                              "from rag_get_overview ('3.1 Setup', 'Setup' or '3.1')")],
-    max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size in tokens (~4 characters each)")] = 2000,
-    cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page; omit for the "
-                                                          "first")] = None,
+    section: Annotated[str, Field(description="a label (methods, results, ...) or a heading from "
+                                              "rag_get_overview ('3.1 Setup', 'Setup' or '3.1')")],
+    max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size")] = 2000,
+    cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Read a section of a document in reading order, with page anchors, one page of text at a time.
-
-    Result: ``{doc_id, title, section, matched: [{title, number, level, label, page_start, page_end,
-    chunk_count}], text, blocks: [{kind, page, char_span, section}], tokens, total_tokens, next_cursor}``.
-    ``text`` holds headings as Markdown lines and every other block prefixed with ``[p. N]``; ``char_span``
-    indexes into the document's plain text (aisac://documents/{doc_id}/text). When ``next_cursor`` is not
-    null, call again with ``cursor=next_cursor`` for the rest. A label reads every section with it (e.g.
-    "methods" reads "2 Materials and Methods" with its subsections).
-
-    Errors: unknown doc_id; a section the document does not have (the error lists the labels and headings
-    it has); max_tokens outside 50..20000; a cursor that is no offset of the document.
-    """
-    return await call_core(core_read, app, doc_id, section, max_tokens, cursor)
+) -> R.SectionText:
+    """Read one section of a document in order (rag_search gives scattered passages), a page at a time; a label
+    reads every section with it. ``text``: Markdown headings, blocks prefixed [p. N]; more when next_cursor is not
+    null (pass it as cursor). Error: a section the document lacks (the message lists those it has)."""
+    return await call_core(core_read, app, doc_id, section, max_tokens, cursor)  # type: ignore[return-value]
 
 
-@server.tool
+@server.tool(annotations=hints("Verify evidence", read_only=True), output_schema=R.out_schema(R.Verification))
 async def verify_anchor(
-    anchor: Annotated[dict[str, Any], Field(
-        description="the 'anchor' object of a rag_search / rag_get_chunk hit: {chunk_id, doc_id, path, sha256, "
-                    "section, page, char_span, chunk_sha256, score}; optionally 'text' (the hit's chunk text)")],
+    anchor: Annotated[str | dict[str, Any], Field(
+        description="a hit's chunk_id, or a full anchor object (optionally with the hit's 'text')")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Check that a piece of evidence still holds, by re-hashing the file and the chunk text.
+) -> R.Verification:
+    """Check that cited evidence still holds, by re-hashing the file and the chunk text. status: ok,
+    file_changed (passage still there), chunk_changed (passage gone) or missing; ``detail`` says it in words."""
+    if isinstance(anchor, dict) and not anchor.get("sha256") and isinstance(anchor.get("chunk_id"), str):
+        anchor = anchor["chunk_id"]  # a compact hit: its chunk_id is the anchor id
+    if isinstance(anchor, str):
+        got = await call_core(core_get, app, anchor.strip()) if anchor.strip() else None
+        if got is None:
+            return {"status": "missing", "chunk_id": anchor, "doc_id": None, "path": None, "sha256_now": None,
+                    "current_chunk_id": None,
+                    "detail": f"chunk id {anchor!r} is not in the index: its document was removed or re-indexed after "
+                              "an edit (chunk ids change then), or the id is wrong; verify the full anchor instead"}
+        anchor = {**got["anchor"], "text": got.get("text")}
+    return await call_core(core_verify, app, anchor)  # type: ignore[return-value]
 
-    Result: ``{status, chunk_id, doc_id, path, detail, sha256_now, current_chunk_id}``. ``status``:
-    ``ok`` (file unchanged and the chunk's text hash matches), ``file_changed`` (the file's bytes changed
-    but the anchored passage is still in the current version; page/span may have moved),
-    ``chunk_changed`` (the passage is no longer found), ``missing`` (the document is no longer indexed or
-    its file is gone). ``detail`` explains in words. A changed file that was not re-indexed yet is parsed
-    again to look for the passage (PDF ~0.1 s/page).
 
-    Errors: ``anchor`` not an object, or without sha256 / chunk_sha256 / (doc_id or path).
-    """
-    return await call_core(core_verify, app, anchor)
-
-
-@server.tool
+@server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(R.Removed))
 async def remove(
     doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
     path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Remove a document and its chunks from the index (the file itself is untouched).
-
-    Result: ``{removed: doc_id, chunks_deleted}``. Errors: neither or both arguments; unknown document."""
+) -> R.Removed:
+    """Remove (delete) a document and its chunks from the index; the file is untouched and indexing it again
+    adds it back. Give doc_id or path. Error: unknown document."""
     if (doc_id is None) == (path is None):
         raise ToolError("give exactly one of doc_id or path")
     core = app
@@ -321,18 +324,17 @@ async def remove(
     return {"removed": did, "chunks_deleted": deleted}
 
 
-@server.tool
+@server.tool(annotations=hints("List data files", read_only=True), output_schema=R.out_schema(R.Catalog))
 async def catalog(
     root: Annotated[str | None, Field(description="only files under this folder")] = None,
     file_type: Annotated[str | None, Field(description="csv, tsv, parquet, json, jsonl, xlsx, ...")] = None,
-    refresh: Annotated[bool, Field(description="re-list the registered catalog roots first")] = False,
+    refresh: Annotated[bool, Field(description="re-list the catalog roots first")] = False,
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Files of catalog-only roots (and data files met while indexing), listed and never embedded:
-    ``{entries: [{path, root, file_type, size, modified, meta}], total, next_offset}``; ``meta`` holds
-    cheap facts (CSV columns and row count, Excel sheet names). The data server opens them on demand."""
+) -> R.Catalog:
+    """Data files (tables, arrays) listed but not embedded, to pick one for the data server. ``meta``: cheap
+    facts (CSV columns and rows, Excel sheets); entries also carry root and modified."""
     core = app
     if refresh and core.settings.rag.catalog_roots:
         await call_core(core.jobs.indexer.run, list(core.settings.rag.catalog_roots), catalog_only=True)
@@ -356,3 +358,78 @@ async def document_text(doc_id: str, app: AppContext = App) -> str:
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return got[1].text
+
+
+@server.resource("aisac://documents/{doc_id}/sections/{section}", mime_type="text/markdown")
+async def document_section(doc_id: str, section: str, app: AppContext = App) -> str:
+    """A section of a document (a label such as ``methods``, or a heading) in reading order with ``[p. N]`` page
+    anchors, as ``rag_read_sections`` gives it (first 20,000 tokens; a note names the cursor for the rest)."""
+    try:
+        got = await anyio.to_thread.run_sync(core_read, app, doc_id, section, 20000, None)
+    except AisacError as exc:
+        raise ResourceError(str(exc)) from exc
+    more = got["next_cursor"]
+    note = (f"\n\n[… more: rag_read_sections(doc_id={doc_id!r}, section={section!r}, cursor={more})]"
+            if more is not None else "")
+    return got["text"] + note
+
+
+#: the document resources as the suite exposes them (the rag server is mounted under the ``rag`` namespace)
+DOC_URI = "aisac://rag/documents"
+_TEMPLATE = re.compile(r"^aisac://(?:rag/)?documents/\{doc_id\}(?:/text|/sections/\{section\})?$")
+MAX_COMPLETIONS = 100
+
+
+def complete_doc_ids(app: AppContext, prefix: str) -> list[str]:
+    """doc_ids of indexed documents whose id or title starts with ``prefix`` (case-insensitive), in path order."""
+    want = prefix.strip().lower()
+    out: list[str] = []
+    offset: int | None = 0
+    while offset is not None and len(out) < MAX_COMPLETIONS:
+        page = core_list(app, status="indexed", limit=1000, offset=offset)
+        out += [d["doc_id"] for d in page["documents"]
+                if d["doc_id"].startswith(want) or (d.get("title") or "").strip().lower().startswith(want)]
+        offset = page["next_offset"]
+    return out[:MAX_COMPLETIONS]
+
+
+def complete_sections(app: AppContext, doc_id: str, prefix: str) -> list[str]:
+    """The section labels, then the headings (and heading numbers) of ``doc_id`` that start with ``prefix``
+    (case-insensitive); [] for an unknown or failed document."""
+    try:
+        ov = core_overview(app, doc_id)
+    except AisacError:
+        return []
+    names: list[str] = list(ov["labels"])
+    for top in ov["sections"]:
+        for sec in [top, *top.get("subsections", [])]:
+            names += [sec["title"]] + ([sec["number"]] if sec.get("number") else [])
+    want = prefix.strip().lower()
+    out: dict[str, str] = {}  # lower-case -> first spelling (a label and its heading "Results" once)
+    for n in names:
+        if n and n.lower().startswith(want):
+            out.setdefault(n.lower(), n)
+    return list(out.values())[:MAX_COMPLETIONS]
+
+
+@server.completion
+async def complete(ref: Any, argument: Any, context: Any) -> list[str] | None:
+    """Completions of the document resources' ``doc_id`` (ids and titles of indexed documents) and ``section``
+    (the labels and headings of the ``doc_id`` already given)."""
+    if not _TEMPLATE.match(str(getattr(ref, "uri", "") or "")):
+        return None
+    rc = fastmcp_request_ctx.get()
+    lc = rc.lifespan_context if rc is not None else None
+    app = lc.get("app") if isinstance(lc, dict) else None
+    if not isinstance(app, AppContext):
+        return None
+    value = argument.value or ""
+    try:
+        if argument.name == "doc_id":
+            return await anyio.to_thread.run_sync(complete_doc_ids, app, value)
+        doc_id = ((context.arguments if context is not None else None) or {}).get("doc_id")
+        if argument.name == "section" and doc_id:
+            return await anyio.to_thread.run_sync(complete_sections, app, str(doc_id), value)
+    except Exception:  # a completion never fails the client: no candidates
+        log.exception("completion of %s failed", argument.name)
+    return None

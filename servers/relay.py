@@ -16,7 +16,8 @@ Around the bytes the relay adds only:
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
   died gets :data:`aisac_servers.owner.OWNER_STOPPED` as a tool error;
 - ``names``: only the tools and prompts of those namespaces (``rag_*``) and their ``aisac://<name>/`` resources are
-  listed or callable.
+  listed or callable; ``profile``: likewise for a tool profile (``aisac serve --tools core``,
+  :mod:`aisac_core.tool_profiles`), whose instructions keep only the lines of its servers.
 
 This module imports neither fastmcp nor the suite: a stdio proxy starts in a few hundred milliseconds.
 """
@@ -36,6 +37,7 @@ import anyio
 import httpx
 
 from aisac_core.owner import OWNER_FILE, OwnerError, OwnerSettingsDriftError, ensure_owner
+from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
 
 if TYPE_CHECKING:
     from aisac_core.owner import OwnerInfo
@@ -64,13 +66,18 @@ class StdioRelay:
     """Relay a host's stdio JSON-RPC stream to the store's owner over streamable HTTP (see the module docstring).
 
     ``settings``: the store's settings (``data_dir``, owner timeouts); ``names``: namespaces to expose (None: all);
+    ``profile``: a tool profile to expose instead (wins over ``names``; a full profile exposes everything);
     ``client_id``: the id sent as ``X-Aisac-Client`` (default: a fresh uuid). :meth:`run` blocks until stdin closes.
     """
 
-    def __init__(self, settings: Settings, names: list[str] | None = None, client_id: str | None = None) -> None:
+    def __init__(self, settings: Settings, names: list[str] | None = None, client_id: str | None = None, *,
+                 profile: ToolProfile | None = None) -> None:
         self.settings = settings
         self.prefixes = tuple(f"{n}_" for n in names or ())
         self.uri_prefixes = tuple(f"aisac://{n}/" for n in names or ())
+        profile = profile if profile is not None else of_servers(names) if names else None
+        # filtered even for ``all``: the owner also serves tools_search / tools_call, which only ``full`` lists
+        self.profile = profile
         self.client_id = client_id or uuid.uuid4().hex
         self.info: OwnerInfo | None = None
         self._stamp: tuple[int, int] | None = None
@@ -108,31 +115,40 @@ class StdioRelay:
     # ---------------------------------------------------------------------------------------------- namespaces
 
     def _refused(self, msg: dict[str, Any]) -> str | None:
-        """Why ``msg`` is outside the exposed namespaces (None: forward it)."""
-        if not self.prefixes:
+        """Why ``msg`` is outside the exposed namespaces or profile (None: forward it)."""
+        pr = self.profile
+        if pr is None:
             return None
         method, params = msg.get("method"), msg.get("params") or {}
-        if method in ("tools/call", "prompts/get") and not str(params.get("name", "")).startswith(self.prefixes):
+        name = str(params.get("name", ""))
+        if (method == "tools/call" and not pr.allows(name)) or (method == "prompts/get" and not pr.allows_prompt(name)):
             return (f"unknown {'tool' if method == 'tools/call' else 'prompt'} {params.get('name')!r}: this server "
-                    f"exposes only {', '.join(p + '*' for p in self.prefixes)}")
+                    f"exposes the tool profile {pr.value!r} (aisac serve --tools)")
         uri = str(params.get("uri", ""))
-        if method == "resources/read" and uri.startswith("aisac://") and not uri.startswith(self.uri_prefixes):
+        if method == "resources/read" and not pr.allows_uri(uri):
             return f"unknown resource {uri}"
         return None
 
     def _filter(self, method: str, msg: dict[str, Any]) -> dict[str, Any]:
-        """The response ``msg`` to a list request, keeping only the exposed namespaces."""
+        """The response ``msg`` to a list request, keeping only the exposed namespaces or profile (and, in the
+        answer to ``initialize``, only the instructions of the exposed servers)."""
         key = _LISTS.get(method)
         result = msg.get("result")
-        if not self.prefixes or key is None or not isinstance(result, dict) or key[0] not in result:
+        pr = self.profile
+        if pr is not None and isinstance(result, dict) and isinstance(result.get("instructions"), str):
+            result = {**result, "instructions": filter_instructions(result["instructions"], pr.servers)}
+            msg = {**msg, "result": result}
+        if pr is None or key is None or not isinstance(result, dict) or key[0] not in result:
             return msg
         field, attr = key
 
         def ok(item: dict[str, Any]) -> bool:
             val = str(item.get(attr, ""))
+            if method == "tools/list":
+                return pr.lists(val)
             if attr == "name":
-                return val.startswith(self.prefixes)
-            return not val.startswith("aisac://") or val.startswith(self.uri_prefixes)
+                return pr.allows_prompt(val)
+            return pr.allows_uri(val)
 
         return {**msg, "result": {**result, field: [i for i in result[field] if ok(i)]}}
 

@@ -40,28 +40,28 @@ from aisac_core.roles.store import Step, run_events, save_submission
 from aisac_core.roles.tools import capabilities
 from aisac_core.trace.recorder import new_run_id
 
-from .common import App, call_core
+from . import results_jobs as RJ
+from . import results_roles as R
+from .common import App, call_core, hints
 from .report_app import VIEW_URI
+from .results_data import AsIs, lean_schema
 from .sampling import sampling_backend, sampling_request, stateless_protocol
 from .suite import current_run_id
+from .tasks import app_of, follow_roles_job, in_task, task_on
 from .toolclient import SuiteTools
 
 server = FastMCP(
     "roles",
     instructions=(
-        "Reasoning roles with provenance. roles_run answers a question end to end (route, plan, execute with the "
-        "suite's tools, evaluate, re-plan) and cites evidence anchors. To use your own model instead: get the "
-        "prompt roles_planner (or roles_router / roles_evaluator), write the JSON it asks for, and submit it with "
-        "roles_submit_plan (roles_submit_route / roles_submit_critique); fix any errors it reports and resubmit."
+        "roles_run answers a question end to end (route, plan, execute, evaluate) with cited anchors; or "
+        "submit your own plan (prompt roles_planner, roles_submit_plan)."
     ),
 )
 
 Mode = Annotated[Literal["lite", "standard", "strict"] | None, Field(
-    description="evidence gate: minimum verified anchors cited (lite 1, standard 2, strict 3); default from config")]
+    description="verified anchors needed: lite 1, standard 2, strict 3")]
 Llm = Annotated[Literal["auto", "none", "openai", "sampling", "replay"] | None, Field(
-    description="model backend: none = deterministic rules; openai = the configured OpenAI-compatible endpoint; "
-                "sampling = this client's model (if it offers sampling); replay = cached responses only; "
-                "auto/default = openai when an endpoint is configured, else none")]
+    description="none = rules; openai = configured endpoint; sampling = your model; default: openai if set")]
 
 
 def _run_id(ctx: Context | None) -> str:
@@ -101,21 +101,15 @@ async def _capabilities(app: AppContext) -> list[dict[str, Any]]:
         return await capabilities(tools)
 
 
-@server.tool
+@server.tool(annotations=hints("Route a question"), output_schema=lean_schema(R.RouteResult))
 async def route(
     ctx: Context,
-    task: Annotated[str, Field(description="the question")],
+    task: str,
     mode: Mode = None,
     llm: Llm = None,
     app: AppContext = App,
-) -> dict[str, Any] | mt.InputRequiredResult:
-    """Route a question: gathers context (the top 5 rag_search hits), classifies intent (factual / analytical /
-    exploratory) and complexity (low / medium / high), decides ``direct`` (answer from the context) or ``plan``.
-
-    Result (schemas/route.json): ``{intent, complexity, decision, rationale, context: {rag: [{chunk_id, doc_id,
-    title, score}], memory}, by: rules|model, run_id, event_id}``. Rules: docs/roles.md.
-    Errors: empty task; unknown mode/llm; llm=openai without an endpoint; the model failing (one repair attempt).
-    """
+) -> AsIs[R.RouteResult] | mt.InputRequiredResult:
+    """roles_run's first step alone: classify a question from the top rag_search hits; answer directly or plan."""
     async def go() -> dict[str, Any]:
         core = app
         if not task or not task.strip():
@@ -131,24 +125,17 @@ async def route(
     return await _guard(go())
 
 
-@server.tool
+@server.tool(annotations=hints("Plan a question"), output_schema=lean_schema(R.PlanResult))
 async def plan(
     ctx: Context,
-    task: Annotated[str, Field(description="the question")],
-    route: Annotated[dict[str, Any] | None, Field(description="the router's decision (roles_route), optional")] = None,
-    feedback: Annotated[list[dict[str, Any]] | None, Field(
-        description="critiques of a previous attempt (roles_evaluate's critiques), for a re-plan")] = None,
-    attempt: Annotated[int, Field(ge=0, le=5, description="0 = first plan; 1.. = re-plans (template widens)")] = 0,
+    task: str,
+    route: Annotated[dict[str, Any] | None, Field(description="roles_route result")] = None,
+    feedback: Annotated[list[dict[str, Any]] | None, Field(description="critiques, to re-plan")] = None,
+    attempt: Annotated[int, Field(ge=0, le=5, description="0 first; 1-5 re-plans")] = 0,
     llm: Llm = None,
     app: AppContext = App,
-) -> dict[str, Any] | mt.InputRequiredResult:
-    """Plan (without calling tools) over the suite's live tool list: a DAG of steps ``{id, goal, tool | helper,
-    arguments, depends_on, expected_evidence}`` ending with the ``researcher`` helper.
-
-    Result: ``{rationale, steps, by: template|model, run_id, event_id}``. A model's plan is validated (unknown
-    tools, cycles, dangling dependencies, more than AISAC_ROLES_MAX_PLAN_STEPS steps, missing arguments) and sent
-    back once with the errors. Errors: empty task; unknown llm; the model failing after the repair.
-    """
+) -> AsIs[R.PlanResult] | mt.InputRequiredResult:
+    """A plan of tool calls for a question, not run (roles_run plans and runs): steps over the live tools."""
     async def go() -> dict[str, Any]:
         core = app
         if not task or not task.strip():
@@ -179,35 +166,32 @@ def _answer_obj(answer: str, citations: list[dict[str, Any]] | None, files: list
     return {"text": answer, "citations": cites, "files": files or [], "code_runs": code_runs or []}
 
 
-@server.tool
+@server.tool(annotations=hints("Evaluate an answer"), output_schema=lean_schema(R.EvaluateResult))
 async def evaluate(
     ctx: Context,
-    task: Annotated[str, Field(description="the question")],
-    answer: Annotated[str, Field(description="the answer to check")],
-    citations: Annotated[list[dict[str, Any]] | None, Field(
-        description="the evidence the answer cites: rag_search hits or their 'anchor' objects")] = None,
-    files: Annotated[list[str] | None, Field(description="data files the answer relies on")] = None,
-    code_runs: Annotated[list[int] | None, Field(
-        description="trace event ids of the data_code_run calls the answer relies on (default: all of the run)"),
-    ] = None,
-    of_run: Annotated[str | None, Field(description="the run whose trace to check (default: this call's run)")] = None,
+    task: str,
+    answer: str,
+    citations: Annotated[list[dict[str, Any]] | None, Field(description="rag_search hits or their anchors")] = None,
+    files: Annotated[list[str] | None, Field(description="data files it relies on")] = None,
+    code_runs: Annotated[list[int] | None, Field(description="data_code_run event ids; default: all")] = None,
+    of_run: Annotated[str | None, Field(description="run to check; default: this call's")] = None,
     mode: Mode = None,
     llm: Llm = None,
     app: AppContext = App,
-) -> dict[str, Any] | mt.InputRequiredResult:
-    """Evaluate an answer: automatic gates first (evidence: every cited anchor re-verified, enough of them above
-    the mode's score; data: referenced files exist and are no error pages; exec: code runs succeeded), then the
-    model's critiques when a model is chosen.
-
-    Result: ``{mode, gates: {evidence, data, exec}, critiques: [{aspect, text, severity 0..1, evidence_refs}],
-    mean_severity, max_severity, passed, thresholds, by, run_id, event_id}``; passed = mean <= 0.4 and max <= 0.8
-    by default (AISAC_ROLES_MAX_MEAN_SEVERITY, AISAC_ROLES_MAX_SEVERITY). Errors: a citation without chunk_id.
-    """
+) -> AsIs[R.EvaluateResult] | mt.InputRequiredResult:
+    """Check an answer before giving it: re-verifies its cited anchors, data files and code runs; a model (llm)
+    also critiques the content. Without one the verdict is "evidence verified" or "evidence not verified" and the
+    content is "not judged (no model)"."""
     async def go() -> dict[str, Any]:
         core = app
         m = check_mode(mode, core.settings.roles.mode)
         backend = get_backend(core.settings, llm, sampling_backend(ctx))
         ans = _answer_obj(answer, citations, files, code_runs)
+        from aisac_core.rag.search import get_chunk
+        for c in ans["citations"]:  # a compact rag_search hit cites its chunk_id: the index holds the full anchor
+            got = None if c["anchor"].get("sha256") else await call_core(get_chunk, core, c["chunk_id"])
+            if got is not None:
+                c["anchor"] = {**got["anchor"], "score": c["score"]}
         run_id = _run_id(ctx)
         events = await call_core(run_events, core.engine, of_run or run_id)
         with Step(core.engine, run_id, "evaluator", {"task": task, "mode": m, "answer": ans}) as st:
@@ -217,7 +201,9 @@ async def evaluate(
     return await _guard(go())
 
 
-@server.tool(app=AppConfig(resource_uri=VIEW_URI))  # hosts with MCP Apps show the run report (needs trace)
+@server.tool(app=AppConfig(resource_uri=VIEW_URI),  # hosts with MCP Apps show the run report (needs trace)
+             annotations=hints("Answer a question (whole graph)"), task=task_on(server),
+             output_schema=lean_schema(RJ.RolesRun))
 async def run(
     ctx: Context,
     task: Annotated[str, Field(description="the question")],
@@ -225,35 +211,29 @@ async def run(
     llm: Llm = None,
     session_id: Annotated[str | None, Field(description="memory session whose recall joins the context")] = None,
     wait_s: Annotated[float, Field(ge=0, le=600, description="seconds to wait before answering with a job id")] = 120,
-    app: AppContext = App,
-) -> dict[str, Any]:
-    """Run the whole graph headless: route -> plan -> execute (the suite's tools, traced as children of the
-    coordinator step) -> researcher answer with citations -> evaluate -> re-plan on failure (at most
-    AISAC_ROLES_REPLAN_LIMIT times, default 2).
-
-    Result when done within ``wait_s``: ``{status: "done", run_id, answer: {text, citations}, evaluation, route,
-    plan, attempts, model_errors, took_s, job_id, report_uri}``; else ``{status: "running", job_id, run_id,
-    report_uri}``: poll ``roles_job_status(job_id)``. ``report_uri``: the run's HTML report resource (the
-    dashboard's run page as one file). Errors: empty task; unknown mode/llm; llm=sampling over a 2026-07-28 connection
-    (use the single-role tools there).
-    """
-    if llm == "sampling" and stateless_protocol(ctx):
-        raise ToolError("llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 has no "
+) -> AsIs[RJ.RolesRun]:
+    """Answer a question end to end with cited evidence (plan, run the tools, answer, evaluate; rag_search is
+    quicker for a lookup). Returns ``answer {text, citations}`` and ``evaluation``, or after ``wait_s`` a
+    ``job_id`` for roles_job_status."""
+    tasked = in_task(ctx)
+    if llm == "sampling" and (tasked or stateless_protocol(ctx)):
+        raise ToolError("llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 and tasks have no "
                         "back-channel for a long run); use roles_route / roles_plan / roles_evaluate with "
                         "llm='sampling', or llm='none' / 'openai'")
     if not task or not task.strip():
         raise ToolError("task is empty: give the question to answer")
     run_id = new_run_id()
-    core = app
+    core = app_of(ctx)
+    sampling = None if tasked else sampling_backend(ctx)
 
     async def go() -> dict[str, Any]:
         async with SuiteTools(core) as tools:
             return await run_graph(core, task, tools=tools, mode=mode, llm=llm, session_id=session_id,
-                                   run_id=run_id, sampling=sampling_backend(ctx))
+                                   run_id=run_id, sampling=sampling)
 
-    jobs = await call_core(lambda: app.role_jobs)  # opens the store (a job row) off the event loop the first time
+    jobs = await call_core(lambda: core.role_jobs)  # opens the store (a job row) off the event loop the first time
     job_id = jobs.start(run_id, go, {"task": task[:2000], "mode": mode, "llm": llm})
-    await jobs.wait(job_id, wait_s)
+    await follow_roles_job(ctx, core, jobs, job_id, run_id, None if tasked else wait_s)
     st = jobs.status(job_id)
     assert st is not None
     if st["status"] == "failed":
@@ -262,28 +242,27 @@ async def run(
                         f"the run failed ({err}); its trace is run {run_id}")
     from .trace import report_uri
 
-    if st["status"] == "running":
-        return {"status": "running", "job_id": job_id, "run_id": run_id, "report_uri": report_uri(run_id),
-                "message": f"still running after {wait_s:g} s; poll roles_job_status(job_id)"}
-    return {"status": "done", "job_id": job_id, **st["result"], "report_uri": report_uri(run_id)}
+    if st["status"] in ("running", "cancelled", "interrupted"):
+        return {"status": st["status"], "job_id": job_id, "run_id": run_id, "report_uri": report_uri(run_id),
+                "message": f"still running after {wait_s:g} s; poll roles_job_status(job_id)"
+                if st["status"] == "running" else st.get("error") or st["status"]}
+    return {"status": "done", "job_id": job_id, "run_id": run_id, **st["result"], "report_uri": report_uri(run_id)}
 
 
-@server.tool
+@server.tool(annotations=hints("Roles run status", read_only=True), output_schema=lean_schema(RJ.RolesJob))
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from roles_run; omit to list recent jobs")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Status of a roles_run job: ``{job_id, run_id, status: running|done|failed|interrupted, elapsed_s, result?,
-    error?}``; without job_id ``{jobs: [...]}`` (the 20 most recent). Any process serving the store answers for any
-    job (jobs are rows of the store's job table); ``interrupted``: the process running it stopped. Error: unknown
-    job id."""
+) -> AsIs[RJ.RolesJob]:
+    """Use to follow a roles_run that answered ``status: running``: running, done (with
+    ``result``), failed, interrupted or cancelled. No ``job_id``: the recent jobs."""
     jobs = await call_core(lambda: app.role_jobs)
     if job_id is None:
         return {"jobs": await call_core(jobs.list)}
     st = await call_core(jobs.status, job_id)
     if st is None:
         raise ToolError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
-    return st
+    return st  # type: ignore[return-value]
 
 
 async def _submit(app: AppContext, ctx: Context, role: str, schema: str, payload: Any, extra_check: Any = None) -> dict[str, Any]:
@@ -304,46 +283,43 @@ async def _submit(app: AppContext, ctx: Context, role: str, schema: str, payload
     return {"stored": True, "submission_id": sid, "run_id": run_id, "event_id": st.id}
 
 
-@server.tool
+@server.tool(annotations=hints("Submit a route"), output_schema=lean_schema(R.SubmitResult))
 async def submit_route(
     ctx: Context,
-    route: Annotated[dict[str, Any], Field(description="the router JSON (prompt roles_router; schema route.json)")],
+    route: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_router prompt")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Validate and store the host model's route: ``{intent, complexity, decision, rationale, context?}``.
-    Result: ``{stored, submission_id, run_id, event_id}``. Error: the list of schema violations to fix."""
+) -> AsIs[R.SubmitResult]:
+    """Check and store the route your model wrote from the roles_router prompt; an error lists what to fix."""
     return await _submit(app, ctx, "router", "route", route)
 
 
-@server.tool
+@server.tool(annotations=hints("Submit a plan"), output_schema=lean_schema(R.SubmitResult))
 async def submit_plan(
     ctx: Context,
-    plan: Annotated[dict[str, Any], Field(description="the plan JSON (prompt roles_planner; schema plan.json)")],
+    plan: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_planner prompt")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Validate the host model's plan against its schema and the suite's live tools (unknown tools, cycles,
-    dangling depends_on, too many steps, missing or unknown arguments), store it in the run and return
-    ``{stored, submission_id, run_id, event_id}``. Error: every problem, each saying how to fix it."""
+) -> AsIs[R.SubmitResult]:
+    """Check your model's plan (from the roles_planner prompt) against the live tools and store it; an error
+    lists what to fix."""
     async def check(p: Any) -> list[str]:
         return core_planner.validate_plan(p, await _capabilities(app), app.settings.roles.max_plan_steps)
 
     return await _submit(app, ctx, "planner", "plan", plan, check)
 
 
-@server.tool
+@server.tool(annotations=hints("Submit critiques"), output_schema=lean_schema(R.CritiqueSubmitResult))
 async def submit_critique(
     ctx: Context,
-    critique: Annotated[dict[str, Any], Field(
-        description="the evaluator JSON (prompt roles_evaluator; schema critique.json): {critiques: [...]} ")],
+    critique: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_evaluator prompt")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Validate and store the host model's critiques (at most 10, severity 0..1); returns ``{stored,
-    submission_id, run_id, event_id, mean_severity, max_severity, passed, thresholds}`` by the configured
-    thresholds. Error: the schema violations to fix."""
+) -> AsIs[R.CritiqueSubmitResult]:
+    """Check and store the critiques your model wrote from the roles_evaluator prompt; the verdict ("passed" or
+    "failed") follows the configured severity thresholds. An error lists what to fix."""
     out = await _submit(app, ctx, "evaluator", "critique", critique)
     s = app.settings
     summ = core_evaluator.summarize(critique["critiques"], s.roles.max_mean_severity, s.roles.max_severity)
-    return {**out, **{k: v for k, v in summ.items() if k != "critiques"}}
+    return {**out, **{k: v for k, v in summ.items() if k != "critiques"}, "content_judged": True,
+            "verdict": core_evaluator.verdict(summ["passed"], True)}
 
 
 _HOST_SUFFIX = ("\n\nSubmit the JSON object with the tool {tool}({arg}=<the object>). If it reports errors, fix "

@@ -16,14 +16,18 @@ from typing import Any, AsyncIterator, Callable
 from aisac_servers import builtin
 from aisac_servers.common import SafeErrors, call_core
 from aisac_servers.dashboard import mount_dashboard
+from aisac_servers.tasks import add_tasks
+from aisac_servers.toollist import CompactToolList, ToolSearch
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.server.transforms import Visibility
 
 from aisac_core.context import AppContext
 from aisac_core.plugins import PluginError, collect, plugins_of, register
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
+from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
 from aisac_core.trace.otel import emit_span, otel_enabled
 from aisac_core.trace.pins import pin_run
 from aisac_core.trace.recorder import RunAssigner, record_tool_call
@@ -44,8 +48,10 @@ SERVERS = dict(builtin.aisac_register_servers())
 class ProvenanceMiddleware(Middleware):
     """Writes one trace event per tool call (:func:`aisac_core.trace.recorder.record_tool_call`).
 
-    ``run_id`` may come as a tool argument (removed before the tool sees it) or in the request ``_meta``;
-    otherwise the call joins the current run of its client (:meth:`_client_key`: one per host connection), renewed
+    A caller names its run in the request ``_meta`` (``aisac/run_id``, or ``run_id``): the documented way, since no
+    input schema declares a ``run_id`` argument (docs/hosts.md). A legacy ``run_id`` argument of old clients is still
+    accepted silently (removed before the tool sees it; ``trace_*`` tools keep theirs: the run to read). Otherwise
+    the call joins the current run of its client (:meth:`_client_key`: one per host connection), renewed
     after ``run_idle_seconds`` without a call of that client.
     """
 
@@ -90,7 +96,7 @@ class ProvenanceMiddleware(Middleware):
         args = dict(msg.arguments or {})
         # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run
         own_run_arg = msg.name.startswith("trace_")
-        run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "run_id", "aisac/run_id")
+        run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "aisac/run_id", "run_id")
                   or self.runs.run_for(self._client_key(context)))
         if "run_id" in (msg.arguments or {}) and not own_run_arg:
             context = context.copy(message=msg.model_copy(update={"arguments": args}))
@@ -100,12 +106,18 @@ class ProvenanceMiddleware(Middleware):
         t0 = time.perf_counter()
         status, error, result_obj = "ok", None, None
         run_token = current_run_id.set(str(run_id))
+        from aisac_servers.results_common import FULL_RESULT  # a compact result's full form (rag_search hits)
+        full: list[Any] = []
+        FULL_RESULT.set(full)  # each request runs in its own task: no reset needed
         try:
             result = await call_next(context)
+            if not hasattr(result, "content"):  # a task handle (servers/tasks.py): the work runs on after this call
+                result_obj = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+                return result
             if getattr(result, "is_error", False):
                 status = "tool_error"
-            result_obj = result.structured_content if result.structured_content is not None else \
-                [getattr(c, "text", repr(c)) for c in (result.content or [])]
+            result_obj = full[-1] if full and not result.is_error else result.structured_content \
+                if result.structured_content is not None else [getattr(c, "text", repr(c)) for c in (result.content or [])]
             return result
         except ToolError as exc:
             status, error = "tool_error", str(exc)
@@ -211,9 +223,32 @@ def _lifespan(app: AppContext, *, own: bool) -> Any:
     return lifespan
 
 
-def build(names: list[str] | None = None, *, app: AppContext | None = None, lifespan: bool = True) -> FastMCP:
+class ProfileFilter(Visibility):
+    """Hides the tools a tool profile leaves out of a server it exposes in part (fastmcp's visibility transform: a
+    hidden tool is neither listed nor callable, "Unknown tool")."""
+
+    def __init__(self, profile: ToolProfile) -> None:
+        super().__init__(False, components={"tool"})
+        self.profile = profile
+
+    def _matches(self, component: Any) -> bool:
+        return component.key.startswith("tool:") and not self.profile.allows(component.name)
+
+
+def build(names: list[str] | None = None, *, app: AppContext | None = None, lifespan: bool = True,
+          tools: str | None = None, catalog: bool = False) -> FastMCP:
     """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
     :class:`~aisac_core.context.AppContext` from the environment's settings).
+
+    ``tools``: a tool profile (:mod:`aisac_core.tool_profiles`: ``core``, ``full``, ``rag,memory``...; what
+    ``aisac serve --tools`` passes, default ``settings.tools``). None: every tool of the mounted servers (the suite
+    the core itself calls through, :class:`aisac_servers.toolclient.SuiteTools`). Servers outside the profile are
+    not mounted; servers exposed in part hide their other tools (:class:`ProfileFilter`). The instructions are
+    composed from the mounted servers' own (:func:`aisac_core.tool_profiles.compose_instructions`).
+
+    ``catalog``: add ``tools_search`` / ``tools_call`` (:class:`~aisac_servers.toollist.ToolSearch`) to a suite that
+    lists every tool (the owner daemon's, whose stdio relays apply each host's profile); the ``full`` profile adds
+    them itself and lists only its core tools next to them.
 
     ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
     and no ``app.close()`` at exit.
@@ -222,7 +257,7 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     built-ins, a served project's plugin servers and, with the whole suite, the project's own tools (``project``).
 
     Raises:
-        ValueError: an unknown server name.
+        ValueError: an unknown server name (:class:`~aisac_core.tool_profiles.ToolProfileError`: a bad profile).
         BootstrapError: a project server that cannot be mounted (a namespace taken twice, a tool fastmcp refuses).
     """
     app = app if app is not None else AppContext()
@@ -231,12 +266,25 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     unknown = [n for n in chosen if n not in available]
     if unknown:
         raise ValueError(f"unknown server(s) {unknown}; available: {', '.join(available)}")
+    profile = resolve(tools, chosen) if tools is not None else None
+    if profile is not None:
+        chosen = list(profile.servers)
+    mounted = {n: available[n]() for n in chosen}
     main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
-                   instructions="aisac: retrieval-grounded scientific assistance with provenance. "
-                                "Servers: " + ", ".join(chosen))
-    for n in chosen:
-        main.mount(available[n](), namespace=n)
+                   instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}))
+    add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)
+    for n, server in mounted.items():
+        main.mount(server, namespace=n)
+    from aisac_servers.completions import chain_completions  # the mounted servers' resource completions
+    chain_completions(main, mounted.values())
+    if profile is not None and profile.only:
+        main.add_transform(ProfileFilter(profile))
+    searchable = catalog or (profile is not None and profile.search)
+    if searchable:
+        main.add_transform(ToolSearch())
     main.add_middleware(ProvenanceMiddleware(app))
+    # the lean wire form of tools/list (aisac_servers.toollist); the full profile lists its core tools only
+    main.add_middleware(CompactToolList(profile.lists if profile is not None and profile.search else None))
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool
     # error at most 1,900 characters, no SQL (call_core applies the same net to core calls, with the core function's
     # name; this one also covers errors raised outside call_core)

@@ -66,6 +66,8 @@ class SuiteTools:
         blocks' text. A tool error, and a call refused before the tool runs (unknown tool, arguments rejected),
         come back as ``ToolOutcome(is_error=True, error=message)``, never raised."""
         assert self.client is not None, "use `async with SuiteTools(app) as tools`"
+        if name == "rag_search" and "detail" not in arguments:  # the core needs full anchors (evidence, replay);
+            meta = {**(meta or {}), "aisac/detail": "full"}  # in _meta, so the recorded arguments stay the caller's
         try:
             r = await self.client.call_tool(name, arguments, meta=meta, raise_on_error=False)
         except Exception as exc:  # protocol-level failure (unknown tool, bad arguments rejected before the tool)

@@ -3,15 +3,20 @@
 A thin adapter over :mod:`aisac_core.trace`. Mounted by the suite under the ``trace`` namespace, so the
 tools are ``trace_list_runs``, ``trace_get_run``, ``trace_get_event``, ``trace_export``, ``trace_verify``,
 ``trace_replay``, ``trace_diff``, ``trace_stats`` and ``trace_prune``. The live dashboard
-(:mod:`aisac_core.trace.dashboard`) reads the same rows. User docs: docs/provenance.md.
+(:mod:`aisac_core.trace.dashboard`) reads the same rows. Results are typed (:mod:`aisac_servers.results_trace`);
+:func:`complete` completes the ``run_id`` of the run report resource.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from aisac_servers.common import App, call_core, tool_error
+import anyio
+from aisac_servers import results_trace as R
+from aisac_servers.common import App, call_core, current_app, hints, tool_error
 from aisac_servers.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
+from aisac_servers.results_schema import schema
 from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
 from fastmcp.apps.config import AppConfig
@@ -31,56 +36,89 @@ from aisac_core.trace.verify import verify_run
 server = FastMCP(
     "trace",
     instructions=(
-        "Read the provenance trace of aisac: list runs, show a run's event tree (role steps -> tool calls), "
-        "export a run (json for replay, markdown, W3C PROV-JSON, Workflow Run RO-Crate), verify that cited "
-        "evidence and input files are unchanged, replay a run against the current store, compare two runs."
+        "The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff."
     ),
 )
 
+RunId = Annotated[str, Field(description="a run id (trace_list_runs)")]
 
-_RO = {"readOnlyHint": True, "openWorldHint": False}
 
-
-@server.tool(annotations=_RO)
+@server.tool(annotations=hints("List runs", read_only=True), output_schema=schema(R.Runs))
 async def list_runs(
-    since: Annotated[str | None, Field(description="ISO 8601 date/time: runs active at or after it")] = None,
-    until: Annotated[str | None, Field(description="ISO 8601 date/time: runs started at or before it")] = None,
-    server: Annotated[str | None, Field(description="only runs that called this server (rag, memory, lit, data, "
-                                                    "roles, trace)")] = None,
+    since: Annotated[str | None, Field(description="ISO 8601: active at or after")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601: started at or before")] = None,
+    server: Annotated[str | None, Field(description="called this server (rag, memory, ...)")] = None,
     status: Annotated[Literal["ok", "errors", "active"] | None,
-                      Field(description="ok: no failed call; errors: at least one; active: an event in the last "
-                                        "60 s")] = None,
-    text: Annotated[str | None, Field(description="substring of the run id, a tool name or the arguments (at most "
-                                                  "1,000 characters)")] = None,
-    limit: Annotated[int, Field(ge=1, le=500, description="runs per page")] = 20,
-    offset: Annotated[int, Field(ge=0, description="runs to skip (next_offset of the previous page)")] = 0,
+                      Field(description="errors: a call failed; active: an event in the last 60 s")] = None,
+    text: Annotated[str | None, Field(description="in the run id, a tool name or the arguments")] = None,
+    limit: Annotated[int, Field(ge=1, le=500)] = 20,
+    offset: Annotated[int, Field(ge=0)] = 0,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Runs, newest first: ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers,
-    tools, status, active}], total, offset, next_offset}``. Errors: a date that is not ISO 8601; a search text over
-    1,000 characters; an offset beyond 2^63-1."""
+) -> R.Runs:
+    """Find runs (the recorded tool calls of one task), newest first, by time, server, status or text; read
+    one with trace_get_run."""
     return await call_core(core_list, app.engine, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
 
 
-@server.tool(annotations=_RO, app=AppConfig(resource_uri=VIEW_URI))
+@server.tool(annotations=hints("Read a run", read_only=True), app=AppConfig(resource_uri=VIEW_URI),
+             output_schema=schema(R.Run))
 async def get_run(
-    run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
-    include_results: Annotated[bool, Field(description="add each event's stored result (can be large)")] = False,
-    detail: Annotated[bool, Field(description="false: compact events (id, kind, tool, status, latency_ms, "
-                                              "arguments, result_summary, error, anchors count, children) for "
-                                              "large runs; trace_get_event has the rest")] = True,
+    run_id: RunId,
+    detail: Annotated[Literal["compact", "full"] | bool, Field(
+        description="compact: id, tool, status, latency, summary per event; full: every field")] = "compact",
+    include_results: Annotated[bool, Field(description="full events with stored results (large)")] = False,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """A run as an event tree: ``{run: {run_id, started_at, last_event_at, duration_s, events, by_kind,
-    by_status, errors, servers, status, active}, pins, errors: [{id, tool, status, error}], last_id, tree: [{id,
-    kind (tool_call | role_step | model_call), server, tool, status, error, latency_ms, started_at, arguments,
-    result_summary, anchor_ids, children: [...]}], report_uri}``. Role steps nest the tool calls they made
-    (``parent_id``). ``report_uri``: the run's readable HTML report as a resource (question, answer, cited evidence
-    on its pages, plan, timeline). Errors: unknown run id."""
-    # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools (docs/provenance.md)
-    out = await call_core(core_get, app.engine, run_id, include_results=include_results, detail=detail)
-    return {**out, "report_uri": report_uri(run_id)}
+) -> R.Run:
+    """See what happened in one run: a summary, the failed calls and the event tree (role steps hold the
+    tool calls they made). Compact events have a short result summary and arguments; trace_get_event reads
+    one event whole. ``report_uri`` is the run's HTML report resource."""
+    # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools; ``detail`` true / false
+    # are the older spellings of full / compact
+    full = detail is True or detail == "full" or include_results
+    out = await call_core(core_get, app.engine, run_id, include_results=include_results, detail=True)
+    out["report_uri"] = report_uri(run_id)
+    if full:
+        return {**out, "detail": "full"}  # type: ignore[typeddict-item]
+    out.pop("pins", None)
+    for e in out["errors"]:
+        e["error"] = _cut(e.get("error"), COMPACT_ERROR)
+    return {**out, "tree": compact_tree(out["tree"]), "detail": "compact"}  # type: ignore[typeddict-item]
+
+
+#: compact events: longest result summary, arguments (as JSON text) and error, in characters
+COMPACT_SUMMARY, COMPACT_ARGS, COMPACT_ERROR = 120, 100, 300
+
+
+def _cut(text: str | None, n: int) -> str | None:
+    return text if text is None or len(text) <= n else text[: n - 1] + "…"
+
+
+def compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The compact form of an event tree (full event dicts, :func:`aisac_core.trace.queries.build_tree`): per event
+    ``id, tool, status, latency_ms`` (0.1 ms), ``result_summary`` (<= 120 characters), ``kind`` unless a tool call,
+    ``arguments`` as JSON text (<= 100 characters) when there are any, ``error``, ``anchors`` (how many were cited)
+    and ``children`` only where present."""
+    out = []
+    for n in nodes:
+        lat = n.get("latency_ms")
+        c: dict[str, Any] = {"id": n["id"], "tool": n["tool"], "status": n["status"],
+                             "latency_ms": round(lat, 1) if lat is not None else None,
+                             "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY)}
+        if n.get("kind") != "tool_call":
+            c["kind"] = n.get("kind")
+        args = n.get("arguments")
+        if args:
+            c["arguments"] = _cut(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                                  COMPACT_ARGS)
+        if n.get("error"):
+            c["error"] = _cut(n["error"], COMPACT_ERROR)
+        if n.get("anchor_ids"):
+            c["anchors"] = len(n["anchor_ids"])
+        if n.get("children"):
+            c["children"] = compact_tree(n["children"])
+        out.append(c)
+    return out
 
 
 #: the run report resource (as mounted by the suite under ``trace``)
@@ -116,59 +154,48 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
         raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
 
-@server.tool(annotations=_RO)
+@server.tool(annotations=hints("Read an event", read_only=True), output_schema=schema(R.EventDetail))
 async def get_event(
-    event_id: Annotated[int, Field(ge=1, description="an event id from trace_get_run")],
+    event_id: Annotated[int, Field(ge=1, description="an id from trace_get_run")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """One event in full: arguments, stored result (``result_truncated`` when it was cut at 100,000 characters),
-    hashes, status, error, latency, anchor ids, pinned input files, child event ids. Errors: unknown id (ids are
-    1..2^63-1)."""
+) -> R.EventDetail:
+    """Read one recorded call whole: arguments, stored result (``result_truncated`` past 100,000 characters),
+    hashes, error, cited anchor ids, pinned input files and child event ids."""
     return await call_core(core_event, app.engine, event_id)
 
 
-@server.tool(annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
+@server.tool(annotations=hints("Export a run", idempotent=True), output_schema=schema(R.Exported))
 async def export(
-    run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
-    format: Annotated[Literal["json", "markdown", "html", "prov", "rocrate"],
-                      Field(description="json: machine bundle for replay; markdown: human summary (question, answer, "
-                                        "cited evidence first); html: the run page as one offline file for a "
-                                        "reviewer; prov: W3C PROV-JSON; rocrate: Workflow Run RO-Crate folder + "
-                                        "zip")] = "json",
+    run_id: RunId,
+    format: Literal["json", "markdown", "html", "prov", "rocrate"] = "json",
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Export a run. ``json`` -> ``{format, path, bundle: {format, run, pins, current_pins, events, inputs,
-    anchors}}``; ``markdown`` -> ``{format, path, markdown}``; ``html`` -> ``{format, path, bytes}``; ``prov`` ->
-    ``{format, path, prov}``; ``rocrate``
-    -> ``{format, path (folder), zip, summary}``. Files are written under ``<data dir>/trace_exports/``.
-    Errors: unknown run, unknown format."""
+) -> R.Exported:
+    """Save a run as a file under the data dir's trace_exports folder: json (bundle for replay), markdown
+    (summary for a reader), html (offline report page), prov (W3C PROV-JSON) or rocrate (Workflow Run
+    RO-Crate folder and zip). Returns the path and, except html and rocrate, the content."""
     return await call_core(export_run, app, run_id, format)
 
 
-@server.tool(annotations=_RO)
+@server.tool(annotations=hints("Verify a run's evidence", read_only=True), output_schema=schema(R.Verified))
 async def verify(
-    run_id: Annotated[str, Field(description="a run id from trace_list_runs")],
+    run_id: RunId,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Re-hash every evidence anchor the run cited and every input file it named: ``{run_id, status (unchanged |
-    changed | missing), counts, anchors: [{chunk_id, path, page, status, anchor_status (ok | file_changed |
-    chunk_changed | missing), detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
-    event_id}]}``. Errors: unknown run."""
+) -> R.Verified:
+    """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
+    input file; ``status`` is the worst of unchanged, changed, missing."""
     return await call_core(verify_run, app, run_id)
 
 
-@server.tool(annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
+@server.tool(annotations=hints("Replay a run"), output_schema=schema(R.Replayed))
 async def replay(
-    run_id: Annotated[str, Field(description="the run to re-execute")],
-    force: Annotated[list[str] | None, Field(description="tool names to replay although the skip rules would skip "
-                                                         "them (e.g. a code run you know to be deterministic)")] = None,
+    run_id: RunId,
+    force: Annotated[list[str] | None, Field(description="tool names to replay although skipped by rule")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Re-execute a run's recorded tool calls in order against the current store; the replayed calls are
-    recorded under a new run id. Returns ``{run_id, replay_run_id, status (same | changed | failed), counts,
-    steps: [{event_id, tool, status (same | changed | failed | skipped), reason?, changes?, original_sha256,
-    replay_sha256}], pins_changed}``. Writing, destructive and time-dependent tools are skipped with the reason
-    (docs/provenance.md). Errors: unknown run."""
+) -> R.Replayed:
+    """Check that a run is reproducible: re-executes its read-only tool calls against the current store
+    (recorded under ``replay_run_id``) and compares each result: same, changed (with the differing
+    paths), failed, or skipped with the reason (writing or time-dependent tools, unless in ``force``).
+    ``status`` not_replayed: nothing was re-executed (``message`` says why)."""
     try:
         async with SuiteTools(app) as tools:
             return await replay_run(app, run_id, tools, force=force)
@@ -176,36 +203,57 @@ async def replay(
         raise tool_error(str(exc), what="trace_replay") from exc
 
 
-@server.tool(annotations=_RO)
+@server.tool(annotations=hints("Compare two runs", read_only=True), output_schema=schema(R.Diff))
 async def diff(
-    run_a: Annotated[str, Field(description="first run id")],
-    run_b: Annotated[str, Field(description="second run id (e.g. a replay_run_id)")],
+    run_a: RunId,
+    run_b: Annotated[str, Field(description="e.g. a replay_run_id")],
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Compare two runs' tool calls, aligned by (tool, arguments sha256): ``{run_a, run_b, counts, steps:
-    [{status (same | changed | only_a | only_b), tool, event_a, event_b, changes?}], pins_changed: [{pin, a,
-    b}]}``. Errors: unknown run."""
+) -> R.Diff:
+    """Compare the tool calls of two runs (e.g. a run and its replay), aligned by tool and arguments: same,
+    changed, only_a or only_b, plus the configuration pins that differ."""
     return await call_core(diff_runs, app.engine, run_a, run_b)
 
 
-@server.tool(annotations=_RO)
+@server.tool(annotations=hints("Trace statistics", read_only=True), output_schema=schema(R.Stats))
 async def stats(
-    since: Annotated[str | None, Field(description="ISO 8601: count events at or after it")] = None,
+    since: Annotated[str | None, Field(description="ISO 8601: events at or after")] = None,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Trace totals: ``{runs, events, by_kind, by_status, first_event_at, last_event_at, tools: [{tool, calls,
-    errors, error_rate, p50_ms, p95_ms, max_ms}]}``. Errors: a date that is not ISO 8601."""
+) -> R.Stats:
+    """How tools behave over all runs: events by kind and status, per tool the calls, error rate and
+    latency percentiles."""
     return await call_core(trace_stats, app.engine, since)
 
 
-@server.tool(annotations={"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False})
+@server.tool(annotations=hints("Delete old runs", destructive=True), output_schema=schema(R.Pruned))
 async def prune(
-    older_than_days: Annotated[float, Field(ge=0, description="delete runs whose last event is older than this")],
-    dry_run: Annotated[bool, Field(description="only list the runs that would go")] = True,
+    older_than_days: Annotated[float, Field(ge=0, description="age of the last event, 0-36,500")],
+    dry_run: Annotated[bool, Field(description="only list")] = True,
     app: AppContext = App,
-) -> dict[str, Any]:
-    """Retention: export each old run as a JSON bundle to ``<data dir>/trace_exports/<run>.json``, then delete
-    its events, input pins and configuration pins (a run whose export fails is kept and listed in ``failed``).
-    ``dry_run`` (default true) only lists. Returns ``{cutoff, runs, exported, deleted_events, dry_run,
-    failed}``. Errors: ``older_than_days`` outside 0..36,500 (100 years)."""
+) -> R.Pruned:
+    """Delete runs whose last event is older than ``older_than_days``, each exported as JSON to
+    trace_exports first (a failed export keeps the run); ``dry_run`` (default) only lists them."""
     return await call_core(prune_runs, app, older_than_days, dry_run=dry_run)
+
+
+#: the run report template as the trace server declares it (the suite mounts it as :data:`REPORT_URI`)
+LOCAL_REPORT_URI = "aisac://runs/{run_id}/report"
+
+
+def run_ids(app: AppContext, prefix: str = "") -> list[str]:
+    """Run ids starting with ``prefix``, most recently active first, at most 100 (of the 500 newest runs that
+    contain ``prefix``)."""
+    runs = core_list(app.engine, text=prefix or None, limit=500)["runs"]
+    return [r["run_id"] for r in runs if r["run_id"].startswith(prefix or "")][:100]
+
+
+async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
+    """Completion of the run report resource's ``run_id`` (run ids by prefix, newest first); None for any other
+    reference, so a suite can chain this with other servers' handlers."""
+    uri, name = getattr(ref, "uri", None), getattr(argument, "name", None)
+    if uri not in (REPORT_URI, LOCAL_REPORT_URI) or name != "run_id":
+        return None
+    app = current_app()
+    return await anyio.to_thread.run_sync(run_ids, app, str(getattr(argument, "value", "") or ""))
+
+
+server.add_completion_handler(complete)

@@ -233,7 +233,7 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
                                                "wait_s": 120})).structured_content
         assert out["status"] == "done", out
         run = out["run_id"]
-        tree = (await c.call_tool("trace_get_run", {"run_id": run})).structured_content
+        tree = (await c.call_tool("trace_get_run", {"run_id": run, "detail": "full"})).structured_content
     kinds = {e["kind"] for e in _flat(tree["tree"])}
     assert "role_step" in kinds
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core)), base_url="http://t") as h:

@@ -172,3 +172,23 @@ def test_documented_vscode_example_matches_print(tmp_path, project):
     (ex_name, ex), (pr_name, pr) = next(iter(example["servers"].items())), next(iter(printed["servers"].items()))
     assert list(ex) == list(pr) and ex["args"][:2] == pr["args"][:2] and set(ex["env"]) == set(pr["env"])
     assert ex_name.startswith("aisac-") and pr_name == "aisac-battery-lab"
+
+
+def test_install_writes_the_tool_profile(tmp_path):
+    """``--tools`` goes into the host's ``args``; a bad profile is refused with the accepted values, nothing written."""
+    from aisac_core.projects.hosts import HostConfigError, server_entry
+
+    entry = server_entry("cursor", data_dir=tmp_path / "store", command="/x/aisac", tools="Core, lit")
+    assert entry.config["args"] == ["serve", "--tools", "core,lit"]
+    assert server_entry("cursor", data_dir=tmp_path, command="/x/aisac").config["args"] == ["serve"]
+    with pytest.raises(HostConfigError, match="core, full"):
+        server_entry("cursor", data_dir=tmp_path, command="/x/aisac", tools="co re")
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    out = run(["install", "cursor", "--tools", "core"], tmp_path / "store", work, home)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["aisac"]["args"] == \
+        ["serve", "--tools", "core"]
+    out = run(["install", "cursor", "--tools", "core,bogus", "--print"], tmp_path / "store", work, home)
+    assert out.returncode == 1 and "bogus" in out.stderr and "core, full" in out.stderr, out.stderr

@@ -585,4 +585,7 @@ async def test_tools_listed_with_docs(lit_core):
     async with Client(_suite(lit_core)) as c:
         tools = {t.name: t for t in await c.list_tools()}
     assert {"lit_search", "lit_get", "lit_references", "lit_citations", "lit_import"} <= set(tools)
-    assert all(len(t.description or "") > 200 for n, t in tools.items() if n.startswith("lit_"))
+    # short descriptions (every listed token costs a host's model), but each says when to use the tool
+    assert all(len(t.description or "") > 40 for n, t in tools.items() if n.startswith("lit_"))
+    assert all(tools[n].annotations.open_world_hint is not False  # listed only when not the default (true)
+               for n in ("lit_search", "lit_get", "lit_references", "lit_citations"))

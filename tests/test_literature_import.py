@@ -80,7 +80,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
         assert side["paper"]["doi"] == "10.5555/aisac.2021.001" and side["retrieved_at"].endswith("+00:00")
         st = await _wait_job(c, res["job_id"])
         assert st["status"] == "done" and st["counters"]["files_indexed"] == 1, st
-        hits = (await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3})).structured_content["hits"]
+        hits = (await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full"})).structured_content["hits"]
         assert hits and hits[0]["path"] == str(pdf) and hits[0]["anchor"]["sha256"] == res["sha256"]
         again = (await c.call_tool("lit_import", {"identifier": "2101.00001", "wait": True})).structured_content
         assert again["status"] == "already_present" and again["path"] == str(pdf)

@@ -64,7 +64,7 @@ async def test_index_search_anchor_and_trace(core, corpus_copy):
         assert job["counters"]["files_catalogued"] == 1
         assert progress and progress[-1][0] == progress[-1][1]
 
-        r = await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "run_id": "run-test-1"})
+        r = await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full", "run_id": "run-test-1"})
         hits = r.structured_content["hits"]
         assert hits[0]["path"].endswith("report.pdf") and hits[0]["page"] == 1
         anchor = hits[0]["anchor"]
@@ -139,7 +139,7 @@ async def test_bad_files_fail_per_file_and_keep_the_index(core, corpus_copy):
         assert "not a PDF" in fails["binary.pdf"]
         assert job["counters"]["files_indexed"] == 5
         # the good documents are searchable; a nonsense query in sparse mode has no hits and says why
-        r = await c.call_tool("rag_search", {"query": "Nusselt number packed bed", "k": 2})
+        r = await c.call_tool("rag_search", {"query": "Nusselt number packed bed", "k": 2, "detail": "full"})
         assert r.structured_content["hits"][0]["path"].endswith("heat_transfer.md")
         r = await c.call_tool("rag_search", {"query": "qwxzzyv", "mode": "sparse"})
         assert r.structured_content["hits"] == [] and r.structured_content["message"]

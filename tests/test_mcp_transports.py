@@ -46,7 +46,7 @@ async def test_stdio_fastmcp_client_grounded_search(served_store):
     async with Client(transport) as c:
         names = {t.name for t in await c.list_tools()}
         assert {"rag_search", "rag_index", "rag_job_status"} <= names
-        r = await c.call_tool("rag_search", {"query": "thermal denaturation of the lipase", "k": 3})
+        r = await c.call_tool("rag_search", {"query": "thermal denaturation of the lipase", "k": 3, "detail": "full"})
         hit = r.structured_content["hits"][0]
         assert hit["path"].endswith("enzyme_kinetics.md")
         assert hit["anchor"]["sha256"] and hit["anchor"]["chunk_sha256"]
@@ -103,7 +103,7 @@ async def test_streamable_http_on_loopback(served_store):
     with http_server(_env(served_store)) as url:
         async with Client(url) as c:
             assert "rag_search" in {t.name for t in await c.list_tools()}
-            r = await c.call_tool("rag_search", {"query": "wall heat transfer coefficient Nusselt", "k": 2})
+            r = await c.call_tool("rag_search", {"query": "wall heat transfer coefficient Nusselt", "k": 2, "detail": "full"})
             assert r.structured_content["hits"][0]["path"].endswith("heat_transfer.md")
 
 

@@ -50,7 +50,7 @@ async def test_host_model_planner_prompt_bad_plan_then_fixed_plan(rcore):
     async with Client(_suite(rcore)) as c:
         prompt = await c.get_prompt("roles_planner", {"task": "What correlation does the heat transfer follow?"})
         text = prompt.messages[0].content.text
-        assert "You are the Planner" in text and "- rag_search(query, k?, filters?, mode?)" in text
+        assert "You are the Planner" in text and "- rag_search(query, k?, filters?, mode?, detail?)" in text
         assert "roles_submit_plan" in text and "roles_run(" not in text  # the roles' own tools are hidden
         with pytest.raises(ToolError) as bad:
             await c.call_tool("roles_submit_plan", {"plan": load_fixture("plan_bad_tool.json")},

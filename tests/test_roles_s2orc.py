@@ -61,6 +61,9 @@ def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
     assert "s2orc" in text and ("corpus" in text or "dataset" in text)
     ev = res["evaluation"]
     assert ev["gates"]["evidence"]["passed"] and ev["passed"] and ev["mode"] == "standard"
+    # no model judged the content: the verdict says only that the evidence checked out
+    assert ev["verdict"] == "evidence verified" and ev["content_judged"] is False
+    assert ev["content"] == "not judged (no model)"
     assert all(a["status"] == "ok" for a in ev["gates"]["evidence"]["anchors"])
 
     # the human output: the answer, the citations with anchors, the evaluator's report, the run id
@@ -69,6 +72,9 @@ def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
     out = p2.stdout
     assert "run id: run-" in out and "citations:" in out and "2020.acl-main.447" not in out.split("citations:")[0]
     assert "evaluation (strict" in out and "evidence gate:" in out and "S2ORC" in out
+    verdict_line = out.split("evaluation (strict")[1].splitlines()[0]
+    assert "evidence verified" in verdict_line and "passed" not in verdict_line
+    assert "content: not judged (no model)" in out
 
     # every step of the run is in the trace
     from sqlmodel import Session, create_engine, select

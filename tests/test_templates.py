@@ -56,7 +56,7 @@ def data(res):  # noqa: ANN001, ANN201
 async def index_and_search(c: Client, query: str) -> list[dict]:
     res = data(await c.call_tool("rag_index", {"wait": True, "timeout_s": 300}))
     assert res["status"] == "done", res
-    return data(await c.call_tool("rag_search", {"query": query, "k": 5}))["hits"]
+    return data(await c.call_tool("rag_search", {"query": query, "k": 5, "detail": "full"}))["hits"]
 
 
 @pytest.mark.anyio
@@ -106,7 +106,7 @@ async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base,
                 paths = [d["path"] for d in docs["documents"]]
                 seen[proj.name] = paths
                 for q in ("LiFePO4 olivine capacity", "flash point of acetone storage"):
-                    hits = data(await c.call_tool("rag_search", {"query": q, "k": 10}))["hits"]
+                    hits = data(await c.call_tool("rag_search", {"query": q, "k": 10, "detail": "full"}))["hits"]
                     assert all(h["path"].startswith(str(proj)) for h in hits), (proj, q, hits)
         finally:
             app.close()

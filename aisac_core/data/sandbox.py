@@ -283,6 +283,10 @@ class SandboxManager:
             if s.stopping:
                 kill(w)
                 s.worker = None
+                if s.stopping.startswith("cancelled"):  # the variables went with the worker: the next run says so
+                    s.lost = f"cell {req.get('cell')} was cancelled and its worker stopped"
+                    return {"ok": False, "error_type": "Cancelled", "status": "cancelled",
+                            "error": f"the run was {s.stopping}; {LOST}"}, notes
                 return {"ok": False, "error_type": "Stopped", "error": f"the run was {s.stopping}"}, notes
             reply = self._lose(s, w, f"the worker died during cell {req.get('cell')} ({exc})", "WorkerDied",
                                f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; {LOST}")
@@ -369,6 +373,8 @@ class SandboxManager:
                 s.last_used_at = _now()
                 self._write_marker(s)
                 job.result, job.figures = finish(self, s, job, reply, notes, lost)
+                if reply.get("status") == "cancelled":  # stopped by cancel(): not a run that ended by itself
+                    job.result["status"] = "cancelled"
             except Exception as exc:  # noqa: BLE001 - never leave a job without a result
                 job.result = {"ok": False, "error_type": type(exc).__name__, "error": f"internal error: {exc}",
                               "session": session, "job_id": job.job_id}
@@ -401,6 +407,32 @@ class SandboxManager:
                     "started_at": job.started_at, "elapsed_s": round(time.perf_counter() - job.t0, 1),
                     "error": "still running; poll again"}, []
         return {**job.result, "finished_at": job.finished_at}, stored_images(job)
+
+    def wait(self, job_id: str, seconds: float) -> bool:
+        """Wait up to ``seconds`` for code run ``job_id`` to end; True when it has ended (or is unknown)."""
+        with self._lock:
+            job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+        return job is None or job.done.wait(max(0.0, seconds))
+
+    def cancel(self, job_id: str) -> dict | None:
+        """Stop code run ``job_id``: its worker is killed (the session's variables are lost; the next run starts a
+        fresh worker and reports ``state_lost``), and the run's result reads ``status: "cancelled"``. Returns
+        ``{job_id, session, status}`` (``cancelled``, or the status of a run that had already ended), None for an
+        unknown job id."""
+        with self._lock:
+            job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+            s = self._sessions.get(job.session) if job is not None else None
+        if job is None:
+            return None
+        if not job.done.is_set() and s is not None and s.busy_job == job_id:
+            s.stopping = f"cancelled (job {job_id})"
+            w = s.worker
+            if w is not None:
+                kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
+            job.done.wait(15)
+            s.stopping = None
+        status = (job.result or {}).get("status", "running") if job.done.is_set() else "running"
+        return {"job_id": job_id, "session": job.session, "status": status}
 
     def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
         s = self._session(session, create=req.get("op") == "load_frame")

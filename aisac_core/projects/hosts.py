@@ -24,6 +24,7 @@ from typing import Any
 
 from aisac_core.errors import AisacError
 from aisac_core.projects.manifest import load_manifest
+from aisac_core.tool_profiles import ToolProfileError, check_value
 
 HOSTS = ("claude-desktop", "vscode", "cursor")
 #: the top-level key holding the servers, per host
@@ -115,15 +116,21 @@ def host_env(settings: Any) -> dict[str, str]:
 
 
 def server_entry(host: str, *, data_dir: Path, project: Path | None = None, command: str | None = None,
-                 env: dict[str, str] | None = None) -> Entry:
-    """The aisac server entry for ``host``: ``aisac serve`` (with ``--project DIR``) and the store in ``env``.
+                 env: dict[str, str] | None = None, tools: str | None = None) -> Entry:
+    """The aisac server entry for ``host``: ``aisac serve`` (with ``--project DIR`` and ``--tools PROFILE``) and the
+    store in ``env``.
+
+    ``tools``: the tool profile the host sees (``core``, ``full``, ``all``, server names;
+    :mod:`aisac_core.tool_profiles`), written as ``--tools`` into ``args``; None leaves it to the setting
+    (``AISAC_TOOLS``, default ``all``).
 
     The name is ``aisac``, or ``aisac-<project id>`` with a project (so several projects can sit side by side).
     ``env``: further variables for the host's ``env`` (:func:`host_env`); the data dir and ``HF_HUB_OFFLINE=1``
     are always set.
 
     Raises:
-        HostConfigError: unknown host. :class:`~aisac_core.projects.manifest.BootstrapError`: the project does not load.
+        HostConfigError: unknown host, or a malformed ``tools`` value (naming the accepted values).
+        :class:`~aisac_core.projects.manifest.BootstrapError`: the project does not load.
     """
     _check_host(host)
     args = ["serve"]
@@ -132,6 +139,11 @@ def server_entry(host: str, *, data_dir: Path, project: Path | None = None, comm
         p = load_manifest(project)
         args += ["--project", str(p.root)]
         name = f"aisac-{p.id}"
+    if tools is not None:
+        try:
+            args += ["--tools", check_value(tools)]
+        except ToolProfileError as exc:
+            raise HostConfigError(str(exc)) from exc
     cfg: dict[str, Any] = {}
     if host == "vscode":
         cfg["type"] = "stdio"

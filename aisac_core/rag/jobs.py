@@ -1,7 +1,9 @@
 """Background indexing jobs, run by whichever process serving the store claims them first.
 
-A job is ``queued``, ``running``, then ``done`` or ``failed`` (or ``interrupted``), with progress (files done /
-total), the run's counters and per-file failures, all in its ``Job`` row, so any process reads any job's status.
+A job is ``queued``, ``running``, then ``done`` or ``failed`` (or ``interrupted``; or ``cancelling``, then
+``cancelled`` after :meth:`JobManager.cancel`: a running job stops between two files, so every file is indexed whole
+or not at all), with progress (files done / total), the run's counters and per-file failures, all in its ``Job``
+row, so any process reads any job's status.
 ``submit`` queues the job in the table; each :class:`JobManager` runs a worker thread that claims queued jobs
 through :class:`~aisac_core.store.jobqueue.JobQueue` (``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and holds them with
 a renewed lease. A job whose process died (its lease expired) is claimed again by any process and runs again from
@@ -40,6 +42,10 @@ class JobLost(AisacError, RuntimeError):
     """This process no longer holds the job's lease (another process claimed it): stop working on it."""
 
 
+class JobCancelled(AisacError, RuntimeError):
+    """The job was asked to stop (:meth:`JobManager.cancel`): stop before the next file."""
+
+
 class JobManager:
     """Queues indexing jobs in the ``Job`` table and runs claimed ones, one at a time, on a worker thread.
 
@@ -60,6 +66,7 @@ class JobManager:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._shared = core.engine.dialect.name != "sqlite"
+        self._cancel_here: set[str] = set()  # jobs of this process asked to stop (seen before the next write)
 
     def resume(self) -> None:
         """Start the worker when it has work: always on a server database (replicas), on SQLite when jobs are
@@ -127,12 +134,23 @@ class JobManager:
         failures: list[dict[str, str]] = []
         skipped: list[dict[str, str]] = []
         lost = threading.Event()
+        cancel = threading.Event()
         beat_stop = threading.Event()
+
+        def stopped() -> None:  # why the lease-conditional write failed: a cancel request, or the lease lost
+            if cancel.is_set() or self.queue.cancelling(job_id):
+                cancel.set()
+                raise JobCancelled(f"job {job_id} was cancelled")
+            lost.set()
+            raise JobLost(f"job {job_id} was claimed by another process")
 
         def heartbeat() -> None:  # renews the lease while a long file parses (no progress calls meanwhile)
             while not beat_stop.wait(self.queue.lease_s / 3):
                 try:
                     if not self.queue.renew(job_id):
+                        if self.queue.cancelling(job_id):
+                            cancel.set()
+                            continue  # renew keeps the lease of a stopping job
                         lost.set()
                         return
                 except Exception:
@@ -142,17 +160,19 @@ class JobManager:
         beat.start()
         last = [0.0]
 
-        def progress(done: int, total: int, msg: str) -> None:
+        def progress(done: int, total: int, msg: str) -> None:  # called between files: the place to stop
             if lost.is_set():
                 raise JobLost(f"job {job_id} was claimed by another process")
+            if cancel.is_set() or job_id in self._cancel_here:
+                cancel.set()
+                stopped()
             now = time.monotonic()
             if now - last[0] >= 0.25 or done == total:
                 last[0] = now
                 if not self.queue.update(job_id, done=done, total=total, message=msg,
                                          counters_json=dumps(counters.as_dict()),
                                          failures_json=dumps(_stored(failures, skipped))):
-                    lost.set()
-                    raise JobLost(f"job {job_id} was claimed by another process")
+                    stopped()
 
         try:
             self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters,
@@ -161,6 +181,12 @@ class JobManager:
         except JobLost:
             log.warning("job %s: lease lost to another process; leaving the job to it", job_id)
             return
+        except JobCancelled:
+            status, message = "cancelled", "cancelled on request"
+            try:
+                self.core.vectors().flush()  # the files indexed before the stop are whole: keep them on disk
+            except Exception:
+                log.exception("job %s: flushing the vector store after the cancel failed", job_id)
         except AisacError as exc:  # a user error (a path vanished or turned into a loop since submit)
             status, message = "failed", str(exc)[:1000]
         except Exception as exc:
@@ -169,10 +195,27 @@ class JobManager:
         finally:
             beat_stop.set()
             beat.join(5)
+            self._cancel_here.discard(job_id)
         if not self.queue.finish(job_id, status, message=message, counters_json=dumps(counters.as_dict()),
                                  failures_json=dumps(_stored(failures, skipped))):
             log.warning("job %s ended here after its lease was lost; its row is left to the process holding it",
                         job_id)
+
+    def cancel(self, job_id: str) -> dict[str, Any] | None:
+        """Ask index job ``job_id`` to stop; returns its status (see :func:`job_dict`), None for an unknown job.
+
+        A queued job ends ``cancelled`` at once; a running one (here or in another process serving the store) reads
+        ``cancelling`` until its runner reaches the next file boundary and ends it ``cancelled``: the file being
+        indexed is finished first, so the store holds every file whole or not at all. An ended job is left as it is.
+        """
+        st = self.status(job_id)
+        if st is None or st["kind"] not in KINDS:
+            return None
+        if self.queue.request_cancel(job_id) == "cancelling" and st.get("runner") == self.queue.owner:
+            self._cancel_here.add(job_id)
+        with self._done:
+            self._done.notify_all()
+        return self.status(job_id)
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
         """Block until ``job_id`` ends (True) or ``timeout`` seconds pass (False); True for an unknown job. The job

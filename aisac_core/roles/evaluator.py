@@ -15,6 +15,10 @@ Gates (each failure is a critique with the severity given):
 
 An empty answer, or one without citations, is severity 1.0 (completeness / grounding).
 
+Wording: without a model nothing judged the content, so the report says ``content: not judged (no model)`` and its
+``verdict`` is "evidence verified" (gates passed) or "evidence not verified"; with a model it is "passed" or
+"failed". The ``passed`` key keeps the machine-readable outcome in both cases.
+
 Pass/fail: ``mean_severity <= roles_max_mean_severity`` (default 0.4) and ``max_severity <= roles_max_severity``
 (default 0.8), over at most 10 critiques (highest severity kept); no critiques means mean = max = 0. These
 defaults and the gate severities are aisac's own choice (a failed gate must fail the run: 0.9 > 0.8).
@@ -177,6 +181,19 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
             "thresholds": {"max_mean_severity": max_mean, "max_severity": max_max}}
 
 
+#: the report's ``content`` field when no model judged the answer's content (only the automatic gates ran)
+NOT_JUDGED = "not judged (no model)"
+
+
+def verdict(passed: bool, content_judged: bool) -> str:
+    """The report's wording: ``"passed"`` / ``"failed"`` when a model judged the content, else ``"evidence
+    verified"`` / ``"evidence not verified"`` (the automatic gates say nothing about whether the answer is right,
+    only that its evidence is there and unchanged)."""
+    if content_judged:
+        return "passed" if passed else "failed"
+    return "evidence verified" if passed else "evidence not verified"
+
+
 def automatic_checks(core: "AppContext", answer: dict[str, Any], events: list[dict[str, Any]],
                      mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
@@ -203,10 +220,14 @@ def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
                    backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
-    """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by}``.
+    """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by,
+    content_judged, content, verdict}``.
 
-    Automatic gates run first; with ``backend`` the model adds critiques (the schema allows 10). Raises
-    :class:`~aisac_core.roles.RoleModelError` when the model fails."""
+    Automatic gates run first; with ``backend`` the model adds critiques (the schema allows 10). ``passed`` is
+    the machine-readable outcome (the graph re-plans on False); ``content_judged`` says whether a model judged
+    the content, ``content`` is ``"judged by model"`` or :data:`NOT_JUDGED`, and ``verdict`` the wording of
+    :func:`verdict` ("passed" / "failed" with a model, "evidence verified" / "evidence not verified" without).
+    Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     s = core.settings
     gates, crit = automatic_checks(core, answer, events, mode)
     by = "automatic"
@@ -224,5 +245,8 @@ async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events
         crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
         by = "automatic+model"
         extra["request_sha256"] = got["request_sha256"]
-    return {"mode": mode, "gates": gates, **summarize(crit, s.roles.max_mean_severity, s.roles.max_severity),
-            "by": by, **extra}
+    summary = summarize(crit, s.roles.max_mean_severity, s.roles.max_severity)
+    judged = backend is not None
+    return {"mode": mode, "gates": gates, **summary, "by": by, "content_judged": judged,
+            "content": "judged by model" if judged else NOT_JUDGED, "verdict": verdict(summary["passed"], judged),
+            **extra}

@@ -5,7 +5,9 @@ sampling, so another process cannot take it over). With the store's engine, the 
 table (kind ``roles``, held by this process's lease, :mod:`aisac_core.store.jobqueue`), so any process serving the
 store (another replica behind the same proxy) answers ``roles_job_status`` for it, with the result once it is done;
 when the process running it dies, the lease expires and the job reads ``interrupted``. The run's steps are in the
-trace either way (the run id is known from the start).
+trace either way (the run id is known from the start). :meth:`RunJobs.cancel` stops a run (its task is cancelled at
+its next await, i.e. within the step under way; a run of another process is flagged ``cancelling`` in the table and
+stopped by its process at the next lease renewal) and the job reads ``cancelled``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class RunJobs:
 
     def __init__(self, engine: Engine | None = None, *, lease_s: float = 30.0) -> None:
         self._jobs: dict[str, dict[str, Any]] = {}
+        self._cancelled: set[str] = set()  # jobs of this process stopped on request
         self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
     def start(self, run_id: str, factory: Callable[[], Awaitable[dict[str, Any]]],
@@ -68,7 +71,10 @@ class RunJobs:
         try:
             result = await factory()
         except asyncio.CancelledError:
-            await self._finish(queue, job_id, "interrupted", message="the server stopped before the run ended")
+            if job_id in self._cancelled:
+                await self._finish(queue, job_id, "cancelled", message="cancelled on request")
+            else:
+                await self._finish(queue, job_id, "interrupted", message="the server stopped before the run ended")
             raise
         except Exception as exc:
             await self._finish(queue, job_id, "failed", message=f"{type(exc).__name__}: {exc}"[:1000])
@@ -78,14 +84,32 @@ class RunJobs:
         await self._finish(queue, job_id, "done", result_json=dumps(result))
         return result
 
-    @staticmethod
-    async def _renew(queue: JobQueue, job_id: str) -> None:
+    async def _renew(self, queue: JobQueue, job_id: str) -> None:
         while True:
-            await asyncio.sleep(queue.lease_s / 3)
+            await asyncio.sleep(min(queue.lease_s / 3, 2.0))
             try:
-                await asyncio.to_thread(queue.renew, job_id)
+                if not await asyncio.to_thread(queue.renew, job_id) and \
+                        await asyncio.to_thread(queue.cancelling, job_id):
+                    self.cancel(job_id)  # another process asked (the job table says cancelling)
+                    return
             except Exception:  # the database is away for a moment; the next renewal tries again
                 log.exception("could not renew the lease of roles job %s", job_id)
+
+    def cancel(self, job_id: str) -> dict[str, Any] | None:
+        """Stop roles job ``job_id``; returns its status (see :meth:`status`), None for an unknown job. A job of this
+        process is cancelled at once (``cancelled``); another process's is flagged ``cancelling`` in the job table
+        and stopped by its process within a few seconds. An ended job is left as it is."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            if not job["task"].done():
+                self._cancelled.add(job_id)
+                job["task"].cancel()
+                return {**(self.status(job_id) or {}), "status": "cancelled"}
+            return self.status(job_id)
+        if self.queue is None or self._stored(job_id) is None:
+            return None
+        self.queue.request_cancel(job_id)
+        return self._stored(job_id)
 
     @staticmethod
     async def _finish(queue: JobQueue, job_id: str, status: str, **fields: Any) -> None:
@@ -101,12 +125,16 @@ class RunJobs:
             await asyncio.wait_for(asyncio.shield(job["task"]), timeout=max(0.0, seconds))
         except TimeoutError:
             pass
+        except asyncio.CancelledError:  # the job was cancelled (reported by status()), unless this wait was
+            current = asyncio.current_task()
+            if not job["task"].cancelled() or (current is not None and current.cancelling()):
+                raise
         except Exception:  # reported by status()
             pass
 
     def status(self, job_id: str) -> dict[str, Any] | None:
-        """``{job_id, run_id, status: running|done|failed|interrupted, elapsed_s, result?, error?}``, None for an
-        unknown id. A job of this process is read from its task; another process's from the ``job`` table."""
+        """``{job_id, run_id, status: running|done|failed|interrupted|cancelled, elapsed_s, result?, error?}``, None
+        for an unknown id. A job of this process is read from its task; another process's from the ``job`` table."""
         job = self._jobs.get(job_id)
         if job is None:
             return self._stored(job_id)
@@ -117,6 +145,8 @@ class RunJobs:
             return {**out, "status": "running"}
         exc = None if t.cancelled() else t.exception()
         if t.cancelled():
+            if job_id in self._cancelled:
+                return {**out, "status": "cancelled", "error": "cancelled on request"}
             return {**out, "status": "interrupted", "error": "the server stopped before the run ended"}
         if exc is not None:
             return {**out, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
@@ -150,7 +180,7 @@ def _row_status(row: Job, *, with_result: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"job_id": row.job_id, "run_id": params.get("run_id"), "status": row.status,
                            "elapsed_s": round((end - started).total_seconds(), 2) if started else 0.0,
                            "runner": row.lease_owner}
-    if row.status in ("failed", "interrupted") and row.message:
+    if row.status in ("failed", "interrupted", "cancelled") and row.message:
         out["error"] = row.message
     if with_result and row.status == "done" and row.result_json:
         out["result"] = json.loads(row.result_json)

@@ -10,7 +10,8 @@ host's model through ``roles_submit_plan``) can correct the plan.
 The template planner (:func:`template_plan`) needs no model: searches with the tools that exist (``rag_search``;
 ``lit_search`` when the literature server is mounted and the question is about the literature or a re-plan asks
 for more evidence), then the ``researcher`` helper. Each re-plan widens the search (more hits, a keyword-only
-BM25 query, a section filter suggested by the question).
+BM25 query, a section filter suggested by the question); "what is X" and "how many" questions also search the
+abstracts and introductions.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _SECTION_HINTS = [(re.compile(r"\bdata ?sets?\b|\bcorpus\b|\bcorpora\b", re.I), 
                   (re.compile(r"\bmethods?\b|\bapproach\b|\bmodel\b", re.I), "methods"),
                   (re.compile(r"\bresults?\b|\bperformance\b|\baccuracy\b", re.I), "results"),
                   (re.compile(r"\bconclu", re.I), "conclusion")]
+#: "what is / what does X do" and "how many / how much" questions: their answer is usually stated in the abstract
+#: or the introduction (a defining sentence, a headline number), so the template plan also searches those sections
+_OVERVIEW_HINT = re.compile(r"^\s*what\s+(is|are|was|were|does|do|did)\b|\bhow\s+(many|much)\b", re.I)
 _LIT_HINT = re.compile(r"\b(literature|published|recent|papers? on|citations?|doi|arxiv|pubmed|related work)\b", re.I)
 
 
@@ -185,6 +189,12 @@ def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str,
                           "tool": "rag_search",
                           "arguments": {"query": "{task}", "k": 5, "filters": {"section": section}},
                           "depends_on": [], "expected_evidence": f"chunks from {section} sections"})
+        if _OVERVIEW_HINT.search(task) and attempt < 2:
+            steps.append({"id": "search_overview", "goal": "passages of the abstracts and introductions",
+                          "tool": "rag_search",
+                          "arguments": {"query": "{task}", "k": 8,
+                                        "filters": {"section": ["abstract", "introduction"]}},
+                          "depends_on": [], "expected_evidence": "defining sentences and headline numbers"})
         if attempt >= 1:
             steps.append({"id": "search_keywords", "goal": "keyword (BM25) search with the question's content words",
                           "tool": "rag_search", "arguments": {"query": keywords(task), "k": 10, "mode": "sparse"},
@@ -201,6 +211,11 @@ def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str,
             steps.append({"id": "literature", "goal": "find published papers on the question", "tool": "lit_search",
                           "arguments": {qa: keywords(task)}, "depends_on": [],
                           "expected_evidence": "paper records (title, DOI or id, abstract)"})
+    # the researcher cites anchors: ask for whole hits where rag_search has a compact default
+    if "detail" in ((idx.get("rag_search") or {}).get("input_schema") or {}).get("properties", {}):
+        for st in steps:
+            if st.get("tool") == "rag_search":
+                st["arguments"]["detail"] = "full"
     steps = steps[:max_steps - 1]
     steps.append({"id": "answer", "goal": "write the answer from the evidence, citing anchors", "helper": "researcher",
                   "arguments": {}, "depends_on": [s["id"] for s in steps],

@@ -6,7 +6,11 @@ paper_id, openalex_id, s2_id) and no anchor is a *literature* item.
 
 With no model the answer is *extractive* (:func:`extractive_answer`): the sentences of the evidence that share
 most content words with the question, from documents named by the question first (a distinctive token such as
-"S2ORC" found in a document's title, path or text), each followed by its citation number. With a model, the
+"S2ORC" found in a document's title, path or text), each followed by its citation number(s). A "what is / what
+does X do" question prefers sentences that define X and the abstract / introduction; a "how many / how much"
+question prefers sentences with a number (:func:`score_sentence`). Table dumps, reference-list entries,
+captions, footnotes and marker-only sentences are never quoted, citation markers are stripped from the quoted
+text, near-duplicates are merged (rules: :mod:`aisac_core.roles.sentences`). With a model, the
 ``researcher`` prompt gives the numbered evidence and asks for ``{answer, citations}`` (``schemas/answer.json``).
 
 Answer shape: ``{text, citations: [{n, kind: rag|literature, chunk_id?, doc_id?, title, path?, page?, section?,
@@ -16,12 +20,23 @@ score?, anchor?, quote? (the chunk's first 400 characters), ref?}], by: extracti
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.evidence.anchor import is_anchor
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
+from aisac_core.roles.sentences import (
+    has_quantity,
+    is_definition,
+    mentions,
+    near_duplicate,
+    question_kind,
+    question_subject,
+    reject_reason,
+    strip_markers,
+)
 
 if TYPE_CHECKING:
     from aisac_core.context import AppContext
@@ -51,7 +66,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
                 item = {"kind": "rag", "chunk_id": cid, "doc_id": a.get("doc_id") or x.get("doc_id"),
                         "title": x.get("title"), "path": a.get("path") or x.get("path"), "page": a.get("page"),
                         "section": a.get("section"), "score": score, "text": x.get("text") or "", "anchor": a,
-                        "step": step}
+                        "step": step, "label": x.get("section_covers") or a.get("section_covers")}
                 old = rag.get(cid)
                 if old is None or (score or 0) > (old.get("score") or 0):
                     rag[cid] = item
@@ -101,20 +116,47 @@ def _sentences(text: str) -> list[str]:
     return [p.strip() for p in parts if 40 <= len(p.strip()) <= 600]
 
 
-def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rag items ordered for citing: items of documents the question names (:func:`focus_tokens`) first, then by
-    score; literature items after."""
+_BACK_MATTER = re.compile(r"acknowledg|author contributions?|contributions of|funding|ethic|broader impact|"
+                         r"checklist|datasheet", re.I)
+_REFERENCE_SECTION = re.compile(r"\b(references|bibliography|works cited|literature cited)\b", re.I)
+
+
+def is_reference_item(item: dict[str, Any]) -> bool:
+    """Whether a rag evidence item comes from a reference list (section label ``references`` or a heading path
+    ending in References / Bibliography)."""
+    last = str(item.get("section") or "").split(" > ")[-1]
+    return item.get("label") == "references" or bool(_REFERENCE_SECTION.search(last))
+
+
+def _named_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
+    """doc ids of the rag items whose document the question names: a :func:`focus_tokens` token in the title,
+    path or text, or a definition question's subject (:func:`~aisac_core.roles.sentences.question_subject`) in
+    the title or path."""
     focus = [f.lower() for f in focus_tokens(task)]
-
-    def named(i: dict[str, Any]) -> bool:
+    subject = question_subject(task)
+    out = set()
+    for i in items:
+        if i["kind"] != "rag":
+            continue
+        head = f"{i.get('title') or ''} {PurePath(str(i.get('path') or '')).name}"  # not the folders' names
         hay = " ".join(str(i.get(k) or "") for k in ("title", "path", "text")).lower()
-        return any(f in hay for f in focus)
+        if any(f in hay for f in focus) or (subject and mentions(head, subject)):
+            out.add(i.get("doc_id"))
+    return out
 
-    if focus:
-        docs = {i.get("doc_id") for i in items if i["kind"] == "rag" and named(i)}
-        key = lambda i: (0 if i.get("doc_id") in docs else 1, -(i.get("score") or 0))  # noqa: E731
-    else:
-        key = lambda i: -(i.get("score") or 0)  # noqa: E731
+
+def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rag items ordered for citing: items of documents the question names (:func:`_named_docs`) first (for a
+    definition question their abstract / introduction items first), then by score; reference-list items last;
+    literature items after."""
+    docs = _named_docs(task, items)
+    overview = question_kind(task) in ("definition", "quantity")
+
+    def key(i: dict[str, Any]) -> tuple[int, int, int, float]:
+        front = overview and i.get("label") in ("abstract", "introduction")
+        return (1 if is_reference_item(i) else 0, 0 if i.get("doc_id") in docs else 1, 0 if front else 1,
+                -(i.get("score") or 0))
+
     rag = sorted((i for i in items if i["kind"] == "rag"), key=key)
     return rag + [i for i in items if i["kind"] != "rag"]
 
@@ -130,42 +172,85 @@ def citation(n: int, item: dict[str, Any]) -> dict[str, Any]:
             "year": item.get("year")}
 
 
+def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int, named: bool) -> float:
+    """How well ``sentence`` (of rag evidence ``item``, ``rank`` in :func:`rank_evidence` order, ``named``: its
+    document is named by the question) answers ``task``: query-term overlap (0..1), +0.3 for a focus token, +0.2
+    x the item's score, -0.02 x rank; a definition question adds +0.8 for a defining sentence
+    (:func:`~aisac_core.roles.sentences.is_definition`) and +0.3 / +0.15 for the abstract / introduction; a
+    quantity question adds +0.4 for a number (:func:`~aisac_core.roles.sentences.has_quantity`) and -0.4
+    without one; -0.4 in back matter (acknowledgements, author contributions, funding, ethics), -0.3 for a URL,
+    -0.15 for a fragment starting in lower case."""
+    q, n_terms = _query_terms(task), max(1, len(_terms(task)))
+    focus = {f.lower() for f in focus_tokens(task)}
+    score = min(1.0, len(q & _terms(sentence)) / n_terms)
+    score += 0.3 if any(f in sentence.lower() for f in focus) else 0.0
+    score += 0.2 * (item.get("score") or 0) - 0.02 * rank
+    kind = question_kind(task)
+    if kind == "definition":
+        if is_definition(sentence, question_subject(task), named):
+            score += 0.8
+        score += {"abstract": 0.3, "introduction": 0.15}.get(item.get("label") or "", 0.0)
+    elif kind == "quantity":
+        score += 0.4 if has_quantity(sentence) else -0.4
+        score += {"abstract": 0.15, "introduction": 0.1}.get(item.get("label") or "", 0.0)
+    if _BACK_MATTER.search(str(item.get("section") or "")):
+        score -= 0.4
+    if re.search(r"https?://|www\.|github\.com", sentence):
+        score -= 0.3
+    if sentence[:1].islower():
+        score -= 0.15
+    return score
+
+
 def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int = 5) -> dict[str, Any]:
-    """The no-model answer (module docstring): at most ``max_sentences`` sentences, at most two per chunk, each
-    with its citation number; literature items listed after. An empty evidence list gives an answer saying so."""
+    """The no-model answer: at most ``max_sentences`` sentences, at most two per chunk, each followed by its
+    citation number(s); literature items listed after. An empty evidence list gives an answer saying so.
+
+    Sentences are scored by :func:`score_sentence`; the rules of :mod:`aisac_core.roles.sentences` drop table
+    dumps, reference entries, captions and marker-only sentences (and every sentence of a reference-list item),
+    strip citation markers from the quoted text, and merge near-duplicates (one sentence, the citations of
+    both). When no sentence survives, the answer points to the best passages without quoting them."""
     ranked = rank_evidence(task, items)
     if not ranked:
         return {"text": "No evidence was found in the indexed documents or the literature sources for this "
                         "question; index the relevant documents (aisac index PATH) and ask again.",
                 "citations": [], "by": "extractive", "evidence_count": 0}
-    q = _query_terms(task)
-    n_terms = max(1, len(_terms(task)))
-    focus = {f.lower() for f in focus_tokens(task)}
-    scored: list[tuple[float, int, str]] = []
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
+    docs = _named_docs(task, rag)
+    scored: list[tuple[float, int, str]] = []
     for rank, item in enumerate(rag):
+        if is_reference_item(item):
+            continue
         for sent in _sentences(item.get("text") or ""):
-            st = _terms(sent)
-            overlap = min(1.0, len(q & st) / n_terms)
-            bonus = 0.3 if any(f in sent.lower() for f in focus) else 0.0
-            scored.append((overlap + bonus + 0.2 * (item.get("score") or 0) - 0.02 * rank, rank, sent))
+            if reject_reason(sent) is None:
+                named = item.get("doc_id") in docs
+                scored.append((score_sentence(task, sent, item, rank=rank, named=named), rank,
+                               strip_markers(sent)))
     scored.sort(key=lambda t: -t[0])
-    chosen: list[tuple[int, str]] = []
+    chosen: list[tuple[list[int], str]] = []
     per_chunk: dict[int, int] = {}
     for _score, rank, sent in scored:
-        if per_chunk.get(rank, 0) >= 2:
+        dup = next((c for c in chosen if near_duplicate(c[1], sent)), None)
+        if dup is not None:  # one sentence, the citations of both; the longer wording is kept
+            if rank not in dup[0] and len(dup[0]) < 3:
+                dup[0].append(rank)
+            if len(sent) > len(dup[1]):
+                chosen[chosen.index(dup)] = (dup[0], sent)
             continue
-        chosen.append((rank, sent))
+        if per_chunk.get(rank, 0) >= 2 or len(chosen) >= max_sentences:
+            continue
+        chosen.append(([rank], sent))
         per_chunk[rank] = per_chunk.get(rank, 0) + 1
-        if len(chosen) >= max_sentences:
-            break
-    if not chosen:  # chunks without sentence structure (tables): cite the chunk starts
-        chosen = [(r, " ".join((i.get("text") or "").split())[:300]) for r, i in enumerate(rag[:3])]
     numbers: dict[int, int] = {}
     lines = []
-    for rank, sent in chosen:
-        n = numbers.setdefault(rank, len(numbers) + 1)
-        lines.append(f"- {sent} [{n}]")
+    for ranks, sent in chosen:
+        refs = "".join(f"[{numbers.setdefault(r, len(numbers) + 1)}]" for r in ranks)
+        lines.append(f"- {sent} {refs}")
+    if not chosen:  # only tables, captions or reference lists: point to them, never quote them
+        for r, i in enumerate(rag[:3]):
+            n = numbers.setdefault(r, len(numbers) + 1)
+            lines.append(f"- passage on p. {i.get('page')} ({i.get('section') or 'no section'}): a table, caption "
+                         f"or list, not quoted [{n}]")
     cites = [citation(n, rag[rank]) for rank, n in sorted(numbers.items(), key=lambda t: t[1])]
     lit = [i for i in ranked if i["kind"] == "literature"][:5]
     if lit:

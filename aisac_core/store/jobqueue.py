@@ -16,6 +16,12 @@ every time cannot take every replica down in turn). Every write of a running job
 (``WHERE lease_owner = me``), so a process that lost its lease (stalled longer than ``lease_s``) cannot overwrite
 the new owner's progress: :meth:`JobQueue.update` tells it to stop.
 
+Cancelling (:meth:`JobQueue.request_cancel`): a ``queued`` job becomes ``cancelled`` at once; a ``running`` one
+becomes ``cancelling``, which fails the runner's next conditional write (:meth:`JobQueue.update` returns False), so
+the runner stops at its next check, asks :meth:`JobQueue.cancelling` why, and ends the job ``cancelled``
+(:meth:`JobQueue.finish`). A ``cancelling`` job whose runner died (lease expired) is ended ``cancelled`` by the next
+:meth:`JobQueue.claim` or :meth:`JobQueue.reap`.
+
 Times are the database server's clock on PostgreSQL (``now()``), so replicas on machines with skewed clocks agree
 on when a lease expired; SQLite is one machine.
 """
@@ -38,7 +44,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 #: states a job ends in
-TERMINAL = frozenset({"done", "failed", "interrupted"})
+TERMINAL = frozenset({"done", "failed", "interrupted", "cancelled"})
+#: the state of a running job asked to stop (its runner ends it ``cancelled`` at its next check)
+CANCELLING = "cancelling"
 
 
 def process_id() -> str:
@@ -94,6 +102,9 @@ class JobQueue:
         it was. For jobs of kinds no worker claims again (see :meth:`start_here`)."""
         with Session(self.engine) as s:
             now = self._now(s)
+            s.execute(update(Job).where(Job.job_id == job_id, Job.status == CANCELLING,  # type: ignore[arg-type]
+                                        Job.lease_expires_at < now)  # type: ignore[operator]
+                      .values(status="cancelled", finished_at=now, lease_expires_at=None))
             res = s.execute(update(Job).where(Job.job_id == job_id, Job.status == "running",  # type: ignore[arg-type]
                                               Job.lease_expires_at < now)  # type: ignore[operator]
                             .values(status="interrupted", finished_at=now, lease_expires_at=None,
@@ -110,6 +121,7 @@ class JobQueue:
         claims is marked ``interrupted`` here and the next one is tried.
         """
         kinds = list(kinds)
+        self._settle_cancelling(kinds)
         while True:
             with Session(self.engine) as s:
                 now = self._now(s)
@@ -139,9 +151,48 @@ class JobQueue:
                 s.commit()
                 return out
 
+    def _settle_cancelling(self, kinds: list[str]) -> None:
+        """End ``cancelled`` the ``cancelling`` jobs of ``kinds`` whose runner died (lease expired)."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            s.execute(update(Job).where(Job.kind.in_(kinds), Job.status == CANCELLING,  # type: ignore[attr-defined]
+                                        or_(Job.lease_expires_at.is_(None),  # type: ignore[union-attr]
+                                            Job.lease_expires_at < now))  # type: ignore[operator]
+                      .values(status="cancelled", finished_at=now, lease_expires_at=None,
+                              message="cancelled; the process running it stopped before it could end the job"))
+            s.commit()
+
+    def request_cancel(self, job_id: str) -> str | None:
+        """Ask job ``job_id`` to stop; returns its status afterwards, None for an unknown job.
+
+        ``queued`` -> ``cancelled`` at once (nothing ran); ``running`` -> ``cancelling`` (the process running it stops
+        at its next check and ends it ``cancelled``); a job already ended or cancelling is left as it is."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            s.execute(update(Job).where(Job.job_id == job_id, Job.status == "queued")  # type: ignore[arg-type]
+                      .values(status="cancelled", finished_at=now, message="cancelled before it started"))
+            s.execute(update(Job).where(Job.job_id == job_id, Job.status == "running")  # type: ignore[arg-type]
+                      .values(status=CANCELLING, message="cancel requested; stopping at the next check"))
+            s.commit()
+            job = s.get(Job, job_id)
+            return job.status if job is not None else None
+
+    def cancelling(self, job_id: str) -> bool:
+        """Whether job ``job_id`` is held by this process and was asked to stop (see :meth:`request_cancel`)."""
+        with Session(self.engine) as s:
+            job = s.get(Job, job_id)
+            return job is not None and job.status == CANCELLING and job.lease_owner == self.owner
+
     def renew(self, job_id: str) -> bool:
         """Extend this process's lease on ``job_id``; False when the lease was lost (another process claimed the
-        job after this one failed to renew in time, or the job ended)."""
+        job after this one failed to renew in time, or the job ended) or the job was asked to stop (``cancelling``:
+        the lease is still extended, so the job stays this process's while it stops)."""
+        with Session(self.engine) as s:
+            now = self._now(s)
+            s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
+                                        Job.status == CANCELLING)
+                      .values(lease_expires_at=now + timedelta(seconds=self.lease_s)))
+            s.commit()
         return self.update(job_id)
 
     def update(self, job_id: str, **fields: Any) -> bool:
@@ -156,20 +207,27 @@ class JobQueue:
             return bool(res.rowcount)
 
     def finish(self, job_id: str, status: str, **fields: Any) -> bool:
-        """End a job this process holds with ``status`` (``done``/``failed``/``interrupted``) and ``fields``;
-        False when the lease was lost (the row is then left to its new owner)."""
+        """End a job this process holds with ``status`` (``done``/``failed``/``interrupted``/``cancelled``) and
+        ``fields``; False when the lease was lost (the row is then left to its new owner). A job asked to stop
+        (``cancelling``) ends ``cancelled`` unless ``status`` is ``done`` (the work completed before it stopped)."""
         if status not in TERMINAL:
             raise ValueError(f"not a final job status: {status!r}")
         with Session(self.engine) as s:
             now = self._now(s)
+            ended = "done" if status == "done" else "cancelled"  # work that completed anyway stays done
+            stopped = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
+                                                  Job.status == CANCELLING)
+                                .values(status=ended, finished_at=now, lease_expires_at=None,
+                                        **{**fields, "message": fields.get("message") if ended == "done" else
+                                           "cancelled on request"}))
             res = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
                                            Job.status == "running")
                          .values(status=status, finished_at=now, lease_expires_at=None, **fields))
             s.commit()
-            return bool(res.rowcount)
+            return bool(stopped.rowcount or res.rowcount)
 
     def pending(self, kinds: Iterable[str]) -> int:
-        """Number of jobs of ``kinds`` that are queued or running anywhere (this process or another)."""
+        """Number of jobs of ``kinds`` that are queued, running or cancelling anywhere (this process or another)."""
         with Session(self.engine) as s:
             return int(s.exec(select(func.count()).select_from(Job).where(
-                Job.kind.in_(list(kinds)), Job.status.in_(["queued", "running"]))).one())  # type: ignore[attr-defined]
+                Job.kind.in_(list(kinds)), Job.status.in_(["queued", "running", CANCELLING]))).one())  # type: ignore[attr-defined]

@@ -24,7 +24,8 @@ VOLATILE_KEYS = frozenset({"took_ms", "latency_ms", "elapsed_ms", "duration_ms",
                            "created_at", "started_at", "finished_at", "updated_at", "timestamp", "run_id", "event_id",
                            "job_id"})
 
-#: tool-name words that mark a call as writing, destructive or non-deterministic (not replayed).
+#: tool-name words that mark a call as writing, destructive or non-deterministic (not replayed): the fallback for
+#: tools without annotation hints (old traces, plugin tools), see :func:`replay_skip_reason`.
 _SKIP_WORDS = re.compile(r"(^|_)(remove|delete|prune|forget|clear|drop|reset|cancel|stop|close|add|record|start|"
                          r"create|new|put|set|save|write|update|index|load|register|upload|import|run|exec|replay|"
                          r"job|status|fetch|download|submit)(_|$)")
@@ -97,20 +98,38 @@ def _hint(annotations: Any, name: str) -> Any:
     return getattr(annotations, name, None)
 
 
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+#: what a missing hint means (MCP specification, "Tool annotations": a tool is assumed to write, destructively, not
+#: idempotently, to an open world unless its annotations say otherwise)
+SPEC_DEFAULT_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+
+
 def replay_skip_reason(tool: str, annotations: Any = None) -> str | None:
     """Why a recorded tool call is not replayed, or None when it is.
 
-    ``annotations``: the tool's MCP annotations, as a dict (``ToolInfo.annotations``) or an object with
-    ``readOnlyHint`` / ``destructiveHint`` attributes. Annotations win (``readOnlyHint`` true: replayed;
-    ``destructiveHint`` true: skipped), then the name: ``trace_*`` tools read the trace itself; names with a writing
-    or time-dependent verb (``_SKIP_WORDS``: add, remove, index, run, job, status, fetch...) are skipped, since
-    replaying them would duplicate writes, delete data, start jobs or depend on the clock or the web."""
+    ``annotations``: the tool's MCP annotations (the live tool list's), as a dict (``ToolInfo.annotations``) or an
+    object with ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint`` / ``openWorldHint`` attributes.
+    ``trace_*`` tools read the trace itself: never replayed. When the tool declares any hint, the hints decide, in
+    this order: ``openWorldHint`` true: skipped (its answer comes from outside the store, e.g. the web, so it is
+    not reproducible); ``readOnlyHint`` true: replayed; ``destructiveHint`` true: skipped; any other write, also an
+    idempotent one: skipped (a replay compares reads against the current store and never changes it: a write
+    would duplicate data, start work, add turns or re-index). A hint left out means the specification's default
+    (:data:`SPEC_DEFAULT_HINTS`). Without hints (tools of old versions, plugins), the name decides:
+    a writing or time-dependent verb (``_SKIP_WORDS``: add, remove, index, run, job, status, fetch...) skips."""
     if tool.startswith("trace_"):
         return "reads the trace itself"
-    if _hint(annotations, "readOnlyHint") is True:
-        return None
-    if _hint(annotations, "destructiveHint") is True:
-        return "destructive (tool annotation destructiveHint)"
+    hints = {h: _hint(annotations, h) for h in _HINTS}
+    if any(v is not None for v in hints.values()):
+        # a hint left out means the specification's default (a compact tool list sends only the others)
+        hints = {h: SPEC_DEFAULT_HINTS[h] if v is None else v for h, v in hints.items()}
+        if hints["openWorldHint"] is True:
+            return "answers from outside the store (tool annotation openWorldHint): not reproducible, not replayed"
+        if hints["readOnlyHint"] is True:
+            return None
+        if hints["destructiveHint"] is True:
+            return "destructive (tool annotation destructiveHint): not replayed"
+        kind = "idempotent, but " if hints["idempotentHint"] is True else ""
+        return f"writes to the store (tool annotation readOnlyHint false; {kind}a replay never writes): not replayed"
     m = _SKIP_WORDS.search(tool.split("_", 1)[1] if "_" in tool else tool)
     if m:
         return f"writes to the store, starts work or depends on time/the web ('{m.group(2)}' in the name): not replayed"
@@ -138,14 +157,21 @@ async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: 
     step). Calls with a parent event are covered by their parent's replay. Calls skipped by
     :func:`replay_skip_reason` are listed with the reason; ``force`` names tools to replay anyway.
 
+    Which calls are re-executed is decided from the tools' annotations in the live tool list
+    (:func:`replay_skip_reason`; the tool name only for tools without hints).
+
     Per step: ``same`` (result sha256 equal, or equal once timing keys ``VOLATILE_KEYS`` are removed; a call
     that failed before and fails again with the same status is ``same`` too), ``changed`` (with the JSON
     paths that differ), ``failed`` (the replayed call failed where the original succeeded, or vice versa), or
     ``skipped`` (with the reason).
 
-    Returns ``{run_id, replay_run_id, status (same | changed | failed), counts, steps: [{event_id, tool, status,
-    reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed}``. Raises TraceError for an
-    unknown run."""
+    Overall ``status``: ``failed`` when a step failed, else ``changed`` when one changed, else ``same`` when at least
+    one call was re-executed, else ``not_replayed`` (every step skipped, or no tool call at all: nothing was
+    compared; the steps say why, and ``message`` says what to do).
+
+    Returns ``{run_id, replay_run_id, status (same | changed | failed | not_replayed), counts, steps: [{event_id,
+    tool, status, reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed, message?}``.
+    Raises TraceError for an unknown run."""
     rows = require_events(app.engine, run_id)
     rid = replay_run_id or "replay-" + new_run_id()[4:]
     force_set = set(force or [])
@@ -195,6 +221,13 @@ async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: 
     counts = count_by(steps)
     old_pins = run_pins(app.engine, run_id)
     pins_changed = changed_pins(old_pins, config_pins(app)) if old_pins else []
-    overall = "failed" if counts.get("failed") else "changed" if counts.get("changed") else "same"
-    return {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts, "steps": steps,
-            "pins_changed": pins_changed}
+    executed = sum(1 for s in steps if "replay_sha256" in s)
+    overall = ("failed" if counts.get("failed") else "changed" if counts.get("changed") else
+               "same" if executed else "not_replayed")
+    out = {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts, "steps": steps,
+           "pins_changed": pins_changed}
+    if overall == "not_replayed":
+        out["message"] = ("no call was re-executed, so nothing was compared: " +
+                          ("every step was skipped (see each step's reason); pass force=[tool names] to replay "
+                           "skipped tools anyway" if steps else "the run holds no top-level tool call"))
+    return out

@@ -16,7 +16,8 @@ Where the pieces come from:
 - **cited / retrieved**: every evidence anchor found in the run's results (:func:`find_anchors`), split into those
   the answer cites (in ``[n]`` order) and the others (first appearance order, once each);
 - **verdict**: the last evaluator result: ``passed`` with its gates. Without a model judging the content
-  (``by`` = ``automatic``), a pass only says the evidence checked out: the label is "evidence verified";
+  (``by`` = ``automatic``), a pass only says the evidence checked out: the label is "evidence verified" (a
+  failure "evidence not verified"), as in the evaluator's own ``verdict``;
 - **plan**: the last planner result's steps (``{id, goal, tool|helper, depends_on}``, roles' ``schemas/plan.json``)
   as nodes and edges; a plan without ids becomes a chain; a coordinator's ``steps`` list when no planner ran;
 - **timeline**: one span per event: start offset and duration (ms) from the event's own ``started_at`` and
@@ -137,14 +138,16 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         if not calls:
             return None
         r, event_id = calls[-1]["result"]["evaluation"], calls[-1]["id"]
-    judged = (r.get("by") or "") not in ("automatic", "none", "")
+    # the evaluator's own fields when present (aisac_core.roles.evaluator.verdict: same wording), else from ``by``
+    judged = (r["content_judged"] if isinstance(r.get("content_judged"), bool)
+              else (r.get("by") or "") not in ("automatic", "none", ""))
     passed = r.get("passed")
     if passed is None:
         label = "not evaluated"
     elif passed:
         label = "passed" if judged else "evidence verified"
     else:
-        label = "failed"
+        label = "failed" if judged else "evidence not verified"
     gates = r.get("gates") if isinstance(r.get("gates"), dict) else {}
     return {"passed": passed, "label": label, "content_judged": judged, "by": r.get("by"),
             "mean_severity": r.get("mean_severity"), "max_severity": r.get("max_severity"),

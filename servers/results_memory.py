@@ -1,0 +1,168 @@
+"""Result shapes of the memory server's tools (their output schemas in ``tools/list``).
+
+The tools return the plain dicts :mod:`aisac_core.memory` builds; fastmcp serialises them through these types, so
+every key the core returns is declared here (optional keys ``NotRequired``, ``| None`` where the core gives None).
+Times are ISO 8601 UTC strings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+
+class Session(TypedDict):
+    session_id: str
+    title: str | None
+    project: str | None
+    created_at: str
+    turn_count: int
+    last_turn_at: str | None
+
+
+class PairRef(TypedDict):
+    user_turn_id: int
+    assistant_turn_id: int
+
+
+class AddedTurn(TypedDict):
+    turn_id: int
+    session_id: str
+    role: str
+    created_at: str
+    parent_id: int | None
+    pair: PairRef | None
+
+
+class Turn(TypedDict):
+    turn_id: int
+    session_id: str
+    role: str
+    content: str
+    metadata: dict[str, Any]
+    parent_id: int | None
+    created_at: str
+    answers_turn_id: NotRequired[int]
+    truncated: NotRequired[bool]
+    tokens: NotRequired[int]
+
+
+class History(TypedDict):
+    session_id: str
+    turns: list[Turn]
+    count: int
+    next_cursor: str | None
+    tokens: NotRequired[int]
+    token_budget: NotRequired[int]
+
+
+class RelatedPair(TypedDict):
+    score: float
+    session_id: str
+    session_title: str | None
+    user_turn_id: int
+    assistant_turn_id: int
+    user: str
+    assistant: str
+    created_at: str
+    tokens: int
+
+
+class Omitted(TypedDict):
+    recent: int
+    related: int
+
+
+class Recall(TypedDict):
+    session_id: str
+    session_title: str | None
+    query: str
+    recent: list[Turn]
+    related: list[RelatedPair]
+    tokens: int
+    token_budget: int
+    omitted: Omitted
+    took_ms: float
+
+
+class SearchHit(TypedDict):
+    kind: Literal["pair", "turn"]
+    score: float
+    semantic_score: float
+    keyword_score: float
+    session_id: str
+    turns: list[Turn]
+
+
+class Search(TypedDict):
+    hits: list[SearchHit]
+    count: int
+    total: int
+    offset: int
+    next_offset: int | None
+    mode: str
+    took_ms: float
+    message: NotRequired[str]
+
+
+class Sessions(TypedDict):
+    sessions: list[Session]
+    total: int
+    offset: int
+    next_offset: int | None
+
+
+class Export(TypedDict):
+    """markdown: session_id, format, markdown; json: session, turns."""
+
+    count: int
+    next_cursor: str | None
+    session_id: NotRequired[str]
+    format: NotRequired[str]
+    markdown: NotRequired[str]
+    session: NotRequired[Session]
+    turns: NotRequired[list[Turn]]
+
+
+class Deleted(TypedDict):
+    deleted: str
+    turns_deleted: int
+    pairs_deleted: int
+    facts_kept: bool
+
+
+class Fact(TypedDict):
+    fact_id: int
+    subject: str
+    predicate: str
+    object: str
+    conditions: dict[str, Any]
+    valid_at: str
+    invalid_at: str | None
+    source: str | None
+    evidence_span: str | None
+    run_id: str | None
+    created_at: str
+    current: NotRequired[bool]
+
+
+class Recorded(TypedDict):
+    fact: Fact
+    superseded: Fact | None
+
+
+class Facts(TypedDict):
+    facts: list[Fact]
+    total: int
+    as_of: str
+    offset: int
+    next_offset: int | None
+
+
+class Timeline(TypedDict):
+    subject: str
+    facts: list[Fact]
+    total: int
+    offset: int
+    next_offset: int | None

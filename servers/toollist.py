@@ -1,0 +1,232 @@
+"""The wire form of ``tools/list``: what every conversation of a host pays for, kept lean.
+
+Each tool keeps its full schemas on the server (fastmcp validates arguments against them, and
+``docs/tools.md`` documents the full result types); the listing a host receives is compacted by
+:class:`CompactToolList`, a middleware of the suite:
+
+- ``$ref`` s are inlined and ``$defs`` dropped (a recursive type stops at :data:`MAX_DEPTH` as ``{}``);
+- ``title`` keys of schemas are dropped (the property name says the same);
+- an optional argument declared ``anyOf: [X, null]`` with default ``null`` is listed as ``X`` and not
+  required (leaving it out means the same as ``null``); ``"default": null`` is dropped;
+- the output schema lists the result's top-level keys with their JSON types (``["string", "null"]`` where the
+  value may be null) and no nesting: enough for a host to validate structured content and for a model to
+  know what comes back; the nested shapes are in ``docs/tools.md``;
+- fastmcp's own ``_meta.fastmcp`` entry (the tool's tags) is left out;
+- annotation hints that equal the MCP specification's defaults (``readOnlyHint`` false, ``destructiveHint``
+  true, ``idempotentHint`` false, ``openWorldHint`` true; "Tool annotations" in the specification) are left
+  out, since a host reads a missing hint as that default (so does replay,
+  :func:`aisac_core.trace.replay.replay_skip_reason`); ``destructiveHint`` and ``idempotentHint`` are left out of
+  a read-only tool, where the specification says they are not meaningful; the title is sent once, as the tool's
+  ``title``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.server.transforms.search import BM25SearchTransform
+from mcp.types import ToolAnnotations
+
+from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
+
+from .common import hints
+
+#: nesting depth at which inlining ``$ref`` s stops (recursive types such as a JSON value)
+MAX_DEPTH = 8
+_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+
+
+def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """``schema`` with every local ``$ref`` replaced by its definition (``{}`` beyond :data:`MAX_DEPTH`)."""
+    if depth > MAX_DEPTH:
+        return {}
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref.rsplit("/", 1)[-1], {})
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            return {**_inline(target, defs, depth + 1), **_inline(rest, defs, depth + 1)}
+        return {k: _inline(v, defs, depth + 1) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inline(v, defs, depth + 1) for v in schema]
+    return schema
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    """The JSON types a (sub)schema admits, from ``type`` or the branches of ``anyOf``/``oneOf``."""
+    t = schema.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    out: list[str] = []
+    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
+        if isinstance(branch, dict):
+            out += [x for x in _types(branch) if x not in out]
+    if not out and "const" in schema:
+        out = [_const_type(schema["const"])]
+    if not out and isinstance(schema.get("enum"), list) and schema["enum"]:
+        out = sorted({_const_type(v) for v in schema["enum"]})
+    return out
+
+
+def _const_type(v: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
+            type(None): "null"}.get(type(v), "string")
+
+
+def _compact_input_property(prop: Any) -> Any:
+    """One argument's schema without titles and without the ``null`` branch of an optional argument."""
+    if not isinstance(prop, dict):
+        return prop
+    p = {k: v for k, v in prop.items() if k != "title"}
+    branches = p.get("anyOf")
+    if isinstance(branches, list) and p.get("default", 0) is None:
+        non_null = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")]
+        if len(non_null) == 1 and len(non_null) < len(branches) and isinstance(non_null[0], dict):
+            rest = {k: v for k, v in p.items() if k not in ("anyOf", "default")}
+            p = {**_compact_input_property(non_null[0]), **rest}
+    if p.get("default", 0) is None:
+        p.pop("default")
+    for key in ("items", "additionalProperties"):
+        if isinstance(p.get(key), dict):
+            p[key] = _compact_input_property(p[key])
+    if isinstance(p.get("properties"), dict):
+        p["properties"] = {k: _compact_input_property(v) for k, v in p["properties"].items()}
+    if isinstance(p.get("anyOf"), list):
+        p["anyOf"] = [_compact_input_property(b) for b in p["anyOf"]]
+    return p
+
+
+def compact_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The listed form of a tool's input schema (module docstring); ``None`` stays ``None``."""
+    if not isinstance(schema, dict):
+        return schema
+    s = _inline(schema, schema.get("$defs") or {})
+    s.pop("title", None)
+    if isinstance(s.get("properties"), dict):
+        s["properties"] = {k: _compact_input_property(v) for k, v in s["properties"].items()}
+    return s
+
+
+def compact_output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {"type": ...}}}``
+    with the top-level keys only (module docstring); a schema without properties is returned as it is."""
+    if not isinstance(schema, dict):
+        return schema
+    s = _inline(schema, schema.get("$defs") or {})
+    props = s.get("properties")
+    if not isinstance(props, dict) or not props:
+        return {k: v for k, v in s.items() if k != "title"}
+    out: dict[str, Any] = {}
+    for name, prop in props.items():
+        types = _types(prop) if isinstance(prop, dict) else []
+        types = [t for t in types if t in _JSON_TYPES]
+        out[name] = {"type": types[0] if len(types) == 1 else types} if types else {}
+    compact: dict[str, Any] = {"type": "object", "properties": out}
+    if "x-fastmcp-wrap-result" in s:  # fastmcp's marker of a non-object result wrapped as {"result": ...}
+        compact["x-fastmcp-wrap-result"] = s["x-fastmcp-wrap-result"]
+    return compact
+
+
+def compact_annotations(ann: Any) -> dict[str, Any] | None:
+    """The hints a host needs to be told (module docstring), without the title; ``None`` for a tool without
+    annotations (one whose hints all equal the defaults lists ``readOnlyHint: false``, so it still has hints)."""
+    if ann is None:
+        return None
+    data = ann if isinstance(ann, dict) else ann.model_dump(by_alias=True, exclude_none=True)
+    out: dict[str, Any] = {}
+    read_only = bool(data.get("readOnlyHint"))
+    for key, default in SPEC_DEFAULT_HINTS.items():
+        if key not in data or data[key] == default:
+            continue
+        if read_only and key in ("destructiveHint", "idempotentHint"):
+            continue
+        out[key] = data[key]
+    return out or {"readOnlyHint": False}  # every hint at its default: say so with one
+
+
+_LISTED: dict[type, type] = {}
+
+
+def _listed_class(cls: type) -> type:
+    """A subclass of a fastmcp tool class whose ``_meta`` leaves out fastmcp's own ``fastmcp`` entry (its tags,
+    about 16 tokens a tool, which no host uses); other entries, e.g. an MCP Apps ``ui`` resource, stay."""
+    if cls not in _LISTED:
+        def get_meta(self: Any) -> dict[str, Any] | None:
+            meta = {k: v for k, v in (super(sub, self).get_meta() or {}).items() if k != "fastmcp"}
+            return meta or None
+
+        sub = type(f"Listed{cls.__name__}", (cls,), {"get_meta": get_meta, "__module__": __name__})
+        _LISTED[cls] = sub
+    return _LISTED[cls]
+
+
+def listed(tool: Any) -> Any:
+    """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged."""
+    ann = tool.annotations
+    title = tool.title or (ann.get("title") if isinstance(ann, dict) else getattr(ann, "title", None))
+    out = tool.model_copy(update={
+        "parameters": compact_input_schema(tool.parameters),
+        "output_schema": compact_output_schema(tool.output_schema),
+        "annotations": compact_annotations(ann), "title": title})
+    out.__class__ = _listed_class(type(tool))
+    return out
+
+
+def _listed_json(tools: Any) -> list[dict[str, Any]]:
+    return [listed(t).to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+
+
+class CompactToolList(Middleware):
+    """Lists every tool in its compact wire form (module docstring); calls are not affected. ``keep``: a predicate
+    on tool names; the others are left out of the list but stay callable (the ``full`` profile lists only its core
+    tools and finds the rest with ``tools_search``)."""
+
+    def __init__(self, keep: Any = None) -> None:
+        self.keep = keep
+
+    async def on_list_tools(self, context: MiddlewareContext, call_next: Any) -> Any:
+        tools = await call_next(context)
+        return [listed(t) for t in tools if self.keep is None or self.keep(t.name)]
+
+
+class ToolSearch(BM25SearchTransform):
+    """``tools_search`` and ``tools_call`` next to every other tool (fastmcp's BM25 tool search, Okapi BM25 over
+    each tool's name, description and argument names and descriptions): ``tools_search(query)`` returns the best 5
+    tools of the whole suite in their compact listed form; ``tools_call(name, arguments)`` calls one of them
+    (for hosts whose model can only call listed tools). Unlike fastmcp's default, the catalog stays listed: which
+    tools a host sees is the profile's business (:class:`CompactToolList` ``keep``, or the stdio relay)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_results=5, search_tool_name="tools_search", call_tool_name="tools_call",
+                         search_result_serializer=_listed_json)
+
+    async def transform_tools(self, tools: Any) -> Any:
+        return [*tools, self._make_search_tool(), self._make_call_tool()]
+
+    async def get_tool_catalog(self, ctx: Any, *, run_middleware: bool = False) -> Any:
+        """Every tool of the suite, also those the profile leaves out of ``tools/list`` (the list middleware,
+        which does that, is not run here)."""
+        return await super().get_tool_catalog(ctx, run_middleware=False)
+
+    async def _get_visible_tools(self, ctx: Any) -> Any:
+        return [t for t in await self.get_tool_catalog(ctx) if t.name not in (self._search_tool_name,
+                                                                               self._call_tool_name)]
+
+    def _make_search_tool(self) -> Any:
+        tool = super()._make_search_tool()
+        return tool.model_copy(update={
+            "description": "Find the tool for a task among every aisac tool, including those not listed (the "
+                           "full profile lists only the core ones); returns up to 5 tool definitions; call one "
+                           "by name or through tools_call.",
+            "annotations": ToolAnnotations(**hints("Find a tool", read_only=True))})
+
+    def _make_call_tool(self) -> Any:
+        tool = super()._make_call_tool()
+        return tool.model_copy(update={
+            "description": "Call a tool found with tools_search by its name, with its arguments; returns that "
+                           "tool's result.",
+            "annotations": ToolAnnotations(**hints("Call a found tool", open_world=True))})
+
