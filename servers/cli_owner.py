@@ -120,7 +120,8 @@ def search_via_owner(info: OwnerInfo, query: str, k: int, filters: dict[str, Any
 
     async def run() -> dict[str, Any]:
         async with _client(info, 300) as c:
-            return await _call(c, "rag_search", {"query": query, "k": k, "filters": filters, "mode": mode})
+            return await _call(c, "rag_search", {"query": query, "k": k, "filters": filters, "mode": mode,
+                                                "detail": "full"})
 
     return anyio.run(run)
 

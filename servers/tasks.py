@@ -172,9 +172,11 @@ async def follow_index_job(ctx: Context | None, app: AppContext, job_ids: list[s
     job_id = job_ids[-1]  # jobs run in order: the last one ends last
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     st = await call_core(jobs.status, job_id)
+    if st is not None:  # at once: a short job may end before the first half-second look
+        await report(ctx, st["done"], st["total"] or None, _index_message(st))
     try:
         while st is not None and (deadline is None or time.monotonic() < deadline):
-            left = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            left = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
             finished = await anyio.to_thread.run_sync(jobs.wait, job_id, left)
             st = await call_core(jobs.status, job_id)
             if st is None:

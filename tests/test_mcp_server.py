@@ -44,11 +44,15 @@ async def test_tools_listed_without_loading_models(core):
     assert not core.embedder.loaded
 
 
-async def test_every_tool_has_a_docstring_with_result_and_errors(core):
+async def test_every_tool_has_a_description_for_a_model(core):
+    """A description says when to use the tool (the result shape is in its output schema); what a model cannot use
+    (documentation paths, schema files) stays in docs/."""
     async with Client(_suite(core)) as c:
         tools = await c.list_tools()
     for t in tools:
-        assert t.description and len(t.description) > 80, t.name
+        assert t.description and len(t.description) >= 40, t.name
+        assert "docs/" not in t.description and "schemas/" not in t.description, t.name
+        assert t.output_schema and t.output_schema.get("properties") or t.name == "tools_call", t.name
 
 
 async def test_index_search_anchor_and_trace(core, corpus_copy):

@@ -87,11 +87,12 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
 
     Indexer(fast_core).run([paper])
     async with Client(_served(fast_core)) as client:
-        hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1})).data["hits"]
-        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).data
+        hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1, "detail": "full"})
+                ).structured_content["hits"]
+        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).structured_content
         assert res["status"] == "ok" and res["chunk_id"] == hits[0]["chunk_id"]
         paper.write_bytes(paper.read_bytes() + b"\n% appended comment\n")  # bytes change, text does not
-        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).data
+        res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).structured_content
         assert res["status"] == "file_changed", res
         with pytest.raises(ToolError, match="anchor lacks"):
             await client.call_tool("verify_anchor", {"anchor": {"page": 1}})

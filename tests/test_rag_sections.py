@@ -164,9 +164,10 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
     async with Client(_served(as_current)) as client:
         names = {t.name for t in await client.list_tools()}
         assert {"get_overview", "read_sections", "verify_anchor"} <= names
-        ov = (await client.call_tool("get_overview", {"doc_id": did})).data
+        ov = (await client.call_tool("get_overview", {"doc_id": did})).structured_content
         assert ov["labels"]["methods"]["sections"] == ["2 Materials and Methods"]
-        rs = (await client.call_tool("read_sections", {"doc_id": did, "section": "methods", "max_tokens": 500})).data
+        rs = (await client.call_tool("read_sections", {"doc_id": did, "section": "methods", "max_tokens": 500})
+              ).structured_content
         assert "spin coated" in rs["text"] and rs["next_cursor"] is None
         with pytest.raises(ToolError, match="has no section 'datasets'.*methods"):
             await client.call_tool("read_sections", {"doc_id": did, "section": "datasets"})

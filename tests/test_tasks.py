@@ -80,7 +80,8 @@ async def _run_and_cancel(c: Client, corpus: Path, big: Path) -> None:
     messages = []
     while (st := await task.status()).status == "working":
         messages.append(st.status_message)
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
+    messages.append(st.status_message)
     assert st.status == "completed", st
     assert any(m and "files" in m for m in messages), messages  # progress: "running: 2/6 files, last ..."
     done = (await task.result()).structured_content
@@ -105,7 +106,7 @@ async def _run_and_cancel(c: Client, corpus: Path, big: Path) -> None:
 
 
 async def test_index_task_progress_and_cancel_in_memory(fast_core, corpus_copy, tmp_path):
-    big = _big_corpus(corpus_copy, tmp_path / "big")
+    big = _big_corpus(corpus_copy, tmp_path / "big", copies=20)
     async with Client(build(app=fast_core), extensions=client_extensions()) as c:
         await _run_and_cancel(c, corpus_copy, big)
     seen = assert_store_whole(fast_core, big)

@@ -33,7 +33,7 @@ AISAC = str(Path(sys.executable).parent / "aisac")
 #: one harmless tool call per server that succeeds offline (lit runs in replay mode: every source answers
 #: "replay_miss", which is a result, not an error)
 PLAN = {
-    "rag": ("rag_search", {"query": PAGE_MARKERS[1], "k": 2}),
+    "rag": ("rag_search", {"query": PAGE_MARKERS[1], "k": 2, "detail": "full"}),
     "memory": ("memory_list_sessions", {}),
     "lit": ("lit_search", {"query": "protein folding kinetics"}),
     "data": ("data_list", {}),

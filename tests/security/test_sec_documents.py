@@ -145,7 +145,7 @@ async def test_symlinked_file_out_of_a_root_is_neither_indexed_nor_served(tmp_pa
             assert [Path(d["path"]).name for d in docs] == ["note.md"]
             leaked = []
             for q in ("root:x:0:0 daemon nologin bin bash", f"private credentials {SECRET}"):
-                res = await c.call_tool("rag_search", {"query": q, "k": 10})
+                res = await c.call_tool("rag_search", {"query": q, "k": 10, "detail": "full"})
                 leaked += [h["path"] for h in res.structured_content["hits"] if "note.md" not in h["path"]]
                 assert SECRET not in _text(res) and "root:x:0:0" not in _text(res)
             assert not leaked

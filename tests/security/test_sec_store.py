@@ -45,7 +45,7 @@ def filled(tmp_path: Path, models_dir: Path, shared_embedder):  # noqa: ANN001, 
 
         async def fill() -> None:
             async with Client(build(["memory", "rag", "data", "trace"], app=core)) as c:
-                sid = (await c.call_tool("memory_start_session", {"title": "private"})).data["session_id"]
+                sid = (await c.call_tool("memory_start_session", {"title": "private"})).structured_content["session_id"]
                 await c.call_tool("memory_add_turn", {"session_id": sid, "role": "user", "content": "a secret turn"})
                 await c.call_tool("rag_index", {"path": str(docs), "wait": True})
                 await c.call_tool("data_load", {"path": str(docs / "t.csv"), "name": "t"})
