@@ -86,6 +86,16 @@ def make_core(data_dir: Path) -> Any:
     return AppContext(isolated_settings(data_dir))
 
 
+def example_notes(dest: Path) -> Path:
+    """The demo corpus (the repository's ``examples/*.md``) copied into ``dest``/notes; returns that folder."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    notes = dest / "notes"
+    notes.mkdir()
+    for p in examples.glob("*.md"):
+        (notes / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+    return notes
+
+
 def server_env(data_dir: Path) -> dict[str, str]:
     """Environment of an ``aisac serve`` subprocess on the private store ``data_dir`` (offline)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}

@@ -14,10 +14,9 @@ No target is set; the figures show what a run costs before any model time is add
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-from .common import Context, Timer, latency_summary, make_core, table, temp_dir
+from .common import Context, Timer, example_notes, latency_summary, make_core, table, temp_dir
 
 QUESTIONS = [
     "What correlation does the wall heat transfer coefficient of the packed bed follow?",
@@ -50,12 +49,9 @@ def run(ctx: Context) -> dict[str, Any]:
             return await core_run_graph(core, task, tools=tools, **kw)
 
     t0 = time.perf_counter()
-    examples = Path(__file__).resolve().parents[1] / "examples"
     with temp_dir(ctx, "roles") as tmp:
-        notes = tmp / "notes"
-        notes.mkdir()
-        for p in examples.glob("*.md"):
-            (notes / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+        notes = example_notes(tmp)
+        n_notes = len(list(notes.glob("*.md")))
         core = make_core(tmp / "store")
         core.settings.warm = False
         try:
@@ -102,7 +98,7 @@ def run(ctx: Context) -> dict[str, Any]:
              (f"evidence gate, {len(last['answer']['citations'])} cited anchors", gs["n"], gs["p50_ms"],
               gs["p95_ms"], gs["mean_ms"])]
     table("roles: headless graph without a model (in-process)", ["measure", "n", "p50 ms", "p95 ms", "mean ms"],
-          rows, caption=f"store: {len(list(examples.glob('*.md')))} example notes indexed in {t_index.seconds:.1f} s; "
+          rows, caption=f"store: {n_notes} example notes indexed in {t_index.seconds:.1f} s; "
                         f"{passed}/{RUNS} runs passed the evaluator (standard mode)")
     summary = [{"metric": "run_graph without model p50 ms", "value": ws["p50_ms"], "target": None, "met": None},
                {"metric": "validate_plan p50 ms (8 steps, 40 tools)", "value": vs["p50_ms"], "target": None,

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from fastmcp import Client
 
-from .common import Context, make_core, table, target_cell, temp_dir
+from .common import Context, example_notes, make_core, table, target_cell, temp_dir
 
 #: measured 2026-11-24 (bytes, tokens) of tools/list before the host-view work; None: the profile did not exist
 BEFORE_LIST: dict[str, tuple[int, int] | None] = {
@@ -80,12 +80,8 @@ def run(ctx: Context) -> dict[str, Any]:
     from aisac_core.rag.indexer import Indexer
 
     t0 = time.perf_counter()
-    examples = Path(__file__).resolve().parents[1] / "examples"
     with temp_dir(ctx, "tools") as tmp:
-        notes = tmp / "notes"
-        notes.mkdir()
-        for p in examples.glob("*.md"):
-            (notes / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+        notes = example_notes(tmp)
         core = make_core(tmp / "store")
         core.settings.warm = False
         try:

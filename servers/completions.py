@@ -4,10 +4,30 @@ client talks to, and a mounted server's own handler is not consulted, so the sui
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
+
+from aisac_core.context import AppContext
+
+from .common import current_app
+
+
+def by_prefix(targets: dict[tuple[str, str], Callable[[AppContext, str], list[str]]]
+              ) -> Callable[..., Awaitable[list[str] | None]]:
+    """A completion handler for resource-template arguments: for a reference whose ``(template URI, argument
+    name)`` is a key of ``targets``, the values ``fn(app, prefix)`` returns (run in a worker thread); None for any
+    other reference, so :func:`chain_completions` asks the next server's handler."""
+
+    async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
+        fn = targets.get((str(getattr(ref, "uri", None) or ""), getattr(argument, "name", None)))
+        if fn is None:
+            return None
+        return await anyio.to_thread.run_sync(fn, current_app(), str(getattr(argument, "value", "") or ""))
+
+    return complete
 
 
 def chain_completions(main: FastMCP, servers: Iterable[FastMCP]) -> None:

@@ -19,7 +19,6 @@ import base64
 import json
 from typing import Annotated, Any, Literal
 
-import anyio
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ResourceError
 from fastmcp.tools.base import ToolResult
@@ -30,7 +29,8 @@ from aisac_core.context import AppContext
 
 from . import results_data as R
 from . import results_jobs as RJ
-from .common import App, call_core, current_app, hints
+from .common import App, call_core, hints
+from .completions import by_prefix
 from .results_data import AsIs
 from .tasks import app_of, follow_code_run, in_task, task_on
 
@@ -255,20 +255,9 @@ def session_names(app: AppContext, prefix: str = "") -> list[str]:
     return [n for n in names if n.lower().startswith(prefix.lower())][:COMPLETIONS]
 
 
-async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
-    """Completion of the frame resource's ``name`` (frame names) and the code-session resource's ``session``
-    (session names), by prefix; None for any other reference, so a suite can chain this with other servers'
-    handlers. The suite's namespaced templates (``aisac://data/frames/{name}``) are recognised too."""
-    uri, arg = str(getattr(ref, "uri", None) or ""), getattr(argument, "name", None)
-    prefix = str(getattr(argument, "value", "") or "")
-    if uri in (FRAME_URI, "aisac://data/frames/{name}") and arg == "name":
-        fn = frame_names
-    elif uri in (SESSION_URI, "aisac://data/code-sessions/{session}") and arg == "session":
-        fn = session_names
-    else:
-        return None
-    app = current_app()
-    return await anyio.to_thread.run_sync(fn, app, prefix)
-
-
+#: completion of the frame resource's ``name`` (frame names) and the code-session resource's ``session`` (session
+#: names), by prefix; the suite's namespaced templates are recognised too
+complete = by_prefix({**{(uri, "name"): frame_names for uri in (FRAME_URI, "aisac://data/frames/{name}")},
+                      **{(uri, "session"): session_names
+                         for uri in (SESSION_URI, "aisac://data/code-sessions/{session}")}})
 server.add_completion_handler(complete)

@@ -20,7 +20,8 @@ from pydantic import Field
 from aisac_core.context import AppContext
 
 from . import results_memory as R
-from .common import App, call_core, current_app, hints
+from .common import App, call_core, hints
+from .completions import by_prefix
 from .results_schema import schema
 
 server = FastMCP(
@@ -225,14 +226,6 @@ def session_ids(app: AppContext, prefix: str = "") -> list[str]:
     return [i for i in ids if i.startswith(prefix or "")][:COMPLETIONS]
 
 
-async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
-    """Completion of the session resource's ``session_id`` (session ids by prefix, newest first); None for any
-    other reference, so a suite can chain this with other servers' handlers."""
-    uri, name = getattr(ref, "uri", None), getattr(argument, "name", None)
-    if uri not in (SESSION_URI, LOCAL_SESSION_URI) or name != "session_id":
-        return None
-    app = current_app()
-    return await anyio.to_thread.run_sync(session_ids, app, str(getattr(argument, "value", "") or ""))
-
-
+#: completion of the session resource's ``session_id`` (session ids by prefix, newest first)
+complete = by_prefix({(uri, "session_id"): session_ids for uri in (SESSION_URI, LOCAL_SESSION_URI)})
 server.add_completion_handler(complete)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-import anyio
 from aisac_servers import results_trace as R
-from aisac_servers.common import App, call_core, current_app, hints, tool_error
+from aisac_servers.common import App, call_core, hints, tool_error
+from aisac_servers.completions import by_prefix
 from aisac_servers.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from aisac_servers.results_schema import schema
 from aisac_servers.toolclient import SuiteTools
@@ -246,14 +246,6 @@ def run_ids(app: AppContext, prefix: str = "") -> list[str]:
     return [r["run_id"] for r in runs if r["run_id"].startswith(prefix or "")][:100]
 
 
-async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
-    """Completion of the run report resource's ``run_id`` (run ids by prefix, newest first); None for any other
-    reference, so a suite can chain this with other servers' handlers."""
-    uri, name = getattr(ref, "uri", None), getattr(argument, "name", None)
-    if uri not in (REPORT_URI, LOCAL_REPORT_URI) or name != "run_id":
-        return None
-    app = current_app()
-    return await anyio.to_thread.run_sync(run_ids, app, str(getattr(argument, "value", "") or ""))
-
-
+#: completion of the run report resource's ``run_id`` (run ids by prefix, newest first)
+complete = by_prefix({(uri, "run_id"): run_ids for uri in (REPORT_URI, LOCAL_REPORT_URI)})
 server.add_completion_handler(complete)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
-from aisac_core.data.regions import cell_kind, detect_region, unpivot
+from aisac_core.data.regions import cell_kind, detect_region, join_header_levels, unpivot
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,20 +123,7 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
                     vals[j] = last
                     filled.add((r, j))
         levels.append(vals)
-    names, seen = [], {}
-    for j in used:
-        parts: list[str] = []
-        for r, lv in zip(header, levels):
-            p = lv[j]
-            if p and not (parts and parts[-1] == p and (r, j) in filled):
-                parts.append(p)
-        name = "|".join(parts) or f"col_{j + 1}"
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}.{seen[name]}"
-        else:
-            seen[name] = 0
-        names.append(name)
+    names = join_header_levels(header, levels, used, filled)
     if len(header) > 1:
         notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
                      "joined with '|'")

@@ -498,6 +498,15 @@ def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
                     vals[j] = last
                     filled.add((i, j))
         levels.append(vals)
+    return join_header_levels(header, levels, columns, filled)
+
+
+def join_header_levels(header: list[int], levels: list[list[str]], columns: Any, filled: set[tuple[int, int]]
+                       ) -> list[str]:
+    """Column names from header rows: per column in ``columns`` (0-based indexes), the labels of its header
+    ``levels`` (one list of labels per row of ``header``) joined with ``|``, a label carried over from a merged or
+    group cell (``(row, column)`` in ``filled``) not repeated; ``col_N`` (1-based) for a column without a label;
+    a repeated name gets ``.1``, ``.2``... (pandas' convention)."""
     names: list[str] = []
     seen: dict[str, int] = {}
     for j in columns:
