@@ -15,7 +15,9 @@ from typing import Any, AsyncIterator, Callable
 
 from aisac_servers import builtin
 from aisac_servers.common import SafeErrors, call_core
+from aisac_servers.completions import chain_completions
 from aisac_servers.dashboard import mount_dashboard
+from aisac_servers.results_common import FULL_RESULT
 from aisac_servers.tasks import add_tasks
 from aisac_servers.toollist import CompactToolList, ToolSearch
 from fastmcp import FastMCP
@@ -106,8 +108,7 @@ class ProvenanceMiddleware(Middleware):
         t0 = time.perf_counter()
         status, error, result_obj = "ok", None, None
         run_token = current_run_id.set(str(run_id))
-        from aisac_servers.results_common import FULL_RESULT  # a compact result's full form (rag_search hits)
-        full: list[Any] = []
+        full: list[Any] = []  # a compact result's full form, for the trace (rag_search hits: FULL_RESULT)
         FULL_RESULT.set(full)  # each request runs in its own task: no reset needed
         try:
             result = await call_next(context)
@@ -275,8 +276,7 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)
     for n, server in mounted.items():
         main.mount(server, namespace=n)
-    from aisac_servers.completions import chain_completions  # the mounted servers' resource completions
-    chain_completions(main, mounted.values())
+    chain_completions(main, mounted.values())  # the mounted servers' resource completions
     if profile is not None and profile.only:
         main.add_transform(ProfileFilter(profile))
     searchable = catalog or (profile is not None and profile.search)
