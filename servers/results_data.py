@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NotRequired, TypeVar
 
-from fastmcp.utilities.json_schema import compress_schema, dereference_refs
-from pydantic import PlainSerializer, TypeAdapter
+from pydantic import PlainSerializer
 from typing_extensions import TypedDict
 
-from .results_schema import lean
+from .results_schema import schema
 
 T = TypeVar("T")
 
@@ -31,11 +30,8 @@ AsIs = Annotated[T, PlainSerializer(_as_is, return_type=Any)]
 
 
 def lean_schema(tp: Any) -> dict[str, Any]:
-    """The output schema of a tool returning ``tp`` (a TypedDict), for ``@server.tool(output_schema=...)``:
-    :func:`~aisac_servers.results_schema.schema` with the references inlined first (so a nullable nested type is
-    written as ``type: [object, "null"]`` too)."""
-    raw = dereference_refs(TypeAdapter(tp).json_schema(mode="serialization"))
-    return lean(compress_schema(raw, prune_titles=True))
+    """The output schema of a tool returning ``tp`` (a TypedDict), references inlined: :func:`schema`."""
+    return schema(tp, inline=True)
 
 
 class FrameDict(TypedDict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastmcp.utilities.json_schema import compress_schema
+from fastmcp.utilities.json_schema import compress_schema, dereference_refs
 from pydantic import TypeAdapter
 
 
@@ -33,7 +33,8 @@ def lean(s: Any) -> Any:
     return s
 
 
-def schema(tp: Any) -> dict[str, Any]:
-    """The lean output schema of the result type ``tp`` (a TypedDict)."""
+def schema(tp: Any, *, inline: bool = False) -> dict[str, Any]:
+    """The lean output schema of the result type ``tp`` (a TypedDict), for ``@server.tool(output_schema=...)``;
+    ``inline``: references inlined first (so a nullable nested type is written as ``type: [object, "null"]`` too)."""
     raw = TypeAdapter(tp).json_schema(mode="serialization")
-    return lean(compress_schema(raw, prune_titles=True))
+    return lean(compress_schema(dereference_refs(raw) if inline else raw, prune_titles=True))
