@@ -236,7 +236,7 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 
             first_doc: str | None = None
             for query, filters, expect in searches:
-                args: dict[str, Any] = {"query": query, "k": 4}
+                args: dict[str, Any] = {"query": query, "k": 4, "detail": "full"}  # the demo checks full anchors
                 if filters:
                     args["filters"] = filters
                 res = await client.call_tool("rag_search", args, meta=meta)
