@@ -18,6 +18,11 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 
 log = logging.getLogger("aisac.servers")
+
+#: key of a tool result's ``_meta`` under which a tool that returns a compact form (rag_search's default hits) hands
+#: the full result to the provenance middleware; the middleware records it and removes the key before the client
+#: sees the result (in-band, no side channel)
+FULL_RESULT_META = "io.aisac/full-result"
 T = TypeVar("T")
 
 #: longest tool error message sent to a client; longer ones are cut with a note (the whole goes to the log)
