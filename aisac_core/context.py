@@ -52,9 +52,15 @@ class AppContext:
     serves (None without ``--project``).
     """
 
-    def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None,
+                 embedder: "Embedder | None" = None) -> None:
+        """``settings`` (default: from the environment and the store's config file); ``project``: the bootstrapped
+        project served; ``embedder``: an already loaded embedder to use instead of loading one (tests and benchmarks
+        share one between stores)."""
         self.settings = settings or get_settings()
         self.project = project
+        if embedder is not None:
+            self.__dict__["embedder"] = embedder  # the cached_property's slot: embedder is then never loaded
         self._lock = threading.RLock()
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None

@@ -23,6 +23,7 @@ from fastmcp.exceptions import ToolError
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
+from aisac_core.rag.embeddings import Embedder
 from aisac_core.projects import (
     PROJECT_NAMESPACE,
     BootstrapError,
@@ -165,7 +166,8 @@ def mount_project(suite: FastMCP, app: AppContext) -> FastMCP:
 
 
 def serve_project(project_dir: str | Path, base_settings: Settings | None = None, names: list[str] | None = None,
-                  *, store_dir: Path | None = None, tools: str | None = None) -> tuple[FastMCP, AppContext]:
+                  *, store_dir: Path | None = None, tools: str | None = None,
+                  embedder: Embedder | None = None) -> tuple[FastMCP, AppContext]:
     """Bootstrap a project (recorded) and build the suite on its store with its tools mounted: what
     ``aisac serve --project DIR`` (and the owner daemon of a project's store) serves.
 
@@ -175,6 +177,7 @@ def serve_project(project_dir: str | Path, base_settings: Settings | None = None
         names: the servers to mount (all when None; the project's tools come with the whole suite only).
         store_dir: the project's store folder when it is not ``<data_dir>/projects/<id>``.
         tools: the tool profile (``aisac serve --tools``; ``core,project`` keeps the project's tools), None: all.
+        embedder: an already loaded embedder to share (tests), else one loads on first use.
 
     Returns: ``(suite, app)``; the suite's lifespan closes ``app`` when the server stops.
 
@@ -182,7 +185,7 @@ def serve_project(project_dir: str | Path, base_settings: Settings | None = None
         BootstrapError: see :func:`aisac_core.projects.bootstrap`; nothing is left open.
     """
     b = bootstrap(project_dir, base_settings, store_dir=store_dir)
-    app = AppContext(b.settings, project=b)
+    app = AppContext(b.settings, project=b, embedder=embedder)
     try:
         suite = build(names, app=app, tools=tools)  # mounts the project's tools (a broken tool halts here, before serving)
     except BaseException:

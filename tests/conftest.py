@@ -167,8 +167,7 @@ def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
     """Like ``core`` (a fresh store; pass it to ``build(app=...)``), but reusing ``shared_embedder``."""
     from aisac_core.context import AppContext
 
-    c = AppContext(settings)
-    c.__dict__["embedder"] = shared_embedder  # AppContext.embedder is a cached_property
+    c = AppContext(settings, embedder=shared_embedder)
     yield c
     c.close()
 

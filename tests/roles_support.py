@@ -100,8 +100,7 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
-    c = AppContext(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False))
-    c.__dict__["embedder"] = embedder
+    c = AppContext(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False), embedder=embedder)
     Indexer(c).run([notes])
     c.notes_dir = notes  # type: ignore[attr-defined]
     return c

@@ -231,8 +231,7 @@ def paper_store(tmp_path_factory, models_dir, shared_embedder):
     if not all(f.is_file() for f in files):
         pytest.skip(f"papermage PDFs missing in {pdfs}")
     data_dir = tmp_path_factory.mktemp("papers") / "store"
-    c = AppContext(make_settings(data_dir, models_dir, warm=False))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(data_dir, models_dir, warm=False), embedder=shared_embedder)
     failures: list = []
     Indexer(c).run(files, failures=failures)
     c.close()
@@ -249,8 +248,7 @@ def in_process_answers(paper_store, models_dir, shared_embedder):
 
     from aisac_core.context import AppContext
 
-    c = AppContext(make_settings(paper_store, models_dir, warm=False))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(paper_store, models_dir, warm=False), embedder=shared_embedder)
     try:
         return {q["question"]: anyio.run(lambda q=q: _ask_here(c, q["question"], None, "none", None))
                 for q in QUESTIONS if q["question"] not in SUBPROCESS}

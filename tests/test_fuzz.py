@@ -161,8 +161,7 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
                       lit_arxiv_url="http://127.0.0.1:9/", lit_pubmed_url="http://127.0.0.1:9/",
                       lit_crossref_url="http://127.0.0.1:9/", lit_openalex_url="http://127.0.0.1:9/",
                       lit_s2_url="http://127.0.0.1:9/", lit_retries=1, lit_timeout_s=2.0)
-    core = AppContext(s)
-    core.__dict__["embedder"] = shared_embedder
+    core = AppContext(s, embedder=shared_embedder)
     failures: list[str] = []
     counts: dict[str, int] = {}
     try:
@@ -189,8 +188,7 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
         assert not crashed, crashed[:20]
         assert con.execute("select count(*) from traceevent").fetchone()[0] >= sum(counts.values())
         manifest = con.execute("select coalesce(sum(chunk_count),0) from document where status='indexed'").fetchone()[0]
-    check = AppContext(s)
-    check.__dict__["embedder"] = shared_embedder
+    check = AppContext(s, embedder=shared_embedder)
     try:
         assert check.vectors().count("chunks") == manifest
     finally:

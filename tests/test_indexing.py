@@ -271,8 +271,7 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, cor
     vs = EdgeVectorStore(settings.vectors_dir)
     assert vs.ensure_collection(CHUNKS, 8) is True  # as if an 8-d model had built it
     vs.close()
-    core2 = AppContext(settings)
-    core2.__dict__["embedder"] = shared_embedder
+    core2 = AppContext(settings, embedder=shared_embedder)
     try:
         assert core2.vectors().count(CHUNKS) == 0
         assert {r.fingerprint for r in manifest(core2).values()} == {""}

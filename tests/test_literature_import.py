@@ -38,8 +38,7 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
     papers.mkdir()
     s = make_settings(tmp_path / "store", models_dir, roots=[papers], warm=False, lit_backoff_s=0.01,
                       lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
-    c = AppContext(s)
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(s, embedder=shared_embedder)
     reset_states()
     yield c
     c.close()

@@ -34,8 +34,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
     real = SHARED_DATA / "pdfs" / "papermage" / REAL
     if real.is_file():
         shutil.copy(real, docs / REAL)
-    c = AppContext(make_settings(root / "store", models_dir))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(root / "store", models_dir), embedder=shared_embedder)
     failures: list[dict[str, str]] = []
     Indexer(c).run([docs], failures=failures)
     c._failures = failures  # type: ignore[attr-defined]

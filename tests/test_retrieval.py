@@ -43,8 +43,7 @@ def _rel(hit_or_path, corpus: Path) -> str:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):  # noqa: ANN001, ANN201
-    c = AppContext(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"), embedder=shared_embedder)
     Indexer(c).run([corpus])
     yield c
     c.close()

@@ -296,8 +296,7 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     notes.mkdir()
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
     store = tmp_path / "store"
-    c = AppContext(make_settings(store, models_dir, warm=False))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(store, models_dir, warm=False), embedder=shared_embedder)
     Indexer(c).run([notes])
     c.close()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "AISAC_DATA_DIR": str(store), "AISAC_WARM": "0", "COLUMNS": "200"}

@@ -31,8 +31,7 @@ def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
     pdfs = SHARED_DATA.resolve() / "pdfs" / "papermage"
     s2orc, other = pdfs / "2020.acl-main.447.pdf", pdfs / "1903.10676.pdf"
     data_dir = tmp_path_factory.mktemp("s2orc") / "store"
-    c = AppContext(make_settings(data_dir, models_dir, warm=False))
-    c.__dict__["embedder"] = shared_embedder
+    c = AppContext(make_settings(data_dir, models_dir, warm=False), embedder=shared_embedder)
     failures: list = []
     Indexer(c).run([s2orc, other], failures=failures)
     c.close()

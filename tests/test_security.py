@@ -153,8 +153,7 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
     outside.mkdir()
     (outside / "secret.md").write_text("# Secret\n\nmust never be indexed\n")
     (root / "escape").symlink_to(outside, target_is_directory=True)
-    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=[root]))
-    core.__dict__["embedder"] = shared_embedder
+    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=[root]), embedder=shared_embedder)
     attempts = [str(root / ".." / "private"), "../private/secret.md", str(outside / "secret.md"),
                 str(root / "escape"), "escape/secret.md", "/etc/passwd", [str(root / "sub"), "/etc"]]
     try:

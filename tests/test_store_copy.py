@@ -28,8 +28,7 @@ SECRET = "s3cr3t-Pa55word"
 def _open(data_dir: Path, models_dir: Path, embedder, sql_url: str | None = None):
     from aisac_core.context import AppContext
 
-    c = AppContext(make_settings(data_dir, models_dir, sql_url=sql_url))
-    c.__dict__["embedder"] = embedder
+    c = AppContext(make_settings(data_dir, models_dir, sql_url=sql_url), embedder=embedder)
     return c
 
 

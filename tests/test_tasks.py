@@ -169,8 +169,7 @@ async def test_code_run_task_cancel_in_memory(settings, shared_embedder):
     from aisac_core.context import AppContext
 
     app = AppContext(settings.model_copy(update={"sandbox": settings.sandbox.model_copy(
-        update={"job_threshold_s": 0.5})}))
-    app.__dict__["embedder"] = shared_embedder
+        update={"job_threshold_s": 0.5})}), embedder=shared_embedder)
     try:
         async with Client(build(app=app), extensions=client_extensions()) as c:
             r = await c.call_tool("data_code_run", {"session": "t1", "code": "import time\ntime.sleep(1.5)\n6 * 7"})

@@ -44,8 +44,7 @@ def served(project: Path, base, shared_embedder):  # noqa: ANN001, ANN201
     reused). Returns (bootstrapped project, suite, app)."""
     from aisac_servers.project import serve_project
 
-    suite, app = serve_project(project, base)
-    app.__dict__["embedder"] = shared_embedder
+    suite, app = serve_project(project, base, embedder=shared_embedder)
     return app.project, suite, app
 
 

@@ -34,8 +34,7 @@ def _app(tmp_path: Path, models_dir: Path, shared_embedder, roots: list[Path], *
     """A fresh store serving ``roots`` (the shared embedder, so no model loads per test)."""
     from aisac_core.context import AppContext
 
-    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=roots, warm=False, **kw))
-    core.__dict__["embedder"] = shared_embedder
+    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=roots, warm=False, **kw), embedder=shared_embedder)
     return core
 
 

@@ -124,8 +124,7 @@ def _core(tmp_path: Path, models_dir: Path, embedder, meta: ReplayServer, allow:
     opts = {**meta.settings_kwargs(), "lit_backoff_s": 0.01, "lit_retries": 2, "lit_timeout_s": 5.0, **kw}
     if allow is not None:
         opts["lit_allow_networks"] = allow
-    c = AppContext(make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts))
-    c.__dict__["embedder"] = embedder
+    c = AppContext(make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts), embedder=embedder)
     reset_states()
     return c
 

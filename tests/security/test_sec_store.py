@@ -40,8 +40,7 @@ def filled(tmp_path: Path, models_dir: Path, shared_embedder):  # noqa: ANN001, 
         os.chmod(p, 0o700 if p.is_dir() else 0o600)  # as aisac itself would have created them
     old = os.umask(0o000)  # the user's umask is no excuse
     try:
-        core = AppContext(settings)
-        core.__dict__["embedder"] = shared_embedder
+        core = AppContext(settings, embedder=shared_embedder)
 
         async def fill() -> None:
             async with Client(build(["memory", "rag", "data", "trace"], app=core)) as c:
