@@ -59,8 +59,7 @@ class AppContext:
         share one between stores)."""
         self.settings = settings or get_settings()
         self.project = project
-        if embedder is not None:
-            self.__dict__["embedder"] = embedder  # the cached_property's slot: embedder is then never loaded
+        self._given_embedder = embedder
         self._lock = threading.RLock()
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None
@@ -78,7 +77,9 @@ class AppContext:
 
     @cached_property
     def embedder(self) -> "Embedder":
-        """Dense + sparse embedder (models load on first use)."""
+        """Dense + sparse embedder (models load on first use), or the one given to the constructor."""
+        if self._given_embedder is not None:
+            return self._given_embedder
         from aisac_core.rag.embeddings import Embedder
 
         return Embedder(self.settings)
