@@ -78,7 +78,7 @@ class AisacSpec:
     def aisac_register_table_loaders(self) -> dict[str, Callable[..., Any]]:
         """Table loaders of the data registry: ``{".suffix": loader}``; ``loader(path: pathlib.Path)`` returns a
         pandas DataFrame (raise ``ValueError`` for a file it cannot read). The built-in formats register here too
-        (:mod:`aisac_core.data.builtin`), as :class:`aisac_core.data.loaders.TableLoader` objects that also take
+        (:mod:`aisac_core.data.builtin`), as :class:`aisac_core.data.readers.TableLoader` objects that also take
         options (sheet, header_rows, ...); a later plugin's loader replaces an earlier one for the same suffix."""
 
     @hookspec
@@ -253,7 +253,7 @@ def collect(pm: pluggy.PluginManager, hook: str) -> list[Any]:
 def table_loaders(pm: pluggy.PluginManager) -> dict[str, Callable[..., Any]]:
     """The table loaders registered through ``aisac_register_table_loaders`` (the built-in formats' first):
     ``{".suffix" (lower case): loader}``; a later plugin's loader replaces an earlier one for the same suffix. Every
-    loader runs through one dispatch, :func:`aisac_core.data.loaders.read_table`.
+    loader runs through one dispatch, :func:`aisac_core.data.readers.read_table`.
 
     Raises:
         PluginError: a built-in's or a project's result that is not a dict of ``".suffix" -> callable`` (an

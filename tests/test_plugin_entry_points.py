@@ -1,6 +1,6 @@
 """Installed plugins: a package's entry point in the group ``aisac`` reaches a plain ``aisac serve`` (no project), a
 broken one is reported by name and never stops the built-in servers, and the built-in table loaders and a plugin's
-run through the same dispatch (:func:`aisac_core.data.loaders.read_table`).
+run through the same dispatch (:func:`aisac_core.data.readers.read_table`).
 
 The packages are installed the way pip leaves them: a module plus a ``<name>-<version>.dist-info`` folder with
 ``METADATA`` and ``entry_points.txt``, in a folder on ``sys.path`` / ``PYTHONPATH``.
@@ -94,7 +94,7 @@ def site(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def on_path(site: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def on_path(site: Path, monkeypatch: pytest.MonkeyPatch):
     """``site`` on ``sys.path`` for this test (its modules forgotten afterwards)."""
     monkeypatch.syspath_prepend(str(site))
     yield site
@@ -103,7 +103,7 @@ def on_path(site: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 
 
 @pytest.fixture
-def base(tmp_path: Path):  # noqa: ANN201
+def base(tmp_path: Path):
     from aisac_core.settings import Settings
 
     data = tmp_path / "data"
@@ -148,12 +148,12 @@ def test_installed_plugins_are_found_and_broken_ones_reported_by_name(on_path, b
 def test_builtin_and_plugin_loaders_share_one_dispatch(on_path, base, monkeypatch):
     """Acceptance: a built-in loader (CSV) and a plugin's (.lab) go through the same code path, read_table."""
     from aisac_core.context import AppContext
-    from aisac_core.data import frames, loaders
+    from aisac_core.data import frames, readers
 
     calls = []
-    real = loaders.read_table
+    real = readers.read_table
 
-    def spy(loader, path, **kw):  # noqa: ANN001, ANN202, ANN003
+    def spy(loader, path, **kw):
         calls.append((path.suffix, loader))
         return real(loader, path, **kw)
 
@@ -165,7 +165,7 @@ def test_builtin_and_plugin_loaders_share_one_dispatch(on_path, base, monkeypatc
     finally:
         app.close()
     assert [suffix for suffix, _ in calls] == [".csv", ".lab"]
-    assert calls[0][1] is loaders.BUILTIN_LOADERS["csv"]
+    assert calls[0][1] is readers.BUILTIN_LOADERS["csv"]
     assert calls[1][1].__module__ == "aisac_test_labplug" and calls[1][1].__name__ == "read_lab"
     assert (csv_res["source"]["format"], lab_res["source"]["format"]) == ("csv", "plugin")
     assert csv_res["rows"] == lab_res["rows"] == 2 and csv_res["column_names"] == lab_res["column_names"]
@@ -173,15 +173,15 @@ def test_builtin_and_plugin_loaders_share_one_dispatch(on_path, base, monkeypatc
 
 def test_a_plugin_loader_with_a_bad_result_is_a_clear_error(tmp_path):
     from aisac_core.data.errors import DataError
-    from aisac_core.data.loaders import read_table
+    from aisac_core.data.readers import read_table
 
     f = tmp_path / "x.lab"
     f.write_text("a")
 
-    def bad(path):  # noqa: ANN001, ANN202
+    def bad(path):
         return "not a frame"
 
-    def raising(path):  # noqa: ANN001, ANN202
+    def raising(path):
         raise ValueError("line 1: no '='")
 
     with pytest.raises(DataError, match=r"loader registered for \.lab \(.*bad\) returned str, not a pandas DataFrame"):

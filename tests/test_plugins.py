@@ -88,9 +88,9 @@ def test_builtins_register_through_the_hooks(base):
     from aisac_servers.suite import suite_servers
 
     from aisac_core.context import AppContext
+    from aisac_core.data.readers import builtin_table_loaders
     from aisac_core.literature.paper import SOURCES
     from aisac_core.literature.sources import literature_sources
-    from aisac_core.data.loaders import builtin_table_loaders
     from aisac_core.plugins import make_plugin_manager, table_loaders
     from aisac_core.rag.formats import TABLE_FORMATS
 

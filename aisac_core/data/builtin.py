@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aisac_core.data.loaders import TableLoader, builtin_table_loaders
+from aisac_core.data.readers import TableLoader, builtin_table_loaders
 from aisac_core.plugins import hookimpl
 
 

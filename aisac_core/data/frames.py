@@ -29,8 +29,6 @@ from aisac_core.data.loaders import (
     MAX_HEADER_ROWS,
     WIDE_COLUMNS,
     arrow_safe,
-    read_table,
-    table_loader_for,
 )
 from aisac_core.data.query import (
     AGG_FUNCS,
@@ -40,6 +38,7 @@ from aisac_core.data.query import (
     metric_spec,
     select_rows,
 )
+from aisac_core.data.readers import read_table, table_loader_for
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.plugins import table_loaders

@@ -21,6 +21,7 @@ from typing import Any
 
 from aisac_core.errors import AisacError
 
+
 @dataclass(frozen=True)
 class FileFormat:
     """What aisac does with a file of one suffix.
