@@ -53,29 +53,30 @@ log = logging.getLogger(__name__)
 
 
 class AisacSpec:
-    """The hooks aisac calls. Every hook may be implemented by any number of plugins."""
+    """The hooks aisac calls. Every hook may be implemented by any number of plugins; an implementation may return
+    None (nothing to add)."""
 
     @hookspec
-    def aisac_register_servers(self) -> list[tuple[str, Any]]:
+    def aisac_register_servers(self) -> list[tuple[str, Any]] | None:
         """MCP servers to mount on the suite: ``[(namespace, server)]``. ``server`` is a server object of the MCP
         layer or a ``"module:attribute"`` string naming one (imported when the suite mounts it). The namespace
         prefixes its tools (``<namespace>_<tool>``) and must be unique in the suite."""
 
     @hookspec
-    def aisac_register_tools(self) -> list[Callable[..., Any]]:
+    def aisac_register_tools(self) -> list[Callable[..., Any]] | None:
         """Plain Python functions to serve as project tools (``project_<function name>``): named, type-annotated
         parameters and a docstring (the tool's description). Raising ``ValueError``/``LookupError`` reports bad
         input to the caller."""
 
     @hookspec
-    def aisac_register_literature_sources(self) -> list[Any]:
+    def aisac_register_literature_sources(self) -> list[Any] | None:
         """Literature sources: objects with ``name`` (str), ``async search(fetcher, query, k, year_from, year_to)
         -> list[Paper]`` and optionally ``async get(fetcher, kind, value) -> Paper`` with ``identifiers`` (the
         identifier kinds it answers: doi, arxiv, pmid, pmcid, s2, openalex), ``max_results`` (int) and ``aliases``
         (other accepted spellings). See :class:`aisac_core.literature.sources.LiteratureSource`."""
 
     @hookspec
-    def aisac_register_table_loaders(self) -> dict[str, Callable[..., Any]]:
+    def aisac_register_table_loaders(self) -> dict[str, Callable[..., Any]] | None:
         """Table loaders of the data registry: ``{".suffix": loader}``; ``loader(path: pathlib.Path)`` returns a
         pandas DataFrame (raise ``ValueError`` for a file it cannot read). The built-in formats register here too
         (:mod:`aisac_core.data.builtin`), as :class:`aisac_core.data.readers.TableLoader` objects that also take
@@ -267,7 +268,7 @@ def table_loaders(pm: pluggy.PluginManager) -> dict[str, Callable[..., Any]]:
             _bad(pm, impl, f"aisac_register_table_loaders() must return a dict {{'.suffix': loader}}, got "
                            f"{type(res).__name__}")
             continue
-        good = {}
+        good: dict[str, Callable[..., Any]] = {}
         for suffix, loader in res.items():
             if not (isinstance(suffix, str) and suffix.startswith(".") and callable(loader)):
                 _bad(pm, impl, f"table loader {suffix!r} -> {loader!r}: give '.suffix' -> a function of the path")
