@@ -88,12 +88,16 @@ def test_builtins_register_through_the_hooks(base):
     from aisac_servers.suite import suite_servers
 
     from aisac_core.context import AppContext
+    from aisac_core.data.readers import builtin_table_loaders
     from aisac_core.literature.paper import SOURCES
     from aisac_core.literature.sources import literature_sources
     from aisac_core.plugins import make_plugin_manager, table_loaders
+    from aisac_core.rag.formats import TABLE_FORMATS
 
     assert tuple(literature_sources()) == SOURCES
-    assert table_loaders(make_plugin_manager()) == {}
+    # the built-in formats' loaders come through the hook too: one per suffix of the one suffix table
+    assert table_loaders(make_plugin_manager()) == builtin_table_loaders()
+    assert set(builtin_table_loaders()) == set(TABLE_FORMATS)
     app = AppContext(base)
     try:
         assert list(suite_servers(app)) == list(BUILTIN_SERVERS)  # no project: no project server

@@ -25,15 +25,10 @@ from sqlmodel import Session, select
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
 from aisac_core.data.loaders import (
-    FORMATS,
     MAX_COLUMNS,
     MAX_HEADER_ROWS,
     WIDE_COLUMNS,
     arrow_safe,
-    load_csv,
-    load_excel,
-    load_json,
-    load_parquet,
 )
 from aisac_core.data.query import (
     AGG_FUNCS,
@@ -43,6 +38,7 @@ from aisac_core.data.query import (
     metric_spec,
     select_rows,
 )
+from aisac_core.data.readers import read_table, table_loader_for
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.plugins import table_loaders
@@ -181,7 +177,8 @@ class Registry:
 
         Args:
             path: file path (absolute, or relative to the first root); .csv .tsv .tab .txt .xlsx .xlsm .parquet
-                .pq .json .jsonl .ndjson.
+                .pq .json .jsonl .ndjson (:data:`aisac_core.rag.formats.TABLE_FORMATS`), or a suffix an extension
+                registers a loader for (``aisac_register_table_loaders``).
             name: frame name (default: the file name without extension); for a workbook read whole, every
                 sheet is registered as ``<name>:<sheet>`` (just ``<name>`` when it has one sheet).
             sheet: Excel sheet name or 0-based index (default: every sheet).
@@ -204,7 +201,9 @@ class Registry:
                 decompression bomb (AISAC_DATA_MAX_UNPACKED_MB / _MAX_UNPACK_RATIO); a CSV not in the accepted form
                 (the line and the problem named); JSON nested too deeply; bad name, sheet or header_rows;
                 skip_rows negative or leaving nothing; a malformed range or one outside the sheet; range or tidy
-                on a file that is not a workbook; tidy on a table without numeric value columns.
+                on a file that is not a workbook; tidy on a table without numeric value columns; header_rows or
+                skip_rows on a file whose loader does not take them; an extension's loader that fails or returns no
+                DataFrame.
         """
         s = self.settings
         p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
@@ -214,13 +213,8 @@ class Registry:
             raise DataError(f"cannot read {quote_path(path)}: {exc.strerror or exc}") from exc
         if not is_file:
             raise DataError(f"no file at {quote_path(p)}" + (" (it is a folder)" if is_dir else ""))
-        suffix = p.suffix.lower()
-        extra = table_loaders(self.core.plugins)  # loaders that extensions register (aisac_register_table_loaders)
-        fmt = FORMATS.get(suffix) or ("plugin" if suffix in extra else None)
-        if fmt is None:
-            raise DataError(f"unsupported file type {p.suffix or '(none)'!r}; supported: "
-                            f"{', '.join(sorted({*FORMATS, *extra}))}" + (" (save .xls workbooks as .xlsx)"
-                                                                          if suffix == ".xls" else ""))
+        # the built-in loaders and the extensions' alike (aisac_register_table_loaders), one dispatch: read_table
+        loader = table_loader_for(table_loaders(self.core.plugins), p)
         size = p.stat().st_size
         if size > s.data.max_file_mb * 1024 * 1024:
             raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data.max_file_mb:g} MB "
@@ -229,63 +223,36 @@ class Registry:
             raise DataError(f"{p} is empty (0 bytes): nothing to load")
         if header_rows is not None and not 0 <= int(header_rows) <= MAX_HEADER_ROWS:
             raise DataError(f"header_rows must be 0..{MAX_HEADER_ROWS}, got {header_rows}")
-        if sheet is not None and fmt != "excel":
-            raise DataError(f"sheet applies to Excel workbooks only; {p.name} is {fmt}")
         if skip_rows is not None and (isinstance(skip_rows, bool) or not 0 <= int(skip_rows) <= 1_000_000):
             raise DataError(f"skip_rows must be 0..1,000,000 (rows to drop above the table), got {skip_rows!r}")
-        if cell_range is not None and fmt != "excel":
-            raise DataError(f"range applies to Excel workbooks only; {p.name} is {fmt}: use skip_rows and "
-                            "header_rows for delimited text")
-        if tidy and fmt != "excel":
-            raise DataError(f"tidy applies to Excel workbooks only; {p.name} is {fmt}")
-        if skip_rows is not None and fmt not in ("excel", "csv"):
-            raise DataError("skip_rows applies to CSV and Excel files only")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
         sha = sha256_file(p)
+        fmt, loaded = read_table(loader, p, limits=ArchiveLimits.from_settings(s), sheet=sheet,
+                                 header_rows=header_rows, skip_rows=skip_rows, cell_range=cell_range, tidy=tidy)
+        notes = [n for x in loaded if x[1] is None for n in x[3]]  # empty sheets, skipped
+        if all(x[1] is None for x in loaded):
+            raise DataError(f"{p.name}: every sheet is empty; nothing to load")
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
-        frames, notes = [], []
-        if fmt == "excel":
-            loaded = load_excel(p, sheet, header_rows, ArchiveLimits.from_settings(s), skip_rows=skip_rows,
-                                cell_range=cell_range, tidy=bool(tidy))
-            real = [x for x in loaded if x[1] is not None]
-            notes += [n for x in loaded if x[1] is None for n in x[3]]
-            if not real:
-                raise DataError(f"{p.name}: every sheet is empty; nothing to load")
-            for title, df, opts, n in real:
-                fname = base if len(loaded) == 1 or sheet is not None else \
-                    self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
-                frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str),
-                                             notes=n, **common))
-                frames[-1]["detected"] = opts.get("detected")
-            return {"frames": frames, "notes": notes}
-        opts: dict[str, Any] = {}
-        n: list[str] = []
-        if fmt == "plugin":
-            if header_rows is not None:
-                raise DataError("header_rows applies to CSV and Excel files only")
-            df = extra[suffix](p)
-            if not (hasattr(df, "shape") and hasattr(df, "columns")):
-                raise DataError(f"the table loader registered for {suffix} returned {type(df).__name__}, not a pandas "
-                                "DataFrame; fix the extension's aisac_register_table_loaders")
-        elif fmt == "csv":
-            df, opts, n = load_csv(p, header_rows, suffix, skip_rows)
-        elif fmt == "parquet":
-            if header_rows is not None:
-                raise DataError("header_rows applies to CSV and Excel files only")
-            df = load_parquet(p)
-        else:
-            df = load_json(p, lines=fmt == "jsonl")
-        if df.shape[1] == 0:
-            raise DataError(f"{p} holds no columns: nothing to load")
-        if df.shape[1] > MAX_COLUMNS:
-            n.append(f"columns {MAX_COLUMNS + 1:,} to {df.shape[1]:,} ({df.shape[1] - MAX_COLUMNS:,} columns) not "
-                     f"loaded: a frame holds at most {MAX_COLUMNS:,} columns")
-            df = df.iloc[:, :MAX_COLUMNS]
-        if df.empty:
-            n.append("the table has a header but no rows")
-        frames.append(self._register(base, df, options_json=json.dumps(opts), notes=n, **common))
-        if "detected" in opts:
-            frames[-1]["detected"] = opts["detected"]
+        frames = []
+        for title, df, opts, n in loaded:
+            if df is None:
+                continue
+            n = list(n)
+            if title is None:  # a file of one table (a workbook's sheets are checked by the region detection)
+                if df.shape[1] == 0:
+                    raise DataError(f"{p} holds no columns: nothing to load")
+                if df.shape[1] > MAX_COLUMNS:
+                    n.append(f"columns {MAX_COLUMNS + 1:,} to {df.shape[1]:,} ({df.shape[1] - MAX_COLUMNS:,} columns) "
+                             f"not loaded: a frame holds at most {MAX_COLUMNS:,} columns")
+                    df = df.iloc[:, :MAX_COLUMNS]
+                if df.empty:
+                    n.append("the table has a header but no rows")
+            fname = base if len(loaded) == 1 or sheet is not None or title is None else \
+                self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
+            frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str),
+                                         notes=n, **common))
+            if "detected" in opts:
+                frames[-1]["detected"] = opts["detected"]
         return {"frames": frames, "notes": notes}
 
     def list(self) -> dict:

@@ -1,6 +1,8 @@
 """Reading table files into DataFrames, with header detection.
 
-Loaders: CSV/TSV/TXT (encoding: BOM, else strict UTF-8, else charset-normalizer's best guess, else latin-1;
+Loaders (wrapped as the built-in table loaders by :mod:`aisac_core.data.readers`, which registers them through the
+``aisac_register_table_loaders`` hook like an extension's and runs every loader through one dispatch): CSV/TSV/TXT
+(encoding: BOM, else strict UTF-8, else charset-normalizer's best guess, else latin-1;
 delimiter: ``csv.Sniffer`` over ``, ; TAB |``), Excel ``.xlsx``/``.xlsm`` (every sheet, merged cells filled with
 their top-left value), Parquet, JSON (records, columns or ``{"key": [records]}``) and JSON Lines.
 
@@ -36,8 +38,6 @@ MAX_HEADER_ROWS = 10
 NUMERIC_SHARE = 0.8
 DETECT_ROWS = 200
 NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
-FORMATS = {".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".xlsx": "excel", ".xlsm": "excel",
-           ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
 # -- detection ------------------------------------------------------------------------------------------------
@@ -526,3 +526,4 @@ def arrow_safe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 df.isetitem(i, col.map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v)))
                 changed.append(df.columns[i])
     return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])
+

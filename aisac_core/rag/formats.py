@@ -1,7 +1,8 @@
 """File types and their conversion with docling.
 
 A file is a *document* (parsed and embedded) or a *catalogued* data file (listed with metadata, never
-embedded), by suffix. Documents are converted by docling: PDF with the model-free ``NativePdfPipeline``
+embedded), by suffix: one table, :data:`FILE_FORMATS`, says which, and which built-in table loader of the data
+registry reads it. Documents are converted by docling: PDF with the model-free ``NativePdfPipeline``
 (text lines with fonts and boxes; aisac rebuilds reading order from them, :mod:`aisac_core.rag.pdf`) or,
 on request, docling's standard layout-model pipeline; DOCX, PPTX, XLSX, HTML, Markdown, JATS XML and
 LaTeX with docling's default backends (headings, tables and lists); plain text as Markdown.
@@ -13,24 +14,53 @@ encrypted, damaged or renamed file fails with a message the user can act on.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 from aisac_core.errors import AisacError
 
+
+@dataclass(frozen=True)
+class FileFormat:
+    """What aisac does with a file of one suffix.
+
+    ``type``: the file type recorded for it (a document's or a catalogued file's ``file_type``); ``document``: rag
+    parses and embeds it (else, under a registered root, it is only catalogued when it is a data file);
+    ``table``: the kind of the data registry's built-in table loader that reads it (csv, excel, parquet, json,
+    jsonl; :mod:`aisac_core.data.loaders`), None when ``data_load`` has no built-in loader for it.
+    """
+
+    type: str
+    document: bool = False
+    table: str | None = None
+
+
+#: THE suffix table (lower-case suffix -> :class:`FileFormat`), read by the indexer, the catalogue and the data
+#: registry's built-in table loaders; the tables below are views of it.
+FILE_FORMATS: dict[str, FileFormat] = {
+    ".pdf": FileFormat("pdf", document=True), ".docx": FileFormat("docx", document=True),
+    ".pptx": FileFormat("pptx", document=True), ".xlsx": FileFormat("xlsx", document=True, table="excel"),
+    ".html": FileFormat("html", document=True), ".htm": FileFormat("html", document=True),
+    ".xhtml": FileFormat("html", document=True), ".md": FileFormat("md", document=True),
+    ".markdown": FileFormat("md", document=True), ".nxml": FileFormat("jats", document=True),
+    ".xml": FileFormat("jats", document=True), ".tex": FileFormat("latex", document=True),
+    ".txt": FileFormat("txt", document=True, table="csv"),
+    ".csv": FileFormat("csv", table="csv"), ".tsv": FileFormat("tsv", table="csv"),
+    ".tab": FileFormat("tsv", table="csv"), ".xlsm": FileFormat("xlsx", table="excel"), ".xls": FileFormat("xls"),
+    ".parquet": FileFormat("parquet", table="parquet"), ".pq": FileFormat("parquet", table="parquet"),
+    ".json": FileFormat("json", table="json"), ".jsonl": FileFormat("jsonl", table="jsonl"),
+    ".ndjson": FileFormat("jsonl", table="jsonl"), ".h5": FileFormat("hdf5"), ".hdf5": FileFormat("hdf5"),
+    ".nc": FileFormat("netcdf"), ".npy": FileFormat("npy"), ".npz": FileFormat("npz"),
+    ".feather": FileFormat("feather"),
+}
 #: suffix -> file type, for files that are parsed and embedded.
-DOCUMENT_TYPES = {
-    ".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx", ".html": "html", ".htm": "html",
-    ".xhtml": "html", ".md": "md", ".markdown": "md", ".nxml": "jats", ".xml": "jats", ".tex": "latex",
-    ".txt": "txt",
-}
-#: suffix -> file type, for files that are only catalogued (listed with metadata), never embedded.
-CATALOG_TYPES = {
-    ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json", ".jsonl": "jsonl",
-    ".xlsx": "xlsx", ".xls": "xls", ".h5": "hdf5", ".hdf5": "hdf5", ".nc": "netcdf", ".npy": "npy",
-    ".npz": "npz", ".feather": "feather",
-}
+DOCUMENT_TYPES = {s: f.type for s, f in FILE_FORMATS.items() if f.document}
+#: suffix -> file type, for data files: catalogued (listed with metadata, never embedded) unless parsed as documents.
+CATALOG_TYPES = {s: f.type for s, f in FILE_FORMATS.items() if f.table or not f.document}
+#: suffix -> kind of the built-in table loader that reads it (csv, excel, parquet, json, jsonl).
+TABLE_FORMATS = {s: f.table for s, f in FILE_FORMATS.items() if f.table}
 
 
 class DocumentError(AisacError, ValueError):
