@@ -5,7 +5,10 @@ Each run spawns a new ``.venv/bin/aisac serve`` through fastmcp's ``StdioTranspo
 the time is the wall clock from just before the spawn to the ``tools/list`` answer, so it includes
 the interpreter start, imports, and whatever handshake the client performs. Median of 5 runs
 (``--runs``); target < 2 s. One more run measures the time to a first ``rag_search`` answer, which
-waits for the models (loaded in the background).
+waits for the models (loaded in the background). Before that, the import time of the suite (what a
+``--no-owner`` server and the owner daemon load) and of the stdio relay (what every host spawns when an
+owner serves the store): each the median of 3 fresh interpreters, the wall clock of the ``import``
+statement alone.
 """
 
 from __future__ import annotations
@@ -18,6 +21,20 @@ from typing import Any
 from .common import AISAC_BIN, REPO_ROOT, Context, Skip, server_env, table, target_cell, temp_dir
 
 TARGET_S = 2.0
+#: modules whose import time is measured: (label, module)
+IMPORTS = (("suite (aisac_servers.suite)", "aisac_servers.suite"),
+           ("stdio relay (aisac_servers.relay)", "aisac_servers.relay"))
+
+
+def import_seconds(module: str, runs: int = 3) -> float:
+    """Median wall-clock seconds of ``import module`` in ``runs`` fresh interpreters of the project's venv."""
+    import subprocess
+    import sys
+
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    out = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                cwd=str(REPO_ROOT)).stdout.strip()) for _ in range(runs)]
+    return statistics.median(out)
 
 
 async def spawn_and_list(store: Path, search: bool = False) -> tuple[float, int, float | None]:
@@ -47,6 +64,7 @@ def run(ctx: Context) -> dict[str, Any]:
         raise Skip(f"{AISAC_BIN} not found (install the project: make install)")
     runs = int(ctx.options.get("runs", 5))
     t0 = time.perf_counter()
+    imports = {label: import_seconds(module) for label, module in IMPORTS}
     times, ntools = [], 0
     with temp_dir(ctx, "startup") as tmp:
         store = tmp / "store"
@@ -62,11 +80,14 @@ def run(ctx: Context) -> dict[str, Any]:
            ("min / max, s", f"{min(times):.3f} / {max(times):.3f}", None, None),
            ("runs, s", ", ".join(f"{x:.3f}" for x in times), None, None),
            ("tools listed", ntools, None, None),
-           ("spawn -> first rag_search answer (models load), s", round(first_search or 0, 3), None, None)])
+           ("spawn -> first rag_search answer (models load), s", round(first_search or 0, 3), None, None),
+           *((f"import {label}, s (median of 3)", round(v, 3), None, None) for label, v in imports.items())])
     return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1),
             "summary": [{"metric": f"spawn -> tools/list median of {runs} s", "value": round(med, 3),
                          "target": f"< {TARGET_S:g}", "met": ok},
-                        {"metric": "spawn -> first rag_search answer s", "value": round(first_search or 0, 3)}],
+                        {"metric": "spawn -> first rag_search answer s", "value": round(first_search or 0, 3)},
+                        *({"metric": f"import {label} s", "value": round(v, 3)} for label, v in imports.items())],
+            "imports_s": {label: round(v, 4) for label, v in imports.items()},
             "runs_s": [round(x, 4) for x in times], "median_s": round(med, 4), "tools": ntools,
             "first_search_s": round(first_search or 0, 4),
             "targets": {"median_s": {"target": TARGET_S, "measured": round(med, 4), "met": ok}}}
