@@ -2,7 +2,8 @@
 
 A thin adapter over :class:`aisac_core.data.frames.FrameRegistry` (``app.frames``) and
 :class:`aisac_core.data.sandbox.SandboxManager` (``app.sandbox``); the output schemas come from the result types of
-:mod:`aisac_core.data.results`. Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_`` prefix:
+:mod:`aisac_core.data.results`. Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_``
+prefix:
 ``data_load``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
 ``data_to_session`` (functions named ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools
 ``data_code_run``, ``data_code_variables``, ``data_code_session_list``, ``data_code_session_reset``,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
@@ -46,10 +48,10 @@ FrameName = Annotated[str, Field(description="frame name, or a result_id")]
 SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
 
 
-def _with_images(result: R.CodeRun, images: list[bytes]) -> ToolResult:
+def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
     """A code run's result as structured content, with one PNG image block per figure."""
     content: list[Any] = [TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
-    content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mimeType="image/png") for b in images]
+    content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mime_type="image/png") for b in images]
     return ToolResult(content=content, structured_content=result)
 
 
@@ -171,9 +173,10 @@ async def code_run(
     sandbox = await call_core(lambda: app.sandbox)
     wait_s = None if in_task(ctx) else app.settings.sandbox.job_threshold_s
     first = 0.2 if wait_s is None else min(0.2, wait_s)  # a quick run answers at once, a longer one reports progress
-    result, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
-    if result.get("pending"):
-        result, images = await follow_code_run(ctx, sandbox, result, None if wait_s is None else wait_s - first)
+    run, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
+    result: Mapping[str, Any] = run
+    if run.get("pending"):
+        result, images = await follow_code_run(ctx, sandbox, dict(run), None if wait_s is None else wait_s - first)
     return _with_images(result, images)
 
 

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from pydantic import TypeAdapter
 from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
+from aisac_core.data.results import CodeRun
 from aisac_core.data.sandbox import SandboxError, SandboxManager
 from aisac_core.settings import SandboxSettings, Settings
 from aisac_core.store.tables import TraceEvent
@@ -177,15 +179,19 @@ def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
     try:
         r, _ = m.run("j", "import time\ntime.sleep(1.5)\n'done'")
         assert r["ok"] is False and r["pending"] and r["status"] == "running" and r["job_id"].startswith("job-")
+        run_result = TypeAdapter(CodeRun)  # every key a result carries is declared (extra keys refused)
+        run_result.validate_python(r)
         with pytest.raises(SandboxError, match="busy"):
             m.run("j", "1")
         st, _ = m.job_status(r["job_id"])
         assert st["status"] == "running"
+        run_result.validate_python(st)
         deadline = time.monotonic() + 30
         while st["status"] == "running" and time.monotonic() < deadline:
             time.sleep(0.2)
             st, _ = m.job_status(r["job_id"])
         assert st["ok"] and st["result"] == "'done'" and st["finished_at"]
+        run_result.validate_python(st)
         with pytest.raises(SandboxError, match="unknown job"):
             m.job_status("job-nope")
         # a reset stops a running job: the job reports it, the session starts fresh without a "lost" note

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
@@ -44,7 +44,6 @@ from aisac_core.data.query import (
     metric_spec,
     select_rows,
 )
-from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.data.results import (
     AggregateResult,
     DescribeResult,
@@ -55,6 +54,7 @@ from aisac_core.data.results import (
     QueryResult,
     ToSessionResult,
 )
+from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.settings import DataSettings
 from aisac_core.store.sql import lock
@@ -163,7 +163,8 @@ class FrameRegistry:
         tmp = path.with_suffix(".tmp")
         # a wide frame: no dictionary pages or statistics per column (they are most of a wide file's size and of
         # the memory writing it takes)
-        wide = {"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS else {}
+        wide: dict[str, Any] = ({"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS
+                                else {})
         try:
             df.to_parquet(tmp, index=False, **wide)
         except Exception as exc:
@@ -322,18 +323,6 @@ class FrameRegistry:
             frames[-1]["detected"] = opts["detected"]
         return {"frames": frames, "notes": notes}
 
-    def list(self) -> ListResult:
-        """``{frames: [summary without column lists], count}``, newest first."""
-        with Session(self.engine) as db:
-            rows = db.exec(select(DataFrameEntry).order_by(DataFrameEntry.created_at.desc())).all()
-        out = []
-        for e in rows:
-            s = self._summary(e)
-            s.pop("dtypes", None)
-            s["column_names"] = s["column_names"][:20]
-            out.append(s)
-        return {"frames": out, "count": len(out)}
-
     def preview(self, name: str, n: int = 10, where: str = "head") -> PreviewResult:
         """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample
         (sample: ``DataFrame.sample(random_state=0)``, reproducible). n: 1..500."""
@@ -439,3 +428,15 @@ class FrameRegistry:
         reply = sb.load_frame(session, var, path)
         return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
                 "notes": reply.get("notes", [])}
+
+    def list(self) -> ListResult:
+        """``{frames: [summary without column lists], count}``, newest first."""
+        with Session(self.engine) as db:
+            rows = db.exec(select(DataFrameEntry).order_by(col(DataFrameEntry.created_at).desc())).all()
+        out: list[FrameSummary] = []
+        for e in rows:
+            s = self._summary(e)
+            s.pop("dtypes", None)
+            s["column_names"] = s["column_names"][:20]
+            out.append(s)
+        return {"frames": out, "count": len(out)}

@@ -248,7 +248,8 @@ def kill(w: Worker, close: bool = True) -> None:
         return
     for f in (w.proc.stdin, w.proc.stdout, w.log):
         try:
-            f.close()
+            if f is not None:
+                f.close()
         except Exception:  # noqa: BLE001
             pass
 
@@ -259,6 +260,8 @@ def send(w: Worker, obj: dict, deadline: float | None = None) -> None:
     WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
     body = json.dumps(obj).encode()
     data = memoryview(struct.pack(">I", len(body)) + body)
+    if w.proc.stdin is None:
+        raise WorkerGone("the worker has no request pipe")
     try:
         fd = w.proc.stdin.fileno()
         while data:
@@ -284,6 +287,8 @@ def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = Non
     with WorkerProtocolError(that string) (the disk-quota check). Raises WorkerTimeout after the deadline,
     WorkerGone when the worker exited or its pipe closed, WorkerProtocolError for a length over ``max_bytes`` or a
     body that is not a JSON object."""
+    if w.proc.stdout is None:
+        raise WorkerGone("the worker has no reply pipe")
     fd = w.proc.stdout.fileno()
     buf = bytearray()
     need = 4

@@ -25,6 +25,7 @@ from platformdirs import user_cache_dir
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
 
+
 def cache_dir() -> Path | None:
     """The server's font-list folder for the installed matplotlib (``<user cache>/aisac/matplotlib-<version>``), or
     None when matplotlib is not installed."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
 from aisac_core.data.isolation import kill
-from aisac_core.data.results import CodeRun
+from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
 if TYPE_CHECKING:
@@ -64,10 +64,10 @@ def _store_figure(m: "SandboxManager", s: "Session", job: "Job", name: str, data
     return path
 
 
-def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[dict]:
+def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[Figure]:
     """Validate the figures of a reply (untrusted data): at most MAX_FIGURES, each base64 PNG bytes within
     ``AISAC_SANDBOX_FIGURE_MB``, the session's stored figures within ``AISAC_SANDBOX_DISK_MB``."""
-    out: list[dict] = []
+    out: list[Figure] = []
     if not isinstance(items, list):
         return out
     cap = int(m.settings.figure_mb * 1024 * 1024)
@@ -97,7 +97,8 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
         room -= len(data)
         path = _store_figure(m, s, job, str(f.get("name", "")), data)
         job.figures.append(path)
-        name = f.get("name") if isinstance(f.get("name"), str) and len(f["name"]) <= 64 else f"figure-{i + 1}.png"
+        given = f.get("name")
+        name = given if isinstance(given, str) and len(given) <= 64 else f"figure-{i + 1}.png"
         out.append({"name": name, "path": str(path), "sha256": _sha256(data), "bytes": len(data)})
     return out
 

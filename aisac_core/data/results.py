@@ -26,7 +26,7 @@ class FrameSummary(TypedDict):
     """A registered frame; source for a file, parent and operation for a derived frame."""
 
     name: str
-    kind: Literal["file", "derived"]
+    kind: Annotated[str, Field(description="file | derived")]
     rows: int
     columns: int
     column_names: list[str]

@@ -226,9 +226,9 @@ class SandboxManager:
         self._fonts.seed(s.dir)
         log_path = self.state / f"{s.name}.log"
         log = open(log_path, "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
-        proc = self._spawner.spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed), stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir), env=worker_env(self.settings, s.dir),
-                     start_new_session=True, bufsize=0)
+        proc = self._spawner.spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed),
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir),
+                                   env=worker_env(self.settings, s.dir), start_new_session=True, bufsize=0)
         w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
         try:
             ready = read(w, time.monotonic() + START_TIMEOUT_S, 1 << 16)
@@ -243,28 +243,28 @@ class SandboxManager:
         s.seq = 0
         return w
 
-    def _ensure_worker(self, s: Session) -> list[str]:
-        """Start the session's worker if it is missing or dead (caller holds s.lock); returns the notes to report
-        (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
+    def _ensure_worker(self, s: Session) -> tuple[Worker, list[str]]:
+        """Start the session's worker if it is missing or dead (caller holds s.lock); returns it and the notes to
+        report (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
         notes: list[str] = []
         if s.worker is not None and s.worker.proc.poll() is not None:
             s.lost = s.lost or f"the worker exited ({exit_text(s.worker.proc.returncode)})"
             kill(s.worker)
             s.worker = None
-        if s.worker is None:
-            s.worker = self._start(s)
+        w = s.worker
+        if w is None:
+            w = s.worker = self._start(s)
             self._write_marker(s)
         if s.lost:
             notes.append(f"session state lost: {s.lost}; a fresh worker was started and earlier variables are gone")
-        return notes
+        return w, notes
 
     def _exchange(self, s: Session, req: dict, timeout_s: float) -> tuple[dict, list[str]]:
         """Send ``req`` to the session's worker (started if needed) and wait for the reply; caller holds s.lock.
 
         Returns (reply, notes). A wall-time overrun kills the worker; a dead worker gives an ``ok: false`` reply
         naming the cause, and the session's state is marked lost."""
-        notes = self._ensure_worker(s)
-        w = s.worker
+        w, notes = self._ensure_worker(s)
         s.seq += 1  # requests carry an unpredictable tag: a reply forged in advance by a cell cannot match it
         req = {**req, "seq": f"{s.seq}-{secrets.token_hex(8)}"}
         quota = self.settings.disk_mb * 1024 * 1024
@@ -447,7 +447,7 @@ class SandboxManager:
                 kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
             job.done.wait(15)
             s.stopping = None
-        status = (job.result or {}).get("status", "running") if job.done.is_set() else "running"
+        status = job.result["status"] if job.done.is_set() and job.result is not None else "running"
         return {"job_id": job_id, "session": job.session, "status": status}
 
     def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
@@ -526,8 +526,10 @@ class SandboxManager:
             sessions = list(self._sessions.values())
         out: list[SessionInfo] = []
         for s in sessions:
-            alive = s.worker is not None and s.worker.proc.poll() is None
-            out.append({"session": s.name, "dir": str(s.dir), "alive": alive, "pid": s.worker.pid if alive else None,
+            w = s.worker
+            alive = w is not None and w.proc.poll() is None
+            out.append({"session": s.name, "dir": str(s.dir), "alive": alive,
+                        "pid": w.pid if w is not None and alive else None,
                         "cells": s.cells, "created_at": s.created_at, "last_used_at": s.last_used_at,
                         "busy_job": s.busy_job, "state_lost": s.lost, "confinement": s.confinement})
         st = self.settings
