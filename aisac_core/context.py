@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from aisac_core.plugins import make_plugin_manager
+from aisac_core.plugins import make_plugin_manager, table_loaders
 from aisac_core.settings import Settings, get_settings
 from aisac_core.store.collections import CHUNKS, DIALOGUE
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pluggy
     from sqlalchemy.engine import Engine
 
-    from aisac_core.data.frames import Registry
+    from aisac_core.data.frames import FrameRegistry
     from aisac_core.data.sandbox import SandboxManager
     from aisac_core.memory import MemoryState
     from aisac_core.projects.bootstrap import Bootstrapped
@@ -92,12 +92,14 @@ class AppContext:
         return JobManager(self)
 
     @cached_property
-    def frames(self) -> "Registry":
+    def frames(self) -> "FrameRegistry":
         """The DataFrame registry of the data server (frames persisted under the data dir)."""
-        from aisac_core.data.frames import Registry
+        from aisac_core.data.frames import FrameRegistry
 
         self.secure_store()
-        return Registry(self)
+        s = self.settings
+        return FrameRegistry(self.engine, s.data_dir / "frames", table_loaders(self.plugins), s.data,
+                             [*s.rag.roots, *s.rag.catalog_roots], lambda: self.sandbox)
 
     @cached_property
     def sandbox(self) -> "SandboxManager":
@@ -105,7 +107,8 @@ class AppContext:
         from aisac_core.data.sandbox import SandboxManager
 
         self.secure_store()
-        return SandboxManager(self.settings)
+        s = self.settings
+        return SandboxManager(s.sandbox, s.sandbox.dir or s.data_dir / "sessions")
 
     @cached_property
     def memory(self) -> "MemoryState":

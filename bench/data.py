@@ -5,7 +5,7 @@
   (in-memory fastmcp client; provenance middleware and its trace write included). Target p50 <= 50 ms.
 - cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available); and the first
   run of a new session that draws a matplotlib figure (the server's font list copied in, matplotlib imported).
-- load + preview: ``Registry.load`` of ../shared/data/tabular/mosaic_parquet/protein-design.parquet (sha256 of
+- load + preview: ``FrameRegistry.load`` of ../shared/data/tabular/mosaic_parquet/protein-design.parquet (sha256 of
   the file, Parquet copy into the store, SQL row) then ``preview(n=10)``, 5 repetitions (fresh names); plus a
   query (``pae_interaction < 10 and movement == 'og'``).
 - memory: RSS (``VmRSS`` of /proc/<pid>/status) of the worker process of an idle session right after start, and
@@ -102,7 +102,7 @@ def run(ctx: Context) -> dict[str, Any]:
             r, _ = mgr.run("idle", "import numpy, pandas")
             import_ms = (time.perf_counter() - t) * 1000
             rss_pandas = _rss_mb(mgr.worker_pid("idle"))
-            if not mplcache.seed_fonts(tmp):  # the server's font list, built once per matplotlib version
+            if not mplcache.FontLists().seed(tmp):  # the server's font list, built once per matplotlib version
                 mplcache.build(mplcache.cache_dir())
             t = time.perf_counter()
             r, images = mgr.run("plot", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n1")

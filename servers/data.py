@@ -1,7 +1,9 @@
 """The data server: a registry of named DataFrames with lineage, and stateful sandboxed Python sessions.
 
-A thin adapter over :mod:`aisac_core.data.frames` (``app.frames``) and :mod:`aisac_core.data.sandbox`
-(``app.sandbox``). Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_`` prefix:
+A thin adapter over :class:`aisac_core.data.frames.FrameRegistry` (``app.frames``) and
+:class:`aisac_core.data.sandbox.SandboxManager` (``app.sandbox``); the output schemas come from the result types of
+:mod:`aisac_core.data.results`. Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_``
+prefix:
 ``data_load``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
 ``data_to_session`` (functions named ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools
 ``data_code_run``, ``data_code_variables``, ``data_code_session_list``, ``data_code_session_reset``,
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastmcp import Context, FastMCP
@@ -26,12 +29,11 @@ from mcp.types import ImageContent, TextContent
 from pydantic import Field
 
 from aisac_core.context import AppContext
+from aisac_core.data import results as R
 
-from . import results_data as R
-from . import results_jobs as RJ
 from .common import App, call_core, hints
 from .completions import by_prefix
-from .results_data import AsIs
+from .results_data import AsIs, lean_schema
 from .tasks import app_of, follow_code_run, in_task, task_on
 
 server = FastMCP(
@@ -46,15 +48,16 @@ FrameName = Annotated[str, Field(description="frame name, or a result_id")]
 SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
 
 
-def _with_images(result: dict, images: list[bytes]) -> ToolResult:
+def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
+    """A code run's result as structured content, with one PNG image block per figure."""
     content: list[Any] = [TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
-    content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mimeType="image/png") for b in images]
+    content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mime_type="image/png") for b in images]
     return ToolResult(content=content, structured_content=result)
 
 
 # -- frames ---------------------------------------------------------------------------------------------------
 @server.tool(annotations=hints("Load a table", destructive=True, idempotent=True),
-             output_schema=R.lean_schema(R.LoadResult))
+             output_schema=lean_schema(R.LoadResult))
 async def load(
     path: Annotated[str, Field(description="file in a registered root: csv tsv txt xlsx xlsm parquet json jsonl")],
     name: Annotated[str | None, Field(description="default: the file name")] = None,
@@ -73,13 +76,13 @@ async def load(
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
 
-@server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=R.lean_schema(R.ListResult))
+@server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=lean_schema(R.ListResult))
 async def list_frames(app: AppContext = App) -> AsIs[R.ListResult]:
     """The frames loaded so far (their names, for the other data tools), newest first, with size and lineage."""
     return await call_core(lambda: app.frames.list())
 
 
-@server.tool(annotations=hints("Preview", read_only=True), output_schema=R.lean_schema(R.PreviewResult))
+@server.tool(annotations=hints("Preview", read_only=True), output_schema=lean_schema(R.PreviewResult))
 async def preview(
     name: FrameName,
     n: Annotated[int, Field(description="1-500")] = 10,
@@ -90,7 +93,7 @@ async def preview(
     return await call_core(lambda: app.frames.preview(name, n, where))
 
 
-@server.tool(annotations=hints("Describe", read_only=True), output_schema=R.lean_schema(R.DescribeResult))
+@server.tool(annotations=hints("Describe", read_only=True), output_schema=lean_schema(R.DescribeResult))
 async def describe(
     name: FrameName,
     columns: Annotated[list[str] | None, Field(description="default: all")] = None,
@@ -100,7 +103,7 @@ async def describe(
     return await call_core(lambda: app.frames.describe(name, columns))
 
 
-@server.tool(annotations=hints("Query", read_only=True), output_schema=R.lean_schema(R.QueryResult))
+@server.tool(annotations=hints("Query", read_only=True), output_schema=lean_schema(R.QueryResult))
 async def query(
     name: FrameName,
     expr: Annotated[str, Field(description="e.g. \"temp_K > 300 and site == 'A'\"; `col name` for spaces")],
@@ -114,7 +117,7 @@ async def query(
 
 
 @server.tool(annotations=hints("Aggregate", read_only=True),
-             output_schema=R.lean_schema(R.AggregateResult))
+             output_schema=lean_schema(R.AggregateResult))
 async def aggregate(
     name: FrameName,
     metrics: Annotated[dict[str, list[str] | str], Field(
@@ -128,18 +131,18 @@ async def aggregate(
 
 
 @server.tool(annotations=hints("Save frame", destructive=True, idempotent=True),
-             output_schema=R.lean_schema(R.FrameDict))
+             output_schema=lean_schema(R.FrameSummary))
 async def save(
     name: Annotated[str, Field(description="result_id, or a frame to copy")],
     new_name: str,
     app: AppContext = App,
-) -> AsIs[R.FrameDict]:
+) -> AsIs[R.FrameSummary]:
     """Keep a data_query/data_aggregate result as a frame with its lineage (replaces a frame of that name)."""
     return await call_core(lambda: app.frames.save(name, new_name))
 
 
 @server.tool(annotations=hints("Frame to session", idempotent=True),
-             output_schema=R.lean_schema(R.ToSessionResult))
+             output_schema=lean_schema(R.ToSessionResult))
 async def to_session(
     name: FrameName,
     session: SessionName,
@@ -151,14 +154,14 @@ async def to_session(
 
 
 # -- code sessions --------------------------------------------------------------------------------------------
-@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=R.lean_schema(RJ.CodeRun))
+@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=lean_schema(R.CodeRun))
 async def code_run(
     ctx: Context,
     session: SessionName,
     code: Annotated[str, Field(description="Python source; the repr of a final expression is returned as result")],
     timeout_s: Annotated[float | None, Field(description="wall-time limit in seconds (default "
                                                          "AISAC_SANDBOX_TIMEOUT_S, max 3600)")] = None,
-) -> AsIs[RJ.CodeRun]:
+) -> ToolResult:
     """Use to compute with Python in a persistent sandboxed session (variables survive across calls).
 
     numpy, pandas, scipy, matplotlib and common stdlib modules; no network or processes; writes only in the
@@ -170,17 +173,18 @@ async def code_run(
     sandbox = await call_core(lambda: app.sandbox)
     wait_s = None if in_task(ctx) else app.settings.sandbox.job_threshold_s
     first = 0.2 if wait_s is None else min(0.2, wait_s)  # a quick run answers at once, a longer one reports progress
-    result, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
-    if result.get("pending"):
-        result, images = await follow_code_run(ctx, sandbox, result, None if wait_s is None else wait_s - first)
-    return _with_images(result, images)  # type: ignore[return-value]
+    run, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
+    result: Mapping[str, Any] = run
+    if run.get("pending"):
+        result, images = await follow_code_run(ctx, sandbox, dict(run), None if wait_s is None else wait_s - first)
+    return _with_images(result, images)
 
 
-@server.tool(annotations=hints("Code run status", read_only=True), output_schema=R.lean_schema(RJ.CodeRun))
+@server.tool(annotations=hints("Code run status", read_only=True), output_schema=lean_schema(R.CodeRun))
 async def code_job_status(
     job_id: Annotated[str, Field(description="job_id returned by data_code_run")],
     app: AppContext = App,
-) -> AsIs[RJ.CodeRun]:
+) -> ToolResult:
     """Use to follow a data_code_run that returned ``pending: true``: ``status`` running, else the
     run's full result (``cancelled`` when stopped). Error: unknown job id."""
     result, images = await call_core(lambda: app.sandbox.job_status(job_id))
@@ -188,28 +192,28 @@ async def code_job_status(
 
 
 @server.tool(annotations=hints("Session variables", read_only=True),
-             output_schema=R.lean_schema(R.VariablesResult))
+             output_schema=lean_schema(R.VariablesResult))
 async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[R.VariablesResult]:
     """Names, types and shapes of a code session's variables."""
     return await call_core(lambda: app.sandbox.variables(session))
 
 
 @server.tool(annotations=hints("Code sessions", read_only=True),
-             output_schema=R.lean_schema(R.SessionListResult))
+             output_schema=lean_schema(R.SessionListResult))
 async def code_session_list(app: AppContext = App) -> AsIs[R.SessionListResult]:
     """The code sessions, and the sandbox's isolation, allowed imports and limits."""
     return await call_core(lambda: app.sandbox.list())
 
 
 @server.tool(annotations=hints("Reset session", destructive=True, idempotent=True),
-             output_schema=R.lean_schema(R.ResetResult))
+             output_schema=lean_schema(R.ResetResult))
 async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[R.ResetResult]:
     """Clear a code session's variables and stop its running job; its files stay."""
     return await call_core(lambda: app.sandbox.reset(session))
 
 
 @server.tool(annotations=hints("Close session", destructive=True, idempotent=True),
-             output_schema=R.lean_schema(R.CloseResult))
+             output_schema=lean_schema(R.CloseResult))
 async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[R.CloseResult]:
     """End a code session: its worker stops, its files stay."""
     return await call_core(lambda: app.sandbox.close(session))

@@ -1,8 +1,8 @@
 """Result shapes of the long tools and their job tools (``rag_index``, ``rag_job_status``, ``rag_job_cancel``,
-``lit_import``, ``data_code_run``, ``data_code_job_status``, ``roles_run``, ``roles_job_status``): their output
-schemas in ``tools/list``. Only the keys a model works with are declared (every schema token costs a host's model
-in every conversation); results carry more (``AsIs``: sent as the core built them). ``NotRequired``: only some
-results carry the key.
+``lit_import``, ``roles_run``, ``roles_job_status``; ``data_code_run`` and ``data_code_job_status`` return
+:class:`aisac_core.data.results.CodeRun`): their output schemas in ``tools/list``. Only the keys a model works with
+are declared (every schema token costs a host's model in every conversation); results carry more (``AsIs``: sent as
+the core built them). ``NotRequired``: only some results carry the key.
 """
 
 from __future__ import annotations
@@ -26,17 +26,6 @@ class IndexJobList(TypedDict, total=False):
     status: str
     done: int
     total: int
-
-
-class CodeRun(TypedDict):
-    ok: bool
-    job_id: str
-    status: str
-    pending: NotRequired[bool]
-    stdout: NotRequired[str]
-    result: NotRequired[str]
-    error: NotRequired[str]
-    state_lost: NotRequired[bool]
 
 
 class RolesRun(TypedDict):

@@ -16,7 +16,7 @@ from fastmcp.exceptions import ToolError
 from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
-from aisac_core.data.frames import DataError, Registry
+from aisac_core.data.frames import DataError, FrameRegistry
 from aisac_core.errors import PathOutsideRootsError
 from aisac_core.settings import Settings
 from aisac_core.store.tables import TraceEvent
@@ -65,7 +65,7 @@ def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
     c.close()
 
 
-def reg(core: AppContext) -> Registry:
+def reg(core: AppContext) -> FrameRegistry:
     return core.frames
 
 

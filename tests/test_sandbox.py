@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from pydantic import TypeAdapter
 from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
+from aisac_core.data.results import CodeRun
 from aisac_core.data.sandbox import SandboxError, SandboxManager
-from aisac_core.settings import Settings
+from aisac_core.settings import SandboxSettings, Settings
 from aisac_core.store.tables import TraceEvent
 from aisac_servers.suite import build
 
@@ -28,9 +30,8 @@ from aisac_servers.suite import build
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     d = tmp_path_factory.mktemp("sandbox")
-    m = SandboxManager(Settings(data_dir=d / "store", sandbox_cpu_s=2, sandbox_memory_mb=1024,
-                                sandbox_job_threshold_s=30, sandbox_timeout_s=60, sandbox_output_chars=10_000,
-                                sandbox_file_mb=8, sandbox_max_sessions=12))
+    m = SandboxManager(SandboxSettings(cpu_s=2, memory_mb=1024, job_threshold_s=30, timeout_s=60,
+                                       output_chars=10_000, file_mb=8, max_sessions=12), d / "store" / "sessions")
     yield m
     m.shutdown()
 
@@ -174,19 +175,23 @@ def test_killed_worker_reported_as_state_lost(sb) -> None:  # noqa: ANN001
 
 
 def test_long_run_returns_job_and_status_polls(tmp_path: Path) -> None:
-    m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_job_threshold_s=0.3, sandbox_cpu_s=5))
+    m = SandboxManager(SandboxSettings(job_threshold_s=0.3, cpu_s=5), tmp_path / "sessions")
     try:
         r, _ = m.run("j", "import time\ntime.sleep(1.5)\n'done'")
         assert r["ok"] is False and r["pending"] and r["status"] == "running" and r["job_id"].startswith("job-")
+        run_result = TypeAdapter(CodeRun)  # every key a result carries is declared (extra keys refused)
+        run_result.validate_python(r)
         with pytest.raises(SandboxError, match="busy"):
             m.run("j", "1")
         st, _ = m.job_status(r["job_id"])
         assert st["status"] == "running"
+        run_result.validate_python(st)
         deadline = time.monotonic() + 30
         while st["status"] == "running" and time.monotonic() < deadline:
             time.sleep(0.2)
             st, _ = m.job_status(r["job_id"])
         assert st["ok"] and st["result"] == "'done'" and st["finished_at"]
+        run_result.validate_python(st)
         with pytest.raises(SandboxError, match="unknown job"):
             m.job_status("job-nope")
         # a reset stops a running job: the job reports it, the session starts fresh without a "lost" note
@@ -223,7 +228,7 @@ def test_reset_close_and_bad_input(sb) -> None:  # noqa: ANN001
 
 
 def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
-    m = SandboxManager(Settings(data_dir=tmp_path / "store", sandbox_max_sessions=2))
+    m = SandboxManager(SandboxSettings(max_sessions=2), tmp_path / "sessions")
     try:
         assert m.run("e1", "a = 1")[0]["ok"]
         time.sleep(1.1)  # last-used times have a resolution of one second
@@ -244,11 +249,11 @@ def test_lru_idle_worker_evicted_at_max_sessions(tmp_path: Path) -> None:
 
 
 def test_restart_reports_state_lost(tmp_path: Path) -> None:
-    st = Settings(data_dir=tmp_path / "store")
-    m1 = SandboxManager(st)
+    st = SandboxSettings()
+    m1 = SandboxManager(st, tmp_path / "sessions")
     assert m1.run("p", "k = 3")[0]["ok"]
     m1.shutdown()
-    m2 = SandboxManager(st)  # a new server process on the same store
+    m2 = SandboxManager(st, tmp_path / "sessions")  # a new server process on the same store
     try:
         r, _ = m2.run("p", "'k' in dir()")
         assert r["state_lost"] is True and any("server restarted" in n for n in r["notes"])

@@ -85,11 +85,17 @@ async def test_data_results_validate_and_complete(plain_app):
     from aisac_servers import data as data_server
     from aisac_servers.suite import build
 
+    # the full output schemas (the listing shows the top-level keys only): closed on their top level, since the
+    # data results declare every key they carry
+    full = {f"data_{t.name}": t.output_schema for t in await data_server.server.list_tools()}
+    assert all(s["additionalProperties"] is False for s in full.values())
     async with Client(build(["data"], app=plain_app, lifespan=False)) as c:
         tools = {t.name: t for t in await c.list_tools()}
 
         async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-            return _check(tools[name], await c.call_tool(name, args))
+            data = _check(tools[name], await c.call_tool(name, args))
+            jsonschema.validate(data, full[name])
+            return data
 
         loaded = await call("data_load", {"path": "yields.csv", "name": "yields"})
         assert loaded["frames"][0]["rows"] == 4
@@ -105,6 +111,15 @@ async def test_data_results_validate_and_complete(plain_app):
         assert copied["replaced"] is True
         assert (await call("data_to_session", {"name": "hot", "session": "s1", "variable": "df"}))["shape"] == [2, 3]
         assert [v["name"] for v in (await call("data_code_variables", {"session": "s1"}))["variables"]] == ["df"]
+        run = await call("data_code_run", {"session": "s1", "code": "import matplotlib.pyplot as plt\n"
+                                           "plt.plot([1, 2])\nprint(len(df))\ndf.shape"})
+        assert run["ok"] and run["status"] == "done" and run["result"] == "(2, 3)" and len(run["figures"]) == 1
+        failed = await call("data_code_run", {"session": "s1", "code": "import os"})
+        assert failed["ok"] is False and failed["error_type"]
+        killed = await call("data_code_run", {"session": "s1", "code": "import time\ntime.sleep(30)",
+                                               "timeout_s": 0.5})
+        assert killed["ok"] is False and killed["status"] == "done" and killed["error_type"] == "TimeoutError"
+        assert (await call("data_code_job_status", {"job_id": run["job_id"]}))["finished_at"]
         assert [s["session"] for s in (await call("data_code_session_list", {}))["sessions"]] == ["s1"]
 
         frames = await c.complete(mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/frames/{name}"),

@@ -17,10 +17,11 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
@@ -39,16 +40,32 @@ from aisac_core.data.query import (
     select_rows,
 )
 from aisac_core.data.readers import read_table, table_loader_for
+from aisac_core.data.results import (
+    AggregateResult,
+    DescribeResult,
+    FrameSummary,
+    ListResult,
+    LoadResult,
+    PreviewResult,
+    QueryResult,
+    ToSessionResult,
+)
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
-from aisac_core.plugins import table_loaders
+from aisac_core.settings import DataSettings
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import DataFrameEntry
 
 if TYPE_CHECKING:
     import pandas as pd
+    from sqlalchemy.engine import Engine
 
-__all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "NAME_RE", "Registry", "check_query"]
+    from aisac_core.data.sandbox import SandboxManager
+
+__all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "FrameRegistry", "NAME_RE", "TableLoader", "check_query"]
+
+#: a table loader an extension registers: the file's path in, a pandas DataFrame out
+TableLoader = Callable[[Path], Any]
 
 CACHE_FRAMES = 16
 #: columns a frame summary lists by name (the count is always complete; a note says when the list is cut)
@@ -64,13 +81,29 @@ def _dtypes(df: "pd.DataFrame", limit: int = 200) -> dict[str, str]:
     return {str(c): str(t) for c, t in list(df.dtypes.items())[:limit]}
 
 
-class Registry:
-    """Registered frames of one store (SQL rows + Parquet files + an in-process LRU cache). Thread-safe."""
+class FrameRegistry:
+    """Registered frames of one store (SQL rows + Parquet files + an in-process LRU cache). Thread-safe.
 
-    def __init__(self, core: Any) -> None:
-        self.core = core
-        self.settings = core.settings
-        self.dir = self.settings.data_dir / "frames"
+    Args:
+        engine: the store's SQL engine (the ``data_frame`` table).
+        frames_dir: the folder of the Parquet copies (``<data_dir>/frames``, created on the first registration).
+        loaders: table loaders by lower-case suffix (``{".ext": loader}``) that extensions register
+            (:func:`aisac_core.plugins.table_loaders`).
+        settings: the data settings (file size and archive limits).
+        roots: the registered folders files are loaded from (``roots`` + ``catalog_roots``).
+        sandbox: gives the code-session manager (called by :meth:`to_session` only, so it starts on demand).
+    """
+
+    def __init__(self, engine: "Engine", frames_dir: Path, loaders: Mapping[str, TableLoader],
+                 settings: DataSettings, roots: Sequence[Path], sandbox: "Callable[[], SandboxManager]") -> None:
+        self.engine = engine
+        self.dir = frames_dir
+        self.loaders = dict(loaders)
+        self.settings = settings
+        self.roots = list(roots)
+        self.limits = ArchiveLimits(max_unpacked_mb=float(settings.max_unpacked_mb),
+                                    max_ratio=float(settings.max_unpack_ratio))
+        self._sandbox = sandbox
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._results: OrderedDict[str, tuple[Any, dict]] = OrderedDict()  # query/aggregate results by id
         self._lock = threading.RLock()
@@ -86,7 +119,7 @@ class Registry:
         return self.dir / f"{sha256_text(name)[:20]}.parquet"
 
     def _entry(self, name: str) -> DataFrameEntry:
-        with Session(self.core.engine) as db:
+        with Session(self.engine) as db:
             e = db.get(DataFrameEntry, name)
         if e is None:
             raise DataError(f"unknown frame {name!r}; data_list shows the registered frames (data_load adds one)")
@@ -118,7 +151,7 @@ class Registry:
             while len(self._cache) > CACHE_FRAMES:
                 self._cache.popitem(last=False)
 
-    def _register(self, name: str, df: "pd.DataFrame", **lineage: Any) -> dict:
+    def _register(self, name: str, df: "pd.DataFrame", **lineage: Any) -> FrameSummary:
         df, notes = arrow_safe(df)
         notes = list(lineage.pop("notes", [])) + notes
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -126,14 +159,15 @@ class Registry:
         tmp = path.with_suffix(".tmp")
         # a wide frame: no dictionary pages or statistics per column (they are most of a wide file's size and of
         # the memory writing it takes)
-        wide = {"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS else {}
+        wide: dict[str, Any] = ({"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS
+                                else {})
         try:
             df.to_parquet(tmp, index=False, **wide)
         except Exception as exc:
             tmp.unlink(missing_ok=True)
             raise DataError(f"frame {name!r} cannot be stored as Parquet ({type(exc).__name__}: {exc})") from exc
         tmp.replace(path)
-        with Session(self.core.engine) as db:
+        with Session(self.engine) as db:
             lock(db, "frame", name)
             old = db.get(DataFrameEntry, name)
             old_path = old.parquet_path if old is not None else None
@@ -151,13 +185,13 @@ class Registry:
         self._remember(name, df)
         return {**self._summary(e), "replaced": old is not None}
 
-    def _summary(self, e: DataFrameEntry) -> dict:
+    def _summary(self, e: DataFrameEntry) -> FrameSummary:
         cols = json.loads(e.columns_json)
         notes = json.loads(e.notes_json)
         if len(cols) > SUMMARY_COLUMNS:
             notes = notes + [f"column_names and dtypes list the first {SUMMARY_COLUMNS} of {len(cols):,} columns (all "
                              "are loaded; data_describe(columns=[...]) and data_query(columns=[...]) reach any)"]
-        out = {"name": e.name, "kind": e.kind, "rows": e.rows, "columns": e.n_columns,
+        out: FrameSummary = {"name": e.name, "kind": e.kind, "rows": e.rows, "columns": e.n_columns,
                "column_names": [c["name"] for c in cols[:SUMMARY_COLUMNS]],
                "dtypes": {c["name"]: c["dtype"] for c in cols[:SUMMARY_COLUMNS]}, "notes": notes,
                "created_at": e.created_at.isoformat() if e.created_at else None}
@@ -172,7 +206,7 @@ class Registry:
     # -- tools
     def load(self, path: str, name: str | None = None, sheet: str | int | None = None,
              header_rows: int | None = None, skip_rows: int | None = None, cell_range: str | None = None,
-             tidy: bool = False) -> dict:
+             tidy: bool = False) -> LoadResult:
         """Load a file of a registered root and register it (replacing a frame of the same name).
 
         Args:
@@ -206,7 +240,7 @@ class Registry:
                 DataFrame.
         """
         s = self.settings
-        p = resolve_in_roots(path, list(s.rag.roots) + list(s.rag.catalog_roots), what="path")
+        p = resolve_in_roots(path, self.roots, what="path")
         try:
             is_file, is_dir = p.is_file(), p.is_dir()
         except OSError as exc:  # e.g. a name longer than the file system allows
@@ -214,10 +248,10 @@ class Registry:
         if not is_file:
             raise DataError(f"no file at {quote_path(p)}" + (" (it is a folder)" if is_dir else ""))
         # the built-in loaders and the extensions' alike (aisac_register_table_loaders), one dispatch: read_table
-        loader = table_loader_for(table_loaders(self.core.plugins), p)
+        loader = table_loader_for(self.loaders, p)
         size = p.stat().st_size
-        if size > s.data.max_file_mb * 1024 * 1024:
-            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.data.max_file_mb:g} MB "
+        if size > s.max_file_mb * 1024 * 1024:
+            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.max_file_mb:g} MB "
                             "(AISAC_DATA_MAX_FILE_MB)")
         if size == 0:
             raise DataError(f"{p} is empty (0 bytes): nothing to load")
@@ -227,13 +261,13 @@ class Registry:
             raise DataError(f"skip_rows must be 0..1,000,000 (rows to drop above the table), got {skip_rows!r}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
         sha = sha256_file(p)
-        fmt, loaded = read_table(loader, p, limits=ArchiveLimits.from_settings(s), sheet=sheet,
+        fmt, loaded = read_table(loader, p, limits=self.limits, sheet=sheet,
                                  header_rows=header_rows, skip_rows=skip_rows, cell_range=cell_range, tidy=tidy)
         notes = [n for x in loaded if x[1] is None for n in x[3]]  # empty sheets, skipped
         if all(x[1] is None for x in loaded):
             raise DataError(f"{p.name}: every sheet is empty; nothing to load")
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
-        frames = []
+        frames: list[FrameSummary] = []
         for title, df, opts, n in loaded:
             if df is None:
                 continue
@@ -251,23 +285,11 @@ class Registry:
                 self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
             frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str),
                                          notes=n, **common))
-            if "detected" in opts:
-                frames[-1]["detected"] = opts["detected"]
+            if title is not None or "detected" in opts:  # a workbook's sheet always says what was detected
+                frames[-1]["detected"] = opts.get("detected")
         return {"frames": frames, "notes": notes}
 
-    def list(self) -> dict:
-        """``{frames: [summary without column lists], count}``, newest first."""
-        with Session(self.core.engine) as db:
-            rows = db.exec(select(DataFrameEntry).order_by(DataFrameEntry.created_at.desc())).all()
-        out = []
-        for e in rows:
-            s = self._summary(e)
-            s.pop("dtypes", None)
-            s["column_names"] = s["column_names"][:20]
-            out.append(s)
-        return {"frames": out, "count": len(out)}
-
-    def preview(self, name: str, n: int = 10, where: str = "head") -> dict:
+    def preview(self, name: str, n: int = 10, where: str = "head") -> PreviewResult:
         """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample
         (sample: ``DataFrame.sample(random_state=0)``, reproducible). n: 1..500."""
         if not 1 <= int(n) <= 500:
@@ -280,7 +302,7 @@ class Registry:
         return {"name": name, "where": where, "n": len(part), "shape": list(df.shape), "dtypes": _dtypes(df),
                 "rows": _json_rows(part)}
 
-    def describe(self, name: str, columns: list[str] | None = None) -> dict:
+    def describe(self, name: str, columns: list[str] | None = None) -> DescribeResult:
         """Per-column statistics: ``{name, shape, columns: {col: {dtype, count, nulls, mean?, std?, min?, 25%?,
         50%?, 75%?, max?, unique?, top?, freq?}}}`` (pandas ``describe(include="all")``)."""
         df = self.frame(name)
@@ -309,7 +331,7 @@ class Registry:
                 self._results.popitem(last=False)
         return rid
 
-    def query(self, name: str, expr: str, columns: list[str] | None = None, limit: int = 50) -> dict:
+    def query(self, name: str, expr: str, columns: list[str] | None = None, limit: int = 50) -> QueryResult:
         """Rows matching a pandas ``DataFrame.query`` expression (checked by :func:`check_query`).
 
         Result: ``{name, expr, matched, returned, truncated, columns, rows: [records], result_id}``; the full
@@ -326,7 +348,7 @@ class Registry:
                 "rows": _json_rows(res.head(limit)), "result_id": rid}
 
     def aggregate(self, name: str, by: list[str] | None, metrics: dict[str, list[str] | str],
-                  limit: int = 200) -> dict:
+                  limit: int = 200) -> AggregateResult:
         """Group by ``by`` (none: the whole frame) and compute ``metrics`` = {column: [function, ...]} with
         functions among :data:`AGG_FUNCS`. Result: ``{name, by, groups, returned, truncated, columns, rows,
         result_id}`` (columns named ``<column>_<function>``)."""
@@ -343,7 +365,7 @@ class Registry:
                 "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
                 "rows": _json_rows(res.head(limit)), "result_id": rid}
 
-    def save(self, name: str, new_name: str) -> dict:
+    def save(self, name: str, new_name: str) -> FrameSummary:
         """Register a query/aggregate result (``result_id``) or a copy of a frame as ``new_name``, with lineage
         (parent frame and operation). Result: the new frame's summary. Raises DataError for an unknown
         name/result (results live in the server process) or a bad new name."""
@@ -360,15 +382,27 @@ class Registry:
         df = self.frame(name)
         return self._register(new_name, df, kind="derived", parent=name, operation_json=json.dumps({"op": "copy"}))
 
-    def to_session(self, name: str, session: str, variable: str | None = None) -> dict:
+    def to_session(self, name: str, session: str, variable: str | None = None) -> ToSessionResult:
         """Copy a frame into a code session as a pandas DataFrame variable (default: the frame name made an
         identifier). Result: ``{name, session, variable, shape, path}`` (the Parquet copy inside the session dir)."""
         df = self.frame(name)
         var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
-        sb = self.core.sandbox
+        sb = self._sandbox()
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
         path = sb.write_input(session, f"{var}.parquet", buf.getvalue())  # no link a cell planted is followed
         reply = sb.load_frame(session, var, path)
         return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
                 "notes": reply.get("notes", [])}
+
+    def list(self) -> ListResult:
+        """``{frames: [summary without column lists], count}``, newest first."""
+        with Session(self.engine) as db:
+            rows = db.exec(select(DataFrameEntry).order_by(col(DataFrameEntry.created_at).desc())).all()
+        out: list[FrameSummary] = []
+        for e in rows:
+            s = self._summary(e)
+            s.pop("dtypes", None)
+            s["column_names"] = s["column_names"][:20]
+            out.append(s)
+        return {"frames": out, "count": len(out)}

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aisac_core.settings import Settings
+from aisac_core.settings import SandboxSettings
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
@@ -67,7 +67,7 @@ def _system_mounts() -> list[str]:
                   "/sys/devices/system/cpu"]
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=8)  # module state allowed: probe results of this machine (immutable tuples of text)
 def detect_isolation(requested: str = "auto") -> tuple[str, str]:
     """The OS isolation in force for ``requested`` (``auto``/``bwrap``/``unshare``/``none``) and a note.
 
@@ -103,16 +103,16 @@ def _python_paths() -> list[Path]:
     return [p for p in out if not any(p != q and p.is_relative_to(q) for q in out)]
 
 
-def worker_command(settings: Settings, isolation: str, session_dir: Path, allowed: list[str]) -> list[str]:
+def worker_command(settings: SandboxSettings, isolation: str, session_dir: Path, allowed: list[str]) -> list[str]:
     """The command line that starts a session's worker under ``isolation`` (``bwrap``, ``unshare`` or ``none``):
     ``python -I worker.py '<config JSON>'``, wrapped in bubblewrap (a minimal read-only file system of system
     libraries, the Python installation and the worker's own folder; ``session_dir`` the only writable folder and
     the working directory; every namespace unshared; uid 65534) or ``unshare -rn``. ``allowed``: the top-level
-    packages the session's code may import."""
-    cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.sandbox.memory_mb,
-           "file_mb": settings.sandbox.file_mb, "cpu_session_s": settings.sandbox.session_cpu_s,
-           "output_chars": settings.sandbox.output_chars, "seed": settings.sandbox.seed,
-           "figure_bytes": int(settings.sandbox.figure_mb * 1024 * 1024), "reply_bytes": reply_limit(settings),
+    packages the session's code may import; ``settings``: the worker's limits."""
+    cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.memory_mb,
+           "file_mb": settings.file_mb, "cpu_session_s": settings.session_cpu_s,
+           "output_chars": settings.output_chars, "seed": settings.seed,
+           "figure_bytes": int(settings.figure_mb * 1024 * 1024), "reply_bytes": reply_limit(settings),
            "nproc": 1, "isolation": isolation, "read_roots": [str(p) for p in _python_paths()]}
     py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
     if isolation == "bwrap":
@@ -128,12 +128,12 @@ def worker_command(settings: Settings, isolation: str, session_dir: Path, allowe
     return py
 
 
-def reply_limit(settings: Settings) -> int:
+def reply_limit(settings: SandboxSettings) -> int:
     """Largest reply (bytes) the parent reads from a worker: ``AISAC_SANDBOX_REPLY_MB``."""
-    return int(settings.sandbox.reply_mb * 1024 * 1024)
+    return int(settings.reply_mb * 1024 * 1024)
 
 
-def worker_env(settings: Settings, session_dir: Path) -> dict[str, str]:
+def worker_env(settings: SandboxSettings, session_dir: Path) -> dict[str, str]:
     """The whole environment of a session's worker (nothing inherited): C.UTF-8, HOME and TMPDIR inside
     ``session_dir``, matplotlib's Agg backend, one BLAS/OpenMP thread, a fixed PYTHONHASHSEED. Creates
     ``session_dir/tmp``."""
@@ -142,7 +142,7 @@ def worker_env(settings: Settings, session_dir: Path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(session_dir),
             "TMPDIR": str(tmp), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(session_dir / ".matplotlib"),
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(settings.sandbox.seed),
+            "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(settings.seed),
             "PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -158,44 +158,48 @@ class Worker:
     log: Any = None
 
 
-class _Spawner:
+class Spawner:
     """Starts processes from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires
-    when the *thread* that forked the child ends, so workers must not be started from short-lived job threads."""
+    when the *thread* that forked the child ends, so workers must not be started from short-lived job threads.
+
+    Each :class:`~aisac_core.data.sandbox.SandboxManager` owns one; its thread starts with the first
+    :meth:`spawn` and ends with :meth:`stop` (then the bubblewrap processes it started die with it; a later
+    :meth:`spawn` starts a new thread)."""
 
     def __init__(self) -> None:
-        self.q: "queue.Queue[tuple[list[str], dict, dict]]" = queue.Queue()
-        self.t = threading.Thread(target=self._loop, name="sandbox-spawner", daemon=True)
-        self.t.start()
+        self._q: "queue.Queue[tuple[list[str], dict, dict] | None] | None" = None
+        self._lock = threading.Lock()
 
-    def _loop(self) -> None:
-        while True:
-            cmd, kw, box = self.q.get()
+    @staticmethod
+    def _loop(q: "queue.Queue[tuple[list[str], dict, dict] | None]") -> None:
+        while (item := q.get()) is not None:
+            cmd, kw, box = item
             try:
                 box["proc"] = subprocess.Popen(cmd, **kw)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 box["error"] = exc
             box["done"].set()
 
-    def __call__(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+    def spawn(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+        """``subprocess.Popen(cmd, **kw)`` run by the spawner thread (started on first use); raises what Popen
+        raises."""
         box: dict[str, Any] = {"done": threading.Event()}
-        self.q.put((cmd, kw, box))
+        with self._lock:
+            if self._q is None:
+                self._q = queue.Queue()
+                threading.Thread(target=self._loop, args=(self._q,), name="sandbox-spawner", daemon=True).start()
+            self._q.put((cmd, kw, box))
         box["done"].wait()
         if "error" in box:
             raise box["error"]
         return box["proc"]
 
-
-_spawner: _Spawner | None = None
-_spawner_lock = threading.Lock()
-
-
-def spawn(cmd: list[str], **kw: Any) -> subprocess.Popen:
-    """``subprocess.Popen(cmd, **kw)`` run by the spawner thread (started on first use)."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = _Spawner()
-    return _spawner(cmd, **kw)
+    def stop(self) -> None:
+        """End the spawner thread once it has started what it was asked to (harmless when it is not running)."""
+        with self._lock:
+            if self._q is not None:
+                self._q.put(None)
+                self._q = None
 
 
 class WorkerTimeout(Exception):
@@ -244,7 +248,8 @@ def kill(w: Worker, close: bool = True) -> None:
         return
     for f in (w.proc.stdin, w.proc.stdout, w.log):
         try:
-            f.close()
+            if f is not None:
+                f.close()
         except Exception:  # noqa: BLE001
             pass
 
@@ -255,6 +260,8 @@ def send(w: Worker, obj: dict, deadline: float | None = None) -> None:
     WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
     body = json.dumps(obj).encode()
     data = memoryview(struct.pack(">I", len(body)) + body)
+    if w.proc.stdin is None:
+        raise WorkerGone("the worker has no request pipe")
     try:
         fd = w.proc.stdin.fileno()
         while data:
@@ -280,6 +287,8 @@ def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = Non
     with WorkerProtocolError(that string) (the disk-quota check). Raises WorkerTimeout after the deadline,
     WorkerGone when the worker exited or its pipe closed, WorkerProtocolError for a length over ``max_bytes`` or a
     body that is not a JSON object."""
+    if w.proc.stdout is None:
+        raise WorkerGone("the worker has no reply pipe")
     fd = w.proc.stdout.fileno()
     buf = bytearray()
     need = 4

@@ -5,7 +5,8 @@ build its own. But a list a session built is the session's data: a cell can edit
 session and handed to the next would carry that edit into every later session. So the server builds the list once
 in a process of its own that runs no session code (``python -I -c "import matplotlib.font_manager"``), keeps it in
 its cache folder, and copies it into a session's ``.matplotlib`` folder each time the session's worker starts,
-through :func:`aisac_core.data.sessionfs.write_file` (no symlink followed).
+through :func:`aisac_core.data.sessionfs.write_file` (no symlink followed). :class:`FontLists` (one per
+:class:`~aisac_core.data.sandbox.SandboxManager`) starts at most one build at a time.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from platformdirs import user_cache_dir
 
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
-
-_lock = threading.Lock()
-_building: set[Path] = set()
 
 
 def cache_dir() -> Path | None:
@@ -60,32 +58,39 @@ def build(target: Path) -> bool:
     return any(target.glob("fontlist-*.json"))
 
 
-def _build_once(target: Path) -> None:
-    try:
-        build(target)
-    finally:
-        with _lock:
-            _building.discard(target)
+class FontLists:
+    """The server's font lists, seeded into sessions; builds one in the background when it is missing (one build
+    per target folder at a time). Thread-safe."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._building: set[Path] = set()
 
-def seed_fonts(session_dir: Path) -> bool:
-    """Copy the server's font list into ``session_dir/.matplotlib`` (replacing whatever the session left there).
-    When the list is not built yet, start building it in the background and return False (that session builds
-    its own, slower, once)."""
-    target = cache_dir()
-    if target is None:
-        return False
-    lists = sorted(target.glob("fontlist-*.json")) if target.is_dir() else []
-    if not lists:
-        with _lock:
-            if target in _building:
-                return False
-            _building.add(target)
-        threading.Thread(target=_build_once, args=(target,), name="mpl-font-cache", daemon=True).start()
-        return False
-    try:
-        for f in lists:
-            sessionfs.write_file(session_dir, f".matplotlib/{f.name}", f.read_bytes())
-    except (OSError, SandboxError):
-        return False
-    return True
+    def _build_once(self, target: Path) -> None:
+        try:
+            build(target)
+        finally:
+            with self._lock:
+                self._building.discard(target)
+
+    def seed(self, session_dir: Path) -> bool:
+        """Copy the server's font list into ``session_dir/.matplotlib`` (replacing whatever the session left
+        there); True when copied. When the list is not built yet, start building it in the background and return
+        False (that session builds its own, slower, once)."""
+        target = cache_dir()
+        if target is None:
+            return False
+        lists = sorted(target.glob("fontlist-*.json")) if target.is_dir() else []
+        if not lists:
+            with self._lock:
+                if target in self._building:
+                    return False
+                self._building.add(target)
+            threading.Thread(target=self._build_once, args=(target,), name="mpl-font-cache", daemon=True).start()
+            return False
+        try:
+            for f in lists:
+                sessionfs.write_file(session_dir, f".matplotlib/{f.name}", f.read_bytes())
+        except (OSError, SandboxError):
+            return False
+        return True

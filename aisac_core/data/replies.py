@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
 from aisac_core.data.isolation import kill
+from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def after_run(m: "SandboxManager", s: "Session", reply: dict, notes: list[str], 
         s.lost = (f"cell {reply.get('cell')} left {stray if isinstance(stray, int) else 'some'} thread(s) running; "
                   "the worker was stopped so that nothing outlives its run")
         notes.append(f"session state lost: {s.lost}")
-    quota = m.settings.sandbox.disk_mb * 1024 * 1024
+    quota = m.settings.disk_mb * 1024 * 1024
     used = sessionfs.usage(s.dir)
     if used > quota:
         removed = sessionfs.remove_changed_since(s.dir, t_start)
@@ -63,14 +64,14 @@ def _store_figure(m: "SandboxManager", s: "Session", job: "Job", name: str, data
     return path
 
 
-def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[dict]:
+def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[Figure]:
     """Validate the figures of a reply (untrusted data): at most MAX_FIGURES, each base64 PNG bytes within
     ``AISAC_SANDBOX_FIGURE_MB``, the session's stored figures within ``AISAC_SANDBOX_DISK_MB``."""
-    out: list[dict] = []
+    out: list[Figure] = []
     if not isinstance(items, list):
         return out
-    cap = int(m.settings.sandbox.figure_mb * 1024 * 1024)
-    room = m.settings.sandbox.disk_mb * 1024 * 1024 - sum(
+    cap = int(m.settings.figure_mb * 1024 * 1024)
+    room = m.settings.disk_mb * 1024 * 1024 - sum(
         p.stat().st_size for p in (m.state / s.name / "figures").glob("*.png"))
     for i, f in enumerate(items):
         if not isinstance(f, dict):
@@ -96,23 +97,32 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
         room -= len(data)
         path = _store_figure(m, s, job, str(f.get("name", "")), data)
         job.figures.append(path)
-        name = f.get("name") if isinstance(f.get("name"), str) and len(f["name"]) <= 64 else f"figure-{i + 1}.png"
+        given = f.get("name")
+        name = given if isinstance(given, str) and len(given) <= 64 else f"figure-{i + 1}.png"
         out.append({"name": name, "path": str(path), "sha256": _sha256(data), "bytes": len(data)})
     return out
 
 
 def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict, notes: list[str],
-           state_lost: bool) -> tuple[dict, list[Path]]:
-    """The run's result from the worker's reply, which is untrusted: only the known fields, as text, capped."""
-    cap = m.settings.sandbox.output_chars
+           state_lost: bool) -> tuple[CodeRun, list[Path]]:
+    """The run's result from the worker's reply, which is untrusted: only the known fields, as text, capped; and
+    the paths of the run's stored figures."""
+    cap = m.settings.output_chars
     figures = _figures(m, s, job, reply.get("figures"), notes)
     text = {k: (v if isinstance(v, str) else json.dumps(v, default=str))[:cap + 100]
             for k in REPLY_TEXT if (v := reply.get(k)) is not None}
     cell = reply.get("cell")
-    result: dict[str, Any] = {
+    result: CodeRun = {
         "ok": reply.get("ok") is True, "session": s.name, "cell": cell if isinstance(cell, int) else s.cells,
         "job_id": job.job_id, "status": "done", "stdout": text.pop("stdout", ""), "stderr": text.pop("stderr", "")}
-    result.update(text)
+    if "result" in text:  # the other text fields, in REPLY_TEXT's order
+        result["result"] = text["result"]
+    if "error" in text:
+        result["error"] = text["error"]
+    if "error_type" in text:
+        result["error_type"] = text["error_type"]
+    if "traceback" in text:
+        result["traceback"] = text["traceback"]
     if reply.get("result_truncated") is True:
         result["result_truncated"] = True
     worker_notes = reply.get("notes")

@@ -29,7 +29,6 @@ background and the call returns a job id to poll with :meth:`SandboxManager.job_
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
@@ -43,11 +42,13 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import cast
 
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
 from aisac_core.data.isolation import (
     WORKER_SCRIPT,
+    Spawner,
     Worker,
     WorkerGone,
     WorkerProtocolError,
@@ -58,14 +59,14 @@ from aisac_core.data.isolation import (
     read,
     reply_limit,
     send,
-    spawn,
     worker_command,
     worker_env,
 )
-from aisac_core.data.mplcache import seed_fonts
+from aisac_core.data.mplcache import FontLists
 from aisac_core.data.replies import after_run, finish, stored_images
+from aisac_core.data.results import CloseResult, CodeRun, ResetResult, SessionInfo, SessionListResult, VariablesResult
 from aisac_core.hashing import sha256_bytes
-from aisac_core.settings import Settings
+from aisac_core.settings import SandboxSettings
 
 __all__ = ["DEFAULT_ALLOWED_IMPORTS", "Job", "SandboxError", "SandboxManager", "Session", "detect_isolation"]
 
@@ -119,35 +120,50 @@ class Job:
     started_at: str
     t0: float
     done: threading.Event = field(default_factory=threading.Event)
-    result: dict | None = None
+    result: CodeRun | None = None
     figures: list[Path] = field(default_factory=list)  # PNG files in the server's own folder, never the session's
     finished_at: str | None = None
 
 
-_managers: "weakref.WeakSet[SandboxManager]" = weakref.WeakSet()
-
-
-@atexit.register
-def _shutdown_all() -> None:
-    for m in list(_managers):
-        m.shutdown()
+def _stop_workers(sessions: dict[str, Session], lock: threading.Lock, spawner: Spawner) -> None:
+    """Kill the worker of every session in ``sessions`` and end the spawner thread."""
+    with lock:
+        live = list(sessions.values())
+    for s in live:
+        if s.worker is not None:
+            kill(s.worker)
+            s.worker = None
+    spawner.stop()
 
 
 class SandboxManager:
-    """The sessions of one store (``Settings``): start, run, poll, reset, close. Thread-safe."""
+    """The code sessions of one store: start, run, poll, reset, close. Thread-safe.
 
-    def __init__(self, settings: Settings) -> None:
+    Args:
+        settings: the sandbox settings (isolation, import allow-list, limits).
+        root: the folder of the session folders (``AISAC_SANDBOX_DIR``, default ``<data_dir>/sessions``); the
+            server's own files go to ``<root>/.state``.
+
+    Workers start on demand; :meth:`shutdown` stops them, and so does the manager's finalizer when the manager is
+    collected or the process exits.
+    """
+
+    def __init__(self, settings: SandboxSettings, root: Path) -> None:
         self.settings = settings
-        self.root = (settings.sandbox.dir or settings.data_dir / "sessions").expanduser().resolve()
+        self.root = root.expanduser().resolve()
         self.state = self.root / ".state"  # the server's own files per session (markers, logs, figures)
-        self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.sandbox.allow_imports))
-        self.isolation, self.isolation_note = detect_isolation(settings.sandbox.isolation)
-        if settings.sandbox.isolation not in ("auto", self.isolation):
-            self.isolation_note = f"requested {settings.sandbox.isolation!r} unavailable; " + self.isolation_note
+        self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.allow_imports))
+        self.isolation, self.isolation_note = detect_isolation(settings.isolation)
+        if settings.isolation not in ("auto", self.isolation):
+            self.isolation_note = f"requested {settings.isolation!r} unavailable; " + self.isolation_note
         self._sessions: dict[str, Session] = {}
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
-        _managers.add(self)
+        self._spawner = Spawner()
+        self._fonts = FontLists()
+        # at process exit (or when the manager is collected) no worker outlives it; the finalizer holds no
+        # reference to the manager itself
+        self._finalizer = weakref.finalize(self, _stop_workers, self._sessions, self._lock, self._spawner)
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _session(self, name: str, create: bool) -> Session:
@@ -185,7 +201,7 @@ class SandboxManager:
     def _make_room(self, s: Session) -> None:
         """At ``sandbox_max_sessions`` live workers, stop the least recently used idle one (its state is reported
         lost on its next call); refuse when every other worker is busy."""
-        while self._live_workers() >= self.settings.sandbox.max_sessions:
+        while self._live_workers() >= self.settings.max_sessions:
             with self._lock:
                 idle = sorted((o for o in self._sessions.values() if o is not s and o.worker is not None
                                and o.worker.proc.poll() is None and o.busy_job is None),
@@ -197,22 +213,22 @@ class SandboxManager:
                             kill(o.worker)
                             o.worker = None
                             o.lost = (f"its worker was stopped to make room for session {s.name!r} (at most "
-                                      f"{self.settings.sandbox.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
+                                      f"{self.settings.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
                     finally:
                         o.lock.release()
                     break
             else:
-                raise SandboxError(f"{self.settings.sandbox.max_sessions} sessions have a busy worker "
+                raise SandboxError(f"{self.settings.max_sessions} sessions have a busy worker "
                                    "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session")
 
     def _start(self, s: Session) -> Worker:
         self._make_room(s)
-        seed_fonts(s.dir)
+        self._fonts.seed(s.dir)
         log_path = self.state / f"{s.name}.log"
         log = open(log_path, "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
-        proc = spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed), stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir), env=worker_env(self.settings, s.dir),
-                     start_new_session=True, bufsize=0)
+        proc = self._spawner.spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed),
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir),
+                                   env=worker_env(self.settings, s.dir), start_new_session=True, bufsize=0)
         w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
         try:
             ready = read(w, time.monotonic() + START_TIMEOUT_S, 1 << 16)
@@ -227,31 +243,31 @@ class SandboxManager:
         s.seq = 0
         return w
 
-    def _ensure_worker(self, s: Session) -> list[str]:
-        """Start the session's worker if it is missing or dead (caller holds s.lock); returns the notes to report
-        (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
+    def _ensure_worker(self, s: Session) -> tuple[Worker, list[str]]:
+        """Start the session's worker if it is missing or dead (caller holds s.lock); returns it and the notes to
+        report (``session state lost: ...`` when earlier state is gone). Raises SandboxError when it cannot start."""
         notes: list[str] = []
         if s.worker is not None and s.worker.proc.poll() is not None:
             s.lost = s.lost or f"the worker exited ({exit_text(s.worker.proc.returncode)})"
             kill(s.worker)
             s.worker = None
-        if s.worker is None:
-            s.worker = self._start(s)
+        w = s.worker
+        if w is None:
+            w = s.worker = self._start(s)
             self._write_marker(s)
         if s.lost:
             notes.append(f"session state lost: {s.lost}; a fresh worker was started and earlier variables are gone")
-        return notes
+        return w, notes
 
     def _exchange(self, s: Session, req: dict, timeout_s: float) -> tuple[dict, list[str]]:
         """Send ``req`` to the session's worker (started if needed) and wait for the reply; caller holds s.lock.
 
         Returns (reply, notes). A wall-time overrun kills the worker; a dead worker gives an ``ok: false`` reply
         naming the cause, and the session's state is marked lost."""
-        notes = self._ensure_worker(s)
-        w = s.worker
+        w, notes = self._ensure_worker(s)
         s.seq += 1  # requests carry an unpredictable tag: a reply forged in advance by a cell cannot match it
         req = {**req, "seq": f"{s.seq}-{secrets.token_hex(8)}"}
-        quota = self.settings.sandbox.disk_mb * 1024 * 1024
+        quota = self.settings.disk_mb * 1024 * 1024
         t_check = [0.0]
 
         def watch() -> str | None:  # the disk quota, checked at most every 2 s while a run waits
@@ -311,7 +327,7 @@ class SandboxManager:
 
     # -- public API ---------------------------------------------------------------------------------------
     def run(self, session: str, code: str, timeout_s: float | None = None,
-            wait_s: float | None = None) -> tuple[dict, list[bytes]]:
+            wait_s: float | None = None) -> tuple[CodeRun, list[bytes]]:
         """Run ``code`` in ``session`` (created on first use) and return ``(result, png_images)``.
 
         Args:
@@ -335,7 +351,7 @@ class SandboxManager:
             raise SandboxError("code is empty: pass Python source, e.g. 'x = 1 + 1' ")
         if len(code) > MAX_CODE_CHARS:
             raise SandboxError(f"code has {len(code):,} characters; the limit is {MAX_CODE_CHARS:,}")
-        timeout = float(timeout_s if timeout_s is not None else self.settings.sandbox.timeout_s)
+        timeout = float(timeout_s if timeout_s is not None else self.settings.timeout_s)
         if not 0 < timeout <= MAX_TIMEOUT_S:
             raise SandboxError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout_s}")
         s = self._session(session, create=True)
@@ -361,7 +377,7 @@ class SandboxManager:
                 cell = s.cells + 1
                 t_start = time.time()
                 try:
-                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.sandbox.cpu_s,
+                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.cpu_s,
                                                       "cell": cell}, timeout)
                 except SandboxError as exc:
                     reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
@@ -377,7 +393,7 @@ class SandboxManager:
                     job.result["status"] = "cancelled"
             except Exception as exc:  # noqa: BLE001 - never leave a job without a result
                 job.result = {"ok": False, "error_type": type(exc).__name__, "error": f"internal error: {exc}",
-                              "session": session, "job_id": job.job_id}
+                              "session": session, "job_id": job.job_id, "status": "done"}
             finally:
                 job.finished_at = _now()
                 s.busy_job = None
@@ -385,15 +401,15 @@ class SandboxManager:
                 job.done.set()
 
         threading.Thread(target=work, name=f"sandbox-{session}", daemon=True).start()
-        wait = self.settings.sandbox.job_threshold_s if wait_s is None else wait_s
+        wait = self.settings.job_threshold_s if wait_s is None else wait_s
         if job.done.wait(max(0.0, min(wait, timeout + 30))):
-            return job.result, stored_images(job)
+            return cast(CodeRun, job.result), stored_images(job)  # set before done
         return {"ok": False, "pending": True, "status": "running", "session": session, "job_id": job.job_id,
                 "code_sha256": job.code_sha256, "started_at": job.started_at,
                 "error": f"still running after {wait:g} s; poll data_code_job_status(job_id={job.job_id!r}) for the "
                          f"result (the run is killed after {timeout:g} s)"}, []
 
-    def job_status(self, job_id: str) -> tuple[dict, list[bytes]]:
+    def job_status(self, job_id: str) -> tuple[CodeRun, list[bytes]]:
         """State of a run: ``{job_id, session, status: "running", started_at, elapsed_s}`` or, when finished,
         the run's full result (as :meth:`run` returns it) plus ``finished_at``. Raises SandboxError for an
         unknown job id (jobs live in the server process; a restart forgets them)."""
@@ -406,7 +422,7 @@ class SandboxManager:
             return {"ok": False, "pending": True, "status": "running", "job_id": job_id, "session": job.session,
                     "started_at": job.started_at, "elapsed_s": round(time.perf_counter() - job.t0, 1),
                     "error": "still running; poll again"}, []
-        return {**job.result, "finished_at": job.finished_at}, stored_images(job)
+        return {**cast(CodeRun, job.result), "finished_at": job.finished_at}, stored_images(job)  # set before done
 
     def wait(self, job_id: str, seconds: float) -> bool:
         """Wait up to ``seconds`` for code run ``job_id`` to end; True when it has ended (or is unknown)."""
@@ -431,7 +447,7 @@ class SandboxManager:
                 kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
             job.done.wait(15)
             s.stopping = None
-        status = (job.result or {}).get("status", "running") if job.done.is_set() else "running"
+        status = job.result["status"] if job.done.is_set() and job.result is not None else "running"
         return {"job_id": job_id, "session": job.session, "status": status}
 
     def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
@@ -447,7 +463,7 @@ class SandboxManager:
         finally:
             s.lock.release()
 
-    def variables(self, session: str) -> dict:
+    def variables(self, session: str) -> VariablesResult:
         """``{session, variables: [{name, type, shape?|len?, dtype?, repr}], notes}`` of a session's namespace
         (names starting with '_' and modules left out). Raises SandboxError for an unknown session."""
         reply = self._call(session, {"op": "vars"})
@@ -502,29 +518,31 @@ class SandboxManager:
             stack += children.get(p, [])
         return root
 
-    def list(self) -> dict:
+    def list(self) -> SessionListResult:
         """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost,
         confinement: {uid, seccomp, landlock (ABI, 0 = none), *_note}}], isolation, isolation_note, allowed_imports,
         limits}``."""
         with self._lock:
             sessions = list(self._sessions.values())
-        out = []
+        out: list[SessionInfo] = []
         for s in sessions:
-            alive = s.worker is not None and s.worker.proc.poll() is None
-            out.append({"session": s.name, "dir": str(s.dir), "alive": alive, "pid": s.worker.pid if alive else None,
+            w = s.worker
+            alive = w is not None and w.proc.poll() is None
+            out.append({"session": s.name, "dir": str(s.dir), "alive": alive,
+                        "pid": w.pid if w is not None and alive else None,
                         "cells": s.cells, "created_at": s.created_at, "last_used_at": s.last_used_at,
                         "busy_job": s.busy_job, "state_lost": s.lost, "confinement": s.confinement})
         st = self.settings
         return {"sessions": out, "isolation": self.isolation, "isolation_note": self.isolation_note,
                 "allowed_imports": self.allowed,
-                "limits": {"cpu_s_per_run": st.sandbox.cpu_s, "cpu_s_per_worker": st.sandbox.session_cpu_s,
-                           "memory_mb": st.sandbox.memory_mb, "file_mb": st.sandbox.file_mb,
-                           "timeout_s": st.sandbox.timeout_s, "job_threshold_s": st.sandbox.job_threshold_s,
-                           "output_chars": st.sandbox.output_chars, "max_sessions": st.sandbox.max_sessions,
-                           "disk_mb": st.sandbox.disk_mb, "figure_mb": st.sandbox.figure_mb,
-                           "reply_mb": st.sandbox.reply_mb}}
+                "limits": {"cpu_s_per_run": st.cpu_s, "cpu_s_per_worker": st.session_cpu_s,
+                           "memory_mb": st.memory_mb, "file_mb": st.file_mb,
+                           "timeout_s": st.timeout_s, "job_threshold_s": st.job_threshold_s,
+                           "output_chars": st.output_chars, "max_sessions": st.max_sessions,
+                           "disk_mb": st.disk_mb, "figure_mb": st.figure_mb,
+                           "reply_mb": st.reply_mb}}
 
-    def reset(self, session: str) -> dict:
+    def reset(self, session: str) -> ResetResult:
         """Kill the session's worker (also a running job) and start afresh on the next call: variables are
         cleared on purpose (not reported as lost); files in the session dir are kept. ``{session, reset: true,
         killed_job}``. Raises SandboxError for an unknown session."""
@@ -549,7 +567,7 @@ class SandboxManager:
             s.lock.release()
         return {"session": session, "reset": True, "killed_job": job}
 
-    def close(self, session: str) -> dict:
+    def close(self, session: str) -> CloseResult:
         """Stop the session's worker and forget the session (its folder and artifacts stay on disk).
         ``{session, closed: true, dir}``. Raises SandboxError for an unknown session."""
         self.reset(session)
@@ -562,10 +580,5 @@ class SandboxManager:
         return {"session": session, "closed": True, "dir": str(s.dir)}
 
     def shutdown(self) -> None:
-        """Kill every worker (server exit)."""
-        with self._lock:
-            sessions = list(self._sessions.values())
-        for s in sessions:
-            if s.worker is not None:
-                kill(s.worker)
-                s.worker = None
+        """Kill every worker (server exit). The manager stays usable: a later call starts fresh workers."""
+        _stop_workers(self._sessions, self._lock, self._spawner)

@@ -22,7 +22,7 @@ import pytest
 from aisac_core.data.confine import landlock_abi
 from aisac_core.data.isolation import detect_isolation
 from aisac_core.data.sandbox import SandboxManager
-from aisac_core.settings import Settings
+from aisac_core.settings import SandboxSettings
 
 SECRET = "aisac-secret-token-5f0c1d"
 #: a cell's way around the import allow-list: the ``os`` module a library already imported
@@ -44,10 +44,9 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     canary = d / "canary"
     canary.mkdir()
     (canary / "victim.txt").write_text("untouched")
-    m = SandboxManager(Settings(data_dir=data, sandbox_isolation=mode, sandbox_cpu_s=30, sandbox_memory_mb=1024,
-                                sandbox_job_threshold_s=60, sandbox_timeout_s=60, sandbox_output_chars=20_000,
-                                sandbox_file_mb=16, sandbox_max_sessions=16, sandbox_disk_mb=64,
-                                sandbox_figure_mb=1, sandbox_reply_mb=8))
+    m = SandboxManager(SandboxSettings(isolation=mode, cpu_s=30, memory_mb=1024, job_threshold_s=60, timeout_s=60,
+                                       output_chars=20_000, file_mb=16, max_sessions=16, disk_mb=64, figure_mb=1,
+                                       reply_mb=8), data / "sessions")
     m.test_canary = canary  # type: ignore[attr-defined]
     m.test_data = data  # type: ignore[attr-defined]
     yield m
@@ -346,7 +345,7 @@ def test_server_survives_everything(box: SandboxManager) -> None:
 def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> None:
     """A cell forges its reply and keeps running: the next call's (large) request waits for room in the pipe only
     until its wall time, then the worker is stopped - the server never blocks for good."""
-    box.settings.sandbox.timeout_s, old = 3.0, box.settings.sandbox.timeout_s
+    box.settings.timeout_s, old = 3.0, box.settings.timeout_s
     try:
         r, _ = run(box, "hang", FORGE + "f = getattr(mods['sys'], '_get' + 'frame')(0)\n"
                                         "while 'req' not in getattr(f, 'f_lo' + 'cals'):\n"
@@ -355,7 +354,7 @@ def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> No
                                         "forge({'ok': True, 'seq': tag, 'result': 'early'})\nimport time\n"
                                         "time.sleep(3600)")
     finally:
-        box.settings.sandbox.timeout_s = old
+        box.settings.timeout_s = old
     assert r.get("result") == "early", r  # the forged reply was taken: the cell still sleeps
     t0 = time.monotonic()
     r, _ = box.run("hang", "x = '" + "y" * 500_000 + "'\nlen(x)", timeout_s=3)
