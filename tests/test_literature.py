@@ -33,14 +33,11 @@ def replay():
 
 def _core(tmp_path, srv: ReplayServer, **kw):
     from aisac_core.settings import Settings
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
             "warm": False, "roots": [tmp_path / "papers"], **kw}
-    core = AppContext(Settings(data_dir=tmp_path / "store", **opts))
-    reset_states()
-    return core
+    return AppContext(Settings(data_dir=tmp_path / "store", **opts))  # budgets and 429 windows: fresh per store
 
 
 @pytest.fixture
@@ -191,7 +188,7 @@ async def test_year_filters_reach_services(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, replay, monkeypatch):
-    from aisac_core.literature.http import LitCacheEntry, state_for
+    from aisac_core.literature.http import LitCacheEntry
     from aisac_core.store.tables import TraceEvent
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
@@ -208,8 +205,9 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
     (_t, _p, q), = replay.requests("/eutils/esearch")
     assert q["api_key"] == ["ncbi-secret"] and q["email"] == ["me@example.org"]
     assert replay.requests("/openalex")[0][2]["mailto"] == ["me@example.org"]
-    assert state_for("pubmed", f"{replay.url}/eutils", core.settings).policy.rate == 10  # 10/s with a key
-    assert state_for("crossref", f"{replay.url}/crossref", core.settings).policy.rate == 10  # polite pool
+    http = core.literature.http  # the budgets this store's calls used
+    assert http.state_for("pubmed", f"{replay.url}/eutils").policy.rate == 10  # 10/s with a key
+    assert http.state_for("crossref", f"{replay.url}/crossref").policy.rate == 10  # polite pool
     with Session(core.engine) as s:
         stored = " ".join(r.request_json + r.key for r in s.exec(select(LitCacheEntry)).all())
         traced = " ".join((e.arguments_json or "") + (e.result_json or "") for e in s.exec(select(TraceEvent)).all())

@@ -31,7 +31,6 @@ def replay(pdf_bytes):
 
 @pytest.fixture
 def import_core(tmp_path, models_dir, shared_embedder, replay):
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     papers = tmp_path / "papers"
@@ -39,7 +38,6 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
     s = make_settings(tmp_path / "store", models_dir, roots=[papers], warm=False, lit_backoff_s=0.01,
                       lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
     c = AppContext(s, embedder=shared_embedder)
-    reset_states()
     yield c
     c.close()
 

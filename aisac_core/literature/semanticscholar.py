@@ -63,7 +63,7 @@ def paper_id(kind: str, value: str) -> str:
 
 
 def _headers(f: "Fetcher") -> dict[str, str]:
-    key = os.environ.get(f.settings.lit.s2_api_key_env)
+    key = os.environ.get(f.lit.s2_api_key_env)
     return {"x-api-key": key} if key else {}
 
 
@@ -93,7 +93,7 @@ def _parse_edges(key: str):  # noqa: ANN202
 async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) papers for ``query`` by relevance."""
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     params: dict[str, Any] = {"query": query, "limit": min(k, MAX_RESULTS), "fields": FIELDS}
     if year_from or year_to:
         params["year"] = f"{year_from or ''}-{year_to or ''}"
@@ -104,7 +104,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
 
 async def get(f: "Fetcher", kind: str, value: str) -> Paper:
     """The paper for an identifier. Raises NotFound on 404."""
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     pid = paper_id(kind, value)
     try:
         paper, _c = await f.fetch(SERVICE, f"{base}/paper/{quote(pid, safe=':/')}", {"fields": FIELDS}, _parse_one,
@@ -115,7 +115,7 @@ async def get(f: "Fetcher", kind: str, value: str) -> Paper:
 
 
 async def _edges(f: "Fetcher", kind: str, value: str, k: int, which: str, key: str) -> list[Paper]:
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     pid = paper_id(kind, value)
     try:
         papers, _c = await f.fetch(SERVICE, f"{base}/paper/{quote(pid, safe=':/')}/{which}",
