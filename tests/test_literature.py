@@ -53,6 +53,18 @@ def _suite(core):
     return build(["lit"], app=core, lifespan=False)  # the test closes its core
 
 
+def _valid(result_type: str, data: dict) -> dict:
+    """``data`` validated against the declared output schema of ``result_type`` (in aisac_core.literature.results):
+    every top-level key declared, the always-present ones there."""
+    import jsonschema
+
+    from aisac_core.literature import results
+    from aisac_servers.results_data import lean_schema
+
+    jsonschema.validate(data, lean_schema(getattr(results, result_type)))
+    return data
+
+
 async def _search(c: Client, query: str = "transformer protein structure", **kw) -> dict:
     r = await c.call_tool("lit_search", {"query": query, **kw})
     return r.structured_content
@@ -542,6 +554,7 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
     async with Client(_suite(lit_core)) as c:
         refs = (await c.call_tool("lit_references", {"identifier": DOI})).structured_content
         cits = (await c.call_tool("lit_citations", {"identifier": DOI})).structured_content
+    _valid("ReferencesResult", refs), _valid("CitationsResult", cits)
     assert refs["sources"]["semantic_scholar"]["status"] == "rate_limited"
     assert refs["sources"]["openalex"]["status"] == "ok"
     assert {p["title"] for p in refs["references"]} == {"Graph networks for crystal properties",
@@ -553,11 +566,46 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
 
 
 @pytest.mark.anyio
+async def test_service_built_from_its_parts_keeps_its_own_budgets_and_cache(tmp_path, replay):
+    """A LiteratureService built directly (the built-in sources, a real SQLite cache): a 429 window is remembered by
+    the service that saw it, never by another one in the same process; the cache answers a repeated request."""
+    from aisac_core.literature import LiteratureService, source_registry
+    from aisac_core.plugins import make_plugin_manager
+    from aisac_core.settings import Settings
+    from aisac_core.store.sql import make_engine
+
+    lit = Settings(data_dir=tmp_path / "store", lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
+                   **replay.settings_kwargs()).lit
+    engine = make_engine(f"sqlite:///{tmp_path / 'lit.db'}")
+    sources = source_registry(make_plugin_manager())
+    a = LiteratureService(sources, lit, engine=lambda: engine)
+    b = LiteratureService(sources, lit)  # no cache
+    replay.script("/arxiv", [(429, {"Retry-After": "45"}, b"")])
+    try:
+        first = _valid("SearchResult", await a.search("protein", ["arxiv"]))
+        again = await a.search("protein", ["arxiv"])
+        other = await b.search("protein", ["arxiv"])
+        cold = await a.search("protein", ["crossref"])
+        warm = await a.search("protein", ["crossref"])
+    finally:
+        engine.dispose()
+    assert first["sources"]["arxiv"]["status"] == again["sources"]["arxiv"]["status"] == "rate_limited"
+    assert other["sources"]["arxiv"]["status"] == "ok" and other["count"] > 0
+    assert len(replay.requests("/arxiv")) == 2  # a's second call sent nothing; b's went out
+    assert cold["sources"]["crossref"]["from_cache"] is False and warm["sources"]["crossref"]["from_cache"] is True
+    assert [p["title"] for p in warm["papers"]] == [p["title"] for p in cold["papers"]]
+    assert len(replay.requests("/crossref")) == 1
+    a.reset()
+    assert (await a.search("protein", ["arxiv"]))["sources"]["arxiv"]["status"] == "ok"
+
+
+@pytest.mark.anyio
 async def test_get_when_every_source_is_throttled_is_structured(lit_core, replay):
     replay.script("/arxiv", [(429, {"Retry-After": "45"}, b"")])
     async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "2101.00001"})).structured_content
         imp = (await c.call_tool("lit_import", {"identifier": "2101.00001"})).structured_content
+    _valid("GetResult", r), _valid("ImportResult", imp)
     assert r["paper"] is None and r["sources"]["arxiv"]["status"] == "rate_limited"
     assert 40 <= r["sources"]["arxiv"]["retry_after"] <= 45
     assert imp["status"] == "rate_limited" and imp["retry_after"] > 0
