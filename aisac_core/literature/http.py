@@ -51,7 +51,7 @@ import certifi
 import httpx
 from aiolimiter import AsyncLimiter
 from sqlmodel import Session
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from aisac_core import egress
 from aisac_core.egress import EgressPolicy, EgressRefused
@@ -180,7 +180,7 @@ class Policy:
 
 
 class ServiceState:
-    """Process-wide state of one service: its budget and the end of a 429 window."""
+    """The shared state of one service (kept by an :class:`HttpState`): its budget and the end of a 429 window."""
 
     def __init__(self, name: str, policy: Policy) -> None:
         self.name, self.policy = name, policy
@@ -350,12 +350,12 @@ class Fetcher:
         if self._client is not None:
             await self._client.aclose()
 
-    def _wait(self, retry_state: Any) -> float:
+    def _wait(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         ra = getattr(exc, "retry_after", None)
         if ra is not None:
-            return ra
-        return self.lit.backoff_s * (2 ** (retry_state.attempt_number - 1))
+            return float(ra)
+        return float(self.lit.backoff_s * (2 ** (retry_state.attempt_number - 1)))
 
     async def fetch(self, service: str, url: str, params: dict[str, Any] | None, parse: Callable[[str], T], *,
                     headers: dict[str, str] | None = None, base_url: str | None = None) -> tuple[T, bool]:

@@ -96,7 +96,8 @@ def parse_efetch(text: str) -> list[Paper]:
             continue
         pmid = (mc.findtext("PMID") or "").strip()
         a = mc.find("Article")
-        title = "".join(a.find("ArticleTitle").itertext()).strip() if a is not None and a.find("ArticleTitle") is not None else None
+        at = a.find("ArticleTitle") if a is not None else None
+        title = "".join(at.itertext()).strip() if at is not None else None
         parts = []
         for t in (a.findall("Abstract/AbstractText") if a is not None else []):
             txt = " ".join("".join(t.itertext()).split())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -33,8 +34,9 @@ FIELDS = ("paperId,externalIds,url,title,abstract,venue,year,citationCount,isOpe
           "journal,publicationDate")
 
 
-def to_paper(d: dict[str, Any]) -> Paper | None:
-    """An S2 paper object as a :class:`Paper` (None when it has no paperId, e.g. an unresolved reference)."""
+def to_paper(d: dict[str, Any] | None) -> Paper | None:
+    """An S2 paper object as a :class:`Paper` (None when it is not an object or has no paperId, e.g. an unresolved
+    reference)."""
     if not isinstance(d, dict) or not d.get("paperId"):
         return None
     ext = d.get("externalIds") or {}
@@ -81,7 +83,7 @@ def _parse_one(text: str) -> Paper:
     return p
 
 
-def _parse_edges(key: str):  # noqa: ANN202
+def _parse_edges(key: str) -> Callable[[str], list[Paper]]:
     def parse(text: str) -> list[Paper]:
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):

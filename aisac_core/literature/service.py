@@ -165,8 +165,8 @@ class LiteratureService:
             :class:`~.http.HttpState`; every call of this service shares it).
     """
 
-    def __init__(self, sources: Mapping[str, Any], lit: "LiteratureSettings", *,
-                 engine: Callable[[], "Engine"] | None = None, roots: Sequence[Path] = (),
+    def __init__(self, sources: Mapping[str, Any], lit: LiteratureSettings, *,
+                 engine: Callable[[], Engine] | None = None, roots: Sequence[Path] = (),
                  corpus: Corpus | None = None, http: HttpState | None = None) -> None:
         self.sources: dict[str, Any] = dict(sources)
         self.lit = lit
