@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from aisac_core.data.frames import FrameRegistry
     from aisac_core.data.sandbox import SandboxManager
+    from aisac_core.literature.service import LiteratureService
     from aisac_core.memory import MemoryState
     from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
@@ -48,8 +49,8 @@ class AppContext:
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
     revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
     DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``role_jobs``
-    (background roles runs), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
-    serves (None without ``--project``).
+    (background roles runs), ``literature`` (the literature service), ``plugins`` (extension hooks); ``project`` is
+    the bootstrapped project this context serves (None without ``--project``).
     """
 
     def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None,
@@ -116,6 +117,19 @@ class AppContext:
         from aisac_core.memory import MemoryState
 
         return MemoryState()
+
+    @cached_property
+    def literature(self) -> "LiteratureService":
+        """The literature service: the sources the plugins register, the response cache in the SQL store (opened
+        on the first request), the registered roots and rag's index jobs for ``lit_import``.
+
+        Raises PluginError: a registered source without a name or search function, or two with one name."""
+        from aisac_core.literature.service import LiteratureService
+        from aisac_core.literature.sources import source_registry
+
+        return LiteratureService(source_registry(self.plugins), self.settings.lit, engine=lambda: self.engine,
+                                 roots=self.settings.rag.roots,
+                                 corpus=self)  # merge: self.rag
 
     @cached_property
     def role_jobs(self) -> "RunJobs":

@@ -6,7 +6,7 @@ services'. The rate limits are lifted for (1) and (2) (arXiv interval 0) - excep
 is why it is left out of the source list there.
 
 1. ``search`` over arXiv, PubMed (esearch + esummary), Crossref and OpenAlex, in-process
-   (:func:`aisac_core.literature.search`): 30 distinct queries answered over HTTP (cold), then the same 30
+   (:meth:`aisac_core.literature.LiteratureService.search`): 30 distinct queries answered over HTTP (cold), then the same 30
    answered from the cache. The cold figure is bounded by NCBI's budget of 3 requests/s (two PubMed requests
    per search, so one search per ~0.33 s in steady state): it shows the politeness, not aisac's cost.
 2. :func:`aisac_core.literature.merge_papers` on 5 x 200 synthetic records with 50 % overlap: papers/s.
@@ -38,18 +38,17 @@ def _replay_server() -> Any:
     return ReplayServer()
 
 
-async def _searches(settings: Any, core: Any) -> tuple[list[float], list[float]]:
-    from aisac_core.literature import search
-
+async def _searches(lit: Any) -> tuple[list[float], list[float]]:
+    """``lit``: a LiteratureService."""
     src = ["arxiv", "pubmed", "crossref", "openalex"]
     cold, warm = [], []
     for i in range(N_QUERIES):
         t = time.perf_counter()
-        await search(settings, core, f"protein structure {i}", src, 10)
+        await lit.search(f"protein structure {i}", src, 10)
         cold.append((time.perf_counter() - t) * 1000)
     for i in range(N_QUERIES):
         t = time.perf_counter()
-        await search(settings, core, f"protein structure {i}", src, 10)
+        await lit.search(f"protein structure {i}", src, 10)
         warm.append((time.perf_counter() - t) * 1000)
     return cold, warm
 
@@ -83,20 +82,17 @@ async def _arxiv_gaps(srv: Any, core: Any) -> list[float]:
 def run(ctx: Context) -> dict[str, Any]:
     """Run the three measurements; returns the JSON result."""
     from aisac_core.settings import Settings
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "literature") as tmp, _replay_server() as srv:
         base = {**srv.settings_kwargs(), "warm": False, "roots": [], "sql_url": None}
         fast = Settings(data_dir=tmp / "a", lit_arxiv_interval_s=0.0, **base)
-        core = AppContext(fast)
-        reset_states()
-        cold, warm = asyncio.run(_searches(fast, core))
+        core = AppContext(fast)  # its literature service: budgets of its own
+        cold, warm = asyncio.run(_searches(core.literature))
         core.close()
         rate = _merge_rate()
         polite = AppContext(Settings(data_dir=tmp / "b", **base))  # the default 3 s arXiv interval
-        reset_states()
         try:
             gaps = asyncio.run(_arxiv_gaps(srv, polite))
         finally:

@@ -8,7 +8,7 @@ A thin adapter over :mod:`aisac_core.literature`. Mounted by the suite under the
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Awaitable, TypeVar
+from typing import Annotated, Awaitable, Callable, TypeVar
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
@@ -16,14 +16,12 @@ from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
+from aisac_core.literature import results as R
 
-from . import results_jobs as RJ
-from . import results_literature as R
 from .common import App, hints
 from .results_data import AsIs, lean_schema
 from .tasks import app_of, follow_index_job, in_task, task_on
 
-# the tools import aisac_core.literature.service (httpx, the HTTP cache) on first call, so serving starts fast
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
 
@@ -36,10 +34,11 @@ server = FastMCP(
 )
 
 
-async def _run(coro: Awaitable[T]) -> T:
-    """Await a literature operation; aisac's user errors become ToolErrors with their message."""
+async def _run(call: Callable[[], Awaitable[T]]) -> T:
+    """Await the literature operation ``call()`` (building the service may fail too: a broken plugin source); aisac's
+    user errors become ToolErrors with their message."""
     try:
-        return await coro
+        return await call()
     except ToolError:
         raise
     except AisacError as exc:
@@ -62,10 +61,7 @@ async def search(
 ) -> AsIs[R.SearchResult]:
     """Find published papers on the web as one merged list (rag_search searches the user's documents).
     `sources` gives each service's status; a throttled one says rate_limited and the others still answer."""
-    from aisac_core.literature import service
-
-    core = app
-    return await _run(service.search(core.settings, core, query, sources, k, year_from, year_to))
+    return await _run(lambda: app.literature.search(query, sources, k, year_from, year_to))
 
 
 @server.tool(annotations=hints("Get a paper", read_only=True, open_world=True),
@@ -75,10 +71,7 @@ async def get(
     app: AppContext = App,
 ) -> AsIs[R.GetResult]:
     """One paper's full record (with abstract) by identifier; `paper` is null when every service failed."""
-    from aisac_core.literature import service
-
-    core = app
-    return await _run(service.get(core.settings, core, identifier))
+    return await _run(lambda: app.literature.get(identifier))
 
 
 @server.tool(annotations=hints("Cited papers", read_only=True, open_world=True),
@@ -89,10 +82,7 @@ async def references(
     app: AppContext = App,
 ) -> AsIs[R.ReferencesResult]:
     """The papers a paper cites, its reference list (Semantic Scholar, else OpenAlex)."""
-    from aisac_core.literature import service
-
-    core = app
-    return await _run(service.references(core.settings, core, identifier, k))
+    return await _run(lambda: app.literature.references(identifier, k))
 
 
 @server.tool(annotations=hints("Citing papers", read_only=True, open_world=True),
@@ -103,14 +93,11 @@ async def citations(
     app: AppContext = App,
 ) -> AsIs[R.CitationsResult]:
     """The papers citing a paper (Semantic Scholar, else OpenAlex)."""
-    from aisac_core.literature import service
-
-    core = app
-    return await _run(service.citations(core.settings, core, identifier, k))
+    return await _run(lambda: app.literature.citations(identifier, k))
 
 
 @server.tool(name="import", annotations=hints("Import an open-access paper", open_world=True, idempotent=True),
-             task=task_on(server), output_schema=lean_schema(RJ.Import))
+             task=task_on(server), output_schema=lean_schema(R.ImportResult))
 async def import_(
     ctx: Context,
     identifier: Annotated[str, Field(description="arXiv id, DOI, PMID, ... of an open-access paper")],
@@ -118,17 +105,15 @@ async def import_(
                                                   "omit for the first registered root")] = None,
     wait: Annotated[bool, Field(description="stay until the index job ends (or timeout_s)")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
-) -> AsIs[RJ.Import]:
+) -> AsIs[R.ImportResult]:
     """Use to add an open-access paper to the corpus: saves its PDF in a registered root with a
     provenance sidecar (source URL, time, sha256) and starts an index job (``job_id``; rag_job_status, or
     ``wait=true``, or as an MCP task, which lasts until it is indexed). ``status``: imported, already_present or
     rate_limited (``retry_after``). Errors: unknown paper; no open-access PDF; not a PDF; private address
     (AISAC_LIT_ALLOW_NETWORKS); too large; root not registered. Nothing is saved on error.
     """
-    from aisac_core.literature import service
-
-    core = app_of(ctx)
-    res = await _run(service.import_paper(core, identifier, root))
+    app = app_of(ctx)
+    res = await _run(lambda: app.literature.import_paper(identifier, root))
     if (wait or in_task(ctx)) and res.get("job_id"):
-        res["job"] = await follow_index_job(ctx, core, [res["job_id"]], None if in_task(ctx) else timeout_s)
-    return res  # type: ignore[return-value]
+        res["job"] = await follow_index_job(ctx, app, [res["job_id"]], None if in_task(ctx) else timeout_s)
+    return res

@@ -1,8 +1,9 @@
 """Result shapes of the long tools and their job tools (``rag_index``, ``rag_job_status``, ``rag_job_cancel``,
-``lit_import``, ``roles_run``, ``roles_job_status``; ``data_code_run`` and ``data_code_job_status`` return
-:class:`aisac_core.data.results.CodeRun`): their output schemas in ``tools/list``. Only the keys a model works with
-are declared (every schema token costs a host's model in every conversation); results carry more (``AsIs``: sent as
-the core built them). ``NotRequired``: only some results carry the key.
+``roles_run``, ``roles_job_status``; ``data_code_run`` and ``data_code_job_status`` return
+:class:`aisac_core.data.results.CodeRun`, ``lit_import`` :class:`aisac_core.literature.results.ImportResult`): their
+output schemas in ``tools/list``. Only the keys a model works with are declared (every schema token costs a host's
+model in every conversation); results carry more (``AsIs``: sent as the core built them). ``NotRequired``: only some
+results carry the key.
 """
 
 from __future__ import annotations
@@ -41,13 +42,6 @@ class RolesJob(TypedDict, total=False):
     result: dict[str, Any]
     error: str
     jobs: list[dict[str, Any]]
-
-
-class Import(TypedDict):
-    status: str
-    path: NotRequired[str]
-    job_id: NotRequired[str | None]
-    job: NotRequired[dict[str, Any]]
 
 
 class Cancel(TypedDict):

@@ -33,14 +33,11 @@ def replay():
 
 def _core(tmp_path, srv: ReplayServer, **kw):
     from aisac_core.settings import Settings
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
             "warm": False, "roots": [tmp_path / "papers"], **kw}
-    core = AppContext(Settings(data_dir=tmp_path / "store", **opts))
-    reset_states()
-    return core
+    return AppContext(Settings(data_dir=tmp_path / "store", **opts))  # budgets and 429 windows: fresh per store
 
 
 @pytest.fixture
@@ -54,6 +51,18 @@ def _suite(core):
     from aisac_servers.suite import build
 
     return build(["lit"], app=core, lifespan=False)  # the test closes its core
+
+
+def _valid(result_type: str, data: dict) -> dict:
+    """``data`` validated against the declared output schema of ``result_type`` (in aisac_core.literature.results):
+    every top-level key declared, the always-present ones there."""
+    import jsonschema
+
+    from aisac_core.literature import results
+    from aisac_servers.results_data import lean_schema
+
+    jsonschema.validate(data, lean_schema(getattr(results, result_type)))
+    return data
 
 
 async def _search(c: Client, query: str = "transformer protein structure", **kw) -> dict:
@@ -191,7 +200,7 @@ async def test_year_filters_reach_services(lit_core, replay):
 
 @pytest.mark.anyio
 async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, replay, monkeypatch):
-    from aisac_core.literature.http import LitCacheEntry, state_for
+    from aisac_core.literature.http import LitCacheEntry
     from aisac_core.store.tables import TraceEvent
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
@@ -208,8 +217,9 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
     (_t, _p, q), = replay.requests("/eutils/esearch")
     assert q["api_key"] == ["ncbi-secret"] and q["email"] == ["me@example.org"]
     assert replay.requests("/openalex")[0][2]["mailto"] == ["me@example.org"]
-    assert state_for("pubmed", f"{replay.url}/eutils", core.settings).policy.rate == 10  # 10/s with a key
-    assert state_for("crossref", f"{replay.url}/crossref", core.settings).policy.rate == 10  # polite pool
+    http = core.literature.http  # the budgets this store's calls used
+    assert http.state_for("pubmed", f"{replay.url}/eutils").policy.rate == 10  # 10/s with a key
+    assert http.state_for("crossref", f"{replay.url}/crossref").policy.rate == 10  # polite pool
     with Session(core.engine) as s:
         stored = " ".join(r.request_json + r.key for r in s.exec(select(LitCacheEntry)).all())
         traced = " ".join((e.arguments_json or "") + (e.result_json or "") for e in s.exec(select(TraceEvent)).all())
@@ -544,6 +554,7 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
     async with Client(_suite(lit_core)) as c:
         refs = (await c.call_tool("lit_references", {"identifier": DOI})).structured_content
         cits = (await c.call_tool("lit_citations", {"identifier": DOI})).structured_content
+    _valid("ReferencesResult", refs), _valid("CitationsResult", cits)
     assert refs["sources"]["semantic_scholar"]["status"] == "rate_limited"
     assert refs["sources"]["openalex"]["status"] == "ok"
     assert {p["title"] for p in refs["references"]} == {"Graph networks for crystal properties",
@@ -555,11 +566,46 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
 
 
 @pytest.mark.anyio
+async def test_service_built_from_its_parts_keeps_its_own_budgets_and_cache(tmp_path, replay):
+    """A LiteratureService built directly (the built-in sources, a real SQLite cache): a 429 window is remembered by
+    the service that saw it, never by another one in the same process; the cache answers a repeated request."""
+    from aisac_core.literature import LiteratureService, source_registry
+    from aisac_core.plugins import make_plugin_manager
+    from aisac_core.settings import Settings
+    from aisac_core.store.sql import make_engine
+
+    lit = Settings(data_dir=tmp_path / "store", lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
+                   **replay.settings_kwargs()).lit
+    engine = make_engine(f"sqlite:///{tmp_path / 'lit.db'}")
+    sources = source_registry(make_plugin_manager())
+    a = LiteratureService(sources, lit, engine=lambda: engine)
+    b = LiteratureService(sources, lit)  # no cache
+    replay.script("/arxiv", [(429, {"Retry-After": "45"}, b"")])
+    try:
+        first = _valid("SearchResult", await a.search("protein", ["arxiv"]))
+        again = await a.search("protein", ["arxiv"])
+        other = await b.search("protein", ["arxiv"])
+        cold = await a.search("protein", ["crossref"])
+        warm = await a.search("protein", ["crossref"])
+    finally:
+        engine.dispose()
+    assert first["sources"]["arxiv"]["status"] == again["sources"]["arxiv"]["status"] == "rate_limited"
+    assert other["sources"]["arxiv"]["status"] == "ok" and other["count"] > 0
+    assert len(replay.requests("/arxiv")) == 2  # a's second call sent nothing; b's went out
+    assert cold["sources"]["crossref"]["from_cache"] is False and warm["sources"]["crossref"]["from_cache"] is True
+    assert [p["title"] for p in warm["papers"]] == [p["title"] for p in cold["papers"]]
+    assert len(replay.requests("/crossref")) == 1
+    a.reset()
+    assert (await a.search("protein", ["arxiv"]))["sources"]["arxiv"]["status"] == "ok"
+
+
+@pytest.mark.anyio
 async def test_get_when_every_source_is_throttled_is_structured(lit_core, replay):
     replay.script("/arxiv", [(429, {"Retry-After": "45"}, b"")])
     async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "2101.00001"})).structured_content
         imp = (await c.call_tool("lit_import", {"identifier": "2101.00001"})).structured_content
+    _valid("GetResult", r), _valid("ImportResult", imp)
     assert r["paper"] is None and r["sources"]["arxiv"]["status"] == "rate_limited"
     assert 40 <= r["sources"]["arxiv"]["retry_after"] <= 45
     assert imp["status"] == "rate_limited" and imp["retry_after"] > 0

@@ -8,12 +8,16 @@ import hashlib
 import json
 import time
 
+import jsonschema
 import pytest
 from conftest import make_settings
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from fixtures_gen import PAGE_MARKERS, make_pdf
 from literature_replay import ReplayServer
+
+from aisac_core.literature.results import ImportResult
+from aisac_servers.results_data import lean_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +35,6 @@ def replay(pdf_bytes):
 
 @pytest.fixture
 def import_core(tmp_path, models_dir, shared_embedder, replay):
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     papers = tmp_path / "papers"
@@ -39,7 +42,6 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
     s = make_settings(tmp_path / "store", models_dir, roots=[papers], warm=False, lit_backoff_s=0.01,
                       lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
     c = AppContext(s, embedder=shared_embedder)
-    reset_states()
     yield c
     c.close()
 
@@ -71,6 +73,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
     async with Client(_suite(import_core)) as c:
         res = (await c.call_tool("lit_import", {"identifier": "arXiv:2101.00001", "root": "papers"})).structured_content
         assert res["status"] == "imported"
+        jsonschema.validate(res, lean_schema(ImportResult))  # every top-level key declared
         pdf = root / "arxiv-2101.00001v2.pdf"
         assert res["path"] == str(pdf) and pdf.read_bytes() == pdf_bytes
         assert res["sha256"] == hashlib.sha256(pdf_bytes).hexdigest() and res["bytes"] == len(pdf_bytes)
@@ -82,6 +85,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
         hits = (await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full"})).structured_content["hits"]
         assert hits and hits[0]["path"] == str(pdf) and hits[0]["anchor"]["sha256"] == res["sha256"]
         again = (await c.call_tool("lit_import", {"identifier": "2101.00001", "wait": True})).structured_content
+        jsonschema.validate(again, lean_schema(ImportResult))
         assert again["status"] == "already_present" and again["path"] == str(pdf)
         assert again["job"]["status"] == "done" and again["job"]["counters"]["files_skipped"] == 1, again
     assert len(replay.requests("/pdf/")) == 2

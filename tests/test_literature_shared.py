@@ -27,12 +27,10 @@ def replay(api):
 @pytest.fixture
 def lit_core(tmp_path, replay):
     from aisac_core.settings import Settings
-    from aisac_core.literature import reset_states
     from aisac_core.context import AppContext
 
     core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
                          lit_mailto="aisac-tests@example.org", **replay.settings_kwargs()))
-    reset_states()
     yield core
     core.close()
 
@@ -83,7 +81,7 @@ async def test_acceptance_2_real_bodies_with_one_service_throttled(lit_core, rep
 
 async def test_arxiv_recorded_ids(lit_core, replay):
     from aisac_core.literature import arxiv
-    from aisac_core.literature.http import Fetcher, NotFound, ServiceError
+    from aisac_core.literature.http import NotFound, ServiceError
 
     async with Client(_suite(lit_core)) as c:
         p = (await c.call_tool("lit_get", {"identifier": "1707.08567"})).structured_content["paper"]
@@ -93,7 +91,7 @@ async def test_arxiv_recorded_ids(lit_core, replay):
     assert p["title"].startswith("Proceedings of Workshop AEW10") and p["arxiv_id"] == "1707.08567v1"
     assert len(p["authors"]) == 34 and p["year"] == 2017
     assert old["arxiv_id"].startswith("quant-ph/0201082")
-    async with Fetcher(lit_core.settings, None) as f:
+    async with lit_core.literature.fetcher(cache=False) as f:
         with pytest.raises(ServiceError, match="HTTP 400") as ei:  # recorded: 'incorrect id format for abc'
             await arxiv.get(f, "abc")
         assert ei.value.http_status == 400
@@ -123,9 +121,9 @@ async def test_doi_merged_from_recorded_crossref_openalex_s2(lit_core, replay):
 
 async def test_recorded_not_found_bodies(lit_core, replay):
     from aisac_core.literature import crossref, openalex, semanticscholar
-    from aisac_core.literature.http import Fetcher, NotFound
+    from aisac_core.literature.http import NotFound
 
-    async with Fetcher(lit_core.settings, lit_core.engine) as f:
+    async with lit_core.literature.fetcher() as f:
         with pytest.raises(NotFound, match="Crossref has no work"):  # recorded 404 'Resource not found.'
             await crossref.get(f, "10.48550/arxiv.2312.07559")
         with pytest.raises(NotFound, match="OpenAlex has no work"):  # recorded 404 HTML page

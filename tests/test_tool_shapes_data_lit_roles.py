@@ -143,27 +143,38 @@ async def test_data_results_validate_and_complete(plain_app):
 
 async def test_literature_results_validate(tmp_path):
     from aisac_core.context import AppContext
-    from aisac_core.literature import reset_states
     from aisac_core.settings import Settings
 
     doi = "10.5555/aisac.2021.001"
     with ReplayServer() as srv:
         app = AppContext(Settings(data_dir=tmp_path / "store", warm=False, roots=[tmp_path / "papers"],
                                   **{**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05}))
-        reset_states()
         from aisac_servers.suite import build
 
         try:
-            async with Client(build(["lit"], app=app, lifespan=False)) as c:
+            suite = build(["lit"], app=app, lifespan=False)
+            # the full output schemas (the listing compacts them to the top-level keys): every top-level key is
+            # declared, so a result with another key fails validation
+            declared = {t.name: t for t in await suite.list_tools(run_middleware=False)}
+            for name in ("lit_search", "lit_get", "lit_references", "lit_citations", "lit_import"):
+                assert declared[name].output_schema["additionalProperties"] is False, name
+            async with Client(suite) as c:
                 tools = {t.name: t for t in await c.list_tools()}
-                found = _check(tools["lit_search"], await c.call_tool("lit_search", {"query": "transformer protein"}))
-                got = _check(tools["lit_get"], await c.call_tool("lit_get", {"identifier": doi}))
-                refs = _check(tools["lit_references"], await c.call_tool("lit_references", {"identifier": doi}))
-                cits = _check(tools["lit_citations"], await c.call_tool("lit_citations", {"identifier": doi}))
+
+                async def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+                    data = _check(tools[name], await c.call_tool(name, args))
+                    jsonschema.validate(data, declared[name].output_schema)
+                    return data
+
+                found = await call("lit_search", {"query": "transformer protein"})
+                got = await call("lit_get", {"identifier": doi})
+                refs = await call("lit_references", {"identifier": doi})
+                cits = await call("lit_citations", {"identifier": doi})
         finally:
             app.close()
     assert found["papers"] and got["paper"]["doi"] == doi and refs["references"] and cits["citations"]
-    # keys the schema leaves undeclared still reach the client (the dicts go out as the core built them)
+    assert set(declared["lit_search"].output_schema["required"]) == set(found)  # always present: all of them
+    # the papers go out as the core built them (the dicts are not serialised through the result type)
     assert found["query"] and {"abstract", "sources", "retrieved_at"} <= set(got["paper"])
 
 

@@ -4,16 +4,16 @@ per-service politeness, a response cache / replay, and import of open-access PDF
 Modules: :mod:`.paper` (the common :class:`Paper` record, identifiers, merging), :mod:`.http` (budgets,
 retries, cache), one client module per source, :mod:`.sources` (the source registry, filled through the
 ``aisac_register_literature_sources`` hook), :mod:`.builtin` (the five built-in sources), :mod:`.service` (the
-operations the server calls).
+:class:`LiteratureService` the server calls), :mod:`.results` (its result types).
 """
 
 from aisac_core.literature.http import (
            BadResponse,
+           HttpState,
            NotFound,
            RateLimited,
            ReplayMiss,
            ServiceError,
-           reset_states,
 )
 from aisac_core.literature.paper import (
            SOURCES,
@@ -23,15 +23,9 @@ from aisac_core.literature.paper import (
            normalise_doi,
            parse_identifier,
 )
-from aisac_core.literature.service import (
-           citations,
-           get,
-           import_paper,
-           references,
-           search,
-)
-from aisac_core.literature.sources import LiteratureSource, literature_sources
+from aisac_core.literature.service import LiteratureService
+from aisac_core.literature.sources import LiteratureSource, literature_sources, source_registry
 
-__all__ = ["SOURCES", "BadResponse", "LiteratureError", "LiteratureSource", "NotFound", "Paper", "RateLimited",
-           "ReplayMiss", "ServiceError", "citations", "get", "import_paper", "literature_sources", "merge_papers",
-           "normalise_doi", "parse_identifier", "references", "reset_states", "search"]
+__all__ = ["SOURCES", "BadResponse", "HttpState", "LiteratureError", "LiteratureService", "LiteratureSource",
+           "NotFound", "Paper", "RateLimited", "ReplayMiss", "ServiceError", "literature_sources", "merge_papers",
+           "normalise_doi", "parse_identifier", "source_registry"]

@@ -18,7 +18,7 @@ from aisac_core.literature.paper import LiteratureError, Paper, parse_arxiv_id
 
 if TYPE_CHECKING:
     from aisac_core.literature.http import Fetcher
-    from aisac_core.settings import Settings
+    from aisac_core.settings import LiteratureSettings
 
 SERVICE = "arxiv"
 MAX_RESULTS = 2000
@@ -40,7 +40,7 @@ def build_query(query: str, year_from: int | None, year_to: int | None) -> str:
     return q
 
 
-def parse_feed(text: str, settings: "Settings") -> list[Paper]:
+def parse_feed(text: str, lit: "LiteratureSettings") -> list[Paper]:
     """Papers of an Atom feed. Raises LiteratureError for an arXiv error entry, ParseError for bad XML."""
     root = ET.fromstring(text.encode("utf-8") if isinstance(text, str) else text)
     if root.tag != f"{{{NS['a']}}}feed":
@@ -64,7 +64,7 @@ def parse_feed(text: str, settings: "Settings") -> list[Paper]:
             doi=doi.strip() if doi else None,
             arxiv_id=aid,
             url=f"https://arxiv.org/abs/{aid}",
-            pdf_url=settings.lit.arxiv_pdf_url.format(id=aid) if pdf or aid else None,
+            pdf_url=lit.arxiv_pdf_url.format(id=aid) if pdf or aid else None,
             open_access=True,
         ))
     return out
@@ -73,20 +73,20 @@ def parse_feed(text: str, settings: "Settings") -> list[Paper]:
 async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) papers for ``query``, by relevance."""
-    s = f.settings
+    lit = f.lit
     params = {"search_query": build_query(query, year_from, year_to), "start": 0, "max_results": min(k, MAX_RESULTS),
               "sortBy": "relevance", "sortOrder": "descending"}
-    papers, _cached = await f.fetch(SERVICE, s.lit.arxiv_url, params, lambda t: parse_feed(t, s),
-                                    base_url=s.lit.arxiv_url)
+    papers, _cached = await f.fetch(SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit),
+                                    base_url=lit.arxiv_url)
     return papers
 
 
 async def get(f: "Fetcher", arxiv_id: str) -> Paper:
     """The paper with ``arxiv_id`` (with or without version). Raises NotFound for an empty feed."""
-    s = f.settings
+    lit = f.lit
     params = {"id_list": arxiv_id, "start": 0, "max_results": 1}
-    papers, _cached = await f.fetch(SERVICE, s.lit.arxiv_url, params, lambda t: parse_feed(t, s),
-                                    base_url=s.lit.arxiv_url)
+    papers, _cached = await f.fetch(SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit),
+                                    base_url=lit.arxiv_url)
     if not papers:
         raise NotFound(SERVICE, f"arXiv has no paper {arxiv_id!r} (empty feed): check the id")
     return papers[0]

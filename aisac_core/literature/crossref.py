@@ -70,13 +70,13 @@ def _parse_one(text: str) -> Paper:
 
 
 def _polite(f: "Fetcher") -> dict[str, Any]:
-    return {"mailto": f.settings.lit.mailto} if f.settings.lit.mailto else {}
+    return {"mailto": f.lit.mailto} if f.lit.mailto else {}
 
 
 async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) works for ``query`` by relevance."""
-    base = f.settings.lit.crossref_url.rstrip("/")
+    base = f.lit.crossref_url.rstrip("/")
     params: dict[str, Any] = {"query": query, "rows": min(k, MAX_RESULTS), **_polite(f)}
     flt = [x for x in (f"from-pub-date:{year_from}" if year_from else None,
                        f"until-pub-date:{year_to}" if year_to else None) if x]
@@ -88,7 +88,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
 
 async def get(f: "Fetcher", doi: str) -> Paper:
     """The work with ``doi`` (normalised). Raises NotFound on 404."""
-    base = f.settings.lit.crossref_url.rstrip("/")
+    base = f.lit.crossref_url.rstrip("/")
     try:
         paper, _c = await f.fetch(SERVICE, f"{base}/works/{quote(doi, safe='')}", _polite(f), _parse_one,
                                   base_url=base)

@@ -11,7 +11,8 @@ Politeness per service (the services' own published limits):
 - OpenAlex: 10/s (OpenAlex docs, "Rate limits and authentication").
 - Semantic Scholar: 1/s (the limit of an API key; unauthenticated calls share a pool) (S2 API docs).
 
-Budgets are process-wide per (service, base URL): every concurrent tool call draws from the same one.
+Budgets are per literature service (:class:`HttpState`, one per store) and per (service, base URL): every
+concurrent tool call on that store draws from the same one.
 A 429 answer marks the service throttled until ``Retry-After`` has passed (default 60 s when the header is
 absent); calls inside that window raise :class:`RateLimited` without sending a request. 500/502/503/504 and
 network errors are retried up to ``lit_retries`` attempts with exponential back-off from ``lit_backoff_s``
@@ -37,6 +38,7 @@ import json
 import logging
 import os
 import ssl
+import threading
 import time
 import weakref
 from contextlib import asynccontextmanager
@@ -49,7 +51,7 @@ import certifi
 import httpx
 from aiolimiter import AsyncLimiter
 from sqlmodel import Session
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from aisac_core import egress
 from aisac_core.egress import EgressPolicy, EgressRefused
@@ -60,7 +62,7 @@ from aisac_core.store.tables import LitCacheEntry
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.settings import Settings
+    from aisac_core.settings import LiteratureSettings
 
 log = logging.getLogger("aisac.literature")
 T = TypeVar("T")
@@ -178,7 +180,7 @@ class Policy:
 
 
 class ServiceState:
-    """Process-wide state of one service: its budget and the end of a 429 window."""
+    """The shared state of one service (kept by an :class:`HttpState`): its budget and the end of a 429 window."""
 
     def __init__(self, name: str, policy: Policy) -> None:
         self.name, self.policy = name, policy
@@ -228,18 +230,15 @@ class ServiceState:
                 lock.release()
 
 
-_states: dict[tuple[str, str], ServiceState] = {}
-
-
-def policy_for(service: str, settings: "Settings") -> Policy:
-    """The documented rate policy of ``service`` under ``settings`` (see the module docstring)."""
+def policy_for(service: str, lit: "LiteratureSettings") -> Policy:
+    """The documented rate policy of ``service`` under the literature settings ``lit`` (see the module docstring)."""
     if service == "arxiv":
-        iv = settings.lit.arxiv_interval_s
+        iv = lit.arxiv_interval_s
         return Policy(1, iv, serial=True, min_gap=iv)
     if service == "pubmed":
-        return Policy(10 if os.environ.get(settings.lit.ncbi_api_key_env) else 3, 1.0)
+        return Policy(10 if os.environ.get(lit.ncbi_api_key_env) else 3, 1.0)
     if service == "crossref":
-        return Policy(10 if settings.lit.mailto else 5, 1.0)
+        return Policy(10 if lit.mailto else 5, 1.0)
     if service == "openalex":
         return Policy(10, 1.0)
     if service == "semantic_scholar":
@@ -247,19 +246,39 @@ def policy_for(service: str, settings: "Settings") -> Policy:
     return Policy(2, 1.0)  # PDF downloads from other hosts
 
 
-def state_for(service: str, base_url: str, settings: "Settings") -> ServiceState:
-    """The process-wide :class:`ServiceState` of ``service`` at ``base_url`` (created on first use; its
-    policy follows the settings of the first caller)."""
-    key = (service, base_url)
-    st = _states.get(key)
-    if st is None:
-        st = _states[key] = ServiceState(service, policy_for(service, settings))
-    return st
+class HttpState:
+    """The HTTP state one :class:`~.service.LiteratureService` shares between all its calls: a
+    :class:`ServiceState` (budget, 429 window) per (service, base URL), created on first use with the policy of
+    ``lit`` (:func:`policy_for`), and one SSL context for every client (building one costs ~50 ms: certificates are
+    loaded; ``ssl_context`` replaces the default, e.g. a test's own CA).
+    """
 
+    def __init__(self, lit: "LiteratureSettings", ssl_context: ssl.SSLContext | None = None) -> None:
+        self.lit = lit
+        self._ssl = ssl_context
+        self._states: dict[tuple[str, str], ServiceState] = {}
+        self._lock = threading.Lock()
 
-def reset_states() -> None:
-    """Forget every budget and 429 window (tests)."""
-    _states.clear()
+    def state_for(self, service: str, base_url: str) -> ServiceState:
+        """The :class:`ServiceState` of ``service`` at ``base_url`` (created on first use)."""
+        key = (service, base_url)
+        with self._lock:
+            st = self._states.get(key)
+            if st is None:
+                st = self._states[key] = ServiceState(service, policy_for(service, self.lit))
+            return st
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The SSL context of every client (certifi's CA bundle unless one was given; built on first use)."""
+        with self._lock:
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context(cafile=certifi.where())
+            return self._ssl
+
+    def reset(self) -> None:
+        """Forget every budget and 429 window."""
+        with self._lock:
+            self._states.clear()
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -283,17 +302,6 @@ def parse_retry_after(value: str | None) -> float | None:
 # --------------------------------------------------------------------------------------------------
 
 
-_ssl_ctx: Any = None
-
-
-def _ssl_context() -> Any:
-    """One default SSL context for every client (building one costs ~50 ms: certificates are loaded)."""
-    global _ssl_ctx
-    if _ssl_ctx is None:
-        _ssl_ctx = ssl.create_default_context(cafile=certifi.where())
-    return _ssl_ctx
-
-
 class _Retryable(Exception):
     def __init__(self, message: str, status: int | None, retry_after: float | None) -> None:
         super().__init__(message)
@@ -303,11 +311,17 @@ class _Retryable(Exception):
 class Fetcher:
     """Makes the literature requests of one tool call: shared budgets, retries, cache, replay.
 
-    ``engine`` may be None (no cache). Use as ``async with Fetcher(settings, engine) as f``.
+    ``lit``: the literature settings (sources read their base URLs and keys from ``fetcher.lit``); ``engine`` may be
+    None (no cache); ``http``: the budgets, 429 windows and SSL context shared with other calls (default: a fresh
+    :class:`HttpState`, shared with nothing). Use as ``async with Fetcher(lit, engine, http) as f``; a
+    :class:`~.service.LiteratureService` makes its fetchers with :meth:`~.service.LiteratureService.fetcher`.
+
+    Raises AisacError at construction for a malformed ``lit.allow_networks`` entry.
     """
 
-    def __init__(self, settings: "Settings", engine: "Engine | None") -> None:
-        self.settings, self.engine = settings, engine
+    def __init__(self, lit: "LiteratureSettings", engine: "Engine | None", http: HttpState | None = None) -> None:
+        self.lit, self.engine = lit, engine
+        self.http = http if http is not None else HttpState(lit)
         #: per service: answers served from the cache, requests sent over the network
         self.cache_hits: dict[str, int] = {}
         self.sent: dict[str, int] = {}
@@ -315,18 +329,18 @@ class Fetcher:
         self.cached_at: dict[str, float] = {}
         self._client: httpx.AsyncClient | None = None
         #: the outbound policy (AISAC_LIT_ALLOW_NETWORKS); raises AisacError now for a malformed entry
-        self.policy = EgressPolicy.from_settings(settings)
+        self.policy = EgressPolicy(lit.allow_networks)
 
     @property
     def client(self) -> httpx.AsyncClient:
         """The HTTP client, created on the first request (cache hits need none)."""
         if self._client is None:
-            s = self.settings
-            mail = f" (mailto:{s.lit.mailto})" if s.lit.mailto else ""
+            lit = self.lit
+            mail = f" (mailto:{lit.mailto})" if lit.mailto else ""
             # the guarded transport checks every connection (and redirect hop) against the egress policy
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(s.lit.timeout_s), follow_redirects=True,
-                                             transport=egress.transport(self.policy, ssl_context=_ssl_context()),
-                                             headers={"User-Agent": f"aisac/0.1{mail}"})
+            transport = egress.transport(self.policy, ssl_context=self.http.ssl_context())
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(lit.timeout_s), follow_redirects=True,
+                                             transport=transport, headers={"User-Agent": f"aisac/0.1{mail}"})
         return self._client
 
     async def __aenter__(self) -> "Fetcher":
@@ -336,12 +350,12 @@ class Fetcher:
         if self._client is not None:
             await self._client.aclose()
 
-    def _wait(self, retry_state: Any) -> float:
+    def _wait(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         ra = getattr(exc, "retry_after", None)
         if ra is not None:
-            return ra
-        return self.settings.lit.backoff_s * (2 ** (retry_state.attempt_number - 1))
+            return float(ra)
+        return float(self.lit.backoff_s * (2 ** (retry_state.attempt_number - 1)))
 
     async def fetch(self, service: str, url: str, params: dict[str, Any] | None, parse: Callable[[str], T], *,
                     headers: dict[str, str] | None = None, base_url: str | None = None) -> tuple[T, bool]:
@@ -358,11 +372,11 @@ class Fetcher:
             BadResponse: ``parse`` failed on the body (``parse`` raises it, or ValueError / ParseError).
             ReplayMiss: replay mode and not cached.
         """
-        s = self.settings
+        lit = self.lit
         key, req = cache_key(service, url, params)
-        use_cache = self.engine is not None
-        if use_cache and (s.lit.replay or s.lit.cache_ttl_s > 0):
-            row = await anyio.to_thread.run_sync(cache_get, self.engine, key, None if s.lit.replay else s.lit.cache_ttl_s)
+        engine = self.engine
+        if engine is not None and (lit.replay or lit.cache_ttl_s > 0):
+            row = await anyio.to_thread.run_sync(cache_get, engine, key, None if lit.replay else lit.cache_ttl_s)
             if row is not None:
                 try:
                     parsed_cached = parse(row.body)
@@ -371,9 +385,9 @@ class Fetcher:
                     return parsed_cached, True
                 except Exception:
                     await anyio.to_thread.run_sync(self._forget, key)
-        if s.lit.replay:
+        if lit.replay:
             raise ReplayMiss(service, key)
-        state = state_for(service, base_url or url, s)
+        state = self.http.state_for(service, base_url or url)
         if state.retry_after() > 0:
             raise RateLimited(service, state.retry_after())
         self.sent[service] = self.sent.get(service, 0) + 1
@@ -385,8 +399,8 @@ class Fetcher:
             raise
         except Exception as exc:
             raise BadResponse(service, f"{type(exc).__name__}: {exc}") from exc
-        if use_cache and s.lit.cache_ttl_s > 0:
-            await anyio.to_thread.run_sync(cache_put, self.engine, key, service, req, text,
+        if engine is not None and lit.cache_ttl_s > 0:
+            await anyio.to_thread.run_sync(cache_put, engine, key, service, req, text,
                                            resp.headers.get("content-type"))
         return parsed, False
 
@@ -400,8 +414,8 @@ class Fetcher:
 
     async def _request(self, service: str, state: ServiceState, url: str, params: dict[str, Any] | None,
                        headers: dict[str, str] | None, stream: bool = False) -> httpx.Response:
-        s = self.settings
-        retrying = AsyncRetrying(stop=stop_after_attempt(s.lit.retries), wait=self._wait,
+        lit = self.lit
+        retrying = AsyncRetrying(stop=stop_after_attempt(lit.retries), wait=self._wait,
                                  retry=retry_if_exception_type(_Retryable), reraise=True)
         try:
             async for attempt in retrying:
@@ -421,7 +435,7 @@ class Fetcher:
                             raise ServiceError(service, f"{service}: the URL is not valid ({exc}); nothing was "
                                                         "fetched", kind="refused") from exc
                         except httpx.TimeoutException as exc:
-                            raise _Retryable(f"timed out after {s.lit.timeout_s:g} s ({type(exc).__name__})",
+                            raise _Retryable(f"timed out after {lit.timeout_s:g} s ({type(exc).__name__})",
                                              None, None) from exc
                         except httpx.TransportError as exc:
                             raise _Retryable(f"cannot connect ({type(exc).__name__}: {exc})", None, None) from exc
@@ -433,7 +447,7 @@ class Fetcher:
             what = f"HTTP {exc.status}" if exc.status else str(exc)
             hint = ("check the network (or the base URL in AISAC_LIT_*_URL)" if exc.status is None
                     else "the service is failing; try again later")
-            raise ServiceError(service, f"{service} failed after {s.lit.retries} attempts: {what}; {hint}",
+            raise ServiceError(service, f"{service} failed after {lit.retries} attempts: {what}; {hint}",
                                http_status=exc.status, retry_after=exc.retry_after, kind=kind) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -446,7 +460,7 @@ class Fetcher:
             state.block(ra if ra is not None else DEFAULT_RETRY_AFTER)
             raise RateLimited(service, state.retry_after())
         if code in (500, 502, 503, 504):
-            if ra is not None and ra > self.settings.lit.max_retry_wait_s:
+            if ra is not None and ra > self.lit.max_retry_wait_s:
                 raise ServiceError(service, f"{service} is unavailable (HTTP {code}) and asks to retry after "
                                             f"{ra:.0f} s", http_status=code, retry_after=ra, kind="unavailable")
             raise _Retryable(f"HTTP {code}", code, ra)
@@ -464,7 +478,7 @@ class Fetcher:
         is used and again at connect time; no byte is read from a refused address -, and :class:`LiteratureError`
         when the body exceeds ``max_bytes``. Never cached.
         """
-        if self.settings.lit.replay:
+        if self.lit.replay:
             raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) downloads nothing; turn replay off to import")
         try:
             self.policy.check_url(url)
@@ -472,7 +486,7 @@ class Fetcher:
             raise OutboundRefused(service, exc) from exc
         parts = urlsplit(url)
         base = f"{parts.scheme}://{parts.netloc}" if service == "download" else self._base_for(service)
-        state = state_for(service, base, self.settings)
+        state = self.http.state_for(service, base)
         if state.retry_after() > 0:
             raise RateLimited(service, state.retry_after())
         resp = await self._request(service, state, url, None, None, stream=True)
@@ -490,6 +504,6 @@ class Fetcher:
         return b"".join(chunks), resp.headers.get("content-type"), str(resp.url)
 
     def _base_for(self, service: str) -> str:
-        s = self.settings
-        return {"arxiv": s.lit.arxiv_url, "pubmed": s.lit.pubmed_url, "crossref": s.lit.crossref_url,
-                "openalex": s.lit.openalex_url, "semantic_scholar": s.lit.s2_url}.get(service, service)
+        lit = self.lit
+        return {"arxiv": lit.arxiv_url, "pubmed": lit.pubmed_url, "crossref": lit.crossref_url,
+                "openalex": lit.openalex_url, "semantic_scholar": lit.s2_url}.get(service, service)

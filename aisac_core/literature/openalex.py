@@ -77,7 +77,7 @@ def _parse_one(text: str) -> tuple[Paper, list[str]]:
 
 
 def _polite(f: "Fetcher") -> dict[str, Any]:
-    return {"mailto": f.settings.lit.mailto} if f.settings.lit.mailto else {}
+    return {"mailto": f.lit.mailto} if f.lit.mailto else {}
 
 
 def work_path(kind: str, value: str) -> str:
@@ -89,7 +89,7 @@ def work_path(kind: str, value: str) -> str:
 async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) works for ``query`` by relevance."""
-    base = f.settings.lit.openalex_url.rstrip("/")
+    base = f.lit.openalex_url.rstrip("/")
     params: dict[str, Any] = {"search": query, "per-page": min(k, MAX_RESULTS), **_polite(f)}
     if year_from and year_to:
         params["filter"] = f"publication_year:{year_from}-{year_to}"
@@ -103,7 +103,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
 
 async def get_with_refs(f: "Fetcher", kind: str, value: str) -> tuple[Paper, list[str]]:
     """The work and its referenced work ids. Raises NotFound on 404."""
-    base = f.settings.lit.openalex_url.rstrip("/")
+    base = f.lit.openalex_url.rstrip("/")
     try:
         return (await f.fetch(SERVICE, f"{base}/works/{work_path(kind, value)}", _polite(f), _parse_one,
                               base_url=base))[0]
@@ -122,7 +122,7 @@ async def references(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]
     refs = [r for r in refs if re.match(r"^W\d+$", r)][:min(k, 100)]
     if not refs:
         return []
-    base = f.settings.lit.openalex_url.rstrip("/")
+    base = f.lit.openalex_url.rstrip("/")
     params = {"filter": "openalex:" + "|".join(refs), "per-page": len(refs), **_polite(f)}
     papers, _c = await f.fetch(SERVICE, f"{base}/works", params, _parse_list, base_url=base)
     return papers
@@ -131,7 +131,7 @@ async def references(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]
 async def citations(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]:
     """Works citing the paper (``filter=cites:W..``), up to ``k`` (≤ 200)."""
     paper = await get(f, kind, value)
-    base = f.settings.lit.openalex_url.rstrip("/")
+    base = f.lit.openalex_url.rstrip("/")
     params = {"filter": f"cites:{paper.openalex_id}", "per-page": min(k, MAX_RESULTS), **_polite(f)}
     papers, _c = await f.fetch(SERVICE, f"{base}/works", params, _parse_list, base_url=base)
     return papers

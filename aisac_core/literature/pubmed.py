@@ -28,11 +28,11 @@ SUMMARY_BATCH = 200
 
 
 def _common(f: "Fetcher") -> dict[str, Any]:
-    s = f.settings
+    lit = f.lit
     p: dict[str, Any] = {"tool": "aisac"}
-    if s.lit.mailto:
-        p["email"] = s.lit.mailto
-    key = os.environ.get(s.lit.ncbi_api_key_env)
+    if lit.mailto:
+        p["email"] = lit.mailto
+    key = os.environ.get(lit.ncbi_api_key_env)
     if key:
         p["api_key"] = key
     return p
@@ -96,7 +96,8 @@ def parse_efetch(text: str) -> list[Paper]:
             continue
         pmid = (mc.findtext("PMID") or "").strip()
         a = mc.find("Article")
-        title = "".join(a.find("ArticleTitle").itertext()).strip() if a is not None and a.find("ArticleTitle") is not None else None
+        at = a.find("ArticleTitle") if a is not None else None
+        title = "".join(at.itertext()).strip() if at is not None else None
         parts = []
         for t in (a.findall("Abstract/AbstractText") if a is not None else []):
             txt = " ".join("".join(t.itertext()).split())
@@ -123,7 +124,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """esearch for up to ``k`` (≤ :data:`MAX_RESULTS`) PMIDs by relevance, then esummary for their records
     (:data:`SUMMARY_BATCH` ids per request)."""
-    base = f.settings.lit.pubmed_url.rstrip("/")
+    base = f.lit.pubmed_url.rstrip("/")
     params = {**_common(f), "db": "pubmed", "term": query, "retmax": min(k, MAX_RESULTS), "retmode": "xml",
               "sort": "relevance"}
     if year_from or year_to:
@@ -142,7 +143,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
 
 async def get(f: "Fetcher", pmid: str) -> Paper:
     """The full PubMed record of ``pmid`` (efetch). Raises NotFound when PubMed returns no article."""
-    base = f.settings.lit.pubmed_url.rstrip("/")
+    base = f.lit.pubmed_url.rstrip("/")
     params = {**_common(f), "db": "pubmed", "id": pmid, "retmode": "xml"}
     papers, _c = await f.fetch(SERVICE, f"{base}/efetch.fcgi", params, parse_efetch, base_url=base)
     hit = next((p for p in papers if p.pmid == pmid), papers[0] if papers else None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -33,8 +34,9 @@ FIELDS = ("paperId,externalIds,url,title,abstract,venue,year,citationCount,isOpe
           "journal,publicationDate")
 
 
-def to_paper(d: dict[str, Any]) -> Paper | None:
-    """An S2 paper object as a :class:`Paper` (None when it has no paperId, e.g. an unresolved reference)."""
+def to_paper(d: dict[str, Any] | None) -> Paper | None:
+    """An S2 paper object as a :class:`Paper` (None when it is not an object or has no paperId, e.g. an unresolved
+    reference)."""
     if not isinstance(d, dict) or not d.get("paperId"):
         return None
     ext = d.get("externalIds") or {}
@@ -63,7 +65,7 @@ def paper_id(kind: str, value: str) -> str:
 
 
 def _headers(f: "Fetcher") -> dict[str, str]:
-    key = os.environ.get(f.settings.lit.s2_api_key_env)
+    key = os.environ.get(f.lit.s2_api_key_env)
     return {"x-api-key": key} if key else {}
 
 
@@ -81,7 +83,7 @@ def _parse_one(text: str) -> Paper:
     return p
 
 
-def _parse_edges(key: str):  # noqa: ANN202
+def _parse_edges(key: str) -> Callable[[str], list[Paper]]:
     def parse(text: str) -> list[Paper]:
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
@@ -93,7 +95,7 @@ def _parse_edges(key: str):  # noqa: ANN202
 async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
                  year_to: int | None = None) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) papers for ``query`` by relevance."""
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     params: dict[str, Any] = {"query": query, "limit": min(k, MAX_RESULTS), "fields": FIELDS}
     if year_from or year_to:
         params["year"] = f"{year_from or ''}-{year_to or ''}"
@@ -104,7 +106,7 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
 
 async def get(f: "Fetcher", kind: str, value: str) -> Paper:
     """The paper for an identifier. Raises NotFound on 404."""
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     pid = paper_id(kind, value)
     try:
         paper, _c = await f.fetch(SERVICE, f"{base}/paper/{quote(pid, safe=':/')}", {"fields": FIELDS}, _parse_one,
@@ -115,7 +117,7 @@ async def get(f: "Fetcher", kind: str, value: str) -> Paper:
 
 
 async def _edges(f: "Fetcher", kind: str, value: str, k: int, which: str, key: str) -> list[Paper]:
-    base = f.settings.lit.s2_url.rstrip("/")
+    base = f.lit.s2_url.rstrip("/")
     pid = paper_id(kind, value)
     try:
         papers, _c = await f.fetch(SERVICE, f"{base}/paper/{quote(pid, safe=':/')}/{which}",

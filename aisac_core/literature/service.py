@@ -1,7 +1,8 @@
-"""The literature operations the server and the CLI call: search, get, references, citations, import.
+"""The literature operations the server and the CLI call: :class:`LiteratureService` (search, get, references,
+citations, import), one per store, built by the application context.
 
-Every operation returns plain JSON-ready dicts. Per-source outcomes are reported, never raised, in
-``sources``: ``{"<source>": {"status": "ok", "count", "from_cache"?, "k_requested"?, "k_max"?} |
+Every operation returns plain JSON-ready dicts (their shapes: :mod:`.results`). Per-source outcomes are reported,
+never raised, in ``sources``: ``{"<source>": {"status": "ok", "count", "from_cache"?, "k_requested"?, "k_max"?} |
 {"status": "rate_limited", "retry_after": s} | {"status": "not_found" | "error" | "unreachable" | "timeout" |
 "refused" | "unavailable" | "bad_response" | "replay_miss" | "blocked", "error": message, "http_status"?}}``
 (``blocked``: the egress guard refused the address, see :mod:`aisac_core.egress`).
@@ -16,9 +17,10 @@ import os
 import re
 import threading
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import anyio
 
@@ -27,6 +29,7 @@ from aisac_core.hashing import sha256_bytes, sha256_file
 from aisac_core.literature import openalex, semanticscholar
 from aisac_core.literature.http import (
     Fetcher,
+    HttpState,
     NotFound,
     RateLimited,
     ReplayMiss,
@@ -38,6 +41,14 @@ from aisac_core.literature.paper import (
     merge_papers,
     parse_identifier,
 )
+from aisac_core.literature.results import (
+    CitationsResult,
+    GetResult,
+    ImportResult,
+    ReferencesResult,
+    SearchResult,
+    SourceStatus,
+)
 from aisac_core.literature.sources import (
     aliases,
     literature_sources,
@@ -46,15 +57,29 @@ from aisac_core.literature.sources import (
 )
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
-    from aisac_core.settings import Settings
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.settings import LiteratureSettings
 
 #: largest k a tool call accepts for the merged list (each source is also clamped to its own maximum)
 MAX_K = 1000
 
 
-def _engine(core: "AppContext | None"):  # noqa: ANN202
-    return core.engine if core is not None else None
+class IndexJobs(Protocol):
+    """Queues index jobs (rag's job manager)."""
+
+    def submit(self, paths: list[Path]) -> str:
+        """Queue an index job for ``paths``; returns its id."""
+        ...
+
+
+class Corpus(Protocol):
+    """What ``lit_import`` needs from rag: its index jobs."""
+
+    @property
+    def jobs(self) -> IndexJobs:
+        """The index job manager."""
+        ...
 
 
 def _stamp(f: Fetcher, source: str, papers: list[Paper]) -> None:
@@ -84,7 +109,7 @@ def _status_of(exc: BaseException) -> dict[str, Any]:
     return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
-async def _guard(source: str, coro: Awaitable[Any]) -> tuple[str, Any, dict[str, Any]]:
+async def _guard(source: str, coro: Awaitable[Any]) -> tuple[str, Any, SourceStatus]:
     t0 = time.perf_counter()
     try:
         res = await coro
@@ -92,17 +117,17 @@ async def _guard(source: str, coro: Awaitable[Any]) -> tuple[str, Any, dict[str,
     except Exception as exc:  # one source failing never fails the call
         res, st = None, _status_of(exc)
     st["took_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-    return source, res, st
+    return source, res, cast(SourceStatus, st)
 
 
-def normalise_sources(sources: list[str] | str | None, registry: dict[str, Any] | None = None) -> list[str]:
+def normalise_sources(sources: list[str] | str | None, registry: Mapping[str, Any] | None = None) -> list[str]:
     """Source names in canonical spelling, from ``registry`` (name -> source; default: the built-ins, see
     :func:`~.sources.literature_sources`). None -> every registered source. Raises LiteratureError for an unknown
     or empty list."""
     registry = registry if registry is not None else literature_sources()
     if sources is None:
         return list(registry)
-    spellings = aliases(registry)
+    spellings = aliases(dict(registry))
     items = [sources] if isinstance(sources, str) else list(sources)
     out: list[str] = []
     for raw in items:
@@ -125,126 +150,241 @@ def _check_years(year_from: int | None, year_to: int | None) -> None:
         raise LiteratureError(f"year_from {year_from} is after year_to {year_to}: swap them")
 
 
-async def search(settings: "Settings", core: "AppContext | None", query: str, sources: list[str] | str | None = None,
-                 k: int = 10, year_from: int | None = None, year_to: int | None = None) -> dict[str, Any]:
-    """Search the sources concurrently and merge their ranked lists (:func:`~.paper.merge_papers`).
+class LiteratureService:
+    """The literature operations of one store.
 
-    Args: ``query`` non-empty text; ``sources`` names (default: every registered source, the five built-ins plus
-    any a served project's plugins add); ``k`` merged papers wanted (1..1000;
-    each source is asked for ``k``, clamped to its own maximum: arXiv 2000, PubMed 10000, Crossref 1000,
-    OpenAlex 200, Semantic Scholar 100); ``year_from``/``year_to`` inclusive publication years.
-
-    Returns ``{query, papers: [Paper...], count, sources: {name: status}, notes: [...]}``; papers outside the
-    year range (when a source ignores the filter) are dropped.
-
-    Raises LiteratureError: empty query, unknown source, k < 1 or > 1000, bad years.
+    Args:
+        sources: the registered sources by canonical name (:func:`~.sources.source_registry` of the plugin manager:
+            the five built-ins plus any a served project's plugins add), in registration order.
+        lit: the literature settings (base URLs, politeness, cache, replay, egress allow-list).
+        engine: a zero-argument callable returning the SQL engine of the response cache (opened on the first
+            request); None: no cache.
+        roots: the registered corpus roots ``lit_import`` saves PDFs into.
+        corpus: rag's index jobs, so ``lit_import`` indexes what it saved; None: ``import_paper`` raises.
+        http: the budgets, 429 windows and SSL context of this service's requests (default: a new
+            :class:`~.http.HttpState`; every call of this service shares it).
     """
-    if not isinstance(query, str) or not query.strip():
-        raise LiteratureError("query is empty: give words to search for, e.g. 'transformer protein structure'")
-    registry = literature_sources(core)
-    names = normalise_sources(sources, registry)
-    if not isinstance(k, int) or k < 1:
-        raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {MAX_K}")
-    notes = []
-    if k > MAX_K:
-        notes.append(f"k={k} exceeds the maximum of {MAX_K} merged papers: clamped to {MAX_K}")
-        k = MAX_K
-    _check_years(year_from, year_to)
-    q = query.strip()
-    async with Fetcher(settings, _engine(core)) as f:
-        results = await asyncio.gather(*[_guard(n, registry[n].search(f, q, k, year_from, year_to)) for n in names])
-    ranked: dict[str, list[Paper]] = {}
-    statuses: dict[str, dict[str, Any]] = {}
-    for name, papers, st in results:
-        cap = max_results(registry[name])
-        if k > cap:
-            st.update(k_requested=k, k_max=cap)
-            notes.append(f"k={k} exceeds {name}'s maximum of {cap} per request: asked {name} for {cap}")
-        if papers is not None:
-            st["count"] = len(papers)
-            st["from_cache"] = bool(f.cache_hits.get(name)) and not f.sent.get(name)
-            _stamp(f, name, papers)
-            ranked[name] = papers
-        statuses[name] = st
-    merged = merge_papers(ranked)
-    if year_from or year_to:
-        merged = [p for p in merged if p.year is None or ((year_from or 0) <= p.year <= (year_to or 9999))]
-    papers_out = merged[:k]
-    return {"query": q, "papers": [p.model_dump() for p in papers_out], "count": len(papers_out),
-            "sources": statuses, "notes": notes}
 
+    def __init__(self, sources: Mapping[str, Any], lit: LiteratureSettings, *,
+                 engine: Callable[[], Engine] | None = None, roots: Sequence[Path] = (),
+                 corpus: Corpus | None = None, http: HttpState | None = None) -> None:
+        self.sources: dict[str, Any] = dict(sources)
+        self.lit = lit
+        self.roots = list(roots)
+        self.http = http if http is not None else HttpState(lit)
+        self._engine = engine
+        self._corpus = corpus
 
-async def get(settings: "Settings", core: "AppContext | None", identifier: str) -> dict[str, Any]:
-    """One paper by identifier (see :func:`~.paper.parse_identifier`), from the sources that index that kind:
-    DOI -> Crossref + OpenAlex + Semantic Scholar (merged); arXiv id -> arXiv; PMID -> PubMed (efetch, with
-    abstract); PMCID -> OpenAlex + Semantic Scholar; S2 id -> Semantic Scholar; W id -> OpenAlex; plus every
-    registered source that declares it answers that kind of identifier.
+    def fetcher(self, cache: bool = True) -> Fetcher:
+        """A :class:`~.http.Fetcher` on this service's budgets (and its cache unless ``cache`` is False or it has
+        none); use as ``async with service.fetcher() as f``. Raises AisacError for a malformed egress allow-list."""
+        engine = self._engine() if cache and self._engine is not None else None
+        return Fetcher(self.lit, engine, self.http)
 
-    Returns ``{identifier, kind, paper: Paper | None, sources: {name: status}}``; ``paper`` is None only when
-    every source was throttled or failed (their statuses say why, e.g. ``rate_limited`` with ``retry_after``).
+    def reset(self) -> None:
+        """Forget every budget and 429 window of this service."""
+        self.http.reset()
 
-    Raises LiteratureError: malformed or unknown identifier; every source says not found.
-    """
-    kind, value = parse_identifier(identifier)
-    chosen = routes(literature_sources(core), kind)
-    async with Fetcher(settings, _engine(core)) as f:
-        results = await asyncio.gather(*[_guard(n, fn(f, kind, value)) for n, fn in chosen])
-    found = {n: [p] for n, p, _st in results if p is not None}
-    for n, ps in found.items():
-        _stamp(f, n, ps)
-    statuses = {n: st for n, _p, st in results}
-    if not found:
-        if all(st["status"] == "not_found" for st in statuses.values()):
+    async def search(self, query: str, sources: list[str] | str | None = None, k: int = 10,
+                     year_from: int | None = None, year_to: int | None = None) -> SearchResult:
+        """Search the sources concurrently and merge their ranked lists (:func:`~.paper.merge_papers`).
+
+        Args: ``query`` non-empty text; ``sources`` names (default: every registered source); ``k`` merged papers
+        wanted (1..1000; each source is asked for ``k``, clamped to its own maximum: arXiv 2000, PubMed 10000,
+        Crossref 1000, OpenAlex 200, Semantic Scholar 100); ``year_from``/``year_to`` inclusive publication years.
+
+        Returns ``{query, papers: [Paper...], count, sources: {name: status}, notes: [...]}``; papers outside the
+        year range (when a source ignores the filter) are dropped.
+
+        Raises LiteratureError: empty query, unknown source, k < 1, bad years.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise LiteratureError("query is empty: give words to search for, e.g. 'transformer protein structure'")
+        registry = self.sources
+        names = normalise_sources(sources, registry)
+        if not isinstance(k, int) or k < 1:
+            raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {MAX_K}")
+        notes = []
+        if k > MAX_K:
+            notes.append(f"k={k} exceeds the maximum of {MAX_K} merged papers: clamped to {MAX_K}")
+            k = MAX_K
+        _check_years(year_from, year_to)
+        q = query.strip()
+        async with self.fetcher() as f:
+            results = await asyncio.gather(*[_guard(n, registry[n].search(f, q, k, year_from, year_to))
+                                             for n in names])
+        ranked: dict[str, list[Paper]] = {}
+        statuses: dict[str, SourceStatus] = {}
+        for name, papers, st in results:
+            cap = max_results(registry[name])
+            if k > cap:
+                st["k_requested"], st["k_max"] = k, cap
+                notes.append(f"k={k} exceeds {name}'s maximum of {cap} per request: asked {name} for {cap}")
+            if papers is not None:
+                st["count"] = len(papers)
+                st["from_cache"] = bool(f.cache_hits.get(name)) and not f.sent.get(name)
+                _stamp(f, name, papers)
+                ranked[name] = papers
+            statuses[name] = st
+        merged = merge_papers(ranked)
+        if year_from or year_to:
+            merged = [p for p in merged if p.year is None or ((year_from or 0) <= p.year <= (year_to or 9999))]
+        papers_out = merged[:k]
+        return {"query": q, "papers": [p.model_dump() for p in papers_out], "count": len(papers_out),
+                "sources": statuses, "notes": notes}
+
+    async def get(self, identifier: str) -> GetResult:
+        """One paper by identifier (see :func:`~.paper.parse_identifier`), from the sources that index that kind:
+        DOI -> Crossref + OpenAlex + Semantic Scholar (merged); arXiv id -> arXiv; PMID -> PubMed (efetch, with
+        abstract); PMCID -> OpenAlex + Semantic Scholar; S2 id -> Semantic Scholar; W id -> OpenAlex; plus every
+        registered source that declares it answers that kind of identifier.
+
+        Returns ``{identifier, kind, paper: Paper | None, sources: {name: status}}``; ``paper`` is None only when
+        every source was throttled or failed (their statuses say why, e.g. ``rate_limited`` with ``retry_after``).
+
+        Raises LiteratureError: malformed or unknown identifier; every source says not found.
+        """
+        kind, value = parse_identifier(identifier)
+        chosen = routes(self.sources, kind)
+        async with self.fetcher() as f:
+            results = await asyncio.gather(*[_guard(n, fn(f, kind, value)) for n, fn in chosen])
+        found = {n: [p] for n, p, _st in results if p is not None}
+        for n, ps in found.items():
+            _stamp(f, n, ps)
+        statuses = {n: st for n, _p, st in results}
+        if not found:
+            if all(st["status"] == "not_found" for st in statuses.values()):
+                raise LiteratureError(f"no paper found for {kind} {value!r}: "
+                                      + "; ".join(st.get("error", "") for st in statuses.values()))
+            return {"identifier": identifier, "kind": kind, "paper": None, "sources": statuses}
+        paper = merge_papers(found)[0]
+        return {"identifier": identifier, "kind": kind, "paper": paper.model_dump(), "sources": statuses}
+
+    async def _graph(self, identifier: str, k: int, which: Literal["references", "citations"]) -> dict[str, Any]:
+        kind, value = parse_identifier(identifier)
+        if not isinstance(k, int) or k < 1:
+            raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {semanticscholar.MAX_GRAPH}")
+        notes = []
+        if k > semanticscholar.MAX_GRAPH:
+            notes.append(f"k={k} exceeds Semantic Scholar's maximum of {semanticscholar.MAX_GRAPH}: clamped")
+            k = semanticscholar.MAX_GRAPH
+        statuses: dict[str, SourceStatus] = {}
+        async with self.fetcher() as f:
+            papers = None
+            if kind != "openalex":
+                fn = semanticscholar.references if which == "references" else semanticscholar.citations
+                _n, papers, statuses["semantic_scholar"] = await _guard("semantic_scholar", fn(f, kind, value, k))
+            if papers is None and kind in ("doi", "pmid", "pmcid", "openalex"):
+                fn2 = openalex.references if which == "references" else openalex.citations
+                _n, papers, statuses["openalex"] = await _guard("openalex", fn2(f, kind, value, k))
+        if papers is None and statuses and all(st["status"] == "not_found" for st in statuses.values()):
             raise LiteratureError(f"no paper found for {kind} {value!r}: "
-                                  + "; ".join(st["error"] for st in statuses.values()))
-        return {"identifier": identifier, "kind": kind, "paper": None, "sources": statuses}
-    paper = merge_papers(found)[0]
-    return {"identifier": identifier, "kind": kind, "paper": paper.model_dump(), "sources": statuses}
+                                  + "; ".join(st.get("error", "") for st in statuses.values()))
+        for name, st in statuses.items():
+            if st["status"] == "ok" and papers is not None:
+                st["count"] = len(papers)
+                _stamp(f, name, papers)
+        return {"identifier": identifier, "kind": kind, which: [p.model_dump() for p in (papers or [])][:k],
+                "count": len(papers or []), "sources": statuses, "notes": notes}
 
+    async def references(self, identifier: str, k: int = 100) -> ReferencesResult:
+        """Papers ``identifier`` cites: Semantic Scholar ``/references``, else (throttled, failing, or an OpenAlex
+        id) OpenAlex ``referenced_works``; ``k`` papers wanted (1..1000, clamped). Returns ``{identifier, kind,
+        references: [Paper], count, sources, notes}``. Raises LiteratureError: malformed identifier, k < 1, not
+        found anywhere."""
+        return cast(ReferencesResult, await self._graph(identifier, k, "references"))
 
-async def _graph(settings: "Settings", core: "AppContext | None", identifier: str, k: int, which: str) -> dict[str, Any]:
-    kind, value = parse_identifier(identifier)
-    if not isinstance(k, int) or k < 1:
-        raise LiteratureError(f"k={k!r}: give the number of papers wanted, 1 to {semanticscholar.MAX_GRAPH}")
-    notes = []
-    if k > semanticscholar.MAX_GRAPH:
-        notes.append(f"k={k} exceeds Semantic Scholar's maximum of {semanticscholar.MAX_GRAPH}: clamped")
-        k = semanticscholar.MAX_GRAPH
-    statuses: dict[str, dict[str, Any]] = {}
-    async with Fetcher(settings, _engine(core)) as f:
-        papers = None
-        if kind != "openalex":
-            fn = semanticscholar.references if which == "references" else semanticscholar.citations
-            _n, papers, statuses["semantic_scholar"] = await _guard("semantic_scholar", fn(f, kind, value, k))
-        if papers is None and kind in ("doi", "pmid", "pmcid", "openalex"):
-            fn2 = openalex.references if which == "references" else openalex.citations
-            _n, papers, statuses["openalex"] = await _guard("openalex", fn2(f, kind, value, k))
-    if papers is None and statuses and all(st["status"] == "not_found" for st in statuses.values()):
-        raise LiteratureError(f"no paper found for {kind} {value!r}: "
-                              + "; ".join(st["error"] for st in statuses.values()))
-    for name, st in statuses.items():
-        if st["status"] == "ok" and papers is not None:
-            st["count"] = len(papers)
-            _stamp(f, name, papers)
-    return {"identifier": identifier, "kind": kind, which: [p.model_dump() for p in (papers or [])][:k],
-            "count": len(papers or []), "sources": statuses, "notes": notes}
+    async def citations(self, identifier: str, k: int = 100) -> CitationsResult:
+        """Papers citing ``identifier``: Semantic Scholar ``/citations``, else OpenAlex ``filter=cites:``.
+        Returns ``{identifier, kind, citations: [Paper], count, sources, notes}``. Errors as :meth:`references`."""
+        return cast(CitationsResult, await self._graph(identifier, k, "citations"))
 
+    async def import_paper(self, identifier: str, root: str | None = None) -> ImportResult:
+        """Download the open-access PDF of ``identifier`` into a registered root, write a provenance sidecar and
+        start an index job.
 
-async def references(settings: "Settings", core: "AppContext | None", identifier: str, k: int = 100) -> dict[str, Any]:
-    """Papers ``identifier`` cites: Semantic Scholar ``/references``, else (throttled, failing, or an OpenAlex
-    id) OpenAlex ``referenced_works``. Returns ``{identifier, kind, references: [Paper], count, sources, notes}``.
-    Raises LiteratureError: malformed identifier, k < 1, not found anywhere."""
-    return await _graph(settings, core, identifier, k, "references")
+        PDF URL: arXiv papers from ``lit_arxiv_pdf_url`` (arXiv's budget applies); others from the open-access
+        PDF link their sources give (OpenAlex ``best_oa_location``, Semantic Scholar ``openAccessPdf``, Crossref
+        ``link``). The file is ``<root>/<arxiv-ID|doi-DOI|pmid-N>.pdf``, written atomically; the sidecar
+        ``<same>.provenance.json`` holds ``{source_url, final_url, retrieved_at, sha256, bytes, content_type,
+        identifier, paper}``.
 
+        Returns ``{status: imported | already_present, path, sidecar, sha256, bytes, source_url, job_id, paper}``;
+        or ``{status: rate_limited, retry_after, ...}`` when the service is throttled.
 
-async def citations(settings: "Settings", core: "AppContext | None", identifier: str, k: int = 100) -> dict[str, Any]:
-    """Papers citing ``identifier``: Semantic Scholar ``/citations``, else OpenAlex ``filter=cites:``.
-    Returns ``{identifier, kind, citations: [Paper], count, sources, notes}``. Errors as :func:`references`."""
-    return await _graph(settings, core, identifier, k, "citations")
+        Raises LiteratureError: bad identifier; no corpus to index into (``corpus`` None); not found; no open-access
+        PDF known; the download failed or the egress guard refused its URL or a redirect hop (a loopback, private or
+        link-local address, a non-http(s) scheme: see :mod:`aisac_core.egress`; nothing is fetched from such an
+        address); the download is not a PDF; too large; the root is outside the registered roots. In every error
+        case nothing is saved and nothing is indexed.
+        """
+        parse_identifier(identifier)  # a bad identifier is reported before anything else
+        if self.lit.replay:
+            raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
+                                  "turn replay off to import a PDF")
+        target_dir = resolve_root(self.roots, root)
+        if self._corpus is None:
+            raise LiteratureError("lit_import cannot index here: this literature service has no corpus to index "
+                                  "into")
+        corpus = self._corpus
+        got = await self.get(identifier)
+        if got["paper"] is None:
+            limited = {n: st for n, st in got["sources"].items() if st["status"] == "rate_limited"}
+            if limited:
+                ra = max(st.get("retry_after", 0.0) for st in limited.values())
+                return {"status": "rate_limited", "retry_after": ra, "identifier": identifier,
+                        "sources": got["sources"]}
+            raise LiteratureError(f"cannot look up {identifier!r}: "
+                                  + "; ".join(f"{n}: {st.get('error')}" for n, st in got["sources"].items()))
+        paper = Paper(**got["paper"])
+        if paper.arxiv_id:
+            url, service = self.lit.arxiv_pdf_url.format(id=paper.arxiv_id), "arxiv"
+        elif paper.pdf_url and paper.open_access is not False:
+            url, service = paper.pdf_url, "download"
+        else:
+            raise LiteratureError(f"no open-access PDF is known for {identifier!r} (open_access="
+                                  f"{paper.open_access}); download it yourself and put it into a registered root, "
+                                  "then run rag_index")
+        max_bytes = int(self.lit.max_pdf_mb * 1024 * 1024)
+        async with self.fetcher() as f:
+            try:
+                body, ctype, final_url = await f.download(url, max_bytes, service=service)
+            except RateLimited as exc:
+                return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1),
+                        "identifier": identifier, "source_url": url, "error": str(exc)}
+            except (ServiceError, NotFound) as exc:
+                raise LiteratureError(f"cannot import {identifier!r}, its PDF was not downloaded: "
+                                      f"{str(exc).rstrip('.')}. Nothing was saved or indexed.") from exc
+        check_pdf(body, ctype, url)
+        sha = sha256_bytes(body)
+        name = _slug(paper)
+
+        def _write() -> tuple[Path, Path, str]:
+            target_dir.mkdir(parents=True, exist_ok=True)
+            pdf = target_dir / f"{name}.pdf"
+            status = "imported"
+            if pdf.exists() and sha256_file(pdf) == sha:
+                status = "already_present"
+            else:
+                tmp = pdf.with_name(f".{pdf.name}.{os.getpid()}.{threading.get_ident()}.part")
+                tmp.write_bytes(body)
+                tmp.replace(pdf)
+            side = target_dir / f"{name}.provenance.json"
+            meta = {"source_url": url, "final_url": final_url,
+                    "retrieved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "sha256": sha,
+                    "bytes": len(body), "content_type": ctype, "identifier": identifier,
+                    "paper": paper.model_dump(), "tool": "aisac lit_import"}
+            side.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+            return pdf, side, status
+
+        pdf, side, status = await anyio.to_thread.run_sync(_write)
+        job_id = await anyio.to_thread.run_sync(corpus.jobs.submit, [pdf])
+        return {"status": status, "path": str(pdf), "sidecar": str(side), "sha256": sha, "bytes": len(body),
+                "source_url": url, "job_id": job_id, "paper": paper.model_dump()}
 
 
 # --------------------------------------------------------------------------------------------------
-# import
+# import helpers
 # --------------------------------------------------------------------------------------------------
 
 #: content types a PDF download may carry (anything else, e.g. text/html, is refused)
@@ -282,11 +422,11 @@ def _slug(paper: Paper) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", base)[:150]
 
 
-def resolve_root(settings: "Settings", root: str | None) -> Path:
-    """The target folder: a registered root by name or path, or a folder inside one (created). None -> the first
-    registered root. Raises PathOutsideRootsError (a LiteratureError sibling) outside the roots."""
+def resolve_root(roots: Sequence[Path], root: str | None) -> Path:
+    """The target folder in the registered corpus ``roots``: a root by name or path, or a folder inside one
+    (created). None -> the first root. Raises PathOutsideRootsError (a LiteratureError sibling) outside the roots."""
 
-    roots = list(settings.rag.roots)
+    roots = list(roots)
     if not roots:
         raise PathOutsideRootsError(
             "lit_import needs a registered corpus root to save the PDF into, and none is registered: set "
@@ -298,80 +438,3 @@ def resolve_root(settings: "Settings", root: str | None) -> Path:
     if by_name and not Path(root).expanduser().is_absolute():
         return by_name[0]
     return resolve_in_roots(root, roots, what="root")
-
-
-async def import_paper(core: "AppContext", identifier: str, root: str | None = None) -> dict[str, Any]:
-    """Download the open-access PDF of ``identifier`` into a registered root, write a provenance sidecar and
-    start an index job.
-
-    PDF URL: arXiv papers from ``lit_arxiv_pdf_url`` (arXiv's budget applies); others from the open-access
-    PDF link their sources give (OpenAlex ``best_oa_location``, Semantic Scholar ``openAccessPdf``, Crossref
-    ``link``). The file is ``<root>/<arxiv-ID|doi-DOI|pmid-N>.pdf``, written atomically; the sidecar
-    ``<same>.provenance.json`` holds ``{source_url, final_url, retrieved_at, sha256, bytes, content_type,
-    identifier, paper}``.
-
-    Returns ``{status: imported | already_present, path, sidecar, sha256, bytes, source_url, job_id, paper}``;
-    or ``{status: rate_limited, retry_after, ...}`` when the service is throttled.
-
-    Raises LiteratureError: bad identifier; not found; no open-access PDF known; the download failed or the egress
-    guard refused its URL or a redirect hop (a loopback, private or link-local address, a non-http(s) scheme: see
-    :mod:`aisac_core.egress`; nothing is fetched from such an address); the download is not a PDF; too large; the
-    root is outside the registered roots. In every error case nothing is saved and nothing is indexed.
-    """
-    settings = core.settings
-    parse_identifier(identifier)  # a bad identifier is reported before anything else
-    if settings.lit.replay:
-        raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
-                              "turn replay off to import a PDF")
-    target_dir = resolve_root(settings, root)
-    got = await get(settings, core, identifier)
-    if got["paper"] is None:
-        limited = {n: st for n, st in got["sources"].items() if st["status"] == "rate_limited"}
-        if limited:
-            ra = max(st["retry_after"] for st in limited.values())
-            return {"status": "rate_limited", "retry_after": ra, "identifier": identifier, "sources": got["sources"]}
-        raise LiteratureError(f"cannot look up {identifier!r}: "
-                              + "; ".join(f"{n}: {st.get('error')}" for n, st in got["sources"].items()))
-    paper = Paper(**got["paper"])
-    if paper.arxiv_id:
-        url, service = settings.lit.arxiv_pdf_url.format(id=paper.arxiv_id), "arxiv"
-    elif paper.pdf_url and paper.open_access is not False:
-        url, service = paper.pdf_url, "download"
-    else:
-        raise LiteratureError(f"no open-access PDF is known for {identifier!r} (open_access={paper.open_access}); "
-                              "download it yourself and put it into a registered root, then run rag_index")
-    max_bytes = int(settings.lit.max_pdf_mb * 1024 * 1024)
-    async with Fetcher(settings, core.engine) as f:
-        try:
-            body, ctype, final_url = await f.download(url, max_bytes, service=service)
-        except RateLimited as exc:
-            return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1), "identifier": identifier,
-                    "source_url": url, "error": str(exc)}
-        except (ServiceError, NotFound) as exc:
-            raise LiteratureError(f"cannot import {identifier!r}, its PDF was not downloaded: {str(exc).rstrip('.')}. "
-                                  "Nothing was saved or indexed.") from exc
-    check_pdf(body, ctype, url)
-    sha = sha256_bytes(body)
-    name = _slug(paper)
-
-    def _write() -> tuple[Path, Path, str]:
-        target_dir.mkdir(parents=True, exist_ok=True)
-        pdf = target_dir / f"{name}.pdf"
-        status = "imported"
-        if pdf.exists() and sha256_file(pdf) == sha:
-            status = "already_present"
-        else:
-            tmp = pdf.with_name(f".{pdf.name}.{os.getpid()}.{threading.get_ident()}.part")
-            tmp.write_bytes(body)
-            tmp.replace(pdf)
-        side = target_dir / f"{name}.provenance.json"
-        meta = {"source_url": url, "final_url": final_url, "retrieved_at": datetime.now(timezone.utc).isoformat(
-            timespec="seconds"), "sha256": sha, "bytes": len(body), "content_type": ctype, "identifier": identifier,
-            "paper": paper.model_dump(), "tool": "aisac lit_import"}
-        side.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-        return pdf, side, status
-
-    pdf, side, status = await anyio.to_thread.run_sync(_write)
-    job_id = await anyio.to_thread.run_sync(core.jobs.submit, [pdf])
-    return {"status": status, "path": str(pdf), "sidecar": str(side), "sha256": sha, "bytes": len(body),
-            "source_url": url, "job_id": job_id, "paper": paper.model_dump()}

@@ -117,16 +117,14 @@ def fake_dns(monkeypatch):
 def _core(tmp_path: Path, models_dir: Path, embedder, meta: ReplayServer, allow: list[str] | None = None,
           store: str = "store", **kw):
     from aisac_core.context import AppContext
-    from aisac_core.literature import reset_states
 
     papers = tmp_path / "papers"
     papers.mkdir(exist_ok=True)
     opts = {**meta.settings_kwargs(), "lit_backoff_s": 0.01, "lit_retries": 2, "lit_timeout_s": 5.0, **kw}
     if allow is not None:
         opts["lit_allow_networks"] = allow
-    c = AppContext(make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts), embedder=embedder)
-    reset_states()
-    return c
+    return AppContext(make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts),
+                      embedder=embedder)
 
 
 @pytest.fixture
@@ -357,8 +355,7 @@ async def test_https_mirror_is_verified_against_the_url_host_while_connecting_to
         tmp_path, monkeypatch, fake_dns, connects):
     """Connecting to the checked IP literal keeps TLS correct: the SNI and the certificate check use the URL's host
     name (httpcore passes the origin's host as server_hostname)."""
-    from aisac_core.literature import http as lit_http
-    from aisac_core.literature.http import Fetcher
+    from aisac_core.literature.http import Fetcher, HttpState
     from aisac_core.settings import Settings
 
     cert, key = _self_signed(tmp_path, "mirror.test")
@@ -367,11 +364,10 @@ async def test_https_mirror_is_verified_against_the_url_host_while_connecting_to
     sni: list[str | None] = []
     server_ctx.sni_callback = lambda sock, name, ctx: sni.append(name)
     client_ctx = ssl.create_default_context(cafile=str(cert))
-    monkeypatch.setattr(lit_http, "_ssl_ctx", client_ctx)
     fake_dns["mirror.test"] = ["127.0.0.6"]
     with Local("127.0.0.6", tls=server_ctx) as mirror:
         s = Settings(data_dir=tmp_path / "store", warm=False, lit_retries=1, lit_allow_networks=["mirror.test"])
-        async with Fetcher(s, None) as f:
+        async with Fetcher(s.lit, None, HttpState(s.lit, ssl_context=client_ctx)) as f:
             body, _ctype, final = await f.download(f"https://mirror.test:{mirror.port}/p.pdf", 10**6)
         assert body == LOCAL_PDF and final == f"https://mirror.test:{mirror.port}/p.pdf"
         assert sni == ["mirror.test"] and connects == [("127.0.0.6", mirror.port)]
@@ -380,7 +376,7 @@ async def test_https_mirror_is_verified_against_the_url_host_while_connecting_to
         s2 = Settings(data_dir=tmp_path / "store", warm=False, lit_retries=1, lit_allow_networks=["other.test"])
         from aisac_core.literature.http import ServiceError
 
-        async with Fetcher(s2, None) as f:
+        async with Fetcher(s2.lit, None, HttpState(s2.lit, ssl_context=client_ctx)) as f:
             with pytest.raises(ServiceError, match="cannot connect"):
                 await f.download(f"https://other.test:{mirror.port}/p.pdf", 10**6)
 
