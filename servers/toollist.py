@@ -168,7 +168,7 @@ def listed(tool: Any) -> Any:
         "parameters": compact_input_schema(tool.parameters),
         "output_schema": compact_output_schema(tool.output_schema),
         "annotations": compact_annotations(ann), "title": title})
-    out.__class__ = _listed_class(type(tool))
+    out.__class__ = _listed_class(tool.__class__)
     return out
 
 
