@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from aisac_core.plugins import make_plugin_manager, table_loaders
-from aisac_core.settings import Settings, get_settings
+from aisac_core.settings import Settings
 from aisac_core.store.collections import CHUNKS, DIALOGUE
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class AppContext:
         """``settings`` (default: from the environment and the store's config file); ``project``: the bootstrapped
         project served; ``embedder``: an already loaded embedder to use instead of loading one (tests and benchmarks
         share one between stores)."""
-        self.settings = settings or get_settings()
+        self.settings = settings if settings is not None else Settings()
         self.project = project
         self._given_embedder = embedder
         self._lock = threading.RLock()

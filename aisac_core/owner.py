@@ -254,6 +254,7 @@ def publish_activity(data_dir: Path, *, idle_for: float, jobs_pending: bool) -> 
 def settings_record(settings: "Settings") -> dict[str, Any]:
     """``{settings_digest, settings}``: the behaviour settings of ``settings`` and their digest
     (:func:`aisac_core.settings.behaviour_settings`), as recorded in ``owner.json``."""
+    # loaded here, not at the top: the stdio relay imports this module and starts without pydantic (~0.15 s)
     from aisac_core.settings import behaviour_settings
 
     values, digest = behaviour_settings(settings)

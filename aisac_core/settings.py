@@ -25,7 +25,7 @@ The data dir itself comes from the constructor, ``AISAC_DATA_DIR`` or the defaul
 
 List settings accept a JSON list (``AISAC_ROOTS='["~/papers", "~/notes"]'``), and also plain text: the path lists
 (``roots``, ``catalog_roots``) one path or paths joined by ``os.pathsep`` (``~/papers:~/notes``), the others
-comma-separated values. :func:`settings_errors` turns a ``ValidationError`` into one line per bad setting, naming
+comma-separated values. :func:`aisac_core.settings_messages.settings_errors` turns a ``ValidationError`` into one line per bad setting, naming
 the variable, the value and the accepted form. :func:`behaviour_settings` lists the settings that change what the
 tools do, and their digest (the owner daemon records them, see :mod:`aisac_core.owner`).
 """
@@ -33,17 +33,17 @@ tools do, and their digest (the owner daemon records them, see :mod:`aisac_core.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import tomllib
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from aisac_core.tool_profiles import check_value
 
 #: the store's settings file, in the data dir
 SETTINGS_FILE = "aisac.toml"
@@ -365,8 +365,6 @@ class Settings(BaseSettings):
     @classmethod
     def _tools_profile(cls, v: str) -> str:
         """A profile value in normal form (lower case, comma-separated); which names exist is checked at serve."""
-        from aisac_core.tool_profiles import check_value
-
         return check_value(v)
 
     @field_validator("qdrant_https", "qdrant_write_consistency_factor", mode="after")
@@ -436,12 +434,6 @@ class Settings(BaseSettings):
                 raise ValueError(f"unknown setting {name!r}; known: {', '.join(self.setting_names())}")
         top.update({g: getattr(self, g).model_copy(update=u) for g, u in groups.items()})
         return self.model_copy(update=top)
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The settings of the environment, read once per process."""
-    return Settings()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -535,14 +527,6 @@ def setting_field(name: str) -> Any:
         g, f = FLAT_NAMES[name]
         return GROUPS[g].model_fields[f]
     return Settings.model_fields.get(name)
-
-
-def __getattr__(name: str) -> Any:
-    """``accepted_form`` and ``settings_errors``, which live in :mod:`aisac_core.settings_messages` (a layer above
-    this module: loaded by name on first use, so the layers keep one direction)."""
-    if name in ("accepted_form", "settings_errors"):
-        return getattr(importlib.import_module("aisac_core.settings_messages"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: secrets (``aisac config show`` prints ``***``), and the flat settings that do not change what the tools answer or

@@ -1,5 +1,6 @@
 """Messages about settings: what a setting accepts (:func:`accepted_form`) and one line per invalid setting
-(:func:`settings_errors`). Split from :mod:`aisac_core.settings`, which re-exports both names."""
+(:func:`settings_errors`). A layer above :mod:`aisac_core.settings`, whose private helpers it uses: import both names
+from here."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from aisac_core.errors import AisacError
 from aisac_core.context import AppContext, store_status
+from aisac_core.errors import AisacError
 from aisac_core.owner import (
     SUPPORTED,
     OwnerError,
@@ -34,6 +34,7 @@ from aisac_core.owner import (
 )
 from aisac_core.security import is_loopback, new_token
 from aisac_core.settings import Settings
+from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
 from .cli_owner import (
     OwnerCallError,
@@ -218,7 +219,7 @@ def serve(
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
     from aisac_servers.builtin import aisac_register_servers
-    from aisac_servers.owner import build_proxy, serve_http
+    from aisac_servers.owner import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -229,8 +230,6 @@ def serve(
     available = dict(aisac_register_servers())
     if server and server not in available:
         _fail(f"unknown server(s) {[server]}; available: {', '.join(available)}")
-    from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
-
     try:  # checked here (one line on error); the suite resolves it again over its real servers (plugins included)
         profile_value = check_value(tools) if tools is not None else settings.tools
         profile = resolve(profile_value, names or [*available, *(["project"] if project is not None else [])])
@@ -459,8 +458,6 @@ def install(
                                  "tool listed; or server names such as rag,memory)", default=settings.tools)
         if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
             from aisac_servers.builtin import aisac_register_servers
-
-            from aisac_core.tool_profiles import resolve
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)

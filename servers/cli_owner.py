@@ -20,9 +20,11 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from aisac_core.context import AppContext, store_status
 from aisac_core.errors import AisacError
 from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, settings_drift
-from aisac_core.settings import Settings, plain_value, read_settings_file, settings_errors, write_settings_file
+from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
+from aisac_core.settings_messages import settings_errors
 
 
 class OwnerCallError(AisacError):
@@ -72,6 +74,8 @@ def cli_owner(settings: Settings, no_owner: bool = False, warn: Callable[[str], 
 
 
 def _client(info: OwnerInfo, timeout: float = 3600):  # noqa: ANN202
+    # fastmcp loads here, only for a command sent to the owner (~0.6 s of imports): `aisac --help` and the stdio
+    # proxy never need it
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
@@ -79,7 +83,7 @@ def _client(info: OwnerInfo, timeout: float = 3600):  # noqa: ANN202
 
 
 async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    from fastmcp.exceptions import ToolError
+    from fastmcp.exceptions import ToolError  # loaded with the client (above)
 
     try:
         res = await c.call_tool(tool, args, **kw)
@@ -172,8 +176,6 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
     ``rag_store_status`` tool when it has one (exactly the in-process result), else computed here from the SQL store
     with the owner's job list (``rag_job_status``); ``chunks_in_vector_store`` is then None (the vector store is
     locked by the owner). Raises OwnerCallError."""
-    from aisac_core.context import AppContext, store_status
-
     async def remote() -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         async with _client(info, 120) as c:
             if "rag_store_status" in {t.name for t in await c.list_tools()}:
@@ -283,8 +285,6 @@ def config_show(data_dir: _DataDir = None,
                 every: Annotated[bool, typer.Option("--all", help="also the settings left at their default")] = False
                 ) -> None:
     """Print the settings in force as JSON: {name: {value, source (environment, aisac.toml, default)}}."""
-    from aisac_core.settings import setting_sources
-
     settings = load_settings(data_dir)
     try:
         src = setting_sources(settings)

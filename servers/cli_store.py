@@ -56,6 +56,7 @@ def migrate(
 
     Example: aisac store migrate --to 'postgresql+psycopg://aisac:SECRET@localhost/aisac'
     """
+    # loaded by this command only: `aisac --help` and `aisac serve` start without SQLAlchemy
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.store.copy import copy_store

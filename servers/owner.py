@@ -22,6 +22,9 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from aisac_servers.relay import StdioRelay
+from starlette.middleware import Middleware as AsgiMiddleware
+
 from aisac_core.owner import (
     LOCK_FILE,
     OWNER_FILE,
@@ -42,55 +45,13 @@ from aisac_core.tool_profiles import ToolProfile
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
-    from fastmcp.exceptions import ToolError
 
     from aisac_core.context import AppContext
 
-# fastmcp and the suite load where they are used: the stdio proxy (`aisac serve` while an owner runs) imports this
-# module and relays bytes without them (:mod:`aisac_servers.relay`)
+# fastmcp, the suite and the context load where they are used: the stdio proxy (`aisac serve` while an owner runs)
+# imports this module and relays bytes without them (:mod:`aisac_servers.relay`)
 
 log = logging.getLogger("aisac.owner")
-
-
-#: what a caller is told when the owner process died while serving its call
-OWNER_STOPPED = ("the aisac owner process stopped during the call (it crashed or was killed), so the call may or may "
-                 "not have been applied: check before repeating a change (e.g. list what it would have written). The "
-                 "next call restarts the owner process.")
-#: exception class names (anywhere in the chain or the class hierarchy) meaning the connection to the owner broke
-#: mid-request: httpx's transport errors, anyio's closed streams, the OS's connection errors
-_CUT_CONNECTION = frozenset({"RemoteProtocolError", "ReadError", "WriteError", "ConnectError", "NetworkError",
-                             "ClosedResourceError", "BrokenResourceError", "EndOfStream", "IncompleteRead",
-                             "ConnectionError", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError"})
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc``, its causes and contexts, and the members of exception groups among them (each once)."""
-    out: list[BaseException] = []
-    todo = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or any(e is o for o in out) or len(out) > 50:
-            continue
-        out.append(e)
-        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]  # type: ignore[list-item]
-    return out
-
-
-def owner_stopped_error(exc: BaseException) -> ToolError | None:
-    """The :class:`ToolError` a proxy's caller gets when ``exc`` (what forwarding a call raised) means the
-    connection to the owner broke mid-call - the owner process died: :data:`OWNER_STOPPED`, saying the call may or
-    may not have been applied and that the next call restarts the owner. None for any other error (timeouts, tool
-    errors of the owner), which passes unchanged."""
-    for e in _chain(exc):
-        names = {k.__name__ for k in type(e).__mro__}
-        if "TimeoutException" in names:
-            return None
-        if names & _CUT_CONNECTION or (type(e).__name__ in ("McpError", "MCPError")
-                                       and "connection closed" in str(e).lower()):
-            from fastmcp.exceptions import ToolError
-
-            return ToolError(OWNER_STOPPED)
-    return None
 
 
 class OwnerProxy:
@@ -109,15 +70,13 @@ class OwnerProxy:
         """Serve until the host leaves: stdio -> the relay (``kwargs`` ignored); another transport -> the FastMCP
         proxy's ``run(transport, **kwargs)``."""
         if transport == "stdio":
-            from aisac_servers.relay import StdioRelay
-
             StdioRelay(self.settings, self.names, profile=self.profile).run()
         else:
             self.http_server().run(transport=transport, **kwargs)
 
     def http_server(self) -> FastMCP:
         """The FastMCP proxy server for the HTTP transport (forwards ``/mcp`` and ``/dashboard`` to the owner)."""
-        from aisac_servers.owner_http import http_proxy
+        from aisac_servers.owner_http import http_proxy  # with fastmcp (~0.6 s of imports): HTTP mode only
 
         return http_proxy(self.settings, self.names, profile=self.profile)
 
@@ -129,19 +88,11 @@ def build_proxy(settings: Settings, names: list[str] | None = None, profile: Too
     each request, so it survives the daemon's idle exit or death: the next request starts a new owner and the
     session is reopened transparently. ``names`` restricts the exposed tools, resources and prompts to those
     namespaces (``aisac serve rag``); ``profile``, to a tool profile (``aisac serve --tools core``,
-    :mod:`aisac_core.tool_profiles`; the owner serves every tool). A call cut because the owner died mid-call fails with :data:`OWNER_STOPPED`.
+    :mod:`aisac_core.tool_profiles`; the owner serves every tool). A call cut because the owner died mid-call fails
+    with :data:`~aisac_servers.proxying.OWNER_STOPPED`.
     Raises nothing at build time; a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`)
     when no owner can be reached."""
     return OwnerProxy(settings, names, profile)
-
-
-def __getattr__(name: str) -> Any:
-    """The HTTP proxy's middleware (``NamespaceFilter``, ``OwnerStopped``), loaded with fastmcp on first use."""
-    if name in ("NamespaceFilter", "OwnerStopped"):
-        from aisac_servers import owner_http
-
-        return getattr(owner_http, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _jobs_pending(app: AppContext | None) -> bool:
@@ -200,8 +151,6 @@ def serve_http(settings: Settings, mcp: FastMCP | OwnerProxy, *, host: str, port
     requests (``app``: the served context, whose pending index jobs keep it alive). Blocks until the server stops
     (SIGTERM/SIGINT or idle). ``mcp`` may be an :class:`OwnerProxy` (a proxy to the running owner, which also
     forwards ``/dashboard``). Raises :class:`~aisac_core.owner.OwnerError` when ``host:port`` is taken."""
-    from starlette.middleware import Middleware as AsgiMiddleware
-
     if isinstance(mcp, OwnerProxy):
         mcp = mcp.http_server()
 
@@ -242,7 +191,7 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     """The suite the daemon serves and its context: the project's suite when ``AISAC_PROJECT`` names a project
     (the owner of a project's store), else the whole suite on ``settings``."""
     # loaded here, not at the top: a proxy (`aisac serve` over stdio) imports this module and must start without
-    # loading the suite's servers
+    # loading the suite's servers, fastmcp or the context (~1 s of imports)
     from aisac_servers.project import serve_project
     from aisac_servers.suite import build
 

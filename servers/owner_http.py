@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 from aisac_servers.dashboard import forward_dashboard
-from aisac_servers.relay import CLIENT_HEADER
+from aisac_servers.proxying import CLIENT_HEADER, OWNER_STOPPED, owner_stopped
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import NotFoundError, ToolError
 from fastmcp.server import create_proxy
@@ -62,14 +62,20 @@ class NamespaceFilter(Middleware):
         return await call_next(context)
 
 
+def owner_stopped_error(exc: BaseException) -> ToolError | None:
+    """The :class:`ToolError` a proxy's caller gets when ``exc`` (what forwarding a call raised) means the
+    connection to the owner broke mid-call - the owner process died (:func:`aisac_servers.proxying.owner_stopped`):
+    :data:`~aisac_servers.proxying.OWNER_STOPPED`, saying the call may or may not have been applied and that the next
+    call restarts the owner. None for any other error (timeouts, tool errors of the owner), which passes unchanged."""
+    return ToolError(OWNER_STOPPED) if owner_stopped(exc) else None
+
+
 class OwnerStopped(Middleware):
     """On a proxy: a call cut because the owner process died becomes
-    :data:`~aisac_servers.owner.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
+    :data:`~aisac_servers.proxying.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
     or error passes unchanged."""
 
     async def on_call_tool(self, context, call_next):
-        from aisac_servers.owner import owner_stopped_error
-
         try:
             return await call_next(context)
         except Exception as exc:

@@ -14,7 +14,7 @@ Around the bytes the relay adds only:
 - the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
   did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
-  died gets :data:`aisac_servers.owner.OWNER_STOPPED` as a tool error;
+  died gets :data:`aisac_servers.proxying.OWNER_STOPPED` as a tool error;
 - ``names``: only the tools and prompts of those namespaces (``rag_*``) and their ``aisac://<name>/`` resources are
   listed or callable; ``profile``: likewise for a tool profile (``aisac serve --tools core``,
   :mod:`aisac_core.tool_profiles`), whose instructions keep only the lines of its servers.
@@ -35,18 +35,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
+from aisac_servers.proxying import CLIENT_HEADER, OWNER_STOPPED
 
-from aisac_core.owner import OWNER_FILE, OwnerError, OwnerSettingsDriftError, ensure_owner
+from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
 
-if TYPE_CHECKING:
-    from aisac_core.owner import OwnerInfo
+if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     from aisac_core.settings import Settings
 
 log = logging.getLogger("aisac.owner")
 
-#: the header carrying a proxy's client id (one per stdio process) to the owner
-CLIENT_HEADER = "X-Aisac-Client"
 #: the per-request envelope key of the stateless (2026) protocol era: requests carrying it need routing headers
 _MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -269,8 +267,6 @@ class StdioRelay:
                 self._error(msg, str(exc))
                 return
             except (httpx.TransportError, anyio.EndOfStream, anyio.ClosedResourceError) as exc:
-                from aisac_servers.owner import OWNER_STOPPED
-
                 log.warning("call cut: the owner process stopped (%s)", type(exc).__name__)
                 self._stamp = None  # check the owner again before the next request
                 self._error(msg, OWNER_STOPPED)
@@ -363,6 +359,7 @@ def _header_value(value: str) -> str:
     """``value`` as an HTTP header value (printable ASCII as is, else the protocol's base64 form)."""
     if value.isascii() and value.isprintable() and value == value.strip():
         return value
+    # the MCP library loads here, for a rare non-ASCII name only: the relay starts without it (~0.3 s of imports)
     from mcp.shared.inbound import encode_header_value
 
     return encode_header_value(value)

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from aisac_servers.suite import build
 from fastmcp import Client
 
 from aisac_core.context import AppContext
@@ -46,8 +47,6 @@ def payload_text(tools: list[Any]) -> str:
 async def list_tools(tools: str | None = "all", app: AppContext | None = None) -> tuple[list[Any], str | None]:
     """The tools (MCP ``Tool`` objects) and instructions of the suite built with the profile ``tools``, listed over
     an in-memory MCP client; ``app``: the store (default: a throwaway one, nothing is opened)."""
-    from aisac_servers.suite import build
-
     own = app is None
     if app is None:
         app = AppContext(Settings(data_dir=Path(tempfile.mkdtemp(prefix="aisac-tooldoc-")), warm=False))

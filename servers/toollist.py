@@ -22,6 +22,7 @@ Each tool keeps its full schemas on the server (fastmcp validates arguments agai
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
@@ -147,20 +148,16 @@ def compact_annotations(ann: Any) -> dict[str, Any] | None:
     return out or {"readOnlyHint": False}  # every hint at its default: say so with one
 
 
-_LISTED: dict[type, type] = {}
-
-
+@functools.cache  # one subclass per fastmcp tool class: a class is the same for every store
 def _listed_class(cls: type) -> type:
     """A subclass of a fastmcp tool class whose ``_meta`` leaves out fastmcp's own ``fastmcp`` entry (its tags,
     about 16 tokens a tool, which no host uses); other entries, e.g. an MCP Apps ``ui`` resource, stay."""
-    if cls not in _LISTED:
-        def get_meta(self: Any) -> dict[str, Any] | None:
-            meta = {k: v for k, v in (super(sub, self).get_meta() or {}).items() if k != "fastmcp"}
-            return meta or None
+    def get_meta(self: Any) -> dict[str, Any] | None:
+        meta = {k: v for k, v in (super(sub, self).get_meta() or {}).items() if k != "fastmcp"}
+        return meta or None
 
-        sub = type(f"Listed{cls.__name__}", (cls,), {"get_meta": get_meta, "__module__": __name__})
-        _LISTED[cls] = sub
-    return _LISTED[cls]
+    sub = type(f"Listed{cls.__name__}", (cls,), {"get_meta": get_meta, "__module__": __name__})
+    return sub
 
 
 def listed(tool: Any) -> Any:
@@ -171,7 +168,7 @@ def listed(tool: Any) -> Any:
         "parameters": compact_input_schema(tool.parameters),
         "output_schema": compact_output_schema(tool.output_schema),
         "annotations": compact_annotations(ann), "title": title})
-    out.__class__ = _listed_class(type(tool))
+    out.__class__ = _listed_class(tool.__class__)
     return out
 
 

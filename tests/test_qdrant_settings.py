@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from aisac_core.settings import NON_BEHAVIOUR, Settings, behaviour_settings, setting_sources, settings_errors
+from aisac_core.settings import NON_BEHAVIOUR, Settings, behaviour_settings, setting_sources
+from aisac_core.settings_messages import settings_errors
 from aisac_core.store.vectors import (
     Cond,
     QdrantClientVectorStore,

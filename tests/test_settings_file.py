@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from aisac_core.settings import Settings, behaviour_settings, read_settings_file, setting_sources, settings_errors
+from aisac_core.settings import Settings, behaviour_settings, read_settings_file, setting_sources
+from aisac_core.settings_messages import settings_errors
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-from sqlalchemy.engine import URL, Engine
 from sqlmodel import Session, create_engine
 
 from aisac_core.errors import AisacError
@@ -113,8 +113,6 @@ def make_engine(url: str) -> Engine:
 def redact_url(url: str | URL) -> str:
     """``url`` with its password shown as ``***`` (for status output, logs and error messages); text that is not a
     URL comes back as ``<not a URL>``, since it might be a secret itself."""
-    from sqlalchemy.engine import make_url
-
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -143,7 +141,7 @@ def lock(session: Any, *names: str) -> None:
 
 def schema_revision(engine: Engine) -> str | None:
     """The schema revision the store is at (``"0001"``, ...), or None when it was never migrated."""
-    from aisac_core.store import migrations
+    from aisac_core.store import migrations  # with alembic, when a store opens (see make_engine)
 
     return migrations.current_revision(engine)
 

@@ -15,6 +15,7 @@ score(d) = sum_i w_i / (k + rank_i(d)) (Cormack, Clarke & Buettcher, SIGIR 2009,
 
 from __future__ import annotations
 
+import shutil
 import ssl
 import threading
 from abc import ABC, abstractmethod
@@ -146,7 +147,7 @@ class EdgeVectorStore(VectorStore):
     """Qdrant Edge backend: a shard per collection under ``root`` (``root/<name>``)."""
 
     def __init__(self, root: Path) -> None:
-        import qdrant_edge as qe
+        import qdrant_edge as qe  # the backend in use only: a server never loads both
 
         self._qe = qe
         self.root = root
@@ -189,8 +190,6 @@ class EdgeVectorStore(VectorStore):
                     self._shards[name] = shard
                     return False
                 shard.close()
-                import shutil
-
                 shutil.rmtree(self.root / name)
             cfg = qe.EdgeConfig(
                 vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
@@ -364,7 +363,7 @@ class QdrantClientVectorStore(VectorStore):
 
     def __init__(self, *, url: str | None = None, path: Path | None = None, api_key: str | None = None,
                  options: dict[str, Any] | None = None, collection_options: dict[str, Any] | None = None) -> None:
-        from qdrant_client import QdrantClient, models
+        from qdrant_client import QdrantClient, models  # the backend in use only (~0.5 s of imports)
 
         self.m = models
         self.collection_options = dict(collection_options or {}) if url else {}

@@ -14,20 +14,20 @@ from aisac_core.store import tables
 
 config = context.config
 target_metadata = tables.SQLModel.metadata
-_options = {"target_metadata": target_metadata, "render_as_batch": True, "compare_type": True}
+_OPTIONS = {"target_metadata": target_metadata, "render_as_batch": True, "compare_type": True}
 
 if context.is_offline_mode():
-    context.configure(url=config.get_main_option("sqlalchemy.url"), literal_binds=True, **_options)
+    context.configure(url=config.get_main_option("sqlalchemy.url"), literal_binds=True, **_OPTIONS)
     with context.begin_transaction():
         context.run_migrations()
 elif config.attributes.get("connection") is not None:
-    context.configure(connection=config.attributes["connection"], **_options)
+    context.configure(connection=config.attributes["connection"], **_OPTIONS)
     with context.begin_transaction():
         context.run_migrations()
 else:
     engine = create_engine(config.get_main_option("sqlalchemy.url"))
     with engine.begin() as connection:
-        context.configure(connection=connection, **_options)
+        context.configure(connection=connection, **_OPTIONS)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()
