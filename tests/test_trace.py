@@ -44,6 +44,7 @@ def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status:
 async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy):
     """Acceptance 1 + 2: index, searches, memory (and a code run when the data server is there), then all four
     exports, verify unchanged, replay all `same`, diff, and verify `changed` after the PDF is edited."""
+    from aisac_servers.common import FULL_RESULT_META
     from prov.model import ProvDocument
     from rocrate.rocrate import ROCrate
 
@@ -54,8 +55,10 @@ async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy)
         assert TRACE_TOOLS <= names
         job = await _call(c, "rag_index", {"path": str(corpus_copy), "wait": True, "timeout_s": 300}, meta=meta)
         assert job["status"] == "done"
-        hits = (await _call(c, "rag_search", {"query": PAGE_MARKERS[1], "k": 3}, meta=meta))["hits"]
+        found = await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3}, meta=meta)
+        hits = found.structured_content["hits"]
         assert "anchor" not in hits[0] and hits[0]["chunk_id"]  # compact hits; the trace records the full ones
+        assert FULL_RESULT_META not in (found.meta or {})  # handed to the trace in-band, removed for the client
         await _call(c, "rag_search", {"query": "Michaelis-Menten lipase", "k": 3}, meta=meta)
         sess = await _call(c, "memory_start_session", {"title": "trace test"}, meta=meta)
         sid = sess.get("session_id") or sess.get("id")
