@@ -159,7 +159,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 return out
 
             mcp_ms, mcp_detail_ms = anyio.run(via_mcp)
-            compact_ms = _median_ms(lambda: get_run(core.engine, run_id, detail=False))
+            compact_ms = _median_ms(lambda: core.trace.get_run(run_id, detail=False))
         finally:
             core.close()
     ok_ov = ov["overhead_cpu_ms"] <= TARGET_OVERHEAD_MS or ov["overhead_cpu_pct"] <= TARGET_OVERHEAD_PCT

@@ -103,7 +103,7 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[R.Event]:
                       "latency_ms": round(lat, 1) if lat is not None else None,
                       "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY) or ""}
         if n.get("kind") != "tool_call":
-            c["kind"] = n.get("kind")
+            c["kind"] = n["kind"]
         args = n.get("arguments")
         if args:
             c["arguments"] = _cut(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),

@@ -26,7 +26,7 @@ class EvidenceImages:
     path in a trace is never opened on trust), with the passage highlighted: the citation's quote, else the chunk
     text. Images are cached under ``cache_dir`` (the trace service passes ``<data dir>/cache/pages``)."""
 
-    def __init__(self, engine: "Engine", cache_dir: Path) -> None:
+    def __init__(self, engine: Engine, cache_dir: Path) -> None:
         self.engine = engine
         self.cache_dir = cache_dir
 
@@ -36,7 +36,7 @@ class EvidenceImages:
         return row is not None and row.status == "indexed" and row.file_type == "pdf" and \
             (not card.get("doc_id") or row.doc_id == card["doc_id"])
 
-    def image(self, card: dict[str, Any] | None) -> "PageImage | None":
+    def image(self, card: dict[str, Any] | None) -> PageImage | None:
         """The :class:`~aisac_core.trace.pageimage.PageImage` of ``card`` (a report card), or None (not a PDF of
         this store, no page, nothing to highlight, the page cannot be rendered)."""
         # pypdfium2 and PIL load only when a page is rendered (start-up time of the suite and the dashboard)

@@ -19,7 +19,7 @@ from aisac_core.evidence.anchor import find_anchors
 from aisac_core.store.tables import TraceEvent, TraceInput
 from aisac_core.trace.pins import run_pins
 from aisac_core.trace.report import answer_digest, question_of
-from aisac_core.trace.results import EventDetail, EventDict, RunData, Runs, RunSummary
+from aisac_core.trace.results import EventDetail, EventDict, RunData, RunRow, Runs, RunSummary
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -263,7 +263,7 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
                 detail[rid][0].add(srv)
                 detail[rid][1].add(tool)
     now = datetime.now(timezone.utc)
-    runs = []
+    runs: list[RunRow] = []
     for rid, first, last, n, errs, calls in rows:
         runs.append({"run_id": rid, "started_at": iso(first), "last_event_at": iso(last), "events": n,
                      "tool_calls": int(calls or 0), "errors": int(errs or 0), "servers": sorted(detail[rid][0]),
@@ -295,7 +295,7 @@ def build_tree(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Nest event dicts by ``parent_id`` (``children`` lists, in id order); an event whose parent is not in the
     run is a root. Returns the roots."""
     by_id = {e["id"]: {**e, "children": []} for e in events}
-    roots = []
+    roots: list[dict[str, Any]] = []
     for e in by_id.values():
         parent = by_id.get(e["parent_id"]) if e["parent_id"] is not None else None
         (parent["children"] if parent is not None and parent is not e else roots).append(e)

@@ -8,10 +8,10 @@ UTC strings; open-ended payloads (arguments, stored results, pins, bundles) stay
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 from pydantic import ConfigDict, with_config
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 #: top-level results: every key declared (``additionalProperties: false``)
 FORBID = ConfigDict(extra="forbid")

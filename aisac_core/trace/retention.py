@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from aisac_core.store.tables import TraceEvent, TraceInput, TraceRunPin
 from aisac_core.trace.queries import ERROR_STATUSES, TraceError, iso, naive_utc
-from aisac_core.trace.results import Pruned, Stats
+from aisac_core.trace.results import Pruned, Stats, ToolStats
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -56,7 +56,7 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> Stats:
         t["lat"].append(lat or 0.0)
         first = created if first is None or created < first else first
         last = created if last is None or created > last else last
-    tools = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
+    tools: list[ToolStats] = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
               "error_rate": round(t["errors"] / t["calls"], 4), "p50_ms": _percentile(t["lat"], 50),
               "p95_ms": _percentile(t["lat"], 95), "max_ms": round(max(t["lat"]), 3)}
              for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])]

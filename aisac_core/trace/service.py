@@ -9,8 +9,9 @@ result-summary cache of its events, its OpenTelemetry span export.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aisac_core.ports import ToolPort
 from aisac_core.rag.verify import verify_anchor
@@ -43,15 +44,15 @@ class RagParts(Protocol):
     (:func:`aisac_core.rag.verify.verify_anchor`: engine, vector store, embedder, settings)."""
 
     @property
-    def settings(self) -> "Settings": ...
+    def settings(self) -> Settings: ...
 
     @property
-    def engine(self) -> "Engine": ...
+    def engine(self) -> Engine: ...
 
     @property
-    def embedder(self) -> "Embedder": ...
+    def embedder(self) -> Embedder: ...
 
-    def vectors(self) -> "VectorStore": ...
+    def vectors(self) -> VectorStore: ...
 
 
 class TraceService:
@@ -66,7 +67,7 @@ class TraceService:
             fingerprint) and anchor verification against the index.
     """
 
-    def __init__(self, settings: "Settings", engine: Callable[[], "Engine"], rag: Callable[[], RagParts]) -> None:
+    def __init__(self, settings: Settings, engine: Callable[[], Engine], rag: Callable[[], RagParts]) -> None:
         self.settings = settings
         self._engine = engine
         self._rag = rag
@@ -76,7 +77,7 @@ class TraceService:
         self._lock = threading.Lock()
 
     @property
-    def engine(self) -> "Engine":
+    def engine(self) -> Engine:
         """The store's SQL engine."""
         return self._engine()
 

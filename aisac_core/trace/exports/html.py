@@ -37,7 +37,7 @@ def export_html(engine: "Engine", run_id: str, *, images: EvidenceImages | None 
         return {"src": "data:image/png;base64," + base64.b64encode(img.png).decode("ascii"), "width": img.width,
                 "height": img.height, "rects": img.rects, "found": img.found}
 
-    body = render_run(data, verify=verify_run(engine, run_id), page_image=page_image,
+    body = render_run(dict(data), verify=dict(verify_run(engine, run_id)), page_image=page_image,
                       run_href=lambda rid: f"{safe_name(rid)}.html")  # that run's export, beside this one
     title = html.escape(f"aisac run {run_id}")
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"

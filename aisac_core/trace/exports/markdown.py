@@ -36,7 +36,7 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
     """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
     opening the vector store. Raises TraceError for an unknown run."""
     data = get_run(engine, run_id, include_results=True)
-    r = run_report(data)
+    r = run_report(dict(data))
     run = r["run"]
     checked = {a["chunk_id"]: a for a in verify_run(engine, run_id)["anchors"]}
     lines = [f"# aisac run `{run_id}`", ""]
@@ -60,7 +60,7 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
         lines += [f"## {title}", "", "| # | source | page | section | score | verification | passage |",
                   "|---|---|---|---|---|---|---|"]
         for i, c in enumerate(cards, 1):
-            chk = checked.get(c["chunk_id"]) or {}
+            chk: dict[str, Any] = dict(checked.get(c["chunk_id"]) or {})
             status = chk.get("status") or "-"
             if chk.get("anchor_status") not in (None, "ok"):
                 status += f" ({chk['anchor_status']})"
