@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from aisac_core.rag.jobs import JobManager
     from aisac_core.roles.jobs import RunJobs
     from aisac_core.store.vectors import VectorStore
+    from aisac_core.trace.service import TraceService
 
 __all__ = ["AppContext", "CHUNKS", "DIALOGUE", "store_status"]
 
@@ -49,8 +50,8 @@ class AppContext:
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
     revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
     DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``role_jobs``
-    (background roles runs), ``literature`` (the literature service), ``plugins`` (extension hooks); ``project`` is
-    the bootstrapped project this context serves (None without ``--project``).
+    (background roles runs), ``literature`` (the literature service), ``trace`` (the trace service), ``plugins``
+    (extension hooks); ``project`` is the bootstrapped project this context serves (None without ``--project``).
     """
 
     def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None,
@@ -138,6 +139,14 @@ class AppContext:
         from aisac_core.roles.jobs import RunJobs
 
         return RunJobs(self.engine, lease_s=self.settings.job_lease_seconds)
+
+    @cached_property
+    def trace(self) -> "TraceService":
+        """The trace of this store (:class:`~aisac_core.trace.service.TraceService`): recording, queries, exports,
+        verification, replay, retention. Building it opens nothing (engine and rag are passed as callables)."""
+        from aisac_core.trace.service import TraceService
+
+        return TraceService(self.settings, engine=lambda: self.engine, rag=lambda: self)  # merge: self.rag
 
     @cached_property
     def plugins(self) -> "pluggy.PluginManager":

@@ -9,8 +9,8 @@
    wake-up of the worker that writes the row). Target: <= 1 ms or <= 10 %. The middleware's cost is
    one SQLite insert (WAL, synchronous=NORMAL) in a worker thread plus hashing the arguments and the result.
 2. ``trace_get_run`` of a 1,000-event run (a router step, 9 planner steps, 990 tool calls under them, each with a
-   ~1.5 kB search-like result): median of 10 calls of :func:`aisac_core.trace.queries.get_run` (the tool's core
-   call), and of the MCP tool through the suite (JSON serialisation, pydantic validation on both sides and
+   ~1.5 kB search-like result): median of 10 calls of :meth:`aisac_core.trace.service.TraceService.get_run`
+   (the tool's core call), and of the MCP tool through the suite (JSON serialisation, pydantic validation on both sides and
    the in-memory transport included) with ``detail=false`` (the compact tree for large runs; the full tree,
    ``detail=true``, ~600 kB here, is reported for information). Target: <= 200 ms.
    For information: the dashboard's run page render of the same run (results included).
@@ -30,7 +30,6 @@ from aisac_core.context import AppContext
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.store.tables import TraceEvent
 from aisac_core.trace.dashboard import render_run
-from aisac_core.trace.queries import get_run
 from aisac_core.trace.recorder import anchor_ids
 from aisac_servers.suite import ProvenanceMiddleware, build
 
@@ -140,10 +139,10 @@ def run(ctx: Context) -> dict[str, Any]:
             ov = anyio.run(_overhead, core)
             run_id = "bench-1000"
             _populate(core, run_id)
-            n = get_run(core.engine, run_id)["run"]["events"]
-            core_ms = _median_ms(lambda: get_run(core.engine, run_id))
-            full_ms = _median_ms(lambda: get_run(core.engine, run_id, include_results=True), 5)
-            render_ms = _median_ms(lambda: render_run(get_run(core.engine, run_id, include_results=True)), 5)
+            n = core.trace.get_run(run_id)["run"]["events"]
+            core_ms = _median_ms(lambda: core.trace.get_run(run_id))
+            full_ms = _median_ms(lambda: core.trace.get_run(run_id, include_results=True), 5)
+            render_ms = _median_ms(lambda: render_run(dict(core.trace.get_run(run_id, include_results=True))), 5)
 
             async def via_mcp() -> list[float]:
                 out = []
@@ -160,7 +159,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 return out
 
             mcp_ms, mcp_detail_ms = anyio.run(via_mcp)
-            compact_ms = _median_ms(lambda: get_run(core.engine, run_id, detail=False))
+            compact_ms = _median_ms(lambda: core.trace.get_run(run_id, detail=False))
         finally:
             core.close()
     ok_ov = ov["overhead_cpu_ms"] <= TARGET_OVERHEAD_MS or ov["overhead_cpu_pct"] <= TARGET_OVERHEAD_PCT

@@ -361,10 +361,8 @@ def dashboard(
 
     core = _app(data_dir)
     if prune_days is not None:
-        from aisac_core.trace.retention import prune_runs
-
         try:
-            res = prune_runs(core, prune_days)
+            res = core.trace.prune(prune_days)
         except Exception as exc:
             _fail(str(exc))
         finally:
@@ -378,7 +376,7 @@ def dashboard(
                   f"own {info.url.rsplit('/mcp', 1)[0]}/dashboard needs its bearer token (owner.json)",
                   soft_wrap=True, markup=False)
     try:
-        serve_dashboard(host, port, core)
+        serve_dashboard(host, port, core.trace)
     except ValueError as exc:
         _fail(str(exc))
     finally:
@@ -394,7 +392,6 @@ def report(
 ) -> None:
     """Write a run's report (question, answer, cited evidence, evaluation, plan, timeline, steps) to
     <data dir>/trace_exports/ and print its path."""
-    from aisac_core.trace.exports import export_run
     from aisac_core.trace.queries import list_runs
 
     if format not in ("html", "markdown"):
@@ -404,7 +401,7 @@ def report(
         rid = run_id or next((r["run_id"] for r in list_runs(core.engine, limit=1)["runs"]), None)
         if rid is None:
             _fail("the trace has no runs yet: run `aisac ask` or use the suite from a host first")
-        out = export_run(core, rid, format)
+        out = core.trace.export(rid, format)
     except AisacError as exc:
         _fail(str(exc))
     finally:

@@ -27,7 +27,7 @@ def mount_dashboard(mcp: FastMCP, prefix: str = "/dashboard", *, app: AppContext
     stdio ignores custom routes). The server owns the store, so evidence is verified fully (file and passage)."""
     from aisac_core.trace.dashboard import Dashboard
 
-    d = Dashboard(app, prefix)
+    d = Dashboard(app.trace, prefix)
     for path, handler in d.routes():
         full = d.prefix + path if path != "/" else d.prefix
         mcp.custom_route(full, methods=["GET"], include_in_schema=False)(handler)

@@ -44,8 +44,7 @@ from aisac_core.rag.verify import verify_anchor as core_verify
 
 from . import results_jobs as RJ
 from . import results_rag as R
-from .common import App, call_core, hints, log, request_meta
-from .results_common import record_full_result
+from .common import FULL_RESULT_META, App, call_core, hints, log, request_meta
 from .results_data import AsIs, lean_schema
 from .tasks import app_of, follow_index_job, in_task, task_on
 
@@ -203,13 +202,13 @@ async def search(
     No hits: ``message`` says why."""
     res = await call_core(core_search, app, query, k, filters, mode)
     full = res.as_dict()
-    record_full_result(full)  # the trace keeps the full anchors whatever the caller sees
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
         return full  # type: ignore[return-value]
     out = R.compact(full, query)
     return ToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False,  # type: ignore[return-value]
                                                                            separators=(",", ":"))),
-                               *_document_links(full["hits"])], structured_content=out)
+                               *_document_links(full["hits"])], structured_content=out,
+                      meta={FULL_RESULT_META: full})  # the trace keeps the full anchors; the client never sees it
 
 
 def _document_links(hits: list[dict[str, Any]]) -> list[ResourceLink]:

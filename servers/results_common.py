@@ -6,9 +6,6 @@ output schema from a tool's return annotation while the tool keeps returning pla
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-from typing import Any
-
 from typing_extensions import NotRequired, TypedDict
 
 
@@ -26,16 +23,3 @@ class AnchorDict(TypedDict):
     char_span: list[int | None]
     chunk_sha256: str | None
     score: NotRequired[float | None]
-
-
-#: set by the provenance middleware around each tool call (a fresh list); a tool whose result is a compact form
-#: of a fuller one (rag_search's default hits) appends the full result, and the trace records that instead, so the
-#: trace keeps the full evidence anchors (:func:`record_full_result`)
-FULL_RESULT: "ContextVar[list[Any] | None]" = ContextVar("aisac_full_result", default=None)
-
-
-def record_full_result(result: Any) -> None:
-    """Hand the full form of the current tool call's result to the trace (no-op outside the suite's middleware)."""
-    holder = FULL_RESULT.get()
-    if holder is not None:
-        holder.append(result)

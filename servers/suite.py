@@ -14,10 +14,9 @@ from contextvars import ContextVar
 from typing import Any, AsyncIterator, Callable
 
 from aisac_servers import builtin
-from aisac_servers.common import SafeErrors, call_core
+from aisac_servers.common import FULL_RESULT_META, SafeErrors, call_core
 from aisac_servers.completions import chain_completions
 from aisac_servers.dashboard import mount_dashboard
-from aisac_servers.results_common import FULL_RESULT
 from aisac_servers.tasks import add_tasks
 from aisac_servers.toollist import CompactToolList, ToolSearch
 from fastmcp import FastMCP
@@ -25,14 +24,13 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.transforms import Visibility
+from fastmcp.tools import ToolResult
 
 from aisac_core.context import AppContext
 from aisac_core.plugins import PluginError, collect, plugins_of, register
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
-from aisac_core.trace.otel import emit_span, otel_enabled
-from aisac_core.trace.pins import pin_run
-from aisac_core.trace.recorder import RunAssigner, record_tool_call
+from aisac_core.trace.recorder import RunAssigner
 
 log = logging.getLogger("aisac.suite")
 
@@ -47,20 +45,33 @@ ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 SERVERS = dict(builtin.aisac_register_servers())
 
 
+def take_full_result(result: ToolResult) -> tuple[ToolResult, Any]:
+    """``(result without the full form, the full form or None)``: a tool that returns a compact form hands the full
+    result in its ``_meta`` under :data:`~aisac_servers.common.FULL_RESULT_META`; the trace records it, the client
+    never sees it."""
+    meta = result.meta
+    if not meta or FULL_RESULT_META not in meta:
+        return result, None
+    rest = {k: v for k, v in meta.items() if k != FULL_RESULT_META}
+    return result.model_copy(update={"meta": rest or None}), meta[FULL_RESULT_META]
+
+
 class ProvenanceMiddleware(Middleware):
-    """Writes one trace event per tool call (:func:`aisac_core.trace.recorder.record_tool_call`).
+    """Writes one trace event per tool call through the store's trace service (``app.trace.record``).
 
     A caller names its run in the request ``_meta`` (``aisac/run_id``, or ``run_id``): the documented way, since no
     input schema declares a ``run_id`` argument (docs/hosts.md). A legacy ``run_id`` argument of old clients is still
     accepted silently (removed before the tool sees it; ``trace_*`` tools keep theirs: the run to read). Otherwise
     the call joins the current run of its client (:meth:`_client_key`: one per host connection), renewed
     after ``run_idle_seconds`` without a call of that client.
+
+    A tool that returns a compact result hands the full one in the result's ``_meta`` (:func:`take_full_result`):
+    the trace records the full result and the key is removed before the client sees the result.
     """
 
     def __init__(self, app: AppContext) -> None:
         self.app = app
         self.runs = RunAssigner(app.settings.run_idle_seconds)
-        self._pinned: set[str] = set()
 
     def _meta(self, context: MiddlewareContext, *keys: str) -> str | None:
         """The first of ``keys`` present in the request ``_meta`` (as a string), else None."""
@@ -108,8 +119,6 @@ class ProvenanceMiddleware(Middleware):
         t0 = time.perf_counter()
         status, error, result_obj = "ok", None, None
         run_token = current_run_id.set(str(run_id))
-        full: list[Any] = []  # a compact result's full form, for the trace (rag_search hits: FULL_RESULT)
-        FULL_RESULT.set(full)  # each request runs in its own task: no reset needed
         try:
             result = await call_next(context)
             if not hasattr(result, "content"):  # a task handle (servers/tasks.py): the work runs on after this call
@@ -117,7 +126,8 @@ class ProvenanceMiddleware(Middleware):
                 return result
             if getattr(result, "is_error", False):
                 status = "tool_error"
-            result_obj = full[-1] if full and not result.is_error else result.structured_content \
+            result, full = take_full_result(result)  # a compact result's full form (rag_search hits), for the trace
+            result_obj = full if full is not None and not result.is_error else result.structured_content \
                 if result.structured_content is not None else [getattr(c, "text", repr(c)) for c in (result.content or [])]
             return result
         except ToolError as exc:
@@ -132,16 +142,16 @@ class ProvenanceMiddleware(Middleware):
             try:
                 parent = self._meta(context, "aisac/parent_id")
                 parent_id = int(parent) if parent and parent.isdigit() else None
-                event_id = await call_core(record_tool_call, self.app.engine, run_id=str(run_id), server=server,
-                                           tool=name, arguments=args, result=result_obj, status=status, error=error,
+                trace = self.app.trace
+                event_id = await call_core(trace.record, run_id=str(run_id), server=server, tool=name,
+                                           arguments=args, result=result_obj, status=status, error=error,
                                            latency_ms=latency, parent_id=parent_id)
-                if str(run_id) not in self._pinned:  # configuration pins, once per run and process
-                    self._pinned.add(str(run_id))
-                    await call_core(pin_run, self.app, str(run_id))
-                if otel_enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
-                    emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
-                              end_ns=t0_ns + int(latency * 1e6), status=status, error=error, event_id=event_id,
-                              parent_id=parent_id)
+                if not trace.pinned(str(run_id)):  # configuration pins, once per run
+                    await call_core(trace.pin_run, str(run_id))
+                if trace.otel.enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
+                    trace.otel.emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
+                                         end_ns=t0_ns + int(latency * 1e6), status=status, error=error,
+                                         event_id=event_id, parent_id=parent_id)
             except Exception:  # a trace write must never break the call itself
                 log.exception("could not record the trace event of %s", name)
 

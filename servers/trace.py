@@ -3,16 +3,17 @@
 A thin adapter over :mod:`aisac_core.trace`. Mounted by the suite under the ``trace`` namespace, so the
 tools are ``trace_list_runs``, ``trace_get_run``, ``trace_get_event``, ``trace_export``, ``trace_verify``,
 ``trace_replay``, ``trace_diff``, ``trace_stats`` and ``trace_prune``. The live dashboard
-(:mod:`aisac_core.trace.dashboard`) reads the same rows. Results are typed (:mod:`aisac_servers.results_trace`);
-:func:`complete` completes the ``run_id`` of the run report resource.
+(:mod:`aisac_core.trace.dashboard`) reads the same rows. Every tool calls the store's trace service
+(``app.trace``, :class:`aisac_core.trace.service.TraceService`); results are typed in the core
+(:mod:`aisac_core.trace.results`). :func:`complete` completes the ``run_id`` of the run report resource.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
+from urllib.parse import quote
 
-from aisac_servers import results_trace as R
 from aisac_servers.common import App, call_core, hints, tool_error
 from aisac_servers.completions import by_prefix
 from aisac_servers.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
@@ -20,18 +21,12 @@ from aisac_servers.results_schema import schema
 from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
 from fastmcp.apps.config import AppConfig
+from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
-from aisac_core.trace.diff import diff_runs
-from aisac_core.trace.exports import export_run
-from aisac_core.trace.queries import get_event as core_event
-from aisac_core.trace.queries import get_run as core_get
-from aisac_core.trace.queries import list_runs as core_list
-from aisac_core.trace.replay import replay_run
-from aisac_core.trace.retention import prune_runs, trace_stats
-from aisac_core.trace.verify import verify_run
+from aisac_core.trace import results as R
 
 server = FastMCP(
     "trace",
@@ -57,7 +52,7 @@ async def list_runs(
 ) -> R.Runs:
     """Find runs (the recorded tool calls of one task), newest first, by time, server, status or text; read
     one with trace_get_run."""
-    return await call_core(core_list, app.engine, since=since, until=until, server=server, status=status,
+    return await call_core(app.trace.list_runs, since=since, until=until, server=server, status=status,
                            text=text, limit=limit, offset=offset)
 
 
@@ -76,14 +71,16 @@ async def get_run(
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools; ``detail`` true / false
     # are the older spellings of full / compact
     full = detail is True or detail == "full" or include_results
-    out = await call_core(core_get, app.engine, run_id, include_results=include_results, detail=True)
-    out["report_uri"] = report_uri(run_id)
+    out = await call_core(app.trace.get_run, run_id, include_results=include_results, detail=True)
+    tree = out.get("tree", [])
     if full:
-        return {**out, "detail": "full"}  # type: ignore[typeddict-item]
-    out.pop("pins", None)
-    for e in out["errors"]:
-        e["error"] = _cut(e.get("error"), COMPACT_ERROR)
-    return {**out, "tree": compact_tree(out["tree"]), "detail": "compact"}  # type: ignore[typeddict-item]
+        return {"run": out["run"], "pins": out["pins"], "last_id": out["last_id"], "errors": out["errors"],
+                "tree": cast("list[R.Event]", tree),  # full event dicts: an Event with every key
+                "report_uri": report_uri(run_id), "detail": "full"}
+    errors: list[R.ErrorRow] = [{"id": e["id"], "tool": e["tool"], "status": e["status"],
+                                 "error": _cut(e["error"], COMPACT_ERROR)} for e in out["errors"]]
+    return {"run": out["run"], "last_id": out["last_id"], "errors": errors, "tree": compact_tree(tree),
+            "report_uri": report_uri(run_id), "detail": "compact"}
 
 
 #: compact events: longest result summary, arguments (as JSON text) and error, in characters
@@ -94,19 +91,19 @@ def _cut(text: str | None, n: int) -> str | None:
     return text if text is None or len(text) <= n else text[: n - 1] + "…"
 
 
-def compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def compact_tree(nodes: list[dict[str, Any]]) -> list[R.Event]:
     """The compact form of an event tree (full event dicts, :func:`aisac_core.trace.queries.build_tree`): per event
     ``id, tool, status, latency_ms`` (0.1 ms), ``result_summary`` (<= 120 characters), ``kind`` unless a tool call,
     ``arguments`` as JSON text (<= 100 characters) when there are any, ``error``, ``anchors`` (how many were cited)
     and ``children`` only where present."""
-    out = []
+    out: list[R.Event] = []
     for n in nodes:
         lat = n.get("latency_ms")
-        c: dict[str, Any] = {"id": n["id"], "tool": n["tool"], "status": n["status"],
-                             "latency_ms": round(lat, 1) if lat is not None else None,
-                             "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY)}
+        c: R.Event = {"id": n["id"], "tool": n["tool"], "status": n["status"],
+                      "latency_ms": round(lat, 1) if lat is not None else None,
+                      "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY) or ""}
         if n.get("kind") != "tool_call":
-            c["kind"] = n.get("kind")
+            c["kind"] = n["kind"]
         args = n.get("arguments")
         if args:
             c["arguments"] = _cut(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
@@ -127,8 +124,6 @@ REPORT_URI = "aisac://trace/runs/{run_id}/report"
 
 def report_uri(run_id: str) -> str:
     """The URI of a run's HTML report resource (:func:`run_report_page`)."""
-    from urllib.parse import quote
-
     return REPORT_URI.format(run_id=quote(run_id, safe=""))
 
 
@@ -144,12 +139,8 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
     """A run's report as one self-contained HTML page (the dashboard's run page: question, verdict, answer with
     linked citations, cited evidence highlighted on its page images, plan and timeline, every step; no script, no
     network). A host that renders HTML shows it as is; ``trace_export format=html`` writes the same page to a file."""
-    from fastmcp.exceptions import ResourceError
-
-    from aisac_core.trace.exports import export_html
-
     try:
-        return await call_core(export_html, app, run_id)
+        return await call_core(app.trace.report_html, run_id)
     except Exception as exc:  # call_core turned the core's TraceError into a tool error: report it as a resource one
         raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
@@ -161,7 +152,7 @@ async def get_event(
 ) -> R.EventDetail:
     """Read one recorded call whole: arguments, stored result (``result_truncated`` past 100,000 characters),
     hashes, error, cited anchor ids, pinned input files and child event ids."""
-    return await call_core(core_event, app.engine, event_id)
+    return await call_core(app.trace.get_event, event_id)
 
 
 @server.tool(annotations=hints("Export a run", idempotent=True), output_schema=schema(R.Exported))
@@ -173,7 +164,7 @@ async def export(
     """Save a run as a file under the data dir's trace_exports folder: json (bundle for replay), markdown
     (summary for a reader), html (offline report page), prov (W3C PROV-JSON) or rocrate (Workflow Run
     RO-Crate folder and zip). Returns the path and, except html and rocrate, the content."""
-    return await call_core(export_run, app, run_id, format)
+    return await call_core(app.trace.export, run_id, format)
 
 
 @server.tool(annotations=hints("Verify a run's evidence", read_only=True), output_schema=schema(R.Verified))
@@ -183,7 +174,7 @@ async def verify(
 ) -> R.Verified:
     """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
     input file; ``status`` is the worst of unchanged, changed, missing."""
-    return await call_core(verify_run, app, run_id)
+    return await call_core(app.trace.verify, run_id)
 
 
 @server.tool(annotations=hints("Replay a run"), output_schema=schema(R.Replayed))
@@ -198,7 +189,7 @@ async def replay(
     ``status`` not_replayed: nothing was re-executed (``message`` says why)."""
     try:
         async with SuiteTools(app) as tools:
-            return await replay_run(app, run_id, tools, force=force)
+            return await app.trace.replay(run_id, tools, force=force)
     except AisacError as exc:
         raise tool_error(str(exc), what="trace_replay") from exc
 
@@ -211,7 +202,7 @@ async def diff(
 ) -> R.Diff:
     """Compare the tool calls of two runs (e.g. a run and its replay), aligned by tool and arguments: same,
     changed, only_a or only_b, plus the configuration pins that differ."""
-    return await call_core(diff_runs, app.engine, run_a, run_b)
+    return await call_core(app.trace.diff, run_a, run_b)
 
 
 @server.tool(annotations=hints("Trace statistics", read_only=True), output_schema=schema(R.Stats))
@@ -221,7 +212,7 @@ async def stats(
 ) -> R.Stats:
     """How tools behave over all runs: events by kind and status, per tool the calls, error rate and
     latency percentiles."""
-    return await call_core(trace_stats, app.engine, since)
+    return await call_core(app.trace.stats, since)
 
 
 @server.tool(annotations=hints("Delete old runs", destructive=True), output_schema=schema(R.Pruned))
@@ -232,7 +223,7 @@ async def prune(
 ) -> R.Pruned:
     """Delete runs whose last event is older than ``older_than_days``, each exported as JSON to
     trace_exports first (a failed export keeps the run); ``dry_run`` (default) only lists them."""
-    return await call_core(prune_runs, app, older_than_days, dry_run=dry_run)
+    return await call_core(app.trace.prune, older_than_days, dry_run=dry_run)
 
 
 #: the run report template as the trace server declares it (the suite mounts it as :data:`REPORT_URI`)
@@ -242,7 +233,7 @@ LOCAL_REPORT_URI = "aisac://runs/{run_id}/report"
 def run_ids(app: AppContext, prefix: str = "") -> list[str]:
     """Run ids starting with ``prefix``, most recently active first, at most 100 (of the 500 newest runs that
     contain ``prefix``)."""
-    runs = core_list(app.engine, text=prefix or None, limit=500)["runs"]
+    runs = app.trace.list_runs(text=prefix or None, limit=500)["runs"]
     return [r["run_id"] for r in runs if r["run_id"].startswith(prefix or "")][:100]
 
 

@@ -61,7 +61,7 @@ async def test_pages_render_every_part(fast_core):
 
     run = "run-dash"
     ids = _roles_run(fast_core, run, [FAKE_HIT])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core)), base_url="http://t") as h:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t") as h:
         home = await h.get("/")
         assert home.status_code == 200 and run in home.text and "1 errors" in home.text
         assert "perovskite humidity" in home.text  # the run's question (its first search query: no roles task)
@@ -104,7 +104,7 @@ def serve_dashboard(core):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(core), host="127.0.0.1", port=port, log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(create_app(core.trace), host="127.0.0.1", port=port, log_level="warning",
                                            timeout_graceful_shutdown=1))
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
@@ -236,7 +236,7 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
         tree = (await c.call_tool("trace_get_run", {"run_id": run, "detail": "full"})).structured_content
     kinds = {e["kind"] for e in _flat(tree["tree"])}
     assert "role_step" in kinds
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core)), base_url="http://t") as h:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t") as h:
         page = (await h.get("/run", params={"id": run})).text
     assert "id=router" in page and "id=steps" in page and "decision" in page
     if any(e["tool"] == "planner" for e in _flat(tree["tree"])):
@@ -324,7 +324,7 @@ def test_standalone_verify_never_opens_the_vector_store(fast_core, corpus_copy):
     _roles_run(fast_core, "run-standalone", hits)
     fast_core.close()  # releases the vector store, as in a process that never opened it
     assert fast_core._vectors is None
-    with TestClient(create_app(fast_core)) as h:
+    with TestClient(create_app(fast_core.trace)) as h:
         v = h.get("/run/verify", params={"id": "run-standalone"}).json()
         assert v["anchors"] and {a["status"] for a in v["anchors"]} == {"unchanged"} and fast_core._vectors is None
         pdf = corpus_copy / "report.pdf"

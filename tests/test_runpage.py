@@ -57,10 +57,8 @@ def test_report_separates_cited_from_retrieved(roles_run) -> None:  # noqa: ANN0
 
 
 def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # noqa: ANN001
-    from aisac_core.trace.exports import export_run
-
     core, run, r = roles_run
-    md = export_run(core, run, "markdown")["markdown"]
+    md = core.trace.export(run, "markdown")["markdown"]
     q, a, ev, steps = (md.index(x) for x in (f"**Question:** {QUESTION}", "## Answer", "## Evidence", "## Steps"))
     assert q < a < ev < steps
     assert r["answer"]["text"].strip() in md  # the full answer, not a cut
@@ -133,10 +131,8 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
 def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
     from playwright.sync_api import expect
 
-    from aisac_core.trace.exports import export_run
-
     core, run, r = roles_run
-    out = export_run(core, run, "html")
+    out = core.trace.export(run, "html")
     path = Path(out["path"])
     assert path.is_file() and out["bytes"] == path.stat().st_size and path.stat().st_mode & 0o077 == 0
     text = path.read_text(encoding="utf-8")

@@ -44,6 +44,7 @@ def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status:
 async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy):
     """Acceptance 1 + 2: index, searches, memory (and a code run when the data server is there), then all four
     exports, verify unchanged, replay all `same`, diff, and verify `changed` after the PDF is edited."""
+    from aisac_servers.common import FULL_RESULT_META
     from prov.model import ProvDocument
     from rocrate.rocrate import ROCrate
 
@@ -54,8 +55,10 @@ async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy)
         assert TRACE_TOOLS <= names
         job = await _call(c, "rag_index", {"path": str(corpus_copy), "wait": True, "timeout_s": 300}, meta=meta)
         assert job["status"] == "done"
-        hits = (await _call(c, "rag_search", {"query": PAGE_MARKERS[1], "k": 3}, meta=meta))["hits"]
+        found = await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3}, meta=meta)
+        hits = found.structured_content["hits"]
         assert "anchor" not in hits[0] and hits[0]["chunk_id"]  # compact hits; the trace records the full ones
+        assert FULL_RESULT_META not in (found.meta or {})  # handed to the trace in-band, removed for the client
         await _call(c, "rag_search", {"query": "Michaelis-Menten lipase", "k": 3}, meta=meta)
         sess = await _call(c, "memory_start_session", {"title": "trace test"}, meta=meta)
         sid = sess.get("session_id") or sess.get("id")
@@ -303,12 +306,11 @@ async def test_otel_spans_in_memory(fast_core, monkeypatch):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from aisac_core.trace import otel
-
+    otel = fast_core.trace.otel
     exporter = InMemorySpanExporter()
     tp = TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(exporter))
-    otel.configure_otel(tp)
+    otel.configure(tp)
     try:
         async with Client(_suite(fast_core)) as c:
             await c.call_tool("rag_list_documents", {}, meta={"run_id": "run-otel"})
@@ -326,14 +328,14 @@ async def test_otel_spans_in_memory(fast_core, monkeypatch):
     finally:
         monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
-        otel.configure_otel(None)
-    assert not otel.otel_enabled()
+        otel.configure(None)
+    assert not otel.enabled()
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
-    assert otel.configure_otel(None) is not None
+    assert otel.configure(None) is not None
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    assert otel.configure_otel(None) is None
+    assert otel.configure(None) is None
     monkeypatch.delenv("OTEL_TRACES_EXPORTER")
-    otel.configure_otel(None)
+    otel.configure(None)
 
 
 async def test_prune_exports_first(fast_core):
@@ -393,22 +395,19 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
     """A file named by a successful call is hashed when the event is written; trace_verify re-hashes it."""
     import hashlib
 
-    from aisac_core.trace.verify import verify_run
-    from aisac_core.trace.queries import get_event
-
     f = tmp_path / "table.csv"
     f.write_text("a,b\n1,2\n")
     ev = _record(fast_core, "run-files", "data_load", arguments={"path": str(f), "name": "t"}, result={"ok": True})
     _record(fast_core, "run-files", "data_load", arguments={"path": str(tmp_path / "nope.csv")}, status="tool_error")
-    pins = get_event(fast_core.engine, ev)["inputs"]
+    pins = fast_core.trace.get_event(ev)["inputs"]
     assert pins == [{"path": str(f.resolve()), "sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "size": 8,
                      "source": "hashed"}]
-    assert verify_run(fast_core, "run-files")["status"] == "unchanged"
+    assert fast_core.trace.verify("run-files")["status"] == "unchanged"
     f.write_text("a,b\n1,3\n")
-    v = verify_run(fast_core, "run-files")
+    v = fast_core.trace.verify("run-files")
     assert v["status"] == "changed" and v["inputs"][0]["status"] == "changed"
     f.unlink()
-    assert verify_run(fast_core, "run-files")["inputs"][0]["status"] == "missing"
+    assert fast_core.trace.verify("run-files")["inputs"][0]["status"] == "missing"
 
 
 def test_run_headlines_on_every_engine(fast_core):

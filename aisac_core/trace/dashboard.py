@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -37,20 +38,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from aisac_core.trace.queries import (
-    TraceError,
-    get_event,
-    get_run,
-    list_runs,
-    max_event_id,
-    run_headlines,
-)
+from aisac_core.trace.queries import TraceError, max_event_id
+from aisac_core.trace.report import run_report
 from aisac_core.trace.runpage import CSS, render_run, run_link
 from aisac_core.trace.runpage import e as _e
-from aisac_core.trace.verify import run_signature, verify_run
+from aisac_core.trace.verify import run_signature
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.trace.service import TraceService
 
 #: seconds between two looks at the store while a browser listens (server-sent events).
 POLL_SECONDS = 0.5
@@ -133,8 +128,6 @@ def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_i
 
 
 def _duration(start: str, end: str) -> str:
-    from datetime import datetime
-
     try:
         s = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except ValueError:
@@ -145,10 +138,10 @@ def _duration(start: str, end: str) -> str:
 # ---------------------------------------------------------------------------------------------- HTTP handlers
 
 class Dashboard:
-    """The dashboard's request handlers for one store (``app``), with links under ``prefix``."""
+    """The dashboard's request handlers for one store (its trace service ``trace``), with links under ``prefix``."""
 
-    def __init__(self, app: AppContext, prefix: str = "", *, index_verify: bool = True) -> None:
-        self.app = app
+    def __init__(self, trace: TraceService, prefix: str = "", *, index_verify: bool = True) -> None:
+        self.trace = trace
         self.prefix = prefix.rstrip("/")
         #: False: evidence badges from file hashes only, never opening the vector store (``aisac dashboard`` runs
         #: beside the server that owns the store, whose embedded vector store is locked to one process)
@@ -164,11 +157,11 @@ class Dashboard:
 
     async def _runs_fragment(self, request: Request) -> str:
         q = self._filters(request)
-        engine = self.app.engine
-        data = await self._run(list_runs, engine, server=q.get("server"), status=q.get("status"), text=q.get("text"),
+        t = self.trace
+        data = await self._run(t.list_runs, server=q.get("server"), status=q.get("status"), text=q.get("text"),
                                limit=50, offset=int(q.get("offset", 0) or 0))
-        heads = await self._run(run_headlines, engine, [r["run_id"] for r in data["runs"]])
-        return render_runs(data, self.prefix, q, await self._run(max_event_id, engine, None), heads)
+        heads = await self._run(t.run_headlines, [r["run_id"] for r in data["runs"]])
+        return render_runs(dict(data), self.prefix, q, await self._run(lambda: max_event_id(t.engine, None)), heads)
 
     async def index(self, request: Request) -> Response:
         """GET / : the run list."""
@@ -198,15 +191,15 @@ class Dashboard:
 
     def _render_run(self, run_id: str) -> str:
         """The run page body, with verification and page images computed here (blocking: call in a thread)."""
-        data = get_run(self.app.engine, run_id, include_results=True)
-        sig = run_signature(self.app.engine, run_id)
+        data = self.trace.get_run(run_id, include_results=True)
+        sig = run_signature(self.trace.engine, run_id)
         cached = self._verified.get(run_id)
         if cached is None or cached[0] != sig:
-            cached = (sig, verify_run(self.app, run_id, use_index=self.index_verify))
+            cached = (sig, dict(self.trace.verify(run_id, use_index=self.index_verify)))
             self._verified[run_id] = cached
             if len(self._verified) > 64:
                 self._verified.pop(next(iter(self._verified)))
-        images = EvidenceImages(self.app)
+        images = self.trace.images()
         q = quote(run_id, safe="")
 
         def page_image(card: dict[str, Any]) -> dict[str, Any] | None:
@@ -216,7 +209,7 @@ class Dashboard:
             src = f"{self.prefix}/evidence/page?run={q}&chunk={quote(str(card['chunk_id']), safe='')}"
             return {"src": src, "width": img.width, "height": img.height, "rects": img.rects, "found": img.found}
 
-        return render_run(data, verify=cached[1], page_image=page_image,
+        return render_run(dict(data), verify=cached[1], page_image=page_image,
                           run_href=lambda rid: run_link(self.prefix, rid))
 
     async def run_page(self, request: Request) -> Response:
@@ -241,7 +234,7 @@ class Dashboard:
     async def run_verify(self, request: Request) -> Response:
         """GET /run/verify?id=RUN : trace_verify as JSON."""
         try:
-            return JSONResponse(await self._run(verify_run, self.app, self._run_id(request),
+            return JSONResponse(await self._run(self.trace.verify, self._run_id(request),
                                                 use_index=self.index_verify))
         except TraceError as exc:
             return JSONResponse({"error": str(exc)}, 404)
@@ -252,11 +245,9 @@ class Dashboard:
         run_id, chunk = request.query_params.get("run", ""), request.query_params.get("chunk", "")
 
         def png() -> bytes | None:
-            from aisac_core.trace.report import run_report
-
-            report = run_report(get_run(self.app.engine, run_id, include_results=True))
+            report = run_report(dict(self.trace.get_run(run_id, include_results=True)))
             card = next((c for c in report["cited"] if c["chunk_id"] == chunk), None)
-            img = EvidenceImages(self.app).image(card) if card else None
+            img = self.trace.images().image(card) if card else None
             return img.png if img else None
 
         try:
@@ -270,7 +261,7 @@ class Dashboard:
     async def event(self, request: Request) -> Response:
         """GET /event?id=N : one event as JSON."""
         try:
-            return JSONResponse(await self._run(get_event, self.app.engine, int(request.query_params.get("id", 0))))
+            return JSONResponse(await self._run(self.trace.get_event, int(request.query_params.get("id", 0))))
         except (TraceError, ValueError) as exc:
             return JSONResponse({"error": str(exc)}, 404)
 
@@ -279,7 +270,7 @@ class Dashboard:
             return ServerSentEvent(event="update", data=json.dumps({"last_id": int(sig.split(".")[0]), "sig": sig}))
 
         after = request.query_params.get("after", "") or ""
-        engine = self.app.engine
+        engine = self.trace.engine
         last = await self._run(run_signature, engine, run_id)
         yield ServerSentEvent(comment="aisac trace", retry=1000)
         if after and after != last and after != last.split(".")[0]:  # changed since the page was rendered
@@ -315,53 +306,16 @@ class Dashboard:
                 ("/run/verify", self.run_verify), ("/evidence/page", self.evidence_page), ("/event", self.event)]
 
 
-class EvidenceImages:
-    """Page images of cited passages for one store (:func:`aisac_core.trace.pageimage.evidence_page`).
-
-    Only a file that is an indexed PDF of this store's manifest is rendered (the trace's anchors name paths; a
-    path in a trace is never opened on trust), with the passage highlighted: the citation's quote, else the chunk
-    text. Images are cached under ``<data dir>/cache/pages``."""
-
-    def __init__(self, app: AppContext) -> None:
-        self.app = app
-        self.cache_dir = app.settings.data_dir / "cache" / "pages"
-
-    def _indexed(self, card: dict[str, Any]) -> bool:
-        from sqlmodel import Session, select
-
-        from aisac_core.store.tables import Document
-
-        with Session(self.app.engine) as s:
-            row = s.exec(select(Document).where(Document.path == str(card.get("path") or ""))).first()
-        return row is not None and row.status == "indexed" and row.file_type == "pdf" and \
-            (not card.get("doc_id") or row.doc_id == card["doc_id"])
-
-    def image(self, card: dict[str, Any] | None) -> Any:
-        """The :class:`~aisac_core.trace.pageimage.PageImage` of ``card`` (a report card), or None (not a PDF of
-        this store, no page, nothing to highlight, the page cannot be rendered)."""
-        from pathlib import Path
-
-        from aisac_core.trace.pageimage import evidence_page
-
-        page = (card or {}).get("page")
-        passage = (card or {}).get("quote") or (card or {}).get("text")
-        if not card or not isinstance(page, int) or isinstance(page, bool) or page < 1 or not passage:
-            return None
-        if not str(card.get("path") or "").lower().endswith(".pdf") or not self._indexed(card):
-            return None
-        return evidence_page(Path(card["path"]), page, passage, cache_dir=self.cache_dir)
-
-
-def create_app(app: AppContext, *, index_verify: bool = False) -> Starlette:
-    """A Starlette app serving the dashboard of ``app``'s store at ``/``. By default the evidence badges come from
-    file hashes only (``index_verify=False``), so the app never opens (and locks) the vector store of a store
-    another process serves."""
-    d = Dashboard(app, "", index_verify=index_verify)
+def create_app(trace: TraceService, *, index_verify: bool = False) -> Starlette:
+    """A Starlette app serving the dashboard of a store (its trace service ``trace``) at ``/``. By default the
+    evidence badges come from file hashes only (``index_verify=False``), so the app never opens (and locks) the
+    vector store of a store another process serves."""
+    d = Dashboard(trace, "", index_verify=index_verify)
     return Starlette(routes=[Route(p, h, methods=["GET"]) for p, h in d.routes()])
 
 
-def serve(host: str, port: int, app: AppContext) -> None:
-    """Run the dashboard of ``app``'s store on ``host:port`` (default port :data:`DEFAULT_PORT`) until interrupted
+def serve(host: str, port: int, trace: TraceService) -> None:
+    """Run the dashboard of a store (its trace service ``trace``) on ``host:port`` (default port :data:`DEFAULT_PORT`) until interrupted
     (``aisac dashboard``). Loopback only: the trace holds queries and file names. Raises ValueError for a
     non-loopback host."""
     import uvicorn
@@ -369,4 +323,4 @@ def serve(host: str, port: int, app: AppContext) -> None:
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
                          "holds queries and file names")
-    uvicorn.run(create_app(app), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.run(create_app(trace), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

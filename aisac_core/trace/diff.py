@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.trace.pins import changed_pins, run_pins
 from aisac_core.trace.queries import count_by, require_events
 from aisac_core.trace.replay import compare_results
+from aisac_core.trace.results import Diff, DiffStep, PinChange
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
-def diff_runs(engine: "Engine", run_a: str, run_b: str) -> dict[str, Any]:
+def diff_runs(engine: "Engine", run_a: str, run_b: str) -> Diff:
     """Compare two runs' tool calls step by step.
 
     Steps are aligned by (tool, arguments sha256) with difflib's longest matching blocks; aligned steps are
@@ -39,5 +40,6 @@ def diff_runs(engine: "Engine", run_a: str, run_b: str) -> dict[str, Any]:
             steps += [{"status": "only_a", "tool": x.tool, "event_a": x.id, "event_b": None} for x in ra[i1:i2]]
             steps += [{"status": "only_b", "tool": y.tool, "event_a": None, "event_b": y.id} for y in rb[j1:j2]]
     pa, pb = run_pins(engine, run_a) or {}, run_pins(engine, run_b) or {}
-    pins = [{"pin": k, "a": pa.get(k), "b": pb.get(k)} for k in changed_pins(pa, pb)]
-    return {"run_a": run_a, "run_b": run_b, "counts": count_by(steps), "steps": steps, "pins_changed": pins}
+    pins: list[PinChange] = [{"pin": k, "a": pa.get(k), "b": pb.get(k)} for k in changed_pins(pa, pb)]
+    return {"run_a": run_a, "run_b": run_b, "counts": count_by(steps), "steps": cast("list[DiffStep]", steps),
+            "pins_changed": pins}

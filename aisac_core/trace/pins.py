@@ -7,11 +7,12 @@ versions, models, index fingerprint, retrieval constants and settings, written o
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from sqlmodel import Session, select
 
@@ -26,7 +27,19 @@ from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.context import AppContext
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.settings import Settings
+
+
+class IndexModels(Protocol):
+    """What the configuration pins read of the rag domain (``RagService``): its settings and embedder (the index
+    fingerprint, :func:`aisac_core.rag.indexer.fingerprint`, is computed from them)."""
+
+    @property
+    def settings(self) -> "Settings": ...
+
+    @property
+    def embedder(self) -> "Embedder": ...
 
 #: files larger than this are pinned by size and mtime only (not hashed) when a tool call names them.
 MAX_HASH_BYTES = 512 * 1024 * 1024
@@ -52,8 +65,11 @@ def _path_strings(arguments: Any) -> list[str]:
     return out
 
 
-#: sha256 of input files by (path, size, mtime_ns): a file named by many calls is read once while unchanged.
-_HASHES: dict[tuple[str, int, int], str] = {}
+@functools.lru_cache(maxsize=10_000)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, cached by (path, size, mtime_ns): a file named by many calls is read once while unchanged
+    (a bounded cache of immutable values: the key names one version of the file's bytes)."""
+    return sha256_file(Path(path))
 
 
 def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str, Any]) -> int:
@@ -70,13 +86,7 @@ def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str
         try:
             if p.is_file():
                 st = p.stat()
-                key = (str(p), st.st_size, st.st_mtime_ns)
-                sha = _HASHES.get(key)
-                if sha is None and st.st_size <= MAX_HASH_BYTES:
-                    sha = sha256_file(p)
-                    if len(_HASHES) > 10_000:
-                        _HASHES.clear()
-                    _HASHES[key] = sha
+                sha = _file_sha256(str(p), st.st_size, st.st_mtime_ns) if st.st_size <= MAX_HASH_BYTES else None
                 rows.append(TraceInput(run_id=run_id, event_id=event_id, path=str(p.resolve()), sha256=sha,
                                        size=st.st_size, mtime_ns=st.st_mtime_ns,
                                        source="hashed" if sha else "unhashed"))
@@ -103,17 +113,18 @@ def _version(pkg: str) -> str | None:
         return None
 
 
-def config_pins(app: "AppContext") -> dict[str, Any]:
+def config_pins(settings: "Settings", rag: IndexModels) -> dict[str, Any]:
     """The configuration a run's results depend on: package versions, embedding and sparse models, index
     fingerprint (parser revision + chunker + models), PDF pipeline, retrieval constants and every setting whose
     name does not look secret (``key``, ``token``, ``secret``, ``password`` are left out). A failure to read the
     retrieval part is reported under ``error`` (pins are informative and never block a call). Returns a JSON-ready
-    dict."""
-    s = app.settings
+    dict. ``rag``: the rag domain's settings and embedder (:class:`IndexModels`)."""
+    s = settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
     try:
-        pins.update(embedding_model=s.rag.embedding_model, embedding_model_id=app.embedder.model_id,
-                    sparse_model=SPARSE_MODEL_ID, parser_revision=PARSER_REVISION, index_fingerprint=fingerprint(app),
+        fp = fingerprint(rag)  # type: ignore[arg-type]  # it reads .settings and .embedder only (IndexModels)
+        pins.update(embedding_model=s.rag.embedding_model, embedding_model_id=rag.embedder.model_id,
+                    sparse_model=SPARSE_MODEL_ID, parser_revision=PARSER_REVISION, index_fingerprint=fp,
                     pdf_pipeline=s.rag.pdf_pipeline, chunk_max_tokens=s.rag.chunk_max_tokens,
                     retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)})
     except Exception as exc:  # pins are informative; a failure must not block a tool call
@@ -123,27 +134,20 @@ def config_pins(app: "AppContext") -> dict[str, Any]:
     return json.loads(dumps(pins))
 
 
-_pinned: set[tuple[int, str, str]] = set()
-
-
-def pin_run(app: "AppContext", run_id: str) -> bool:
-    """Write the configuration pins (:func:`config_pins`) of ``run_id`` if the run has none yet; True when
-    written. Called by the middleware for each run id the first time this process sees it."""
-    key = (id(app.engine), str(app.engine.url), run_id)
-    if key in _pinned:
-        return False
-    with Session(app.engine) as s:
+def write_run_pins(engine: "Engine", run_id: str, pins: Callable[[], dict[str, Any]]) -> bool:
+    """Write the configuration pins of ``run_id`` (``pins()``, called only when needed: :func:`config_pins`) if the
+    run has none yet; True when written. Two processes seeing a run's first calls at once write one row."""
+    with Session(engine) as s:
         if s.get(TraceRunPin, run_id) is not None:
-            _pinned.add(key)
             return False
-    pins = config_pins(app)
-    with Session(app.engine) as s:
-        lock(s, "run_pin", run_id)  # two processes seeing a run's first calls at once write one pin row
+    values = pins()
+    with Session(engine) as s:
+        lock(s, "run_pin", run_id)
         if s.get(TraceRunPin, run_id) is None:
-            s.add(TraceRunPin(run_id=run_id, pins_json=dumps(pins)))
+            s.add(TraceRunPin(run_id=run_id, pins_json=dumps(values)))
             s.commit()
-    _pinned.add(key)
-    return True
+            return True
+    return False
 
 
 def run_pins(engine: "Engine", run_id: str) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ Every function takes the SQL engine of the store and returns JSON-ready dicts. T
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,8 @@ from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import find_anchors
 from aisac_core.store.tables import TraceEvent, TraceInput
 from aisac_core.trace.pins import run_pins
+from aisac_core.trace.report import answer_digest, question_of
+from aisac_core.trace.results import EventDetail, EventDict, RunData, RunRow, Runs, RunSummary
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -83,7 +86,7 @@ def parse_json(text: str | None) -> tuple[Any, bool]:
         return text, False
 
 
-def count_by(items: list[dict[str, Any]], key: str = "status") -> dict[str, int]:
+def count_by(items: Sequence[Mapping[str, Any]], key: str = "status") -> dict[str, int]:
     """``{value: count}`` of ``item[key]`` over ``items``, in first-seen order."""
     counts: dict[str, int] = {}
     for it in items:
@@ -115,30 +118,40 @@ def summarize_result(result: Any, limit: int = 240) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-#: result summaries by (event id, result sha256): events never change once written, and live pages re-read a run
-#: on every update
-_SUMMARIES: dict[tuple[int, str | None], str] = {}
+#: result summaries by (event id, result sha256) of one store (:class:`Summaries`) kept at most
+MAX_SUMMARIES = 50_000
 
 
-def event_dict(r: Any, *, full: bool = True) -> dict[str, Any]:
+class Summaries(dict[tuple[int, "str | None"], str]):
+    """Result summaries of one store's events by (event id, result sha256): events never change once written, and
+    live pages re-read a run on every update. Held by the store's trace service; cleared past
+    :data:`MAX_SUMMARIES`."""
+
+    def keep(self, key: tuple[int, str | None], summary: str) -> None:
+        """Remember ``summary`` under ``key`` (forgetting everything first when full)."""
+        if len(self) > MAX_SUMMARIES:
+            self.clear()
+        self[key] = summary
+
+
+def event_dict(r: Any, *, full: bool = True, summaries: Summaries | None = None) -> EventDict:
     """A TraceEvent row as a JSON-ready dict: parsed arguments, result (``full``) or result summary, start time
-    (``created_at`` minus the latency), ``result_truncated`` when the stored result was cut at 100k chars."""
+    (``created_at`` minus the latency), ``result_truncated`` when the stored result was cut at 100k chars.
+    ``summaries``: the store's summary cache (:class:`Summaries`), or None."""
     args, _ = parse_json(r.arguments_json)
     key = (r.id, r.result_sha256)
+    cached = summaries.get(key) if summaries is not None else None
     if full:
         result, complete = parse_json(r.result_json)
-        summary = _SUMMARIES.get(key) or summarize_result(result)
+        summary = cached or summarize_result(result)
     else:
-        summary = _SUMMARIES.get(key)
-        if summary is None:
-            summary = summarize_result(parse_json(r.result_json)[0])
-    if len(_SUMMARIES) > 50_000:
-        _SUMMARIES.clear()
-    _SUMMARIES[key] = summary
+        summary = cached if cached is not None else summarize_result(parse_json(r.result_json)[0])
+    if summaries is not None:
+        summaries.keep(key, summary)
     created = aware(r.created_at)
     # a tool call (or model call) is written when it ends; a role step when it begins, then completed in place
     started = created if r.kind == "role_step" else created - timedelta(milliseconds=r.latency_ms or 0)
-    d: dict[str, Any] = {
+    d: EventDict = {
         "id": r.id, "run_id": r.run_id, "kind": r.kind, "parent_id": r.parent_id, "server": r.server, "tool": r.tool,
         "status": r.status, "error": r.error, "latency_ms": r.latency_ms,
         "started_at": started.isoformat(),
@@ -182,7 +195,7 @@ def run_inputs(engine: "Engine", run_id: str) -> list[TraceInput]:
 
 def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: str | datetime | None = None,
               server: str | None = None, status: str | None = None, text: str | None = None, limit: int = 20,
-              offset: int = 0) -> dict[str, Any]:
+              offset: int = 0) -> Runs:
     """Runs, newest first (by last event), with paging.
 
     Args:
@@ -250,7 +263,7 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
                 detail[rid][0].add(srv)
                 detail[rid][1].add(tool)
     now = datetime.now(timezone.utc)
-    runs = []
+    runs: list[RunRow] = []
     for rid, first, last, n, errs, calls in rows:
         runs.append({"run_id": rid, "started_at": iso(first), "last_event_at": iso(last), "events": n,
                      "tool_calls": int(calls or 0), "errors": int(errs or 0), "servers": sorted(detail[rid][0]),
@@ -260,7 +273,7 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
     return {"runs": runs, "total": int(total), "offset": int(offset), "next_offset": nxt if nxt < total else None}
 
 
-def run_summary(rows: list[Any]) -> dict[str, Any]:
+def run_summary(rows: list[Any]) -> RunSummary:
     """Counts and times of a run's events (rows ordered by id): ``{run_id, started_at, first_event_at,
     last_event_at, duration_s, events, by_kind, by_status, errors, servers, status (ok | errors), active}``."""
     first, last = aware(rows[0].created_at), aware(rows[-1].created_at)
@@ -278,11 +291,11 @@ def run_summary(rows: list[Any]) -> dict[str, Any]:
             "active": (datetime.now(timezone.utc) - last).total_seconds() < ACTIVE_SECONDS}
 
 
-def build_tree(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def build_tree(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Nest event dicts by ``parent_id`` (``children`` lists, in id order); an event whose parent is not in the
     run is a root. Returns the roots."""
     by_id = {e["id"]: {**e, "children": []} for e in events}
-    roots = []
+    roots: list[dict[str, Any]] = []
     for e in by_id.values():
         parent = by_id.get(e["parent_id"]) if e["parent_id"] is not None else None
         (parent["children"] if parent is not None and parent is not e else roots).append(e)
@@ -310,19 +323,19 @@ def _compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, detail: bool = True,
-            after_id: int = 0) -> dict[str, Any]:
+            after_id: int = 0, summaries: Summaries | None = None) -> RunData:
     """One run: ``{run: summary, pins, tree: [event + children...], errors: [failed events], last_id}``.
 
     Events carry arguments, hashes and a result summary; ``include_results`` adds the stored result;
     ``detail=False`` gives the compact form (:func:`compact_event`: no hashes, timestamps, run id or parent id;
     long arguments truncated; ``children`` only where there are any), for large runs over MCP.
     ``after_id`` > 0 returns only events with a larger id as a flat ``events`` list (for live updates).
-    Raises TraceError for an unknown run."""
+    ``summaries``: the store's result-summary cache (:class:`Summaries`). Raises TraceError for an unknown run."""
     rows = require_events(engine, run_id)
-    events = [event_dict(r, full=include_results) for r in rows]
-    out: dict[str, Any] = {"run": run_summary(rows), "pins": run_pins(engine, run_id), "last_id": rows[-1].id,
-                           "errors": [{k: e.get(k) for k in ("id", "tool", "status", "error")} for e in events
-                                      if e["status"] in ERROR_STATUSES]}
+    events = [event_dict(r, full=include_results, summaries=summaries) for r in rows]
+    out: RunData = {"run": run_summary(rows), "pins": run_pins(engine, run_id), "last_id": rows[-1].id,
+                    "errors": [{"id": e["id"], "tool": e["tool"], "status": e["status"], "error": e["error"]}
+                               for e in events if e["status"] in ERROR_STATUSES]}
     if after_id:
         out["events"] = [e for e in events if e["id"] > after_id]
     else:
@@ -331,7 +344,7 @@ def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, det
     return out
 
 
-def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
+def get_event(engine: "Engine", event_id: int, *, summaries: Summaries | None = None) -> EventDetail:
     """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
     input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown (including ids outside
     1..2^63-1, which no event can have)."""
@@ -344,10 +357,10 @@ def get_event(engine: "Engine", event_id: int) -> dict[str, Any]:
             raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
         children = s.exec(select(TraceEvent.id).where(TraceEvent.parent_id == r.id).order_by(TraceEvent.id)).all()
         inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
-    d = event_dict(r)
-    d["children"] = list(children)
-    d["inputs"] = [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs]
-    return d
+    d = event_dict(r, summaries=summaries)
+    return {**d, "result": d.get("result"), "result_truncated": d.get("result_truncated", False),
+            "children": list(children),
+            "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs]}
 
 
 def max_event_id(engine: "Engine", run_id: str | None = None) -> int:
@@ -383,8 +396,6 @@ def run_headlines(engine: "Engine", run_ids: list[str]) -> dict[str, dict[str, A
     answer); ``verdict``: the last evaluator's label (``passed`` / ``evidence verified`` / ``failed``; None when no
     evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
     (None without one). Two queries whatever the number of runs (the first events by a window function)."""
-    from aisac_core.trace.report import answer_digest, question_of
-
     out: dict[str, dict[str, Any]] = {r: {"question": None, "citations": None, "verdict": None, "verified": None,
                                           "anchors": None} for r in run_ids}
     if not run_ids:

@@ -7,16 +7,17 @@ this module knows no MCP. Result comparison (:func:`compare_results`) is shared 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.ports import ToolOutcome, ToolPort
-from aisac_core.trace.pins import changed_pins, config_pins, run_pins
+from aisac_core.trace.pins import changed_pins, run_pins
 from aisac_core.trace.queries import count_by, parse_json, require_events
 from aisac_core.trace.recorder import new_run_id
+from aisac_core.trace.results import Replayed, ReplayStep
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
 
 #: result keys that measure time and change on every call: ignored when replay and diff compare results.
 #: ``run_id``, ``event_id`` and ``job_id`` in a result name the recording, not its content.
@@ -143,8 +144,8 @@ def _error_text(outcome: ToolOutcome) -> str:
     return " ".join(str(x) for x in obj) if isinstance(obj, list) else str(obj)
 
 
-async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: list[str] | None = None,
-                     replay_run_id: str | None = None) -> dict[str, Any]:
+async def replay_run(engine: "Engine", run_id: str, tools: ToolPort, *, current_pins: Callable[[], dict[str, Any]],
+                     force: list[str] | None = None, replay_run_id: str | None = None) -> Replayed:
     """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
 
     Calls go through ``tools`` (the suite's tools behind the provenance middleware, so they are recorded) with
@@ -169,17 +170,20 @@ async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: 
     one call was re-executed, else ``not_replayed`` (every step skipped, or no tool call at all: nothing was
     compared; the steps say why, and ``message`` says what to do).
 
+    ``pins_changed``: the configuration pins (:func:`aisac_core.trace.pins.changed_pins`) that differ between the
+    run's recorded ones and ``current_pins()`` (the store's configuration now).
+
     Returns ``{run_id, replay_run_id, status (same | changed | failed | not_replayed), counts, steps: [{event_id,
     tool, status, reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed, message?}``.
     Raises TraceError for an unknown run."""
-    rows = require_events(app.engine, run_id)
+    rows = require_events(engine, run_id)
     rid = replay_run_id or "replay-" + new_run_id()[4:]
     force_set = set(force or [])
     has_model_calls = any(r.kind == "model_call" for r in rows)
     available = {t.name: t for t in await tools.list_tools()}
-    steps: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []  # ReplayStep dicts, built from a common base
     for r in rows:
-        base = {"event_id": r.id, "tool": r.tool, "original_sha256": r.result_sha256}
+        base: dict[str, Any] = {"event_id": r.id, "tool": r.tool, "original_sha256": r.result_sha256}
         if r.kind != "tool_call":
             continue
         if r.parent_id is not None:
@@ -219,13 +223,13 @@ async def replay_run(app: "AppContext", run_id: str, tools: ToolPort, *, force: 
                           "reason": "the original call failed but the replay succeeded" if ok
                           else "the replay failed"})
     counts = count_by(steps)
-    old_pins = run_pins(app.engine, run_id)
-    pins_changed = changed_pins(old_pins, config_pins(app)) if old_pins else []
+    old_pins = run_pins(engine, run_id)
+    pins_changed = changed_pins(old_pins, current_pins()) if old_pins else []
     executed = sum(1 for s in steps if "replay_sha256" in s)
     overall = ("failed" if counts.get("failed") else "changed" if counts.get("changed") else
                "same" if executed else "not_replayed")
-    out = {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts, "steps": steps,
-           "pins_changed": pins_changed}
+    out: Replayed = {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts,
+                     "steps": cast("list[ReplayStep]", steps), "pins_changed": pins_changed}
     if overall == "not_replayed":
         out["message"] = ("no call was re-executed, so nothing was compared: " +
                           ("every step was skipped (see each step's reason); pass force=[tool names] to replay "

@@ -5,19 +5,17 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from sqlalchemy import delete, func
 from sqlmodel import Session, select
 
 from aisac_core.store.tables import TraceEvent, TraceInput, TraceRunPin
-from aisac_core.trace.exports import export_run
 from aisac_core.trace.queries import ERROR_STATUSES, TraceError, iso, naive_utc
+from aisac_core.trace.results import Pruned, Stats, ToolStats
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
-
-    from aisac_core.context import AppContext
 
 #: largest ``older_than_days`` of :func:`prune_runs`: 100 years (a larger value overflows the date arithmetic and
 #: could select nothing anyway)
@@ -32,7 +30,7 @@ def _percentile(vals: list[float], p: float) -> float:
     return round(v[lo] + (v[hi] - v[lo]) * (k - lo), 3)
 
 
-def trace_stats(engine: "Engine", since: str | datetime | None = None) -> dict[str, Any]:
+def trace_stats(engine: "Engine", since: str | datetime | None = None) -> Stats:
     """Totals over the trace (events since ``since``, ISO 8601, when given): ``{runs, events, by_kind, by_status,
     first_event_at, last_event_at, tools: [{tool, calls, errors, error_rate, p50_ms, p95_ms, max_ms}]}``
     (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
@@ -43,7 +41,10 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> dict[s
         q = q.where(T.created_at >= since_d)
     with Session(engine) as s:
         rows = s.exec(q).all()
-    runs, kinds, statuses, per_tool = set(), {}, {}, {}
+    runs: set[str] = set()
+    kinds: dict[str, int] = {}
+    statuses: dict[str, int] = {}
+    per_tool: dict[str, dict[str, Any]] = {}
     first = last = None
     for rid, kind, st, tool, lat, created in rows:
         runs.add(rid)
@@ -55,7 +56,7 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> dict[s
         t["lat"].append(lat or 0.0)
         first = created if first is None or created < first else first
         last = created if last is None or created > last else last
-    tools = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
+    tools: list[ToolStats] = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
               "error_rate": round(t["errors"] / t["calls"], 4), "p50_ms": _percentile(t["lat"], 50),
               "p95_ms": _percentile(t["lat"], 95), "max_ms": round(max(t["lat"]), 3)}
              for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])]
@@ -63,9 +64,11 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> dict[s
             "first_event_at": iso(first), "last_event_at": iso(last), "tools": tools}
 
 
-def prune_runs(app: "AppContext", older_than_days: float, *, dry_run: bool = False) -> dict[str, Any]:
+def prune_runs(engine: "Engine", older_than_days: float, *, export: Callable[[str], str],
+               dry_run: bool = False) -> Pruned:
     """Delete runs whose last event is older than ``older_than_days`` days, after exporting each as a JSON bundle
-    to ``<data dir>/trace_exports/<run>.json`` (a run whose export fails is kept and listed in ``failed``).
+    (``export(run_id)`` writes it and returns its path: ``<data dir>/trace_exports/<run>.json`` from the trace
+    service; a run whose export fails is kept and listed in ``failed``).
     ``dry_run`` lists without exporting or deleting. Returns ``{cutoff, runs: [run ids], exported: [paths],
     deleted_events, dry_run, failed: [{run_id, error}]}``. Raises TraceError when ``older_than_days`` is not a
     number from 0 to :data:`MAX_DAYS` (36,500 days, 100 years: older cut-offs fall before any trace)."""
@@ -79,22 +82,22 @@ def prune_runs(app: "AppContext", older_than_days: float, *, dry_run: bool = Fal
         raise TraceError(f"older_than_days must be a number of days from 0 to {MAX_DAYS:,} (100 years), got "
                          f"{str(older_than_days)[:40]}")
     cutoff = datetime.now(timezone.utc) - timedelta(days=days)
-    with Session(app.engine) as s:
+    with Session(engine) as s:
         old = list(s.exec(select(T.run_id).group_by(T.run_id).having(func.max(T.created_at) < cutoff)).all())
-    out: dict[str, Any] = {"cutoff": iso(cutoff), "runs": old, "exported": [], "deleted_events": 0,
+    out: Pruned = {"cutoff": iso(cutoff), "runs": old, "exported": [], "deleted_events": 0,
                            "dry_run": bool(dry_run), "failed": []}
     if dry_run:
         return out
     for rid in old:
         try:
-            exp = export_run(app, rid, "json")
-            if not Path(exp["path"]).stat().st_size:
+            path = export(rid)
+            if not Path(path).stat().st_size:
                 raise OSError("empty export")
         except Exception as exc:  # a run that cannot be exported is kept
             out["failed"].append({"run_id": rid, "error": f"{type(exc).__name__}: {exc}"})
             continue
-        out["exported"].append(exp["path"])
-        with Session(app.engine) as s:
+        out["exported"].append(path)
+        with Session(engine) as s:
             res = s.exec(delete(T).where(T.run_id == rid))  # type: ignore[call-overload]
             out["deleted_events"] += res.rowcount or 0
             s.exec(delete(TraceInput).where(TraceInput.run_id == rid))  # type: ignore[call-overload]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from aisac_core.trace.report import run_report
+from aisac_core.trace.report import run_report, walk
 from aisac_core.trace.svg import plan_svg, waterfall_svg
 
 #: characters of a stored result shown in an expanded entry (its raw JSON)
@@ -339,8 +339,6 @@ def render_run(data: dict[str, Any], *, verify: dict[str, Any] | None = None,
 
 
 def _events(data: dict[str, Any]) -> list[dict[str, Any]]:
-    from aisac_core.trace.report import walk
-
     return walk(data["tree"])
 
 

@@ -6,19 +6,21 @@ Also :func:`run_signature`, the cheap change marker the dashboard's live stream 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from sqlalchemy import case, func, select
 
 from aisac_core.hashing import sha256_file
-from aisac_core.rag.verify import verify_anchor
 from aisac_core.store.tables import TraceEvent
 from aisac_core.trace.queries import count_by, require_events, run_anchors, run_inputs
+from aisac_core.trace.results import AnchorCheck, InputCheck, Verified
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.context import AppContext
+#: checks one anchor against the index (``aisac_core.rag.verify.verify_anchor`` bound to the store's rag domain):
+#: anchor dict in, ``{status: ok | file_changed | chunk_changed | missing, detail}`` out
+AnchorChecker = Callable[[dict[str, Any]], dict[str, Any]]
 
 #: verify_anchor status -> trace_verify verdict.
 ANCHOR_VERDICT = {"ok": "unchanged", "file_changed": "changed", "chunk_changed": "changed", "missing": "missing"}
@@ -48,22 +50,24 @@ def _file_level(now: str | None, anchor: dict[str, Any]) -> dict[str, str]:
                 else "the file's bytes changed; trace_verify in the server also looks for the passage")}
 
 
-def verify_run(app: "AppContext", run_id: str, *, use_index: bool = True) -> dict[str, Any]:
+def verify_run(engine: "Engine", run_id: str, *, check_anchor: AnchorChecker | None = None) -> Verified:
     """Re-hash every evidence anchor a run cited and every input file it pinned.
 
-    Anchors go through :func:`aisac_core.rag.verify.verify_anchor` (file sha256 and chunk text sha256); its
+    With ``check_anchor`` (:func:`aisac_core.rag.verify.verify_anchor` on the store's index: file sha256 and chunk
+    text sha256), anchors go through it; its
     ``ok`` is reported ``unchanged``, ``file_changed`` / ``chunk_changed`` as ``changed`` (``anchor_status``
     keeps the detail: with ``file_changed`` the quoted passage is still in the new version) and ``missing`` as
     ``missing``. Input files are re-hashed against the pin: ``unchanged`` / ``changed`` / ``missing``.
 
-    ``use_index=False`` checks anchors at file level only (file sha256 against the anchor's), without opening the
-    vector store: what a process that does not own the store (``aisac dashboard``) can do without taking the
-    store's lock; a changed file is then reported ``changed`` / ``file_changed`` without looking for the passage.
+    Without ``check_anchor``, anchors are checked at file level only (file sha256 against the anchor's), without
+    opening the vector store: what a process that does not own the store (``aisac dashboard``) can do without
+    taking the store's lock; a changed file is then reported ``changed`` / ``file_changed`` without looking for the
+    passage.
 
     Returns ``{run_id, status (unchanged | changed | missing: the worst item), counts, anchors: [{chunk_id,
     path, page, status, anchor_status, detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
     event_id}]}``. Raises TraceError for an unknown run."""
-    rows = require_events(app.engine, run_id)
+    rows = require_events(engine, run_id)
     hashes: dict[str, str | None] = {}
 
     def rehash(path: str) -> str | None:
@@ -74,21 +78,22 @@ def verify_run(app: "AppContext", run_id: str, *, use_index: bool = True) -> dic
                 hashes[path] = None
         return hashes[path]
 
-    anchors_out = []
+    anchors_out: list[AnchorCheck] = []
     for a in run_anchors(rows):
-        item = {"chunk_id": a.get("chunk_id"), "path": a.get("path"), "page": a.get("page"), "event_id": a["event_id"]}
-        if use_index:
+        if check_anchor is not None:
             try:
-                v = verify_anchor(app, {k: v for k, v in a.items() if k not in ("event_id", "title")})
-                item.update(status=ANCHOR_VERDICT.get(v["status"], "changed"), anchor_status=v["status"],
-                            detail=v.get("detail", ""))
+                v = check_anchor({k: v for k, v in a.items() if k not in ("event_id", "title")})
+                verdict = {"status": ANCHOR_VERDICT.get(v["status"], "changed"), "anchor_status": v["status"],
+                           "detail": v.get("detail", "")}
             except Exception as exc:  # one unverifiable anchor must not hide the others' verdicts
-                item.update(status="missing", anchor_status="error", detail=f"{type(exc).__name__}: {exc}")
+                verdict = {"status": "missing", "anchor_status": "error", "detail": f"{type(exc).__name__}: {exc}"}
         else:
-            item.update(_file_level(rehash(a.get("path") or ""), a))
-        anchors_out.append(item)
-    inputs_out = []
-    for i in run_inputs(app.engine, run_id):
+            verdict = _file_level(rehash(a.get("path") or ""), a)
+        anchors_out.append({"chunk_id": a.get("chunk_id"), "path": a.get("path"), "page": a.get("page"),
+                            "event_id": a["event_id"], "status": verdict["status"],
+                            "anchor_status": verdict["anchor_status"], "detail": verdict["detail"]})
+    inputs_out: list[InputCheck] = []
+    for i in run_inputs(engine, run_id):
         p = Path(i.path)
         if i.sha256 is None:
             try:
@@ -102,6 +107,6 @@ def verify_run(app: "AppContext", run_id: str, *, use_index: bool = True) -> dic
             status = "missing" if now is None else "unchanged" if now == i.sha256 else "changed"
         inputs_out.append({"path": i.path, "status": status, "sha256": i.sha256, "sha256_now": now,
                            "source": i.source, "event_id": i.event_id})
-    counts = count_by(anchors_out + inputs_out)
+    counts = count_by([*anchors_out, *inputs_out])
     overall = "missing" if counts.get("missing") else "changed" if counts.get("changed") else "unchanged"
     return {"run_id": run_id, "status": overall, "counts": counts, "anchors": anchors_out, "inputs": inputs_out}

@@ -18,26 +18,26 @@ from aisac_core.trace.runpage import CSS, render_run
 from aisac_core.trace.verify import verify_run
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.trace.evidence_images import EvidenceImages
 
 
-def export_html(app: AppContext, run_id: str, *, page_images: bool = True) -> str:
-    """The run page of ``run_id`` as a standalone HTML document (see the module docstring). ``page_images``: embed
-    the cited passages' PDF page images (PNG, highlighted; indexed PDFs of this store only). Raises TraceError for
-    an unknown run."""
-    from aisac_core.trace.dashboard import EvidenceImages
-
-    data = get_run(app.engine, run_id, include_results=True)
-    images = EvidenceImages(app)
+def export_html(engine: "Engine", run_id: str, *, images: EvidenceImages | None = None) -> str:
+    """The run page of ``run_id`` as a standalone HTML document (see the module docstring). ``images``: the
+    store's page images (:class:`~aisac_core.trace.evidence_images.EvidenceImages`) to embed the cited passages'
+    PDF pages (PNG, highlighted; indexed PDFs of this store only); None embeds none. Raises TraceError for an
+    unknown run."""
+    data = get_run(engine, run_id, include_results=True)
 
     def page_image(card: dict[str, Any]) -> dict[str, Any] | None:
-        img = images.image(card) if page_images else None
+        img = images.image(card) if images is not None else None
         if img is None:
             return None
         return {"src": "data:image/png;base64," + base64.b64encode(img.png).decode("ascii"), "width": img.width,
                 "height": img.height, "rects": img.rects, "found": img.found}
 
-    body = render_run(data, verify=verify_run(app, run_id, use_index=False), page_image=page_image,
+    body = render_run(dict(data), verify=dict(verify_run(engine, run_id)), page_image=page_image,
                       run_href=lambda rid: f"{safe_name(rid)}.html")  # that run's export, beside this one
     title = html.escape(f"aisac run {run_id}")
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"

@@ -19,7 +19,7 @@ from aisac_core.trace.report import run_report
 from aisac_core.trace.verify import verify_run
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
 
 #: configuration pins shown in the summary, in order.
 SHOWN_PINS = ("embedding_model_id", "sparse_model", "index_fingerprint", "parser_revision", "pdf_pipeline",
@@ -32,13 +32,13 @@ def _cell(s: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def export_markdown(app: AppContext, run_id: str) -> str:
+def export_markdown(engine: "Engine", run_id: str) -> str:
     """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
     opening the vector store. Raises TraceError for an unknown run."""
-    data = get_run(app.engine, run_id, include_results=True)
-    r = run_report(data)
+    data = get_run(engine, run_id, include_results=True)
+    r = run_report(dict(data))
     run = r["run"]
-    checked = {a["chunk_id"]: a for a in verify_run(app, run_id, use_index=False)["anchors"]}
+    checked = {a["chunk_id"]: a for a in verify_run(engine, run_id)["anchors"]}
     lines = [f"# aisac run `{run_id}`", ""]
     if r["question"]:
         lines += [f"**Question:** {r['question']}", ""]
@@ -60,7 +60,7 @@ def export_markdown(app: AppContext, run_id: str) -> str:
         lines += [f"## {title}", "", "| # | source | page | section | score | verification | passage |",
                   "|---|---|---|---|---|---|---|"]
         for i, c in enumerate(cards, 1):
-            chk = checked.get(c["chunk_id"]) or {}
+            chk: dict[str, Any] = dict(checked.get(c["chunk_id"]) or {})
             status = chk.get("status") or "-"
             if chk.get("anchor_status") not in (None, "ok"):
                 status += f" ({chk['anchor_status']})"
@@ -101,15 +101,15 @@ def export_markdown(app: AppContext, run_id: str) -> str:
                          f"`{(ev['result_sha256'] or '-')[:12]}`)")
             emit(ev["children"], depth + 1)
 
-    emit(data["tree"], 0)
-    pins = run_pins(app.engine, run_id) or {}
+    emit(data.get("tree", []), 0)
+    pins = run_pins(engine, run_id) or {}
     if pins:
         lines += ["", "## Configuration", "", "| pin | value |", "|---|---|"]
         for k in SHOWN_PINS:
             if k in pins:
                 val = json.dumps(pins[k]) if isinstance(pins[k], dict) else pins[k]
                 lines.append(f"| {k} | `{_cell(val, 300)}` |")
-    inputs = run_inputs(app.engine, run_id)
+    inputs = run_inputs(engine, run_id)
     if inputs:
         lines += ["", "## Input files", ""] + [f"- `{i.path}` sha256 `{(i.sha256 or '-')[:16]}` ({i.source})"
                                                for i in inputs]

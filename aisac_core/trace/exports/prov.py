@@ -5,28 +5,25 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aisac_core.evidence.anchor import find_anchors
 from aisac_core.hashing import sha256_text
-from aisac_core.trace.exports.bundle import export_bundle, safe_name
-
-if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+from aisac_core.trace.exports.bundle import safe_name
 
 
-def export_prov(app: AppContext, run_id: str) -> dict[str, Any]:
-    """W3C PROV-JSON of a run.
+def export_prov(b: dict[str, Any]) -> dict[str, Any]:
+    """W3C PROV-JSON of a run, from its JSON bundle ``b`` (:func:`~aisac_core.trace.exports.bundle.export_bundle`).
 
     Tool calls, role steps and model calls are activities (start/end times, status); servers and roles are
     agents (``wasAssociatedWith``); the run is a bundle-level activity that ``wasInformedBy`` nothing and
     each top-level step ``wasInformedBy`` its parent step; each result is an entity (``wasGeneratedBy``,
     attribute ``aisac:sha256``); each cited document is an entity (``aisac:sha256`` of the file) that the
     result ``wasDerivedFrom`` and the activity ``used``; pinned input files likewise. Returns the PROV-JSON
-    document as a dict. Raises TraceError for an unknown run."""
-    from prov.model import ProvDocument
+    document as a dict."""
+    from prov.model import ProvDocument  # a heavy import, needed only for this export (start-up time)
 
-    b = export_bundle(app, run_id)
+    run_id = b["run"]["run_id"]
     doc = ProvDocument()
     doc.set_default_namespace("https://aisac.invalid/")
     doc.add_namespace("aisac", "https://aisac.invalid/ns#")

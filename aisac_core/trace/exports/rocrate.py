@@ -10,17 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.evidence.anchor import find_anchors
-from aisac_core.trace.exports.bundle import (
-    BUNDLE_FORMAT,
-    export_bundle,
-    export_dir,
-    safe_name,
-)
+from aisac_core.trace.exports.bundle import BUNDLE_FORMAT, safe_name
 from aisac_core.trace.exports.markdown import export_markdown
 from aisac_core.trace.exports.prov import export_prov
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
 
 #: the RO-Crate profiles the crate declares (Process Run, Workflow Run, Workflow RO-Crate).
 PROFILES = ("https://w3id.org/ro/wfrun/process/0.5", "https://w3id.org/ro/wfrun/workflow/0.5",
@@ -32,28 +27,29 @@ def _status_of(st: str) -> dict[str, str]:
             else "http://schema.org/FailedActionStatus"}
 
 
-def export_rocrate(app: AppContext, run_id: str, out_dir: Path | None = None) -> dict[str, Any]:
-    """A Workflow Run RO-Crate of a run.
+def export_rocrate(engine: "Engine", b: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """A Workflow Run RO-Crate of a run, from its JSON bundle ``b``
+    (:func:`~aisac_core.trace.exports.bundle.export_bundle`).
 
-    Written to ``<data dir>/trace_exports/<run>-rocrate/`` (folder; ``out_dir`` instead of the exports folder when
-    given) and ``<run>-rocrate.zip``. Content: the JSON bundle (``trace.json``, the run's machine-readable
+    Written to ``<out_dir>/<run>-rocrate/`` (folder; the trace service passes ``<data dir>/trace_exports``) and
+    ``<run>-rocrate.zip``. Content: the JSON bundle (``trace.json``, the run's machine-readable
     description, typed ``ComputationalWorkflow`` as the crate's main entity), ``trace.md`` and ``prov.json``; one
     ``CreateAction`` for the run (instrument: the bundle) and one per tool call / role step (instrument: a
     ``SoftwareApplication`` per tool; object: the cited documents and input files as ``File`` entities referenced
     by ``file://`` URI, not copied; result: a ``PropertyValue`` with the result's sha256; ``actionStatus``
     Completed/Failed). Returns ``{path, zip, summary: {events, actions, files, tools, conforms_to}}``. Raises
     TraceError for an unknown run."""
-    from rocrate.model.contextentity import ContextEntity
+    from rocrate.model.contextentity import ContextEntity  # heavy imports, needed only for this export
     from rocrate.rocrate import ROCrate
 
-    b = export_bundle(app, run_id)
-    base = (out_dir or export_dir(app)) / f"{safe_name(run_id)}-rocrate"
+    run_id = b["run"]["run_id"]
+    base = out_dir / f"{safe_name(run_id)}-rocrate"
     profiles = list(PROFILES)
     work = Path(tempfile.mkdtemp(prefix="aisac-crate-"))
     try:
         (work / "trace.json").write_text(json.dumps(b, indent=1, ensure_ascii=False), encoding="utf-8")
-        (work / "trace.md").write_text(export_markdown(app, run_id), encoding="utf-8")
-        (work / "prov.json").write_text(json.dumps(export_prov(app, run_id), indent=1), encoding="utf-8")
+        (work / "trace.md").write_text(export_markdown(engine, run_id), encoding="utf-8")
+        (work / "prov.json").write_text(json.dumps(export_prov(b), indent=1), encoding="utf-8")
         crate = ROCrate()
         crate.name = f"aisac run {run_id}"
         crate.description = (f"Provenance of aisac run {run_id}: {b['run']['events']} events, "

@@ -1,16 +1,20 @@
-"""Result shapes of the trace server's tools (their output schemas in ``tools/list``).
+"""Result shapes of the trace (the trace tools' output schemas derive from them).
 
-The tools return the plain dicts :mod:`aisac_core.trace` builds; fastmcp serialises them through these types, so
-every key the core returns is declared here (optional keys ``NotRequired``, ``| None`` where the core gives None).
-Times are ISO 8601 UTC strings; open-ended payloads (arguments, stored results, pins, bundles) stay ``Any``.
+The core returns plain dicts; these ``TypedDict`` declarations say which keys they carry (pydantic reads them for
+the MCP output schemas, mypy checks the functions that build them). Top-level results forbid undeclared keys;
+``NotRequired`` marks keys only some results carry; ``| None`` where the core may give None. Times are ISO 8601
+UTC strings; open-ended payloads (arguments, stored results, pins, bundles) stay ``Any``.
 """
 
 from __future__ import annotations
 
 from typing import Any, NotRequired
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
+
+#: top-level results: every key declared (``additionalProperties: false``)
+FORBID = ConfigDict(extra="forbid")
 
 
 class RunRow(TypedDict):
@@ -26,6 +30,7 @@ class RunRow(TypedDict):
     active: bool
 
 
+@with_config(FORBID)
 class Runs(TypedDict):
     runs: list[RunRow]
     total: int
@@ -55,23 +60,38 @@ class ErrorRow(TypedDict):
     error: str | None
 
 
-class Event(TypedDict):
-    """detail=full adds the fields of trace_get_event"""
+class InputPin(TypedDict):
+    path: str
+    sha256: str | None
+    size: int | None
+    source: str | None
 
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+
+class EventDict(TypedDict):
+    """One recorded event (:func:`aisac_core.trace.queries.event_dict`); ``result`` and ``result_truncated`` only
+    with the stored result."""
 
     id: int
+    run_id: str
+    kind: str
+    parent_id: int | None
+    server: str
     tool: str
     status: str
+    error: str | None
     latency_ms: float | None
+    started_at: str
+    created_at: str
+    arguments: Any
+    arguments_sha256: str
+    result_sha256: str | None
+    anchor_ids: list[str]
     result_summary: str
-    kind: NotRequired[str]
-    arguments: NotRequired[Any]
-    error: NotRequired[str | None]
-    anchors: NotRequired[int]
-    children: NotRequired[list[Event]]
+    result: NotRequired[Any]
+    result_truncated: NotRequired[bool]
 
 
+@with_config(FORBID)
 class EventDetail(TypedDict):
     id: int
     run_id: str
@@ -95,6 +115,44 @@ class EventDetail(TypedDict):
     inputs: list[InputPin]
 
 
+class Event(TypedDict):
+    """detail=full adds the fields of trace_get_event"""
+
+    id: int
+    tool: str
+    status: str
+    latency_ms: float | None
+    result_summary: str
+    kind: NotRequired[str]
+    arguments: NotRequired[Any]
+    error: NotRequired[str | None]
+    anchors: NotRequired[int]
+    children: NotRequired[list[Event]]
+    run_id: NotRequired[str]
+    parent_id: NotRequired[int | None]
+    server: NotRequired[str]
+    started_at: NotRequired[str]
+    created_at: NotRequired[str]
+    arguments_sha256: NotRequired[str]
+    result_sha256: NotRequired[str | None]
+    anchor_ids: NotRequired[list[str]]
+    result: NotRequired[Any]
+    result_truncated: NotRequired[bool]
+
+
+class RunData(TypedDict):
+    """A run as :func:`aisac_core.trace.queries.get_run` reads it: ``tree`` (nested event dicts with ``children``),
+    or ``events`` (flat, newer than ``after_id``)."""
+
+    run: RunSummary
+    pins: dict[str, Any] | None
+    last_id: int
+    errors: list[ErrorRow]
+    tree: NotRequired[list[dict[str, Any]]]
+    events: NotRequired[list[EventDict]]
+
+
+@with_config(FORBID)
 class Run(TypedDict):
     run: RunSummary
     errors: list[ErrorRow]
@@ -105,13 +163,7 @@ class Run(TypedDict):
     pins: NotRequired[dict[str, Any] | None]
 
 
-class InputPin(TypedDict):
-    path: str
-    sha256: str | None
-    size: int | None
-    source: str | None
-
-
+@with_config(FORBID)
 class Exported(TypedDict):
     """json: bundle; markdown: markdown; html: bytes; prov: prov; rocrate: zip, summary."""
 
@@ -144,6 +196,7 @@ class InputCheck(TypedDict):
     event_id: int | None
 
 
+@with_config(FORBID)
 class Verified(TypedDict):
     run_id: str
     status: str
@@ -153,8 +206,6 @@ class Verified(TypedDict):
 
 
 class ReplayStep(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]  # replay may add keys
-
     event_id: int
     tool: str
     status: str
@@ -166,9 +217,8 @@ class ReplayStep(TypedDict):
     llm: NotRequired[str]
 
 
+@with_config(FORBID)
 class Replayed(TypedDict):
-    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
-
     run_id: str
     replay_run_id: str
     status: str
@@ -192,6 +242,7 @@ class PinChange(TypedDict):
     b: Any
 
 
+@with_config(FORBID)
 class Diff(TypedDict):
     run_a: str
     run_b: str
@@ -210,6 +261,7 @@ class ToolStats(TypedDict):
     max_ms: float
 
 
+@with_config(FORBID)
 class Stats(TypedDict):
     runs: int
     events: int
@@ -225,6 +277,7 @@ class PruneFailure(TypedDict):
     error: str
 
 
+@with_config(FORBID)
 class Pruned(TypedDict):
     cutoff: str | None
     runs: list[str]

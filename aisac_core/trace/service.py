@@ -1,0 +1,189 @@
+"""The trace service: provenance of one store (recording, pins, queries, exports, verification, replay, diff,
+statistics, retention, span export), built by the composition root (``AppContext.trace``).
+
+The functions of the trace modules take only the parts they use (the SQL engine, a callable, a path); this service
+binds them to one store and holds the store's per-process state: which runs already have configuration pins, the
+result-summary cache of its events, its OpenTelemetry span export.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aisac_core.ports import ToolPort
+from aisac_core.rag.verify import verify_anchor
+from aisac_core.trace.diff import diff_runs
+from aisac_core.trace.evidence_images import EvidenceImages
+from aisac_core.trace.exports import export_html, export_run
+from aisac_core.trace.otel import Otel
+from aisac_core.trace.pins import config_pins, write_run_pins
+from aisac_core.trace.queries import Summaries, get_event, get_run, list_runs, run_headlines
+from aisac_core.trace.recorder import record_tool_call
+from aisac_core.trace.replay import replay_run
+from aisac_core.trace.results import Diff, EventDetail, Exported, Pruned, Replayed, RunData, Runs, Stats, Verified
+from aisac_core.trace.retention import prune_runs, trace_stats
+from aisac_core.trace.verify import verify_run
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.settings import Settings
+    from aisac_core.store.vectors import VectorStore
+
+#: runs whose configuration pins a service remembers as written (past that, it forgets and asks the store again)
+MAX_PINNED_RUNS = 10_000
+
+
+class RagParts(Protocol):
+    """What the trace needs of the rag domain (``RagService``): the configuration pins read its settings and
+    embedder (models, index fingerprint); verification re-checks anchors against its index
+    (:func:`aisac_core.rag.verify.verify_anchor`: engine, vector store, embedder, settings)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    def vectors(self) -> VectorStore: ...
+
+
+class TraceService:
+    """The trace of one store.
+
+    Args:
+        settings: the store's settings (``data_dir``: exports under ``trace_exports/``, page images under
+            ``cache/pages/``; every setting is part of a run's configuration pins).
+        engine: returns the store's SQL engine (called on use: building the service opens nothing, so the suite
+            can mount the dashboard and answer ``tools/list`` before the store is opened).
+        rag: returns the rag domain (:class:`RagParts`), called on use: configuration pins (models, index
+            fingerprint) and anchor verification against the index.
+    """
+
+    def __init__(self, settings: Settings, engine: Callable[[], Engine], rag: Callable[[], RagParts]) -> None:
+        self.settings = settings
+        self._engine = engine
+        self._rag = rag
+        self.otel = Otel()
+        self.summaries = Summaries()
+        self._pinned: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> Engine:
+        """The store's SQL engine."""
+        return self._engine()
+
+    @property
+    def export_dir(self) -> Path:
+        """``<data dir>/trace_exports/`` (created on the first export)."""
+        return self.settings.data_dir / "trace_exports"
+
+    def images(self) -> EvidenceImages:
+        """Page images of cited passages of this store, cached under ``<data dir>/cache/pages``."""
+        return EvidenceImages(self.engine, self.settings.data_dir / "cache" / "pages")
+
+    # ------------------------------------------------------------------------------------------ recording
+
+    def record(self, **event: Any) -> int:
+        """Write one trace event (:func:`aisac_core.trace.recorder.record_tool_call`: keyword arguments ``run_id,
+        server, tool, arguments, result, status, error, latency_ms, kind, parent_id``); returns its id."""
+        return record_tool_call(self.engine, **event)
+
+    def config_pins(self) -> dict[str, Any]:
+        """The store's configuration now (:func:`aisac_core.trace.pins.config_pins`), JSON-ready."""
+        return config_pins(self.settings, self._rag())
+
+    def pinned(self, run_id: str) -> bool:
+        """True when this service already wrote (or found) the configuration pins of ``run_id`` (no store access)."""
+        return run_id in self._pinned
+
+    def pin_run(self, run_id: str) -> bool:
+        """Write the configuration pins of ``run_id`` unless the run has some; True when written. Runs seen by this
+        service are not looked up again (at most :data:`MAX_PINNED_RUNS` remembered)."""
+        with self._lock:
+            if run_id in self._pinned:
+                return False
+        written = write_run_pins(self.engine, run_id, self.config_pins)
+        with self._lock:
+            if len(self._pinned) >= MAX_PINNED_RUNS:
+                self._pinned.clear()
+            self._pinned.add(run_id)
+        return written
+
+    # ------------------------------------------------------------------------------------------ queries
+
+    def list_runs(self, **filters: Any) -> Runs:
+        """Runs, newest first (:func:`aisac_core.trace.queries.list_runs`: ``since, until, server, status, text,
+        limit, offset``). Raises TraceError for a bad filter."""
+        return list_runs(self.engine, **filters)
+
+    def get_run(self, run_id: str, *, include_results: bool = False, detail: bool = True,
+                after_id: int = 0) -> RunData:
+        """One run (:func:`aisac_core.trace.queries.get_run`), with this store's result-summary cache. Raises
+        TraceError for an unknown run."""
+        return get_run(self.engine, run_id, include_results=include_results, detail=detail, after_id=after_id,
+                       summaries=self.summaries)
+
+    def get_event(self, event_id: int) -> EventDetail:
+        """One event whole (:func:`aisac_core.trace.queries.get_event`). Raises TraceError when unknown."""
+        return get_event(self.engine, event_id, summaries=self.summaries)
+
+    def run_headlines(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Question, citations and verdict of each run (:func:`aisac_core.trace.queries.run_headlines`)."""
+        return run_headlines(self.engine, run_ids)
+
+    # ------------------------------------------------------------------------------------------ checks
+
+    def verify(self, run_id: str, *, use_index: bool = True) -> Verified:
+        """Re-hash a run's evidence anchors and input files (:func:`aisac_core.trace.verify.verify_run`).
+        ``use_index``: anchors are checked against the index (file and passage: opens the vector store); False:
+        file-level only (a process that does not own the store). Raises TraceError for an unknown run."""
+        def check(anchor: dict[str, Any]) -> dict[str, Any]:
+            return verify_anchor(self._rag(), anchor)  # type: ignore[arg-type]  # reads RagParts attributes only
+
+        return verify_run(self.engine, run_id, check_anchor=check if use_index else None)
+
+    async def replay(self, run_id: str, tools: ToolPort, *, force: list[str] | None = None,
+                     replay_run_id: str | None = None) -> Replayed:
+        """Re-execute a run's read-only calls through ``tools`` (the suite's tools, recorded under a new run) and
+        compare results (:func:`aisac_core.trace.replay.replay_run`). Raises TraceError for an unknown run."""
+        return await replay_run(self.engine, run_id, tools, current_pins=self.config_pins, force=force,
+                                replay_run_id=replay_run_id)
+
+    def diff(self, run_a: str, run_b: str) -> Diff:
+        """Two runs' tool calls side by side (:func:`aisac_core.trace.diff.diff_runs`). Raises TraceError for an
+        unknown run."""
+        return diff_runs(self.engine, run_a, run_b)
+
+    # ------------------------------------------------------------------------------------------ exports, retention
+
+    def export(self, run_id: str, fmt: str = "json") -> Exported:
+        """Write a run as ``json``, ``markdown``, ``html``, ``prov`` or ``rocrate`` under ``<data
+        dir>/trace_exports/`` (:func:`aisac_core.trace.exports.export_run`). Raises TraceError for an unknown run
+        or format."""
+        return export_run(self.engine, run_id, fmt, out_dir=self.export_dir, current_pins=self.config_pins,
+                          images=self.images())
+
+    def report_html(self, run_id: str) -> str:
+        """A run's report as one self-contained HTML page (the HTML export's page, not written to a file). Raises
+        TraceError for an unknown run."""
+        return export_html(self.engine, run_id, images=self.images())
+
+    def stats(self, since: str | None = None) -> Stats:
+        """Totals and per-tool latencies (:func:`aisac_core.trace.retention.trace_stats`). Raises TraceError for a
+        bad date."""
+        return trace_stats(self.engine, since)
+
+    def prune(self, older_than_days: float, *, dry_run: bool = False) -> Pruned:
+        """Delete runs older than ``older_than_days`` days, each exported as a JSON bundle first
+        (:func:`aisac_core.trace.retention.prune_runs`). Raises TraceError for a bad number of days."""
+        return prune_runs(self.engine, older_than_days, dry_run=dry_run,
+                          export=lambda rid: self.export(rid, "json")["path"])
