@@ -133,6 +133,8 @@ STATE_ALLOWED = {
     "aisac_core/store/migrations/__init__.py:@lru_cache _baseline_names":
         "table and index names of the baseline revision (frozensets), the same for every store",
     "aisac_core/trace/pageimage.py:@lru_cache _key_chars": "a pure function of one character",
+    "aisac_core/trace/pins.py:@lru_cache _file_sha256":
+        "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
     "servers/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
 }
 # removed by the domain refactors; the lead empties this at merge
