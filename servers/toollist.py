@@ -112,8 +112,10 @@ def compact_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None
 
 
 def compact_output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {"type": ...}}}``
-    with the top-level keys only (module docstring); a schema without properties is returned as it is."""
+    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {"type": ...}},
+    "required": [...], "additionalProperties": false}`` with the top-level keys only (module docstring), ``required``
+    and ``additionalProperties`` as the result type declares them; a schema without properties is returned as it
+    is."""
     if not isinstance(schema, dict):
         return schema
     s = _inline(schema, schema.get("$defs") or {})
@@ -126,6 +128,9 @@ def compact_output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | Non
         types = [t for t in types if t in _JSON_TYPES]
         out[name] = {"type": types[0] if len(types) == 1 else types} if types else {}
     compact: dict[str, Any] = {"type": "object", "properties": out}
+    required = [k for k in s.get("required") or () if k in out]
+    if required:  # the keys every result carries: a typed client may rely on them
+        compact["required"] = required
     if "x-fastmcp-wrap-result" in s:  # fastmcp's marker of a non-object result wrapped as {"result": ...}
         compact["x-fastmcp-wrap-result"] = s["x-fastmcp-wrap-result"]
     return compact
