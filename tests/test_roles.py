@@ -147,13 +147,13 @@ def test_evaluator_gates(rcore, tmp_path):
     hits = search(rcore, "wall heat transfer coefficient Nusselt", 3).as_dict()
     items = collect_evidence({"s1": hits})
     answer = {"text": "x [1] [2]", "citations": [citation(1, items[0]), citation(2, items[1])]}
-    gates, crit = automatic_checks(rcore, answer, [], "standard")
+    gates, crit = automatic_checks(rcore.roles, answer, [], "standard")
     assert gates["evidence"]["passed"] and gates["evidence"]["verified_counted"] == 2 and crit == []
-    gates, crit = automatic_checks(rcore, answer, [], "strict")
+    gates, crit = automatic_checks(rcore.roles, answer, [], "strict")
     assert not gates["evidence"]["passed"] and crit[0]["severity"] == 0.9 and "needs 3" in crit[0]["text"]
     forged = json.loads(json.dumps(answer))
     forged["citations"][0]["anchor"]["chunk_sha256"] = "0" * 64
-    gates, crit = automatic_checks(rcore, forged, [], "lite")
+    gates, crit = automatic_checks(rcore.roles, forged, [], "lite")
     assert gates["evidence"]["anchors"][0]["status"] == "chunk_changed" and max(c["severity"] for c in crit) == 1.0
     # data gate: an HTML error page saved as .csv, and a missing file
     bad = tmp_path / "table.csv"
@@ -272,7 +272,7 @@ def test_served_project_augmentation_is_used_by_active_graph():
         graph["edges"].append({"from": "evaluator", "to": "check"})
         return graph
 
-    served = SimpleNamespace(graph_augment=aug)  # an application context serving a project with that augmentation
+    served = SimpleNamespace(graph_augment=aug)  # a roles service of a served project with that augmentation
     assert active_graph(served)["nodes"]["check"]["tool"] == "proj_check"
     assert "check" not in active_graph()["nodes"]
     assert "check" not in active_graph(SimpleNamespace(graph_augment=None))["nodes"]
