@@ -70,8 +70,9 @@ class OpenAIBackend(Backend):
         import openai
 
         def call() -> str:
-            r = self.client.chat.completions.create(model=self.model, messages=messages,  # type: ignore[arg-type]
-                                                    temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
+            r = self.client.chat.completions.create(  # role/content dicts are valid message params:
+                model=self.model, messages=messages,  # type: ignore[arg-type]  # openai types them as TypedDicts
+                temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
             if not r.choices or r.choices[0].message.content is None:
                 raise RoleModelError(f"the model endpoint {self.base_url} returned no message content")
             return r.choices[0].message.content

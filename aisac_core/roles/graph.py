@@ -42,6 +42,7 @@ from aisac_core.roles.backends import Backend, get_backend
 from aisac_core.roles.evaluator import evaluate
 from aisac_core.roles.router import route as do_route
 from aisac_core.roles.router import rule_route
+from aisac_core.roles.results import RunResult
 from aisac_core.roles.store import Step, run_events
 from aisac_core.roles.tools import call_tool, capabilities
 from aisac_core.trace.recorder import new_run_id
@@ -149,7 +150,7 @@ def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], m
 
 async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | None = None,
                     llm: str | None = None, session_id: str | None = None, run_id: str | None = None,
-                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> dict[str, Any]:
+                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> RunResult:
     """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
 
     Args:
@@ -181,7 +182,8 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
     errs = validate_graph(graph)
     if errs:
         raise RolesError("invalid workflow graph: " + "; ".join(errs))
-    replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.replan_limit
+    rl = graph.get("replan_limit")
+    replan_limit: int = rl if rl is not None else s.replan_limit
     run_id = run_id or new_run_id()
     engine = env.engine
     model_errors: list[dict[str, str]] = []

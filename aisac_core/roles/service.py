@@ -62,7 +62,7 @@ def answer_object(answer: str, citations: list[dict[str, Any]] | None, files: li
     for n, c in enumerate(citations or [], 1):
         if not isinstance(c, dict):
             raise RolesError(f"citations[{n - 1}] must be an object: a rag_search hit or its 'anchor'")
-        a = c.get("anchor") if isinstance(c.get("anchor"), dict) else c
+        a = c["anchor"] if isinstance(c.get("anchor"), dict) else c
         if not a.get("chunk_id"):
             raise RolesError(f"citations[{n - 1}] has no chunk_id: pass rag_search hits or their 'anchor' objects")
         cites.append({"n": n, "kind": "rag", "chunk_id": a["chunk_id"], "anchor": a,
