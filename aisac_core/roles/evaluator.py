@@ -118,7 +118,8 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
     refs: dict[str, int | None] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and str(ev["tool"]).startswith("data_") and ev["tool"] != "data_code_run":
-            res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+            got = ev.get("result")
+            res = got if isinstance(got, dict) else {}
             # the resolved source paths the data server reports (a relative argument is relative to its first root)
             resolved = [f["source"]["path"] for f in res.get("frames") or []
                         if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")]

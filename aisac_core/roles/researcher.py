@@ -60,7 +60,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
     def walk(x: Any, step: str) -> None:
         if isinstance(x, dict):
             a = x.get("anchor")
-            if is_anchor(a):
+            if isinstance(a, dict) and is_anchor(a):
                 cid = a["chunk_id"]
                 score = x.get("score") if x.get("score") is not None else a.get("score")
                 item = {"kind": "rag", "chunk_id": cid, "doc_id": a.get("doc_id") or x.get("doc_id"),
