@@ -4,7 +4,8 @@ The route, plan and critique shapes follow the roles' JSON Schemas (:mod:`aisac_
 that the enums and keys agree), plus the bookkeeping every tool result carries: ``run_id`` (the trace run),
 ``event_id`` (the role step's trace event), ``by`` (rules / template / model / host). The core returns plain dicts
 of these shapes; their top-level keys are all declared (``extra="forbid"`` through ``pydantic.with_config``),
-nested objects stay open. docs/roles.md has the full shapes.
+nested objects stay open. No class docstrings: pydantic would put them in every schema a host reads (comments
+instead). docs/roles.md has the full shapes.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ Helper = Literal["researcher"]
 _FORBID = ConfigDict(extra="forbid")
 
 
+# ``roles_route``: the router's decision.
 @with_config(_FORBID)
 class RouteResult(TypedDict):
-    """``roles_route``: the router's decision."""
-
     intent: Intent
     complexity: Complexity
     decision: Decision
@@ -47,10 +47,9 @@ class PlanStep(TypedDict):
     expected_evidence: NotRequired[str]
 
 
+# ``roles_plan``: a plan DAG (not run).
 @with_config(_FORBID)
 class PlanResult(TypedDict):
-    """``roles_plan``: a plan DAG (not run)."""
-
     rationale: NotRequired[str]
     steps: list[PlanStep]
     by: str
@@ -66,10 +65,9 @@ class Critique(TypedDict):
     evidence_refs: NotRequired[list[str]]
 
 
+# ``roles_evaluate``: the evaluator's report.
 @with_config(_FORBID)
 class EvaluateResult(TypedDict):
-    """``roles_evaluate``: the evaluator's report."""
-
     mode: str
     verdict: str
     passed: bool
@@ -86,20 +84,18 @@ class EvaluateResult(TypedDict):
     event_id: int
 
 
+# ``roles_submit_route`` / ``roles_submit_plan``: the stored submission.
 @with_config(_FORBID)
 class SubmitResult(TypedDict):
-    """``roles_submit_route`` / ``roles_submit_plan``: the stored submission."""
-
     stored: bool
     submission_id: int
     run_id: str
     event_id: int
 
 
+# ``roles_submit_critique``: the stored critiques and their verdict.
 @with_config(_FORBID)
 class CritiqueSubmitResult(TypedDict):
-    """``roles_submit_critique``: the stored critiques and their verdict."""
-
     stored: bool
     submission_id: int
     verdict: str
@@ -112,10 +108,9 @@ class CritiqueSubmitResult(TypedDict):
     event_id: int
 
 
+# A whole graph run (:func:`aisac_core.roles.graph.run_graph`, ``aisac ask``).
 @with_config(_FORBID)
 class RunResult(TypedDict):
-    """A whole graph run (:func:`aisac_core.roles.graph.run_graph`, ``aisac ask``)."""
-
     run_id: str
     task: str
     mode: str
@@ -125,14 +120,13 @@ class RunResult(TypedDict):
     answer: dict[str, Any]
     evaluation: dict[str, Any]
     attempts: list[dict[str, Any]]
-    model_errors: list[dict[str, str]]
+    model_errors: list[dict[str, Any]]
     took_s: float
 
 
+# ``roles_run``: a finished run (``status: done``, the :class:`RunResult` keys) or a job still going.
 @with_config(_FORBID)
 class RolesRun(TypedDict):
-    """``roles_run``: a finished run (``status: done``, the :class:`RunResult` keys) or a job still going."""
-
     status: str
     job_id: str
     run_id: str
@@ -146,14 +140,13 @@ class RolesRun(TypedDict):
     answer: NotRequired[dict[str, Any]]
     evaluation: NotRequired[dict[str, Any]]
     attempts: NotRequired[list[dict[str, Any]]]
-    model_errors: NotRequired[list[dict[str, str]]]
+    model_errors: NotRequired[list[dict[str, Any]]]
     took_s: NotRequired[float]
 
 
+# ``roles_job_status``: one job's status (``result``: the :class:`RunResult` once done), or ``jobs``.
 @with_config(_FORBID)
 class RolesJob(TypedDict, total=False):
-    """``roles_job_status``: one job's status (``result``: the :class:`RunResult` once done), or ``jobs``."""
-
     job_id: str
     run_id: str | None
     status: str
