@@ -18,7 +18,7 @@ import os
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.plugins import make_plugin_manager, table_loaders
 from aisac_core.settings import Settings
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
     from aisac_core.rag.jobs import JobManager
-    from aisac_core.roles.jobs import RunJobs
+    from aisac_core.roles.service import RolesService
     from aisac_core.store.vectors import VectorStore
     from aisac_core.trace.service import TraceService
 
@@ -49,9 +49,10 @@ class AppContext:
 
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
     revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
-    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``role_jobs``
-    (background roles runs), ``literature`` (the literature service), ``trace`` (the trace service), ``plugins``
-    (extension hooks); ``project`` is the bootstrapped project this context serves (None without ``--project``).
+    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``roles`` (the
+    roles service: role steps, graph runs and their background jobs), ``literature`` (the literature service),
+    ``trace`` (the trace service), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
+    serves (None without ``--project``).
     """
 
     def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None,
@@ -133,12 +134,21 @@ class AppContext:
                                  corpus=self)  # merge: self.rag
 
     @cached_property
-    def role_jobs(self) -> "RunJobs":
-        """Background ``roles_run`` graph runs (asyncio tasks of this process, recorded in the ``job`` table so every
-        process serving the store reads their status; their steps are also traced)."""
-        from aisac_core.roles.jobs import RunJobs
+    def roles(self) -> "RolesService":
+        """The roles (router, planner, evaluator, the whole graph and its background runs) on this store, with the
+        served project's graph augmentation."""
+        from aisac_core.rag.search import get_chunk, search
+        from aisac_core.rag.verify import verify_anchor
+        from aisac_core.roles.service import RolesService
 
-        return RunJobs(self.engine, lease_s=self.settings.job_lease_seconds)
+        p = self.project
+        augment = p.augment_graph if p is not None and p.graph_augment is not None else None
+        return RolesService(
+            self.settings.roles, lambda: self.engine,
+            verify_anchor=lambda anchor: verify_anchor(self, anchor),  # merge: self.rag
+            search=lambda query, k: search(self, query, k).as_dict()["hits"],  # merge: self.rag
+            get_chunk=lambda chunk_id: get_chunk(self, chunk_id),  # merge: self.rag
+            graph_augment=augment, lease_s=self.settings.job_lease_seconds)
 
     @cached_property
     def trace(self) -> "TraceService":
@@ -154,12 +164,6 @@ class AppContext:
         modules), else one with the built-ins only."""
         pm = getattr(self.project, "plugins", None)
         return pm if pm is not None else make_plugin_manager()
-
-    @property
-    def graph_augment(self) -> Callable[[dict], dict] | None:
-        """The served project's workflow-graph augmentation (None without a project or without one)."""
-        p = self.project
-        return p.augment_graph if p is not None and p.graph_augment is not None else None
 
     def opened(self, name: str) -> Any | None:
         """The field ``name`` when it was already opened, else None (never opens it)."""

@@ -39,14 +39,13 @@ def run(ctx: Context) -> dict[str, Any]:
 
     from aisac_core.rag.indexer import Indexer
     from aisac_core.roles.evaluator import evidence_gate
-    from aisac_core.roles.graph import run_graph as core_run_graph
     from aisac_core.roles.planner import validate_plan
     from aisac_core.roles.store import run_events
     from aisac_servers.toolclient import SuiteTools
 
     async def run_graph(core: Any, task: str, **kw: Any) -> dict[str, Any]:
         async with SuiteTools(core) as tools:
-            return await core_run_graph(core, task, tools=tools, **kw)
+            return dict(await core.roles.run(task, tools=tools, **kw))
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "roles") as tmp:
@@ -84,7 +83,7 @@ def run(ctx: Context) -> dict[str, Any]:
             gate_ms = []
             for _ in range(20):
                 t = time.perf_counter()
-                evidence_gate(core, last["answer"], "standard")
+                evidence_gate(core.roles, last["answer"], "standard")
                 gate_ms.append((time.perf_counter() - t) * 1000)
         finally:
             core.close()

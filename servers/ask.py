@@ -16,7 +16,6 @@ from aisac_core.context import AppContext
 from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
-from aisac_core.roles.graph import run_graph
 
 from .toolclient import SuiteTools
 
@@ -26,8 +25,8 @@ if TYPE_CHECKING:
 
 def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, session_id: str | None,
         as_json: bool, out: "Console", err: "Console", use_owner: bool = True) -> int:
-    """Run :func:`~aisac_core.roles.graph.run_graph` and print the result; returns the exit code (0; the
-    evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
+    """Run the graph (:meth:`~aisac_core.roles.service.RolesService.run`) and print the result; returns the exit
+    code (0; the evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
 
     When the store has a running owner process (``aisac serve``, docs/processes.md), which holds the store's
     lock, the run goes to that process as a ``roles_run`` call instead of opening the store here (unless
@@ -57,7 +56,7 @@ async def _ask_here(core: AppContext, question: str, mode: str | None, llm: str 
                     session_id: str | None) -> dict[str, Any]:
     """The run in this process, on the suite built over ``core``."""
     async with SuiteTools(core) as tools:
-        return await run_graph(core, question, tools=tools, mode=mode, llm=llm, session_id=session_id)
+        return dict(await core.roles.run(question, tools=tools, mode=mode, llm=llm, session_id=session_id))
 
 
 async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str | None,

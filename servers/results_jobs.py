@@ -1,8 +1,9 @@
 """Result shapes of the long tools and their job tools (``rag_index``, ``rag_job_status``, ``rag_job_cancel``,
-``roles_run``, ``roles_job_status``; ``data_code_run`` and ``data_code_job_status`` return
-:class:`aisac_core.data.results.CodeRun`, ``lit_import`` :class:`aisac_core.literature.results.ImportResult`): their
-output schemas in ``tools/list``. Only the keys a model works with are declared (every schema token costs a host's
-model in every conversation); results carry more (``AsIs``: sent as the core built them). ``NotRequired``: only some
+``data_code_run`` and ``data_code_job_status`` return :class:`aisac_core.data.results.CodeRun`, ``lit_import``
+:class:`aisac_core.literature.results.ImportResult`, ``roles_run`` and ``roles_job_status`` the types of
+:mod:`aisac_core.roles.results`): their output schemas in ``tools/list``. Only the keys a model works with are
+declared (every schema token costs a host's model in every conversation); results carry more (``AsIs``: sent as the
+core built them). ``NotRequired``: only some
 results carry the key.
 """
 
@@ -27,21 +28,6 @@ class IndexJobList(TypedDict, total=False):
     status: str
     done: int
     total: int
-
-
-class RolesRun(TypedDict):
-    status: str
-    job_id: str
-    answer: NotRequired[dict[str, Any]]
-    evaluation: NotRequired[dict[str, Any]]
-
-
-class RolesJob(TypedDict, total=False):
-    job_id: str
-    status: str
-    result: dict[str, Any]
-    error: str
-    jobs: list[dict[str, Any]]
 
 
 class Cancel(TypedDict):

@@ -9,7 +9,7 @@ reply under the request's hash.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as mt
 from fastmcp import Context
@@ -61,7 +61,8 @@ class SamplingBackend(Backend):
 
 def _sampling_message(m: dict[str, str]) -> mt.SamplingMessage:
     text = mt.TextContent(type="text", text=m["content"])
-    return mt.SamplingMessage(role=m["role"], content=text)  # type: ignore[arg-type]
+    role: Literal["user", "assistant"] = "assistant" if m["role"] == "assistant" else "user"  # system: sent apart
+    return mt.SamplingMessage(role=role, content=text)
 
 
 def _sample_text(result: Any) -> str:
@@ -76,8 +77,10 @@ def _sample_text(result: Any) -> str:
 
 def client_offers_sampling(ctx: Context | None) -> bool:
     """True when the MCP client of ``ctx`` declared the sampling capability."""
+    if ctx is None:
+        return False
     try:
-        caps = ctx.session.client_capabilities  # type: ignore[union-attr]
+        caps = ctx.session.client_capabilities
         return caps is not None and caps.sampling is not None
     except Exception:
         return False

@@ -112,9 +112,9 @@ def release(core: Any) -> None:
 
 
 async def run_graph(core: Any, task: str, **kwargs: Any) -> dict[str, Any]:
-    """:func:`aisac_core.roles.graph.run_graph` with the tools of the suite built over ``core``."""
-    from aisac_core.roles.graph import run_graph as core_run_graph
+    """The whole graph (:meth:`aisac_core.roles.service.RolesService.run`) with the tools of the suite built over
+    ``core``."""
     from aisac_servers.toolclient import SuiteTools
 
     async with SuiteTools(core) as tools:
-        return await core_run_graph(core, task, tools=tools, **kwargs)
+        return dict(await core.roles.run(task, tools=tools, **kwargs))

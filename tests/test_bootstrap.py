@@ -297,7 +297,7 @@ def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_
 
 
 def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
-    graph = pytest.importorskip("aisac_core.roles.graph")
+    pytest.importorskip("aisac_core.roles.graph")
     from aisac_core.context import AppContext
     from aisac_core.projects import bootstrap
 
@@ -306,12 +306,12 @@ def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
     p = write_project(tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n",
                                                  "ext/graph.py": src})
     dry = bootstrap(p, base, open_store=False)
-    assert "extra" not in graph.active_graph(AppContext(dry.settings))["nodes"]  # a dry run installs nothing
+    assert "extra" not in AppContext(dry.settings).roles.active_graph()["nodes"]  # a dry run installs nothing
     b = bootstrap(p, base)
     app = AppContext(b.settings, project=b)
     try:
-        assert "extra" in graph.active_graph(app)["nodes"] and b.steps[4].result["added_nodes"] == ["extra"]
-        assert "extra" not in graph.active_graph(AppContext(b.settings))["nodes"]  # only where the project is served
+        assert "extra" in app.roles.active_graph()["nodes"] and b.steps[4].result["added_nodes"] == ["extra"]
+        assert "extra" not in AppContext(b.settings).roles.active_graph()["nodes"]  # only where the project is served
     finally:
         app.close()
 

@@ -114,7 +114,6 @@ async def test_project_plugin_adds_a_tool_and_a_literature_source(tmp_path, base
 
     from aisac_core.context import AppContext
     from aisac_core.plugins import plugins_of, table_loaders
-    from aisac_core.roles.graph import active_graph
 
     proj = write(tmp_path / "proj", {"aisac.toml": MANIFEST, "ext/plugin.py": PLUGIN})
     suite, app = serve_project(proj, base)
@@ -137,10 +136,10 @@ async def test_project_plugin_adds_a_tool_and_a_literature_source(tmp_path, base
             with pytest.raises(ToolError, match=r"unknown source 'nope': choose from arxiv, .*, labindex"):
                 await c.call_tool("lit_search", {"query": "x", "sources": ["nope"]})
         assert ".lab" in table_loaders(plugins_of(app))
-        assert "shout" in active_graph(app)["nodes"]
+        assert "shout" in app.roles.active_graph()["nodes"]
         other = AppContext(base)  # another context in the same process: built-ins only
         try:
-            assert "shout" not in active_graph(other)["nodes"] and ".lab" not in table_loaders(plugins_of(other))
+            assert "shout" not in other.roles.active_graph()["nodes"] and ".lab" not in table_loaders(plugins_of(other))
         finally:
             other.close()
     finally:

@@ -147,13 +147,13 @@ def test_evaluator_gates(rcore, tmp_path):
     hits = search(rcore, "wall heat transfer coefficient Nusselt", 3).as_dict()
     items = collect_evidence({"s1": hits})
     answer = {"text": "x [1] [2]", "citations": [citation(1, items[0]), citation(2, items[1])]}
-    gates, crit = automatic_checks(rcore, answer, [], "standard")
+    gates, crit = automatic_checks(rcore.roles, answer, [], "standard")
     assert gates["evidence"]["passed"] and gates["evidence"]["verified_counted"] == 2 and crit == []
-    gates, crit = automatic_checks(rcore, answer, [], "strict")
+    gates, crit = automatic_checks(rcore.roles, answer, [], "strict")
     assert not gates["evidence"]["passed"] and crit[0]["severity"] == 0.9 and "needs 3" in crit[0]["text"]
     forged = json.loads(json.dumps(answer))
     forged["citations"][0]["anchor"]["chunk_sha256"] = "0" * 64
-    gates, crit = automatic_checks(rcore, forged, [], "lite")
+    gates, crit = automatic_checks(rcore.roles, forged, [], "lite")
     assert gates["evidence"]["anchors"][0]["status"] == "chunk_changed" and max(c["severity"] for c in crit) == 1.0
     # data gate: an HTML error page saved as .csv, and a missing file
     bad = tmp_path / "table.csv"
@@ -272,10 +272,49 @@ def test_served_project_augmentation_is_used_by_active_graph():
         graph["edges"].append({"from": "evaluator", "to": "check"})
         return graph
 
-    served = SimpleNamespace(graph_augment=aug)  # an application context serving a project with that augmentation
+    served = SimpleNamespace(graph_augment=aug)  # a roles service of a served project with that augmentation
     assert active_graph(served)["nodes"]["check"]["tool"] == "proj_check"
     assert "check" not in active_graph()["nodes"]
     assert "check" not in active_graph(SimpleNamespace(graph_augment=None))["nodes"]
+
+
+def test_roles_service_built_from_its_parts(tmp_path):
+    """The service needs no application context: the roles settings, a real SQLite store, and rag's functions."""
+    from aisac_core.roles.service import RolesService
+    from aisac_core.roles.store import run_events, submissions
+    from aisac_core.settings import RolesSettings
+    from aisac_core.store.sql import make_engine
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'aisac.db'}")
+    verified: list[dict] = []
+
+    def aug(graph):
+        graph["nodes"]["check"] = {"kind": "tool", "tool": "proj_check", "arguments": {"text": "{task}"}}
+        graph["edges"].append({"from": "evaluator", "to": "check"})
+
+    def verify(anchor):
+        verified.append(anchor)
+        return {"status": "ok", "chunk_id": anchor["chunk_id"], "path": anchor.get("path"), "detail": None}
+
+    hit = {"chunk_id": "c1", "score": 0.9, "anchor": {"chunk_id": "c1", "sha256": "ab", "path": "/x.md", "score": 0.9}}
+    roles = RolesService(RolesSettings(llm="none"), lambda: engine, verify_anchor=verify,
+                         search=lambda q, k: [hit][:k], get_chunk=lambda cid: None, graph_augment=aug)
+    try:
+        assert "check" in roles.active_graph()["nodes"]
+        route = anyio.run(lambda: roles.route("What is Km?", run_id="run-svc", mode="lite"))
+        assert route["by"] == "rules" and route["run_id"] == "run-svc" and route["context"]["rag"][0]["chunk_id"] == "c1"
+        ev = anyio.run(lambda: roles.evaluate("What is Km?", "Km = 0.42 mM [1]", run_id="run-svc", citations=[hit],
+                                              mode="lite"))
+        assert ev["gates"]["evidence"]["passed"] and verified and ev["verdict"] == "evidence verified"
+        with pytest.raises(RolesError, match="not valid"):
+            anyio.run(lambda: roles.submit_route({"intent": "mood"}, run_id="run-svc"))
+        assert len(submissions(engine, "run-svc")) == 1
+        assert [e["tool"] for e in run_events(engine, "run-svc")] == ["router", "evaluator"]
+        with pytest.raises(RolesError, match="unknown job id"):
+            roles.job_status("rjob-nope")
+        assert roles.job_status() == {"jobs": []}
+    finally:
+        engine.dispose()
 
 
 def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, shared_embedder):

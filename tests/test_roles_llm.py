@@ -100,9 +100,9 @@ def test_schema_violation_gets_one_repair_then_a_clear_failure(rcore, endpoint):
     stub = endpoint({"router": [bad, bad]})
     from aisac_core.roles.backends import get_backend
 
-    backend = get_backend(rcore.settings)
+    backend = get_backend(rcore.settings.roles)
     with pytest.raises(RoleModelError) as exc:
-        anyio.run(lambda: route(rcore, "What is Km?", [], None, backend, mode="standard", run_id="run-test-viol",
+        anyio.run(lambda: route(rcore.roles, "What is Km?", [], None, backend, mode="standard", run_id="run-test-viol",
                                 parent_id=None))
     msg = str(exc.value)
     assert "after one repair attempt" in msg and "$.intent" in msg and "mood" in msg
@@ -111,8 +111,8 @@ def test_schema_violation_gets_one_repair_then_a_clear_failure(rcore, endpoint):
 
     # not JSON at all, then valid: repaired
     stub2 = endpoint({"router": ["Sure! Here is my answer: intent factual", load_fixture("route_plan.json")]})
-    backend = get_backend(rcore.settings)
-    out = anyio.run(lambda: route(rcore, "What is kcat?", [], None, backend, mode="standard", run_id="run-test-rep",
+    backend = get_backend(rcore.settings.roles)
+    out = anyio.run(lambda: route(rcore.roles, "What is kcat?", [], None, backend, mode="standard", run_id="run-test-rep",
                                   parent_id=None))
     assert out["decision"] == "plan" and out["by"] == "model" and len(stub2.requests) == 2
     assert "not JSON" in stub2.requests[1]["body"]["messages"][-1]["content"]
@@ -124,9 +124,9 @@ def test_timeout_is_a_clear_failure_and_the_run_falls_back(rcore, endpoint):
     from aisac_core.roles.router import route
 
     endpoint({"router": [{"sleep": 3, "then": load_fixture("route_plan.json")}]}, timeout_s=0.5)
-    backend = get_backend(rcore.settings)
+    backend = get_backend(rcore.settings.roles)
     with pytest.raises(RoleModelError, match=r"did not answer within 0.5 s"):
-        anyio.run(lambda: route(rcore, "What is Km of the lipase?", [], None, backend, mode="standard",
+        anyio.run(lambda: route(rcore.roles, "What is Km of the lipase?", [], None, backend, mode="standard",
                                 run_id="run-test-timeout", parent_id=None))
     # a whole run with a silent endpoint: each role records the failure and uses its rules
     endpoint({"router": [{"sleep": 3}], "planner": [{"sleep": 3}], "researcher": [{"sleep": 3}],

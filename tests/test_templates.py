@@ -201,7 +201,6 @@ def test_templates_ship_in_the_wheel(tmp_path):
 async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder, monkeypatch):
     """Acceptance 1, graph part: the materials augmentation adds `formula_check`, which the headless run (what
     `aisac ask` runs) executes through the project tool, recorded under the coordinator's role step."""
-    graph = pytest.importorskip("aisac_core.roles.graph")
     from aisac_servers.toolclient import SuiteTools
 
     from aisac_core.context import AppContext
@@ -212,13 +211,13 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
     init_project(proj, "materials")
     b, suite, app = served(proj, base, shared_embedder)
     try:
-        assert "formula_check" in graph.active_graph(app)["nodes"]
+        assert "formula_check" in app.roles.active_graph()["nodes"]
         assert b.steps[4].result["added_nodes"] == ["formula_check"]
-        app.settings.__dict__["lit_replay"] = True  # no network: literature answers from its (empty) cache
-        app.settings.__dict__["roles_replan_limit"] = 0  # one attempt is enough to see the node run
+        app.settings.lit.replay = True  # no network: literature answers from its (empty) cache
+        app.settings.roles.replan_limit = 0  # one attempt is enough to see the node run
         async with SuiteTools(app) as tools:
-            res = await graph.run_graph(app, "What is the theoretical capacity of LiFePO4?", tools=tools, llm="none",
-                                        mode="lite")
+            res = await app.roles.run("What is the theoretical capacity of LiFePO4?", tools=tools, llm="none",
+                                     mode="lite")
         ev = list_events(app.engine, run_id=res["run_id"], limit=500)
         calls = [e for e in ev if e["tool"] == "project_formulas_in_text"]
         assert calls and all(e["status"] == "ok" and e["server"] == "project" for e in calls)
@@ -228,7 +227,7 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
         assert coord
     finally:
         app.close()
-    assert "formula_check" not in graph.active_graph(AppContext(b.settings))["nodes"]  # only where it is served
+    assert "formula_check" not in AppContext(b.settings).roles.active_graph()["nodes"]  # only where it is served
 
 
 def test_cli_ask_project_runs_the_graph_node(tmp_path, models_dir):

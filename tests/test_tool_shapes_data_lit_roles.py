@@ -210,7 +210,7 @@ async def test_roles_results_validate(rcore):
 def test_role_result_shapes_follow_the_json_schemas():
     from typing import get_args
 
-    from aisac_servers import results_roles as R
+    from aisac_core.roles import results as R
 
     from aisac_core.roles.schemas import load_schema
 

@@ -301,12 +301,12 @@ def _tools_step(b: Bootstrapped) -> dict[str, Any]:
     for i, ref in enumerate(ext.plugins):
         key = f"extensions.plugins[{i}]"
         mod = load_module(b.project, ref, key)
-        found = register_module(b.plugins, mod, key)
-        if not found:
+        hooked = register_module(b.plugins, mod, key)
+        if not hooked:
             raise BootstrapError(f"{getattr(mod, '__file__', None) or ref}: the plugin module defines no @hookimpl "
                                  "function; add one (from aisac_core.plugins import hookimpl) or remove it from "
                                  "extensions.plugins")
-        hooks += [f"{ref}:{n}" for n in found]
+        hooks += [f"{ref}:{n}" for n in hooked]
     for i, ref in enumerate(ext.tools_modules if ext.tools else []):
         key = f"extensions.tools_modules[{i}]"
         mod = load_module(b.project, ref, key)

@@ -9,7 +9,9 @@
 - :mod:`.tools`: the suite's tools as the roles see them, through a :class:`~aisac_core.ports.ToolPort`;
 - :mod:`.researcher`: evidence from step results, the extractive (no-model) or model-written answer;
 - :mod:`.store`: submissions of the host's own model (``roles_submit_*``), the model cache, the role steps in the
-  trace; :mod:`.jobs`: background ``roles_run`` jobs.
+  trace; :mod:`.jobs`: background ``roles_run`` jobs;
+- :mod:`.service`: :class:`~aisac_core.roles.service.RolesService`, what the tools call (built by the application
+  context); :mod:`.env`: what the role functions need from it (protocols); :mod:`.results`: the result types.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from aisac_core.roles.store import cache_get, cache_put, request_hash
 from aisac_core.trace.recorder import record_tool_call
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
-    from aisac_core.settings import Settings
+    from aisac_core.roles.env import RoleEnv
+    from aisac_core.settings import RolesSettings
 
 SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
           "the evidence given, and reply with a single JSON object that matches the schema, with no other text.")
@@ -70,8 +70,9 @@ class OpenAIBackend(Backend):
         import openai
 
         def call() -> str:
-            r = self.client.chat.completions.create(model=self.model, messages=messages,  # type: ignore[arg-type]
-                                                    temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
+            r = self.client.chat.completions.create(  # role/content dicts are valid message params:
+                model=self.model, messages=messages,  # type: ignore[arg-type]  # openai types them as TypedDicts
+                temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
             if not r.choices or r.choices[0].message.content is None:
                 raise RoleModelError(f"the model endpoint {self.base_url} returned no message content")
             return r.choices[0].message.content
@@ -101,8 +102,9 @@ class ReplayBackend(Backend):
                              "a traced run made with the same prompts, model and settings")
 
 
-def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
-    """The backend for ``llm`` (default ``settings.roles.llm``); None means no model (deterministic fallbacks).
+def get_backend(settings: "RolesSettings", llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
+    """The backend for ``llm`` (default ``settings.llm``, the roles settings); None means no model (deterministic
+    fallbacks).
 
     ``sampling``: the MCP client's model (built by the serving MCP server; None outside an MCP tool call or when
     the client does not offer sampling), the backend of ``llm='sampling'``.
@@ -110,11 +112,11 @@ def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend 
     Raises :class:`RolesError`: unknown choice; ``openai`` without a base URL; ``sampling`` without a sampling
     backend.
     """
-    choice = llm or settings.roles.llm
+    choice = llm or settings.llm
     if choice not in LLM_CHOICES:
         raise RolesError(f"llm must be one of {', '.join(LLM_CHOICES)}, got {choice!r}")
     if choice == "auto":
-        choice = "openai" if settings.roles.llm_base_url else "none"
+        choice = "openai" if settings.llm_base_url else "none"
     if choice == "none":
         return None
     if choice == "replay":
@@ -124,15 +126,15 @@ def get_backend(settings: "Settings", llm: str | None = None, sampling: Backend 
             raise RolesError("llm='sampling' needs an MCP client that offers sampling; this one does not. Use "
                              "llm='none', an OpenAI-compatible endpoint, or the roles_* prompts with the submit tools")
         return sampling
-    if not settings.roles.llm_base_url:
+    if not settings.llm_base_url:
         raise RolesError("llm='openai' needs an endpoint: set AISAC_ROLES_LLM_BASE_URL (e.g. "
                          "http://127.0.0.1:8000/v1) and AISAC_ROLES_LLM_MODEL")
-    key = os.environ.get(settings.roles.llm_api_key_env) or "none"  # local servers accept any key
-    return OpenAIBackend(settings.roles.llm_base_url, settings.roles.llm_model, key, settings.roles.llm_timeout_s,
-                         settings.roles.llm_seed)
+    key = os.environ.get(settings.llm_api_key_env) or "none"  # local servers accept any key
+    return OpenAIBackend(settings.llm_base_url, settings.llm_model, key, settings.llm_timeout_s,
+                         settings.llm_seed)
 
 
-async def ask_json(core: "AppContext", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
+async def ask_json(env: "RoleEnv", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
                    run_id: str, parent_id: int | None,
                    check: Callable[[Any], list[str]] | None = None) -> dict[str, Any]:
     """Ask ``backend`` for a JSON object valid against ``schema`` (and ``check``, extra validation returning errors).
@@ -142,10 +144,12 @@ async def ask_json(core: "AppContext", backend: Backend, *, role: str, schema: s
     ``model_call`` event (arguments: role, request sha256, backend, model, prompt version, repair flag; result:
     the reply text and whether it came from the cache).
 
+    ``env``: the store's engine (cache, trace) and the roles settings (model name, seed).
+
     Returns ``{"output": obj, "request_sha256", "cached": bool, "repaired": bool}``.
     """
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    reply, key, cached = await _request(core, backend, role, schema, prompt_version, messages, run_id, parent_id,
+    reply, key, cached = await _request(env, backend, role, schema, prompt_version, messages, run_id, parent_id,
                                         repair=False)
     errors = _errors(schema, reply, check)
     if not errors:
@@ -153,7 +157,7 @@ async def ask_json(core: "AppContext", backend: Backend, *, role: str, schema: s
     repair = messages + [{"role": "assistant", "content": reply},
                          {"role": "user", "content": "Your reply is not valid:\n- " + "\n- ".join(errors)
                           + "\nReply again with the corrected JSON object only."}]
-    reply2, key2, cached2 = await _request(core, backend, role, schema, prompt_version, repair, run_id, parent_id,
+    reply2, key2, cached2 = await _request(env, backend, role, schema, prompt_version, repair, run_id, parent_id,
                                            repair=True)
     errors2 = _errors(schema, reply2, check)
     if errors2:
@@ -173,24 +177,25 @@ def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -
     return errs
 
 
-async def _request(core: "AppContext", backend: Backend, role: str, schema: str, prompt_version: str,
+async def _request(env: "RoleEnv", backend: Backend, role: str, schema: str, prompt_version: str,
                    messages: list[dict[str, str]], run_id: str, parent_id: int | None, *,
                    repair: bool) -> tuple[str, str, bool]:
-    s = core.settings
+    s = env.settings
+    engine = env.engine
     # the key leaves the backend out and names the model, so ``replay`` (with the same settings) finds what an
     # ``openai`` run cached; sampling replies are keyed under the model "client".
-    model = s.roles.llm_model if backend.name == "replay" else backend.model
+    model = s.llm_model if backend.name == "replay" else backend.model
     request = {"role": role, "model": model, "prompt_version": prompt_version, "schema": schema,
-               "messages": messages, "temperature": 0, "seed": s.roles.llm_seed}
+               "messages": messages, "temperature": 0, "seed": s.llm_seed}
     key = request_hash(request)
     t0 = time.perf_counter()
-    cached_text = await anyio.to_thread.run_sync(cache_get, core.engine, key)
+    cached_text = await anyio.to_thread.run_sync(cache_get, engine, key)
     args = {"role": role, "request_sha256": key, "backend": backend.name, "model": backend.model,
             "prompt_version": prompt_version, "schema": schema, "repair": repair,
             "prompt": messages[-1]["content"][:4000]}
     if cached_text is not None:
         await anyio.to_thread.run_sync(lambda: record_tool_call(
-            core.engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
+            engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
             result={"text": cached_text, "cached": True}, status="ok", error=None,
             latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call", parent_id=parent_id))
         return cached_text, key, True
@@ -201,14 +206,14 @@ async def _request(core: "AppContext", backend: Backend, role: str, schema: str,
     except RoleModelError as exc:
         msg = str(exc)
         await anyio.to_thread.run_sync(lambda: record_tool_call(
-            core.engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args, result=None,
+            engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args, result=None,
             status="exception", error=msg, latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call",
             parent_id=parent_id))
         raise
-    await anyio.to_thread.run_sync(lambda: cache_put(core.engine, key, backend=backend.name, model=backend.model,
+    await anyio.to_thread.run_sync(lambda: cache_put(engine, key, backend=backend.name, model=backend.model,
                                                      role=role, request=request, response=text))
     await anyio.to_thread.run_sync(lambda: record_tool_call(
-        core.engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
+        engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
         result={"text": text, "cached": False}, status="ok", error=None,
         latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call", parent_id=parent_id))
     return text, key, False

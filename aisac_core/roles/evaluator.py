@@ -30,14 +30,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.rag.verify import verify_anchor
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.roles.env import EvaluatorEnv
     from aisac_core.roles.backends import Backend
 
 MAX_CRITIQUES = 10
@@ -45,13 +44,13 @@ _PATH_KEYS = ("path", "paths", "file", "files", "source")
 _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
 
 
-def verify(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
-    """Re-verify a cited anchor (:func:`aisac_core.rag.verify.verify_anchor`): ``{status, chunk_id, path,
-    detail}``."""
-    return verify_anchor(core, anchor)
+def verify(env: "EvaluatorEnv", anchor: dict[str, Any]) -> dict[str, Any]:
+    """Re-verify a cited anchor (``env.verify_anchor``, :func:`aisac_core.rag.verify.verify_anchor`): ``{status,
+    chunk_id, path, detail}``."""
+    return env.verify_anchor(anchor)
 
 
-def evidence_gate(core: "AppContext", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evidence_gate(env: "EvaluatorEnv", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``."""
     gate = MODE_GATES[mode]
     anchors, crit = [], []
@@ -61,7 +60,7 @@ def evidence_gate(core: "AppContext", answer: dict[str, Any], mode: str) -> tupl
         if not isinstance(a, dict):
             continue
         try:
-            v = verify(core, a)
+            v = verify(env, a)
         except Exception as exc:  # a verification error is a failed verification, with the reason
             v = {"status": "missing", "detail": f"{type(exc).__name__}: {exc}"}
         score = a.get("score") if a.get("score") is not None else c.get("score")
@@ -119,7 +118,8 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
     refs: dict[str, int | None] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and str(ev["tool"]).startswith("data_") and ev["tool"] != "data_code_run":
-            res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+            got = ev.get("result")
+            res = got if isinstance(got, dict) else {}
             # the resolved source paths the data server reports (a relative argument is relative to its first root)
             resolved = [f["source"]["path"] for f in res.get("frames") or []
                         if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")]
@@ -194,11 +194,11 @@ def verdict(passed: bool, content_judged: bool) -> str:
     return "evidence verified" if passed else "evidence not verified"
 
 
-def automatic_checks(core: "AppContext", answer: dict[str, Any], events: list[dict[str, Any]],
+def automatic_checks(env: "EvaluatorEnv", answer: dict[str, Any], events: list[dict[str, Any]],
                      mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer."""
-    ev_gate, c1 = evidence_gate(core, answer, mode)
+    ev_gate, c1 = evidence_gate(env, answer, mode)
     d_gate, c2 = data_gate(answer, events)
     x_gate, c3 = exec_gate(answer, events)
     crit = c1 + c2 + c3
@@ -218,7 +218,7 @@ def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "error": ev.get("error")} for n, ev in enumerate(calls, 1)][-30:]
 
 
-async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
+async def evaluate(env: "EvaluatorEnv", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
                    backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by,
     content_judged, content, verdict}``.
@@ -228,8 +228,8 @@ async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events
     the content, ``content`` is ``"judged by model"`` or :data:`NOT_JUDGED`, and ``verdict`` the wording of
     :func:`verdict` ("passed" / "failed" with a model, "evidence verified" / "evidence not verified" without).
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
-    s = core.settings
-    gates, crit = automatic_checks(core, answer, events, mode)
+    s = env.settings
+    gates, crit = automatic_checks(env, answer, events, mode)
     by = "automatic"
     extra: dict[str, Any] = {}
     if backend is not None:
@@ -239,13 +239,13 @@ async def evaluate(core: "AppContext", task: str, answer: dict[str, Any], events
         text, version = render("evaluator", {"task": task, "answer": shown, "evidence": evidence_summary(events),
                                              "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()},
                                                        "critiques": crit},
-                                             "schema": load_schema("critique")}, s.roles.prompt_dir)
-        got = await ask_json(core, backend, role="evaluator", schema="critique", prompt=text, prompt_version=version,
+                                             "schema": load_schema("critique")}, s.prompt_dir)
+        got = await ask_json(env, backend, role="evaluator", schema="critique", prompt=text, prompt_version=version,
                              run_id=run_id, parent_id=parent_id)
         crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
         by = "automatic+model"
         extra["request_sha256"] = got["request_sha256"]
-    summary = summarize(crit, s.roles.max_mean_severity, s.roles.max_severity)
+    summary = summarize(crit, s.max_mean_severity, s.max_severity)
     judged = backend is not None
     return {"mode": mode, "gates": gates, **summary, "by": by, "content_judged": judged,
             "content": "judged by model" if judged else NOT_JUDGED, "verdict": verdict(summary["passed"], judged),

@@ -2,7 +2,7 @@
 
 :func:`default_graph` returns::
 
-    {"version": 1, "start": "router", "replan_limit": None,     # None: Settings.roles.replan_limit
+    {"version": 1, "start": "router", "replan_limit": None,     # None: Settings.replan_limit
      "nodes": {"router": {"kind": "role"}, "planner": {"kind": "role"}, "coordinator": {"kind": "role"},
                "researcher": {"kind": "helper", "within": "coordinator"}, "evaluator": {"kind": "role"}},
      "edges": [{"from": "router", "to": "coordinator", "when": "direct"},
@@ -14,8 +14,8 @@
                {"from": "evaluator", "to": "end", "when": "passed or re-plans exhausted"}]}
 
 A project augments it with a function ``augment(graph) -> graph | None`` (None: edited in place;
-``default_graph(augment)``; a served project's augmentation is the application context's ``graph_augment``,
-which :func:`active_graph` applies). Besides changing
+``default_graph(augment)``; a served project's augmentation is the roles service's ``graph_augment``, which
+:func:`active_graph` applies). Besides changing
 ``replan_limit`` or descriptions, an augmentation may add **tool nodes**::
 
     graph["nodes"]["units"] = {"kind": "tool", "tool": "proj_check_units", "arguments": {"text": "{task}"}}
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.ports import ToolPort
 from aisac_core.roles import RoleModelError, RolesError, check_mode
@@ -42,12 +42,13 @@ from aisac_core.roles.backends import Backend, get_backend
 from aisac_core.roles.evaluator import evaluate
 from aisac_core.roles.router import route as do_route
 from aisac_core.roles.router import rule_route
+from aisac_core.roles.results import RunResult
 from aisac_core.roles.store import Step, run_events
 from aisac_core.roles.tools import call_tool, capabilities
 from aisac_core.trace.recorder import new_run_id
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.roles.env import GraphAugment, GraphEnv, HasAugment
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
@@ -109,7 +110,7 @@ def validate_graph(graph: Any) -> list[str]:
     return errs
 
 
-def default_graph(augment: Callable[[dict], dict] | None = None) -> dict[str, Any]:
+def default_graph(augment: "GraphAugment | None" = None) -> dict[str, Any]:
     """The workflow graph (module docstring), passed through ``augment`` when given. Raises :class:`RolesError`
     when the augmented graph is invalid (the errors say what to fix)."""
     g = _base()
@@ -123,11 +124,11 @@ def default_graph(augment: Callable[[dict], dict] | None = None) -> dict[str, An
     return g
 
 
-def active_graph(app: "AppContext | None" = None) -> dict[str, Any]:
-    """The graph runs of ``app`` use by default: :func:`default_graph` with the served project's augmentation
-    (``app.graph_augment``; none without a project or without ``app``). Raises :class:`RolesError` when the
-    augmented graph is invalid."""
-    return default_graph(app.graph_augment if app is not None else None)
+def active_graph(holder: "HasAugment | None" = None) -> dict[str, Any]:
+    """The graph runs use by default: :func:`default_graph` with the served project's augmentation
+    (``holder.graph_augment``, e.g. the roles service's; none without a project or without ``holder``). Raises
+    :class:`RolesError` when the augmented graph is invalid."""
+    return default_graph(holder.graph_augment if holder is not None else None)
 
 
 def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
@@ -147,12 +148,13 @@ def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], m
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
 
 
-async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str | None = None,
+async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | None = None,
                     llm: str | None = None, session_id: str | None = None, run_id: str | None = None,
-                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> dict[str, Any]:
+                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> RunResult:
     """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
 
     Args:
+        env: the roles service (engine, roles settings, anchor verification, the project's graph augmentation).
         task: the question (non-empty, at most 4,000 characters).
         mode: lite / standard / strict (default ``Settings.roles.mode``): the evidence gate's minimum anchors.
         llm: backend (``Settings.roles.llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
@@ -173,16 +175,17 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
         raise RolesError("task is empty: give the question to answer")
     if len(task) > 4000:
         raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
-    s = core.settings
-    mode = check_mode(mode, s.roles.mode)
+    s = env.settings
+    mode = check_mode(mode, s.mode)
     backend = get_backend(s, llm, sampling)
-    graph = graph if graph is not None else active_graph(core)
+    graph = graph if graph is not None else active_graph(env)
     errs = validate_graph(graph)
     if errs:
         raise RolesError("invalid workflow graph: " + "; ".join(errs))
-    replan_limit = graph.get("replan_limit") if graph.get("replan_limit") is not None else s.roles.replan_limit
+    rl = graph.get("replan_limit")
+    replan_limit: int = rl if rl is not None else s.replan_limit
     run_id = run_id or new_run_id()
-    engine = core.engine
+    engine = env.engine
     model_errors: list[dict[str, str]] = []
     llm_name = backend.name if backend else "none"
 
@@ -208,7 +211,7 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
                            for t in (res.get("recent") or [])][-5:]
                           + [{"kind": "related", **p} for p in (res.get("related") or [])][:5])
         try:
-            decision = await do_route(core, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
+            decision = await do_route(env, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
         except RoleModelError as exc:
             model_errors.append({"role": "router", "error": str(exc)})
             decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
@@ -220,17 +223,17 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
     while True:
         # --- planner (skipped on a direct route's first attempt)
         if decision["decision"] == "direct" and attempt == 0:
-            plan = direct_plan(task, decision, caps, s.roles.max_plan_steps)
+            plan = direct_plan(task, decision, caps, s.max_plan_steps)
         else:
             with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
                                                   "tools": sorted(names)}) as st:
                 try:
-                    plan = await pl.plan(core, task, decision, caps, backend, run_id=run_id, parent_id=st.id,
+                    plan = await pl.plan(env, task, decision, caps, backend, run_id=run_id, parent_id=st.id,
                                          attempt=attempt, feedback=feedback)
                 except RoleModelError as exc:
                     model_errors.append({"role": "planner", "error": str(exc)})
                     plan = {**pl.template_plan(task, decision, caps, attempt=attempt,
-                                               max_steps=s.roles.max_plan_steps), "by": "template (model failed)"}
+                                               max_steps=s.max_plan_steps), "by": "template (model failed)"}
                 st.result = plan
         # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
         with Step(engine, run_id, "coordinator", {"attempt": attempt,
@@ -260,11 +263,11 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
                     results[step["id"]] = res if status == "ok" else {"error": err}
                     executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
                 else:
-                    answer = await _research(core, engine, run_id, cst.id, task, results, step, plan, backend,
+                    answer = await _research(env, engine, run_id, cst.id, task, results, step, plan, backend,
                                              model_errors, list(_node_ids(graph)))
                     executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
             if answer is None:  # a model plan without a researcher step
-                answer = await _research(core, engine, run_id, cst.id, task, results, None, plan, backend,
+                answer = await _research(env, engine, run_id, cst.id, task, results, None, plan, backend,
                                          model_errors, [])
             cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
         # --- evaluator
@@ -272,11 +275,11 @@ async def run_graph(core: "AppContext", task: str, *, tools: ToolPort, mode: str
         with Step(engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt,
                                                 "answer": answer}) as st:
             try:
-                report = await evaluate(core, task, answer, events, backend, mode=mode, run_id=run_id,
+                report = await evaluate(env, task, answer, events, backend, mode=mode, run_id=run_id,
                                         parent_id=st.id)
             except RoleModelError as exc:
                 model_errors.append({"role": "evaluator", "error": str(exc)})
-                report = await evaluate(core, task, answer, events, None, mode=mode, run_id=run_id,
+                report = await evaluate(env, task, answer, events, None, mode=mode, run_id=run_id,
                                         parent_id=st.id)
                 report["by"] = "automatic (model failed)"
             st.result = report
@@ -303,7 +306,7 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
     return [n for n, node in graph["nodes"].items() if isinstance(node, dict) and node.get("kind") == "tool"]
 
 
-async def _research(core: "AppContext", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
+async def _research(env: "GraphEnv", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
                     step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
                     project_nodes: list[str]) -> dict[str, Any]:
     deps = list(step.get("depends_on") or []) if step else []
@@ -312,7 +315,7 @@ async def _research(core: "AppContext", engine: Any, run_id: str, parent: int, t
                                               "from_steps": only}, parent_id=parent) as st:
         items = rs.collect_evidence(results, only)
         try:
-            answer = await rs.write_answer(core, task, items, backend, run_id=run_id, parent_id=st.id)
+            answer = await rs.write_answer(env, task, items, backend, run_id=run_id, parent_id=st.id)
         except RoleModelError as exc:
             model_errors.append({"role": "researcher", "error": str(exc)})
             answer = {**rs.extractive_answer(task, items), "by": "extractive (model failed)"}

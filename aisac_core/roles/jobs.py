@@ -17,10 +17,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps
 from aisac_core.store.jobqueue import JobQueue
@@ -49,7 +49,7 @@ class RunJobs:
         self._cancelled: set[str] = set()  # jobs of this process stopped on request
         self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
-    def start(self, run_id: str, factory: Callable[[], Awaitable[dict[str, Any]]],
+    def start(self, run_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]],
               params: dict[str, Any] | None = None) -> str:
         """Start ``factory()`` as a task of the running loop; returns the job id. ``params`` (JSON-ready, optional)
         is recorded with the job (e.g. the task and mode)."""
@@ -63,7 +63,7 @@ class RunJobs:
                 self._jobs.pop(jid, None)
         return job_id
 
-    async def _run(self, job_id: str, factory: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    async def _run(self, job_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]]) -> Mapping[str, Any]:
         queue = self.queue
         if queue is None:
             return await factory()
@@ -169,7 +169,7 @@ class RunJobs:
             return [{k: v for k, v in (self.status(j) or {}).items() if k != "result"} for j in list(self._jobs)][-20:]
         with Session(self.queue.engine) as s:
             rows = s.exec(select(Job).where(Job.kind == KIND)
-                          .order_by(Job.created_at.desc()).limit(20)).all()  # type: ignore[attr-defined]
+                          .order_by(col(Job.created_at).desc()).limit(20)).all()
         return [_row_status(r, with_result=False) for r in reversed(rows)]
 
 

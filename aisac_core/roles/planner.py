@@ -24,7 +24,7 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema, validate
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
@@ -235,19 +235,19 @@ def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str,
             "feedback": fb, "schema": load_schema("plan")}
 
 
-async def plan(core: "AppContext", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
+async def plan(env: "RoleEnv", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
                backend: "Backend | None", *, run_id: str, parent_id: int | None, attempt: int = 0,
                feedback: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
     :func:`template_plan`. Adds ``by`` (model / template).
 
     Raises :class:`~aisac_core.roles.RoleModelError` when the model's plan is still invalid after the repair."""
-    max_steps = core.settings.roles.max_plan_steps
+    max_steps = env.settings.max_plan_steps
     if backend is None:
         return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
     text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
-                           core.settings.roles.prompt_dir)
-    got = await ask_json(core, backend, role="planner", schema="plan", prompt=text, prompt_version=version,
+                           env.settings.prompt_dir)
+    got = await ask_json(env, backend, role="planner", schema="plan", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id,
                          check=lambda obj: validate_plan(obj, tools, max_steps))
     return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}

@@ -39,7 +39,7 @@ from aisac_core.roles.sentences import (
 )
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
@@ -60,7 +60,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
     def walk(x: Any, step: str) -> None:
         if isinstance(x, dict):
             a = x.get("anchor")
-            if is_anchor(a):
+            if isinstance(a, dict) and is_anchor(a):
                 cid = a["chunk_id"]
                 score = x.get("score") if x.get("score") is not None else a.get("score")
                 item = {"kind": "rag", "chunk_id": cid, "doc_id": a.get("doc_id") or x.get("doc_id"),
@@ -273,7 +273,7 @@ def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"task": task, "evidence": "\n\n".join(ev) or "(none)", "schema": load_schema("answer")}
 
 
-async def write_answer(core: "AppContext", task: str, items: list[dict[str, Any]], backend: "Backend | None", *,
+async def write_answer(env: "RoleEnv", task: str, items: list[dict[str, Any]], backend: "Backend | None", *,
                        run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
@@ -285,8 +285,8 @@ async def write_answer(core: "AppContext", task: str, items: list[dict[str, Any]
         bad = [n for n in obj.get("citations", []) if not 1 <= n <= len(chosen)]
         return [f"$.citations: {bad} are not evidence numbers (1..{len(chosen)})"] if bad else []
 
-    text, version = render("researcher", prompt_values(task, chosen), core.settings.roles.prompt_dir)
-    got = await ask_json(core, backend, role="researcher", schema="answer", prompt=text, prompt_version=version,
+    text, version = render("researcher", prompt_values(task, chosen), env.settings.prompt_dir)
+    got = await ask_json(env, backend, role="researcher", schema="answer", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id, check=check)
     out = got["output"]
     nums = sorted(set(out["citations"]) | {int(n) for n in re.findall(r"\[(\d+)\]", out["answer"])

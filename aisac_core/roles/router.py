@@ -27,7 +27,7 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
 
 _ANALYTICAL = re.compile(
@@ -79,7 +79,7 @@ def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[s
     return {"task": task, "context": ctx, "schema": load_schema("route")}
 
 
-async def route(core: "AppContext", task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None,
+async def route(env: "RoleEnv", task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None,
                 backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
     """The route of ``task``: by the model when ``backend`` is given (its ``context`` replaced by what was really
     gathered), else by :func:`rule_route`. Adds ``by`` (``model`` / ``rules``) and, for a model, the request hash.
@@ -87,8 +87,8 @@ async def route(core: "AppContext", task: str, rag_hits: list[dict[str, Any]], m
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails (the caller may fall back)."""
     if backend is None:
         return {**rule_route(task, rag_hits, memory, mode), "by": "rules"}
-    text, version = render("router", prompt_values(task, rag_hits, memory), core.settings.roles.prompt_dir)
-    got = await ask_json(core, backend, role="router", schema="route", prompt=text, prompt_version=version,
+    text, version = render("router", prompt_values(task, rag_hits, memory), env.settings.prompt_dir)
+    got = await ask_json(env, backend, role="router", schema="route", prompt=text, prompt_version=version,
                          run_id=run_id, parent_id=parent_id)
     out = dict(got["output"])
     out["context"] = context_summary(rag_hits, memory)

@@ -16,7 +16,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.roles import NeedInput
@@ -68,7 +68,7 @@ def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, e
 def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict]:
     """Submissions of a run (oldest first): ``[{id, role, payload, valid, errors, trace_event_id, created_at}]``."""
     with Session(engine) as s:
-        q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(RoleSubmission.id)
+        q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(col(RoleSubmission.id))
         if role:
             q = q.where(RoleSubmission.role == role)
         if valid_only:
@@ -144,7 +144,7 @@ def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
             return None
 
     with Session(engine) as s:
-        rows = s.exec(select(TraceEvent).where(TraceEvent.run_id == run_id).order_by(TraceEvent.id)).all()
+        rows = s.exec(select(TraceEvent).where(TraceEvent.run_id == run_id).order_by(col(TraceEvent.id))).all()
     return [{"id": r.id, "kind": r.kind, "server": r.server, "tool": r.tool, "status": r.status, "error": r.error,
              "parent_id": r.parent_id, "arguments": load(r.arguments_json), "result": load(r.result_json),
              "latency_ms": r.latency_ms} for r in rows]
