@@ -31,7 +31,7 @@ def serialised(monkeypatch):
 
     def spy(data, annotation=None):
         out = orig(data, annotation)
-        if getattr(annotation, "__module__", "").endswith(("results_memory", "results_trace")):
+        if getattr(annotation, "__module__", "").endswith(("memory.results", "results_trace")):
             seen.append((annotation, data, out))
         return out
 
