@@ -57,6 +57,7 @@ from aisac_core.memory.recall import (
                                       reconcile_dialogue,
                                       search,
 )
+from aisac_core.memory.service import MemoryService
 from aisac_core.memory.sessions import (
                                       EXPORT_MAX_TURNS,
                                       add_turn,
@@ -68,7 +69,6 @@ from aisac_core.memory.sessions import (
                                       session_markdown,
                                       start_session,
 )
-from aisac_core.memory.service import MemoryService
 
 __all__ = [
     "DIALOGUE", "EXPORT_MAX_TURNS", "KEYWORD_CANDIDATES", "MAX_CONTENT_CHARS", "MAX_FACT_FIELD_CHARS",

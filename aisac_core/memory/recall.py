@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
@@ -227,6 +227,10 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
             "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
 
 
+#: a search candidate: ("pair", assistant turn id) or ("turn", turn id)
+_Key = tuple[Literal["pair", "turn"], int]
+
+
 def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: list[str] | None = None,
            mode: str = "hybrid", limit: int = 10, offset: int = 0) -> Search:
     """Keyword + semantic search over the turns of every session (or one).
@@ -257,15 +261,15 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
             _session(db, session_id)
     words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query) if len(w) > 1))[:20]
     # key: ("pair", assistant_id) or ("turn", turn_id) -> [semantic, keyword, turn ids]
-    cands: dict[tuple[str, int], list[Any]] = {}
-    turn_to_pair: dict[int, tuple[str, int]] = {}
+    cands: dict[_Key, list[Any]] = {}
+    turn_to_pair: dict[int, _Key] = {}
     if mode in ("hybrid", "semantic"):
         conds = [Cond("session_id", eq=session_id)] if session_id else None
         for _pid, score, p in _pair_hits(mem, query, SEMANTIC_CANDIDATES, conds):
-            key = ("pair", int(p["assistant_turn_id"]))
-            cands[key] = [score, 0.0, [int(p["user_turn_id"]), int(p["assistant_turn_id"])]]
-            for tid in cands[key][2]:
-                turn_to_pair[tid] = key
+            pair_key: _Key = ("pair", int(p["assistant_turn_id"]))
+            cands[pair_key] = [score, 0.0, [int(p["user_turn_id"]), int(p["assistant_turn_id"])]]
+            for tid in cands[pair_key][2]:
+                turn_to_pair[tid] = pair_key
     if mode in ("hybrid", "keyword") and words:
         with Session(mem.engine) as db:
             q = select(Turn.id, Turn.content, Turn.pair_user_id).where(or_(*[func.lower(Turn.content).contains(w) for w in words]))
@@ -275,16 +279,17 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
                 q = q.where(Turn.role.in_(roles))
             rows = db.exec(q.order_by(Turn.created_at.desc(), Turn.id.desc()).limit(KEYWORD_CANDIDATES)).all()
         # a keyword hit on either turn of an embedded pair counts for the pair
-        answered_by = {}
+        answered_by: dict[int, int] = {}
         user_ids = [tid for tid, _c, _p in rows]
         with Session(mem.engine) as db:
             for i in range(0, len(user_ids), 500):
                 answered_by.update({u: a for a, u in db.exec(select(Turn.id, Turn.pair_user_id).where(
                     Turn.pair_user_id.in_(user_ids[i:i + 500]))).all()})
-        for tid, content, pair_user in rows:
+        for row_id, content, pair_user in rows:
+            tid = stored_id(row_id)
             low = content.lower()
             kw = sum(1 for w in words if w in low) / len(words)
-            key = turn_to_pair.get(tid)
+            key: _Key | None = turn_to_pair.get(tid)
             if key is None and (pair_user is not None or tid in answered_by):
                 a_id = tid if pair_user is not None else answered_by[tid]
                 key = ("pair", a_id)

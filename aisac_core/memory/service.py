@@ -10,7 +10,8 @@ the functions of :mod:`~aisac_core.memory.sessions`, :mod:`~aisac_core.memory.re
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.memory import facts, sessions
 from aisac_core.memory.recall import count_tokens, reconcile_dialogue

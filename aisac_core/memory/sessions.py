@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -247,7 +248,7 @@ def export_session(engine: Engine, session_id: str, format: str = "markdown", cu
             "markdown": render_markdown(s, rows, int(total), first_no, next_cursor), "next_cursor": next_cursor}
 
 
-def render_markdown(s: MemorySession, rows: list[Turn], total: int, first_no: int = 1,
+def render_markdown(s: MemorySession, rows: Sequence[Turn], total: int, first_no: int = 1,
                     next_cursor: str | None = None) -> str:
     """A readable Markdown transcript: a header with the session's metadata, then one section per turn
     (number, role, time, ids), its content, and its metadata as a JSON block when present."""
