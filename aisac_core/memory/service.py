@@ -1,7 +1,7 @@
 """The memory service of one store: sessions, turns, dialogue recall and search, export, temporal facts.
 
 :class:`MemoryService` is what the memory tools call (``app.memory.recall(...)``); the composition root
-(:class:`aisac_core.context.AppContext`) builds one per store. It holds the store's memory state - whether the
+(the application context, ``app.memory``) builds one per store. It holds the store's memory state - whether the
 ``dialogue`` collection was reconciled with the turns, and the lock that serialises writes to it - and delegates to
 the functions of :mod:`~aisac_core.memory.sessions`, :mod:`~aisac_core.memory.recall` and
 :mod:`~aisac_core.memory.facts`, which the method of the same name documents in full.
