@@ -2,7 +2,7 @@
 
 The MCP suite's lifespan builds one :class:`AppContext` and yields it to every tool
 (``aisac_servers.suite.build``); the CLI builds the same one for its commands. It owns the settings, the SQL engine,
-the vector store, the embedder, the background jobs, the DataFrame registry, the sandbox manager, the memory state and
+the vector store, the embedder, the background jobs, the DataFrame registry, the sandbox manager, the memory service and
 the served project, and :meth:`AppContext.close` closes all of them. There are no process-wide wiring globals: two
 contexts on two data dirs live side by side in one process (the tests do that).
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from aisac_core.data.frames import FrameRegistry
     from aisac_core.data.sandbox import SandboxManager
     from aisac_core.literature.service import LiteratureService
-    from aisac_core.memory import MemoryState
+    from aisac_core.memory.service import MemoryService
     from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
     from aisac_core.rag.jobs import JobManager
@@ -49,7 +49,7 @@ class AppContext:
 
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
     revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
-    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (dialogue recall state), ``roles`` (the
+    DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (the memory service), ``roles`` (the
     roles service: role steps, graph runs and their background jobs), ``literature`` (the literature service),
     ``trace`` (the trace service), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
     serves (None without ``--project``).
@@ -114,11 +114,11 @@ class AppContext:
         return SandboxManager(s.sandbox, s.sandbox.dir or s.data_dir / "sessions")
 
     @cached_property
-    def memory(self) -> "MemoryState":
-        """Memory's per-store state (whether the dialogue collection was reconciled with the turns)."""
-        from aisac_core.memory import MemoryState
+    def memory(self) -> "MemoryService":
+        """The memory service of this store (sessions, turns, dialogue recall, facts); opens the SQL store."""
+        from aisac_core.memory.service import MemoryService
 
-        return MemoryState()
+        return MemoryService(self.engine, self.vectors, self.embedder)
 
     @cached_property
     def literature(self) -> "LiteratureService":
@@ -184,8 +184,8 @@ class AppContext:
 
         When the dimension changed (another embedding model), a collection is recreated empty: for
         ``chunks`` every manifest row is marked stale, so the next index run re-embeds everything; the
-        ``dialogue`` pairs are re-embedded from the turns by the memory module on its first use
-        (:func:`aisac_core.memory.reconcile_dialogue`).
+        ``dialogue`` pairs are re-embedded from the turns by the memory service on its first use
+        (:meth:`aisac_core.memory.MemoryService.dialogue`).
         """
         with self._lock:
             if self._vectors is None:

@@ -4,7 +4,7 @@ PostgreSQL is a throwaway cluster started from the installed server binaries (``
 do: ``tests/pg_cluster.py``; ``fsync`` off, so the figures show the engine's own cost rather than this machine's
 disk). The part is skipped when no PostgreSQL binaries or no psycopg driver are installed. Per engine:
 
-1. ``memory_add_turn`` p50: :func:`aisac_core.memory.add_turn` of 200 user turns (the SQL path: one locked
+1. ``memory_add_turn`` p50: :meth:`aisac_core.memory.MemoryService.add_turn` of 200 user turns (the SQL path: one locked
    transaction, read the newest turn, insert) and 40 assistant turns (SQL + embedding of the pair + upsert).
 2. Provenance middleware overhead per tool call (CPU ms): :func:`bench.trace._overhead` (one trace event insert per
    call: SQLite through the raw DBAPI connection, PostgreSQL through a SQLAlchemy Core insert).
@@ -49,19 +49,18 @@ print(n)
 
 
 def _add_turn_ms(core: Any) -> dict[str, float]:
-    from aisac_core import memory as mem
-
-    sid = mem.start_session(core, "engines bench")["session_id"]
-    mem.add_turn(core, sid, "user", "warm-up question")
-    mem.add_turn(core, sid, "assistant", "warm-up answer")
+    mem = core.memory
+    sid = mem.start_session("engines bench")["session_id"]
+    mem.add_turn(sid, "user", "warm-up question")
+    mem.add_turn(sid, "assistant", "warm-up answer")
     user, assistant = [], []
     for i in range(N_USER_TURNS):
         t0 = time.perf_counter()
-        mem.add_turn(core, sid, "user", f"question {i} about sample S{i % 13}")
+        mem.add_turn(sid, "user", f"question {i} about sample S{i % 13}")
         user.append((time.perf_counter() - t0) * 1000)
         if i < N_ASSISTANT_TURNS:
             t0 = time.perf_counter()
-            mem.add_turn(core, sid, "assistant", f"answer {i}: the melting point of S{i % 13} is {400 + i} K")
+            mem.add_turn(sid, "assistant", f"answer {i}: the melting point of S{i % 13} is {400 + i} K")
             assistant.append((time.perf_counter() - t0) * 1000)
     return {"user_p50_ms": round(statistics.median(user), 2), "assistant_p50_ms": round(statistics.median(assistant), 2)}
 

@@ -4,13 +4,13 @@ Store: 100 sessions x 100 turns (user / assistant alternating: 5,000 embedded pa
 are questions made from Cranfield titles ("What do we know about <title>?"), the assistant turns one or
 two sentences of the abstracts, cycling through the collection; without Cranfield, templated synthetic
 text. The turns are written to SQL directly in bulk and their pairs embedded in batches by
-:func:`aisac_core.memory.reconcile_dialogue` (the repair path, which embeds exactly what ``add_turn``
+:meth:`aisac_core.memory.MemoryService.reconcile_dialogue` (the repair path, which embeds exactly what ``add_turn``
 embeds), so the set-up takes about a minute instead of 5,000 single embeddings.
 
-- recall: :func:`aisac_core.memory.recall` in-process (last_n = 10, k = 5, token_budget = 2,000) in the
+- recall: :meth:`aisac_core.memory.MemoryService.recall` in-process (last_n = 10, k = 5, token_budget = 2,000) in the
   last session, one call per query (the Cranfield queries, or synthetic ones), after 20 warm-up calls; the
   query-embedding cache is cleared so every call embeds its query.
-- add_turn: :func:`aisac_core.memory.add_turn` in a fresh session, 200 turns alternating user /
+- add_turn: :meth:`aisac_core.memory.MemoryService.add_turn` in a fresh session, 200 turns alternating user /
   assistant, so every second call embeds a pair (dense + BM25) and upserts it: turns/s overall.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from aisac_core import memory as mem
+from aisac_core.memory import DIALOGUE
 from aisac_core.rag.embeddings import _cached_query
 from aisac_core.store.tables import MemorySession, Turn
 
@@ -83,24 +83,23 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     err.print(f"memory: {2 * k:,} turns written in {t_sql.seconds:.1f} s; embedding {k:,} pairs ...")
     vs = core.vectors()
     with Timer() as t_emb:
-        added = mem.reconcile_dialogue(core, vs)
-    core.memory.dialogue_reconciled = True
+        added = core.memory.reconcile_dialogue()  # the service's first use then finds the store reconciled
     return {"turns": 2 * k, "pairs": added, "sql_s": round(t_sql.seconds, 2), "embed_s": round(t_emb.seconds, 2),
             "pairs_per_s": round(added / t_emb.seconds, 1) if t_emb.seconds else None,
-            "points": vs.count(mem.DIALOGUE)}
+            "points": vs.count(DIALOGUE)}
 
 
 def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[float], dict[str, Any]]:
     """Latency (ms) of each recall in the last bench session; plus a sample result's sizes."""
     sid = f"ses-bench{SESSIONS - 1:04d}"
     for w in warm:
-        mem.recall(core, sid, w, last_n=10, k=5, token_budget=2000)
+        core.memory.recall(sid, w, last_n=10, k=5, token_budget=2000)
     _cached_query.cache_clear()
     out = []
     res: dict[str, Any] = {}
     for q in queries:
         t = time.perf_counter()
-        res = mem.recall(core, sid, q, last_n=10, k=5, token_budget=2000)
+        res = core.memory.recall(sid, q, last_n=10, k=5, token_budget=2000)
         out.append((time.perf_counter() - t) * 1000)
         if not res["related"]:
             raise RuntimeError(f"recall returned no related pair for {q!r}")
@@ -109,16 +108,16 @@ def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[f
 
 def bench_add_turn(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Throughput of add_turn: ADD_TURNS turns alternating user / assistant (every assistant turn embedded)."""
-    sid = mem.start_session(core, "add_turn bench")["session_id"]
-    mem.add_turn(core, sid, "user", "warm-up question")
-    mem.add_turn(core, sid, "assistant", "warm-up answer")
+    sid = core.memory.start_session("add_turn bench")["session_id"]
+    core.memory.add_turn(sid, "user", "warm-up question")
+    core.memory.add_turn(sid, "assistant", "warm-up answer")
     per_role: dict[str, list[float]] = {"user": [], "assistant": []}
     t0 = time.perf_counter()
     for i in range(ADD_TURNS):
         q, a = pairs[(7 * i) % len(pairs)]
         role = "user" if i % 2 == 0 else "assistant"
         t = time.perf_counter()
-        mem.add_turn(core, sid, role, q if role == "user" else a)
+        core.memory.add_turn(sid, role, q if role == "user" else a)
         per_role[role].append((time.perf_counter() - t) * 1000)
     secs = time.perf_counter() - t0
     return {"turns": ADD_TURNS, "seconds": round(secs, 2), "turns_per_s": round(ADD_TURNS / secs, 1),

@@ -51,7 +51,7 @@ async def _measure(core: Any, notes: Path) -> dict[str, Any]:
             tools = (await c.list_tools_mcp()).tools
             text = payload_text(tools)
             instr = c.instructions or ""
-        n_tok, n_instr = count_tokens(core, [text, instr])
+        n_tok, n_instr = count_tokens(core.embedder, [text, instr])
         lists[profile] = {"tools": len(tools), "bytes": len(text.encode()), "tokens": n_tok,
                           "instructions_tokens": n_instr}
     results: dict[str, int] = {}

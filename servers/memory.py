@@ -5,7 +5,9 @@ tools are ``memory_start_session``, ``memory_add_turn``, ``memory_get_history``,
 ``memory_search``, ``memory_list_sessions``, ``memory_export_session``, ``memory_delete_session``,
 ``memory_record_fact``, ``memory_query_facts``, ``memory_fact_timeline`` and the resource template
 ``aisac://memory/sessions/{session_id}``, whose ``session_id`` :func:`complete` completes (newest sessions first).
-Results are typed (:mod:`aisac_servers.results_memory`).
+Each tool calls the store's :class:`~aisac_core.memory.service.MemoryService` (``app.memory``) through
+:func:`~aisac_servers.common.call_core`; the output schemas are derived from the result types the core declares
+(:mod:`aisac_core.memory.results`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
 from aisac_core.context import AppContext
+from aisac_core.memory import results as R
+from aisac_core.memory.common import MemoryInputError
 
-from . import results_memory as R
 from .common import App, call_core, hints
 from .completions import by_prefix
 from .results_schema import schema
@@ -32,18 +35,6 @@ server = FastMCP(
     ),
 )
 
-
-
-class _LazyMemory:
-    """``aisac_core.memory``, imported on first use: its SQL imports would slow the server's start."""
-
-    def __getattr__(self, name: str) -> Any:
-        from aisac_core import memory
-
-        return getattr(memory, name)
-
-
-mem = _LazyMemory()
 
 Role = Literal["user", "assistant", "router", "planner", "coordinator", "evaluator", "tool"]
 SessionId = Annotated[str, Field(description="ses-... (memory_list_sessions)")]
@@ -59,7 +50,7 @@ async def start_session(
 ) -> R.Session:
     """Start a new research thread (session) before its first turn; to continue a thread, find its
     session_id with memory_list_sessions instead. Returns the session with its session_id."""
-    return await call_core(mem.start_session, app, title, project)
+    return await call_core(app.memory.start_session, title, project)
 
 
 @server.tool(annotations=hints("Add a turn"), output_schema=schema(R.AddedTurn))
@@ -73,7 +64,7 @@ async def add_turn(
 ) -> R.AddedTurn:
     """Append a turn to a session. An assistant turn answering the latest user turn is indexed with it as an
     exchange (``pair``) that memory_recall finds later."""
-    return await call_core(mem.add_turn, app, session_id, role, content, metadata, parent_id)
+    return await call_core(app.memory.add_turn, session_id, role, content, metadata, parent_id)
 
 
 @server.tool(annotations=hints("Read a session's turns", read_only=True), output_schema=schema(R.History))
@@ -87,7 +78,7 @@ async def get_history(
 ) -> R.History:
     """Read a session's transcript verbatim, oldest first, page by page (``next_cursor`` is null on the last
     page). For the context of a new question use memory_recall; to find turns by content, memory_search."""
-    return await call_core(mem.get_history, app, session_id, cursor, limit, roles, token_budget)
+    return await call_core(app.memory.get_history, session_id, cursor, limit, roles, token_budget)
 
 
 @server.tool(annotations=hints("Recall context", read_only=True), output_schema=schema(R.Recall))
@@ -101,7 +92,7 @@ async def recall(
 ) -> R.Recall:
     """Context for a follow-up question: the session's last turns plus the older exchanges of any session most
     related to ``query`` (``score`` 0-1), within ``token_budget``. memory_get_history gives a transcript."""
-    return await call_core(mem.recall, app, session_id, query, last_n, k, token_budget)
+    return await call_core(app.memory.recall, session_id, query, last_n, k, token_budget)
 
 
 @server.tool(annotations=hints("Search past turns", read_only=True), output_schema=schema(R.Search))
@@ -117,7 +108,7 @@ async def search(
     """Look up what was said, in all sessions or one: turns containing the query's words and similar
     user/assistant exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters
     (memory_get_history has it whole). No hit is not an error."""
-    return await call_core(mem.search, app, query, session_id, roles, mode, limit, offset)
+    return await call_core(app.memory.search, query, session_id, roles, mode, limit, offset)
 
 
 @server.tool(annotations=hints("List sessions", read_only=True), output_schema=schema(R.Sessions))
@@ -128,7 +119,7 @@ async def list_sessions(
     app: AppContext = App,
 ) -> R.Sessions:
     """Find a session to continue: sessions newest first with title, project and turn count, paged."""
-    return await call_core(mem.list_sessions, app, project, limit, offset)
+    return await call_core(app.memory.list_sessions, project, limit, offset)
 
 
 @server.tool(annotations=hints("Export a session", read_only=True), output_schema=schema(R.Export))
@@ -142,7 +133,7 @@ async def export_session(
     """A whole session for a person to read (Markdown: each turn with role, time and metadata) or as JSON,
     in parts (pass ``next_cursor`` until null). The resource aisac://memory/sessions/{session_id} is the
     same Markdown."""
-    return await call_core(mem.export_session, app, session_id, format, cursor, limit)
+    return await call_core(app.memory.export_session, session_id, format, cursor, limit)
 
 
 @server.tool(annotations=hints("Delete a session", destructive=True, idempotent=True), output_schema=schema(R.Deleted))
@@ -153,7 +144,7 @@ async def delete_session(
 ) -> R.Deleted:
     """Delete a session with its turns and indexed exchanges, for good; facts are kept. Only when the user
     asks for it."""
-    return await call_core(mem.delete_session, app, session_id, confirm)
+    return await call_core(app.memory.delete_session, session_id, confirm)
 
 
 @server.tool(annotations=hints("Record a fact"), output_schema=schema(R.Recorded))
@@ -171,7 +162,7 @@ async def record_fact(
     """Record a belief that holds from ``valid_at`` on, such as a measured value or a hypothesis's status
     (conversation goes in memory_add_turn). It closes the earlier fact with the same subject and predicate,
     returned as ``superseded``."""
-    return await call_core(mem.record_fact, app, subject, predicate, object, conditions, valid_at, source,
+    return await call_core(app.memory.record_fact, subject, predicate, object, conditions, valid_at, source,
                            evidence_span, fact_run_id)
 
 
@@ -187,7 +178,7 @@ async def query_facts(
 ) -> R.Facts:
     """What was believed at a time (``as_of``, default now): the facts valid then, filtered. For how one
     subject's facts changed, use memory_fact_timeline."""
-    return await call_core(mem.query_facts, app, subject, predicate, object, as_of, limit, offset)
+    return await call_core(app.memory.query_facts, subject, predicate, object, as_of, limit, offset)
 
 
 @server.tool(annotations=hints("Fact timeline", read_only=True), output_schema=schema(R.Timeline))
@@ -200,7 +191,7 @@ async def fact_timeline(
 ) -> R.Timeline:
     """How the beliefs about one subject changed: every fact, current (``current``) and superseded, by
     ``valid_at``."""
-    return await call_core(mem.fact_timeline, app, subject, predicate, limit, offset)
+    return await call_core(app.memory.fact_timeline, subject, predicate, limit, offset)
 
 
 #: the same template as the memory server itself declares it (the suite mounts it as :data:`SESSION_URI`)
@@ -211,8 +202,8 @@ LOCAL_SESSION_URI = "aisac://sessions/{session_id}"
 async def session_resource(session_id: str, app: AppContext = App) -> str:
     """A memory session as Markdown (its first 1,000 turns; memory_export_session pages through longer ones)."""
     try:
-        return await anyio.to_thread.run_sync(mem.session_markdown, app, session_id)
-    except mem.MemoryInputError as exc:
+        return await anyio.to_thread.run_sync(app.memory.session_markdown, session_id)
+    except MemoryInputError as exc:
         raise ResourceError(str(exc)) from exc
 
 
@@ -222,7 +213,7 @@ COMPLETIONS = 100
 
 def session_ids(app: AppContext, prefix: str = "") -> list[str]:
     """Session ids starting with ``prefix``, newest first (among the 500 newest sessions), at most 100."""
-    ids = [s["session_id"] for s in mem.list_sessions(app, None, 500, 0)["sessions"]]
+    ids = [s["session_id"] for s in app.memory.list_sessions(None, 500, 0)["sessions"]]
     return [i for i in ids if i.startswith(prefix or "")][:COMPLETIONS]
 
 

@@ -46,7 +46,7 @@ async def _listing(app, tools: str):  # noqa: ANN001, ANN202
 async def test_tools_list_fits_the_token_budget(fast_core, profile):
     """Acceptance: the tools/list JSON of the profile, over a real client, within its token budget."""
     tools, text, _ = await _listing(fast_core, profile)
-    (tokens,) = count_tokens(fast_core, [text])
+    (tokens,) = count_tokens(fast_core.embedder, [text])
     print(f"\nprofile {profile}: {len(tools)} tools, {len(text.encode())} bytes, {tokens} tokens (MiniLM WordPiece)")
     assert tokens <= BUDGET[profile], f"{profile}: {tokens} tokens > {BUDGET[profile]} ({len(text.encode())} bytes)"
 
@@ -55,7 +55,7 @@ async def test_tools_list_fits_the_token_budget(fast_core, profile):
 async def test_the_whole_list_is_measured(fast_core, profile):
     """``all`` lists every tool flat: no budget (it is for hosts with their own tool selection), but measured."""
     tools, text, _ = await _listing(fast_core, profile)
-    (tokens,) = count_tokens(fast_core, [text])
+    (tokens,) = count_tokens(fast_core.embedder, [text])
     print(f"\nprofile {profile}: {len(tools)} tools, {len(text.encode())} bytes, {tokens} tokens (MiniLM WordPiece)")
     assert len(tools) >= 55
 
@@ -165,7 +165,7 @@ def test_serve_refuses_a_bad_tools_value(tmp_path):
 @pytest.mark.parametrize("profile", ["core", "full"])
 async def test_instructions_are_composed_from_the_mounted_servers(fast_core, profile):
     _, _, text = await _listing(fast_core, profile)
-    (tokens,) = count_tokens(fast_core, [text])
+    (tokens,) = count_tokens(fast_core.embedder, [text])
     print(f"\ninstructions of {profile}: {tokens} tokens")
     assert tokens <= INSTRUCTIONS_BUDGET, text
     assert "[rag]" in text and "anchor" in text and "aisac/run_id" in text

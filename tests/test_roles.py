@@ -230,12 +230,11 @@ def test_run_graph_without_model_answers_with_citations_and_traces_every_step(rc
 
 
 def test_router_context_includes_memory_recall_of_the_session(rcore):
-    from aisac_core import memory as mem
     from roles_support import run_graph
 
-    sid = mem.start_session(rcore, "lipase work")["session_id"]
-    mem.add_turn(rcore, sid, "user", "We measure the lipase at pH 7.5")
-    mem.add_turn(rcore, sid, "assistant", "Noted: pH 7.5, 30 degrees Celsius")
+    sid = rcore.memory.start_session("lipase work")["session_id"]
+    rcore.memory.add_turn(sid, "user", "We measure the lipase at pH 7.5")
+    rcore.memory.add_turn(sid, "assistant", "Noted: pH 7.5, 30 degrees Celsius")
     res = anyio.run(lambda: run_graph(rcore, "What is the kcat of the lipase?", llm="none", session_id=sid,
                                       mode="lite"))
     assert any(m["kind"] == "recent" and "pH 7.5" in m["content"] for m in res["route"]["context"]["memory"])

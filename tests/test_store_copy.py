@@ -34,27 +34,23 @@ def _open(data_dir: Path, models_dir: Path, embedder, sql_url: str | None = None
 
 def _snapshot(core) -> dict:
     """What the store serves: search hits (ids, rounded scores), per-table counts, history, facts, trace."""
-    from aisac_core.memory.facts import fact_timeline
-    from aisac_core.memory.sessions import get_history, list_sessions
     from aisac_core.rag.search import search
     from aisac_core.trace.recorder import list_events
 
     hits = {q: [h.as_dict() for h in search(core, q, 5).hits] for q in QUERIES}
     with Session(core.engine) as db:
         counts = {t.name: db.exec(select(func.count()).select_from(t)).one() for t in SQLModel.metadata.sorted_tables}
-    sessions = list_sessions(core)["sessions"]
-    history = {s["session_id"]: get_history(core, s["session_id"])["turns"] for s in sessions}
+    sessions = core.memory.list_sessions()["sessions"]
+    history = {s["session_id"]: core.memory.get_history(s["session_id"])["turns"] for s in sessions}
     events = [{k: v for k, v in e.items() if k != "latency_ms"} for e in list_events(core.engine, limit=100)]
     return {"hits": hits, "counts": counts, "sessions": sessions, "history": history,
-            "facts": {k: v for k, v in fact_timeline(core, "sample A").items() if k != "as_of"}, "events": events}
+            "facts": {k: v for k, v in core.memory.fact_timeline("sample A").items() if k != "as_of"}, "events": events}
 
 
 @pytest.fixture(scope="module")
 def source_store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):
     """A store with rows in many tables: indexed corpus (documents, contents, job), memory (session, turns, a
     dialogue pair), facts (one superseded), trace events. Yields (data_dir, snapshot). Tests only read it."""
-    from aisac_core.memory.facts import record_fact
-    from aisac_core.memory.sessions import add_turn, start_session
     from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.recorder import record_tool_call
 
@@ -62,11 +58,11 @@ def source_store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, cor
     core = _open(data_dir, models_dir, shared_embedder)
     try:
         Indexer(core).run([corpus])
-        sid = start_session(core, title="thread", project="p")["session_id"]
-        add_turn(core, sid, "user", "What did the methods section use?")
-        add_turn(core, sid, "assistant", "A calorimeter, per the methods.")
-        record_fact(core, "sample A", "melting point", "412 K", valid_at="2024-01-01T00:00:00Z")
-        record_fact(core, "sample A", "melting point", "410 K", valid_at="2025-06-01T12:30:00+02:00")
+        sid = core.memory.start_session(title="thread", project="p")["session_id"]
+        core.memory.add_turn(sid, "user", "What did the methods section use?")
+        core.memory.add_turn(sid, "assistant", "A calorimeter, per the methods.")
+        core.memory.record_fact("sample A", "melting point", "412 K", valid_at="2024-01-01T00:00:00Z")
+        core.memory.record_fact("sample A", "melting point", "410 K", valid_at="2025-06-01T12:30:00+02:00")
         for i in range(3):
             record_tool_call(core.engine, run_id="run-1", server="rag", tool="rag_search", arguments={"q": i},
                              result={"hits": []}, status="ok", error=None, latency_ms=1.5)
@@ -92,10 +88,8 @@ def _check_copy(source_store, models_dir: Path, embedder, target: str) -> None:
     core = _open(data_dir, models_dir, embedder, sql_url=target)
     try:
         assert _snapshot(core) == snap  # same hits over the same vectors, same rows, same times
-        from aisac_core.memory.sessions import add_turn
-
         sid = snap["sessions"][0]["session_id"]
-        new = add_turn(core, sid, "user", "a turn written after the move")  # (a user turn writes no vector)
+        new = core.memory.add_turn(sid, "user", "a turn written after the move")  # (a user turn writes no vector)
         assert new["turn_id"] > max(t["turn_id"] for t in snap["history"][sid])  # ids continue past the copy
         with Session(core.engine) as db:
             assert all(t.created_at is not None for t in db.exec(select(Turn)).all())

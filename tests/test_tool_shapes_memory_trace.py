@@ -31,7 +31,7 @@ def serialised(monkeypatch):
 
     def spy(data, annotation=None):
         out = orig(data, annotation)
-        if getattr(annotation, "__module__", "").endswith(("results_memory", "trace.results")):
+        if getattr(annotation, "__module__", "").endswith(("memory.results", "trace.results")):
             seen.append((annotation, data, out))
         return out
 
@@ -141,6 +141,9 @@ async def test_every_tool_result_matches_its_schema(fast_core, serialised):
     for tool, out in calls:
         jsonschema.validate(out, tools[tool].output_schema)  # what the host validates against
         jsonschema.validate(out, _full_schema(tool))  # the whole result type
+        if tool.startswith("memory_"):  # the core declares every key of a memory result: no other key may appear
+            assert _full_schema(tool)["additionalProperties"] is False, tool
+            jsonschema.validate(out, {**tools[tool].output_schema, "additionalProperties": False})
     assert len(serialised) >= len(calls)
     for tp, raw, sent in serialised:
         assert sent == json.loads(json.dumps(raw)), f"{tp.__name__}: serialisation changed the result"

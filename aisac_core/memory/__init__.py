@@ -11,7 +11,7 @@ BM25 sparse, the same embedder as documents) into the ``dialogue`` collection wi
 ``{session_id, user_turn_id, assistant_turn_id, text, created_at}``. The SQL row commits first (it
 records the pair in ``Turn.pair_user_id``); the vector upsert follows under a deterministic point id
 (uuid5 of the assistant turn id), so a crash in between is repaired by :func:`reconcile_dialogue`, which
-runs once per process on first use and upserts every pair the vector store lacks.
+runs once per store on first use (:meth:`MemoryService.dialogue`) and upserts every pair the vector store lacks.
 
 Recall (:func:`recall`): the last N turns of the session plus the related older pairs of any session
 (hybrid convex fusion as in :mod:`aisac_core.rag.search`, pairs inside the last-N window excluded),
@@ -22,10 +22,12 @@ until ``invalid_at``. Recording a fact for a subject + predicate closes the fact
 new ``valid_at`` (its ``invalid_at`` becomes the new ``valid_at``); a back-dated fact is inserted into
 the timeline and closed by the next later one. Matching of subject and predicate is case-insensitive.
 
-Modules: :mod:`~aisac_core.memory.sessions` (sessions, turns, history, export, delete),
+:class:`~aisac_core.memory.service.MemoryService` is the API (one per store, built by the application context with
+the store's engine, vector store and embedder; it holds the per-store state). Modules:
+:mod:`~aisac_core.memory.service`, :mod:`~aisac_core.memory.sessions` (sessions, turns, history, export, delete),
 :mod:`~aisac_core.memory.recall` (dialogue pairs, reconcile, recall, search), :mod:`~aisac_core.memory.facts`
-(temporal facts) and :mod:`~aisac_core.memory.common` (limits, checks, JSON shapes); this package re-exports
-their public API.
+(temporal facts), :mod:`~aisac_core.memory.results` (the result shapes) and :mod:`~aisac_core.memory.common`
+(limits, checks, JSON shapes); this package re-exports their public API.
 """
 
 from aisac_core.memory.common import (
@@ -40,6 +42,7 @@ from aisac_core.memory.common import (
                                       SEMANTIC_CANDIDATES,
                                       SNIPPET_CHARS,
                                       MemoryInputError,
+                                      MemoryParts,
                                       iso,
                                       parse_time,
                                       session_dict,
@@ -48,13 +51,13 @@ from aisac_core.memory.common import (
 from aisac_core.memory.facts import fact_dict, fact_timeline, query_facts, record_fact
 from aisac_core.memory.recall import (
                                       DIALOGUE,
-                                      MemoryState,
                                       count_tokens,
                                       point_id,
                                       recall,
                                       reconcile_dialogue,
                                       search,
 )
+from aisac_core.memory.service import MemoryService
 from aisac_core.memory.sessions import (
                                       EXPORT_MAX_TURNS,
                                       add_turn,
@@ -70,7 +73,7 @@ from aisac_core.memory.sessions import (
 __all__ = [
     "DIALOGUE", "EXPORT_MAX_TURNS", "KEYWORD_CANDIDATES", "MAX_CONTENT_CHARS", "MAX_FACT_FIELD_CHARS",
     "MAX_METADATA_CHARS", "MAX_QUERY_CHARS", "MAX_TITLE_CHARS", "PAIR_TEXT_CHARS", "ROLES", "SEMANTIC_CANDIDATES",
-    "SNIPPET_CHARS", "MemoryInputError", "MemoryState", "add_turn", "count_tokens", "delete_session",
+    "SNIPPET_CHARS", "MemoryInputError", "MemoryParts", "MemoryService", "add_turn", "count_tokens", "delete_session",
     "export_session", "fact_dict", "fact_timeline", "get_history", "iso", "list_sessions", "parse_time",
     "point_id", "query_facts", "recall", "reconcile_dialogue", "record_fact", "render_markdown", "search",
     "session_dict", "session_markdown", "start_session", "turn_dict",

@@ -1,17 +1,26 @@
-"""What every part of memory shares: the input error, the limits, time parsing and formatting, argument checks and
-the JSON shapes of sessions and turns."""
+"""What every part of memory shares: the input error, the limits, time parsing and formatting, argument checks,
+the JSON shapes of sessions and turns, and :class:`MemoryParts` (what the dialogue functions use of the service)."""
 
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from sqlmodel import Session
 
 from aisac_core.errors import AisacError
 from aisac_core.hashing import dumps
+from aisac_core.memory.results import Session as SessionResult
+from aisac_core.memory.results import Turn as TurnResult
 from aisac_core.store.tables import MemorySession, Turn
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.store.vectors import VectorStore
 
 ROLES = ("user", "assistant", "router", "planner", "coordinator", "evaluator", "tool")
 #: largest turn content, in characters
@@ -35,13 +44,41 @@ class MemoryInputError(AisacError, ValueError):
     was wrong and what is accepted."""
 
 
+class MemoryParts(Protocol):
+    """What the functions over turns and the dialogue index use of one store's memory
+    (:class:`~aisac_core.memory.service.MemoryService` provides it)."""
+
+    @property
+    def engine(self) -> Engine:
+        """The SQL engine (sessions, turns, facts)."""
+
+    @property
+    def embedder(self) -> Embedder:
+        """Dense + sparse embedder (pairs, queries) and the tokenizer that counts budgets."""
+
+    @property
+    def upsert_lock(self) -> threading.Lock:
+        """Serialises this store's writes to the ``dialogue`` collection."""
+
+    def dialogue(self) -> VectorStore:
+        """The vector store holding the ``dialogue`` collection, reconciled with the turns once per store."""
+
+
 def _utc(dt: datetime) -> datetime:
     """Aware UTC (a naive value is taken as UTC)."""
     return dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+@overload
+def iso(dt: datetime) -> str: ...
+
+
+@overload
+def iso(dt: datetime | None) -> str | None: ...
+
+
 def iso(dt: datetime | None) -> str | None:
-    """ISO 8601 UTC with ``Z``."""
+    """ISO 8601 UTC with ``Z`` (None for None)."""
     if dt is None:
         return None
     return _utc(dt).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -110,22 +147,26 @@ def _session(db: Session, session_id: str) -> MemorySession:
     return row
 
 
-def session_dict(s: MemorySession, turn_count: int | None = None, last_turn_at: datetime | None = None) -> dict:
-    """JSON-ready session."""
-    out: dict[str, Any] = {"session_id": s.id, "title": s.title, "project": s.project, "created_at": iso(s.created_at)}
-    if turn_count is not None:
-        out["turn_count"] = turn_count
-        out["last_turn_at"] = iso(last_turn_at)
-    return out
+def session_dict(s: MemorySession, turn_count: int, last_turn_at: datetime | None) -> SessionResult:
+    """JSON-ready session with its number of turns and the time of its last turn (None without turns)."""
+    return {"session_id": s.id, "title": s.title, "project": s.project, "created_at": iso(s.created_at),
+            "turn_count": turn_count, "last_turn_at": iso(last_turn_at)}
 
 
-def turn_dict(t: Turn, max_chars: int | None = None) -> dict[str, Any]:
+def stored_id(row_id: int | None) -> int:
+    """The id of a stored row (its model types it ``int | None``: None only before the insert is flushed)."""
+    assert row_id is not None, "row not stored yet"
+    return row_id
+
+
+def turn_dict(t: Turn, max_chars: int | None = None) -> TurnResult:
     """JSON-ready turn; content cut to ``max_chars`` (with ``truncated: true``) when given."""
     content = t.content
     truncated = max_chars is not None and len(content) > max_chars
-    out = {"turn_id": t.id, "session_id": t.session_id, "role": t.role,
-           "content": content[:max_chars] if truncated else content, "metadata": json.loads(t.metadata_json or "{}"),
-           "parent_id": t.parent_id, "created_at": iso(t.created_at)}
+    out: TurnResult = {"turn_id": stored_id(t.id), "session_id": t.session_id, "role": t.role,
+                       "content": content[:max_chars] if truncated else content,
+                       "metadata": json.loads(t.metadata_json or "{}"), "parent_id": t.parent_id,
+                       "created_at": iso(t.created_at)}
     if t.pair_user_id is not None:
         out["answers_turn_id"] = t.pair_user_id
     if truncated:

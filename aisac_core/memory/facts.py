@@ -4,7 +4,7 @@ closes the fact it supersedes; queried as of any time, or as a timeline."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
@@ -18,30 +18,35 @@ from aisac_core.memory.common import (
     _utc,
     iso,
     parse_time,
+    stored_id,
 )
+from aisac_core.memory.results import Fact as FactResult
+from aisac_core.memory.results import Facts, Recorded, Timeline
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import Fact
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
 
 
-def fact_dict(f: Fact) -> dict[str, Any]:
+def fact_dict(f: Fact) -> FactResult:
     """JSON-ready fact."""
-    return {"fact_id": f.id, "subject": f.subject, "predicate": f.predicate, "object": f.object,
+    return {"fact_id": stored_id(f.id), "subject": f.subject, "predicate": f.predicate, "object": f.object,
             "conditions": json.loads(f.conditions_json or "{}"), "valid_at": iso(f.valid_at),
             "invalid_at": iso(f.invalid_at), "source": f.source, "evidence_span": f.evidence_span,
             "run_id": f.run_id, "created_at": iso(f.created_at)}
 
 
-def record_fact(core: "AppContext", subject: str, predicate: str, object: str, conditions: dict | None = None,
+def record_fact(engine: Engine, subject: str, predicate: str, object: str, conditions: dict | None = None,
                 valid_at: str | None = None, source: str | None = None, evidence_span: str | None = None,
-                run_id: str | None = None) -> dict[str, Any]:
+                run_id: str | None = None) -> Recorded:
     """Record a fact valid from ``valid_at`` (default now). The fact of the same subject + predicate that
     was valid at ``valid_at`` is closed (its ``invalid_at`` set to ``valid_at``); when a later fact exists
     (a back-dated record), the new fact is closed at that fact's ``valid_at``.
 
-    Returns ``{fact: {...}, superseded: {...} | None}``."""
+    ``subject``, ``predicate``, ``object``: non-empty, at most 10,000 characters (subject and predicate match any
+    case); ``conditions``: a JSON object; ``valid_at``: ISO 8601 (or ``now``). Returns ``{fact: {...},
+    superseded: {...} | None}``. Raises MemoryInputError on an empty or over-long field or a bad time."""
     _check_str(subject, "subject", MAX_FACT_FIELD_CHARS)
     _check_str(predicate, "predicate", MAX_FACT_FIELD_CHARS)
     _check_str(object, "object", MAX_FACT_FIELD_CHARS)
@@ -51,7 +56,7 @@ def record_fact(core: "AppContext", subject: str, predicate: str, object: str, c
             _check_str(val, name, MAX_FACT_FIELD_CHARS)
     va = parse_time(valid_at, "valid_at") or _now()
     sk, pk = subject.strip().lower(), predicate.strip().lower()
-    with Session(core.engine) as db:  # serialised per (subject, predicate): supersede sees every earlier fact
+    with Session(engine) as db:  # serialised per (subject, predicate): supersede sees every earlier fact
         lock(db, "fact", sk, pk)
         same = (Fact.subject_key == sk, Fact.predicate_key == pk)
         prev = db.exec(select(Fact).where(*same, Fact.valid_at <= va, or_(Fact.invalid_at.is_(None), Fact.invalid_at > va))
@@ -74,12 +79,13 @@ def record_fact(core: "AppContext", subject: str, predicate: str, object: str, c
         return {"fact": fact_dict(row), "superseded": superseded}
 
 
-def query_facts(core: "AppContext", subject: str | None = None, predicate: str | None = None, object: str | None = None,
-                as_of: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def query_facts(engine: Engine, subject: str | None = None, predicate: str | None = None, object: str | None = None,
+                as_of: str | None = None, limit: int = 50, offset: int = 0) -> Facts:
     """Facts valid at ``as_of`` (default now: valid_at <= as_of < invalid_at, or still open), filtered by
     subject / predicate (case-insensitive, exact) and object (case-insensitive substring).
 
-    Returns ``{facts, total, as_of, offset, next_offset}``."""
+    Returns ``{facts, total, as_of, offset, next_offset}`` (``limit`` 1-500). Raises MemoryInputError on a bad
+    time or limit."""
     at = parse_time(as_of, "as_of") or _now()
     limit = _check_int(limit, "limit", 1, 500)
     offset = _check_int(offset, "offset", 0, 10**9)
@@ -90,7 +96,7 @@ def query_facts(core: "AppContext", subject: str | None = None, predicate: str |
         conds.append(Fact.predicate_key == predicate.strip().lower())
     if object:
         conds.append(func.lower(Fact.object).contains(object.strip().lower()))
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
         rows = db.exec(select(Fact).where(*conds).order_by(Fact.subject_key, Fact.predicate_key, Fact.valid_at, Fact.id)
                        .offset(offset).limit(limit)).all()
@@ -98,10 +104,11 @@ def query_facts(core: "AppContext", subject: str | None = None, predicate: str |
             "next_offset": offset + limit if offset + limit < total else None}
 
 
-def fact_timeline(core: "AppContext", subject: str, predicate: str | None = None, limit: int = 100,
-                  offset: int = 0) -> dict[str, Any]:
+def fact_timeline(engine: Engine, subject: str, predicate: str | None = None, limit: int = 100,
+                  offset: int = 0) -> Timeline:
     """Every fact about ``subject`` (optionally one predicate), current and superseded, by valid_at:
-    ``{subject, facts: [{..., current}], total, offset, next_offset}``."""
+    ``{subject, facts: [{..., current}], total, offset, next_offset}`` (``limit`` 1-500). Raises
+    MemoryInputError on an empty subject or a bad limit."""
     _check_str(subject, "subject", MAX_FACT_FIELD_CHARS)
     limit = _check_int(limit, "limit", 1, 500)
     offset = _check_int(offset, "offset", 0, 10**9)
@@ -109,10 +116,10 @@ def fact_timeline(core: "AppContext", subject: str, predicate: str | None = None
     if predicate:
         conds.append(Fact.predicate_key == predicate.strip().lower())
     now = _now()
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
         rows = db.exec(select(Fact).where(*conds).order_by(Fact.valid_at, Fact.id).offset(offset).limit(limit)).all()
-    facts = []
+    facts: list[FactResult] = []
     for f in rows:
         d = fact_dict(f)
         d["current"] = _utc(f.valid_at) <= now and (f.invalid_at is None or _utc(f.invalid_at) > now)

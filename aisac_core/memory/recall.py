@@ -1,6 +1,10 @@
 """The dialogue index and what reads it: user -> assistant pairs embedded into the ``dialogue`` collection, their
 repair (:func:`reconcile_dialogue`), recall within a token budget (:func:`recall`) and keyword + semantic search
-over the turns (:func:`search`)."""
+over the turns (:func:`search`).
+
+The functions take what they use of one store's memory: its engine, embedder, vector store, or the
+:class:`~aisac_core.memory.common.MemoryParts` of its :class:`~aisac_core.memory.service.MemoryService` (which holds
+the per-store state: the reconciled flag and the lock that serialises dialogue writes)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import re
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
@@ -21,19 +25,26 @@ from aisac_core.memory.common import (
     SEMANTIC_CANDIDATES,
     SNIPPET_CHARS,
     MemoryInputError,
+    MemoryParts,
     _check_int,
     _check_str,
     _session,
     iso,
+    stored_id,
     turn_dict,
 )
+from aisac_core.memory.results import Recall, RelatedPair, Search, SearchHit
+from aisac_core.memory.results import Turn as TurnResult
 from aisac_core.rag.search import PREFETCH, convex_fusion
 from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.tables import MemorySession, Turn
 from aisac_core.store.vectors import Cond, VectorPoint
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.store.vectors import VectorStore
 
 _NS = uuid.UUID("6f1c2a52-4d0e-5a7b-9a51-3c0b7f0e4d21")
 
@@ -48,53 +59,26 @@ def _pair_text(user: str, assistant: str) -> str:
     return text[:PAIR_TEXT_CHARS]
 
 
-_upsert_lock = threading.Lock()
-
-
-class MemoryState:
-    """Memory's state for one store (:attr:`aisac_core.context.AppContext.memory`): whether the dialogue collection
-    was reconciled with the turns since the store opened."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.dialogue_reconciled = False
-
-
-def _vs(core: "AppContext") -> Any:
-    """The vector store with the dialogue collection; reconciles the pairs once per store."""
-    vs = core.vectors()
-    state = core.memory
-    if not state.dialogue_reconciled:
-        with state.lock:
-            if not state.dialogue_reconciled:
-                reconcile_dialogue(core, vs)
-                state.dialogue_reconciled = True
-    return vs
-
-
-def _embed_pairs(core: "AppContext", pairs: list[tuple[Turn, Turn]]) -> list[VectorPoint]:
+def embed_pairs(embedder: Embedder, pairs: list[tuple[Turn, Turn]]) -> list[VectorPoint]:
+    """The dialogue points of (user turn, assistant turn) pairs: dense + sparse vectors of their text, payload
+    ``{session_id, user_turn_id, assistant_turn_id, text, created_at}``."""
     texts = [_pair_text(u.content, a.content) for u, a in pairs]
-    emb = core.embedder
-    dense = emb.embed_documents(texts)
-    sparse = emb.sparse_documents(texts)
-    return [VectorPoint(point_id(a.id), dv, list(sv[0]), list(sv[1]),  # type: ignore[arg-type]
+    dense = embedder.embed_documents(texts)
+    sparse = embedder.sparse_documents(texts)
+    return [VectorPoint(point_id(stored_id(a.id)), dv, list(sv[0]), list(sv[1]),
                         {"session_id": a.session_id, "user_turn_id": u.id, "assistant_turn_id": a.id, "text": text,
                          "created_at": iso(a.created_at)})
             for (u, a), text, dv, sv in zip(pairs, texts, dense, sparse)]
 
 
-def _upsert(vs: Any, points: list[VectorPoint]) -> None:
-    with _upsert_lock:
-        vs.upsert(DIALOGUE, points)
-
-
-def reconcile_dialogue(core: "AppContext", vs: Any | None = None, batch: int = 256) -> int:
-    """Upsert every pair recorded in SQL that the ``dialogue`` collection lacks; returns how many.
+def reconcile_dialogue(engine: Engine, embedder: Embedder, vs: VectorStore, lock: threading.Lock,
+                       batch: int = 256) -> int:
+    """Upsert every pair recorded in SQL that the ``dialogue`` collection of ``vs`` lacks (embedded ``batch`` at a
+    time, each upsert under ``lock``); returns how many.
 
     Cheap when nothing is missing (one count on each side). Runs after a crash between the SQL commit
     and the vector upsert, and after the collection was recreated (another embedding model)."""
-    vs = vs or core.vectors()
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         n_sql = db.exec(select(func.count()).select_from(Turn).where(Turn.pair_user_id.is_not(None))).one()
     if vs.count(DIALOGUE) >= n_sql:
         return 0
@@ -102,34 +86,36 @@ def reconcile_dialogue(core: "AppContext", vs: Any | None = None, batch: int = 2
     added = 0
     last_id = 0
     while True:
-        with Session(core.engine) as db:
+        with Session(engine) as db:
             rows = db.exec(select(Turn).where(Turn.pair_user_id.is_not(None), Turn.id > last_id)
                            .order_by(Turn.id).limit(batch * 8)).all()
             if not rows:
                 break
-            last_id = rows[-1].id  # type: ignore[assignment]
-            missing = [a for a in rows if point_id(a.id) not in present]  # type: ignore[arg-type]
+            last_id = stored_id(rows[-1].id)
+            missing = [a for a in rows if point_id(stored_id(a.id)) not in present]
             users = {u.id: u for u in db.exec(select(Turn).where(Turn.id.in_([a.pair_user_id for a in missing]))).all()} \
                 if missing else {}
         pairs = [(users[a.pair_user_id], a) for a in missing if a.pair_user_id in users]
         for i in range(0, len(pairs), batch):
-            pts = _embed_pairs(core, pairs[i:i + batch])
-            _upsert(vs, pts)
+            pts = embed_pairs(embedder, pairs[i:i + batch])
+            with lock:
+                vs.upsert(DIALOGUE, pts)
             added += len(pts)
     if added:
         vs.flush()
     return added
 
-def count_tokens(core: "AppContext", texts: list[str]) -> list[int]:
+def count_tokens(embedder: Embedder, texts: list[str]) -> list[int]:
     """Tokens of each text by the embedding model's tokenizer (no special tokens)."""
     if not texts:
         return []
-    enc = core.embedder.tokenizer().encode_batch(texts, add_special_tokens=False)
+    enc = embedder.tokenizer().encode_batch(texts, add_special_tokens=False)
     return [len(e.ids) for e in enc]
 
 
-def _truncate_to_tokens(core: "AppContext", text: str, budget: int) -> str:
-    enc = core.embedder.tokenizer().encode(text, add_special_tokens=False)
+def truncate_to_tokens(embedder: Embedder, text: str, budget: int) -> str:
+    """The longest start of ``text`` of at most ``budget`` tokens (the embedding model's tokenizer)."""
+    enc = embedder.tokenizer().encode(text, add_special_tokens=False)
     if len(enc.ids) <= budget:
         return text
     if budget <= 0:
@@ -137,22 +123,23 @@ def _truncate_to_tokens(core: "AppContext", text: str, budget: int) -> str:
     return text[:enc.offsets[budget - 1][1]]
 
 
-def _render(t: Turn) -> str:
+def render(t: Turn) -> str:
+    """A turn as its tokens are counted: ``role: content``."""
     return f"{t.role}: {t.content}"
 
 
-def _pair_hits(core: "AppContext", query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
+def _pair_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion with
     theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few pairs for it)."""
-    vs = _vs(core)
-    emb = core.embedder
+    vs = mem.dialogue()
+    emb = mem.embedder
     hits = convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
                           max(PREFETCH, 2 * k), collection=DIALOGUE)
     return [(h.id, h.score, h.payload) for h in hits]
 
 
-def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k: int = 5,
-           token_budget: int = 2000) -> dict[str, Any]:
+def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: int = 5,
+           token_budget: int = 2000) -> Recall:
     """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related
     older user -> assistant pairs of any session (pairs inside the last-N window are left out), within
     ``token_budget`` tokens.
@@ -165,13 +152,18 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
     min-max normalisation, floors 0, Bruch, Gai & Ingber, ACM TOIS 42(1), 2023; see
     :func:`aisac_core.rag.search.normalise`): the worst of a few candidates is not forced to 0, so two
     equally relevant pairs score alike.
+
+    ``last_n`` 0-100, ``k`` 0-50, ``token_budget`` 1-100,000. Returns ``{session_id, session_title, query, recent,
+    related, tokens, token_budget, omitted: {recent, related}, took_ms}``. Raises MemoryInputError on an unknown
+    session, an empty or over-long query or a value out of range.
     """
     _check_str(query, "query", MAX_QUERY_CHARS)
     last_n = _check_int(last_n, "last_n", 0, 100)
     k = _check_int(k, "k", 0, 50)
     token_budget = _check_int(token_budget, "token_budget", 1, 100_000)
     t0 = time.perf_counter()
-    with Session(core.engine) as db:
+    embedder = mem.embedder
+    with Session(mem.engine) as db:
         s = _session(db, session_id)
         recent = list(reversed(db.exec(select(Turn).where(Turn.session_id == session_id)
                                        .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(last_n)).all())) \
@@ -179,19 +171,19 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
     window = {t.id for t in recent}
     related_raw: list[tuple[str, float, dict]] = []
     if k:
-        related_raw = [h for h in _pair_hits(core, query, k + last_n)
+        related_raw = [h for h in _pair_hits(mem, query, k + last_n)
                        if h[2].get("user_turn_id") not in window and h[2].get("assistant_turn_id") not in window][:k]
     # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
     ids = [i for _, _, p in related_raw for i in (p.get("user_turn_id"), p.get("assistant_turn_id"))]
-    with Session(core.engine) as db:
+    with Session(mem.engine) as db:
         turns_by_id = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
         sess_ids = {t.session_id for t in turns_by_id.values()}
         titles = {r.id: r.title for r in db.exec(select(MemorySession).where(MemorySession.id.in_(sess_ids))).all()} \
             if sess_ids else {}
     used = 0
     omitted_recent = omitted_related = 0
-    chosen_recent: list[dict[str, Any]] = []
-    counts = count_tokens(core, [_render(t) for t in recent])
+    chosen_recent: list[TurnResult] = []
+    counts = count_tokens(embedder, [render(t) for t in recent])
     for idx in range(len(recent) - 1, -1, -1):
         t, n = recent[idx], counts[idx]
         if used + n <= token_budget:
@@ -202,7 +194,7 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
             continue
         if not chosen_recent:
             d = turn_dict(t)
-            cut = _truncate_to_tokens(core, _render(t), token_budget)
+            cut = truncate_to_tokens(embedder, render(t), token_budget)
             d["content"] = cut[len(t.role) + 2:]
             d["truncated"] = True
             d["tokens"] = token_budget
@@ -213,20 +205,20 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
             omitted_recent = idx + 1
         break
     chosen_recent.reverse()
-    related: list[dict[str, Any]] = []
+    related: list[RelatedPair] = []
     cand = []
     for pid, score, p in related_raw:
         u, a = turns_by_id.get(p.get("user_turn_id")), turns_by_id.get(p.get("assistant_turn_id"))
         if u is None or a is None:  # deleted meanwhile
             continue
         cand.append((score, u, a))
-    pair_counts = count_tokens(core, [f"user: {u.content}\nassistant: {a.content}" for _, u, a in cand])
+    pair_counts = count_tokens(embedder, [f"user: {u.content}\nassistant: {a.content}" for _, u, a in cand])
     for (score, u, a), n in zip(cand, pair_counts):
         if used + n > token_budget:
             omitted_related += 1
             continue
         related.append({"score": round(score, 6), "session_id": u.session_id, "session_title": titles.get(u.session_id),
-                        "user_turn_id": u.id, "assistant_turn_id": a.id, "user": u.content, "assistant": a.content,
+                        "user_turn_id": stored_id(u.id), "assistant_turn_id": stored_id(a.id), "user": u.content, "assistant": a.content,
                         "created_at": iso(a.created_at), "tokens": n})
         used += n
     return {"session_id": session_id, "session_title": s.title, "query": query, "recent": chosen_recent,
@@ -235,8 +227,12 @@ def recall(core: "AppContext", session_id: str, query: str, last_n: int = 10, k:
             "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
 
 
-def search(core: "AppContext", query: str, session_id: str | None = None, roles: list[str] | None = None,
-           mode: str = "hybrid", limit: int = 10, offset: int = 0) -> dict[str, Any]:
+#: a search candidate: ("pair", assistant turn id) or ("turn", turn id)
+_Key = tuple[Literal["pair", "turn"], int]
+
+
+def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: list[str] | None = None,
+           mode: str = "hybrid", limit: int = 10, offset: int = 0) -> Search:
     """Keyword + semantic search over the turns of every session (or one).
 
     - keyword: turns whose content contains query words (case-insensitive substring; the newest
@@ -247,6 +243,8 @@ def search(core: "AppContext", query: str, session_id: str | None = None, roles:
 
     Hits: ``{kind: "pair" | "turn", score, semantic_score, keyword_score, session_id, turns: [...]}`` with
     turn contents cut to :data:`SNIPPET_CHARS` characters. Paged by ``offset`` over the ranked candidates.
+    Returns ``{hits, count, total, offset, next_offset, mode, took_ms, message?}`` (``message`` when nothing
+    matched). Raises MemoryInputError on an unknown session or role, a bad mode, limit (1-50) or offset.
     """
     _check_str(query, "query", MAX_QUERY_CHARS)
     if mode not in ("hybrid", "keyword", "semantic"):
@@ -259,21 +257,21 @@ def search(core: "AppContext", query: str, session_id: str | None = None, roles:
             raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
     t0 = time.perf_counter()
     if session_id is not None:
-        with Session(core.engine) as db:
+        with Session(mem.engine) as db:
             _session(db, session_id)
     words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query) if len(w) > 1))[:20]
     # key: ("pair", assistant_id) or ("turn", turn_id) -> [semantic, keyword, turn ids]
-    cands: dict[tuple[str, int], list[Any]] = {}
-    turn_to_pair: dict[int, tuple[str, int]] = {}
+    cands: dict[_Key, list[Any]] = {}
+    turn_to_pair: dict[int, _Key] = {}
     if mode in ("hybrid", "semantic"):
         conds = [Cond("session_id", eq=session_id)] if session_id else None
-        for _pid, score, p in _pair_hits(core, query, SEMANTIC_CANDIDATES, conds):
-            key = ("pair", int(p["assistant_turn_id"]))
-            cands[key] = [score, 0.0, [int(p["user_turn_id"]), int(p["assistant_turn_id"])]]
-            for tid in cands[key][2]:
-                turn_to_pair[tid] = key
+        for _pid, score, p in _pair_hits(mem, query, SEMANTIC_CANDIDATES, conds):
+            pair_key: _Key = ("pair", int(p["assistant_turn_id"]))
+            cands[pair_key] = [score, 0.0, [int(p["user_turn_id"]), int(p["assistant_turn_id"])]]
+            for tid in cands[pair_key][2]:
+                turn_to_pair[tid] = pair_key
     if mode in ("hybrid", "keyword") and words:
-        with Session(core.engine) as db:
+        with Session(mem.engine) as db:
             q = select(Turn.id, Turn.content, Turn.pair_user_id).where(or_(*[func.lower(Turn.content).contains(w) for w in words]))
             if session_id:
                 q = q.where(Turn.session_id == session_id)
@@ -281,16 +279,17 @@ def search(core: "AppContext", query: str, session_id: str | None = None, roles:
                 q = q.where(Turn.role.in_(roles))
             rows = db.exec(q.order_by(Turn.created_at.desc(), Turn.id.desc()).limit(KEYWORD_CANDIDATES)).all()
         # a keyword hit on either turn of an embedded pair counts for the pair
-        answered_by = {}
+        answered_by: dict[int, int] = {}
         user_ids = [tid for tid, _c, _p in rows]
-        with Session(core.engine) as db:
+        with Session(mem.engine) as db:
             for i in range(0, len(user_ids), 500):
                 answered_by.update({u: a for a, u in db.exec(select(Turn.id, Turn.pair_user_id).where(
                     Turn.pair_user_id.in_(user_ids[i:i + 500]))).all()})
-        for tid, content, pair_user in rows:
+        for row_id, content, pair_user in rows:
+            tid = stored_id(row_id)
             low = content.lower()
             kw = sum(1 for w in words if w in low) / len(words)
-            key = turn_to_pair.get(tid)
+            key: _Key | None = turn_to_pair.get(tid)
             if key is None and (pair_user is not None or tid in answered_by):
                 a_id = tid if pair_user is not None else answered_by[tid]
                 key = ("pair", a_id)
@@ -305,9 +304,9 @@ def search(core: "AppContext", query: str, session_id: str | None = None, roles:
     total = len(ranked)
     page = ranked[offset:offset + limit]
     ids = [tid for _, v in page for tid in v[2]]
-    with Session(core.engine) as db:
+    with Session(mem.engine) as db:
         turns = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
-    hits = []
+    hits: list[SearchHit] = []
     for (kind, _), (sem, kw, tids) in page:
         ts = [turns[t] for t in tids if t in turns]
         if roles:
@@ -317,7 +316,7 @@ def search(core: "AppContext", query: str, session_id: str | None = None, roles:
         hits.append({"kind": kind, "score": round(w_sem * sem + w_kw * kw, 6), "semantic_score": round(sem, 6),
                      "keyword_score": round(kw, 6), "session_id": ts[0].session_id,
                      "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts]})
-    out: dict[str, Any] = {"hits": hits, "count": len(hits), "total": total, "offset": offset,
+    out: Search = {"hits": hits, "count": len(hits), "total": total, "offset": offset,
                            "next_offset": offset + limit if offset + limit < total else None, "mode": mode,
                            "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
     if not hits:

@@ -1,10 +1,13 @@
 """Sessions and their turns: start, add (pairing an assistant turn with the user turn it answers), page through
-the history, list, export as JSON or Markdown, delete."""
+the history, list, export as JSON or Markdown, delete. Functions reading only SQL take the engine; those that
+also count tokens take the embedder; those that write the dialogue index take the
+:class:`~aisac_core.memory.common.MemoryParts` of the store's memory service."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +19,7 @@ from aisac_core.memory.common import (
     MAX_TITLE_CHARS,
     ROLES,
     MemoryInputError,
+    MemoryParts,
     _check_int,
     _check_json,
     _check_str,
@@ -24,40 +28,39 @@ from aisac_core.memory.common import (
     _utc,
     iso,
     session_dict,
+    stored_id,
     turn_dict,
 )
-from aisac_core.memory.recall import (
-    _embed_pairs,
-    _render,
-    _truncate_to_tokens,
-    _upsert,
-    _upsert_lock,
-    _vs,
-    count_tokens,
-)
+from aisac_core.memory.recall import count_tokens, embed_pairs, render, truncate_to_tokens
+from aisac_core.memory.results import AddedTurn, Deleted, Export, History, PairRef, Sessions
+from aisac_core.memory.results import Session as SessionResult
+from aisac_core.memory.results import Turn as TurnResult
 from aisac_core.store.collections import DIALOGUE
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import MemorySession, Turn
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
 
 
-def start_session(core: "AppContext", title: str | None = None, project: str | None = None) -> dict[str, Any]:
-    """Create a session: ``{session_id, title, project, created_at}``."""
+def start_session(engine: Engine, title: str | None = None, project: str | None = None) -> SessionResult:
+    """Create a session: ``{session_id, title, project, created_at, turn_count: 0, last_turn_at: None}``.
+    ``title`` and ``project``: at most 500 characters (empty = None); raises MemoryInputError when longer."""
     title = _check_str(title, "title", MAX_TITLE_CHARS, required=False)
     project = _check_str(project, "project", MAX_TITLE_CHARS, required=False)
     row = MemorySession(id="ses-" + uuid.uuid4().hex[:16], title=title, project=project, created_at=_now())
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         db.add(row)
         db.commit()
         db.refresh(row)
         return session_dict(row, 0, None)
 
 
-def add_turn(core: "AppContext", session_id: str, role: str, content: str, metadata: dict | None = None,
-             parent_id: int | None = None) -> dict[str, Any]:
+def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadata: dict | None = None,
+             parent_id: int | None = None) -> AddedTurn:
     """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
 
     Returns ``{turn_id, session_id, role, created_at, parent_id, pair: {user_turn_id, assistant_turn_id} | None}``.
@@ -70,8 +73,8 @@ def add_turn(core: "AppContext", session_id: str, role: str, content: str, metad
     meta = _check_json(metadata, "metadata")
     if parent_id is not None and (isinstance(parent_id, bool) or not isinstance(parent_id, int)):
         raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
-    vs = _vs(core) if role == "assistant" else None  # open (and reconcile) before this turn commits
-    with Session(core.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
+    vs = mem.dialogue() if role == "assistant" else None  # open (and reconcile) before this turn commits
+    with Session(mem.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
         lock(db, "turn", session_id)
         _session(db, session_id)
         if parent_id is not None:
@@ -99,12 +102,15 @@ def add_turn(core: "AppContext", session_id: str, role: str, content: str, metad
         db.refresh(row)
         if pair_user is not None:
             db.refresh(pair_user)
-        out = {"turn_id": row.id, "session_id": session_id, "role": role, "created_at": iso(row.created_at),
-               "parent_id": parent_id, "pair": None}
+        out: AddedTurn = {"turn_id": stored_id(row.id), "session_id": session_id, "role": role,
+                          "created_at": iso(row.created_at), "parent_id": parent_id, "pair": None}
         pair = (pair_user, row) if pair_user is not None else None
-    if pair is not None:  # after the commit: a crash here is repaired by reconcile_dialogue
-        _upsert(vs, _embed_pairs(core, [pair]))
-        out["pair"] = {"user_turn_id": pair[0].id, "assistant_turn_id": pair[1].id}
+    if pair is not None and vs is not None:  # after the commit: a crash here is repaired by reconcile_dialogue
+        points = embed_pairs(mem.embedder, [pair])
+        with mem.upsert_lock:
+            vs.upsert(DIALOGUE, points)
+        ref: PairRef = {"user_turn_id": stored_id(pair[0].id), "assistant_turn_id": stored_id(pair[1].id)}
+        out["pair"] = ref
     return out
 
 
@@ -121,13 +127,15 @@ def _cursor_filter(db: Session, session_id: str, cursor: Any) -> Any:
                                "from the previous page of this session")
     return or_(Turn.created_at > ref.created_at, and_(Turn.created_at == ref.created_at, Turn.id > ref.id))
 
-def get_history(core: "AppContext", session_id: str, cursor: str | int | None = None, limit: int = 50,
-                roles: list[str] | None = None, token_budget: int | None = None) -> dict[str, Any]:
+def get_history(engine: Engine, embedder: Embedder, session_id: str, cursor: str | int | None = None,
+                limit: int = 50, roles: list[str] | None = None, token_budget: int | None = None) -> History:
     """Turns of a session, oldest first, from ``cursor``; optionally only ``roles``; at most ``limit`` turns
     and, with ``token_budget``, at most that many tokens (``role: content`` counted with the embedding
     tokenizer; a first turn larger than the budget is returned cut, with ``truncated: true``).
 
-    Returns ``{session_id, turns, count, next_cursor, tokens}``; ``next_cursor`` is None at the end."""
+    Returns ``{session_id, turns, count, next_cursor}`` and, with ``token_budget``, ``tokens`` and
+    ``token_budget``; ``next_cursor`` is None at the end. Raises MemoryInputError on an unknown session or role,
+    a bad cursor, limit (1-500) or token budget (1-1,000,000)."""
     limit = _check_int(limit, "limit", 1, 500)
     if token_budget is not None:
         token_budget = _check_int(token_budget, "token_budget", 1, 1_000_000)
@@ -135,7 +143,7 @@ def get_history(core: "AppContext", session_id: str, cursor: str | int | None = 
         bad = [r for r in roles if r not in ROLES]
         if bad:
             raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         _session(db, session_id)
         q = select(Turn).where(Turn.session_id == session_id)
         cf = _cursor_filter(db, session_id, cursor)
@@ -146,16 +154,16 @@ def get_history(core: "AppContext", session_id: str, cursor: str | int | None = 
         rows = db.exec(q.order_by(Turn.created_at, Turn.id).limit(limit + 1)).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    turns: list[dict[str, Any]] = []
+    turns: list[TurnResult] = []
     used = 0
     if token_budget is not None and rows:
-        counts = count_tokens(core, [_render(t) for t in rows])
+        counts = count_tokens(embedder, [render(t) for t in rows])
         for t, n in zip(rows, counts):
             if used + n > token_budget:
                 if not turns:  # the first turn alone is over the budget: cut it so paging moves on
                     d = turn_dict(t)
                     head = len(t.role) + 2
-                    d["content"] = _truncate_to_tokens(core, _render(t), token_budget)[head:]
+                    d["content"] = truncate_to_tokens(embedder, render(t), token_budget)[head:]
                     d["truncated"] = True
                     turns.append(d)
                     used = token_budget
@@ -165,9 +173,9 @@ def get_history(core: "AppContext", session_id: str, cursor: str | int | None = 
             used += n
     else:
         turns = [turn_dict(t) for t in rows]
-        used = sum(count_tokens(core, [_render(t) for t in rows])) if token_budget is not None else 0
+        used = sum(count_tokens(embedder, [render(t) for t in rows])) if token_budget is not None else 0
     last_id = turns[-1]["turn_id"] if turns else None
-    out: dict[str, Any] = {"session_id": session_id, "turns": turns, "count": len(turns),
+    out: History = {"session_id": session_id, "turns": turns, "count": len(turns),
                            "next_cursor": str(last_id) if more and last_id is not None else None}
     if token_budget is not None:
         out["tokens"] = used
@@ -175,12 +183,13 @@ def get_history(core: "AppContext", session_id: str, cursor: str | int | None = 
     return out
 
 
-def list_sessions(core: "AppContext", project: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def list_sessions(engine: Engine, project: str | None = None, limit: int = 50, offset: int = 0) -> Sessions:
     """Sessions, newest first: ``{sessions: [{session_id, title, project, created_at, turn_count,
-    last_turn_at}], total, offset, next_offset}``."""
+    last_turn_at}], total, offset, next_offset}`` (``limit`` 1-500). Raises MemoryInputError on a bad limit or
+    offset."""
     limit = _check_int(limit, "limit", 1, 500)
     offset = _check_int(offset, "offset", 0, 10**9)
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         base = select(MemorySession)
         cnt = select(func.count()).select_from(MemorySession)
         if project:
@@ -204,14 +213,15 @@ def list_sessions(core: "AppContext", project: str | None = None, limit: int = 5
 EXPORT_MAX_TURNS = 2000
 
 
-def export_session(core: "AppContext", session_id: str, format: str = "markdown", cursor: str | int | None = None,
-                   limit: int = 1000) -> dict[str, Any]:
-    """A session with its turns (oldest first, at most ``limit`` per call; ``next_cursor`` continues) as
-    JSON (``{session, turns, next_cursor}``) or Markdown (``{session_id, format, markdown, next_cursor}``)."""
+def export_session(engine: Engine, session_id: str, format: str = "markdown", cursor: str | int | None = None,
+                   limit: int = 1000) -> Export:
+    """A session with its turns (oldest first, at most ``limit`` (1-2,000) per call; ``next_cursor`` continues) as
+    JSON (``{session, turns, count, next_cursor}``) or Markdown (``{session_id, format, count, markdown,
+    next_cursor}``). Raises MemoryInputError on an unknown session, a bad format, cursor or limit."""
     if format not in ("json", "markdown"):
         raise MemoryInputError(f"format must be 'json' or 'markdown', got {format!r}")
     limit = _check_int(limit, "limit", 1, EXPORT_MAX_TURNS)
-    with Session(core.engine) as db:
+    with Session(engine) as db:
         s = _session(db, session_id)
         total, last_at = db.exec(select(func.count(), func.max(Turn.created_at))
                                  .where(Turn.session_id == session_id)).one()
@@ -238,7 +248,7 @@ def export_session(core: "AppContext", session_id: str, format: str = "markdown"
             "markdown": render_markdown(s, rows, int(total), first_no, next_cursor), "next_cursor": next_cursor}
 
 
-def render_markdown(s: MemorySession, rows: list[Turn], total: int, first_no: int = 1,
+def render_markdown(s: MemorySession, rows: Sequence[Turn], total: int, first_no: int = 1,
                     next_cursor: str | None = None) -> str:
     """A readable Markdown transcript: a header with the session's metadata, then one section per turn
     (number, role, time, ids), its content, and its metadata as a JSON block when present."""
@@ -262,18 +272,20 @@ def render_markdown(s: MemorySession, rows: list[Turn], total: int, first_no: in
     return "\n".join(lines)
 
 
-def session_markdown(core: "AppContext", session_id: str, max_turns: int = 1000) -> str:
-    """The session as Markdown (the resource): its first ``max_turns`` turns, with a note when cut."""
-    return export_session(core, session_id, "markdown", limit=max_turns)["markdown"]
+def session_markdown(engine: Engine, session_id: str, max_turns: int = 1000) -> str:
+    """The session as Markdown (the resource): its first ``max_turns`` turns, with a note when cut. Raises
+    MemoryInputError on an unknown session."""
+    return export_session(engine, session_id, "markdown", limit=max_turns)["markdown"]
 
 
-def delete_session(core: "AppContext", session_id: str, confirm: bool = False) -> dict[str, Any]:
+def delete_session(mem: MemoryParts, session_id: str, confirm: bool = False) -> Deleted:
     """Delete a session, its turns and its dialogue pairs (facts are kept: they are beliefs with their own
-    provenance, not part of the transcript). Requires ``confirm=True``."""
+    provenance, not part of the transcript). Requires ``confirm=True``. Returns ``{deleted, turns_deleted,
+    pairs_deleted, facts_kept: true}``; raises MemoryInputError without confirm or on an unknown session."""
     if confirm is not True:
         raise MemoryInputError("deleting a session needs confirm=true (its turns and dialogue pairs are removed "
                                "for good; facts are kept)")
-    with Session(core.engine) as db:
+    with Session(mem.engine) as db:
         _session(db, session_id)
         n_turns = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id)).one()
         n_pairs = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id,
@@ -281,7 +293,7 @@ def delete_session(core: "AppContext", session_id: str, confirm: bool = False) -
         db.exec(delete(Turn).where(Turn.session_id == session_id))  # type: ignore[call-overload]
         db.exec(delete(MemorySession).where(MemorySession.id == session_id))  # type: ignore[call-overload]
         db.commit()
-    vs = _vs(core)
-    with _upsert_lock:
+    vs = mem.dialogue()
+    with mem.upsert_lock:
         vs.delete(DIALOGUE, [Cond("session_id", eq=session_id)])
     return {"deleted": session_id, "turns_deleted": int(n_turns), "pairs_deleted": int(n_pairs), "facts_kept": True}

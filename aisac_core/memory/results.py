@@ -1,17 +1,22 @@
-"""Result shapes of the memory server's tools (their output schemas in ``tools/list``).
+"""Result shapes of memory (the memory tools' output schemas are derived from them).
 
-The tools return the plain dicts :mod:`aisac_core.memory` builds; fastmcp serialises them through these types, so
-every key the core returns is declared here (optional keys ``NotRequired``, ``| None`` where the core gives None).
-Times are ISO 8601 UTC strings.
+The functions of :mod:`aisac_core.memory` return plain dicts of these shapes; every key a result carries is
+declared (optional keys ``NotRequired``, ``| None`` where the value may be None), and the top-level results forbid
+other keys (``additionalProperties: false``). Times are ISO 8601 UTC strings (``...Z``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, NotRequired
 
+from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
+#: on every top-level result: no key besides the declared ones (``additionalProperties: false``)
+closed = with_config(ConfigDict(extra="forbid"))
 
+
+@closed
 class Session(TypedDict):
     session_id: str
     title: str | None
@@ -26,6 +31,7 @@ class PairRef(TypedDict):
     assistant_turn_id: int
 
 
+@closed
 class AddedTurn(TypedDict):
     turn_id: int
     session_id: str
@@ -48,6 +54,7 @@ class Turn(TypedDict):
     tokens: NotRequired[int]
 
 
+@closed
 class History(TypedDict):
     session_id: str
     turns: list[Turn]
@@ -74,6 +81,7 @@ class Omitted(TypedDict):
     related: int
 
 
+@closed
 class Recall(TypedDict):
     session_id: str
     session_title: str | None
@@ -95,6 +103,7 @@ class SearchHit(TypedDict):
     turns: list[Turn]
 
 
+@closed
 class Search(TypedDict):
     hits: list[SearchHit]
     count: int
@@ -106,6 +115,7 @@ class Search(TypedDict):
     message: NotRequired[str]
 
 
+@closed
 class Sessions(TypedDict):
     sessions: list[Session]
     total: int
@@ -113,6 +123,7 @@ class Sessions(TypedDict):
     next_offset: int | None
 
 
+@closed
 class Export(TypedDict):
     """markdown: session_id, format, markdown; json: session, turns."""
 
@@ -125,6 +136,7 @@ class Export(TypedDict):
     turns: NotRequired[list[Turn]]
 
 
+@closed
 class Deleted(TypedDict):
     deleted: str
     turns_deleted: int
@@ -147,11 +159,13 @@ class Fact(TypedDict):
     current: NotRequired[bool]
 
 
+@closed
 class Recorded(TypedDict):
     fact: Fact
     superseded: Fact | None
 
 
+@closed
 class Facts(TypedDict):
     facts: list[Fact]
     total: int
@@ -160,6 +174,7 @@ class Facts(TypedDict):
     next_offset: int | None
 
 
+@closed
 class Timeline(TypedDict):
     subject: str
     facts: list[Fact]
