@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from aisac_core.errors import AisacError
-from aisac_core.context import AppContext, store_status
+from aisac_core.context import AppContext
 from aisac_core.owner import (
     SUPPORTED,
     OwnerError,
@@ -105,7 +105,7 @@ def index(
         TimeElapsedColumn,
     )
 
-    from aisac_core.rag.indexer import Counters, Indexer, IndexingError
+    from aisac_core.rag.indexer import Counters, IndexingError
 
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
@@ -121,7 +121,8 @@ def index(
                 bar.update(task, completed=done, total=total, description=(name or "")[:60])
 
             if core is not None:
-                Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
+                core.rag.indexer.run(paths, catalog_only=catalog, progress=progress, failures=failures,
+                                     counters=counters)
             else:
                 assert info is not None
                 got = index_via_owner(info, paths, catalog, progress)
@@ -158,8 +159,6 @@ def search(
 ) -> None:
     """Search the index and print a table of hits with their anchors (through the store's owner process while it
     runs)."""
-    from aisac_core.rag.search import search as core_search
-
     filters: dict[str, object] = {}
     for f in filter_ or []:
         if "=" not in f:
@@ -170,7 +169,7 @@ def search(
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        res = core_search(core, query, k, filters or None, mode).as_dict() if core is not None else \
+        res = core.rag.search(query, k, filters or None, mode).as_dict() if core is not None else \
             search_via_owner(info, query, k, filters or None, mode)
     except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
         _fail(str(exc))
@@ -329,7 +328,7 @@ def status(data_dir: DataDir = None,
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        st = store_status(core) if core is not None else status_via_owner(info, settings)
+        st = core.rag.status() if core is not None else status_via_owner(info, settings)
     except Exception as exc:
         _fail(str(exc))
     finally:

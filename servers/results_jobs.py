@@ -12,22 +12,6 @@ from typing import Any, NotRequired
 from typing_extensions import TypedDict
 
 
-class IndexJob(TypedDict):
-    job_id: str
-    status: str
-    done: int
-    total: int
-    failures: list[dict[str, Any]]
-
-
-class IndexJobList(TypedDict, total=False):
-    jobs: list[dict[str, Any]]
-    job_id: str
-    status: str
-    done: int
-    total: int
-
-
 class CodeRun(TypedDict):
     ok: bool
     job_id: str
