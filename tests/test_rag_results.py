@@ -151,10 +151,9 @@ async def test_output_schemas_validate_real_results(indexed_core):
 
 async def test_compact_search_hands_the_full_result_in_meta(indexed_core):
     """rag_search's compact result carries the full one (whole texts, full anchors) in its _meta, for the trace."""
-    from fastmcp.tools import ToolResult
-
     from aisac_servers.common import FULL_RESULT_META
     from aisac_servers.rag import search
+    from fastmcp.tools import ToolResult
 
     r = await search(PAGE_MARKERS[1], k=3, app=indexed_core)
     assert isinstance(r, ToolResult) and r.meta is not None

@@ -8,10 +8,10 @@ description is given only where a key's name does not say what it holds.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 #: the config of every top-level result: a key not declared is an error (``additionalProperties: false``)
 CLOSED = ConfigDict(extra="forbid")

@@ -8,9 +8,10 @@ verifying evidence anchors, the catalogue of data files and the store's status.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.errors import BadPathError, check_path_text, expand_user, quote_path, resolve_in_roots
 from aisac_core.rag.catalog import catalog_entries
