@@ -14,10 +14,8 @@ needs them.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.plugins import make_plugin_manager, table_loaders
@@ -35,11 +33,12 @@ if TYPE_CHECKING:
     from aisac_core.projects.bootstrap import Bootstrapped
     from aisac_core.rag.embeddings import Embedder
     from aisac_core.rag.jobs import JobManager
+    from aisac_core.rag.service import RagService
     from aisac_core.roles.service import RolesService
     from aisac_core.store.vectors import VectorStore
     from aisac_core.trace.service import TraceService
 
-__all__ = ["AppContext", "CHUNKS", "DIALOGUE", "store_status"]
+__all__ = ["AppContext", "CHUNKS", "DIALOGUE"]
 
 log = logging.getLogger("aisac")
 
@@ -48,7 +47,7 @@ class AppContext:
     """Lazily opened store, models and domain services of one data dir.
 
     Fields (each opens on first use): ``settings``, ``engine`` (SQLAlchemy engine, schema migrated to the newest
-    revision), ``embedder``, ``jobs`` (background index jobs), ``vectors()`` (the vector store), ``frames`` (the
+    revision), ``embedder``, ``rag`` (the rag service; ``jobs``: its background index jobs), ``vectors()`` (the vector store), ``frames`` (the
     DataFrame registry), ``sandbox`` (code-session manager), ``memory`` (the memory service), ``roles`` (the
     roles service: role steps, graph runs and their background jobs), ``literature`` (the literature service),
     ``trace`` (the trace service), ``plugins`` (extension hooks); ``project`` is the bootstrapped project this context
@@ -80,7 +79,7 @@ class AppContext:
 
     @cached_property
     def embedder(self) -> "Embedder":
-        """Dense + sparse embedder (models load on first use), or the one given to the constructor."""
+        """Dense + sparse embedder (models load on first use): the one given to the constructor, else a new one."""
         if self._given_embedder is not None:
             return self._given_embedder
         from aisac_core.rag.embeddings import Embedder
@@ -88,11 +87,16 @@ class AppContext:
         return Embedder(self.settings)
 
     @cached_property
-    def jobs(self) -> "JobManager":
-        """Background job runner (indexing)."""
-        from aisac_core.rag.jobs import JobManager
+    def rag(self) -> "RagService":
+        """The rag service: indexing (background jobs), search, sections, anchor verification, catalogue, status."""
+        from aisac_core.rag.service import RagService
 
-        return JobManager(self)
+        return RagService(self.settings, self.engine, self.vectors, self.embedder)
+
+    @property
+    def jobs(self) -> "JobManager":
+        """The background index jobs (``rag.jobs``)."""
+        return self.rag.jobs
 
     @cached_property
     def frames(self) -> "FrameRegistry":
@@ -131,7 +135,7 @@ class AppContext:
 
         return LiteratureService(source_registry(self.plugins), self.settings.lit, engine=lambda: self.engine,
                                  roots=self.settings.rag.roots,
-                                 corpus=self)  # merge: self.rag
+                                 corpus=self.rag)
 
     @cached_property
     def roles(self) -> "RolesService":
@@ -145,9 +149,9 @@ class AppContext:
         augment = p.augment_graph if p is not None and p.graph_augment is not None else None
         return RolesService(
             self.settings.roles, lambda: self.engine,
-            verify_anchor=lambda anchor: verify_anchor(self, anchor),  # merge: self.rag
-            search=lambda query, k: search(self, query, k).as_dict()["hits"],  # merge: self.rag
-            get_chunk=lambda chunk_id: get_chunk(self, chunk_id),  # merge: self.rag
+            verify_anchor=lambda anchor: verify_anchor(self.rag, anchor),
+            search=lambda query, k: search(self.rag, query, k).as_dict()["hits"],
+            get_chunk=lambda chunk_id: get_chunk(self.rag, chunk_id),
             graph_augment=augment, lease_s=self.settings.job_lease_seconds)
 
     @cached_property
@@ -156,7 +160,7 @@ class AppContext:
         verification, replay, retention. Building it opens nothing (engine and rag are passed as callables)."""
         from aisac_core.trace.service import TraceService
 
-        return TraceService(self.settings, engine=lambda: self.engine, rag=lambda: self)  # merge: self.rag
+        return TraceService(self.settings, engine=lambda: self.engine, rag=lambda: self.rag)
 
     @cached_property
     def plugins(self) -> "pluggy.PluginManager":
@@ -166,7 +170,10 @@ class AppContext:
         return pm if pm is not None else make_plugin_manager()
 
     def opened(self, name: str) -> Any | None:
-        """The field ``name`` when it was already opened, else None (never opens it)."""
+        """The field ``name`` when it was already opened, else None (never opens it); ``jobs``: the rag service's."""
+        if name == "jobs":
+            rag = self.__dict__.get("rag")
+            return rag.__dict__.get("jobs") if rag is not None else None
         return self.__dict__.get(name)
 
     def secure_store(self) -> None:
@@ -210,11 +217,11 @@ class AppContext:
 
     def resume_jobs(self) -> None:
         """In a background thread: start running the background jobs that wait for a process to claim them
-        (:meth:`aisac_core.rag.jobs.JobManager.resume`). Called by a serving process at start."""
+        (:meth:`aisac_core.rag.service.RagService.resume`). Called by a serving process at start."""
 
         def _resume() -> None:
             try:
-                self.jobs.resume()
+                self.rag.resume()
             except Exception as exc:  # the store cannot be opened: the first call that needs it reports why
                 log.warning("resuming background jobs: %s", exc)
 
@@ -240,8 +247,8 @@ class AppContext:
         """Stop background jobs (letting the running one finish, up to 10 s) and the code-session workers, then
         flush and release the vector store and dispose of the SQL engine. The jobs are stopped before taking the
         context's lock: a running job needs it to reach the store. Closing twice is harmless."""
-        if (jobs := self.opened("jobs")) is not None:
-            jobs.shutdown()
+        if (rag := self.opened("rag")) is not None:
+            rag.close()
         if (sandbox := self.opened("sandbox")) is not None:
             sandbox.shutdown()
         with self._lock:
@@ -254,50 +261,3 @@ class AppContext:
             if (engine := self.opened("engine")) is not None:
                 engine.dispose()
             self._closed = True
-
-
-def _dir_size(path: Path) -> int:
-    """Bytes a folder occupies on disk (allocated blocks: vector shards are sparse files)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512  # on disk (shards are sparse files)
-            except OSError:
-                pass
-    return total
-
-
-def store_status(core: AppContext) -> dict:
-    """Documents (by status and type), chunks (manifest and vector store), catalogued files, jobs, store
-    location and size in bytes, the SQL schema revision, the embedding model, and whether documents await
-    re-embedding."""
-    from sqlalchemy import func
-    from sqlmodel import Session, select
-
-    from aisac_core.rag.indexer import fingerprint
-    from aisac_core.store.files import permission_warnings
-    from aisac_core.store.sql import redact_url, schema_revision
-    from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
-
-    s = core.settings
-    with Session(core.engine) as db:
-        by_status = dict(db.exec(select(Document.status, func.count()).group_by(Document.status)).all())
-        by_type = dict(db.exec(select(Document.file_type, func.count()).group_by(Document.file_type)).all())
-        manifest_chunks = db.exec(select(func.coalesce(func.sum(Document.chunk_count), 0))).one()
-        catalogued = db.exec(select(func.count()).select_from(CatalogEntry)).one()
-        events = db.exec(select(func.count()).select_from(TraceEvent)).one()
-        fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
-    fp = fingerprint(core)
-    return {
-        "data_dir": str(s.data_dir), "sql_url": redact_url(s.resolved_sql_url),
-        "schema_revision": schema_revision(core.engine), "vector_backend": s.vector_backend,
-        "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
-        "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
-        "embedding_model": core.embedder.model_id, "fingerprint": fp,
-        "documents": by_status, "documents_by_type": by_type, "chunks_in_manifest": int(manifest_chunks),
-        "chunks_in_vector_store": core.vectors().count(CHUNKS),
-        "stale_documents": sum(1 for f in fps if f != fp), "catalogued_files": int(catalogued),
-        "trace_events": int(events), "recent_jobs": core.jobs.list(5),
-        "permission_warnings": permission_warnings(s.data_dir),
-    }

@@ -39,7 +39,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
                   TextColumn("{task.description}"), console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
         with Timer() as t:
-            Indexer(core).run([folder], counters=counters, failures=failures,
+            Indexer(core.rag).run([folder], counters=counters, failures=failures,
                               progress=lambda d, n, name: bar.update(task, completed=d, total=n, description=name))
     return {"seconds": round(t.seconds, 3), "counters": counters.as_dict(), "failures": failures}
 
@@ -48,7 +48,7 @@ def _pick(core: Any) -> dict[str, Any]:
     """The indexed PDF whose page count is the median of the indexed ones (deterministic)."""
     from aisac_core.rag.indexer import list_documents
 
-    docs = [d for d in list_documents(core, status="indexed", limit=10_000)["documents"] if d["pages"]]
+    docs = [d for d in list_documents(core.rag, status="indexed", limit=10_000)["documents"] if d["pages"]]
     med = statistics.median_low([d["pages"] for d in docs])
     return sorted((d for d in docs if d["pages"] == med), key=lambda d: d["path"])[0]
 

@@ -101,12 +101,12 @@ def in_process(core: Any, queries: list[str], warm: list[str], mode: str) -> lis
     from aisac_core.rag.search import search
 
     for w in warm:
-        search(core, w, k=10, mode=mode)
+        search(core.rag, w, k=10, mode=mode)
     _cached_query.cache_clear()
     out = []
     for q in queries:
         t0 = time.perf_counter()
-        res = search(core, q, k=10, mode=mode)
+        res = search(core.rag, q, k=10, mode=mode)
         out.append((time.perf_counter() - t0) * 1000)
         if not res.hits and mode != "sparse":
             raise RuntimeError(f"no hits for {q!r}: {res.message}")

@@ -65,7 +65,7 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
                   console=err, transient=True) as bar:
         task = bar.add_task("", total=None)
         with Timer() as t:
-            Indexer(core).run([folder], counters=counters, failures=failures,
+            Indexer(core.rag).run([folder], counters=counters, failures=failures,
                               progress=lambda done, total, _n: bar.update(task, completed=done, total=total))
     return {"model_load_s": round(t_models.seconds, 2), "index_s": round(t.seconds, 2),
             "counters": counters.as_dict(), "failures": failures}
@@ -89,7 +89,7 @@ def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None
     try:
         runs, lat = {}, []
         for qid, text in col.queries.items():
-            res = retrieval.search(core, text, k=100, mode=mode)
+            res = retrieval.search(core.rag, text, k=100, mode=mode)
             lat.append(res.took_ms)
             runs[qid] = [cran_id(h.payload["path"]) for h in res.hits]
         return runs, lat

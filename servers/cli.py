@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from aisac_core.context import AppContext, store_status
+from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.owner import (
     SUPPORTED,
@@ -106,7 +106,7 @@ def index(
         TimeElapsedColumn,
     )
 
-    from aisac_core.rag.indexer import Counters, Indexer, IndexingError
+    from aisac_core.rag.indexer import Counters, IndexingError
 
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
@@ -122,7 +122,8 @@ def index(
                 bar.update(task, completed=done, total=total, description=(name or "")[:60])
 
             if core is not None:
-                Indexer(core).run(paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters)
+                core.rag.indexer.run(paths, catalog_only=catalog, progress=progress, failures=failures,
+                                     counters=counters)
             else:
                 assert info is not None
                 got = index_via_owner(info, paths, catalog, progress)
@@ -159,8 +160,6 @@ def search(
 ) -> None:
     """Search the index and print a table of hits with their anchors (through the store's owner process while it
     runs)."""
-    from aisac_core.rag.search import search as core_search
-
     filters: dict[str, object] = {}
     for f in filter_ or []:
         if "=" not in f:
@@ -171,7 +170,7 @@ def search(
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        res = core_search(core, query, k, filters or None, mode).as_dict() if core is not None else \
+        res = core.rag.search(query, k, filters or None, mode).as_dict() if core is not None else \
             search_via_owner(info, query, k, filters or None, mode)
     except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
         _fail(str(exc))
@@ -328,7 +327,7 @@ def status(data_dir: DataDir = None,
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        st = store_status(core) if core is not None else status_via_owner(info, settings)
+        st = core.rag.status() if core is not None else status_via_owner(info, settings)
     except Exception as exc:
         _fail(str(exc))
     finally:

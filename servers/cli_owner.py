@@ -20,7 +20,8 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from aisac_core.context import AppContext, store_status
+from aisac_core.context import AppContext
+from aisac_core.rag.status import store_status
 from aisac_core.errors import AisacError
 from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, settings_drift
 from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
@@ -131,7 +132,7 @@ def search_via_owner(info: OwnerInfo, query: str, k: int, filters: dict[str, Any
 
 
 class _OwnerJobs:
-    """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :func:`~aisac_core.context.store_status`: the
+    """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :func:`~aisac_core.rag.status.store_status`: the
     jobs as the owner lists them (the owner's answer, without opening a second job manager in this process)."""
 
     def __init__(self, jobs: list[dict[str, Any]]) -> None:
@@ -152,12 +153,12 @@ class _OwnerVectors:
 
 
 class _StatusCore:
-    """What :func:`~aisac_core.context.store_status` reads, over a store the owner holds: the SQL store and the
-    embedder id of this process (SQLite in WAL mode has many readers), jobs and vector count from the owner."""
+    """What :func:`~aisac_core.rag.status.store_status` reads, over a store the owner holds: the SQL store and the
+    embedder id of this process (SQLite in WAL mode has many readers), the vector count from the owner."""
 
-    def __init__(self, core: Any, jobs: list[dict[str, Any]], count: int | None) -> None:
+    def __init__(self, core: Any, count: int | None) -> None:
         self.settings, self._core = core.settings, core
-        self.jobs, self._vectors = _OwnerJobs(jobs), _OwnerVectors(count)
+        self._vectors = _OwnerVectors(count)
 
     @property
     def engine(self) -> Any:
@@ -172,7 +173,7 @@ class _StatusCore:
 
 
 def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
-    """The dict of :func:`~aisac_core.context.store_status` for a store its owner holds: the owner's
+    """The dict of :func:`~aisac_core.rag.status.store_status` for a store its owner holds: the owner's
     ``rag_store_status`` tool when it has one (exactly the in-process result), else computed here from the SQL store
     with the owner's job list (``rag_job_status``); ``chunks_in_vector_store`` is then None (the vector store is
     locked by the owner). Raises OwnerCallError."""
@@ -187,7 +188,7 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
         return full
     core = AppContext(settings)
     try:
-        return store_status(_StatusCore(core, jobs, None))  # type: ignore[arg-type]
+        return dict(store_status(_StatusCore(core, None), _OwnerJobs(jobs)))  # type: ignore[arg-type]  # stand-ins
     finally:
         core.close()
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 from fastmcp import Context, FastMCP
@@ -24,23 +23,21 @@ from mcp_types import ResourceLink, TextContent
 from pydantic import Field
 
 from aisac_core.context import AppContext
-from aisac_core.context import store_status as core_store_status
-from aisac_core.errors import (
-    AisacError,
-    BadPathError,
-    check_path_text,
-    expand_user,
-    quote_path,
-    resolve_in_roots,
+from aisac_core.errors import AisacError, quote_path
+from aisac_core.rag.results import (
+    Catalog,
+    Documents,
+    HitDict,
+    IndexJob,
+    IndexJobList,
+    Overview,
+    Removed,
+    SearchResultDict,
+    SectionText,
+    StoreStatus,
+    Verification,
 )
-from aisac_core.rag.catalog import catalog_entries
-from aisac_core.rag.indexer import doc_id_of_path, get_document
-from aisac_core.rag.indexer import list_documents as core_list
-from aisac_core.rag.search import get_chunk as core_get
-from aisac_core.rag.search import search as core_search
-from aisac_core.rag.sections import get_overview as core_overview
-from aisac_core.rag.sections import read_sections as core_read
-from aisac_core.rag.verify import verify_anchor as core_verify
+from aisac_core.rag.service import RagService
 
 from . import results_jobs as RJ
 from . import results_rag as R
@@ -57,59 +54,8 @@ server = FastMCP(
 )
 
 
-def _accepted_forms(roots: list[Path]) -> str:
-    """The forms ``rag_index``'s ``path`` accepts, naming up to 10 registered roots (for error messages)."""
-    names = ", ".join(repr(r.name) for r in roots[:10])
-    return ("give a file or folder (absolute, or relative to the first registered root), a list of them, or a "
-            "registered root's name" + (f" ({names})" if names else "") + "; omit path to index every registered root")
-
-
-def _resolve_targets(app: AppContext, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
-    """(paths, catalog_only) groups to index: the given paths, or every registered root (``path`` None).
-
-    Raises:
-        BadPathError: an empty or blank path (or empty list), a NUL byte, a symlink loop; the message names the
-            accepted forms.
-        PathOutsideRootsError: with registered roots, a path resolving outside them.
-    """
-    s = app.settings
-    roots = list(s.rag.roots) + list(s.rag.catalog_roots)
-    if path is None:
-        if not roots:
-            raise BadPathError("no path given and no registered roots: pass path='/folder/of/papers' or set "
-                               "AISAC_ROOTS='[\"/folder\"]'")
-        groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
-        return [(paths, cat) for paths, cat in groups if paths]
-    items = [path] if isinstance(path, str) else list(path)
-    if not items:
-        raise BadPathError(f"path is an empty list: {_accepted_forms(roots)}")
-    out: list[Path] = []
-    catalog_only = False
-    for raw in items:
-        if not isinstance(raw, str) or not raw.strip():
-            raise BadPathError(f"path {quote_path(raw)} is empty or blank: {_accepted_forms(roots)}")
-        check_path_text(raw)
-        by_name = [r for r in roots if r.name == raw]
-        if by_name and not _exists(raw):
-            out.append(by_name[0])
-            catalog_only = catalog_only or by_name[0] in s.rag.catalog_roots
-        elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
-            out.append(resolve_in_roots(raw, roots, what="path"))
-        else:
-            out.append(expand_user(raw))
-    return [(out, catalog_only)]
-
-
-def _exists(raw: str) -> bool:
-    """Whether ``raw`` names an existing file or folder (False for a name the OS refuses, e.g. too long)."""
-    try:
-        return expand_user(raw).exists()
-    except OSError:
-        return False
-
-
 @server.tool(annotations=hints("Index documents", idempotent=True), task=task_on(server),
-             output_schema=lean_schema(RJ.IndexJob))
+             output_schema=R.out_schema(IndexJob))
 async def index(
     ctx: Context,
     path: Annotated[str | list[str] | None, Field(description="file, folder, list of them, or a registered "
@@ -117,7 +63,7 @@ async def index(
     catalog_only: Annotated[bool, Field(description="list the files with metadata, do not embed them")] = False,
     wait: Annotated[bool, Field(description="stay until the job ends (progress notifications) or timeout_s")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
-) -> AsIs[RJ.IndexJob]:
+) -> IndexJob:
     """Use to make files searchable: indexes them incrementally in a background job (unchanged files
     skipped; PDF, DOCX, PPTX, XLSX, HTML, Markdown, JATS, LaTeX, txt embedded; CSV/Parquet/JSON catalogued).
     No ``path``: every registered root. Returns the job: follow it with rag_job_status, ``wait=true`` (progress
@@ -125,33 +71,34 @@ async def index(
     Errors: path missing, empty or outside the registered roots; no path and no roots.
     """
     core = app_of(ctx)
-    targets = await call_core(_resolve_targets, core, path)
-    job_ids = [await call_core(core.jobs.submit, paths, catalog_only or cat) for paths, cat in targets]
+    rag = core.rag
+    job_ids = await call_core(rag.index, path, catalog_only)
+    status: IndexJob | None
     if wait or in_task(ctx):  # a task lasts as long as its job
         status = await follow_index_job(ctx, core, job_ids, None if in_task(ctx) else timeout_s)
     else:
-        status = await call_core(core.jobs.status, job_ids[-1])
+        status = await call_core(rag.jobs.status, job_ids[-1])
     assert status is not None
     if len(job_ids) > 1:
         status = {**status, "earlier_jobs": job_ids[:-1]}
-    return status  # type: ignore[return-value]
+    return status
 
 
-@server.tool(annotations=hints("Index job status", read_only=True), output_schema=lean_schema(RJ.IndexJobList))
+@server.tool(annotations=hints("Index job status", read_only=True), output_schema=R.out_schema(IndexJobList))
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from rag_index; omit to list recent jobs")] = None,
     app: AppContext = App,
-) -> AsIs[RJ.IndexJobList]:
+) -> IndexJobList:
     """Use to follow a job of rag_index or lit_import. Status: queued, running, cancelling, done,
     failed, interrupted, cancelled; ``done``/``total`` files, counters, failures. No ``job_id``: the recent jobs."""
-    core = app
+    jobs = app.rag.jobs
     if job_id is None:
-        return {"jobs": await call_core(core.jobs.list)}
-    st = await call_core(core.jobs.status, job_id)
+        return {"jobs": await call_core(jobs.list)}
+    st = await call_core(jobs.status, job_id)
     if st is None:
         raise ToolError(f"unknown job id {quote_path(job_id)}: rag_index returns job ids; rag_job_status() lists "
                         "recent jobs")
-    return st  # type: ignore[return-value]
+    return cast(IndexJobList, st)  # one job: IndexJob's keys
 
 
 @server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True),
@@ -169,9 +116,9 @@ async def job_cancel(
         if st is not None:
             return {"job_id": job_id, "kind": "roles", "status": st["status"]}
     else:
-        st = await call_core(core.jobs.cancel, job_id)
-        if st is not None:
-            return {"job_id": job_id, "kind": "index", "status": st["status"]}
+        ij = await call_core(core.rag.jobs.cancel, job_id)
+        if ij is not None:
+            return {"job_id": job_id, "kind": "index", "status": ij["status"]}
         st = await call_core(lambda: core.sandbox.cancel(job_id))
         if st is not None:
             return {"job_id": job_id, "kind": "code", "status": st["status"]}
@@ -180,7 +127,8 @@ async def job_cancel(
                     "forgotten when the server restarts)")
 
 
-@server.tool(annotations=hints("Search the documents", read_only=True), output_schema=R.out_schema(R.SearchResult))
+@server.tool(annotations=hints("Search the documents", read_only=True),
+             output_schema=R.out_schema(R.CompactSearchResult))
 async def search(
     query: Annotated[str, Field(description="what to find, in natural language")],
     k: Annotated[int, Field(description="hits, 1 to 100")] = 10,
@@ -192,42 +140,44 @@ async def search(
     detail: Annotated[Literal["compact", "full"], Field(
         description="full: whole texts and full anchors")] = "compact",
     app: AppContext = App,
-) -> R.SearchResult:
+) -> SearchResultDict | ToolResult:
     """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
     section in order; roles_run writes a whole cited answer).
 
     Hits best first: {chunk_id, doc_id, title, page, section, score, text (a snippet)}; cite a hit by its
     chunk_id (rag_get_chunk gives the whole text and full anchor). detail="full": whole texts and full anchors.
     No hits: ``message`` says why."""
-    res = await call_core(core_search, app, query, k, filters, mode)
+    res = await call_core(app.rag.search, query, k, filters, mode)
     full = res.as_dict()
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
-        return full  # type: ignore[return-value]
+        return full
     out = R.compact(full, query)
-    return ToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False,  # type: ignore[return-value]
-                                                                           separators=(",", ":"))),
-                               *_document_links(full["hits"])], structured_content=out,
-                      meta={FULL_RESULT_META: full})  # the trace keeps the full anchors; the client never sees it
+    # the full result rides in _meta to the suite's provenance middleware, which records it (the trace keeps the
+    # full anchors whatever the caller sees) and removes it before the client sees the result
+    return ToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False, separators=(",", ":"))),
+                               *_document_links(full["hits"])],
+                      structured_content=out, meta={FULL_RESULT_META: full})
 
 
-def _document_links(hits: list[dict[str, Any]]) -> list[ResourceLink]:
+def _document_links(hits: list[HitDict]) -> list[ResourceLink]:
     """One resource link per distinct document of ``hits`` (its Markdown resource), in hit order."""
     seen: dict[str, str] = {}
     for h in hits:
-        if h.get("doc_id") and h["doc_id"] not in seen:
-            seen[h["doc_id"]] = h.get("title") or h["doc_id"]
+        did = h.get("doc_id")
+        if did and did not in seen:
+            seen[did] = h.get("title") or did
     return [ResourceLink(type="resource_link", uri=f"{DOC_URI}/{d}", name=str(t)[:120], mime_type="text/markdown")
             for d, t in seen.items()]
 
 
-@server.tool(annotations=hints("Store status", read_only=True), output_schema=R.out_schema(R.StoreStatus))
-async def store_status(app: AppContext = App) -> R.StoreStatus:
+@server.tool(annotations=hints("Store status", read_only=True), output_schema=R.out_schema(StoreStatus))
+async def store_status(app: AppContext = App) -> StoreStatus:
     """The store's health, as `aisac status` prints it: documents by status, chunks, stale documents, recent
     jobs, permission warnings, plus data_dir, models, fingerprint and sizes."""
-    return await call_core(core_store_status, app)  # type: ignore[return-value]
+    return await call_core(app.rag.status)
 
 
-@server.tool(annotations=hints("List indexed documents", read_only=True), output_schema=R.out_schema(R.Documents))
+@server.tool(annotations=hints("List indexed documents", read_only=True), output_schema=R.out_schema(Documents))
 async def list_documents(
     status: Annotated[Literal["indexed", "failed", "indexing"] | None, Field(description="filter by status")] = None,
     file_type: Annotated[str | None, Field(description="pdf, docx, md, ...")] = None,
@@ -235,40 +185,40 @@ async def list_documents(
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
     app: AppContext = App,
-) -> R.Documents:
+) -> Documents:
     """What is indexed and what failed and why: find a doc_id or a filter value. Rows also carry sha256, size,
     indexed_at; next_offset is null on the last page."""
-    return await call_core(core_list, app, status=status, file_type=file_type, path_glob=path_glob,  # type: ignore[return-value]
+    return await call_core(app.rag.list_documents, status=status, file_type=file_type, path_glob=path_glob,
                            limit=limit, offset=offset)
 
 
-@server.tool(annotations=hints("Get a chunk", read_only=True), output_schema=R.out_schema(R.FullHit))
+@server.tool(annotations=hints("Get a chunk", read_only=True), output_schema=R.out_schema(HitDict))
 async def get_chunk(
     chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")],
     app: AppContext = App,
-) -> R.FullHit:
+) -> HitDict:
     """Whole text and full evidence anchor {chunk_id, doc_id, path, sha256, section, page, char_span,
     chunk_sha256, score} of a search hit, by chunk_id (score null). Error: unknown chunk id (ids change when a
     document is re-indexed)."""
-    got = await call_core(core_get, app, chunk_id)
+    got = await call_core(app.rag.get_chunk, chunk_id)
     if got is None:
         raise ToolError(f"unknown chunk id {quote_path(chunk_id)}: use a chunk_id from rag_search (ids change when "
                         "the document is re-indexed after an edit)")
-    return got  # type: ignore[return-value]
+    return got
 
 
-@server.tool(annotations=hints("Document overview", read_only=True), output_schema=R.out_schema(R.Overview))
+@server.tool(annotations=hints("Document overview", read_only=True), output_schema=R.out_schema(Overview))
 async def get_overview(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
     app: AppContext = App,
-) -> R.Overview:
+) -> Overview:
     """What one document is (title, authors, year, doi in ``metadata``) and which sections it has (with pages,
     chunk counts, subsections), before reading or searching inside it. ``labels``: the section labels it has,
     for rag_read_sections or rag_search's section filter. Error: unknown or failed doc_id."""
-    return await call_core(core_overview, app, doc_id)  # type: ignore[return-value]
+    return await call_core(app.rag.overview, doc_id)
 
 
-@server.tool(annotations=hints("Read a section", read_only=True), output_schema=R.out_schema(R.SectionText))
+@server.tool(annotations=hints("Read a section", read_only=True), output_schema=R.out_schema(SectionText))
 async def read_sections(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
     section: Annotated[str, Field(description="a label (methods, results, ...) or a heading from "
@@ -276,53 +226,36 @@ async def read_sections(
     max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size")] = 2000,
     cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page")] = None,
     app: AppContext = App,
-) -> R.SectionText:
+) -> SectionText:
     """Read one section of a document in order (rag_search gives scattered passages), a page at a time; a label
     reads every section with it. ``text``: Markdown headings, blocks prefixed [p. N]; more when next_cursor is not
     null (pass it as cursor). Error: a section the document lacks (the message lists those it has)."""
-    return await call_core(core_read, app, doc_id, section, max_tokens, cursor)  # type: ignore[return-value]
+    return await call_core(app.rag.read_sections, doc_id, section, max_tokens, cursor)
 
 
-@server.tool(annotations=hints("Verify evidence", read_only=True), output_schema=R.out_schema(R.Verification))
+@server.tool(annotations=hints("Verify evidence", read_only=True), output_schema=R.out_schema(Verification))
 async def verify_anchor(
     anchor: Annotated[str | dict[str, Any], Field(
         description="a hit's chunk_id, or a full anchor object (optionally with the hit's 'text')")],
     app: AppContext = App,
-) -> R.Verification:
+) -> Verification:
     """Check that cited evidence still holds, by re-hashing the file and the chunk text. status: ok,
     file_changed (passage still there), chunk_changed (passage gone) or missing; ``detail`` says it in words."""
-    if isinstance(anchor, dict) and not anchor.get("sha256") and isinstance(anchor.get("chunk_id"), str):
-        anchor = anchor["chunk_id"]  # a compact hit: its chunk_id is the anchor id
-    if isinstance(anchor, str):
-        got = await call_core(core_get, app, anchor.strip()) if anchor.strip() else None
-        if got is None:
-            return {"status": "missing", "chunk_id": anchor, "doc_id": None, "path": None, "sha256_now": None,
-                    "current_chunk_id": None,
-                    "detail": f"chunk id {anchor!r} is not in the index: its document was removed or re-indexed after "
-                              "an edit (chunk ids change then), or the id is wrong; verify the full anchor instead"}
-        anchor = {**got["anchor"], "text": got.get("text")}
-    return await call_core(core_verify, app, anchor)  # type: ignore[return-value]
+    return await call_core(app.rag.verify_anchor, anchor)
 
 
-@server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(R.Removed))
+@server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(Removed))
 async def remove(
     doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
     path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
     app: AppContext = App,
-) -> R.Removed:
+) -> Removed:
     """Remove (delete) a document and its chunks from the index; the file is untouched and indexing it again
     adds it back. Give doc_id or path. Error: unknown document."""
-    if (doc_id is None) == (path is None):
-        raise ToolError("give exactly one of doc_id or path")
-    core = app
-    did = doc_id if doc_id is not None else await call_core(doc_id_of_path, path)
-    if await call_core(get_document, core, did) is None:
-        raise ToolError(f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is indexed")
-    deleted = await call_core(core.jobs.indexer.remove, [did])
-    return {"removed": did, "chunks_deleted": deleted}
+    return await call_core(app.rag.remove, doc_id, path)
 
 
-@server.tool(annotations=hints("List data files", read_only=True), output_schema=R.out_schema(R.Catalog))
+@server.tool(annotations=hints("List data files", read_only=True), output_schema=R.out_schema(Catalog))
 async def catalog(
     root: Annotated[str | None, Field(description="only files under this folder")] = None,
     file_type: Annotated[str | None, Field(description="csv, tsv, parquet, json, jsonl, xlsx, ...")] = None,
@@ -330,29 +263,27 @@ async def catalog(
     limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     offset: Annotated[int, Field(ge=0)] = 0,
     app: AppContext = App,
-) -> R.Catalog:
+) -> Catalog:
     """Data files (tables, arrays) listed but not embedded, to pick one for the data server. ``meta``: cheap
     facts (CSV columns and rows, Excel sheets); entries also carry root and modified."""
-    core = app
-    if refresh and core.settings.rag.catalog_roots:
-        await call_core(core.jobs.indexer.run, list(core.settings.rag.catalog_roots), catalog_only=True)
-    return await call_core(catalog_entries, core, root=root, file_type=file_type, limit=limit, offset=offset)
+    return await call_core(app.rag.catalog, root=root, file_type=file_type, refresh=refresh, limit=limit,
+                           offset=offset)
 
 
 @server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
 async def document(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as Markdown (headings, paragraphs, tables) with a header naming its source."""
-    got = await anyio.to_thread.run_sync(get_document, app, doc_id)
-    if got is None or got[1] is None:
+    got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
+    row, content = got if got is not None else (None, None)
+    if row is None or content is None:
         raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
-    row, content = got
     return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"
 
 
 @server.resource("aisac://documents/{doc_id}/text", mime_type="text/plain")
 async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
-    got = await anyio.to_thread.run_sync(get_document, app, doc_id)
+    got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
     if got is None or got[1] is None:
         raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return got[1].text
@@ -363,7 +294,7 @@ async def document_section(doc_id: str, section: str, app: AppContext = App) -> 
     """A section of a document (a label such as ``methods``, or a heading) in reading order with ``[p. N]`` page
     anchors, as ``rag_read_sections`` gives it (first 20,000 tokens; a note names the cursor for the rest)."""
     try:
-        got = await anyio.to_thread.run_sync(core_read, app, doc_id, section, 20000, None)
+        got = await anyio.to_thread.run_sync(app.rag.read_sections, doc_id, section, 20000, None)
     except AisacError as exc:
         raise ResourceError(str(exc)) from exc
     more = got["next_cursor"]
@@ -378,30 +309,31 @@ _TEMPLATE = re.compile(r"^aisac://(?:rag/)?documents/\{doc_id\}(?:/text|/section
 MAX_COMPLETIONS = 100
 
 
-def complete_doc_ids(app: AppContext, prefix: str) -> list[str]:
+def complete_doc_ids(rag: RagService, prefix: str) -> list[str]:
     """doc_ids of indexed documents whose id or title starts with ``prefix`` (case-insensitive), in path order."""
     want = prefix.strip().lower()
     out: list[str] = []
     offset: int | None = 0
     while offset is not None and len(out) < MAX_COMPLETIONS:
-        page = core_list(app, status="indexed", limit=1000, offset=offset)
+        page = rag.list_documents(status="indexed", limit=1000, offset=offset)
         out += [d["doc_id"] for d in page["documents"]
                 if d["doc_id"].startswith(want) or (d.get("title") or "").strip().lower().startswith(want)]
         offset = page["next_offset"]
     return out[:MAX_COMPLETIONS]
 
 
-def complete_sections(app: AppContext, doc_id: str, prefix: str) -> list[str]:
+def complete_sections(rag: RagService, doc_id: str, prefix: str) -> list[str]:
     """The section labels, then the headings (and heading numbers) of ``doc_id`` that start with ``prefix``
     (case-insensitive); [] for an unknown or failed document."""
     try:
-        ov = core_overview(app, doc_id)
+        ov = rag.overview(doc_id)
     except AisacError:
         return []
     names: list[str] = list(ov["labels"])
     for top in ov["sections"]:
         for sec in [top, *top.get("subsections", [])]:
-            names += [sec["title"]] + ([sec["number"]] if sec.get("number") else [])
+            number = sec.get("number")
+            names += [sec["title"]] + ([number] if number else [])
     want = prefix.strip().lower()
     out: dict[str, str] = {}  # lower-case -> first spelling (a label and its heading "Results" once)
     for n in names:
@@ -424,10 +356,10 @@ async def complete(ref: Any, argument: Any, context: Any) -> list[str] | None:
     value = argument.value or ""
     try:
         if argument.name == "doc_id":
-            return await anyio.to_thread.run_sync(complete_doc_ids, app, value)
+            return await anyio.to_thread.run_sync(complete_doc_ids, app.rag, value)
         doc_id = ((context.arguments if context is not None else None) or {}).get("doc_id")
         if argument.name == "section" and doc_id:
-            return await anyio.to_thread.run_sync(complete_sections, app, str(doc_id), value)
+            return await anyio.to_thread.run_sync(complete_sections, app.rag, str(doc_id), value)
     except Exception:  # a completion never fails the client: no candidates
         log.exception("completion of %s failed", argument.name)
     return None

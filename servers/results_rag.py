@@ -1,27 +1,24 @@
-"""Result shapes of the rag server's tools (their output schemas in ``tools/list``) and the compact search result.
-
-The tools return the plain dicts :mod:`aisac_core.rag` builds (and, for ``rag_search``, the compact hits the adapter
-derives from them: :func:`compact`). A host's model pays for every schema token in every conversation, so the
-types declare the keys a model works with; the others (hashes, sizes, times, bookkeeping) pass through undeclared
-(``extra="allow"``: kept in the result, and no ``additionalProperties: false``) and are named in the tool's
-description. Optional keys are ``NotRequired``, ``| None`` where the core gives None.
+"""The compact form of ``rag_search``'s result (presentation only: the result types of the rag tools are declared
+once, in :mod:`aisac_core.rag.results`): each hit keeps the keys a model works with and a snippet of its text
+(:func:`compact`), and :func:`out_schema`, the lean output schema of a rag result type.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import ConfigDict
-from typing_extensions import NotRequired, TypedDict
+from pydantic import with_config
+from typing_extensions import TypedDict
+
+from aisac_core.rag.results import OPEN, SearchResultDict, SearchResultOf
 
 from .results_schema import schema
 
-_OPEN = ConfigDict(extra="allow")  # results carry more keys than declared (listed in the tool's description)
 
-
-class Hit(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]  # detail="full" adds path, anchor, ...
+@with_config(OPEN)
+class CompactHit(TypedDict):
+    # detail="full" gives the whole hit (aisac_core.rag.results.HitDict: also path, anchor, ...)
     chunk_id: str
     doc_id: str | None
     title: str | None
@@ -31,93 +28,8 @@ class Hit(TypedDict):
     text: str | None
 
 
-class FullHit(Hit):
-    path: str | None
-    anchor: dict[str, Any]  # AnchorDict's keys, named in rag_get_chunk's description (fewer schema tokens)
-
-
-class SearchResult(TypedDict):
-    hits: list[Hit]
-    count: int
-    mode: str
-    took_ms: float
-    message: NotRequired[str]
-
-
-class Overview(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    doc_id: str
-    title: str | None
-    path: str
-    pages: int | None
-    metadata: dict[str, Any]
-    sections: list[dict[str, Any]]
-    labels: dict[str, Any]
-    captions: list[dict[str, Any]]
-
-
-class SectionText(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    doc_id: str
-    title: str | None
-    text: str
-    blocks: list[dict[str, Any]]
-    tokens: int
-    total_tokens: int
-    next_cursor: int | None
-
-
-class Verification(TypedDict):
-    status: Literal["ok", "file_changed", "chunk_changed", "missing"]
-    chunk_id: str | None
-    doc_id: str | None
-    path: str | None
-    detail: str
-    sha256_now: str | None
-    current_chunk_id: str | None
-
-
-class DocumentRow(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    doc_id: str
-    title: str | None
-    path: str
-    status: str
-    error: str | None
-
-
-class Documents(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    documents: list[DocumentRow]
-    total: int
-    next_offset: int | None
-
-
-class Removed(TypedDict):
-    removed: str
-    chunks_deleted: int
-
-
-class CatalogEntry(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    path: str
-    file_type: str | None
-    meta: dict[str, Any]
-
-
-class Catalog(TypedDict):
-    entries: list[CatalogEntry]
-    total: int
-    next_offset: int | None
-
-
-class StoreStatus(TypedDict):
-    __pydantic_config__ = _OPEN  # type: ignore[misc]
-    documents: dict[str, int]
-    chunks_in_vector_store: int
-    stale_documents: int
-    recent_jobs: list[dict[str, Any]]
-    permission_warnings: list[str]
+#: rag_search's default result (detail="full": :data:`aisac_core.rag.results.SearchResultDict`)
+CompactSearchResult = SearchResultOf[CompactHit]
 
 
 #: characters of chunk text a compact search result carries in all (split over its hits; each hit gets at least
@@ -168,16 +80,21 @@ def _short_section(section: str | None, title: str | None) -> str | None:
     return parts[-1] if len(short) > 80 and parts else short or None
 
 
-def compact(full: dict[str, Any], query: str) -> dict[str, Any]:
+def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
     """A compact search result from the full one (``aisac_core.rag.search.SearchResult.as_dict``): each hit keeps
     ``chunk_id`` (its anchor id), ``doc_id``, ``title``, ``page``, a short ``section``, ``score`` and a ``text``
     snippet (:func:`snippet`, the budget split over the hits)."""
     hits = full.get("hits") or []
     per_hit = max(MIN_SNIPPET, min(MAX_SNIPPET, TEXT_BUDGET // max(1, len(hits))))
-    out_hits = [{"chunk_id": h["chunk_id"], "doc_id": h.get("doc_id"), "title": h.get("title"), "page": h.get("page"),
-                 "section": _short_section(h.get("section"), h.get("title")), "score": h.get("score"),
-                 "text": snippet(h.get("text") or "", query, per_hit)} for h in hits]
-    return {**full, "hits": out_hits}
+    out_hits: list[CompactHit] = [
+        {"chunk_id": h["chunk_id"], "doc_id": h.get("doc_id"), "title": h.get("title"), "page": h.get("page"),
+         "section": _short_section(h.get("section"), h.get("title")), "score": h.get("score"),
+         "text": snippet(h.get("text") or "", query, per_hit)} for h in hits]
+    out: CompactSearchResult = {"hits": out_hits, "count": full["count"], "mode": full["mode"],
+                                "took_ms": full["took_ms"]}
+    if "message" in full:
+        out["message"] = full["message"]
+    return out
 
 
 def out_schema(tp: Any) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from fastmcp_tasks import TasksExtension
 from fastmcp_tasks.client import TasksClientExtension, _build_tasks_client_extension
 
 from aisac_core.context import AppContext
+from aisac_core.rag.results import IndexJob
 
 from .common import call_core, current_app
 
@@ -158,17 +159,17 @@ async def report(ctx: Context | None, done: float, total: float | None, message:
         log.debug("progress not reported: %s", exc)
 
 
-def _index_message(st: dict[str, Any]) -> str:
+def _index_message(st: IndexJob) -> str:
     return (f"{st['status']}: {st['done']}/{st['total'] or '?'} files"
             + (f", last {st['message']}" if st.get("message") and st["status"] == "running" else ""))
 
 
 async def follow_index_job(ctx: Context | None, app: AppContext, job_ids: list[str], timeout_s: float | None,
-                           ) -> dict[str, Any]:
+                           ) -> IndexJob:
     """Wait for the last of index jobs ``job_ids`` to end (or ``timeout_s`` seconds; None: no limit), reporting its
     progress; if the call is cancelled meanwhile (``tasks/cancel``, a client's cancel notification), the jobs are
     cancelled too (each stops between two files) before the cancellation goes on. Returns the job's last status."""
-    jobs = app.jobs
+    jobs = app.rag.jobs
     job_id = job_ids[-1]  # jobs run in order: the last one ends last
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     st = await call_core(jobs.status, job_id)

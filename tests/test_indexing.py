@@ -19,7 +19,6 @@ from sqlmodel import Session, select
 
 from aisac_core.context import CHUNKS, AppContext
 from aisac_core.hashing import sha256_file, sha256_text
-from aisac_core.rag.catalog import catalog_entries
 from aisac_core.rag.indexer import Counters, Indexer, IndexingError, doc_id_for, fingerprint, point_id
 from aisac_core.rag.jobs import JobManager
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job
@@ -61,7 +60,7 @@ def assert_consistent(core: AppContext) -> dict[str, set[str]]:
 
 def run(core: AppContext, *paths: Path, **kw) -> tuple[Counters, list[dict[str, str]]]:  # noqa: ANN003
     failures: list[dict[str, str]] = []
-    c = Indexer(core).run(list(paths), failures=failures, **kw)
+    c = core.rag.indexer.run(list(paths), failures=failures, **kw)
     return c, failures
 
 
@@ -98,7 +97,7 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: AppContex
         assert r.status == "indexed" and r.error is None and r.chunk_count > 0 and r.indexed_at
         assert r.sha256 == sha256_file(Path(path)) and r.doc_id == doc_id_for(Path(path))
         assert r.size == Path(path).stat().st_size and r.mtime_ns == Path(path).stat().st_mtime_ns
-        assert r.fingerprint == fingerprint(core)
+        assert r.fingerprint == fingerprint(core.rag)
     assert rows[str(corpus_copy / "report.pdf")].pages == 2
     assert c.chunks_embedded == sum(r.chunk_count for r in rows.values())
     assert_consistent(core)
@@ -115,7 +114,7 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: AppContex
     with Session(core.engine) as s:
         cat = s.exec(select(CatalogEntry)).all()
     assert [Path(e.path).name for e in cat] == ["measurements.csv"]
-    listed = catalog_entries(core)
+    listed = core.rag.catalog()
     assert listed["total"] == 1
     meta = listed["entries"][0]["meta"]
     assert meta["columns"] == ["sample", "temperature_K", "pressure_kPa"] and meta["rows"] == 3
@@ -168,8 +167,6 @@ def test_touched_but_unchanged_file_is_hashed_not_embedded(core: AppContext, cor
 
 
 def test_editing_one_file_reembeds_only_its_chunks(core: AppContext, corpus_copy: Path) -> None:
-    from aisac_core.rag.search import search
-
     run(core, corpus_copy)
     before = assert_consistent(core)
     f = corpus_copy / "notes" / "heat_transfer.md"
@@ -188,7 +185,7 @@ def test_editing_one_file_reembeds_only_its_chunks(core: AppContext, corpus_copy
     after = assert_consistent(core)
     assert {d: ids for d, ids in after.items() if d != did} == {d: ids for d, ids in before.items() if d != did}
     assert after[did].isdisjoint(before[did])  # every chunk of the new version is new
-    hits = search(core, "ceramic foam insert pleated-foam-xq", k=1).hits
+    hits = core.rag.search("ceramic foam insert pleated-foam-xq", k=1).hits
     assert hits and hits[0].payload["doc_id"] == did and hits[0].payload["section_covers"] == "conclusion"
 
 
@@ -225,17 +222,17 @@ def test_renaming_a_file_moves_its_chunks(core: AppContext, corpus_copy: Path) -
 def test_changing_the_embedding_model_reembeds_everything(core: AppContext, corpus_copy: Path, tmp_path: Path,
                                                           models_dir: Path) -> None:
     run(core, corpus_copy)
-    fp_before = fingerprint(core)
+    fp_before = fingerprint(core.rag)
     total = core.vectors().count(CHUNKS)
     other_model = tmp_path / "another-model"
     shutil.copytree(models_dir, other_model)
     core2 = reopen(core, models_dir, embedding_model=str(other_model))
     try:
-        assert fingerprint(core2) != fp_before
+        assert fingerprint(core2.rag) != fp_before
         c, failures = run(core2, corpus_copy)
         assert failures == []
         assert c.files_indexed == len(DOCS) and c.files_skipped == 0 and c.chunks_embedded == total
-        assert all(r.fingerprint == fingerprint(core2) for r in manifest(core2).values())
+        assert all(r.fingerprint == fingerprint(core2.rag) for r in manifest(core2).values())
         assert_consistent(core2)
         c, _ = run(core2, corpus_copy)
         assert c.files_read == 0 and c.chunks_embedded == 0
@@ -245,11 +242,11 @@ def test_changing_the_embedding_model_reembeds_everything(core: AppContext, corp
 
 def test_changing_chunk_size_reembeds_everything(core: AppContext, corpus_copy: Path, models_dir: Path) -> None:
     run(core, corpus_copy)
-    fp_before = fingerprint(core)
+    fp_before = fingerprint(core.rag)
     counts_before = {p: r.chunk_count for p, r in manifest(core).items()}
     core2 = reopen(core, models_dir, chunk_max_tokens=40)
     try:
-        assert fingerprint(core2) != fp_before
+        assert fingerprint(core2.rag) != fp_before
         c, _ = run(core2, corpus_copy)
         assert c.files_indexed == len(DOCS) and c.files_read == len(DOCS)
         counts = {p: r.chunk_count for p, r in manifest(core2).items()}
@@ -284,8 +281,8 @@ def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, cor
 
 def test_same_settings_same_fingerprint(core: AppContext, models_dir: Path) -> None:
     other = AppContext(make_settings(core.settings.data_dir.parent / "other", models_dir))
-    assert fingerprint(other) == fingerprint(core)
-    assert len(fingerprint(core)) == 16
+    assert fingerprint(other.rag) == fingerprint(core.rag)
+    assert len(fingerprint(core.rag)) == 16
 
 
 # ---- failures ------------------------------------------------------------------------------------------
@@ -317,8 +314,6 @@ def test_failed_files_are_recorded_and_the_run_goes_on(core: AppContext, corpus_
 
 
 def test_broken_new_version_keeps_the_old_chunks(core: AppContext, corpus_copy: Path) -> None:
-    from aisac_core.rag.search import search
-
     run(core, corpus_copy)
     f = corpus_copy / "report.pdf"
     did = doc_id_for(f)
@@ -332,7 +327,7 @@ def test_broken_new_version_keeps_the_old_chunks(core: AppContext, corpus_copy: 
     assert points_by_doc(core)[did] == before
     kept = manifest(core)[str(f)]
     assert kept.status == "indexed" and kept.sha256 == old.sha256 and kept.chunk_count == old.chunk_count
-    hits = search(core, PAGE_MARKERS[2], k=1, filters={"doc_id": did}).hits
+    hits = core.rag.search(PAGE_MARKERS[2], k=1, filters={"doc_id": did}).hits
     assert hits and PAGE_MARKERS[2] in hits[0].payload["text"]
     assert_consistent(core)
     # the good version back: indexed again
@@ -360,10 +355,10 @@ def test_a_file_left_mid_write_is_redone(core: AppContext, corpus_copy: Path) ->
 
 def test_missing_path(core: AppContext, tmp_path: Path) -> None:
     with pytest.raises(IndexingError, match="path not found"):
-        Indexer(core).run([tmp_path / "no-such-folder"])
+        core.rag.indexer.run([tmp_path / "no-such-folder"])
     with pytest.raises(IndexingError, match="path not found"):
-        core.jobs.submit([tmp_path / "no-such-file.pdf"])
-    assert core.jobs.list() == []  # no job for a bad request
+        core.rag.jobs.submit([tmp_path / "no-such-file.pdf"])
+    assert core.rag.jobs.list() == []  # no job for a bad request
 
 
 def test_doc_id_stability(core: AppContext, corpus_copy: Path, corpus: Path) -> None:
@@ -385,7 +380,7 @@ def test_single_file_and_remove(core: AppContext, corpus_copy: Path) -> None:
     c, _ = run(core, f)
     assert c.files_indexed == 1 and list(manifest(core)) == [str(f)]
     n = manifest(core)[str(f)].chunk_count
-    assert Indexer(core).remove([doc_id_for(f)]) == n
+    assert core.rag.indexer.remove([doc_id_for(f)]) == n
     assert manifest(core) == {} and core.vectors().count(CHUNKS) == 0
 
 
@@ -393,9 +388,9 @@ def test_catalog_only_roots(core: AppContext, corpus_copy: Path) -> None:
     c, _ = run(core, corpus_copy, catalog_only=True)
     assert c.files_catalogued == 6 and c.files_indexed == 0 and c.chunks_embedded == 0
     assert core.vectors().count(CHUNKS) == 0 and manifest(core) == {}
-    listed = catalog_entries(core, root=str(corpus_copy), limit=4)
+    listed = core.rag.catalog(root=str(corpus_copy), limit=4)
     assert listed["total"] == 6 and len(listed["entries"]) == 4 and listed["next_offset"] == 4
-    assert {e["file_type"] for e in catalog_entries(core, file_type="csv")["entries"]} == {"csv"}
+    assert {e["file_type"] for e in core.rag.catalog(file_type="csv")["entries"]} == {"csv"}
 
 
 # ---- background jobs -----------------------------------------------------------------------------------
@@ -403,7 +398,7 @@ def test_catalog_only_roots(core: AppContext, corpus_copy: Path) -> None:
 
 def test_job_runs_in_the_background_with_progress(core: AppContext, corpus_copy: Path) -> None:
     bad = write_bad_files(corpus_copy / "bad")
-    jobs = core.jobs
+    jobs = core.rag.jobs
     job_id = jobs.submit([corpus_copy])
     seen: list[str] = []
     snapshots = []
@@ -463,7 +458,8 @@ def test_jobs_left_by_a_dead_process_are_claimed_again(core: AppContext, corpus_
                   lease_expires_at=future, attempts=1))
         s.add(Job(job_id="job-done", kind="index", status="done"))
         s.commit()
-    jm = JobManager(core)
+    jm = JobManager(core.engine, Indexer(core.rag), lease_s=core.settings.job_lease_seconds,
+                    poll_s=core.settings.job_poll_seconds)  # a second manager: this process restarted
     assert jm.status("job-queued")["status"] == "queued"  # type: ignore[index]  # nothing runs before resume()
     jm.resume()
     assert jm.wait("job-running", 300) and jm.wait("job-queued", 300) and jm.wait("job-gaveup", 60)

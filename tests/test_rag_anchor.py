@@ -13,13 +13,11 @@ import pytest
 from pdf_fixtures import SECTIONS, make_paper
 
 from aisac_core.evidence.anchor import AnchorError
-from aisac_core.rag.indexer import Indexer
-from aisac_core.rag.search import search
 from aisac_core.rag.verify import verify_anchor
 
 
 def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001
-    hits = search(core, query, k=5, filters={"section": section}).hits
+    hits = core.rag.search(query, k=5, filters={"section": section}).hits
     assert hits, (query, section)
     return hits[0].as_dict()["anchor"]
 
@@ -31,53 +29,53 @@ def paper(tmp_path: Path) -> Path:
 
 
 def test_verify_anchor_follows_edits_of_a_pdf(fast_core, paper: Path) -> None:  # noqa: ANN001
-    Indexer(fast_core).run([paper])
+    fast_core.rag.indexer.run([paper])
     methods = _anchor(fast_core, "spin coated dimethylformamide", "methods")
     results = _anchor(fast_core, "reflection vanished lead iodide", "results")
-    assert verify_anchor(fast_core, methods)["status"] == "ok"
-    assert verify_anchor(fast_core, results)["status"] == "ok"
+    assert verify_anchor(fast_core.rag, methods)["status"] == "ok"
+    assert verify_anchor(fast_core.rag, results)["status"] == "ok"
 
     # edit the PDF: the results paragraph changes, the methods paragraph stays
     edited = copy.deepcopy(SECTIONS)
     edited["3 Results"][0] = "The (002) reflection persisted up to 170 degrees Celsius for the butyl spacer only."
     make_paper(paper, edited)
-    r = verify_anchor(fast_core, results)
+    r = verify_anchor(fast_core.rag, results)
     assert r["status"] == "chunk_changed", r
-    m = verify_anchor(fast_core, methods)
+    m = verify_anchor(fast_core.rag, methods)
     assert m["status"] == "file_changed", m
     assert m["sha256_now"] != methods["sha256"]
 
     # after re-indexing, the same answers come from the index (no re-parse needed)
-    Indexer(fast_core).run([paper])
-    assert verify_anchor(fast_core, results)["status"] == "chunk_changed"
-    m2 = verify_anchor(fast_core, methods)
+    fast_core.rag.indexer.run([paper])
+    assert verify_anchor(fast_core.rag, results)["status"] == "chunk_changed"
+    m2 = verify_anchor(fast_core.rag, methods)
     assert m2["status"] == "file_changed" and m2["current_chunk_id"], m2
 
     # a fresh anchor of the new version is ok; a forged chunk hash is not
     fresh = _anchor(fast_core, "spin coated dimethylformamide", "methods")
-    assert verify_anchor(fast_core, fresh)["status"] == "ok"
+    assert verify_anchor(fast_core.rag, fresh)["status"] == "ok"
     forged = {**fresh, "chunk_sha256": "0" * 64}
-    assert verify_anchor(fast_core, forged)["status"] == "chunk_changed"
+    assert verify_anchor(fast_core.rag, forged)["status"] == "chunk_changed"
 
     # the file is deleted
     paper.unlink()
-    gone = verify_anchor(fast_core, fresh)
+    gone = verify_anchor(fast_core.rag, fresh)
     assert gone["status"] == "missing" and "no longer exists" in gone["detail"]
 
 
 def test_verify_anchor_of_a_removed_document(fast_core, paper: Path) -> None:  # noqa: ANN001
-    Indexer(fast_core).run([paper])
+    fast_core.rag.indexer.run([paper])
     a = _anchor(fast_core, "butylammonium spacers stable", "conclusion")
-    fast_core.jobs.indexer.remove([a["doc_id"]])
-    r = verify_anchor(fast_core, a)
+    fast_core.rag.indexer.remove([a["doc_id"]])
+    r = verify_anchor(fast_core.rag, a)
     assert r["status"] == "missing" and "not in the index" in r["detail"]
 
 
 def test_verify_anchor_bad_input(fast_core) -> None:  # noqa: ANN001
     with pytest.raises(AnchorError, match="must be the anchor object"):
-        verify_anchor(fast_core, "abc")  # type: ignore[arg-type]
+        verify_anchor(fast_core.rag, "abc")  # type: ignore[arg-type]
     with pytest.raises(AnchorError, match="lacks sha256, chunk_sha256, doc_id or path"):
-        verify_anchor(fast_core, {"chunk_id": "x"})
+        verify_anchor(fast_core.rag, {"chunk_id": "x"})
 
 
 @pytest.mark.anyio
@@ -85,7 +83,7 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
     from fastmcp import Client
     from fastmcp.exceptions import ToolError
 
-    Indexer(fast_core).run([paper])
+    fast_core.rag.indexer.run([paper])
     async with Client(_served(fast_core)) as client:
         hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1, "detail": "full"})
                 ).structured_content["hits"]

@@ -39,12 +39,11 @@ async def test_compact_search_is_small_and_links_documents(indexed_core):
 
 
 async def test_full_detail_is_the_core_result(indexed_core):
-    from aisac_core.rag.search import search
 
     q = PAGE_MARKERS[1]
     async with Client(_suite(indexed_core)) as c:
         r = await c.call_tool("rag_search", {"query": q, "k": 5, "detail": "full"})
-    want = search(indexed_core, q, 5).as_dict()
+    want = indexed_core.rag.search(q, 5).as_dict()
     got = r.structured_content
     assert {k: v for k, v in got.items() if k != "took_ms"} == {k: v for k, v in want.items() if k != "took_ms"}
     assert got["hits"][0]["anchor"]["sha256"] and got["hits"][0]["path"].endswith("report.pdf")
@@ -73,9 +72,8 @@ async def test_verify_anchor_by_chunk_id_or_compact_hit(indexed_core):
 
 
 async def test_completions_of_doc_id_and_section(indexed_core):
-    from aisac_core.rag.indexer import list_documents
 
-    docs = list_documents(indexed_core, status="indexed")["documents"]
+    docs = indexed_core.rag.list_documents(status="indexed")["documents"]
     doc = next(d for d in docs if d["path"].endswith("report.pdf"))
     ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri="aisac://rag/documents/{doc_id}")
     sec = mcp_types.ResourceTemplateReference(type="ref/resource",
@@ -117,9 +115,8 @@ async def test_every_rag_tool_is_annotated():
 
 
 async def test_output_schemas_validate_real_results(indexed_core):
-    from aisac_core.rag.indexer import list_documents
 
-    doc = next(d for d in list_documents(indexed_core, status="indexed")["documents"]
+    doc = next(d for d in indexed_core.rag.list_documents(status="indexed")["documents"]
                if d["path"].endswith("report.pdf"))
     declared = {n: t.output_schema for n, t in (await _declared()).items()}
     async with Client(_suite(indexed_core)) as c:
@@ -136,6 +133,7 @@ async def test_output_schemas_validate_real_results(indexed_core):
             ("rag_read_sections", {"doc_id": doc["doc_id"], "section": "other", "max_tokens": 50}),
             ("rag_verify_anchor", {"anchor": hit["chunk_id"]}),
             ("rag_catalog", {}),
+            ("rag_job_status", {}),
         ]
         checked = []
         for name, args in calls:
@@ -145,3 +143,28 @@ async def test_output_schemas_validate_real_results(indexed_core):
             checked.append(name)
     jsonschema.validate({"removed": "abc", "chunks_deleted": 3}, declared["rag_remove"])
     assert set(checked) | {"rag_remove"} | OTHERS >= {n for n in schemas if n.startswith("rag_")}
+    for name, sch in declared.items():  # every key of a real result is declared: the top level is closed
+        if name != "rag_job_cancel":  # built by the adapter from three kinds of job (aisac_servers.results_jobs)
+            assert sch.get("additionalProperties") is False, name
+            assert sch.get("required") or name == "rag_job_status", name  # a job, or the list of jobs
+
+
+async def test_compact_search_hands_the_full_result_in_meta(indexed_core):
+    """rag_search's compact result carries the full one (whole texts, full anchors) in its _meta, for the trace."""
+    from aisac_servers.common import FULL_RESULT_META
+    from aisac_servers.rag import search
+    from fastmcp.tools import ToolResult
+
+    r = await search(PAGE_MARKERS[1], k=3, app=indexed_core)
+    assert isinstance(r, ToolResult) and r.meta is not None
+    full = r.meta[FULL_RESULT_META]
+    assert [h["chunk_id"] for h in full["hits"]] == [h["chunk_id"] for h in r.structured_content["hits"]]
+    assert full["hits"][0]["anchor"]["sha256"] and "anchor" not in r.structured_content["hits"][0]
+
+
+def test_index_job_list_repeats_the_job_keys():
+    from aisac_core.rag.results import IndexJob, IndexJobList
+
+    job = set(IndexJob.__annotations__) - {"earlier_jobs"}
+    assert set(IndexJobList.__annotations__) == job | {"jobs"}
+    assert IndexJobList.__required_keys__ == frozenset()

@@ -15,8 +15,8 @@ from conftest import SHARED_DATA, make_settings
 from pdf_fixtures import DOI, TITLE, make_paper, make_scanned
 
 from aisac_core.rag.indexer import doc_id_for
-from aisac_core.rag.search import SearchError, search
-from aisac_core.rag.sections import DocumentNotFoundError, SectionNotFoundError, get_overview, read_sections
+from aisac_core.rag.search import SearchError
+from aisac_core.rag.sections import DocumentNotFoundError, SectionNotFoundError
 
 REAL = "2304.02623v1.pdf"
 
@@ -24,7 +24,6 @@ REAL = "2304.02623v1.pdf"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_embedder):  # noqa: ANN001, ANN201
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     root = tmp_path_factory.mktemp("sections")
     docs = root / "docs"
@@ -36,7 +35,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
         shutil.copy(real, docs / REAL)
     c = AppContext(make_settings(root / "store", models_dir), embedder=shared_embedder)
     failures: list[dict[str, str]] = []
-    Indexer(c).run([docs], failures=failures)
+    c.rag.indexer.run([docs], failures=failures)
     c._failures = failures  # type: ignore[attr-defined]
     c._docs = docs  # type: ignore[attr-defined]
     yield c
@@ -53,7 +52,7 @@ def _paper(store) -> str:  # noqa: ANN001
 
 
 def test_overview_of_a_generated_paper(store) -> None:  # noqa: ANN001
-    ov = get_overview(store, _paper(store))
+    ov = store.rag.overview(_paper(store))
     assert ov["title"] == TITLE and ov["metadata"]["doi"] == DOI and ov["metadata"]["year"] == 2024
     assert [s["title"] for s in ov["sections"]] == ["Abstract", "1 Introduction", "2 Materials and Methods",
                                                    "3 Results", "4 Conclusion", "References"]
@@ -65,7 +64,7 @@ def test_overview_of_a_generated_paper(store) -> None:  # noqa: ANN001
 
 def test_read_sections_methods_returns_only_methods(store) -> None:  # noqa: ANN001
     did = _paper(store)
-    got = read_sections(store, did, "methods")
+    got = store.rag.read_sections(did, "methods")
     assert [m["title"] for m in got["matched"]] == ["2 Materials and Methods"]
     assert "spin coated from dimethylformamide" in got["text"] and "[p. 1]" in got["text"]
     for other in ("reflection vanished", "Layered perovskites promise", "Butylammonium spacers give"):
@@ -73,32 +72,31 @@ def test_read_sections_methods_returns_only_methods(store) -> None:  # noqa: ANN
     assert got["next_cursor"] is None
     # the same section by heading, heading without number, and number
     for name in ("2 Materials and Methods", "materials and methods", "2"):
-        assert read_sections(store, did, name)["text"] == got["text"]
+        assert store.rag.read_sections(did, name)["text"] == got["text"]
 
 
 def test_search_with_section_filter_returns_only_that_section(store) -> None:  # noqa: ANN001
-    from aisac_core.rag.indexer import get_document
 
     for query in ("decomposition temperature of the films", "spin coating annealing"):
-        hits = search(store, query, k=10, filters={"section": "results"}).hits
+        hits = store.rag.search(query, k=10, filters={"section": "results"}).hits
         assert hits
         for h in hits:
             d = h.as_dict()
             assert d["section_covers"] == "results", d
-            res = read_sections(store, d["doc_id"], "results", max_tokens=20000)
+            res = store.rag.read_sections(d["doc_id"], "results", max_tokens=20000)
             spans = [b["char_span"] for b in res["blocks"]]
             s, e = d["anchor"]["char_span"]
             assert any(a <= s and e <= z for a, z in spans) or (spans[0][0] <= s and e <= spans[-1][1]), d
-            text = get_document(store, d["doc_id"])[1].text
+            text = store.rag.document(d["doc_id"])[1].text
             assert " ".join(text[s:e].split()) == " ".join(d["text"].split())
 
 
 def test_paging_covers_the_section_exactly(store) -> None:  # noqa: ANN001
     did = _paper(store)
-    whole = read_sections(store, did, "results", max_tokens=20000)
+    whole = store.rag.read_sections(did, "results", max_tokens=20000)
     pieces, cursor, pages = [], None, 0
     while True:
-        page = read_sections(store, did, "results", max_tokens=50, cursor=cursor)
+        page = store.rag.read_sections(did, "results", max_tokens=50, cursor=cursor)
         pages += 1
         assert page["tokens"] <= 50 or len(page["blocks"]) == 1
         pieces += [tuple(b["char_span"]) for b in page["blocks"]]
@@ -115,18 +113,18 @@ def test_paging_covers_the_section_exactly(store) -> None:  # noqa: ANN001
 def test_bad_input(store) -> None:  # noqa: ANN001
     did = _paper(store)
     with pytest.raises(SectionNotFoundError) as ei:
-        read_sections(store, did, "discussion")
+        store.rag.read_sections(did, "discussion")
     msg = str(ei.value)
     assert "no section 'discussion'" in msg and "methods" in msg and "3 Results" in msg
     with pytest.raises(DocumentNotFoundError, match="no indexed document"):
-        get_overview(store, "0123456789abcdef")
+        store.rag.overview("0123456789abcdef")
     with pytest.raises(SearchError, match="max_tokens"):
-        read_sections(store, did, "methods", max_tokens=10)
+        store.rag.read_sections(did, "methods", max_tokens=10)
     with pytest.raises(SearchError, match="cursor"):
-        read_sections(store, did, "methods", cursor=10**9)
+        store.rag.read_sections(did, "methods", cursor=10**9)
     with pytest.raises(SearchError, match="not a section label"):
-        search(store, "films", filters={"section": "method"})
-    res = search(store, "films", filters={"section": "discussion", "doc_id": did})
+        store.rag.search("films", filters={"section": "method"})
+    res = store.rag.search("films", filters={"section": "discussion", "doc_id": did})
     assert not res.hits and "has sections:" in (res.message or "")
 
 
@@ -139,17 +137,17 @@ def test_scanned_pdf_indexes_nothing(store) -> None:  # noqa: ANN001
     did = doc_id_for(scan)
     assert store.vectors().count("chunks", [Cond("doc_id", eq=did)]) == 0
     with pytest.raises(DocumentNotFoundError, match="no text layer"):
-        get_overview(store, did)
+        store.rag.overview(did)
 
 
 def test_real_paper_overview_and_reading(store) -> None:  # noqa: ANN001
     if not (store._docs / REAL).is_file():
         pytest.skip("../shared/data is absent")
     did = doc_id_for(store._docs / REAL)
-    ov = get_overview(store, did)
+    ov = store.rag.overview(did)
     assert ov["metadata"]["arxiv_id"] == "2304.02623v1" and ov["pages"] == 4
     assert [s["title"] for s in ov["sections"]][:3] == ["ABSTRACT", "KEYWORDS", "1 INTRODUCTION"]
-    intro = read_sections(store, did, "introduction")
+    intro = store.rag.read_sections(did, "introduction")
     assert intro["text"].startswith("## 1 INTRODUCTION") and "The advent of large language models" in intro["text"]
     assert "CHARACTERIZING EXPOSITORY" not in intro["text"]
 

@@ -18,8 +18,8 @@ from fixtures_gen import PAGE_MARKERS
 
 from aisac_core.context import AppContext
 from aisac_core.hashing import sha256_file
-from aisac_core.rag.indexer import Indexer, doc_id_for, get_document, list_documents
-from aisac_core.rag.search import FILTER_KEYS, MAX_K, SearchError, get_chunk, search
+from aisac_core.rag.indexer import doc_id_for
+from aisac_core.rag.search import FILTER_KEYS, MAX_K, SearchError
 
 #: distinctive query -> the file that answers it
 QUERIES = {
@@ -44,7 +44,7 @@ def _rel(hit_or_path, corpus: Path) -> str:  # noqa: ANN001
 @pytest.fixture(scope="module")
 def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):  # noqa: ANN001, ANN201
     c = AppContext(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"), embedder=shared_embedder)
-    Indexer(c).run([corpus])
+    c.rag.indexer.run([corpus])
     yield c
     c.close()
 
@@ -55,7 +55,7 @@ def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corp
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
 @pytest.mark.parametrize("query", sorted(QUERIES))
 def test_distinctive_query_finds_its_document(indexed_core: AppContext, corpus: Path, mode: str, query: str) -> None:
-    res = search(indexed_core, query, k=5, mode=mode)
+    res = indexed_core.rag.search(query, k=5, mode=mode)
     assert res.mode == mode and res.message is None
     assert res.hits, query
     assert _rel(res.hits[0], corpus) == QUERIES[query], [(_rel(h, corpus), h.score) for h in res.hits]
@@ -68,13 +68,13 @@ def test_hybrid_scores(indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
     from aisac_core.rag import search as retrieval
 
     for query in QUERIES:
-        assert all(0.0 <= h.score <= 1.0 + 1e-9 for h in search(indexed_core, query, k=10).hits)
+        assert all(0.0 <= h.score <= 1.0 + 1e-9 for h in indexed_core.rag.search(query, k=10).hits)
     # without pseudo-relevance feedback the BM25 list is the query's own: best on both lists -> 1.0
     monkeypatch.setattr(retrieval, "PRF_CHUNKS", 0)
     for query in QUERIES:
-        hits = search(indexed_core, query, k=10).hits
-        dense = search(indexed_core, query, k=1, mode="dense").hits[0]
-        sparse = search(indexed_core, query, k=1, mode="sparse").hits[0]
+        hits = indexed_core.rag.search(query, k=10).hits
+        dense = indexed_core.rag.search(query, k=1, mode="dense").hits[0]
+        sparse = indexed_core.rag.search(query, k=1, mode="sparse").hits[0]
         if dense.chunk_id == sparse.chunk_id:  # first in both lists: first in the fusion
             assert hits[0].chunk_id == dense.chunk_id
         if retrieval.FUSION == "convex":  # normalised scores, combined convexly: in [0, 1]
@@ -85,23 +85,23 @@ def test_hybrid_scores(indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
 
 def test_page_marker_hits_its_page(indexed_core: AppContext) -> None:
     for page, marker in PAGE_MARKERS.items():
-        top = search(indexed_core, marker, k=1).hits[0].payload
+        top = indexed_core.rag.search(marker, k=1).hits[0].payload
         assert top["page"] == page and marker in top["text"]
 
 
 def test_k_bounds_the_hits(indexed_core: AppContext) -> None:
     total = indexed_core.vectors().count("chunks")
     assert total > 5
-    assert len(search(indexed_core, "heat", k=2, mode="dense").hits) == 2
-    assert len(search(indexed_core, "heat", k=MAX_K, mode="dense").hits) == total
-    assert len(search(indexed_core, "heat", k=1).hits) == 1
+    assert len(indexed_core.rag.search("heat", k=2, mode="dense").hits) == 2
+    assert len(indexed_core.rag.search("heat", k=MAX_K, mode="dense").hits) == total
+    assert len(indexed_core.rag.search("heat", k=1).hits) == 1
 
 
 # ---- filters -------------------------------------------------------------------------------------------
 
 
 def _hits(core: AppContext, query: str, filters: dict, k: int = 20, mode: str = "hybrid"):  # noqa: ANN202
-    return search(core, query, k=k, filters=filters, mode=mode).hits
+    return core.rag.search(query, k=k, filters=filters, mode=mode).hits
 
 
 def test_filter_doc_id(indexed_core: AppContext, corpus: Path) -> None:
@@ -118,7 +118,7 @@ def test_filter_path_glob(indexed_core: AppContext, corpus: Path) -> None:
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
     hits = _hits(indexed_core, "measurements", {"path_glob": "*/notes/heat*"}, mode="dense")
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md"}
-    res = search(indexed_core, "measurements", filters={"path_glob": "*.pptx"})
+    res = indexed_core.rag.search("measurements", filters={"path_glob": "*.pptx"})
     assert res.hits == [] and "no indexed document matches" in (res.message or "")
 
 
@@ -158,7 +158,7 @@ def test_filters_combine(indexed_core: AppContext, corpus: Path) -> None:
                  {"path_glob": "*enzyme*", "section": "methods", "file_type": "md"})
     assert [_rel(h, corpus) for h in hits] == ["notes/enzyme_kinetics.md"]
     # doc_id and path_glob intersect: disjoint -> nothing, with the reason
-    res = search(indexed_core, "enzyme", filters={"doc_id": doc_id_for(corpus / "notes" / "enzyme_kinetics.md"),
+    res = indexed_core.rag.search("enzyme", filters={"doc_id": doc_id_for(corpus / "notes" / "enzyme_kinetics.md"),
                                                   "path_glob": "*heat*"})
     assert res.hits == [] and "no indexed document matches" in (res.message or "")
     hits = _hits(indexed_core, "perovskite", {"file_type": "pdf", "page_from": 1, "page_to": 1,
@@ -171,7 +171,7 @@ def test_filters_combine(indexed_core: AppContext, corpus: Path) -> None:
 
 def test_unknown_filter_key_lists_accepted_keys(indexed_core: AppContext) -> None:
     with pytest.raises(SearchError) as ei:
-        search(indexed_core, "enzyme", filters={"author": "x", "file_type": "md"})
+        indexed_core.rag.search("enzyme", filters={"author": "x", "file_type": "md"})
     msg = str(ei.value)
     assert "author" in msg
     for key in FILTER_KEYS:
@@ -181,13 +181,13 @@ def test_unknown_filter_key_lists_accepted_keys(indexed_core: AppContext) -> Non
 @pytest.mark.parametrize("k", [0, -1, 10**6, MAX_K + 1, True, "3", 2.0, None])
 def test_k_out_of_range(indexed_core: AppContext, k) -> None:  # noqa: ANN001
     with pytest.raises(SearchError, match=f"k must be an integer from 1 to {MAX_K}"):
-        search(indexed_core, "enzyme", k=k)
+        indexed_core.rag.search("enzyme", k=k)
 
 
 @pytest.mark.parametrize("query", ["", "   \n\t", None])
 def test_empty_query(indexed_core: AppContext, query) -> None:  # noqa: ANN001
     with pytest.raises(SearchError, match="query is empty"):
-        search(indexed_core, query)
+        indexed_core.rag.search(query)
 
 
 @pytest.mark.parametrize(
@@ -205,27 +205,27 @@ def test_empty_query(indexed_core: AppContext, query) -> None:  # noqa: ANN001
 )
 def test_bad_filter_values(indexed_core: AppContext, filters: dict, match: str) -> None:
     with pytest.raises(SearchError, match=match):
-        search(indexed_core, "enzyme", filters=filters)
+        indexed_core.rag.search("enzyme", filters=filters)
 
 
 def test_bad_mode_and_long_query(indexed_core: AppContext) -> None:
     with pytest.raises(SearchError, match="mode must be one of hybrid, dense, sparse"):
-        search(indexed_core, "enzyme", mode="fuzzy")
+        indexed_core.rag.search("enzyme", mode="fuzzy")
     with pytest.raises(SearchError, match="limit is 2000"):
-        search(indexed_core, "x" * 2001)
+        indexed_core.rag.search("x" * 2001)
 
 
 def test_query_without_hits_says_why(indexed_core: AppContext) -> None:
-    res = search(indexed_core, "qwxzyvjj blorptastic", mode="sparse")
+    res = indexed_core.rag.search("qwxzyvjj blorptastic", mode="sparse")
     assert res.hits == [] and "no chunk shares a term" in (res.message or "")
-    res = search(indexed_core, "the", mode="sparse")  # a stopword only: an empty sparse query
+    res = indexed_core.rag.search("the", mode="sparse")  # a stopword only: an empty sparse query
     assert res.hits == [] and res.message
     # hybrid still answers from the dense side
-    assert search(indexed_core, "qwxzyvjj blorptastic").hits
+    assert indexed_core.rag.search("qwxzyvjj blorptastic").hits
 
 
 def test_empty_index_says_so(fast_core: AppContext) -> None:
-    res = search(fast_core, "enzyme")
+    res = fast_core.rag.search("enzyme")
     assert res.hits == [] and "index is empty" in (res.message or "")
     assert res.as_dict()["count"] == 0 and "message" in res.as_dict()
 
@@ -236,7 +236,7 @@ def test_empty_index_says_so(fast_core: AppContext) -> None:
 def test_hits_carry_complete_anchors(indexed_core: AppContext, corpus: Path) -> None:
     seen_docs = set()
     for query in QUERIES:
-        res = search(indexed_core, query, k=5).as_dict()
+        res = indexed_core.rag.search(query, k=5).as_dict()
         assert res["count"] == len(res["hits"]) > 0
         for h in res["hits"]:
             a = h["anchor"]
@@ -248,7 +248,7 @@ def test_hits_carry_complete_anchors(indexed_core: AppContext, corpus: Path) -> 
             assert a["doc_id"] == doc_id_for(path)
             assert a["sha256"] == sha256_file(path)
             assert a["chunk_sha256"] == hashlib.sha256(h["text"].encode("utf-8")).hexdigest()
-            found = get_document(indexed_core, a["doc_id"])
+            found = indexed_core.rag.document(a["doc_id"])
             assert found is not None and found[1] is not None
             text = found[1].text
             start, end = a["char_span"]
@@ -264,33 +264,33 @@ def test_hits_carry_complete_anchors(indexed_core: AppContext, corpus: Path) -> 
 
 
 def test_get_chunk_round_trip(indexed_core: AppContext) -> None:
-    hit = search(indexed_core, PAGE_MARKERS[1], k=1).as_dict()["hits"][0]
-    chunk = get_chunk(indexed_core, hit["chunk_id"])
+    hit = indexed_core.rag.search(PAGE_MARKERS[1], k=1).as_dict()["hits"][0]
+    chunk = indexed_core.rag.get_chunk(hit["chunk_id"])
     assert chunk is not None
     assert chunk["score"] is None and chunk["anchor"]["score"] is None
     expected = dict(hit, score=None, anchor=dict(hit["anchor"], score=None))
     assert chunk == expected
-    assert get_chunk(indexed_core, str(uuid.uuid4())) is None
-    assert get_chunk(indexed_core, "not-a-uuid") is None
+    assert indexed_core.rag.get_chunk(str(uuid.uuid4())) is None
+    assert indexed_core.rag.get_chunk("not-a-uuid") is None
 
 
 def test_list_documents_paging(indexed_core: AppContext, corpus: Path) -> None:
-    everything = list_documents(indexed_core)
+    everything = indexed_core.rag.list_documents()
     assert everything["total"] == 5 and everything["next_offset"] is None
     paths = [d["path"] for d in everything["documents"]]
     assert paths == sorted(paths)
-    first = list_documents(indexed_core, limit=2)
+    first = indexed_core.rag.list_documents(limit=2)
     assert [d["path"] for d in first["documents"]] == paths[:2] and first["next_offset"] == 2
-    middle = list_documents(indexed_core, limit=2, offset=2)
+    middle = indexed_core.rag.list_documents(limit=2, offset=2)
     assert [d["path"] for d in middle["documents"]] == paths[2:4] and middle["next_offset"] == 4
-    last = list_documents(indexed_core, limit=2, offset=4)
+    last = indexed_core.rag.list_documents(limit=2, offset=4)
     assert [d["path"] for d in last["documents"]] == paths[4:] and last["next_offset"] is None
-    assert list_documents(indexed_core, offset=10)["documents"] == []
-    md = list_documents(indexed_core, file_type="md")
+    assert indexed_core.rag.list_documents(offset=10)["documents"] == []
+    md = indexed_core.rag.list_documents(file_type="md")
     assert md["total"] == 2 and {d["file_type"] for d in md["documents"]} == {"md"}
-    assert [d["path"] for d in list_documents(indexed_core, path_glob="*.pdf")["documents"]] \
+    assert [d["path"] for d in indexed_core.rag.list_documents(path_glob="*.pdf")["documents"]] \
         == [str(corpus / "report.pdf")]
-    assert list_documents(indexed_core, status="failed")["total"] == 0
+    assert indexed_core.rag.list_documents(status="failed")["total"] == 0
     doc = everything["documents"][0]
     assert set(doc) >= {"doc_id", "path", "file_type", "title", "pages", "chunk_count", "status", "sha256",
                         "indexed_at"}
@@ -300,12 +300,12 @@ def test_list_documents_paging(indexed_core: AppContext, corpus: Path) -> None:
 
 
 def test_get_document(indexed_core: AppContext, corpus: Path) -> None:
-    found = get_document(indexed_core, doc_id_for(corpus / "notes" / "heat_transfer.md"))
+    found = indexed_core.rag.document(doc_id_for(corpus / "notes" / "heat_transfer.md"))
     assert found is not None
     row, content = found
     assert row.title == "Convective heat transfer in a packed bed" and content is not None
     assert "## Results" in content.markdown and "Nu = 0.17" in content.text
-    assert get_document(indexed_core, "0" * 16) is None
+    assert indexed_core.rag.document("0" * 16) is None
 
 
 # ---- the qdrant-client backend -------------------------------------------------------------------------
@@ -317,14 +317,14 @@ def test_qdrant_client_backend_agrees_with_edge(indexed_core: AppContext, qdrant
     assert qdrant_core.settings.vector_backend == "qdrant"
     assert qdrant_core.vectors().count("chunks") == indexed_core.vectors().count("chunks")
     for query, expected in QUERIES.items():
-        edge = search(indexed_core, query, k=3, mode=mode).hits
-        qc = search(qdrant_core, query, k=3, mode=mode).hits
+        edge = indexed_core.rag.search(query, k=3, mode=mode).hits
+        qc = qdrant_core.rag.search(query, k=3, mode=mode).hits
         assert _rel(qc[0], corpus) == expected
         assert qc[0].chunk_id == edge[0].chunk_id  # point ids are deterministic: the same chunk
         assert qc[0].score == pytest.approx(edge[0].score, rel=1e-3, abs=1e-4)
         if mode != "hybrid":
             assert [h.chunk_id for h in qc] == [h.chunk_id for h in edge]
-    res = search(qdrant_core, "stainless", k=5, filters={"file_type": "docx", "section": "abstract"})
+    res = qdrant_core.rag.search("stainless", k=5, filters={"file_type": "docx", "section": "abstract"})
     assert res.hits and {h.payload["file_type"] for h in res.hits} == {"docx"}
 
 
@@ -345,7 +345,7 @@ def small_core(fast_core: AppContext, tmp_path: Path) -> tuple[AppContext, Path]
     (folder / "survey.md").write_text(TITLED)
     (folder / "lipase.md").write_text(TWIN)
     (folder / "other.md").write_text("# Corrosion of X65 steel\n\nA siderite layer protects X65 steel in CO2 brine.\n")
-    Indexer(fast_core).run([folder])
+    fast_core.rag.indexer.run([folder])
     return fast_core, folder
 
 
@@ -356,11 +356,11 @@ def test_title_header_enters_dense_and_bm25(small_core: tuple[AppContext, Path])
     did = doc_id_for(folder / "survey.md")
     # "Zanthoxylum" occurs only in the title, which docling does not keep in the heading path of the later
     # sections: BM25 finds those chunks through the contextual header alone
-    sparse = search(core, "zanthoxylum", k=10, mode="sparse").hits
+    sparse = core.rag.search("zanthoxylum", k=10, mode="sparse").hits
     assert {h.payload["section"] for h in sparse} == {"Zanthoxylum quasar survey", "Instruments", "Results"}
     assert {h.payload["doc_id"] for h in sparse} == {did}
     # the dense vector is that of title + heading path + text, and the stored text stays the chunk alone
-    hit = next(h for h in search(core, "argon lamp calibration", k=10, mode="dense", filters={"doc_id": did}).hits
+    hit = next(h for h in core.rag.search("argon lamp calibration", k=10, mode="dense", filters={"doc_id": did}).hits
                if h.payload["section"] == "Instruments")
     text = hit.payload["text"]
     assert not text.startswith("Zanthoxylum") and hit.payload["text_sha256"] == hashlib.sha256(text.encode()).hexdigest()
@@ -389,7 +389,7 @@ def test_normalise_theoretical_min_max() -> None:
 
 def test_two_similar_chunks_score_alike_under_a_filter(small_core: tuple[AppContext, Path]) -> None:
     core, folder = small_core
-    res = search(core, "lipase half-life at high temperature", k=10, filters={"doc_id": doc_id_for(folder / "lipase.md")})
+    res = core.rag.search("lipase half-life at high temperature", k=10, filters={"doc_id": doc_id_for(folder / "lipase.md")})
     assert len(res.hits) == 2
     a, b = (h.score for h in res.hits)
     assert b > 0.7 and a - b < 0.2, (a, b)  # min-max over these two candidates gave 1.0 and 0.0

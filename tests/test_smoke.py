@@ -4,9 +4,7 @@ from fixtures_gen import PAGE_MARKERS
 
 
 def test_corpus_indexes_and_finds_page_marker(indexed_core):
-    from aisac_core.rag.search import search
-
-    res = search(indexed_core, PAGE_MARKERS[2], k=3)
+    res = indexed_core.rag.search(PAGE_MARKERS[2], k=3)
     assert res.hits, res.message
     top = res.hits[0].payload
     assert top["path"].endswith("report.pdf")

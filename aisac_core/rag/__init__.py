@@ -6,5 +6,7 @@ reading order from text lines), :mod:`~aisac_core.rag.structure` (sections, taxo
 :mod:`~aisac_core.rag.embeddings`, :mod:`~aisac_core.rag.indexer` (incremental indexing and the manifest),
 :mod:`~aisac_core.rag.jobs` (background indexing jobs), :mod:`~aisac_core.rag.catalog` (data files listed, not
 embedded), :mod:`~aisac_core.rag.search` (hybrid search), :mod:`~aisac_core.rag.sections` (overview and section
-reading), :mod:`~aisac_core.rag.verify` (evidence anchor verification).
+reading), :mod:`~aisac_core.rag.verify` (evidence anchor verification), :mod:`~aisac_core.rag.status` (the store's
+health); :mod:`~aisac_core.rag.service` (:class:`RagService`, what the tools call), :mod:`~aisac_core.rag.results`
+(the result types), :mod:`~aisac_core.rag.parts` (what the functions need of a store).
 """

@@ -19,13 +19,12 @@ from aisac_core.archives import ArchiveLimits, check_archive
 from aisac_core.errors import check_path_text, expand_user, resolve_link
 from aisac_core.hashing import dumps
 from aisac_core.rag.formats import CATALOG_TYPES
+from aisac_core.rag.results import Catalog
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import CatalogEntry, utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
-
-    from aisac_core.context import AppContext
 
 
 def catalogue_file(engine: "Engine", path: Path, root: Path, limits: ArchiveLimits | None = None) -> None:
@@ -93,9 +92,9 @@ def catalog_metadata(path: Path, ftype: str, limits: ArchiveLimits | None = None
     return meta
 
 
-def catalog_entries(core: "AppContext", *, root: str | None = None, file_type: str | None = None, limit: int = 100,
-                    offset: int = 0) -> dict[str, Any]:
-    """Catalogued files, paged: ``{entries: [{path, root, file_type, size, modified (ISO 8601, UTC), meta}], total,
+def catalog_entries(engine: Engine, *, root: str | None = None, file_type: str | None = None, limit: int = 100,
+                    offset: int = 0) -> Catalog:
+    """Catalogued files of the store whose SQL engine is ``engine``, paged: ``{entries: [{path, root, file_type, size, modified (ISO 8601, UTC), meta}], total,
     next_offset}``; ``root`` keeps files under that folder, ``file_type`` files of that type (``csv``, ...).
 
     Raises :class:`~aisac_core.errors.BadPathError` for a ``root`` that is blank, holds a NUL byte or is a symlink
@@ -108,7 +107,7 @@ def catalog_entries(core: "AppContext", *, root: str | None = None, file_type: s
             prefix = str(r.resolve())
         except (RuntimeError, OSError):  # a symlink loop: the strict resolution says so
             prefix = str(resolve_link(r, what="root"))
-    with Session(core.engine) as s:
+    with Session(engine) as s:
         q = select(CatalogEntry).order_by(CatalogEntry.path)
         if prefix:
             q = q.where(CatalogEntry.path.startswith(prefix))

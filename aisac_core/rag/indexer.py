@@ -55,6 +55,7 @@ from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
+from aisac_core.rag.results import DocumentRow, Documents
 from aisac_core.store.sql import StoreError, lock
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, utcnow
 from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
@@ -62,7 +63,7 @@ from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.context import AppContext
+    from aisac_core.rag.parts import RagParts
 
 log = logging.getLogger("aisac.indexing")
 
@@ -108,19 +109,19 @@ def is_point_id(s: Any) -> bool:
         return False
 
 
-def fingerprint(core: AppContext) -> str:
-    """Index fingerprint (16 hex digits): parser revision + docling version + chunker settings + dense and sparse
-    model ids."""
+def fingerprint(parts: RagParts) -> str:
+    """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
+    docling version + chunker settings + dense and sparse model ids."""
     try:
         dv = version("docling-slim")
     except Exception:
         dv = "unknown"
-    s = core.settings
-    parts = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.rag.pdf_pipeline}", f"chunk_max_tokens={s.rag.chunk_max_tokens}",
-             "chunker=HybridChunker(merge_peers)", f"tokenizer={core.embedder.model_id}",
-             f"dense={core.embedder.model_id}", f"sparse={SPARSE_MODEL_ID}",
+    s, emb = parts.settings, parts.embedder
+    items = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.rag.pdf_pipeline}", f"chunk_max_tokens={s.rag.chunk_max_tokens}",
+             "chunker=HybridChunker(merge_peers)", f"tokenizer={emb.model_id}",
+             f"dense={emb.model_id}", f"sparse={SPARSE_MODEL_ID}",
              f"context=title+headings@{CONTEXT_REVISION}"]
-    return sha256_text("|".join(parts))[:16]
+    return sha256_text("|".join(items))[:16]
 
 
 def mark_all_stale(engine: Engine) -> None:
@@ -306,16 +307,17 @@ ProgressFn = Callable[[int, int, str], None]
 
 
 class Indexer:
-    """Indexes files into the shared store for one :class:`~aisac_core.context.AppContext`."""
+    """Indexes files into one store: ``parts`` gives its settings, SQL engine, embedder and vector store
+    (:class:`~aisac_core.rag.service.RagService`, or anything with those attributes)."""
 
-    def __init__(self, core: AppContext) -> None:
-        self.core = core
+    def __init__(self, parts: RagParts) -> None:
+        self.parts = parts
         self._write_lock = threading.Lock()
         self._last_flush = time.monotonic()
 
     def plan(self, paths: list[Path], catalog_only: bool = False) -> Plan:
         """:func:`plan_paths` with symlinks confined to this store's registered roots (:func:`allowed_roots`)."""
-        return plan_paths(paths, catalog_only, allowed_roots(self.core.settings))
+        return plan_paths(paths, catalog_only, allowed_roots(self.parts.settings))
 
     def run(self, paths: list[Path], *, catalog_only: bool = False, progress: ProgressFn | None = None,
             failures: list[dict[str, str]] | None = None, counters: Counters | None = None,
@@ -340,9 +342,9 @@ class Indexer:
                 fails.append({"path": str(path), "error": f"skipped: {reason}"})
         total = len(plan.documents) + len(plan.catalog)
         done = 0
-        fp = fingerprint(self.core) if plan.documents else ""
+        fp = fingerprint(self.parts) if plan.documents else ""
         if plan.documents or plan.folders:
-            self.core.vectors()  # fail fast (store locked by another process, damaged) before any parsing
+            self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
             for f in plan.documents:
                 c.files_seen += 1
@@ -373,17 +375,17 @@ class Indexer:
             for folder in plan.folders:
                 self._prune(folder, c, refused)
             if plan.documents or plan.folders:
-                self.core.vectors().flush()
+                self.parts.vectors().flush()
                 self._last_flush = time.monotonic()
         return c
 
     # ---- one file -----------------------------------------------------------------------------
 
     def _index_file(self, path: Path, fp: str, c: Counters) -> None:
-        core = self.core
+        parts = self.parts
         st = path.stat()
         did = doc_id_for(path)
-        with Session(core.engine) as s:
+        with Session(parts.engine) as s:
             row = s.get(Document, did)
             unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
             if unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
@@ -400,8 +402,8 @@ class Indexer:
             had_chunks = row is not None and row.status == "indexed"
         t0 = time.perf_counter()
         try:
-            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
-                                    core.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(core.settings))
+            parsed = parse_document(path, parts.embedder.tokenizer(), parts.settings.rag.chunk_max_tokens,
+                                    parts.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(parts.settings))
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
                 self._record_failure(did, path, st, sha, fp, str(exc))
@@ -411,8 +413,8 @@ class Indexer:
         c.pages_parsed += parsed.pages or 0
         t0 = time.perf_counter()
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
-        dense = core.embedder.embed_documents(texts)
-        sparse = core.embedder.sparse_documents(texts)
+        dense = parts.embedder.embed_documents(texts)
+        sparse = parts.embedder.sparse_documents(texts)
         c.embed_seconds += time.perf_counter() - t0
         c.chunks_embedded += len(parsed.chunks)
         points = [
@@ -426,9 +428,9 @@ class Indexer:
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)
         ]
-        vs = core.vectors()
+        vs = parts.vectors()
         # (a) manifest says "indexing" before any vector write
-        with Session(core.engine) as s:
+        with Session(parts.engine) as s:
             lock(s, "document", did)
             row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=parsed.file_type,
                                                    size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha,
@@ -450,7 +452,7 @@ class Indexer:
             vs.flush()
             self._last_flush = time.monotonic()
         # (c) commit the manifest
-        with Session(core.engine) as s:
+        with Session(parts.engine) as s:
             row = s.get(Document, did)
             assert row is not None
             row.status, row.fingerprint, row.chunk_count = "indexed", fp, len(points)
@@ -464,7 +466,7 @@ class Indexer:
         c.files_indexed += 1
 
     def _record_failure(self, did: str, path: Path, st: os.stat_result, sha: str, fp: str, error: str) -> None:
-        with Session(self.core.engine) as s:
+        with Session(self.parts.engine) as s:
             lock(s, "document", did)
             row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=DOCUMENT_TYPES.get(
                 path.suffix.lower(), "unknown"), size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha, fingerprint=fp)
@@ -473,18 +475,22 @@ class Indexer:
             s.add(row)
             s.commit()
 
+    def flush(self) -> None:
+        """Write the vector store's pending changes to disk (the files indexed so far are whole)."""
+        self.parts.vectors().flush()
+
     # ---- removal ------------------------------------------------------------------------------
 
     def remove(self, doc_ids: list[str]) -> int:
         """Remove documents (points first, then manifest rows). Returns the number of chunks deleted."""
         deleted = 0
         with self._write_lock:
-            vs = self.core.vectors()
+            vs = self.parts.vectors()
             for did in doc_ids:
                 deleted += vs.count("chunks", [Cond("doc_id", eq=did)])
                 vs.delete("chunks", [Cond("doc_id", eq=did)])
             vs.flush()
-            with Session(self.core.engine) as s:
+            with Session(self.parts.engine) as s:
                 for did in doc_ids:
                     for model in (Document, DocumentContent):
                         row = s.get(model, did)
@@ -502,7 +508,7 @@ class Indexer:
         def gone_or_refused(path: str) -> bool:
             return path in refused or not Path(path).exists()
 
-        with Session(self.core.engine) as s:
+        with Session(self.parts.engine) as s:
             gone = [r.doc_id for r in s.exec(select(Document).where(Document.path.startswith(prefix))).all()
                     if gone_or_refused(r.path)]
             stale_cat = [r for r in s.exec(select(CatalogEntry).where(CatalogEntry.path.startswith(prefix))).all()
@@ -521,7 +527,7 @@ class Indexer:
     # ---- catalogue ----------------------------------------------------------------------------
 
     def _catalogue(self, path: Path, root: Path) -> None:
-        catalogue_file(self.core.engine, path, root, ArchiveLimits.from_settings(self.core.settings))
+        catalogue_file(self.parts.engine, path, root, ArchiveLimits.from_settings(self.parts.settings))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -529,9 +535,9 @@ class Indexer:
 # --------------------------------------------------------------------------------------------------
 
 
-def get_document(core: AppContext, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
-    """Manifest row and parsed content of a document, or None."""
-    with Session(core.engine) as s:
+def get_document(parts: RagParts, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+    """Manifest row and parsed content of a document (``parts``: its store), or None."""
+    with Session(parts.engine) as s:
         row = s.get(Document, doc_id)
         if row is None:
             return None
@@ -545,11 +551,11 @@ def documents_matching(engine: Engine, pattern: str) -> list[str]:
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
 
 
-def list_documents(core: AppContext, *, status: str | None = None, file_type: str | None = None,
-                   path_glob: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+def list_documents(parts: RagParts, *, status: str | None = None, file_type: str | None = None,
+                   path_glob: str | None = None, limit: int = 100, offset: int = 0) -> Documents:
     """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
     ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""
-    with Session(core.engine) as s:
+    with Session(parts.engine) as s:
         q = select(Document).order_by(Document.path)
         if status:
             q = q.where(Document.status == status)
@@ -566,7 +572,7 @@ def list_documents(core: AppContext, *, status: str | None = None, file_type: st
     }
 
 
-def document_dict(r: Document) -> dict[str, Any]:
+def document_dict(r: Document) -> DocumentRow:
     """JSON-ready manifest row: doc_id, path, file_type, title, pages, chunk_count, status, error, sha256, size,
     indexed_at (ISO 8601)."""
     return {"doc_id": r.doc_id, "path": r.path, "file_type": r.file_type, "title": r.title, "pages": r.pages,

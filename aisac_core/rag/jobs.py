@@ -30,7 +30,9 @@ from aisac_core.store.jobqueue import TERMINAL, JobQueue
 from aisac_core.store.tables import Job
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.results import IndexJob
 
 log = logging.getLogger("aisac.indexing")
 
@@ -56,16 +58,20 @@ class JobManager:
     reads job status (``aisac status``) never starts it, so a short-lived process claims nothing.
     """
 
-    def __init__(self, core: AppContext) -> None:
-        self.core = core
-        self.indexer = Indexer(core)
-        self.queue = JobQueue(core.engine, lease_s=core.settings.job_lease_seconds)
+    def __init__(self, engine: Engine, indexer: Indexer, *, lease_s: float, poll_s: float) -> None:
+        """``engine``: the store's SQL engine (the ``job`` table); ``indexer``: runs the jobs; ``lease_s``: seconds
+        a claimed job is held without a renewal (``settings.job_lease_seconds``); ``poll_s``: seconds between two
+        looks for claimable work (``settings.job_poll_seconds``)."""
+        self.engine = engine
+        self.indexer = indexer
+        self.poll_s = poll_s
+        self.queue = JobQueue(engine, lease_s=lease_s)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._done = threading.Condition()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._shared = core.engine.dialect.name != "sqlite"
+        self._shared = engine.dialect.name != "sqlite"
         self._cancel_here: set[str] = set()  # jobs of this process asked to stop (seen before the next write)
 
     def resume(self) -> None:
@@ -97,7 +103,7 @@ class JobManager:
                 self._thread.start()
 
     def _worker(self) -> None:
-        poll = self.core.settings.job_poll_seconds
+        poll = self.poll_s
         away = False
         while not self._stop.is_set():
             try:
@@ -184,7 +190,7 @@ class JobManager:
         except JobCancelled:
             status, message = "cancelled", "cancelled on request"
             try:
-                self.core.vectors().flush()  # the files indexed before the stop are whole: keep them on disk
+                self.indexer.flush()  # the files indexed before the stop are whole: keep them on disk
             except Exception:
                 log.exception("job %s: flushing the vector store after the cancel failed", job_id)
         except AisacError as exc:  # a user error (a path vanished or turned into a loop since submit)
@@ -201,7 +207,7 @@ class JobManager:
             log.warning("job %s ended here after its lease was lost; its row is left to the process holding it",
                         job_id)
 
-    def cancel(self, job_id: str) -> dict[str, Any] | None:
+    def cancel(self, job_id: str) -> IndexJob | None:
         """Ask index job ``job_id`` to stop; returns its status (see :func:`job_dict`), None for an unknown job.
 
         A queued job ends ``cancelled`` at once; a running one (here or in another process serving the store) reads
@@ -231,15 +237,15 @@ class JobManager:
             with self._done:
                 self._done.wait(0.2 if left is None else min(0.2, left))
 
-    def status(self, job_id: str) -> dict[str, Any] | None:
+    def status(self, job_id: str) -> IndexJob | None:
         """The job as a dict (see :func:`job_dict`), or None when unknown."""
-        with Session(self.core.engine) as s:
+        with Session(self.engine) as s:
             job = s.get(Job, job_id)
             return job_dict(job) if job else None
 
-    def list(self, limit: int = 20) -> list[dict[str, Any]]:
+    def list(self, limit: int = 20) -> list[IndexJob]:
         """The most recent jobs, newest first."""
-        with Session(self.core.engine) as s:
+        with Session(self.engine) as s:
             rows = s.exec(select(Job).order_by(Job.created_at.desc()).limit(limit)).all()  # type: ignore[attr-defined]
             return [job_dict(j) for j in rows]
 
@@ -260,7 +266,7 @@ def _stored(failures: list[dict[str, str]], skipped: list[dict[str, str]]) -> li
     return list(failures) + [{**s, "skipped": True} for s in skipped]
 
 
-def job_dict(job: Job) -> dict[str, Any]:
+def job_dict(job: Job) -> IndexJob:
     """A job as JSON-ready dict: ``{job_id, kind, status, done, total, message, params, counters, failures: [{path,
     error}], skipped: [{path, reason}], created_at, started_at, finished_at, attempts, runner}``; ``skipped`` lists
     the symlinks (out of the registered roots, loops, broken) and unreadable folders the walk left out, with the

@@ -27,17 +27,18 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag.chunking import indexed_text
 from aisac_core.rag.indexer import documents_matching, get_document, is_point_id
+from aisac_core.rag.results import AnchorDict, HitDict, SearchResultDict
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.vectors import Cond, VectorHit
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.rag.parts import RagParts
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
@@ -89,7 +90,7 @@ class Hit:
     score: float
     payload: dict[str, Any]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> HitDict:
         """JSON-ready hit: chunk_id, doc_id, title, path, page(s), section, text, score, anchor."""
         p = self.payload
         return {
@@ -101,12 +102,12 @@ class Hit:
         }
 
 
-def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> dict[str, Any]:
+def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> AnchorDict:
     """The JSON form of the evidence anchor of a chunk payload (score None when not from a search)."""
-    return Anchor.from_payload(chunk_id, p, score).to_dict()
+    return cast(AnchorDict, Anchor.from_payload(chunk_id, p, score).to_dict())
 
 
-def _conds(core: "AppContext", filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
+def _conds(parts: RagParts, filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
     """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
     if not filters:
         return [], None
@@ -124,7 +125,7 @@ def _conds(core: "AppContext", filters: dict[str, Any] | None) -> tuple[list[Con
     if (g := filters.get("path_glob")) is not None:
         if not isinstance(g, str) or not g:
             raise SearchError("filter path_glob must be a non-empty glob string, e.g. '*.pdf'")
-        matched = set(documents_matching(core.engine, g))
+        matched = set(documents_matching(parts.engine, g))
         doc_ids = matched if doc_ids is None else doc_ids & matched
     if doc_ids is not None:
         if not doc_ids:
@@ -161,20 +162,21 @@ class SearchResult:
     took_ms: float
     message: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready result."""
-        out: dict[str, Any] = {"hits": [h.as_dict() for h in self.hits], "count": len(self.hits), "mode": self.mode,
+    def as_dict(self) -> SearchResultDict:
+        """JSON-ready result (:class:`~aisac_core.rag.results.SearchResultDict`)."""
+        out: SearchResultDict = {"hits": [h.as_dict() for h in self.hits], "count": len(self.hits), "mode": self.mode,
                                "took_ms": round(self.took_ms, 2)}
         if self.message:
             out["message"] = self.message
         return out
 
 
-def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] | None = None,
+def search(parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | None = None,
            mode: str = "hybrid") -> SearchResult:
-    """Search the indexed chunks.
+    """Search the indexed chunks of the store ``parts``.
 
     Args:
+        parts: the store (:class:`~aisac_core.rag.service.RagService`).
         query: natural-language query (non-empty, at most 2,000 characters).
         k: number of hits, 1..100.
         filters: optional dict with keys of :data:`FILTER_KEYS`.
@@ -195,11 +197,11 @@ def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] 
         raise SearchError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     if mode not in MODES:
         raise SearchError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    conds, reason = _conds(core, filters)
+    conds, reason = _conds(parts, filters)
     if reason:
         return SearchResult([], mode, (time.perf_counter() - t0) * 1000, reason)
-    emb = core.embedder
-    vs = core.vectors()
+    emb = parts.embedder
+    vs = parts.vectors()
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
@@ -218,15 +220,15 @@ def search(core: "AppContext", query: str, k: int = 10, filters: dict[str, Any] 
         else:
             msg = "no chunk matched the filters; loosen them"
             if filters and filters.get("section") and filters.get("doc_id"):
-                msg += "; " + _labels_hint(core, filters["doc_id"])
+                msg += "; " + _labels_hint(parts, filters["doc_id"])
     return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
 
 
-def _labels_hint(core: "AppContext", doc_ids: str | list[str]) -> str:
+def _labels_hint(parts: RagParts, doc_ids: str | list[str]) -> str:
     """Which section labels the filtered documents have (for a search that found nothing)."""
     out = []
     for did in ([doc_ids] if isinstance(doc_ids, str) else list(doc_ids))[:10]:
-        got = get_document(core, did)
+        got = get_document(parts, did)
         if got and got[1] is not None and got[1].structure_json:
             labels = sorted({sec["label"] for sec in json.loads(got[1].structure_json).get("sections", [])})
             out.append(f"{did} has sections: {', '.join(labels) or '(no headings)'}")
@@ -353,9 +355,9 @@ def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], l
     return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
 
 
-def get_chunk(core: "AppContext", chunk_id: str) -> dict[str, Any] | None:
-    """A chunk by id with its anchor (score None), or None when unknown."""
-    recs = core.vectors().retrieve("chunks", [chunk_id]) if is_point_id(chunk_id) else []
+def get_chunk(parts: RagParts, chunk_id: str) -> HitDict | None:
+    """A chunk of the store ``parts`` by id with its anchor (score None), or None when unknown."""
+    recs = parts.vectors().retrieve("chunks", [chunk_id]) if is_point_id(chunk_id) else []
     if not recs:
         return None
     h = Hit(recs[0].id, 0.0, recs[0].payload).as_dict()

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.rag.indexer import get_document
+from aisac_core.rag.results import Block, Overview, SectionInfo, SectionText
 from aisac_core.rag.search import SearchError
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.tables import Document, DocumentContent
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.rag.parts import RagParts
 
 #: tokens are estimated as characters / 4 (the usual rule of thumb for English text with BPE tokenizers,
 #: e.g. OpenAI's "a token is ~4 characters"); MiniLM's WordPiece gives a similar count on scientific prose.
@@ -34,10 +35,10 @@ class SectionNotFoundError(SearchError):
     """A section the document does not have; the message lists those it has."""
 
 
-def _structure_of(core: "AppContext", doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
+def _structure_of(parts: RagParts, doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
     if not isinstance(doc_id, str) or not doc_id.strip():
         raise DocumentNotFoundError("doc_id is empty: rag_list_documents lists the indexed documents and their doc_ids")
-    got = get_document(core, doc_id.strip())
+    got = get_document(parts, doc_id.strip())
     if got is None:
         raise DocumentNotFoundError(f"no indexed document {doc_id!r}: rag_list_documents lists doc_ids")
     row, content = got
@@ -52,12 +53,13 @@ def _structure_of(core: "AppContext", doc_id: str) -> tuple[Document, DocumentCo
     return row, content, json.loads(content.structure_json)
 
 
-def _public_section(sec: dict[str, Any]) -> dict[str, Any]:
-    return {k: sec.get(k) for k in ("title", "number", "level", "label", "page_start", "page_end", "chunk_count")}
+def _public_section(sec: dict[str, Any]) -> SectionInfo:
+    keys = ("title", "number", "level", "label", "page_start", "page_end", "chunk_count")
+    return cast(SectionInfo, {k: sec.get(k) for k in keys})
 
 
-def get_overview(core: "AppContext", doc_id: str) -> dict[str, Any]:
-    """What a document is and which parts it has.
+def get_overview(parts: RagParts, doc_id: str) -> Overview:
+    """What a document of the store ``parts`` is and which parts it has.
 
     Returns ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
     authors, year, doi, arxiv_id}, sections: [{title, number, level, label, page_start, page_end,
@@ -72,13 +74,14 @@ def get_overview(core: "AppContext", doc_id: str) -> dict[str, Any]:
     Raises:
         DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
     """
-    row, _content, st = _structure_of(core, doc_id)
+    row, _content, st = _structure_of(parts, doc_id)
     ov = overview_of_structure(st)
     return {
         "doc_id": row.doc_id, "path": row.path, "file_type": row.file_type, "pages": row.pages,
         "chunk_count": row.chunk_count, "sha256": row.sha256,
         "indexed_at": row.indexed_at.isoformat() if row.indexed_at else None,
-        "title": ov["metadata"].get("title") or row.title, **ov,
+        "title": ov["metadata"].get("title") or row.title, "metadata": ov["metadata"], "sections": ov["sections"],
+        "labels": ov["labels"], "captions": ov["captions"],
     }
 
 
@@ -126,9 +129,9 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     return out
 
 
-def read_sections(core: "AppContext", doc_id: str, section: str, max_tokens: int = 2000,
-                  cursor: int | None = None) -> dict[str, Any]:
-    """The text of a document's section(s) in reading order, with page anchors, paged.
+def read_sections(parts: RagParts, doc_id: str, section: str, max_tokens: int = 2000,
+                  cursor: int | None = None) -> SectionText:
+    """The text of a document's section(s) (of the store ``parts``) in reading order, with page anchors, paged.
 
     Args:
         doc_id: from ``rag_list_documents`` / a search hit.
@@ -160,7 +163,7 @@ def read_sections(core: "AppContext", doc_id: str, section: str, max_tokens: int
     if not isinstance(section, str) or not section.strip():
         raise SearchError("section is empty: give a label (abstract, introduction, methods, results, discussion, "
                           "conclusion, datasets, references, other) or a heading from rag_get_overview")
-    row, content, st = _structure_of(core, doc_id)
+    row, content, st = _structure_of(parts, doc_id)
     text = content.text
     if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(text)):
         raise SearchError(f"cursor must be a next_cursor returned by a previous call (0..{len(text)}), got {cursor!r}")
@@ -178,8 +181,8 @@ def read_sections(core: "AppContext", doc_id: str, section: str, max_tokens: int
     total = sum(b[3] - b[2] for b in blocks)
     budget = max_tokens * CHARS_PER_TOKEN
     pos = cursor or 0
-    out_blocks: list[dict[str, Any]] = []
-    parts: list[str] = []
+    out_blocks: list[Block] = []
+    texts: list[str] = []
     used = 0
     next_cursor: int | None = None
     for kind, page, s, e, si in blocks:
@@ -201,14 +204,14 @@ def read_sections(core: "AppContext", doc_id: str, section: str, max_tokens: int
         out_blocks.append({"kind": kind, "page": page, "char_span": [s, e], "section": title})
         if kind == "heading":
             level = secs[si]["level"] if si >= 0 else 1
-            parts.append("#" * min(6, level + 1) + " " + piece.strip())
+            texts.append("#" * min(6, level + 1) + " " + piece.strip())
         else:
-            parts.append((f"[p. {page}] " if page is not None else "") + piece.strip())
+            texts.append((f"[p. {page}] " if page is not None else "") + piece.strip())
         if next_cursor is not None:
             break
     return {
         "doc_id": row.doc_id, "title": st.get("metadata", {}).get("title") or row.title, "section": section,
-        "matched": [_public_section(secs[i]) for i in idx], "text": "\n\n".join(parts), "blocks": out_blocks,
+        "matched": [_public_section(secs[i]) for i in idx], "text": "\n\n".join(texts), "blocks": out_blocks,
         "tokens": -(-used // CHARS_PER_TOKEN), "total_tokens": -(-total // CHARS_PER_TOKEN),
         "next_cursor": next_cursor,
     }

@@ -17,10 +17,11 @@ from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import parse_document
 from aisac_core.rag.formats import DocumentError
 from aisac_core.rag.indexer import doc_id_of_path, get_document, is_point_id
+from aisac_core.rag.results import Verification
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
-    from aisac_core.context import AppContext
+    from aisac_core.rag.parts import RagParts
 
 ANCHOR_STATUSES = ("ok", "file_changed", "chunk_changed", "missing")
 
@@ -29,10 +30,11 @@ def _norm_ws(s: str) -> str:
     return " ".join(s.split())
 
 
-def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
-    """Check an evidence anchor against the file on disk and the index, by re-hashing.
+def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
+    """Check an evidence anchor against the file on disk and the index (of the store ``parts``), by re-hashing.
 
     Args:
+        parts: the store (:class:`~aisac_core.rag.service.RagService`).
         anchor: the ``anchor`` dict of a search hit (``rag_search``, ``rag_get_chunk``): ``{chunk_id,
             doc_id, path, sha256, section, page, char_span, chunk_sha256, score}``. Required: ``doc_id``
             (or ``path``), ``sha256`` and ``chunk_sha256``; ``chunk_id`` is used when present. An optional
@@ -68,9 +70,9 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
     chunk_id = a.chunk_id
     want_sha, want_chunk = a.sha256, a.chunk_sha256
     doc_id = a.doc_id or doc_id_of_path(a.path, what="anchor path")  # type: ignore[arg-type]  # doc_id or path
-    out: dict[str, Any] = {"status": "missing", "chunk_id": chunk_id, "doc_id": doc_id, "path": a.path,
+    out: Verification = {"status": "missing", "chunk_id": chunk_id, "doc_id": doc_id, "path": a.path,
                            "detail": "", "sha256_now": None, "current_chunk_id": None}
-    got = get_document(core, doc_id)
+    got = get_document(parts, doc_id)
     if got is None:
         out["detail"] = (f"document {doc_id} is not in the index (removed, or never indexed in this store): "
                          "index the file again and search anew")
@@ -88,7 +90,7 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
         return out
     out["sha256_now"] = now
 
-    vs = core.vectors()
+    vs = parts.vectors()
     text: str | None = None
     if isinstance(anchor.get("text"), str) and sha256_text(anchor["text"]) == want_chunk:
         text = anchor["text"]
@@ -130,8 +132,8 @@ def verify_anchor(core: "AppContext", anchor: dict[str, Any]) -> dict[str, Any]:
             found, where = True, "the passage occurs in the re-indexed version's text"
     else:
         try:
-            parsed = parse_document(path, core.embedder.tokenizer(), core.settings.rag.chunk_max_tokens,
-                                    core.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(core.settings))
+            parsed = parse_document(path, parts.embedder.tokenizer(), parts.settings.rag.chunk_max_tokens,
+                                    parts.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(parts.settings))
         except DocumentError as exc:
             out["status"] = "chunk_changed"
             out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from fastmcp import Client
 
-from aisac_core.context import AppContext, store_status
+from aisac_core.context import AppContext
 from aisac_core.store.files import permission_warnings
 from aisac_servers.suite import build
 from conftest import make_settings
@@ -69,9 +69,9 @@ def test_every_store_file_is_private(filled: AppContext) -> None:
 
 def test_status_warns_when_a_user_widens_the_store(filled: AppContext) -> None:
     data = filled.settings.data_dir
-    assert store_status(filled)["permission_warnings"] == []
+    assert filled.rag.status()["permission_warnings"] == []
     os.chmod(data, 0o755)
-    warnings = store_status(filled)["permission_warnings"]
+    warnings = filled.rag.status()["permission_warnings"]
     assert warnings and "chmod -R go-rwx" in warnings[0] and "0755" in warnings[0]
     os.chmod(data, 0o700)
     db = next(data.glob("*.db"))

@@ -1,0 +1,228 @@
+"""The rag service of one store: indexing (background jobs), hybrid search, reading documents by section,
+verifying evidence anchors, the catalogue of data files and the store's status.
+
+:class:`RagService` is built by the composition root (``AppContext.rag``) from the store's parts; the rag tools
+(``aisac_servers.rag``) and the CLI call its methods. It has the attributes ``settings``, ``engine``, ``embedder``,
+``vectors()`` and ``jobs``, so it is also the :class:`~aisac_core.rag.parts.RagParts` the rag functions take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.errors import BadPathError, check_path_text, expand_user, quote_path, resolve_in_roots
+from aisac_core.rag.catalog import catalog_entries
+from aisac_core.rag.indexer import Indexer, IndexingError, doc_id_of_path, get_document, list_documents
+from aisac_core.rag.jobs import JobManager
+from aisac_core.rag.search import SearchResult, get_chunk, search
+from aisac_core.rag.sections import get_overview, read_sections
+from aisac_core.rag.status import store_status
+from aisac_core.rag.verify import verify_anchor
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.rag.results import (
+        Catalog,
+        Documents,
+        HitDict,
+        Overview,
+        Removed,
+        SectionText,
+        StoreStatus,
+        Verification,
+    )
+    from aisac_core.settings import Settings
+    from aisac_core.store.tables import Document, DocumentContent
+    from aisac_core.store.vectors import VectorStore
+
+
+def accepted_forms(roots: list[Path]) -> str:
+    """The forms :meth:`RagService.index` accepts, naming up to 10 registered roots (for error messages)."""
+    names = ", ".join(repr(r.name) for r in roots[:10])
+    return ("give a file or folder (absolute, or relative to the first registered root), a list of them, or a "
+            "registered root's name" + (f" ({names})" if names else "") + "; omit path to index every registered root")
+
+
+def _exists(raw: str) -> bool:
+    """Whether ``raw`` names an existing file or folder (False for a name the OS refuses, e.g. too long)."""
+    try:
+        return expand_user(raw).exists()
+    except OSError:
+        return False
+
+
+class RagService:
+    """Indexing, search, reading and verification over one store.
+
+    Args:
+        settings: the store's settings (``settings.rag``: roots, chunking, PDF pipeline; job lease and poll times).
+        engine: the store's SQL engine (schema migrated).
+        vectors: a zero-argument callable giving the vector store (opened on first call, by the caller's context).
+        embedder: dense + sparse embedder (models load on first use).
+
+    ``indexer`` and ``jobs`` (the background index jobs) open on first use; :meth:`close` stops the jobs.
+    """
+
+    def __init__(self, settings: Settings, engine: Engine, vectors: Callable[[], VectorStore],
+                 embedder: Embedder) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.embedder = embedder
+        self._vectors = vectors
+
+    def vectors(self) -> VectorStore:
+        """The vector store (``chunks`` collection ready)."""
+        return self._vectors()
+
+    @cached_property
+    def indexer(self) -> Indexer:
+        """The indexer of this store (the background jobs run it)."""
+        return Indexer(self)
+
+    @cached_property
+    def jobs(self) -> JobManager:
+        """The background index jobs of this store (the worker starts on the first submit or :meth:`resume`)."""
+        return JobManager(self.engine, self.indexer, lease_s=self.settings.job_lease_seconds,
+                          poll_s=self.settings.job_poll_seconds)
+
+    def resume(self) -> None:
+        """Start running the jobs that wait for a process to claim them (:meth:`JobManager.resume`)."""
+        self.jobs.resume()
+
+    def close(self) -> None:
+        """Stop the background jobs, if started (the running one may finish, up to 10 s)."""
+        if (jobs := self.__dict__.get("jobs")) is not None:
+            jobs.shutdown()
+
+    # ---- search and reading ------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 10, filters: dict[str, Any] | None = None,
+               mode: str = "hybrid") -> SearchResult:
+        """Hybrid (or ``dense`` / ``sparse``) search: :func:`aisac_core.rag.search.search`; ``.as_dict()`` gives the
+        :class:`~aisac_core.rag.results.SearchResultDict`. Raises :class:`~aisac_core.rag.search.SearchError`."""
+        return search(self, query, k, filters, mode)
+
+    def get_chunk(self, chunk_id: str) -> HitDict | None:
+        """A chunk by id with its whole text and full anchor (score None), or None when unknown."""
+        return get_chunk(self, chunk_id)
+
+    def overview(self, doc_id: str) -> Overview:
+        """What a document is and which sections it has: :func:`aisac_core.rag.sections.get_overview`.
+        Raises :class:`~aisac_core.rag.sections.DocumentNotFoundError`."""
+        return get_overview(self, doc_id)
+
+    def read_sections(self, doc_id: str, section: str, max_tokens: int = 2000,
+                      cursor: int | None = None) -> SectionText:
+        """A page (``max_tokens``, 50..20000) of a document's section(s) from ``cursor``:
+        :func:`aisac_core.rag.sections.read_sections` (its errors)."""
+        return read_sections(self, doc_id, section, max_tokens, cursor)
+
+    def verify_anchor(self, anchor: str | dict[str, Any]) -> Verification:
+        """Whether cited evidence still holds: :func:`aisac_core.rag.verify.verify_anchor`.
+
+        ``anchor``: a full anchor (optionally with the hit's ``text``), a compact hit (a dict with a ``chunk_id``
+        and no ``sha256``: its chunk_id is the anchor id), or a chunk id; an id not in the index gives status
+        ``missing``. Raises :class:`~aisac_core.evidence.anchor.AnchorError` for an anchor lacking its hashes."""
+        if isinstance(anchor, dict) and not anchor.get("sha256") and isinstance(anchor.get("chunk_id"), str):
+            anchor = anchor["chunk_id"]  # a compact hit: its chunk_id is the anchor id
+        if isinstance(anchor, str):
+            got = self.get_chunk(anchor.strip()) if anchor.strip() else None
+            if got is None:
+                return {"status": "missing", "chunk_id": anchor, "doc_id": None, "path": None, "sha256_now": None,
+                        "current_chunk_id": None,
+                        "detail": f"chunk id {anchor!r} is not in the index: its document was removed or re-indexed "
+                                  "after an edit (chunk ids change then), or the id is wrong; verify the full anchor "
+                                  "instead"}
+            anchor = {**got["anchor"], "text": got.get("text")}
+        return verify_anchor(self, anchor)
+
+    # ---- the manifest and the catalogue ------------------------------------------------------------
+
+    def list_documents(self, *, status: str | None = None, file_type: str | None = None,
+                       path_glob: str | None = None, limit: int = 100, offset: int = 0) -> Documents:
+        """Manifest rows, paged and filtered: :func:`aisac_core.rag.indexer.list_documents`."""
+        return list_documents(self, status=status, file_type=file_type, path_glob=path_glob, limit=limit,
+                              offset=offset)
+
+    def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+        """A document's manifest row and parsed content, or None when unknown."""
+        return get_document(self, doc_id)
+
+    def catalog(self, *, root: str | None = None, file_type: str | None = None, refresh: bool = False,
+                limit: int = 100, offset: int = 0) -> Catalog:
+        """Catalogued data files, paged: :func:`aisac_core.rag.catalog.catalog_entries`; ``refresh``: list the
+        catalog roots again first. Raises :class:`~aisac_core.errors.BadPathError` for a bad ``root``."""
+        if refresh and self.settings.rag.catalog_roots:
+            self.indexer.run(list(self.settings.rag.catalog_roots), catalog_only=True)
+        return catalog_entries(self.engine, root=root, file_type=file_type, limit=limit, offset=offset)
+
+    def status(self) -> StoreStatus:
+        """The store's health (``aisac status``, ``rag_store_status``): :func:`aisac_core.rag.status.store_status`."""
+        return store_status(self, self.jobs)
+
+    # ---- indexing --------------------------------------------------------------------------------
+
+    def targets(self, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
+        """(paths, catalog_only) groups to index: the given paths, or every registered root (``path`` None).
+
+        ``path``: a file or folder (absolute, or relative to the first registered root), a list of them, or a
+        registered root's name.
+
+        Raises:
+            BadPathError: an empty or blank path (or empty list), a NUL byte, a symlink loop; the message names the
+                accepted forms.
+            PathOutsideRootsError: with registered roots, a path resolving outside them.
+        """
+        s = self.settings
+        roots = list(s.rag.roots) + list(s.rag.catalog_roots)
+        if path is None:
+            if not roots:
+                raise BadPathError("no path given and no registered roots: pass path='/folder/of/papers' or set "
+                                   "AISAC_ROOTS='[\"/folder\"]'")
+            groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
+            return [(paths, cat) for paths, cat in groups if paths]
+        items = [path] if isinstance(path, str) else list(path)
+        if not items:
+            raise BadPathError(f"path is an empty list: {accepted_forms(roots)}")
+        out: list[Path] = []
+        catalog_only = False
+        for raw in items:
+            if not isinstance(raw, str) or not raw.strip():
+                raise BadPathError(f"path {quote_path(raw)} is empty or blank: {accepted_forms(roots)}")
+            check_path_text(raw)
+            by_name = [r for r in roots if r.name == raw]
+            if by_name and not _exists(raw):
+                out.append(by_name[0])
+                catalog_only = catalog_only or by_name[0] in s.rag.catalog_roots
+            elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
+                out.append(resolve_in_roots(raw, roots, what="path"))
+            else:
+                out.append(expand_user(raw))
+        return [(out, catalog_only)]
+
+    def index(self, path: str | list[str] | None = None, catalog_only: bool = False) -> list[str]:
+        """Queue background index jobs for ``path`` (:meth:`targets`; None: every registered root), one per group;
+        returns their ids (they run in order: the last ends last). Raises the errors of :meth:`targets` and
+        :meth:`JobManager.submit` (a missing path) before any job exists."""
+        return [self.jobs.submit(paths, catalog_only or cat) for paths, cat in self.targets(path)]
+
+    def remove(self, doc_id: str | None = None, path: str | None = None) -> Removed:
+        """Remove a document (by ``doc_id`` or by the indexed file's ``path``) and its chunks from the index; the
+        file is untouched. Returns ``{removed: doc_id, chunks_deleted}``.
+
+        Raises:
+            IndexingError: neither or both of doc_id and path given; no such indexed document.
+            BadPathError: a bad ``path`` (empty, a NUL byte, a symlink loop).
+        """
+        if (doc_id is None) == (path is None):
+            raise IndexingError("give exactly one of doc_id or path")
+        did = doc_id if doc_id is not None else doc_id_of_path(path or "")
+        if get_document(self, did) is None:
+            raise IndexingError(f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is "
+                                "indexed")
+        return {"removed": did, "chunks_deleted": self.indexer.remove([did])}

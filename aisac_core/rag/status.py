@@ -1,0 +1,70 @@
+"""The store's health as ``aisac status`` and ``rag_store_status`` give it: :func:`store_status`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from aisac_core.rag.indexer import fingerprint
+from aisac_core.store.collections import CHUNKS
+from aisac_core.store.files import permission_warnings
+from aisac_core.store.sql import redact_url, schema_revision
+from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
+
+if TYPE_CHECKING:
+    from aisac_core.rag.parts import RagParts
+    from aisac_core.rag.results import IndexJob, StoreStatus
+
+
+class JobList(Protocol):
+    """What :func:`store_status` reads of the index jobs (:class:`~aisac_core.rag.jobs.JobManager`)."""
+
+    def list(self, limit: int = 20) -> list[IndexJob]:
+        """The most recent jobs, newest first."""
+        ...
+
+
+def _dir_size(path: Path) -> int:
+    """Bytes a folder occupies on disk (allocated blocks: vector shards are sparse files)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512  # on disk (shards are sparse files)
+            except OSError:
+                pass
+    return total
+
+
+def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
+    """Documents (by status and type), chunks (manifest and vector store), catalogued files, the 5 most recent
+    ``jobs``, store location and size in bytes, the SQL schema revision, the embedding model, and whether documents
+    await re-embedding (``stale_documents``: indexed with another fingerprint), of the store ``parts``.
+
+    ``parts.vectors().count`` may give None (the vector store is held by another process: ``aisac status``
+    through the owner daemon). Raises what opening the store raises (:class:`~aisac_core.store.sql.StoreError`)."""
+    s = parts.settings
+    with Session(parts.engine) as db:
+        by_status = dict(db.exec(select(Document.status, func.count()).group_by(Document.status)).all())
+        by_type = dict(db.exec(select(Document.file_type, func.count()).group_by(Document.file_type)).all())
+        manifest_chunks = db.exec(select(func.coalesce(func.sum(Document.chunk_count), 0))).one()
+        catalogued = db.exec(select(func.count()).select_from(CatalogEntry)).one()
+        events = db.exec(select(func.count()).select_from(TraceEvent)).one()
+        fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
+    fp = fingerprint(parts)
+    return {
+        "data_dir": str(s.data_dir), "sql_url": redact_url(s.resolved_sql_url),
+        "schema_revision": schema_revision(parts.engine), "vector_backend": s.vector_backend,
+        "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
+        "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
+        "embedding_model": parts.embedder.model_id, "fingerprint": fp,
+        "documents": by_status, "documents_by_type": by_type, "chunks_in_manifest": int(manifest_chunks),
+        "chunks_in_vector_store": parts.vectors().count(CHUNKS),
+        "stale_documents": sum(1 for f in fps if f != fp), "catalogued_files": int(catalogued),
+        "trace_events": int(events), "recent_jobs": jobs.list(5),
+        "permission_warnings": permission_warnings(s.data_dir),
+    }
