@@ -296,37 +296,39 @@ def loaded(name):
 # --------------------------------------------------------------------------------------------------
 
 
-def _pending_contracts() -> list[dict]:
-    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter-pending"][
-        "contracts"]
+def _no_context_contracts() -> list[dict]:
+    """The ``core-no-context`` contract of pyproject.toml (a list of one)."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    return [c for c in contracts if c["id"] == "core-no-context"]
 
 
 def test_the_no_context_contract_covers_every_core_module() -> None:
     """``core-no-context`` lists every module and subpackage of aisac_core but the context itself."""
-    (contract,) = [c for c in _pending_contracts() if c["id"] == "core-no-context"]
+    (contract,) = _no_context_contracts()
     tops = {p.stem if p.is_file() else p.name for p in CORE.iterdir()
             if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
     assert {m.removeprefix("aisac_core.") for m in contract["source_modules"]} == tops - {"context"}
 
 
-@pytest.mark.xfail(strict=False, reason="domains still import context until the service refactor merges")
 def test_no_core_module_imports_the_context(tmp_path: Path) -> None:
     """No module of aisac_core but the composition root imports ``aisac_core.context``, not even for type checking
-    (import-linter, direct imports), nor names ``AppContext`` in an annotation string."""
+    (import-linter, direct imports), nor names ``AppContext`` in an annotation (string or not). Docstrings may name
+    the composition root."""
     pytest.importorskip("importlinter")
     base = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
     lines = ["[tool.importlinter]", f"root_packages = {base['root_packages']!r}".replace("'", '"'),
              "include_external_packages = true", "exclude_type_checking_imports = false"]
-    for c in _pending_contracts():
+    for c in _no_context_contracts():
         lines.append("[[tool.importlinter.contracts]]")
         for k, v in c.items():
             lines.append(f"{k} = " + ("true" if v is True else "false" if v is False else
                                       repr(v).replace("'", '"')))
     config = tmp_path / "pending.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"] == _pending_contracts()
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"] == _no_context_contracts()
     res = _lint(REPO, config=config)
     named = [f"{p.relative_to(REPO)}" for p in _py_files(CORE) if p.name != "context.py"
-             and re.search(r"\bAppContext\b|aisac_core\.context\b", p.read_text(encoding="utf-8"))]
+             and re.search(r"^\s*(?:from aisac_core(?:\.context\b| import context\b)|import aisac_core\.context\b)"
+                           r"|(?:[:>,\[(]|->)\s*[\"']?AppContext\b", p.read_text(encoding="utf-8"), re.M)]
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     assert not named, named
