@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, Column, Index, Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+from sqlmodel import SQLModel as SQLModel  # re-exported: its metadata, imported from here, holds every table
 
 
 def utcnow() -> datetime:
