@@ -268,7 +268,7 @@ def _dir_size(path: Path) -> int:
     return total
 
 
-def store_status(core: AppContext) -> dict:
+def store_status(core: AppContext) -> dict[str, Any]:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, jobs, store
     location and size in bytes, the SQL schema revision, the embedding model, and whether documents await
     re-embedding."""

@@ -12,8 +12,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, Column, Index, Text
-from sqlmodel import Field
-from sqlmodel import SQLModel as SQLModel  # re-exported: its metadata, imported from here, holds every table
+from sqlmodel import Field, SQLModel
+
+# SQLModel is re-exported: its metadata, imported from here, holds every table below
+__all__ = [
+    "CatalogEntry", "DataFrameEntry", "Document", "DocumentContent", "Fact", "Job", "LitCacheEntry", "MemorySession",
+    "RoleModelCache", "RoleSubmission", "SQLModel", "StoreMeta", "TraceEvent", "TraceInput", "TraceRunPin", "Turn",
+    "utcnow",
+]
 
 
 def utcnow() -> datetime:
