@@ -47,10 +47,10 @@ from urllib.parse import urlsplit
 from aisac_core.errors import AisacError
 from aisac_core.store.files import secure_data_dir
 
-try:
+if sys.platform != "win32":
     import fcntl
-except ImportError:  # pragma: no cover - Windows: no owner daemon (`aisac serve` opens the store in-process)
-    fcntl = None  # type: ignore[assignment]
+else:  # pragma: no cover - Windows: no owner daemon (`aisac serve` opens the store in-process)
+    fcntl = None
 
 #: whether this platform supports the owner model (POSIX file locks)
 SUPPORTED = fcntl is not None

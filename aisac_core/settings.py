@@ -41,6 +41,7 @@ from typing import Annotated, Any, Literal
 
 from platformdirs import user_data_dir
 from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from aisac_core.tool_profiles import check_value
@@ -239,6 +240,14 @@ def _env_name(flat: str) -> str:
     return "AISAC_" + flat.upper()
 
 
+def _init_error(e: dict[str, Any]) -> InitErrorDetails:
+    """A collected validation error as ``ValidationError.from_exception_data`` takes it (``ctx`` only when set)."""
+    out = InitErrorDetails(type=e["type"], loc=e["loc"], input=e.get("input"))
+    if e.get("ctx"):
+        out["ctx"] = e["ctx"]
+    return out
+
+
 class Settings(BaseSettings):
     """Configuration of one aisac store and its servers (see the module docstring for the groups).
 
@@ -333,7 +342,7 @@ class Settings(BaseSettings):
             elif name not in values:  # a store-wide field: checked here, so its error can name the file
                 field = cls.model_fields[name]
                 try:
-                    ann = Annotated[field.annotation, *field.metadata] if field.metadata else field.annotation
+                    ann: Any = Annotated[field.annotation, *field.metadata] if field.metadata else field.annotation
                     TypeAdapter(ann).validate_python(value)
                 except ValidationError as exc:
                     errors += [{**e, "loc": (name, f"@{path}")} for e in exc.errors()]
@@ -352,8 +361,7 @@ class Settings(BaseSettings):
                     tag = (f"@{path}",) if name in from_file and _env_name(name) not in env else ()
                     errors.append({**e, "loc": (name, *tag)})
         if errors:
-            raise ValidationError.from_exception_data("Settings", [
-                {k: e.get(k) for k in ("type", "loc", "input", "ctx") if k != "ctx" or e.get(k)} for e in errors])
+            raise ValidationError.from_exception_data("Settings", [_init_error(e) for e in errors])
         return values
 
     @field_validator("data_dir", mode="after")

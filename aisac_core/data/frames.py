@@ -73,8 +73,9 @@ SUMMARY_COLUMNS = 100
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
-def _json_rows(df: "pd.DataFrame") -> list[dict]:
-    return json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
+def _json_rows(df: "pd.DataFrame") -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
+    return rows
 
 
 def _dtypes(df: "pd.DataFrame", limit: int = 200) -> dict[str, str]:
@@ -104,8 +105,8 @@ class FrameRegistry:
         self.limits = ArchiveLimits(max_unpacked_mb=float(settings.max_unpacked_mb),
                                     max_ratio=float(settings.max_unpack_ratio))
         self._sandbox = sandbox
-        self._cache: OrderedDict[str, Any] = OrderedDict()
-        self._results: OrderedDict[str, tuple[Any, dict]] = OrderedDict()  # query/aggregate results by id
+        self._cache: OrderedDict[str, pd.DataFrame] = OrderedDict()
+        self._results: OrderedDict[str, tuple[pd.DataFrame, dict[str, Any]]] = OrderedDict()  # query/aggregate results by id
         self._lock = threading.RLock()
 
     # -- helpers
@@ -323,7 +324,7 @@ class FrameRegistry:
         return {"name": name, "shape": list(df.shape), "columns": out,
                 "truncated": df.shape[1] > 200 and not columns}
 
-    def _keep_result(self, df: Any, lineage: dict) -> str:
+    def _keep_result(self, df: pd.DataFrame, lineage: dict[str, Any]) -> str:
         rid = f"result:{sha256_json(lineage)[:12]}"
         with self._lock:
             self._results[rid] = (df, lineage)

@@ -152,7 +152,7 @@ class Worker:
     """A running worker: its process (the bwrap or unshare wrapper under isolation), the worker's own pid as it
     reported it, when it started, and its early-stderr log file."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     pid: int
     started_at: str
     log: Any = None
@@ -167,11 +167,11 @@ class Spawner:
     :meth:`spawn` starts a new thread)."""
 
     def __init__(self) -> None:
-        self._q: "queue.Queue[tuple[list[str], dict, dict] | None] | None" = None
+        self._q: "queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None] | None" = None
         self._lock = threading.Lock()
 
     @staticmethod
-    def _loop(q: "queue.Queue[tuple[list[str], dict, dict] | None]") -> None:
+    def _loop(q: "queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None]") -> None:
         while (item := q.get()) is not None:
             cmd, kw, box = item
             try:
@@ -180,7 +180,7 @@ class Spawner:
                 box["error"] = exc
             box["done"].set()
 
-    def spawn(self, cmd: list[str], **kw: Any) -> subprocess.Popen:
+    def spawn(self, cmd: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         """``subprocess.Popen(cmd, **kw)`` run by the spawner thread (started on first use); raises what Popen
         raises."""
         box: dict[str, Any] = {"done": threading.Event()}
@@ -192,7 +192,8 @@ class Spawner:
         box["done"].wait()
         if "error" in box:
             raise box["error"]
-        return box["proc"]
+        proc: subprocess.Popen[bytes] = box["proc"]  # binary pipes: callers pass no text/encoding option
+        return proc
 
     def stop(self) -> None:
         """End the spawner thread once it has started what it was asked to (harmless when it is not running)."""
@@ -254,7 +255,7 @@ def kill(w: Worker, close: bool = True) -> None:
             pass
 
 
-def send(w: Worker, obj: dict, deadline: float | None = None) -> None:
+def send(w: Worker, obj: dict[str, Any], deadline: float | None = None) -> None:
     """Write one request (4-byte big-endian length + UTF-8 JSON) to the worker, waiting for room in the pipe until
     ``deadline`` (``time.monotonic()``; None: no limit) - a worker whose cell still runs reads nothing. Raises
     WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
@@ -279,7 +280,7 @@ def send(w: Worker, obj: dict, deadline: float | None = None) -> None:
         raise WorkerGone(f"the worker is gone ({exc})") from exc
 
 
-def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = None) -> dict:
+def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = None) -> dict[str, Any]:
     """Read one reply (a JSON object) from the worker, waiting until ``deadline`` (``time.monotonic()``).
 
     The 4-byte length is checked against ``max_bytes`` before anything more is read, so a forged length cannot make

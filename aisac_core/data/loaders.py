@@ -111,8 +111,8 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
                                            for r in header + list(range(data_start, len(sample))))]
     # names: upper header rows forward-filled across empty cells
     levels = []
-    for n, r in enumerate(header):
-        row = [grid[r][j] if j < len(grid[r]) else None for j in range(width)]
+    for n, hr in enumerate(header):
+        row = [grid[hr][j] if j < len(grid[hr]) else None for j in range(width)]
         vals = ["" if _kind(v) == "empty" and not (isinstance(v, str) and v.strip()) else _cell_text(v) for v in row]
         if n < len(header) - 1:
             last = ""
@@ -121,7 +121,7 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
                     last = vals[j]
                 elif last:
                     vals[j] = last
-                    filled.add((r, j))
+                    filled.add((hr, j))
         levels.append(vals)
     names = join_header_levels(header, levels, used, filled)
     if len(header) > 1:
@@ -207,7 +207,7 @@ def _parse_error(path: Path, delim: str, enc: str, exc: Exception) -> DataError:
 
 
 def load_csv(path: Path, header_rows: int | None, suffix: str,
-             skip_rows: int | None = None) -> tuple["pd.DataFrame", dict, list[str]]:
+             skip_rows: int | None = None) -> tuple["pd.DataFrame", dict[str, Any], list[str]]:
     """A delimited text file (``suffix``: its lower-case extension, the delimiter fallback) as ``(frame, options,
     notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row, detected: {sheet: None,
     range: None, header_rows, skipped_above, skipped_below: [], pivot: False, tidy: False}}``. ``skip_rows``: lines
@@ -303,7 +303,7 @@ def load_csv(path: Path, header_rows: int | None, suffix: str,
 
 def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
                limits: ArchiveLimits | None = None, *, skip_rows: int | None = None, cell_range: str | None = None,
-               tidy: bool = False) -> list[tuple[str, pd.DataFrame | None, dict, list[str]]]:
+               tidy: bool = False) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
     """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
     options, notes)]``; an empty sheet gives ``frame`` None and a note.
 
@@ -360,7 +360,7 @@ def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
     if cell_range is not None and len(sheets) > 1:
         raise DataError(f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets "
                         f"({', '.join(wb.sheetnames[:20])})")
-    out = []
+    out: list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]] = []
     for ws in sheets:
         if read_only:
             ws.reset_dimensions()
@@ -400,7 +400,7 @@ def _bold_cells(ws: Any, grid: list[list[Any]], rows: int = 60) -> set[tuple[int
 def sheet_frame(title: str, grid: list[list[Any]], merged: list[tuple[int, int, int, int]],
                 bold: set[tuple[int, int]] | None = None, *, header_rows: int | None = None,
                 skip_rows: int | None = None, cell_range: str | None = None,
-                tidy: bool = False) -> tuple[str, pd.DataFrame, dict, list[str]]:
+                tidy: bool = False) -> tuple[str, pd.DataFrame, dict[str, Any], list[str]]:
     """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`).
     Raises DataError for bad ``header_rows``/``skip_rows``/``cell_range``, or ``tidy`` without value columns."""
     import pandas as pd
@@ -523,7 +523,8 @@ def arrow_safe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             col = df.iloc[:, i]
             types = {type(v) for v in col.dropna()}
             if len(types) > 1 and not types <= {int, float, bool}:
-                df.isetitem(i, col.map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v)))
+                as_text = col.map(lambda v: v if v is None or (isinstance(v, float) and v != v) else str(v))
+                df.isetitem(i, as_text.to_numpy(dtype=object))
                 changed.append(df.columns[i])
     return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])
 

@@ -34,6 +34,7 @@ column-type profile as in the spreadsheet table-detection literature, e.g. Koci 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from datetime import time as dtime
 from itertools import pairwise
@@ -193,7 +194,7 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
     notes: list[str] = []
     others: list[str] = []
     explicit = cell_range is not None
-    if explicit:
+    if cell_range is not None:
         t, l, b, r = parse_range(cell_range, n_rows, n_cols)
         b, r = min(b, n_rows - 1), min(r, n_cols - 1)
         box = (t, l, b, r)
@@ -456,7 +457,7 @@ def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[b
         lower_labels = [_text(grid[header[0]][j]) for j in cols if occ[header[0]][j] and (header[0], j) not in filled]
         repeats = len(lower_labels) != len(set(lower_labels))
         spans = len(cells) >= 1 and any(not occ[i][j + 1] and occ[header[0]][j + 1] for j in cells if j + 1 <= r)
-        both_bold = bool(bold) and all((i, j) in bold for j in cells) and all((leaf, j) in bold for j in leaf_cells)
+        both_bold = bool(bold and all((i, j) in bold for j in cells) and all((leaf, j) in bold for j in leaf_cells))
         texts = [_text(grid[i][j]) for j in cells if (i, j) not in filled]
         if texts and all(x.endswith(":") for x in texts):
             break  # form fields above the table ("CC Name:"), not column labels
@@ -501,8 +502,8 @@ def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
     return join_header_levels(header, levels, columns, filled)
 
 
-def join_header_levels(header: list[int], levels: list[list[str]], columns: Any, filled: set[tuple[int, int]]
-                       ) -> list[str]:
+def join_header_levels(header: list[int], levels: Sequence[Sequence[str] | Mapping[int, str]], columns: Any,
+                       filled: set[tuple[int, int]]) -> list[str]:
     """Column names from header rows: per column in ``columns`` (0-based indexes), the labels of its header
     ``levels`` (one list of labels per row of ``header``) joined with ``|``, a label carried over from a merged or
     group cell (``(row, column)`` in ``filled``) not repeated; ``col_N`` (1-based) for a column without a label;

@@ -32,7 +32,7 @@ def _sha256(data: bytes | str) -> str:
     return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
 
 
-def after_run(m: "SandboxManager", s: "Session", reply: dict, notes: list[str], t_start: float) -> None:
+def after_run(m: "SandboxManager", s: "Session", reply: dict[str, Any], notes: list[str], t_start: float) -> None:
     """Checks after every run: threads the run left running stop the worker (state lost); a session folder over
     its disk quota loses the files this run wrote (their inode change time is at or after ``t_start``)."""
     stray = reply.pop("stray_threads", 0)
@@ -103,7 +103,7 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
     return out
 
 
-def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict, notes: list[str],
+def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict[str, Any], notes: list[str],
            state_lost: bool) -> tuple[CodeRun, list[Path]]:
     """The run's result from the worker's reply, which is untrusted: only the known fields, as text, capped; and
     the paths of the run's stored figures."""

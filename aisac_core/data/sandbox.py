@@ -42,7 +42,7 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
@@ -105,7 +105,7 @@ class Session:
     busy_job: str | None = None
     stopping: str | None = None  # set while reset/close stops a running job
     seq: int = 0  # number of requests sent to the worker (replies echo each request's tag)
-    confinement: dict = field(default_factory=dict)  # what the worker reported in force at start
+    confinement: dict[str, Any] = field(default_factory=dict[str, Any])  # what the worker reported in force at start
     last_used_at: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -259,7 +259,7 @@ class SandboxManager:
             notes.append(f"session state lost: {s.lost}; a fresh worker was started and earlier variables are gone")
         return w, notes
 
-    def _exchange(self, s: Session, req: dict, timeout_s: float) -> tuple[dict, list[str]]:
+    def _exchange(self, s: Session, req: dict[str, Any], timeout_s: float) -> tuple[dict[str, Any], list[str]]:
         """Send ``req`` to the session's worker (started if needed) and wait for the reply; caller holds s.lock.
 
         Returns (reply, notes). A wall-time overrun kills the worker; a dead worker gives an ``ok: false`` reply
@@ -309,7 +309,7 @@ class SandboxManager:
         return reply, notes
 
     @staticmethod
-    def _lose(s: Session, w: Worker, why: str, error_type: str, error: str) -> dict:
+    def _lose(s: Session, w: Worker, why: str, error_type: str, error: str) -> dict[str, Any]:
         """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call) and return the
         ``ok: false`` reply of the interrupted request."""
         kill(w)
@@ -430,7 +430,7 @@ class SandboxManager:
             job = self._jobs.get(job_id) if isinstance(job_id, str) else None
         return job is None or job.done.wait(max(0.0, seconds))
 
-    def cancel(self, job_id: str) -> dict | None:
+    def cancel(self, job_id: str) -> dict[str, Any] | None:
         """Stop code run ``job_id``: its worker is killed (the session's variables are lost; the next run starts a
         fresh worker and reports ``state_lost``), and the run's result reads ``status: "cancelled"``. Returns
         ``{job_id, session, status}`` (``cancelled``, or the status of a run that had already ended), None for an
@@ -450,7 +450,7 @@ class SandboxManager:
         status = job.result["status"] if job.done.is_set() and job.result is not None else "running"
         return {"job_id": job_id, "session": job.session, "status": status}
 
-    def _call(self, session: str, req: dict, timeout_s: float = 120.0) -> dict:
+    def _call(self, session: str, req: dict[str, Any], timeout_s: float = 120.0) -> dict[str, Any]:
         s = self._session(session, create=req.get("op") == "load_frame")
         if not s.lock.acquire(timeout=1.0):
             raise SandboxError(f"session {session!r} is busy with job {s.busy_job}; poll data_code_job_status")
@@ -471,7 +471,7 @@ class SandboxManager:
             raise SandboxError(f"cannot list the variables of {session!r}: {reply.get('error')}")
         return {"session": session, "variables": reply["variables"], "notes": reply["notes"]}
 
-    def load_frame(self, session: str, var: str, parquet: Path) -> dict:
+    def load_frame(self, session: str, var: str, parquet: Path) -> dict[str, Any]:
         """Load the Parquet file ``parquet`` (inside the session dir) into variable ``var`` of ``session``."""
         if not var.isidentifier() or var.startswith("_"):
             raise SandboxError(f"variable name {var!r} is not a Python identifier (or starts with '_')")

@@ -48,11 +48,19 @@ import time
 import traceback
 from importlib.util import module_from_spec, spec_from_file_location
 
+TYPE_CHECKING = False  # typing is not imported at run time: the worker starts on the standard library's core only
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from types import FrameType, ModuleType
+    from typing import Any, NoReturn
 
-def _sibling(name: str):  # noqa: ANN202
+
+def _sibling(name: str) -> ModuleType:
     """Load the module ``name`` from this script's folder (``python -I`` puts no script folder on sys.path)."""
     spec = spec_from_file_location(f"_aisac_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                                   f"{name}.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {name}.py from the worker's folder")
     mod = module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -88,12 +96,13 @@ class _Capture(io.TextIOBase):
     """A text stream that keeps the first ``limit`` characters and counts the rest."""
 
     def __init__(self, limit: int) -> None:
-        self.limit, self.size, self.dropped, self.parts = limit, 0, 0, []
+        self.limit, self.size, self.dropped = limit, 0, 0
+        self.parts: list[str] = []
 
     def writable(self) -> bool:
         return True
 
-    def write(self, s):  # noqa: ANN001, ANN201
+    def write(self, s: str) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         room = self.limit - self.size
@@ -111,7 +120,7 @@ class _Capture(io.TextIOBase):
 class Worker:
     """State of the session: namespace, limits, policy."""
 
-    def __init__(self, cfg: dict) -> None:
+    def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
         self.session_dir = os.path.realpath(cfg["session_dir"])
         self.allowed = frozenset(cfg["allow_imports"])
@@ -127,7 +136,8 @@ class Worker:
                                        {self.session_dir} | {os.path.realpath(p) for p in cfg.get("read_roots", [])}))
         self.real_import = builtins.__import__
         self.own = threading.local()  # .trusted: the worker's own calls, exempt from the audit hook
-        self.ns: dict = {}
+        self.ns: dict[str, Any] = {}
+        self.base_threads: set[int | None] = set()  # threads running before the first request (set by main)
         self.reset_namespace()
 
     # -- namespace and imports ------------------------------------------------------------------------------
@@ -139,7 +149,7 @@ class Worker:
         self.ns.clear()
         self.ns.update({"__name__": "__session__", "__builtins__": safe_builtins})
 
-    def from_session(self, frame) -> bool:  # noqa: ANN001
+    def from_session(self, frame: FrameType) -> bool:
         """Whether ``frame`` runs the session's code: its globals are the session namespace or any dict that is not
         the ``__dict__`` of a loaded module (``exec(src, {})``); library modules run with their own module dict."""
         g = frame.f_globals
@@ -148,7 +158,9 @@ class Worker:
         mod = sys.modules.get(g.get("__name__", "")) if isinstance(g.get("__name__"), str) else None
         return mod is None or getattr(mod, "__dict__", None) is not g
 
-    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002, ANN001, ANN201
+    def guarded_import(self, name: str, globals: Mapping[str, object] | None = None,
+                       locals: Mapping[str, object] | None = None, fromlist: Sequence[str] | None = (),
+                       level: int = 0) -> ModuleType:
         """``__import__`` of the session's own code: only allow-listed top-level packages, no relative imports.
         Installed as ``builtins.__import__`` itself, so code that reaches the real builtins module (through a
         library module's globals) meets the same check; imports made by library code pass through."""
@@ -172,7 +184,7 @@ class Worker:
         sys.modules["numpy"].random.seed(self.seed)
 
     # -- audit hook -----------------------------------------------------------------------------------------
-    def _inside(self, path, roots) -> bool:  # noqa: ANN001
+    def _inside(self, path: Any, roots: Iterable[str]) -> bool:
         if isinstance(path, int):
             return True  # an already open descriptor
         try:
@@ -181,7 +193,7 @@ class Worker:
             return False
         return any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)
 
-    def audit(self, event: str, args: tuple) -> None:
+    def audit(self, event: str, args: tuple[Any, ...]) -> None:
         """The PEP 578 hook: raise PermissionError for refused operations (libraries treat it as an OSError)."""
         if getattr(self.own, "trusted", False):
             return
@@ -211,7 +223,7 @@ class Worker:
                                           f"only inside its session directory ({self.session_dir})")
 
     # -- requests -------------------------------------------------------------------------------------------
-    def handle(self, req: dict) -> dict:
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req.get("op")
         if op == "run":
             reply = self.run(req["code"], float(req.get("cpu_s") or 60), int(req.get("cell") or self.cell + 1))
@@ -231,7 +243,7 @@ class Worker:
             return {"ok": True, "pid": os.getpid(), "cell": self.cell}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
-    def load_frame(self, var: str, path: str) -> dict:
+    def load_frame(self, var: str, path: str) -> dict[str, Any]:
         import pandas as pd  # noqa: PLC0415
 
         if not self.numpy_seeded:
@@ -240,12 +252,12 @@ class Worker:
         self.ns[var] = df
         return {"ok": True, "variable": var, "shape": list(df.shape)}
 
-    def variables(self) -> list[dict]:
-        out = []
+    def variables(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         for k, v in self.ns.items():
             if k.startswith("_") or type(v).__name__ == "module":
                 continue
-            item = {"name": k, "type": f"{type(v).__module__}.{type(v).__qualname__}".replace("builtins.", "")}
+            item: dict[str, Any] = {"name": k, "type": f"{type(v).__module__}.{type(v).__qualname__}".replace("builtins.", "")}
             shape = getattr(v, "shape", None)
             if isinstance(shape, tuple):
                 item["shape"] = [int(s) if isinstance(s, int) or hasattr(s, "__index__") else str(s) for s in shape]
@@ -273,11 +285,11 @@ class Worker:
                 return f"name {node.id!r} is not available in a sandbox session (line {node.lineno})"
         return None
 
-    def run(self, code: str, cpu_s: float, cell: int) -> dict:
+    def run(self, code: str, cpu_s: float, cell: int) -> dict[str, Any]:
         self.cell = cell
         filename = f"<cell {cell}>"
         out, err = _Capture(self.output_chars), _Capture(self.output_chars)
-        reply: dict = {"ok": True, "cell": cell}
+        reply: dict[str, Any] = {"ok": True, "cell": cell}
         t0 = time.perf_counter()
         try:
             tree = ast.parse(code, filename, "exec")
@@ -291,8 +303,9 @@ class Worker:
             return {"ok": False, "cell": cell, "error_type": "SandboxViolation", "error": bad, "stdout": "",
                     "stderr": "", "duration_ms": 0.0}
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if tree.body and isinstance(final := tree.body[-1], ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(final.value)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         used = usage.ru_utime + usage.ru_stime
         _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
@@ -338,7 +351,7 @@ class Worker:
                 pass
         reply["figures"] = self.save_figures(cell)
         reply["stdout"], reply["stderr"] = out.getvalue(), err.getvalue()
-        notes = []
+        notes: list[str] = []
         for label, cap in (("stdout", out), ("stderr", err)):
             if cap.dropped:
                 notes.append(f"{label} truncated: {cap.dropped:,} more characters dropped (limit "
@@ -360,7 +373,8 @@ class Worker:
             import ctypes  # noqa: PLC0415 - already loaded before the audit hook
 
             for t in extra:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))
+                if t.ident is not None:  # always set: enumerate() lists started threads only
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))
             deadline = time.monotonic() + 1.0
             for t in extra:
                 t.join(max(0.0, deadline - time.monotonic()))
@@ -369,14 +383,15 @@ class Worker:
         finally:
             self.own.trusted = False
 
-    def save_figures(self, cell: int) -> list[dict]:
+    def save_figures(self, cell: int) -> list[dict[str, Any]]:
         """Render every open matplotlib figure as PNG, close it, and return ``[{name, png_b64}]`` (the bytes travel
         in the reply; the parent never opens a path a worker names). A figure larger than the per-figure limit, or
         past the per-reply budget, is replaced by ``{name, error}``. A copy is kept in ``artifacts/``."""
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return []
-        figs, budget = [], int(self.cfg.get("reply_bytes", 32 << 20)) * 3 // 4 - (1 << 20)
+        figs: list[dict[str, Any]] = []
+        budget = int(self.cfg.get("reply_bytes", 32 << 20)) * 3 // 4 - (1 << 20)
         try:
             os.makedirs("artifacts", exist_ok=True)
             for i, num in enumerate(plt.get_fignums(), 1):
@@ -416,7 +431,7 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def _send(fd: int, obj: dict) -> None:
+def _send(fd: int, obj: dict[str, Any]) -> None:
     data = json.dumps(obj, default=str).encode("utf-8", "replace")
     msg = struct.pack(">I", len(data)) + data
     view = memoryview(msg)
@@ -425,7 +440,7 @@ def _send(fd: int, obj: dict) -> None:
         view = view[n:]
 
 
-def _set_limits(cfg: dict) -> None:
+def _set_limits(cfg: dict[str, Any]) -> None:
     def lim(which: int, value: int) -> None:
         try:
             _soft, hard = resource.getrlimit(which)
@@ -447,10 +462,10 @@ def _set_limits(cfg: dict) -> None:
         lim(resource.RLIMIT_NPROC, int(cfg["nproc"]))
 
 
-def _confine(cfg: dict, worker: Worker) -> dict:
+def _confine(cfg: dict[str, Any], worker: Worker) -> dict[str, Any]:
     """Apply Landlock (reads: the worker's read roots; writes: the session directory and ``/dev/null``) and the
     seccomp filter of :mod:`confine`; returns what is in force, for the ready message."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     abi, why = confine.apply_landlock([r for r in worker.read_roots if r not in ("/dev/null", worker.session_dir)],
                                       [worker.session_dir, "/dev/null"])
     out["landlock"] = abi if why is None else 0
@@ -473,7 +488,7 @@ def main() -> int:
     random.seed(int(cfg.get("seed", 0)))
     worker = Worker(cfg)
 
-    def on_xcpu(_sig, _frame):  # noqa: ANN001, ANN202
+    def on_xcpu(_sig: int, _frame: FrameType | None) -> NoReturn:
         raise CpuLimitExceeded()
 
     signal.signal(signal.SIGXCPU, on_xcpu)
@@ -483,7 +498,7 @@ def main() -> int:
     try:  # a second lock on process creation where no seccomp filter exists: fork_exec raises no audit event
         import _posixsubprocess  # noqa: PLC0415
 
-        def _refused(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        def _refused(*_a: object, **_k: object) -> NoReturn:
             raise PermissionError("process creation is refused in a sandbox session")
 
         _posixsubprocess.fork_exec = _refused
@@ -500,7 +515,7 @@ def main() -> int:
         body = _read_exact(proto_in, struct.unpack(">I", head)[0])
         if body is None:
             return 0
-        req: dict = {}
+        req: dict[str, Any] = {}
         try:
             req = json.loads(body)
             reply = worker.handle(req)

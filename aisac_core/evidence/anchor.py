@@ -14,7 +14,7 @@ Hashes: SHA-256 (FIPS 180-4) as lower-case hex, of the file's bytes and of the c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from aisac_core.errors import AisacError
 
@@ -96,7 +96,7 @@ def _nonempty(v: Any) -> bool:
     return isinstance(v, str) and bool(v)
 
 
-def is_anchor(obj: Any) -> bool:
+def is_anchor(obj: Any) -> TypeGuard[dict[str, Any]]:
     """Whether ``obj`` is the JSON form of an anchor: a dict with a string ``chunk_id``."""
     return isinstance(obj, dict) and isinstance(obj.get("chunk_id"), str)
 

@@ -50,7 +50,6 @@ from aisac_core.memory.common import (
 )
 from aisac_core.memory.facts import fact_dict, fact_timeline, query_facts, record_fact
 from aisac_core.memory.recall import (
-                                      DIALOGUE,
                                       count_tokens,
                                       point_id,
                                       recall,
@@ -69,6 +68,7 @@ from aisac_core.memory.sessions import (
                                       session_markdown,
                                       start_session,
 )
+from aisac_core.store.collections import DIALOGUE
 
 __all__ = [
     "DIALOGUE", "EXPORT_MAX_TURNS", "KEYWORD_CANDIDATES", "MAX_CONTENT_CHARS", "MAX_FACT_FIELD_CHARS",

@@ -4,10 +4,10 @@ closes the fact it supersedes; queried as of any time, or as a timeline."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.memory.common import (
     MAX_FACT_FIELD_CHARS,
@@ -37,7 +37,7 @@ def fact_dict(f: Fact) -> FactResult:
             "run_id": f.run_id, "created_at": iso(f.created_at)}
 
 
-def record_fact(engine: Engine, subject: str, predicate: str, object: str, conditions: dict | None = None,
+def record_fact(engine: Engine, subject: str, predicate: str, object: str, conditions: dict[str, Any] | None = None,
                 valid_at: str | None = None, source: str | None = None, evidence_span: str | None = None,
                 run_id: str | None = None) -> Recorded:
     """Record a fact valid from ``valid_at`` (default now). The fact of the same subject + predicate that
@@ -58,10 +58,10 @@ def record_fact(engine: Engine, subject: str, predicate: str, object: str, condi
     sk, pk = subject.strip().lower(), predicate.strip().lower()
     with Session(engine) as db:  # serialised per (subject, predicate): supersede sees every earlier fact
         lock(db, "fact", sk, pk)
-        same = (Fact.subject_key == sk, Fact.predicate_key == pk)
-        prev = db.exec(select(Fact).where(*same, Fact.valid_at <= va, or_(Fact.invalid_at.is_(None), Fact.invalid_at > va))
-                       .order_by(Fact.valid_at.desc(), Fact.id.desc()).limit(1)).first()
-        nxt = db.exec(select(Fact).where(*same, Fact.valid_at > va).order_by(Fact.valid_at, Fact.id).limit(1)).first()
+        same = (col(Fact.subject_key) == sk, col(Fact.predicate_key) == pk)
+        prev = db.exec(select(Fact).where(*same, col(Fact.valid_at) <= va, or_(col(Fact.invalid_at).is_(None), col(Fact.invalid_at) > va))
+                       .order_by(col(Fact.valid_at).desc(), col(Fact.id).desc()).limit(1)).first()
+        nxt = db.exec(select(Fact).where(*same, col(Fact.valid_at) > va).order_by(col(Fact.valid_at), col(Fact.id)).limit(1)).first()
         superseded = None
         if prev is not None:
             prev.invalid_at = va
@@ -89,16 +89,16 @@ def query_facts(engine: Engine, subject: str | None = None, predicate: str | Non
     at = parse_time(as_of, "as_of") or _now()
     limit = _check_int(limit, "limit", 1, 500)
     offset = _check_int(offset, "offset", 0, 10**9)
-    conds = [Fact.valid_at <= at, or_(Fact.invalid_at.is_(None), Fact.invalid_at > at)]
+    conds = [col(Fact.valid_at) <= at, or_(col(Fact.invalid_at).is_(None), col(Fact.invalid_at) > at)]
     if subject:
-        conds.append(Fact.subject_key == subject.strip().lower())
+        conds.append(col(Fact.subject_key) == subject.strip().lower())
     if predicate:
-        conds.append(Fact.predicate_key == predicate.strip().lower())
+        conds.append(col(Fact.predicate_key) == predicate.strip().lower())
     if object:
-        conds.append(func.lower(Fact.object).contains(object.strip().lower()))
+        conds.append(func.lower(col(Fact.object)).contains(object.strip().lower()))
     with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
-        rows = db.exec(select(Fact).where(*conds).order_by(Fact.subject_key, Fact.predicate_key, Fact.valid_at, Fact.id)
+        rows = db.exec(select(Fact).where(*conds).order_by(col(Fact.subject_key), col(Fact.predicate_key), col(Fact.valid_at), col(Fact.id))
                        .offset(offset).limit(limit)).all()
     return {"facts": [fact_dict(f) for f in rows], "total": int(total), "as_of": iso(at), "offset": offset,
             "next_offset": offset + limit if offset + limit < total else None}
@@ -112,13 +112,13 @@ def fact_timeline(engine: Engine, subject: str, predicate: str | None = None, li
     _check_str(subject, "subject", MAX_FACT_FIELD_CHARS)
     limit = _check_int(limit, "limit", 1, 500)
     offset = _check_int(offset, "offset", 0, 10**9)
-    conds = [Fact.subject_key == subject.strip().lower()]
+    conds = [col(Fact.subject_key) == subject.strip().lower()]
     if predicate:
-        conds.append(Fact.predicate_key == predicate.strip().lower())
+        conds.append(col(Fact.predicate_key) == predicate.strip().lower())
     now = _now()
     with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
-        rows = db.exec(select(Fact).where(*conds).order_by(Fact.valid_at, Fact.id).offset(offset).limit(limit)).all()
+        rows = db.exec(select(Fact).where(*conds).order_by(col(Fact.valid_at), col(Fact.id)).offset(offset).limit(limit)).all()
     facts: list[FactResult] = []
     for f in rows:
         d = fact_dict(f)

@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import func, or_
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.memory.common import (
     KEYWORD_CANDIDATES,
@@ -79,7 +79,7 @@ def reconcile_dialogue(engine: Engine, embedder: Embedder, vs: VectorStore, lock
     Cheap when nothing is missing (one count on each side). Runs after a crash between the SQL commit
     and the vector upsert, and after the collection was recreated (another embedding model)."""
     with Session(engine) as db:
-        n_sql = db.exec(select(func.count()).select_from(Turn).where(Turn.pair_user_id.is_not(None))).one()
+        n_sql = db.exec(select(func.count()).select_from(Turn).where(col(Turn.pair_user_id).is_not(None))).one()
     if vs.count(DIALOGUE) >= n_sql:
         return 0
     present = {pid for pid, _ in vs.scroll_ids(DIALOGUE)}
@@ -87,13 +87,13 @@ def reconcile_dialogue(engine: Engine, embedder: Embedder, vs: VectorStore, lock
     last_id = 0
     while True:
         with Session(engine) as db:
-            rows = db.exec(select(Turn).where(Turn.pair_user_id.is_not(None), Turn.id > last_id)
-                           .order_by(Turn.id).limit(batch * 8)).all()
+            rows = db.exec(select(Turn).where(col(Turn.pair_user_id).is_not(None), col(Turn.id) > last_id)
+                           .order_by(col(Turn.id)).limit(batch * 8)).all()
             if not rows:
                 break
             last_id = stored_id(rows[-1].id)
             missing = [a for a in rows if point_id(stored_id(a.id)) not in present]
-            users = {u.id: u for u in db.exec(select(Turn).where(Turn.id.in_([a.pair_user_id for a in missing]))).all()} \
+            users = {u.id: u for u in db.exec(select(Turn).where(col(Turn.id).in_([a.pair_user_id for a in missing]))).all()} \
                 if missing else {}
         pairs = [(users[a.pair_user_id], a) for a in missing if a.pair_user_id in users]
         for i in range(0, len(pairs), batch):
@@ -128,7 +128,7 @@ def render(t: Turn) -> str:
     return f"{t.role}: {t.content}"
 
 
-def _pair_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict]]:
+def _pair_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict[str, Any]]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion with
     theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few pairs for it)."""
     vs = mem.dialogue()
@@ -165,20 +165,20 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
     embedder = mem.embedder
     with Session(mem.engine) as db:
         s = _session(db, session_id)
-        recent = list(reversed(db.exec(select(Turn).where(Turn.session_id == session_id)
-                                       .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(last_n)).all())) \
+        recent = list(reversed(db.exec(select(Turn).where(col(Turn.session_id) == session_id)
+                                       .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(last_n)).all())) \
             if last_n else []
     window = {t.id for t in recent}
-    related_raw: list[tuple[str, float, dict]] = []
+    related_raw: list[tuple[str, float, dict[str, Any]]] = []
     if k:
         related_raw = [h for h in _pair_hits(mem, query, k + last_n)
                        if h[2].get("user_turn_id") not in window and h[2].get("assistant_turn_id") not in window][:k]
     # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
     ids = [i for _, _, p in related_raw for i in (p.get("user_turn_id"), p.get("assistant_turn_id"))]
     with Session(mem.engine) as db:
-        turns_by_id = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
+        turns_by_id = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
         sess_ids = {t.session_id for t in turns_by_id.values()}
-        titles = {r.id: r.title for r in db.exec(select(MemorySession).where(MemorySession.id.in_(sess_ids))).all()} \
+        titles = {r.id: r.title for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sess_ids))).all()} \
             if sess_ids else {}
     used = 0
     omitted_recent = omitted_related = 0
@@ -272,19 +272,21 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
                 turn_to_pair[tid] = pair_key
     if mode in ("hybrid", "keyword") and words:
         with Session(mem.engine) as db:
-            q = select(Turn.id, Turn.content, Turn.pair_user_id).where(or_(*[func.lower(Turn.content).contains(w) for w in words]))
+            q = select(col(Turn.id), col(Turn.content), col(Turn.pair_user_id)).where(
+                or_(*[func.lower(col(Turn.content)).contains(w) for w in words]))
             if session_id:
-                q = q.where(Turn.session_id == session_id)
+                q = q.where(col(Turn.session_id) == session_id)
             if roles:
-                q = q.where(Turn.role.in_(roles))
-            rows = db.exec(q.order_by(Turn.created_at.desc(), Turn.id.desc()).limit(KEYWORD_CANDIDATES)).all()
+                q = q.where(col(Turn.role).in_(roles))
+            rows = db.exec(q.order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(KEYWORD_CANDIDATES)).all()
         # a keyword hit on either turn of an embedded pair counts for the pair
         answered_by: dict[int, int] = {}
         user_ids = [tid for tid, _c, _p in rows]
         with Session(mem.engine) as db:
             for i in range(0, len(user_ids), 500):
-                answered_by.update({u: a for a, u in db.exec(select(Turn.id, Turn.pair_user_id).where(
-                    Turn.pair_user_id.in_(user_ids[i:i + 500]))).all()})
+                answered_by.update({stored_id(u): stored_id(a) for a, u in db.exec(
+                    select(col(Turn.id), col(Turn.pair_user_id)).where(
+                        col(Turn.pair_user_id).in_(user_ids[i:i + 500]))).all()})
         for row_id, content, pair_user in rows:
             tid = stored_id(row_id)
             low = content.lower()
@@ -292,9 +294,10 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
             key: _Key | None = turn_to_pair.get(tid)
             if key is None and (pair_user is not None or tid in answered_by):
                 a_id = tid if pair_user is not None else answered_by[tid]
-                key = ("pair", a_id)
-                if key not in cands:
-                    cands[key] = [0.0, 0.0, [pair_user if pair_user is not None else tid, a_id]]
+                hit_pair: _Key = ("pair", a_id)
+                key = hit_pair
+                if hit_pair not in cands:
+                    cands[hit_pair] = [0.0, 0.0, [pair_user if pair_user is not None else tid, a_id]]
             if key is not None:
                 cands[key][1] = max(cands[key][1], kw)
             else:
@@ -305,7 +308,7 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
     page = ranked[offset:offset + limit]
     ids = [tid for _, v in page for tid in v[2]]
     with Session(mem.engine) as db:
-        turns = {t.id: t for t in db.exec(select(Turn).where(Turn.id.in_(ids))).all()} if ids else {}
+        turns = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
     hits: list[SearchHit] = []
     for (kind, _), (sem, kw, tids) in page:
         ts = [turns[t] for t in tids if t in turns]

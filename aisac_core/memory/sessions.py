@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, or_
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.memory.common import (
     MAX_CONTENT_CHARS,
@@ -59,7 +59,7 @@ def start_session(engine: Engine, title: str | None = None, project: str | None 
         return session_dict(row, 0, None)
 
 
-def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadata: dict | None = None,
+def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadata: dict[str, Any] | None = None,
              parent_id: int | None = None) -> AddedTurn:
     """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
 
@@ -81,18 +81,18 @@ def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadat
             parent = db.get(Turn, parent_id)
             if parent is None or parent.session_id != session_id:
                 raise MemoryInputError(f"parent_id {parent_id} is not a turn of session {session_id!r}")
-        last = db.exec(select(Turn.created_at).where(Turn.session_id == session_id)
-                       .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(1)).first()
+        last = db.exec(select(col(Turn.created_at)).where(col(Turn.session_id) == session_id)
+                       .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(1)).first()
         now = _now()
         if last is not None and now <= _utc(last):
             now = _utc(last) + timedelta(microseconds=1)
         pair_user: Turn | None = None
         if role == "assistant":
-            last_user = db.exec(select(Turn).where(Turn.session_id == session_id, Turn.role == "user")
-                                .order_by(Turn.created_at.desc(), Turn.id.desc()).limit(1)).first()
+            last_user = db.exec(select(Turn).where(col(Turn.session_id) == session_id, col(Turn.role) == "user")
+                                .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(1)).first()
             if last_user is not None:
-                answered = db.exec(select(Turn.id).where(Turn.session_id == session_id, Turn.role == "assistant",
-                                                         Turn.created_at > last_user.created_at).limit(1)).first()
+                answered = db.exec(select(col(Turn.id)).where(col(Turn.session_id) == session_id, col(Turn.role) == "assistant",
+                                                         col(Turn.created_at) > last_user.created_at).limit(1)).first()
                 if answered is None:
                     pair_user = last_user
         row = Turn(session_id=session_id, role=role, content=content, metadata_json=meta, parent_id=parent_id,
@@ -125,7 +125,7 @@ def _cursor_filter(db: Session, session_id: str, cursor: Any) -> Any:
     if ref is None or ref.session_id != session_id:
         raise MemoryInputError(f"cursor {cursor!r} is not a turn of session {session_id!r}: pass next_cursor "
                                "from the previous page of this session")
-    return or_(Turn.created_at > ref.created_at, and_(Turn.created_at == ref.created_at, Turn.id > ref.id))
+    return or_(col(Turn.created_at) > ref.created_at, and_(col(Turn.created_at) == ref.created_at, col(Turn.id) > ref.id))
 
 def get_history(engine: Engine, embedder: Embedder, session_id: str, cursor: str | int | None = None,
                 limit: int = 50, roles: list[str] | None = None, token_budget: int | None = None) -> History:
@@ -145,13 +145,13 @@ def get_history(engine: Engine, embedder: Embedder, session_id: str, cursor: str
             raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
     with Session(engine) as db:
         _session(db, session_id)
-        q = select(Turn).where(Turn.session_id == session_id)
+        q = select(Turn).where(col(Turn.session_id) == session_id)
         cf = _cursor_filter(db, session_id, cursor)
         if cf is not None:
             q = q.where(cf)
         if roles:
-            q = q.where(Turn.role.in_(roles))
-        rows = db.exec(q.order_by(Turn.created_at, Turn.id).limit(limit + 1)).all()
+            q = q.where(col(Turn.role).in_(roles))
+        rows = db.exec(q.order_by(col(Turn.created_at), col(Turn.id)).limit(limit + 1)).all()
     more = len(rows) > limit
     rows = rows[:limit]
     turns: list[TurnResult] = []
@@ -193,13 +193,13 @@ def list_sessions(engine: Engine, project: str | None = None, limit: int = 50, o
         base = select(MemorySession)
         cnt = select(func.count()).select_from(MemorySession)
         if project:
-            base = base.where(MemorySession.project == project)
-            cnt = cnt.where(MemorySession.project == project)
+            base = base.where(col(MemorySession.project) == project)
+            cnt = cnt.where(col(MemorySession.project) == project)
         total = db.exec(cnt).one()
-        rows = db.exec(base.order_by(MemorySession.created_at.desc(), MemorySession.id).offset(offset).limit(limit)).all()
+        rows = db.exec(base.order_by(col(MemorySession.created_at).desc(), col(MemorySession.id)).offset(offset).limit(limit)).all()
         stats = {sid: (n, last) for sid, n, last in db.exec(
-            select(Turn.session_id, func.count(), func.max(Turn.created_at))
-            .where(Turn.session_id.in_([r.id for r in rows])).group_by(Turn.session_id)).all()} if rows else {}
+            select(col(Turn.session_id), func.count(), func.max(col(Turn.created_at)))
+            .where(col(Turn.session_id).in_([r.id for r in rows])).group_by(col(Turn.session_id))).all()} if rows else {}
     sessions = []
     for r in rows:
         n, last = stats.get(r.id, (0, None))
@@ -223,20 +223,20 @@ def export_session(engine: Engine, session_id: str, format: str = "markdown", cu
     limit = _check_int(limit, "limit", 1, EXPORT_MAX_TURNS)
     with Session(engine) as db:
         s = _session(db, session_id)
-        total, last_at = db.exec(select(func.count(), func.max(Turn.created_at))
-                                 .where(Turn.session_id == session_id)).one()
+        total, last_at = db.exec(select(func.count(), func.max(col(Turn.created_at)))
+                                 .where(col(Turn.session_id) == session_id)).one()
         if isinstance(last_at, str):
             last_at = datetime.fromisoformat(last_at)
-        q = select(Turn).where(Turn.session_id == session_id)
+        q = select(Turn).where(col(Turn.session_id) == session_id)
         cf = _cursor_filter(db, session_id, cursor)
         if cf is not None:
             q = q.where(cf)
-        rows = db.exec(q.order_by(Turn.created_at, Turn.id).limit(limit + 1)).all()
+        rows = db.exec(q.order_by(col(Turn.created_at), col(Turn.id)).limit(limit + 1)).all()
         first_no = 1
         if rows:
             first_no = db.exec(select(func.count()).select_from(Turn).where(
-                Turn.session_id == session_id, or_(Turn.created_at < rows[0].created_at,
-                                                   and_(Turn.created_at == rows[0].created_at, Turn.id < rows[0].id)))
+                col(Turn.session_id) == session_id, or_(col(Turn.created_at) < rows[0].created_at,
+                                                   and_(col(Turn.created_at) == rows[0].created_at, col(Turn.id) < rows[0].id)))
             ).one() + 1
     more = len(rows) > limit
     rows = rows[:limit]
@@ -287,11 +287,11 @@ def delete_session(mem: MemoryParts, session_id: str, confirm: bool = False) -> 
                                "for good; facts are kept)")
     with Session(mem.engine) as db:
         _session(db, session_id)
-        n_turns = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id)).one()
-        n_pairs = db.exec(select(func.count()).select_from(Turn).where(Turn.session_id == session_id,
-                                                                      Turn.pair_user_id.is_not(None))).one()
-        db.exec(delete(Turn).where(Turn.session_id == session_id))  # type: ignore[call-overload]
-        db.exec(delete(MemorySession).where(MemorySession.id == session_id))  # type: ignore[call-overload]
+        n_turns = db.exec(select(func.count()).select_from(Turn).where(col(Turn.session_id) == session_id)).one()
+        n_pairs = db.exec(select(func.count()).select_from(Turn).where(col(Turn.session_id) == session_id,
+                                                                      col(Turn.pair_user_id).is_not(None))).one()
+        db.exec(delete(Turn).where(col(Turn.session_id) == session_id))
+        db.exec(delete(MemorySession).where(col(MemorySession.id) == session_id))
         db.commit()
     vs = mem.dialogue()
     with mem.upsert_lock:

@@ -33,10 +33,10 @@ import socket
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import and_, func, or_, update
-from sqlmodel import Session, select
+from sqlalchemy import CursorResult, Result, and_, func, or_, update
+from sqlmodel import Session, col, select
 
 from aisac_core.store.tables import Job, utcnow
 
@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 TERMINAL = frozenset({"done", "failed", "interrupted", "cancelled"})
 #: the state of a running job asked to stop (its runner ends it ``cancelled`` at its next check)
 CANCELLING = "cancelling"
+
+
+def _rowcount(result: Result[Any]) -> int:
+    """Rows an ``UPDATE`` matched (``Session.execute`` is typed as returning a plain ``Result``)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def process_id() -> str:
@@ -74,7 +79,7 @@ class JobQueue:
     def _now(self, s: Session) -> datetime:
         """The database's clock on PostgreSQL (one clock for every replica), this machine's on SQLite."""
         if self.engine.dialect.name == "postgresql":
-            value = s.exec(select(func.now())).one()  # type: ignore[call-overload]
+            value = s.exec(select(func.now())).one()
             return value if value.tzinfo else value.replace(tzinfo=UTC)
         return utcnow()
 
@@ -102,16 +107,16 @@ class JobQueue:
         it was. For jobs of kinds no worker claims again (see :meth:`start_here`)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(Job.job_id == job_id, Job.status == CANCELLING,  # type: ignore[arg-type]
-                                        Job.lease_expires_at < now)  # type: ignore[operator]
+            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == CANCELLING,
+                                        col(Job.lease_expires_at) < now)
                       .values(status="cancelled", finished_at=now, lease_expires_at=None))
-            res = s.execute(update(Job).where(Job.job_id == job_id, Job.status == "running",  # type: ignore[arg-type]
-                                              Job.lease_expires_at < now)  # type: ignore[operator]
+            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "running",
+                                              col(Job.lease_expires_at) < now)
                             .values(status="interrupted", finished_at=now, lease_expires_at=None,
                                     message="the process running it stopped before it ended; its trace keeps the "
                                             "steps it made"))
             s.commit()
-            return bool(res.rowcount)
+            return bool(_rowcount(res))
 
     def claim(self, kinds: Iterable[str]) -> dict[str, Any] | None:
         """Claim the oldest claimable job of one of ``kinds`` for this process, or None when there is none.
@@ -125,10 +130,10 @@ class JobQueue:
         while True:
             with Session(self.engine) as s:
                 now = self._now(s)
-                expired = and_(Job.status == "running",
-                               or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < now))  # type: ignore[union-attr]
-                q = (select(Job).where(Job.kind.in_(kinds), or_(Job.status == "queued", expired))  # type: ignore[attr-defined]
-                     .order_by(Job.created_at, Job.job_id).limit(1).with_for_update(skip_locked=True))
+                expired = and_(col(Job.status) == "running",
+                               or_(col(Job.lease_expires_at).is_(None), col(Job.lease_expires_at) < now))
+                q = (select(Job).where(col(Job.kind).in_(kinds), or_(col(Job.status) == "queued", expired))
+                     .order_by(col(Job.created_at), col(Job.job_id)).limit(1).with_for_update(skip_locked=True))
                 job = s.exec(q).first()
                 if job is None:
                     return None
@@ -155,9 +160,9 @@ class JobQueue:
         """End ``cancelled`` the ``cancelling`` jobs of ``kinds`` whose runner died (lease expired)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(Job.kind.in_(kinds), Job.status == CANCELLING,  # type: ignore[attr-defined]
-                                        or_(Job.lease_expires_at.is_(None),  # type: ignore[union-attr]
-                                            Job.lease_expires_at < now))  # type: ignore[operator]
+            s.execute(update(Job).where(col(Job.kind).in_(kinds), col(Job.status) == CANCELLING,
+                                        or_(col(Job.lease_expires_at).is_(None),
+                                            col(Job.lease_expires_at) < now))
                       .values(status="cancelled", finished_at=now, lease_expires_at=None,
                               message="cancelled; the process running it stopped before it could end the job"))
             s.commit()
@@ -169,9 +174,9 @@ class JobQueue:
         at its next check and ends it ``cancelled``); a job already ended or cancelling is left as it is."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(Job.job_id == job_id, Job.status == "queued")  # type: ignore[arg-type]
+            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "queued")
                       .values(status="cancelled", finished_at=now, message="cancelled before it started"))
-            s.execute(update(Job).where(Job.job_id == job_id, Job.status == "running")  # type: ignore[arg-type]
+            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "running")
                       .values(status=CANCELLING, message="cancel requested; stopping at the next check"))
             s.commit()
             job = s.get(Job, job_id)
@@ -189,8 +194,8 @@ class JobQueue:
         the lease is still extended, so the job stays this process's while it stops)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
-                                        Job.status == CANCELLING)
+            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
+                                        col(Job.status) == CANCELLING)
                       .values(lease_expires_at=now + timedelta(seconds=self.lease_s)))
             s.commit()
         return self.update(job_id)
@@ -201,10 +206,10 @@ class JobQueue:
         with Session(self.engine) as s:
             now = self._now(s)
             values = {**fields, "lease_expires_at": now + timedelta(seconds=self.lease_s)}
-            res = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
-                                           Job.status == "running").values(**values))
+            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
+                                           col(Job.status) == "running").values(**values))
             s.commit()
-            return bool(res.rowcount)
+            return bool(_rowcount(res))
 
     def finish(self, job_id: str, status: str, **fields: Any) -> bool:
         """End a job this process holds with ``status`` (``done``/``failed``/``interrupted``/``cancelled``) and
@@ -215,19 +220,19 @@ class JobQueue:
         with Session(self.engine) as s:
             now = self._now(s)
             ended = "done" if status == "done" else "cancelled"  # work that completed anyway stays done
-            stopped = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
-                                                  Job.status == CANCELLING)
+            stopped = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
+                                                  col(Job.status) == CANCELLING)
                                 .values(status=ended, finished_at=now, lease_expires_at=None,
                                         **{**fields, "message": fields.get("message") if ended == "done" else
                                            "cancelled on request"}))
-            res = s.execute(update(Job).where(Job.job_id == job_id, Job.lease_owner == self.owner,  # type: ignore[arg-type]
-                                           Job.status == "running")
+            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
+                                           col(Job.status) == "running")
                          .values(status=status, finished_at=now, lease_expires_at=None, **fields))
             s.commit()
-            return bool(stopped.rowcount or res.rowcount)
+            return bool(_rowcount(stopped) or _rowcount(res))
 
     def pending(self, kinds: Iterable[str]) -> int:
         """Number of jobs of ``kinds`` that are queued, running or cancelling anywhere (this process or another)."""
         with Session(self.engine) as s:
             return int(s.exec(select(func.count()).select_from(Job).where(
-                Job.kind.in_(list(kinds)), Job.status.in_(["queued", "running", CANCELLING]))).one())  # type: ignore[attr-defined]
+                col(Job.kind).in_(list(kinds)), col(Job.status).in_(["queued", "running", CANCELLING]))).one())

@@ -14,6 +14,13 @@ from datetime import UTC, datetime
 from sqlalchemy import BigInteger, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
+# SQLModel is re-exported: its metadata, imported from here, holds every table below
+__all__ = [
+    "CatalogEntry", "DataFrameEntry", "Document", "DocumentContent", "Fact", "Job", "LitCacheEntry", "MemorySession",
+    "RoleModelCache", "RoleSubmission", "SQLModel", "StoreMeta", "TraceEvent", "TraceInput", "TraceRunPin", "Turn",
+    "utcnow",
+]
+
 
 def utcnow() -> datetime:
     """Timezone-aware now in UTC."""

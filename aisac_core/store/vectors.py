@@ -19,7 +19,7 @@ import shutil
 import ssl
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -126,7 +126,7 @@ class VectorStore(ABC):
         """Exact number of points matching ``conds`` (all points when None)."""
 
     @abstractmethod
-    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterable[tuple[str, dict]]:
+    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterable[tuple[str, dict[str, Any]]]:
         """Every (id, payload) matching ``conds``."""
 
     @abstractmethod
@@ -243,8 +243,10 @@ class EdgeVectorStore(VectorStore):
             raise ValueError("refusing to delete without a condition")
         self._shard(name).update(self._qe.UpdateOperation.delete_points_by_filter(self._filter(conds)))
 
-    def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
-              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
+    def query(self, name: str, *, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
+              limit: int, conds: list[Cond] | None = None, mode: Mode = "hybrid", prefetch_limit: int = 100,
+              rrf_k: int = 60, weights: tuple[float, float] | None = None, ids: list[str] | None = None,
+              with_payload: bool = True) -> list[VectorHit]:
         qe = self._qe
         if ids is not None and not ids:
             return []
@@ -275,7 +277,7 @@ class EdgeVectorStore(VectorStore):
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self._shard(name).count(self._qe.CountRequest(exact=True, filter=self._filter(conds))))
 
-    def scroll_ids(self, name, conds=None):
+    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         qe = self._qe
         offset = None
         while True:
@@ -334,7 +336,8 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     if settings.qdrant_ca_file is not None:
         ca = Path(settings.qdrant_ca_file).expanduser()
         try:
-            kw["verify"] = ssl.create_default_context(**({"capath": str(ca)} if ca.is_dir() else {"cafile": str(ca)}))
+            kw["verify"] = (ssl.create_default_context(capath=str(ca)) if ca.is_dir()
+                            else ssl.create_default_context(cafile=str(ca)))
         except (OSError, ssl.SSLError) as exc:
             raise VectorStoreError(f"AISAC_QDRANT_CA_FILE={ca}: cannot load CA certificates from it ({exc}); give a "
                                    "PEM file or a folder of hashed certificates (c_rehash)") from exc
@@ -456,16 +459,19 @@ class QdrantClientVectorStore(VectorStore):
             raise ValueError("refusing to delete without a condition")
         self.client.delete(name, points_selector=self.m.FilterSelector(filter=self._filter(conds)), wait=True)
 
-    def query(self, name, *, dense, sparse, limit, conds=None, mode="hybrid", prefetch_limit=100,
-              rrf_k=60, weights=None, ids=None, with_payload=True) -> list[VectorHit]:
+    def query(self, name: str, *, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
+              limit: int, conds: list[Cond] | None = None, mode: Mode = "hybrid", prefetch_limit: int = 100,
+              rrf_k: int = 60, weights: tuple[float, float] | None = None, ids: list[str] | None = None,
+              with_payload: bool = True) -> list[VectorHit]:
         m = self.m
         if ids is not None and not ids:
             return []
         flt = self._filter(conds, ids)
         sv = m.SparseVector(indices=list(sparse[0]), values=list(map(float, sparse[1]))) \
             if sparse is not None and len(sparse[0]) else None
+        dv = list(map(float, dense)) if dense is not None else None
         if mode == "dense" or (mode == "hybrid" and sv is None):
-            res = self.client.query_points(name, query=list(map(float, dense)), using=DENSE, limit=limit,
+            res = self.client.query_points(name, query=dv, using=DENSE, limit=limit,
                                            query_filter=flt, with_payload=with_payload)
         elif mode == "sparse":
             if sv is None:
@@ -476,7 +482,7 @@ class QdrantClientVectorStore(VectorStore):
             rrf = m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(weights) if weights else None))
             res = self.client.query_points(
                 name,
-                prefetch=[m.Prefetch(query=list(map(float, dense)), using=DENSE, limit=prefetch_limit, filter=flt),
+                prefetch=[m.Prefetch(query=dv, using=DENSE, limit=prefetch_limit, filter=flt),
                           m.Prefetch(query=sv, using=SPARSE, limit=prefetch_limit, filter=flt)],
                 query=rrf, limit=limit, query_filter=flt, with_payload=with_payload,
             )
@@ -491,7 +497,7 @@ class QdrantClientVectorStore(VectorStore):
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self.client.count(name, count_filter=self._filter(conds), exact=True).count)
 
-    def scroll_ids(self, name, conds=None):
+    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         offset = None
         while True:
             recs, offset = self.client.scroll(name, scroll_filter=self._filter(conds), limit=1000, offset=offset,

@@ -8,26 +8,40 @@ database instead.
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
 from aisac_core.store import tables
 
 config = context.config
 target_metadata = tables.SQLModel.metadata
-_OPTIONS = {"target_metadata": target_metadata, "render_as_batch": True, "compare_type": True}
+
+
+def _configure(*, connection: Connection | None = None, url: str | None = None, literal_binds: bool = False) -> None:
+    """``context.configure`` with the options every mode shares."""
+    context.configure(connection=connection, url=url, literal_binds=literal_binds, target_metadata=target_metadata,
+                      render_as_batch=True, compare_type=True)
+
+
+def _url() -> str:
+    """``sqlalchemy.url`` of the config (the ``alembic`` command line names the database there)."""
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("no connection given and no sqlalchemy.url in the alembic config")
+    return url
+
 
 if context.is_offline_mode():
-    context.configure(url=config.get_main_option("sqlalchemy.url"), literal_binds=True, **_OPTIONS)
+    _configure(url=config.get_main_option("sqlalchemy.url"), literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 elif config.attributes.get("connection") is not None:
-    context.configure(connection=config.attributes["connection"], **_OPTIONS)
+    _configure(connection=config.attributes["connection"])
     with context.begin_transaction():
         context.run_migrations()
 else:
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    engine = create_engine(_url())
     with engine.begin() as connection:
-        context.configure(connection=connection, **_OPTIONS)
+        _configure(connection=connection)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()
