@@ -62,6 +62,9 @@ class AppContext:
         self.settings = settings if settings is not None else Settings()
         self.project = project
         self._given_embedder = embedder
+        #: set while the suite serving this context shuts down: a long call cancelled then leaves its background
+        #: job in the job table for the next process instead of cancelling it
+        self.stopping = False
         self._lock = threading.RLock()
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None

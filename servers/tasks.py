@@ -55,14 +55,10 @@ TASK = TaskConfig(mode="optional", poll_interval=timedelta(seconds=1))
 _task_app: ContextVar[AppContext | None] = ContextVar("aisac_task_app", default=None)
 
 
-#: ids of the AppContexts whose suite is stopping: a task cancelled by the shutdown leaves its job (queued or
-#: running in the job table, resumed by the next process) instead of cancelling it
-_stopping: set[int] = set()
-
-
 def _stop_job(app: AppContext) -> bool:
-    """Whether a cancelled call should cancel its job: yes for a cancel request, no when the server stops."""
-    return id(app) not in _stopping
+    """Whether a cancelled call should cancel its job: yes for a cancel request, no when the server stops (a task
+    cancelled by the shutdown leaves its job, queued or running in the job table, to the next process)."""
+    return not app.stopping
 
 
 def client_extensions() -> list[Any]:
@@ -112,9 +108,11 @@ class AisacTasks(TasksExtension):
                 try:
                     yield
                 finally:  # the worker cancels the running tasks next: their jobs stay for the next process
-                    _stopping.add(id(self.app))
+                    if self.app is not None:
+                        self.app.stopping = True
         finally:
-            _stopping.discard(id(self.app))
+            if self.app is not None:
+                self.app.stopping = False
             _task_app.reset(token)
 
 

@@ -18,7 +18,6 @@ from aisac_core.rag.embeddings import (
     TOKENIZER_FILES,
     Embedder,
     EmbeddingModelError,
-    _cached_query,
     assemble_offline_minilm,
 )
 
@@ -106,16 +105,21 @@ def test_similarity_ordering(embedder: Embedder) -> None:
     assert _cos(embedder.embed_query("zeolite coking"), embedder.embed_documents(["zeolite coking"])[0]) > 0.999
 
 
-def test_query_cache(embedder: Embedder) -> None:
+def test_query_cache(embedder: Embedder, models_dir: Path, tmp_path: Path) -> None:
+    """Repeated queries come from the embedder's own cache; another embedder (another store) has its own."""
+    from conftest import make_settings
+
     text = f"cache probe {time.time_ns()}"
-    info0 = _cached_query.cache_info()
+    info0 = embedder._query_vectors.cache_info()
     v1 = embedder.embed_query(text)
-    info1 = _cached_query.cache_info()
+    info1 = embedder._query_vectors.cache_info()
     v2 = embedder.embed_query(text)
-    info2 = _cached_query.cache_info()
+    info2 = embedder._query_vectors.cache_info()
     assert v1 == v2
     assert info1.misses == info0.misses + 1
     assert info2.hits == info1.hits + 1 and info2.misses == info1.misses
+    other = Embedder(make_settings(tmp_path / "other", models_dir))
+    assert other._query_vectors.cache_info().currsize == 0
 
 
 # ---- sparse --------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ context).
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -32,15 +34,10 @@ class Chunk:
     section_covers: str
 
 
-_chunkers: dict[tuple[int, int], Any] = {}
-
-
+@functools.lru_cache(maxsize=8)
 def _make_chunker(tokenizer: Any, max_tokens: int) -> Any:
     """A HybridChunker over ``tokenizer`` (built once per tokenizer and size: building costs ~10 ms)."""
-    key = (id(tokenizer), max_tokens)
-    if key not in _chunkers:
-        _chunkers[key] = _build_chunker(tokenizer, max_tokens)
-    return _chunkers[key]
+    return _build_chunker(tokenizer, max_tokens)
 
 
 class _VocabCachedTokenizer:

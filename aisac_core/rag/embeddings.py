@@ -116,6 +116,8 @@ class Embedder:
         self._lock = threading.Lock()
         self._warm_thread: threading.Thread | None = None
         self._load_error: Exception | None = None
+        #: dense query vectors by query text (2,048 most recent), per embedder: a host repeats its queries
+        self._query_vectors = lru_cache(maxsize=2048)(self._dense_query)
 
     # ---- resolution -----------------------------------------------------------------------------
 
@@ -245,7 +247,10 @@ class Embedder:
     def embed_query(self, text: str) -> list[float]:
         """Dense query vector (cached per text)."""
         self._load()
-        return list(_cached_query(self, text))
+        return list(self._query_vectors(text))
+
+    def _dense_query(self, text: str) -> tuple[float, ...]:
+        return tuple(next(iter(self._dense.query_embed([text]))).tolist())
 
     def sparse_query(self, text: str) -> tuple[list[int], list[float]]:
         """BM25 query vector: one weight per distinct query term."""
@@ -253,7 +258,3 @@ class Embedder:
         e = next(iter(self._sparse.query_embed([text])))
         return e.indices.tolist(), e.values.tolist()
 
-
-@lru_cache(maxsize=2048)
-def _cached_query(emb: Embedder, text: str) -> tuple[float, ...]:
-    return tuple(next(iter(emb._dense.query_embed([text]))).tolist())

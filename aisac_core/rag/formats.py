@@ -13,7 +13,8 @@ encrypted, damaged or renamed file fails with a message the user can act on.
 
 from __future__ import annotations
 
-import threading
+import functools
+
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -72,34 +73,27 @@ def file_type_of(path: Path) -> str | None:
     return DOCUMENT_TYPES.get(path.suffix.lower())
 
 
-# converters are built once per process: constructing a docling converter is expensive
-_conv_lock = threading.Lock()
-_converters: dict[str, Any] = {}
-
-
+@functools.lru_cache(maxsize=8)  # a docling converter costs seconds to build: one per kind and pipeline
 def _converter(kind: str, pdf_pipeline: str = "native") -> Any:
-    key = f"{kind}:{pdf_pipeline}"
-    with _conv_lock:
-        if key in _converters:
-            return _converters[key]
-        from docling.datamodel.base_models import InputFormat
-        from docling.document_converter import DocumentConverter
+    """The docling converter for ``kind`` (``pdf`` with the ``native`` or ``standard`` pipeline, or any other
+    format), built on first use and then shared (it holds parser configuration only, no store data)."""
+    from docling.datamodel.base_models import InputFormat
+    from docling.document_converter import DocumentConverter
 
-        if kind == "pdf":
-            if pdf_pipeline == "standard":
-                conv = DocumentConverter(allowed_formats=[InputFormat.PDF])
-            else:
-                from docling.datamodel.pipeline_options import NativePdfPipelineOptions
-                from docling.document_converter import NativePdfFormatOption
-
-                opts = NativePdfPipelineOptions()
-                opts.generate_page_images = False
-                opts.generate_picture_images = False  # PNG-encoding embedded bitmaps cost ~1/3 of a parse
-                conv = DocumentConverter(format_options={InputFormat.PDF: NativePdfFormatOption(pipeline_options=opts)})
+    if kind == "pdf":
+        if pdf_pipeline == "standard":
+            conv = DocumentConverter(allowed_formats=[InputFormat.PDF])
         else:
-            conv = DocumentConverter()
-        _converters[key] = conv
-        return conv
+            from docling.datamodel.pipeline_options import NativePdfPipelineOptions
+            from docling.document_converter import NativePdfFormatOption
+
+            opts = NativePdfPipelineOptions()
+            opts.generate_page_images = False
+            opts.generate_picture_images = False  # PNG-encoding embedded bitmaps cost ~1/3 of a parse
+            conv = DocumentConverter(format_options={InputFormat.PDF: NativePdfFormatOption(pipeline_options=opts)})
+    else:
+        conv = DocumentConverter()
+    return conv
 
 
 def check_pdf(path: Path) -> None:
