@@ -17,7 +17,6 @@ from aisac_core.hashing import sha256_bytes
 from aisac_core.projects.manifest import BootstrapError, Project, check_path
 from aisac_core.roles.prompts import PROMPT_DIR, ROLES
 
-
 #: how an overlay combines with the role's packaged prompt
 OverlayMode = Literal["prepend", "append", "replace"]
 
