@@ -11,11 +11,14 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from aisac_core.hashing import sha256_bytes
 from aisac_core.projects.manifest import BootstrapError, Project, check_path
 from aisac_core.roles.prompts import PROMPT_DIR, ROLES
+
+#: how an overlay combines with the role's packaged prompt
+OverlayMode = Literal["prepend", "append", "replace"]
 
 
 @dataclass
@@ -28,7 +31,7 @@ class PromptOverlay:
     role: str
     path: Path
     text: str
-    mode: Literal["prepend", "append", "replace"] = "prepend"
+    mode: OverlayMode = "prepend"
     sha256: str = ""
 
 
@@ -43,7 +46,7 @@ def parse_prompt(path: Path, role: str) -> PromptOverlay:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BootstrapError(f"{path}: prompt overlay is not UTF-8 text; save it as UTF-8") from exc
-    mode = "prepend"
+    mode: OverlayMode = "prepend"
     if text.startswith("+++"):
         end = text.find("\n+++", 3)
         if end < 0:
@@ -56,9 +59,10 @@ def parse_prompt(path: Path, role: str) -> PromptOverlay:
         extra = set(front) - {"mode"}
         if extra:
             raise BootstrapError(f"{path}: unknown front matter key(s) {sorted(extra)}; only 'mode' is allowed")
-        mode = front.get("mode", "prepend")
-        if mode not in ("prepend", "append", "replace"):
-            raise BootstrapError(f"{path}: mode = {mode!r}; use 'prepend', 'append' or 'replace'")
+        given = front.get("mode", "prepend")
+        if given not in get_args(OverlayMode):
+            raise BootstrapError(f"{path}: mode = {given!r}; use 'prepend', 'append' or 'replace'")
+        mode = given
         text = text[end + 4:].lstrip("\n")
     if not text.strip():
         raise BootstrapError(f"{path}: prompt overlay is empty; write the text to add to the {role} prompt or "

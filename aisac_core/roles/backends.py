@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import anyio
 
@@ -33,6 +33,8 @@ from aisac_core.roles.store import cache_get, cache_put, request_hash
 from aisac_core.trace.recorder import record_tool_call
 
 if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
     from aisac_core.roles.env import RoleEnv
     from aisac_core.settings import RolesSettings
 
@@ -70,8 +72,10 @@ class OpenAIBackend(Backend):
         import openai
 
         def call() -> str:
-            r = self.client.chat.completions.create(  # role/content dicts are valid message params:
-                model=self.model, messages=messages,  # type: ignore[arg-type]  # openai types them as TypedDicts
+            # role/content dicts are valid message params; openai types them as TypedDicts with literal roles
+            params = cast("list[ChatCompletionMessageParam]", messages)
+            r = self.client.chat.completions.create(
+                model=self.model, messages=params,
                 temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
             if not r.choices or r.choices[0].message.content is None:
                 raise RoleModelError(f"the model endpoint {self.base_url} returned no message content")

@@ -307,7 +307,7 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
 
 
 async def _research(env: "GraphEnv", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
-                    step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list,
+                    step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list[dict[str, str]],
                     project_nodes: list[str]) -> dict[str, Any]:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None

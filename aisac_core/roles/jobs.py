@@ -138,7 +138,7 @@ class RunJobs:
         job = self._jobs.get(job_id)
         if job is None:
             return self._stored(job_id)
-        t: asyncio.Task = job["task"]
+        t: asyncio.Task[Mapping[str, Any]] = job["task"]
         out: dict[str, Any] = {"job_id": job_id, "run_id": job["run_id"],
                                "elapsed_s": round(time.time() - job["started"], 2)}
         if not t.done():

@@ -23,7 +23,8 @@ def load_schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``name`` (route, plan, critique, answer). Raises :class:`RolesError` for another name."""
     if name not in SCHEMAS:
         raise RolesError(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
-    return json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))
+    return schema
 
 
 def _path(err: Any) -> str:

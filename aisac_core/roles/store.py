@@ -65,7 +65,7 @@ def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, e
         return row.id
 
 
-def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict]:
+def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
     """Submissions of a run (oldest first): ``[{id, role, payload, valid, errors, trace_event_id, created_at}]``."""
     with Session(engine) as s:
         q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(col(RoleSubmission.id))

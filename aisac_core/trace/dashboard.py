@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
 
 import anyio
@@ -137,6 +137,10 @@ def _duration(start: str, end: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- HTTP handlers
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
 class Dashboard:
     """The dashboard's request handlers for one store (its trace service ``trace``), with links under ``prefix``."""
 
@@ -149,7 +153,7 @@ class Dashboard:
         #: run id -> (run signature, verify_run result): a page refresh re-hashes files only when the run changed
         self._verified: dict[str, tuple[str, dict[str, Any]]] = {}
 
-    async def _run(self, fn: Callable[..., Any], *a: Any, **kw: Any) -> Any:
+    async def _run(self, fn: Callable[_P, _T], *a: _P.args, **kw: _P.kwargs) -> _T:
         return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
 
     def _filters(self, request: Request) -> dict[str, str]:

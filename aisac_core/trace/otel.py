@@ -7,6 +7,7 @@ object (one per trace service), not in the module.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -23,15 +24,12 @@ def otel_attributes(server: str, tool: str, run_id: str) -> dict[str, str]:
 
 def _otlp_exporter() -> Any:
     """An OTLP span exporter: HTTP/protobuf when installed, else gRPC (raises ImportError when neither is)."""
+    # by name: either optional package may be the one installed (or neither, for a type check)
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter,
-        )
+        flavour = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
     except ImportError:  # optional package: the gRPC flavour may be the one installed
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter,  # type: ignore[assignment]  # same name, the other optional flavour
-        )
-    return OTLPSpanExporter()
+        flavour = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
+    return flavour.OTLPSpanExporter()
 
 
 class Otel:

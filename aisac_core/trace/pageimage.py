@@ -95,7 +95,11 @@ def _find_ranges(page_key: str, passage: str) -> list[tuple[int, int]]:
             continue
         hits = [m.start() for m in itertools.islice(re.finditer(re.escape(k), page_key), 20)]
         if hits:
-            best = hits[0] if prev_end is None else min(hits, key=lambda h: abs(h - prev_end))  # type: ignore
+            if prev_end is None:
+                best = hits[0]
+            else:
+                end = prev_end
+                best = min(hits, key=lambda h: abs(h - end))
             ranges.append((best, best + len(k)))
             prev_end = best + len(k)
     merged: list[tuple[int, int]] = []
@@ -159,7 +163,7 @@ def _scale(w_pt: float, h_pt: float, width: int) -> float:
     return scale
 
 
-def _render_and_locate(path: Path, page: int, passage: str, width: int) -> tuple[Any, list, bool] | None:
+def _render_and_locate(path: Path, page: int, passage: str, width: int) -> tuple[Any, list[tuple[int, int, int, int]], bool] | None:
     """Under the pdfium lock: open, render, locate. (PIL image, pixel rects, found), or None: not displayable."""
     with _PDFIUM_LOCK:
         pdf = pg = tp = None
@@ -213,10 +217,11 @@ def _read_cache(cache_dir: Path, key: str, page: int) -> PageImage | None:
     try:
         meta = json.loads((cache_dir / f"{key}.json").read_text(encoding="utf-8"))
         png = (cache_dir / f"{key}.png").read_bytes()
-        rects = [tuple(int(v) for v in r) for r in meta["rects"]]
-        if not png.startswith(b"\x89PNG") or any(len(r) != 4 for r in rects):
+        stored = [tuple(int(v) for v in r) for r in meta["rects"]]
+        if not png.startswith(b"\x89PNG") or any(len(r) != 4 for r in stored):
             return None
-        return PageImage(png=png, width=int(meta["width"]), height=int(meta["height"]), rects=rects,  # type: ignore
+        rects = [(x0, y0, x1, y1) for x0, y0, x1, y1 in stored]
+        return PageImage(png=png, width=int(meta["width"]), height=int(meta["height"]), rects=rects,
                          page=page, found=bool(meta["found"]), cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None

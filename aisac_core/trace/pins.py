@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps, sha256_file
 from aisac_core.rag import search as retrieval
@@ -93,7 +93,7 @@ def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str
             elif p.is_dir():
                 prefix = str(p.resolve()).rstrip("/") + "/"
                 with Session(engine) as s:
-                    docs = s.exec(select(Document).where(Document.path.startswith(prefix))  # type: ignore[attr-defined]
+                    docs = s.exec(select(Document).where(col(Document.path).startswith(prefix))
                                   .limit(MAX_FOLDER_PINS)).all()
                 rows += [TraceInput(run_id=run_id, event_id=event_id, path=d.path, sha256=d.sha256, size=d.size,
                                     mtime_ns=d.mtime_ns, source="manifest") for d in docs]
@@ -131,7 +131,8 @@ def config_pins(settings: "Settings", rag: IndexModels) -> dict[str, Any]:
         pins["error"] = f"{type(exc).__name__}: {exc}"
     pins["settings"] = {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
                         for k, v in s.flat().items() if not _SECRET.search(k)}
-    return json.loads(dumps(pins))
+    plain: dict[str, Any] = json.loads(dumps(pins))
+    return plain
 
 
 def write_run_pins(engine: "Engine", run_id: str, pins: Callable[[], dict[str, Any]]) -> bool:

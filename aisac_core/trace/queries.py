@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, func
+from sqlalchemy import case, func, inspect
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import find_anchors
@@ -53,10 +53,11 @@ def naive_utc(value: str | datetime | None, what: str) -> datetime | None:
         return None
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            text = value
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as exc:
             raise TraceError(f"{what} must be an ISO 8601 date or time such as 2026-03-14 or 2026-03-14T09:15:00Z, "
-                             f"got {value[:100]!r}") from exc
+                             f"got {text[:100]!r}") from exc
     try:
         return value.astimezone(timezone.utc) if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
     except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 lies past the last representable UTC time
@@ -168,7 +169,7 @@ def event_dict(r: Any, *, full: bool = True, summaries: Summaries | None = None)
 def run_events(engine: "Engine", run_id: str) -> list[Any]:
     """A run's events in id order as SQLAlchemy rows (attribute access like TraceEvent; no ORM instances, which
     cost ~4x more for a 1,000-event run). Empty for an unknown run."""
-    t = TraceEvent.__table__  # type: ignore[attr-defined]
+    t = inspect(TraceEvent).local_table
     with engine.connect() as conn:
         return list(conn.execute(sa_select(t).where(t.c.run_id == run_id).order_by(t.c.id)).all())
 
@@ -188,7 +189,7 @@ def require_events(engine: "Engine", run_id: str) -> list[Any]:
 def run_inputs(engine: "Engine", run_id: str) -> list[TraceInput]:
     """The input-file pins of a run, in id order."""
     with Session(engine) as s:
-        return list(s.exec(select(TraceInput).where(TraceInput.run_id == run_id).order_by(TraceInput.id)).all())
+        return list(s.exec(select(TraceInput).where(TraceInput.run_id == run_id).order_by(col(TraceInput.id))).all())
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -224,17 +225,17 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
     if status not in (None, "", "ok", "errors", "active"):
         raise TraceError(f"status must be ok, errors or active, got {str(status)[:100]!r}")
     since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
-    n_err = func.sum(case((T.status.in_(ERROR_STATUSES), 1), else_=0))  # type: ignore[attr-defined]
-    q = select(T.run_id, func.min(T.created_at), func.max(T.created_at), func.count(), n_err,
-               func.sum(case((T.kind == "tool_call", 1), else_=0))).group_by(T.run_id)
+    n_err = func.sum(case((col(T.status).in_(ERROR_STATUSES), 1), else_=0))
+    q = sa_select(col(T.run_id), func.min(T.created_at), func.max(T.created_at), func.count(), n_err,
+               func.sum(case((col(T.kind) == "tool_call", 1), else_=0))).group_by(T.run_id)
     conds = []
     if server:
-        conds.append(T.run_id.in_(select(T.run_id).where(T.server == server)))  # type: ignore[attr-defined]
+        conds.append(col(T.run_id).in_(select(T.run_id).where(T.server == server)))
     if text:
         # a substring, not a pattern: autoescape makes % _ and the escape character literal on every engine
         # (PostgreSQL's LIKE treats a backslash as an escape by default, SQLite's does not)
         t = text.lower()
-        conds.append(T.run_id.in_(select(T.run_id).where(  # type: ignore[attr-defined]
+        conds.append(col(T.run_id).in_(select(T.run_id).where(
             func.lower(T.run_id).contains(t, autoescape=True) | func.lower(T.tool).contains(t, autoescape=True)
             | func.lower(T.arguments_json).contains(t, autoescape=True))))
     for c in conds:
@@ -252,14 +253,14 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
         having.append(func.max(T.created_at) >= datetime.now(timezone.utc) - timedelta(seconds=ACTIVE_SECONDS))
     for h in having:
         q = q.having(h)
-    with Session(engine) as s:
-        total = s.exec(select(func.count()).select_from(q.subquery())).one()
-        rows = s.exec(q.order_by(func.max(T.created_at).desc()).offset(int(offset)).limit(int(limit))).all()
+    with engine.connect() as conn:
+        total = conn.execute(sa_select(func.count()).select_from(q.subquery())).scalar_one()
+        rows = conn.execute(q.order_by(func.max(T.created_at).desc()).offset(int(offset)).limit(int(limit))).all()
         ids = [r[0] for r in rows]
         detail: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in ids}
         if ids:
-            for rid, srv, tool in s.exec(select(T.run_id, T.server, T.tool).where(
-                    T.run_id.in_(ids)).distinct()).all():  # type: ignore[attr-defined]
+            for rid, srv, tool in conn.execute(sa_select(col(T.run_id), col(T.server), col(T.tool)).where(
+                    col(T.run_id).in_(ids)).distinct()).all():
                 detail[rid][0].add(srv)
                 detail[rid][1].add(tool)
     now = datetime.now(timezone.utc)
@@ -355,11 +356,11 @@ def get_event(engine: "Engine", event_id: int, *, summaries: Summaries | None = 
         r = s.get(TraceEvent, int(event_id))
         if r is None:
             raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
-        children = s.exec(select(TraceEvent.id).where(TraceEvent.parent_id == r.id).order_by(TraceEvent.id)).all()
+        children = s.exec(select(col(TraceEvent.id)).where(TraceEvent.parent_id == r.id).order_by(col(TraceEvent.id))).all()
         inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
     d = event_dict(r, summaries=summaries)
     return {**d, "result": d.get("result"), "result_truncated": d.get("result_truncated", False),
-            "children": list(children),
+            "children": [c for c in children if c is not None],  # ids of stored rows are never None
             "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs]}
 
 
@@ -375,7 +376,7 @@ def max_event_id(engine: "Engine", run_id: str | None = None) -> int:
 def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
     """The distinct anchors cited in a run (first citation wins), each with ``event_id``. ``rows``: the run's
     events (:func:`run_events`)."""
-    seen: dict[tuple, dict[str, Any]] = {}
+    seen: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
     for r in rows:
         result, _ = parse_json(r.result_json)
         for a in find_anchors(result):
@@ -401,16 +402,17 @@ def run_headlines(engine: "Engine", run_ids: list[str]) -> dict[str, dict[str, A
     if not run_ids:
         return out
     T = TraceEvent
-    rn = func.row_number().over(partition_by=T.run_id, order_by=T.id).label("rn")
-    first = sa_select(T.run_id, T.id, T.kind, T.server, T.tool, T.arguments_json, rn).where(
-        T.run_id.in_(run_ids)).subquery()  # type: ignore[attr-defined]
-    with Session(engine) as s:
-        heads = s.exec(sa_select(first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool,
-                                 first.c.arguments_json).where(first.c.rn <= HEADLINE_EVENTS)).all()  # type: ignore[call-overload]
-        ends = s.exec(select(T.run_id, T.id, T.kind, T.server, T.tool, T.result_json).where(
-            T.run_id.in_(run_ids),  # type: ignore[attr-defined]
-            (T.tool.in_(["researcher", "evaluator"]) & (T.kind == "role_step"))  # type: ignore[attr-defined]
-            | T.tool.endswith("roles_run", autoescape=True)).order_by(T.id)).all()  # type: ignore[attr-defined]
+    rn = func.row_number().over(partition_by=T.run_id, order_by=col(T.id)).label("rn")
+    first = sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.arguments_json),
+                      rn).where(col(T.run_id).in_(run_ids)).subquery()
+    with engine.connect() as conn:
+        heads = conn.execute(sa_select(first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool,
+                                 first.c.arguments_json).where(first.c.rn <= HEADLINE_EVENTS)).all()
+        ends = conn.execute(sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool),
+                                      col(T.result_json)).where(
+            col(T.run_id).in_(run_ids),
+            (col(T.tool).in_(["researcher", "evaluator"]) & (col(T.kind) == "role_step"))
+            | col(T.tool).endswith("roles_run", autoescape=True)).order_by(col(T.id))).all()
     by_run: dict[str, list[dict[str, Any]]] = {}
     for rid, eid, kind, server, tool, args in heads:
         by_run.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,

@@ -21,7 +21,8 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlalchemy import insert
+from sqlmodel import Session, col, select
 
 from aisac_core.evidence.anchor import find_anchors
 from aisac_core.hashing import dumps, sha256_text
@@ -96,7 +97,12 @@ def _raw_insert(engine: "Engine", row: dict[str, Any]) -> int:
                 cur.execute("BEGIN IMMEDIATE")
             try:
                 cur.execute(sql, [vals[c] for c in cols])
-                event_id = int(cur.lastrowid) if sqlite else int(cur.fetchone()[0])
+                if sqlite:
+                    event_id = int(cur.lastrowid)
+                else:
+                    returned = cur.fetchone()
+                    assert returned is not None  # INSERT ... RETURNING id returns the one row inserted
+                    event_id = int(returned[0])
                 if sqlite:
                     cur.execute("COMMIT")
                 else:
@@ -144,9 +150,10 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     if engine.dialect.name in ("sqlite", "postgresql") and engine.dialect.driver in ("pysqlite", "psycopg"):
         event_id = _raw_insert(engine, row)
     else:
-        table = TraceEvent.__table__  # type: ignore[attr-defined]
         with engine.begin() as conn:
-            event_id = int(conn.execute(table.insert().values(**row)).inserted_primary_key[0])
+            key = conn.execute(insert(TraceEvent).values(**row)).inserted_primary_key
+            assert key is not None  # a single-row insert always has its primary key
+            event_id = int(key[0])
     if kind == "tool_call" and status == "ok":
         try:
             pin_inputs(engine, run_id, event_id, arguments)
@@ -160,7 +167,7 @@ def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) ->
     server, tool, arguments, arguments_sha256, result_sha256, status, error, latency_ms, anchor_ids, created_at,
     kind, parent_id}]``."""
     with Session(engine) as s:
-        q = select(TraceEvent).order_by(TraceEvent.id.desc()).limit(limit)  # type: ignore[union-attr]
+        q = select(TraceEvent).order_by(col(TraceEvent.id).desc()).limit(limit)
         if run_id:
             q = q.where(TraceEvent.run_id == run_id)
         rows = s.exec(q).all()

@@ -96,7 +96,7 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
             "sha256": a.get("sha256"), "chunk_sha256": a.get("chunk_sha256"), "event_id": event_id}
 
 
-def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tuple[list[dict], list[dict]]:
+def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     first: dict[str, tuple[dict[str, Any], int]] = {}
     for e in events:
         for a in find_anchors(e.get("result")):
@@ -106,9 +106,10 @@ def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tu
     for i, c in enumerate((answer or {}).get("citations") or [], 1):
         if not isinstance(c, dict):
             continue
-        anchor = c.get("anchor") if isinstance(c.get("anchor"), dict) else c
+        given = c.get("anchor")
+        anchor: dict[str, Any] = given if isinstance(given, dict) else c
         cid = anchor.get("chunk_id") or c.get("chunk_id")
-        seen = first.get(cid)  # the search hit carries the chunk text; the citation a quote
+        seen = first.get(cid) if cid is not None else None  # the search hit carries the chunk text; the citation a quote
         base = {**(seen[0] if seen else {}), **{k: v for k, v in anchor.items() if v is not None}}
         for k in ("title", "text"):
             if not base.get(k) and c.get(k):
@@ -117,7 +118,8 @@ def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tu
         n = c.get("n")
         n = n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10_000 else i  # a host may submit anything
         quote = c.get("quote") if isinstance(c.get("quote"), str) else None
-        cited.append(_card(base, seen[1] if seen else answer["event_id"], n=n, quote=quote))  # type: ignore[index]
+        assert answer is not None  # the citations are the answer's
+        cited.append(_card(base, seen[1] if seen else answer["event_id"], n=n, quote=quote))
     cited_ids = {c["chunk_id"] for c in cited}
     retrieved = [_card(a, eid) for cid, (a, eid) in first.items() if cid not in cited_ids]
     return cited, retrieved

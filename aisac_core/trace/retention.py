@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from sqlalchemy import delete, func
-from sqlmodel import Session, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
 
 from aisac_core.store.tables import TraceEvent, TraceInput, TraceRunPin
 from aisac_core.trace.queries import ERROR_STATUSES, TraceError, iso, naive_utc
@@ -36,11 +37,11 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> Stats:
     (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
     T = TraceEvent
     since_d = naive_utc(since, "since")
-    q = select(T.run_id, T.kind, T.status, T.tool, T.latency_ms, T.created_at)
+    q = sa_select(col(T.run_id), col(T.kind), col(T.status), col(T.tool), col(T.latency_ms), col(T.created_at))
     if since_d:
-        q = q.where(T.created_at >= since_d)
-    with Session(engine) as s:
-        rows = s.exec(q).all()
+        q = q.where(col(T.created_at) >= since_d)
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
     runs: set[str] = set()
     kinds: dict[str, int] = {}
     statuses: dict[str, int] = {}
@@ -98,10 +99,10 @@ def prune_runs(engine: "Engine", older_than_days: float, *, export: Callable[[st
             continue
         out["exported"].append(path)
         with Session(engine) as s:
-            res = s.exec(delete(T).where(T.run_id == rid))  # type: ignore[call-overload]
+            res = s.exec(delete(T).where(col(T.run_id) == rid))
             out["deleted_events"] += res.rowcount or 0
-            s.exec(delete(TraceInput).where(TraceInput.run_id == rid))  # type: ignore[call-overload]
-            s.exec(delete(TraceRunPin).where(TraceRunPin.run_id == rid))  # type: ignore[call-overload]
+            s.exec(delete(TraceInput).where(col(TraceInput.run_id) == rid))
+            s.exec(delete(TraceRunPin).where(col(TraceRunPin.run_id) == rid))
             s.commit()
     out["runs"] = [r for r in old if r not in {f["run_id"] for f in out["failed"]}]
     return out

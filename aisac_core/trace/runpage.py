@@ -330,10 +330,10 @@ def render_run(data: dict[str, Any], *, verify: dict[str, Any] | None = None,
         parts.append(f"<h2>Timeline ({r['span_ms'] / 1000:.2f} s)</h2><section id=timeline class=svg>"
                      f"{waterfall_svg(r['timeline'], r['span_ms'], href=event_href)}</section>")
     if r["retrieved"]:
-        cards = "".join(_card_html(c, by_chunk.get(c["chunk_id"]), None) for c in r["retrieved"])
+        others = "".join(_card_html(c, by_chunk.get(c["chunk_id"]), None) for c in r["retrieved"])
         title = "Other retrieved passages" if r["cited"] else "Retrieved passages"
         parts.append(f"<h2>{title} ({len(r['retrieved'])})</h2><details id=retrieved{'' if r['cited'] else ' open'}>"
-                     f"<summary class=mut>not cited by the answer</summary><div class=cards>{cards}</div></details>")
+                     f"<summary class=mut>not cited by the answer</summary><div class=cards>{others}</div></details>")
     parts.append("<h2>Steps</h2><div id=steps>" + "".join(event_html(ev) for ev in data["tree"]) + "</div>")
     return f"<div id=body data-last-id='{data['last_id']}'>{''.join(parts)}</div>"
 

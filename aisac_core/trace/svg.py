@@ -148,18 +148,18 @@ def waterfall_svg(timeline: list[dict[str, Any]], span_ms: float, *,
                    f'{"0" if v == 0 else f"{v / 1000:g} s" if seconds else f"{v:g} ms"}</text>')
     for i, (r, s, d) in enumerate(zip(rows, starts, durs)):
         y = HEAD + i * ROW
-        rid = r.get("id")
+        rid: Any = r.get("id")  # the event id (whatever the row holds: it is escaped, not interpreted)
         lx = 4 + min(max(int(_num(r.get("depth"))), 0), MAX_DEPTH) * INDENT
         label = _clean(r.get("label")) or "?"
         status, kind = _clean(r.get("status")), r.get("kind")
-        colour = ERROR_COLOUR if is_error(status) else KIND_COLOURS.get(kind, OTHER_COLOUR)  # type: ignore[arg-type]
+        colour = ERROR_COLOUR if is_error(status) else KIND_COLOURS.get(str(kind), OTHER_COLOUR)
         bx = min(x0 + s * scale, x1 - MIN_BAR)
         bw = min(max(d * scale, MIN_BAR), x1 - bx)
         dur = fmt_ms(d)
         tip = f"{label[:500]} · {dur} · {status or '?'} · {_clean(r.get('server')) or '?'}"
         zebra = 'fill="#f3f4f7"' if i % 2 == 0 else 'fill="#fff" fill-opacity="0"'
         running = ' fill-opacity="0.55"' if status == "running" else ""
-        out.append(f'<a href="{_esc(href(rid))}"><title>{_esc(tip)}</title>'  # type: ignore[arg-type]
+        out.append(f'<a href="{_esc(href(rid))}"><title>{_esc(tip)}</title>'
                    f'<rect x="0" y="{y}" width="{width}" height="{ROW}" {zebra}/>'
                    f'<text x="{lx}" y="{y + 13}" fill="#222">{_esc(fit(label, int((LABEL_W - lx) / CHAR)))}</text>'
                    f'<rect class="bar" data-id="{_esc(rid)}" x="{bx:.1f}" y="{y + 3}" width="{bw:.1f}" '
@@ -282,7 +282,9 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
     back = _back_edges(n, edges)
     forward = [(v, u) if (u, v) in back else (u, v) for u, v in edges]  # every edge pointing down
     lay = _layers(n, forward)
-    chains, up, down = [], {}, {}  # type: ignore[var-annotated]
+    chains: list[list[int]] = []
+    up: dict[int, list[int]] = {}
+    down: dict[int, list[int]] = {}
     for u, v in forward:  # long edges: a dummy node (index >= n) in every layer between
         chain = [u, *range(len(lay), len(lay) + lay[v] - lay[u] - 1), v]
         lay += list(range(lay[u] + 1, lay[v]))
@@ -301,7 +303,10 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
     texts = [textwrap.wrap(_clean(nd.get("label")) or _clean(nd.get("id")), int((nw - 14) / PCHAR), max_lines=3,
                            placeholder="…") or ["?"] for nd in nodes]
     nh = 12 + 15 * max(map(len, texts)) + (13 if any(subs) else 0)
-    slot = lambda v: nw if v < n else DUMMY_W
+
+    def slot(v: int) -> int:
+        return nw if v < n else DUMMY_W
+
     need = max(sum(map(slot, layer)) + (len(layer) - 1) * H_GAP for layer in order)
     w = max(width, need + 2 * MARGIN)
     height = 2 * MARGIN + len(order) * nh + (len(order) - 1) * V_GAP

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, inspect, literal, select
 
 from aisac_core.hashing import sha256_file
 from aisac_core.store.tables import TraceEvent
@@ -30,9 +30,9 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
     """A string that changes whenever a run (or, without ``run_id``, the trace) changes: ``"<largest event
     id>.<events still running>.<events with a result>"`` (the last two are 0 without ``run_id``; role steps are
     written on entry and completed in place). The dashboard's live stream polls it."""
-    t = TraceEvent.__table__  # type: ignore[attr-defined]
+    t = inspect(TraceEvent).local_table
     if run_id is None:
-        q = select(func.max(t.c.id), 0, 0)
+        q = select(func.max(t.c.id), literal(0), literal(0))
     else:
         q = select(func.max(t.c.id), func.sum(case((t.c.status == "running", 1), else_=0)),
                    func.count(t.c.result_sha256)).where(t.c.run_id == run_id)

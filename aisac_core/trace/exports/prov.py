@@ -67,7 +67,10 @@ def export_prov(b: dict[str, Any]) -> dict[str, Any]:
                 doc.used(act, d)
                 doc.wasDerivedFrom(res, d)
     for i in b["inputs"]:
-        act = acts.get(i["event_id"])
-        if act is not None:
-            doc.used(act, document(i["path"], i["sha256"]))
-    return json.loads(doc.serialize(format="json"))
+        user = acts.get(i["event_id"])
+        if user is not None:
+            doc.used(user, document(i["path"], i["sha256"]))
+    text = doc.serialize(format="json")
+    assert text is not None  # serialize returns the text when given no destination
+    out: dict[str, Any] = json.loads(text)
+    return out
