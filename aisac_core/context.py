@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.plugins import make_plugin_manager, table_loaders
 from aisac_core.settings import Settings
@@ -152,9 +152,10 @@ class AppContext:
         augment = p.augment_graph if p is not None and p.graph_augment is not None else None
         return RolesService(
             self.settings.roles, lambda: self.engine,
-            verify_anchor=lambda anchor: verify_anchor(self.rag, anchor),
-            search=lambda query, k: search(self.rag, query, k).as_dict()["hits"],
-            get_chunk=lambda chunk_id: get_chunk(self.rag, chunk_id),
+            # the roles read the rag results as plain dicts (their TypedDicts are dicts at run time)
+            verify_anchor=lambda anchor: cast("dict[str, Any]", verify_anchor(self.rag, anchor)),
+            search=lambda query, k: cast("list[dict[str, Any]]", search(self.rag, query, k).as_dict()["hits"]),
+            get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
             graph_augment=augment, lease_s=self.settings.job_lease_seconds)
 
     @cached_property

@@ -122,7 +122,7 @@ class _Foreground(AisacTasks):
     auto_register = True
 
     def __init__(self) -> None:
-        super().__init__(None, enabled=False)  # type: ignore[arg-type]
+        super().__init__(None, enabled=False)
 
 
 def add_tasks(server: FastMCP, app: AppContext, *, enabled: bool = True) -> None:

@@ -250,7 +250,7 @@ def _continues(block: list[Any], ln: Any, banned: set[int], H: float) -> bool:
         g0 = block[1].top - (block[0].top + block[0].h)
         if gap > 1.4 * g0 + 2:
             return False
-    return same_size or (aligned and gap <= 0.45 * p.h and ln.h < p.h)
+    return bool(same_size or (aligned and gap <= 0.45 * p.h and ln.h < p.h))
 
 
 def _blocks(lines: Sequence[Any], H: float, banned: set[int]) -> list[list[Any]]:

@@ -388,12 +388,12 @@ class Indexer:
         with Session(parts.engine) as s:
             row = s.get(Document, did)
             unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
-            if unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
+            if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
                 c.files_skipped += 1
                 return
             c.files_read += 1
             sha = sha256_file(path)
-            if unchanged_fp and row.sha256 == sha:
+            if row is not None and unchanged_fp and row.sha256 == sha:
                 row.size, row.mtime_ns = st.st_size, st.st_mtime_ns
                 s.add(row)
                 s.commit()

@@ -205,7 +205,8 @@ def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re
     if has_numbered:  # a child of the numbered section before it, whatever its size (datasheet headings of an
         return 2      # appendix, set larger than the sections, stay in it)
     ranks = sorted({round(x * 2) / 2 for x in (sizes or [top_h])}, reverse=True)
-    levels, last = [], None
+    levels: list[int] = []
+    last: float | None = None
     for x in ranks:  # one level per size, sizes within 0.5 pt of the previous one count as that one
         levels.append(levels[-1] if last is not None and last - x <= 0.5 else len(set(levels)) + 1)
         last = x

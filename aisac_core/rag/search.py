@@ -35,7 +35,7 @@ from aisac_core.rag.chunking import indexed_text
 from aisac_core.rag.indexer import documents_matching, get_document, is_point_id
 from aisac_core.rag.results import AnchorDict, HitDict, SearchResultDict
 from aisac_core.rag.structure import SECTION_LABELS
-from aisac_core.store.vectors import Cond, VectorHit
+from aisac_core.store.vectors import Cond, Mode, VectorHit
 
 if TYPE_CHECKING:
     from aisac_core.rag.parts import RagParts
@@ -208,7 +208,7 @@ def search(parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | N
         raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k),
                             feedback=emb.sparse_documents if PRF_CHUNKS else None)
     else:
-        raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=mode,
+        raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=cast(Mode, mode),
                        prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
     hits = [Hit(h.id, h.score, h.payload) for h in raw]
     msg = None

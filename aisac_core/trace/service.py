@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from aisac_core.ports import ToolPort
 from aisac_core.rag.verify import verify_anchor
@@ -147,7 +147,7 @@ class TraceService:
         ``use_index``: anchors are checked against the index (file and passage: opens the vector store); False:
         file-level only (a process that does not own the store). Raises TraceError for an unknown run."""
         def check(anchor: dict[str, Any]) -> dict[str, Any]:
-            return verify_anchor(self._rag(), anchor)  # type: ignore[arg-type]  # reads RagParts attributes only
+            return cast("dict[str, Any]", verify_anchor(self._rag(), anchor))  # a Verification, read as a dict
 
         return verify_run(self.engine, run_id, check_anchor=check if use_index else None)
 
