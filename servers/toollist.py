@@ -8,9 +8,11 @@ Each tool keeps its full schemas on the server (fastmcp validates arguments agai
 - ``title`` keys of schemas are dropped (the property name says the same);
 - an optional argument declared ``anyOf: [X, null]`` with default ``null`` is listed as ``X`` and not
   required (leaving it out means the same as ``null``); ``"default": null`` is dropped;
-- the output schema lists the result's top-level keys with their JSON types (``["string", "null"]`` where the
-  value may be null) and no nesting: enough for a host to validate structured content and for a model to
-  know what comes back; the nested shapes are in ``docs/tools.md``;
+- the output schema lists the result's top-level keys and, in ``required``, those every result carries (a typed
+  client may rely on them), without their types or nesting: a host validates that structured content has the
+  promised keys and a model knows what comes back by their names; the full result types (JSON types, nesting, no
+  other top-level key) are served by the server's own validation and documented in ``docs/tools.md``. Listing
+  the types as well would cost about 850 tokens a conversation in the ``core`` profile alone;
 - fastmcp's own ``_meta.fastmcp`` entry (the tool's tags) is left out;
 - annotation hints that equal the MCP specification's defaults (``readOnlyHint`` false, ``destructiveHint``
   true, ``idempotentHint`` false, ``openWorldHint`` true; "Tool annotations" in the specification) are left
@@ -112,21 +114,16 @@ def compact_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None
 
 
 def compact_output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {"type": ...}},
-    "required": [...], "additionalProperties": false}`` with the top-level keys only (module docstring), ``required``
-    and ``additionalProperties`` as the result type declares them; a schema without properties is returned as it
-    is."""
+    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {}, ...}, "required":
+    [...]}`` with the top-level keys only and ``required`` as the result type declares it (module docstring); a
+    schema without properties is returned as it is."""
     if not isinstance(schema, dict):
         return schema
     s = _inline(schema, schema.get("$defs") or {})
     props = s.get("properties")
     if not isinstance(props, dict) or not props:
         return {k: v for k, v in s.items() if k != "title"}
-    out: dict[str, Any] = {}
-    for name, prop in props.items():
-        types = _types(prop) if isinstance(prop, dict) else []
-        types = [t for t in types if t in _JSON_TYPES]
-        out[name] = {"type": types[0] if len(types) == 1 else types} if types else {}
+    out: dict[str, Any] = {name: {} for name in props}  # any JSON value: the names and required keys are the promise
     compact: dict[str, Any] = {"type": "object", "properties": out}
     required = [k for k in s.get("required") or () if k in out]
     if required:  # the keys every result carries: a typed client may rely on them
