@@ -251,6 +251,33 @@ def collect(pm: pluggy.PluginManager, hook: str) -> list[Any]:
     return out
 
 
+def collect_from(pm: pluggy.PluginManager, hook: str) -> list[tuple[Any, str | None]]:
+    """Like :func:`collect`, with each item's origin: ``(item, installed)``, where ``installed`` labels an installed
+    plugin (its entry point, for :meth:`AisacPluginManager.fail`) and is None for a built-in's or a project's item.
+
+    Raises:
+        PluginError: a built-in's or a project's implementation returns no list.
+    """
+    out: list[tuple[Any, str | None]] = []
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        ok, res = _call(pm, impl, hook)
+        if not ok or res is None:
+            continue
+        if not isinstance(res, (list, tuple)):
+            _bad(pm, impl, f"{hook}() must return a list, got {type(res).__name__}")
+            continue
+        out.extend((item, _installed(pm, impl)) for item in res)
+    return out
+
+
+def skip_installed(pm: pluggy.PluginManager, installed: str | None, message: str) -> None:
+    """A bad item registered by a plugin: recorded and skipped when an installed plugin (``installed``: its label
+    from :func:`collect_from`) registered it, else :class:`PluginError` with ``message``."""
+    if installed is None or not isinstance(pm, AisacPluginManager):
+        raise PluginError(message)
+    pm.fail(installed, message)
+
+
 def table_loaders(pm: pluggy.PluginManager) -> dict[str, Callable[..., Any]]:
     """The table loaders registered through ``aisac_register_table_loaders`` (the built-in formats' first):
     ``{".suffix" (lower case): loader}``; a later plugin's loader replaces an earlier one for the same suffix. Every

@@ -27,7 +27,7 @@ from fastmcp.server.transforms import Visibility
 from fastmcp.tools import ToolResult
 
 from aisac_core.context import AppContext
-from aisac_core.plugins import PluginError, collect, plugins_of, register
+from aisac_core.plugins import PluginError, collect_from, plugins_of, register, skip_installed
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
 from aisac_core.trace.recorder import RunAssigner
@@ -182,37 +182,57 @@ def load_server(server: Any, app: AppContext) -> FastMCP:
     return obj
 
 
-def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP]]:
-    """The servers a suite of ``app`` can mount: namespace -> loader, in order (the built-ins, the served project's
-    plugin servers, then ``project`` when the project has tools).
+def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP | None]]:
+    """The servers a suite of ``app`` can mount: namespace -> loader, in order (the built-ins, the plugin servers:
+    installed packages' and the served project's, then ``project`` when the project has tools). An installed
+    plugin's server with a bad or taken namespace, or one that cannot be loaded, is skipped with a warning naming
+    the plugin (recorded in the plugin manager's ``failures``): a broken plugin never stops the built-in servers.
 
     Raises:
-        BootstrapError: a plugin's server with a bad namespace, or a namespace registered twice.
+        BootstrapError: a project's plugin server with a bad namespace, or a namespace registered twice.
     """
     pm = plugins_of(app)
     register(pm, builtin, name=builtin.PLUGIN_NAME)
-    entries: list[tuple[str, Any]] = []
+    entries: list[tuple[Any, Any, str | None]] = []
     try:
-        for item in collect(pm, "aisac_register_servers"):
-            if not (isinstance(item, (tuple, list)) and len(item) == 2):
-                raise PluginError(f"aisac_register_servers() returned {item!r}; return (namespace, server) pairs")
-            entries.append((item[0], item[1]))
+        for item, installed in collect_from(pm, "aisac_register_servers"):
+            if isinstance(item, (tuple, list)) and len(item) == 2:
+                entries.append((item[0], item[1], installed))
+            else:
+                skip_installed(pm, installed, f"aisac_register_servers() returned {item!r}; return (namespace, "
+                                              "server) pairs")
     except PluginError as exc:
         raise BootstrapError(str(exc)) from exc
-    first = [(ns, s) for ns, s in entries if builtin.BUILTIN_SERVERS.get(ns) == s]  # the built-ins first
+    first = [e for e in entries if builtin.BUILTIN_SERVERS.get(e[0]) == e[1]]  # the built-ins first
     entries = first + [e for e in entries if e not in first]
     if app.project is not None and app.project.tools:
-        entries.append((PROJECT_NAMESPACE, PROJECT_SERVER))
-    out: dict[str, Callable[[], FastMCP]] = {}
-    for ns, server in entries:
+        entries.append((PROJECT_NAMESPACE, PROJECT_SERVER, None))
+    out: dict[str, Callable[[], FastMCP | None]] = {}
+    for ns, server, installed in entries:
+        problem = None
         if not (isinstance(ns, str) and ns.isidentifier() and ns.islower() and "_" not in ns):
-            raise BootstrapError(f"server namespace {ns!r}: use lower-case letters and digits only (tools are named "
-                                 "<namespace>_<tool>)")
-        if ns in out:
-            raise BootstrapError(f"two servers register the namespace {ns!r}; rename one (the built-ins are "
-                                 f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})")
-        out[ns] = (lambda s=server: load_server(s, app))
+            problem = (f"server namespace {ns!r}: use lower-case letters and digits only (tools are named "
+                       "<namespace>_<tool>)")
+        elif ns in out:
+            problem = (f"two servers register the namespace {ns!r}; rename one (the built-ins are "
+                       f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})")
+        if problem is not None:
+            if installed is None:
+                raise BootstrapError(problem)
+            skip_installed(pm, installed, problem)
+            continue
+        out[ns] = (lambda s=server: load_server(s, app)) if installed is None else \
+            (lambda s=server, label=installed: _load_installed(s, app, pm, label))
     return out
+
+
+def _load_installed(server: Any, app: AppContext, pm: Any, label: str) -> FastMCP | None:
+    """An installed plugin's server (:func:`load_server`), or None when it cannot be loaded (recorded, logged)."""
+    try:
+        return load_server(server, app)
+    except Exception as exc:  # noqa: BLE001 - any failure of a third-party package: skip it, keep the built-ins
+        pm.fail(label, f"its server {server!r} cannot be loaded ({type(exc).__name__}: {exc})")
+        return None
 
 
 def _lifespan(app: AppContext, *, own: bool) -> Any:
@@ -280,7 +300,8 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     profile = resolve(tools, chosen) if tools is not None else None
     if profile is not None:
         chosen = list(profile.servers)
-    mounted = {n: available[n]() for n in chosen}
+    loaded = {n: available[n]() for n in chosen}
+    mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
     main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
                    instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}))
     add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)

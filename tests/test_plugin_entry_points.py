@@ -214,3 +214,73 @@ async def test_installed_plugin_reaches_a_plain_aisac_serve(site, base):
         assert frame["column_names"] == ["key", "value"]
         csv = (await c.call_tool("data_load", {"path": str(base.rag.roots[0] / "assay.csv")})).structured_content
         assert csv["frames"][0]["source"]["format"] == "csv"
+
+
+BAD_SERVERS_PLUGIN = '''
+from aisac_core.plugins import hookimpl
+
+
+class Nameless:
+    async def search(self, fetcher, query, k, year_from=None, year_to=None):
+        return []
+
+
+class FakeArxiv:
+    name = "arXiv"  # taken by the built-in source
+
+    async def search(self, fetcher, query, k, year_from=None, year_to=None):
+        return []
+
+
+@hookimpl
+def aisac_register_servers():
+    return [("rag", "aisac_test_badservers:nothing"),  # a built-in's namespace
+            ("Bad_NS", "aisac_test_badservers:nothing"),  # not a namespace
+            ("labtools", "aisac_test_badservers:no_such_server"),  # cannot be loaded
+            "not a pair"]
+
+
+@hookimpl
+def aisac_register_literature_sources():
+    return [Nameless(), FakeArxiv()]
+'''
+
+
+def test_an_installed_plugins_bad_servers_and_sources_are_skipped_by_name(tmp_path, monkeypatch, base):
+    """Servers with a taken or bad namespace or one that cannot be loaded, and nameless or duplicate literature
+    sources, from an installed package: each skipped with its reason under the plugin's name; the built-in servers
+    and sources all serve. The same from a project's own extension would stop the start with a BootstrapError."""
+    from aisac_servers.suite import build
+
+    from aisac_core.context import AppContext
+    from aisac_core.literature.sources import literature_sources
+    from aisac_core.plugins import failures_of
+
+    site = tmp_path / "badsite"
+    site.mkdir()
+    install(site, "badservers", "aisac_test_badservers", BAD_SERVERS_PLUGIN, entry="bad")
+    monkeypatch.syspath_prepend(str(site))
+    app = AppContext(base)
+    try:
+        suite = build(app=app, lifespan=False)
+        assert set(literature_sources(app)) >= {"arxiv", "pubmed", "crossref", "openalex"}
+        assert literature_sources(app)["arxiv"].__class__.__name__ != "FakeArxiv"
+        errors = [f.error for f in failures_of(app.plugins) if f.plugin.startswith("badservers 0.1")]
+        assert any("namespace 'rag'" in e for e in errors), errors
+        assert any("'Bad_NS'" in e for e in errors), errors
+        assert any("no_such_server" in e and "cannot be loaded" in e for e in errors), errors
+        assert any("'not a pair'" in e for e in errors), errors
+        assert any("needs a name" in e for e in errors), errors
+        assert any("two literature sources are named 'arxiv'" in e for e in errors), errors
+
+        async def namespaces() -> set[str]:
+            async with Client(suite) as c:
+                return {t.name.split("_", 1)[0] for t in await c.list_tools()}
+
+        import anyio
+
+        served = anyio.run(namespaces)
+        assert served >= {"rag", "memory", "lit", "data", "roles", "trace"} and "labtools" not in served
+    finally:
+        app.close()
+        sys.modules.pop("aisac_test_badservers", None)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aisac_core.literature.paper import LiteratureError, Paper
-from aisac_core.plugins import PluginError, collect, plugins_of
+from aisac_core.plugins import collect_from, plugins_of, skip_installed
 
 if TYPE_CHECKING:
     import pluggy
@@ -53,16 +53,23 @@ def literature_sources(app: Any = None) -> dict[str, Any]:
 
 
 def source_registry(pm: "pluggy.PluginManager") -> dict[str, Any]:
-    """The sources registered on the plugin manager ``pm`` (see :func:`literature_sources`)."""
+    """The sources registered on the plugin manager ``pm`` (see :func:`literature_sources`). An installed plugin's
+    source without a name or search function, or with a name taken, is skipped with a warning naming the plugin.
+
+    Raises:
+        PluginError: such a source from a built-in or a project's extension.
+    """
     out: dict[str, Any] = {}
-    for src in collect(pm, "aisac_register_literature_sources"):
+    for src, installed in collect_from(pm, "aisac_register_literature_sources"):
         name = getattr(src, "name", None)
-        if not isinstance(name, str) or not name or not callable(getattr(src, "search", None)):
-            raise PluginError(f"literature source {src!r} needs a name (str) and an async search(fetcher, query, k, "
-                              "year_from, year_to)")
+        if not isinstance(name, str) or not name.strip() or not callable(getattr(src, "search", None)):
+            skip_installed(pm, installed, f"literature source {src!r} needs a name (str) and an async "
+                                          "search(fetcher, query, k, year_from, year_to)")
+            continue
         key = name.strip().lower()
         if key in out:
-            raise PluginError(f"two literature sources are named {key!r}; rename one")
+            skip_installed(pm, installed, f"two literature sources are named {key!r}; rename one")
+            continue
         out[key] = src
     return out
 
