@@ -257,9 +257,9 @@ def serve(
 
     def in_process() -> FastMCP:
         if project is not None:
-            from .project import serve_project
-
             from aisac_core.projects import BootstrapError
+
+            from .project import serve_project
 
             try:
                 suite, _app_ctx = serve_project(project, base_settings, names, tools=profile_value)

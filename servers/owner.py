@@ -195,10 +195,10 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     (the owner of a project's store), else the whole suite on ``settings``."""
     # loaded here, not at the top: a proxy (`aisac serve` over stdio) imports this module and must start without
     # loading the suite's servers, fastmcp or the context (~1 s of imports)
+    from aisac_core.context import AppContext
+
     from .project import serve_project
     from .suite import build
-
-    from aisac_core.context import AppContext
 
     project = os.environ.get("AISAC_PROJECT")
     if project:

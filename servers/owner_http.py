@@ -6,12 +6,11 @@ store. A FastMCP server forwarding every MCP request to the owner (fastmcp's pro
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import OrderedDict
-from typing import Any
-
-import inspect
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 import mcp_types as mt

@@ -22,7 +22,6 @@ from fastmcp.exceptions import ToolError
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
-from aisac_core.rag.embeddings import Embedder
 from aisac_core.projects import (
     PROJECT_NAMESPACE,
     BootstrapError,
@@ -30,6 +29,7 @@ from aisac_core.projects import (
     Step,
     bootstrap,
 )
+from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
 from .common import hints
