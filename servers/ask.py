@@ -68,7 +68,7 @@ async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str
             args[k] = v
     async with Client(StreamableHttpTransport(owner.url, auth=owner.token), timeout=900) as c:
         try:
-            res = (await c.call_tool("roles_run", args)).structured_content
+            res: dict[str, Any] = (await c.call_tool("roles_run", args)).structured_content
             while res.get("status") == "running":
                 await anyio.sleep(2)
                 res = (await c.call_tool("roles_job_status", {"job_id": res["job_id"]})).structured_content

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -25,6 +25,7 @@ from aisac_core.errors import AisacError
 from aisac_core.owner import (
     SUPPORTED,
     OwnerError,
+    OwnerInfo,
     OwnerSettingsDriftError,
     claim_store,
     ensure_owner,
@@ -46,6 +47,9 @@ from .cli_owner import (
     status_via_owner,
 )
 from .cli_store import store_app
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
 
 # Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
 # `aisac serve` start without loading the store, the models or the MCP servers they do not use.
@@ -69,7 +73,7 @@ def _settings(data_dir: Path | None) -> Settings:
     return load_settings(data_dir)
 
 
-def _owner(settings: Settings, no_owner: bool):  # noqa: ANN202
+def _owner(settings: Settings, no_owner: bool) -> OwnerInfo | None:
     """The running owner to send the command to (None: open the store here); warns on other settings."""
     try:
         return cli_owner(settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}",
@@ -83,7 +87,7 @@ def _app(data_dir: Path | None) -> AppContext:
     return AppContext(_settings(data_dir))
 
 
-def _fail(msg: str, code: int = 1) -> None:
+def _fail(msg: str, code: int = 1) -> NoReturn:
     err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
     raise typer.Exit(code)
 
@@ -170,8 +174,11 @@ def search(
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        res = core.rag.search(query, k, filters or None, mode).as_dict() if core is not None else \
-            search_via_owner(info, query, k, filters or None, mode)
+        if core is not None:
+            res = core.rag.search(query, k, filters or None, mode).as_dict()
+        else:
+            assert info is not None  # no core exactly when the owner runs
+            res = search_via_owner(info, query, k, filters or None, mode)
     except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
         _fail(str(exc))
     finally:
@@ -217,8 +224,8 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
-    from aisac_servers.builtin import aisac_register_servers
-    from aisac_servers.owner import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
+    from .builtin import aisac_register_servers
+    from .owner import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -247,11 +254,11 @@ def serve(
         os.environ.update(AISAC_PROJECT=str(Path(project).expanduser().resolve()),
                           AISAC_MODELS_ROOT=str(settings.models_dir))  # read by the store's owner daemon
 
-    def in_process():  # noqa: ANN202
+    def in_process() -> FastMCP:
         if project is not None:
-            from aisac_servers.project import serve_project
-
             from aisac_core.projects import BootstrapError
+
+            from .project import serve_project
 
             try:
                 suite, _app_ctx = serve_project(project, base_settings, names, tools=profile_value)
@@ -259,7 +266,7 @@ def serve(
             except BootstrapError as exc:
                 _fail(str(exc))
         # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
-        from aisac_servers.suite import build
+        from .suite import build
 
         return build(names, app=AppContext(settings), tools=profile_value)
 
@@ -327,7 +334,11 @@ def status(data_dir: DataDir = None,
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
     try:
-        st = core.rag.status() if core is not None else status_via_owner(info, settings)
+        if core is not None:
+            st = core.rag.status()
+        else:
+            assert info is not None  # no core exactly when the owner runs
+            st = status_via_owner(info, settings)
     except Exception as exc:
         _fail(str(exc))
     finally:
@@ -453,7 +464,7 @@ def install(
                                  "tool, the core ones listed and the others found with tools_search; all: every "
                                  "tool listed; or server names such as rag,memory)", default=settings.tools)
         if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
-            from aisac_servers.builtin import aisac_register_servers
+            from .builtin import aisac_register_servers
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
@@ -482,7 +493,7 @@ def ask(
 ) -> None:
     """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (in the store's
     owner process while it runs)."""
-    from aisac_servers.ask import ask as run_ask
+    from .ask import ask as run_ask
 
     if project is not None:
         from aisac_core.projects import BootstrapError, bootstrap

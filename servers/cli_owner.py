@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, cast
 
 import anyio
 import typer
@@ -26,6 +26,10 @@ from aisac_core.errors import AisacError
 from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, settings_drift
 from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
 from aisac_core.settings_messages import settings_errors
+
+if TYPE_CHECKING:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
 
 
 class OwnerCallError(AisacError):
@@ -74,7 +78,7 @@ def cli_owner(settings: Settings, no_owner: bool = False, warn: Callable[[str], 
     return info
 
 
-def _client(info: OwnerInfo, timeout: float = 3600):  # noqa: ANN202
+def _client(info: OwnerInfo, timeout: float = 3600) -> Client[StreamableHttpTransport]:
     # fastmcp loads here, only for a command sent to the owner (~0.6 s of imports): `aisac --help` and the stdio
     # proxy never need it
     from fastmcp import Client
@@ -211,7 +215,8 @@ def set_setting(data_dir: Path, name: str, value: str) -> Any:
         raise SettingsFileError(f"unknown setting {name!r}: {why}")
     current = _file_values(data_dir)
     try:
-        checked = Settings(data_dir=data_dir, **{name: value}).get(name)
+        given: dict[str, Any] = {name: value}  # text, validated like the environment variable
+        checked = Settings(data_dir=data_dir, **given).get(name)
     except ValidationError as exc:
         raise SettingsFileError("; ".join(settings_errors(exc, env=False))) from exc
     current[name] = plain_value(checked)

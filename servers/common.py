@@ -9,10 +9,13 @@ import re
 from typing import Any, Callable, TypeVar
 
 import anyio
+import mcp_types as mt
 from fastmcp.dependencies import Depends
 from fastmcp.exceptions import ResourceError, ToolError
+from fastmcp.resources.base import ResourceResult
 from fastmcp.server.dependencies import get_context
-from fastmcp.server.middleware import Middleware
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
@@ -112,7 +115,8 @@ class SafeErrors(Middleware):
     """Passes every tool and resource error of the server it is added to through :func:`safe_message` (also errors
     fastmcp itself raised, e.g. ``Error calling tool 'x': <exception>`` for an exception outside :func:`call_core`)."""
 
-    async def on_call_tool(self, context, call_next):  # noqa: ANN001, ANN201
+    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
+                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
         try:
             return await call_next(context)
         except ToolError as exc:
@@ -122,7 +126,8 @@ class SafeErrors(Middleware):
                 raise ToolError(safe) from exc
             raise
 
-    async def on_read_resource(self, context, call_next):  # noqa: ANN001, ANN201
+    async def on_read_resource(self, context: MiddlewareContext[mt.ReadResourceRequestParams],
+                               call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult]) -> ResourceResult:
         try:
             return await call_next(context)
         except ResourceError as exc:

@@ -22,7 +22,8 @@ def by_prefix(targets: dict[tuple[str, str], Callable[[AppContext, str], list[st
     other reference, so :func:`chain_completions` asks the next server's handler."""
 
     async def complete(ref: Any, argument: Any, context: Any = None) -> list[str] | None:
-        fn = targets.get((str(getattr(ref, "uri", None) or ""), getattr(argument, "name", None)))
+        name = getattr(argument, "name", None)
+        fn = targets.get((str(getattr(ref, "uri", None) or ""), name)) if isinstance(name, str) else None
         if fn is None:
             return None
         return await anyio.to_thread.run_sync(fn, current_app(), str(getattr(argument, "value", "") or ""))

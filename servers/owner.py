@@ -22,7 +22,6 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from aisac_servers.relay import StdioRelay
 from starlette.middleware import Middleware as AsgiMiddleware
 
 from aisac_core.owner import (
@@ -43,8 +42,11 @@ from aisac_core.security import Activity, HttpGuard, new_token
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfile
 
+from .relay import StdioRelay
+
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+    from fastmcp.server.server import Transport
 
     from aisac_core.context import AppContext
 
@@ -66,7 +68,7 @@ class OwnerProxy:
         self.names = names
         self.profile = profile
 
-    def run(self, transport: str = "stdio", **kwargs: Any) -> None:
+    def run(self, transport: Transport = "stdio", **kwargs: Any) -> None:
         """Serve until the host leaves: stdio -> the relay (``kwargs`` ignored); another transport -> the FastMCP
         proxy's ``run(transport, **kwargs)``."""
         if transport == "stdio":
@@ -76,7 +78,7 @@ class OwnerProxy:
 
     def http_server(self) -> FastMCP:
         """The FastMCP proxy server for the HTTP transport (forwards ``/mcp`` and ``/dashboard`` to the owner)."""
-        from aisac_servers.owner_http import http_proxy  # with fastmcp (~0.6 s of imports): HTTP mode only
+        from .owner_http import http_proxy  # with fastmcp (~0.6 s of imports): HTTP mode only
 
         return http_proxy(self.settings, self.names, profile=self.profile)
 
@@ -101,12 +103,13 @@ def _jobs_pending(app: AppContext | None) -> bool:
         return False
     try:
         # loaded here: only the daemon needs the SQL layer for this, a proxy never does
-        from sqlmodel import Session, select
+        from sqlmodel import Session, col, select
 
         from aisac_core.store.tables import Job
 
         with Session(app.engine) as s:
-            return s.exec(select(Job.job_id).where(Job.status.in_(["queued", "running"])).limit(1)).first() is not None
+            pending = select(Job.job_id).where(col(Job.status).in_(["queued", "running"])).limit(1)
+            return s.exec(pending).first() is not None
     except Exception:  # a broken store must not keep the daemon alive forever
         return False
 
@@ -192,10 +195,10 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     (the owner of a project's store), else the whole suite on ``settings``."""
     # loaded here, not at the top: a proxy (`aisac serve` over stdio) imports this module and must start without
     # loading the suite's servers, fastmcp or the context (~1 s of imports)
-    from aisac_servers.project import serve_project
-    from aisac_servers.suite import build
-
     from aisac_core.context import AppContext
+
+    from .project import serve_project
+    from .suite import build
 
     project = os.environ.get("AISAC_PROJECT")
     if project:

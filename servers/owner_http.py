@@ -6,23 +6,32 @@ store. A FastMCP server forwarding every MCP request to the owner (fastmcp's pro
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
-from aisac_servers.dashboard import forward_dashboard
-from aisac_servers.proxying import CLIENT_HEADER, OWNER_STOPPED, owner_stopped
+import mcp_types as mt
+from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.prompts.base import Prompt
+from fastmcp.resources.base import Resource, ResourceResult
+from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server import create_proxy
 from fastmcp.server.dependencies import get_http_headers
-from fastmcp.server.middleware import Middleware
-from fastmcp.server.providers.proxy import FastMCPProxy
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers.proxy import ClientFactoryT, FastMCPProxy
+from fastmcp.tools.base import Tool, ToolResult
 
 from aisac_core.owner import OwnerInfo, ensure_owner
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfile, of_servers
+
+from .dashboard import forward_dashboard
+from .proxying import CLIENT_HEADER, OWNER_STOPPED, owner_stopped
 
 log = logging.getLogger("aisac.owner")
 
@@ -38,25 +47,34 @@ class NamespaceFilter(Middleware):
     def _ok_uri(self, uri: str) -> bool:
         return self.profile.allows_uri(uri)
 
-    async def on_list_tools(self, context, call_next):
+    async def on_list_tools(self, context: MiddlewareContext[mt.ListToolsRequest],
+                            call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]]) -> Sequence[Tool]:
         return [t for t in await call_next(context) if self.profile.lists(t.name)]
 
-    async def on_list_prompts(self, context, call_next):
+    async def on_list_prompts(self, context: MiddlewareContext[mt.ListPromptsRequest],
+                              call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]]) -> Sequence[Prompt]:
         return [p for p in await call_next(context) if self.profile.allows_prompt(p.name)]
 
-    async def on_list_resources(self, context, call_next):
+    async def on_list_resources(self, context: MiddlewareContext[mt.ListResourcesRequest],
+                                call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]]
+                                ) -> Sequence[Resource]:
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri))]
 
-    async def on_list_resource_templates(self, context, call_next):
+    async def on_list_resource_templates(
+            self, context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+            call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]]
+    ) -> Sequence[ResourceTemplate]:
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri_template))]
 
-    async def on_call_tool(self, context, call_next):
+    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
+                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
         if not self.profile.allows(context.message.name):
             raise ToolError(f"unknown tool {context.message.name!r}: this server exposes the tool profile "
                             f"{self.profile.value!r} (aisac serve --tools)")
         return await call_next(context)
 
-    async def on_read_resource(self, context, call_next):
+    async def on_read_resource(self, context: MiddlewareContext[mt.ReadResourceRequestParams],
+                               call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult]) -> ResourceResult:
         if not self._ok_uri(str(context.message.uri)):
             raise NotFoundError(f"unknown resource {context.message.uri}")
         return await call_next(context)
@@ -75,7 +93,8 @@ class OwnerStopped(Middleware):
     :data:`~aisac_servers.proxying.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
     or error passes unchanged."""
 
-    async def on_call_tool(self, context, call_next):
+    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
+                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
         try:
             return await call_next(context)
         except Exception as exc:
@@ -97,9 +116,9 @@ def http_proxy(settings: Settings, names: list[str] | None = None, *, profile: T
     resources and prompts to those namespaces, ``profile`` to a tool profile. The owner's ``/dashboard`` is served under the same path. A call cut
     because the owner died fails with ``OWNER_STOPPED``; a request fails with the owner's error
     (:class:`~aisac_core.owner.OwnerError`) when no owner can be reached. Raises nothing at build time."""
-    factories: OrderedDict[tuple[str, str | None, str], Any] = OrderedDict()
+    factories: OrderedDict[tuple[str, str | None, str], ClientFactoryT] = OrderedDict()
 
-    async def client_factory():
+    async def client_factory() -> Client[Any]:
         info = await anyio.to_thread.run_sync(ensure_owner, settings)
         front = get_http_headers(include={"mcp-session-id"})
         client = front.get(CLIENT_HEADER.lower()) or front.get("mcp-session-id") or "http-proxy"
@@ -112,7 +131,8 @@ def http_proxy(settings: Settings, names: list[str] | None = None, *, profile: T
             while len(factories) > 256:
                 factories.popitem(last=False)
         factories.move_to_end(key)
-        return factories[key]()
+        made = factories[key]()  # fastmcp's factory is a plain function; an async one is awaited here
+        return await made if inspect.isawaitable(made) else made
 
     async def owner() -> OwnerInfo:
         return await anyio.to_thread.run_sync(ensure_owner, settings)

@@ -17,13 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from aisac_servers.suite import build
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
-from aisac_core.rag.embeddings import Embedder
 from aisac_core.projects import (
     PROJECT_NAMESPACE,
     BootstrapError,
@@ -31,13 +29,16 @@ from aisac_core.projects import (
     Step,
     bootstrap,
 )
+from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
 from .common import hints
+from .suite import build
 
 #: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
 #: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)
-UNTYPED_RESULT = {"type": "object", "properties": {"result": {}}, "required": ["result"], "x-fastmcp-wrap-result": True}
+UNTYPED_RESULT: dict[str, Any] = {"type": "object", "properties": {"result": {}}, "required": ["result"],
+                                  "x-fastmcp-wrap-result": True}
 
 
 def project_tool_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def build_project_server(b: Bootstrapped) -> FastMCP:
         try:
             untyped = inspect.signature(fn).return_annotation is inspect.Signature.empty
             srv.tool(tool_wrapper(fn), name=fn.__name__, annotations=project_tool_hints(fn),
-                     **({"output_schema": UNTYPED_RESULT} if untyped else {}))
+                     output_schema=UNTYPED_RESULT if untyped else ...)  # ...: fastmcp's default, from the annotation
         except Exception as exc:  # an unsupported signature (e.g. *args) or an annotation pydantic cannot use
             raise BootstrapError(f"{inspect.getsourcefile(fn) or fn.__module__}: function {fn.__name__!r} cannot "
                                  f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
@@ -116,7 +117,8 @@ def project_server(app: AppContext) -> FastMCP:
         with _mount_step(app, b) as step:
             b.server = build_project_server(b)
             step.result = {"mounted": True, "tools": b.tool_names}
-    return b.server
+    server: FastMCP = b.server  # the core keeps it untyped (it imports no MCP library)
+    return server
 
 
 @contextmanager

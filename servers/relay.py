@@ -31,14 +31,16 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
-from aisac_servers.proxying import CLIENT_HEADER, OWNER_STOPPED
 
 from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
+
+from .proxying import CLIENT_HEADER, OWNER_STOPPED
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     from aisac_core.settings import Settings
@@ -180,14 +182,15 @@ class StdioRelay:
                     log.warning("the store's owner changed (pid %s -> %s): reconnecting", old.pid, info.pid)
                 self.info, self.session_id = info, None
                 if self._init_body is not None:
-                    await self._replay_initialize(info)
+                    await self._replay_initialize(info, self._init_body)
             self.info = info
             return info
 
-    async def _replay_initialize(self, info: OwnerInfo) -> None:
-        """Open a new MCP session on a new owner with the host's own initialize request (answer not relayed)."""
+    async def _replay_initialize(self, info: OwnerInfo, init_body: dict[str, Any]) -> None:
+        """Open a new MCP session on a new owner with the host's own initialize request ``init_body`` (answer not
+        relayed)."""
         self._replays += 1
-        body = {**self._init_body, "id": f"aisac-relay-init-{self._replays}"}  # type: ignore[dict-item]
+        body = {**init_body, "id": f"aisac-relay-init-{self._replays}"}
         async with self._client().stream("POST", info.url, json=body, headers=self._headers(info, body)) as r:
             if r.status_code >= 400:
                 raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
@@ -226,7 +229,7 @@ class StdioRelay:
 
     # ---------------------------------------------------------------------------------------------- forwarding
 
-    async def _messages(self, r: httpx.Response):
+    async def _messages(self, r: httpx.Response) -> AsyncIterator[Any]:
         """The JSON-RPC messages of an owner's response: its JSON body, or the data of its SSE events."""
         ctype = r.headers.get("content-type", "")
         if ctype.startswith("text/event-stream"):

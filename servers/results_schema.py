@@ -37,4 +37,5 @@ def schema(tp: Any, *, inline: bool = False) -> dict[str, Any]:
     """The lean output schema of the result type ``tp`` (a TypedDict), for ``@server.tool(output_schema=...)``;
     ``inline``: references inlined first (so a nullable nested type is written as ``type: [object, "null"]`` too)."""
     raw = TypeAdapter(tp).json_schema(mode="serialization")
-    return lean(compress_schema(dereference_refs(raw) if inline else raw, prune_titles=True))
+    out: dict[str, Any] = lean(compress_schema(dereference_refs(raw) if inline else raw, prune_titles=True))
+    return out

@@ -16,7 +16,8 @@ every model request a ``model_call`` event under it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable
+from typing import Annotated, Any, Literal, TypeVar
 
 import mcp_types as mt
 from fastmcp import Context, FastMCP
@@ -67,14 +68,23 @@ def _run_id(ctx: Context | None) -> str:
     return new_run_id()
 
 
-async def _guard(coro: Any) -> Any:
-    """Await a role; roles errors become tool errors; a 2026-07-28 sampling request becomes InputRequiredResult."""
+_T = TypeVar("_T")
+
+
+async def _checked(coro: Awaitable[_T]) -> _T:
+    """Await a role that samples no model (a submit_*); roles errors become tool errors."""
     try:
         return await coro
-    except NeedInput as need:
-        return sampling_request(need)
     except AisacError as exc:
         raise ToolError(str(exc)) from exc
+
+
+async def _guard(coro: Awaitable[_T]) -> _T | mt.InputRequiredResult:
+    """Await a role; roles errors become tool errors; a 2026-07-28 sampling request becomes InputRequiredResult."""
+    try:
+        return await _checked(coro)
+    except NeedInput as need:  # raised by the sampling backend only
+        return sampling_request(need)
 
 
 @server.tool(annotations=hints("Route a question"), output_schema=lean_schema(R.RouteResult))
@@ -178,7 +188,7 @@ async def submit_route(
     app: AppContext = App,
 ) -> AsIs[R.SubmitResult]:
     """Check and store the route your model wrote from the roles_router prompt; an error lists what to fix."""
-    return await _guard(app.roles.submit_route(route, run_id=_run_id(ctx)))
+    return await _checked(app.roles.submit_route(route, run_id=_run_id(ctx)))
 
 
 @server.tool(annotations=hints("Submit a plan"), output_schema=lean_schema(R.SubmitResult))
@@ -193,7 +203,7 @@ async def submit_plan(
         async with SuiteTools(app) as tools:
             return await app.roles.submit_plan(plan, tools=tools, run_id=_run_id(ctx))
 
-    return await _guard(go())
+    return await _checked(go())
 
 
 @server.tool(annotations=hints("Submit critiques"), output_schema=lean_schema(R.CritiqueSubmitResult))
@@ -204,7 +214,7 @@ async def submit_critique(
 ) -> AsIs[R.CritiqueSubmitResult]:
     """Check and store the critiques your model wrote from the roles_evaluator prompt; the verdict ("passed" or
     "failed") follows the configured severity thresholds. An error lists what to fix."""
-    return await _guard(app.roles.submit_critique(critique, run_id=_run_id(ctx)))
+    return await _checked(app.roles.submit_critique(critique, run_id=_run_id(ctx)))
 
 
 @server.prompt(name="router")

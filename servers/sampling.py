@@ -69,7 +69,7 @@ def _sample_text(result: Any) -> str:
     content = getattr(result, "content", None)
     if isinstance(content, list):
         return "".join(getattr(c, "text", "") for c in content)
-    text = getattr(content, "text", None)
+    text: str | None = getattr(content, "text", None)
     if text is None:
         raise RoleModelError("the client's sampling reply holds no text")
     return text

@@ -6,6 +6,7 @@ run alone keeps the same tool names (``rag_search``) as in the suite.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import time
@@ -13,12 +14,6 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, AsyncIterator, Callable
 
-from aisac_servers import builtin
-from aisac_servers.common import FULL_RESULT_META, SafeErrors, call_core
-from aisac_servers.completions import chain_completions
-from aisac_servers.dashboard import mount_dashboard
-from aisac_servers.tasks import add_tasks
-from aisac_servers.toollist import CompactToolList, ToolSearch
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
@@ -31,6 +26,13 @@ from aisac_core.plugins import PluginError, collect_from, plugins_of, register, 
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
 from aisac_core.trace.recorder import RunAssigner
+
+from . import builtin
+from .common import FULL_RESULT_META, SafeErrors, call_core
+from .completions import chain_completions
+from .dashboard import mount_dashboard
+from .tasks import add_tasks
+from .toollist import CompactToolList, ToolSearch
 
 log = logging.getLogger("aisac.suite")
 
@@ -221,8 +223,8 @@ def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP | None]]:
                 raise BootstrapError(problem)
             skip_installed(pm, installed, problem)
             continue
-        out[ns] = (lambda s=server: load_server(s, app)) if installed is None else \
-            (lambda s=server, label=installed: _load_installed(s, app, pm, label))
+        out[ns] = functools.partial(load_server, server, app) if installed is None else \
+            functools.partial(_load_installed, server, app, pm, installed)
     return out
 
 

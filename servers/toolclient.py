@@ -8,13 +8,16 @@ request ``_meta`` ``aisac/run_id`` and ``aisac/parent_id``).
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from typing import Any
 
-from aisac_servers.suite import build
 from fastmcp import Client, FastMCP
+from fastmcp.client.transports import FastMCPTransport
 
 from aisac_core.context import AppContext
 from aisac_core.ports import ToolInfo, ToolOutcome
+
+from .suite import build
 
 
 def _annotations(tool: Any) -> dict[str, Any]:
@@ -35,19 +38,19 @@ class SuiteTools:
     def __init__(self, app: AppContext | None, server: FastMCP | None = None) -> None:
         self.app = app
         self.server = server
-        self.client: Client | None = None
+        self.client: Client[FastMCPTransport] | None = None
         self._tools: list[ToolInfo] | None = None
+        self._session = AsyncExitStack()  # the client's connection
 
     async def __aenter__(self) -> "SuiteTools":
         if self.server is None:
             self.server = build(app=self.app, lifespan=False)
         self.client = Client(self.server)
-        await self.client.__aenter__()
+        await self._session.enter_async_context(self.client)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        if self.client is not None:
-            await self.client.__aexit__(*exc)
+        await self._session.__aexit__(*exc)
 
     async def list_tools(self) -> list[ToolInfo]:
         """Every tool of the suite: ``ToolInfo(name, description, input_schema, annotations)`` (the annotations

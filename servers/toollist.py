@@ -106,7 +106,7 @@ def compact_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None
     """The listed form of a tool's input schema (module docstring); ``None`` stays ``None``."""
     if not isinstance(schema, dict):
         return schema
-    s = _inline(schema, schema.get("$defs") or {})
+    s: dict[str, Any] = _inline(schema, schema.get("$defs") or {})
     s.pop("title", None)
     if isinstance(s.get("properties"), dict):
         s["properties"] = {k: _compact_input_property(v) for k, v in s["properties"].items()}
@@ -158,7 +158,7 @@ def _listed_class(cls: type) -> type:
         meta = {k: v for k, v in (super(sub, self).get_meta() or {}).items() if k != "fastmcp"}
         return meta or None
 
-    sub = type(f"Listed{cls.__name__}", (cls,), {"get_meta": get_meta, "__module__": __name__})
+    sub: type[Any] = type(f"Listed{cls.__name__}", (cls,), {"get_meta": get_meta, "__module__": __name__})
     return sub
 
 

@@ -14,11 +14,6 @@ import json
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
-from aisac_servers.common import App, call_core, hints, tool_error
-from aisac_servers.completions import by_prefix
-from aisac_servers.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
-from aisac_servers.results_schema import schema
-from aisac_servers.toolclient import SuiteTools
 from fastmcp import FastMCP
 from fastmcp.apps.config import AppConfig
 from fastmcp.exceptions import ResourceError
@@ -27,6 +22,12 @@ from pydantic import Field
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
+
+from .common import App, call_core, hints, tool_error
+from .completions import by_prefix
+from .report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
+from .results_schema import schema
+from .toolclient import SuiteTools
 
 server = FastMCP(
     "trace",
