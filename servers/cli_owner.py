@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, cast
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import anyio
 import typer
