@@ -1,7 +1,7 @@
 """The application context: everything one aisac store needs, built once and handed down.
 
 The MCP suite's lifespan builds one :class:`AppContext` and yields it to every tool
-(``aisac_servers.suite.build``); the CLI builds the same one for its commands. It owns the settings, the SQL engine,
+(``aisac_servers.serving.suite.build``); the CLI builds the same one for its commands. It owns the settings, the SQL engine,
 the vector store, the embedder, the background jobs, the DataFrame registry, the sandbox manager, the memory service and
 the served project, and :meth:`AppContext.close` closes all of them. There are no process-wide wiring globals: two
 contexts on two data dirs live side by side in one process (the tests do that).

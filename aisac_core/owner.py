@@ -4,7 +4,7 @@ Embedded Qdrant locks its folder, so only one process may open a store. aisac th
 gives each data dir a single *owner*: a process that serves the whole suite over streamable HTTP on loopback with
 a random bearer token. Every other ``aisac serve`` on the same data dir (stdio for a host, or HTTP) is a thin
 proxy to it. This module manages the locks, ``owner.json`` and the daemon process; serving (the daemon's HTTP
-server and the proxies) lives in :mod:`aisac_servers.owner`. See docs/processes.md.
+server and the proxies) lives in :mod:`aisac_servers.owner.daemon`. See docs/processes.md.
 
 Files in the data dir (all mode 0600):
 
@@ -19,7 +19,7 @@ Files in the data dir (all mode 0600):
   hosts starting at once elect a single owner; an idle daemon also takes it while it shuts down.
 - ``owner.log``: stderr of the daemon (appended).
 
-The daemon (``python -m aisac_servers.owner daemon``) exits after ``Settings.owner.idle_seconds`` without requests
+The daemon (``python -m aisac_servers.owner.daemon daemon``) exits after ``Settings.owner.idle_seconds`` without requests
 and with no indexing job queued or running; the next proxy request starts a new one. A proxy of another aisac
 version than the running owner refuses with :class:`OwnerVersionError` (what to do is in the message). A caller
 whose behaviour settings differ from the owner's restarts an idle daemon with its own settings, and otherwise gets
@@ -65,7 +65,7 @@ LOCK_FILE = "owner.lock"
 START_LOCK_FILE = "owner.start.lock"
 LOG_FILE = "owner.log"
 #: the module run as ``python -m <DAEMON_MODULE> daemon`` to start a store's owner daemon
-DAEMON_MODULE = "aisac_servers.owner"
+DAEMON_MODULE = "aisac_servers.owner.daemon"
 
 
 class OwnerError(AisacError):

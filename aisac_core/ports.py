@@ -2,7 +2,7 @@
 
 The roles coordinator executes plan steps and trace replay re-executes recorded calls; both need "the suite's tools"
 but the core imports no MCP library. They talk to a :class:`ToolPort`, which ``aisac_servers`` implements with an
-in-process MCP client on the suite (``aisac_servers.toolclient.SuiteTools``). Tests may implement it with plain
+in-process MCP client on the suite (``aisac_servers.serving.toolclient.SuiteTools``). Tests may implement it with plain
 functions.
 """
 

@@ -24,7 +24,7 @@ from fastmcp import Client
 from aisac_core.context import AppContext
 from aisac_core.data import mplcache
 from aisac_core.settings import Settings
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 
 from .common import Context, err, latency_summary, table, target_cell, temp_dir
 

@@ -69,7 +69,7 @@ def _merge_rate() -> float:
 async def _arxiv_gaps(srv: Any, core: Any) -> list[float]:
     from fastmcp import Client
 
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     before = len(srv.requests("/arxiv"))
     async with Client(build(["lit"], app=core, lifespan=False)) as c:

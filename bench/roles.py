@@ -41,7 +41,7 @@ def run(ctx: Context) -> dict[str, Any]:
     from aisac_core.roles.evaluator import evidence_gate
     from aisac_core.roles.planner import validate_plan
     from aisac_core.roles.store import run_events
-    from aisac_servers.toolclient import SuiteTools
+    from aisac_servers.serving.toolclient import SuiteTools
 
     async def run_graph(core: Any, task: str, **kw: Any) -> dict[str, Any]:
         async with SuiteTools(core) as tools:

@@ -22,8 +22,8 @@ from .common import AISAC_BIN, REPO_ROOT, Context, Skip, server_env, table, targ
 
 TARGET_S = 2.0
 #: modules whose import time is measured: (label, module)
-IMPORTS = (("suite (aisac_servers.suite)", "aisac_servers.suite"),
-           ("stdio relay (aisac_servers.relay)", "aisac_servers.relay"))
+IMPORTS = (("suite (aisac_servers.serving.suite)", "aisac_servers.serving.suite"),
+           ("stdio relay (aisac_servers.owner.relay)", "aisac_servers.owner.relay"))
 
 
 def import_seconds(module: str, runs: int = 3) -> float:

@@ -1,7 +1,7 @@
 """Trace: provenance middleware overhead per tool call, and reading a 1,000-event run.
 
 1. Middleware overhead. A trivial tool (``bench_echo``: returns its integer argument) is mounted in two suites
-   that differ only in :class:`aisac_servers.suite.ProvenanceMiddleware`; a fastmcp in-memory Client calls each one
+   that differ only in :class:`aisac_servers.serving.suite.ProvenanceMiddleware`; a fastmcp in-memory Client calls each one
    ``N`` = 400 times, in alternating blocks of 50 so load changes on the shared machine hit both alike. The
    overhead is the difference of the medians (ms per call) and its share of the plain call's median, in wall
    time (per call) and in process CPU time (all threads, per block of 50 / 50). The target check uses CPU time:
@@ -31,7 +31,7 @@ from aisac_core.hashing import dumps, sha256_json
 from aisac_core.store.tables import TraceEvent
 from aisac_core.trace.dashboard import render_run
 from aisac_core.trace.recorder import anchor_ids
-from aisac_servers.suite import ProvenanceMiddleware, build
+from aisac_servers.serving.suite import ProvenanceMiddleware, build
 
 from .common import Context, make_core, table, target_cell, temp_dir
 

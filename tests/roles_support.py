@@ -114,7 +114,7 @@ def release(core: Any) -> None:
 async def run_graph(core: Any, task: str, **kwargs: Any) -> dict[str, Any]:
     """The whole graph (:meth:`aisac_core.roles.service.RolesService.run`) with the tools of the suite built over
     ``core``."""
-    from aisac_servers.toolclient import SuiteTools
+    from aisac_servers.serving.toolclient import SuiteTools
 
     async with SuiteTools(core) as tools:
         return dict(await core.roles.run(task, tools=tools, **kwargs))

@@ -139,7 +139,7 @@ STATE_ALLOWED = {
         "one HybridChunker per tokenizer and size (configuration, no store data), at most 8",
     "aisac_core/trace/pins.py:@lru_cache _file_sha256":
         "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
-    "servers/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
+    "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
 }
 
 

@@ -197,7 +197,7 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
 
 
 def test_serve_project_halts_and_keeps_the_other_context(tmp_path, base):
-    from aisac_servers.project import serve_project
+    from aisac_servers.adapters.project import serve_project
 
     from aisac_core.context import AppContext
     from aisac_core.projects import BootstrapError
@@ -317,7 +317,7 @@ def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
 
 
 def test_project_tools_colliding_with_suite_tools_are_refused(tmp_path, base):
-    from aisac_servers.project import mount_project, serve_project
+    from aisac_servers.adapters.project import mount_project, serve_project
 
     from aisac_core.projects import BootstrapError
 

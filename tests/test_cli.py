@@ -86,7 +86,7 @@ def test_help_texts_name_no_internal_work_items():
     from typer.main import get_command
     from typer.testing import CliRunner
 
-    from aisac_servers.cli import app
+    from aisac_servers.cli.main import app
 
     runner = CliRunner()
     commands = sorted(get_command(app).commands)  # type: ignore[attr-defined]

@@ -223,9 +223,9 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
 
     from aisac_core.trace.dashboard import create_app
     from aisac_core.rag.indexer import Indexer
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
-    if "roles" not in __import__("aisac_servers.suite", fromlist=["SERVERS"]).SERVERS:
+    if "roles" not in __import__("aisac_servers.serving.suite", fromlist=["SERVERS"]).SERVERS:
         pytest.skip("the roles server is not present")
     Indexer(fast_core).run([corpus_copy / "notes"])
     async with Client(build(app=fast_core, lifespan=False)) as c:

@@ -20,7 +20,7 @@ from aisac_core.data.frames import DataError, FrameRegistry
 from aisac_core.errors import PathOutsideRootsError
 from aisac_core.settings import Settings
 from aisac_core.store.tables import TraceEvent
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 
 pytestmark = pytest.mark.both_engines
 

@@ -241,9 +241,9 @@ def paper_store(tmp_path_factory, models_dir, shared_embedder):
 
 @pytest.fixture(scope="module")
 def in_process_answers(paper_store, models_dir, shared_embedder):
-    """question -> run result, by :func:`aisac_servers.ask._ask_here` (what ``aisac ask`` runs) with no model."""
+    """question -> run result, by :func:`aisac_servers.cli.ask._ask_here` (what ``aisac ask`` runs) with no model."""
     import anyio
-    from aisac_servers.ask import _ask_here
+    from aisac_servers.cli.ask import _ask_here
     from conftest import make_settings
 
     from aisac_core.context import AppContext

@@ -34,7 +34,7 @@ SKIPPED = {
     "data_code_session_reset": "restarts a worker interpreter; covered by the data server's own tests",
 }
 MAX_EXAMPLES = 20
-#: every tool error must be shorter than this, and quote no SQL (servers/common.py safe_message)
+#: every tool error must be shorter than this, and quote no SQL (servers/adapters/common.py safe_message)
 MAX_ERROR_CHARS = 2000
 SQL_QUOTED = re.compile(r"\[SQL: |sqlalche\.me/|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b")
 
@@ -151,7 +151,7 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
     from fastmcp import Client
 
     from aisac_core.context import AppContext
-    from aisac_servers.suite import build as build_suite
+    from aisac_servers.serving.suite import build as build_suite
 
     root = tmp_path / "root"
     root.mkdir()

@@ -29,13 +29,13 @@ HINTS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorl
 
 
 def _suite(app, tools):  # noqa: ANN001, ANN202
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(app=app, lifespan=False, tools=tools)
 
 
 async def _listing(app, tools: str):  # noqa: ANN001, ANN202
-    from aisac_servers.tooldoc import payload_text
+    from aisac_servers.shapes.tooldoc import payload_text
 
     async with Client(_suite(app, tools)) as c:
         listed = (await c.list_tools_mcp()).tools
@@ -65,7 +65,7 @@ async def test_every_tool_has_annotations_and_a_typed_output_schema(fast_core):
     properties; the listed (compact) form keeps a title, the hints that differ from the specification's defaults
     and the output schema's top-level keys. ``tools_call`` returns the result of the tool it calls: no schema of
     its own."""
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     server = build(app=fast_core, lifespan=False, catalog=True)
     declared = await server.list_tools(run_middleware=False)
@@ -174,7 +174,7 @@ async def test_instructions_are_composed_from_the_mounted_servers(fast_core, pro
 
 def test_relay_filters_a_profile():
     """The stdio relay to the store's owner (which serves every tool) applies the profile itself."""
-    from aisac_servers.relay import StdioRelay
+    from aisac_servers.owner.relay import StdioRelay
 
     from aisac_core.settings import Settings
     from aisac_core.tool_profiles import compose_instructions
@@ -193,7 +193,7 @@ def test_relay_filters_a_profile():
 
 async def test_tool_reference_and_hosts_profiles_are_current(fast_core):
     """docs/tools.md and the profiles block of docs/hosts.md are generated from the live tool list."""
-    from aisac_servers.tooldoc import REGENERATE, profiles_markdown, replace_block, tool_reference
+    from aisac_servers.shapes.tooldoc import REGENERATE, profiles_markdown, replace_block, tool_reference
 
     tools, _, _ = await _listing(fast_core, "all")
     hint = f"stale: regenerate with `{REGENERATE}` (from the repository root)"

@@ -48,7 +48,7 @@ def lit_core(tmp_path, replay):
 
 
 def _suite(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["lit"], app=core, lifespan=False)  # the test closes its core
 
@@ -59,7 +59,7 @@ def _valid(result_type: str, data: dict) -> dict:
     import jsonschema
 
     from aisac_core.literature import results
-    from aisac_servers.results_data import lean_schema
+    from aisac_servers.shapes.results_data import lean_schema
 
     jsonschema.validate(data, lean_schema(getattr(results, result_type)))
     return data

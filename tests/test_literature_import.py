@@ -17,7 +17,7 @@ from fixtures_gen import PAGE_MARKERS, make_pdf
 from literature_replay import ReplayServer
 
 from aisac_core.literature.results import ImportResult
-from aisac_servers.results_data import lean_schema
+from aisac_servers.shapes.results_data import lean_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +47,7 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
 
 
 def _suite(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["rag", "lit"], app=core, lifespan=False)  # the fixture closes the core
 

@@ -36,7 +36,7 @@ def lit_core(tmp_path, replay):
 
 
 def _suite(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["lit"], app=core, lifespan=False)  # the fixture closes the core
 

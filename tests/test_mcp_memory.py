@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 from conftest import http_server, store_env
 from fastmcp import Client, FastMCP
 from sqlmodel import Session, create_engine, select

@@ -16,7 +16,7 @@ RAG_TOOLS = {"rag_index", "rag_job_status", "rag_search", "rag_list_documents", 
 
 
 def _suite(app):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(app=app)
 
@@ -164,7 +164,7 @@ async def test_encrypted_pdf_reported(core, shared_data):
 
 
 async def test_one_server_alone_keeps_the_tool_names(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     async with Client(build(["rag"], app=core)) as c:
         assert RAG_TOOLS <= {t.name for t in await c.list_tools()}

@@ -59,7 +59,7 @@ def stop_all(data_dir: Path) -> None:
 
 def _is_daemon(pid: int) -> bool:
     try:
-        return b"aisac_servers.owner" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"aisac_servers.owner.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

@@ -114,8 +114,8 @@ def base(tmp_path: Path):
 
 
 def test_installed_plugins_are_found_and_broken_ones_reported_by_name(on_path, base, caplog):
-    from aisac_servers.builtin import BUILTIN_SERVERS
-    from aisac_servers.suite import suite_servers
+    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
+    from aisac_servers.serving.suite import suite_servers
 
     from aisac_core.context import AppContext
     from aisac_core.literature.sources import literature_sources
@@ -250,7 +250,7 @@ def test_an_installed_plugins_bad_servers_and_sources_are_skipped_by_name(tmp_pa
     """Servers with a taken or bad namespace or one that cannot be loaded, and nameless or duplicate literature
     sources, from an installed package: each skipped with its reason under the plugin's name; the built-in servers
     and sources all serve. The same from a project's own extension would stop the start with a BootstrapError."""
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     from aisac_core.context import AppContext
     from aisac_core.literature.sources import literature_sources

@@ -84,8 +84,8 @@ def base(tmp_path: Path):  # noqa: ANN201
 
 
 def test_builtins_register_through_the_hooks(base):
-    from aisac_servers.builtin import BUILTIN_SERVERS
-    from aisac_servers.suite import suite_servers
+    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
+    from aisac_servers.serving.suite import suite_servers
 
     from aisac_core.context import AppContext
     from aisac_core.data.readers import builtin_table_loaders
@@ -110,7 +110,7 @@ def test_builtins_register_through_the_hooks(base):
 async def test_project_plugin_adds_a_tool_and_a_literature_source(tmp_path, base):
     """Acceptance: a project's plugin module (in the project folder, not in aisac) adds a tool and a literature
     source through the hooks; the project's suite lists the tool, and lit_search asks the new source."""
-    from aisac_servers.project import serve_project
+    from aisac_servers.adapters.project import serve_project
 
     from aisac_core.context import AppContext
     from aisac_core.plugins import plugins_of, table_loaders

@@ -304,7 +304,7 @@ def test_compose_file_describes_the_scale_out() -> None:
 
 def test_compose_sets_only_real_settings_and_real_serve_options() -> None:
     import typer
-    from aisac_servers.cli import app
+    from aisac_servers.cli.main import app
 
     known = _setting_variables()
     for name, svc in _compose()["services"].items():

@@ -98,7 +98,7 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
 
 def _served(app):  # noqa: ANN001, ANN202
     """The rag server alone (tool names unprefixed), serving ``app``."""
-    from aisac_servers.rag import server
+    from aisac_servers.adapters.rag import server
     from conftest import served_alone
 
     return served_alone(server, app)

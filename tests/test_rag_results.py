@@ -19,7 +19,7 @@ OTHERS = {"rag_index", "rag_job_status", "rag_job_cancel"}  # another adapter's 
 
 
 def _suite(app):  # noqa: ANN001, ANN202  (fixture object)
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["rag"], app=app, lifespan=False)
 
@@ -50,7 +50,7 @@ async def test_full_detail_is_the_core_result(indexed_core):
 
 
 def test_snippet_keeps_the_matching_sentence():
-    from aisac_servers.results_rag import snippet
+    from aisac_servers.shapes.results_rag import snippet
 
     text = " ".join(f"Filler sentence number {i} about nothing." for i in range(40)) + " The Nusselt number is 42."
     out = snippet(text, "Nusselt number", 120)
@@ -94,7 +94,7 @@ async def test_completions_of_doc_id_and_section(indexed_core):
 
 async def _declared() -> dict:
     """The rag tools as the server declares them (``rag_`` names; the suite's listing compacts them on the wire)."""
-    from aisac_servers.rag import server
+    from aisac_servers.adapters.rag import server
 
     return {f"rag_{t.name}": t for t in await server.list_tools()}
 
@@ -144,15 +144,15 @@ async def test_output_schemas_validate_real_results(indexed_core):
     jsonschema.validate({"removed": "abc", "chunks_deleted": 3}, declared["rag_remove"])
     assert set(checked) | {"rag_remove"} | OTHERS >= {n for n in schemas if n.startswith("rag_")}
     for name, sch in declared.items():  # every key of a real result is declared: the top level is closed
-        if name != "rag_job_cancel":  # built by the adapter from three kinds of job (aisac_servers.results_jobs)
+        if name != "rag_job_cancel":  # built by the adapter from three kinds of job (aisac_servers.shapes.results_jobs)
             assert sch.get("additionalProperties") is False, name
             assert sch.get("required") or name == "rag_job_status", name  # a job, or the list of jobs
 
 
 async def test_compact_search_hands_the_full_result_in_meta(indexed_core):
     """rag_search's compact result carries the full one (whole texts, full anchors) in its _meta, for the trace."""
-    from aisac_servers.common import FULL_RESULT_META
-    from aisac_servers.rag import search
+    from aisac_servers.adapters.common import FULL_RESULT_META
+    from aisac_servers.adapters.rag import search
     from fastmcp.tools import ToolResult
 
     r = await search(PAGE_MARKERS[1], k=3, app=indexed_core)

@@ -174,7 +174,7 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
 
 def _served(app):  # noqa: ANN001, ANN202
     """The rag server alone (tool names unprefixed), serving ``app``."""
-    from aisac_servers.rag import server
+    from aisac_servers.adapters.rag import server
     from conftest import served_alone
 
     return served_alone(server, app)

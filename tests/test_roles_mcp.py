@@ -27,7 +27,7 @@ def rcore(tmp_path_factory, models_dir, shared_embedder):
 
 
 def _suite(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(app=core, lifespan=False)  # the module's core stays open between tests
 
@@ -173,7 +173,7 @@ async def test_roles_run_with_client_sampling_handshake_era(rcore):
 
 async def test_capability_list_hides_roles_and_destructive_tools(rcore):
     from aisac_core.roles.tools import capabilities
-    from aisac_servers.toolclient import SuiteTools
+    from aisac_servers.serving.toolclient import SuiteTools
 
     async with SuiteTools(rcore, _suite(rcore)) as s:
         names = {t["name"] for t in await capabilities(s)}

@@ -28,7 +28,7 @@ def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
     from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.queries import get_run
     from aisac_core.trace.report import run_report
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     Indexer(fast_core).run([corpus_copy / "report.pdf", corpus_copy / "notes"])
 
@@ -182,7 +182,7 @@ def test_report_resource_inside_the_host(roles_run) -> None:  # noqa: ANN001
     from fastmcp import Client
     from fastmcp.exceptions import McpError
 
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     core, run, r = roles_run
 
@@ -305,7 +305,7 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
     import anyio
     from fastmcp import Client
 
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     core, run, _r = roles_run
 

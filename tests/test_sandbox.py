@@ -24,7 +24,7 @@ from aisac_core.data.results import CodeRun
 from aisac_core.data.sandbox import SandboxError, SandboxManager
 from aisac_core.settings import SandboxSettings, Settings
 from aisac_core.store.tables import TraceEvent
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
 from aisac_core.store.tables import TraceEvent
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 from conftest import make_settings, stop_process
 
 AISAC = str(Path(sys.executable).parent / "aisac")

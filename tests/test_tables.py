@@ -18,7 +18,7 @@ from aisac_core.context import AppContext
 from aisac_core.data.frames import DataError
 from aisac_core.data.regions import detect_region, parse_range
 from aisac_core.settings import Settings
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 
 EXPECTED = json.loads((Path(__file__).parent / "fixtures" / "tables_expected.json").read_text(encoding="utf-8"))
 WORKBOOKS = {"xlsx_01.xlsx": "formats/xlsx", "xlsx_05_table_with_title.xlsx": "formats/xlsx",

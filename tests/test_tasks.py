@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from aisac_servers.suite import build
-from aisac_servers.tasks import client_extensions
+from aisac_servers.serving.suite import build
+from aisac_servers.serving.tasks import client_extensions
 from conftest import http_server, make_settings
 from fastmcp import Client
 from fastmcp_tasks import call_tool_task

@@ -42,7 +42,7 @@ def base(tmp_path: Path, models_dir: Path):  # noqa: ANN201
 def served(project: Path, base, shared_embedder):  # noqa: ANN001, ANN201
     """bootstrap + suite with the project mounted, on an application context on the project's store (embedder
     reused). Returns (bootstrapped project, suite, app)."""
-    from aisac_servers.project import serve_project
+    from aisac_servers.adapters.project import serve_project
 
     suite, app = serve_project(project, base, embedder=shared_embedder)
     return app.project, suite, app
@@ -201,7 +201,7 @@ def test_templates_ship_in_the_wheel(tmp_path):
 async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder, monkeypatch):
     """Acceptance 1, graph part: the materials augmentation adds `formula_check`, which the headless run (what
     `aisac ask` runs) executes through the project tool, recorded under the coordinator's role step."""
-    from aisac_servers.toolclient import SuiteTools
+    from aisac_servers.serving.toolclient import SuiteTools
 
     from aisac_core.context import AppContext
     from aisac_core.projects import init_project

@@ -55,7 +55,7 @@ def plain_app(tmp_path):
 
 
 async def _tools(app, names=None) -> dict[str, Any]:
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     async with Client(build(names, app=app, lifespan=False)) as c:
         return {t.name: t for t in await c.list_tools()}
@@ -82,8 +82,8 @@ async def test_annotations_schemas_and_descriptions(plain_app):
 
 
 async def test_data_results_validate_and_complete(plain_app):
-    from aisac_servers import data as data_server
-    from aisac_servers.suite import build
+    from aisac_servers.adapters import data as data_server
+    from aisac_servers.serving.suite import build
 
     # the full output schemas (the listing shows the top-level keys only): closed on their top level, since the
     # data results declare every key they carry
@@ -149,7 +149,7 @@ async def test_literature_results_validate(tmp_path):
     with ReplayServer() as srv:
         app = AppContext(Settings(data_dir=tmp_path / "store", warm=False, roots=[tmp_path / "papers"],
                                   **{**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05}))
-        from aisac_servers.suite import build
+        from aisac_servers.serving.suite import build
 
         try:
             suite = build(["lit"], app=app, lifespan=False)
@@ -186,7 +186,7 @@ def rcore(tmp_path_factory, models_dir, shared_embedder):
 
 
 async def test_roles_results_validate(rcore):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     task = "What is the Km of the lipase?"
     async with Client(build(app=rcore, lifespan=False)) as c:
@@ -226,7 +226,7 @@ def test_role_result_shapes_follow_the_json_schemas():
 
 
 async def test_project_tools_annotated_with_output_schemas():
-    from aisac_servers.project import UNTYPED_RESULT, build_project_server
+    from aisac_servers.adapters.project import UNTYPED_RESULT, build_project_server
 
     def molar_mass(formula: str) -> dict:
         """Molar mass of a formula."""
@@ -269,7 +269,7 @@ class _Outer(TypedDict):
 
 
 def test_lean_schema_writes_nullable_types_compactly():
-    from aisac_servers.results_data import lean_schema
+    from aisac_servers.shapes.results_data import lean_schema
 
     s = lean_schema(_Outer)
     assert s["properties"]["x"] == {"type": ["string", "null"]}

@@ -16,7 +16,7 @@ SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint
 
 
 def _suite(app, **kw):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["memory", "trace"], app=app, lifespan=False, **kw)  # only the servers under test
 
@@ -54,8 +54,9 @@ def _full_schema(name: str) -> dict:
     the top-level keys)."""
     import typing
 
-    from aisac_servers import memory, trace
-    from aisac_servers.results_schema import schema
+    from aisac_servers.adapters import memory
+from aisac_servers.adapters import trace
+    from aisac_servers.shapes.results_schema import schema
 
     ns, fn = name.split("_", 1)
     return schema(typing.get_type_hints(getattr({"memory": memory, "trace": trace}[ns], fn))["return"])

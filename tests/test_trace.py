@@ -21,7 +21,7 @@ TRACE_TOOLS = {"trace_list_runs", "trace_get_run", "trace_get_event", "trace_exp
 
 
 def _suite(app):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(app=app, lifespan=False)  # the fixture's app stays open between clients; the fixture closes it
 
@@ -44,7 +44,7 @@ def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status:
 async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy):
     """Acceptance 1 + 2: index, searches, memory (and a code run when the data server is there), then all four
     exports, verify unchanged, replay all `same`, diff, and verify `changed` after the PDF is edited."""
-    from aisac_servers.common import FULL_RESULT_META
+    from aisac_servers.adapters.common import FULL_RESULT_META
     from prov.model import ProvDocument
     from rocrate.rocrate import ROCrate
 
@@ -363,7 +363,7 @@ async def test_prune_exports_first(fast_core):
 def test_cli_prune(fast_core, tmp_path):
     from typer.testing import CliRunner
 
-    from aisac_servers.cli import app
+    from aisac_servers.cli.main import app
 
     res = CliRunner().invoke(app, ["dashboard", "--prune-days", "30", "--data-dir", str(fast_core.settings.data_dir)])
     assert res.exit_code == 0, res.output
@@ -373,7 +373,7 @@ def test_cli_prune(fast_core, tmp_path):
 async def test_replay_uses_roles_response_cache(fast_core):
     """A run with model calls: roles tools are replayed with llm="replay" (answers from the response cache only),
     never against a live model."""
-    from aisac_servers.suite import SERVERS
+    from aisac_servers.serving.suite import SERVERS
 
     if "roles" not in SERVERS:
         pytest.skip("the roles server is not present")

@@ -1,6 +1,6 @@
 """The result types of the data domain: what :class:`~aisac_core.data.frames.FrameRegistry` and
 :class:`~aisac_core.data.sandbox.SandboxManager` return (plain dicts of these shapes), and the data tools' output
-schemas (``aisac_servers.data`` derives them from these types).
+schemas (``aisac_servers.adapters.data`` derives them from these types).
 
 Every top-level type forbids undeclared keys (``additionalProperties: false``); ``NotRequired`` marks keys that only
 some results carry. Nested records stay open where their content varies (loader options, statistics, rows).

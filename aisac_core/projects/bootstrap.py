@@ -9,7 +9,7 @@ trace*: one run id (``init-...``), one trace event per step (``server="bootstrap
 
 Any failure stops it with a :class:`BootstrapError` naming the file and the fix; nothing is served
 half-initialised (the failed step is still recorded when the project's store can be located). The MCP layer
-serves the result (``aisac_servers.project``): the project's tools under the ``project`` namespace, on an
+serves the result (``aisac_servers.adapters.project``): the project's tools under the ``project`` namespace, on an
 application context ``AppContext(b.settings, project=b)``.
 
 Data scoping (multi-domain portal): every project has its own store under the shared data dir,
@@ -93,7 +93,7 @@ class Bootstrapped:
     steps: list[Step] = field(default_factory=list)
     #: the plugin manager: aisac's built-ins plus the project's extension modules (their ``@hookimpl`` functions)
     plugins: pluggy.PluginManager = field(default_factory=make_plugin_manager)
-    #: the MCP server of the project tools, built by the MCP layer when first mounted (``aisac_servers.project``)
+    #: the MCP server of the project tools, built by the MCP layer when first mounted (``aisac_servers.adapters.project``)
     server: Any = None
 
     @property
@@ -188,7 +188,7 @@ def bootstrap(project_dir: str | Path, base_settings: Settings | None = None, *,
 
     Returns: a :class:`Bootstrapped` with the project settings, tools, prompt overlays, the graph augmentation,
     the plugin manager (built-ins plus the project's extension modules) and the steps. Serve it on
-    ``AppContext(b.settings, project=b)`` (``aisac_servers.project.serve_project`` does).
+    ``AppContext(b.settings, project=b)`` (``aisac_servers.adapters.project.serve_project`` does).
 
     Raises:
         BootstrapError: the first failing check, naming the file and the fix (the steps so far are recorded in

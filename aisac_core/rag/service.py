@@ -2,7 +2,7 @@
 verifying evidence anchors, the catalogue of data files and the store's status.
 
 :class:`RagService` is built by the composition root (``AppContext.rag``) from the store's parts; the rag tools
-(``aisac_servers.rag``) and the CLI call its methods. It has the attributes ``settings``, ``engine``, ``embedder``,
+(``aisac_servers.adapters.rag``) and the CLI call its methods. It has the attributes ``settings``, ``engine``, ``embedder``,
 ``vectors()`` and ``jobs``, so it is also the :class:`~aisac_core.rag.parts.RagParts` the rag functions take.
 """
 

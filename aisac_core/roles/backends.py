@@ -7,7 +7,7 @@ Backends (``Settings.roles.llm`` or a per-call ``llm``):
   ``roles_llm_api_key_env``); temperature 0 and a fixed seed (``roles_llm_seed``), no client-side retries, a
   timeout of ``roles_llm_timeout_s``.
 - ``sampling``: the MCP client's model, where the client offers sampling. The server serving the call builds
-  that backend (``aisac_servers.sampling``) and passes it in; it may raise :class:`~aisac_core.roles.NeedInput`
+  that backend (``aisac_servers.serving.sampling``) and passes it in; it may raise :class:`~aisac_core.roles.NeedInput`
   (the client must answer the request and re-enter the tool).
 - ``replay``: only the response cache; a request never seen before is an error.
 - ``none`` (and ``auto`` without a base URL): no model; every role uses its deterministic fallback.

@@ -4,7 +4,7 @@ host-model submissions and the role prompts, over one store.
 Built by the composition root (``AppContext.roles``) with only what the roles need: the roles settings, the store's
 engine (opened on first use), rag's anchor verification, search and chunk lookup, the served project's graph
 augmentation and the job lease. The suite's tools reach it as a :class:`~aisac_core.ports.ToolPort` argument of the
-methods that call tools (the MCP layer opens one per call: ``aisac_servers.toolclient.SuiteTools``).
+methods that call tools (the MCP layer opens one per call: ``aisac_servers.serving.toolclient.SuiteTools``).
 
 Every role step is a ``role_step`` trace event of the caller's run (``run_id``), every model request a
 ``model_call`` event under it (:mod:`.backends`).

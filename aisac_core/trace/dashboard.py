@@ -5,7 +5,7 @@ Two ways to open it:
 - ``aisac dashboard`` runs it alone (:func:`serve`: Starlette on uvicorn, loopback only, default
   http://127.0.0.1:8766/);
 - ``aisac serve --transport http`` serves it under ``/dashboard`` next to ``/mcp``
-  (``aisac_servers.dashboard.mount_dashboard`` registers :meth:`Dashboard.routes` on the MCP server).
+  (``aisac_servers.serving.dashboard.mount_dashboard`` registers :meth:`Dashboard.routes` on the MCP server).
 
 Pages (paths relative to the prefix): ``/`` the run list: each run's question, start, duration, status and
 verdict, citations and how many of them verified (filters ``server``, ``status``, ``text``: question, run id, tool

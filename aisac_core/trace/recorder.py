@@ -7,7 +7,7 @@ conventions (``gen_ai.operation.name = execute_tool``, ``gen_ai.tool.name``, ``m
 :func:`aisac_core.trace.otel.otel_attributes`.
 
 Run ids: a client passes ``run_id`` as a tool argument or in the request ``_meta``; otherwise calls from one client
-(one host connection: the server decides the key, see ``aisac_servers.suite.ProvenanceMiddleware``) join its
+(one host connection: the server decides the key, see ``aisac_servers.serving.suite.ProvenanceMiddleware``) join its
 current run until ``run_idle_seconds`` (default 30 min) pass without a call, after which a new run starts
 (:class:`RunAssigner`).
 """

@@ -106,7 +106,7 @@ def interop_store(tmp_path_factory, models_dir, corpus):  # noqa: ANN001, ANN201
 
 
 def _servers() -> list[str]:
-    from aisac_servers.suite import SERVERS
+    from aisac_servers.serving.suite import SERVERS
 
     return [n for n in SERVERS if n in PLAN]
 

@@ -39,7 +39,7 @@ def _app(tmp_path: Path, models_dir: Path, shared_embedder, roots: list[Path], *
 
 
 def _suite(core):  # noqa: ANN001, ANN202
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(app=core, lifespan=False)
 

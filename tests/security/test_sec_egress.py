@@ -135,7 +135,7 @@ def lit(tmp_path, models_dir, shared_embedder, meta):
 
 
 def _suite(core):
-    from aisac_servers.suite import build
+    from aisac_servers.serving.suite import build
 
     return build(["rag", "lit"], app=core, lifespan=False)  # the fixture closes the core
 

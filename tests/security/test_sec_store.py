@@ -14,7 +14,7 @@ from fastmcp import Client
 
 from aisac_core.context import AppContext
 from aisac_core.store.files import permission_warnings
-from aisac_servers.suite import build
+from aisac_servers.serving.suite import build
 from conftest import make_settings
 
 

@@ -27,12 +27,12 @@ from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
 from aisac_core.trace.recorder import RunAssigner
 
-from . import builtin
-from .common import FULL_RESULT_META, SafeErrors, call_core
-from .completions import chain_completions
+from ..adapters import builtin
+from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
+from ..shapes.completions import chain_completions
 from .dashboard import mount_dashboard
 from .tasks import add_tasks
-from .toollist import CompactToolList, ToolSearch
+from ..shapes.toollist import CompactToolList, ToolSearch
 
 log = logging.getLogger("aisac.suite")
 
@@ -41,7 +41,7 @@ log = logging.getLogger("aisac.suite")
 current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", default=None)
 
 #: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
-#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.builtin`)
+#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.adapters.builtin`)
 ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 #: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
 SERVERS = dict(builtin.aisac_register_servers())
@@ -49,7 +49,7 @@ SERVERS = dict(builtin.aisac_register_servers())
 
 def take_full_result(result: ToolResult) -> tuple[ToolResult, Any]:
     """``(result without the full form, the full form or None)``: a tool that returns a compact form hands the full
-    result in its ``_meta`` under :data:`~aisac_servers.common.FULL_RESULT_META`; the trace records it, the client
+    result in its ``_meta`` under :data:`~aisac_servers.adapters.common.FULL_RESULT_META`; the trace records it, the client
     never sees it."""
     meta = result.meta
     if not meta or FULL_RESULT_META not in meta:
@@ -123,7 +123,7 @@ class ProvenanceMiddleware(Middleware):
         run_token = current_run_id.set(str(run_id))
         try:
             result = await call_next(context)
-            if not hasattr(result, "content"):  # a task handle (servers/tasks.py): the work runs on after this call
+            if not hasattr(result, "content"):  # a task handle (servers/serving/tasks.py): the work runs on after this call
                 result_obj = result.model_dump(mode="json", by_alias=True, exclude_none=True)
                 return result
             if getattr(result, "is_error", False):
@@ -159,7 +159,7 @@ class ProvenanceMiddleware(Middleware):
 
 
 #: the factory of a project's tool server: called with the application context
-PROJECT_SERVER = "aisac_servers.project:project_server"
+PROJECT_SERVER = "aisac_servers.adapters.project:project_server"
 
 
 def load_server(server: Any, app: AppContext) -> FastMCP:
@@ -238,7 +238,7 @@ def _load_installed(server: Any, app: AppContext, pm: Any, label: str) -> FastMC
 
 
 def _lifespan(app: AppContext, *, own: bool) -> Any:
-    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.common.current_app`). With
+    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.adapters.common.current_app`). With
     ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
 
     @asynccontextmanager
@@ -275,11 +275,11 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
 
     ``tools``: a tool profile (:mod:`aisac_core.tool_profiles`: ``core``, ``full``, ``rag,memory``...; what
     ``aisac serve --tools`` passes, default ``settings.tools``). None: every tool of the mounted servers (the suite
-    the core itself calls through, :class:`aisac_servers.toolclient.SuiteTools`). Servers outside the profile are
+    the core itself calls through, :class:`aisac_servers.serving.toolclient.SuiteTools`). Servers outside the profile are
     not mounted; servers exposed in part hide their other tools (:class:`ProfileFilter`). The instructions are
     composed from the mounted servers' own (:func:`aisac_core.tool_profiles.compose_instructions`).
 
-    ``catalog``: add ``tools_search`` / ``tools_call`` (:class:`~aisac_servers.toollist.ToolSearch`) to a suite that
+    ``catalog``: add ``tools_search`` / ``tools_call`` (:class:`~aisac_servers.shapes.toollist.ToolSearch`) to a suite that
     lists every tool (the owner daemon's, whose stdio relays apply each host's profile); the ``full`` profile adds
     them itself and lists only its core tools next to them.
 
@@ -316,7 +316,7 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
     if searchable:
         main.add_transform(ToolSearch())
     main.add_middleware(ProvenanceMiddleware(app))
-    # the lean wire form of tools/list (aisac_servers.toollist); the full profile lists its core tools only
+    # the lean wire form of tools/list (aisac_servers.shapes.toollist); the full profile lists its core tools only
     main.add_middleware(CompactToolList(profile.lists if profile is not None and profile.search else None))
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool
     # error at most 1,900 characters, no SQL (call_core applies the same net to core calls, with the core function's

@@ -140,7 +140,7 @@ class SafeErrors(Middleware):
 
 def current_app() -> AppContext:
     """The :class:`~aisac_core.context.AppContext` of the suite serving the current request: the lifespan of the
-    suite (:func:`aisac_servers.suite.build`) yields it as ``{"app": ...}``; a mounted server reads the root's.
+    suite (:func:`aisac_servers.serving.suite.build`) yields it as ``{"app": ...}``; a mounted server reads the root's.
 
     Raises:
         ToolError: no suite lifespan is running (a server used without the suite).
@@ -150,7 +150,7 @@ def current_app() -> AppContext:
     app = lc.get("app") if isinstance(lc, dict) else None
     if not isinstance(app, AppContext):
         raise ToolError("this server runs without aisac's application context: serve it through the suite "
-                        "(`aisac serve`, or aisac_servers.suite.build())")
+                        "(`aisac serve`, or aisac_servers.serving.suite.build())")
     return app
 
 

@@ -32,9 +32,9 @@ from aisac_core.context import AppContext
 from aisac_core.data import results as R
 
 from .common import App, call_core, hints
-from .completions import by_prefix
-from .results_data import AsIs, lean_schema
-from .tasks import app_of, follow_code_run, in_task, task_on
+from ..shapes.completions import by_prefix
+from ..shapes.results_data import AsIs, lean_schema
+from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 
 server = FastMCP(
     "data",

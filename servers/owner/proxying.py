@@ -1,12 +1,12 @@
-"""What the proxies to a store's owner share: the stdio relay (:mod:`aisac_servers.relay`), the HTTP proxy
-(:mod:`aisac_servers.owner_http`) and the daemon's module (:mod:`aisac_servers.owner`) all import it; it imports none
+"""What the proxies to a store's owner share: the stdio relay (:mod:`aisac_servers.owner.relay`), the HTTP proxy
+(:mod:`aisac_servers.owner.http`) and the daemon's module (:mod:`aisac_servers.owner.daemon`) all import it; it imports none
 of them, and no MCP library at import time (the stdio relay must start fast).
 
 - :data:`CLIENT_HEADER`: the header carrying a proxy's client id to the owner (the owner groups that client's calls
   into trace runs of their own);
 - :data:`OWNER_STOPPED` and :func:`owner_stopped`: what a caller is told when the owner process died while serving
   its call, and whether an error means that (the HTTP proxy's tool error is
-  :func:`aisac_servers.owner_http.owner_stopped_error`).
+  :func:`aisac_servers.owner.http.owner_stopped_error`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``trace_get_run`` and ``roles_run`` name the UI resource ``ui://trace/run-report`` in their tool ``_meta.ui``. A
 host that supports MCP Apps renders that resource in a sandboxed iframe and passes it the tool's result; the view
-reads the run's report resource (``report_uri`` in the result, :func:`aisac_servers.trace.run_report_page`) back
+reads the run's report resource (``report_uri`` in the result, :func:`aisac_servers.adapters.trace.run_report_page`) back
 through the host (``resources/read``) and shows it: the same page as the dashboard's run page and the HTML export.
 Hosts without the extension show the tool result as usual and can read ``report_uri`` themselves.
 

@@ -33,7 +33,7 @@ from mcp.types import ToolAnnotations
 
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
-from .common import hints
+from ..adapters.common import hints
 
 #: nesting depth at which inlining ``$ref`` s stops (recursive types such as a JSON value)
 MAX_DEPTH = 8

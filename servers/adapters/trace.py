@@ -24,10 +24,10 @@ from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
 
 from .common import App, call_core, hints, tool_error
-from .completions import by_prefix
-from .report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
-from .results_schema import schema
-from .toolclient import SuiteTools
+from ..shapes.completions import by_prefix
+from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
+from ..shapes.results_schema import schema
+from ..serving.toolclient import SuiteTools
 
 server = FastMCP(
     "trace",
@@ -130,7 +130,7 @@ def report_uri(run_id: str) -> str:
 
 @server.resource("ui://run-report", mime_type=VIEW_MIME)
 def run_report_view() -> str:
-    """The MCP Apps view of a run report (:mod:`aisac_servers.report_app`): a host with the UI extension renders it
+    """The MCP Apps view of a run report (:mod:`aisac_servers.serving.report_app`): a host with the UI extension renders it
     for ``trace_get_run`` and ``roles_run`` results."""
     return VIEW_HTML
 

@@ -39,11 +39,11 @@ from aisac_core.rag.results import (
 )
 from aisac_core.rag.service import RagService
 
-from . import results_jobs as RJ
-from . import results_rag as R
+from ..shapes import results_jobs as RJ
+from ..shapes import results_rag as R
 from .common import FULL_RESULT_META, App, call_core, hints, log, request_meta
-from .results_data import AsIs, lean_schema
-from .tasks import app_of, follow_index_job, in_task, task_on
+from ..shapes.results_data import AsIs, lean_schema
+from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 
 server = FastMCP(
     "rag",

@@ -10,11 +10,11 @@ for them (the owner sends them on that request's stream, with the caller's progr
 Around the bytes the relay adds only:
 
 - ``X-Aisac-Client``: a random id made at start, sent with every request, so the owner groups this host's calls
-  into runs of their own (:class:`aisac_servers.suite.ProvenanceMiddleware`);
+  into runs of their own (:class:`aisac_servers.serving.suite.ProvenanceMiddleware`);
 - the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
   did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
-  died gets :data:`aisac_servers.proxying.OWNER_STOPPED` as a tool error;
+  died gets :data:`aisac_servers.owner.proxying.OWNER_STOPPED` as a tool error;
 - ``names``: only the tools and prompts of those namespaces (``rag_*``) and their ``aisac://<name>/`` resources are
   listed or callable; ``profile``: likewise for a tool profile (``aisac serve --tools core``,
   :mod:`aisac_core.tool_profiles`), whose instructions keep only the lines of its servers.

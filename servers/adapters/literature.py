@@ -19,8 +19,8 @@ from aisac_core.errors import AisacError
 from aisac_core.literature import results as R
 
 from .common import App, hints
-from .results_data import AsIs, lean_schema
-from .tasks import app_of, follow_index_job, in_task, task_on
+from ..shapes.results_data import AsIs, lean_schema
+from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")

@@ -32,12 +32,12 @@ from aisac_core.roles import results as R
 from aisac_core.trace.recorder import new_run_id
 
 from .common import App, call_core, hints
-from .report_app import VIEW_URI
-from .results_data import AsIs, lean_schema
-from .sampling import sampling_backend, sampling_request, stateless_protocol
-from .suite import current_run_id
-from .tasks import app_of, follow_roles_job, in_task, task_on
-from .toolclient import SuiteTools
+from ..serving.report_app import VIEW_URI
+from ..shapes.results_data import AsIs, lean_schema
+from ..serving.sampling import sampling_backend, sampling_request, stateless_protocol
+from ..serving.suite import current_run_id
+from ..serving.tasks import app_of, follow_roles_job, in_task, task_on
+from ..serving.toolclient import SuiteTools
 from .trace import report_uri
 
 server = FastMCP(

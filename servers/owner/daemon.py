@@ -6,8 +6,8 @@ daemon). This module is the MCP side of it:
 - :func:`serve_http`: serve a FastMCP server over streamable HTTP behind :class:`~aisac_core.security.HttpGuard`
   (bearer token, size limit); as the owner it also writes ``owner.json`` and, for the daemon, idles out;
 - :func:`build_proxy`: a proxy forwarding every request to the store's current owner (started on demand): over stdio
-  :mod:`aisac_servers.relay`, over HTTP :mod:`aisac_servers.owner_http`;
-- :func:`run_daemon`: the owner daemon itself, ``python -m aisac_servers.owner daemon`` (started by
+  :mod:`aisac_servers.owner.relay`, over HTTP :mod:`aisac_servers.owner.http`;
+- :func:`run_daemon`: the owner daemon itself, ``python -m aisac_servers.owner.daemon daemon`` (started by
   :func:`aisac_core.owner.ensure_owner`). See docs/processes.md.
 """
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from aisac_core.context import AppContext
 
 # fastmcp, the suite and the context load where they are used: the stdio proxy (`aisac serve` while an owner runs)
-# imports this module and relays bytes without them (:mod:`aisac_servers.relay`)
+# imports this module and relays bytes without them (:mod:`aisac_servers.owner.relay`)
 
 log = logging.getLogger("aisac.owner")
 
@@ -60,8 +60,8 @@ class OwnerProxy:
     """What :func:`build_proxy` returns: a proxy to the store's owner, not yet bound to a transport.
 
     ``run(transport="stdio")`` relays the host's stdio over one long-lived MCP session to the owner
-    (:class:`~aisac_servers.relay.StdioRelay`); :meth:`http_server` is the FastMCP server of an HTTP proxy
-    (:func:`aisac_servers.owner_http.http_proxy`), which :func:`serve_http` serves."""
+    (:class:`~aisac_servers.owner.relay.StdioRelay`); :meth:`http_server` is the FastMCP server of an HTTP proxy
+    (:func:`aisac_servers.owner.http.http_proxy`), which :func:`serve_http` serves."""
 
     def __init__(self, settings: Settings, names: list[str] | None = None, profile: ToolProfile | None = None) -> None:
         self.settings = settings
@@ -78,7 +78,7 @@ class OwnerProxy:
 
     def http_server(self) -> FastMCP:
         """The FastMCP proxy server for the HTTP transport (forwards ``/mcp`` and ``/dashboard`` to the owner)."""
-        from .owner_http import http_proxy  # with fastmcp (~0.6 s of imports): HTTP mode only
+        from .http import http_proxy  # with fastmcp (~0.6 s of imports): HTTP mode only
 
         return http_proxy(self.settings, self.names, profile=self.profile)
 
@@ -91,7 +91,7 @@ def build_proxy(settings: Settings, names: list[str] | None = None, profile: Too
     session is reopened transparently. ``names`` restricts the exposed tools, resources and prompts to those
     namespaces (``aisac serve rag``); ``profile``, to a tool profile (``aisac serve --tools core``,
     :mod:`aisac_core.tool_profiles`; the owner serves every tool). A call cut because the owner died mid-call fails
-    with :data:`~aisac_servers.proxying.OWNER_STOPPED`.
+    with :data:`~aisac_servers.owner.proxying.OWNER_STOPPED`.
     Raises nothing at build time; a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`)
     when no owner can be reached."""
     return OwnerProxy(settings, names, profile)
@@ -197,8 +197,8 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     # loading the suite's servers, fastmcp or the context (~1 s of imports)
     from aisac_core.context import AppContext
 
-    from .project import serve_project
-    from .suite import build
+    from ..adapters.project import serve_project
+    from ..serving.suite import build
 
     project = os.environ.get("AISAC_PROJECT")
     if project:
@@ -208,7 +208,7 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
 
 
 def run_daemon() -> None:
-    """Body of ``python -m aisac_servers.owner daemon``: take ``owner.lock``, serve the whole suite on a free
+    """Body of ``python -m aisac_servers.owner.daemon daemon``: take ``owner.lock``, serve the whole suite on a free
     loopback port with a fresh token, write ``owner.json``, idle out after ``owner_idle_seconds``. Exits with
     code 3 when another owner holds the lock."""
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
@@ -228,6 +228,6 @@ if __name__ == "__main__":  # pragma: no cover - exercised through subprocesses
     if sys.argv[1:] == ["daemon"]:
         run_daemon()
     else:
-        print("usage: python -m aisac_servers.owner daemon   (started by `aisac serve`; see docs/processes.md)",
+        print("usage: python -m aisac_servers.owner.daemon daemon   (started by `aisac serve`; see docs/processes.md)",
               file=sys.stderr)
         sys.exit(2)

@@ -3,7 +3,7 @@
 ``aisac serve --project DIR`` (and the owner daemon of a project's store) calls :func:`serve_project`: the project
 is bootstrapped (:func:`aisac_core.projects.bootstrap`), an application context is opened on its store with the
 project attached, and the suite is built on it. The suite mounts the project's tools through the server registry
-(:func:`aisac_servers.suite.suite_servers`), which calls :func:`project_server`.
+(:func:`aisac_servers.serving.suite.suite_servers`), which calls :func:`project_server`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
 from .common import hints
-from .suite import build
+from ..serving.suite import build
 
 #: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
 #: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)

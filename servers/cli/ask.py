@@ -17,7 +17,7 @@ from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
 
-from .toolclient import SuiteTools
+from ..serving.toolclient import SuiteTools
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -98,7 +98,7 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
 
 
 def out_schema(tp: Any) -> dict[str, Any]:
-    """The lean output schema of ``tp`` (:func:`aisac_servers.results_schema.schema`) with ``required`` kept only
+    """The lean output schema of ``tp`` (:func:`aisac_servers.shapes.results_schema.schema`) with ``required`` kept only
     at the top level: nested rows list their keys and types, the description says which are optional."""
     out = schema(tp)
 

@@ -1,4 +1,4 @@
-"""The suite's tools for the core: an in-process MCP client over :func:`aisac_servers.suite.build` that implements
+"""The suite's tools for the core: an in-process MCP client over :func:`aisac_servers.serving.suite.build` that implements
 :class:`aisac_core.ports.ToolPort`.
 
 The roles coordinator executes plan steps, and trace replay re-executes recorded calls, through the suite's real

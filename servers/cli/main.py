@@ -3,7 +3,7 @@
 Human output (tables, progress bars) goes to stderr except for the result a command exists to print
 (``search`` hits, ``status``), which goes to stdout; ``aisac serve`` over stdio writes only JSON-RPC to
 stdout. While the store's owner process runs, ``index``, ``search``, ``status`` and ``ask`` send their work to it
-(:mod:`aisac_servers.cli_owner`); an invalid setting is one ``error:`` line per value and exit code 2.
+(:mod:`aisac_servers.cli.owner`); an invalid setting is one ``error:`` line per value and exit code 2.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from aisac_core.security import is_loopback, new_token
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
-from .cli_owner import (
+from .owner import (
     OwnerCallError,
     cli_owner,
     config_app,
@@ -46,7 +46,7 @@ from .cli_owner import (
     search_via_owner,
     status_via_owner,
 )
-from .cli_store import store_app
+from .store import store_app
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -224,8 +224,8 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
-    from .builtin import aisac_register_servers
-    from .owner import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
+    from ..adapters.builtin import aisac_register_servers
+    from ..owner.daemon import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 
     logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -258,7 +258,7 @@ def serve(
         if project is not None:
             from aisac_core.projects import BootstrapError
 
-            from .project import serve_project
+            from ..adapters.project import serve_project
 
             try:
                 suite, _app_ctx = serve_project(project, base_settings, names, tools=profile_value)
@@ -266,7 +266,7 @@ def serve(
             except BootstrapError as exc:
                 _fail(str(exc))
         # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
-        from .suite import build
+        from ..serving.suite import build
 
         return build(names, app=AppContext(settings), tools=profile_value)
 
@@ -464,7 +464,7 @@ def install(
                                  "tool, the core ones listed and the others found with tools_search; all: every "
                                  "tool listed; or server names such as rag,memory)", default=settings.tools)
         if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
-            from .builtin import aisac_register_servers
+            from ..adapters.builtin import aisac_register_servers
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
@@ -517,7 +517,7 @@ def ask(
 
 
 def main() -> None:  # pragma: no cover
-    """Entry point for ``python -m aisac_servers.cli``."""
+    """Entry point of the ``aisac`` console script and ``python -m aisac_servers.cli``."""
     app()
 
 

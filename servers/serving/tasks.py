@@ -8,7 +8,7 @@ engine is ``fastmcp-tasks`` on docket's in-process ``memory://`` backend (no Red
 may name one), registered on the suite root by :func:`add_tasks`.
 
 The tool bodies run in a docket worker of the serving process when tasked: they read the application context
-through :func:`app_of` (the worker has no request, so :func:`aisac_servers.common.current_app` cannot), report
+through :func:`app_of` (the worker has no request, so :func:`aisac_servers.adapters.common.current_app` cannot), report
 progress through :func:`report` (MCP progress notifications in the foreground, the task's status message when
 tasked) and stop their job when the task is cancelled (:func:`follow_index_job`).
 """
@@ -37,7 +37,7 @@ from fastmcp_tasks.client import TasksClientExtension, _build_tasks_client_exten
 from aisac_core.context import AppContext
 from aisac_core.rag.results import IndexJob
 
-from .common import call_core, current_app
+from ..adapters.common import call_core, current_app
 
 log = logging.getLogger("aisac.tasks")
 

@@ -1,6 +1,6 @@
 """The six built-in servers, registered through the ``aisac_register_servers`` hook (:mod:`aisac_core.plugins`) like
 any extension's. A server is given as a ``"module:attribute"`` string, imported only when a suite mounts it
-(:func:`aisac_servers.suite.suite_servers`), so listing the names loads nothing (a stdio proxy needs just these).
+(:func:`aisac_servers.serving.suite.suite_servers`), so listing the names loads nothing (a stdio proxy needs just these).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from aisac_core.plugins import hookimpl
 
 #: namespace -> "module:attribute" of each built-in server (tool names are ``<namespace>_<tool>``)
 BUILTIN_SERVERS = {
-    "rag": "aisac_servers.rag:server",
-    "memory": "aisac_servers.memory:server",
-    "lit": "aisac_servers.literature:server",
-    "data": "aisac_servers.data:server",
-    "roles": "aisac_servers.roles:server",
-    "trace": "aisac_servers.trace:server",
+    "rag": "aisac_servers.adapters.rag:server",
+    "memory": "aisac_servers.adapters.memory:server",
+    "lit": "aisac_servers.adapters.literature:server",
+    "data": "aisac_servers.adapters.data:server",
+    "roles": "aisac_servers.adapters.roles:server",
+    "trace": "aisac_servers.adapters.trace:server",
 }
 #: the name this module is registered under on a plugin manager
-PLUGIN_NAME = "aisac_servers.builtin"
+PLUGIN_NAME = "aisac_servers.adapters.builtin"
 
 
 def _present(spec: str) -> bool:

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from aisac_core.owner import SUPPORTED, live_owner
 
-from .cli_owner import load_settings
+from .owner import load_settings
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID

@@ -1,0 +1,5 @@
+"""``python -m aisac_servers.cli``: the ``aisac`` command line."""
+
+from .main import main
+
+main()
