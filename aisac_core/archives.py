@@ -74,8 +74,9 @@ class ArchiveLimits:
     @classmethod
     def from_settings(cls, settings: Settings) -> ArchiveLimits:
         """The limits of ``settings.data`` (``max_unpacked_mb``, ``max_unpack_ratio``)."""
-        return cls(max_unpacked_mb=float(settings.data.max_unpacked_mb),
-                   max_ratio=float(settings.data.max_unpack_ratio))
+        return cls(
+            max_unpacked_mb=float(settings.data.max_unpacked_mb), max_ratio=float(settings.data.max_unpack_ratio)
+        )
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,10 @@ def _directory_record(f: BinaryIO, size: int) -> tuple[int, int]:
     at = data.rfind(_EOCD)
     if at < 0 or len(data) - at < 22:
         return -1, -1
-    entries, cd_size = struct.unpack("<10xHL", data[at:at + 16])
+    entries, cd_size = struct.unpack("<10xHL", data[at : at + 16])
     loc = at - 20
-    if (entries == 0xFFFF or cd_size == 0xFFFFFFFF) and loc >= 0 and data[loc:loc + 4] == _EOCD64_LOCATOR:
-        (offset,) = struct.unpack("<8xQ", data[loc:loc + 16])
+    if (entries == 0xFFFF or cd_size == 0xFFFFFFFF) and loc >= 0 and data[loc : loc + 4] == _EOCD64_LOCATOR:
+        (offset,) = struct.unpack("<8xQ", data[loc : loc + 16])
         if 0 <= offset <= size - 56:
             f.seek(offset)
             rec = f.read(56)
@@ -136,56 +137,79 @@ def check_archive(path: str | Path, limits: ArchiveLimits | Settings | None = No
             file, the measured value and the limit with its setting.
         OSError: the file cannot be opened or read.
     """
-    lim = limits if isinstance(limits, ArchiveLimits) else \
-        ArchiveLimits() if limits is None else ArchiveLimits.from_settings(limits)
+    lim = (
+        limits
+        if isinstance(limits, ArchiveLimits)
+        else ArchiveLimits()
+        if limits is None
+        else ArchiveLimits.from_settings(limits)
+    )
     p = Path(path)
     name = p.name
     size = p.stat().st_size
     with open(p, "rb") as f:
         entries, cd_size = _directory_record(f, size)
         if entries > lim.max_members:
-            raise ArchiveError(f"{name} refused before parsing: it lists {entries:,} archive members, more than the "
-                               f"{lim.max_members:,} an Office file may hold (a possible decompression bomb)")
+            raise ArchiveError(
+                f"{name} refused before parsing: it lists {entries:,} archive members, more than the "
+                f"{lim.max_members:,} an Office file may hold (a possible decompression bomb)"
+            )
         if cd_size > MAX_DIRECTORY_MB * _MB:
-            raise ArchiveError(f"{name} refused before parsing: its archive directory is {cd_size / _MB:,.0f} MB, "
-                               f"more than {MAX_DIRECTORY_MB} MB (a crafted or damaged file)")
+            raise ArchiveError(
+                f"{name} refused before parsing: its archive directory is {cd_size / _MB:,.0f} MB, "
+                f"more than {MAX_DIRECTORY_MB} MB (a crafted or damaged file)"
+            )
         try:
             with zipfile.ZipFile(f) as zf:
                 infos = zf.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, EOFError) as exc:
-            raise ArchiveError(f"{name} could not be parsed: it is not a readable ZIP archive ({type(exc).__name__}: "
-                               f"{str(exc)[:120]}), which every {p.suffix or 'Office'} file is; the file is damaged, "
-                               "truncated or another type renamed") from exc
+            raise ArchiveError(
+                f"{name} could not be parsed: it is not a readable ZIP archive ({type(exc).__name__}: "
+                f"{str(exc)[:120]}), which every {p.suffix or 'Office'} file is; the file is damaged, "
+                "truncated or another type renamed"
+            ) from exc
     if len(infos) > lim.max_members:
-        raise ArchiveError(f"{name} refused before parsing: it holds {len(infos):,} archive members, more than the "
-                           f"{lim.max_members:,} an Office file may hold (a possible decompression bomb)")
+        raise ArchiveError(
+            f"{name} refused before parsing: it holds {len(infos):,} archive members, more than the "
+            f"{lim.max_members:,} an Office file may hold (a possible decompression bomb)"
+        )
     odd = [i for i in infos if i.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)]
     if odd:
-        raise ArchiveError(f"{name} refused before parsing: member {odd[0].filename[:80]!r} uses compression method "
-                           f"{odd[0].compress_type}; Office files use only stored or deflated members")
+        raise ArchiveError(
+            f"{name} refused before parsing: member {odd[0].filename[:80]!r} uses compression method "
+            f"{odd[0].compress_type}; Office files use only stored or deflated members"
+        )
     end = 0
     for i in sorted(infos, key=lambda z: z.header_offset):
         start = i.header_offset
         if start < end:
-            raise ArchiveError(f"{name} refused before parsing: archive members overlap (member "
-                               f"{i.filename[:80]!r} starts inside the previous one), the construction of a "
-                               "non-recursive zip bomb")
+            raise ArchiveError(
+                f"{name} refused before parsing: archive members overlap (member "
+                f"{i.filename[:80]!r} starts inside the previous one), the construction of a "
+                "non-recursive zip bomb"
+            )
         nbytes = len(i.filename.encode("utf-8")) if i.flag_bits & 0x800 else len(i.orig_filename)
         end = start + _LOCAL_HEADER + nbytes + i.compress_size
         if end > size:
-            raise ArchiveError(f"{name} refused before parsing: member {i.filename[:80]!r} runs past the end of the "
-                               "file (truncated or crafted)")
+            raise ArchiveError(
+                f"{name} refused before parsing: member {i.filename[:80]!r} runs past the end of the "
+                "file (truncated or crafted)"
+            )
     unpacked = sum(i.file_size for i in infos)
     report = ArchiveReport(members=len(infos), packed_bytes=size, unpacked_bytes=unpacked)
     if unpacked > lim.max_unpacked_mb * _MB:
-        raise ArchiveError(f"{name} refused before parsing: its {len(infos):,} archive members unpack to "
-                           f"{unpacked / _MB:,.0f} MB, more than the {lim.max_unpacked_mb:g} MB limit "
-                           "(AISAC_DATA_MAX_UNPACKED_MB); this guards against decompression bombs - split the file, "
-                           "or raise the limit if you trust it")
+        raise ArchiveError(
+            f"{name} refused before parsing: its {len(infos):,} archive members unpack to "
+            f"{unpacked / _MB:,.0f} MB, more than the {lim.max_unpacked_mb:g} MB limit "
+            "(AISAC_DATA_MAX_UNPACKED_MB); this guards against decompression bombs - split the file, "
+            "or raise the limit if you trust it"
+        )
     if unpacked > lim.ratio_floor_mb * _MB and report.ratio > lim.max_ratio:
-        raise ArchiveError(f"{name} refused before parsing: its {size / _MB:,.1f} MB unpack to "
-                           f"{unpacked / _MB:,.0f} MB, {report.ratio:,.0f} times its size, more than the ratio limit "
-                           f"{lim.max_ratio:g} (AISAC_DATA_MAX_UNPACK_RATIO) for files over {lim.ratio_floor_mb:g} MB "
-                           "unpacked; such compression is typical of a decompression bomb - raise the limit if you "
-                           "trust the file")
+        raise ArchiveError(
+            f"{name} refused before parsing: its {size / _MB:,.1f} MB unpack to "
+            f"{unpacked / _MB:,.0f} MB, {report.ratio:,.0f} times its size, more than the ratio limit "
+            f"{lim.max_ratio:g} (AISAC_DATA_MAX_UNPACK_RATIO) for files over {lim.ratio_floor_mb:g} MB "
+            "unpacked; such compression is typical of a decompression bomb - raise the limit if you "
+            "trust the file"
+        )
     return report

@@ -54,8 +54,9 @@ class AppContext:
     serves (None without ``--project``).
     """
 
-    def __init__(self, settings: Settings | None = None, *, project: "Bootstrapped | None" = None,
-                 embedder: "Embedder | None" = None) -> None:
+    def __init__(
+        self, settings: Settings | None = None, *, project: Bootstrapped | None = None, embedder: Embedder | None = None
+    ) -> None:
         """``settings`` (default: from the environment and the store's config file); ``project``: the bootstrapped
         project served; ``embedder``: an already loaded embedder to use instead of loading one (tests and benchmarks
         share one between stores)."""
@@ -73,7 +74,7 @@ class AppContext:
         self._secured = False
 
     @cached_property
-    def engine(self) -> "Engine":
+    def engine(self) -> Engine:
         """The SQL engine (schema brought to the newest revision on first use)."""
         from aisac_core.store.sql import make_engine
 
@@ -81,7 +82,7 @@ class AppContext:
         return make_engine(self.settings.resolved_sql_url)
 
     @cached_property
-    def embedder(self) -> "Embedder":
+    def embedder(self) -> Embedder:
         """Dense + sparse embedder (models load on first use): the one given to the constructor, else a new one."""
         if self._given_embedder is not None:
             return self._given_embedder
@@ -90,29 +91,35 @@ class AppContext:
         return Embedder(self.settings)
 
     @cached_property
-    def rag(self) -> "RagService":
+    def rag(self) -> RagService:
         """The rag service: indexing (background jobs), search, sections, anchor verification, catalogue, status."""
         from aisac_core.rag.service import RagService
 
         return RagService(self.settings, self.engine, self.vectors, self.embedder)
 
     @property
-    def jobs(self) -> "JobManager":
+    def jobs(self) -> JobManager:
         """The background index jobs (``rag.jobs``)."""
         return self.rag.jobs
 
     @cached_property
-    def frames(self) -> "FrameRegistry":
+    def frames(self) -> FrameRegistry:
         """The DataFrame registry of the data server (frames persisted under the data dir)."""
         from aisac_core.data.frames import FrameRegistry
 
         self.secure_store()
         s = self.settings
-        return FrameRegistry(self.engine, s.data_dir / "frames", table_loaders(self.plugins), s.data,
-                             [*s.rag.roots, *s.rag.catalog_roots], lambda: self.sandbox)
+        return FrameRegistry(
+            self.engine,
+            s.data_dir / "frames",
+            table_loaders(self.plugins),
+            s.data,
+            [*s.rag.roots, *s.rag.catalog_roots],
+            lambda: self.sandbox,
+        )
 
     @cached_property
-    def sandbox(self) -> "SandboxManager":
+    def sandbox(self) -> SandboxManager:
         """The manager of sandboxed code sessions (worker processes start on demand)."""
         from aisac_core.data.sandbox import SandboxManager
 
@@ -121,14 +128,14 @@ class AppContext:
         return SandboxManager(s.sandbox, s.sandbox.dir or s.data_dir / "sessions")
 
     @cached_property
-    def memory(self) -> "MemoryService":
+    def memory(self) -> MemoryService:
         """The memory service of this store (sessions, turns, dialogue recall, facts); opens the SQL store."""
         from aisac_core.memory.service import MemoryService
 
         return MemoryService(self.engine, self.vectors, self.embedder)
 
     @cached_property
-    def literature(self) -> "LiteratureService":
+    def literature(self) -> LiteratureService:
         """The literature service: the sources the plugins register, the response cache in the SQL store (opened
         on the first request), the registered roots and rag's index jobs for ``lit_import``.
 
@@ -136,12 +143,16 @@ class AppContext:
         from aisac_core.literature.service import LiteratureService
         from aisac_core.literature.sources import source_registry
 
-        return LiteratureService(source_registry(self.plugins), self.settings.lit, engine=lambda: self.engine,
-                                 roots=self.settings.rag.roots,
-                                 corpus=self.rag)
+        return LiteratureService(
+            source_registry(self.plugins),
+            self.settings.lit,
+            engine=lambda: self.engine,
+            roots=self.settings.rag.roots,
+            corpus=self.rag,
+        )
 
     @cached_property
-    def roles(self) -> "RolesService":
+    def roles(self) -> RolesService:
         """The roles (router, planner, evaluator, the whole graph and its background runs) on this store, with the
         served project's graph augmentation."""
         from aisac_core.rag.search import get_chunk, search
@@ -151,15 +162,18 @@ class AppContext:
         p = self.project
         augment = p.augment_graph if p is not None and p.graph_augment is not None else None
         return RolesService(
-            self.settings.roles, lambda: self.engine,
+            self.settings.roles,
+            lambda: self.engine,
             # the roles read the rag results as plain dicts (their TypedDicts are dicts at run time)
             verify_anchor=lambda anchor: cast("dict[str, Any]", verify_anchor(self.rag, anchor)),
             search=lambda query, k: cast("list[dict[str, Any]]", search(self.rag, query, k).as_dict()["hits"]),
             get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
-            graph_augment=augment, lease_s=self.settings.job_lease_seconds)
+            graph_augment=augment,
+            lease_s=self.settings.job_lease_seconds,
+        )
 
     @cached_property
-    def trace(self) -> "TraceService":
+    def trace(self) -> TraceService:
         """The trace of this store (:class:`~aisac_core.trace.service.TraceService`): recording, queries, exports,
         verification, replay, retention. Building it opens nothing (engine and rag are passed as callables)."""
         from aisac_core.trace.service import TraceService
@@ -167,7 +181,7 @@ class AppContext:
         return TraceService(self.settings, engine=lambda: self.engine, rag=lambda: self.rag)
 
     @cached_property
-    def plugins(self) -> "pluggy.PluginManager":
+    def plugins(self) -> pluggy.PluginManager:
         """The extension hooks in force: the served project's plugin manager (built-ins plus the project's extension
         modules), else one with the built-ins only."""
         pm = getattr(self.project, "plugins", None)
@@ -190,7 +204,7 @@ class AppContext:
                 self.permission_warnings = secure_data_dir(self.settings.data_dir)
                 self._secured = True
 
-    def vectors(self) -> "VectorStore":
+    def vectors(self) -> VectorStore:
         """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
 
         When the dimension changed (another embedding model), a collection is recreated empty: for
@@ -204,8 +218,9 @@ class AppContext:
 
                 self.secure_store()
                 # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
-                vs = open_vector_store(self.settings.vector_backend, root=self.settings.vectors_dir,
-                                       settings=self.settings)
+                vs = open_vector_store(
+                    self.settings.vector_backend, root=self.settings.vectors_dir, settings=self.settings
+                )
                 try:
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
                     vs.ensure_collection(DIALOGUE, self.embedder.dim)

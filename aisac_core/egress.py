@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Union
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 
     from aisac_core.settings import Settings
 
-IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: the environment variable (JSON list) that feeds ``settings.lit.allow_networks``
 ALLOW_ENV = "AISAC_LIT_ALLOW_NETWORKS"
@@ -171,12 +172,14 @@ class EgressPolicy:
                 self.networks.append(ipaddress.ip_network(entry.split("%", 1)[0], strict=False))
             except ValueError:
                 if "/" in entry:
-                    raise AisacError(f"{setting} entry {raw!r} is not a valid CIDR network: give a host name, an IP "
-                                     "address or a network such as 10.1.2.0/24") from None
+                    raise AisacError(
+                        f"{setting} entry {raw!r} is not a valid CIDR network: give a host name, an IP "
+                        "address or a network such as 10.1.2.0/24"
+                    ) from None
                 self.hosts.add(entry)
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "EgressPolicy":
+    def from_settings(cls, settings: Settings) -> EgressPolicy:
         """The literature fetch policy of ``settings`` (its ``lit.allow_networks``). Raises as the constructor."""
         return cls(settings.lit.allow_networks)
 
@@ -218,7 +221,11 @@ class EgressPolicy:
             f"never reach loopback, private, link-local or other non-public addresses (a URL taken from paper "
             f"metadata could otherwise reach services on this machine or its network). Nothing was fetched. If "
             f"{shown} is a trusted mirror, allow it: {self.setting}='[\"{shown}\"]' (a host, an IP address or a "
-            f"CIDR network such as 10.1.2.0/24).", host=shown, address=str(ip_obj), reason=cls)
+            f"CIDR network such as 10.1.2.0/24).",
+            host=shown,
+            address=str(ip_obj),
+            reason=cls,
+        )
 
     def check_scheme(self, scheme: str, host: str = "") -> None:
         """Refuse a URL scheme other than http / https (``file:``, ``ftp:``, ``gopher:``, ...).
@@ -228,9 +235,13 @@ class EgressPolicy:
         """
         s = (scheme or "").lower()
         if s not in SCHEMES:
-            raise EgressRefused(f"refused to fetch a {s or 'scheme-less'}: URL: only http and https URLs are "
-                                "fetched. Nothing was fetched.", host=_host_key(host), address=None,
-                                reason=f"scheme {s or 'none'}")
+            raise EgressRefused(
+                f"refused to fetch a {s or 'scheme-less'}: URL: only http and https URLs are "
+                "fetched. Nothing was fetched.",
+                host=_host_key(host),
+                address=None,
+                reason=f"scheme {s or 'none'}",
+            )
 
     def check_url(self, url: str) -> None:
         """Pre-flight check of ``url`` without DNS: the scheme, and the host when it is an IP literal. The
@@ -243,8 +254,12 @@ class EgressPolicy:
         self.check_scheme(parts.scheme, parts.hostname or "")
         host = parts.hostname or ""
         if not host:
-            raise EgressRefused(f"refused to fetch {url[:200]!r}: the URL has no host. Nothing was fetched.",
-                                host="", address=None, reason="no host")
+            raise EgressRefused(
+                f"refused to fetch {url[:200]!r}: the URL has no host. Nothing was fetched.",
+                host="",
+                address=None,
+                reason="no host",
+            )
         try:
             ip = ipaddress.ip_address(host.split("%", 1)[0])
         except ValueError:
@@ -280,7 +295,7 @@ class EgressPolicy:
                 if ip not in addrs:
                     addrs.append(ip)
             if not addrs:
-                raise httpcore.ConnectError(f"cannot resolve {name} (no address)")
+                raise httpcore.ConnectError(f"cannot resolve {name} (no address)") from None
         for ip in addrs:
             self.check_address(host, ip)
         return addrs
@@ -298,25 +313,37 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         self.policy = policy
         self.backend = backend if backend is not None else httpcore.AnyIOBackend()
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         """Resolve ``host``, check every address, then connect to the first that answers (see the class)."""
         addrs = await self.policy.resolve(host, port, timeout)
         last: Exception | None = None
         for ip in addrs:
             try:
-                return await self.backend.connect_tcp(str(ip), port, timeout=timeout, local_address=local_address,
-                                                      socket_options=socket_options)
+                return await self.backend.connect_tcp(
+                    str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last = exc
         assert last is not None
         raise last
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
         """Always refused: outbound fetches go over TCP only. Raises EgressRefused."""
-        raise EgressRefused("refused to connect to a Unix socket: outbound fetches use TCP only.", host=path,
-                            address=None, reason="unix socket")
+        raise EgressRefused(
+            "refused to connect to a Unix socket: outbound fetches use TCP only.",
+            host=path,
+            address=None,
+            reason="unix socket",
+        )
 
     async def sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` (httpcore's connect retries)."""
@@ -330,8 +357,13 @@ def _httpx_errors() -> Iterator[None]:
         yield
     except httpcore.TimeoutException as exc:
         raise _translate(exc) from exc
-    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, httpcore.ProxyError,
-            httpcore.PoolTimeout) as exc:
+    except (
+        httpcore.NetworkError,
+        httpcore.ProtocolError,
+        httpcore.UnsupportedProtocol,
+        httpcore.ProxyError,
+        httpcore.PoolTimeout,
+    ) as exc:
         raise _translate(exc) from exc
 
 
@@ -366,34 +398,49 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     ``handle_async_request`` raises :class:`EgressRefused`, or httpx's transport errors.
     """
 
-    def __init__(self, policy: EgressPolicy, ssl_context: "ssl.SSLContext | None" = None,
-                 limits: httpx.Limits | None = None) -> None:
+    def __init__(
+        self, policy: EgressPolicy, ssl_context: ssl.SSLContext | None = None, limits: httpx.Limits | None = None
+    ) -> None:
         lim = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
         self.policy = policy
         self.pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, max_connections=lim.max_connections,
-            max_keepalive_connections=lim.max_keepalive_connections, keepalive_expiry=lim.keepalive_expiry,
-            network_backend=GuardedBackend(policy))
+            ssl_context=ssl_context,
+            max_connections=lim.max_connections,
+            max_keepalive_connections=lim.max_keepalive_connections,
+            keepalive_expiry=lim.keepalive_expiry,
+            network_backend=GuardedBackend(policy),
+        )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through the guarded pool (see the class)."""
         self.policy.check_scheme(request.url.scheme, request.url.host)
         req = httpcore.Request(
             method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host, port=request.url.port,
-                             target=request.url.raw_path),
-            headers=request.headers.raw, content=request.stream, extensions=request.extensions)
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
         with _httpx_errors():
             resp = await self.pool.handle_async_request(req)
-        return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_ResponseStream(resp.stream),
-                              extensions=resp.extensions)
+        return httpx.Response(
+            status_code=resp.status,
+            headers=resp.headers,
+            stream=_ResponseStream(resp.stream),
+            extensions=resp.extensions,
+        )
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.pool.aclose()
 
 
-def transport(policy: EgressPolicy, ssl_context: "ssl.SSLContext | None" = None) -> GuardedTransport:
+def transport(policy: EgressPolicy, ssl_context: ssl.SSLContext | None = None) -> GuardedTransport:
     """The httpx transport enforcing ``policy`` (pass it as ``httpx.AsyncClient(transport=...)``; the client then
     ignores proxy environment variables, so every connection is made, and checked, here). See
     :class:`GuardedTransport`."""

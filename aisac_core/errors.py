@@ -53,11 +53,14 @@ def check_path_text(path: object, *, what: str = "path") -> str:
         raise BadPathError(f"{what} must be a string naming a file or folder, got {type(path).__name__}")
     s = str(path)
     if not s.strip():
-        raise BadPathError(f"{what} is empty: give a file or folder path (absolute, or relative to the first "
-                           "registered root)")
+        raise BadPathError(
+            f"{what} is empty: give a file or folder path (absolute, or relative to the first registered root)"
+        )
     if "\x00" in s:
-        raise BadPathError(f"{what} {quote_path(s)} contains a NUL byte (\\x00), which no file name can hold: give "
-                           "a plain file or folder path")
+        raise BadPathError(
+            f"{what} {quote_path(s)} contains a NUL byte (\\x00), which no file name can hold: give "
+            "a plain file or folder path"
+        )
     return s
 
 
@@ -70,8 +73,10 @@ def expand_user(path: str | Path, *, what: str = "path") -> Path:
     try:
         return Path(path).expanduser()
     except RuntimeError as exc:
-        raise BadPathError(f"{what} {quote_path(path)} starts with '~' but names no user of this machine: give an "
-                           "absolute path or one relative to the first registered root") from exc
+        raise BadPathError(
+            f"{what} {quote_path(path)} starts with '~' but names no user of this machine: give an "
+            "absolute path or one relative to the first registered root"
+        ) from exc
 
 
 def resolve_link(path: Path, *, what: str = "path") -> Path:
@@ -84,12 +89,16 @@ def resolve_link(path: Path, *, what: str = "path") -> Path:
     try:
         return Path(path).resolve(strict=True)
     except RuntimeError as exc:  # Python 3.11-3.12 report a loop as RuntimeError("Symlink loop from ...")
-        raise BadPathError(f"{what} {quote_path(path)} is a symlink loop (its links lead back to themselves): "
-                           "point the link at a real file or folder, or remove it") from exc
+        raise BadPathError(
+            f"{what} {quote_path(path)} is a symlink loop (its links lead back to themselves): "
+            "point the link at a real file or folder, or remove it"
+        ) from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise BadPathError(f"{what} {quote_path(path)} is a symlink loop (its links lead back to themselves): "
-                               "point the link at a real file or folder, or remove it") from exc
+            raise BadPathError(
+                f"{what} {quote_path(path)} is a symlink loop (its links lead back to themselves): "
+                "point the link at a real file or folder, or remove it"
+            ) from exc
         if exc.errno == errno.ENOENT and Path(path).is_symlink():
             raise BadPathError(f"{what} {quote_path(path)} is a symlink whose target does not exist") from exc
         if exc.errno == errno.ENOENT:
@@ -128,7 +137,8 @@ def resolve_in_roots(path: str | Path, roots: list[Path], *, what: str = "path")
     if not roots:
         raise PathOutsideRootsError(
             f"{what} {quote_path(path)} refused: no root folders are registered. Register one with AISAC_ROOTS "
-            "(or the project manifest's data sources) and pass a path inside it.")
+            "(or the project manifest's data sources) and pass a path inside it."
+        )
     resolved_roots = [Path(r).expanduser().resolve() for r in roots]
     p = expand_user(path, what=what)
     if not p.is_absolute():
@@ -142,4 +152,5 @@ def resolve_in_roots(path: str | Path, roots: list[Path], *, what: str = "path")
     raise PathOutsideRootsError(
         f"{what} {quote_path(path)} resolves to {_cut(p)}, which is outside the registered roots "
         f"({', '.join(str(r) for r in resolved_roots)}); '..' and symlinks leading out of a root are refused. "
-        "Pass a path inside one of these roots.")
+        "Pass a path inside one of these roots."
+    )

@@ -38,10 +38,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from aisac_core.errors import AisacError
@@ -82,7 +83,7 @@ class OwnerSettingsDriftError(OwnerError):
     setting with both values and the commands that fix it. ``info``: that owner (a proxy may still list its tools
     but must not forward calls to it)."""
 
-    def __init__(self, message: str, info: "OwnerInfo | None" = None) -> None:
+    def __init__(self, message: str, info: OwnerInfo | None = None) -> None:
         super().__init__(message)
         self.info = info
 
@@ -165,8 +166,10 @@ def acquire_lock(path: Path, timeout: float) -> int | None:
 def _locked(path: Path, timeout: float, what: str) -> Iterator[None]:
     fd = acquire_lock(path, timeout)
     if fd is None:
-        raise OwnerError(f"timed out after {timeout:.0f} s waiting for {path} ({what}); another aisac process "
-                         "holds it. If none is running, remove the file and retry.")
+        raise OwnerError(
+            f"timed out after {timeout:.0f} s waiting for {path} ({what}); another aisac process "
+            "holds it. If none is running, remove the file and retry."
+        )
     try:
         yield
     finally:
@@ -251,7 +254,7 @@ def publish_activity(data_dir: Path, *, idle_for: float, jobs_pending: bool) -> 
         log.warning("cannot publish the owner's activity: %s", exc)
 
 
-def settings_record(settings: "Settings") -> dict[str, Any]:
+def settings_record(settings: Settings) -> dict[str, Any]:
     """``{settings_digest, settings}``: the behaviour settings of ``settings`` and their digest
     (:func:`aisac_core.settings.behaviour_settings`), as recorded in ``owner.json``."""
     # loaded here, not at the top: the stdio relay imports this module and starts without pydantic (~0.15 s)
@@ -261,7 +264,7 @@ def settings_record(settings: "Settings") -> dict[str, Any]:
     return {"settings_digest": digest, "settings": values}
 
 
-def settings_drift(info: OwnerInfo, settings: "Settings") -> dict[str, tuple[Any, Any]]:
+def settings_drift(info: OwnerInfo, settings: Settings) -> dict[str, tuple[Any, Any]]:
     """The behaviour settings on which the owner ``info`` and ``settings`` differ: ``{flat name: (owner's value,
     this caller's value)}``; empty when they agree or the owner recorded no settings (an older owner)."""
     if info.settings_digest is None or info.settings is None:
@@ -284,25 +287,35 @@ def owner_idle(info: OwnerInfo, idle_s: float, now: float | None = None) -> bool
 
 def _drift_message(info: OwnerInfo, data_dir: Path, drift: dict[str, tuple[Any, Any]]) -> str:
     diffs = "; ".join(f"{k}: owner {json.dumps(a)} vs this host {json.dumps(b)}" for k, (a, b) in drift.items())
-    sets = " and ".join(f"`aisac config set {k} '{json.dumps(b)}' --data-dir {data_dir}`" for k, (_a, b) in
-                        drift.items())
-    busy = "is a user-started HTTP server" if info.kind != "daemon" else "is busy (a recent request or an indexing " \
-        "job), so it was not restarted"
-    return (f"the store {data_dir} is served by an aisac owner process (pid {info.pid}) started with other settings "
-            f"than this host's - {diffs}. That owner {busy}. Fix: run `aisac owner stop --data-dir {data_dir}` once "
-            f"the other host is done (the next request starts an owner with this host's settings), or make every "
-            f"host agree: remove the setting from the hosts' environment and run {sets}")
+    sets = " and ".join(
+        f"`aisac config set {k} '{json.dumps(b)}' --data-dir {data_dir}`" for k, (_a, b) in drift.items()
+    )
+    busy = (
+        "is a user-started HTTP server"
+        if info.kind != "daemon"
+        else "is busy (a recent request or an indexing job), so it was not restarted"
+    )
+    return (
+        f"the store {data_dir} is served by an aisac owner process (pid {info.pid}) started with other settings "
+        f"than this host's - {diffs}. That owner {busy}. Fix: run `aisac owner stop --data-dir {data_dir}` once "
+        f"the other host is done (the next request starts an owner with this host's settings), or make every "
+        f"host agree: remove the setting from the hosts' environment and run {sets}"
+    )
 
 
-def _check_settings(info: OwnerInfo, settings: "Settings") -> bool:
+def _check_settings(info: OwnerInfo, settings: Settings) -> bool:
     """True when the owner ``info`` serves ``settings``' behaviour settings; False when it differs but is idle (the
     caller restarts it). Raises OwnerSettingsDriftError when it differs and is busy or user-started."""
     drift = settings_drift(info, settings)
     if not drift:
         return True
     if owner_idle(info, settings.owner.restart_idle_s):
-        log.warning("the idle owner of %s (pid %s) has other settings (%s): restarting it", settings.data_dir,
-                    info.pid, ", ".join(drift))
+        log.warning(
+            "the idle owner of %s (pid %s) has other settings (%s): restarting it",
+            settings.data_dir,
+            info.pid,
+            ", ".join(drift),
+        )
         return False
     raise OwnerSettingsDriftError(_drift_message(info, settings.data_dir, drift), info)
 
@@ -314,7 +327,8 @@ def _check_version(info: OwnerInfo, data_dir: Path) -> None:
             f"the store {data_dir} is owned by an aisac {info.version} process (pid {info.pid}, {info.url}), but "
             f"this is aisac {mine}: they must not share a store. Stop the old owner (`aisac owner stop "
             f"--data-dir {data_dir}`, or `kill {info.pid}`) once its hosts are done, then restart this host; "
-            "the next `aisac serve` starts an owner of the installed version.")
+            "the next `aisac serve` starts an owner of the installed version."
+        )
 
 
 def _reachable(url: str, timeout: float = 1.0) -> bool:
@@ -338,7 +352,7 @@ def _log_tail(data_dir: Path, n: int = 2000) -> str:
         return ""
 
 
-def ensure_owner(settings: "Settings") -> OwnerInfo:
+def ensure_owner(settings: Settings) -> OwnerInfo:
     """The running owner of ``settings.data_dir``; starts the daemon first when there is none.
 
     Holds ``owner.start.lock`` while it looks and starts, so concurrent callers elect one owner. A stale
@@ -379,7 +393,7 @@ def ensure_owner(settings: "Settings") -> OwnerInfo:
         return _start_daemon(settings, deadline)
 
 
-def _daemon_env(settings: "Settings") -> dict[str, str]:
+def _daemon_env(settings: Settings) -> dict[str, str]:
     """The daemon's environment: this process's, the data dir, the caller's behaviour settings as ``AISAC_*``
     variables (so the daemon serves exactly ``settings``, whatever their source) and their record
     (:data:`RECORD_ENV`). A project's owner (``AISAC_PROJECT``) derives its settings from the manifest instead."""
@@ -395,13 +409,19 @@ def _daemon_env(settings: "Settings") -> dict[str, str]:
     return env
 
 
-def _start_daemon(settings: "Settings", deadline: float) -> OwnerInfo:
+def _start_daemon(settings: Settings, deadline: float) -> OwnerInfo:
     data_dir = settings.data_dir
     logf = os.open(data_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", DAEMON_MODULE, "daemon"], env=_daemon_env(settings),
-                                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True,
-                                close_fds=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", DAEMON_MODULE, "daemon"],
+            env=_daemon_env(settings),
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=logf,
+            start_new_session=True,
+            close_fds=True,
+        )
     finally:
         os.close(logf)
     while time.monotonic() < deadline:
@@ -409,14 +429,18 @@ def _start_daemon(settings: "Settings", deadline: float) -> OwnerInfo:
         if info is not None and info.pid == proc.pid and _reachable(info.url):
             return info
         if proc.poll() is not None:
-            raise OwnerError(f"the aisac owner daemon for {data_dir} exited at start (code {proc.returncode}). "
-                             f"End of {data_dir / LOG_FILE}:\n{_log_tail(data_dir)}")
+            raise OwnerError(
+                f"the aisac owner daemon for {data_dir} exited at start (code {proc.returncode}). "
+                f"End of {data_dir / LOG_FILE}:\n{_log_tail(data_dir)}"
+            )
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
-    raise OwnerError(f"the aisac owner daemon for {data_dir} did not listen within "
-                     f"{settings.owner.start_timeout_s:.0f} s (AISAC_OWNER_START_TIMEOUT_S). End of "
-                     f"{data_dir / LOG_FILE}:\n{_log_tail(data_dir)}")
+    raise OwnerError(
+        f"the aisac owner daemon for {data_dir} did not listen within "
+        f"{settings.owner.start_timeout_s:.0f} s (AISAC_OWNER_START_TIMEOUT_S). End of "
+        f"{data_dir / LOG_FILE}:\n{_log_tail(data_dir)}"
+    )
 
 
 def stop_owner(data_dir: Path, timeout: float = 30.0) -> OwnerInfo | None:
@@ -438,7 +462,7 @@ def stop_owner(data_dir: Path, timeout: float = 30.0) -> OwnerInfo | None:
     return info
 
 
-def claim_store(settings: "Settings") -> tuple[int | None, OwnerInfo | None]:
+def claim_store(settings: Settings) -> tuple[int | None, OwnerInfo | None]:
     """For a user-started HTTP server: become the store's owner, or find the running one.
 
     Returns ``(lock_fd, None)`` when this process now holds ``owner.lock`` (it must write ``owner.json`` and keep

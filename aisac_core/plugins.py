@@ -31,8 +31,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pluggy
 
@@ -292,8 +293,11 @@ def table_loaders(pm: pluggy.PluginManager) -> dict[str, Callable[..., Any]]:
         ok, res = _call(pm, impl, "aisac_register_table_loaders")
         res = (res or {}) if ok else {}
         if not isinstance(res, dict):
-            _bad(pm, impl, f"aisac_register_table_loaders() must return a dict {{'.suffix': loader}}, got "
-                           f"{type(res).__name__}")
+            _bad(
+                pm,
+                impl,
+                f"aisac_register_table_loaders() must return a dict {{'.suffix': loader}}, got {type(res).__name__}",
+            )
             continue
         good: dict[str, Callable[..., Any]] = {}
         for suffix, loader in res.items():

@@ -24,8 +24,12 @@ class ToolInfo:
 
     def as_dict(self) -> dict[str, Any]:
         """``{name, description, input_schema, annotations}``."""
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema,
-                "annotations": self.annotations}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations,
+        }
 
 
 @dataclass
@@ -53,8 +57,9 @@ class ToolPort(Protocol):
         """Every tool the suite serves."""
         ...
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
-                        ) -> ToolOutcome:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
+    ) -> ToolOutcome:
         """Call ``name`` with ``arguments``. A tool error comes back as ``ToolOutcome(is_error=True, error=...)``,
         never raised."""
         ...

@@ -22,7 +22,8 @@ import json
 import secrets
 import threading
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -77,11 +78,21 @@ class Activity:
             return 0.0 if self.inflight else time.monotonic() - self.last
 
 
-async def _json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _json(
+    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -98,8 +109,9 @@ class HttpGuard:
     ``{"error": ..., "error_description": ...}``.
     """
 
-    def __init__(self, app: ASGIApp, token: str | None = None, max_bytes: int = 4 * 1024 * 1024,
-                 activity: Activity | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | None = None, max_bytes: int = 4 * 1024 * 1024, activity: Activity | None = None
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.max_bytes = int(max_bytes)
@@ -129,12 +141,17 @@ class HttpGuard:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._authorized(scope):
-            await _json(send, 401, {
-                "error": "invalid_token",
-                "error_description": "this aisac server requires 'Authorization: Bearer <token>'. The token is the "
-                                     "AISAC_HTTP_TOKEN the server was started with, or the one it printed on start "
-                                     "(also in <data_dir>/owner.json, readable by the store's owner only)."},
-                        [(b"www-authenticate", b'Bearer realm="aisac", error="invalid_token"')])
+            await _json(
+                send,
+                401,
+                {
+                    "error": "invalid_token",
+                    "error_description": "this aisac server requires 'Authorization: Bearer <token>'. The token is the "
+                    "AISAC_HTTP_TOKEN the server was started with, or the one it printed on start "
+                    "(also in <data_dir>/owner.json, readable by the store's owner only).",
+                },
+                [(b"www-authenticate", b'Bearer realm="aisac", error="invalid_token"')],
+            )
             return
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
@@ -170,8 +187,13 @@ class HttpGuard:
         await self.app(scope, replay, send)
 
     async def _too_large(self, send: Send, size: int) -> None:
-        await _json(send, 413, {
-            "error": "request_too_large",
-            "error_description": f"request body of at least {size} bytes exceeds this server's limit of "
-                                 f"{self.max_bytes} bytes (AISAC_MAX_REQUEST_BYTES); send smaller arguments, e.g. "
-                                 "a file path inside a registered root instead of the file's content."})
+        await _json(
+            send,
+            413,
+            {
+                "error": "request_too_large",
+                "error_description": f"request body of at least {size} bytes exceeds this server's limit of "
+                f"{self.max_bytes} bytes (AISAC_MAX_REQUEST_BYTES); send smaller arguments, e.g. "
+                "a file path inside a registered root instead of the file's content.",
+            },
+        )

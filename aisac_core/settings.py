@@ -222,17 +222,24 @@ class OwnerSettings(BaseSettings):
 
 #: group attribute -> its settings class; a field's flat name is the group's environment prefix without
 #: ``AISAC_`` (lower-cased) + the field name
-GROUPS: dict[str, type[BaseSettings]] = {"rag": RagSettings, "lit": LiteratureSettings, "roles": RolesSettings,
-                                         "data": DataSettings, "sandbox": SandboxSettings, "owner": OwnerSettings}
+GROUPS: dict[str, type[BaseSettings]] = {
+    "rag": RagSettings,
+    "lit": LiteratureSettings,
+    "roles": RolesSettings,
+    "data": DataSettings,
+    "sandbox": SandboxSettings,
+    "owner": OwnerSettings,
+}
 
 
 def _flat_prefix(cls: type[BaseSettings]) -> str:
-    return str(cls.model_config.get("env_prefix", ""))[len("AISAC_"):].lower()
+    return str(cls.model_config.get("env_prefix", ""))[len("AISAC_") :].lower()
 
 
 #: flat name -> (group, field) for every grouped setting
-FLAT_NAMES: dict[str, tuple[str, str]] = {_flat_prefix(cls) + f: (g, f) for g, cls in GROUPS.items()
-                                          for f in cls.model_fields}
+FLAT_NAMES: dict[str, tuple[str, str]] = {
+    _flat_prefix(cls) + f: (g, f) for g, cls in GROUPS.items() for f in cls.model_fields
+}
 
 
 def _env_name(flat: str) -> str:
@@ -391,8 +398,12 @@ class Settings(BaseSettings):
         """True when both halves of the store live on servers (a non-SQLite ``sql_url`` and a Qdrant server
         ``qdrant_url`` with the ``qdrant`` backend): nothing in the data dir needs one owner process, so any number
         of aisac processes (replicas) serve the store side by side."""
-        return (bool(self.sql_url) and not self.resolved_sql_url.startswith("sqlite")
-                and self.vector_backend == "qdrant" and bool(self.qdrant_url))
+        return (
+            bool(self.sql_url)
+            and not self.resolved_sql_url.startswith("sqlite")
+            and self.vector_backend == "qdrant"
+            and bool(self.qdrant_url)
+        )
 
     @property
     def resolved_sql_url(self) -> str:
@@ -473,8 +484,10 @@ def read_settings_file(data_dir: Path) -> dict[str, Any]:
     known = set(Settings.setting_names()) - {"data_dir"}
     for name, value in data.items():
         if name not in known:
-            raise ValueError(f"{path}: unknown setting {name!r} (the file takes flat names such as roots, "
-                             "lit_replay; data_dir comes from AISAC_DATA_DIR only); see `aisac config show`")
+            raise ValueError(
+                f"{path}: unknown setting {name!r} (the file takes flat names such as roots, "
+                "lit_replay; data_dir comes from AISAC_DATA_DIR only); see `aisac config show`"
+            )
         if isinstance(value, dict):
             raise ValueError(f"{path}: {name} is a table; give it as name = value")  # noqa: TRY004
     return data
@@ -503,8 +516,10 @@ def write_settings_file(data_dir: Path, values: dict[str, Any]) -> Path:
     """Write ``values`` (flat name -> str/bool/int/float/list, None entries dropped) as ``<data_dir>/aisac.toml``,
     mode 0600, atomically (temporary file + rename). Returns the path. Raises OSError."""
     path = settings_file(data_dir)
-    lines = ["# aisac settings of this store (`aisac config set NAME VALUE`); the environment overrides them",
-             *(f"{k} = {_toml_value(v)}" for k, v in sorted(values.items()) if v is not None)]
+    lines = [
+        "# aisac settings of this store (`aisac config set NAME VALUE`); the environment overrides them",
+        *(f"{k} = {_toml_value(v)}" for k, v in sorted(values.items()) if v is not None),
+    ]
     tmp = path.with_name(f".{SETTINGS_FILE}.{os.getpid()}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -540,9 +555,22 @@ def setting_field(name: str) -> Any:
 #: secrets (``aisac config show`` prints ``***``), and the flat settings that do not change what the tools answer or
 #: allow: those, process management, performance, the Qdrant server's connection and collection layout
 SECRETS = frozenset({"http_token", "qdrant_api_key"})
-NON_BEHAVIOUR = SECRETS | {n for n in Settings.model_fields if n.startswith("qdrant_") and n != "qdrant_url"} | {
-    "data_dir", "warm", "embed_batch_size", "owner_mode", "owner_idle_seconds", "owner_start_timeout_s",
-    "owner_restart_idle_s", "job_lease_seconds", "job_poll_seconds", "tools"}
+NON_BEHAVIOUR = (
+    SECRETS
+    | {n for n in Settings.model_fields if n.startswith("qdrant_") and n != "qdrant_url"}
+    | {
+        "data_dir",
+        "warm",
+        "embed_batch_size",
+        "owner_mode",
+        "owner_idle_seconds",
+        "owner_start_timeout_s",
+        "owner_restart_idle_s",
+        "job_lease_seconds",
+        "job_poll_seconds",
+        "tools",
+    }
+)
 
 
 def behaviour_settings(settings: Settings) -> tuple[dict[str, Any], str]:

@@ -30,15 +30,23 @@ PROFILES = ("core", "full", "all")
 CATALOG_TOOLS = ("tools_search", "tools_call")
 #: the tools of the ``core`` profile, per server (a host's grounded Q&A: search, read, verify, remember, answer)
 CORE_TOOLS: dict[str, tuple[str, ...]] = {
-    "rag": ("rag_search", "rag_get_overview", "rag_read_sections", "rag_get_chunk", "rag_list_documents",
-            "rag_verify_anchor"),
+    "rag": (
+        "rag_search",
+        "rag_get_overview",
+        "rag_read_sections",
+        "rag_get_chunk",
+        "rag_list_documents",
+        "rag_verify_anchor",
+    ),
     "memory": ("memory_start_session", "memory_add_turn", "memory_recall"),
     "roles": ("roles_run",),
     "trace": ("trace_get_run",),
 }
 #: first line of the suite's instructions
-INSTRUCTIONS_HEAD = ("aisac: scientific assistance grounded in the user's documents, with provenance. Every call is "
-                     "recorded in a trace run; to group calls, send _meta {\"aisac/run_id\": \"<id>\"}.")
+INSTRUCTIONS_HEAD = (
+    "aisac: scientific assistance grounded in the user's documents, with provenance. Every call is "
+    'recorded in a trace run; to group calls, send _meta {"aisac/run_id": "<id>"}.'
+)
 _ITEM = re.compile(r"^[a-z][a-z0-9]*$")
 
 
@@ -82,7 +90,7 @@ class ToolProfile:
         schemes always)."""
         if not uri.startswith("aisac://"):
             return True
-        return uri[len("aisac://"):].split("/", 1)[0] in self.servers
+        return uri[len("aisac://") :].split("/", 1)[0] in self.servers
 
     @property
     def is_full(self) -> bool:
@@ -101,8 +109,10 @@ def check_value(value: str) -> str:
     items = [v.strip().lower() for v in str(value).split(",") if v.strip()]
     bad = [v for v in items if not _ITEM.match(v)]
     if not items or bad:
-        raise ToolProfileError(f"tools profile {value!r}: give core, full, all or server names separated by commas "
-                               "(e.g. core, full, all, rag,memory, core,lit)")
+        raise ToolProfileError(
+            f"tools profile {value!r}: give core, full, all or server names separated by commas "
+            "(e.g. core, full, all, rag,memory, core,lit)"
+        )
     return ",".join(items)
 
 
@@ -118,8 +128,10 @@ def resolve(value: str | None, available: list[str]) -> ToolProfile:
     items = norm.split(",")
     unknown = [i for i in items if i not in PROFILES and i not in available]
     if unknown:
-        raise ToolProfileError(f"unknown tools profile item(s) {', '.join(unknown)}; accepted: "
-                               f"{', '.join(PROFILES)} or server names ({', '.join(available)}), comma-separated")
+        raise ToolProfileError(
+            f"unknown tools profile item(s) {', '.join(unknown)}; accepted: "
+            f"{', '.join(PROFILES)} or server names ({', '.join(available)}), comma-separated"
+        )
     if "all" in items:
         return ToolProfile("all", tuple(available))
     if "full" in items:

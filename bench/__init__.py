@@ -37,5 +37,20 @@ Data comes from ``../shared/data`` (relative to the repository root; ``--data`` 
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
 
-PARTS = ("quality", "indexing", "latency", "startup", "memory", "trace", "literature", "data", "roles", "projects",
-         "pdf", "owner", "engines", "pageimage", "tools")
+PARTS = (
+    "quality",
+    "indexing",
+    "latency",
+    "startup",
+    "memory",
+    "trace",
+    "literature",
+    "data",
+    "roles",
+    "projects",
+    "pdf",
+    "owner",
+    "engines",
+    "pageimage",
+    "tools",
+)

@@ -16,12 +16,18 @@ from . import PARTS
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line (see ``python -m bench --help``)."""
-    ap = argparse.ArgumentParser(prog="python -m bench", description="aisac benchmarks: tables on stdout, JSON in "
-                                 "bench/results/.")
-    ap.add_argument("--only", action="append", metavar="PART[,PART]",
-                    help=f"run only these parts ({', '.join(PARTS)}); repeatable or comma-separated")
-    ap.add_argument("--data", type=Path, default=None, help="shared data folder (default: ../shared/data from the "
-                    "repository root)")
+    ap = argparse.ArgumentParser(
+        prog="python -m bench", description="aisac benchmarks: tables on stdout, JSON in bench/results/."
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        metavar="PART[,PART]",
+        help=f"run only these parts ({', '.join(PARTS)}); repeatable or comma-separated",
+    )
+    ap.add_argument(
+        "--data", type=Path, default=None, help="shared data folder (default: ../shared/data from the repository root)"
+    )
     ap.add_argument("--results", type=Path, default=None, help="folder for the JSON results (default: bench/results)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary stores (paths printed on stderr)")
     ap.add_argument("--study", action="store_true", help="quality: add the fusion study of docs/retrieval.md")
@@ -45,16 +51,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run the selected parts in order; returns the exit status (1 when a part raised an error)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # fastembed would retry a model hub for ~36 s otherwise
     args = parse_args(argv)
-    from .common import DEFAULT_DATA_DIR, RESULTS_DIR, Context, Skip, console, machine_info, skip_line, table, \
-        target_cell, write_result
+    from .common import (
+        DEFAULT_DATA_DIR,
+        RESULTS_DIR,
+        Context,
+        Skip,
+        console,
+        machine_info,
+        skip_line,
+        table,
+        target_cell,
+        write_result,
+    )
 
-    ctx = Context(data_dir=(args.data or DEFAULT_DATA_DIR).resolve(), results_dir=args.results or RESULTS_DIR,
-                  keep=args.keep, study=args.study,
-                  options={"queries": args.queries, "min_chunks": args.min_chunks, "runs": args.runs})
+    ctx = Context(
+        data_dir=(args.data or DEFAULT_DATA_DIR).resolve(),
+        results_dir=args.results or RESULTS_DIR,
+        keep=args.keep,
+        study=args.study,
+        options={"queries": args.queries, "min_chunks": args.min_chunks, "runs": args.runs},
+    )
     m = machine_info()
-    console.print(f"[bold]aisac benchmarks[/bold]: {', '.join(args.parts)} | data {ctx.data_dir} | "
-                  f"{m['cpus']} CPUs, load {m['loadavg_1_5_15']} | commit {m['git_commit']}"
-                  f"{' + local changes' if m['aisac_core_modified'] else ''}")
+    console.print(
+        f"[bold]aisac benchmarks[/bold]: {', '.join(args.parts)} | data {ctx.data_dir} | "
+        f"{m['cpus']} CPUs, load {m['loadavg_1_5_15']} | commit {m['git_commit']}"
+        f"{' + local changes' if m['aisac_core_modified'] else ''}"
+    )
     if not ctx.data_dir.is_dir():
         console.print(f"[yellow]note[/yellow]: data folder {ctx.data_dir} is absent; data-bound parts will skip")
     t0 = time.perf_counter()
@@ -74,8 +96,13 @@ def main(argv: list[str] | None = None) -> int:
             result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
             status = 1
         path = write_result(ctx, part, result)
-        summary[part] = {"status": result["status"], "summary": result.get("summary"), "reason": result.get("reason"),
-                         "seconds": result.get("seconds"), "json": str(path)}
+        summary[part] = {
+            "status": result["status"],
+            "summary": result.get("summary"),
+            "reason": result.get("reason"),
+            "seconds": result.get("seconds"),
+            "json": str(path),
+        }
     total = time.perf_counter() - t0
     rows = []
     for part, s in summary.items():
@@ -85,8 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in s["summary"] or []:
             rows.append((part, r["metric"], r["value"], r.get("target"), target_cell(r.get("met"))))
     console.rule("summary")
-    table(f"aisac benchmark summary ({total / 60:.1f} min)", ["part", "measure", "value", "target", "status"], rows,
-          caption=f"JSON: {ctx.results_dir}/<part>.json and summary.json", left=2)
+    table(
+        f"aisac benchmark summary ({total / 60:.1f} min)",
+        ["part", "measure", "value", "target", "status"],
+        rows,
+        caption=f"JSON: {ctx.results_dir}/<part>.json and summary.json",
+        left=2,
+    )
     write_result(ctx, "summary", {"parts": summary, "total_seconds": round(total, 1)})
     return status
 

@@ -17,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -75,8 +76,15 @@ def isolated_settings(data_dir: Path) -> Any:
     """Settings of a private store in ``data_dir``; environment overrides of store locations are ignored."""
     from aisac_core.settings import Settings
 
-    return Settings(data_dir=data_dir, sql_url=None, qdrant_url=None, qdrant_api_key=None, roots=[],
-                    catalog_roots=[], vector_backend="edge")
+    return Settings(
+        data_dir=data_dir,
+        sql_url=None,
+        qdrant_url=None,
+        qdrant_api_key=None,
+        roots=[],
+        catalog_roots=[],
+        vector_backend="edge",
+    )
 
 
 def make_core(data_dir: Path) -> Any:
@@ -114,15 +122,21 @@ def latency_summary(ms: Sequence[float]) -> dict[str, float]:
     """n, p50, p95, p99, mean, min and max of latencies in milliseconds (rounded to 0.01 ms)."""
     if not ms:
         return {"n": 0}
-    return {"n": len(ms), "p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
-            "p99_ms": round(percentile(ms, 99), 2), "mean_ms": round(sum(ms) / len(ms), 2),
-            "min_ms": round(min(ms), 2), "max_ms": round(max(ms), 2)}
+    return {
+        "n": len(ms),
+        "p50_ms": round(percentile(ms, 50), 2),
+        "p95_ms": round(percentile(ms, 95), 2),
+        "p99_ms": round(percentile(ms, 99), 2),
+        "mean_ms": round(sum(ms) / len(ms), 2),
+        "min_ms": round(min(ms), 2),
+        "max_ms": round(max(ms), 2),
+    }
 
 
 class Timer:
     """``with Timer() as t: ...`` then ``t.seconds``: wall-clock time of the block (perf_counter)."""
 
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> Timer:
         self.start = time.perf_counter()
         self.seconds = 0.0
         return self
@@ -131,8 +145,9 @@ class Timer:
         self.seconds = time.perf_counter() - self.start
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str | None = None,
-          left: int = 1) -> None:
+def table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str | None = None, left: int = 1
+) -> None:
     """Print a table; the first ``left`` columns are left-aligned, the others (figures) right-aligned."""
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for i, c in enumerate(columns):
@@ -161,19 +176,37 @@ def target_cell(ok: bool | None) -> str:
 def machine_info() -> dict[str, Any]:
     """Where the figures were measured: host, CPUs, load average at the time, Python, git commit."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                text=True, timeout=5).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", "aisac_core", "servers"], cwd=REPO_ROOT,
-                                    capture_output=True, text=True, timeout=5).stdout.strip())
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+            or None
+        )
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--", "aisac_core", "servers"],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+        )
     except Exception:
         commit, dirty = None, None
     try:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
-    return {"host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-            "cpus": os.cpu_count(), "loadavg_1_5_15": load, "git_commit": commit, "aisac_core_modified": dirty,
-            "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_1_5_15": load,
+        "git_commit": commit,
+        "aisac_core_modified": dirty,
+        "time_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
 def write_result(ctx: Context, part: str, result: dict[str, Any]) -> Path:

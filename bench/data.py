@@ -87,8 +87,9 @@ def run(ctx: Context) -> dict[str, Any]:
     parquet = ctx.data_dir / PARQUET
     with temp_dir(ctx, "data") as tmp:
         roots = [ctx.data_dir] if ctx.data_dir.is_dir() else []
-        core = AppContext(Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False,
-                             sandbox_dir=None))
+        core = AppContext(
+            Settings(data_dir=tmp / "store", sql_url=None, roots=roots, catalog_roots=[], warm=False, sandbox_dir=None)
+        )
         mgr = core.sandbox
         try:
             # cold session and idle memory
@@ -139,39 +140,78 @@ def run(ctx: Context) -> dict[str, Any]:
             core.close()
     d, m = latency_summary(direct), latency_summary(mcp)
     ok = m["p50_ms"] <= TARGET_RUN_P50_MS
-    rows = [("code_run 1+1 warm, in-process p50 / p95 ms", f"{d['p50_ms']:.2f} / {d['p95_ms']:.2f}", None, None),
-            ("data_code_run 1+1 warm, MCP + trace p50 ms", m["p50_ms"], f"<= {TARGET_RUN_P50_MS:g}", target_cell(ok)),
-            ("data_code_run MCP p95 / p99 ms", f"{m['p95_ms']:.2f} / {m['p99_ms']:.2f}", None, None),
-            ("cold session (worker start + 1 run) ms", round(cold_ms, 1), f"<= {TARGET_COLD_MS:g}",
-             target_cell(cold_ms <= TARGET_COLD_MS)),
-            ("import numpy, pandas in a session ms", round(import_ms, 1), None, None),
-            ("cold session + first matplotlib figure ms", round(plot_ms, 1), None, None),
-            ("idle worker RSS MB (fresh / after numpy+pandas)", f"{rss_idle} / {rss_pandas}", None, None),
-            ("isolation (+ seccomp, Landlock ABI, uid inside)",
-             f"{mgr.isolation} (+ seccomp {'on' if conf.get('seccomp') else 'off'}, Landlock {conf.get('landlock', 0)}, "
-             f"uid {conf.get('uid')})", None, None)]
+    rows = [
+        ("code_run 1+1 warm, in-process p50 / p95 ms", f"{d['p50_ms']:.2f} / {d['p95_ms']:.2f}", None, None),
+        ("data_code_run 1+1 warm, MCP + trace p50 ms", m["p50_ms"], f"<= {TARGET_RUN_P50_MS:g}", target_cell(ok)),
+        ("data_code_run MCP p95 / p99 ms", f"{m['p95_ms']:.2f} / {m['p99_ms']:.2f}", None, None),
+        (
+            "cold session (worker start + 1 run) ms",
+            round(cold_ms, 1),
+            f"<= {TARGET_COLD_MS:g}",
+            target_cell(cold_ms <= TARGET_COLD_MS),
+        ),
+        ("import numpy, pandas in a session ms", round(import_ms, 1), None, None),
+        ("cold session + first matplotlib figure ms", round(plot_ms, 1), None, None),
+        ("idle worker RSS MB (fresh / after numpy+pandas)", f"{rss_idle} / {rss_pandas}", None, None),
+        (
+            "isolation (+ seccomp, Landlock ABI, uid inside)",
+            f"{mgr.isolation} (+ seccomp {'on' if conf.get('seccomp') else 'off'}, Landlock {conf.get('landlock', 0)}, "
+            f"uid {conf.get('uid')})",
+            None,
+            None,
+        ),
+    ]
     if lp:
         lps = latency_summary(lp)
-        rows += [("data_load + data_preview 48,000-row Parquet, median / max ms",
-                  f"{lps['p50_ms']:.1f} / {lps['max_ms']:.1f}", None, None),
-                 ("data_query on it (722 of 48,000 match) ms", round(q_ms or 0, 1), None, None)]
+        rows += [
+            (
+                "data_load + data_preview 48,000-row Parquet, median / max ms",
+                f"{lps['p50_ms']:.1f} / {lps['max_ms']:.1f}",
+                None,
+                None,
+            ),
+            ("data_query on it (722 of 48,000 match) ms", round(q_ms or 0, 1), None, None),
+        ]
     detect = _table_detection(ctx.data_dir)
-    rows += [(f"table detection {wb}: {n} sheet(s), open / detect ms", f"{o:.0f} / {d:.0f}", None, None)
-             for wb, n, o, d in detect]
+    rows += [
+        (f"table detection {wb}: {n} sheet(s), open / detect ms", f"{o:.0f} / {d:.0f}", None, None)
+        for wb, n, o, d in detect
+    ]
     table("data: code sessions and frames", ["measure", "value", "target", "status"], rows)
-    summary = [{"metric": "data_code_run warm p50 ms (MCP)", "value": m["p50_ms"], "target": f"<= {TARGET_RUN_P50_MS:g}",
-                "met": ok},
-               {"metric": "cold session start ms", "value": round(cold_ms, 1), "target": f"<= {TARGET_COLD_MS:g}",
-                "met": cold_ms <= TARGET_COLD_MS},
-               {"metric": "idle session worker RSS MB", "value": rss_idle}]
+    summary = [
+        {
+            "metric": "data_code_run warm p50 ms (MCP)",
+            "value": m["p50_ms"],
+            "target": f"<= {TARGET_RUN_P50_MS:g}",
+            "met": ok,
+        },
+        {
+            "metric": "cold session start ms",
+            "value": round(cold_ms, 1),
+            "target": f"<= {TARGET_COLD_MS:g}",
+            "met": cold_ms <= TARGET_COLD_MS,
+        },
+        {"metric": "idle session worker RSS MB", "value": rss_idle},
+    ]
     if lp:
-        summary.append({"metric": "data_load + data_preview 48k-row Parquet median ms",
-                        "value": latency_summary(lp)["p50_ms"]})
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary,
-            "code_run_in_process_ms": d, "code_run_mcp_ms": m, "cold_session_ms": round(cold_ms, 1),
-            "import_numpy_pandas_ms": round(import_ms, 1), "rss_idle_mb": rss_idle,
-            "rss_after_numpy_pandas_mb": rss_pandas, "isolation": mgr.isolation,
-            "load_preview_ms": latency_summary(lp) if lp else None, "query_ms": q_ms,
-            "table_detection_ms": {wb: {"sheets": n, "open_ms": round(o, 1), "detect_ms": round(d, 1)}
-                                   for wb, n, o, d in detect},
-            "targets": {"code_run_p50_ms": {"target": TARGET_RUN_P50_MS, "measured": m["p50_ms"], "met": ok}}}
+        summary.append(
+            {"metric": "data_load + data_preview 48k-row Parquet median ms", "value": latency_summary(lp)["p50_ms"]}
+        )
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "code_run_in_process_ms": d,
+        "code_run_mcp_ms": m,
+        "cold_session_ms": round(cold_ms, 1),
+        "import_numpy_pandas_ms": round(import_ms, 1),
+        "rss_idle_mb": rss_idle,
+        "rss_after_numpy_pandas_mb": rss_pandas,
+        "isolation": mgr.isolation,
+        "load_preview_ms": latency_summary(lp) if lp else None,
+        "query_ms": q_ms,
+        "table_detection_ms": {
+            wb: {"sheets": n, "open_ms": round(o, 1), "detect_ms": round(d, 1)} for wb, n, o, d in detect
+        },
+        "targets": {"code_run_p50_ms": {"target": TARGET_RUN_P50_MS, "measured": m["p50_ms"], "met": ok}},
+    }

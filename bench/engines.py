@@ -62,7 +62,10 @@ def _add_turn_ms(core: Any) -> dict[str, float]:
             t0 = time.perf_counter()
             mem.add_turn(sid, "assistant", f"answer {i}: the melting point of S{i % 13} is {400 + i} K")
             assistant.append((time.perf_counter() - t0) * 1000)
-    return {"user_p50_ms": round(statistics.median(user), 2), "assistant_p50_ms": round(statistics.median(assistant), 2)}
+    return {
+        "user_p50_ms": round(statistics.median(user), 2),
+        "assistant_p50_ms": round(statistics.median(assistant), 2),
+    }
 
 
 def _claims_per_s(url: str) -> dict[str, Any]:
@@ -79,8 +82,16 @@ def _claims_per_s(url: str) -> dict[str, Any]:
         for i in range(N_JOBS):
             q.submit(f"{prefix}-{i:05d}", "bench", "{}")
         start_at = time.time() + 3.0  # both processes imported and connected before the clock starts
-        procs = [subprocess.Popen([sys.executable, "-c", CLAIMER, url, str(start_at)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", CLAIMER, url, str(start_at)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO_ROOT,
+            )
+            for _ in range(2)
+        ]
         outs = [p.communicate(timeout=600) for p in procs]
         wall = time.time() - start_at
         for p, (_, e) in zip(procs, outs):
@@ -88,8 +99,11 @@ def _claims_per_s(url: str) -> dict[str, Any]:
                 raise RuntimeError(f"claimer failed: {e[-2000:]}")
         counts = [int(o.strip()) for o, _ in outs]
         with Session(engine) as s:
-            done = s.exec(select(func.count()).select_from(Job).where(
-                Job.kind == "bench", Job.status == "done", Job.attempts == 1)).one()
+            done = s.exec(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.kind == "bench", Job.status == "done", Job.attempts == 1)
+            ).one()
     finally:
         engine.dispose()
     if sum(counts) != N_JOBS or done != N_JOBS:
@@ -140,21 +154,33 @@ def run(ctx: Context) -> dict[str, Any]:
             return (name, get(lite), get(pg), None, "-")
         return (name, get(lite), get(pg), f"<= {limit:g}", target_cell(get(lite) <= limit and get(pg) <= limit))
 
-    table("engines: the same store paths on SQLite and PostgreSQL 15 (local cluster, fsync off)",
-          ["measure", "SQLite", "PostgreSQL", "target", "status"],
-          [row("memory_add_turn p50, user turn: SQL only (ms)", lambda r: r["add_turn"]["user_p50_ms"]),
-           row("memory_add_turn p50, assistant turn: SQL + embed + upsert (ms)",
-               lambda r: r["add_turn"]["assistant_p50_ms"]),
-           row("trace middleware overhead per call, CPU (ms)", lambda r: r["overhead"]["overhead_cpu_ms"],
-               TARGET_OVERHEAD_MS),
-           row("trace middleware overhead per call, wall (ms)", lambda r: r["overhead"]["overhead_ms"]),
-           row("trace_get_run, 1,000 events (ms, median of 10)", lambda r: r["get_run_ms"], TARGET_GET_RUN_MS),
-           row("jobs claimed + finished per second, 2 replicas", lambda r: r["claims"]["per_s"]),
-           row("  jobs per replica", lambda r: " / ".join(map(str, r["claims"]["per_replica"])))])
-    summary = [{"metric": f"{m} (SQLite / PostgreSQL)", "value": f"{get(lite)} / {get(pg)}", "target": None,
-                "met": None}
-               for m, get in (("memory_add_turn p50 user turn ms", lambda r: r["add_turn"]["user_p50_ms"]),
-                              ("trace overhead CPU ms", lambda r: r["overhead"]["overhead_cpu_ms"]),
-                              ("trace_get_run 1,000 events ms", lambda r: r["get_run_ms"]),
-                              ("jobs claimed/s, 2 replicas", lambda r: r["claims"]["per_s"]))]
+    table(
+        "engines: the same store paths on SQLite and PostgreSQL 15 (local cluster, fsync off)",
+        ["measure", "SQLite", "PostgreSQL", "target", "status"],
+        [
+            row("memory_add_turn p50, user turn: SQL only (ms)", lambda r: r["add_turn"]["user_p50_ms"]),
+            row(
+                "memory_add_turn p50, assistant turn: SQL + embed + upsert (ms)",
+                lambda r: r["add_turn"]["assistant_p50_ms"],
+            ),
+            row(
+                "trace middleware overhead per call, CPU (ms)",
+                lambda r: r["overhead"]["overhead_cpu_ms"],
+                TARGET_OVERHEAD_MS,
+            ),
+            row("trace middleware overhead per call, wall (ms)", lambda r: r["overhead"]["overhead_ms"]),
+            row("trace_get_run, 1,000 events (ms, median of 10)", lambda r: r["get_run_ms"], TARGET_GET_RUN_MS),
+            row("jobs claimed + finished per second, 2 replicas", lambda r: r["claims"]["per_s"]),
+            row("  jobs per replica", lambda r: " / ".join(map(str, r["claims"]["per_replica"]))),
+        ],
+    )
+    summary = [
+        {"metric": f"{m} (SQLite / PostgreSQL)", "value": f"{get(lite)} / {get(pg)}", "target": None, "met": None}
+        for m, get in (
+            ("memory_add_turn p50 user turn ms", lambda r: r["add_turn"]["user_p50_ms"]),
+            ("trace overhead CPU ms", lambda r: r["overhead"]["overhead_cpu_ms"]),
+            ("trace_get_run 1,000 events ms", lambda r: r["get_run_ms"]),
+            ("jobs claimed/s, 2 replicas", lambda r: r["claims"]["per_s"]),
+        )
+    ]
     return {"status": "ok", **results, "summary": summary, "seconds": round(time.perf_counter() - t_start, 1)}

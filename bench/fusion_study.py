@@ -22,7 +22,8 @@ shipped hybrid and a 2-fold cross-validation of ``w`` over odd / even query numb
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +77,9 @@ def _bm25(core: Any, texts: list[str], queries: list[str], avg_len: float) -> np
 
     from aisac_core.rag.embeddings import BM25_B, BM25_K
 
-    model = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(core.embedder._bm25_dir()), k=BM25_K,
-                                b=BM25_B, avg_len=avg_len)
+    model = SparseTextEmbedding(
+        "Qdrant/bm25", specific_model_path=str(core.embedder._bm25_dir()), k=BM25_K, b=BM25_B, avg_len=avg_len
+    )
     vocab: dict[int, int] = {}
     rows, cols, vals = [], [], []
     for i, e in enumerate(model.embed(texts, batch_size=256)):
@@ -136,7 +138,9 @@ def fuse_tmm(d: np.ndarray, s: np.ndarray, pre: int, alpha: float = 0.5, d_floor
     return dict(zip(u.tolist(), (alpha * dn + (1 - alpha) * sn).tolist()))
 
 
-def fuse_rrf(d: np.ndarray, s: np.ndarray, pre: int, k: int = 60, w: tuple[float, float] = (1.0, 1.0)) -> dict[int, float]:
+def fuse_rrf(
+    d: np.ndarray, s: np.ndarray, pre: int, k: int = 60, w: tuple[float, float] = (1.0, 1.0)
+) -> dict[int, float]:
     """Reciprocal rank fusion of the two candidate lists (what the store's RRF computes)."""
     out: dict[int, float] = {}
     for weight, lst in ((w[0], _top(d, pre)), (w[1], _top(s, pre, True))):
@@ -212,24 +216,38 @@ def run_study(core: Any, col: cranfield.Cranfield) -> dict[str, Any]:
         add(avg, "RRF k=20", lambda qi: fuse_rrf(dense[qi], sp[qi], pre, k=20))
         add(avg, "RRF k=60, weights dense 1 / BM25 0.5", lambda qi: fuse_rrf(dense[qi], sp[qi], pre, w=(1.0, 0.5)))
         add(avg, "DBSF (Qdrant)", lambda qi: fuse_dbsf(dense[qi], sp[qi], pre))
-        add(avg, "convex a=0.5, missing score = list minimum",
-            lambda qi: fuse_convex(dense[qi], sp[qi], pre, complete=False))
+        add(
+            avg,
+            "convex a=0.5, missing score = list minimum",
+            lambda qi: fuse_convex(dense[qi], sp[qi], pre, complete=False),
+        )
         for a in (0.3, 0.4, 0.5, 0.6, 0.7):
             add(avg, f"convex a={a}, both scores looked up", lambda qi, a=a: fuse_convex(dense[qi], sp[qi], pre, a))
         add(avg, "dense Rocchio PRF (b=0.5, m=3) + convex a=0.5", lambda qi: fuse_convex(prf[qi], sp[qi], pre))
         if avg == BM25_AVG_LEN:
             for floor in (-1.0, 0.0):
                 for a in (0.5, 0.6, 0.7, 0.8):
-                    add(avg, f"TM2C2 (theoretical min-max), cosine floor {floor:g}, a={a}",
+                    add(
+                        avg,
+                        f"TM2C2 (theoretical min-max), cosine floor {floor:g}, a={a}",
                         lambda qi, a=a, floor=floor, sp=sp: fuse_tmm(dense[qi], sp[qi], pre, a, floor),
-                        shipped=(floor == 0.0 and a == 0.5))
+                        shipped=(floor == 0.0 and a == 0.5),
+                    )
     heading = heading_weight_study(core, col, docs, heads, bodies, dense, queries, pre)
     return {"k": K, "prefetch": pre, "chunks": len(docs), "rows": rows, "heading_weight": heading}
 
 
-def heading_weight_study(core: Any, col: cranfield.Cranfield, docs: list[str], heads: list[str], bodies: list[str],
-                         dense: np.ndarray, queries: list[str], pre: int, weights: tuple[int, ...] = (1, 2, 3)
-                         ) -> dict[str, Any]:
+def heading_weight_study(
+    core: Any,
+    col: cranfield.Cranfield,
+    docs: list[str],
+    heads: list[str],
+    bodies: list[str],
+    dense: np.ndarray,
+    queries: list[str],
+    pre: int,
+    weights: tuple[int, ...] = (1, 2, 3),
+) -> dict[str, Any]:
     """BM25 with the heading repeated ``w`` times (a BM25F heading weight), dense unchanged.
 
     For each ``w`` and two ``avg_len`` policies (the shipped 80, and 80 times the growth of the mean BM25
@@ -265,18 +283,29 @@ def heading_weight_study(core: Any, col: cranfield.Cranfield, docs: list[str], h
             sp = _bm25(core, texts, queries, avg)
             s_nd, _ = per_query(lambda qi: {i: float(sp[qi, i]) for i in _top(sp[qi], K, True).tolist()})
             h_nd, h_rc = per_query(lambda qi: fuse_convex(dense[qi], sp[qi], pre))
-            runs[(policy, w)] = {"w": w, "avg_len_policy": policy, "avg_len": round(avg, 1),
-                                 "mean_bm25_len": round(mean_len, 1), "sparse": s_nd, "hybrid": h_nd,
-                                 "recall": h_rc}
+            runs[(policy, w)] = {
+                "w": w,
+                "avg_len_policy": policy,
+                "avg_len": round(avg, 1),
+                "mean_bm25_len": round(mean_len, 1),
+                "sparse": s_nd,
+                "hybrid": h_nd,
+                "recall": h_rc,
+            }
     ship = runs[("80", 1)]
     rows = []
     for r in runs.values():
-        rows.append({k: r[k] for k in ("w", "avg_len_policy", "avg_len", "mean_bm25_len")} | {
-            "sparse_ndcg@10": round(float(r["sparse"].mean()), 4),
-            "sparse_p_vs_shipped": round(paired_randomization_test(ship["sparse"], r["sparse"]), 4),
-            "hybrid_ndcg@10": round(float(r["hybrid"].mean()), 4), "hybrid_recall@100": round(float(r["recall"].mean()), 4),
-            "hybrid_p_vs_shipped": round(paired_randomization_test(ship["hybrid"], r["hybrid"]), 4),
-            "shipped": r is ship})
+        rows.append(
+            {k: r[k] for k in ("w", "avg_len_policy", "avg_len", "mean_bm25_len")}
+            | {
+                "sparse_ndcg@10": round(float(r["sparse"].mean()), 4),
+                "sparse_p_vs_shipped": round(paired_randomization_test(ship["sparse"], r["sparse"]), 4),
+                "hybrid_ndcg@10": round(float(r["hybrid"].mean()), 4),
+                "hybrid_recall@100": round(float(r["recall"].mean()), 4),
+                "hybrid_p_vs_shipped": round(paired_randomization_test(ship["hybrid"], r["hybrid"]), 4),
+                "shipped": r is ship,
+            }
+        )
     halves = [np.asarray([int(q) % 2 == par for q in qids]) for par in (1, 0)]  # odd, even query numbers
     cv = []
     for policy in ("80", "80 x length growth"):
@@ -286,10 +315,16 @@ def heading_weight_study(core: Any, col: cranfield.Cranfield, docs: list[str], h
             best = max(weights, key=lambda w: (round(float(cand[w]["hybrid"][train].mean()), 6), -w))
             chosen.append(best)
             held[test] = cand[best]["hybrid"][test]
-        cv.append({"avg_len_policy": policy, "w_chosen_on_odd_for_even": chosen[0], "w_chosen_on_even_for_odd": chosen[1],
-                   "held_out_hybrid_ndcg@10": round(float(held.mean()), 4),
-                   "shipped_hybrid_ndcg@10": round(float(ship["hybrid"].mean()), 4),
-                   "p_vs_shipped": round(paired_randomization_test(ship["hybrid"], held), 4)})
+        cv.append(
+            {
+                "avg_len_policy": policy,
+                "w_chosen_on_odd_for_even": chosen[0],
+                "w_chosen_on_even_for_odd": chosen[1],
+                "held_out_hybrid_ndcg@10": round(float(held.mean()), 4),
+                "shipped_hybrid_ndcg@10": round(float(ship["hybrid"].mean()), 4),
+                "p_vs_shipped": round(paired_randomization_test(ship["hybrid"], held), 4),
+            }
+        )
     return {"base_mean_bm25_len": round(base_len, 1), "rows": rows, "cv": cv}
 
 
@@ -298,22 +333,63 @@ def print_study(study: dict[str, Any]) -> None:
     if "rows" not in study:
         table("fusion study", ["note"], [(study.get("skipped", "not run"),)])
         return
-    rows = [(r["run"] + ("  <- shipped (search adds RM3 feedback)" if r["shipped"] else ""), r["bm25_avg_len"] or "-", r["ndcg@10"],
-             r["recall@100"]) for r in study["rows"]]
-    table(f"fusion study (Cranfield, {study['chunks']} chunks, k={study['k']}, prefetch {study['prefetch']})",
-          ["run", "BM25 avg_len", "nDCG@10", "recall@100"], rows)
+    rows = [
+        (
+            r["run"] + ("  <- shipped (search adds RM3 feedback)" if r["shipped"] else ""),
+            r["bm25_avg_len"] or "-",
+            r["ndcg@10"],
+            r["recall@100"],
+        )
+        for r in study["rows"]
+    ]
+    table(
+        f"fusion study (Cranfield, {study['chunks']} chunks, k={study['k']}, prefetch {study['prefetch']})",
+        ["run", "BM25 avg_len", "nDCG@10", "recall@100"],
+        rows,
+    )
     hw = study.get("heading_weight")
     if hw:
-        table("heading weight for BM25 (heading repeated w times in the sparse text; hybrid = convex a=0.5)",
-              ["w", "avg_len", "mean BM25 len", "sparse nDCG@10", "p (sparse)", "hybrid nDCG@10", "recall@100",
-               "p vs shipped"],
-              [(f"{r['w']}" + ("  <- earlier shipped" if r["shipped"] else ""), f"{r['avg_len']} ({r['avg_len_policy']})",
-                r["mean_bm25_len"], r["sparse_ndcg@10"], r["sparse_p_vs_shipped"], r["hybrid_ndcg@10"],
-                r["hybrid_recall@100"], r["hybrid_p_vs_shipped"]) for r in hw["rows"]])
-        table("heading weight: 2-fold cross-validation of w (odd / even query numbers)",
-              ["avg_len", "w: odd->even", "w: even->odd", "held-out hybrid nDCG@10", "shipped", "p"],
-              [(c["avg_len_policy"], c["w_chosen_on_odd_for_even"], c["w_chosen_on_even_for_odd"],
-                c["held_out_hybrid_ndcg@10"], c["shipped_hybrid_ndcg@10"], c["p_vs_shipped"]) for c in hw["cv"]])
+        table(
+            "heading weight for BM25 (heading repeated w times in the sparse text; hybrid = convex a=0.5)",
+            [
+                "w",
+                "avg_len",
+                "mean BM25 len",
+                "sparse nDCG@10",
+                "p (sparse)",
+                "hybrid nDCG@10",
+                "recall@100",
+                "p vs shipped",
+            ],
+            [
+                (
+                    f"{r['w']}" + ("  <- earlier shipped" if r["shipped"] else ""),
+                    f"{r['avg_len']} ({r['avg_len_policy']})",
+                    r["mean_bm25_len"],
+                    r["sparse_ndcg@10"],
+                    r["sparse_p_vs_shipped"],
+                    r["hybrid_ndcg@10"],
+                    r["hybrid_recall@100"],
+                    r["hybrid_p_vs_shipped"],
+                )
+                for r in hw["rows"]
+            ],
+        )
+        table(
+            "heading weight: 2-fold cross-validation of w (odd / even query numbers)",
+            ["avg_len", "w: odd->even", "w: even->odd", "held-out hybrid nDCG@10", "shipped", "p"],
+            [
+                (
+                    c["avg_len_policy"],
+                    c["w_chosen_on_odd_for_even"],
+                    c["w_chosen_on_even_for_odd"],
+                    c["held_out_hybrid_ndcg@10"],
+                    c["shipped_hybrid_ndcg@10"],
+                    c["p_vs_shipped"],
+                )
+                for c in hw["cv"]
+            ],
+        )
 
 
 __all__ = ["run_study", "print_study", "heading_weight_study", "fuse_convex", "fuse_tmm", "fuse_rrf", "fuse_dbsf"]

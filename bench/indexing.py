@@ -35,12 +35,23 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
     from aisac_core.rag.indexer import Counters, Indexer
 
     counters, failures = Counters(), []
-    with Progress(TextColumn(f"indexing: {label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err, transient=True) as bar:
+    with Progress(
+        TextColumn(f"indexing: {label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=None)
         with Timer() as t:
-            Indexer(core.rag).run([folder], counters=counters, failures=failures,
-                              progress=lambda d, n, name: bar.update(task, completed=d, total=n, description=name))
+            Indexer(core.rag).run(
+                [folder],
+                counters=counters,
+                failures=failures,
+                progress=lambda d, n, name: bar.update(task, completed=d, total=n, description=name),
+            )
     return {"seconds": round(t.seconds, 3), "counters": counters.as_dict(), "failures": failures}
 
 
@@ -101,33 +112,76 @@ def run(ctx: Context) -> dict[str, Any]:
         ("  embedding (dense + BM25), chunks/s", round(chunks_per_s, 2) if chunks_per_s else None, None, None),
         ("  encrypted PDF reported as failed", bool(encrypted), "yes", target_cell(bool(encrypted))),
         ("no-op re-index, s", noop["seconds"], None, None),
-        ("  no-op / full", f"{100 * ratio:.3f} %" if ratio is not None else None, "<= 1 %",
-         target_cell(ratio is not None and ratio <= NOOP_TARGET and noop_ok)),
-        ("  files read / embedded chunks", f"{noop['counters']['files_read']} / {noop['counters']['chunks_embedded']}",
-         "0 / 0", target_cell(noop_ok)),
+        (
+            "  no-op / full",
+            f"{100 * ratio:.3f} %" if ratio is not None else None,
+            "<= 1 %",
+            target_cell(ratio is not None and ratio <= NOOP_TARGET and noop_ok),
+        ),
+        (
+            "  files read / embedded chunks",
+            f"{noop['counters']['files_read']} / {noop['counters']['chunks_embedded']}",
+            "0 / 0",
+            target_cell(noop_ok),
+        ),
         ("re-index after mtime-only touch, s", touched["seconds"], None, None),
-        ("  files hashed / re-embedded", f"{touched['counters']['files_read']} / {touched['counters']['files_indexed']}",
-         "1 / 0", target_cell(touched["counters"]["files_read"] == 1 and touched["counters"]["files_indexed"] == 0)),
-        (f"re-index after editing {target.name} ({picked['pages']} p, {picked['chunk_count']} chunks), s",
-         edited["seconds"], None, None),
-        ("  files re-embedded / chunks replaced", f"{ec['files_indexed']} / {ec['chunks_embedded']} "
-         f"(deleted {ec['chunks_deleted']})", f"1 / {picked['chunk_count']}", target_cell(edit_ok)),
+        (
+            "  files hashed / re-embedded",
+            f"{touched['counters']['files_read']} / {touched['counters']['files_indexed']}",
+            "1 / 0",
+            target_cell(touched["counters"]["files_read"] == 1 and touched["counters"]["files_indexed"] == 0),
+        ),
+        (
+            f"re-index after editing {target.name} ({picked['pages']} p, {picked['chunk_count']} chunks), s",
+            edited["seconds"],
+            None,
+            None,
+        ),
+        (
+            "  files re-embedded / chunks replaced",
+            f"{ec['files_indexed']} / {ec['chunks_embedded']} (deleted {ec['chunks_deleted']})",
+            f"1 / {picked['chunk_count']}",
+            target_cell(edit_ok),
+        ),
     ]
-    table("indexing: shared PDFs through aisac's Indexer", ["measure", "value", "target", "status"], rows,
-          caption="failed: " + "; ".join(f"{Path(f['path']).name}: {f['error']}" for f in full["failures"]))
+    table(
+        "indexing: shared PDFs through aisac's Indexer",
+        ["measure", "value", "target", "status"],
+        rows,
+        caption="failed: " + "; ".join(f"{Path(f['path']).name}: {f['error']}" for f in full["failures"]),
+    )
     summary = [
         {"metric": "parse + chunk pages/s", "value": round(pages_per_s, 2) if pages_per_s else None},
         {"metric": "embedding chunks/s", "value": round(chunks_per_s, 2) if chunks_per_s else None},
         {"metric": "full index s", "value": full["seconds"]},
-        {"metric": "no-op re-index s (share of full)", "value": f"{noop['seconds']} ({100 * (ratio or 0):.2f} %)",
-         "target": "<= 1 %", "met": ratio is not None and ratio <= NOOP_TARGET and noop_ok},
+        {
+            "metric": "no-op re-index s (share of full)",
+            "value": f"{noop['seconds']} ({100 * (ratio or 0):.2f} %)",
+            "target": "<= 1 %",
+            "met": ratio is not None and ratio <= NOOP_TARGET and noop_ok,
+        },
         {"metric": "re-index after one file edited s", "value": edited["seconds"], "met": edit_ok},
         {"metric": "encrypted PDF reported failed", "value": bool(encrypted), "met": bool(encrypted)},
     ]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "pdfs": len(pdfs),
-            "model_load_s": round(t_models.seconds, 2), "full": full, "noop": noop, "mtime_touch": touched,
-            "edited": {"file": target.name, "pages": picked["pages"], "chunks": picked["chunk_count"], **edited},
-            "pages_per_s": pages_per_s, "chunks_per_s": chunks_per_s, "noop_ratio": ratio,
-            "encrypted_reported_failed": bool(encrypted),
-            "targets": {"noop_ratio": {"target": NOOP_TARGET, "measured": ratio,
-                                       "met": ratio is not None and ratio <= NOOP_TARGET and noop_ok}}}
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "pdfs": len(pdfs),
+        "model_load_s": round(t_models.seconds, 2),
+        "full": full,
+        "noop": noop,
+        "mtime_touch": touched,
+        "edited": {"file": target.name, "pages": picked["pages"], "chunks": picked["chunk_count"], **edited},
+        "pages_per_s": pages_per_s,
+        "chunks_per_s": chunks_per_s,
+        "noop_ratio": ratio,
+        "encrypted_reported_failed": bool(encrypted),
+        "targets": {
+            "noop_ratio": {
+                "target": NOOP_TARGET,
+                "measured": ratio,
+                "met": ratio is not None and ratio <= NOOP_TARGET and noop_ok,
+            }
+        },
+    }

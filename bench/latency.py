@@ -27,8 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from . import cranfield
-from .common import (AISAC_BIN, REPO_ROOT, Context, Skip, Timer, err, latency_summary, make_core, server_env, table,
-                     target_cell, temp_dir)
+from .common import (
+    AISAC_BIN,
+    REPO_ROOT,
+    Context,
+    Skip,
+    Timer,
+    err,
+    latency_summary,
+    make_core,
+    server_env,
+    table,
+    target_cell,
+    temp_dir,
+)
 
 TARGET_INPROCESS_P50_MS = 30.0
 TARGET_STDIO_P50_MS = 50.0
@@ -55,19 +67,25 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
     """Embed ``chunks`` with aisac's Embedder and upsert them with the Indexer's payload schema."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import point_id
     from aisac_core.hashing import sha256_text
+    from aisac_core.rag.indexer import point_id
     from aisac_core.store.vectors import VectorPoint
 
     vs = core.vectors()
     emb = core.embedder
     embed_s = upsert_s = 0.0
     batch = 512
-    with Progress(TextColumn("latency: embedding the corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("latency: embedding the corpus"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=len(chunks))
         for start in range(0, len(chunks), batch):
-            part = chunks[start:start + batch]
+            part = chunks[start : start + batch]
             texts = [t for _, _, t in part]
             with Timer() as t:
                 dense = emb.embed_documents(texts)
@@ -78,21 +96,43 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
                 path = root / f"cran-{int(cid):04d}.md"
                 did = hashlib.sha256(str(path).encode()).hexdigest()[:16]
                 sha = hashlib.sha256(cid.encode()).hexdigest()
-                points.append(VectorPoint(
-                    id=point_id(did, sha, idx), dense=dv, sparse_indices=sv[0], sparse_values=sv[1],
-                    payload={"doc_id": did, "path": str(path), "sha256": sha, "file_type": "md", "chunk_index": idx,
-                             "page": None, "page_end": None, "char_start": 0, "char_end": len(text), "section": "",
-                             "section_covers": "other", "text": text, "text_sha256": sha256_text(text),
-                             "title": f"Cranfield {cid}"}))
+                points.append(
+                    VectorPoint(
+                        id=point_id(did, sha, idx),
+                        dense=dv,
+                        sparse_indices=sv[0],
+                        sparse_values=sv[1],
+                        payload={
+                            "doc_id": did,
+                            "path": str(path),
+                            "sha256": sha,
+                            "file_type": "md",
+                            "chunk_index": idx,
+                            "page": None,
+                            "page_end": None,
+                            "char_start": 0,
+                            "char_end": len(text),
+                            "section": "",
+                            "section_covers": "other",
+                            "text": text,
+                            "text_sha256": sha256_text(text),
+                            "title": f"Cranfield {cid}",
+                        },
+                    )
+                )
             with Timer() as t:
                 for i in range(0, len(points), 256):
-                    vs.upsert("chunks", points[i:i + 256])
+                    vs.upsert("chunks", points[i : i + 256])
             upsert_s += t.seconds
             bar.update(task, advance=len(part))
     with Timer() as t:
         vs.flush()
-    return {"chunks": vs.count("chunks"), "embed_s": round(embed_s, 2), "chunks_per_s": round(len(chunks) / embed_s, 1),
-            "upsert_s": round(upsert_s + t.seconds, 2)}
+    return {
+        "chunks": vs.count("chunks"),
+        "embed_s": round(embed_s, 2),
+        "chunks_per_s": round(len(chunks) / embed_s, 1),
+        "upsert_s": round(upsert_s + t.seconds, 2),
+    }
 
 
 def in_process(core: Any, queries: list[str], warm: list[str], mode: str) -> list[float]:
@@ -119,8 +159,13 @@ async def over_stdio(store: Path, queries: list[str], warm: list[str]) -> tuple[
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    transport = StdioTransport(command=str(AISAC_BIN), args=["serve"], env=server_env(store), cwd=str(REPO_ROOT),
-                               log_file=store.parent / "server-stderr.log")
+    transport = StdioTransport(
+        command=str(AISAC_BIN),
+        args=["serve"],
+        env=server_env(store),
+        cwd=str(REPO_ROOT),
+        log_file=store.parent / "server-stderr.log",
+    )
     out = []
     t0 = time.perf_counter()
     async with Client(transport) as client:
@@ -169,24 +214,50 @@ def run(ctx: Context) -> dict[str, Any]:
     ip_ok, sd_ok = ip["p50_ms"] <= TARGET_INPROCESS_P50_MS, sd["p50_ms"] <= TARGET_STDIO_P50_MS
     rows = []
     for name, s in results.items():
-        tgt = f"<= {TARGET_INPROCESS_P50_MS:g}" if name == "in-process hybrid" else \
-            f"<= {TARGET_STDIO_P50_MS:g}" if name.startswith("stdio") else None
+        tgt = (
+            f"<= {TARGET_INPROCESS_P50_MS:g}"
+            if name == "in-process hybrid"
+            else f"<= {TARGET_STDIO_P50_MS:g}"
+            if name.startswith("stdio")
+            else None
+        )
         ok = ip_ok if name == "in-process hybrid" else sd_ok if name.startswith("stdio") else None
         rows.append((name, s["n"], s["p50_ms"], s["p95_ms"], s["p99_ms"], s["mean_ms"], tgt, target_cell(ok)))
-    table(f"latency: search over {fill['chunks']:,} chunks (k = 10, each query once, cache cleared)",
-          ["path", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "p50 target", "status"], rows,
-          caption=f"corpus: {len(chunks):,} Cranfield sentences / 2-sentence windows embedded at "
-                  f"{fill['chunks_per_s']} chunks/s ({fill['embed_s']} s); stdio server answered its first "
-                  f"search {first_s:.2f} s after spawn")
+    table(
+        f"latency: search over {fill['chunks']:,} chunks (k = 10, each query once, cache cleared)",
+        ["path", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "p50 target", "status"],
+        rows,
+        caption=f"corpus: {len(chunks):,} Cranfield sentences / 2-sentence windows embedded at "
+        f"{fill['chunks_per_s']} chunks/s ({fill['embed_s']} s); stdio server answered its first "
+        f"search {first_s:.2f} s after spawn",
+    )
     summary = [
-        {"metric": "in-process hybrid p50 / p95 ms", "value": f"{ip['p50_ms']} / {ip['p95_ms']}",
-         "target": f"p50 <= {TARGET_INPROCESS_P50_MS:g}", "met": ip_ok},
-        {"metric": "stdio rag_search p50 / p95 ms", "value": f"{sd['p50_ms']} / {sd['p95_ms']}",
-         "target": f"p50 <= {TARGET_STDIO_P50_MS:g}", "met": sd_ok},
+        {
+            "metric": "in-process hybrid p50 / p95 ms",
+            "value": f"{ip['p50_ms']} / {ip['p95_ms']}",
+            "target": f"p50 <= {TARGET_INPROCESS_P50_MS:g}",
+            "met": ip_ok,
+        },
+        {
+            "metric": "stdio rag_search p50 / p95 ms",
+            "value": f"{sd['p50_ms']} / {sd['p95_ms']}",
+            "target": f"p50 <= {TARGET_STDIO_P50_MS:g}",
+            "met": sd_ok,
+        },
         {"metric": "chunks in store", "value": fill["chunks"], "target": ">= 10000", "met": fill["chunks"] >= 10_000},
     ]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary,
-            "model_load_s": round(t_models.seconds, 2), "store": fill, "queries": len(queries), "warmup": len(warm),
-            "latency": results, "stdio_first_answer_s": round(first_s, 3),
-            "targets": {"inprocess_p50_ms": {"target": TARGET_INPROCESS_P50_MS, "measured": ip["p50_ms"], "met": ip_ok},
-                        "stdio_p50_ms": {"target": TARGET_STDIO_P50_MS, "measured": sd["p50_ms"], "met": sd_ok}}}
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "model_load_s": round(t_models.seconds, 2),
+        "store": fill,
+        "queries": len(queries),
+        "warmup": len(warm),
+        "latency": results,
+        "stdio_first_answer_s": round(first_s, 3),
+        "targets": {
+            "inprocess_p50_ms": {"target": TARGET_INPROCESS_P50_MS, "measured": ip["p50_ms"], "met": ip_ok},
+            "stdio_p50_ms": {"target": TARGET_STDIO_P50_MS, "measured": sd["p50_ms"], "met": sd_ok},
+        },
+    }

@@ -58,8 +58,16 @@ def _merge_rate() -> float:
 
     ranked = {}
     for s, name in enumerate(("arxiv", "pubmed", "crossref", "openalex", "semantic_scholar")):
-        ranked[name] = [Paper(source=name, source_id=f"{name}-{i}", doi=f"10.5555/p{i if i % 2 else i + 1000 * s}",
-                              title=f"Paper number {i}", year=2020) for i in range(200)]
+        ranked[name] = [
+            Paper(
+                source=name,
+                source_id=f"{name}-{i}",
+                doi=f"10.5555/p{i if i % 2 else i + 1000 * s}",
+                title=f"Paper number {i}",
+                year=2020,
+            )
+            for i in range(200)
+        ]
     t = time.perf_counter()
     for _ in range(5):
         merge_papers(ranked)
@@ -73,16 +81,17 @@ async def _arxiv_gaps(srv: Any, core: Any) -> list[float]:
 
     before = len(srv.requests("/arxiv"))
     async with Client(build(["lit"], app=core, lifespan=False)) as c:
-        await asyncio.gather(*[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]})
-                               for i in range(5)])
+        await asyncio.gather(
+            *[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]}) for i in range(5)]
+        )
     times = sorted(t for t, _p, _q in srv.requests("/arxiv")[before:])
     return [b - a for a, b in zip(times, times[1:])]
 
 
 def run(ctx: Context) -> dict[str, Any]:
     """Run the three measurements; returns the JSON result."""
-    from aisac_core.settings import Settings
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "literature") as tmp, _replay_server() as srv:
@@ -98,19 +107,44 @@ def run(ctx: Context) -> dict[str, Any]:
         finally:
             polite.close()
     c, w = latency_summary(cold), latency_summary(warm)
-    table("literature: lit_search, 4 sources, local replay server (ms)", ["answered", "n", "p50", "p95", "max"],
-          [["over HTTP (cold)", c["n"], c["p50_ms"], c["p95_ms"], c["max_ms"]],
-           ["from the cache", w["n"], w["p50_ms"], w["p95_ms"], w["max_ms"]]],
-          caption="cold: paced by PubMed's 3 requests/s (2 per search)")
+    table(
+        "literature: lit_search, 4 sources, local replay server (ms)",
+        ["answered", "n", "p50", "p95", "max"],
+        [
+            ["over HTTP (cold)", c["n"], c["p50_ms"], c["p95_ms"], c["max_ms"]],
+            ["from the cache", w["n"], w["p50_ms"], w["p95_ms"], w["max_ms"]],
+        ],
+        caption="cold: paced by PubMed's 3 requests/s (2 per search)",
+    )
     ok = min(gaps) >= TARGET_GAP_S if gaps else None
-    table("literature: merge and arXiv politeness", ["measure", "value", "target", "status"],
-          [["merge_papers (papers/s, 1,000 records)", round(rate), "-", "-"],
-           ["arXiv: smallest gap of 5 concurrent calls (s)", round(min(gaps), 3) if gaps else None,
-            f">= {TARGET_GAP_S}", target_cell(ok)]])
-    return {"status": "ok", "search_cold": c, "search_cached": w, "merge_papers_per_s": round(rate),
-            "arxiv_gaps_s": [round(g, 3) for g in gaps], "arxiv_gap_target_met": ok,
-            "summary": [
-                {"metric": "lit_search p50, 4 sources, cold / cached (ms)", "value": f"{c['p50_ms']} / {w['p50_ms']}"},
-                {"metric": "arXiv smallest gap, 5 concurrent calls (s)", "value": round(min(gaps), 3) if gaps else None,
-                 "target": f">= {TARGET_GAP_S}", "met": ok}],
-            "seconds": round(time.perf_counter() - t0, 1)}
+    table(
+        "literature: merge and arXiv politeness",
+        ["measure", "value", "target", "status"],
+        [
+            ["merge_papers (papers/s, 1,000 records)", round(rate), "-", "-"],
+            [
+                "arXiv: smallest gap of 5 concurrent calls (s)",
+                round(min(gaps), 3) if gaps else None,
+                f">= {TARGET_GAP_S}",
+                target_cell(ok),
+            ],
+        ],
+    )
+    return {
+        "status": "ok",
+        "search_cold": c,
+        "search_cached": w,
+        "merge_papers_per_s": round(rate),
+        "arxiv_gaps_s": [round(g, 3) for g in gaps],
+        "arxiv_gap_target_met": ok,
+        "summary": [
+            {"metric": "lit_search p50, 4 sources, cold / cached (ms)", "value": f"{c['p50_ms']} / {w['p50_ms']}"},
+            {
+                "metric": "arXiv smallest gap, 5 concurrent calls (s)",
+                "value": round(min(gaps), 3) if gaps else None,
+                "target": f">= {TARGET_GAP_S}",
+                "met": ok,
+            },
+        ],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
@@ -43,27 +43,43 @@ def _texts(ctx: Context) -> tuple[list[tuple[str, str]], list[str], str]:
     folder = ctx.data_dir / "retrieval" / "cranfield"
     if (folder / "cran.all.1400").exists() and (folder / "cran.qry").exists():
         col = cranfield.load(folder)
-        per_doc = [(d.title, [s for s in re.split(r"(?<=\s\.)\s+", d.abstract) if len(s.split()) >= 4])
-                   for d in col.docs if d.title and d.abstract]
+        per_doc = [
+            (d.title, [s for s in re.split(r"(?<=\s\.)\s+", d.abstract) if len(s.split()) >= 4])
+            for d in col.docs
+            if d.title and d.abstract
+        ]
         pairs = []
         i = 0
         while len(pairs) < n_pairs:
             title, sents = per_doc[i % len(per_doc)]
             j = (i // len(per_doc)) % max(1, len(sents))
-            ans = " ".join(sents[j:j + 2]) or title
+            ans = " ".join(sents[j : j + 2]) or title
             pairs.append((f"What do we know about {title.rstrip(' .')}?", ans))
             i += 1
         return pairs, list(col.queries.values()), "Cranfield titles and abstract sentences"
-    topics = ["lipase stability", "CO2 corrosion", "heat transfer in packed beds", "perovskite films",
-              "battery capacity fade", "catalyst deactivation", "protein folding", "boundary layers"]
-    pairs = [(f"What did run {i} show about {topics[i % len(topics)]}?",
-              f"Run {i} on {topics[i % len(topics)]} gave value {i % 97} at condition {i % 13}.") for i in range(n_pairs)]
+    topics = [
+        "lipase stability",
+        "CO2 corrosion",
+        "heat transfer in packed beds",
+        "perovskite films",
+        "battery capacity fade",
+        "catalyst deactivation",
+        "protein folding",
+        "boundary layers",
+    ]
+    pairs = [
+        (
+            f"What did run {i} show about {topics[i % len(topics)]}?",
+            f"Run {i} on {topics[i % len(topics)]} gave value {i % 97} at condition {i % 13}.",
+        )
+        for i in range(n_pairs)
+    ]
     return pairs, [f"{t} result at condition {i}" for i in range(30) for t in topics], "synthetic templates"
 
 
 def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Write SESSIONS x TURNS_PER_SESSION turns in bulk and embed their pairs; returns timings."""
-    t0 = datetime.now(timezone.utc) - timedelta(days=30)
+    t0 = datetime.now(UTC) - timedelta(days=30)
     step = timedelta(milliseconds=10)
     k = 0
     with Timer() as t_sql:
@@ -71,22 +87,34 @@ def fill(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
             for s in range(SESSIONS):
                 sid = f"ses-bench{s:04d}"
                 db.add(MemorySession(id=sid, title=f"bench session {s}", project="bench", created_at=t0 + k * step))
-                for p in range(TURNS_PER_SESSION // 2):
+                for _p in range(TURNS_PER_SESSION // 2):
                     q, a = pairs[k % len(pairs)]
                     u = Turn(session_id=sid, role="user", content=q, created_at=t0 + (2 * k) * step)
                     db.add(u)
                     db.flush()
-                    db.add(Turn(session_id=sid, role="assistant", content=a, pair_user_id=u.id,
-                                created_at=t0 + (2 * k + 1) * step))
+                    db.add(
+                        Turn(
+                            session_id=sid,
+                            role="assistant",
+                            content=a,
+                            pair_user_id=u.id,
+                            created_at=t0 + (2 * k + 1) * step,
+                        )
+                    )
                     k += 1
             db.commit()
     err.print(f"memory: {2 * k:,} turns written in {t_sql.seconds:.1f} s; embedding {k:,} pairs ...")
     vs = core.vectors()
     with Timer() as t_emb:
         added = core.memory.reconcile_dialogue()  # the service's first use then finds the store reconciled
-    return {"turns": 2 * k, "pairs": added, "sql_s": round(t_sql.seconds, 2), "embed_s": round(t_emb.seconds, 2),
-            "pairs_per_s": round(added / t_emb.seconds, 1) if t_emb.seconds else None,
-            "points": vs.count(DIALOGUE)}
+    return {
+        "turns": 2 * k,
+        "pairs": added,
+        "sql_s": round(t_sql.seconds, 2),
+        "embed_s": round(t_emb.seconds, 2),
+        "pairs_per_s": round(added / t_emb.seconds, 1) if t_emb.seconds else None,
+        "points": vs.count(DIALOGUE),
+    }
 
 
 def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[float], dict[str, Any]]:
@@ -120,8 +148,13 @@ def bench_add_turn(core: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
         core.memory.add_turn(sid, role, q if role == "user" else a)
         per_role[role].append((time.perf_counter() - t) * 1000)
     secs = time.perf_counter() - t0
-    return {"turns": ADD_TURNS, "seconds": round(secs, 2), "turns_per_s": round(ADD_TURNS / secs, 1),
-            "user_turn_ms": latency_summary(per_role["user"]), "assistant_turn_ms": latency_summary(per_role["assistant"])}
+    return {
+        "turns": ADD_TURNS,
+        "seconds": round(secs, 2),
+        "turns_per_s": round(ADD_TURNS / secs, 1),
+        "user_turn_ms": latency_summary(per_role["user"]),
+        "assistant_turn_ms": latency_summary(per_role["assistant"]),
+    }
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -143,25 +176,65 @@ def run(ctx: Context) -> dict[str, Any]:
             core.close()
     rs = latency_summary(recall_ms)
     ok = rs["p50_ms"] <= TARGET_RECALL_P50_MS
-    table(f"memory: recall over {store['turns']:,} turns ({store['points']:,} embedded pairs), in-process",
-          ["measure", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms", "target", "status"],
-          [("memory_recall (last_n 10, k 5, budget 2,000)", rs["n"], rs["p50_ms"], rs["p95_ms"], rs["p99_ms"],
-            rs["mean_ms"], f"p50 <= {TARGET_RECALL_P50_MS:g}", target_cell(ok)),
-           ("memory_add_turn, user (SQL only)", add["user_turn_ms"]["n"], add["user_turn_ms"]["p50_ms"],
-            add["user_turn_ms"]["p95_ms"], add["user_turn_ms"]["p99_ms"], add["user_turn_ms"]["mean_ms"], None, "-"),
-           ("memory_add_turn, assistant (SQL + embed + upsert)", add["assistant_turn_ms"]["n"],
-            add["assistant_turn_ms"]["p50_ms"], add["assistant_turn_ms"]["p95_ms"], add["assistant_turn_ms"]["p99_ms"],
-            add["assistant_turn_ms"]["mean_ms"], None, "-")],
-          caption=f"texts: {source}; set-up: {store['turns']:,} turns in {store['sql_s']} s (SQL), {store['pairs']:,} "
-                  f"pairs embedded in {store['embed_s']} s ({store['pairs_per_s']} pairs/s); add_turn throughput "
-                  f"{add['turns_per_s']} turns/s ({ADD_TURNS} turns, every second one embedded)")
+    table(
+        f"memory: recall over {store['turns']:,} turns ({store['points']:,} embedded pairs), in-process",
+        ["measure", "n", "p50 ms", "p95 ms", "p99 ms", "mean ms", "target", "status"],
+        [
+            (
+                "memory_recall (last_n 10, k 5, budget 2,000)",
+                rs["n"],
+                rs["p50_ms"],
+                rs["p95_ms"],
+                rs["p99_ms"],
+                rs["mean_ms"],
+                f"p50 <= {TARGET_RECALL_P50_MS:g}",
+                target_cell(ok),
+            ),
+            (
+                "memory_add_turn, user (SQL only)",
+                add["user_turn_ms"]["n"],
+                add["user_turn_ms"]["p50_ms"],
+                add["user_turn_ms"]["p95_ms"],
+                add["user_turn_ms"]["p99_ms"],
+                add["user_turn_ms"]["mean_ms"],
+                None,
+                "-",
+            ),
+            (
+                "memory_add_turn, assistant (SQL + embed + upsert)",
+                add["assistant_turn_ms"]["n"],
+                add["assistant_turn_ms"]["p50_ms"],
+                add["assistant_turn_ms"]["p95_ms"],
+                add["assistant_turn_ms"]["p99_ms"],
+                add["assistant_turn_ms"]["mean_ms"],
+                None,
+                "-",
+            ),
+        ],
+        caption=f"texts: {source}; set-up: {store['turns']:,} turns in {store['sql_s']} s (SQL), {store['pairs']:,} "
+        f"pairs embedded in {store['embed_s']} s ({store['pairs_per_s']} pairs/s); add_turn throughput "
+        f"{add['turns_per_s']} turns/s ({ADD_TURNS} turns, every second one embedded)",
+    )
     summary = [
-        {"metric": "memory_recall p50 / p95 ms (10,000 turns)", "value": f"{rs['p50_ms']} / {rs['p95_ms']}",
-         "target": f"p50 <= {TARGET_RECALL_P50_MS:g}", "met": ok},
+        {
+            "metric": "memory_recall p50 / p95 ms (10,000 turns)",
+            "value": f"{rs['p50_ms']} / {rs['p95_ms']}",
+            "target": f"p50 <= {TARGET_RECALL_P50_MS:g}",
+            "met": ok,
+        },
         {"metric": "memory_add_turn turns/s (half embedded)", "value": add["turns_per_s"], "target": None, "met": None},
         {"metric": "turns in store", "value": store["turns"], "target": ">= 10000", "met": store["turns"] >= 10_000},
     ]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "texts": source,
-            "model_load_s": round(t_models.seconds, 2), "store": store, "recall_queries": len(queries),
-            "recall_ms": rs, "recall_sample": sample, "add_turn": add,
-            "targets": {"recall_p50_ms": {"target": TARGET_RECALL_P50_MS, "measured": rs["p50_ms"], "met": ok}}}
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "texts": source,
+        "model_load_s": round(t_models.seconds, 2),
+        "store": store,
+        "recall_queries": len(queries),
+        "recall_ms": rs,
+        "recall_sample": sample,
+        "add_turn": add,
+        "targets": {"recall_p50_ms": {"target": TARGET_RECALL_P50_MS, "measured": rs["p50_ms"], "met": ok}},
+    }

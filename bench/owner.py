@@ -37,8 +37,9 @@ async def _stdio_calls(store: Path, args: list[str], n: int) -> tuple[float, lis
     from fastmcp.client.transports import StdioTransport
 
     t0 = time.perf_counter()
-    async with Client(StdioTransport(command=str(AISAC_BIN), args=["serve", *args], env=server_env(store),
-                                     keep_alive=False)) as c:
+    async with Client(
+        StdioTransport(command=str(AISAC_BIN), args=["serve", *args], env=server_env(store), keep_alive=False)
+    ) as c:
         await c.list_tools()
         listed = time.perf_counter() - t0
         lat = []
@@ -100,31 +101,62 @@ def run(ctx: Context) -> dict[str, Any]:
             direct = anyio.run(_http_calls, store, n)
         finally:
             stop_owner(store)
-    ms = lambda xs, p: round(percentile(xs, p) * 1000, 1)
-    med = lambda xs: round(statistics.median(xs), 2)
+
+    def ms(xs, p):
+        return round(percentile(xs, p) * 1000, 1)
+
+    def med(xs):
+        return round(statistics.median(xs), 2)
+
     overhead = round(ms(proxied, 50) - ms(inproc, 50), 1)
     rows = [
         ("spawn -> tools/list, in-process (--no-owner)", med(inproc_starts), None, None, None),
-        ("spawn -> tools/list, owner running", med(warm_starts), None, f"<= {LIST_TARGET_WARM_S}",
-         med(warm_starts) <= LIST_TARGET_WARM_S),
-        ("spawn -> tools/list, owner must start", med(cold_starts), None, f"<= {LIST_TARGET_COLD_S}",
-         med(cold_starts) <= LIST_TARGET_COLD_S),
+        (
+            "spawn -> tools/list, owner running",
+            med(warm_starts),
+            None,
+            f"<= {LIST_TARGET_WARM_S}",
+            med(warm_starts) <= LIST_TARGET_WARM_S,
+        ),
+        (
+            "spawn -> tools/list, owner must start",
+            med(cold_starts),
+            None,
+            f"<= {LIST_TARGET_COLD_S}",
+            med(cold_starts) <= LIST_TARGET_COLD_S,
+        ),
         ("call, stdio in-process (ms)", ms(inproc, 50), ms(inproc, 95), None, None),
         ("call, stdio -> owner (ms)", ms(proxied, 50), ms(proxied, 95), None, None),
         ("call, HTTP straight to the owner (ms)", ms(direct, 50), ms(direct, 95), None, None),
-        ("overhead stdio -> owner minus in-process (ms)", overhead, None, f"<= {OVERHEAD_TARGET_MS:g}",
-         overhead <= OVERHEAD_TARGET_MS),
+        (
+            "overhead stdio -> owner minus in-process (ms)",
+            overhead,
+            None,
+            f"<= {OVERHEAD_TARGET_MS:g}",
+            overhead <= OVERHEAD_TARGET_MS,
+        ),
     ]
-    table(f"owner: start (s, median of {repeats}) and memory_list_sessions latency ({n} calls)",
-          ["measure", "p50 / s", "p95", "target", "met"], rows)
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1),
-            "summary": [{"metric": "proxied call p50 ms", "value": ms(proxied, 50)},
-                        {"metric": "in-process call p50 ms", "value": ms(inproc, 50)},
-                        {"metric": "proxy overhead p50 ms", "value": overhead},
-                        {"metric": "tools/list, owner running s", "value": med(warm_starts)},
-                        {"metric": "tools/list, owner must start s", "value": med(cold_starts)}],
-            "latency_ms": {r[0]: {"p50": r[1], "p95": r[2]} for r in rows[3:6]},
-            "start_s": {"in_process": med(inproc_starts), "owner_must_start": med(cold_starts),
-                        "owner_running": med(warm_starts)},
-            "median_proxy_overhead_ms": overhead,
-            "targets_met": all(r[4] for r in rows if r[4] is not None)}
+    table(
+        f"owner: start (s, median of {repeats}) and memory_list_sessions latency ({n} calls)",
+        ["measure", "p50 / s", "p95", "target", "met"],
+        rows,
+    )
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": [
+            {"metric": "proxied call p50 ms", "value": ms(proxied, 50)},
+            {"metric": "in-process call p50 ms", "value": ms(inproc, 50)},
+            {"metric": "proxy overhead p50 ms", "value": overhead},
+            {"metric": "tools/list, owner running s", "value": med(warm_starts)},
+            {"metric": "tools/list, owner must start s", "value": med(cold_starts)},
+        ],
+        "latency_ms": {r[0]: {"p50": r[1], "p95": r[2]} for r in rows[3:6]},
+        "start_s": {
+            "in_process": med(inproc_starts),
+            "owner_must_start": med(cold_starts),
+            "owner_running": med(warm_starts),
+        },
+        "median_proxy_overhead_ms": overhead,
+        "targets_met": all(r[4] for r in rows if r[4] is not None),
+    }

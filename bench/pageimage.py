@@ -40,7 +40,7 @@ def _passage(text: str, quote: bool) -> str | None:
         sentences = [s.strip() for s in text.split(". ") if 8 <= len(s.split()) <= 40]
         return sentences[len(sentences) // 2] if sentences else None
     words = text.split()
-    return " ".join(words[len(words) // 3: len(words) // 3 + 60]) if len(words) >= 120 else None
+    return " ".join(words[len(words) // 3 : len(words) // 3 + 60]) if len(words) >= 120 else None
 
 
 def _cards_from(pdfs: list[Path], n: int) -> list[tuple[Path, int, str]]:
@@ -74,8 +74,12 @@ def _generated(folder: Path) -> list[Path]:
     for p in range(10):
         c.setFont("Helvetica", 10)
         for i in range(50):
-            c.drawString(60, 780 - 14 * i, f"Page {p + 1} line {i + 1}: catalyst deactivation by coke deposits "
-                         f"reduced the conversion of methanol. Measurement {p * 50 + i} was repeated.")
+            c.drawString(
+                60,
+                780 - 14 * i,
+                f"Page {p + 1} line {i + 1}: catalyst deactivation by coke deposits "
+                f"reduced the conversion of methanol. Measurement {p * 50 + i} was repeated.",
+            )
         c.showPage()
     c.save()
     return [path]
@@ -99,7 +103,7 @@ def run(ctx: Context) -> dict[str, Any]:
         cards = _cards_from(pdfs or _generated(tmp), N_CARDS)
         if len(cards) < 3:
             raise Skip(f"fewer than 3 cards with text in {source}")
-        warm, cards = cards[0], cards[1:N_CARDS + 1]
+        warm, cards = cards[0], cards[1 : N_CARDS + 1]
         cold_ms, _ = _ms(lambda: evidence_page(warm[0], warm[1], warm[2], cache_dir=tmp / "warm", width=WIDTH))
         first, cached, found, sizes = [], [], 0, []
         for i, (path, page, passage) in enumerate(cards):
@@ -114,23 +118,62 @@ def run(ctx: Context) -> dict[str, Any]:
             sizes.append(len(res.png) / 1024)
     fs, cs = latency_summary(first), latency_summary(cached)
     ok_first, ok_cached = fs["p95_ms"] <= TARGET_FIRST_MS, cs["p95_ms"] <= TARGET_CACHED_MS
-    table(f"pageimage: evidence card page images, {len(cards)} cards at {WIDTH} px ({source})",
-          ["measure", "p50", "p95", "max", "target", "status"],
-          [("first render (ms)", fs["p50_ms"], fs["p95_ms"], fs["max_ms"], f"p95 <= {TARGET_FIRST_MS:.0f} ms",
-            target_cell(ok_first)),
-           ("cached render (ms)", cs["p50_ms"], cs["p95_ms"], cs["max_ms"], f"p95 <= {TARGET_CACHED_MS:.0f} ms",
-            target_cell(ok_cached)),
-           ("cold start, first card of the process (ms)", round(cold_ms, 2), None, None, None, "-"),
-           ("PNG size (kB)", round(statistics.median(sizes), 1), round(percentile(sizes, 95), 1), round(max(sizes), 1),
-            None, "-")],
-          caption=f"passage located on {found} of {len(cards)} cards")
+    table(
+        f"pageimage: evidence card page images, {len(cards)} cards at {WIDTH} px ({source})",
+        ["measure", "p50", "p95", "max", "target", "status"],
+        [
+            (
+                "first render (ms)",
+                fs["p50_ms"],
+                fs["p95_ms"],
+                fs["max_ms"],
+                f"p95 <= {TARGET_FIRST_MS:.0f} ms",
+                target_cell(ok_first),
+            ),
+            (
+                "cached render (ms)",
+                cs["p50_ms"],
+                cs["p95_ms"],
+                cs["max_ms"],
+                f"p95 <= {TARGET_CACHED_MS:.0f} ms",
+                target_cell(ok_cached),
+            ),
+            ("cold start, first card of the process (ms)", round(cold_ms, 2), None, None, None, "-"),
+            (
+                "PNG size (kB)",
+                round(statistics.median(sizes), 1),
+                round(percentile(sizes, 95), 1),
+                round(max(sizes), 1),
+                None,
+                "-",
+            ),
+        ],
+        caption=f"passage located on {found} of {len(cards)} cards",
+    )
     summary = [
-        {"metric": "evidence page first render p95 (ms)", "value": fs["p95_ms"], "target": f"<= {TARGET_FIRST_MS:.0f}",
-         "met": ok_first},
-        {"metric": "evidence page cached render p95 (ms)", "value": cs["p95_ms"],
-         "target": f"<= {TARGET_CACHED_MS:.0f}", "met": ok_cached},
+        {
+            "metric": "evidence page first render p95 (ms)",
+            "value": fs["p95_ms"],
+            "target": f"<= {TARGET_FIRST_MS:.0f}",
+            "met": ok_first,
+        },
+        {
+            "metric": "evidence page cached render p95 (ms)",
+            "value": cs["p95_ms"],
+            "target": f"<= {TARGET_CACHED_MS:.0f}",
+            "met": ok_cached,
+        },
     ]
-    return {"status": "ok", "source": source, "cards": len(cards), "width": WIDTH, "found": found,
-            "first_render": fs, "cached_render": cs, "cold_start_ms": round(cold_ms, 2),
-            "png_kb_median": round(statistics.median(sizes), 1), "summary": summary,
-            "seconds": round(time.perf_counter() - t_start, 1)}
+    return {
+        "status": "ok",
+        "source": source,
+        "cards": len(cards),
+        "width": WIDTH,
+        "found": found,
+        "first_render": fs,
+        "cached_render": cs,
+        "cold_start_ms": round(cold_ms, 2),
+        "png_kb_median": round(statistics.median(sizes), 1),
+        "summary": summary,
+        "seconds": round(time.perf_counter() - t_start, 1),
+    }

@@ -93,20 +93,26 @@ def run(ctx: Context) -> dict[str, Any]:
                 best_conv, best_total = min(best_conv, tc.seconds), min(best_total, tp.seconds)
                 best_rec = min(best_rec, tr.seconds)
             pages = len(res.pages)
-            row: dict[str, Any] = {"file": str(f.relative_to(src)), "pages": pages,
-                                   "parse_s": round(best_total, 4), "convert_s": round(best_conv, 4),
-                                   "reconstruct_s": round(best_rec, 4),
-                                   "s_per_page": round(best_total / pages, 4)}
+            row: dict[str, Any] = {
+                "file": str(f.relative_to(src)),
+                "pages": pages,
+                "parse_s": round(best_total, 4),
+                "convert_s": round(best_conv, 4),
+                "reconstruct_s": round(best_rec, 4),
+                "s_per_page": round(best_total / pages, 4),
+            }
             top = [s["title"] for s in overview_of_structure(doc.structure)["sections"] if s["level"] == 1]
             if f.name in truth and f.parent.name == "papermage":
                 row["top_level"] = _pr(top, truth[f.name])
                 row["top_level_found"] = top
             gt = src / "docling" / "groundtruth" / (f.stem + ".md")
             if f.parent.name == "docling" and gt.is_file():
-                gt_heads = [m.group(1).strip() for m in re.finditer(r"^#+\s+(.+)$", gt.read_text(encoding="utf-8"),
-                                                                  re.M)]
-                ours = ([doc.structure["metadata"].get("title")] if doc.structure["metadata"].get("title") else []) + \
-                    [s["title"] for s in doc.structure["sections"]]
+                gt_heads = [
+                    m.group(1).strip() for m in re.finditer(r"^#+\s+(.+)$", gt.read_text(encoding="utf-8"), re.M)
+                ]
+                ours = ([doc.structure["metadata"].get("title")] if doc.structure["metadata"].get("title") else []) + [
+                    s["title"] for s in doc.structure["sections"]
+                ]
                 row["headings_vs_groundtruth"] = _pr(ours, gt_heads, fuzzy=True)
             files.append(row)
     pages = sum(r["pages"] for r in files)
@@ -114,15 +120,44 @@ def run(ctx: Context) -> dict[str, Any]:
     conv = sum(r["convert_s"] for r in files)
     rec = sum(r["reconstruct_s"] for r in files)
     per_page = total / pages if pages else None
-    rows = [(r["file"], r["pages"], r["convert_s"], r["reconstruct_s"], r["parse_s"], r["s_per_page"],
-             target_cell(r["s_per_page"] <= TARGET_S_PER_PAGE)) for r in files]
-    rows.append(("all", pages, round(conv, 3), round(rec, 3), round(total, 3), round(per_page or 0, 4),
-                 target_cell(per_page is not None and per_page <= TARGET_S_PER_PAGE)))
-    table("pdf: parse time (docling native pipeline + aisac reconstruction + structure + chunking; best of 2)",
-          ["file", "pages", "docling convert s", "reconstruct s", "parse_document s", "s/page",
-           f"<= {TARGET_S_PER_PAGE}"], rows,
-          caption="parse_document = docling conversion + aisac's reconstruction + chunking (docling-core "
-                  "HybridChunker) + structure; 'reconstruct s' times aisac's reconstruction alone")
+    rows = [
+        (
+            r["file"],
+            r["pages"],
+            r["convert_s"],
+            r["reconstruct_s"],
+            r["parse_s"],
+            r["s_per_page"],
+            target_cell(r["s_per_page"] <= TARGET_S_PER_PAGE),
+        )
+        for r in files
+    ]
+    rows.append(
+        (
+            "all",
+            pages,
+            round(conv, 3),
+            round(rec, 3),
+            round(total, 3),
+            round(per_page or 0, 4),
+            target_cell(per_page is not None and per_page <= TARGET_S_PER_PAGE),
+        )
+    )
+    table(
+        "pdf: parse time (docling native pipeline + aisac reconstruction + structure + chunking; best of 2)",
+        [
+            "file",
+            "pages",
+            "docling convert s",
+            "reconstruct s",
+            "parse_document s",
+            "s/page",
+            f"<= {TARGET_S_PER_PAGE}",
+        ],
+        rows,
+        caption="parse_document = docling conversion + aisac's reconstruction + chunking (docling-core "
+        "HybridChunker) + structure; 'reconstruct s' times aisac's reconstruction alone",
+    )
 
     def pr_rows(key: str) -> tuple[list[tuple[Any, ...]], float | None, float | None]:
         out, TP, F, T = [], 0, 0, 0
@@ -138,21 +173,48 @@ def run(ctx: Context) -> dict[str, Any]:
         return out, p, rc
 
     pm_rows, pm_p, pm_r = pr_rows("top_level")
-    table("pdf: top-level section detection vs tests/fixtures/papermage_sections.json (read from the PDFs)",
-          ["file", "truth", "found", "matched", "precision", "recall"], pm_rows)
+    table(
+        "pdf: top-level section detection vs tests/fixtures/papermage_sections.json (read from the PDFs)",
+        ["file", "truth", "found", "matched", "precision", "recall"],
+        pm_rows,
+    )
     gt_rows, gt_p, gt_r = pr_rows("headings_vs_groundtruth")
-    table("pdf: all headings vs docling groundtruth Markdown headings (fuzzy >= 90)",
-          ["file", "truth", "found", "matched", "precision", "recall"], gt_rows)
+    table(
+        "pdf: all headings vs docling groundtruth Markdown headings (fuzzy >= 90)",
+        ["file", "truth", "found", "matched", "precision", "recall"],
+        gt_rows,
+    )
     summary = [
-        {"metric": "parse s/page (all shared PDFs)", "value": round(per_page, 4) if per_page else None,
-         "target": f"<= {TARGET_S_PER_PAGE}", "met": per_page is not None and per_page <= TARGET_S_PER_PAGE},
-        {"metric": "top-level sections precision / recall (papermage)", "value": f"{pm_p} / {pm_r}",
-         "target": f">= {TARGET_PR}", "met": (pm_p or 0) >= TARGET_PR and (pm_r or 0) >= TARGET_PR},
+        {
+            "metric": "parse s/page (all shared PDFs)",
+            "value": round(per_page, 4) if per_page else None,
+            "target": f"<= {TARGET_S_PER_PAGE}",
+            "met": per_page is not None and per_page <= TARGET_S_PER_PAGE,
+        },
+        {
+            "metric": "top-level sections precision / recall (papermage)",
+            "value": f"{pm_p} / {pm_r}",
+            "target": f">= {TARGET_PR}",
+            "met": (pm_p or 0) >= TARGET_PR and (pm_r or 0) >= TARGET_PR,
+        },
         {"metric": "headings precision / recall (docling groundtruth)", "value": f"{gt_p} / {gt_r}"},
     ]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "files": files,
-            "pages": pages, "s_per_page": per_page, "convert_s_per_page": conv / pages if pages else None,
-            "reconstruct_s_per_page": rec / pages if pages else None, "top_level": {"precision": pm_p, "recall": pm_r},
-            "groundtruth_headings": {"precision": gt_p, "recall": gt_r},
-            "targets": {"s_per_page": {"target": TARGET_S_PER_PAGE, "measured": per_page,
-                                       "met": per_page is not None and per_page <= TARGET_S_PER_PAGE}}}
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "files": files,
+        "pages": pages,
+        "s_per_page": per_page,
+        "convert_s_per_page": conv / pages if pages else None,
+        "reconstruct_s_per_page": rec / pages if pages else None,
+        "top_level": {"precision": pm_p, "recall": pm_r},
+        "groundtruth_headings": {"precision": gt_p, "recall": gt_r},
+        "targets": {
+            "s_per_page": {
+                "target": TARGET_S_PER_PAGE,
+                "measured": per_page,
+                "met": per_page is not None and per_page <= TARGET_S_PER_PAGE,
+            }
+        },
+    }

@@ -61,18 +61,33 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
     counters, failures = Counters(), []
     with Timer() as t_models:
         core.vectors()  # loads the models and opens the store, so the index time is indexing only
-    with Progress(TextColumn("quality: indexing Cranfield"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("quality: indexing Cranfield"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=None)
         with Timer() as t:
-            Indexer(core.rag).run([folder], counters=counters, failures=failures,
-                              progress=lambda done, total, _n: bar.update(task, completed=done, total=total))
-    return {"model_load_s": round(t_models.seconds, 2), "index_s": round(t.seconds, 2),
-            "counters": counters.as_dict(), "failures": failures}
+            Indexer(core.rag).run(
+                [folder],
+                counters=counters,
+                failures=failures,
+                progress=lambda done, total, _n: bar.update(task, completed=done, total=total),
+            )
+    return {
+        "model_load_s": round(t_models.seconds, 2),
+        "index_s": round(t.seconds, 2),
+        "counters": counters.as_dict(),
+        "failures": failures,
+    }
 
 
-def run_aisac(core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None,
-              overrides: dict[str, Any] | None = None) -> tuple[dict, list]:
+def run_aisac(
+    core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None, overrides: dict[str, Any] | None = None
+) -> tuple[dict, list]:
     """Run every query through :func:`aisac_core.rag.search.search` (k = 100) in ``mode`` (and, for hybrid,
     with ``fusion`` and the module constants in ``overrides``, e.g. ``{"PRF_CHUNKS": 0}``, restored after);
     returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding cache is cleared
@@ -113,14 +128,22 @@ def run_bm25s(col: cranfield.Cranfield, stem: bool) -> tuple[dict, dict]:
             return {}, {"error": "PyStemmer is not installed"}
     ids = [d.doc_id for d in col.docs]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([d.text for d in col.docs], stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+    retriever.index(
+        bm25s.tokenize([d.text for d in col.docs], stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
     qids = list(col.queries)
     qtok = bm25s.tokenize([col.queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
     docs, scores = retriever.retrieve(qtok, k=100, show_progress=False)
     runs = {q: [ids[int(j)] for j, s in zip(docs[i], scores[i]) if s > 0] for i, q in enumerate(qids)}
-    settings = {"method": retriever.method, "k1": retriever.k1, "b": retriever.b, "stopwords": "en",
-                "stemmer": "PyStemmer english (Snowball)" if stemmer else None, "version": bm25s.__version__}
+    settings = {
+        "method": retriever.method,
+        "k1": retriever.k1,
+        "b": retriever.b,
+        "stopwords": "en",
+        "stemmer": "PyStemmer english (Snowball)" if stemmer else None,
+        "version": bm25s.__version__,
+    }
     return runs, settings
 
 
@@ -129,8 +152,12 @@ def evaluate(runs: dict[str, list[str]], col: cranfield.Cranfield) -> dict[str, 
     qids = list(col.queries)
     nd = [ndcg_at_k(runs.get(q, []), col.qrels.get(q, {}), 10) for q in qids]
     rc = [recall_at_k(runs.get(q, []), col.qrels.get(q, {}), 100) for q in qids]
-    return {"ndcg@10": round(mean(nd), 4), "recall@100": round(mean(rc), 4), "queries": len(qids),
-            "per_query_ndcg@10": [round(x, 4) for x in nd]}
+    return {
+        "ndcg@10": round(mean(nd), 4),
+        "recall@100": round(mean(rc), 4),
+        "queries": len(qids),
+        "per_query_ndcg@10": [round(x, 4) for x in nd],
+    }
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -155,11 +182,13 @@ def run(ctx: Context) -> dict[str, Any]:
         try:
             indexing = index_collection(core, tmp / "cranfield")
             for label, mode, fusion, over in (
-                    ("aisac dense (MiniLM)", "dense", None, None), ("aisac sparse (BM25)", "sparse", None, None),
-                    (f"aisac hybrid ({shipped}, shipped)", "hybrid", shipped, None),
-                    (f"aisac hybrid ({other})", "hybrid", other, None),
-                    (EARLIER, "hybrid", "convex", {"NORMALISATION": "minmax", "PRF_CHUNKS": 0}),
-                    ("aisac hybrid (convex TM2C2, no feedback)", "hybrid", "convex", {"PRF_CHUNKS": 0})):
+                ("aisac dense (MiniLM)", "dense", None, None),
+                ("aisac sparse (BM25)", "sparse", None, None),
+                (f"aisac hybrid ({shipped}, shipped)", "hybrid", shipped, None),
+                (f"aisac hybrid ({other})", "hybrid", other, None),
+                (EARLIER, "hybrid", "convex", {"NORMALISATION": "minmax", "PRF_CHUNKS": 0}),
+                ("aisac hybrid (convex TM2C2, no feedback)", "hybrid", "convex", {"PRF_CHUNKS": 0}),
+            ):
                 runs, lat = run_aisac(core, col, mode, fusion, over)
                 systems[label] = {**evaluate(runs, col), "search_latency": latency_summary(lat)}
             if ctx.study:
@@ -176,42 +205,82 @@ def run(ctx: Context) -> dict[str, Any]:
     hyb = systems[hybrid_label]
     for label, s in systems.items():
         if label != hybrid_label:
-            s["p_vs_shipped_hybrid"] = round(paired_randomization_test(hyb["per_query_ndcg@10"],
-                                                                       s["per_query_ndcg@10"]), 4)
+            s["p_vs_shipped_hybrid"] = round(
+                paired_randomization_test(hyb["per_query_ndcg@10"], s["per_query_ndcg@10"]), 4
+            )
     for label, s in systems.items():
         if label != EARLIER:
-            s["p_vs_earlier_hybrid"] = round(paired_randomization_test(systems[EARLIER]["per_query_ndcg@10"],
-                                                                       s["per_query_ndcg@10"]), 4)
+            s["p_vs_earlier_hybrid"] = round(
+                paired_randomization_test(systems[EARLIER]["per_query_ndcg@10"], s["per_query_ndcg@10"]), 4
+            )
     odd = [int(q) % 2 == 1 for q in col.queries]
     for s in systems.values():
         nd = s["per_query_ndcg@10"]
         s["ndcg@10_odd_qids"] = round(mean([x for x, o in zip(nd, odd) if o]), 4)
         s["ndcg@10_even_qids"] = round(mean([x for x, o in zip(nd, odd) if not o]), 4)
-    rows = [(label, s["ndcg@10"], s["ndcg@10_odd_qids"], s["ndcg@10_even_qids"], s["recall@100"],
-             s.get("search_latency", {}).get("p50_ms"), s.get("p_vs_shipped_hybrid"), s.get("p_vs_earlier_hybrid"))
-            for label, s in systems.items()]
+    rows = [
+        (
+            label,
+            s["ndcg@10"],
+            s["ndcg@10_odd_qids"],
+            s["ndcg@10_even_qids"],
+            s["recall@100"],
+            s.get("search_latency", {}).get("p50_ms"),
+            s.get("p_vs_shipped_hybrid"),
+            s.get("p_vs_earlier_hybrid"),
+        )
+        for label, s in systems.items()
+    ]
     c = indexing["counters"]
-    table(f"quality: Cranfield ({len(col.docs):,} abstracts, {len(col.queries)} queries)", ["system", "nDCG@10", "odd qids", "even qids",
-          "recall@100", "search p50 ms", "p vs hybrid", "p vs earlier (0.420)"], rows,
-          caption=f"indexed through aisac in {indexing['index_s']:.0f} s ({c['files_indexed']} files, "
-                  f"{c['chunks_embedded']} chunks, {c['files_failed']} failed: "
-                  f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); sparse = "
-                  f"{SPARSE_MODEL_ID}; p = paired randomization test on per-query nDCG@10. Reference (earlier, "
-                  f"this machine): " + ", ".join(f"{k} {v}" for k, v in REFERENCE.items()))
+    table(
+        f"quality: Cranfield ({len(col.docs):,} abstracts, {len(col.queries)} queries)",
+        [
+            "system",
+            "nDCG@10",
+            "odd qids",
+            "even qids",
+            "recall@100",
+            "search p50 ms",
+            "p vs hybrid",
+            "p vs earlier (0.420)",
+        ],
+        rows,
+        caption=f"indexed through aisac in {indexing['index_s']:.0f} s ({c['files_indexed']} files, "
+        f"{c['chunks_embedded']} chunks, {c['files_failed']} failed: "
+        f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); sparse = "
+        f"{SPARSE_MODEL_ID}; p = paired randomization test on per-query nDCG@10. Reference (earlier, "
+        f"this machine): " + ", ".join(f"{k} {v}" for k, v in REFERENCE.items()),
+    )
     met = hyb["ndcg@10"] >= TARGET_NDCG
-    table("quality: target", ["check", "measured", "target", "status"],
-          [("hybrid nDCG@10", hyb["ndcg@10"], f">= {TARGET_NDCG}", target_cell(met))])
+    table(
+        "quality: target",
+        ["check", "measured", "target", "status"],
+        [("hybrid nDCG@10", hyb["ndcg@10"], f">= {TARGET_NDCG}", target_cell(met))],
+    )
     if study:
         from .fusion_study import print_study
 
         print_study(study)
     summary = [
-        {"metric": "hybrid nDCG@10 (shipped fusion)", "value": hyb["ndcg@10"], "target": f">= {TARGET_NDCG}", "met": met},
+        {
+            "metric": "hybrid nDCG@10 (shipped fusion)",
+            "value": hyb["ndcg@10"],
+            "target": f">= {TARGET_NDCG}",
+            "met": met,
+        },
         {"metric": "hybrid recall@100", "value": hyb["recall@100"]},
         *({"metric": f"{label} nDCG@10", "value": s["ndcg@10"]} for label, s in systems.items() if s is not hyb),
     ]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "indexing": indexing,
-            "gains": {str(k): v for k, v in cranfield.GAINS.items()}, "fusion_shipped": shipped,
-            "sparse_model": SPARSE_MODEL_ID, "systems": systems, "reference": REFERENCE,
-            "targets": {"hybrid_ndcg@10": {"target": TARGET_NDCG, "measured": hyb["ndcg@10"], "met": met}},
-            "fusion_study": study}
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "indexing": indexing,
+        "gains": {str(k): v for k, v in cranfield.GAINS.items()},
+        "fusion_shipped": shipped,
+        "sparse_model": SPARSE_MODEL_ID,
+        "systems": systems,
+        "reference": REFERENCE,
+        "targets": {"hybrid_ndcg@10": {"target": TARGET_NDCG, "measured": hyb["ndcg@10"], "met": met}},
+        "fusion_study": study,
+    }

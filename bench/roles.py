@@ -28,9 +28,14 @@ RUNS = 8
 
 
 def _tools(n: int) -> list[dict[str, Any]]:
-    return [{"name": f"srv_tool{i}", "description": "a tool",
-             "input_schema": {"type": "object", "required": ["query"], "properties": {"query": {}, "k": {}}}}
-            for i in range(n)]
+    return [
+        {
+            "name": f"srv_tool{i}",
+            "description": "a tool",
+            "input_schema": {"type": "object", "required": ["query"], "properties": {"query": {}, "k": {}}},
+        }
+        for i in range(n)
+    ]
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -71,9 +76,19 @@ def run(ctx: Context) -> dict[str, Any]:
                     if ev["kind"] == "role_step":
                         per_step.setdefault(ev["tool"], []).append(ev["latency_ms"])
             tools = _tools(40)
-            plan = {"steps": [{"id": f"s{i}", "goal": "g", "tool": f"srv_tool{i}", "arguments": {"query": "x"},
-                               "depends_on": [f"s{i - 1}"] if i else []} for i in range(7)]
-                    + [{"id": "answer", "goal": "g", "helper": "researcher", "depends_on": ["s6"]}]}
+            plan = {
+                "steps": [
+                    {
+                        "id": f"s{i}",
+                        "goal": "g",
+                        "tool": f"srv_tool{i}",
+                        "arguments": {"query": "x"},
+                        "depends_on": [f"s{i - 1}"] if i else [],
+                    }
+                    for i in range(7)
+                ]
+                + [{"id": "answer", "goal": "g", "helper": "researcher", "depends_on": ["s6"]}]
+            }
             val_ms = []
             for _ in range(300):
                 t = time.perf_counter()
@@ -93,15 +108,35 @@ def run(ctx: Context) -> dict[str, Any]:
         if step in per_step:
             s = latency_summary(per_step[step])
             rows.append((f"  role step {step} (trace latency)", s["n"], s["p50_ms"], s["p95_ms"], s["mean_ms"]))
-    rows += [("validate_plan, 8 steps over 40 tools", vs["n"], vs["p50_ms"], vs["p95_ms"], vs["mean_ms"]),
-             (f"evidence gate, {len(last['answer']['citations'])} cited anchors", gs["n"], gs["p50_ms"],
-              gs["p95_ms"], gs["mean_ms"])]
-    table("roles: headless graph without a model (in-process)", ["measure", "n", "p50 ms", "p95 ms", "mean ms"],
-          rows, caption=f"store: {n_notes} example notes indexed in {t_index.seconds:.1f} s; "
-                        f"{passed}/{RUNS} runs passed the evaluator (standard mode)")
-    summary = [{"metric": "run_graph without model p50 ms", "value": ws["p50_ms"], "target": None, "met": None},
-               {"metric": "validate_plan p50 ms (8 steps, 40 tools)", "value": vs["p50_ms"], "target": None,
-                "met": None}]
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1), "summary": summary, "run_ms": ws,
-            "steps_ms": {k: latency_summary(v) for k, v in per_step.items()}, "validate_plan_ms": vs,
-            "evidence_gate_ms": gs, "passed": passed, "runs": RUNS}
+    rows += [
+        ("validate_plan, 8 steps over 40 tools", vs["n"], vs["p50_ms"], vs["p95_ms"], vs["mean_ms"]),
+        (
+            f"evidence gate, {len(last['answer']['citations'])} cited anchors",
+            gs["n"],
+            gs["p50_ms"],
+            gs["p95_ms"],
+            gs["mean_ms"],
+        ),
+    ]
+    table(
+        "roles: headless graph without a model (in-process)",
+        ["measure", "n", "p50 ms", "p95 ms", "mean ms"],
+        rows,
+        caption=f"store: {n_notes} example notes indexed in {t_index.seconds:.1f} s; "
+        f"{passed}/{RUNS} runs passed the evaluator (standard mode)",
+    )
+    summary = [
+        {"metric": "run_graph without model p50 ms", "value": ws["p50_ms"], "target": None, "met": None},
+        {"metric": "validate_plan p50 ms (8 steps, 40 tools)", "value": vs["p50_ms"], "target": None, "met": None},
+    ]
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": summary,
+        "run_ms": ws,
+        "steps_ms": {k: latency_summary(v) for k, v in per_step.items()},
+        "validate_plan_ms": vs,
+        "evidence_gate_ms": gs,
+        "passed": passed,
+        "runs": RUNS,
+    }

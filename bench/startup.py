@@ -22,8 +22,10 @@ from .common import AISAC_BIN, REPO_ROOT, Context, Skip, server_env, table, targ
 
 TARGET_S = 2.0
 #: modules whose import time is measured: (label, module)
-IMPORTS = (("suite (aisac_servers.serving.suite)", "aisac_servers.serving.suite"),
-           ("stdio relay (aisac_servers.owner.relay)", "aisac_servers.owner.relay"))
+IMPORTS = (
+    ("suite (aisac_servers.serving.suite)", "aisac_servers.serving.suite"),
+    ("stdio relay (aisac_servers.owner.relay)", "aisac_servers.owner.relay"),
+)
 
 
 def import_seconds(module: str, runs: int = 3) -> float:
@@ -32,8 +34,14 @@ def import_seconds(module: str, runs: int = 3) -> float:
     import sys
 
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    out = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                cwd=str(REPO_ROOT)).stdout.strip()) for _ in range(runs)]
+    out = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=str(REPO_ROOT)
+            ).stdout.strip()
+        )
+        for _ in range(runs)
+    ]
     return statistics.median(out)
 
 
@@ -42,9 +50,14 @@ async def spawn_and_list(store: Path, search: bool = False) -> tuple[float, int,
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    transport = StdioTransport(command=str(AISAC_BIN), args=["serve"], env=server_env(store), cwd=str(REPO_ROOT),
-                               log_file=store.parent / "server-stderr.log",
-                               keep_alive=False)
+    transport = StdioTransport(
+        command=str(AISAC_BIN),
+        args=["serve"],
+        env=server_env(store),
+        cwd=str(REPO_ROOT),
+        log_file=store.parent / "server-stderr.log",
+        keep_alive=False,
+    )
     t0 = time.perf_counter()
     async with Client(transport) as client:
         tools = await client.list_tools()
@@ -74,20 +87,35 @@ def run(ctx: Context) -> dict[str, Any]:
         _l, _n, first_search = anyio.run(spawn_and_list, store, True)
     med = statistics.median(times)
     ok = med < TARGET_S
-    table("startup: spawn `aisac serve` (stdio) -> tools/list answer",
-          ["measure", "value", "target", "status"],
-          [(f"median of {runs}, s", round(med, 3), f"< {TARGET_S:g}", target_cell(ok)),
-           ("min / max, s", f"{min(times):.3f} / {max(times):.3f}", None, None),
-           ("runs, s", ", ".join(f"{x:.3f}" for x in times), None, None),
-           ("tools listed", ntools, None, None),
-           ("spawn -> first rag_search answer (models load), s", round(first_search or 0, 3), None, None),
-           *((f"import {label}, s (median of 3)", round(v, 3), None, None) for label, v in imports.items())])
-    return {"status": "ok", "seconds": round(time.perf_counter() - t0, 1),
-            "summary": [{"metric": f"spawn -> tools/list median of {runs} s", "value": round(med, 3),
-                         "target": f"< {TARGET_S:g}", "met": ok},
-                        {"metric": "spawn -> first rag_search answer s", "value": round(first_search or 0, 3)},
-                        *({"metric": f"import {label} s", "value": round(v, 3)} for label, v in imports.items())],
-            "imports_s": {label: round(v, 4) for label, v in imports.items()},
-            "runs_s": [round(x, 4) for x in times], "median_s": round(med, 4), "tools": ntools,
-            "first_search_s": round(first_search or 0, 4),
-            "targets": {"median_s": {"target": TARGET_S, "measured": round(med, 4), "met": ok}}}
+    table(
+        "startup: spawn `aisac serve` (stdio) -> tools/list answer",
+        ["measure", "value", "target", "status"],
+        [
+            (f"median of {runs}, s", round(med, 3), f"< {TARGET_S:g}", target_cell(ok)),
+            ("min / max, s", f"{min(times):.3f} / {max(times):.3f}", None, None),
+            ("runs, s", ", ".join(f"{x:.3f}" for x in times), None, None),
+            ("tools listed", ntools, None, None),
+            ("spawn -> first rag_search answer (models load), s", round(first_search or 0, 3), None, None),
+            *((f"import {label}, s (median of 3)", round(v, 3), None, None) for label, v in imports.items()),
+        ],
+    )
+    return {
+        "status": "ok",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "summary": [
+            {
+                "metric": f"spawn -> tools/list median of {runs} s",
+                "value": round(med, 3),
+                "target": f"< {TARGET_S:g}",
+                "met": ok,
+            },
+            {"metric": "spawn -> first rag_search answer s", "value": round(first_search or 0, 3)},
+            *({"metric": f"import {label} s", "value": round(v, 3)} for label, v in imports.items()),
+        ],
+        "imports_s": {label: round(v, 4) for label, v in imports.items()},
+        "runs_s": [round(x, 4) for x in times],
+        "median_s": round(med, 4),
+        "tools": ntools,
+        "first_search_s": round(first_search or 0, 4),
+        "targets": {"median_s": {"target": TARGET_S, "measured": round(med, 4), "met": ok}},
+    }

@@ -81,31 +81,70 @@ async def _overhead(app: AppContext) -> dict[str, Any]:
                 cpu[name].append((time.process_time() - c0) * 1000 / BLOCK)
     p, t = statistics.median(times["plain"]), statistics.median(times["traced"])
     pc, tc = statistics.median(cpu["plain"]), statistics.median(cpu["traced"])
-    return {"plain_p50_ms": round(p, 3), "traced_p50_ms": round(t, 3), "overhead_ms": round(t - p, 3),
-            "overhead_pct": round(100 * (t - p) / p, 1), "plain_cpu_ms": round(pc, 3), "traced_cpu_ms": round(tc, 3),
-            "overhead_cpu_ms": round(tc - pc, 3), "overhead_cpu_pct": round(100 * (tc - pc) / pc, 1),
-            "calls_each": len(times["plain"])}
+    return {
+        "plain_p50_ms": round(p, 3),
+        "traced_p50_ms": round(t, 3),
+        "overhead_ms": round(t - p, 3),
+        "overhead_pct": round(100 * (t - p) / p, 1),
+        "plain_cpu_ms": round(pc, 3),
+        "traced_cpu_ms": round(tc, 3),
+        "overhead_cpu_ms": round(tc - pc, 3),
+        "overhead_cpu_pct": round(100 * (tc - pc) / pc, 1),
+        "calls_each": len(times["plain"]),
+    }
 
 
 def _populate(core: AppContext, run: str) -> None:
     def hit(i: int) -> dict[str, Any]:
-        return {"chunk_id": f"chunk-{i}", "path": f"/papers/p{i % 40}.pdf", "page": i % 12 + 1, "section": "results",
-                "text": "lorem ipsum dolor sit amet " * 8, "score": 0.5,
-                "anchor": {"chunk_id": f"chunk-{i}", "doc_id": f"d{i % 40}", "path": f"/papers/p{i % 40}.pdf",
-                           "sha256": "a" * 64, "page": i % 12 + 1, "char_span": [0, 200], "chunk_sha256": "b" * 64,
-                           "score": 0.5, "section": "results"}}
+        return {
+            "chunk_id": f"chunk-{i}",
+            "path": f"/papers/p{i % 40}.pdf",
+            "page": i % 12 + 1,
+            "section": "results",
+            "text": "lorem ipsum dolor sit amet " * 8,
+            "score": 0.5,
+            "anchor": {
+                "chunk_id": f"chunk-{i}",
+                "doc_id": f"d{i % 40}",
+                "path": f"/papers/p{i % 40}.pdf",
+                "sha256": "a" * 64,
+                "page": i % 12 + 1,
+                "char_span": [0, 200],
+                "chunk_sha256": "b" * 64,
+                "score": 0.5,
+                "section": "results",
+            },
+        }
 
     with Session(core.engine) as s:
-        router = TraceEvent(run_id=run, server="roles", tool="router", kind="role_step", arguments_json="{}",
-                            arguments_sha256="0" * 64, status="ok", latency_ms=3.0, result_json=dumps({"route": "rag"}))
+        router = TraceEvent(
+            run_id=run,
+            server="roles",
+            tool="router",
+            kind="role_step",
+            arguments_json="{}",
+            arguments_sha256="0" * 64,
+            status="ok",
+            latency_ms=3.0,
+            result_json=dumps({"route": "rag"}),
+        )
         s.add(router)
         s.commit()
         s.refresh(router)
         planners = []
         for j in range(9):
-            p = TraceEvent(run_id=run, server="roles", tool="planner", kind="role_step", arguments_json="{}",
-                           arguments_sha256="0" * 64, status="ok", latency_ms=3.0, parent_id=router.id,
-                           result_json=dumps({"plan": {"steps": [{"title": f"step {j}"}]}}))
+            p = TraceEvent(
+                run_id=run,
+                server="roles",
+                tool="planner",
+                kind="role_step",
+                arguments_json="{}",
+                arguments_sha256="0" * 64,
+                status="ok",
+                latency_ms=3.0,
+                parent_id=router.id,
+                result_json=dumps({"plan": {"steps": [{"title": f"step {j}"}]}}),
+            )
             s.add(p)
             planners.append(p)
         s.commit()
@@ -114,10 +153,21 @@ def _populate(core: AppContext, run: str) -> None:
         for i in range(N_EVENTS - 10):
             res = {"hits": [hit(i), hit(i + 1)], "count": 2, "mode": "hybrid", "took_ms": 4.2}
             args = {"query": f"query {i}", "k": 2}
-            s.add(TraceEvent(run_id=run, server="rag", tool="rag_search", arguments_json=dumps(args),
-                             arguments_sha256=sha256_json(args), result_sha256=sha256_json(res), status="ok",
-                             latency_ms=5.0, anchor_ids_json=dumps(anchor_ids(res)), result_json=dumps(res),
-                             parent_id=planners[i % 9].id))
+            s.add(
+                TraceEvent(
+                    run_id=run,
+                    server="rag",
+                    tool="rag_search",
+                    arguments_json=dumps(args),
+                    arguments_sha256=sha256_json(args),
+                    result_sha256=sha256_json(res),
+                    status="ok",
+                    latency_ms=5.0,
+                    anchor_ids_json=dumps(anchor_ids(res)),
+                    result_json=dumps(res),
+                    parent_id=planners[i % 9].id,
+                )
+            )
         s.commit()
 
 
@@ -164,31 +214,66 @@ def run(ctx: Context) -> dict[str, Any]:
             core.close()
     ok_ov = ov["overhead_cpu_ms"] <= TARGET_OVERHEAD_MS or ov["overhead_cpu_pct"] <= TARGET_OVERHEAD_PCT
     ok_run = core_ms <= TARGET_GET_RUN_MS and mcp_ms <= TARGET_GET_RUN_MS
-    table("trace: provenance middleware overhead (trivial tool, in-memory client, median of "
-          f"{ov['calls_each']} calls each)", ["measure", "value", "target", "status"],
-          [("call without middleware, wall p50 (ms)", ov["plain_p50_ms"], None, "-"),
-           ("call with middleware, wall p50 (ms)", ov["traced_p50_ms"], None, "-"),
-           ("overhead per call, wall (ms / %)", f"{ov['overhead_ms']} / {ov['overhead_pct']} %", None, "-"),
-           ("call without middleware, CPU (ms)", ov["plain_cpu_ms"], None, "-"),
-           ("call with middleware, CPU (ms)", ov["traced_cpu_ms"], None, "-"),
-           ("overhead per call, CPU (ms / %)", f"{ov['overhead_cpu_ms']} / {ov['overhead_cpu_pct']} %",
-            "<= 1 ms or <= 10 %", target_cell(ok_ov))])
-    table(f"trace: reading a {n}-event run (median of 10)", ["measure", "value", "target", "status"],
-          [("get_run, tree without results (ms)", core_ms, "<= 200 ms", target_cell(core_ms <= TARGET_GET_RUN_MS)),
-           ("get_run, compact tree (ms)", compact_ms, None, "-"),
-           ("trace_get_run detail=false over MCP in memory (ms)", mcp_ms, "<= 200 ms",
-            target_cell(mcp_ms <= TARGET_GET_RUN_MS)),
-           ("trace_get_run detail=true over MCP in memory (ms)", mcp_detail_ms, None, "-"),
-           ("get_run with results (ms)", full_ms, None, "-"),
-           ("dashboard run page render (ms)", render_ms, "<= 300 ms", target_cell(render_ms <= TARGET_RUN_PAGE_MS))])
+    table(
+        "trace: provenance middleware overhead (trivial tool, in-memory client, median of "
+        f"{ov['calls_each']} calls each)",
+        ["measure", "value", "target", "status"],
+        [
+            ("call without middleware, wall p50 (ms)", ov["plain_p50_ms"], None, "-"),
+            ("call with middleware, wall p50 (ms)", ov["traced_p50_ms"], None, "-"),
+            ("overhead per call, wall (ms / %)", f"{ov['overhead_ms']} / {ov['overhead_pct']} %", None, "-"),
+            ("call without middleware, CPU (ms)", ov["plain_cpu_ms"], None, "-"),
+            ("call with middleware, CPU (ms)", ov["traced_cpu_ms"], None, "-"),
+            (
+                "overhead per call, CPU (ms / %)",
+                f"{ov['overhead_cpu_ms']} / {ov['overhead_cpu_pct']} %",
+                "<= 1 ms or <= 10 %",
+                target_cell(ok_ov),
+            ),
+        ],
+    )
+    table(
+        f"trace: reading a {n}-event run (median of 10)",
+        ["measure", "value", "target", "status"],
+        [
+            ("get_run, tree without results (ms)", core_ms, "<= 200 ms", target_cell(core_ms <= TARGET_GET_RUN_MS)),
+            ("get_run, compact tree (ms)", compact_ms, None, "-"),
+            (
+                "trace_get_run detail=false over MCP in memory (ms)",
+                mcp_ms,
+                "<= 200 ms",
+                target_cell(mcp_ms <= TARGET_GET_RUN_MS),
+            ),
+            ("trace_get_run detail=true over MCP in memory (ms)", mcp_detail_ms, None, "-"),
+            ("get_run with results (ms)", full_ms, None, "-"),
+            ("dashboard run page render (ms)", render_ms, "<= 300 ms", target_cell(render_ms <= TARGET_RUN_PAGE_MS)),
+        ],
+    )
     summary = [
-        {"metric": "middleware overhead, CPU (ms/call)", "value": ov["overhead_cpu_ms"],
-         "target": "<= 1 ms or <= 10 %", "met": ok_ov},
+        {
+            "metric": "middleware overhead, CPU (ms/call)",
+            "value": ov["overhead_cpu_ms"],
+            "target": "<= 1 ms or <= 10 %",
+            "met": ok_ov,
+        },
         {"metric": f"trace_get_run {n} events (ms)", "value": max(core_ms, mcp_ms), "target": "<= 200", "met": ok_run},
-        {"metric": f"dashboard run page, {n} events (ms)", "value": render_ms, "target": "<= 300",
-         "met": render_ms <= TARGET_RUN_PAGE_MS},
+        {
+            "metric": f"dashboard run page, {n} events (ms)",
+            "value": render_ms,
+            "target": "<= 300",
+            "met": render_ms <= TARGET_RUN_PAGE_MS,
+        },
     ]
-    return {"status": "ok", "overhead": ov, "get_run_ms": core_ms, "get_run_mcp_ms": mcp_ms,
-            "get_run_compact_ms": compact_ms, "get_run_mcp_detail_ms": mcp_detail_ms,
-            "get_run_with_results_ms": full_ms, "dashboard_render_ms": render_ms, "events": n, "summary": summary,
-            "seconds": round(time.perf_counter() - t_start, 1)}
+    return {
+        "status": "ok",
+        "overhead": ov,
+        "get_run_ms": core_ms,
+        "get_run_mcp_ms": mcp_ms,
+        "get_run_compact_ms": compact_ms,
+        "get_run_mcp_detail_ms": mcp_detail_ms,
+        "get_run_with_results_ms": full_ms,
+        "dashboard_render_ms": render_ms,
+        "events": n,
+        "summary": summary,
+        "seconds": round(time.perf_counter() - t_start, 1),
+    }

@@ -42,14 +42,20 @@ SHARED_PDFS = (ROOT / ".." / "shared" / "data" / "pdfs").resolve()
 sys.path[:0] = [str(ROOT), str(EXAMPLES)]
 
 import make_pdf  # noqa: E402  (examples/make_pdf.py)
+
 from aisac_core.store.files import secure_data_dir  # noqa: E402
 
 _interactive = sys.stdout.isatty()
 console = Console(width=None if _interactive else 140, highlight=False)
 
 #: the notes every run must find (file name of the note that answers each example question)
-EXAMPLE_NOTES = ("packed_bed_heat_transfer.md", "nmc811_cathode_degradation.md", "methane_flame_speed.md",
-                 "beta_galactosidase_kinetics.md", make_pdf.FILENAME)
+EXAMPLE_NOTES = (
+    "packed_bed_heat_transfer.md",
+    "nmc811_cathode_degradation.md",
+    "methane_flame_speed.md",
+    "beta_galactosidase_kinetics.md",
+    make_pdf.FILENAME,
+)
 
 
 class DemoError(RuntimeError):
@@ -74,8 +80,11 @@ def child_env(ddir: Path) -> dict[str, str]:
 def demo_settings(ddir: Path) -> dict[str, str]:
     """The demo's store, offline: no model download, and literature answered from its cache only (replay mode),
     so a question the planner routes to lit_search does not wait on the network."""
-    return {"AISAC_DATA_DIR": str(ddir), "HF_HUB_OFFLINE": "1",
-            "AISAC_LIT_REPLAY": os.environ.get("AISAC_LIT_REPLAY", "1")}
+    return {
+        "AISAC_DATA_DIR": str(ddir),
+        "HF_HUB_OFFLINE": "1",
+        "AISAC_LIT_REPLAY": os.environ.get("AISAC_LIT_REPLAY", "1"),
+    }
 
 
 def step(title: str) -> None:
@@ -95,8 +104,9 @@ def short(text: str | None, n: int) -> str:
 
 def generate_pdf() -> Path:
     path, written = make_pdf.build_pdf()
-    console.print(f"{'generated' if written else 'unchanged'}: {path.relative_to(ROOT)} "
-                  f"({path.stat().st_size:,} bytes, 2 pages)")
+    console.print(
+        f"{'generated' if written else 'unchanged'}: {path.relative_to(ROOT)} ({path.stat().st_size:,} bytes, 2 pages)"
+    )
     return path
 
 
@@ -115,12 +125,36 @@ def index(ddir: Path) -> dict[str, Any]:
     report = json.loads(proc.stdout)
     c = report["counters"]
     t = Table(title="indexing run", show_header=True)
-    for col in ("files seen", "indexed", "unchanged", "failed", "removed", "catalogued", "pages parsed",
-                "chunks embedded", "parse s", "embed s"):
+    for col in (
+        "files seen",
+        "indexed",
+        "unchanged",
+        "failed",
+        "removed",
+        "catalogued",
+        "pages parsed",
+        "chunks embedded",
+        "parse s",
+        "embed s",
+    ):
         t.add_column(col, justify="right")
-    t.add_row(*map(str, (c["files_seen"], c["files_indexed"], c["files_skipped"], c["files_failed"],
-                         c["files_pruned"], c["files_catalogued"], c["pages_parsed"], c["chunks_embedded"],
-                         c["parse_seconds"], c["embed_seconds"])))
+    t.add_row(
+        *map(
+            str,
+            (
+                c["files_seen"],
+                c["files_indexed"],
+                c["files_skipped"],
+                c["files_failed"],
+                c["files_pruned"],
+                c["files_catalogued"],
+                c["pages_parsed"],
+                c["chunks_embedded"],
+                c["parse_seconds"],
+                c["embed_seconds"],
+            ),
+        )
+    )
     console.print(t)
     bad = []
     for f in report["failures"]:
@@ -148,8 +182,10 @@ def check_anchor(hit: dict[str, Any], file_hashes: dict[str, str]) -> bool:
     p = Path(a["path"])
     if a["path"] not in file_hashes:
         file_hashes[a["path"]] = sha256_file(p) if p.exists() else ""
-    return (file_hashes[a["path"]] == a["sha256"]
-            and hashlib.sha256(hit["text"].encode("utf-8")).hexdigest() == a["chunk_sha256"])
+    return (
+        file_hashes[a["path"]] == a["sha256"]
+        and hashlib.sha256(hit["text"].encode("utf-8")).hexdigest() == a["chunk_sha256"]
+    )
 
 
 def hits_table(title: str, hits: list[dict[str, Any]], file_hashes: dict[str, str]) -> tuple[Table, bool]:
@@ -170,10 +206,14 @@ def hits_table(title: str, hits: list[dict[str, Any]], file_hashes: dict[str, st
         page = "-" if a["page"] is None else str(a["page"])
         if h.get("page_end") not in (None, a["page"]):
             page += f"–{h['page_end']}"
-        where = (f"{escape(Path(a['path']).name)}\n[dim]doc {a['doc_id']}[/dim]\n"
-                 f"p. {page} · {escape(short(section, 28))} [dim]({h.get('section_covers')})[/dim]")
-        anchor = (f"chars {a['char_span'][0]}–{a['char_span'][1]}\nfile  {a['sha256'][:12]}\n"
-                  f"chunk {a['chunk_sha256'][:12]} " + ("[green]✓[/green]" if ok else "[red]✗[/red]"))
+        where = (
+            f"{escape(Path(a['path']).name)}\n[dim]doc {a['doc_id']}[/dim]\n"
+            f"p. {page} · {escape(short(section, 28))} [dim]({h.get('section_covers')})[/dim]"
+        )
+        anchor = (
+            f"chars {a['char_span'][0]}–{a['char_span'][1]}\nfile  {a['sha256'][:12]}\n"
+            f"chunk {a['chunk_sha256'][:12]} " + ("[green]✓[/green]" if ok else "[red]✗[/red]")
+        )
         t.add_row(str(i), f"{a['score']:.4f}", where, anchor, escape(short(h["text"], 300)))
     return t, all_ok
 
@@ -188,27 +228,39 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
     meta = {"run_id": run_id}  # aisac's run id travels in the request _meta (or as a run_id argument)
     shared = SHARED_PDFS.is_dir()
     searches: list[tuple[str, dict[str, Any] | None, str | None]] = [
-        ("What wall heat transfer coefficient was measured in the packed bed, and how did it change with flow?",
-         None, "packed_bed_heat_transfer.md"),
-        ("Why does the corrosion rate of carbon steel fall at 80 °C?", {"path_glob": "*/examples/*"},
-         make_pdf.FILENAME),
+        (
+            "What wall heat transfer coefficient was measured in the packed bed, and how did it change with flow?",
+            None,
+            "packed_bed_heat_transfer.md",
+        ),
+        (
+            "Why does the corrosion rate of carbon steel fall at 80 °C?",
+            {"path_glob": "*/examples/*"},
+            make_pdf.FILENAME,
+        ),
         ("What does the PaperMage toolkit provide for processing scientific documents?", None, "papermage.pdf")
-        if shared else
-        ("How does galactose inhibit beta-galactosidase?", {"section": ["results", "discussion"]},
-         "beta_galactosidase_kinetics.md"),
+        if shared
+        else (
+            "How does galactose inhibit beta-galactosidase?",
+            {"section": ["results", "discussion"]},
+            "beta_galactosidase_kinetics.md",
+        ),
     ]
     calls = 0
     file_hashes: dict[str, str] = {}
     summary: dict[str, Any] = {"searches": []}
     with open(log_path, "w") as log:
-        transport = StdioTransport(command=cmd[0], args=cmd[1:] + ["serve"], env=env, cwd=str(ROOT),
-                                   keep_alive=False, log_file=log)
+        transport = StdioTransport(
+            command=cmd[0], args=cmd[1:] + ["serve"], env=env, cwd=str(ROOT), keep_alive=False, log_file=log
+        )
         t0 = time.perf_counter()
         async with Client(transport, timeout=120) as client:
             tools = await client.list_tools()
             summary["tools_list_s"] = time.perf_counter() - t0
-            tt = Table(title=f"{len(tools)} tools (tools/list answered {summary['tools_list_s']:.1f} s after launch)",
-                       title_justify="left")
+            tt = Table(
+                title=f"{len(tools)} tools (tools/list answered {summary['tools_list_s']:.1f} s after launch)",
+                title_justify="left",
+            )
             tt.add_column("tool")
             tt.add_column("what it does", overflow="fold")
             for tool in tools:
@@ -228,8 +280,10 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             by_status: dict[str, int] = {}
             for d in docs:
                 by_status[d["status"]] = by_status.get(d["status"], 0) + 1
-            console.print(f"rag_list_documents: {len(docs)} documents "
-                          f"({', '.join(f'{n} {s}' for s, n in sorted(by_status.items()))})")
+            console.print(
+                f"rag_list_documents: {len(docs)} documents "
+                f"({', '.join(f'{n} {s}' for s, n in sorted(by_status.items()))})"
+            )
             indexed_names = {Path(d["path"]).name for d in docs if d["status"] == "indexed"}
             if not set(EXAMPLE_NOTES) <= indexed_names:
                 raise DemoError(f"example notes not indexed: {sorted(set(EXAMPLE_NOTES) - indexed_names)}")
@@ -243,8 +297,11 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
                 calls += 1
                 r = res.structured_content
                 hits = r["hits"]
-                title = (f"rag_search {query!r}" + (f"  filters={json.dumps(filters)}" if filters else "")
-                         + f"  → {r['count']} hits, {r['mode']}, {r['took_ms']:.0f} ms")
+                title = (
+                    f"rag_search {query!r}"
+                    + (f"  filters={json.dumps(filters)}" if filters else "")
+                    + f"  → {r['count']} hits, {r['mode']}, {r['took_ms']:.0f} ms"
+                )
                 if not hits:
                     raise DemoError(f"no hits for {query!r}: {r.get('message')}")
                 table, ok = hits_table(title, hits, file_hashes)
@@ -254,8 +311,9 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
                 top = Path(hits[0]["path"]).name
                 if expect and expect not in {Path(h["path"]).name for h in hits}:
                     raise DemoError(f"expected {expect} among the hits for {query!r}; the best hit was {top}")
-                summary["searches"].append({"query": query, "top": top, "score": hits[0]["score"],
-                                            "took_ms": r["took_ms"]})
+                summary["searches"].append(
+                    {"query": query, "top": top, "score": hits[0]["score"], "took_ms": r["took_ms"]}
+                )
                 first_doc = first_doc or hits[0]["doc_id"]
 
             uri = f"aisac://rag/documents/{first_doc}"
@@ -264,20 +322,40 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             if not text.strip():
                 raise DemoError(f"resource {uri} is empty")
             lines = text.splitlines()
-            console.print(Panel(Text("\n".join(lines[:14]) + f"\n… ({len(lines)} lines, {len(text):,} characters)"),
-                                title=f"resource {uri} (first lines)", title_align="left", expand=False))
+            console.print(
+                Panel(
+                    Text("\n".join(lines[:14]) + f"\n… ({len(lines)} lines, {len(text):,} characters)"),
+                    title=f"resource {uri} (first lines)",
+                    title_align="left",
+                    expand=False,
+                )
+            )
 
-            pdf_doc = next((d for d in docs if d["status"] == "indexed" and Path(d["path"]).name == make_pdf.FILENAME))
+            pdf_doc = next(d for d in docs if d["status"] == "indexed" and Path(d["path"]).name == make_pdf.FILENAME)
             res = await client.call_tool("rag_get_overview", {"doc_id": pdf_doc["doc_id"]}, meta=meta)
             calls += 1
             ov = res.structured_content
-            console.print(Panel(Text(f"title: {ov.get('title')}\n" + "\n".join(
-                f"  {s_['label']:<13} {short(s_['title'], 50):<52} pages {s_['page_start']}–{s_['page_end']}, "
-                f"{s_['chunk_count']} chunks" for s_ in ov.get("sections", []))),
-                title=f"rag_get_overview {make_pdf.FILENAME}", title_align="left", expand=False))
+            console.print(
+                Panel(
+                    Text(
+                        f"title: {ov.get('title')}\n"
+                        + "\n".join(
+                            f"  {s_['label']:<13} {short(s_['title'], 50):<52} pages {s_['page_start']}–{s_['page_end']}, "
+                            f"{s_['chunk_count']} chunks"
+                            for s_ in ov.get("sections", [])
+                        )
+                    ),
+                    title=f"rag_get_overview {make_pdf.FILENAME}",
+                    title_align="left",
+                    expand=False,
+                )
+            )
 
-            question = ("Which datasets does the S2ORC paper describe?" if shared else
-                        "What wall heat transfer coefficient was measured in the packed bed?")
+            question = (
+                "Which datasets does the S2ORC paper describe?"
+                if shared
+                else "What wall heat transfer coefficient was measured in the packed bed?"
+            )
             res = await client.call_tool("roles_run", {"task": question, "mode": "lite"}, meta=meta)
             calls += 1
             run = res.structured_content
@@ -286,14 +364,24 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             answer, ev = run["answer"], run["evaluation"]
             cites = "\n".join(
                 f"  [{c['n']}] {Path(str(c.get('path'))).name} p. {c.get('page')} ({c.get('section') or '-'}), "
-                f"chunk sha256 {str(c['anchor'].get('chunk_sha256'))[:12]}" if c.get("kind") == "rag" else
-                f"  [{c['n']}] {c.get('title')} ({c.get('ref')})" for c in answer.get("citations") or [])
-            console.print(Panel(Text(f"route: {run['route'].get('intent')} / {run['route'].get('decision')}; "
-                                     f"plan: {len(run['plan'].get('steps', []))} steps; "
-                                     f"evaluator: {'pass' if ev.get('passed') else 'FAIL'} "
-                                     f"(mean severity {ev.get('mean_severity')}, max {ev.get('max_severity')})\n\n"
-                                     f"{short(answer.get('text'), 700)}\n\ncitations:\n{cites}"),
-                                title=f"roles_run {question!r}  (run {run['run_id']})", title_align="left"))
+                f"chunk sha256 {str(c['anchor'].get('chunk_sha256'))[:12]}"
+                if c.get("kind") == "rag"
+                else f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"
+                for c in answer.get("citations") or []
+            )
+            console.print(
+                Panel(
+                    Text(
+                        f"route: {run['route'].get('intent')} / {run['route'].get('decision')}; "
+                        f"plan: {len(run['plan'].get('steps', []))} steps; "
+                        f"evaluator: {'pass' if ev.get('passed') else 'FAIL'} "
+                        f"(mean severity {ev.get('mean_severity')}, max {ev.get('max_severity')})\n\n"
+                        f"{short(answer.get('text'), 700)}\n\ncitations:\n{cites}"
+                    ),
+                    title=f"roles_run {question!r}  (run {run['run_id']})",
+                    title_align="left",
+                )
+            )
             if not answer.get("citations"):
                 raise DemoError(f"the answer to {question!r} cites no evidence")
             res = await client.call_tool("trace_verify", {"run_id": run["run_id"]}, meta=meta)
@@ -301,8 +389,10 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             ver = res.structured_content
             res = await client.call_tool("trace_export", {"run_id": run["run_id"], "format": "markdown"}, meta=meta)
             calls += 1
-            console.print(f"trace_verify {run['run_id']}: {ver['status']} ({ver.get('counts')}); "
-                          f"trace_export markdown: {res.structured_content['path']}")
+            console.print(
+                f"trace_verify {run['run_id']}: {ver['status']} ({ver.get('counts')}); "
+                f"trace_export markdown: {res.structured_content['path']}"
+            )
             if ver["status"] != "unchanged":
                 raise DemoError(f"the answer's evidence does not verify: {ver}")
             summary["answer_run"] = run["run_id"]
@@ -317,9 +407,9 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
 
 
 def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
+    from aisac_core.context import AppContext
     from aisac_core.settings import Settings
     from aisac_core.trace.recorder import list_events
-    from aisac_core.context import AppContext
 
     core = AppContext(Settings(data_dir=ddir))
     try:
@@ -331,8 +421,16 @@ def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
         t.add_column(col, overflow="fold")
     for e in events:
         args = json.dumps(e["arguments"], ensure_ascii=False)
-        t.add_row(str(e["id"]), e["tool"], e["status"], f"{e['latency_ms']:.0f}", escape(short(args, 60)),
-                  e["arguments_sha256"][:12], (e["result_sha256"] or "-")[:12], str(len(e["anchor_ids"])))
+        t.add_row(
+            str(e["id"]),
+            e["tool"],
+            e["status"],
+            f"{e['latency_ms']:.0f}",
+            escape(short(args, 60)),
+            e["arguments_sha256"][:12],
+            (e["result_sha256"] or "-")[:12],
+            str(len(e["anchor_ids"])),
+        )
     console.print(t)
     if len(events) != expected_calls:
         raise DemoError(f"expected {expected_calls} trace events for run {run_id}, found {len(events)}")
@@ -342,14 +440,17 @@ def print_trace(ddir: Path, run_id: str, expected_calls: int) -> None:
 
 
 def print_status(ddir: Path) -> dict[str, Any]:
-    proc = subprocess.run(aisac_command() + ["status", "--json"], env=child_env(ddir), stdout=subprocess.PIPE,
-                          text=True)
+    proc = subprocess.run(
+        aisac_command() + ["status", "--json"], env=child_env(ddir), stdout=subprocess.PIPE, text=True
+    )
     if proc.returncode != 0:
         raise DemoError(f"`aisac status` exited with status {proc.returncode} (is the store still locked?)")
     st = json.loads(proc.stdout)
-    console.print(f"store {st['data_dir']}: documents {st['documents']}, chunks {st['chunks_in_vector_store']} "
-                  f"(manifest {st['chunks_in_manifest']}), catalogued {st['catalogued_files']}, trace events "
-                  f"{st['trace_events']}, {st['store_bytes'] / 1e6:.1f} MB")
+    console.print(
+        f"store {st['data_dir']}: documents {st['documents']}, chunks {st['chunks_in_vector_store']} "
+        f"(manifest {st['chunks_in_manifest']}), catalogued {st['catalogued_files']}, trace events "
+        f"{st['trace_events']}, {st['store_bytes'] / 1e6:.1f} MB"
+    )
     if st["chunks_in_vector_store"] != st["chunks_in_manifest"]:
         raise DemoError("vector store and manifest disagree on the number of chunks")
     return st
@@ -382,8 +483,7 @@ def main() -> int:
 
         step("4. provenance and status (after the server exited and its owner daemon stopped)")
         t = time.perf_counter()
-        subprocess.run(aisac_command() + ["owner", "stop"], env=child_env(ddir), check=False,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(aisac_command() + ["owner", "stop"], env=child_env(ddir), check=False, stdout=subprocess.DEVNULL)
         print_trace(ddir, run_id, summary["calls"])
         print_status(ddir)
         times["trace+status"] = time.perf_counter() - t
@@ -395,15 +495,19 @@ def main() -> int:
         if log_path.exists() and log_path.stat().st_size:
             tail = log_path.read_text(errors="replace").splitlines()[-20:]
             console.print(Panel(Text("\n".join(tail)), title=f"last lines of {log_path}", title_align="left"))
-        console.print(f"\n[red bold]demo failed:[/red bold] {type(exc).__name__}: {escape(str(exc))}\n"
-                      f"server log (stderr of aisac serve): {log_path}")
+        console.print(
+            f"\n[red bold]demo failed:[/red bold] {type(exc).__name__}: {escape(str(exc))}\n"
+            f"server log (stderr of aisac serve): {log_path}"
+        )
         return 1
     total = time.perf_counter() - t_start
     c = report["counters"]
     console.print()
     console.rule("[bold green]demo ok")
-    console.print(f"indexed {c['files_indexed']}, unchanged {c['files_skipped']}, failed {c['files_failed']} "
-                  f"(of {c['files_seen']} documents); {summary['calls']} tool calls traced under run {run_id}")
+    console.print(
+        f"indexed {c['files_indexed']}, unchanged {c['files_skipped']}, failed {c['files_failed']} "
+        f"(of {c['files_seen']} documents); {summary['calls']} tool calls traced under run {run_id}"
+    )
     console.print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + f"; total {total:.1f} s")
     console.print(f"server log: {log_path.relative_to(ROOT) if log_path.is_relative_to(ROOT) else log_path}")
     return 0

@@ -47,54 +47,66 @@ ABSTRACT = (
 )
 
 SECTIONS: list[tuple[str, list[str]]] = [
-    ("1. Introduction", [
-        "Carbon steel pipelines carrying wet natural gas or produced water corrode when dissolved CO2 forms "
-        "carbonic acid, which supplies protons to the cathodic reaction and buffers the pH near the steel "
-        "surface. Temperature acts in two directions: it accelerates the electrochemical reactions and the "
-        "transport of species, but it also lowers the solubility of iron carbonate, so that above roughly "
-        "60 to 70 °C a dense FeCO3 film can precipitate and slow further attack. Design models therefore "
-        "predict a maximum of the corrosion rate at an intermediate temperature.",
-        "This note reports short-term rates for one common pipeline steel over the temperature range where "
-        "the maximum is expected, and the efficiency of a commercial-type imidazoline inhibitor at each "
-        "temperature.",
-    ]),
-    ("2. Methods", [
-        "Specimens of API 5L X65 steel (0.07 wt% C, 1.4 wt% Mn, ferrite-pearlite microstructure) with an "
-        "exposed area of 4.9 cm2 were ground to 600 grit, rinsed with ethanol and dried. The electrolyte was "
-        "3.5 wt% NaCl in deionised water, purged with CO2 for 2 h before immersion and throughout the test, "
-        "which gave pH 3.9 at 25 °C. The glass cell held 2 L of brine, stirred at 300 rpm, and was kept at "
-        "the set temperature within 0.5 K.",
-        "Corrosion rates were measured by linear polarisation resistance (LPR) in a three-electrode "
-        "arrangement with a saturated calomel reference and a platinum counter electrode: a scan of plus or "
-        "minus 10 mV around the open-circuit potential at 0.125 mV/s every hour for 24 h, converted to a "
-        "rate with a Stern-Geary coefficient of 26 mV. Weight loss of duplicate coupons over 72 h served as "
-        "an independent check. Inhibited tests received 50 ppm (by mass) of an oleic imidazoline inhibitor "
-        "after 1 h of uninhibited exposure. Surface films were examined by scanning electron microscopy and "
-        "X-ray diffraction after the tests.",
-    ]),
-    ("3. Results", [
-        "Figure 1 shows the 24 h corrosion rates. Without inhibitor the rate rose from 1.12 mm/y at 25 °C to "
-        "2.31 mm/y at 40 °C and 3.46 mm/y at 60 °C, then fell to 1.58 mm/y at 80 °C. At 80 °C the rate was "
-        "not steady: it started at 4.1 mm/y after 2 h and decreased continuously as a grey-brown film grew, "
-        "which X-ray diffraction identified as siderite (FeCO3), 8 to 12 micrometres thick after 24 h. No "
-        "crystalline film formed at 25 or 40 °C, and only isolated crystals at 60 °C. Weight loss over 72 h "
-        "agreed with the LPR rates within 12 % at every temperature.",
-        "With 50 ppm inhibitor the rates were 0.09, 0.17, 0.31 and 0.22 mm/y at 25, 40, 60 and 80 °C, "
-        "inhibitor efficiencies of 92, 93, 91 and 86 %. The efficiency loss at 80 °C coincided with the "
-        "competition between inhibitor adsorption and siderite nucleation on the same surface.",
-    ]),
-    ("4. Discussion", [
-        "The maximum near 60 °C and the drop at 80 °C follow the expected balance between faster kinetics and "
-        "protective film formation: at 80 °C the solubility of FeCO3 is low enough that the iron released "
-        "by corrosion supersaturates the near-surface brine, and the precipitated layer blocks the surface. "
-        "Such films are protective only while intact; local film breakdown under flow can lead to pitting "
-        "rates far above the uniform values reported here, so the 80 °C result should not be read as a safe "
-        "operating window.",
-        "For inhibitor selection, the results show that an efficiency measured at room temperature "
-        "overstates protection at high temperature, where the inhibitor and the carbonate film compete for "
-        "the surface. Longer tests (two weeks or more), flowing conditions and H2S-containing brines are "
-        "needed before these rates can be used for corrosion allowance design.",
-    ]),
+    (
+        "1. Introduction",
+        [
+            "Carbon steel pipelines carrying wet natural gas or produced water corrode when dissolved CO2 forms "
+            "carbonic acid, which supplies protons to the cathodic reaction and buffers the pH near the steel "
+            "surface. Temperature acts in two directions: it accelerates the electrochemical reactions and the "
+            "transport of species, but it also lowers the solubility of iron carbonate, so that above roughly "
+            "60 to 70 °C a dense FeCO3 film can precipitate and slow further attack. Design models therefore "
+            "predict a maximum of the corrosion rate at an intermediate temperature.",
+            "This note reports short-term rates for one common pipeline steel over the temperature range where "
+            "the maximum is expected, and the efficiency of a commercial-type imidazoline inhibitor at each "
+            "temperature.",
+        ],
+    ),
+    (
+        "2. Methods",
+        [
+            "Specimens of API 5L X65 steel (0.07 wt% C, 1.4 wt% Mn, ferrite-pearlite microstructure) with an "
+            "exposed area of 4.9 cm2 were ground to 600 grit, rinsed with ethanol and dried. The electrolyte was "
+            "3.5 wt% NaCl in deionised water, purged with CO2 for 2 h before immersion and throughout the test, "
+            "which gave pH 3.9 at 25 °C. The glass cell held 2 L of brine, stirred at 300 rpm, and was kept at "
+            "the set temperature within 0.5 K.",
+            "Corrosion rates were measured by linear polarisation resistance (LPR) in a three-electrode "
+            "arrangement with a saturated calomel reference and a platinum counter electrode: a scan of plus or "
+            "minus 10 mV around the open-circuit potential at 0.125 mV/s every hour for 24 h, converted to a "
+            "rate with a Stern-Geary coefficient of 26 mV. Weight loss of duplicate coupons over 72 h served as "
+            "an independent check. Inhibited tests received 50 ppm (by mass) of an oleic imidazoline inhibitor "
+            "after 1 h of uninhibited exposure. Surface films were examined by scanning electron microscopy and "
+            "X-ray diffraction after the tests.",
+        ],
+    ),
+    (
+        "3. Results",
+        [
+            "Figure 1 shows the 24 h corrosion rates. Without inhibitor the rate rose from 1.12 mm/y at 25 °C to "
+            "2.31 mm/y at 40 °C and 3.46 mm/y at 60 °C, then fell to 1.58 mm/y at 80 °C. At 80 °C the rate was "
+            "not steady: it started at 4.1 mm/y after 2 h and decreased continuously as a grey-brown film grew, "
+            "which X-ray diffraction identified as siderite (FeCO3), 8 to 12 micrometres thick after 24 h. No "
+            "crystalline film formed at 25 or 40 °C, and only isolated crystals at 60 °C. Weight loss over 72 h "
+            "agreed with the LPR rates within 12 % at every temperature.",
+            "With 50 ppm inhibitor the rates were 0.09, 0.17, 0.31 and 0.22 mm/y at 25, 40, 60 and 80 °C, "
+            "inhibitor efficiencies of 92, 93, 91 and 86 %. The efficiency loss at 80 °C coincided with the "
+            "competition between inhibitor adsorption and siderite nucleation on the same surface.",
+        ],
+    ),
+    (
+        "4. Discussion",
+        [
+            "The maximum near 60 °C and the drop at 80 °C follow the expected balance between faster kinetics and "
+            "protective film formation: at 80 °C the solubility of FeCO3 is low enough that the iron released "
+            "by corrosion supersaturates the near-surface brine, and the precipitated layer blocks the surface. "
+            "Such films are protective only while intact; local film breakdown under flow can lead to pitting "
+            "rates far above the uniform values reported here, so the 80 °C result should not be read as a safe "
+            "operating window.",
+            "For inhibitor selection, the results show that an efficiency measured at room temperature "
+            "overstates protection at high temperature, where the inhibitor and the carbonate film compete for "
+            "the surface. Longer tests (two weeks or more), flowing conditions and H2S-containing brines are "
+            "needed before these rates can be used for corrosion allowance design.",
+        ],
+    ),
 ]
 
 CAPTION = (
@@ -127,18 +139,24 @@ def _figure() -> Drawing:
 def _story() -> list:
     ss = getSampleStyleSheet()
     title = ParagraphStyle("t", parent=ss["Title"], fontName="Helvetica-Bold", fontSize=17, leading=21)
-    byline = ParagraphStyle("b", parent=ss["Normal"], fontSize=9, leading=12, alignment=TA_CENTER,
-                            textColor=colors.HexColor("#444444"))
-    head = ParagraphStyle("h", parent=ss["Heading2"], fontName="Helvetica-Bold", fontSize=12.5, leading=15,
-                          spaceBefore=10, spaceAfter=4)
-    body = ParagraphStyle("p", parent=ss["BodyText"], fontName="Times-Roman", fontSize=10, leading=13,
-                          alignment=TA_JUSTIFY, spaceAfter=6)
-    caption = ParagraphStyle("c", parent=body, fontName="Times-Italic", fontSize=9, leading=11.5, spaceBefore=2,
-                             spaceAfter=8)
+    byline = ParagraphStyle(
+        "b", parent=ss["Normal"], fontSize=9, leading=12, alignment=TA_CENTER, textColor=colors.HexColor("#444444")
+    )
+    head = ParagraphStyle(
+        "h", parent=ss["Heading2"], fontName="Helvetica-Bold", fontSize=12.5, leading=15, spaceBefore=10, spaceAfter=4
+    )
+    body = ParagraphStyle(
+        "p", parent=ss["BodyText"], fontName="Times-Roman", fontSize=10, leading=13, alignment=TA_JUSTIFY, spaceAfter=6
+    )
+    caption = ParagraphStyle(
+        "c", parent=body, fontName="Times-Italic", fontSize=9, leading=11.5, spaceBefore=2, spaceAfter=8
+    )
     story: list = [
         Paragraph(TITLE, title),
-        Paragraph("aisac example note, generated by examples/make_pdf.py. Illustrative data, not from a "
-                  "published study.", byline),
+        Paragraph(
+            "aisac example note, generated by examples/make_pdf.py. Illustrative data, not from a published study.",
+            byline,
+        ),
         Spacer(1, 6 * mm),
         Paragraph("Abstract", head),
         Paragraph(ABSTRACT, body),
@@ -165,9 +183,19 @@ def render(total_pages: int | None = None) -> tuple[bytes, int]:
         canvas.drawCentredString(A4[0] / 2, 12 * mm, label)
         canvas.restoreState()
 
-    doc = SimpleDocTemplate(buf, pagesize=A4, leftMargin=22 * mm, rightMargin=22 * mm, topMargin=20 * mm,
-                            bottomMargin=22 * mm, title=TITLE, author="aisac examples", subject="example note",
-                            creator="examples/make_pdf.py", invariant=1)
+    doc = SimpleDocTemplate(
+        buf,
+        pagesize=A4,
+        leftMargin=22 * mm,
+        rightMargin=22 * mm,
+        topMargin=20 * mm,
+        bottomMargin=22 * mm,
+        title=TITLE,
+        author="aisac examples",
+        subject="example note",
+        creator="examples/make_pdf.py",
+        invariant=1,
+    )
     doc.build(_story(), onFirstPage=footer, onLaterPages=footer)
     return buf.getvalue(), pages[0]
 

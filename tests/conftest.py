@@ -61,8 +61,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests of a module marked ``both_engines`` that use the ``sql_engine`` fixture (through ``settings``) run once
     per SQL engine."""
     d = metafunc.definition
-    if d.get_closest_marker("both_engines") and not d.get_closest_marker("sqlite_only") \
-            and "sql_engine" in metafunc.fixturenames:
+    if (
+        d.get_closest_marker("both_engines")
+        and not d.get_closest_marker("sqlite_only")
+        and "sql_engine" in metafunc.fixturenames
+    ):
         metafunc.parametrize("sql_engine", ["sqlite", "postgresql"], indirect=True)
 
 
@@ -135,8 +138,8 @@ def corpus_copy(tmp_path: Path, corpus: Path) -> Path:
 @pytest.fixture(scope="session")
 def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path):  # noqa: ANN201
     """A session-wide store with ``corpus`` indexed. Tests must not modify it."""
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
 
     c = AppContext(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
     Indexer(c).run([corpus])
@@ -179,8 +182,12 @@ def http_server(env: dict[str, str], timeout: float = 30.0):  # noqa: ANN201
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     aisac = str(Path(sys.executable).parent / "aisac")
-    proc = subprocess.Popen([aisac, "serve", "--transport", "http", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [aisac, "serve", "--transport", "http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and proc.poll() is None:

@@ -69,16 +69,24 @@ def make_pdf(path: Path) -> Path:
     c = canvas.Canvas(str(path), pagesize=A4)
     w, h = A4
     pages = [
-        ("1 Stability of perovskite solar cells",
-         [f"We studied {PAGE_MARKERS[1]} of methylammonium lead iodide cells.",
-          "Cells without encapsulation lost 40 percent of their efficiency after 200 hours at",
-          "85 percent relative humidity, while encapsulated cells kept 92 percent of it.",
-          "Moisture enters along grain boundaries and forms a hydrate phase."]),
-        ("2 Catalyst deactivation",
-         [f"A second study concerned {PAGE_MARKERS[2]} in a fixed-bed reactor.",
-          "Coke deposits reduced the conversion of methanol from 98 to 61 percent in 30 hours.",
-          "Burning the coke in air at 550 degrees Celsius restored the activity fully.",
-          "Table 1: Conversion before and after regeneration."]),
+        (
+            "1 Stability of perovskite solar cells",
+            [
+                f"We studied {PAGE_MARKERS[1]} of methylammonium lead iodide cells.",
+                "Cells without encapsulation lost 40 percent of their efficiency after 200 hours at",
+                "85 percent relative humidity, while encapsulated cells kept 92 percent of it.",
+                "Moisture enters along grain boundaries and forms a hydrate phase.",
+            ],
+        ),
+        (
+            "2 Catalyst deactivation",
+            [
+                f"A second study concerned {PAGE_MARKERS[2]} in a fixed-bed reactor.",
+                "Coke deposits reduced the conversion of methanol from 98 to 61 percent in 30 hours.",
+                "Burning the coke in air at 550 degrees Celsius restored the activity fully.",
+                "Table 1: Conversion before and after regeneration.",
+            ],
+        ),
     ]
     for i, (heading, lines) in enumerate(pages, 1):
         c.setFont("Helvetica-Bold", 16)

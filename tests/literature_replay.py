@@ -33,7 +33,6 @@ def _read(p: Path) -> bytes:
     return p.read_bytes()
 
 
-
 class QuietHandler(BaseHTTPRequestHandler):
     """An HTTP/1.1 request handler for the tests' local servers: no request log, one call to send a whole answer."""
 
@@ -50,6 +49,7 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *a: object) -> None:
         pass
+
 
 class ReplayServer:
     """See the module docstring. Use as a context manager; ``url`` is ``http://<host>:<port>`` (``host`` an IPv4
@@ -86,7 +86,7 @@ class ReplayServer:
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ReplayServer":
+    def __enter__(self) -> ReplayServer:
         self._thread.start()
         return self
 
@@ -108,10 +108,15 @@ class ReplayServer:
     def settings_kwargs(self) -> dict[str, Any]:
         """Settings fields pointing every literature service at this server, and allowing its loopback address
         through the egress guard (aisac_core.egress refuses loopback unless ``lit_allow_networks`` lists it)."""
-        return {"lit_arxiv_url": f"{self.url}/arxiv/query", "lit_arxiv_pdf_url": f"{self.url}/pdf/{{id}}",
-                "lit_pubmed_url": f"{self.url}/eutils", "lit_crossref_url": f"{self.url}/crossref",
-                "lit_openalex_url": f"{self.url}/openalex", "lit_s2_url": f"{self.url}/s2",
-                "lit_allow_networks": [self.host]}
+        return {
+            "lit_arxiv_url": f"{self.url}/arxiv/query",
+            "lit_arxiv_pdf_url": f"{self.url}/pdf/{{id}}",
+            "lit_pubmed_url": f"{self.url}/eutils",
+            "lit_crossref_url": f"{self.url}/crossref",
+            "lit_openalex_url": f"{self.url}/openalex",
+            "lit_s2_url": f"{self.url}/s2",
+            "lit_allow_networks": [self.host],
+        }
 
     # ---------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -183,13 +188,34 @@ class ReplayServer:
             term = q.get("term", [""])[0]
             if name == "esearch.fcgi":
                 if "zzqx" in term:
-                    return 200, xml, (_read(sh / "pubmed_entrez_biopython" / "esearch8.xml") if sh
-                                      else _read(OWN / "pubmed_esearch_empty.xml"))
-                return 200, xml, (_read(sh / "pubmed_entrez_biopython" / "esearch1.xml") if sh
-                                  else _read(OWN / "pubmed_esearch.xml"))
+                    return (
+                        200,
+                        xml,
+                        (
+                            _read(sh / "pubmed_entrez_biopython" / "esearch8.xml")
+                            if sh
+                            else _read(OWN / "pubmed_esearch_empty.xml")
+                        ),
+                    )
+                return (
+                    200,
+                    xml,
+                    (
+                        _read(sh / "pubmed_entrez_biopython" / "esearch1.xml")
+                        if sh
+                        else _read(OWN / "pubmed_esearch.xml")
+                    ),
+                )
             if name == "esummary.fcgi":
-                return 200, xml, (_read(sh / "pubmed_entrez_biopython" / "esummary1.xml") if sh
-                                  else _read(OWN / "pubmed_esummary.xml"))
+                return (
+                    200,
+                    xml,
+                    (
+                        _read(sh / "pubmed_entrez_biopython" / "esummary1.xml")
+                        if sh
+                        else _read(OWN / "pubmed_esummary.xml")
+                    ),
+                )
             if name == "efetch.fcgi":
                 pmid = q.get("id", [""])[0]
                 if pmid in self.efetch:
@@ -199,11 +225,19 @@ class ReplayServer:
                 return 200, xml, b'<?xml version="1.0" ?>\n<PubmedArticleSet></PubmedArticleSet>\n'
             return 404, xml, b"<error>unknown E-utility</error>"
         if path.startswith("/crossref/works"):
-            rest = unquote(path[len("/crossref/works"):]).lstrip("/")
+            rest = unquote(path[len("/crossref/works") :]).lstrip("/")
             if not rest:
                 if sh is not None:
-                    return 200, js, _read(sh / "paperqa_cassettes" / "decoded" /
-                                          "test_title_search_paper_attributes2___00_crossref.json")
+                    return (
+                        200,
+                        js,
+                        _read(
+                            sh
+                            / "paperqa_cassettes"
+                            / "decoded"
+                            / "test_title_search_paper_attributes2___00_crossref.json"
+                        ),
+                    )
                 return 200, js, _read(OWN / "crossref_works.json")
             if f"/works/{rest}" in self.decoded:
                 st, body = self.decoded[f"/works/{rest}"]
@@ -212,24 +246,36 @@ class ReplayServer:
                 return 200, js, _read(OWN / "crossref_work.json")
             return 404, {"Content-Type": "text/plain"}, b"Resource not found."
         if path.startswith("/openalex/works"):
-            rest = unquote(path[len("/openalex/works"):]).lstrip("/")
+            rest = unquote(path[len("/openalex/works") :]).lstrip("/")
             if not rest:
                 flt = q.get("filter", [""])[0]
                 if flt.startswith("openalex:") or flt.startswith("cites:"):
                     return 200, js, _read(OWN / "openalex_refs.json")
                 if sh is not None:
-                    return 200, js, _read(sh / "paperqa_cassettes" / "decoded" /
-                                          "test_title_search_paper_attributes2___03_openalex.json")
+                    return (
+                        200,
+                        js,
+                        _read(
+                            sh
+                            / "paperqa_cassettes"
+                            / "decoded"
+                            / "test_title_search_paper_attributes2___03_openalex.json"
+                        ),
+                    )
                 return 200, js, _read(OWN / "openalex_works.json")
             if f"/works/{rest}" in self.decoded:
                 st, body = self.decoded[f"/works/{rest}"]
                 return st, (js if st == 200 else {"Content-Type": "text/html"}), body
-            if rest.lower() in ("w1000001", "https://doi.org/10.5555/aisac.2021.001", "pmid:31000001",
-                                "pmcid:pmc9000001"):
+            if rest.lower() in (
+                "w1000001",
+                "https://doi.org/10.5555/aisac.2021.001",
+                "pmid:31000001",
+                "pmcid:pmc9000001",
+            ):
                 return 200, js, _read(OWN / "openalex_work.json")
             return 404, {"Content-Type": "text/html"}, b"<!doctype html>\n<title>404 Not Found</title>"
         if path.startswith("/s2/paper/"):
-            rest = unquote(path[len("/s2/paper/"):])
+            rest = unquote(path[len("/s2/paper/") :])
             if rest == "search":
                 return 200, js, _read(OWN / "s2_search.json")
             if rest.endswith("/references"):
@@ -241,8 +287,14 @@ class ReplayServer:
             recorded = self.decoded.get(f"/graph/v1/paper/{base}")
             if recorded is not None and kind == "s2_paper.json":
                 return recorded[0], js, recorded[1]
-            known = {"doi:10.5555/aisac.2021.001", "arxiv:2101.00001", "pmid:31000001",
-                     "pmcid:9000001", "0123456789abcdef0123456789abcdef012345ab", "corpusid:111"}
+            known = {
+                "doi:10.5555/aisac.2021.001",
+                "arxiv:2101.00001",
+                "pmid:31000001",
+                "pmcid:9000001",
+                "0123456789abcdef0123456789abcdef012345ab",
+                "corpusid:111",
+            }
             if base.lower() in known:
                 return 200, js, _read(OWN / kind)
             return 404, js, b'{"error": "Paper not found"}'

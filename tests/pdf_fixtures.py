@@ -15,19 +15,29 @@ AUTHORS = "Ada Lovelace, Carl Gauss and Marie Curie"
 DOI = "10.1234/aisac.2024.0042"
 
 SECTIONS: dict[str, list[str]] = {
-    "Abstract": ["We report the thermal stability of layered perovskite films annealed between 80 and 200 degrees "
-                 "Celsius. Films with butylammonium spacers kept their phase up to 160 degrees Celsius."],
-    "1 Introduction": ["Layered perovskites promise stable solar absorbers. Their decomposition path under heat "
-                       "is not yet known, which this work addresses."],
-    "2 Materials and Methods": ["Films were spin coated from dimethylformamide at 4000 rpm and annealed on a hot "
-                                "plate in nitrogen. X-ray diffraction patterns were recorded every ten minutes."],
-    "3 Results": ["The (002) reflection vanished above 160 degrees Celsius for every spacer length. Lead iodide "
-                  "appeared at 180 degrees Celsius as the sole decomposition product.",
-                  "Figure 1: Diffraction patterns of the annealed films.",
-                  "Table 1: Onset temperatures of decomposition."],
+    "Abstract": [
+        "We report the thermal stability of layered perovskite films annealed between 80 and 200 degrees "
+        "Celsius. Films with butylammonium spacers kept their phase up to 160 degrees Celsius."
+    ],
+    "1 Introduction": [
+        "Layered perovskites promise stable solar absorbers. Their decomposition path under heat "
+        "is not yet known, which this work addresses."
+    ],
+    "2 Materials and Methods": [
+        "Films were spin coated from dimethylformamide at 4000 rpm and annealed on a hot "
+        "plate in nitrogen. X-ray diffraction patterns were recorded every ten minutes."
+    ],
+    "3 Results": [
+        "The (002) reflection vanished above 160 degrees Celsius for every spacer length. Lead iodide "
+        "appeared at 180 degrees Celsius as the sole decomposition product.",
+        "Figure 1: Diffraction patterns of the annealed films.",
+        "Table 1: Onset temperatures of decomposition.",
+    ],
     "4 Conclusion": ["Butylammonium spacers give the most stable films of the series studied here."],
-    "References": ["[1] A. Author. Perovskite stability. J. Mater. Chem. 12 (2019) 1-10.",
-                   "[2] B. Author. Layered phases. Phys. Rev. B 99 (2020) 115-120."],
+    "References": [
+        "[1] A. Author. Perovskite stability. J. Mater. Chem. 12 (2019) 1-10.",
+        "[2] B. Author. Layered phases. Phys. Rev. B 99 (2020) 115-120.",
+    ],
 }
 
 

@@ -41,7 +41,7 @@ class PgCluster:
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def start(cls) -> "PgCluster":
+    def start(cls) -> PgCluster:
         bin_dir = pg_bin()
         if bin_dir is None:
             raise PgUnavailable("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
@@ -66,13 +66,42 @@ class PgCluster:
             port = s.getsockname()[1]
         data = root / "data"
         try:
-            subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "aisac", "--auth=trust",
-                            "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
+            subprocess.run(
+                [
+                    *prefix,
+                    str(bin_dir / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    "aisac",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
             # fsync off: a test cluster need not survive a power cut, and it makes CREATE DATABASE fast
-            subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(root / "log"), "-o",
-                            f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c synchronous_commit=off "
-                            "-c full_page_writes=off -c max_connections=300", "start"],
-                           check=True, capture_output=True, timeout=120)
+            subprocess.run(
+                [
+                    *prefix,
+                    str(bin_dir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-w",
+                    "-l",
+                    str(root / "log"),
+                    "-o",
+                    f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c synchronous_commit=off "
+                    "-c full_page_writes=off -c max_connections=300",
+                    "start",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             shutil.rmtree(root, ignore_errors=True)
             err = getattr(exc, "stderr", b"") or b""
@@ -93,6 +122,9 @@ class PgCluster:
         return self.url(name)
 
     def stop(self) -> None:
-        subprocess.run([*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate",
-                        "stop"], capture_output=True, timeout=120)
+        subprocess.run(
+            [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=120,
+        )
         shutil.rmtree(self.root, ignore_errors=True)

@@ -16,8 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-ROLE_MARKERS = {"router": "You are the Router", "planner": "You are the Planner",
-                "evaluator": "You are the Evaluator", "researcher": "You are the Researcher"}
+ROLE_MARKERS = {
+    "router": "You are the Router",
+    "planner": "You are the Planner",
+    "evaluator": "You are the Evaluator",
+    "researcher": "You are the Researcher",
+}
 FIXTURES = Path(__file__).parent / "fixtures" / "roles"
 
 
@@ -50,11 +54,19 @@ class ChatStub:
                     reply = reply.get("then", "{}")
                 if not isinstance(reply, str):
                     reply = json.dumps(reply)
-                out = json.dumps({"id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
-                                  "model": body.get("model"), "system_fingerprint": "stub",
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": reply}}],
-                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+                out = json.dumps(
+                    {
+                        "id": "chatcmpl-stub",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model"),
+                        "system_fingerprint": "stub",
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }
+                ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("content-type", "application/json")
@@ -73,7 +85,7 @@ class ChatStub:
         """The role of every request so far, in order."""
         return [r["role"] for r in self.requests]
 
-    def __enter__(self) -> "ChatStub":
+    def __enter__(self) -> ChatStub:
         self.thread.start()
         return self
 
@@ -94,8 +106,8 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     from conftest import make_settings
     from fixtures_gen import ENZYME_MD, HEAT_MD
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
 
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")

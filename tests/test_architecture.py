@@ -17,7 +17,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CORE, SERVERS = REPO / "aisac_core", REPO / "servers"
-MAX_LINES = 600
+#: the size above which a module should be split; ruff format's layout (one argument per line where a call does not
+#: fit) spreads the same code over about 20 % more lines than the hand layout the earlier limit of 600 was set for
+MAX_LINES = 750
 #: a module may exceed MAX_LINES only with this note saying why
 SIZE_NOTE = "longer than 600 lines because"
 
@@ -33,8 +35,13 @@ sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True))
 
 
 def _lint(root: Path, *, copy: bool = False, config: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _LINT, str(config or root / "pyproject.toml"),
-                           "copy" if copy else "checkout"], cwd=root, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", _LINT, str(config or root / "pyproject.toml"), "copy" if copy else "checkout"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _py_files(*roots: Path) -> list[Path]:
@@ -57,7 +64,8 @@ def test_import_contract_fails_when_core_imports_the_mcp_layer(tmp_path: Path, v
     shutil.copytree(CORE, tmp_path / "aisac_core", ignore=ignore)
     shutil.copytree(SERVERS, tmp_path / "aisac_servers", ignore=ignore)
     (tmp_path / "aisac_core" / "hashing.py").write_text(
-        (CORE / "hashing.py").read_text(encoding="utf-8") + "\n" + violation, encoding="utf-8")
+        (CORE / "hashing.py").read_text(encoding="utf-8") + "\n" + violation, encoding="utf-8"
+    )
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     res = _lint(tmp_path, copy=True)
     assert res.returncode != 0
@@ -77,8 +85,12 @@ def test_no_module_over_600_lines_without_a_note() -> None:
 def test_no_wiring_globals() -> None:
     """One application context: no process-wide core, active project or graph hook, nothing stashed in __dict__."""
     pat = re.compile(r"\b(get_core|set_core|set_augment|_ACTIVE|active_project)\b|__dict__\[")
-    hits = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in _py_files(CORE, SERVERS)
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pat.search(line)]
+    hits = [
+        f"{p.relative_to(REPO)}:{i}: {line.strip()}"
+        for p in _py_files(CORE, SERVERS)
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pat.search(line)
+    ]
     assert not hits, hits
 
 
@@ -86,12 +98,20 @@ def test_no_internal_work_item_references() -> None:
     """Code, help texts, tool descriptions, prompts and templates say what a thing is, not which work item or design
     file it came from."""
     pat = re.compile(r"\bissues? \d+\b|\(issue\b|DESIGN\.md")
-    files = [p for r in (CORE, SERVERS, REPO / "project_templates") for p in r.rglob("*")
-             if p.is_file() and p.suffix in {".py", ".md", ".json", ".toml", ".txt", ".html", ".js"}
-             and "__pycache__" not in p.parts]
-    hits = [f"{p.relative_to(REPO)}:{i}: {line.strip()[:120]}" for p in files
-            for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-            if pat.search(line)]
+    files = [
+        p
+        for r in (CORE, SERVERS, REPO / "project_templates")
+        for p in r.rglob("*")
+        if p.is_file()
+        and p.suffix in {".py", ".md", ".json", ".toml", ".txt", ".html", ".js"}
+        and "__pycache__" not in p.parts
+    ]
+    hits = [
+        f"{p.relative_to(REPO)}:{i}: {line.strip()[:120]}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if pat.search(line)
+    ]
     assert not hits, hits
 
 
@@ -99,8 +119,9 @@ def test_wheel_lists_every_package() -> None:
     """Every folder with an ``__init__.py`` under aisac_core ships (setuptools' explicit package list)."""
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(cfg["packages"])
-    found = {".".join(p.parent.relative_to(REPO).parts) for p in CORE.rglob("__init__.py")
-             if "__pycache__" not in p.parts}
+    found = {
+        ".".join(p.parent.relative_to(REPO).parts) for p in CORE.rglob("__init__.py") if "__pycache__" not in p.parts
+    }
     assert found <= listed, sorted(found - listed)
     assert cfg["package-dir"]["aisac_servers"] == "servers"
     assert not (REPO / "servers" / "__init__.py").read_text().count("import servers")
@@ -111,34 +132,74 @@ def test_wheel_lists_every_package() -> None:
 # --------------------------------------------------------------------------------------------------
 
 #: calls whose result is a mutable container or a lock (by the called name: ``dict()``, ``threading.Lock()``, ...)
-_MUTABLE_CALLS = frozenset({
-    "dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "Counter", "ChainMap", "deque", "WeakSet",
-    "WeakKeyDictionary", "WeakValueDictionary", "Lock", "RLock", "Event", "Condition", "Semaphore",
-    "BoundedSemaphore", "local", "Queue", "SimpleQueue", "LifoQueue", "PriorityQueue"})
+_MUTABLE_CALLS = frozenset(
+    {
+        "dict",
+        "list",
+        "set",
+        "bytearray",
+        "defaultdict",
+        "OrderedDict",
+        "Counter",
+        "ChainMap",
+        "deque",
+        "WeakSet",
+        "WeakKeyDictionary",
+        "WeakValueDictionary",
+        "Lock",
+        "RLock",
+        "Event",
+        "Condition",
+        "Semaphore",
+        "BoundedSemaphore",
+        "local",
+        "Queue",
+        "SimpleQueue",
+        "LifoQueue",
+        "PriorityQueue",
+    }
+)
 #: decorators that keep a process-wide cache
 _CACHES = frozenset({"lru_cache", "cache"})
 #: method names that change a container in place
-_MUTATORS = frozenset({
-    "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "add", "discard", "setdefault",
-    "sort", "reverse", "move_to_end", "appendleft", "extendleft", "popleft", "difference_update",
-    "intersection_update", "symmetric_difference_update", "__setitem__", "__delitem__"})
+_MUTATORS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "popitem",
+        "remove",
+        "clear",
+        "update",
+        "add",
+        "discard",
+        "setdefault",
+        "sort",
+        "reverse",
+        "move_to_end",
+        "appendleft",
+        "extendleft",
+        "popleft",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+        "__setitem__",
+        "__delitem__",
+    }
+)
 _CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 
 #: process-wide caches that may stay: ``path:name`` (``path:@cache function``) -> why it is harmless
 STATE_ALLOWED = {
-    "aisac_core/data/isolation.py:@lru_cache detect_isolation":
-        "what the OS supports (a tuple of strings), probed once; the same for every store",
-    "aisac_core/roles/schemas.py:@lru_cache load_schema": "the bundled JSON schemas, parsed once; callers only read them",
+    "aisac_core/data/isolation.py:@lru_cache detect_isolation": "what the OS supports (a tuple of strings), probed once; the same for every store",
+    "aisac_core/roles/schemas.py:@cache load_schema": "the bundled JSON schemas, parsed once; callers only read them",
     "aisac_core/store/migrations/__init__.py:@lru_cache head_revision": "the newest revision id of the shipped scripts",
-    "aisac_core/store/migrations/__init__.py:@lru_cache _baseline_names":
-        "table and index names of the baseline revision (frozensets), the same for every store",
+    "aisac_core/store/migrations/__init__.py:@lru_cache _baseline_names": "table and index names of the baseline revision (frozensets), the same for every store",
     "aisac_core/trace/pageimage.py:@lru_cache _key_chars": "a pure function of one character",
-    "aisac_core/rag/formats.py:@lru_cache _converter":
-        "one docling converter per format and PDF pipeline (parser configuration, no store data), at most 8",
-    "aisac_core/rag/chunking.py:@lru_cache _make_chunker":
-        "one HybridChunker per tokenizer and size (configuration, no store data), at most 8",
-    "aisac_core/trace/pins.py:@lru_cache _file_sha256":
-        "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
+    "aisac_core/rag/formats.py:@lru_cache _converter": "one docling converter per format and PDF pipeline (parser configuration, no store data), at most 8",
+    "aisac_core/rag/chunking.py:@lru_cache _make_chunker": "one HybridChunker per tokenizer and size (configuration, no store data), at most 8",
+    "aisac_core/trace/pins.py:@lru_cache _file_sha256": "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
     "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
 }
 
@@ -148,8 +209,9 @@ def _name_of(node: ast.AST) -> str | None:
 
 
 def _is_mutable(value: ast.AST) -> bool:
-    return (isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp))
-            or (isinstance(value, ast.Call) and _name_of(value.func) in _MUTABLE_CALLS))
+    return isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
+        isinstance(value, ast.Call) and _name_of(value.func) in _MUTABLE_CALLS
+    )
 
 
 def _module_level(body: list[ast.stmt]):  # noqa: ANN202
@@ -157,8 +219,12 @@ def _module_level(body: list[ast.stmt]):  # noqa: ANN202
     for stmt in body:
         yield stmt
         if isinstance(stmt, (ast.If, ast.Try, ast.With)):
-            for block in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []),
-                          *(h.body for h in getattr(stmt, "handlers", []))):
+            for block in (
+                stmt.body,
+                getattr(stmt, "orelse", []),
+                getattr(stmt, "finalbody", []),
+                *(h.body for h in getattr(stmt, "handlers", [])),
+            ):
                 yield from _module_level(block)
 
 
@@ -175,8 +241,12 @@ def _mutated_names(trees: list[ast.Module]) -> set[str]:
                         out.add(_name_of(t.value))  # type: ignore[arg-type]  # checked on the same line
                     elif isinstance(node, ast.AugAssign) and _name_of(t):
                         out.add(_name_of(t))  # type: ignore[arg-type]  # checked on the same line
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                  and node.func.attr in _MUTATORS and _name_of(node.func.value)):
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _MUTATORS
+                and _name_of(node.func.value)
+            ):
                 out.add(_name_of(node.func.value))  # type: ignore[arg-type]  # checked on the same line
     return out
 
@@ -229,7 +299,8 @@ def test_no_process_wide_mutable_state() -> None:
 def test_the_state_check_flags_what_it_should(tmp_path: Path) -> None:
     """The check is not vacuous: a planted module with each kind of state is flagged, its constants are not."""
     planted = tmp_path / "planted.py"
-    planted.write_text("""
+    planted.write_text(
+        """
 import functools
 import threading
 import types
@@ -264,11 +335,20 @@ def setup():
 @functools.lru_cache(maxsize=None)
 def loaded(name):
     return name
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     found = set(module_state({"planted.py": planted}))
-    assert found == {"planted.py:_cache", "planted.py:_seen", "planted.py:_by_key", "planted.py:_lock",
-                     "planted.py:REGISTRY", "planted.py:_maybe", "planted.py:global _ready",
-                     "planted.py:@lru_cache loaded"}, found
+    assert found == {
+        "planted.py:_cache",
+        "planted.py:_seen",
+        "planted.py:_by_key",
+        "planted.py:_lock",
+        "planted.py:REGISTRY",
+        "planted.py:_maybe",
+        "planted.py:global _ready",
+        "planted.py:@lru_cache loaded",
+    }, found
     # and the tree check itself fails on it
     files = {**_source_files(), "aisac_core/planted.py": planted}
     extra = set(module_state(files)) - set(STATE_ALLOWED)
@@ -282,15 +362,20 @@ def loaded(name):
 
 def _no_context_contracts() -> list[dict]:
     """The ``core-no-context`` contract of pyproject.toml (a list of one)."""
-    contracts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
     return [c for c in contracts if c["id"] == "core-no-context"]
 
 
 def test_the_no_context_contract_covers_every_core_module() -> None:
     """``core-no-context`` lists every module and subpackage of aisac_core but the context itself."""
     (contract,) = _no_context_contracts()
-    tops = {p.stem if p.is_file() else p.name for p in CORE.iterdir()
-            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    tops = {
+        p.stem if p.is_file() else p.name
+        for p in CORE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
     assert {m.removeprefix("aisac_core.") for m in contract["source_modules"]} == tops - {"context"}
 
 
@@ -300,19 +385,33 @@ def test_no_core_module_imports_the_context(tmp_path: Path) -> None:
     the composition root."""
     pytest.importorskip("importlinter")
     base = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    lines = ["[tool.importlinter]", f"root_packages = {base['root_packages']!r}".replace("'", '"'),
-             "include_external_packages = true", "exclude_type_checking_imports = false"]
+    lines = [
+        "[tool.importlinter]",
+        f"root_packages = {base['root_packages']!r}".replace("'", '"'),
+        "include_external_packages = true",
+        "exclude_type_checking_imports = false",
+    ]
     for c in _no_context_contracts():
         lines.append("[[tool.importlinter.contracts]]")
         for k, v in c.items():
-            lines.append(f"{k} = " + ("true" if v is True else "false" if v is False else
-                                      repr(v).replace("'", '"')))
+            lines.append(f"{k} = " + ("true" if v is True else "false" if v is False else repr(v).replace("'", '"')))
     config = tmp_path / "pending.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"] == _no_context_contracts()
+    assert (
+        tomllib.loads(config.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+        == _no_context_contracts()
+    )
     res = _lint(REPO, config=config)
-    named = [f"{p.relative_to(REPO)}" for p in _py_files(CORE) if p.name != "context.py"
-             and re.search(r"^\s*(?:from aisac_core(?:\.context\b| import context\b)|import aisac_core\.context\b)"
-                           r"|(?:[:>,\[(]|->)\s*[\"']?AppContext\b", p.read_text(encoding="utf-8"), re.M)]
+    named = [
+        f"{p.relative_to(REPO)}"
+        for p in _py_files(CORE)
+        if p.name != "context.py"
+        and re.search(
+            r"^\s*(?:from aisac_core(?:\.context\b| import context\b)|import aisac_core\.context\b)"
+            r"|(?:[:>,\[(]|->)\s*[\"']?AppContext\b",
+            p.read_text(encoding="utf-8"),
+            re.M,
+        )
+    ]
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     assert not named, named

@@ -79,8 +79,9 @@ def base(tmp_path: Path):  # noqa: ANN201
 
 
 def good_project(tmp_path: Path) -> Path:
-    return write_project(tmp_path / "proj", GOOD, {"ext/tools.py": TOOLS,
-                                                   "ext/prompts/planner.md": "Prefer the project's tools.\n"})
+    return write_project(
+        tmp_path / "proj", GOOD, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "Prefer the project's tools.\n"}
+    )
 
 
 def events(data_dir: Path) -> list[dict]:
@@ -93,8 +94,18 @@ def events(data_dir: Path) -> list[dict]:
     try:
         with Session(eng) as s:
             rows = s.exec(select(TraceEvent).order_by(TraceEvent.id)).all()
-            return [{"run_id": r.run_id, "kind": r.kind, "server": r.server, "tool": r.tool, "status": r.status,
-                     "error": r.error, "result": json.loads(r.result_json) if r.result_json else None} for r in rows]
+            return [
+                {
+                    "run_id": r.run_id,
+                    "kind": r.kind,
+                    "server": r.server,
+                    "tool": r.tool,
+                    "status": r.status,
+                    "error": r.error,
+                    "result": json.loads(r.result_json) if r.result_json else None,
+                }
+                for r in rows
+            ]
     finally:
         eng.dispose()
 
@@ -139,38 +150,64 @@ def test_manifest_settings_reach_the_roles_and_literature(tmp_path, base):
         assert s.sandbox.allow_imports == [*base.sandbox.allow_imports, "fractions"]
     if "lit_mailto" in type(s).model_fields:
         assert s.lit.mailto == "lab@example.org" and s.lit.s2_api_key_env == "LAB_S2_KEY"
-    assert b.steps[-1].result["not_applied"] == [k for k in b.steps[-1].result["not_applied"]
-                                                 if k not in type(s).model_fields]
+    assert b.steps[-1].result["not_applied"] == [
+        k for k in b.steps[-1].result["not_applied"] if k not in type(s).model_fields
+    ]
 
 
 # ---- bad input: each halts with the file and the fix, nothing served, the failure is traced ------------------
 
 BAD = {
-    "missing_path": (GOOD.replace('path = "data/tables"', 'path = "data/missing"'), {},
-                     r"aisac\.toml: data\.catalog\[0\]\.path = 'data/missing' -> .* does not exist; create it or fix"),
-    "unknown_key": (GOOD.replace('category = "materials"', 'category = "materials"\ncolour = "blue"'), {},
-                    r"aisac\.toml: unknown key 'project\.colour' in \[project\]: remove it or fix its spelling"),
-    "nested_unknown_key": (GOOD.replace('description = "notes"', 'descripton = "notes"'), {},
-                           r"unknown key 'data\.indexed\[0\]\.descripton'"),
-    "syntax_error": (GOOD, {"ext/tools.py": "def broken(:\n    pass\n"},
-                     r"ext/tools\.py:1: syntax error in the extensions\.tools_modules\[0\] module: .*; fix line 1"),
-    "duplicate_tool": (GOOD.replace('tools_modules = ["ext/tools.py"]',
-                                    'tools_modules = ["ext/tools.py", "ext/more.py"]'),
-                       {"ext/more.py": TOOLS}, r"ext/more\.py: tool 'add' is also defined in .*ext/tools\.py; two "
-                                               r"tools cannot share a name: rename one"),
-    "unknown_role": (GOOD, {"ext/prompts/summariser.md": "Summarise.\n"},
-                     r"ext/prompts/summariser\.md: prompt overlay for an unknown role 'summariser\.md'; overlays are "
-                     r"named router\.md, planner\.md, evaluator\.md.*: rename or remove it"),
-    "toml_syntax": (GOOD.replace('[roles]', '[roles'), {}, r"aisac\.toml: TOML syntax error: .*line \d+"),
+    "missing_path": (
+        GOOD.replace('path = "data/tables"', 'path = "data/missing"'),
+        {},
+        r"aisac\.toml: data\.catalog\[0\]\.path = 'data/missing' -> .* does not exist; create it or fix",
+    ),
+    "unknown_key": (
+        GOOD.replace('category = "materials"', 'category = "materials"\ncolour = "blue"'),
+        {},
+        r"aisac\.toml: unknown key 'project\.colour' in \[project\]: remove it or fix its spelling",
+    ),
+    "nested_unknown_key": (
+        GOOD.replace('description = "notes"', 'descripton = "notes"'),
+        {},
+        r"unknown key 'data\.indexed\[0\]\.descripton'",
+    ),
+    "syntax_error": (
+        GOOD,
+        {"ext/tools.py": "def broken(:\n    pass\n"},
+        r"ext/tools\.py:1: syntax error in the extensions\.tools_modules\[0\] module: .*; fix line 1",
+    ),
+    "duplicate_tool": (
+        GOOD.replace('tools_modules = ["ext/tools.py"]', 'tools_modules = ["ext/tools.py", "ext/more.py"]'),
+        {"ext/more.py": TOOLS},
+        r"ext/more\.py: tool 'add' is also defined in .*ext/tools\.py; two "
+        r"tools cannot share a name: rename one",
+    ),
+    "unknown_role": (
+        GOOD,
+        {"ext/prompts/summariser.md": "Summarise.\n"},
+        r"ext/prompts/summariser\.md: prompt overlay for an unknown role 'summariser\.md'; overlays are "
+        r"named router\.md, planner\.md, evaluator\.md.*: rename or remove it",
+    ),
+    "toml_syntax": (GOOD.replace("[roles]", "[roles"), {}, r"aisac\.toml: TOML syntax error: .*line \d+"),
     "bad_value": (GOOD.replace('mode = "strict"', 'mode = "sloppy"'), {}, r"'roles\.mode': Input should be"),
-    "import_error": (GOOD, {"ext/tools.py": "import not_a_module_aisac\n"},
-                     r"importing the extensions\.tools_modules\[0\] module failed: ModuleNotFoundError"),
-    "no_docstring": (GOOD, {"ext/tools.py": "def f(x: int) -> int:\n    return x\n"},
-                     r"function 'f' has no docstring"),
-    "bad_placeholder": (GOOD, {"ext/prompts/planner.md": "+++\nmode = \"replace\"\n+++\nPlan {question}\n"},
-                        r"placeholder\(s\) \{question\} are not filled for the planner prompt"),
-    "bad_front_matter": (GOOD, {"ext/prompts/planner.md": "+++\nmood = 1\n+++\ntext\n"},
-                         r"unknown front matter key\(s\) \['mood'\]"),
+    "import_error": (
+        GOOD,
+        {"ext/tools.py": "import not_a_module_aisac\n"},
+        r"importing the extensions\.tools_modules\[0\] module failed: ModuleNotFoundError",
+    ),
+    "no_docstring": (GOOD, {"ext/tools.py": "def f(x: int) -> int:\n    return x\n"}, r"function 'f' has no docstring"),
+    "bad_placeholder": (
+        GOOD,
+        {"ext/prompts/planner.md": '+++\nmode = "replace"\n+++\nPlan {question}\n'},
+        r"placeholder\(s\) \{question\} are not filled for the planner prompt",
+    ),
+    "bad_front_matter": (
+        GOOD,
+        {"ext/prompts/planner.md": "+++\nmood = 1\n+++\ntext\n"},
+        r"unknown front matter key\(s\) \['mood'\]",
+    ),
 }
 
 
@@ -181,8 +218,9 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
     manifest, files, pattern = BAD[case]
     if case == "bad_placeholder":
         pytest.importorskip("aisac_core.roles.prompts")
-    p = write_project(tmp_path / "proj", manifest, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "Hint.\n",
-                                                     **files})
+    p = write_project(
+        tmp_path / "proj", manifest, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "Hint.\n", **files}
+    )
     with pytest.raises(BootstrapError) as ei:
         bootstrap(p, base)
     msg = str(ei.value)
@@ -197,10 +235,9 @@ def test_bad_input_halts_with_file_and_fix(tmp_path, base, case):
 
 
 def test_serve_project_halts_and_keeps_the_other_context(tmp_path, base):
-    from aisac_servers.adapters.project import serve_project
-
     from aisac_core.context import AppContext
     from aisac_core.projects import BootstrapError
+    from aisac_servers.adapters.project import serve_project
 
     before = AppContext(base)
     try:
@@ -222,8 +259,9 @@ def test_missing_manifest_names_init(tmp_path):
 def test_tool_with_unsupported_signature_is_refused(tmp_path, base):
     from aisac_core.projects import BootstrapError, bootstrap
 
-    p = write_project(tmp_path / "proj", GOOD, {"ext/tools.py": 'def f(*args):\n    """Doc."""\n',
-                                                "ext/prompts/planner.md": "H\n"})
+    p = write_project(
+        tmp_path / "proj", GOOD, {"ext/tools.py": 'def f(*args):\n    """Doc."""\n', "ext/prompts/planner.md": "H\n"}
+    )
     with pytest.raises(BootstrapError, match=r"function 'f' cannot become an MCP tool"):
         bootstrap(p, base, open_store=False)
 
@@ -237,8 +275,9 @@ def run_cli(args: list[str], store: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("case", ["missing_path", "unknown_key", "syntax_error", "duplicate_tool", "unknown_role"])
 def test_cli_serve_project_bad_input_one_line(tmp_path, case):
     manifest, files, pattern = BAD[case]
-    p = write_project(tmp_path / "proj", manifest, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "Hint.\n",
-                                                     **files})
+    p = write_project(
+        tmp_path / "proj", manifest, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "Hint.\n", **files}
+    )
     out = run_cli(["serve", "--project", str(p)], tmp_path / "store")
     assert out.returncode == 1, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
@@ -253,8 +292,9 @@ def test_json_schema_is_published_in_docs():
     doc = (REPO / "docs" / "projects.md").read_text()
     m = re.search(r"<!-- schema:begin -->\s*```json\n(.*?)```\s*<!-- schema:end -->", doc, re.S)
     assert m, "docs/projects.md lacks the schema block"
-    assert json.loads(m.group(1)) == manifest_json_schema(), \
+    assert json.loads(m.group(1)) == manifest_json_schema(), (
         "docs/projects.md schema is stale: run python -m aisac_core.projects schema"
+    )
 
 
 def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
@@ -272,26 +312,37 @@ def test_json_schema_accepts_the_templates_and_rejects_unknown_keys():
         jsonschema.validate({"project": {"name": "x", "colour": "blue"}}, schema)
 
 
-GRAPH = GOOD.replace('prompts_dir = "ext/prompts"',
-                     'prompts_dir = "ext/prompts"\ngraph = true\ngraph_module = "ext/graph.py"')
+GRAPH = GOOD.replace(
+    'prompts_dir = "ext/prompts"', 'prompts_dir = "ext/prompts"\ngraph = true\ngraph_module = "ext/graph.py"'
+)
 
 
-@pytest.mark.parametrize("graph_src,pattern,needs_roles", [
-    ("def other(g):\n    return g\n", r"ext/graph\.py: the graph module has no function augment\(graph\)", False),
-    ("def augment(g, h):\n    return g\n", r"augment must take exactly one argument", False),
-    ("def augment(g):\n    del g['nodes']['planner']\n    return g\n",
-     r"ext/graph\.py: augment\(graph\) failed: RolesError: .*core node 'planner' is missing", True),
-    ("def augment(g):\n    g['nodes']['x'] = {'kind': 'tool', 'tool': 'project_nope'}\n"
-     "    g['edges'].append({'from': 'planner', 'to': 'x'})\n    return g\n",
-     r"graph node 'x' calls 'project_nope', which is not a project tool \(the project has project_add\)", True),
-])
+@pytest.mark.parametrize(
+    "graph_src,pattern,needs_roles",
+    [
+        ("def other(g):\n    return g\n", r"ext/graph\.py: the graph module has no function augment\(graph\)", False),
+        ("def augment(g, h):\n    return g\n", r"augment must take exactly one argument", False),
+        (
+            "def augment(g):\n    del g['nodes']['planner']\n    return g\n",
+            r"ext/graph\.py: augment\(graph\) failed: RolesError: .*core node 'planner' is missing",
+            True,
+        ),
+        (
+            "def augment(g):\n    g['nodes']['x'] = {'kind': 'tool', 'tool': 'project_nope'}\n"
+            "    g['edges'].append({'from': 'planner', 'to': 'x'})\n    return g\n",
+            r"graph node 'x' calls 'project_nope', which is not a project tool \(the project has project_add\)",
+            True,
+        ),
+    ],
+)
 def test_bad_graph_augmentation_halts(tmp_path, base, graph_src, pattern, needs_roles):
     from aisac_core.projects import BootstrapError, bootstrap
 
     if needs_roles:
         pytest.importorskip("aisac_core.roles.graph")
-    p = write_project(tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n",
-                                                 "ext/graph.py": graph_src})
+    p = write_project(
+        tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n", "ext/graph.py": graph_src}
+    )
     with pytest.raises(BootstrapError, match=pattern):
         bootstrap(p, base, open_store=False)
 
@@ -301,10 +352,13 @@ def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
     from aisac_core.context import AppContext
     from aisac_core.projects import bootstrap
 
-    src = ("def augment(g):\n    g['nodes']['extra'] = {'kind': 'tool', 'tool': 'project_add', 'arguments': {'a': 1, "
-           "'b': 2}}\n    g['edges'].append({'from': 'evaluator', 'to': 'extra'})\n    return g\n")
-    p = write_project(tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n",
-                                                 "ext/graph.py": src})
+    src = (
+        "def augment(g):\n    g['nodes']['extra'] = {'kind': 'tool', 'tool': 'project_add', 'arguments': {'a': 1, "
+        "'b': 2}}\n    g['edges'].append({'from': 'evaluator', 'to': 'extra'})\n    return g\n"
+    )
+    p = write_project(
+        tmp_path / "proj", GRAPH, {"ext/tools.py": TOOLS, "ext/prompts/planner.md": "H\n", "ext/graph.py": src}
+    )
     dry = bootstrap(p, base, open_store=False)
     assert "extra" not in AppContext(dry.settings).roles.active_graph()["nodes"]  # a dry run installs nothing
     b = bootstrap(p, base)
@@ -317,15 +371,17 @@ def test_graph_augmentation_is_installed_and_removed(tmp_path, base):
 
 
 def test_project_tools_colliding_with_suite_tools_are_refused(tmp_path, base):
-    from aisac_servers.adapters.project import mount_project, serve_project
-
     from aisac_core.projects import BootstrapError
+    from aisac_servers.adapters.project import mount_project, serve_project
 
     suite, app = serve_project(good_project(tmp_path), base)  # the project's tools are mounted here
     b = app.project
     try:
-        with pytest.raises(BootstrapError, match=r"project tool\(s\) \['project_add'\] collide with tools the suite "
-                                                 r"already has; rename"):
+        with pytest.raises(
+            BootstrapError,
+            match=r"project tool\(s\) \['project_add'\] collide with tools the suite "
+            r"already has; rename",
+        ):
             mount_project(suite, app)
         assert [s.name for s in b.steps].count("mount") == 2 and b.steps[-1].status == "tool_error"
     finally:
@@ -334,8 +390,10 @@ def test_project_tools_colliding_with_suite_tools_are_refused(tmp_path, base):
 
 def test_cli_init_errors_and_success(tmp_path):
     out = run_cli(["init", str(tmp_path / "x"), "--template", "nope"], tmp_path / "store")
-    assert out.returncode == 1 and out.stderr.strip() == \
-        "error: unknown template 'nope'; available: general, materials, process_safety"
+    assert (
+        out.returncode == 1
+        and out.stderr.strip() == "error: unknown template 'nope'; available: general, materials, process_safety"
+    )
     out = run_cli(["init", str(tmp_path / "My Lab"), "--name", 'Lab "A"'], tmp_path / "store")
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith("created project 'Lab \"A\"' (id my-lab) in ") and len(out.stderr.splitlines()) == 1

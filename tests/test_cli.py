@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import make_settings
 
 AISAC = str(Path(sys.executable).parent / "aisac")
@@ -18,8 +17,9 @@ AISAC = str(Path(sys.executable).parent / "aisac")
 def run(args: list[str], data_dir: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(HF_HUB_OFFLINE="1", COLUMNS="160")
-    return subprocess.run([AISAC, *args, "--data-dir", str(data_dir)], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [AISAC, *args, "--data-dir", str(data_dir)], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,9 @@ def test_search_prints_a_table_of_hits(cli_store):
     out = run(["search", "Michaelis constant of the lipase", "-k", "3"], cli_store)
     assert out.returncode == 0, out.stderr
     assert "enzyme_kinetics.md" in out.stdout and "3 hits" in out.stdout
-    js = json.loads(run(["search", "zeolite coking", "-k", "2", "--json", "--filter", "file_type=pdf"], cli_store).stdout)
+    js = json.loads(
+        run(["search", "zeolite coking", "-k", "2", "--json", "--filter", "file_type=pdf"], cli_store).stdout
+    )
     assert js["hits"][0]["page"] == 2 and all(h["file_type"] == "pdf" for h in js["hits"])
 
 

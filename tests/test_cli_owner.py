@@ -26,8 +26,14 @@ def owned_store(tmp_path, models_dir):
 
 
 def cli(data_dir: Path, *args: str, timeout: int = 600, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([AISAC, *args], env={**serve_env(data_dir, **extra), "COLUMNS": "160"},
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [AISAC, *args],
+        env={**serve_env(data_dir, **extra), "COLUMNS": "160"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _comparable_status(st: dict) -> dict:
@@ -57,8 +63,9 @@ async def test_every_cli_command_works_while_the_owner_runs_and_agrees(owned_sto
     search_owner = cli(d, "search", "Michaelis constant of the lipase", "-k", "3", "--json")
     assert search_owner.returncode == 0, search_owner.stderr
     got = json.loads(search_owner.stdout)
-    assert [(h["chunk_id"], h["score"]) for h in got["hits"]] == \
-        [(h["chunk_id"], h["score"]) for h in search_here["hits"]]
+    assert [(h["chunk_id"], h["score"]) for h in got["hits"]] == [
+        (h["chunk_id"], h["score"]) for h in search_here["hits"]
+    ]
     table = cli(d, "search", "Michaelis constant of the lipase", "-k", "3")
     assert table.returncode == 0 and "enzyme_kinetics.md" in table.stdout and "3 hits" in table.stdout
 
@@ -124,8 +131,9 @@ async def test_an_idle_owner_with_other_settings_is_restarted_for_the_new_host(o
     assert old["settings_digest"] and old["settings"]["roots"] == [] and "http_token" not in old["settings"]
     # what the daemon publishes when it has been idle for a minute with no job pending
     now = time.time()
-    write_owner_file(owned_store, OwnerInfo(**{**old, "last_request_at": now - 60, "jobs_pending": False,
-                                               "activity_at": now}))
+    write_owner_file(
+        owned_store, OwnerInfo(**{**old, "last_request_at": now - 60, "jobs_pending": False, "activity_at": now})
+    )
     assert await _data_load(owned_store, csv, AISAC_ROOTS=json.dumps([str(csv.parent)])) == "ok"
     new = owner_info(owned_store)
     assert new["pid"] != old["pid"] and new["settings"]["roots"] == [str(csv.parent.resolve())]

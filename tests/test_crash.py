@@ -19,11 +19,24 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 pytestmark = pytest.mark.both_engines
 
 AISAC = str(Path(sys.executable).parent / "aisac")
-TOPICS = ["boundary layer transition", "protein folding kinetics", "graphene thermal conductivity",
-          "soil carbon sequestration", "turbulent premixed flames", "battery electrolyte decomposition",
-          "ocean heat uptake", "crystal nucleation rates", "aerosol optical depth", "gene expression noise",
-          "seismic wave attenuation", "polymer glass transition", "photocatalytic water splitting",
-          "groundwater nitrate transport", "superconducting qubit coherence", "bacterial biofilm growth"]
+TOPICS = [
+    "boundary layer transition",
+    "protein folding kinetics",
+    "graphene thermal conductivity",
+    "soil carbon sequestration",
+    "turbulent premixed flames",
+    "battery electrolyte decomposition",
+    "ocean heat uptake",
+    "crystal nucleation rates",
+    "aerosol optical depth",
+    "gene expression noise",
+    "seismic wave attenuation",
+    "polymer glass transition",
+    "photocatalytic water splitting",
+    "groundwater nitrate transport",
+    "superconducting qubit coherence",
+    "bacterial biofilm growth",
+]
 
 
 def _corpus(root: Path) -> Path:
@@ -32,7 +45,8 @@ def _corpus(root: Path) -> Path:
         body = "\n\n".join(
             f"## Section {j}\n\nMeasurement series {j} on {topic} in sample {i}-{j}: the observed value was "
             f"{(i + 1) * (j + 3) * 1.37:.2f} units, with an uncertainty of {j + 1} percent. " * 3
-            for j in range(6))
+            for j in range(6)
+        )
         (root / f"note_{i:02d}.md").write_text(f"# Study of {topic}\n\n{body}\n")
     make_pdf(root / "report_a.pdf")
     make_pdf(root / "report_b.pdf")
@@ -50,8 +64,13 @@ def _url(data_dir: Path, sql_url: str | None) -> str:
 
 
 def _index(data_dir: Path, corpus: Path, sql_url: str | None) -> dict:
-    out = subprocess.run([AISAC, "index", str(corpus), "--json"], env=_env(data_dir, sql_url), capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [AISAC, "index", str(corpus), "--json"],
+        env=_env(data_dir, sql_url),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -80,7 +99,9 @@ def _state(data_dir: Path, models_dir: Path, sql_url: str | None) -> tuple[int, 
     try:
         vs = core.vectors()
         ids = {pid for pid, _ in vs.scroll_ids("chunks")}
-        manifest = _scalar(data_dir, sql_url, "select coalesce(sum(chunk_count),0) from document where status='indexed'")
+        manifest = _scalar(
+            data_dir, sql_url, "select coalesce(sum(chunk_count),0) from document where status='indexed'"
+        )
         return vs.count("chunks"), manifest, ids
     finally:
         core.close()
@@ -106,8 +127,12 @@ def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir, sql_url, seco
     make_settings(crashed, models_dir)
     kills = 0
     for threshold in (1, 5, 11):
-        proc = subprocess.Popen([AISAC, "index", str(corpus)], env=_env(crashed, second_sql_url),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [AISAC, "index", str(corpus)],
+            env=_env(crashed, second_sql_url),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
             if _scalar(crashed, second_sql_url, "select count(*) from document where status='indexed'") >= threshold:

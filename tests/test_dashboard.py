@@ -13,46 +13,101 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import chromium_browser, http_server, stop_process
 
 
-
-def _record(core, run_id, tool, *, result=None, status="ok", kind="tool_call", parent_id=None, server=None,
-            arguments=None) -> int:
+def _record(
+    core, run_id, tool, *, result=None, status="ok", kind="tool_call", parent_id=None, server=None, arguments=None
+) -> int:
     from aisac_core.trace.recorder import record_tool_call
 
-    return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
-                            arguments=arguments or {"query": tool}, result=result if status == "ok" else None,
-                            status=status, error=None if status == "ok" else "k must be an integer from 1 to 100",
-                            latency_ms=2.5, kind=kind, parent_id=parent_id)
+    return record_tool_call(
+        core.engine,
+        run_id=run_id,
+        server=server or tool.split("_", 1)[0],
+        tool=tool,
+        arguments=arguments or {"query": tool},
+        result=result if status == "ok" else None,
+        status=status,
+        error=None if status == "ok" else "k must be an integer from 1 to 100",
+        latency_ms=2.5,
+        kind=kind,
+        parent_id=parent_id,
+    )
 
 
 def _roles_run(core, run: str, hits: list[dict]) -> dict[str, int]:
     """A run shaped like the roles server's: router -> planner -> tool calls, evaluator critiques, one failure."""
     ids = {}
-    ids["router"] = _record(core, run, "router", kind="role_step", server="roles",
-                            result={"route": "rag", "reason": "needs the indexed papers", "confidence": 0.9})
-    ids["planner"] = _record(core, run, "planner", kind="role_step", server="roles", parent_id=ids["router"],
-                             result={"plan": {"steps": [{"title": "find stability evidence",
-                                                         "steps": [{"title": "search perovskite humidity"}]},
-                                                        {"title": "summarise"}]}})
-    ids["search"] = _record(core, run, "rag_search", parent_id=ids["planner"],
-                            arguments={"query": "perovskite humidity", "k": 3},
-                            result={"hits": hits, "count": len(hits), "mode": "hybrid", "took_ms": 4.0})
+    ids["router"] = _record(
+        core,
+        run,
+        "router",
+        kind="role_step",
+        server="roles",
+        result={"route": "rag", "reason": "needs the indexed papers", "confidence": 0.9},
+    )
+    ids["planner"] = _record(
+        core,
+        run,
+        "planner",
+        kind="role_step",
+        server="roles",
+        parent_id=ids["router"],
+        result={
+            "plan": {
+                "steps": [
+                    {"title": "find stability evidence", "steps": [{"title": "search perovskite humidity"}]},
+                    {"title": "summarise"},
+                ]
+            }
+        },
+    )
+    ids["search"] = _record(
+        core,
+        run,
+        "rag_search",
+        parent_id=ids["planner"],
+        arguments={"query": "perovskite humidity", "k": 3},
+        result={"hits": hits, "count": len(hits), "mode": "hybrid", "took_ms": 4.0},
+    )
     ids["bad"] = _record(core, run, "rag_search", status="tool_error", arguments={"query": "x", "k": 0})
-    ids["evaluator"] = _record(core, run, "evaluator", kind="role_step", server="roles",
-                               result={"critiques": [{"severity": "high", "message": "claim lacks a citation"},
-                                                     {"severity": "low", "message": "units not stated"}]})
+    ids["evaluator"] = _record(
+        core,
+        run,
+        "evaluator",
+        kind="role_step",
+        server="roles",
+        result={
+            "critiques": [
+                {"severity": "high", "message": "claim lacks a citation"},
+                {"severity": "low", "message": "units not stated"},
+            ]
+        },
+    )
     return ids
 
 
-FAKE_HIT = {"chunk_id": "11111111-1111-1111-1111-111111111111", "title": "Stability report", "path": "/gone/report.pdf",
-            "page": 1, "section": "results", "text": "Encapsulated perovskite cells kept 90 % after 1000 h.",
-            "score": 0.8123,
-            "anchor": {"chunk_id": "11111111-1111-1111-1111-111111111111", "doc_id": "d1", "path": "/gone/report.pdf",
-                       "sha256": "0" * 64, "section": "results", "page": 1, "char_span": [0, 50],
-                       "chunk_sha256": "1" * 64, "score": 0.8123}}
+FAKE_HIT = {
+    "chunk_id": "11111111-1111-1111-1111-111111111111",
+    "title": "Stability report",
+    "path": "/gone/report.pdf",
+    "page": 1,
+    "section": "results",
+    "text": "Encapsulated perovskite cells kept 90 % after 1000 h.",
+    "score": 0.8123,
+    "anchor": {
+        "chunk_id": "11111111-1111-1111-1111-111111111111",
+        "doc_id": "d1",
+        "path": "/gone/report.pdf",
+        "sha256": "0" * 64,
+        "section": "results",
+        "page": 1,
+        "char_span": [0, 50],
+        "chunk_sha256": "1" * 64,
+        "score": 0.8123,
+    },
+}
 
 
 @pytest.mark.anyio
@@ -61,7 +116,9 @@ async def test_pages_render_every_part(fast_core):
 
     run = "run-dash"
     ids = _roles_run(fast_core, run, [FAKE_HIT])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t") as h:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t"
+    ) as h:
         home = await h.get("/")
         assert home.status_code == 200 and run in home.text and "1 errors" in home.text
         assert "perovskite humidity" in home.text  # the run's question (its first search query: no roles task)
@@ -69,14 +126,25 @@ async def test_pages_render_every_part(fast_core):
         assert run not in filtered.text
         page = (await h.get("/run", params={"id": run})).text
         # the question, errors, evaluation, plan, router, timeline, retrieved passages, steps
-        order = [page.index(x) for x in ("id=question", "id=errors", "id=critiques", "id=plan", "id=router",
-                                          "id=timeline", "id=retrieved", "id=steps")]
+        order = [
+            page.index(x)
+            for x in (
+                "id=question",
+                "id=errors",
+                "id=critiques",
+                "id=plan",
+                "id=router",
+                "id=timeline",
+                "id=retrieved",
+                "id=steps",
+            )
+        ]
         assert order == sorted(order)
         assert "<h1 class=question id=question>perovskite humidity</h1>" in page
         assert "needs the indexed papers" in page
         assert "<ol><li>find stability evidence<ol><li>search perovskite humidity</li></ol></li><li>summarise" in page
-        assert page.count("class=\"node\"") == 3  # the plan DAG: two steps and a sub-step
-        assert page.count("class=\"bar\"") == 5  # the waterfall: one bar per event
+        assert page.count('class="node"') == 3  # the plan DAG: two steps and a sub-step
+        assert page.count('class="bar"') == 5  # the waterfall: one bar per event
         assert "sev-high" in page and "claim lacks a citation" in page
         assert f"data-chunk='{FAKE_HIT['chunk_id']}'" in page and "Stability report" in page and "0.812" in page
         assert "v-missing" in page  # verified when the page is rendered: the file is gone
@@ -104,8 +172,11 @@ def serve_dashboard(core):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(core.trace), host="127.0.0.1", port=port, log_level="warning",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(core.trace), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+        )
+    )
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
     deadline = time.monotonic() + 20
@@ -139,15 +210,15 @@ def test_server_sent_events_announce_new_events(fast_core):
 def test_dashboard_under_http_transport(tmp_path, models_dir):
     """`aisac serve --transport http` serves the dashboard under /dashboard next to /mcp."""
     import anyio
-    from fastmcp import Client
-
     from conftest import make_settings
+    from fastmcp import Client
 
     data_dir = tmp_path / "store"
     make_settings(data_dir, models_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", AISAC_WARM="0")
     with http_server(env) as url:
+
         async def call() -> None:
             async with Client(url) as c:
                 await c.call_tool("rag_list_documents", {}, meta={"run_id": "run-over-http"})
@@ -162,6 +233,7 @@ def test_dashboard_under_http_transport(tmp_path, models_dir):
 
 
 # ---------------------------------------------------------------------------------------------- browser
+
 
 def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium, tmp_path):
     from fixtures_gen import PAGE_MARKERS
@@ -221,22 +293,25 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
     its step."""
     from fastmcp import Client
 
-    from aisac_core.trace.dashboard import create_app
     from aisac_core.rag.indexer import Indexer
+    from aisac_core.trace.dashboard import create_app
     from aisac_servers.serving.suite import build
 
     if "roles" not in __import__("aisac_servers.serving.suite", fromlist=["SERVERS"]).SERVERS:
         pytest.skip("the roles server is not present")
     Indexer(fast_core).run([corpus_copy / "notes"])
     async with Client(build(app=fast_core, lifespan=False)) as c:
-        out = (await c.call_tool("roles_run", {"task": "What is the Km of the lipase?", "llm": "none",
-                                               "wait_s": 120})).structured_content
+        out = (
+            await c.call_tool("roles_run", {"task": "What is the Km of the lipase?", "llm": "none", "wait_s": 120})
+        ).structured_content
         assert out["status"] == "done", out
         run = out["run_id"]
         tree = (await c.call_tool("trace_get_run", {"run_id": run, "detail": "full"})).structured_content
     kinds = {e["kind"] for e in _flat(tree["tree"])}
     assert "role_step" in kinds
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t") as h:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(fast_core.trace)), base_url="http://t"
+    ) as h:
         page = (await h.get("/run", params={"id": run})).text
     assert "id=router" in page and "id=steps" in page and "decision" in page
     if any(e["tool"] == "planner" for e in _flat(tree["tree"])):
@@ -260,18 +335,49 @@ def test_plan_dag_and_numeric_severity_render():
     from aisac_core.trace.dashboard import render_run
 
     def ev(i, tool, result, kind="role_step", parent=None):
-        return {"id": i, "kind": kind, "server": "roles", "tool": tool, "status": "ok", "error": None,
-                "latency_ms": 1.0, "started_at": "2026-01-01T00:00:00+00:00", "arguments": {},
-                "arguments_sha256": "0" * 64,
-                "result_sha256": "1" * 64, "result_summary": "", "result": result, "parent_id": parent, "children": []}
+        return {
+            "id": i,
+            "kind": kind,
+            "server": "roles",
+            "tool": tool,
+            "status": "ok",
+            "error": None,
+            "latency_ms": 1.0,
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "arguments": {},
+            "arguments_sha256": "0" * 64,
+            "result_sha256": "1" * 64,
+            "result_summary": "",
+            "result": result,
+            "parent_id": parent,
+            "children": [],
+        }
 
-    plan = {"steps": [{"id": "s1", "goal": "search the notes", "tool": "rag_search", "depends_on": []},
-                      {"id": "s2", "goal": "write the answer", "helper": "researcher", "depends_on": ["s1"]}]}
-    crit = {"critiques": [{"aspect": "grounding", "text": "one claim uncited", "severity": 0.8},
-                          {"aspect": "clarity", "text": "fine", "severity": 0.1}]}
-    data = {"run": {"active": False, "events": 2, "by_kind": {"role_step": 2}, "started_at": "2026-01-01T00:00:00",
-                    "duration_s": 1, "servers": ["roles"]}, "errors": [], "last_id": 2,
-            "tree": [ev(1, "planner", plan), ev(2, "evaluator", crit)]}
+    plan = {
+        "steps": [
+            {"id": "s1", "goal": "search the notes", "tool": "rag_search", "depends_on": []},
+            {"id": "s2", "goal": "write the answer", "helper": "researcher", "depends_on": ["s1"]},
+        ]
+    }
+    crit = {
+        "critiques": [
+            {"aspect": "grounding", "text": "one claim uncited", "severity": 0.8},
+            {"aspect": "clarity", "text": "fine", "severity": 0.1},
+        ]
+    }
+    data = {
+        "run": {
+            "active": False,
+            "events": 2,
+            "by_kind": {"role_step": 2},
+            "started_at": "2026-01-01T00:00:00",
+            "duration_s": 1,
+            "servers": ["roles"],
+        },
+        "errors": [],
+        "last_id": 2,
+        "tree": [ev(1, "planner", plan), ev(2, "evaluator", crit)],
+    }
     html_ = render_run(data)
     assert "<ol><li>s1: search the notes <span class=badge>tool: rag_search</span><ol><li>s2: write the answer" in html_
     assert "sev-high'>high 0.80</span> <span class=badge>grounding</span> one claim uncited" in html_
@@ -287,14 +393,14 @@ def test_aisac_dashboard_command(tmp_path):
     aisac = str(Path(sys.executable).parent / "aisac")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(AISAC_DATA_DIR=str(tmp_path / "store"), HF_HUB_OFFLINE="1")
-    bad = subprocess.run([aisac, "dashboard", "--host", "0.0.0.0"], env=env, capture_output=True, text=True,
-                         timeout=60)
+    bad = subprocess.run([aisac, "dashboard", "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "loopback" in bad.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([aisac, "dashboard", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [aisac, "dashboard", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 30
         text = None
@@ -315,9 +421,9 @@ def test_standalone_verify_never_opens_the_vector_store(fast_core, corpus_copy):
     from fixtures_gen import PAGE_MARKERS
     from starlette.testclient import TestClient
 
-    from aisac_core.trace.dashboard import create_app
     from aisac_core.rag.indexer import Indexer
     from aisac_core.rag.search import search
+    from aisac_core.trace.dashboard import create_app
 
     Indexer(fast_core).run([corpus_copy / "report.pdf"])
     hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]

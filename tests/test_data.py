@@ -58,8 +58,9 @@ def dcore(tmp_path: Path, data_root: Path):  # noqa: ANN201
     """A fresh store whose roots are ``data_root`` (and ../shared/data when present)."""
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     roots = [data_root] + ([shared.resolve()] if shared.is_dir() else [])
-    c = AppContext(Settings(data_dir=tmp_path / "store", roots=roots, warm=False, sandbox_cpu_s=5,
-                      sandbox_job_threshold_s=60))
+    c = AppContext(
+        Settings(data_dir=tmp_path / "store", roots=roots, warm=False, sandbox_cpu_s=5, sandbox_job_threshold_s=60)
+    )
     yield c
     c.sandbox.shutdown()
     c.close()
@@ -146,21 +147,24 @@ def test_symlink_escape_refused(dcore, data_root: Path, tmp_path: Path) -> None:
 
 
 # -- query safety ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("expr", [
-    "@pd.io.common.os.system('id')",
-    "a > @x",
-    "__import__('os').system('id')",
-    "a.__class__.__bases__",
-    "pd.io.common.os",
-    "a.values.tofile('/tmp/x')",
-    "(lambda: 1)()",
-    "[x for x in a]",
-    "a.str.contains(__import__('os'))",
-    "a if b else c",
-    "_secret > 1",
-    "a > 2 ** 10 ** 10",
-    "b == 'x' * 10 ** 9",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "@pd.io.common.os.system('id')",
+        "a > @x",
+        "__import__('os').system('id')",
+        "a.__class__.__bases__",
+        "pd.io.common.os",
+        "a.values.tofile('/tmp/x')",
+        "(lambda: 1)()",
+        "[x for x in a]",
+        "a.str.contains(__import__('os'))",
+        "a if b else c",
+        "_secret > 1",
+        "a > 2 ** 10 ** 10",
+        "b == 'x' * 10 ** 9",
+    ],
+)
 def test_query_escapes_refused(dcore, data_root: Path, expr: str) -> None:
     reg(dcore).load(str(data_root / "records.json"), name="r")
     with pytest.raises(DataError, match="refused|not a valid"):
@@ -241,9 +245,22 @@ def test_shared_protein_parquet_preview_query(dcore, shared_data: Path) -> None:
 async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
     async with Client(build(["data"], app=dcore)) as client:
         names = {t.name for t in await client.list_tools()}
-        assert {"data_load", "data_list", "data_preview", "data_describe", "data_query", "data_aggregate",
-                "data_save", "data_to_session", "data_code_run", "data_code_variables", "data_code_session_list",
-                "data_code_session_reset", "data_code_session_close", "data_code_job_status"} <= names
+        assert {
+            "data_load",
+            "data_list",
+            "data_preview",
+            "data_describe",
+            "data_query",
+            "data_aggregate",
+            "data_save",
+            "data_to_session",
+            "data_code_run",
+            "data_code_variables",
+            "data_code_session_list",
+            "data_code_session_reset",
+            "data_code_session_close",
+            "data_code_job_status",
+        } <= names
         res = await client.call_tool("data_load", {"path": str(data_root / "multiheader.csv"), "name": "mh"})
         assert res.structured_content["frames"][0]["rows"] == 4
         lst = await client.call_tool("data_list", {})
@@ -261,5 +278,7 @@ async def test_mcp_data_tools_through_suite(dcore, data_root: Path) -> None:
     with Session(dcore.engine) as db:
         ev = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run")).one()
         assert json.loads(ev.result_json)["ok"] is True and ev.status == "ok"
-        bad = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_query", TraceEvent.status == "tool_error")).one()
+        bad = db.exec(
+            select(TraceEvent).where(TraceEvent.tool == "data_query", TraceEvent.status == "tool_error")
+        ).one()
         assert "refused" in bad.error

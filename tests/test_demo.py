@@ -18,13 +18,29 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_the_demo_runs_and_says_ok(tmp_path: Path) -> None:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AISAC_")},
-           "AISAC_DATA_DIR": str(tmp_path / "store"), "HF_HUB_OFFLINE": "1", "COLUMNS": "160"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AISAC_")},
+        "AISAC_DATA_DIR": str(tmp_path / "store"),
+        "HF_HUB_OFFLINE": "1",
+        "COLUMNS": "160",
+    }
     try:
-        p = subprocess.run([sys.executable, str(REPO / "examples" / "demo.py")], env=env, cwd=REPO,
-                           capture_output=True, text=True, timeout=900)
+        p = subprocess.run(
+            [sys.executable, str(REPO / "examples" / "demo.py")],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:  # the demo stops the owner daemon itself; make sure it is gone even when the demo failed midway
-        subprocess.run([sys.executable, "-m", "aisac_servers.cli", "owner", "stop"], env=env, cwd=REPO,
-                       capture_output=True, text=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "aisac_servers.cli", "owner", "stop"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert "demo ok" in p.stdout and "tool calls traced under run" in p.stdout, p.stdout[-3000:]

@@ -92,7 +92,7 @@ def test_char_spans_index_into_the_text(parsed: dict[str, ParsedDocument], name:
     doc = parsed[name]
     for c in doc.chunks:
         assert 0 <= c.char_start < c.char_end <= len(doc.text), (c.char_start, c.char_end, len(doc.text))
-        span = doc.text[c.char_start:c.char_end]
+        span = doc.text[c.char_start : c.char_end]
         first_words = " ".join(c.text.split()[:6])
         assert first_words in _norm(span), (name, c.index, first_words, span[:120])
         # the span is the chunk itself (whitespace aside), not a wider region
@@ -106,7 +106,7 @@ def test_char_spans_of_split_paragraphs_are_narrowed(corpus: Path, tokenizer) ->
     assert len(doc.chunks) > len(default.chunks), "max_tokens=40 should split some paragraph"
     spans = []
     for c in doc.chunks:
-        span = doc.text[c.char_start:c.char_end]
+        span = doc.text[c.char_start : c.char_end]
         assert _norm(span) == _norm(c.text), (c.index, c.text[:60], span[:60])
         spans.append((c.char_start, c.char_end))
     assert spans == sorted(spans)
@@ -213,8 +213,12 @@ ENCRYPTED = "2206.01062_pg3.password-1234.pdf"
 def test_every_shared_file_parses(shared_data: Path, tokenizer) -> None:  # noqa: ANN001
     """Every document of ../shared/data/formats and ../shared/data/pdfs parses into chunks whose spans
     lie in the text; the encrypted PDF is refused with a message saying so."""
-    files = sorted(p for root in (shared_data / "formats", shared_data / "pdfs") for p in root.rglob("*")
-                   if p.is_file() and file_type_of(p) is not None)
+    files = sorted(
+        p
+        for root in (shared_data / "formats", shared_data / "pdfs")
+        for p in root.rglob("*")
+        if p.is_file() and file_type_of(p) is not None
+    )
     assert len(files) >= 40
     types = set()
     failures = {}
@@ -232,8 +236,9 @@ def test_every_shared_file_parses(shared_data: Path, tokenizer) -> None:  # noqa
         types.add(doc.file_type)
         assert doc.chunks and doc.title, f
         if doc.file_type == "pdf":
-            assert doc.pages and all(c.page is not None and 1 <= c.page <= c.page_end <= doc.pages
-                                     for c in doc.chunks), f
+            assert doc.pages and all(
+                c.page is not None and 1 <= c.page <= c.page_end <= doc.pages for c in doc.chunks
+            ), f
         for c in doc.chunks:
             assert 0 <= c.char_start <= c.char_end <= len(doc.text), (f, c.index)
             assert c.section_covers in SECTION_LABELS

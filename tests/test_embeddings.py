@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aisac_core.settings import DEFAULT_EMBEDDING_MODEL
 from aisac_core.rag.embeddings import (
     MINILM_MAX_TOKENS,
     TOKENIZER_FILES,
@@ -20,6 +19,7 @@ from aisac_core.rag.embeddings import (
     EmbeddingModelError,
     assemble_offline_minilm,
 )
+from aisac_core.settings import DEFAULT_EMBEDDING_MODEL
 
 
 @pytest.fixture(scope="session")
@@ -80,8 +80,12 @@ def test_dense_dimension_and_unit_norm(embedder: Embedder) -> None:
 
 
 def test_document_order_is_kept_with_length_sorted_batches(embedder: Embedder) -> None:
-    texts = ["a much longer sentence about zeolite catalysts and their regeneration in air at 550 C",
-             "short", "a medium sentence on enzymes", "tiny"]
+    texts = [
+        "a much longer sentence about zeolite catalysts and their regeneration in air at 550 C",
+        "short",
+        "a medium sentence on enzymes",
+        "tiny",
+    ]
     together = embedder.embed_documents(texts)
     for text, vec in zip(texts, together):
         alone = embedder.embed_documents([text])[0]
@@ -89,17 +93,17 @@ def test_document_order_is_kept_with_length_sorted_batches(embedder: Embedder) -
 
 
 def test_similarity_ordering(embedder: Embedder) -> None:
-    anchor, para, other = embedder.embed_documents([
-        "The cat sat on the mat.",
-        "A kitten was sitting on the rug.",
-        "Quarterly tax revenue rose by four percent.",
-    ])
+    anchor, para, other = embedder.embed_documents(
+        ["The cat sat on the mat.", "A kitten was sitting on the rug.", "Quarterly tax revenue rose by four percent."]
+    )
     assert _cos(anchor, para) > 0.5 > _cos(anchor, other)
     q = embedder.embed_query("Which enzyme loses activity above 45 degrees?")
-    d_rel, d_irr = embedder.embed_documents([
-        "Above 45 degrees Celsius the lipase lost half of its activity within ten minutes.",
-        "The wall heat transfer coefficient of the packed bed followed a power law.",
-    ])
+    d_rel, d_irr = embedder.embed_documents(
+        [
+            "Above 45 degrees Celsius the lipase lost half of its activity within ten minutes.",
+            "The wall heat transfer coefficient of the packed bed followed a power law.",
+        ]
+    )
     assert _cos(q, d_rel) > _cos(q, d_irr) + 0.1
     # query and document embeddings of the same text agree (MiniLM has no query prefix)
     assert _cos(embedder.embed_query("zeolite coking"), embedder.embed_documents(["zeolite coking"])[0]) > 0.999
@@ -126,12 +130,14 @@ def test_query_cache(embedder: Embedder, models_dir: Path, tmp_path: Path) -> No
 
 
 def test_sparse_vectors(embedder: Embedder) -> None:
-    (idx, val), = embedder.sparse_documents(["Zeolite catalysts deactivate by coking"])
+    ((idx, val),) = embedder.sparse_documents(["Zeolite catalysts deactivate by coking"])
     assert len(idx) == len(val) >= 4 and all(v > 0 for v in val)
     # stopwords removed: "the" alone gives nothing, and adding stopwords changes nothing
     assert embedder.sparse_query("the") == ([], [])
     assert embedder.sparse_documents(["the of and"])[0] == ([], [])
-    assert set(embedder.sparse_query("the catalyst of the reactor")[0]) == set(embedder.sparse_query("catalyst reactor")[0])
+    assert set(embedder.sparse_query("the catalyst of the reactor")[0]) == set(
+        embedder.sparse_query("catalyst reactor")[0]
+    )
     # stemming: plural and singular share a term
     assert set(embedder.sparse_query("catalysts")[0]) == set(embedder.sparse_query("catalyst")[0])
     # query weights are one per distinct term
@@ -147,8 +153,9 @@ def test_sparse_vectors(embedder: Embedder) -> None:
 
 def test_tokenizer_counts_without_padding_or_truncation(embedder: Embedder) -> None:
     tok = embedder.tokenizer()
-    counts = [len(tok.encode(t, add_special_tokens=False).ids)
-              for t in ["hi", "heat transfer in packed beds", "word " * 600]]
+    counts = [
+        len(tok.encode(t, add_special_tokens=False).ids) for t in ["hi", "heat transfer in packed beds", "word " * 600]
+    ]
     assert counts[0] == 1 and 3 <= counts[1] <= 8 and counts[2] == 600
     assert 128 not in counts
     assert tok.padding is None and tok.truncation is None

@@ -65,8 +65,13 @@ def answer_problems(text: str) -> list[str]:
     """Table dumps, reference entries, markers or superscripts in the quoted sentences of ``text``."""
     bad = []
     for s in quoted(text):
-        for name, rx in (("marker", MARKER), ("superscript", SUPERSCRIPT), ("table cells", TABLE_CELLS),
-                         ("numeric run", NUMERIC_RUN), ("reference entry", REFERENCE)):
+        for name, rx in (
+            ("marker", MARKER),
+            ("superscript", SUPERSCRIPT),
+            ("table cells", TABLE_CELLS),
+            ("numeric run", NUMERIC_RUN),
+            ("reference entry", REFERENCE),
+        ):
             if rx.search(s):
                 bad.append(f"{name}: {s[:160]}")
     return bad
@@ -77,33 +82,47 @@ def test_table_dumps_are_recognised():
     assert is_table_dump("BC5CDR | 88.85 | 90.01 | JNLPBA | 77.59")
     assert is_table_dump("NCBI-disease (Dogan et al., 2014) 89.36 84.06 86.88 86.39 88.57")
     assert is_table_dump("Average 73.58 77.16 76.01 79.27")
-    assert not is_table_dump("We observe that SCIBERT outperforms BERT-Base on computer science tasks (+3.55 F1 with "
-                             "finetuning and +1.13 F1 without).")
+    assert not is_table_dump(
+        "We observe that SCIBERT outperforms BERT-Base on computer science tasks (+3.55 F1 with "
+        "finetuning and +1.13 F1 without)."
+    )
     assert not is_table_dump("switching to a finer granularity reduces variance (e.g., std-dev from 18.5 to 6.8).")
     assert reject_reason("yes | S2ORC (full) multi yes | PubMed | bio, med no | ACL Anthology comp ling") == "table"
 
 
 def test_reference_entries_are_recognised():
-    assert is_reference_entry("[20] Graham Dove and Anne-Laure Fayard. 2020. Monsters, Metaphors, and Machine "
-                              "Learning. Proceedings of the 2020 CHI Conference on Human Factors in Computing")
-    assert is_reference_entry("Kyle Lo, Lucy Lu Wang, Mark Neumann, Rodney Kinney, and Daniel Weld. 2020. S2ORC: The "
-                              "Semantic Scholar Open Research Corpus. In Proceedings of ACL, pages 4969-4983.")
-    assert is_reference_entry("Beltagy et al. 2019. SciBERT: A pretrained language model for scientific text. In "
-                              "Proceedings of EMNLP.")
+    assert is_reference_entry(
+        "[20] Graham Dove and Anne-Laure Fayard. 2020. Monsters, Metaphors, and Machine "
+        "Learning. Proceedings of the 2020 CHI Conference on Human Factors in Computing"
+    )
+    assert is_reference_entry(
+        "Kyle Lo, Lucy Lu Wang, Mark Neumann, Rodney Kinney, and Daniel Weld. 2020. S2ORC: The "
+        "Semantic Scholar Open Research Corpus. In Proceedings of ACL, pages 4969-4983."
+    )
+    assert is_reference_entry(
+        "Beltagy et al. 2019. SciBERT: A pretrained language model for scientific text. In Proceedings of EMNLP."
+    )
     # body text with author-year citations is not a reference entry
-    assert not is_reference_entry("Citation graphs like the Microsoft Academic Graph (MAG) (Shen et al., 2018) have "
-                                  "had widespread application in bibliometrics.")
+    assert not is_reference_entry(
+        "Citation graphs like the Microsoft Academic Graph (MAG) (Shen et al., 2018) have "
+        "had widespread application in bibliometrics."
+    )
     assert not is_reference_entry("The results were published in the Proceedings of the conference last year.")
 
 
 def test_markers_are_stripped_and_marker_only_sentences_rejected():
-    assert strip_markers("models leverage the latent knowledge in pretrained LMs [10, 24, 78].") == \
-        "models leverage the latent knowledge in pretrained LMs."
+    assert (
+        strip_markers("models leverage the latent knowledge in pretrained LMs [10, 24, 78].")
+        == "models leverage the latent knowledge in pretrained LMs."
+    )
     assert strip_markers("as shown before [3-5] and later [12].") == "as shown before and later."
-    assert strip_markers("We introduce S2ORC, 1 a large corpus of 81.1M papers.") == \
-        "We introduce S2ORC, a large corpus of 81.1M papers."
-    assert strip_markers("AI-assisted writing.1 The models¹² are large†.") == \
-        "AI-assisted writing. The models are large."
+    assert (
+        strip_markers("We introduce S2ORC, 1 a large corpus of 81.1M papers.")
+        == "We introduce S2ORC, a large corpus of 81.1M papers."
+    )
+    assert (
+        strip_markers("AI-assisted writing.1 The models¹² are large†.") == "AI-assisted writing. The models are large."
+    )
     assert strip_markers("We describe the construction of S2ORC (§2).") == "We describe the construction of S2ORC."
     # author-year citations and numbers stay
     s = "Citation graphs (Tang et al., 2008) cover 81.1M papers and 73% of them [4]."
@@ -111,8 +130,10 @@ def test_markers_are_stripped_and_marker_only_sentences_rejected():
     assert reject_reason("See [12] [13], [14] and also [15] [16] for [17]; [18] [19].") == "markers"
     assert reject_reason("[12] [13], [14] see [15] [16] and [17]; [18] [19].") is not None
     assert reject_reason("Figure 1: Inline citations and references to figures and tables are annotated.") == "caption"
-    assert reject_reason("7 pronounced \"stork\" 8 The papers included in S2ORC are a curated subset of papers.") \
+    assert (
+        reject_reason('7 pronounced "stork" 8 The papers included in S2ORC are a curated subset of papers.')
         == "footnote"
+    )
     assert reject_reason("called Recipes: 1 from papermage import CoreRecipe 2 recipe = CoreRecipe 3 doc = x") == "code"
     assert reject_reason("We introduce S2ORC, a large corpus of 81.1M English-language academic papers.") is None
 
@@ -121,11 +142,18 @@ def test_near_duplicates():
     a = "We introduce papermage, an open-source Python toolkit for processing scientific documents."
     b = "In this work, we've introduced papermage, an open-source Python toolkit for processing scientific documents."
     assert near_duplicate(a, a.upper()) and near_duplicate(a, a.replace("documents.", "documents [3]."))
-    assert near_duplicate(a, "We introduce papermage, an open-source Python toolkit for analyzing and processing "
-                             "visually-rich, structured scientific documents.")
+    assert near_duplicate(
+        a,
+        "We introduce papermage, an open-source Python toolkit for analyzing and processing "
+        "visually-rich, structured scientific documents.",
+    )
     assert not near_duplicate(a, "papermage offers clean and intuitive abstractions for representing documents.")
-    assert not near_duplicate(a, b.replace("papermage", "PaSa").replace("Python toolkit", "search agent")
-                              .replace("processing scientific documents", "finding papers"))
+    assert not near_duplicate(
+        a,
+        b.replace("papermage", "PaSa")
+        .replace("Python toolkit", "search agent")
+        .replace("processing scientific documents", "finding papers"),
+    )
 
 
 def test_question_kinds_and_definitions():
@@ -136,8 +164,10 @@ def test_question_kinds_and_definitions():
     assert question_subject("What does PaSa do?") == "PaSa"
     assert question_subject("What is Paper Plain?") == "Paper Plain"
     assert question_subject("What does the Beyond Summarization position paper argue?") == "Beyond Summarization"
-    pasa = ("We introduce PaSa, an advanced Paper Search agent powered by large language models. PaSa can "
-            "autonomously make a series of decisions.")
+    pasa = (
+        "We introduce PaSa, an advanced Paper Search agent powered by large language models. PaSa can "
+        "autonomously make a series of decisions."
+    )
     assert is_definition(pasa, "PaSa", own_document=False)
     assert is_definition("PaSa is an advanced paper search agent powered by large language models.", "PaSa", False)
     assert is_definition("In this paper, we present a new agent for academic search.", "PaSa", own_document=True)
@@ -147,30 +177,86 @@ def test_question_kinds_and_definitions():
     assert not has_quantity("published in 2020 by two authors") and not has_quantity("see Section 3 for details")
 
 
-def _item(cid: str, text: str, *, doc: str = "d1", score: float = 0.8, label: str = "other",
-          section: str = "1 Introduction", title: str = "PaSa: An LLM Agent for Comprehensive Academic Paper Search"):
-    anchor = {"chunk_id": cid, "doc_id": doc, "path": f"/p/{doc}.pdf", "page": 1, "section": section,
-              "sha256": "0" * 64, "chunk_sha256": "1" * 64, "char_span": [0, len(text)], "score": score}
-    return {"kind": "rag", "chunk_id": cid, "doc_id": doc, "title": title, "path": f"/p/{doc}.pdf", "page": 1,
-            "section": section, "score": score, "text": text, "anchor": anchor, "step": "search", "label": label}
+def _item(
+    cid: str,
+    text: str,
+    *,
+    doc: str = "d1",
+    score: float = 0.8,
+    label: str = "other",
+    section: str = "1 Introduction",
+    title: str = "PaSa: An LLM Agent for Comprehensive Academic Paper Search",
+):
+    anchor = {
+        "chunk_id": cid,
+        "doc_id": doc,
+        "path": f"/p/{doc}.pdf",
+        "page": 1,
+        "section": section,
+        "sha256": "0" * 64,
+        "chunk_sha256": "1" * 64,
+        "char_span": [0, len(text)],
+        "score": score,
+    }
+    return {
+        "kind": "rag",
+        "chunk_id": cid,
+        "doc_id": doc,
+        "title": title,
+        "path": f"/p/{doc}.pdf",
+        "page": 1,
+        "section": section,
+        "score": score,
+        "text": text,
+        "anchor": anchor,
+        "step": "search",
+        "label": label,
+    }
 
 
 def test_extractive_answer_prefers_the_defining_sentence_and_filters_the_rest():
     items = [
-        _item("c1", "PaSa outperforms Google Scholar by 37.78% in recall@20 and 39.90% in recall@50 [12]. PaSa "
-                    "also beats PaperFinder on the RealScholarQuery benchmark in all metrics.", score=0.95,
-              section="4 Results", label="results"),
-        _item("c2", "PaSa | 37.78 | 39.90 | 0.61\nGoogle | 12.1 | 14.0 | 0.20\nPaperFinder 31.2 33.5 0.44 0.51",
-              score=0.9, section="4 Results", label="results"),
-        _item("c3", "We introduce PaSa, an advanced Paper Search agent powered by large language models [3, 4]. PaSa "
-                    "can autonomously make a series of decisions, including invoking search tools, reading papers, "
-                    "and selecting relevant references.", score=0.7, section="Abstract", label="abstract"),
-        _item("c4", "Lo, K., Wang, L., and Weld, D. 2020. S2ORC: The Semantic Scholar Open Research Corpus. In "
-                    "Proceedings of ACL, pages 4969-4983. PaSa is cited here as an agent for academic search in "
-                    "the list of references.", score=0.99, section="References", label="references"),
-        _item("c5", "We introduce PaSa, an advanced Paper Search agent powered by large language models. It reads "
-                    "papers and selects references for the user.", score=0.6, section="1 Introduction",
-              label="introduction"),
+        _item(
+            "c1",
+            "PaSa outperforms Google Scholar by 37.78% in recall@20 and 39.90% in recall@50 [12]. PaSa "
+            "also beats PaperFinder on the RealScholarQuery benchmark in all metrics.",
+            score=0.95,
+            section="4 Results",
+            label="results",
+        ),
+        _item(
+            "c2",
+            "PaSa | 37.78 | 39.90 | 0.61\nGoogle | 12.1 | 14.0 | 0.20\nPaperFinder 31.2 33.5 0.44 0.51",
+            score=0.9,
+            section="4 Results",
+            label="results",
+        ),
+        _item(
+            "c3",
+            "We introduce PaSa, an advanced Paper Search agent powered by large language models [3, 4]. PaSa "
+            "can autonomously make a series of decisions, including invoking search tools, reading papers, "
+            "and selecting relevant references.",
+            score=0.7,
+            section="Abstract",
+            label="abstract",
+        ),
+        _item(
+            "c4",
+            "Lo, K., Wang, L., and Weld, D. 2020. S2ORC: The Semantic Scholar Open Research Corpus. In "
+            "Proceedings of ACL, pages 4969-4983. PaSa is cited here as an agent for academic search in "
+            "the list of references.",
+            score=0.99,
+            section="References",
+            label="references",
+        ),
+        _item(
+            "c5",
+            "We introduce PaSa, an advanced Paper Search agent powered by large language models. It reads "
+            "papers and selects references for the user.",
+            score=0.6,
+            section="1 Introduction",
+            label="introduction",
+        ),
     ]
     ans = extractive_answer("What does PaSa do?", items)
     lines = quoted(ans["text"])
@@ -186,17 +272,30 @@ def test_extractive_answer_prefers_the_defining_sentence_and_filters_the_rest():
 
 
 def test_extractive_answer_for_a_quantity_question_quotes_the_number():
-    items = [_item("a", "PaSa is trained with reinforcement learning on a synthetic dataset. The agent reads papers "
-                        "and expands citations when it needs to.", score=0.9),
-             _item("b", "We build AutoScholarQuery, a synthetic but high-quality academic query dataset with 35k "
-                        "fine-grained academic queries and corresponding papers.", score=0.6, label="abstract")]
+    items = [
+        _item(
+            "a",
+            "PaSa is trained with reinforcement learning on a synthetic dataset. The agent reads papers "
+            "and expands citations when it needs to.",
+            score=0.9,
+        ),
+        _item(
+            "b",
+            "We build AutoScholarQuery, a synthetic but high-quality academic query dataset with 35k "
+            "fine-grained academic queries and corresponding papers.",
+            score=0.6,
+            label="abstract",
+        ),
+    ]
     ans = extractive_answer("How many queries does AutoScholarQuery contain?", items, max_sentences=2)
     assert "35k" in quoted(ans["text"])[0]
 
 
 def test_extractive_answer_with_only_tables_points_to_them_without_quoting():
-    ans = extractive_answer("What is the F1 of SciBERT?", [_item("t", "BC5CDR | 88.85 | 90.01\nJNLPBA | 77.59 | "
-                                                                     "77.28\nNCBI | 89.36 | 88.57")])
+    ans = extractive_answer(
+        "What is the F1 of SciBERT?",
+        [_item("t", "BC5CDR | 88.85 | 90.01\nJNLPBA | 77.59 | 77.28\nNCBI | 89.36 | 88.57")],
+    )
     assert "88.85" not in ans["text"] and "not quoted [1]" in ans["text"] and len(ans["citations"]) == 1
 
 
@@ -243,15 +342,18 @@ def paper_store(tmp_path_factory, models_dir, shared_embedder):
 def in_process_answers(paper_store, models_dir, shared_embedder):
     """question -> run result, by :func:`aisac_servers.cli.ask._ask_here` (what ``aisac ask`` runs) with no model."""
     import anyio
-    from aisac_servers.cli.ask import _ask_here
     from conftest import make_settings
 
     from aisac_core.context import AppContext
+    from aisac_servers.cli.ask import _ask_here
 
     c = AppContext(make_settings(paper_store, models_dir, warm=False), embedder=shared_embedder)
     try:
-        return {q["question"]: anyio.run(lambda q=q: _ask_here(c, q["question"], None, "none", None))
-                for q in QUESTIONS if q["question"] not in SUBPROCESS}
+        return {
+            q["question"]: anyio.run(lambda q=q: _ask_here(c, q["question"], None, "none", None))
+            for q in QUESTIONS
+            if q["question"] not in SUBPROCESS
+        }
     finally:
         c.close()
 
@@ -260,16 +362,22 @@ def _ask(data_dir: Path, question: str, *extra: str) -> subprocess.CompletedProc
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "AISAC_ROLES_LLM": "auto", "AISAC_WARM": "0", "COLUMNS": "200"}
     env.pop("AISAC_ROLES_LLM_BASE_URL", None)
     aisac = str(Path(sys.executable).parent / "aisac")
-    return subprocess.run([aisac, "ask", question, "--data-dir", str(data_dir), *extra], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [aisac, "ask", question, "--data-dir", str(data_dir), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _check(q: dict[str, Any], res: dict[str, Any]) -> None:
     ans, ev = res["answer"], res["evaluation"]
     assert ans["by"] == "extractive", ans
     text = ans["text"]
-    assert any(norm(e) in norm(text) for e in q["expect_any"]), f"{q['question']}: expected one of " \
-        f"{q['expect_any']} in\n{text}"
+    assert any(norm(e) in norm(text) for e in q["expect_any"]), (
+        f"{q['question']}: expected one of {q['expect_any']} in\n{text}"
+    )
     assert not answer_problems(text), answer_problems(text)
     assert ev["passed"] and ev["verdict"] == "evidence verified" and ev["content_judged"] is False
     assert ev["content"] == NOT_JUDGED

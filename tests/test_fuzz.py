@@ -23,10 +23,9 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import make_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import make_settings
 
 #: tools not fuzzed, and why (see the module docstring)
 SKIPPED = {
@@ -40,12 +39,29 @@ SQL_QUOTED = re.compile(r"\[SQL: |sqlalche\.me/|\bSELECT\b[^\n]{0,400}?\bFROM\b|
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 WILD = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63), st.sampled_from([-1, 0, -10**9, 10**18]),
-    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([-1.5, 1e308, -0.0]),
-    _text, st.sampled_from(["", " ", "../../etc/passwd", "/etc/passwd", "x" * 200_000, "\u202e\u0000\ufeff",
-                            "ñ漢字🙂" * 500, "'; DROP TABLE turn; --", "${HOME}", "%s%n"]),
-    st.lists(_text, max_size=4), st.dictionaries(_text, _text, max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.sampled_from([-1, 0, -(10**9), 10**18]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([-1.5, 1e308, -0.0]),
+    _text,
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "../../etc/passwd",
+            "/etc/passwd",
+            "x" * 200_000,
+            "\u202e\u0000\ufeff",
+            "ñ漢字🙂" * 500,
+            "'; DROP TABLE turn; --",
+            "${HOME}",
+            "%s%n",
+        ]
+    ),
+    st.lists(_text, max_size=4),
+    st.dictionaries(_text, _text, max_size=3),
 )
 
 
@@ -73,8 +89,11 @@ def from_schema(schema: dict, defs: dict, depth: int = 0) -> st.SearchStrategy:
     if isinstance(t, list):
         return st.one_of([from_schema({**schema, "type": x}, defs, depth + 1) for x in t])
     if t == "string":
-        return st.text(alphabet=st.characters(blacklist_categories=("Cs",)),
-                       min_size=schema.get("minLength", 0), max_size=min(schema.get("maxLength", 60), 60))
+        return st.text(
+            alphabet=st.characters(blacklist_categories=("Cs",)),
+            min_size=schema.get("minLength", 0),
+            max_size=min(schema.get("maxLength", 60), 60),
+        )
     if t in ("integer", "number"):
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if t == "integer":
@@ -91,9 +110,10 @@ def from_schema(schema: dict, defs: dict, depth: int = 0) -> st.SearchStrategy:
         if not props:
             return st.dictionaries(_text, st.one_of(_text, st.integers(), st.none()), max_size=3)
         req = set(schema.get("required", []))
-        return st.fixed_dictionaries({k: from_schema(v, defs, depth + 1) for k, v in props.items() if k in req},
-                                     optional={k: from_schema(v, defs, depth + 1) for k, v in props.items()
-                                               if k not in req})
+        return st.fixed_dictionaries(
+            {k: from_schema(v, defs, depth + 1) for k, v in props.items() if k in req},
+            optional={k: from_schema(v, defs, depth + 1) for k, v in props.items() if k not in req},
+        )
     return WILD
 
 
@@ -104,10 +124,12 @@ def arguments(schema: dict) -> st.SearchStrategy[dict[str, Any]]:
     props = schema.get("properties", {})
     req = set(schema.get("required", []))
     # three parts valid for the schema to one part wild, so most calls get past validation into the tool
-    per = {k: st.one_of(from_schema(v, defs), from_schema(v, defs), from_schema(v, defs), WILD)
-           for k, v in props.items()}
-    base = st.fixed_dictionaries({k: s for k, s in per.items() if k in req},
-                                 optional={k: s for k, s in per.items() if k not in req})
+    per = {
+        k: st.one_of(from_schema(v, defs), from_schema(v, defs), from_schema(v, defs), WILD) for k, v in props.items()
+    }
+    base = st.fixed_dictionaries(
+        {k: s for k, s in per.items() if k in req}, optional={k: s for k, s in per.items() if k not in req}
+    )
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
@@ -124,8 +146,13 @@ def arguments(schema: dict) -> st.SearchStrategy[dict[str, Any]]:
 def _fuzz_tool(portal, client, name: str, schema: dict, counts: dict[str, int], failures: list[str]):  # noqa: ANN001, ANN202
     """A hypothesis test calling ``name`` with generated arguments; problems are appended to ``failures``."""
 
-    @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(arguments(schema))
     def fuzz(args: dict[str, Any]) -> None:
         counts[name] = counts.get(name, 0) + 1
@@ -157,10 +184,20 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
     root.mkdir()
     (root / "note.md").write_text("# Fuzz\n\nA small note so that searches have something to find.\n")
     (root / "table.csv").write_text("a,b\n1,2\n3,4\n")
-    s = make_settings(tmp_path / "store", models_dir, roots=[root], lit_replay=True, warm=False,
-                      lit_arxiv_url="http://127.0.0.1:9/", lit_pubmed_url="http://127.0.0.1:9/",
-                      lit_crossref_url="http://127.0.0.1:9/", lit_openalex_url="http://127.0.0.1:9/",
-                      lit_s2_url="http://127.0.0.1:9/", lit_retries=1, lit_timeout_s=2.0)
+    s = make_settings(
+        tmp_path / "store",
+        models_dir,
+        roots=[root],
+        lit_replay=True,
+        warm=False,
+        lit_arxiv_url="http://127.0.0.1:9/",
+        lit_pubmed_url="http://127.0.0.1:9/",
+        lit_crossref_url="http://127.0.0.1:9/",
+        lit_openalex_url="http://127.0.0.1:9/",
+        lit_s2_url="http://127.0.0.1:9/",
+        lit_retries=1,
+        lit_timeout_s=2.0,
+    )
     core = AppContext(s, embedder=shared_embedder)
     failures: list[str] = []
     counts: dict[str, int] = {}
@@ -184,7 +221,9 @@ def test_every_tool_survives_generated_and_hostile_arguments(tmp_path, models_di
     with sqlite3.connect(s.data_dir / "aisac.db") as con:
         assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
         # an exception that escaped a tool (not turned into a clear tool error) is traced with status "exception"
-        crashed = con.execute("select tool, substr(error, 1, 300) from traceevent where status = 'exception'").fetchall()
+        crashed = con.execute(
+            "select tool, substr(error, 1, 300) from traceevent where status = 'exception'"
+        ).fetchall()
         assert not crashed, crashed[:20]
         assert con.execute("select count(*) from traceevent").fetchone()[0] >= sum(counts.values())
         manifest = con.execute("select coalesce(sum(chunk_count),0) from document where status='indexed'").fetchone()[0]

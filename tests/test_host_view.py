@@ -133,8 +133,9 @@ async def test_profiles_expose_what_they_name(fast_core):
     async with Client(_suite(fast_core, "core")) as c:
         with pytest.raises(ToolError, match="Unknown tool"):  # hidden: not listed and not callable
             await c.call_tool("rag_remove", {"doc_id": "x"})
-        uris = [str(r.uri) for r in await c.list_resources()] + [r.uri_template for r in
-                                                                  await c.list_resource_templates()]
+        uris = [str(r.uri) for r in await c.list_resources()] + [
+            r.uri_template for r in await c.list_resource_templates()
+        ]
         assert not [u for u in uris if u.startswith(("aisac://lit/", "aisac://data/"))]  # servers not mounted
         prompts = [p.name for p in await c.list_prompts()]
         assert all(p.split("_", 1)[0] in CORE_TOOLS for p in prompts)
@@ -156,9 +157,13 @@ def test_serve_refuses_a_bad_tools_value(tmp_path):
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "aisac_servers.cli", "serve", "--tools", "core,bogus", "--no-owner"],
-                         capture_output=True, text=True, timeout=120,
-                         env={"AISAC_DATA_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [sys.executable, "-m", "aisac_servers.cli", "serve", "--tools", "core,bogus", "--no-owner"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"AISAC_DATA_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode != 0 and "bogus" in res.stderr and "core, full, all" in res.stderr, res.stderr[-2000:]
 
 
@@ -174,14 +179,18 @@ async def test_instructions_are_composed_from_the_mounted_servers(fast_core, pro
 
 def test_relay_filters_a_profile():
     """The stdio relay to the store's owner (which serves every tool) applies the profile itself."""
-    from aisac_servers.owner.relay import StdioRelay
-
     from aisac_core.settings import Settings
     from aisac_core.tool_profiles import compose_instructions
+    from aisac_servers.owner.relay import StdioRelay
 
     relay = StdioRelay(Settings(), profile=resolve("core", ["rag", "memory", "lit", "roles", "trace"]))
-    listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "rag_search"}, {"name": "rag_remove"},
-                                                               {"name": "lit_search"}, {"name": "roles_run"}]}}
+    listing = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "tools": [{"name": "rag_search"}, {"name": "rag_remove"}, {"name": "lit_search"}, {"name": "roles_run"}]
+        },
+    }
     assert [t["name"] for t in relay._filter("tools/list", listing)["result"]["tools"]] == ["rag_search", "roles_run"]
     assert relay._refused({"method": "tools/call", "params": {"name": "rag_remove"}})
     assert relay._refused({"method": "tools/call", "params": {"name": "rag_search"}}) is None
@@ -205,8 +214,11 @@ async def test_tool_reference_and_hosts_profiles_are_current(fast_core):
 def test_docs_name_the_run_with_meta_only():
     """The documented way to name a run is the request _meta (no schema declares a run_id argument)."""
     stale = ("accepts an extra `run_id` argument", "a `run_id` **tool argument**", "Every tool accepts it")
-    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "project_templates")
-                                                                                   .rglob("*.md"))]:
+    for path in [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        *sorted((REPO / "project_templates").rglob("*.md")),
+    ]:
         text = path.read_text(encoding="utf-8")
         for phrase in stale:
             assert phrase not in text, f"{path.relative_to(REPO)} still says {phrase!r}; document _meta aisac/run_id"

@@ -22,11 +22,22 @@ ENV = {"type": "object", "additionalProperties": {"type": ["string", "null"]}}
 VSCODE_SCHEMA = {
     "type": "object",
     "properties": {
-        "servers": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["type", "command"],
-            "properties": {"type": {"const": "stdio"}, "command": {"type": "string", "minLength": 1}, "args": STRINGS,
-                           "env": ENV, "envFile": {"type": "string"}, "cwd": {"type": "string"}},
-            "additionalProperties": False}},
+        "servers": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["type", "command"],
+                "properties": {
+                    "type": {"const": "stdio"},
+                    "command": {"type": "string", "minLength": 1},
+                    "args": STRINGS,
+                    "env": ENV,
+                    "envFile": {"type": "string"},
+                    "cwd": {"type": "string"},
+                },
+                "additionalProperties": False,
+            },
+        },
         "inputs": {"type": "array"},
     },
     "required": ["servers"],
@@ -34,10 +45,17 @@ VSCODE_SCHEMA = {
 #: Claude Desktop claude_desktop_config.json and Cursor mcp.json: "mcpServers" with command / args / env
 MCPSERVERS_SCHEMA = {
     "type": "object",
-    "properties": {"mcpServers": {"type": "object", "additionalProperties": {
-        "type": "object", "required": ["command"],
-        "properties": {"command": {"type": "string", "minLength": 1}, "args": STRINGS, "env": ENV},
-        "additionalProperties": False}}},
+    "properties": {
+        "mcpServers": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["command"],
+                "properties": {"command": {"type": "string", "minLength": 1}, "args": STRINGS, "env": ENV},
+                "additionalProperties": False,
+            },
+        }
+    },
     "required": ["mcpServers"],
 }
 SCHEMAS = {"vscode": VSCODE_SCHEMA, "claude-desktop": MCPSERVERS_SCHEMA, "cursor": MCPSERVERS_SCHEMA}
@@ -86,15 +104,17 @@ def test_install_merges_and_keeps_a_backup(tmp_path, project):
     path = tmp_path / "claude_desktop_config.json"
     old = {"globalShortcut": "Ctrl+Space", "mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs-server"]}}}
     path.write_text(json.dumps(old))
-    res = install("claude-desktop", server_entry("claude-desktop", data_dir=tmp_path / "s", project=project),
-                  config_path=path)
+    res = install(
+        "claude-desktop", server_entry("claude-desktop", data_dir=tmp_path / "s", project=project), config_path=path
+    )
     new = json.loads(path.read_text())
     jsonschema.validate(new, MCPSERVERS_SCHEMA)
     assert new["globalShortcut"] == "Ctrl+Space" and new["mcpServers"]["fs"] == old["mcpServers"]["fs"]
     assert new["mcpServers"]["aisac-battery-lab"]["args"][-1] == str(project) and not res.replaced
     assert res.backup is not None and json.loads(res.backup.read_text()) == old
-    res2 = install("claude-desktop", server_entry("claude-desktop", data_dir=tmp_path / "s2", project=project),
-                   config_path=path)
+    res2 = install(
+        "claude-desktop", server_entry("claude-desktop", data_dir=tmp_path / "s2", project=project), config_path=path
+    )
     assert res2.replaced and res2.backup != res.backup and json.loads(res2.backup.read_text()) == new
     final = json.loads(path.read_text())
     assert len(final["mcpServers"]) == 2
@@ -107,15 +127,24 @@ def test_install_creates_a_new_file_without_backup(tmp_path):
     path = tmp_path / "deep" / ".cursor" / "mcp.json"
     res = install("cursor", server_entry("cursor", data_dir=tmp_path / "s", command="/x/aisac"), config_path=path)
     assert res.backup is None and json.loads(path.read_text()) == {
-        "mcpServers": {"aisac": {"command": "/x/aisac", "args": ["serve"],
-                                 "env": {"AISAC_DATA_DIR": str(tmp_path / "s"), "HF_HUB_OFFLINE": "1"}}}}
+        "mcpServers": {
+            "aisac": {
+                "command": "/x/aisac",
+                "args": ["serve"],
+                "env": {"AISAC_DATA_DIR": str(tmp_path / "s"), "HF_HUB_OFFLINE": "1"},
+            }
+        }
+    }
 
 
-@pytest.mark.parametrize("content,msg", [
-    ('{"servers": {', r"not valid JSON \(line 1, column \d+: .*\); it was left untouched"),
-    ("[1, 2]", r"the top level is not a JSON object; it was left untouched"),
-    ('{"servers": []}', r"'servers' is not a JSON object; it was left untouched"),
-])
+@pytest.mark.parametrize(
+    "content,msg",
+    [
+        ('{"servers": {', r"not valid JSON \(line 1, column \d+: .*\); it was left untouched"),
+        ("[1, 2]", r"the top level is not a JSON object; it was left untouched"),
+        ('{"servers": []}', r"'servers' is not a JSON object; it was left untouched"),
+    ],
+)
 def test_unreadable_existing_file_is_left_untouched(tmp_path, content, msg):
     from aisac_core.projects.hosts import HostConfigError, install, server_entry
 
@@ -132,11 +161,15 @@ def test_default_paths(tmp_path, monkeypatch):
     assert hosts.default_config_path("vscode", cwd=tmp_path) == tmp_path / ".vscode" / "mcp.json"
     assert hosts.default_config_path("cursor", home=tmp_path) == tmp_path / ".cursor" / "mcp.json"
     monkeypatch.setattr(hosts.sys, "platform", "darwin")
-    assert hosts.default_config_path("claude-desktop", home=tmp_path) == \
-        tmp_path / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    assert (
+        hosts.default_config_path("claude-desktop", home=tmp_path)
+        == tmp_path / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    )
     monkeypatch.setattr(hosts.sys, "platform", "linux")
-    assert hosts.default_config_path("claude-desktop", home=tmp_path) == \
-        tmp_path / ".config" / "Claude" / "claude_desktop_config.json"
+    assert (
+        hosts.default_config_path("claude-desktop", home=tmp_path)
+        == tmp_path / ".config" / "Claude" / "claude_desktop_config.json"
+    )
 
 
 def test_cli_install_writes_the_default_locations(tmp_path, project):
@@ -152,8 +185,10 @@ def test_cli_install_writes_the_default_locations(tmp_path, project):
     cfg = json.loads((home / ".cursor" / "mcp.json").read_text())
     assert cfg["mcpServers"]["aisac-battery-lab"]["args"] == ["serve", "--project", str(project)]
     out = run(["install", "emacs"], tmp_path / "store", work, home)
-    assert out.returncode == 1 and out.stderr.strip() == \
-        "error: unknown host 'emacs'; choose one of: claude-desktop, vscode, cursor"
+    assert (
+        out.returncode == 1
+        and out.stderr.strip() == "error: unknown host 'emacs'; choose one of: claude-desktop, vscode, cursor"
+    )
     out = run(["install", "cursor", "--project", str(tmp_path / "nowhere")], tmp_path / "store", work, home)
     assert out.returncode == 1 and "no project manifest there" in out.stderr and "Traceback" not in out.stderr
 
@@ -188,7 +223,10 @@ def test_install_writes_the_tool_profile(tmp_path):
     work.mkdir()
     out = run(["install", "cursor", "--tools", "core"], tmp_path / "store", work, home)
     assert out.returncode == 0, out.stderr
-    assert json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["aisac"]["args"] == \
-        ["serve", "--tools", "core"]
+    assert json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["aisac"]["args"] == [
+        "serve",
+        "--tools",
+        "core",
+    ]
     out = run(["install", "cursor", "--tools", "core,bogus", "--print"], tmp_path / "store", work, home)
     assert out.returncode == 1 and "bogus" in out.stderr and "core, full" in out.stderr, out.stderr

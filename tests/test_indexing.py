@@ -108,8 +108,19 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: AppContex
             assert content is not None and content.text and content.markdown
     for _, p in core.vectors().scroll_ids(CHUNKS):
         assert p["text_sha256"] == sha256_text(p["text"])
-        assert {"doc_id", "path", "sha256", "file_type", "chunk_index", "page", "char_start", "char_end",
-                "section", "section_covers", "title"} <= set(p)
+        assert {
+            "doc_id",
+            "path",
+            "sha256",
+            "file_type",
+            "chunk_index",
+            "page",
+            "char_start",
+            "char_end",
+            "section",
+            "section_covers",
+            "title",
+        } <= set(p)
     # the CSV: catalogued with its columns and rows, never embedded
     with Session(core.engine) as s:
         cat = s.exec(select(CatalogEntry)).all()
@@ -219,8 +230,9 @@ def test_renaming_a_file_moves_its_chunks(core: AppContext, corpus_copy: Path) -
     assert doc_id_for(old) not in pts and len(pts[doc_id_for(new)]) == n
 
 
-def test_changing_the_embedding_model_reembeds_everything(core: AppContext, corpus_copy: Path, tmp_path: Path,
-                                                          models_dir: Path) -> None:
+def test_changing_the_embedding_model_reembeds_everything(
+    core: AppContext, corpus_copy: Path, tmp_path: Path, models_dir: Path
+) -> None:
     run(core, corpus_copy)
     fp_before = fingerprint(core.rag)
     total = core.vectors().count(CHUNKS)
@@ -256,8 +268,9 @@ def test_changing_chunk_size_reembeds_everything(core: AppContext, corpus_copy: 
         core2.close()
 
 
-def test_vector_collection_of_another_dimension_is_rebuilt(core: AppContext, corpus_copy: Path,
-                                                           shared_embedder) -> None:  # noqa: ANN001
+def test_vector_collection_of_another_dimension_is_rebuilt(
+    core: AppContext, corpus_copy: Path, shared_embedder
+) -> None:  # noqa: ANN001
     """A chunks collection of another dimension (an earlier model) is recreated empty on open, every
     manifest row is marked stale, and the next run re-embeds every file."""
     from aisac_core.store.vectors import EdgeVectorStore
@@ -298,7 +311,7 @@ def test_failed_files_are_recorded_and_the_run_goes_on(core: AppContext, corpus_
     assert "not a PDF" in by_path[str(bad["binary"])]
     assert "damaged or truncated" in by_path[str(bad["truncated"])]
     rows = manifest(core)
-    for key, p in bad.items():
+    for _key, p in bad.items():
         r = rows[str(p)]
         assert r.status == "failed" and r.error == by_path[str(p)] and r.chunk_count == 0
     assert_consistent(core)
@@ -449,17 +462,47 @@ def test_jobs_left_by_a_dead_process_are_claimed_again(core: AppContext, corpus_
     past, future = utcnow() - timedelta(seconds=1), utcnow() + timedelta(hours=1)
     params = dumps({"paths": [str(corpus_copy)], "catalog_only": False})
     with Session(core.engine) as s:
-        s.add(Job(job_id="job-running", kind="index", status="running", params_json=params, total=10, done=4,
-                  lease_owner="gone:1:a", lease_expires_at=past, attempts=1))
+        s.add(
+            Job(
+                job_id="job-running",
+                kind="index",
+                status="running",
+                params_json=params,
+                total=10,
+                done=4,
+                lease_owner="gone:1:a",
+                lease_expires_at=past,
+                attempts=1,
+            )
+        )
         s.add(Job(job_id="job-queued", kind="index", status="queued", params_json=params))
-        s.add(Job(job_id="job-gaveup", kind="index", status="running", params_json=params, lease_owner="gone:2:b",
-                  lease_expires_at=past, attempts=3))
-        s.add(Job(job_id="job-alive", kind="index", status="running", params_json=params, lease_owner="alive:3:c",
-                  lease_expires_at=future, attempts=1))
+        s.add(
+            Job(
+                job_id="job-gaveup",
+                kind="index",
+                status="running",
+                params_json=params,
+                lease_owner="gone:2:b",
+                lease_expires_at=past,
+                attempts=3,
+            )
+        )
+        s.add(
+            Job(
+                job_id="job-alive",
+                kind="index",
+                status="running",
+                params_json=params,
+                lease_owner="alive:3:c",
+                lease_expires_at=future,
+                attempts=1,
+            )
+        )
         s.add(Job(job_id="job-done", kind="index", status="done"))
         s.commit()
-    jm = JobManager(core.engine, Indexer(core.rag), lease_s=core.settings.job_lease_seconds,
-                    poll_s=core.settings.job_poll_seconds)  # a second manager: this process restarted
+    jm = JobManager(
+        core.engine, Indexer(core.rag), lease_s=core.settings.job_lease_seconds, poll_s=core.settings.job_poll_seconds
+    )  # a second manager: this process restarted
     assert jm.status("job-queued")["status"] == "queued"  # type: ignore[index]  # nothing runs before resume()
     jm.resume()
     assert jm.wait("job-running", 300) and jm.wait("job-queued", 300) and jm.wait("job-gaveup", 60)
@@ -500,8 +543,11 @@ def test_shared_data_indexes_and_reindexes_nothing(core: AppContext, shared_data
     Every readable file is indexed, the encrypted PDF is reported, and a second run reads nothing."""
     docling = shared_data / "pdfs" / "docling"
     formats = shared_data / "formats"
-    paths = sorted(docling.glob("*.pdf")) + [formats / d for d in ("csv", "docx", "latex", "md", "pptx", "xlsx")] \
+    paths = (
+        sorted(docling.glob("*.pdf"))
+        + [formats / d for d in ("csv", "docx", "latex", "md", "pptx", "xlsx")]
         + sorted(p for p in (formats / "html").glob("*.html") if p.name != "wiki_duck.html")
+    )
     assert docling / ENCRYPTED in paths
     t0 = time.perf_counter()
     c, failures = run(core, *paths)

@@ -32,11 +32,18 @@ def replay():
 
 
 def _core(tmp_path, srv: ReplayServer, **kw):
-    from aisac_core.settings import Settings
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
-    opts = {**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05, "lit_retries": 3,
-            "warm": False, "roots": [tmp_path / "papers"], **kw}
+    opts = {
+        **srv.settings_kwargs(),
+        "lit_backoff_s": 0.01,
+        "lit_arxiv_interval_s": 0.05,
+        "lit_retries": 3,
+        "warm": False,
+        "roots": [tmp_path / "papers"],
+        **kw,
+    }
     return AppContext(Settings(data_dir=tmp_path / "store", **opts))  # budgets and 429 windows: fresh per store
 
 
@@ -75,33 +82,43 @@ async def _search(c: Client, query: str = "transformer protein structure", **kw)
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("10.1038/NATURE12373", ("doi", "10.1038/nature12373")),
-    ("doi:10.1038/nature12373", ("doi", "10.1038/nature12373")),
-    ("https://doi.org/10.1038/nature12373", ("doi", "10.1038/nature12373")),
-    ("http://dx.doi.org/10.1038/nature12373", ("doi", "10.1038/nature12373")),
-    ("10.48550/arXiv.2104.12255", ("arxiv", "2104.12255")),
-    ("arXiv:2104.12255v1", ("arxiv", "2104.12255v1")),
-    ("https://arxiv.org/abs/2104.12255v2", ("arxiv", "2104.12255v2")),
-    ("hep-th/9901001", ("arxiv", "hep-th/9901001")),
-    ("astro-ph/0601001v1", ("arxiv", "astro-ph/0601001v1")),
-    ("pmid:31000001", ("pmid", "31000001")),
-    ("31000001", ("pmid", "31000001")),
-    ("pmc9000001", ("pmcid", "PMC9000001")),
-    ("0123456789ABCDEF0123456789abcdef012345ab", ("s2", "0123456789abcdef0123456789abcdef012345ab")),
-    ("CorpusId:111", ("s2", "CorpusId:111")),
-    ("W1000001", ("openalex", "W1000001")),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("10.1038/NATURE12373", ("doi", "10.1038/nature12373")),
+        ("doi:10.1038/nature12373", ("doi", "10.1038/nature12373")),
+        ("https://doi.org/10.1038/nature12373", ("doi", "10.1038/nature12373")),
+        ("http://dx.doi.org/10.1038/nature12373", ("doi", "10.1038/nature12373")),
+        ("10.48550/arXiv.2104.12255", ("arxiv", "2104.12255")),
+        ("arXiv:2104.12255v1", ("arxiv", "2104.12255v1")),
+        ("https://arxiv.org/abs/2104.12255v2", ("arxiv", "2104.12255v2")),
+        ("hep-th/9901001", ("arxiv", "hep-th/9901001")),
+        ("astro-ph/0601001v1", ("arxiv", "astro-ph/0601001v1")),
+        ("pmid:31000001", ("pmid", "31000001")),
+        ("31000001", ("pmid", "31000001")),
+        ("pmc9000001", ("pmcid", "PMC9000001")),
+        ("0123456789ABCDEF0123456789abcdef012345ab", ("s2", "0123456789abcdef0123456789abcdef012345ab")),
+        ("CorpusId:111", ("s2", "CorpusId:111")),
+        ("W1000001", ("openalex", "W1000001")),
+    ],
+)
 def test_parse_identifier(raw, expected):
     from aisac_core.literature import parse_identifier
 
     assert parse_identifier(raw) == expected
 
 
-@pytest.mark.parametrize("raw,msg", [
-    ("", "empty"), ("   ", "empty"), ("10.abc/xyz", "malformed DOI"), ("doi:nonsense", "malformed DOI"),
-    ("10.1038", "malformed DOI"), ("not an id", "unrecognised identifier"),
-])
+@pytest.mark.parametrize(
+    "raw,msg",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("10.abc/xyz", "malformed DOI"),
+        ("doi:nonsense", "malformed DOI"),
+        ("10.1038", "malformed DOI"),
+        ("not an id", "unrecognised identifier"),
+    ],
+)
 def test_parse_identifier_errors(raw, msg):
     from aisac_core.literature import LiteratureError, parse_identifier
 
@@ -114,15 +131,17 @@ def test_merge_by_doi_arxiv_pmid_title():
 
     a = Paper(source="arxiv", source_id="2101.00001v2", arxiv_id="2101.00001v2", title="X", year=2021)
     s = Paper(source="semantic_scholar", source_id="s", arxiv_id="2101.00001", doi="10.1000/ABC", citation_count=5)
-    c = Paper(source="crossref", source_id="10.1000/abc", doi="https://doi.org/10.1000/abc", citation_count=9,
-              venue="J")
+    c = Paper(
+        source="crossref", source_id="10.1000/abc", doi="https://doi.org/10.1000/abc", citation_count=9, venue="J"
+    )
     p = Paper(source="pubmed", source_id="7", pmid="7", doi="10.1000/abc")
     o = Paper(source="openalex", source_id="W1", pmid="7")
     t1 = Paper(source="crossref", source_id="10.2000/x", doi="10.2000/x", title="Graph  Networks: a Study", year=2019)
     t2 = Paper(source="openalex", source_id="W2", title="graph networks - a study", year=2019)
     t3 = Paper(source="openalex", source_id="W3", title="graph networks - a study", year=2020)  # other year
-    merged = merge_papers({"arxiv": [a], "semantic_scholar": [s], "crossref": [c, t1], "pubmed": [p],
-                           "openalex": [o, t2, t3]})
+    merged = merge_papers(
+        {"arxiv": [a], "semantic_scholar": [s], "crossref": [c, t1], "pubmed": [p], "openalex": [o, t2, t3]}
+    )
     assert len(merged) == 3
     top = merged[0]
     assert {x["source"] for x in top.sources} == {"arxiv", "semantic_scholar", "crossref", "pubmed", "openalex"}
@@ -178,7 +197,7 @@ async def test_search_all_sources_merged(lit_core, replay):
     # 2 arXiv + 2 PubMed + 2 Crossref + 2 OpenAlex + 2 S2, the shared paper counted once, the crystal paper twice
     assert res["count"] == 10 - 4 - 1
     # politeness parameters reached the services
-    (_t, _p, q), = replay.requests("/eutils/esearch")
+    ((_t, _p, q),) = replay.requests("/eutils/esearch")
     assert q["tool"] == ["aisac"] and q["sort"] == ["relevance"]
 
 
@@ -205,8 +224,13 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
 
     monkeypatch.setenv("MY_S2_KEY", "s2-secret")
     monkeypatch.setenv("MY_NCBI_KEY", "ncbi-secret")
-    core = _core(tmp_path, replay, lit_s2_api_key_env="MY_S2_KEY", lit_ncbi_api_key_env="MY_NCBI_KEY",
-                 lit_mailto="me@example.org")
+    core = _core(
+        tmp_path,
+        replay,
+        lit_s2_api_key_env="MY_S2_KEY",
+        lit_ncbi_api_key_env="MY_NCBI_KEY",
+        lit_mailto="me@example.org",
+    )
     try:
         async with Client(_suite(core)) as c:
             await _search(c, sources=ALL)
@@ -214,7 +238,7 @@ async def test_api_keys_and_mailto_sent_but_never_cached_or_traced(tmp_path, rep
         core.close()
     s2 = [h for (_t, p, _q), h in zip(replay.log, replay.headers) if p.startswith("/s2/")][0]
     assert s2["x-api-key"] == "s2-secret" and "mailto:me@example.org" in s2["user-agent"]
-    (_t, _p, q), = replay.requests("/eutils/esearch")
+    ((_t, _p, q),) = replay.requests("/eutils/esearch")
     assert q["api_key"] == ["ncbi-secret"] and q["email"] == ["me@example.org"]
     assert replay.requests("/openalex")[0][2]["mailto"] == ["me@example.org"]
     http = core.literature.http  # the budgets this store's calls used
@@ -232,7 +256,9 @@ async def test_429_rate_limited_others_answer_and_window_remembered(lit_core, re
     replay.script("/crossref", [(429, {"Retry-After": "30", **JSON}, b'{"status":"failed"}')])
     async with Client(_suite(lit_core)) as c:
         first = await _search(c, sources=["arxiv", "pubmed", "crossref", "openalex"])
-        second = await _search(c, "another query inside the window", sources=["arxiv", "pubmed", "crossref", "openalex"])
+        second = await _search(
+            c, "another query inside the window", sources=["arxiv", "pubmed", "crossref", "openalex"]
+        )
     for res in (first, second):
         st = res["sources"]["crossref"]
         assert st["status"] == "rate_limited" and 25 <= st["retry_after"] <= 30
@@ -328,19 +354,24 @@ async def test_truncated_xml_is_bad_response_and_not_cached(lit_core, replay):
     async with Client(_suite(lit_core)) as c:
         bad = await _search(c, sources=["pubmed"])
         good = await _search(c, sources=["pubmed"])
-    assert bad["sources"]["pubmed"]["status"] == "bad_response" and "cannot be parsed" in bad["sources"]["pubmed"]["error"]
+    assert (
+        bad["sources"]["pubmed"]["status"] == "bad_response" and "cannot be parsed" in bad["sources"]["pubmed"]["error"]
+    )
     assert good["sources"]["pubmed"]["status"] == "ok" and good["count"] == 2
     assert len(replay.requests("/eutils/esearch")) == 2
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("prefix,source,body,detail", [
-    ("/arxiv", "arxiv", b"<html><body><p>Proxy error<br></body></html>", "ParseError"),
-    ("/arxiv", "arxiv", b"<?xml version='1.0'?><html><body>maintenance</body></html>", "not an Atom feed"),
-    ("/crossref", "crossref", b'{"status": "ok"}', "no message.items"),
-    ("/openalex", "openalex", b'{"results": [', "JSONDecodeError"),
-    ("/s2/", "semantic_scholar", b"[]", "no data"),
-])
+@pytest.mark.parametrize(
+    "prefix,source,body,detail",
+    [
+        ("/arxiv", "arxiv", b"<html><body><p>Proxy error<br></body></html>", "ParseError"),
+        ("/arxiv", "arxiv", b"<?xml version='1.0'?><html><body>maintenance</body></html>", "not an Atom feed"),
+        ("/crossref", "crossref", b'{"status": "ok"}', "no message.items"),
+        ("/openalex", "openalex", b'{"results": [', "JSONDecodeError"),
+        ("/s2/", "semantic_scholar", b"[]", "no data"),
+    ],
+)
 async def test_malformed_bodies_are_bad_response(lit_core, replay, prefix, source, body, detail):
     replay.script(prefix, [(200, {"Content-Type": "text/plain"}, body)])
     async with Client(_suite(lit_core)) as c:
@@ -368,8 +399,17 @@ async def test_k_over_service_maximum_is_clamped_and_said(lit_core, replay):
 @pytest.mark.anyio
 async def test_pubmed_long_id_lists_are_summarised_in_batches(lit_core, replay):
     ids = "".join(f"<Id>{32000000 + i}</Id>" for i in range(250))
-    replay.script("/eutils/esearch", [(200, XML, f"<?xml version='1.0'?><eSearchResult><Count>250</Count>"
-                                                 f"<IdList>{ids}</IdList></eSearchResult>".encode())])
+    replay.script(
+        "/eutils/esearch",
+        [
+            (
+                200,
+                XML,
+                f"<?xml version='1.0'?><eSearchResult><Count>250</Count>"
+                f"<IdList>{ids}</IdList></eSearchResult>".encode(),
+            )
+        ],
+    )
     async with Client(_suite(lit_core)) as c:
         res = await _search(c, sources=["pubmed"], k=250)
     assert res["sources"]["pubmed"]["status"] == "ok"
@@ -378,14 +418,17 @@ async def test_pubmed_long_id_lists_are_summarised_in_batches(lit_core, replay):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("args,msg", [
-    ({"query": ""}, "query is empty"),
-    ({"query": "   "}, "query is empty"),
-    ({"query": "x", "sources": ["arxiv", "scopus"]}, "unknown source 'scopus'"),
-    ({"query": "x", "sources": []}, "sources is empty"),
-    ({"query": "x", "k": 0}, "k=0"),
-    ({"query": "x", "year_from": 2022, "year_to": 2020}, "after year_to"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        ({"query": ""}, "query is empty"),
+        ({"query": "   "}, "query is empty"),
+        ({"query": "x", "sources": ["arxiv", "scopus"]}, "unknown source 'scopus'"),
+        ({"query": "x", "sources": []}, "sources is empty"),
+        ({"query": "x", "k": 0}, "k=0"),
+        ({"query": "x", "year_from": 2022, "year_to": 2020}, "after year_to"),
+    ],
+)
 async def test_search_bad_input_is_a_tool_error(lit_core, replay, args, msg):
     async with Client(_suite(lit_core)) as c:
         with pytest.raises(ToolError, match=msg):
@@ -394,10 +437,15 @@ async def test_search_bad_input_is_a_tool_error(lit_core, replay, args, msg):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("ident,msg", [
-    ("10.abc/xyz", "malformed DOI"), ("doi:nonsense", "malformed DOI"), ("", "identifier is empty"),
-    ("what is this", "unrecognised identifier"),
-])
+@pytest.mark.parametrize(
+    "ident,msg",
+    [
+        ("10.abc/xyz", "malformed DOI"),
+        ("doi:nonsense", "malformed DOI"),
+        ("", "identifier is empty"),
+        ("what is this", "unrecognised identifier"),
+    ],
+)
 async def test_get_bad_identifier_is_a_tool_error(lit_core, replay, ident, msg):
     async with Client(_suite(lit_core)) as c:
         for tool in ("lit_get", "lit_references", "lit_citations", "lit_import"):
@@ -468,8 +516,9 @@ async def test_cache_ttl_expiry(tmp_path, replay):
 
 async def _concurrent_arxiv(core, n: int) -> None:
     async with Client(_suite(core)) as c:
-        await asyncio.gather(*[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]})
-                               for i in range(n)])
+        await asyncio.gather(
+            *[c.call_tool("lit_search", {"query": f"topic {i}", "sources": ["arxiv"]}) for i in range(n)]
+        )
 
 
 def _gaps(srv: ReplayServer) -> list[float]:
@@ -524,9 +573,14 @@ async def test_get_pmid_arxiv_s2_openalex(lit_core, replay):
         ax = (await c.call_tool("lit_get", {"identifier": "arXiv:2102.00002"})).structured_content["paper"]
         s2 = (await c.call_tool("lit_get", {"identifier": "CorpusId:111"})).structured_content["paper"]
         oa = (await c.call_tool("lit_get", {"identifier": "PMC9000001"})).structured_content["paper"]
-    assert pm["abstract"].startswith("BACKGROUND: Protein structure") and "RESULTS: A transformer predicts contacts" in pm["abstract"]
+    assert (
+        pm["abstract"].startswith("BACKGROUND: Protein structure")
+        and "RESULTS: A transformer predicts contacts" in pm["abstract"]
+    )
     assert pm["authors"] == ["Ada Fixture", "Ben Example"] and pm["pmcid"] == "PMC9000001" and pm["year"] == 2021
-    assert ax["arxiv_id"] == "2102.00002v1" and ax["arxiv_id_base"] == "2102.00002" and ax["title"].startswith("Attention")
+    assert (
+        ax["arxiv_id"] == "2102.00002v1" and ax["arxiv_id_base"] == "2102.00002" and ax["title"].startswith("Attention")
+    )
     assert s2["s2_id"] == "0123456789abcdef0123456789abcdef012345ab" and s2["citation_count"] == 52
     assert oa["openalex_id"] == "W1000001" and oa["abstract"] == "We train a transformer."
     assert {x["source"] for x in oa["sources"]} == {"openalex", "semantic_scholar"}
@@ -544,7 +598,7 @@ async def test_references_and_citations_from_s2(lit_core, replay):
     assert [p["title"] for p in refs["references"]] == ["Graph networks for crystal properties"]  # unresolved dropped
     assert [p["title"] for p in cits["citations"]] == ["Protein language models at scale"]
     assert any("maximum of 1000" in n for n in cits["notes"])
-    (_t, path, q), = replay.requests("/s2/paper/ARXIV:2101.00001/citations")
+    ((_t, path, q),) = replay.requests("/s2/paper/ARXIV:2101.00001/citations")
     assert q["limit"] == ["1000"] and "externalIds" in q["fields"][0]
 
 
@@ -557,8 +611,10 @@ async def test_references_fall_back_to_openalex_when_s2_throttled(lit_core, repl
     _valid("ReferencesResult", refs), _valid("CitationsResult", cits)
     assert refs["sources"]["semantic_scholar"]["status"] == "rate_limited"
     assert refs["sources"]["openalex"]["status"] == "ok"
-    assert {p["title"] for p in refs["references"]} == {"Graph networks for crystal properties",
-                                                      "Residue contact prediction revisited"}
+    assert {p["title"] for p in refs["references"]} == {
+        "Graph networks for crystal properties",
+        "Residue contact prediction revisited",
+    }
     assert cits["sources"]["semantic_scholar"]["status"] == "rate_limited" and cits["count"] == 2
     assert len(replay.requests("/s2/")) == 1
     flt = [q["filter"][0] for _t, _p, q in replay.requests("/openalex/works") if "filter" in q]
@@ -574,8 +630,9 @@ async def test_service_built_from_its_parts_keeps_its_own_budgets_and_cache(tmp_
     from aisac_core.settings import Settings
     from aisac_core.store.sql import make_engine
 
-    lit = Settings(data_dir=tmp_path / "store", lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
-                   **replay.settings_kwargs()).lit
+    lit = Settings(
+        data_dir=tmp_path / "store", lit_backoff_s=0.01, lit_arxiv_interval_s=0.05, **replay.settings_kwargs()
+    ).lit
     engine = make_engine(f"sqlite:///{tmp_path / 'lit.db'}")
     sources = source_registry(make_plugin_manager())
     a = LiteratureService(sources, lit, engine=lambda: engine)
@@ -633,5 +690,7 @@ async def test_tools_listed_with_docs(lit_core):
     assert {"lit_search", "lit_get", "lit_references", "lit_citations", "lit_import"} <= set(tools)
     # short descriptions (every listed token costs a host's model), but each says when to use the tool
     assert all(len(t.description or "") > 40 for n, t in tools.items() if n.startswith("lit_"))
-    assert all(tools[n].annotations.open_world_hint is not False  # listed only when not the default (true)
-               for n in ("lit_search", "lit_get", "lit_references", "lit_citations"))
+    assert all(
+        tools[n].annotations.open_world_hint is not False  # listed only when not the default (true)
+        for n in ("lit_search", "lit_get", "lit_references", "lit_citations")
+    )

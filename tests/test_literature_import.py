@@ -39,8 +39,15 @@ def import_core(tmp_path, models_dir, shared_embedder, replay):
 
     papers = tmp_path / "papers"
     papers.mkdir()
-    s = make_settings(tmp_path / "store", models_dir, roots=[papers], warm=False, lit_backoff_s=0.01,
-                      lit_arxiv_interval_s=0.05, **replay.settings_kwargs())
+    s = make_settings(
+        tmp_path / "store",
+        models_dir,
+        roots=[papers],
+        warm=False,
+        lit_backoff_s=0.01,
+        lit_arxiv_interval_s=0.05,
+        **replay.settings_kwargs(),
+    )
     c = AppContext(s, embedder=shared_embedder)
     yield c
     c.close()
@@ -82,7 +89,9 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
         assert side["paper"]["doi"] == "10.5555/aisac.2021.001" and side["retrieved_at"].endswith("+00:00")
         st = await _wait_job(c, res["job_id"])
         assert st["status"] == "done" and st["counters"]["files_indexed"] == 1, st
-        hits = (await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full"})).structured_content["hits"]
+        hits = (
+            await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full"})
+        ).structured_content["hits"]
         assert hits and hits[0]["path"] == str(pdf) and hits[0]["anchor"]["sha256"] == res["sha256"]
         again = (await c.call_tool("lit_import", {"identifier": "2101.00001", "wait": True})).structured_content
         jsonschema.validate(again, lean_schema(ImportResult))
@@ -93,8 +102,16 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
 
 async def test_import_refuses_an_html_login_wall(import_core, replay):
     root = import_core.settings.rag.roots[0]
-    replay.script("/pdf/", [(200, {"Content-Type": "text/html; charset=utf-8"},
-                             b"<!DOCTYPE html><html><body><form>Please sign in</form></body></html>")])
+    replay.script(
+        "/pdf/",
+        [
+            (
+                200,
+                {"Content-Type": "text/html; charset=utf-8"},
+                b"<!DOCTYPE html><html><body><form>Please sign in</form></body></html>",
+            )
+        ],
+    )
     async with Client(_suite(import_core)) as c:
         with pytest.raises(ToolError, match="HTML page .*Nothing was saved"):
             await c.call_tool("lit_import", {"identifier": "2101.00001"})
@@ -111,8 +128,18 @@ async def test_import_refuses_a_path_outside_the_roots(import_core, replay, tmp_
 
 
 async def test_import_without_open_access_pdf(import_core, replay):
-    replay.script("/crossref/works/", [(200, {"Content-Type": "application/json"}, json.dumps({
-        "status": "ok", "message": {"DOI": "10.5555/closed.1", "title": ["A closed paper"]}}).encode())])
+    replay.script(
+        "/crossref/works/",
+        [
+            (
+                200,
+                {"Content-Type": "application/json"},
+                json.dumps(
+                    {"status": "ok", "message": {"DOI": "10.5555/closed.1", "title": ["A closed paper"]}}
+                ).encode(),
+            )
+        ],
+    )
     async with Client(_suite(import_core)) as c:
         with pytest.raises(ToolError, match="no open-access PDF is known"):
             await c.call_tool("lit_import", {"identifier": "10.5555/closed.1"})

@@ -26,11 +26,19 @@ def replay(api):
 
 @pytest.fixture
 def lit_core(tmp_path, replay):
-    from aisac_core.settings import Settings
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
-    core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, lit_backoff_s=0.01, lit_arxiv_interval_s=0.05,
-                         lit_mailto="aisac-tests@example.org", **replay.settings_kwargs()))
+    core = AppContext(
+        Settings(
+            data_dir=tmp_path / "store",
+            warm=False,
+            lit_backoff_s=0.01,
+            lit_arxiv_interval_s=0.05,
+            lit_mailto="aisac-tests@example.org",
+            **replay.settings_kwargs(),
+        )
+    )
     yield core
     core.close()
 
@@ -43,12 +51,24 @@ def _suite(core):
 
 async def test_acceptance_1_four_sources_merged(lit_core, replay):
     async with Client(_suite(lit_core)) as c:
-        res = (await c.call_tool("lit_search", {"query": "transformer protein structure",
-                                                "sources": ["arxiv", "pubmed", "crossref", "openalex"],
-                                                "k": 50})).structured_content
+        res = (
+            await c.call_tool(
+                "lit_search",
+                {
+                    "query": "transformer protein structure",
+                    "sources": ["arxiv", "pubmed", "crossref", "openalex"],
+                    "k": 50,
+                },
+            )
+        ).structured_content
     st = res["sources"]
     assert {n: s["status"] for n, s in st.items()} == dict.fromkeys(["arxiv", "pubmed", "crossref", "openalex"], "ok")
-    assert (st["arxiv"]["count"], st["pubmed"]["count"], st["crossref"]["count"], st["openalex"]["count"]) == (10, 2, 1, 2)  # esummary1.xml holds 2 DocSums
+    assert (st["arxiv"]["count"], st["pubmed"]["count"], st["crossref"]["count"], st["openalex"]["count"]) == (
+        10,
+        2,
+        1,
+        2,
+    )  # esummary1.xml holds 2 DocSums
     # Crossref's and OpenAlex's records of the same DOI are one paper with both sources
     chem = [p for p in res["papers"] if p["doi"] == "10.1038/s42256-024-00832-8"]
     assert len(chem) == 1
@@ -62,17 +82,22 @@ async def test_acceptance_1_four_sources_merged(lit_core, replay):
     assert pm["title"] == "Zirconium granuloma following treatment of rhus dermatitis." and pm["year"] == 1965
     ax = [p for p in res["papers"] if p["arxiv_id"] == "2202.12139v1"][0]
     assert ax["title"].startswith("Testing Deep Learning Models") and ax["pdf_url"].endswith("/pdf/2202.12139v1")
-    (_t, _p, q), = replay.requests("/crossref")
+    ((_t, _p, q),) = replay.requests("/crossref")
     assert q["mailto"] == ["aisac-tests@example.org"] and q["rows"] == ["50"]
 
 
 async def test_acceptance_2_real_bodies_with_one_service_throttled(lit_core, replay):
     replay.script("/eutils/", [(429, {"Retry-After": "20", **XML}, b"")])
     async with Client(_suite(lit_core)) as c:
-        first = (await c.call_tool("lit_search", {"query": "transformer protein structure",
-                                                  "sources": ["arxiv", "pubmed", "crossref", "openalex"]})).structured_content
-        second = (await c.call_tool("lit_search", {"query": "protein folding",
-                                                   "sources": ["pubmed", "openalex"]})).structured_content
+        first = (
+            await c.call_tool(
+                "lit_search",
+                {"query": "transformer protein structure", "sources": ["arxiv", "pubmed", "crossref", "openalex"]},
+            )
+        ).structured_content
+        second = (
+            await c.call_tool("lit_search", {"query": "protein folding", "sources": ["pubmed", "openalex"]})
+        ).structured_content
     assert first["sources"]["pubmed"]["status"] == "rate_limited" and first["sources"]["pubmed"]["retry_after"] > 15
     assert all(first["sources"][n]["status"] == "ok" for n in ("arxiv", "crossref", "openalex"))
     assert second["sources"]["pubmed"]["status"] == "rate_limited" and second["sources"]["openalex"]["status"] == "ok"
@@ -114,7 +139,9 @@ async def test_doi_merged_from_recorded_crossref_openalex_s2(lit_core, replay):
     async with Client(_suite(lit_core)) as c:
         r = (await c.call_tool("lit_get", {"identifier": "doi:10.1016/J.XGEN.2025.100814"})).structured_content
     p = r["paper"]
-    assert {n: s["status"] for n, s in r["sources"].items()} == dict.fromkeys(["crossref", "openalex", "semantic_scholar"], "ok")
+    assert {n: s["status"] for n, s in r["sources"].items()} == dict.fromkeys(
+        ["crossref", "openalex", "semantic_scholar"], "ok"
+    )
     assert {s["source"] for s in p["sources"]} == {"crossref", "openalex", "semantic_scholar"}
     assert p["doi"] == "10.1016/j.xgen.2025.100814" and p["title"] and p["s2_id"] and p["openalex_id"].startswith("W")
 

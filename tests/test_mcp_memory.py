@@ -9,19 +9,29 @@ import sys
 from pathlib import Path
 
 import pytest
-from aisac_servers.serving.suite import build
 from conftest import http_server, store_env
 from fastmcp import Client, FastMCP
 from sqlmodel import Session, create_engine, select
 
 from aisac_core.context import AppContext
 from aisac_core.store.tables import TraceEvent, Turn
+from aisac_servers.serving.suite import build
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_engines]
 
-MEMORY_TOOLS = {"memory_start_session", "memory_add_turn", "memory_get_history", "memory_recall", "memory_search",
-                "memory_list_sessions", "memory_export_session", "memory_delete_session", "memory_record_fact",
-                "memory_query_facts", "memory_fact_timeline"}
+MEMORY_TOOLS = {
+    "memory_start_session",
+    "memory_add_turn",
+    "memory_get_history",
+    "memory_recall",
+    "memory_search",
+    "memory_list_sessions",
+    "memory_export_session",
+    "memory_delete_session",
+    "memory_record_fact",
+    "memory_query_facts",
+    "memory_fact_timeline",
+}
 AISAC = str(Path(sys.executable).parent / "aisac")
 
 
@@ -54,34 +64,81 @@ async def test_research_thread_over_three_sessions(fast_core):
     export as Markdown (acceptance 3); trace rows with server "memory"."""
     async with Client(_suite(fast_core)) as c:
         s1 = (await _call(c, "memory_start_session", title="Lipase stability", project="enzymes"))["session_id"]
-        await _call(c, "memory_add_turn", session_id=s1, role="user",
-                    content="How thermally stable is the Candida lipase? What is the activation energy of its unfolding?")
-        r = await _call(c, "memory_add_turn", session_id=s1, role="router", content="route: literature + rag",
-                        metadata={"route": ["rag", "lit"]})
-        await _call(c, "memory_add_turn", session_id=s1, role="planner", content="1. rag_search 2. Arrhenius fit",
-                    metadata={"plan": ["rag_search", "fit"]}, parent_id=r["turn_id"])
-        await _call(c, "memory_add_turn", session_id=s1, role="tool", content="rag_search: 4 hits (doc 3f2a, p. 5)",
-                    metadata={"tool": "rag_search", "hits": 4})
-        a1 = await _call(c, "memory_add_turn", session_id=s1, role="assistant",
-                         content="The Arrhenius fit of the denaturation rates gives an activation energy of "
-                                 "250 kJ/mol for the lipase unfolding (doc 3f2a, p. 5).")
+        await _call(
+            c,
+            "memory_add_turn",
+            session_id=s1,
+            role="user",
+            content="How thermally stable is the Candida lipase? What is the activation energy of its unfolding?",
+        )
+        r = await _call(
+            c,
+            "memory_add_turn",
+            session_id=s1,
+            role="router",
+            content="route: literature + rag",
+            metadata={"route": ["rag", "lit"]},
+        )
+        await _call(
+            c,
+            "memory_add_turn",
+            session_id=s1,
+            role="planner",
+            content="1. rag_search 2. Arrhenius fit",
+            metadata={"plan": ["rag_search", "fit"]},
+            parent_id=r["turn_id"],
+        )
+        await _call(
+            c,
+            "memory_add_turn",
+            session_id=s1,
+            role="tool",
+            content="rag_search: 4 hits (doc 3f2a, p. 5)",
+            metadata={"tool": "rag_search", "hits": 4},
+        )
+        a1 = await _call(
+            c,
+            "memory_add_turn",
+            session_id=s1,
+            role="assistant",
+            content="The Arrhenius fit of the denaturation rates gives an activation energy of "
+            "250 kJ/mol for the lipase unfolding (doc 3f2a, p. 5).",
+        )
         assert a1["pair"] is not None
         await _call(c, "memory_add_turn", session_id=s1, role="user", content="Which buffer was used?")
         await _call(c, "memory_add_turn", session_id=s1, role="assistant", content="50 mM phosphate at pH 7.4.")
 
         s2 = (await _call(c, "memory_start_session", title="Corrosion", project="materials"))["session_id"]
-        await _call(c, "memory_add_turn", session_id=s2, role="user", content="Does a siderite layer protect X65 steel?")
-        await _call(c, "memory_add_turn", session_id=s2, role="assistant",
-                    content="Yes, FeCO3 forms a protective scale above about 60 C in CO2 brine.")
+        await _call(
+            c, "memory_add_turn", session_id=s2, role="user", content="Does a siderite layer protect X65 steel?"
+        )
+        await _call(
+            c,
+            "memory_add_turn",
+            session_id=s2,
+            role="assistant",
+            content="Yes, FeCO3 forms a protective scale above about 60 C in CO2 brine.",
+        )
 
         s3 = (await _call(c, "memory_start_session", title="Follow-up", project="enzymes"))["session_id"]
         await _call(c, "memory_add_turn", session_id=s3, role="user", content="Let us plan the next enzyme experiment.")
-        await _call(c, "memory_add_turn", session_id=s3, role="assistant", content="Sure: which enzyme and which assay?")
-        rec = await _call(c, "memory_recall", session_id=s3, query="energy barrier of the lipase denaturation we found",
-                          last_n=4, k=3, token_budget=400)
+        await _call(
+            c, "memory_add_turn", session_id=s3, role="assistant", content="Sure: which enzyme and which assay?"
+        )
+        rec = await _call(
+            c,
+            "memory_recall",
+            session_id=s3,
+            query="energy barrier of the lipase denaturation we found",
+            last_n=4,
+            k=3,
+            token_budget=400,
+        )
         assert [t["session_id"] for t in rec["recent"]] == [s3, s3]
         top = rec["related"][0]
-        assert top["session_id"] == s1 and top["assistant_turn_id"] == a1["turn_id"] and "250 kJ/mol" in top["assistant"]
+        assert (
+            top["session_id"] == s1 and top["assistant_turn_id"] == a1["turn_id"] and "250 kJ/mol" in top["assistant"]
+        )
         assert top["session_title"] == "Lipase stability" and 0 < top["score"] <= 1
         assert rec["tokens"] <= 400
 
@@ -94,12 +151,29 @@ async def test_research_thread_over_three_sessions(fast_core):
 
         # facts: believed at t1, superseded at t2
         t1, t2 = "2026-01-10T09:00:00Z", "2026-02-20T09:00:00Z"
-        await _call(c, "memory_record_fact", subject="lipase Ea", predicate="value_kJ_mol", object="250",
-                    valid_at=t1, source="doc:3f2a p5", evidence_span="activation energy of 250 kJ/mol",
-                    conditions={"buffer": "phosphate pH 7.4"})
-        sup = await _call(c, "memory_record_fact", subject="Lipase Ea", predicate="value_kJ_mol", object="310",
-                          valid_at=t2, source="doc:77b1 table 2")
-        assert sup["superseded"]["object"] == "250" and sup["superseded"]["invalid_at"].startswith("2026-02-20T09:00:00")
+        await _call(
+            c,
+            "memory_record_fact",
+            subject="lipase Ea",
+            predicate="value_kJ_mol",
+            object="250",
+            valid_at=t1,
+            source="doc:3f2a p5",
+            evidence_span="activation energy of 250 kJ/mol",
+            conditions={"buffer": "phosphate pH 7.4"},
+        )
+        sup = await _call(
+            c,
+            "memory_record_fact",
+            subject="Lipase Ea",
+            predicate="value_kJ_mol",
+            object="310",
+            valid_at=t2,
+            source="doc:77b1 table 2",
+        )
+        assert sup["superseded"]["object"] == "250" and sup["superseded"]["invalid_at"].startswith(
+            "2026-02-20T09:00:00"
+        )
 
         async def value(as_of):
             got = await _call(c, "memory_query_facts", subject="lipase ea", as_of=as_of)
@@ -129,8 +203,9 @@ async def test_research_thread_over_three_sessions(fast_core):
         # delete: confirm required; pairs leave the recall index, facts stay
         gone = await _call(c, "memory_delete_session", session_id=s1, confirm=True)
         assert gone["turns_deleted"] == 7 and gone["pairs_deleted"] == 2
-        rec = await _call(c, "memory_recall", session_id=s3, query="energy barrier of the lipase denaturation",
-                          last_n=2, k=3)
+        rec = await _call(
+            c, "memory_recall", session_id=s3, query="energy barrier of the lipase denaturation", last_n=2, k=3
+        )
         assert all(r["session_id"] != s1 for r in rec["related"])
         assert await value(None) == ["310"]
 
@@ -144,14 +219,28 @@ async def test_research_thread_over_three_sessions(fast_core):
 @pytest.mark.parametrize(
     "tool,args,expect",
     [
-        ("memory_add_turn", {"session_id": "ses-nope", "role": "user", "content": "hi"}, "unknown session id 'ses-nope'"),
+        (
+            "memory_add_turn",
+            {"session_id": "ses-nope", "role": "user", "content": "hi"},
+            "unknown session id 'ses-nope'",
+        ),
         ("memory_add_turn", {"session_id": "$S", "role": "user", "content": "  "}, "content is empty"),
-        ("memory_add_turn", {"session_id": "$S", "role": "user", "content": "x" * 100_001},
-         "the limit is 100,000 characters"),
-        ("memory_add_turn", {"session_id": "$S", "role": "king", "content": "hi"}, "invalid role 'king': use one of user"),
+        (
+            "memory_add_turn",
+            {"session_id": "$S", "role": "user", "content": "x" * 100_001},
+            "the limit is 100,000 characters",
+        ),
+        (
+            "memory_add_turn",
+            {"session_id": "$S", "role": "king", "content": "hi"},
+            "invalid role 'king': use one of user",
+        ),
         ("memory_query_facts", {"as_of": "last spring"}, "as_of 'last spring' is not an ISO 8601"),
-        ("memory_record_fact", {"subject": "a", "predicate": "b", "object": "c", "valid_at": "2026-02-30"},
-         "valid_at '2026-02-30' is not an ISO 8601"),
+        (
+            "memory_record_fact",
+            {"subject": "a", "predicate": "b", "object": "c", "valid_at": "2026-02-30"},
+            "valid_at '2026-02-30' is not an ISO 8601",
+        ),
         ("memory_delete_session", {"session_id": "$S"}, "needs confirm=true"),
         ("memory_delete_session", {"session_id": "$S", "confirm": False}, "needs confirm=true"),
         ("memory_delete_session", {"session_id": "ses-nope", "confirm": True}, "unknown session id"),
@@ -206,16 +295,28 @@ async def test_two_processes_add_500_turns_each(settings):
     with http_server(env) as url:
         async with Client(url) as c:
             sid = (await c.call_tool("memory_start_session", {"title": "concurrent"})).structured_content["session_id"]
-        clients = [subprocess.Popen([sys.executable, "-c", CLIENT, url, sid, tag, str(n)], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("A", "B")]
+        clients = [
+            subprocess.Popen(
+                [sys.executable, "-c", CLIENT, url, sid, tag, str(n)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for tag in ("A", "B")
+        ]
         outs = [p.communicate(timeout=300) for p in clients]
-        for p, (out, err) in zip(clients, outs):
+        for p, (_out, err) in zip(clients, outs):
             assert p.returncode == 0, err[-3000:]
         async with Client(url) as c:
             turns, cursor = [], None
             while True:
-                page = (await c.call_tool("memory_get_history", {"session_id": sid, "limit": 500,
-                                                                 **({"cursor": cursor} if cursor else {})})).structured_content
+                page = (
+                    await c.call_tool(
+                        "memory_get_history",
+                        {"session_id": sid, "limit": 500, **({"cursor": cursor} if cursor else {})},
+                    )
+                ).structured_content
                 turns += page["turns"]
                 cursor = page["next_cursor"]
                 if not cursor:

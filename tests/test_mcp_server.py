@@ -11,8 +11,15 @@ from sqlmodel import Session, select
 
 pytestmark = pytest.mark.anyio
 
-RAG_TOOLS = {"rag_index", "rag_job_status", "rag_search", "rag_list_documents", "rag_get_chunk", "rag_remove",
-             "rag_catalog"}
+RAG_TOOLS = {
+    "rag_index",
+    "rag_job_status",
+    "rag_search",
+    "rag_list_documents",
+    "rag_get_chunk",
+    "rag_remove",
+    "rag_catalog",
+}
 
 
 def _suite(app):
@@ -68,7 +75,9 @@ async def test_index_search_anchor_and_trace(core, corpus_copy):
         assert job["counters"]["files_catalogued"] == 1
         assert progress and progress[-1][0] == progress[-1][1]
 
-        r = await c.call_tool("rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full", "run_id": "run-test-1"})
+        r = await c.call_tool(
+            "rag_search", {"query": PAGE_MARKERS[1], "k": 3, "detail": "full", "run_id": "run-test-1"}
+        )
         hits = r.structured_content["hits"]
         assert hits[0]["path"].endswith("report.pdf") and hits[0]["page"] == 1
         anchor = hits[0]["anchor"]
@@ -173,9 +182,9 @@ async def test_one_server_alone_keeps_the_tool_names(core):
 
 
 async def test_registered_roots_indexed_and_catalogued(tmp_path, models_dir, corpus):
-    from aisac_core.context import AppContext
-
     from conftest import make_settings
+
+    from aisac_core.context import AppContext
 
     data_root = tmp_path / "lab_data"
     data_root.mkdir()

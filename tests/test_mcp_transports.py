@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import http_server, make_settings
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fixtures_gen import PAGE_MARKERS
-
-from conftest import http_server, make_settings
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 
@@ -30,8 +29,9 @@ def served_store(tmp_path_factory, models_dir, corpus):  # noqa: ANN201
     """A store with the corpus indexed by the CLI (a subprocess), free for a server process to open."""
     data_dir = tmp_path_factory.mktemp("served") / "store"
     make_settings(data_dir, models_dir)  # reuse the assembled model folder
-    out = subprocess.run([AISAC, "index", str(corpus), "--json"], env=_env(data_dir), capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [AISAC, "index", str(corpus), "--json"], env=_env(data_dir), capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["counters"]["files_indexed"] == 5
     yield data_dir
@@ -58,19 +58,40 @@ def test_stdio_stdout_carries_only_jsonrpc(served_store, corpus):
     """A raw client: every byte the server writes to stdout is a JSON-RPC message, even while models
     load, docling parses and an index job runs."""
     reqs = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "rag_index", "arguments": {"path": str(corpus), "wait": True}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-         "params": {"name": "rag_search", "arguments": {"query": PAGE_MARKERS[2], "k": 2}}},
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-         "params": {"name": "rag_search", "arguments": {"query": "x", "filters": {"nope": 1}}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "rag_index", "arguments": {"path": str(corpus), "wait": True}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "rag_search", "arguments": {"query": PAGE_MARKERS[2], "k": 2}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "rag_search", "arguments": {"query": "x", "filters": {"nope": 1}}},
+        },
     ]
-    proc = subprocess.Popen([AISAC, "serve"], env=_env(served_store), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [AISAC, "serve"], env=_env(served_store), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdin and proc.stdout
     responses: dict[int, dict] = {}
     try:
@@ -103,7 +124,9 @@ async def test_streamable_http_on_loopback(served_store):
     with http_server(_env(served_store)) as url:
         async with Client(url) as c:
             assert "rag_search" in {t.name for t in await c.list_tools()}
-            r = await c.call_tool("rag_search", {"query": "wall heat transfer coefficient Nusselt", "k": 2, "detail": "full"})
+            r = await c.call_tool(
+                "rag_search", {"query": "wall heat transfer coefficient Nusselt", "k": 2, "detail": "full"}
+            )
             assert r.structured_content["hits"][0]["path"].endswith("heat_transfer.md")
 
 

@@ -47,7 +47,9 @@ def test_turns_order_pairs_and_history_paging(fast_core, svc):
     assert [t["role"] for t in page1["turns"]] == ["user", "router"] and page1["next_cursor"]
     page2 = svc.get_history(sid, cursor=page1["next_cursor"], limit=2)
     assert [t["role"] for t in page2["turns"]] == ["planner", "assistant"]
-    assert page2["turns"][0]["metadata"] == {"plan": ["search", "fit"]} and page2["turns"][0]["parent_id"] == r["turn_id"]
+    assert (
+        page2["turns"][0]["metadata"] == {"plan": ["search", "fit"]} and page2["turns"][0]["parent_id"] == r["turn_id"]
+    )
     last = svc.get_history(sid, cursor=page2["next_cursor"], limit=2)
     assert len(last["turns"]) == 1 and last["next_cursor"] is None
     only = svc.get_history(sid, roles=["assistant"])
@@ -61,11 +63,17 @@ def test_turns_order_pairs_and_history_paging(fast_core, svc):
 
 def test_recall_within_budget_and_excludes_window(svc):
     s1 = svc.start_session("enzymes")["session_id"]
-    _thread(svc, s1, [
-        ("What activation energy did the Arrhenius fit give for lipase unfolding?",
-         "The fit gave 250 kJ/mol for the thermal unfolding of the lipase."),
-        ("Which buffer did we use?", "Phosphate buffer at pH 7.4."),
-    ])
+    _thread(
+        svc,
+        s1,
+        [
+            (
+                "What activation energy did the Arrhenius fit give for lipase unfolding?",
+                "The fit gave 250 kJ/mol for the thermal unfolding of the lipase.",
+            ),
+            ("Which buffer did we use?", "Phosphate buffer at pH 7.4."),
+        ],
+    )
     s2 = svc.start_session("corrosion")["session_id"]
     _thread(svc, s2, [("What protects X65 steel in CO2 brine?", "A siderite (FeCO3) layer forms above 60 C.")])
     res = svc.recall(s2, "energy barrier of enzyme denaturation", last_n=2, k=3, token_budget=500)
@@ -211,10 +219,17 @@ def test_list_sessions_pages_and_export(svc):
 
 def test_recall_two_relevant_pairs_score_alike(svc):
     s1 = svc.start_session("lipase")["session_id"]
-    _thread(svc, s1, [
-        ("What was the lipase half-life at 60 C?", "The lipase lost half of its activity after 12 minutes at 60 C."),
-        ("And the lipase half-life at 70 C?", "At 70 C the lipase lost half of its activity within 3 minutes."),
-    ])
+    _thread(
+        svc,
+        s1,
+        [
+            (
+                "What was the lipase half-life at 60 C?",
+                "The lipase lost half of its activity after 12 minutes at 60 C.",
+            ),
+            ("And the lipase half-life at 70 C?", "At 70 C the lipase lost half of its activity within 3 minutes."),
+        ],
+    )
     s2 = svc.start_session("follow-up")["session_id"]
     res = svc.recall(s2, "how fast does the lipase lose activity when heated", last_n=0, k=5)
     scores = [r["score"] for r in res["related"]]

@@ -97,14 +97,16 @@ def test_release_store_is_adopted_without_loss(tmp_path: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(HF_HUB_OFFLINE="1", AISAC_OWNER_MODE="false", AISAC_WARM="false")
-    res = subprocess.run([AISAC, "status", "--data-dir", str(data_dir), "--json"], env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [AISAC, "status", "--data-dir", str(data_dir), "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     st = json.loads(res.stdout)
     assert st["schema_revision"] == HEAD
     assert st["documents"] == {"indexed": 3, "failed": 1} and st["trace_events"] == 3
-    res = subprocess.run([AISAC, "status", "--data-dir", str(data_dir)], env=env, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [AISAC, "status", "--data-dir", str(data_dir)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "schema_revision" in res.stdout and HEAD in res.stdout
 
@@ -206,13 +208,17 @@ def test_concurrent_first_open_threads(tmp_path: Path) -> None:
 def test_concurrent_first_open_processes(tmp_path: Path) -> None:
     db = tmp_path / "aisac.db"
     go = tmp_path / "go"
-    code = ("import os, sys, time\n"
-            "from aisac_core.store.sql import make_engine, schema_revision\n"
-            f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
-            f"e = make_engine('sqlite:///{db}')\n"
-            "print(schema_revision(e))\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    code = (
+        "import os, sys, time\n"
+        "from aisac_core.store.sql import make_engine, schema_revision\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
+        f"e = make_engine('sqlite:///{db}')\n"
+        "print(schema_revision(e))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     time.sleep(1.0)  # all three imported and waiting
     go.touch()
     outs = [p.communicate(timeout=120) for p in procs]

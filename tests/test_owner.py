@@ -17,10 +17,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import make_settings
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-
-from conftest import make_settings
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 
@@ -32,8 +31,9 @@ def serve_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def stdio(data_dir: Path, *args: str, **extra: str) -> Client:
-    return Client(StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir, **extra),
-                                 keep_alive=False))  # the host process ends with the client
+    return Client(
+        StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir, **extra), keep_alive=False)
+    )  # the host process ends with the client
 
 
 def _pid_alive(pid: int) -> bool:
@@ -129,8 +129,11 @@ async def test_stale_lock_of_a_killed_owner_is_recovered(owned_store):
             if not _pid_alive(old):
                 break
             time.sleep(0.05)
-        status = json.loads(subprocess.run([AISAC, "owner", "status"], env=serve_env(owned_store),
-                                           capture_output=True, text=True).stdout)
+        status = json.loads(
+            subprocess.run(
+                [AISAC, "owner", "status"], env=serve_env(owned_store), capture_output=True, text=True
+            ).stdout
+        )
         assert not status["running"] and status["stale_pid"] == old
         # the same proxy's next request starts a fresh owner
         r = await c.call_tool("memory_list_sessions", {})
@@ -146,10 +149,25 @@ def test_version_mismatch_is_a_clear_error(owned_store):
     fd = acquire_lock(owned_store / LOCK_FILE, 5)
     assert fd is not None
     try:
-        write_owner_file(owned_store, OwnerInfo(pid=os.getpid(), url="http://127.0.0.1:9/mcp", token="t" * 43,
-                                                version="0.0.1-old", data_dir=str(owned_store), started_at="x"))
-        out = subprocess.run([AISAC, "serve"], env=serve_env(owned_store), capture_output=True, text=True,
-                             timeout=60, stdin=subprocess.DEVNULL)
+        write_owner_file(
+            owned_store,
+            OwnerInfo(
+                pid=os.getpid(),
+                url="http://127.0.0.1:9/mcp",
+                token="t" * 43,
+                version="0.0.1-old",
+                data_dir=str(owned_store),
+                started_at="x",
+            ),
+        )
+        out = subprocess.run(
+            [AISAC, "serve"],
+            env=serve_env(owned_store),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         (owned_store / "owner.json").unlink()
         os.close(fd)
@@ -180,8 +198,9 @@ def _store_state(data_dir: Path, models_dir: Path) -> tuple[int, int, int]:
     try:
         vs = core.vectors()
         with sqlite3.connect(data_dir / "aisac.db") as con:
-            manifest = con.execute("select coalesce(sum(chunk_count),0) from document where status='indexed'"
-                                   ).fetchone()[0]
+            manifest = con.execute(
+                "select coalesce(sum(chunk_count),0) from document where status='indexed'"
+            ).fetchone()[0]
         return vs.count("chunks"), manifest, vs.count("dialogue")
     finally:
         core.close()
@@ -192,7 +211,8 @@ def _notes(folder: Path, tag: str, n: int, version: int) -> None:
     for i in range(n):
         (folder / f"{tag}_{i}.md").write_text(
             f"# Note {tag} {i}\n\nRevision {version} of note {i} by host {tag}: the sample {i} was measured at "
-            f"{(i + 1) * (version + 2) * 1.5:.1f} kelvin with a lock-in amplifier.\n")
+            f"{(i + 1) * (version + 2) * 1.5:.1f} kelvin with a lock-in amplifier.\n"
+        )
 
 
 def _kind(i: int) -> str:
@@ -219,21 +239,27 @@ async def test_two_stdio_hosts_500_mixed_writes_each(owned_store, tmp_path, mode
                 kind = _kind(i)
                 if kind == "index":  # an index job on this host's folder, whose notes change every time
                     _notes(folder, tag, 3, i)
-                    r = await c.call_tool("rag_index", {"path": str(folder), "wait": True, "timeout_s": 120},
-                                          raise_on_error=False)
+                    r = await c.call_tool(
+                        "rag_index", {"path": str(folder), "wait": True, "timeout_s": 120}, raise_on_error=False
+                    )
                     if r.is_error or r.structured_content["status"] != "done":
                         errors.append(f"{tag} index: {r.content[0].text[:300]}")
                 elif kind in ("history", "search"):  # reads
-                    tool, args = (("memory_get_history", {"session_id": ses, "limit": 5}) if kind == "history" else
-                                  ("rag_search", {"query": f"sample measured host {tag}", "k": 3}))
+                    tool, args = (
+                        ("memory_get_history", {"session_id": ses, "limit": 5})
+                        if kind == "history"
+                        else ("rag_search", {"query": f"sample measured host {tag}", "k": 3})
+                    )
                     r = await c.call_tool(tool, args, raise_on_error=False)
                     if r.is_error:
                         errors.append(f"{tag} {tool}: {r.content[0].text[:300]}")
                 else:  # writes: user/assistant turns (assistant turns embed a dialogue pair)
                     role = "user" if i % 2 == 0 else "assistant"
-                    r = await c.call_tool("memory_add_turn", {"session_id": ses, "role": role,
-                                                              "content": f"{tag} turn {i}: observation {i * 7}"},
-                                          raise_on_error=False)
+                    r = await c.call_tool(
+                        "memory_add_turn",
+                        {"session_id": ses, "role": role, "content": f"{tag} turn {i}: observation {i * 7}"},
+                        raise_on_error=False,
+                    )
                     if r.is_error:
                         errors.append(f"{tag} add_turn: {r.content[0].text[:300]}")
                     else:
@@ -241,8 +267,9 @@ async def test_two_stdio_hosts_500_mixed_writes_each(owned_store, tmp_path, mode
             hist = []
             cursor = None
             while True:
-                page = (await c.call_tool("memory_get_history", {"session_id": ses, "limit": 500, "cursor": cursor})
-                        ).structured_content
+                page = (
+                    await c.call_tool("memory_get_history", {"session_id": ses, "limit": 500, "cursor": cursor})
+                ).structured_content
                 hist += [t["turn_id"] for t in page["turns"]]
                 cursor = page["next_cursor"]
                 if not cursor:
@@ -281,8 +308,11 @@ async def test_kill_9_of_the_owner_during_writes_loses_no_committed_write(owned_
         for i in range(60):
             if i == 20:
                 os.kill(victim, signal.SIGKILL)
-            r = await c.call_tool("memory_add_turn", {"session_id": ses, "role": "user" if i % 2 == 0 else "assistant",
-                                                      "content": f"turn {i}"}, raise_on_error=False)
+            r = await c.call_tool(
+                "memory_add_turn",
+                {"session_id": ses, "role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"},
+                raise_on_error=False,
+            )
             if r.is_error:
                 failed += 1
             else:

@@ -15,28 +15,30 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from conftest import stop_process
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-
-from conftest import stop_process
 from test_owner import AISAC, owned_store, owner_info, serve_env, stdio  # noqa: F401 - owned_store is a fixture
 
 
 def legacy_stdio(data_dir: Path, *args: str) -> Client:
     """A host speaking the handshake era (initialize, one MCP session), as most MCP hosts still do."""
-    return Client(StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir), keep_alive=False),
-                  mode="legacy")
+    return Client(
+        StdioTransport(command=AISAC, args=["serve", *args], env=serve_env(data_dir), keep_alive=False), mode="legacy"
+    )
 
 
 def stop_owner_cli(data_dir: Path) -> None:
-    out = subprocess.run([AISAC, "owner", "stop"], env=serve_env(data_dir), capture_output=True, text=True,
-                         timeout=60, check=False)
+    out = subprocess.run(
+        [AISAC, "owner", "stop"], env=serve_env(data_dir), capture_output=True, text=True, timeout=60, check=False
+    )
     assert out.returncode == 0, out.stderr
 
 
 @pytest.mark.anyio
 async def test_two_hosts_get_two_runs(owned_store):  # noqa: F811
     """Two host processes calling at once: each gets its own trace run (the idle rule applies per host)."""
+
     async def host(tag: str, c: Client) -> None:
         for i in range(5):
             await c.call_tool("memory_start_session", {"title": f"{tag} {i}"})
@@ -65,8 +67,9 @@ async def test_progress_of_rag_index_reaches_the_caller(owned_store, corpus, leg
 
     client = legacy_stdio(owned_store) if legacy else stdio(owned_store)
     async with client as c:
-        r = await c.call_tool("rag_index", {"path": str(corpus / "notes"), "wait": True, "timeout_s": 300},
-                              progress_handler=on_progress)
+        r = await c.call_tool(
+            "rag_index", {"path": str(corpus / "notes"), "wait": True, "timeout_s": 300}, progress_handler=on_progress
+        )
         assert r.structured_content["status"] == "done"
     assert seen, "no progress notification reached the host"
     assert seen[-1][0] == r.structured_content["done"]
@@ -110,8 +113,13 @@ async def test_dashboard_through_an_http_proxy(owned_store):  # noqa: F811
         owner = owner_info(owned_store)
         port = _free_port()
         env = serve_env(owned_store, AISAC_HTTP_TOKEN="proxy-token-" + "x" * 32)
-        proc = subprocess.Popen([AISAC, "serve", "--transport", "http", "--port", str(port)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: ASYNC220
+        proc = subprocess.Popen(
+            [AISAC, "serve", "--transport", "http", "--port", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # noqa: ASYNC220
         try:
             base = f"http://127.0.0.1:{port}"
             auth = {"Authorization": "Bearer proxy-token-" + "x" * 32}
@@ -125,8 +133,10 @@ async def test_dashboard_through_an_http_proxy(owned_store):  # noqa: F811
                         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
                         await anyio.sleep(0.1)
                 assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-                direct = await http.get(owner["url"].rsplit("/mcp", 1)[0] + "/dashboard",
-                                        headers={"Authorization": f"Bearer {owner['token']}"})
+                direct = await http.get(
+                    owner["url"].rsplit("/mcp", 1)[0] + "/dashboard",
+                    headers={"Authorization": f"Bearer {owner['token']}"},
+                )
                 assert direct.status_code == 200
                 assert "<html" in r.text.lower() and r.text[:200] == direct.text[:200]
                 assert (await http.get(base + "/dashboard")).status_code == 401  # the proxy's own token guards it

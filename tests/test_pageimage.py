@@ -84,7 +84,7 @@ def _expected_box(line: int, start: str, end: str, scale: float) -> tuple[float,
 def _covers(rect: tuple[int, int, int, int], box: tuple[float, float, float, float], tol: float = 4) -> None:
     x0, y0, x1, y1 = rect
     assert abs(x0 - box[0]) <= tol and abs(x1 - box[2]) <= tol, (rect, box)
-    assert y0 <= box[1] + 1 and y1 >= box[3] - 1, (rect, box)              # covers cap height to baseline
+    assert y0 <= box[1] + 1 and y1 >= box[3] - 1, (rect, box)  # covers cap height to baseline
     assert y0 >= box[1] - 0.6 * SIZE * 1.6 and y1 <= box[3] + 0.5 * SIZE * 1.6, (rect, box)  # and not much more
 
 
@@ -111,8 +111,12 @@ def test_wrapped_passage_with_ligature_is_highlighted_where_it_was_drawn(pdf: Pa
     clean = _image(evidence_page(pdf, 2, ABSENT, cache_dir=tmp_path / "c", width=900))
     # inside a rect, background pixels turned yellow
     for x0, y0, x1, y1 in res.rects:
-        bg = [(x, y) for x in range(x0 + 2, x1 - 2) for y in range(y0 + 2, y1 - 2)
-              if clean.getpixel((x, y)) == (255, 255, 255)]
+        bg = [
+            (x, y)
+            for x in range(x0 + 2, x1 - 2)
+            for y in range(y0 + 2, y1 - 2)
+            if clean.getpixel((x, y)) == (255, 255, 255)
+        ]
         assert len(bg) > 50
         for x, y in bg[:: max(1, len(bg) // 50)]:
             r, g, b = img.getpixel((x, y))
@@ -130,7 +134,7 @@ def test_hyphenated_passage_and_ligature_in_the_quote(pdf: Path, tmp_path: Path)
     res = evidence_page(pdf, 2, HYPHENATED, cache_dir=tmp_path, width=600)
     assert res is not None and res.found and res.width == 600 and len(res.rects) == 2
     first, second = sorted(res.rects, key=lambda r: r[1])
-    _covers(first, _expected_box(2, "about", "tem-", _scale(res)), tol=6)   # the line-end hyphen may be included
+    _covers(first, _expected_box(2, "about", "tem-", _scale(res)), tol=6)  # the line-end hyphen may be included
     _covers(second, _expected_box(3, "perature", "control", _scale(res)))
     # a quote with a soft hyphen, a tab and a line break, and one written with another ligature (U+FB00 "ff")
     for quote in ("  restored\tthe activ\u00adity\n fully", "the e\ufb00icient\n regeneration"):
@@ -140,9 +144,11 @@ def test_hyphenated_passage_and_ligature_in_the_quote(pdf: Path, tmp_path: Path)
 
 def test_a_long_chunk_partly_on_the_page_is_covered_by_word_windows(pdf: Path, tmp_path: Path) -> None:
     """A chunk whose text differs from the page in places (and continues elsewhere) is still found piecewise."""
-    chunk = ("Coke deposits reduced the conversion of methanol to 61 percent, and the efficient regeneration "
-             "in air [1] restored the activity fully within two hours. Section 3 continues on the next page with "
-             "a description of the kinetic model that was fitted to the data.")
+    chunk = (
+        "Coke deposits reduced the conversion of methanol to 61 percent, and the efficient regeneration "
+        "in air [1] restored the activity fully within two hours. Section 3 continues on the next page with "
+        "a description of the kinetic model that was fitted to the data."
+    )
     res = evidence_page(pdf, 2, chunk, cache_dir=tmp_path)
     assert res is not None and res.found and len(res.rects) == 2
     assert all(r[1] < (H - LINES[2][0] - SIZE) * _scale(res) for r in res.rects)  # nothing on the lines further down
@@ -205,8 +211,11 @@ def test_cache_hit_is_identical_and_a_changed_mtime_renders_again(pdf: Path, tmp
     first = evidence_page(src, 2, WRAPPED, cache_dir=cache)
     again = evidence_page(src, 2, WRAPPED, cache_dir=cache)
     assert first is not None and again is not None and not first.cached and again.cached
-    assert again.png == first.png and again.rects == first.rects and (again.width, again.height, again.found) == (
-        first.width, first.height, first.found)
+    assert (
+        again.png == first.png
+        and again.rects == first.rects
+        and (again.width, again.height, again.found) == (first.width, first.height, first.found)
+    )
     assert evidence_page(src, 2, WRAPPED, cache_dir=cache, width=700).cached is False  # width is in the key
     # the cache answers without opening the PDF: same size and mtime, unreadable content, still served
     st = src.stat()
@@ -245,8 +254,10 @@ def test_hostile_page_sizes_are_bounded(tmp_path: Path) -> None:
 def test_concurrent_calls_are_serialised_safely(pdf: Path, tmp_path: Path) -> None:
     out: list[PageImage | None] = []
     jobs = [(2, WRAPPED), (2, HYPHENATED), (3, "the highlighted sentence"), (1, "catalyst durability")] * 2
-    threads = [threading.Thread(target=lambda p=p, q=q, i=i: out.append(
-        evidence_page(pdf, p, q, cache_dir=tmp_path / str(i)))) for i, (p, q) in enumerate(jobs)]
+    threads = [
+        threading.Thread(target=lambda p=p, q=q, i=i: out.append(evidence_page(pdf, p, q, cache_dir=tmp_path / str(i))))
+        for i, (p, q) in enumerate(jobs)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -18,11 +18,15 @@ from rapidfuzz import fuzz
 from aisac_core.rag.documents import ParsedDocument, parse_document
 from aisac_core.rag.frontmatter import clean_info_title, front_matter, split_authors
 
-TRUTH: dict[str, dict] = {k: v for k, v in json.loads(
-    (Path(__file__).parent / "fixtures" / "pdf_truth.json").read_text(encoding="utf-8")).items()
-    if not k.startswith("_")}
-_BANNED = re.compile(r"^(abstract|introduction|\d+(\.\d+)*\.?\s+\w+|references|keywords|summary|contents|"
-                     r"journal of .*|proceedings of .*|.*journal)$")
+TRUTH: dict[str, dict] = {
+    k: v
+    for k, v in json.loads((Path(__file__).parent / "fixtures" / "pdf_truth.json").read_text(encoding="utf-8")).items()
+    if not k.startswith("_")
+}
+_BANNED = re.compile(
+    r"^(abstract|introduction|\d+(\.\d+)*\.?\s+\w+|references|keywords|summary|contents|"
+    r"journal of .*|proceedings of .*|.*journal)$"
+)
 
 
 def _norm(s: str | None) -> str:
@@ -96,8 +100,17 @@ class Ln:
     r: float = 500.0
 
 
-BODY = [Ln("We study the problem of reading papers and report what we found in our experiments here.",
-           400 + 12 * i, 10, "Times-Roman", 72, 540) for i in range(8)]
+BODY = [
+    Ln(
+        "We study the problem of reading papers and report what we found in our experiments here.",
+        400 + 12 * i,
+        10,
+        "Times-Roman",
+        72,
+        540,
+    )
+    for i in range(8)
+]
 PAGE = (612.0, 792.0)
 
 
@@ -106,28 +119,41 @@ def _fm(lines: list[Ln], info: dict | None = None, others: tuple = ()):  # noqa:
 
 
 def test_two_line_title_joins_and_authors_follow() -> None:
-    fm = _fm([Ln("A Perspective on Explanations of Molecular", 80, 17), Ln("Prediction Models", 99, 17),
-              Ln("Geemi P. Wellawatte1, Heta A. Gandhi2 and Andrew D. White2*", 130, 11, "Times-Roman"),
-              Ln("1 Department of Chemistry, University of Rochester, Rochester, NY 14627, USA", 146, 9,
-                 "Times-Roman")])
+    fm = _fm(
+        [
+            Ln("A Perspective on Explanations of Molecular", 80, 17),
+            Ln("Prediction Models", 99, 17),
+            Ln("Geemi P. Wellawatte1, Heta A. Gandhi2 and Andrew D. White2*", 130, 11, "Times-Roman"),
+            Ln("1 Department of Chemistry, University of Rochester, Rochester, NY 14627, USA", 146, 9, "Times-Roman"),
+        ]
+    )
     assert fm.title == "A Perspective on Explanations of Molecular Prediction Models"
     assert fm.authors == ["Geemi P. Wellawatte", "Heta A. Gandhi", "Andrew D. White"]
     assert fm.title_source == "layout" and 0.7 <= fm.confidence <= 1
 
 
 def test_journal_banner_above_the_title_is_no_title() -> None:
-    fm = _fm([Ln("J", 40, 40), Ln("Journal of Cosmology and Astroparticle Physics", 60, 20, "Helvetica-Bold"),
-              Ln("Dark matter halos and the cosmic web", 120, 17), Ln("Alice Smith,a Bob Jones b", 150, 11,
-                                                                       "Times-Roman"),
-              Ln("aDepartment of Physics, University of Somewhere", 165, 9, "Times-Roman")])
+    fm = _fm(
+        [
+            Ln("J", 40, 40),
+            Ln("Journal of Cosmology and Astroparticle Physics", 60, 20, "Helvetica-Bold"),
+            Ln("Dark matter halos and the cosmic web", 120, 17),
+            Ln("Alice Smith,a Bob Jones b", 150, 11, "Times-Roman"),
+            Ln("aDepartment of Physics, University of Somewhere", 165, 9, "Times-Roman"),
+        ]
+    )
     assert fm.title == "Dark matter halos and the cosmic web"
     assert fm.authors[0] == "Alice Smith"
 
 
 def test_abstract_set_largest_is_no_title() -> None:
-    fm = _fm([Ln("PaSa: An LLM Agent for Comprehensive Academic Paper Search", 80, 14),
-              Ln("Yichen He1 Guanhua Huang1 Peiyuan Feng1", 105, 11, "Times-Roman"),
-              Ln("Abstract", 160, 18)])
+    fm = _fm(
+        [
+            Ln("PaSa: An LLM Agent for Comprehensive Academic Paper Search", 80, 14),
+            Ln("Yichen He1 Guanhua Huang1 Peiyuan Feng1", 105, 11, "Times-Roman"),
+            Ln("Abstract", 160, 18),
+        ]
+    )
     assert fm.title == "PaSa: An LLM Agent for Comprehensive Academic Paper Search"
     assert fm.authors[:2] == ["Yichen He", "Guanhua Huang"]
     only_abstract = _fm([Ln("Abstract", 160, 18), Ln("1 Introduction", 300, 16)])
@@ -148,16 +174,21 @@ def test_pdf_info_title_present_vs_junk() -> None:
     junk = _fm([title], info={"Title": "Microsoft Word - paper_final.doc", "Author": "ibm"})
     assert junk.title == "Learning to Read Scientific Papers" and junk.title_source == "layout"
     assert junk.authors == []
-    cut = _fm([Ln("Learning to Read", 80, 17), Ln("Scientific Papers", 140, 17, "Other-Bold")],
-              info={"Title": "Learning to Read Scientific Papers"})
+    cut = _fm(
+        [Ln("Learning to Read", 80, 17), Ln("Scientific Papers", 140, 17, "Other-Bold")],
+        info={"Title": "Learning to Read Scientific Papers"},
+    )
     assert cut.title == "Learning to Read Scientific Papers" and cut.title_source == "layout+pdf_info"
     for bad in ("untitled", "OECS12_Matthiesen-Atature", "5", "Microsoft PowerPoint - talk.ppt", "paper.tex"):
         assert clean_info_title(bad) is None, bad
 
 
 def test_author_splitting() -> None:
-    assert split_authors("Kyle Loα∗ Zejiang Shenα,τ∗ Benjamin Newmanα∗") == ["Kyle Lo", "Zejiang Shen",
-                                                                           "Benjamin Newman"]
+    assert split_authors("Kyle Loα∗ Zejiang Shenα,τ∗ Benjamin Newmanα∗") == [
+        "Kyle Lo",
+        "Zejiang Shen",
+        "Benjamin Newman",
+    ]
     assert split_authors("TAL AUGUST, University of Washington, USA") == ["Tal August"]
     assert split_authors("Rui Wang 1 and Günter Neumann 2") == ["Rui Wang", "Günter Neumann"]
     assert split_authors("Dr. Saeed Murtaza") == ["Saeed Murtaza"]
@@ -192,8 +223,12 @@ def test_generated_pdf_with_banner_and_two_line_title(tmp_path: Path) -> None:
             c.drawString(72, 600, "Abstract")
         c.setFont("Times-Roman", 10)
         for i in range(25):
-            c.drawString(72, 580 - 14 * i, "We study the estimation of models for counts and report results on "
-                                           f"simulated and real data sets in line {i}.")
+            c.drawString(
+                72,
+                580 - 14 * i,
+                "We study the estimation of models for counts and report results on "
+                f"simulated and real data sets in line {i}.",
+            )
         c.showPage()
     c.save()
     doc = reconstruct_pdf(convert(p, "pdf", "native"), "paper")

@@ -27,7 +27,8 @@ from aisac_core.rag.structure import SECTION_LABELS
 # paragraph title). Kept in tests/fixtures/papermage_sections.json, which bench/pdf.py reads too.
 # --------------------------------------------------------------------------------------------------
 PAPERMAGE_SECTIONS: dict[str, list[str]] = json.loads(
-    (Path(__file__).parent / "fixtures" / "papermage_sections.json").read_text(encoding="utf-8"))
+    (Path(__file__).parent / "fixtures" / "papermage_sections.json").read_text(encoding="utf-8")
+)
 
 #: sentences of each abstract as printed (line-end hyphens joined): they must come out whole and in order
 ABSTRACT_SENTENCES: dict[str, list[str]] = {
@@ -37,14 +38,16 @@ ABSTRACT_SENTENCES: dict[str, list[str]] = {
         "In S2ORC, we aggregate papers from hundreds of academic publishers and digital archives into a unified "
         "source, and create the largest publicly-available collection of machine-readable academic text to date.",
         "We hope this resource will facilitate research and development of tools and tasks for text mining over "
-        "academic text."],
+        "academic text.",
+    ],
     "2023.eacl-main.121.pdf": [
         "While human evaluation remains best practice for accurately judging the faithfulness of "
         "automatically-generated summaries, few solutions exist to address the increased difficulty and workload "
         "when evaluating long-form summaries.",
         "Through a survey of 162 papers on long-form summarization, we first shed light on current human "
         "evaluation practices surrounding long-form summaries.",
-        "We release our human judgments, annotation templates, and our software for future research."],
+        "We release our human judgments, annotation templates, and our software for future research.",
+    ],
     "2206.10883v3.pdf": [
         "With the advent of large language models, methods for abstractive summarization have made great "
         "strides, creating potential for use in applications to aid knowledge workers processing unwieldy "
@@ -52,34 +55,41 @@ ABSTRACT_SENTENCES: dict[str, list[str]] = {
         "Motivated by this ongoing real-world summarization effort, we introduce Multi-LexSum, a collection of "
         "9,280 expert-authored summaries drawn from ongoing CRLC writing.",
         "We release Multi-LexSum for further research in summarization methods as well as to facilitate "
-        "development of applications to assist in the CRLC's mission."],
+        "development of applications to assist in the CRLC's mission.",
+    ],
     "2302.07302v1.pdf": [
         "When reading a scholarly article, inline citations help researchers contextualize the current article "
         "and discover relevant prior work.",
         "This paper introduces CiteSee, a paper reading tool that leverages a user's publishing, reading, and "
         "saving activities to provide personalized visual augmentations and context around citations.",
         "We conducted a lab study that suggests CiteSee is significantly more effective for paper discovery "
-        "than three baselines."],
+        "than three baselines.",
+    ],
     "2304.02623v1.pdf": [
         "Large language models have introduced exciting new opportunities and challenges in designing and "
         "developing new AI-assisted writing support tools.",
         "In this position paper, we argue that developing AI supports for expository writing has unique and "
         "exciting research challenges and can lead to high real-world impacts.",
-        "We sketch three components for AI support design and discuss considerations for future research."],
+        "We sketch three components for AI support design and discuss considerations for future research.",
+    ],
     "papermage.pdf": [
         "Despite growing interest in applying natural language processing (NLP) and computer vision (CV) models "
         "to the scholarly domain, scientific documents remain challenging to work with.",
         "We introduce papermage, an opensource Python toolkit for analyzing and processing visually-rich, "
         "structured scientific documents.",
         "papermage has powered multiple research prototypes of AI applications over scientific documents, along "
-        "with Semantic Scholar's large-scale production system for processing millions of PDFs."],
+        "with Semantic Scholar's large-scale production system for processing millions of PDFs.",
+    ],
 }
 
 #: rapidfuzz ratio (0-100) of our Markdown against docling's groundtruth Markdown, both normalised
 #: (:func:`_norm_md`), as measured with parser revision aisac-parse-3 (rounded down): a floor, not a target.
 GROUNDTRUTH_FLOORS = {
-    "2305.03393v1-pg9.pdf": 92.0, "code_and_formula.pdf": 99.0, "multi_page.pdf": 99.5,
-    "normal_4pages.pdf": 96.0, "redp5110_sampled.pdf": 94.0,
+    "2305.03393v1-pg9.pdf": 92.0,
+    "code_and_formula.pdf": 99.0,
+    "multi_page.pdf": 99.5,
+    "normal_4pages.pdf": 96.0,
+    "redp5110_sampled.pdf": 94.0,
 }
 
 
@@ -131,8 +141,13 @@ def test_papermage_top_level_sections(shared_data: Path, tokenizer, name: str) -
     recall = hits / len(tk) if tk else 1.0
     precision = sum(1 for f in fk if f in tk) / len(fk) if fk else 1.0
     # measured 1.00 / 1.00 on all 9 papers (parser aisac-parse-4, heading hygiene included): kept exact
-    assert recall == 1.0 and precision == 1.0, (name, recall, precision, sorted(set(tk) - set(fk)),
-                                                sorted(set(fk) - set(tk)))
+    assert recall == 1.0 and precision == 1.0, (
+        name,
+        recall,
+        precision,
+        sorted(set(tk) - set(fk)),
+        sorted(set(fk) - set(tk)),
+    )
 
 
 @pytest.mark.slow
@@ -142,7 +157,7 @@ def test_papermage_abstract_whole_and_in_order(shared_data: Path, tokenizer, nam
     abstracts = [s for s in doc.structure["sections"] if s["label"] == "abstract"]
     assert len(abstracts) == 1, [s["title"] for s in abstracts]
     a = abstracts[0]
-    text = _norm(doc.text[a["char_start"]:a["char_end"]])
+    text = _norm(doc.text[a["char_start"] : a["char_end"]])
     pos = -1
     for sent in ABSTRACT_SENTENCES[name]:
         i = text.find(_norm(sent))
@@ -219,15 +234,20 @@ def test_structure_of_a_generated_paper(tmp_path: Path, tokenizer) -> None:  # n
     assert st["metadata"]["title"] == TITLE and st["metadata"]["doi"] == DOI and st["metadata"]["year"] == 2024
     assert st["metadata"]["authors"] == ["Ada Lovelace", "Carl Gauss", "Marie Curie"]
     secs = [(s["title"], s["label"], s["level"]) for s in st["sections"]]
-    assert secs == [("Abstract", "abstract", 1), ("1 Introduction", "introduction", 1),
-                    ("2 Materials and Methods", "methods", 1), ("3 Results", "results", 1),
-                    ("4 Conclusion", "conclusion", 1), ("References", "references", 1)]
+    assert secs == [
+        ("Abstract", "abstract", 1),
+        ("1 Introduction", "introduction", 1),
+        ("2 Materials and Methods", "methods", 1),
+        ("3 Results", "results", 1),
+        ("4 Conclusion", "conclusion", 1),
+        ("References", "references", 1),
+    ]
     assert [(c["kind"], c["text"][:8]) for c in st["captions"]] == [("figure", "Figure 1"), ("table", "Table 1:")]
     kinds = {b[0] for b in st["blocks"]}
     assert {"heading", "text", "caption", "table", "reference"} <= kinds
-    table = next(doc.text[b[2]:b[3]] for b in st["blocks"] if b[0] == "table")
+    table = next(doc.text[b[2] : b[3]] for b in st["blocks"] if b[0] == "table")
     assert table.splitlines()[0] == "spacer | onset (C) | product" and "butyl | 160 | PbI2" in table
-    refs = [doc.text[b[2]:b[3]] for b in st["blocks"] if b[0] == "reference"]
+    refs = [doc.text[b[2] : b[3]] for b in st["blocks"] if b[0] == "reference"]
     assert len(refs) == 2 and refs[0].startswith("[1] A. Author")
     by_label = {c.section_covers for c in doc.chunks}
     # the front matter (authors, DOI line) is before any section: "other"
@@ -243,6 +263,7 @@ def test_scanned_pdf_has_no_text_layer(tmp_path: Path, tokenizer) -> None:  # no
 
 # ---- heading hygiene: figure / table / equation text, run-in headings, lost spaces, nesting -------------
 
+
 #: what a section heading may not look like (checked on every shared PDF); reasons of headings.heading_problem
 #: plus a lower-case start
 def _bad_heading(title: str) -> str | None:
@@ -256,9 +277,11 @@ def _bad_heading(title: str) -> str | None:
 def _shared_pdfs() -> list[Path]:
     from conftest import SHARED_DATA
 
-    pdfs = sorted((SHARED_DATA / "pdfs" / "papermage").glob("*.pdf")) + \
-        sorted((SHARED_DATA / "pdfs" / "docling").glob("*.pdf")) + \
-        sorted((SHARED_DATA / "pdf_metadata" / "grobid").glob("*.pdf"))
+    pdfs = (
+        sorted((SHARED_DATA / "pdfs" / "papermage").glob("*.pdf"))
+        + sorted((SHARED_DATA / "pdfs" / "docling").glob("*.pdf"))
+        + sorted((SHARED_DATA / "pdf_metadata" / "grobid").glob("*.pdf"))
+    )
     return [p for p in pdfs if "password" not in p.name]
 
 
@@ -277,14 +300,29 @@ def test_headings_of_every_shared_pdf_are_clean(shared_data: Path, tokenizer, pa
 def test_heading_problem_predicates() -> None:
     from aisac_core.rag.headings import heading_problem, math_like
 
-    for ok in ("2 Related Work", "3.1 RQ1: Does inter-annotator agreement improve?", "Acknowledgements",
-               "A Background & Terminology", "5.2 Effect of SCIVOCAB", "Limitations", "4 Vignette: Building a QA"):
+    for ok in (
+        "2 Related Work",
+        "3.1 RQ1: Does inter-annotator agreement improve?",
+        "Acknowledgements",
+        "A Background & Terminology",
+        "5.2 Effect of SCIVOCAB",
+        "Limitations",
+        "4 Vignette: Building a QA",
+    ):
         assert heading_problem(ok) is None, ok
-    cases = {"Figure 3: Scaling of the search": "caption", "Table 2": "caption", "Fsumm = 1": "math",
-             "S ∑summ∈S Fsumm where": "math", "(3) 12.5 17.0 0.33": "digits", "Method | Acc | F1": "table-cell",
-             "Human evaluation of long-form summaries is": "fragment",
-             "Data Classes. magelib provides three base data": "run-in", "2RelatedWork": "missing-space",
-             "1 is the mean difference in score": "fragment", "x" * 130: "long"}
+    cases = {
+        "Figure 3: Scaling of the search": "caption",
+        "Table 2": "caption",
+        "Fsumm = 1": "math",
+        "S ∑summ∈S Fsumm where": "math",
+        "(3) 12.5 17.0 0.33": "digits",
+        "Method | Acc | F1": "table-cell",
+        "Human evaluation of long-form summaries is": "fragment",
+        "Data Classes. magelib provides three base data": "run-in",
+        "2RelatedWork": "missing-space",
+        "1 is the mean difference in score": "fragment",
+        "x" * 130: "long",
+    }
     for text, why in cases.items():
         assert heading_problem(text) == why, (text, heading_problem(text))
     assert math_like("𝛽 𝑃𝐷𝐹 2") and math_like("a + b → c (3)") and not math_like("Multi-task learning")
@@ -297,11 +335,20 @@ def test_repair_heading_spaces() -> None:
     assert repair_heading("2 RelatedWork") == "2 Related Work"
     assert repair_heading("4.2Computer Science Domain") == "4.2 Computer Science Domain"
     assert repair_heading("3.2 CreatingMulti-LexSum summaries") == "3.2 Creating Multi-LexSum summaries"
-    assert repair_heading("D.1 ModelingMixed-Effects in RepeatedMeasures") == \
-        "D.1 Modeling Mixed-Effects in Repeated Measures"
+    assert (
+        repair_heading("D.1 ModelingMixed-Effects in RepeatedMeasures")
+        == "D.1 Modeling Mixed-Effects in Repeated Measures"
+    )
     assert repair_heading("A Background &Terminology") == "A Background & Terminology"
-    for keep in ("5 Pretraining SciBERT on GitHub", "LaTeX and BibTeX sources", "CiteSee in PubMed",
-                 "OpenAI and DeepMind models", "3D Reconstruction", "2 BERT", "iPhone apps"):
+    for keep in (
+        "5 Pretraining SciBERT on GitHub",
+        "LaTeX and BibTeX sources",
+        "CiteSee in PubMed",
+        "OpenAI and DeepMind models",
+        "3D Reconstruction",
+        "2 BERT",
+        "iPhone apps",
+    ):
         assert repair_heading(keep) == keep
 
 
@@ -311,8 +358,10 @@ def test_run_in_split() -> None:
     line = [("Reward", True, False), ("Design", True, False)] + [(w, False, True) for w in "We conduct RL".split()]
     assert run_in_split(line) == 2
     # a heading whose last word is in italics or code is no run-in; an all-bold line neither
-    assert run_in_split([("3.1", True, False), ("Models", True, False), ("with", True, False),
-                         ("magelib", False, False)]) == 0
+    assert (
+        run_in_split([("3.1", True, False), ("Models", True, False), ("with", True, False), ("magelib", False, False)])
+        == 0
+    )
     assert run_in_split([("Results", True, False), ("overview", True, False)]) == 0
 
 
@@ -323,13 +372,19 @@ def test_figure_debris_runs() -> None:
     def ln(text: str, top: float, w: float = 200, h: float = 10) -> _Line:
         return _Line(1, text, 72, 72 + w, top, h)
 
-    seq = [ln("Body text that fills the whole column of the page here.", 100, 300),
-           ln("[Search]Analysis of scaling", 120, 120), ln("accuracy", 135, 40), ln("0.5", 150, 15),
-           ln("Figure 2: Scaling of the search.", 170, 300),
-           ln("Body again, a long line of running text in the body font.", 190, 300),
-           ln("Reward Design", 210, 80), ln("Body after a real heading, a long line of running text.", 225, 300),
-           ln("Method", 250, 40), ln("Acc", 250, 20),
-           ln("Body closing the page, another long line of running text.", 270, 300)]
+    seq = [
+        ln("Body text that fills the whole column of the page here.", 100, 300),
+        ln("[Search]Analysis of scaling", 120, 120),
+        ln("accuracy", 135, 40),
+        ln("0.5", 150, 15),
+        ln("Figure 2: Scaling of the search.", 170, 300),
+        ln("Body again, a long line of running text in the body font.", 190, 300),
+        ln("Reward Design", 210, 80),
+        ln("Body after a real heading, a long line of running text.", 225, 300),
+        ln("Method", 250, 40),
+        ln("Acc", 250, 20),
+        ln("Body closing the page, another long line of running text.", 270, 300),
+    ]
     seq[9].l, seq[9].r = 200, 220
     body = [i in (0, 5, 7, 10) for i in range(len(seq))]
     in_row = [i in (8, 9) for i in range(len(seq))]
@@ -353,8 +408,11 @@ def test_heading_levels_follow_numbering_and_size() -> None:
     assert lvl("References", h=10) == 1 and lvl("Acknowledgements", h=9) == 1 and lvl("Appendix", h=9) == 1
     assert lvl("Datasheet motivation", h=14) == 2  # unnumbered in a numbered paper: inside the section before
     sizes = [14.0, 14.2, 12.0, 12.1, 10.5]
-    assert [lvl(t, False, h, 14.2, sizes) for t, h in (("Overview", 14.1), ("Setup", 12.0), ("Notes", 10.5))] \
-        == [1, 2, 3]
+    assert [lvl(t, False, h, 14.2, sizes) for t, h in (("Overview", 14.1), ("Setup", 12.0), ("Notes", 10.5))] == [
+        1,
+        2,
+        3,
+    ]
 
 
 def _make_polluted(path: Path) -> Path:
@@ -364,8 +422,10 @@ def _make_polluted(path: Path) -> Path:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    body = ("This line of running text is long enough to fill the column like the body of a real paper does "
-            "and it keeps going.")
+    body = (
+        "This line of running text is long enough to fill the column like the body of a real paper does "
+        "and it keeps going."
+    )
     c = canvas.Canvas(str(path), pagesize=A4)
     y = 780.0
 
@@ -387,8 +447,13 @@ def _make_polluted(path: Path) -> Path:
     for _ in range(3):
         text(body[:95])
     y -= 14
-    for label, x in (("[Search]Analysis of scaling", 120), ("Accuracy", 80), ("Steps", 300), ("0.5", 90),
-                     ("Baseline", 380)):
+    for label, x in (
+        ("[Search]Analysis of scaling", 120),
+        ("Accuracy", 80),
+        ("Steps", 300),
+        ("0.5", 90),
+        ("Baseline", 380),
+    ):
         text(label, "Helvetica-Bold", 10.5, x=x, dy=12)
     text("Figure 1: Scaling of the search with the number of steps.", dy=24)
     for _ in range(3):

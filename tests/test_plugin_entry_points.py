@@ -52,11 +52,11 @@ def aisac_register_table_loaders():
     return {".lab": read_lab}
 '''
 
-BROKEN_PLUGIN = '''
+BROKEN_PLUGIN = """
 import aisac_no_such_module_for_the_test  # noqa: F401  (the import fails: the package is broken)
-'''
+"""
 
-RAISING_PLUGIN = '''
+RAISING_PLUGIN = """
 from aisac_core.plugins import hookimpl
 
 
@@ -68,7 +68,7 @@ def aisac_register_literature_sources():
 @hookimpl
 def aisac_register_table_loaders():
     return ["not", "a", "dict"]
-'''
+"""
 
 
 def install(site: Path, dist: str, module: str, source: str, entry: str = "") -> None:
@@ -114,12 +114,11 @@ def base(tmp_path: Path):
 
 
 def test_installed_plugins_are_found_and_broken_ones_reported_by_name(on_path, base, caplog):
-    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
-    from aisac_servers.serving.suite import suite_servers
-
     from aisac_core.context import AppContext
     from aisac_core.literature.sources import literature_sources
     from aisac_core.plugins import failures_of, make_plugin_manager, table_loaders
+    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
+    from aisac_servers.serving.suite import suite_servers
 
     with caplog.at_level(logging.WARNING, logger="aisac_core.plugins"):
         pm = make_plugin_manager()
@@ -197,15 +196,20 @@ async def test_installed_plugin_reaches_a_plain_aisac_serve(site, base):
     """Acceptance: a plugin installed as a package adds a literature source and a table loader to a plain
     ``aisac serve`` (a real stdio subprocess, no project); the broken plugins beside it stop nothing."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(AISAC_DATA_DIR=str(base.data_dir), AISAC_ROOTS=str(base.rag.roots[0]), AISAC_WARM="0",
-               HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.update(
+        AISAC_DATA_DIR=str(base.data_dir),
+        AISAC_ROOTS=str(base.rag.roots[0]),
+        AISAC_WARM="0",
+        HF_HUB_OFFLINE="1",
+        PYTHONPATH=os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
     transport = StdioTransport(command=AISAC, args=["serve", "--no-owner"], env=env, keep_alive=False)
     async with Client(transport) as c:
         names = {t.name for t in await c.list_tools()}
         assert {"rag_search", "memory_recall", "lit_search", "data_load", "roles_run", "trace_list_runs"} <= names
-        found = (await c.call_tool("lit_search", {"query": "cathode ageing", "sources": ["labindex"]})
-                 ).structured_content
+        found = (
+            await c.call_tool("lit_search", {"query": "cathode ageing", "sources": ["labindex"]})
+        ).structured_content
         assert found["sources"]["labindex"]["status"] == "ok" and found["count"] == 1
         assert found["papers"][0]["title"] == "Lab report on cathode ageing"
         loaded = (await c.call_tool("data_load", {"path": str(base.rag.roots[0] / "assay.lab")})).structured_content
@@ -216,7 +220,7 @@ async def test_installed_plugin_reaches_a_plain_aisac_serve(site, base):
         assert csv["frames"][0]["source"]["format"] == "csv"
 
 
-BAD_SERVERS_PLUGIN = '''
+BAD_SERVERS_PLUGIN = """
 from aisac_core.plugins import hookimpl
 
 
@@ -243,18 +247,17 @@ def aisac_register_servers():
 @hookimpl
 def aisac_register_literature_sources():
     return [Nameless(), FakeArxiv()]
-'''
+"""
 
 
 def test_an_installed_plugins_bad_servers_and_sources_are_skipped_by_name(tmp_path, monkeypatch, base):
     """Servers with a taken or bad namespace or one that cannot be loaded, and nameless or duplicate literature
     sources, from an installed package: each skipped with its reason under the plugin's name; the built-in servers
     and sources all serve. The same from a project's own extension would stop the start with a BootstrapError."""
-    from aisac_servers.serving.suite import build
-
     from aisac_core.context import AppContext
     from aisac_core.literature.sources import literature_sources
     from aisac_core.plugins import failures_of
+    from aisac_servers.serving.suite import build
 
     site = tmp_path / "badsite"
     site.mkdir()

@@ -29,8 +29,14 @@ from aisac_core.store.vectors import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SERVER_ONLY = ("qdrant_https", "qdrant_ca_file", "qdrant_timeout_s", "qdrant_shard_number",
-               "qdrant_replication_factor", "qdrant_write_consistency_factor")
+SERVER_ONLY = (
+    "qdrant_https",
+    "qdrant_ca_file",
+    "qdrant_timeout_s",
+    "qdrant_shard_number",
+    "qdrant_replication_factor",
+    "qdrant_write_consistency_factor",
+)
 SHARDING = {"qdrant_shard_number": 3, "qdrant_replication_factor": 2, "qdrant_write_consistency_factor": 2}
 
 
@@ -60,27 +66,47 @@ def test_server_settings_default_to_the_server_and_client_defaults(tmp_path: Pat
 def test_server_settings_read_from_the_environment(tmp_path: Path, clean_env) -> None:
     ca = tmp_path / "ca.pem"
     ca.write_text("")
-    for name, value in {"URL": "https://qdrant.lab:6333", "API_KEY": "k3y", "HTTPS": "true", "CA_FILE": str(ca),
-                        "TIMEOUT_S": "30", "SHARD_NUMBER": "4", "REPLICATION_FACTOR": "2",
-                        "WRITE_CONSISTENCY_FACTOR": "1"}.items():
+    for name, value in {
+        "URL": "https://qdrant.lab:6333",
+        "API_KEY": "k3y",
+        "HTTPS": "true",
+        "CA_FILE": str(ca),
+        "TIMEOUT_S": "30",
+        "SHARD_NUMBER": "4",
+        "REPLICATION_FACTOR": "2",
+        "WRITE_CONSISTENCY_FACTOR": "1",
+    }.items():
         clean_env.setenv(f"AISAC_QDRANT_{name}", value)
     s = Settings(data_dir=tmp_path)
     assert (s.qdrant_url, s.qdrant_api_key, s.qdrant_https, s.qdrant_ca_file) == (
-        "https://qdrant.lab:6333", "k3y", True, ca)
-    assert (s.qdrant_timeout_s, s.qdrant_shard_number, s.qdrant_replication_factor,
-            s.qdrant_write_consistency_factor) == (30, 4, 2, 1)
+        "https://qdrant.lab:6333",
+        "k3y",
+        True,
+        ca,
+    )
+    assert (
+        s.qdrant_timeout_s,
+        s.qdrant_shard_number,
+        s.qdrant_replication_factor,
+        s.qdrant_write_consistency_factor,
+    ) == (30, 4, 2, 1)
 
 
-@pytest.mark.parametrize(("kw", "needle"), [
-    ({"qdrant_replication_factor": 0}, "qdrant_replication_factor=0: Input should be greater than or equal to 1"),
-    ({"qdrant_shard_number": -1}, "qdrant_shard_number=-1: Input should be greater than or equal to 1"),
-    ({"qdrant_write_consistency_factor": 0}, "greater than or equal to 1"),
-    ({"qdrant_timeout_s": 0}, "qdrant_timeout_s=0: Input should be greater than or equal to 1"),
-    ({"qdrant_replication_factor": 1, "qdrant_write_consistency_factor": 2},
-     "qdrant_write_consistency_factor=2: a write cannot wait for more copies than qdrant_replication_factor (1)"),
-    ({"qdrant_url": "http://qdrant:6333", "qdrant_https": True}, "qdrant_https=true: contradicts the scheme"),
-    ({"qdrant_url": "https://qdrant:6333", "qdrant_https": False}, "qdrant_https=false: contradicts the scheme"),
-])
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"qdrant_replication_factor": 0}, "qdrant_replication_factor=0: Input should be greater than or equal to 1"),
+        ({"qdrant_shard_number": -1}, "qdrant_shard_number=-1: Input should be greater than or equal to 1"),
+        ({"qdrant_write_consistency_factor": 0}, "greater than or equal to 1"),
+        ({"qdrant_timeout_s": 0}, "qdrant_timeout_s=0: Input should be greater than or equal to 1"),
+        (
+            {"qdrant_replication_factor": 1, "qdrant_write_consistency_factor": 2},
+            "qdrant_write_consistency_factor=2: a write cannot wait for more copies than qdrant_replication_factor (1)",
+        ),
+        ({"qdrant_url": "http://qdrant:6333", "qdrant_https": True}, "qdrant_https=true: contradicts the scheme"),
+        ({"qdrant_url": "https://qdrant:6333", "qdrant_https": False}, "qdrant_https=false: contradicts the scheme"),
+    ],
+)
 def test_invalid_server_settings_fail_with_one_clear_line(tmp_path: Path, clean_env, kw: dict, needle: str) -> None:
     lines = _errors(tmp_path, **kw)
     assert len(lines) == 1 and needle in lines[0], lines
@@ -121,9 +147,16 @@ def test_local_mode_kwargs_are_the_folder_only(tmp_path: Path, clean_env) -> Non
 
 def test_server_kwargs_carry_every_setting(tmp_path: Path, clean_env) -> None:
     certifi = pytest.importorskip("certifi")
-    s = Settings(data_dir=tmp_path, vector_backend="qdrant", qdrant_url="https://qdrant.lab:6333",
-                 qdrant_api_key="k3y", qdrant_https=True, qdrant_timeout_s=30, qdrant_ca_file=certifi.where(),
-                 **SHARDING)
+    s = Settings(
+        data_dir=tmp_path,
+        vector_backend="qdrant",
+        qdrant_url="https://qdrant.lab:6333",
+        qdrant_api_key="k3y",
+        qdrant_https=True,
+        qdrant_timeout_s=30,
+        qdrant_ca_file=certifi.where(),
+        **SHARDING,
+    )
     kw = client_kwargs(s)
     verify = kw.pop("verify")
     assert kw == {"url": "https://qdrant.lab:6333", "api_key": "k3y", "https": True, "timeout": 30}
@@ -140,13 +173,16 @@ def test_server_kwargs_leave_unset_options_to_the_client(tmp_path: Path, clean_e
     assert collection_kwargs(s) == {"replication_factor": 3}
 
 
-@pytest.mark.parametrize(("url", "kw", "expected"), [
-    ("qdrant:6333", {}, "http://qdrant:6333"),
-    ("qdrant:6333", {"qdrant_api_key": "k"}, "https://qdrant:6333"),  # qdrant-client's rule: a key means TLS
-    ("qdrant:6333", {"qdrant_api_key": "k", "qdrant_https": False}, "http://qdrant:6333"),
-    ("10.0.0.5:6333", {"qdrant_https": True}, "https://10.0.0.5:6333"),
-    ("http://qdrant:6333", {"qdrant_api_key": "k"}, "http://qdrant:6333"),  # a scheme is kept as given
-])
+@pytest.mark.parametrize(
+    ("url", "kw", "expected"),
+    [
+        ("qdrant:6333", {}, "http://qdrant:6333"),
+        ("qdrant:6333", {"qdrant_api_key": "k"}, "https://qdrant:6333"),  # qdrant-client's rule: a key means TLS
+        ("qdrant:6333", {"qdrant_api_key": "k", "qdrant_https": False}, "http://qdrant:6333"),
+        ("10.0.0.5:6333", {"qdrant_https": True}, "https://10.0.0.5:6333"),
+        ("http://qdrant:6333", {"qdrant_api_key": "k"}, "http://qdrant:6333"),  # a scheme is kept as given
+    ],
+)
 def test_a_url_without_scheme_gets_one(tmp_path: Path, clean_env, url: str, kw: dict, expected: str) -> None:
     s = Settings(data_dir=tmp_path, qdrant_url=url, **kw)
     assert client_kwargs(s)["url"] == expected
@@ -182,8 +218,14 @@ def test_an_unreadable_ca_file_is_a_clear_error(tmp_path: Path, clean_env, conte
 def test_the_server_client_is_built_with_the_settings(tmp_path: Path, clean_env) -> None:
     """No server runs here: constructing the client does not connect, so the options it was given can be read
     back (qdrant-client's version check runs in a background thread and only warns)."""
-    s = Settings(data_dir=tmp_path, vector_backend="qdrant", qdrant_url="http://127.0.0.1:9", qdrant_api_key="k",
-                 qdrant_timeout_s=7, **SHARDING)
+    s = Settings(
+        data_dir=tmp_path,
+        vector_backend="qdrant",
+        qdrant_url="http://127.0.0.1:9",
+        qdrant_api_key="k",
+        qdrant_timeout_s=7,
+        **SHARDING,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store = open_vector_store("qdrant", root=tmp_path / "unused", settings=s)
@@ -204,8 +246,13 @@ def test_the_server_client_is_built_with_the_settings(tmp_path: Path, clean_env)
 def _point(i: int, dim: int = 4) -> VectorPoint:
     dense = [0.0] * dim
     dense[i % dim] = 1.0
-    return VectorPoint(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{i}")), dense=dense, sparse_indices=[100 + i, 7],
-                       sparse_values=[1.0, 0.5], payload={"doc_id": f"d{i}", "page": i, "section": "methods"})
+    return VectorPoint(
+        id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{i}")),
+        dense=dense,
+        sparse_indices=[100 + i, 7],
+        sparse_values=[1.0, 0.5],
+        payload={"doc_id": f"d{i}", "page": i, "section": "methods"},
+    )
 
 
 def test_local_mode_works_with_sharding_settings_set(tmp_path: Path, clean_env) -> None:
@@ -232,14 +279,20 @@ def test_local_mode_accepts_the_server_only_collection_arguments(tmp_path: Path)
 
     client = QdrantClient(path=str(tmp_path / "q"))
     try:
-        assert client.create_collection("c", vectors_config=models.VectorParams(size=2, distance=models.Distance.DOT),
-                                        shard_number=3, replication_factor=2, write_consistency_factor=2)
+        assert client.create_collection(
+            "c",
+            vectors_config=models.VectorParams(size=2, distance=models.Distance.DOT),
+            shard_number=3,
+            replication_factor=2,
+            write_consistency_factor=2,
+        )
     finally:
         client.close()
 
 
-def test_a_collection_created_by_another_process_meanwhile_is_kept(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_collection_created_by_another_process_meanwhile_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Replicas starting together race to create a collection: the one whose create fails keeps the other's."""
     store = QdrantClientVectorStore(path=tmp_path / "q")
     try:
@@ -304,6 +357,7 @@ def test_compose_file_describes_the_scale_out() -> None:
 
 def test_compose_sets_only_real_settings_and_real_serve_options() -> None:
     import typer
+
     from aisac_servers.cli.main import app
 
     known = _setting_variables()

@@ -85,8 +85,9 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
 
     fast_core.rag.indexer.run([paper])
     async with Client(_served(fast_core)) as client:
-        hits = (await client.call_tool("search", {"query": "spin coated films", "k": 1, "detail": "full"})
-                ).structured_content["hits"]
+        hits = (
+            await client.call_tool("search", {"query": "spin coated films", "k": 1, "detail": "full"})
+        ).structured_content["hits"]
         res = (await client.call_tool("verify_anchor", {"anchor": hits[0]["anchor"]})).structured_content
         assert res["status"] == "ok" and res["chunk_id"] == hits[0]["chunk_id"]
         paper.write_bytes(paper.read_bytes() + b"\n% appended comment\n")  # bytes change, text does not
@@ -98,7 +99,8 @@ async def test_rag_verify_anchor_tool(fast_core, paper: Path) -> None:  # noqa: 
 
 def _served(app):  # noqa: ANN001, ANN202
     """The rag server alone (tool names unprefixed), serving ``app``."""
-    from aisac_servers.adapters.rag import server
     from conftest import served_alone
+
+    from aisac_servers.adapters.rag import server
 
     return served_alone(server, app)

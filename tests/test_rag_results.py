@@ -76,16 +76,19 @@ async def test_completions_of_doc_id_and_section(indexed_core):
     docs = indexed_core.rag.list_documents(status="indexed")["documents"]
     doc = next(d for d in docs if d["path"].endswith("report.pdf"))
     ref = mcp_types.ResourceTemplateReference(type="ref/resource", uri="aisac://rag/documents/{doc_id}")
-    sec = mcp_types.ResourceTemplateReference(type="ref/resource",
-                                              uri="aisac://rag/documents/{doc_id}/sections/{section}")
+    sec = mcp_types.ResourceTemplateReference(
+        type="ref/resource", uri="aisac://rag/documents/{doc_id}/sections/{section}"
+    )
     async with Client(_suite(indexed_core)) as c:
         everything = (await c.complete(ref, {"name": "doc_id", "value": ""})).values
         by_id = (await c.complete(ref, {"name": "doc_id", "value": doc["doc_id"][:6]})).values
         by_title = (await c.complete(ref, {"name": "doc_id", "value": (doc["title"] or "")[:5].upper()})).values
-        sections = (await c.complete(sec, {"name": "section", "value": ""},
-                                     context_arguments={"doc_id": doc["doc_id"]})).values
-        none = (await c.complete(sec, {"name": "section", "value": "zzz"},
-                                 context_arguments={"doc_id": doc["doc_id"]})).values
+        sections = (
+            await c.complete(sec, {"name": "section", "value": ""}, context_arguments={"doc_id": doc["doc_id"]})
+        ).values
+        none = (
+            await c.complete(sec, {"name": "section", "value": "zzz"}, context_arguments={"doc_id": doc["doc_id"]})
+        ).values
         text = (await c.read_resource(f"aisac://rag/documents/{doc['doc_id']}/sections/{sections[0]}"))[0].text
     assert set(everything) == {d["doc_id"] for d in docs}
     assert doc["doc_id"] in by_id and doc["doc_id"] in by_title
@@ -116,8 +119,9 @@ async def test_every_rag_tool_is_annotated():
 
 async def test_output_schemas_validate_real_results(indexed_core):
 
-    doc = next(d for d in indexed_core.rag.list_documents(status="indexed")["documents"]
-               if d["path"].endswith("report.pdf"))
+    doc = next(
+        d for d in indexed_core.rag.list_documents(status="indexed")["documents"] if d["path"].endswith("report.pdf")
+    )
     declared = {n: t.output_schema for n, t in (await _declared()).items()}
     async with Client(_suite(indexed_core)) as c:
         schemas = {t.name: t.output_schema for t in await c.list_tools()}  # as listed to the host
@@ -151,9 +155,10 @@ async def test_output_schemas_validate_real_results(indexed_core):
 
 async def test_compact_search_hands_the_full_result_in_meta(indexed_core):
     """rag_search's compact result carries the full one (whole texts, full anchors) in its _meta, for the trace."""
+    from fastmcp.tools import ToolResult
+
     from aisac_servers.adapters.common import FULL_RESULT_META
     from aisac_servers.adapters.rag import search
-    from fastmcp.tools import ToolResult
 
     r = await search(PAGE_MARKERS[1], k=3, app=indexed_core)
     assert isinstance(r, ToolResult) and r.meta is not None

@@ -54,8 +54,14 @@ def _paper(store) -> str:  # noqa: ANN001
 def test_overview_of_a_generated_paper(store) -> None:  # noqa: ANN001
     ov = store.rag.overview(_paper(store))
     assert ov["title"] == TITLE and ov["metadata"]["doi"] == DOI and ov["metadata"]["year"] == 2024
-    assert [s["title"] for s in ov["sections"]] == ["Abstract", "1 Introduction", "2 Materials and Methods",
-                                                   "3 Results", "4 Conclusion", "References"]
+    assert [s["title"] for s in ov["sections"]] == [
+        "Abstract",
+        "1 Introduction",
+        "2 Materials and Methods",
+        "3 Results",
+        "4 Conclusion",
+        "References",
+    ]
     assert all(s["page_start"] == 1 == s["page_end"] and s["chunk_count"] >= 1 for s in ov["sections"])
     assert sum(s["chunk_count"] for s in ov["sections"]) <= ov["chunk_count"]
     assert set(ov["labels"]) == {"abstract", "introduction", "methods", "results", "conclusion", "references"}
@@ -163,8 +169,9 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
         assert {"get_overview", "read_sections", "verify_anchor"} <= names
         ov = (await client.call_tool("get_overview", {"doc_id": did})).structured_content
         assert ov["labels"]["methods"]["sections"] == ["2 Materials and Methods"]
-        rs = (await client.call_tool("read_sections", {"doc_id": did, "section": "methods", "max_tokens": 500})
-              ).structured_content
+        rs = (
+            await client.call_tool("read_sections", {"doc_id": did, "section": "methods", "max_tokens": 500})
+        ).structured_content
         assert "spin coated" in rs["text"] and rs["next_cursor"] is None
         with pytest.raises(ToolError, match="has no section 'datasets'.*methods"):
             await client.call_tool("read_sections", {"doc_id": did, "section": "datasets"})
@@ -174,7 +181,8 @@ async def test_mcp_tools(as_current) -> None:  # noqa: ANN001
 
 def _served(app):  # noqa: ANN001, ANN202
     """The rag server alone (tool names unprefixed), serving ``app``."""
-    from aisac_servers.adapters.rag import server
     from conftest import served_alone
+
+    from aisac_servers.adapters.rag import server
 
     return served_alone(server, app)

@@ -33,8 +33,9 @@ def replicas(tmp_path: Path, models_dir: Path, pg_server):
     envs = []
     for name in ("a", "b"):
         s = make_settings(tmp_path / f"replica-{name}", models_dir, sql_url=url)
-        envs.append(store_env(s, AISAC_JOB_LEASE_SECONDS=str(LEASE_S), AISAC_JOB_POLL_SECONDS="0.2",
-                              AISAC_WARM="false"))
+        envs.append(
+            store_env(s, AISAC_JOB_LEASE_SECONDS=str(LEASE_S), AISAC_JOB_POLL_SECONDS="0.2", AISAC_WARM="false")
+        )
     return url, envs
 
 
@@ -50,7 +51,33 @@ def _rows(url: str, sql: str) -> list[dict]:
 def _notes(folder: Path, n: int, words: int, seed: int = 7) -> list[Path]:
     """``n`` Markdown notes of ``words`` words each (a fixed vocabulary, seeded)."""
     rng = random.Random(seed)
-    vocab = ["catalyst", "perovskite", "lattice", "diffusion", "anneal", "spectra", "photon", "yield", "kinetic", "entropy", "sample", "buffer", "enzyme", "assay", "protein", "ligand", "binding", "titration", "gradient", "solvent", "crystal", "defect", "phonon", "band", "gap"]
+    vocab = [
+        "catalyst",
+        "perovskite",
+        "lattice",
+        "diffusion",
+        "anneal",
+        "spectra",
+        "photon",
+        "yield",
+        "kinetic",
+        "entropy",
+        "sample",
+        "buffer",
+        "enzyme",
+        "assay",
+        "protein",
+        "ligand",
+        "binding",
+        "titration",
+        "gradient",
+        "solvent",
+        "crystal",
+        "defect",
+        "phonon",
+        "band",
+        "gap",
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for i in range(n):
@@ -65,8 +92,10 @@ def _wait_jobs(url: str, ids: list[str], timeout: float) -> list[dict]:
     deadline = time.monotonic() + timeout
     while True:
         quoted = ",".join(f"'{i}'" for i in ids)
-        rows = _rows(url, f"select job_id, status, attempts, lease_owner, counters_json, message from job "
-                          f"where job_id in ({quoted})")
+        rows = _rows(
+            url,
+            f"select job_id, status, attempts, lease_owner, counters_json, message from job where job_id in ({quoted})",
+        )
         if len(rows) == len(ids) and all(r["status"] in ("done", "failed", "interrupted") for r in rows):
             return rows
         if time.monotonic() > deadline:
@@ -125,7 +154,12 @@ async def test_a_killed_process_job_is_claimed_again_by_the_other(replicas, tmp_
                 unreachable.append(repr(exc))
     assert rows[0]["status"] == "done", rows
     assert rows[0]["attempts"] == 2 and rows[0]["lease_owner"] != first, rows
-    assert len(statuses) == 1 and len(unreachable) == 1 and statuses[0]["status"] == "done" and statuses[0]["attempts"] == 2, statuses
+    assert (
+        len(statuses) == 1
+        and len(unreachable) == 1
+        and statuses[0]["status"] == "done"
+        and statuses[0]["attempts"] == 2
+    ), statuses
     assert time.monotonic() - killed_at >= LEASE_S * 0.5  # not before the lease could expire
     docs = _rows(url, "select status, count(*) as n from document group by status")
     assert docs == [{"status": "indexed", "n": 40}], docs
@@ -151,9 +185,20 @@ async def test_two_processes_write_500_facts_each_none_lost(replicas) -> None:
     url, (env_a, env_b) = replicas
     n = 500
     with http_server(env_a, timeout=120) as url_a, http_server(env_b, timeout=120) as url_b:
-        procs = [await asyncio.create_subprocess_exec(sys.executable, "-c", FACTS_CLIENT, u, tag, str(n), env=env_a,
-                                                      stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-                 for u, tag in ((url_a, "A"), (url_b, "B"))]
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                FACTS_CLIENT,
+                u,
+                tag,
+                str(n),
+                env=env_a,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            for u, tag in ((url_a, "A"), (url_b, "B"))
+        ]
         outs = [await asyncio.wait_for(p.communicate(), 600) for p in procs]
         for p, (_out, err) in zip(procs, outs):
             assert p.returncode == 0, err.decode()[-3000:]

@@ -43,7 +43,10 @@ def _rel(hit_or_path, corpus: Path) -> str:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def qdrant_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):  # noqa: ANN001, ANN201
-    c = AppContext(make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"), embedder=shared_embedder)
+    c = AppContext(
+        make_settings(tmp_path_factory.mktemp("qdrant-store") / "store", models_dir, vector_backend="qdrant"),
+        embedder=shared_embedder,
+    )
     c.rag.indexer.run([corpus])
     yield c
     c.close()
@@ -129,15 +132,18 @@ def test_filter_page_range(indexed_core: AppContext) -> None:
     assert {h.payload["page"] for h in _hits(indexed_core, q, {"page_from": 1, "page_to": 2})} == {1, 2}
     assert _hits(indexed_core, q, {"page_from": 3}) == []
     # only paged documents (PDF) have pages: a page filter keeps to them
-    assert {h.payload["file_type"] for h in _hits(indexed_core, "heat transfer", {"page_from": 1}, mode="dense")} \
-        == {"pdf"}
+    assert {h.payload["file_type"] for h in _hits(indexed_core, "heat transfer", {"page_from": 1}, mode="dense")} == {
+        "pdf"
+    }
 
 
 def test_filter_file_type(indexed_core: AppContext) -> None:
-    assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": "pdf"}, mode="dense")} \
-        == {"pdf"}
-    assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": ["html", "docx"]},
-                                                    mode="dense")} == {"html", "docx"}
+    assert {h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": "pdf"}, mode="dense")} == {
+        "pdf"
+    }
+    assert {
+        h.payload["file_type"] for h in _hits(indexed_core, "enzyme", {"file_type": ["html", "docx"]}, mode="dense")
+    } == {"html", "docx"}
     assert _hits(indexed_core, "enzyme", {"file_type": "pptx"}) == []
 
 
@@ -154,15 +160,20 @@ def test_filters_combine(indexed_core: AppContext, corpus: Path) -> None:
     assert len(hits) == 2
     assert {_rel(h, corpus) for h in hits} == {"notes/heat_transfer.md", "notes/enzyme_kinetics.md"}
     assert all(h.payload["section_covers"] == "methods" for h in hits)
-    hits = _hits(indexed_core, "how was it measured",
-                 {"path_glob": "*enzyme*", "section": "methods", "file_type": "md"})
+    hits = _hits(
+        indexed_core, "how was it measured", {"path_glob": "*enzyme*", "section": "methods", "file_type": "md"}
+    )
     assert [_rel(h, corpus) for h in hits] == ["notes/enzyme_kinetics.md"]
     # doc_id and path_glob intersect: disjoint -> nothing, with the reason
-    res = indexed_core.rag.search("enzyme", filters={"doc_id": doc_id_for(corpus / "notes" / "enzyme_kinetics.md"),
-                                                  "path_glob": "*heat*"})
+    res = indexed_core.rag.search(
+        "enzyme", filters={"doc_id": doc_id_for(corpus / "notes" / "enzyme_kinetics.md"), "path_glob": "*heat*"}
+    )
     assert res.hits == [] and "no indexed document matches" in (res.message or "")
-    hits = _hits(indexed_core, "perovskite", {"file_type": "pdf", "page_from": 1, "page_to": 1,
-                                              "doc_id": doc_id_for(corpus / "report.pdf")})
+    hits = _hits(
+        indexed_core,
+        "perovskite",
+        {"file_type": "pdf", "page_from": 1, "page_to": 1, "doc_id": doc_id_for(corpus / "report.pdf")},
+    )
     assert [h.payload["page"] for h in hits] == [1]
 
 
@@ -240,8 +251,17 @@ def test_hits_carry_complete_anchors(indexed_core: AppContext, corpus: Path) -> 
         assert res["count"] == len(res["hits"]) > 0
         for h in res["hits"]:
             a = h["anchor"]
-            assert set(a) == {"chunk_id", "doc_id", "path", "sha256", "section", "page", "char_span",
-                              "chunk_sha256", "score"}
+            assert set(a) == {
+                "chunk_id",
+                "doc_id",
+                "path",
+                "sha256",
+                "section",
+                "page",
+                "char_span",
+                "chunk_sha256",
+                "score",
+            }
             assert a["chunk_id"] == h["chunk_id"] and a["doc_id"] == h["doc_id"] and a["path"] == h["path"]
             assert a["score"] == h["score"]
             path = Path(a["path"])
@@ -288,12 +308,22 @@ def test_list_documents_paging(indexed_core: AppContext, corpus: Path) -> None:
     assert indexed_core.rag.list_documents(offset=10)["documents"] == []
     md = indexed_core.rag.list_documents(file_type="md")
     assert md["total"] == 2 and {d["file_type"] for d in md["documents"]} == {"md"}
-    assert [d["path"] for d in indexed_core.rag.list_documents(path_glob="*.pdf")["documents"]] \
-        == [str(corpus / "report.pdf")]
+    assert [d["path"] for d in indexed_core.rag.list_documents(path_glob="*.pdf")["documents"]] == [
+        str(corpus / "report.pdf")
+    ]
     assert indexed_core.rag.list_documents(status="failed")["total"] == 0
     doc = everything["documents"][0]
-    assert set(doc) >= {"doc_id", "path", "file_type", "title", "pages", "chunk_count", "status", "sha256",
-                        "indexed_at"}
+    assert set(doc) >= {
+        "doc_id",
+        "path",
+        "file_type",
+        "title",
+        "pages",
+        "chunk_count",
+        "status",
+        "sha256",
+        "indexed_at",
+    }
     pdf = next(d for d in everything["documents"] if d["file_type"] == "pdf")
     assert pdf["pages"] == 2 and pdf["title"] == "Notes on materials durability" and pdf["status"] == "indexed"
     assert sum(d["chunk_count"] for d in everything["documents"]) == indexed_core.vectors().count("chunks")
@@ -312,8 +342,9 @@ def test_get_document(indexed_core: AppContext, corpus: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
-def test_qdrant_client_backend_agrees_with_edge(indexed_core: AppContext, qdrant_core: AppContext, corpus: Path,
-                                                mode: str) -> None:
+def test_qdrant_client_backend_agrees_with_edge(
+    indexed_core: AppContext, qdrant_core: AppContext, corpus: Path, mode: str
+) -> None:
     assert qdrant_core.settings.vector_backend == "qdrant"
     assert qdrant_core.vectors().count("chunks") == indexed_core.vectors().count("chunks")
     for query, expected in QUERIES.items():
@@ -330,12 +361,16 @@ def test_qdrant_client_backend_agrees_with_edge(indexed_core: AppContext, qdrant
 
 # ---- contextual chunk header and fusion over few candidates --------------------------------------------
 
-TITLED = ("# Zanthoxylum quasar survey\n\nWe describe the field campaign in short.\n\n# Instruments\n\n"
-          "The spectrograph was cooled to 80 K and calibrated against argon lamps before each night of observing.\n\n"
-          "# Results\n\nNine objects showed broad emission lines, and two of them varied within a week.\n")
-TWIN = ("# Lipase half-life at 60 C\n\nThe lipase lost half of its activity after 12 minutes at 60 C in phosphate "
-        "buffer.\n\n# Lipase half-life at 70 C\n\nAt 70 C the lipase lost half of its activity within 3 minutes in "
-        "phosphate buffer.\n")
+TITLED = (
+    "# Zanthoxylum quasar survey\n\nWe describe the field campaign in short.\n\n# Instruments\n\n"
+    "The spectrograph was cooled to 80 K and calibrated against argon lamps before each night of observing.\n\n"
+    "# Results\n\nNine objects showed broad emission lines, and two of them varied within a week.\n"
+)
+TWIN = (
+    "# Lipase half-life at 60 C\n\nThe lipase lost half of its activity after 12 minutes at 60 C in phosphate "
+    "buffer.\n\n# Lipase half-life at 70 C\n\nAt 70 C the lipase lost half of its activity within 3 minutes in "
+    "phosphate buffer.\n"
+)
 
 
 @pytest.fixture
@@ -360,20 +395,32 @@ def test_title_header_enters_dense_and_bm25(small_core: tuple[AppContext, Path])
     assert {h.payload["section"] for h in sparse} == {"Zanthoxylum quasar survey", "Instruments", "Results"}
     assert {h.payload["doc_id"] for h in sparse} == {did}
     # the dense vector is that of title + heading path + text, and the stored text stays the chunk alone
-    hit = next(h for h in core.rag.search("argon lamp calibration", k=10, mode="dense", filters={"doc_id": did}).hits
-               if h.payload["section"] == "Instruments")
+    hit = next(
+        h
+        for h in core.rag.search("argon lamp calibration", k=10, mode="dense", filters={"doc_id": did}).hits
+        if h.payload["section"] == "Instruments"
+    )
     text = hit.payload["text"]
-    assert not text.startswith("Zanthoxylum") and hit.payload["text_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert (
+        not text.startswith("Zanthoxylum") and hit.payload["text_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    )
     emb = core.embedder
     q = emb.embed_query("argon lamp calibration")
-    with_header = emb.embed_documents([indexed_text(f"Instruments\n{text}", "Zanthoxylum quasar survey", "Instruments")])[0]
+    with_header = emb.embed_documents(
+        [indexed_text(f"Instruments\n{text}", "Zanthoxylum quasar survey", "Instruments")]
+    )[0]
     without = emb.embed_documents([f"Instruments\n{text}"])[0]
-    cos = lambda a, b: sum(x * y for x, y in zip(a, b))  # unit vectors: the dot product is the cosine
+
+    def cos(a, b):
+        return sum(x * y for x, y in zip(a, b))  # unit vectors: the dot product is the cosine
+
     assert hit.score == pytest.approx(cos(q, with_header), abs=2e-3)
     assert abs(cos(q, with_header) - cos(q, without)) > 5e-3
     # a title the heading path already carries is not repeated
-    assert indexed_text("Zanthoxylum quasar survey\nWe describe", "Zanthoxylum quasar survey",
-                        "Zanthoxylum quasar survey") == "Zanthoxylum quasar survey\nWe describe"
+    assert (
+        indexed_text("Zanthoxylum quasar survey\nWe describe", "Zanthoxylum quasar survey", "Zanthoxylum quasar survey")
+        == "Zanthoxylum quasar survey\nWe describe"
+    )
 
 
 def test_normalise_theoretical_min_max() -> None:
@@ -389,7 +436,9 @@ def test_normalise_theoretical_min_max() -> None:
 
 def test_two_similar_chunks_score_alike_under_a_filter(small_core: tuple[AppContext, Path]) -> None:
     core, folder = small_core
-    res = core.rag.search("lipase half-life at high temperature", k=10, filters={"doc_id": doc_id_for(folder / "lipase.md")})
+    res = core.rag.search(
+        "lipase half-life at high temperature", k=10, filters={"doc_id": doc_id_for(folder / "lipase.md")}
+    )
     assert len(res.hits) == 2
     a, b = (h.score for h in res.hits)
     assert b > 0.7 and a - b < 0.2, (a, b)  # min-max over these two candidates gave 1.0 and 0.0

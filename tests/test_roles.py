@@ -12,16 +12,35 @@ from aisac_core.roles import RolesError
 from aisac_core.roles.planner import find_cycle, resolve_arguments, template_plan, validate_plan
 
 TOOLS = [
-    {"name": "rag_search", "description": "search the index",
-     "input_schema": {"type": "object", "required": ["query"],
-                      "properties": {"query": {"type": "string"}, "k": {"type": "integer"}, "filters": {},
-                                     "mode": {"type": "string"}}}},
-    {"name": "memory_recall", "description": "recall",
-     "input_schema": {"type": "object", "required": ["session_id", "query"],
-                      "properties": {"session_id": {}, "query": {}}}},
+    {
+        "name": "rag_search",
+        "description": "search the index",
+        "input_schema": {
+            "type": "object",
+            "required": ["query"],
+            "properties": {
+                "query": {"type": "string"},
+                "k": {"type": "integer"},
+                "filters": {},
+                "mode": {"type": "string"},
+            },
+        },
+    },
+    {
+        "name": "memory_recall",
+        "description": "recall",
+        "input_schema": {
+            "type": "object",
+            "required": ["session_id", "query"],
+            "properties": {"session_id": {}, "query": {}},
+        },
+    },
 ]
-LIT = {"name": "lit_search", "description": "search literature",
-       "input_schema": {"type": "object", "required": ["query"], "properties": {"query": {}, "limit": {}}}}
+LIT = {
+    "name": "lit_search",
+    "description": "search literature",
+    "input_schema": {"type": "object", "required": ["query"], "properties": {"query": {}, "limit": {}}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +58,8 @@ def test_schema_errors_name_path_and_allowed_values():
     assert any("mood" in e and "allowed keys" in e for e in errs), errs
     assert validate("route", load_fixture("route_plan.json")) == []
     assert validate("critique", {"critiques": [{"aspect": "a", "text": "t", "severity": 1.5}]})[0].startswith(
-        "$.critiques[0].severity")
+        "$.critiques[0].severity"
+    )
     too_many = {"critiques": [{"aspect": "a", "text": "t", "severity": 0.1}] * 11}
     assert any("too long" in e or "more than 10" in e or "is too long" in e for e in validate("critique", too_many))
 
@@ -49,16 +69,24 @@ def test_invalid_plans_rejected_with_fixable_errors():
     assert len(bad) == 1 and "unknown tool 'rag_serch'" in bad[0] and "did you mean 'rag_search'" in bad[0]
     cyc = validate_plan(load_fixture("plan_cycle.json"), TOOLS, 8)
     assert any("cycle" in e and "a -> b -> a" in e for e in cyc), cyc
-    dangling = {"steps": [{"id": "s1", "goal": "g", "tool": "rag_search", "arguments": {"query": "x"},
-                           "depends_on": ["s9"]}]}
+    dangling = {
+        "steps": [{"id": "s1", "goal": "g", "tool": "rag_search", "arguments": {"query": "x"}, "depends_on": ["s9"]}]
+    }
     assert any("'s9', which is not a step id" in e for e in validate_plan(dangling, TOOLS, 8))
-    many = {"steps": [{"id": f"s{i}", "goal": "g", "tool": "rag_search", "arguments": {"query": "x"},
-                       "depends_on": []} for i in range(5)]}
+    many = {
+        "steps": [
+            {"id": f"s{i}", "goal": "g", "tool": "rag_search", "arguments": {"query": "x"}, "depends_on": []}
+            for i in range(5)
+        ]
+    }
     assert any("5 steps; the limit is 3" in e for e in validate_plan(many, TOOLS, 3))
     both = {"steps": [{"id": "s1", "goal": "g", "tool": "rag_search", "helper": "researcher", "depends_on": []}]}
     assert any("exactly one of 'tool'" in e for e in validate_plan(both, TOOLS, 8))
-    args = {"steps": [{"id": "s1", "goal": "g", "tool": "memory_recall", "arguments": {"query": "x", "top": 3},
-                       "depends_on": []}]}
+    args = {
+        "steps": [
+            {"id": "s1", "goal": "g", "tool": "memory_recall", "arguments": {"query": "x", "top": 3}, "depends_on": []}
+        ]
+    }
     errs = validate_plan(args, TOOLS, 8)
     assert any("needs argument(s) ['session_id']" in e for e in errs) and any("['top']" in e for e in errs)
     assert validate_plan(load_fixture("plan_valid.json"), TOOLS, 8) == []
@@ -81,8 +109,9 @@ def test_template_planner_degrades_without_literature_and_uses_it_when_present()
 
 def test_argument_templates():
     res = {"s1": {"hits": [{"doc_id": "d1", "page": 3}]}}
-    assert resolve_arguments({"q": "{task}!", "d": "{steps.s1.hits.0.doc_id}", "n": "{steps.s1.hits.0.page}"},
-                             "why", res) == {"q": "why!", "d": "d1", "n": 3}
+    assert resolve_arguments(
+        {"q": "{task}!", "d": "{steps.s1.hits.0.doc_id}", "n": "{steps.s1.hits.0.page}"}, "why", res
+    ) == {"q": "why!", "d": "d1", "n": 3}
     with pytest.raises(ValueError, match=r"steps.s2.x"):
         resolve_arguments("{steps.s2.x}", "t", res)
 
@@ -114,13 +143,18 @@ def test_graph_is_data_and_can_be_augmented():
 
     g2 = default_graph(add_node)
     assert g2["nodes"]["docs"]["tool"] == "rag_list_documents" and "docs" not in default_graph()["nodes"]
-    in_place = default_graph(lambda graph: graph["nodes"].update(x={"kind": "tool", "tool": "t"})
-                             or graph["edges"].append({"from": "router", "to": "x"}))
+    in_place = default_graph(
+        lambda graph: (
+            graph["nodes"].update(x={"kind": "tool", "tool": "t"})
+            or graph["edges"].append({"from": "router", "to": "x"})
+        )
+    )
     assert in_place["nodes"]["x"]["tool"] == "t"  # edited in place, returned None
     with pytest.raises(RolesError, match="core node 'planner' is missing"):
         default_graph(lambda graph: {**graph, "nodes": {k: v for k, v in graph["nodes"].items() if k != "planner"}})
-    assert any("add an edge" in e for e in validate_graph(
-        {**g, "nodes": {**g["nodes"], "x": {"kind": "tool", "tool": "t"}}}))
+    assert any(
+        "add an edge" in e for e in validate_graph({**g, "nodes": {**g["nodes"], "x": {"kind": "tool", "tool": "t"}}})
+    )
 
 
 def test_prompts_are_versioned_and_overlaid(tmp_path):
@@ -128,8 +162,17 @@ def test_prompts_are_versioned_and_overlaid(tmp_path):
 
     text, version, src = load_prompt("planner")
     assert version == "1" and src.endswith("planner.md")
-    out, _ = render("planner", {"task": "Q?", "tools": "- rag_search(query)", "max_steps": "8", "context": {},
-                                "feedback": "", "schema": {"type": "object"}})
+    out, _ = render(
+        "planner",
+        {
+            "task": "Q?",
+            "tools": "- rag_search(query)",
+            "max_steps": "8",
+            "context": {},
+            "feedback": "",
+            "schema": {"type": "object"},
+        },
+    )
     assert "Q?" in out and "{task}" in out and "{steps.<id>.<field>...}" in out and "aisac prompt" not in out
     (tmp_path / "router.md").write_text("<!-- aisac prompt: router, version 7 -->\nProject router for {task}\n")
     out, version = render("router", {"task": "T"}, tmp_path)
@@ -158,29 +201,72 @@ def test_evaluator_gates(rcore, tmp_path):
     # data gate: an HTML error page saved as .csv, and a missing file
     bad = tmp_path / "table.csv"
     bad.write_text("<!DOCTYPE html><html><head><title>404 Not Found</title></head></html>")
-    ev = [{"id": 7, "kind": "tool_call", "tool": "data_load", "arguments": {"path": str(bad)}, "status": "ok"},
-          {"id": 8, "kind": "tool_call", "tool": "data_load", "arguments": {"path": str(tmp_path / "nope.csv")},
-           "status": "ok"}]
+    ev = [
+        {"id": 7, "kind": "tool_call", "tool": "data_load", "arguments": {"path": str(bad)}, "status": "ok"},
+        {
+            "id": 8,
+            "kind": "tool_call",
+            "tool": "data_load",
+            "arguments": {"path": str(tmp_path / "nope.csv")},
+            "status": "ok",
+        },
+    ]
     d, dc = data_gate({}, ev)
     assert not d["passed"] and "HTML page" in dc[0]["text"] and "does not exist" in dc[1]["text"]
-    runs = [{"id": 9, "kind": "tool_call", "tool": "data_code_run", "status": "ok",
-             "result": {"ok": False, "error": "ZeroDivisionError"}},
-            {"id": 10, "kind": "tool_call", "tool": "data_code_run", "status": "ok", "result": {"ok": True}}]
+    runs = [
+        {
+            "id": 9,
+            "kind": "tool_call",
+            "tool": "data_code_run",
+            "status": "ok",
+            "result": {"ok": False, "error": "ZeroDivisionError"},
+        },
+        {"id": 10, "kind": "tool_call", "tool": "data_code_run", "status": "ok", "result": {"ok": True}},
+    ]
     x, xc = exec_gate({}, runs)
     assert not x["passed"] and xc[0]["evidence_refs"] == ["9"] and "ZeroDivisionError" in xc[0]["text"]
     assert exec_gate({"code_runs": [10]}, runs)[0]["passed"]
     # a long run answered {pending, job_id}: its outcome is the later data_code_job_status of that job
-    pending = [{"id": 11, "kind": "tool_call", "tool": "data_code_run", "status": "ok",
-                "result": {"ok": False, "pending": True, "job_id": "j1"}}]
+    pending = [
+        {
+            "id": 11,
+            "kind": "tool_call",
+            "tool": "data_code_run",
+            "status": "ok",
+            "result": {"ok": False, "pending": True, "job_id": "j1"},
+        }
+    ]
     assert not exec_gate({}, pending)[0]["passed"]
-    polled = pending + [{"id": 12, "kind": "tool_call", "tool": "data_code_job_status", "status": "ok",
-                         "arguments": {"job_id": "j1"}, "result": {"ok": False, "pending": True}},
-                        {"id": 13, "kind": "tool_call", "tool": "data_code_job_status", "status": "ok",
-                         "arguments": {"job_id": "j1"}, "result": {"ok": True, "finished_at": "t"}}]
+    polled = pending + [
+        {
+            "id": 12,
+            "kind": "tool_call",
+            "tool": "data_code_job_status",
+            "status": "ok",
+            "arguments": {"job_id": "j1"},
+            "result": {"ok": False, "pending": True},
+        },
+        {
+            "id": 13,
+            "kind": "tool_call",
+            "tool": "data_code_job_status",
+            "status": "ok",
+            "arguments": {"job_id": "j1"},
+            "result": {"ok": True, "finished_at": "t"},
+        },
+    ]
     assert exec_gate({}, polled)[0]["passed"]
     # a relative data_load argument is judged by the resolved path the data server reported
-    rel = [{"id": 14, "kind": "tool_call", "tool": "data_load", "arguments": {"path": "tables/x.csv"}, "status": "ok",
-            "result": {"frames": [{"source": {"path": str(bad)}}]}}]
+    rel = [
+        {
+            "id": 14,
+            "kind": "tool_call",
+            "tool": "data_load",
+            "arguments": {"path": "tables/x.csv"},
+            "status": "ok",
+            "result": {"frames": [{"source": {"path": str(bad)}}]},
+        }
+    ]
     d, dc = data_gate({}, rel)
     assert not d["passed"] and d["files"][0]["path"] == str(bad)
     s = summarize([{"severity": 0.5}, {"severity": 0.2}], 0.4, 0.8)
@@ -202,8 +288,14 @@ def test_run_graph_without_model_answers_with_citations_and_traces_every_step(rc
         graph["edges"].append({"from": "router", "to": "absent"})
         return graph
 
-    res = anyio.run(lambda: run_graph(rcore, "What correlation does the wall heat transfer coefficient follow?",
-                                      llm="none", graph=default_graph(add_node)))
+    res = anyio.run(
+        lambda: run_graph(
+            rcore,
+            "What correlation does the wall heat transfer coefficient follow?",
+            llm="none",
+            graph=default_graph(add_node),
+        )
+    )
     ans = res["answer"]
     assert ans["by"] == "extractive" and "[1]" in ans["text"]
     assert any("heat_transfer.md" in c["path"] for c in ans["citations"])
@@ -221,8 +313,12 @@ def test_run_graph_without_model_answers_with_citations_and_traces_every_step(rc
     assert steps["evaluator"]["result"]["passed"] is True
     assert any(e["tool"] == "rag_list_documents" and e["parent_id"] == steps["listing"]["id"] for e in calls)
     assert steps["listing"]["result"]["status"] == "ok"
-    assert {"id": "absent", "tool": "proj_not_mounted", "status": "skipped",
-            "error": "tool proj_not_mounted is not in the suite"} in steps["coordinator"]["result"]["executed"]
+    assert {
+        "id": "absent",
+        "tool": "proj_not_mounted",
+        "status": "skipped",
+        "error": "tool proj_not_mounted is not in the suite",
+    } in steps["coordinator"]["result"]["executed"]
     with pytest.raises(RolesError, match="task is empty"):
         anyio.run(lambda: run_graph(rcore, "  "))
     with pytest.raises(RolesError, match="mode must be one of"):
@@ -235,8 +331,9 @@ def test_router_context_includes_memory_recall_of_the_session(rcore):
     sid = rcore.memory.start_session("lipase work")["session_id"]
     rcore.memory.add_turn(sid, "user", "We measure the lipase at pH 7.5")
     rcore.memory.add_turn(sid, "assistant", "Noted: pH 7.5, 30 degrees Celsius")
-    res = anyio.run(lambda: run_graph(rcore, "What is the kcat of the lipase?", llm="none", session_id=sid,
-                                      mode="lite"))
+    res = anyio.run(
+        lambda: run_graph(rcore, "What is the kcat of the lipase?", llm="none", session_id=sid, mode="lite")
+    )
     assert any(m["kind"] == "recent" and "pH 7.5" in m["content"] for m in res["route"]["context"]["memory"])
     evs = events(rcore, res["run_id"])
     router = next(e for e in evs if e["kind"] == "role_step" and e["tool"] == "router")
@@ -253,11 +350,19 @@ def test_ask_cli_rejects_bad_input_with_a_message(tmp_path):
     aisac = str(Path(sys.executable).parent / "aisac")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "AISAC_WARM": "0"}
     env.pop("AISAC_ROLES_LLM_BASE_URL", None)
-    for args, msg in ((["  "], "task is empty"), (["What?", "--mode", "extreme"], "mode must be one of"),
-                      (["What?", "--llm", "openai"], "AISAC_ROLES_LLM_BASE_URL"),
-                      (["What?", "--llm", "sampling"], "offers sampling")):
-        p = subprocess.run([aisac, "ask", *args, "--data-dir", str(tmp_path / "store")], env=env,
-                           capture_output=True, text=True, timeout=120)
+    for args, msg in (
+        (["  "], "task is empty"),
+        (["What?", "--mode", "extreme"], "mode must be one of"),
+        (["What?", "--llm", "openai"], "AISAC_ROLES_LLM_BASE_URL"),
+        (["What?", "--llm", "sampling"], "offers sampling"),
+    ):
+        p = subprocess.run(
+            [aisac, "ask", *args, "--data-dir", str(tmp_path / "store")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 1 and msg in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
 
 
@@ -296,14 +401,23 @@ def test_roles_service_built_from_its_parts(tmp_path):
         return {"status": "ok", "chunk_id": anchor["chunk_id"], "path": anchor.get("path"), "detail": None}
 
     hit = {"chunk_id": "c1", "score": 0.9, "anchor": {"chunk_id": "c1", "sha256": "ab", "path": "/x.md", "score": 0.9}}
-    roles = RolesService(RolesSettings(llm="none"), lambda: engine, verify_anchor=verify,
-                         search=lambda q, k: [hit][:k], get_chunk=lambda cid: None, graph_augment=aug)
+    roles = RolesService(
+        RolesSettings(llm="none"),
+        lambda: engine,
+        verify_anchor=verify,
+        search=lambda q, k: [hit][:k],
+        get_chunk=lambda cid: None,
+        graph_augment=aug,
+    )
     try:
         assert "check" in roles.active_graph()["nodes"]
         route = anyio.run(lambda: roles.route("What is Km?", run_id="run-svc", mode="lite"))
-        assert route["by"] == "rules" and route["run_id"] == "run-svc" and route["context"]["rag"][0]["chunk_id"] == "c1"
-        ev = anyio.run(lambda: roles.evaluate("What is Km?", "Km = 0.42 mM [1]", run_id="run-svc", citations=[hit],
-                                              mode="lite"))
+        assert (
+            route["by"] == "rules" and route["run_id"] == "run-svc" and route["context"]["rag"][0]["chunk_id"] == "c1"
+        )
+        ev = anyio.run(
+            lambda: roles.evaluate("What is Km?", "Km = 0.42 mM [1]", run_id="run-svc", citations=[hit], mode="lite")
+        )
         assert ev["gates"]["evidence"]["passed"] and verified and ev["verdict"] == "evidence verified"
         with pytest.raises(RolesError, match="not valid"):
             anyio.run(lambda: roles.submit_route({"intent": "mood"}, run_id="run-svc"))
@@ -327,8 +441,8 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     from conftest import http_server, make_settings
     from fixtures_gen import ENZYME_MD
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -349,8 +463,13 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
         while live_owner(store) is None and time.monotonic() < deadline:  # owner.json is written once it listens
             time.sleep(0.2)
         assert live_owner(store) is not None
-        p = subprocess.run([aisac, "ask", "What is the Km of the lipase?", "--mode", "lite"], env=env,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [aisac, "ask", "What is the Km of the lipase?", "--mode", "lite"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert p.returncode == 0, p.stderr
     assert "owner process" in p.stderr and "run id: run-" in p.stdout and "0.42 mM" in p.stdout
     assert "evidence gate: ok" in p.stdout

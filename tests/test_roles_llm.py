@@ -47,16 +47,29 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     the evaluation, the planner re-plans with the critiques, the second answer passes; every step is traced."""
     from roles_support import run_graph
 
-    stub = endpoint({
-        "router": [load_fixture("route_plan.json")],
-        "planner": [load_fixture("plan_bad_tool.json"), load_fixture("plan_valid.json"),
-                    load_fixture("plan_replan.json")],
-        "researcher": [load_fixture("answer_one.json"), load_fixture("answer_two.json")],
-        "evaluator": [load_fixture("critique_fail.json"), load_fixture("critique_pass.json")],
-    })
+    stub = endpoint(
+        {
+            "router": [load_fixture("route_plan.json")],
+            "planner": [
+                load_fixture("plan_bad_tool.json"),
+                load_fixture("plan_valid.json"),
+                load_fixture("plan_replan.json"),
+            ],
+            "researcher": [load_fixture("answer_one.json"), load_fixture("answer_two.json")],
+            "evaluator": [load_fixture("critique_fail.json"), load_fixture("critique_pass.json")],
+        }
+    )
     res = anyio.run(lambda: run_graph(rcore, TASK, mode="standard"))
-    assert stub.roles() == ["router", "planner", "planner", "researcher", "evaluator", "planner", "researcher",
-                            "evaluator"]
+    assert stub.roles() == [
+        "router",
+        "planner",
+        "planner",
+        "researcher",
+        "evaluator",
+        "planner",
+        "researcher",
+        "evaluator",
+    ]
     body = stub.requests[0]["body"]
     assert body["temperature"] == 0 and body["seed"] == rcore.settings.roles.llm_seed
     repair = stub.requests[2]["body"]["messages"]
@@ -72,8 +85,17 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     assert len(res["answer"]["citations"]) == 2 and res["answer"]["by"] == "model"
     evs = events(rcore, res["run_id"])
     steps = [e for e in evs if e["kind"] == "role_step"]
-    assert [e["tool"] for e in steps] == ["router", "planner", "coordinator", "researcher", "evaluator",
-                                         "planner", "coordinator", "researcher", "evaluator"]
+    assert [e["tool"] for e in steps] == [
+        "router",
+        "planner",
+        "coordinator",
+        "researcher",
+        "evaluator",
+        "planner",
+        "coordinator",
+        "researcher",
+        "evaluator",
+    ]
     assert steps[1]["result"]["steps"][0]["tool"] == "rag_search"  # the repaired plan is what the trace keeps
     assert steps[4]["result"]["passed"] is False and steps[8]["result"]["passed"] is True
     models = [e for e in evs if e["kind"] == "model_call"]
@@ -102,8 +124,11 @@ def test_schema_violation_gets_one_repair_then_a_clear_failure(rcore, endpoint):
 
     backend = get_backend(rcore.settings.roles)
     with pytest.raises(RoleModelError) as exc:
-        anyio.run(lambda: route(rcore.roles, "What is Km?", [], None, backend, mode="standard", run_id="run-test-viol",
-                                parent_id=None))
+        anyio.run(
+            lambda: route(
+                rcore.roles, "What is Km?", [], None, backend, mode="standard", run_id="run-test-viol", parent_id=None
+            )
+        )
     msg = str(exc.value)
     assert "after one repair attempt" in msg and "$.intent" in msg and "mood" in msg
     assert stub.roles() == ["router", "router"]
@@ -112,25 +137,46 @@ def test_schema_violation_gets_one_repair_then_a_clear_failure(rcore, endpoint):
     # not JSON at all, then valid: repaired
     stub2 = endpoint({"router": ["Sure! Here is my answer: intent factual", load_fixture("route_plan.json")]})
     backend = get_backend(rcore.settings.roles)
-    out = anyio.run(lambda: route(rcore.roles, "What is kcat?", [], None, backend, mode="standard", run_id="run-test-rep",
-                                  parent_id=None))
+    out = anyio.run(
+        lambda: route(
+            rcore.roles, "What is kcat?", [], None, backend, mode="standard", run_id="run-test-rep", parent_id=None
+        )
+    )
     assert out["decision"] == "plan" and out["by"] == "model" and len(stub2.requests) == 2
     assert "not JSON" in stub2.requests[1]["body"]["messages"][-1]["content"]
 
 
 def test_timeout_is_a_clear_failure_and_the_run_falls_back(rcore, endpoint):
-    from aisac_core.roles.backends import get_backend
     from roles_support import run_graph
+
+    from aisac_core.roles.backends import get_backend
     from aisac_core.roles.router import route
 
     endpoint({"router": [{"sleep": 3, "then": load_fixture("route_plan.json")}]}, timeout_s=0.5)
     backend = get_backend(rcore.settings.roles)
     with pytest.raises(RoleModelError, match=r"did not answer within 0.5 s"):
-        anyio.run(lambda: route(rcore.roles, "What is Km of the lipase?", [], None, backend, mode="standard",
-                                run_id="run-test-timeout", parent_id=None))
+        anyio.run(
+            lambda: route(
+                rcore.roles,
+                "What is Km of the lipase?",
+                [],
+                None,
+                backend,
+                mode="standard",
+                run_id="run-test-timeout",
+                parent_id=None,
+            )
+        )
     # a whole run with a silent endpoint: each role records the failure and uses its rules
-    endpoint({"router": [{"sleep": 3}], "planner": [{"sleep": 3}], "researcher": [{"sleep": 3}],
-              "evaluator": [{"sleep": 3}]}, timeout_s=0.5)
+    endpoint(
+        {
+            "router": [{"sleep": 3}],
+            "planner": [{"sleep": 3}],
+            "researcher": [{"sleep": 3}],
+            "evaluator": [{"sleep": 3}],
+        },
+        timeout_s=0.5,
+    )
     res = anyio.run(lambda: run_graph(rcore, "What is the Km of the lipase?", mode="lite"))
     assert res["model_errors"] and all("did not answer" in m["error"] for m in res["model_errors"])
     assert res["answer"]["citations"] and res["route"]["by"] == "rules (model failed)"

@@ -15,8 +15,16 @@ from roles_support import events, load_fixture, make_roles_core, release
 
 pytestmark = pytest.mark.anyio
 
-ROLES_TOOLS = {"roles_route", "roles_plan", "roles_evaluate", "roles_run", "roles_job_status", "roles_submit_route",
-               "roles_submit_plan", "roles_submit_critique"}
+ROLES_TOOLS = {
+    "roles_route",
+    "roles_plan",
+    "roles_evaluate",
+    "roles_run",
+    "roles_job_status",
+    "roles_submit_route",
+    "roles_submit_plan",
+    "roles_submit_critique",
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,18 +61,21 @@ async def test_host_model_planner_prompt_bad_plan_then_fixed_plan(rcore):
         assert "You are the Planner" in text and "- rag_search(query, k?, filters?, mode?, detail?)" in text
         assert "roles_submit_plan" in text and "roles_run(" not in text  # the roles' own tools are hidden
         with pytest.raises(ToolError) as bad:
-            await c.call_tool("roles_submit_plan", {"plan": load_fixture("plan_bad_tool.json")},
-                              meta={"aisac/run_id": run})
+            await c.call_tool(
+                "roles_submit_plan", {"plan": load_fixture("plan_bad_tool.json")}, meta={"aisac/run_id": run}
+            )
         assert "unknown tool 'rag_serch'" in str(bad.value) and "did you mean 'rag_search'" in str(bad.value)
         with pytest.raises(ToolError) as cyc:
-            await c.call_tool("roles_submit_plan", {"plan": load_fixture("plan_cycle.json")},
-                              meta={"aisac/run_id": run})
+            await c.call_tool(
+                "roles_submit_plan", {"plan": load_fixture("plan_cycle.json")}, meta={"aisac/run_id": run}
+            )
         assert "cycle a -> b -> a" in str(cyc.value)
         with pytest.raises(ToolError) as schema:
             await c.call_tool("roles_submit_plan", {"plan": {"steps": [{"id": "s1"}]}}, meta={"aisac/run_id": run})
         assert "$.steps[0]: 'goal' is a required property" in str(schema.value)
-        ok = await c.call_tool("roles_submit_plan", {"plan": load_fixture("plan_valid.json")},
-                               meta={"aisac/run_id": run})
+        ok = await c.call_tool(
+            "roles_submit_plan", {"plan": load_fixture("plan_valid.json")}, meta={"aisac/run_id": run}
+        )
     out = ok.structured_content
     assert out["stored"] is True and out["run_id"] == run
     subs = submissions(rcore.engine, run, "plan")
@@ -86,8 +97,9 @@ async def test_submit_route_and_critique(rcore):
         crit = await c.call_tool("roles_submit_critique", {"critique": load_fixture("critique_fail.json")})
         assert crit.structured_content["passed"] is False and crit.structured_content["max_severity"] == 0.85
         with pytest.raises(ToolError, match="severity"):
-            await c.call_tool("roles_submit_critique",
-                              {"critique": {"critiques": [{"aspect": "a", "text": "t", "severity": 2}]}})
+            await c.call_tool(
+                "roles_submit_critique", {"critique": {"critiques": [{"aspect": "a", "text": "t", "severity": 2}]}}
+            )
         p = await c.get_prompt("roles_evaluator", {"task": "Q", "answer": "A [1]"})
         assert "You are the Evaluator" in p.messages[0].content.text
         p = await c.get_prompt("roles_router", {"task": "What is the Km of the lipase?"})
@@ -109,11 +121,15 @@ async def test_roles_run_route_plan_evaluate_tools(rcore):
         pl = await c.call_tool("roles_plan", {"task": "What is the Km of the lipase?", "llm": "none"})
         assert pl.structured_content["steps"][-1]["helper"] == "researcher"
         hits = (await c.call_tool("rag_search", {"query": "Km of the lipase", "k": 2})).structured_content["hits"]
-        ev = await c.call_tool("roles_evaluate", {"task": "Km?", "answer": "Km = 0.42 mM [1][2]", "citations": hits,
-                                                  "mode": "standard", "llm": "none"})
+        ev = await c.call_tool(
+            "roles_evaluate",
+            {"task": "Km?", "answer": "Km = 0.42 mM [1][2]", "citations": hits, "mode": "standard", "llm": "none"},
+        )
         assert ev.structured_content["gates"]["evidence"]["verified_counted"] >= 1
-        ev1 = await c.call_tool("roles_evaluate", {"task": "Km?", "answer": "Km = 0.42 mM", "citations": hits[:1],
-                                                   "mode": "strict", "llm": "none"})
+        ev1 = await c.call_tool(
+            "roles_evaluate",
+            {"task": "Km?", "answer": "Km = 0.42 mM", "citations": hits[:1], "mode": "strict", "llm": "none"},
+        )
         assert ev1.structured_content["passed"] is False
         with pytest.raises(ToolError, match="no chunk_id"):
             await c.call_tool("roles_evaluate", {"task": "Km?", "answer": "x", "citations": [{"x": 1}]})
@@ -149,8 +165,12 @@ async def test_roles_run_with_client_sampling_handshake_era(rcore):
     """The whole graph on the client's model (sampling/createMessage on a handshake-era connection)."""
     from roles_support import ROLE_MARKERS
 
-    replies = {"router": "route_plan.json", "planner": "plan_valid.json", "researcher": "answer_two.json",
-               "evaluator": "critique_pass.json"}
+    replies = {
+        "router": "route_plan.json",
+        "planner": "plan_valid.json",
+        "researcher": "answer_two.json",
+        "evaluator": "critique_pass.json",
+    }
     seen: list[str] = []
 
     def handler(messages, params, _ctx):  # noqa: ANN001, ANN202

@@ -23,8 +23,8 @@ QUESTION = "Which datasets does the S2ORC paper describe?"
 def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
     from conftest import SHARED_DATA, make_settings
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
 
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
@@ -43,8 +43,13 @@ def _ask(data_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "AISAC_ROLES_LLM": "auto", "AISAC_WARM": "0", "COLUMNS": "200"}
     env.pop("AISAC_ROLES_LLM_BASE_URL", None)
     aisac = str(Path(sys.executable).parent / "aisac")
-    return subprocess.run([aisac, "ask", QUESTION, "--data-dir", str(data_dir), *extra], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [aisac, "ask", QUESTION, "--data-dir", str(data_dir), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
@@ -86,5 +91,10 @@ def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
         rows = s.exec(select(TraceEvent).where(TraceEvent.run_id == run_id)).all()
     eng.dispose()
     kinds = {(r.kind, r.tool) for r in rows}
-    assert {("role_step", "router"), ("role_step", "coordinator"), ("role_step", "researcher"),
-            ("role_step", "evaluator"), ("tool_call", "rag_search")} <= kinds
+    assert {
+        ("role_step", "router"),
+        ("role_step", "coordinator"),
+        ("role_step", "researcher"),
+        ("role_step", "evaluator"),
+        ("tool_call", "rag_search"),
+    } <= kinds

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import chromium_browser
 from test_dashboard import serve_dashboard
 
@@ -62,7 +61,7 @@ def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # n
     q, a, ev, steps = (md.index(x) for x in (f"**Question:** {QUESTION}", "## Answer", "## Evidence", "## Steps"))
     assert q < a < ev < steps
     assert r["answer"]["text"].strip() in md  # the full answer, not a cut
-    table = md[ev:md.index("\n\n", ev + 12)]
+    table = md[ev : md.index("\n\n", ev + 12)]
     rows = [ln for ln in table.splitlines() if re.match(r"\| \d+ \|", ln)]
     assert len(rows) == len(r["cited"])  # cited evidence only
     assert all("unchanged" in ln for ln in rows)
@@ -210,24 +209,61 @@ def test_aisac_report_command(roles_run) -> None:  # noqa: ANN001
     aisac = str(Path(sys.executable).parent / "aisac")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(HF_HUB_OFFLINE="1", AISAC_OWNER_MODE="false", AISAC_DATA_DIR=str(core.settings.data_dir))
-    md = subprocess.run([aisac, "report", run, "--format", "markdown"], env=env, capture_output=True, text=True,
-                        timeout=300)
+    md = subprocess.run(
+        [aisac, "report", run, "--format", "markdown"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert md.returncode == 0, md.stderr[-2000:]
     assert Path(md.stdout.strip()).read_text(encoding="utf-8").startswith(f"# aisac run `{run}`\n\n**Question:** ")
     bad = subprocess.run([aisac, "report", "no-such-run"], env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "unknown run" in bad.stderr and "Traceback" not in bad.stderr
 
 
-
 def _json_strategy():  # noqa: ANN202
     from hypothesis import strategies as st
 
     scalars = st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=20)
-    return st.recursive(scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-        st.sampled_from(["n", "text", "citations", "anchor", "chunk_id", "page", "score", "quote", "title", "plan",
-                         "steps", "id", "depends_on", "goal", "passed", "by", "gates", "critiques", "severity",
-                         "evidence", "anchors", "status", "answer", "evaluation", "run_id", "hits", "char_span"]),
-        kids, max_size=6), max_leaves=25)
+    return st.recursive(
+        scalars,
+        lambda kids: (
+            st.lists(kids, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "n",
+                        "text",
+                        "citations",
+                        "anchor",
+                        "chunk_id",
+                        "page",
+                        "score",
+                        "quote",
+                        "title",
+                        "plan",
+                        "steps",
+                        "id",
+                        "depends_on",
+                        "goal",
+                        "passed",
+                        "by",
+                        "gates",
+                        "critiques",
+                        "severity",
+                        "evidence",
+                        "anchors",
+                        "status",
+                        "answer",
+                        "evaluation",
+                        "run_id",
+                        "hits",
+                        "char_span",
+                    ]
+                ),
+                kids,
+                max_size=6,
+            )
+        ),
+        max_leaves=25,
+    )
 
 
 def test_any_recorded_shape_renders() -> None:
@@ -239,30 +275,72 @@ def test_any_recorded_shape_renders() -> None:
     from aisac_core.trace.report import answer_digest, run_report
     from aisac_core.trace.runpage import render_run
 
-    tools = st.sampled_from(["router", "planner", "researcher", "evaluator", "coordinator", "rag_search", "roles_run",
-                             "memory_add_turn"])
-    event = st.fixed_dictionaries({"kind": st.sampled_from(["tool_call", "role_step", "model_call"]), "tool": tools,
-                                   "server": st.sampled_from(["roles", "rag"]), "result": _json_strategy(),
-                                   "arguments": _json_strategy(),
-                                   "started_at": st.sampled_from(["2026-01-01T00:00:00+00:00", "", "bad"])})
+    tools = st.sampled_from(
+        ["router", "planner", "researcher", "evaluator", "coordinator", "rag_search", "roles_run", "memory_add_turn"]
+    )
+    event = st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(["tool_call", "role_step", "model_call"]),
+            "tool": tools,
+            "server": st.sampled_from(["roles", "rag"]),
+            "result": _json_strategy(),
+            "arguments": _json_strategy(),
+            "started_at": st.sampled_from(["2026-01-01T00:00:00+00:00", "", "bad"]),
+        }
+    )
 
-    odd = {"kind": "role_step", "tool": "researcher", "server": "roles", "arguments": {"task": 5},
-           "started_at": "bad", "result": {"text": "t [1]", "citations": [{"n": "one", "quote": 5, "page": "x"}, 7]}}
+    odd = {
+        "kind": "role_step",
+        "tool": "researcher",
+        "server": "roles",
+        "arguments": {"task": 5},
+        "started_at": "bad",
+        "result": {"text": "t [1]", "citations": [{"n": "one", "quote": 5, "page": "x"}, 7]},
+    }
 
-    odd_gates = {"kind": "role_step", "tool": "evaluator", "server": "roles", "arguments": {}, "started_at": "",
-                 "result": {"passed": True, "gates": 5}}
+    odd_gates = {
+        "kind": "role_step",
+        "tool": "evaluator",
+        "server": "roles",
+        "arguments": {},
+        "started_at": "",
+        "result": {"passed": True, "gates": 5},
+    }
 
     @settings(max_examples=300, deadline=None)
     @example([odd])  # a citation number that is not a number (a submitted answer)
     @example([odd_gates])  # gates that are not an object
     @given(st.lists(event, min_size=1, max_size=6))
     def check(evs: list[dict]) -> None:
-        tree = [{**e, "id": i + 1, "status": "ok", "error": None, "latency_ms": 1.0, "arguments_sha256": "0" * 64,
-                 "result_sha256": None, "result_summary": "", "parent_id": None, "children": []}
-                for i, e in enumerate(evs)]
-        data = {"run": {"run_id": "r", "active": False, "events": len(tree), "by_kind": {}, "duration_s": 0,
-                        "started_at": "2026-01-01T00:00:00", "servers": []}, "errors": [], "last_id": len(tree),
-                "tree": tree}
+        tree = [
+            {
+                **e,
+                "id": i + 1,
+                "status": "ok",
+                "error": None,
+                "latency_ms": 1.0,
+                "arguments_sha256": "0" * 64,
+                "result_sha256": None,
+                "result_summary": "",
+                "parent_id": None,
+                "children": [],
+            }
+            for i, e in enumerate(evs)
+        ]
+        data = {
+            "run": {
+                "run_id": "r",
+                "active": False,
+                "events": len(tree),
+                "by_kind": {},
+                "duration_s": 0,
+                "started_at": "2026-01-01T00:00:00",
+                "servers": [],
+            },
+            "errors": [],
+            "last_id": len(tree),
+            "tree": tree,
+        }
         page = render_run(data)
         assert page.startswith("<div id=body") and "<script" not in page
         run_report(data)
@@ -317,9 +395,11 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
             assert view.mime_type == "text/html;profile=mcp-app"
             res = await c.call_tool("trace_get_run", {"run_id": run, "detail": False})
             report = (await c.read_resource(res.structured_content["report_uri"]))[0].text
-            return view.text, {"structuredContent": res.structured_content,
-                               "content": [{"type": "text", "text": "run"}]}, \
-                {res.structured_content["report_uri"]: report}
+            return (
+                view.text,
+                {"structuredContent": res.structured_content, "content": [{"type": "text", "text": "run"}]},
+                {res.structured_content["report_uri"]: report},
+            )
 
     view_html, result, resources = anyio.run(fetch)
     with chromium_browser(chromium) as browser:
@@ -327,8 +407,10 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
         page = ctx.new_page()
         page.expose_function("readResource", lambda uri: resources[uri])
         page.set_content(HOST_PAGE)
-        page.evaluate("([html, result]) => { window.toolResult = result; "
-                      "document.getElementById('view').srcdoc = html; }", [view_html, json.loads(json.dumps(result))])
+        page.evaluate(
+            "([html, result]) => { window.toolResult = result; document.getElementById('view').srcdoc = html; }",
+            [view_html, json.loads(json.dumps(result))],
+        )
         frame = page.frame_locator("#view")
         frame.locator("#question").wait_for(timeout=30_000)
         assert frame.locator("#question").inner_text() == QUESTION

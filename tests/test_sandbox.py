@@ -30,8 +30,12 @@ from aisac_servers.serving.suite import build
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     d = tmp_path_factory.mktemp("sandbox")
-    m = SandboxManager(SandboxSettings(cpu_s=2, memory_mb=1024, job_threshold_s=30, timeout_s=60,
-                                       output_chars=10_000, file_mb=8, max_sessions=12), d / "store" / "sessions")
+    m = SandboxManager(
+        SandboxSettings(
+            cpu_s=2, memory_mb=1024, job_threshold_s=30, timeout_s=60, output_chars=10_000, file_mb=8, max_sessions=12
+        ),
+        d / "store" / "sessions",
+    )
     yield m
     m.shutdown()
 
@@ -59,8 +63,11 @@ def test_state_persists_across_three_calls(sb) -> None:  # noqa: ANN001
 
 
 def test_plot_comes_back_as_png_and_artifact(sb) -> None:  # noqa: ANN001
-    r, images = sb.run("plot", "import matplotlib.pyplot as plt\nimport numpy as np\n"
-                               "plt.plot(np.arange(10), np.arange(10) ** 2)\nplt.title('squares')")
+    r, images = sb.run(
+        "plot",
+        "import matplotlib.pyplot as plt\nimport numpy as np\n"
+        "plt.plot(np.arange(10), np.arange(10) ** 2)\nplt.title('squares')",
+    )
     assert r["ok"], r
     assert len(images) == 1 and images[0].startswith(b"\x89PNG\r\n\x1a\n")
     fig = r["figures"][0]
@@ -71,9 +78,11 @@ def test_plot_comes_back_as_png_and_artifact(sb) -> None:  # noqa: ANN001
 
 
 def test_numpy_pandas_scipy_and_seeds(sb) -> None:  # noqa: ANN001
-    code = ("import numpy as np, pandas as pd, random\nfrom scipy import stats\n"
-            "df = pd.DataFrame({'a': np.random.rand(5)})\n(round(float(df.a.sum()), 6), random.random(), "
-            "round(float(stats.norm.cdf(0)), 3))")
+    code = (
+        "import numpy as np, pandas as pd, random\nfrom scipy import stats\n"
+        "df = pd.DataFrame({'a': np.random.rand(5)})\n(round(float(df.a.sum()), 6), random.random(), "
+        "round(float(stats.norm.cdf(0)), 3))"
+    )
     a, b = run(sb, "seed1", code), run(sb, "seed2", code)
     assert a["ok"], a
     assert a["result"] == b["result"]  # same seeds in two fresh sessions
@@ -96,13 +105,22 @@ ATTACKS = {
     "write_outside_dotdot": ("open('../escape.txt', 'w').write('x')", "PermissionError", "refused"),
     "dunder_escape": ("[c for c in ().__class__.__base__.__subclasses__()]", "SandboxViolation", "not available"),
     "getattr_escape_system": (
-        "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nos_.system('id')", "PermissionError", "refused"),
-    "fork_bomb": ("import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nwhile True:\n    os_.fork()",
-                  "PermissionError", "os.fork"),
+        "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nos_.system('id')",
+        "PermissionError",
+        "refused",
+    ),
+    "fork_bomb": (
+        "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nwhile True:\n    os_.fork()",
+        "PermissionError",
+        "os.fork",
+    ),
     "socket_via_real_import": (  # reaches builtins.__import__ through os.sys.modules: it is the guarded one too
         "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\n"
         "imp = getattr(os_.sys.modules['builtins'], '__im' + 'port__')\n"
-        "imp('socket').create_connection(('127.0.0.1', 9), timeout=2)", "ImportError", "socket"),
+        "imp('socket').create_connection(('127.0.0.1', 9), timeout=2)",
+        "ImportError",
+        "socket",
+    ),
     "infinite_loop": ("while True:\n    pass", "CpuLimitExceeded", "CPU time limit"),
     "allocate_20gb": ("import numpy as np\na = np.ones(20 * 2**30 // 8)", "MemoryError", "memory"),
     "allocate_20gb_list": ("a = bytearray(20 * 2**30)", "MemoryError", "memory"),
@@ -276,8 +294,10 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
             for code in ("a = 2", "b = a * 3", "a + b"):
                 res = await client.call_tool("data_code_run", {"session": "m", "code": code})
             assert res.structured_content["ok"] and res.structured_content["result"] == "8"
-            res = await client.call_tool("data_code_run", {"session": "m", "code":
-                                         "import matplotlib.pyplot as plt\nplt.bar(['x', 'y'], [a, b])\nNone"})
+            res = await client.call_tool(
+                "data_code_run",
+                {"session": "m", "code": "import matplotlib.pyplot as plt\nplt.bar(['x', 'y'], [a, b])\nNone"},
+            )
             kinds = [c.type for c in res.content]
             assert kinds[0] == "text" and kinds.count("image") == 1
             img = next(c for c in res.content if c.type == "image")
@@ -291,8 +311,7 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
             lst = await client.call_tool("data_code_session_list", {})
             assert lst.structured_content["sessions"][0]["session"] == "m"
         with Session(core.engine) as db:
-            evs = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run")
-                          .order_by(TraceEvent.id)).all()
+            evs = db.exec(select(TraceEvent).where(TraceEvent.tool == "data_code_run").order_by(TraceEvent.id)).all()
         oks = [json.loads(e.result_json)["ok"] if e.result_json else None for e in evs]
         assert oks[:5] == [True, True, True, True, False]
         last = json.loads(evs[4].result_json)

@@ -14,17 +14,21 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import make_settings, stop_process
 from fastmcp import Client
 from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
 from aisac_core.store.tables import TraceEvent
 from aisac_servers.serving.suite import build
-from conftest import make_settings, stop_process
 
 AISAC = str(Path(sys.executable).parent / "aisac")
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -44,8 +48,13 @@ def _free_port() -> int:
 def serve_http(data_dir: Path, *args: str, **env: str):  # noqa: ANN201
     """`aisac serve --transport http --port P [args]`; yields (loopback MCP URL, process), stops it after."""
     port = _free_port()
-    proc = subprocess.Popen([AISAC, "serve", "--transport", "http", "--port", str(port), *args],
-                            env=_env(data_dir, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [AISAC, "serve", "--transport", "http", "--port", str(port), *args],
+        env=_env(data_dir, **env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
@@ -98,8 +107,12 @@ async def test_configured_token_also_guards_loopback(store):
 @pytest.mark.anyio
 async def test_request_size_limit(store):
     with serve_http(store, AISAC_MAX_REQUEST_BYTES="4096") as (url, _proc):
-        big = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "memory_start_session", "arguments": {"title": "x" * 10_000}}}
+        big = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_start_session", "arguments": {"title": "x" * 10_000}},
+        }
         async with httpx.AsyncClient(timeout=30) as http:
             r = await http.post(url, json=big, headers=MCP_HEADERS)
             assert r.status_code == 413 and "4096" in r.json()["error_description"]
@@ -130,8 +143,8 @@ async def test_loopback_server_refuses_foreign_host_header(store):
 
 @pytest.mark.anyio
 async def test_owner_daemon_requires_its_token(store):
-    from aisac_core.settings import Settings
     from aisac_core.owner import ensure_owner, stop_owner
+    from aisac_core.settings import Settings
 
     info = ensure_owner(Settings(data_dir=store))
     try:
@@ -154,8 +167,15 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
     (outside / "secret.md").write_text("# Secret\n\nmust never be indexed\n")
     (root / "escape").symlink_to(outside, target_is_directory=True)
     core = AppContext(make_settings(tmp_path / "store", models_dir, roots=[root]), embedder=shared_embedder)
-    attempts = [str(root / ".." / "private"), "../private/secret.md", str(outside / "secret.md"),
-                str(root / "escape"), "escape/secret.md", "/etc/passwd", [str(root / "sub"), "/etc"]]
+    attempts = [
+        str(root / ".." / "private"),
+        "../private/secret.md",
+        str(outside / "secret.md"),
+        str(root / "escape"),
+        "escape/secret.md",
+        "/etc/passwd",
+        [str(root / "sub"), "/etc"],
+    ]
     try:
         async with Client(build(app=core)) as c:
             for path in attempts:
@@ -167,8 +187,7 @@ async def test_path_traversal_is_refused_and_traced(tmp_path, models_dir, shared
             docs = (await c.call_tool("rag_list_documents", {})).structured_content["documents"]
             assert [Path(d["path"]).name for d in docs] == ["note.md"]
         with Session(core.engine) as db:
-            rows = db.exec(select(TraceEvent).where(TraceEvent.run_id == "run-traversal")
-                           .order_by(TraceEvent.id)).all()
+            rows = db.exec(select(TraceEvent).where(TraceEvent.run_id == "run-traversal").order_by(TraceEvent.id)).all()
         assert [r.status for r in rows] == ["tool_error"] * len(attempts) + ["ok"]
         assert all(r.tool == "rag_index" and "outside the registered roots" in (r.error or "") for r in rows[:-1])
     finally:

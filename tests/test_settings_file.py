@@ -28,15 +28,17 @@ def clean_env(monkeypatch):
 def run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     e.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", **env)
-    return subprocess.run([AISAC, *args], env=e, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-                          check=False)
+    return subprocess.run(
+        [AISAC, *args], env=e, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False
+    )
 
 
 def test_priority_constructor_then_environment_then_file_then_default(tmp_path, clean_env):
     d = tmp_path / "store"
     d.mkdir()
-    (d / "aisac.toml").write_text('lit_retries = 5\nroles_mode = "strict"\nroots = ["/from/file"]\n'
-                                  "run_idle_seconds = 60.0\n")
+    (d / "aisac.toml").write_text(
+        'lit_retries = 5\nroles_mode = "strict"\nroots = ["/from/file"]\nrun_idle_seconds = 60.0\n'
+    )
     s = Settings(data_dir=d)
     assert (s.lit.retries, s.roles.mode, s.rag.roots, s.run_idle_seconds) == (5, "strict", [Path("/from/file")], 60.0)
     assert s.lit.timeout_s == 20.0  # default
@@ -93,11 +95,12 @@ def test_bad_values_are_one_line_naming_variable_value_and_form(tmp_path, clean_
 
 
 @pytest.mark.parametrize("command", [["serve"], ["status"], ["search", "x"], ["owner", "status"]])
-@pytest.mark.parametrize("bad", [{"AISAC_LIT_RETRIES": "0"}, {"AISAC_SANDBOX_CPU_S": "-1"},
-                                 {"AISAC_VECTOR_BACKEND": "mongo"}])
+@pytest.mark.parametrize(
+    "bad", [{"AISAC_LIT_RETRIES": "0"}, {"AISAC_SANDBOX_CPU_S": "-1"}, {"AISAC_VECTOR_BACKEND": "mongo"}]
+)
 def test_every_command_prints_one_line_and_exits_2(tmp_path, command, bad):
     out = run(command, tmp_path / "store", **bad)
-    (var, value), = bad.items()
+    ((var, value),) = bad.items()
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {var}={value}:") and "accepted:" in lines[0], out.stderr
@@ -120,8 +123,10 @@ def test_config_set_unset_show(tmp_path):
     assert run(["config", "set", "no_such_setting", "1"], d).returncode == 2
     assert run(["config", "set", "data_dir", "/x"], d).returncode == 2
     shown = json.loads(run(["config", "show"], d).stdout)["settings"]
-    assert shown["roots"]["value"] == [str(tmp_path), "/tmp"] and shown["lit_replay"] == {"value": True,
-                                                                                          "source": "aisac.toml"}
+    assert shown["roots"]["value"] == [str(tmp_path), "/tmp"] and shown["lit_replay"] == {
+        "value": True,
+        "source": "aisac.toml",
+    }
     assert run(["config", "unset", "lit_replay"], d).returncode == 0
     assert read_settings_file(d) == {"roots": [str(tmp_path), "/tmp"]}
 
@@ -136,8 +141,14 @@ def test_behaviour_settings_hold_no_secrets_and_change_with_roots(tmp_path, clea
 
 
 def test_install_writes_the_settings_the_user_set(tmp_path):
-    out = run(["install", "vscode", "--print"], tmp_path / "store", AISAC_ROOTS=str(tmp_path),
-              AISAC_ROLES_MODE="strict", AISAC_LIT_RETRIES="3", AISAC_HTTP_TOKEN="s3cret")
+    out = run(
+        ["install", "vscode", "--print"],
+        tmp_path / "store",
+        AISAC_ROOTS=str(tmp_path),
+        AISAC_ROLES_MODE="strict",
+        AISAC_LIT_RETRIES="3",
+        AISAC_HTTP_TOKEN="s3cret",
+    )
     assert out.returncode == 0, out.stderr
     env = json.loads(out.stdout)["servers"]["aisac"]["env"]
     assert json.loads(env["AISAC_ROOTS"]) == [str(tmp_path)] and env["AISAC_ROLES_MODE"] == "strict"

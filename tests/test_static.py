@@ -47,8 +47,9 @@ def test_type_ignores_are_few_and_explained() -> None:
                 if m:
                     found.append((f"{p.relative_to(REPO)}:{i}", line.strip()))
                     assert m.group("code"), f"{p.relative_to(REPO)}:{i}: give the error code: {line.strip()}"
-                    assert m.group("rest").strip().startswith("#") and len(m.group("rest").strip()) > 5, \
+                    assert m.group("rest").strip().startswith("#") and len(m.group("rest").strip()) > 5, (
                         f"{p.relative_to(REPO)}:{i}: say why on the same line: {line.strip()}"
+                    )
     assert len(found) < MAX_TYPE_IGNORES, found
 
 

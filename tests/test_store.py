@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
+from aisac_core.hashing import dumps
 from aisac_core.store.sql import StoreError, get_meta, make_engine, set_meta
 from aisac_core.store.tables import StoreMeta, TraceEvent
-from aisac_core.hashing import dumps
 from aisac_core.store.vectors import (
     Cond,
     EdgeVectorStore,
@@ -136,12 +136,15 @@ def test_corrupt_sqlite_file_gives_store_error(tmp_path: Path) -> None:
     assert str(db) in msg and "move it aside" in msg
 
 
-@pytest.mark.parametrize("url,expect", [
-    ("not a url", "is not a SQLAlchemy URL"),
-    ("postgresql+pg8000://u:s3cretpw@127.0.0.1:1/db", "no database driver for it is installed"),
-    ("nosuchdb://u:s3cretpw@h/db", "no database driver for it is installed"),
-    ("postgresql+psycopg://u:s3cretpw@127.0.0.1:1/db", "Check that the database server runs"),
-])
+@pytest.mark.parametrize(
+    "url,expect",
+    [
+        ("not a url", "is not a SQLAlchemy URL"),
+        ("postgresql+pg8000://u:s3cretpw@127.0.0.1:1/db", "no database driver for it is installed"),
+        ("nosuchdb://u:s3cretpw@h/db", "no database driver for it is installed"),
+        ("postgresql+psycopg://u:s3cretpw@127.0.0.1:1/db", "Check that the database server runs"),
+    ],
+)
 def test_bad_sql_urls_are_one_clear_store_error(url: str, expect: str) -> None:
     """A wrong URL, a driver that is not installed, a server that is not there: a StoreError that says what to do,
     never the password."""
@@ -217,9 +220,19 @@ DOCS = {
 
 def _points() -> list[VectorPoint]:
     return [
-        VectorPoint(id=_pid(k), dense=_unit(d["axis"]), sparse_indices=d["terms"], sparse_values=[1.0] * len(d["terms"]),
-                    payload={"doc_id": k, "page": d["page"], "file_type": d["file_type"],
-                             "section_covers": d["section_covers"], "text": f"doc {k}"})
+        VectorPoint(
+            id=_pid(k),
+            dense=_unit(d["axis"]),
+            sparse_indices=d["terms"],
+            sparse_values=[1.0] * len(d["terms"]),
+            payload={
+                "doc_id": k,
+                "page": d["page"],
+                "file_type": d["file_type"],
+                "section_covers": d["section_covers"],
+                "text": f"doc {k}",
+            },
+        )
         for k, d in DOCS.items()
     ]
 
@@ -273,7 +286,7 @@ def test_dense_sparse_hybrid_queries(vs: VectorStore) -> None:
     dense = vs.query("c", dense=q, sparse=None, limit=3, mode="dense")
     assert _docs(dense) == ["a", "b", "c"]
     assert dense[0].score > dense[1].score > dense[2].score
-    assert abs(dense[0].score - 0.9 / (0.91 ** 0.5)) < 1e-4
+    assert abs(dense[0].score - 0.9 / (0.91**0.5)) < 1e-4
     # sparse: only points sharing a term
     sparse = vs.query("c", dense=None, sparse=([104], [1.0]), limit=5, mode="sparse")
     assert _docs(sparse) == ["c"]
@@ -327,8 +340,15 @@ def test_query_restricted_to_ids(vs: VectorStore) -> None:
     assert _docs(got) == ["a"]  # "c" has no term 102
     full = {h.id: h.score for h in vs.query("c", dense=None, sparse=([102], [1.0]), limit=10, mode="sparse")}
     assert got[0].score == pytest.approx(full[_pid("a")], rel=1e-5)  # the same score as unrestricted
-    both = vs.query("c", dense=_unit(1), sparse=None, limit=10, mode="dense", ids=[_pid(k) for k in "abc"],
-                    conds=[Cond("file_type", eq="pdf")])
+    both = vs.query(
+        "c",
+        dense=_unit(1),
+        sparse=None,
+        limit=10,
+        mode="dense",
+        ids=[_pid(k) for k in "abc"],
+        conds=[Cond("file_type", eq="pdf")],
+    )
     assert _docs(both) == ["b", "a"]
     assert vs.query("c", dense=_unit(0), sparse=None, limit=10, mode="dense", ids=[]) == []
 
@@ -364,10 +384,9 @@ def test_delete_by_condition_and_count(vs: VectorStore) -> None:
 
 def test_scroll_ids_pages_through_everything(vs: VectorStore) -> None:
     n = 1500  # more than one scroll page of 1000
-    pts = [VectorPoint(_pid(f"p{i}"), _unit(i), [i % 50], [1.0], {"doc_id": f"d{i % 7}", "page": i})
-           for i in range(n)]
+    pts = [VectorPoint(_pid(f"p{i}"), _unit(i), [i % 50], [1.0], {"doc_id": f"d{i % 7}", "page": i}) for i in range(n)]
     for i in range(0, n, 500):
-        vs.upsert("c", pts[i:i + 500])
+        vs.upsert("c", pts[i : i + 500])
     ids = [pid for pid, _ in vs.scroll_ids("c")]
     assert len(ids) == n and set(ids) == {p.id for p in pts}
     some = list(vs.scroll_ids("c", [Cond("doc_id", eq="d3")]))
@@ -418,16 +437,29 @@ def test_open_vector_store_backends(tmp_path: Path) -> None:
 
 
 def test_record_tool_call_writes_a_row(db_url: str) -> None:
-    from aisac_core.trace.recorder import list_events, record_tool_call
     from aisac_core.hashing import sha256_json
+    from aisac_core.trace.recorder import list_events, record_tool_call
 
     engine = make_engine(db_url)
     args = {"query": "perovskite", "k": 3, "filters": {"file_type": "pdf"}}
-    result = {"hits": [{"text": "t1", "anchor": {"chunk_id": "c-1", "sha256": "x"}},
-                       {"text": "t2", "anchor": {"chunk_id": "c-2"}},
-                       {"nested": [{"anchor": {"chunk_id": "c-1"}}]}]}
-    ev_id = record_tool_call(engine, run_id="run-a", server="rag", tool="rag_search", arguments=args,
-                             result=result, status="ok", error=None, latency_ms=12.34567)
+    result = {
+        "hits": [
+            {"text": "t1", "anchor": {"chunk_id": "c-1", "sha256": "x"}},
+            {"text": "t2", "anchor": {"chunk_id": "c-2"}},
+            {"nested": [{"anchor": {"chunk_id": "c-1"}}]},
+        ]
+    }
+    ev_id = record_tool_call(
+        engine,
+        run_id="run-a",
+        server="rag",
+        tool="rag_search",
+        arguments=args,
+        result=result,
+        status="ok",
+        error=None,
+        latency_ms=12.34567,
+    )
     with Session(engine) as s:
         row = s.get(TraceEvent, ev_id)
         assert row is not None
@@ -439,9 +471,17 @@ def test_record_tool_call_writes_a_row(db_url: str) -> None:
         assert row.latency_ms == pytest.approx(12.346)
         assert row.error is None and row.created_at is not None
     # a failed call: no result hash, the error kept
-    err_id = record_tool_call(engine, run_id="run-b", server="rag", tool="rag_search", arguments={"k": 0},
-                              result=None, status="tool_error", error="k must be an integer from 1 to 100",
-                              latency_ms=0.5)
+    err_id = record_tool_call(
+        engine,
+        run_id="run-b",
+        server="rag",
+        tool="rag_search",
+        arguments={"k": 0},
+        result=None,
+        status="tool_error",
+        error="k must be an integer from 1 to 100",
+        latency_ms=0.5,
+    )
     evs = list_events(engine)
     assert [e["id"] for e in evs] == [err_id, ev_id]  # newest first
     assert evs[0]["result_sha256"] is None and evs[0]["status"] == "tool_error"
@@ -450,8 +490,17 @@ def test_record_tool_call_writes_a_row(db_url: str) -> None:
     assert list_events(engine, run_id="run-a")[0]["arguments"] == args
     # oversized arguments are stored truncated, but hashed whole
     big = {"text": "x" * 200_000}
-    big_id = record_tool_call(engine, run_id="run-c", server="rag", tool="t", arguments=big, result={"ok": 1},
-                              status="ok", error=None, latency_ms=1)
+    big_id = record_tool_call(
+        engine,
+        run_id="run-c",
+        server="rag",
+        tool="t",
+        arguments=big,
+        result={"ok": 1},
+        status="ok",
+        error=None,
+        latency_ms=1,
+    )
     with Session(engine) as s:
         row = s.get(TraceEvent, big_id)
         assert row is not None and len(row.arguments_json) == 100_000

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings
-from test_migrations import stamped_store
 from sqlmodel import Session, SQLModel, func, select
+from test_migrations import stamped_store
 
 from aisac_core.store.copy import copy_store
 from aisac_core.store.sql import StoreError, make_engine
@@ -43,8 +43,14 @@ def _snapshot(core) -> dict:
     sessions = core.memory.list_sessions()["sessions"]
     history = {s["session_id"]: core.memory.get_history(s["session_id"])["turns"] for s in sessions}
     events = [{k: v for k, v in e.items() if k != "latency_ms"} for e in list_events(core.engine, limit=100)]
-    return {"hits": hits, "counts": counts, "sessions": sessions, "history": history,
-            "facts": {k: v for k, v in core.memory.fact_timeline("sample A").items() if k != "as_of"}, "events": events}
+    return {
+        "hits": hits,
+        "counts": counts,
+        "sessions": sessions,
+        "history": history,
+        "facts": {k: v for k, v in core.memory.fact_timeline("sample A").items() if k != "as_of"},
+        "events": events,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +70,17 @@ def source_store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, cor
         core.memory.record_fact("sample A", "melting point", "412 K", valid_at="2024-01-01T00:00:00Z")
         core.memory.record_fact("sample A", "melting point", "410 K", valid_at="2025-06-01T12:30:00+02:00")
         for i in range(3):
-            record_tool_call(core.engine, run_id="run-1", server="rag", tool="rag_search", arguments={"q": i},
-                             result={"hits": []}, status="ok", error=None, latency_ms=1.5)
+            record_tool_call(
+                core.engine,
+                run_id="run-1",
+                server="rag",
+                tool="rag_search",
+                arguments={"q": i},
+                result={"hits": []},
+                status="ok",
+                error=None,
+                latency_ms=1.5,
+            )
         snap = _snapshot(core)
     finally:
         core.close()
@@ -189,7 +204,9 @@ def test_failed_copy_writes_nothing_and_hides_the_password(source_store, pg_targ
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(HF_HUB_OFFLINE="1", AISAC_DATA_DIR=str(data_dir), AISAC_OWNER_MODE="false", COLUMNS="200")
-    return subprocess.run([AISAC, "store", "migrate", *args], check=False, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [AISAC, "store", "migrate", *args], check=False, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli(source_store, tmp_path: Path, pg_target: str) -> None:
@@ -221,7 +238,7 @@ def test_times_stay_utc_whatever_the_servers_zone(source_store, pg_target: str) 
     data_dir, _snap = source_store
     pg = create_engine(pg_target)
     with pg.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text(f'ALTER DATABASE "{make_url(pg_target).database}" SET timezone TO \'Asia/Kolkata\''))
+        c.execute(text(f"ALTER DATABASE \"{make_url(pg_target).database}\" SET timezone TO 'Asia/Kolkata'"))
     pg.dispose()
     src = make_engine(f"sqlite:///{data_dir / 'aisac.db'}")
     try:
@@ -235,9 +252,14 @@ def test_times_stay_utc_whatever_the_servers_zone(source_store, pg_target: str) 
     try:
         with pg.connect() as c:
             assert c.execute(text("SHOW timezone")).scalar_one() == "Asia/Kolkata"
-            got = sorted(c.execute(text(
-                "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') FROM turn UNION ALL "
-                "SELECT to_char(valid_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') FROM fact")).scalars())
+            got = sorted(
+                c.execute(
+                    text(
+                        "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') FROM turn UNION ALL "
+                        "SELECT to_char(valid_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') FROM fact"
+                    )
+                ).scalars()
+            )
     finally:
         pg.dispose()
     assert got == want

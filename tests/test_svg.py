@@ -9,24 +9,33 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from aisac_core.trace.svg import (
-    ERROR_COLOUR,
-    KIND_COLOURS,
-    MAX_ROWS,
-    fit,
-    nice_ticks,
-    plan_svg,
-    waterfall_svg,
-)
+from aisac_core.trace.svg import ERROR_COLOUR, KIND_COLOURS, MAX_ROWS, fit, nice_ticks, plan_svg, waterfall_svg
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert("x")</script> & \'quoted\' "double" ]]> \x00\x07 <img src=x onerror=alert(1)>'
 
 
-def ev(i: int, start: float, dur: float, *, depth: int = 0, kind: str = "tool_call", status: str = "ok",
-       label: str | None = None, server: str = "rag") -> dict:
-    return {"id": i, "label": label or f"tool_{i}", "server": server, "kind": kind, "status": status,
-            "depth": depth, "start_ms": start, "duration_ms": dur}
+def ev(
+    i: int,
+    start: float,
+    dur: float,
+    *,
+    depth: int = 0,
+    kind: str = "tool_call",
+    status: str = "ok",
+    label: str | None = None,
+    server: str = "rag",
+) -> dict:
+    return {
+        "id": i,
+        "label": label or f"tool_{i}",
+        "server": server,
+        "kind": kind,
+        "status": status,
+        "depth": depth,
+        "start_ms": start,
+        "duration_ms": dur,
+    }
 
 
 def parse(svg: str) -> ET.Element:
@@ -49,9 +58,14 @@ def all_text(root: ET.Element) -> str:
 
 # -- waterfall -------------------------------------------------------------------------------------------------------
 
+
 def test_waterfall_one_bar_per_event_ordered_and_positioned() -> None:
-    tl = [ev(1, 0, 400, kind="role_step", label="researcher"), ev(2, 10, 100, depth=1), ev(3, 150, 200, depth=1),
-          ev(4, 360, 0.1, depth=2, kind="model_call")]
+    tl = [
+        ev(1, 0, 400, kind="role_step", label="researcher"),
+        ev(2, 10, 100, depth=1),
+        ev(3, 150, 200, depth=1),
+        ev(4, 360, 0.1, depth=2, kind="model_call"),
+    ]
     root = parse(waterfall_svg(tl, 400))
     assert root.get("role") == "img" and "4 events" in root.get("aria-label", "")
     assert root.get("width") == "960" and int(root.get("height", 0)) >= 4 * 18
@@ -77,8 +91,13 @@ def test_waterfall_one_bar_per_event_ordered_and_positioned() -> None:
 
 
 def test_waterfall_colours_by_kind_and_error() -> None:
-    tl = [ev(1, 0, 10, kind="role_step"), ev(2, 0, 10), ev(3, 0, 10, kind="model_call"),
-          ev(4, 0, 10, status="tool_error"), ev(5, 0, 10, status="exception", kind="role_step")]
+    tl = [
+        ev(1, 0, 10, kind="role_step"),
+        ev(2, 0, 10),
+        ev(3, 0, 10, kind="model_call"),
+        ev(4, 0, 10, status="tool_error"),
+        ev(5, 0, 10, status="exception", kind="role_step"),
+    ]
     fills = [r.get("fill") for r in bars(parse(waterfall_svg(tl, 10)))]
     assert fills[:3] == [KIND_COLOURS["role_step"], KIND_COLOURS["tool_call"], KIND_COLOURS["model_call"]]
     assert fills[3] == fills[4] == ERROR_COLOUR and ERROR_COLOUR not in fills[:3]
@@ -120,7 +139,8 @@ def test_waterfall_caps_rows_at_1000() -> None:
     assert len(more) == 1 and more[0].text == "… 500 more events"
     _, _, _, vh = box(root)
     assert float(more[0].get("y", 0)) <= vh and max(float(b.get("y", 0)) for b in bars(root)) < float(
-        more[0].get("y", 0))
+        more[0].get("y", 0)
+    )
 
 
 def test_waterfall_escapes_hostile_text() -> None:
@@ -132,15 +152,18 @@ def test_waterfall_escapes_hostile_text() -> None:
     assert "<script" not in svg and "<img" not in svg
     assert "&lt;script&gt;" in svg and "&amp;" in svg and "&quot;" in svg
     tip = root.find(f".//{NS}title")
-    assert tip is not None and '<script>alert("x")</script> & \'quoted\'' in (tip.text or "")
+    assert tip is not None and "<script>alert(\"x\")</script> & 'quoted'" in (tip.text or "")
     a = root.find(f".//{NS}a")
     assert a is not None and a.get("href") == '#ev-1"><script>x</script>'  # one attribute, not markup
 
 
 def test_waterfall_odd_input() -> None:
     assert waterfall_svg([], 0) == ""
-    root = parse(waterfall_svg([ev(1, 0, 0), {"id": 2, "label": None, "start_ms": None, "duration_ms": "nan"},
-                                ev(3, 5000, 10)], 10))  # span smaller than the events: the axis still fits them
+    root = parse(
+        waterfall_svg(
+            [ev(1, 0, 0), {"id": 2, "label": None, "start_ms": None, "duration_ms": "nan"}, ev(3, 5000, 10)], 10
+        )
+    )  # span smaller than the events: the axis still fits them
     _, _, vw, _ = box(root)
     assert len(bars(root)) == 3
     assert all(float(b.get("x", 0)) + float(b.get("width", 0)) <= vw for b in bars(root))
@@ -148,11 +171,11 @@ def test_waterfall_odd_input() -> None:
 
 def test_waterfall_no_external_references() -> None:
     svg = waterfall_svg([ev(i, i, 3, depth=i % 3) for i in range(50)], 60)
-    assert not re.search(r"<(script|image|img|style|foreignObject|use)\b|url\(|@import|https?://(?!www\.w3\.org)",
-                         svg)
+    assert not re.search(r"<(script|image|img|style|foreignObject|use)\b|url\(|@import|https?://(?!www\.w3\.org)", svg)
 
 
 # -- plan ------------------------------------------------------------------------------------------------------------
+
 
 def node(i: str, label: str | None = None, tool: str | None = None, helper: str | None = None) -> dict:
     return {"id": i, "label": label or f"step {i}", "tool": tool, "helper": helper}
@@ -179,8 +202,11 @@ def left(g: ET.Element) -> float:
 
 
 def test_plan_chain() -> None:
-    plan = {"nodes": [node("1", tool="search"), node("2", helper="summarise"), node("3")],
-            "edges": [("1", "2"), ("2", "3")], "event_id": 7}
+    plan = {
+        "nodes": [node("1", tool="search"), node("2", helper="summarise"), node("3")],
+        "edges": [("1", "2"), ("2", "3")],
+        "event_id": 7,
+    }
     root = parse(plan_svg(plan))
     ns, es = nodes_of(root), edges_of(root)
     assert list(ns) == ["1", "2", "3"] and len(es) == 2
@@ -239,8 +265,14 @@ def test_plan_cycle_terminates_with_a_dashed_back_edge() -> None:
 def test_plan_empty_and_junk() -> None:
     assert plan_svg({}) == "" and plan_svg({"nodes": [], "edges": []}) == ""
     assert plan_svg(None) == ""  # type: ignore[arg-type]
-    root = parse(plan_svg({"nodes": [node("a"), node("a", "again"), node("b"), "junk"],
-                           "edges": [("a", "b"), ("a", "b"), ("a", "a"), ("a", "zz"), ("b",), None]}))
+    root = parse(
+        plan_svg(
+            {
+                "nodes": [node("a"), node("a", "again"), node("b"), "junk"],
+                "edges": [("a", "b"), ("a", "b"), ("a", "a"), ("a", "zz"), ("b",), None],
+            }
+        )
+    )
     assert list(nodes_of(root)) == ["a", "b"] and len(edges_of(root)) == 1
 
 
@@ -263,9 +295,20 @@ def test_plan_labels_wrap_over_three_lines_at_most_and_hostile_text_is_escaped()
 
 
 def test_plan_is_deterministic() -> None:
-    plan = {"nodes": [node(x, tool="t" if x in "ace" else None) for x in "abcdefg"],
-            "edges": [("a", "c"), ("b", "c"), ("c", "d"), ("a", "e"), ("e", "f"), ("d", "g"), ("f", "g"),
-                      ("b", "g"), ("g", "a")]}
+    plan = {
+        "nodes": [node(x, tool="t" if x in "ace" else None) for x in "abcdefg"],
+        "edges": [
+            ("a", "c"),
+            ("b", "c"),
+            ("c", "d"),
+            ("a", "e"),
+            ("e", "f"),
+            ("d", "g"),
+            ("f", "g"),
+            ("b", "g"),
+            ("g", "a"),
+        ],
+    }
     first = plan_svg(plan)
     assert all(plan_svg(plan) == first for _ in range(5))
     assert plan_svg({**plan, "nodes": list(plan["nodes"])}) == first
@@ -285,14 +328,25 @@ def test_plan_wide_layer_grows_the_drawing() -> None:
 
 def test_render_time_of_1000_events() -> None:
     """Prints the median time (ms) of 20 renders of a 1,000-event waterfall; asserts nothing about time."""
-    tl = [ev(i, i * 1.7, (i * 37) % 250 + 0.1, depth=i % 4, kind=("role_step", "tool_call", "model_call")[i % 3],
-             status="tool_error" if i % 50 == 0 else "ok", label=f"server_{i % 9}.tool_with_a_name_{i}")
-          for i in range(1000)]
+    tl = [
+        ev(
+            i,
+            i * 1.7,
+            (i * 37) % 250 + 0.1,
+            depth=i % 4,
+            kind=("role_step", "tool_call", "model_call")[i % 3],
+            status="tool_error" if i % 50 == 0 else "ok",
+            label=f"server_{i % 9}.tool_with_a_name_{i}",
+        )
+        for i in range(1000)
+    ]
     times = []
     for _ in range(20):
         t0 = time.perf_counter()
         svg = waterfall_svg(tl, 2000)
         times.append((time.perf_counter() - t0) * 1000)
     assert len(bars(parse(svg))) == 1000
-    print(f"\nwaterfall_svg, 1,000 events: median {statistics.median(times):.2f} ms of 20 "
-          f"(min {min(times):.2f}, {len(svg) / 1024:.0f} KiB)")
+    print(
+        f"\nwaterfall_svg, 1,000 events: median {statistics.median(times):.2f} ms of 20 "
+        f"(min {min(times):.2f}, {len(svg) / 1024:.0f} KiB)"
+    )

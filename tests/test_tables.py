@@ -21,12 +21,17 @@ from aisac_core.settings import Settings
 from aisac_servers.serving.suite import build
 
 EXPECTED = json.loads((Path(__file__).parent / "fixtures" / "tables_expected.json").read_text(encoding="utf-8"))
-WORKBOOKS = {"xlsx_01.xlsx": "formats/xlsx", "xlsx_05_table_with_title.xlsx": "formats/xlsx",
-             "xlsx_06_edge_cases_.xlsx": "formats/xlsx"}
-PEOPLE = [("Ann Bell", "Painter", 52, True, "1901-02-03", "1953-04-05"),
-          ("Bo Chan", "Actor", 71, False, "1910-06-07", "1981-08-09"),
-          ("Cy Dunn", "Singer", 44, True, "1920-10-11", "1964-12-13"),
-          ("Di Egan", "Writer", 89, True, "1930-01-14", "2019-02-15")]
+WORKBOOKS = {
+    "xlsx_01.xlsx": "formats/xlsx",
+    "xlsx_05_table_with_title.xlsx": "formats/xlsx",
+    "xlsx_06_edge_cases_.xlsx": "formats/xlsx",
+}
+PEOPLE = [
+    ("Ann Bell", "Painter", 52, True, "1901-02-03", "1953-04-05"),
+    ("Bo Chan", "Actor", 71, False, "1910-06-07", "1981-08-09"),
+    ("Cy Dunn", "Singer", 44, True, "1920-10-11", "1964-12-13"),
+    ("Di Egan", "Writer", 89, True, "1930-01-14", "2019-02-15"),
+]
 
 
 @pytest.fixture
@@ -70,8 +75,12 @@ def root(tmp_path: Path) -> Path:
     ws.merge_cells("E3:F3")
     ws["C4"], ws["D4"], ws["E4"], ws["F4"] = "male", "female", "male", "female"
     ws["A4"], ws["B4"] = "Region", "District"
-    data = [("North", "N1", 10, 11, 12, 13), (None, "N2", 20, 21, 22, 23), ("South", "S1", 30, 31, 32, 33),
-            (None, "S2", 40, 41, 42, 43)]
+    data = [
+        ("North", "N1", 10, 11, 12, 13),
+        (None, "N2", 20, 21, 22, 23),
+        ("South", "S1", 30, 31, 32, 33),
+        (None, "S2", 40, 41, 42, 43),
+    ]
     for i, row in enumerate(data, start=5):
         for j, v in enumerate(row, start=1):
             ws.cell(i, j, v)
@@ -105,10 +114,12 @@ def test_shared_workbooks_load_as_a_person_would(tcore, shared_data: Path, workb
             assert sheet not in got, sheet
             continue
         f = got[sheet]
-        ok = (f["column_names"] == exp["columns"] if "columns" in exp else
-              f["column_names"][:len(exp["first_columns"])] == exp["first_columns"]
-              and exp.get("n_columns", f["columns"]) == f["columns"]) and \
-            (exp["rows"] is None or f["rows"] == exp["rows"])
+        ok = (
+            f["column_names"] == exp["columns"]
+            if "columns" in exp
+            else f["column_names"][: len(exp["first_columns"])] == exp["first_columns"]
+            and exp.get("n_columns", f["columns"]) == f["columns"]
+        ) and (exp["rows"] is None or f["rows"] == exp["rows"])
         if exp.get("known_wrong"):
             wrong.append(sheet)
             continue
@@ -147,10 +158,15 @@ def test_pivot_detected_and_tidy(tcore, root: Path) -> None:
     assert t["column_names"][:2] == ["Region", "District"] and t["column_names"][-1] == "value"
     rows = tcore.frames.preview("long", 16)["rows"]
     assert {"Region": "North", "District": "N2", "value": 22} in [
-        {k: r[k] for k in ("Region", "District", "value")} for r in rows]
+        {k: r[k] for k in ("Region", "District", "value")} for r in rows
+    ]
     levels = t["column_names"][2:4]
-    assert {(r[levels[0]], r[levels[1]]) for r in rows} == {("2020", "male"), ("2020", "female"), ("2021", "male"),
-                                                           ("2021", "female")}
+    assert {(r[levels[0]], r[levels[1]]) for r in rows} == {
+        ("2020", "male"),
+        ("2020", "female"),
+        ("2021", "male"),
+        ("2021", "female"),
+    }
 
 
 # -- options override detection -------------------------------------------------------------------------------
@@ -173,14 +189,17 @@ def test_skip_rows_and_header_rows_options(tcore, root: Path) -> None:
     assert c["column_names"] == ["a", "b"] and c["rows"] == 2 and c["detected"]["header_rows"] == 1
 
 
-@pytest.mark.parametrize(("kwargs", "needle"), [
-    ({"cell_range": "B3-F20", "sheet": 0}, "not an Excel A1 range"),
-    ({"cell_range": "F20:B3", "sheet": 0}, "ends above or left"),
-    ({"cell_range": "Z100:Z200", "sheet": 0}, "outside the sheet"),
-    ({"header_rows": 9}, "header_rows=9"),
-    ({"skip_rows": 500}, "skip_rows=500"),
-    ({"skip_rows": -1}, "skip_rows must be"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"cell_range": "B3-F20", "sheet": 0}, "not an Excel A1 range"),
+        ({"cell_range": "F20:B3", "sheet": 0}, "ends above or left"),
+        ({"cell_range": "Z100:Z200", "sheet": 0}, "outside the sheet"),
+        ({"header_rows": 9}, "header_rows=9"),
+        ({"skip_rows": 500}, "skip_rows=500"),
+        ({"skip_rows": -1}, "skip_rows must be"),
+    ],
+)
 def test_bad_options_give_clear_errors(tcore, root: Path, kwargs: dict, needle: str) -> None:
     with pytest.raises(DataError, match=needle):
         tcore.frames.load(str(root / "offset.xlsx"), name="bad", **kwargs)
@@ -270,8 +289,15 @@ def test_rules_for_messy_layouts(tcore, root: Path) -> None:
 
 
 def test_form_fields_are_not_header_levels() -> None:
-    grid = [["CC Name:", "CC Name:", None, None], ["CC #:", "CC #:", None, None], [None, None, "Monthly", "Run"],
-            [None, None, "YTD", "Total"], [5200, "Travel", 10, 12], [5300, "Office", 11, 13], [5400, "Phone", 1, 2]]
+    grid = [
+        ["CC Name:", "CC Name:", None, None],
+        ["CC #:", "CC #:", None, None],
+        [None, None, "Monthly", "Run"],
+        [None, None, "YTD", "Total"],
+        [5200, "Travel", 10, 12],
+        [5300, "Office", 11, 13],
+        [5400, "Phone", 1, 2],
+    ]
     t = detect_region(grid, merged=[(0, 0, 0, 1), (1, 0, 1, 1)], bold={(0, 0), (1, 0), (2, 2), (2, 3), (3, 2), (3, 3)})
     assert t["header"] == [2, 3] and t["names"] == ["col_1", "label", "Monthly|YTD", "Run|Total"]
     assert t["skipped_above"] == ["CC Name: | CC Name:", "CC #: | CC #:"]

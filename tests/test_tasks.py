@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from aisac_servers.serving.suite import build
-from aisac_servers.serving.tasks import client_extensions
 from conftest import http_server, make_settings
 from fastmcp import Client
 from fastmcp_tasks import call_tool_task
 from sqlmodel import Session, select
+
+from aisac_servers.serving.suite import build
+from aisac_servers.serving.tasks import client_extensions
 
 pytestmark = pytest.mark.anyio
 AISAC = str(Path(sys.executable).parent / "aisac")
@@ -149,8 +150,9 @@ async def test_poll_style_cancel_of_index_and_code_jobs(fast_core, corpus_copy, 
 
         # a code run: its worker is killed, the run reads cancelled, the next run reports the lost state
         await c.call_tool("data_code_run", {"session": "c1", "code": "x = 41"})
-        r = (await c.call_tool("data_code_run", {"session": "c1", "code": "import time\ntime.sleep(60)"},
-                               timeout=60)).structured_content
+        r = (
+            await c.call_tool("data_code_run", {"session": "c1", "code": "import time\ntime.sleep(60)"}, timeout=60)
+        ).structured_content
         if r.get("pending"):
             code_job = r["job_id"]
         else:  # pragma: no cover - a threshold above 60 s
@@ -168,8 +170,10 @@ async def test_code_run_task_cancel_in_memory(settings, shared_embedder):
     """data_code_run as a task runs to its end (past the job threshold); tasks/cancel kills its worker."""
     from aisac_core.context import AppContext
 
-    app = AppContext(settings.model_copy(update={"sandbox": settings.sandbox.model_copy(
-        update={"job_threshold_s": 0.5})}), embedder=shared_embedder)
+    app = AppContext(
+        settings.model_copy(update={"sandbox": settings.sandbox.model_copy(update={"job_threshold_s": 0.5})}),
+        embedder=shared_embedder,
+    )
     try:
         async with Client(build(app=app), extensions=client_extensions()) as c:
             r = await c.call_tool("data_code_run", {"session": "t1", "code": "import time\ntime.sleep(1.5)\n6 * 7"})
@@ -229,12 +233,21 @@ def test_typescript_sdk_client_runs_and_cancels_index_tasks(tmp_path, models_dir
     settings = make_settings(data_dir, models_dir)
     big = _big_corpus(corpus_copy, tmp_path / "big", copies=20)
     with http_server(_env(data_dir), timeout=60) as url:
-        out = subprocess.run(["node", str(interop / "sdk_tasks.mjs"), url, str(corpus_copy), str(big)],
-                             check=False, capture_output=True, text=True, timeout=600, cwd=interop)
+        out = subprocess.run(
+            ["node", str(interop / "sdk_tasks.mjs"), url, str(corpus_copy), str(big)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=interop,
+        )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     assert out.returncode == 0 and lines and all(x["ok"] for x in lines), out.stdout[-3000:] + out.stderr[-2000:]
-    assert {x["check"] for x in lines} >= {"tools/call answers a task handle", "tasks/cancel ends the task cancelled",
-                                           "tasks/get reports progress in statusMessage"}
+    assert {x["check"] for x in lines} >= {
+        "tools/call answers a task handle",
+        "tasks/cancel ends the task cancelled",
+        "tasks/get reports progress in statusMessage",
+    }
     app = AppContext(settings)
     try:
         assert_store_whole(app, big)

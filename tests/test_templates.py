@@ -12,24 +12,35 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
-
 from conftest import make_settings
+from fastmcp import Client
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 REPO = Path(__file__).resolve().parents[1]
 
 #: per template: (a tool call, a check of its result, a query its notes answer, the note that answers it)
 CASES = {
-    "general": ("project_convert_temperature", {"value": 25, "from_unit": "C", "to_unit": "K"},
-                lambda r: r == {"value": 298.15, "unit": "K"}, "what does aisac index in this project",
-                "getting_started.md"),
-    "materials": ("project_molar_mass", {"formula": "LiFePO4"},
-                  lambda r: r["molar_mass_g_per_mol"] == 157.755 and r["composition"]["O"] == 4,
-                  "iron dissolution capacity fade at 45 °C", "olivine_cathodes.md"),
-    "process_safety": ("project_substance_hazard", {"substance": "Toluene"},
-                       lambda r: r["ghs_category"] == 2 and r["nfpa_flammability"] == 3 and r["hazard_score"] == 51.0,
-                       "static ignition risk drum pumps bonding", "solvent_storage.md"),
+    "general": (
+        "project_convert_temperature",
+        {"value": 25, "from_unit": "C", "to_unit": "K"},
+        lambda r: r == {"value": 298.15, "unit": "K"},
+        "what does aisac index in this project",
+        "getting_started.md",
+    ),
+    "materials": (
+        "project_molar_mass",
+        {"formula": "LiFePO4"},
+        lambda r: r["molar_mass_g_per_mol"] == 157.755 and r["composition"]["O"] == 4,
+        "iron dissolution capacity fade at 45 °C",
+        "olivine_cathodes.md",
+    ),
+    "process_safety": (
+        "project_substance_hazard",
+        {"substance": "Toluene"},
+        lambda r: r["ghs_category"] == 2 and r["nfpa_flammability"] == 3 and r["hazard_score"] == 51.0,
+        "static ignition risk drum pumps bonding",
+        "solvent_storage.md",
+    ),
 }
 
 
@@ -111,8 +122,10 @@ async def test_two_projects_in_turn_see_only_their_own_documents(tmp_path, base,
             app.close()
     assert seen["lab-a"] and seen["lab-b"]
     assert all(p.startswith(str(a)) for p in seen["lab-a"]) and all(p.startswith(str(b_dir)) for p in seen["lab-b"])
-    assert sorted((base.data_dir / "projects").iterdir()) == [base.data_dir / "projects" / "lab-a",
-                                                              base.data_dir / "projects" / "lab-b"]
+    assert sorted((base.data_dir / "projects").iterdir()) == [
+        base.data_dir / "projects" / "lab-a",
+        base.data_dir / "projects" / "lab-b",
+    ]
 
 
 def test_materials_overlay_changes_the_planner_prompt(tmp_path, base):
@@ -180,18 +193,30 @@ def test_templates_ship_in_the_wheel(tmp_path):
         shutil.copy(REPO / name, src / name)
     for pkg in ("aisac_core", "servers", "project_templates"):
         shutil.copytree(REPO / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "whl"),
-                          str(src)], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "whl"), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode != 0:
         pytest.skip(f"cannot build a wheel here (no build backend from the package index?): {out.stderr[-300:]}")
     whl = next((tmp_path / "whl").glob("aisac-*.whl"))
     site = tmp_path / "site"
     zipfile.ZipFile(whl).extractall(site)
-    code = ("import sys; from aisac_core import projects as b; assert b.__file__.startswith(sys.argv[1]), b.__file__;"
-            "[b.init_project(sys.argv[2] + '/' + t, t) for t in b.list_templates()]; print(b.list_templates())")
+    code = (
+        "import sys; from aisac_core import projects as b; assert b.__file__.startswith(sys.argv[1]), b.__file__;"
+        "[b.init_project(sys.argv[2] + '/' + t, t) for t in b.list_templates()]; print(b.list_templates())"
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    res = subprocess.run([sys.executable, "-c", code, str(site), str(tmp_path / "projects")], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(site), str(tmp_path / "projects")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "['general', 'materials', 'process_safety']"
     assert (tmp_path / "projects" / "materials" / "data" / "tables" / "elements.csv").is_file()
@@ -201,11 +226,10 @@ def test_templates_ship_in_the_wheel(tmp_path):
 async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder, monkeypatch):
     """Acceptance 1, graph part: the materials augmentation adds `formula_check`, which the headless run (what
     `aisac ask` runs) executes through the project tool, recorded under the coordinator's role step."""
-    from aisac_servers.serving.toolclient import SuiteTools
-
     from aisac_core.context import AppContext
     from aisac_core.projects import init_project
     from aisac_core.trace.recorder import list_events
+    from aisac_servers.serving.toolclient import SuiteTools
 
     proj = tmp_path / "mat"
     init_project(proj, "materials")
@@ -216,8 +240,9 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
         app.settings.lit.replay = True  # no network: literature answers from its (empty) cache
         app.settings.roles.replan_limit = 0  # one attempt is enough to see the node run
         async with SuiteTools(app) as tools:
-            res = await app.roles.run("What is the theoretical capacity of LiFePO4?", tools=tools, llm="none",
-                                     mode="lite")
+            res = await app.roles.run(
+                "What is the theoretical capacity of LiFePO4?", tools=tools, llm="none", mode="lite"
+            )
         ev = list_events(app.engine, run_id=res["run_id"], limit=500)
         calls = [e for e in ev if e["tool"] == "project_formulas_in_text"]
         assert calls and all(e["status"] == "ok" and e["server"] == "project" for e in calls)
@@ -236,19 +261,28 @@ def test_cli_ask_project_runs_the_graph_node(tmp_path, models_dir):
     shared = tmp_path / "shared"
     make_settings(shared, models_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(HF_HUB_OFFLINE="1", AISAC_DATA_DIR=str(shared), AISAC_WARM="0", AISAC_LIT_REPLAY="1",
-               AISAC_ROLES_REPLAN_LIMIT="0")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        AISAC_DATA_DIR=str(shared),
+        AISAC_WARM="0",
+        AISAC_LIT_REPLAY="1",
+        AISAC_ROLES_REPLAN_LIMIT="0",
+    )
     proj = tmp_path / "p"
     assert run(["init", str(proj), "--template", "materials"], env).returncode == 0
-    out = run(["ask", "Molar mass of Al2O3 coatings?", "--project", str(proj), "--llm", "none", "--mode", "lite",
-               "--json"], env, timeout=300)
+    out = run(
+        ["ask", "Molar mass of Al2O3 coatings?", "--project", str(proj), "--llm", "none", "--mode", "lite", "--json"],
+        env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     import sqlite3
 
     con = sqlite3.connect(shared / "projects" / "p" / "aisac.db")
-    rows = con.execute("select tool, status, result_json from traceevent where run_id = ? and server = 'project'",
-                       (res["run_id"],)).fetchall()
+    rows = con.execute(
+        "select tool, status, result_json from traceevent where run_id = ? and server = 'project'", (res["run_id"],)
+    ).fetchall()
     con.close()
     assert rows and rows[0][0] == "project_formulas_in_text" and rows[0][1] == "ok"
     assert json.loads(rows[0][2])["formulas"][0]["formula"] == "Al2O3"

@@ -23,8 +23,19 @@ HINTS = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hi
 SPEC_DEFAULT = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}
 #: tools whose shape another part of the work owns (long-running jobs and their status)
 JOB_TOOLS = {"data_code_run", "data_code_job_status", "roles_run", "roles_job_status", "lit_import"}
-READ_ONLY = {"data_list", "data_preview", "data_describe", "data_query", "data_aggregate", "data_code_variables",
-             "data_code_session_list", "lit_search", "lit_get", "lit_references", "lit_citations"}
+READ_ONLY = {
+    "data_list",
+    "data_preview",
+    "data_describe",
+    "data_query",
+    "data_aggregate",
+    "data_code_variables",
+    "data_code_session_list",
+    "lit_search",
+    "lit_get",
+    "lit_references",
+    "lit_citations",
+}
 DESTRUCTIVE = {"data_load", "data_save", "data_code_session_reset", "data_code_session_close"}
 
 
@@ -47,8 +58,9 @@ def plain_app(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     (root / "yields.csv").write_text("site,temp_K,yield\nA,290,41.5\nA,310,47.0\nB,305,51.5\nB,280,38.0\n")
-    app = AppContext(Settings(data_dir=tmp_path / "store", roots=[root], warm=False, sandbox_cpu_s=5,
-                              sandbox_job_threshold_s=60))
+    app = AppContext(
+        Settings(data_dir=tmp_path / "store", roots=[root], warm=False, sandbox_cpu_s=5, sandbox_job_threshold_s=60)
+    )
     yield app
     app.sandbox.shutdown()
     app.close()
@@ -111,34 +123,44 @@ async def test_data_results_validate_and_complete(plain_app):
         assert copied["replaced"] is True
         assert (await call("data_to_session", {"name": "hot", "session": "s1", "variable": "df"}))["shape"] == [2, 3]
         assert [v["name"] for v in (await call("data_code_variables", {"session": "s1"}))["variables"]] == ["df"]
-        run = await call("data_code_run", {"session": "s1", "code": "import matplotlib.pyplot as plt\n"
-                                           "plt.plot([1, 2])\nprint(len(df))\ndf.shape"})
+        run = await call(
+            "data_code_run",
+            {"session": "s1", "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint(len(df))\ndf.shape"},
+        )
         assert run["ok"] and run["status"] == "done" and run["result"] == "(2, 3)" and len(run["figures"]) == 1
         failed = await call("data_code_run", {"session": "s1", "code": "import os"})
         assert failed["ok"] is False and failed["error_type"]
-        killed = await call("data_code_run", {"session": "s1", "code": "import time\ntime.sleep(30)",
-                                               "timeout_s": 0.5})
+        killed = await call("data_code_run", {"session": "s1", "code": "import time\ntime.sleep(30)", "timeout_s": 0.5})
         assert killed["ok"] is False and killed["status"] == "done" and killed["error_type"] == "TimeoutError"
         assert (await call("data_code_job_status", {"job_id": run["job_id"]}))["finished_at"]
         assert [s["session"] for s in (await call("data_code_session_list", {}))["sessions"]] == ["s1"]
 
-        frames = await c.complete(mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/frames/{name}"),
-                                  {"name": "name", "value": "H"})
+        frames = await c.complete(
+            mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/frames/{name}"),
+            {"name": "name", "value": "H"},
+        )
         assert frames.values == ["hot"]
-        every = await c.complete(mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/frames/{name}"),
-                                 {"name": "name", "value": ""})
+        every = await c.complete(
+            mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/frames/{name}"),
+            {"name": "name", "value": ""},
+        )
         assert sorted(every.values) == ["hot", "yields"]
-        ses = await c.complete(mt.ResourceTemplateReference(type="ref/resource",
-                                                            uri="aisac://data/code-sessions/{session}"),
-                               {"name": "session", "value": "s"})
+        ses = await c.complete(
+            mt.ResourceTemplateReference(type="ref/resource", uri="aisac://data/code-sessions/{session}"),
+            {"name": "session", "value": "s"},
+        )
         assert ses.values == ["s1"]
         read = await c.read_resource("aisac://data/frames/hot")
         assert json.loads(read[0].text)["shape"] == [2, 3]
 
         assert (await call("data_code_session_reset", {"session": "s1"}))["reset"] is True
         assert (await call("data_code_session_close", {"session": "s1"}))["closed"] is True
-    assert await data_server.complete(SimpleNamespace(uri="aisac://rag/documents/{doc_id}"),
-                                      SimpleNamespace(name="doc_id", value="")) is None
+    assert (
+        await data_server.complete(
+            SimpleNamespace(uri="aisac://rag/documents/{doc_id}"), SimpleNamespace(name="doc_id", value="")
+        )
+        is None
+    )
 
 
 async def test_literature_results_validate(tmp_path):
@@ -147,8 +169,14 @@ async def test_literature_results_validate(tmp_path):
 
     doi = "10.5555/aisac.2021.001"
     with ReplayServer() as srv:
-        app = AppContext(Settings(data_dir=tmp_path / "store", warm=False, roots=[tmp_path / "papers"],
-                                  **{**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05}))
+        app = AppContext(
+            Settings(
+                data_dir=tmp_path / "store",
+                warm=False,
+                roots=[tmp_path / "papers"],
+                **{**srv.settings_kwargs(), "lit_backoff_s": 0.01, "lit_arxiv_interval_s": 0.05},
+            )
+        )
         from aisac_servers.serving.suite import build
 
         try:
@@ -198,8 +226,10 @@ async def test_roles_results_validate(rcore):
         rt = await call("roles_route", {"task": task, "llm": "none"})
         pl = await call("roles_plan", {"task": task, "route": rt, "llm": "none"})
         hits = (await c.call_tool("rag_search", {"query": "Km of the lipase", "k": 2})).structured_content["hits"]
-        ev = await call("roles_evaluate", {"task": task, "answer": "Km = 0.42 mM [1]", "citations": hits,
-                                           "mode": "lite", "llm": "none"})
+        ev = await call(
+            "roles_evaluate",
+            {"task": task, "answer": "Km = 0.42 mM [1]", "citations": hits, "mode": "lite", "llm": "none"},
+        )
         await call("roles_submit_route", {"route": load_fixture("route_plan.json")})
         await call("roles_submit_plan", {"plan": load_fixture("plan_valid.json")})
         cr = await call("roles_submit_critique", {"critique": load_fixture("critique_fail.json")})
@@ -211,14 +241,14 @@ def test_role_result_shapes_follow_the_json_schemas():
     from typing import get_args
 
     from aisac_core.roles import results as R
-
     from aisac_core.roles.schemas import load_schema
 
     route = load_schema("route")["properties"]
     assert set(route) <= set(R.RouteResult.__annotations__)
     for key in ("intent", "complexity", "decision"):
-        assert set(get_args(R.RouteResult.__annotations__[key])) == set(route[key]["enum"]) or \
-            set(get_args(getattr(R, key.capitalize()))) == set(route[key]["enum"])
+        assert set(get_args(R.RouteResult.__annotations__[key])) == set(route[key]["enum"]) or set(
+            get_args(getattr(R, key.capitalize()))
+        ) == set(route[key]["enum"])
     step = load_schema("plan")["properties"]["steps"]["items"]["properties"]
     assert set(step) == set(R.PlanStep.__annotations__)
     critique = load_schema("critique")["properties"]["critiques"]["items"]["properties"]

@@ -54,8 +54,7 @@ def _full_schema(name: str) -> dict:
     the top-level keys)."""
     import typing
 
-    from aisac_servers.adapters import memory
-from aisac_servers.adapters import trace
+    from aisac_servers.adapters import memory, trace
     from aisac_servers.shapes.results_schema import schema
 
     ns, fn = name.split("_", 1)
@@ -75,9 +74,21 @@ async def test_annotations_and_output_schemas(fast_core):
             jsonschema.Draft202012Validator.check_schema(schema)
         assert "docs/" not in (t.description or "") and "aisac://sessions/" not in (t.description or ""), name
     ro = {n for n, h in hints.items() if h["readOnlyHint"]}
-    assert ro == {"memory_get_history", "memory_recall", "memory_search", "memory_list_sessions",
-                  "memory_export_session", "memory_query_facts", "memory_fact_timeline", "trace_list_runs",
-                  "trace_get_run", "trace_get_event", "trace_verify", "trace_diff", "trace_stats"}
+    assert ro == {
+        "memory_get_history",
+        "memory_recall",
+        "memory_search",
+        "memory_list_sessions",
+        "memory_export_session",
+        "memory_query_facts",
+        "memory_fact_timeline",
+        "trace_list_runs",
+        "trace_get_run",
+        "trace_get_event",
+        "trace_verify",
+        "trace_diff",
+        "trace_stats",
+    }
     assert hints["memory_delete_session"]["destructiveHint"] is True
     assert hints["trace_prune"]["destructiveHint"] is True
     for name in ("memory_add_turn", "memory_record_fact", "memory_start_session", "trace_replay"):
@@ -102,24 +113,49 @@ async def test_every_tool_result_matches_its_schema(fast_core, serialised):
             return out
 
         sid = (await call("memory_start_session", {"title": "shapes", "project": "p"}, meta=meta))["session_id"]
-        u = await call("memory_add_turn", {"session_id": sid, "role": "user", "content": "lipase activation energy?"},
-                       meta=meta)
-        await call("memory_add_turn", {"session_id": sid, "role": "assistant", "content": "250 kJ/mol by DSC.",
-                                       "metadata": {"plan": ["rag_search"]}, "parent_id": u["turn_id"]}, meta=meta)
+        u = await call(
+            "memory_add_turn", {"session_id": sid, "role": "user", "content": "lipase activation energy?"}, meta=meta
+        )
+        await call(
+            "memory_add_turn",
+            {
+                "session_id": sid,
+                "role": "assistant",
+                "content": "250 kJ/mol by DSC.",
+                "metadata": {"plan": ["rag_search"]},
+                "parent_id": u["turn_id"],
+            },
+            meta=meta,
+        )
         await call("memory_add_turn", {"session_id": sid, "role": "user", "content": "x" * 3000}, meta=meta)
         await call("memory_get_history", {"session_id": sid, "limit": 2}, meta=meta)
         await call("memory_get_history", {"session_id": sid, "token_budget": 5}, meta=meta)
-        await call("memory_recall", {"session_id": sid, "query": "activation energy", "last_n": 1,
-                                     "token_budget": 50}, meta=meta)
+        await call(
+            "memory_recall",
+            {"session_id": sid, "query": "activation energy", "last_n": 1, "token_budget": 50},
+            meta=meta,
+        )
         await call("memory_search", {"query": "lipase"}, meta=meta)
         await call("memory_search", {"query": "nothing-matches-zzz", "mode": "keyword"}, meta=meta)
         await call("memory_list_sessions", {}, meta=meta)
         await call("memory_export_session", {"session_id": sid}, meta=meta)
         await call("memory_export_session", {"session_id": sid, "format": "json", "limit": 1}, meta=meta)
-        await call("memory_record_fact", {"subject": "H1", "predicate": "status", "object": "open",
-                                          "valid_at": "2026-01-01"}, meta=meta)
-        await call("memory_record_fact", {"subject": "H1", "predicate": "status", "object": "supported",
-                                          "conditions": {"T_K": 323}, "source": "doc"}, meta=meta)
+        await call(
+            "memory_record_fact",
+            {"subject": "H1", "predicate": "status", "object": "open", "valid_at": "2026-01-01"},
+            meta=meta,
+        )
+        await call(
+            "memory_record_fact",
+            {
+                "subject": "H1",
+                "predicate": "status",
+                "object": "supported",
+                "conditions": {"T_K": 323},
+                "source": "doc",
+            },
+            meta=meta,
+        )
         await call("memory_query_facts", {"subject": "h1"}, meta=meta)
         await call("memory_fact_timeline", {"subject": "H1"}, meta=meta)
         sid2 = (await call("memory_start_session", {}, meta=meta))["session_id"]
@@ -158,11 +194,21 @@ async def test_get_run_compact_by_default_full_on_request(fast_core):
     async with Client(_suite(fast_core)) as c:
         sid = (await c.call_tool("memory_start_session", {"title": "size"}, meta=meta)).structured_content
         for i in range(12):
-            await c.call_tool("memory_add_turn", {"session_id": sid["session_id"], "role": "user",
-                                                  "content": f"question {i} on lipase stability",
-                                                  "metadata": {"notes": "n" * 300}}, meta=meta)
-            await c.call_tool("memory_add_turn", {"session_id": sid["session_id"], "role": "assistant",
-                                                  "content": f"answer {i}: 250 kJ/mol " * 5}, meta=meta)
+            await c.call_tool(
+                "memory_add_turn",
+                {
+                    "session_id": sid["session_id"],
+                    "role": "user",
+                    "content": f"question {i} on lipase stability",
+                    "metadata": {"notes": "n" * 300},
+                },
+                meta=meta,
+            )
+            await c.call_tool(
+                "memory_add_turn",
+                {"session_id": sid["session_id"], "role": "assistant", "content": f"answer {i}: 250 kJ/mol " * 5},
+                meta=meta,
+            )
         compact = (await c.call_tool("trace_get_run", {"run_id": run})).structured_content
         full = (await c.call_tool("trace_get_run", {"run_id": run, "detail": "full"})).structured_content
         legacy = (await c.call_tool("trace_get_run", {"run_id": run, "detail": True})).structured_content
@@ -172,8 +218,18 @@ async def test_get_run_compact_by_default_full_on_request(fast_core):
     assert legacy_compact["detail"] == "compact"
     assert len(json.dumps(compact)) * 2.5 < len(json.dumps(full))  # about 3x here
     assert "pins" not in compact and full["pins"]
-    allowed = {"id", "tool", "status", "latency_ms", "result_summary", "kind", "arguments", "error", "anchors",
-               "children"}
+    allowed = {
+        "id",
+        "tool",
+        "status",
+        "latency_ms",
+        "result_summary",
+        "kind",
+        "arguments",
+        "error",
+        "anchors",
+        "children",
+    }
     for e in compact["tree"]:
         assert {"id", "tool", "status", "latency_ms", "result_summary"} <= set(e) <= allowed
         assert len(e["result_summary"]) <= 120 and len(e.get("arguments", "")) <= 100
@@ -194,12 +250,14 @@ async def test_completions_of_session_and_run_ids(fast_core):
         assert {session_uri, report_uri} <= templates
         ids = []
         for title in ("a", "b", "c"):
-            ids.append((await c.call_tool("memory_start_session", {"title": title},
-                                          meta={"run_id": f"compl-{title}"})).structured_content["session_id"])
+            ids.append(
+                (
+                    await c.call_tool("memory_start_session", {"title": title}, meta={"run_id": f"compl-{title}"})
+                ).structured_content["session_id"]
+            )
         got = await c.complete(ResourceTemplateReference(uri=session_uri), {"name": "session_id", "value": "ses-"})
         assert got.values[:3] == ids[::-1]  # newest first
-        one = await c.complete(ResourceTemplateReference(uri=session_uri),
-                               {"name": "session_id", "value": ids[0][:12]})
+        one = await c.complete(ResourceTemplateReference(uri=session_uri), {"name": "session_id", "value": ids[0][:12]})
         assert ids[0] in one.values and all(v.startswith(ids[0][:12]) for v in one.values)
         runs = await c.complete(ResourceTemplateReference(uri=report_uri), {"name": "run_id", "value": "compl-"})
         assert set(runs.values) == {"compl-a", "compl-b", "compl-c"} and runs.values[0] == "compl-c"

@@ -16,8 +16,17 @@ from sqlmodel import Session, select
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_engines]
 
-TRACE_TOOLS = {"trace_list_runs", "trace_get_run", "trace_get_event", "trace_export", "trace_verify", "trace_replay",
-               "trace_diff", "trace_stats", "trace_prune"}
+TRACE_TOOLS = {
+    "trace_list_runs",
+    "trace_get_run",
+    "trace_get_event",
+    "trace_export",
+    "trace_verify",
+    "trace_replay",
+    "trace_diff",
+    "trace_stats",
+    "trace_prune",
+}
 
 
 def _suite(app):
@@ -30,23 +39,42 @@ async def _call(c: Client, tool: str, args: dict, **kw) -> dict:
     return (await c.call_tool(tool, args, **kw)).structured_content
 
 
-def _record(core, run_id: str, tool: str = "rag_search", *, result=None, status: str = "ok", kind: str = "tool_call",
-            parent_id=None, server: str | None = None, arguments=None) -> int:
+def _record(
+    core,
+    run_id: str,
+    tool: str = "rag_search",
+    *,
+    result=None,
+    status: str = "ok",
+    kind: str = "tool_call",
+    parent_id=None,
+    server: str | None = None,
+    arguments=None,
+) -> int:
     from aisac_core.trace.recorder import record_tool_call
 
-    return record_tool_call(core.engine, run_id=run_id, server=server or tool.split("_", 1)[0], tool=tool,
-                            arguments=arguments if arguments is not None else {"query": tool},
-                            result=result if status == "ok" else None, status=status,
-                            error=None if status == "ok" else "bad input", latency_ms=1.5, kind=kind,
-                            parent_id=parent_id)
+    return record_tool_call(
+        core.engine,
+        run_id=run_id,
+        server=server or tool.split("_", 1)[0],
+        tool=tool,
+        arguments=arguments if arguments is not None else {"query": tool},
+        result=result if status == "ok" else None,
+        status=status,
+        error=None if status == "ok" else "bad input",
+        latency_ms=1.5,
+        kind=kind,
+        parent_id=parent_id,
+    )
 
 
 async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy):
     """Acceptance 1 + 2: index, searches, memory (and a code run when the data server is there), then all four
     exports, verify unchanged, replay all `same`, diff, and verify `changed` after the PDF is edited."""
-    from aisac_servers.adapters.common import FULL_RESULT_META
     from prov.model import ProvDocument
     from rocrate.rocrate import ROCrate
+
+    from aisac_servers.adapters.common import FULL_RESULT_META
 
     run = "sess-accept"
     meta = {"run_id": run}
@@ -62,13 +90,15 @@ async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy)
         await _call(c, "rag_search", {"query": "Michaelis-Menten lipase", "k": 3}, meta=meta)
         sess = await _call(c, "memory_start_session", {"title": "trace test"}, meta=meta)
         sid = sess.get("session_id") or sess.get("id")
-        await _call(c, "memory_add_turn", {"session_id": sid, "role": "user", "content": "perovskite humidity?"},
-                    meta=meta)
+        await _call(
+            c, "memory_add_turn", {"session_id": sid, "role": "user", "content": "perovskite humidity?"}, meta=meta
+        )
         await _call(c, "memory_search", {"query": "perovskite"}, meta=meta)
         code_ok = None
         if "data_code_run" in names:  # the data server (issue 6) is present: a code run joins the session
-            r = await c.call_tool("data_code_run", {"session": "trace-test", "code": "x = 6 * 7\nx"}, meta=meta,
-                                  raise_on_error=False)
+            r = await c.call_tool(
+                "data_code_run", {"session": "trace-test", "code": "x = 6 * 7\nx"}, meta=meta, raise_on_error=False
+            )
             code_ok = bool((r.structured_content or {}).get("ok"))
 
         # queries: list, tree, one event; the trace tools' own run_id argument is theirs (not the caller's run)
@@ -160,14 +190,33 @@ async def test_run_tree_role_steps_and_parent_meta(fast_core):
     """run -> role steps -> tool calls: role steps written by the roles server, tool calls made under them with
     `_meta` aisac/parent_id; trace_get_run nests them."""
     run = "run-roles"
-    router = _record(fast_core, run, "router", kind="role_step", server="roles",
-                     result={"route": "rag", "reason": "a literature question"})
-    planner = _record(fast_core, run, "planner", kind="role_step", server="roles", parent_id=router,
-                      result={"plan": {"steps": [{"title": "search", "steps": [{"title": "refine"}]}]}})
+    router = _record(
+        fast_core,
+        run,
+        "router",
+        kind="role_step",
+        server="roles",
+        result={"route": "rag", "reason": "a literature question"},
+    )
+    planner = _record(
+        fast_core,
+        run,
+        "planner",
+        kind="role_step",
+        server="roles",
+        parent_id=router,
+        result={"plan": {"steps": [{"title": "search", "steps": [{"title": "refine"}]}]}},
+    )
     async with Client(_suite(fast_core)) as c:
         await c.call_tool("rag_list_documents", {}, meta={"run_id": run, "aisac/parent_id": str(planner)})
-        _record(fast_core, run, "evaluator", kind="role_step", server="roles",
-                result={"critiques": [{"severity": "high", "message": "claim without evidence"}]})
+        _record(
+            fast_core,
+            run,
+            "evaluator",
+            kind="role_step",
+            server="roles",
+            result={"critiques": [{"severity": "high", "message": "claim without evidence"}]},
+        )
         got = await _call(c, "trace_get_run", {"run_id": run, "detail": "full"})
     tree = got["tree"]
     assert [n["tool"] for n in tree] == ["router", "evaluator"]
@@ -194,12 +243,22 @@ async def test_list_runs_filters_and_paging(fast_core):
     assert list_runs(eng, since="2999-01-01")["runs"] == []
     assert list_runs(eng, until="2000-01-01T00:00:00Z")["runs"] == []
     # a role step in progress (status `running`, completed in place by the roles server) is not an error
-    from aisac_core.trace.verify import run_signature
     from aisac_core.trace.recorder import record_tool_call
+    from aisac_core.trace.verify import run_signature
 
     before = run_signature(eng, "run-p0")
-    record_tool_call(eng, run_id="run-p0", server="roles", tool="planner", arguments={}, result=None,
-                     status="running", error=None, latency_ms=0.0, kind="role_step")
+    record_tool_call(
+        eng,
+        run_id="run-p0",
+        server="roles",
+        tool="planner",
+        arguments={},
+        result=None,
+        status="running",
+        error=None,
+        latency_ms=0.0,
+        kind="role_step",
+    )
     assert [r["run_id"] for r in list_runs(eng, status="errors")["runs"]] == ["run-p4"]
     assert run_signature(eng, "run-p0") != before
     async with Client(_suite(fast_core)) as c:
@@ -228,15 +287,18 @@ def test_list_runs_text_is_a_substring_on_every_engine(fast_core):
     assert list_runs(eng, text="%")["total"] == 1
 
 
-@pytest.mark.parametrize("tool,args,expect", [
-    ("trace_get_run", {"run_id": "no-such-run"}, "unknown run 'no-such-run'"),
-    ("trace_verify", {"run_id": "no-such-run"}, "trace_list_runs lists runs"),
-    ("trace_replay", {"run_id": "no-such-run"}, "unknown run"),
-    ("trace_get_event", {"event_id": 999999}, "unknown event id 999999"),
-    ("trace_list_runs", {"since": "last tuesday"}, "ISO 8601"),
-    ("trace_export", {"run_id": "x", "format": "pdf"}, "json"),
-    ("trace_diff", {"run_a": "run-e", "run_b": "nope"}, "unknown run 'nope'"),
-])
+@pytest.mark.parametrize(
+    "tool,args,expect",
+    [
+        ("trace_get_run", {"run_id": "no-such-run"}, "unknown run 'no-such-run'"),
+        ("trace_verify", {"run_id": "no-such-run"}, "trace_list_runs lists runs"),
+        ("trace_replay", {"run_id": "no-such-run"}, "unknown run"),
+        ("trace_get_event", {"event_id": 999999}, "unknown event id 999999"),
+        ("trace_list_runs", {"since": "last tuesday"}, "ISO 8601"),
+        ("trace_export", {"run_id": "x", "format": "pdf"}, "json"),
+        ("trace_diff", {"run_a": "run-e", "run_b": "nope"}, "unknown run 'nope'"),
+    ],
+)
 async def test_bad_input_gives_clear_tool_errors(fast_core, tool, args, expect):
     _record(fast_core, "run-e")
     async with Client(_suite(fast_core)) as c:
@@ -264,13 +326,16 @@ def test_replay_skip_rules():
     assert replay_skip_reason("rag_search", ToolAnnotations(destructiveHint=True))
     # annotations decide, not the name: a read-only "run" is replayed, an additive write named like a read is not
     assert replay_skip_reason("x_run_query", {"readOnlyHint": True, "openWorldHint": False}) is None
-    assert "readOnlyHint" in replay_skip_reason("x_lookup", {"readOnlyHint": False, "destructiveHint": False,
-                                                             "openWorldHint": False})
+    assert "readOnlyHint" in replay_skip_reason(
+        "x_lookup", {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+    )
     assert "a replay never writes" in replay_skip_reason(  # an idempotent write: a replay still does not write
-        "x_save", {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False, "idempotentHint": True})
+        "x_save", {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False, "idempotentHint": True}
+    )
     assert "openWorldHint" in replay_skip_reason("lit_search", {"readOnlyHint": True, "openWorldHint": True})
-    assert "destructiveHint" in replay_skip_reason("rag_remove", {"readOnlyHint": False, "destructiveHint": True,
-                                                                  "openWorldHint": False})
+    assert "destructiveHint" in replay_skip_reason(
+        "rag_remove", {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
+    )
     assert replay_skip_reason("rag_search", {"title": "Search"}) is None  # no hint: the name decides (fallback)
     assert "index" in replay_skip_reason("rag_index", {})
 
@@ -278,8 +343,13 @@ def test_replay_skip_rules():
 async def test_replay_of_a_run_with_every_step_skipped_is_not_replayed(fast_core):
     """A run whose calls are all skipped (writes) is not reported `same`: nothing was compared."""
     run = "run-writes"
-    _record(fast_core, run, "memory_add_turn", arguments={"session_id": "s", "role": "user", "content": "hi"},
-            result={"turn_id": 1})
+    _record(
+        fast_core,
+        run,
+        "memory_add_turn",
+        arguments={"session_id": "s", "role": "user", "content": "hi"},
+        result={"turn_id": 1},
+    )
     _record(fast_core, run, "rag_remove", arguments={"doc_id": "d"}, result={"removed": 1})
     async with Client(_suite(fast_core)) as c:
         rp = await _call(c, "trace_replay", {"run_id": run})
@@ -289,9 +359,8 @@ async def test_replay_of_a_run_with_every_step_skipped_is_not_replayed(fast_core
 
 
 def test_compare_ignores_timings_only():
+    from aisac_core.hashing import dumps, sha256_json
     from aisac_core.trace.replay import compare_results
-    from aisac_core.hashing import sha256_json
-    from aisac_core.hashing import dumps
 
     a = {"hits": [{"chunk_id": "c1", "score": 0.5}], "took_ms": 3.1}
     b = {"hits": [{"chunk_id": "c1", "score": 0.5}], "took_ms": 9.7}
@@ -378,8 +447,13 @@ async def test_replay_uses_roles_response_cache(fast_core):
     if "roles" not in SERVERS:
         pytest.skip("the roles server is not present")
     run = "run-model"
-    _record(fast_core, run, "roles_route", arguments={"task": "What is the Km of the lipase?", "llm": "openai"},
-            result={"decision": "direct"})
+    _record(
+        fast_core,
+        run,
+        "roles_route",
+        arguments={"task": "What is the Km of the lipase?", "llm": "openai"},
+        result={"decision": "direct"},
+    )
     _record(fast_core, run, "model", kind="model_call", server="roles", result={"text": "{}", "cached": False})
     async with Client(_suite(fast_core)) as c:
         # forced: whether roles_route is replayed by default depends on its annotations; the llm rule is tested here
@@ -400,8 +474,9 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
     ev = _record(fast_core, "run-files", "data_load", arguments={"path": str(f), "name": "t"}, result={"ok": True})
     _record(fast_core, "run-files", "data_load", arguments={"path": str(tmp_path / "nope.csv")}, status="tool_error")
     pins = fast_core.trace.get_event(ev)["inputs"]
-    assert pins == [{"path": str(f.resolve()), "sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "size": 8,
-                     "source": "hashed"}]
+    assert pins == [
+        {"path": str(f.resolve()), "sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "size": 8, "source": "hashed"}
+    ]
     assert fast_core.trace.verify("run-files")["status"] == "unchanged"
     f.write_text("a,b\n1,3\n")
     v = fast_core.trace.verify("run-files")
@@ -416,18 +491,43 @@ def test_run_headlines_on_every_engine(fast_core):
     from aisac_core.trace.queries import run_headlines
 
     task = {"task": "What limits perovskite lifetime?", "llm": "none"}
-    _record(fast_core, "run-h1", "router", kind="role_step", server="roles", arguments=task, result={"decision": "plan"})
+    _record(
+        fast_core, "run-h1", "router", kind="role_step", server="roles", arguments=task, result={"decision": "plan"}
+    )
     for i in range(30):  # more events than the headline window: the question is still found
         _record(fast_core, "run-h1", "rag_search", arguments={"query": f"q{i}"}, result={"hits": []})
     cite = {"n": 1, "chunk_id": "c1", "quote": "moisture", "anchor": {"chunk_id": "c1", "path": "/p.pdf"}}
-    _record(fast_core, "run-h1", "researcher", kind="role_step", server="roles", arguments={},
-            result={"text": "Moisture [1].", "citations": [cite], "by": "extractive"})
-    _record(fast_core, "run-h1", "evaluator", kind="role_step", server="roles", arguments={},
-            result={"passed": True, "by": "automatic", "critiques": [],
-                    "gates": {"evidence": {"passed": True, "anchors": [{"chunk_id": "c1", "status": "ok"}]}}})
+    _record(
+        fast_core,
+        "run-h1",
+        "researcher",
+        kind="role_step",
+        server="roles",
+        arguments={},
+        result={"text": "Moisture [1].", "citations": [cite], "by": "extractive"},
+    )
+    _record(
+        fast_core,
+        "run-h1",
+        "evaluator",
+        kind="role_step",
+        server="roles",
+        arguments={},
+        result={
+            "passed": True,
+            "by": "automatic",
+            "critiques": [],
+            "gates": {"evidence": {"passed": True, "anchors": [{"chunk_id": "c1", "status": "ok"}]}},
+        },
+    )
     _record(fast_core, "run-h2", "rag_search", arguments={"query": "zeolite coking"}, result={"hits": []})
     heads = run_headlines(fast_core.engine, ["run-h1", "run-h2", "run-none"])
-    assert heads["run-h1"] == {"question": task["task"], "citations": 1, "verdict": "evidence verified",
-                               "verified": 1, "anchors": 1}
+    assert heads["run-h1"] == {
+        "question": task["task"],
+        "citations": 1,
+        "verdict": "evidence verified",
+        "verified": 1,
+        "anchors": 1,
+    }
     assert heads["run-h2"]["question"] == "zeolite coking" and heads["run-h2"]["citations"] is None
     assert heads["run-none"]["question"] is None

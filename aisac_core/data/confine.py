@@ -31,18 +31,68 @@ _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 #: system calls refused with EPERM, per architecture (arch/x86/entry/syscalls/syscall_64.tbl,
 #: include/uapi/asm-generic/unistd.h)
 _DENY = {
-    "x86_64": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "socket": 41, "socketpair": 53,
-               "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272, "setns": 308,
-               "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "bpf": 321, "perf_event_open": 298,
-               "userfaultfd": 323, "kexec_load": 246, "keyctl": 250, "add_key": 248, "request_key": 249,
-               "pidfd_getfd": 438, "pidfd_send_signal": 424, "open_tree": 428, "move_mount": 429, "fsopen": 430,
-               "fsmount": 432, "mount_setattr": 442, "io_uring_setup": 425},
-    "aarch64": {"execve": 221, "execveat": 281, "socket": 198, "socketpair": 199, "ptrace": 117,
-                "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268, "mount": 40,
-                "umount2": 39, "pivot_root": 41, "chroot": 51, "bpf": 280, "perf_event_open": 241,
-                "userfaultfd": 282, "kexec_load": 104, "keyctl": 219, "add_key": 217, "request_key": 218,
-                "pidfd_getfd": 438, "pidfd_send_signal": 424, "open_tree": 428, "move_mount": 429, "fsopen": 430,
-                "fsmount": 432, "mount_setattr": 442, "io_uring_setup": 425},
+    "x86_64": {
+        "fork": 57,
+        "vfork": 58,
+        "execve": 59,
+        "execveat": 322,
+        "socket": 41,
+        "socketpair": 53,
+        "ptrace": 101,
+        "process_vm_readv": 310,
+        "process_vm_writev": 311,
+        "unshare": 272,
+        "setns": 308,
+        "mount": 165,
+        "umount2": 166,
+        "pivot_root": 155,
+        "chroot": 161,
+        "bpf": 321,
+        "perf_event_open": 298,
+        "userfaultfd": 323,
+        "kexec_load": 246,
+        "keyctl": 250,
+        "add_key": 248,
+        "request_key": 249,
+        "pidfd_getfd": 438,
+        "pidfd_send_signal": 424,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsmount": 432,
+        "mount_setattr": 442,
+        "io_uring_setup": 425,
+    },
+    "aarch64": {
+        "execve": 221,
+        "execveat": 281,
+        "socket": 198,
+        "socketpair": 199,
+        "ptrace": 117,
+        "process_vm_readv": 270,
+        "process_vm_writev": 271,
+        "unshare": 97,
+        "setns": 268,
+        "mount": 40,
+        "umount2": 39,
+        "pivot_root": 41,
+        "chroot": 51,
+        "bpf": 280,
+        "perf_event_open": 241,
+        "userfaultfd": 282,
+        "kexec_load": 104,
+        "keyctl": 219,
+        "add_key": 217,
+        "request_key": 218,
+        "pidfd_getfd": 438,
+        "pidfd_send_signal": 424,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsmount": 432,
+        "mount_setattr": 442,
+        "io_uring_setup": 425,
+    },
 }
 _CLONE = {"x86_64": 56, "aarch64": 220}
 _CLONE3 = 435
@@ -65,20 +115,25 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
     if machine not in _AUDIT_ARCH:
         return None
     deny = sorted(_DENY[machine].values())
-    prog = [_insn(_LD, 4),  # seccomp_data.arch
-            _insn(_JEQ, _AUDIT_ARCH[machine], 1, 0),
-            _insn(_RET, _RET_ERRNO | _EPERM),
-            _insn(_LD, 0)]  # seccomp_data.nr
+    prog = [
+        _insn(_LD, 4),  # seccomp_data.arch
+        _insn(_JEQ, _AUDIT_ARCH[machine], 1, 0),
+        _insn(_RET, _RET_ERRNO | _EPERM),
+        _insn(_LD, 0),
+    ]  # seccomp_data.nr
     if machine == "x86_64":  # the x32 ABI sets bit 30 of the number
         prog += [_insn(_JGE, 0x40000000, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
     for nr in deny:
         prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
-    prog += [_insn(_JEQ, _CLONE3, 0, 1), _insn(_RET, _RET_ERRNO | _ENOSYS),
-             _insn(_JEQ, _CLONE[machine], 0, 3),
-             _insn(_LD, 16),  # low 32 bits of args[0] (little endian): the clone flags
-             _insn(_JSET, _CLONE_THREAD, 1, 0),
-             _insn(_RET, _RET_ERRNO | _EPERM),
-             _insn(_RET, _RET_ALLOW)]
+    prog += [
+        _insn(_JEQ, _CLONE3, 0, 1),
+        _insn(_RET, _RET_ERRNO | _ENOSYS),
+        _insn(_JEQ, _CLONE[machine], 0, 3),
+        _insn(_LD, 16),  # low 32 bits of args[0] (little endian): the clone flags
+        _insn(_JSET, _CLONE_THREAD, 1, 0),
+        _insn(_RET, _RET_ERRNO | _EPERM),
+        _insn(_RET, _RET_ALLOW),
+    ]
     return b"".join(prog)
 
 
@@ -120,8 +175,11 @@ _FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | (1 << 14) | (1 << 15)  # ri
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneath(ctypes.Structure):
@@ -163,8 +221,16 @@ def apply_landlock(read: list[str], write: list[str]) -> tuple[int, str | None]:
                 try:
                     allowed = rights if os.path.isdir(p) else rights & _FILE_RIGHTS
                     rule = _PathBeneath(allowed & handled, fd)
-                    if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_RULE_PATH_BENEATH),
-                                    ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                    if (
+                        libc.syscall(
+                            _SYS_ADD_RULE,
+                            ctypes.c_int(rfd),
+                            ctypes.c_int(_RULE_PATH_BENEATH),
+                            ctypes.byref(rule),
+                            ctypes.c_uint32(0),
+                        )
+                        != 0
+                    ):
                         return abi, f"landlock_add_rule({p}) failed: {os.strerror(ctypes.get_errno())}"
                 finally:
                     os.close(fd)

@@ -25,20 +25,8 @@ from sqlmodel import Session, col, select
 
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
-from aisac_core.data.loaders import (
-    MAX_COLUMNS,
-    MAX_HEADER_ROWS,
-    WIDE_COLUMNS,
-    arrow_safe,
-)
-from aisac_core.data.query import (
-    AGG_FUNCS,
-    aggregate_frame,
-    check_columns,
-    check_query,
-    metric_spec,
-    select_rows,
-)
+from aisac_core.data.loaders import MAX_COLUMNS, MAX_HEADER_ROWS, WIDE_COLUMNS, arrow_safe
+from aisac_core.data.query import AGG_FUNCS, aggregate_frame, check_columns, check_query, metric_spec, select_rows
 from aisac_core.data.readers import read_table, table_loader_for
 from aisac_core.data.results import (
     AggregateResult,
@@ -73,12 +61,12 @@ SUMMARY_COLUMNS = 100
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
-def _json_rows(df: "pd.DataFrame") -> list[dict[str, Any]]:
+def _json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = json.loads(df.to_json(orient="records", date_format="iso", default_handler=str))
     return rows
 
 
-def _dtypes(df: "pd.DataFrame", limit: int = 200) -> dict[str, str]:
+def _dtypes(df: pd.DataFrame, limit: int = 200) -> dict[str, str]:
     return {str(c): str(t) for c, t in list(df.dtypes.items())[:limit]}
 
 
@@ -95,25 +83,37 @@ class FrameRegistry:
         sandbox: gives the code-session manager (called by :meth:`to_session` only, so it starts on demand).
     """
 
-    def __init__(self, engine: "Engine", frames_dir: Path, loaders: Mapping[str, TableLoader],
-                 settings: DataSettings, roots: Sequence[Path], sandbox: "Callable[[], SandboxManager]") -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        frames_dir: Path,
+        loaders: Mapping[str, TableLoader],
+        settings: DataSettings,
+        roots: Sequence[Path],
+        sandbox: Callable[[], SandboxManager],
+    ) -> None:
         self.engine = engine
         self.dir = frames_dir
         self.loaders = dict(loaders)
         self.settings = settings
         self.roots = list(roots)
-        self.limits = ArchiveLimits(max_unpacked_mb=float(settings.max_unpacked_mb),
-                                    max_ratio=float(settings.max_unpack_ratio))
+        self.limits = ArchiveLimits(
+            max_unpacked_mb=float(settings.max_unpacked_mb), max_ratio=float(settings.max_unpack_ratio)
+        )
         self._sandbox = sandbox
         self._cache: OrderedDict[str, pd.DataFrame] = OrderedDict()
-        self._results: OrderedDict[str, tuple[pd.DataFrame, dict[str, Any]]] = OrderedDict()  # query/aggregate results by id
+        self._results: OrderedDict[str, tuple[pd.DataFrame, dict[str, Any]]] = (
+            OrderedDict()
+        )  # query/aggregate results by id
         self._lock = threading.RLock()
 
     # -- helpers
     def _check_name(self, name: str) -> str:
         if not isinstance(name, str) or not NAME_RE.match(name):
-            raise DataError(f"frame name {name!r} is invalid: 1-128 letters, digits, '_', '.', ':' or '-', starting "
-                            "with a letter or digit")
+            raise DataError(
+                f"frame name {name!r} is invalid: 1-128 letters, digits, '_', '.', ':' or '-', starting "
+                "with a letter or digit"
+            )
         return name
 
     def _parquet(self, name: str) -> Path:
@@ -126,7 +126,7 @@ class FrameRegistry:
             raise DataError(f"unknown frame {name!r}; data_list shows the registered frames (data_load adds one)")
         return e
 
-    def frame(self, name: str) -> "pd.DataFrame":
+    def frame(self, name: str) -> pd.DataFrame:
         """The frame registered as ``name`` (or a query/aggregate result id). Raises DataError when unknown."""
         import pandas as pd
 
@@ -140,8 +140,10 @@ class FrameRegistry:
         try:
             df = pd.read_parquet(e.parquet_path)
         except Exception as exc:
-            raise DataError(f"the stored copy of frame {name!r} ({e.parquet_path}) cannot be read ({exc}); load it "
-                            "again with data_load") from exc
+            raise DataError(
+                f"the stored copy of frame {name!r} ({e.parquet_path}) cannot be read ({exc}); load it "
+                "again with data_load"
+            ) from exc
         self._remember(name, df)
         return df
 
@@ -152,7 +154,7 @@ class FrameRegistry:
             while len(self._cache) > CACHE_FRAMES:
                 self._cache.popitem(last=False)
 
-    def _register(self, name: str, df: "pd.DataFrame", **lineage: Any) -> FrameSummary:
+    def _register(self, name: str, df: pd.DataFrame, **lineage: Any) -> FrameSummary:
         df, notes = arrow_safe(df)
         notes = list(lineage.pop("notes", [])) + notes
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -160,8 +162,9 @@ class FrameRegistry:
         tmp = path.with_suffix(".tmp")
         # a wide frame: no dictionary pages or statistics per column (they are most of a wide file's size and of
         # the memory writing it takes)
-        wide: dict[str, Any] = ({"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS
-                                else {})
+        wide: dict[str, Any] = (
+            {"use_dictionary": False, "write_statistics": False} if df.shape[1] > WIDE_COLUMNS else {}
+        )
         try:
             df.to_parquet(tmp, index=False, **wide)
         except Exception as exc:
@@ -175,9 +178,15 @@ class FrameRegistry:
             if old is not None:
                 db.delete(old)
                 db.flush()
-            e = DataFrameEntry(name=name, rows=len(df), n_columns=df.shape[1], parquet_path=str(path),
-                               columns_json=json.dumps([{"name": c, "dtype": str(t)} for c, t in df.dtypes.items()]),
-                               notes_json=json.dumps(notes), **lineage)
+            e = DataFrameEntry(
+                name=name,
+                rows=len(df),
+                n_columns=df.shape[1],
+                parquet_path=str(path),
+                columns_json=json.dumps([{"name": c, "dtype": str(t)} for c, t in df.dtypes.items()]),
+                notes_json=json.dumps(notes),
+                **lineage,
+            )
             db.add(e)
             db.commit()
             db.refresh(e)
@@ -190,24 +199,44 @@ class FrameRegistry:
         cols = json.loads(e.columns_json)
         notes = json.loads(e.notes_json)
         if len(cols) > SUMMARY_COLUMNS:
-            notes = notes + [f"column_names and dtypes list the first {SUMMARY_COLUMNS} of {len(cols):,} columns (all "
-                             "are loaded; data_describe(columns=[...]) and data_query(columns=[...]) reach any)"]
-        out: FrameSummary = {"name": e.name, "kind": e.kind, "rows": e.rows, "columns": e.n_columns,
-               "column_names": [c["name"] for c in cols[:SUMMARY_COLUMNS]],
-               "dtypes": {c["name"]: c["dtype"] for c in cols[:SUMMARY_COLUMNS]}, "notes": notes,
-               "created_at": e.created_at.isoformat() if e.created_at else None}
+            notes = notes + [
+                f"column_names and dtypes list the first {SUMMARY_COLUMNS} of {len(cols):,} columns (all "
+                "are loaded; data_describe(columns=[...]) and data_query(columns=[...]) reach any)"
+            ]
+        out: FrameSummary = {
+            "name": e.name,
+            "kind": e.kind,
+            "rows": e.rows,
+            "columns": e.n_columns,
+            "column_names": [c["name"] for c in cols[:SUMMARY_COLUMNS]],
+            "dtypes": {c["name"]: c["dtype"] for c in cols[:SUMMARY_COLUMNS]},
+            "notes": notes,
+            "created_at": e.created_at.isoformat() if e.created_at else None,
+        }
         if e.kind == "file":
-            out["source"] = {"path": e.source_path, "sha256": e.source_sha256, "format": e.format, "sheet": e.sheet,
-                             "options": json.loads(e.options_json)}
+            out["source"] = {
+                "path": e.source_path,
+                "sha256": e.source_sha256,
+                "format": e.format,
+                "sheet": e.sheet,
+                "options": json.loads(e.options_json),
+            }
         else:
             out["parent"] = e.parent
             out["operation"] = json.loads(e.operation_json or "null")
         return out
 
     # -- tools
-    def load(self, path: str, name: str | None = None, sheet: str | int | None = None,
-             header_rows: int | None = None, skip_rows: int | None = None, cell_range: str | None = None,
-             tidy: bool = False) -> LoadResult:
+    def load(
+        self,
+        path: str,
+        name: str | None = None,
+        sheet: str | int | None = None,
+        header_rows: int | None = None,
+        skip_rows: int | None = None,
+        cell_range: str | None = None,
+        tidy: bool = False,
+    ) -> LoadResult:
         """Load a file of a registered root and register it (replacing a frame of the same name).
 
         Args:
@@ -252,8 +281,7 @@ class FrameRegistry:
         loader = table_loader_for(self.loaders, p)
         size = p.stat().st_size
         if size > s.max_file_mb * 1024 * 1024:
-            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.max_file_mb:g} MB "
-                            "(AISAC_DATA_MAX_FILE_MB)")
+            raise DataError(f"{p} has {size / 1e6:.0f} MB; the limit is {s.max_file_mb:g} MB (AISAC_DATA_MAX_FILE_MB)")
         if size == 0:
             raise DataError(f"{p} is empty (0 bytes): nothing to load")
         if header_rows is not None and not 0 <= int(header_rows) <= MAX_HEADER_ROWS:
@@ -262,8 +290,16 @@ class FrameRegistry:
             raise DataError(f"skip_rows must be 0..1,000,000 (rows to drop above the table), got {skip_rows!r}")
         base = self._check_name(name or re.sub(r"[^A-Za-z0-9_.-]", "_", p.stem).lstrip("_.-")[:100] or "frame")
         sha = sha256_file(p)
-        fmt, loaded = read_table(loader, p, limits=self.limits, sheet=sheet,
-                                 header_rows=header_rows, skip_rows=skip_rows, cell_range=cell_range, tidy=tidy)
+        fmt, loaded = read_table(
+            loader,
+            p,
+            limits=self.limits,
+            sheet=sheet,
+            header_rows=header_rows,
+            skip_rows=skip_rows,
+            cell_range=cell_range,
+            tidy=tidy,
+        )
         notes = [n for x in loaded if x[1] is None for n in x[3]]  # empty sheets, skipped
         if all(x[1] is None for x in loaded):
             raise DataError(f"{p.name}: every sheet is empty; nothing to load")
@@ -277,15 +313,21 @@ class FrameRegistry:
                 if df.shape[1] == 0:
                     raise DataError(f"{p} holds no columns: nothing to load")
                 if df.shape[1] > MAX_COLUMNS:
-                    n.append(f"columns {MAX_COLUMNS + 1:,} to {df.shape[1]:,} ({df.shape[1] - MAX_COLUMNS:,} columns) "
-                             f"not loaded: a frame holds at most {MAX_COLUMNS:,} columns")
+                    n.append(
+                        f"columns {MAX_COLUMNS + 1:,} to {df.shape[1]:,} ({df.shape[1] - MAX_COLUMNS:,} columns) "
+                        f"not loaded: a frame holds at most {MAX_COLUMNS:,} columns"
+                    )
                     df = df.iloc[:, :MAX_COLUMNS]
                 if df.empty:
                     n.append("the table has a header but no rows")
-            fname = base if len(loaded) == 1 or sheet is not None or title is None else \
-                self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
-            frames.append(self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str),
-                                         notes=n, **common))
+            fname = (
+                base
+                if len(loaded) == 1 or sheet is not None or title is None
+                else self._check_name(f"{base}:{re.sub(r'[^A-Za-z0-9_.-]', '_', title)}"[:128])
+            )
+            frames.append(
+                self._register(fname, df, sheet=title, options_json=json.dumps(opts, default=str), notes=n, **common)
+            )
             if title is not None or "detected" in opts:  # a workbook's sheet always says what was detected
                 frames[-1]["detected"] = opts.get("detected")
         return {"frames": frames, "notes": notes}
@@ -298,10 +340,21 @@ class FrameRegistry:
         if where not in ("head", "tail", "sample"):
             raise DataError(f"where must be head, tail or sample, got {where!r}")
         df = self.frame(name)
-        part = df.head(n) if where == "head" else df.tail(n) if where == "tail" else \
-            df.sample(min(n, len(df)), random_state=0)
-        return {"name": name, "where": where, "n": len(part), "shape": list(df.shape), "dtypes": _dtypes(df),
-                "rows": _json_rows(part)}
+        part = (
+            df.head(n)
+            if where == "head"
+            else df.tail(n)
+            if where == "tail"
+            else df.sample(min(n, len(df)), random_state=0)
+        )
+        return {
+            "name": name,
+            "where": where,
+            "n": len(part),
+            "shape": list(df.shape),
+            "dtypes": _dtypes(df),
+            "rows": _json_rows(part),
+        }
 
     def describe(self, name: str, columns: list[str] | None = None) -> DescribeResult:
         """Per-column statistics: ``{name, shape, columns: {col: {dtype, count, nulls, mean?, std?, min?, 25%?,
@@ -321,8 +374,7 @@ class FrameRegistry:
                         continue
                     d[str(stat)] = v.item() if hasattr(v, "item") else (v if isinstance(v, (int, float)) else str(v))
             out[str(c)] = d
-        return {"name": name, "shape": list(df.shape), "columns": out,
-                "truncated": df.shape[1] > 200 and not columns}
+        return {"name": name, "shape": list(df.shape), "columns": out, "truncated": df.shape[1] > 200 and not columns}
 
     def _keep_result(self, df: pd.DataFrame, lineage: dict[str, Any]) -> str:
         rid = f"result:{sha256_json(lineage)[:12]}"
@@ -344,12 +396,20 @@ class FrameRegistry:
         cols = check_columns(df, columns)
         res = select_rows(df, expr, cols)
         rid = self._keep_result(res, {"parent": name, "operation": {"op": "query", "expr": expr, "columns": cols}})
-        return {"name": name, "expr": expr, "matched": len(res), "returned": min(limit, len(res)),
-                "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
-                "rows": _json_rows(res.head(limit)), "result_id": rid}
+        return {
+            "name": name,
+            "expr": expr,
+            "matched": len(res),
+            "returned": min(limit, len(res)),
+            "truncated": len(res) > limit,
+            "columns": [str(c) for c in res.columns],
+            "rows": _json_rows(res.head(limit)),
+            "result_id": rid,
+        }
 
-    def aggregate(self, name: str, by: list[str] | None, metrics: dict[str, list[str] | str],
-                  limit: int = 200) -> AggregateResult:
+    def aggregate(
+        self, name: str, by: list[str] | None, metrics: dict[str, list[str] | str], limit: int = 200
+    ) -> AggregateResult:
         """Group by ``by`` (none: the whole frame) and compute ``metrics`` = {column: [function, ...]} with
         functions among :data:`AGG_FUNCS`. Result: ``{name, by, groups, returned, truncated, columns, rows,
         result_id}`` (columns named ``<column>_<function>``)."""
@@ -362,9 +422,16 @@ class FrameRegistry:
         if not 1 <= int(limit) <= 5000:
             raise DataError(f"limit must be 1..5000, got {limit}")
         rid = self._keep_result(res, {"parent": name, "operation": {"op": "aggregate", "by": by, "metrics": spec}})
-        return {"name": name, "by": by, "groups": len(res), "returned": min(limit, len(res)),
-                "truncated": len(res) > limit, "columns": [str(c) for c in res.columns],
-                "rows": _json_rows(res.head(limit)), "result_id": rid}
+        return {
+            "name": name,
+            "by": by,
+            "groups": len(res),
+            "returned": min(limit, len(res)),
+            "truncated": len(res) > limit,
+            "columns": [str(c) for c in res.columns],
+            "rows": _json_rows(res.head(limit)),
+            "result_id": rid,
+        }
 
     def save(self, name: str, new_name: str) -> FrameSummary:
         """Register a query/aggregate result (``result_id``) or a copy of a frame as ``new_name``, with lineage
@@ -375,11 +442,18 @@ class FrameRegistry:
             res = self._results.get(name)
         if res is not None:
             df, lin = res
-            return self._register(new_name, df, kind="derived", parent=lin["parent"],
-                                  operation_json=json.dumps(lin["operation"], default=str))
+            return self._register(
+                new_name,
+                df,
+                kind="derived",
+                parent=lin["parent"],
+                operation_json=json.dumps(lin["operation"], default=str),
+            )
         if name.startswith("result:"):
-            raise DataError(f"unknown result {name!r}: results of data_query/data_aggregate are kept for the last 32 "
-                            "operations of this server process; run the query again")
+            raise DataError(
+                f"unknown result {name!r}: results of data_query/data_aggregate are kept for the last 32 "
+                "operations of this server process; run the query again"
+            )
         df = self.frame(name)
         return self._register(new_name, df, kind="derived", parent=name, operation_json=json.dumps({"op": "copy"}))
 
@@ -393,8 +467,14 @@ class FrameRegistry:
         df.to_parquet(buf, index=False)
         path = sb.write_input(session, f"{var}.parquet", buf.getvalue())  # no link a cell planted is followed
         reply = sb.load_frame(session, var, path)
-        return {"name": name, "session": session, "variable": var, "shape": reply.get("shape"), "path": str(path),
-                "notes": reply.get("notes", [])}
+        return {
+            "name": name,
+            "session": session,
+            "variable": var,
+            "shape": reply.get("shape"),
+            "path": str(path),
+            "notes": reply.get("notes", []),
+        }
 
     def list(self) -> ListResult:
         """``{frames: [summary without column lists], count}``, newest first."""

@@ -32,14 +32,25 @@ SANDBOX_UID = 65534
 #: host folders a worker needs read-only (the interpreter's shared libraries, fonts, time zones); /etc contributes
 #: only the named files - no passwd, shadow, hosts or keys
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
-             "/etc/fonts", "/etc/alternatives")
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/fonts",
+    "/etc/alternatives",
+)
 
 
 def _probe(cmd: list[str]) -> bool:
     try:
-        return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=20).returncode == 0
+        return (
+            subprocess.run(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -48,8 +59,19 @@ def _bwrap_base() -> list[str]:
     """bubblewrap's namespace and privilege options: every namespace unshared (user, PID, IPC, network, UTS,
     cgroup), the sandbox user ``SANDBOX_UID`` inside, no nested user namespaces (bubblewrap >= 0.8), every
     capability dropped, a new terminal session, killed with its parent (bwrap(1))."""
-    return ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-            "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    return [
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+    ]
 
 
 def _system_mounts() -> list[str]:
@@ -63,8 +85,17 @@ def _system_mounts() -> list[str]:
             cmd += ["--ro-bind", d, d]
     for f in ETC_FILES:
         cmd += ["--ro-bind-try", f, f]
-    return cmd + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind-try", "/sys/devices/system/cpu",
-                  "/sys/devices/system/cpu"]
+    return cmd + [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind-try",
+        "/sys/devices/system/cpu",
+        "/sys/devices/system/cpu",
+    ]
 
 
 @lru_cache(maxsize=8)  # module state allowed: probe results of this machine (immutable tuples of text)
@@ -78,17 +109,29 @@ def detect_isolation(requested: str = "auto") -> tuple[str, str]:
     notes = []
     if requested in ("auto", "bwrap"):
         if shutil.which("bwrap") and _probe(["bwrap", *_bwrap_base(), *_system_mounts(), "true"]):
-            return "bwrap", ("bubblewrap: user/PID/IPC/network namespaces, uid 65534 inside, a read-only minimal "
-                             "file system (system libraries and the Python installation), only the session "
-                             "directory writable, no network")
+            return "bwrap", (
+                "bubblewrap: user/PID/IPC/network namespaces, uid 65534 inside, a read-only minimal "
+                "file system (system libraries and the Python installation), only the session "
+                "directory writable, no network"
+            )
         notes.append("bubblewrap unavailable (no bwrap 0.8+ binary or no user namespaces)")
     if requested in ("auto", "bwrap", "unshare"):
         if shutil.which("unshare") and _probe(["unshare", "-rn", "true"]):
-            return "unshare", "; ".join(notes + ["unshare -rn: user + network namespace (no network); files "
-                                                 "protected by Landlock where the kernel has it"])
+            return "unshare", "; ".join(
+                notes
+                + [
+                    "unshare -rn: user + network namespace (no network); files "
+                    "protected by Landlock where the kernel has it"
+                ]
+            )
         notes.append("unshare -rn does not work here")
-    return "none", "; ".join(notes + ["no namespaces: a plain subprocess confined by seccomp (no processes, no "
-                                      "sockets) and Landlock (files) where the kernel offers them"])
+    return "none", "; ".join(
+        notes
+        + [
+            "no namespaces: a plain subprocess confined by seccomp (no processes, no "
+            "sockets) and Landlock (files) where the kernel offers them"
+        ]
+    )
 
 
 def _python_paths() -> list[Path]:
@@ -96,8 +139,12 @@ def _python_paths() -> list[Path]:
     ``sys.path`` (not the current folder, not a source checkout put there by an editable install)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix)}
     for e in sys.path:
-        if e and Path(e).is_absolute() and Path(e).is_dir() and (
-                Path(e).name in ("site-packages", "dist-packages") or "/lib/python" in e):
+        if (
+            e
+            and Path(e).is_absolute()
+            and Path(e).is_dir()
+            and (Path(e).name in ("site-packages", "dist-packages") or "/lib/python" in e)
+        ):
             paths.add(Path(e))
     out = sorted({p.resolve() for p in paths} | {Path(sys.executable).resolve().parent})
     return [p for p in out if not any(p != q and p.is_relative_to(q) for q in out)]
@@ -109,19 +156,37 @@ def worker_command(settings: SandboxSettings, isolation: str, session_dir: Path,
     libraries, the Python installation and the worker's own folder; ``session_dir`` the only writable folder and
     the working directory; every namespace unshared; uid 65534) or ``unshare -rn``. ``allowed``: the top-level
     packages the session's code may import; ``settings``: the worker's limits."""
-    cfg = {"session_dir": str(session_dir), "allow_imports": allowed, "memory_mb": settings.memory_mb,
-           "file_mb": settings.file_mb, "cpu_session_s": settings.session_cpu_s,
-           "output_chars": settings.output_chars, "seed": settings.seed,
-           "figure_bytes": int(settings.figure_mb * 1024 * 1024), "reply_bytes": reply_limit(settings),
-           "nproc": 1, "isolation": isolation, "read_roots": [str(p) for p in _python_paths()]}
+    cfg = {
+        "session_dir": str(session_dir),
+        "allow_imports": allowed,
+        "memory_mb": settings.memory_mb,
+        "file_mb": settings.file_mb,
+        "cpu_session_s": settings.session_cpu_s,
+        "output_chars": settings.output_chars,
+        "seed": settings.seed,
+        "figure_bytes": int(settings.figure_mb * 1024 * 1024),
+        "reply_bytes": reply_limit(settings),
+        "nproc": 1,
+        "isolation": isolation,
+        "read_roots": [str(p) for p in _python_paths()],
+    }
     py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
     if isolation == "bwrap":
         cmd = ["bwrap", *_bwrap_base(), *_system_mounts()]
         for p in _python_paths():
             cmd += ["--ro-bind", str(p), str(p)]
         code = WORKER_SCRIPT.resolve().parent
-        cmd += ["--ro-bind", str(code), str(code), "--bind", str(session_dir), str(session_dir),
-                "--chdir", str(session_dir), "--"]
+        cmd += [
+            "--ro-bind",
+            str(code),
+            str(code),
+            "--bind",
+            str(session_dir),
+            str(session_dir),
+            "--chdir",
+            str(session_dir),
+            "--",
+        ]
         return cmd + py
     if isolation == "unshare":
         return ["unshare", "-rn", "--"] + py
@@ -139,11 +204,22 @@ def worker_env(settings: SandboxSettings, session_dir: Path) -> dict[str, str]:
     ``session_dir/tmp``."""
     tmp = session_dir / "tmp"
     tmp.mkdir(exist_ok=True)
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(session_dir),
-            "TMPDIR": str(tmp), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(session_dir / ".matplotlib"),
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMEXPR_MAX_THREADS": "1", "NUMEXPR_NUM_THREADS": "1", "PYTHONHASHSEED": str(settings.seed),
-            "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": str(session_dir),
+        "TMPDIR": str(tmp),
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(session_dir / ".matplotlib"),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NUMEXPR_MAX_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
+        "PYTHONHASHSEED": str(settings.seed),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 # -- starting and talking to a worker ------------------------------------------------------------------------
@@ -167,11 +243,11 @@ class Spawner:
     :meth:`spawn` starts a new thread)."""
 
     def __init__(self) -> None:
-        self._q: "queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None] | None" = None
+        self._q: queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None] | None = None
         self._lock = threading.Lock()
 
     @staticmethod
-    def _loop(q: "queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None]") -> None:
+    def _loop(q: queue.Queue[tuple[list[str], dict[str, Any], dict[str, Any]] | None]) -> None:
         while (item := q.get()) is not None:
             cmd, kw, box = item
             try:
@@ -224,8 +300,12 @@ def exit_text(code: int | None) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = str(-code)
-        hint = {"SIGKILL": " (killed: memory or CPU-time hard limit, or the wall-time kill)",
-                "SIGXCPU": " (CPU-time limit)", "SIGSEGV": " (crashed)", "SIGXFSZ": " (file-size limit)"}.get(name, "")
+        hint = {
+            "SIGKILL": " (killed: memory or CPU-time hard limit, or the wall-time kill)",
+            "SIGXCPU": " (CPU-time limit)",
+            "SIGSEGV": " (crashed)",
+            "SIGXFSZ": " (file-size limit)",
+        }.get(name, "")
         return f"signal {name}{hint}"
     return f"exit code {code}"
 
@@ -320,8 +400,10 @@ def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = Non
         if not header_done and len(buf) >= 4:
             need = struct.unpack(">I", bytes(buf[:4]))[0]
             if need > max_bytes:
-                raise WorkerProtocolError(f"the worker announced a reply of {need:,} bytes, over the limit of "
-                                          f"{max_bytes:,} bytes (AISAC_SANDBOX_REPLY_MB)")
+                raise WorkerProtocolError(
+                    f"the worker announced a reply of {need:,} bytes, over the limit of "
+                    f"{max_bytes:,} bytes (AISAC_SANDBOX_REPLY_MB)"
+                )
             del buf[:4]
             header_done = True
         if header_done and len(buf) >= need:

@@ -44,8 +44,9 @@ NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
 _kind = cell_kind
 
 
-def detect_table(grid: list[list[Any]], header_rows: int | None = None,
-                 merged: set[tuple[int, int]] | None = None) -> dict[str, Any]:
+def detect_table(
+    grid: list[list[Any]], header_rows: int | None = None, merged: set[tuple[int, int]] | None = None
+) -> dict[str, Any]:
     """Find the table in a grid of cells (rows of values; strings for CSV, typed values for Excel).
 
     Returns ``{top, header: [row indices], data_start, columns: [kept column indices], names: [str], notes}``.
@@ -62,22 +63,26 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
         return sum(k != "empty" for k in r)
 
     top = 0
-    while top < len(sample) and (count(sample[top]) == 0 or (count(sample[top]) == 1 and width >= 2
-                                                             and count(sample[top + 1] if top + 1 < len(sample) else []) != 1)):
+    while top < len(sample) and (
+        count(sample[top]) == 0
+        or (count(sample[top]) == 1 and width >= 2 and count(sample[top + 1] if top + 1 < len(sample) else []) != 1)
+    ):
         if count(sample[top]):
             txt = next(str(v) for v in grid[top] if _kind(v) != "empty")
             notes.append(f"row {top + 1} skipped as a title/note: {txt[:80]!r}")
         top += 1
     # a column is numeric when >= 80 % of its cells below the first row, or of its cells in the lower half of the
     # sampled rows (short tables under a multi-row header), are numbers
-    lower = sample[top + max(1, (len(sample) - top) // 2):]
+    lower = sample[top + max(1, (len(sample) - top) // 2) :]
 
     def share_numeric(rows: list[list[str]], j: int, need: int) -> bool:
         col = [r[j] for r in rows if j < len(r) and r[j] != "empty"]
         return len(col) >= need and sum(k == "num" for k in col) / len(col) >= NUMERIC_SHARE
 
-    numeric = [share_numeric(sample[top + 1:top + 101], j, 2) or share_numeric(lower, j, 2 if len(lower) >= 4 else 1)
-               for j in range(width)]
+    numeric = [
+        share_numeric(sample[top + 1 : top + 101], j, 2) or share_numeric(lower, j, 2 if len(lower) >= 4 else 1)
+        for j in range(width)
+    ]
     header: list[int] = []
     i = top
     if header_rows is not None:
@@ -107,8 +112,11 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
         i += 1
     data_start = i
     # columns: those with any content in the header or the body sample
-    used = [j for j in range(width) if any(j < len(sample[r]) and sample[r][j] != "empty"
-                                           for r in header + list(range(data_start, len(sample))))]
+    used = [
+        j
+        for j in range(width)
+        if any(j < len(sample[r]) and sample[r][j] != "empty" for r in header + list(range(data_start, len(sample))))
+    ]
     # names: upper header rows forward-filled across empty cells
     levels = []
     for n, hr in enumerate(header):
@@ -125,10 +133,10 @@ def detect_table(grid: list[list[Any]], header_rows: int | None = None,
         levels.append(vals)
     names = join_header_levels(header, levels, used, filled)
     if len(header) > 1:
-        notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
-                     "joined with '|'")
-    return {"top": top, "header": header, "data_start": data_start, "columns": used, "names": names,
-            "notes": notes}
+        notes.append(
+            f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names joined with '|'"
+        )
+    return {"top": top, "header": header, "data_start": data_start, "columns": used, "names": names, "notes": notes}
 
 
 def _cell_text(v: Any) -> str:
@@ -166,8 +174,10 @@ WIDE_COLUMNS = 1000
 #: what one small, very wide file can take.
 MAX_COLUMNS = 100_000
 #: the delimited-text form every parse error message names
-CSV_FORM = ("one record per line with the same number of fields on every line; a field holding the delimiter, a "
-            "quote or a line break enclosed in double quotes, a quote inside it doubled (RFC 4180)")
+CSV_FORM = (
+    "one record per line with the same number of fields on every line; a field holding the delimiter, a "
+    "quote or a line break enclosed in double quotes, a quote inside it doubled (RFC 4180)"
+)
 
 
 def _detect_grid(text: str, delim: str, path: Path) -> list[list[str]]:
@@ -182,13 +192,17 @@ def _detect_grid(text: str, delim: str, path: Path) -> list[list[str]]:
             grid.append(row)
             chars += sum(len(v) for v in row) + len(row)
             n = len(grid)
-            if n >= DETECT_ROWS or (chars >= DETECT_CHARS and n >= DETECT_MIN_ROWS) or \
-                    (chars >= DETECT_MAX_CHARS and n >= 3):
+            if (
+                n >= DETECT_ROWS
+                or (chars >= DETECT_CHARS and n >= DETECT_MIN_ROWS)
+                or (chars >= DETECT_MAX_CHARS and n >= 3)
+            ):
                 break
     except csv.Error as exc:
         if not grid:
-            raise DataError(f"cannot parse {path.name} as delimited text: line {reader.line_num}: {exc}. Accepted "
-                            f"form: {CSV_FORM}") from exc
+            raise DataError(
+                f"cannot parse {path.name} as delimited text: line {reader.line_num}: {exc}. Accepted form: {CSV_FORM}"
+            ) from exc
     return grid
 
 
@@ -197,17 +211,20 @@ def _parse_error(path: Path, delim: str, enc: str, exc: Exception) -> DataError:
     raw = " ".join(str(exc).split())
     m = re.search(r"EOF inside string starting at row (\d+)", raw)
     if m:
-        what = f"a quoted field opened on line {int(m.group(1)) + 1} is never closed (a \" without its closing \")"
-    elif (m := re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", raw)):
+        what = f'a quoted field opened on line {int(m.group(1)) + 1} is never closed (a " without its closing ")'
+    elif m := re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", raw):
         what = f"line {m.group(2)} has {m.group(3)} fields where the lines before it have {m.group(1)}"
     else:
         what = raw.replace("Error tokenizing data. ", "").replace("C error: ", "")[:300]
-    return DataError(f"cannot parse {path.name} as delimited text (delimiter {delim!r}, encoding {enc}): {what}. "
-                     f"Accepted form: {CSV_FORM}. Fix the file, or pass header_rows when the header was misdetected")
+    return DataError(
+        f"cannot parse {path.name} as delimited text (delimiter {delim!r}, encoding {enc}): {what}. "
+        f"Accepted form: {CSV_FORM}. Fix the file, or pass header_rows when the header was misdetected"
+    )
 
 
-def load_csv(path: Path, header_rows: int | None, suffix: str,
-             skip_rows: int | None = None) -> tuple["pd.DataFrame", dict[str, Any], list[str]]:
+def load_csv(
+    path: Path, header_rows: int | None, suffix: str, skip_rows: int | None = None
+) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
     """A delimited text file (``suffix``: its lower-case extension, the delimiter fallback) as ``(frame, options,
     notes)``; options: ``{encoding, delimiter, header_rows, skipped_rows, data_start_row, detected: {sheet: None,
     range: None, header_rows, skipped_above, skipped_below: [], pivot: False, tidy: False}}``. ``skip_rows``: lines
@@ -243,17 +260,27 @@ def load_csv(path: Path, header_rows: int | None, suffix: str,
     if seen_width > MAX_COLUMNS:
         grid = [r[:MAX_COLUMNS] for r in grid]
         usecols = list(range(MAX_COLUMNS))
-        notes.append(f"columns {MAX_COLUMNS + 1:,} to {seen_width:,} ({seen_width - MAX_COLUMNS:,} columns) not "
-                     f"loaded: a frame holds at most {MAX_COLUMNS:,} columns")
+        notes.append(
+            f"columns {MAX_COLUMNS + 1:,} to {seen_width:,} ({seen_width - MAX_COLUMNS:,} columns) not "
+            f"loaded: a frame holds at most {MAX_COLUMNS:,} columns"
+        )
     if skip_rows:
         if skip_rows >= len(grid) and len(grid) < DETECT_ROWS:
-            raise DataError(f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is "
-                            "left to load")
+            raise DataError(
+                f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is left to load"
+            )
         grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
     t = detect_table(grid, header_rows)
     try:
-        body = pd.read_csv(io.StringIO(text), sep=delim, header=None, skiprows=t["data_start"],
-                           skip_blank_lines=True, on_bad_lines="error", usecols=usecols)
+        body = pd.read_csv(
+            io.StringIO(text),
+            sep=delim,
+            header=None,
+            skiprows=t["data_start"],
+            skip_blank_lines=True,
+            on_bad_lines="error",
+            usecols=usecols,
+        )
     except pd.errors.EmptyDataError:
         body = pd.DataFrame()
     except (pd.errors.ParserError, ValueError, csv.Error) as exc:
@@ -283,8 +310,9 @@ def load_csv(path: Path, header_rows: int | None, suffix: str,
         body.columns = names
         if dropped:
             shown = ", ".join(str(j) for j in dropped[:20]) + (", ..." if len(dropped) > 20 else "")
-            notes.append(f"{len(dropped)} column(s) without a header and without any value dropped (column "
-                         f"number(s) {shown})")
+            notes.append(
+                f"{len(dropped)} column(s) without a header and without any value dropped (column number(s) {shown})"
+            )
     else:
         body = pd.DataFrame(columns=t["names"])
     before = len(body)
@@ -292,18 +320,37 @@ def load_csv(path: Path, header_rows: int | None, suffix: str,
     if before - len(body):
         notes.append(f"{before - len(body)} empty row(s) dropped")
     above = [n.split(": ", 1)[-1].strip("'\"") for n in t["notes"] if "skipped as a title" in n]
-    opts = {"encoding": enc, "delimiter": delim, "header_rows": len(t["header"]),
-            "skipped_rows": t["top"], "data_start_row": t["data_start"] + 1,
-            "detected": {"sheet": None, "range": None, "header_rows": len(t["header"]), "skipped_above": above,
-                         "skipped_below": [], "pivot": False, "tidy": False}}
+    opts = {
+        "encoding": enc,
+        "delimiter": delim,
+        "header_rows": len(t["header"]),
+        "skipped_rows": t["top"],
+        "data_start_row": t["data_start"] + 1,
+        "detected": {
+            "sheet": None,
+            "range": None,
+            "header_rows": len(t["header"]),
+            "skipped_above": above,
+            "skipped_below": [],
+            "pivot": False,
+            "tidy": False,
+        },
+    }
     if skip_rows:
         opts["skip_rows"] = skip_rows
     return body, opts, notes
 
 
-def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
-               limits: ArchiveLimits | None = None, *, skip_rows: int | None = None, cell_range: str | None = None,
-               tidy: bool = False) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
+def load_excel(
+    path: Path,
+    sheet: str | int | None,
+    header_rows: int | None,
+    limits: ArchiveLimits | None = None,
+    *,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+    tidy: bool = False,
+) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
     """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
     options, notes)]``; an empty sheet gives ``frame`` None and a note.
 
@@ -343,30 +390,34 @@ def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
                 wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
                 read_only = True
             except Exception:  # noqa: BLE001
-                raise DataError(f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only "
-                                ".xlsx/.xlsm are read (save .xls files as .xlsx)") from exc
+                raise DataError(
+                    f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only "
+                    ".xlsx/.xlsm are read (save .xls files as .xlsx)"
+                ) from exc
     sheets = wb.worksheets
     if sheet is not None:
         if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in wb.sheetnames):
             k = int(sheet)
             if not 0 <= k < len(sheets):
-                raise DataError(f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) "
-                                f"({', '.join(wb.sheetnames)})")
+                raise DataError(
+                    f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) ({', '.join(wb.sheetnames)})"
+                )
             sheets = [sheets[k]]
         elif sheet in wb.sheetnames:
             sheets = [wb[sheet]]
         else:
             raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(wb.sheetnames)}")
     if cell_range is not None and len(sheets) > 1:
-        raise DataError(f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets "
-                        f"({', '.join(wb.sheetnames[:20])})")
+        raise DataError(
+            f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets ({', '.join(wb.sheetnames[:20])})"
+        )
     out: list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]] = []
     for ws in sheets:
         if read_only:
             ws.reset_dimensions()
         grid = [list(r) for r in ws.iter_rows(values_only=True)]
         merged: list[tuple[int, int, int, int]] = []
-        for rng in ([] if read_only else ws.merged_cells.ranges):  # every cell carries the top-left value
+        for rng in [] if read_only else ws.merged_cells.ranges:  # every cell carries the top-left value
             v = ws.cell(rng.min_row, rng.min_col).value
             merged.append((rng.min_row - 1, rng.min_col - 1, rng.max_row - 1, rng.max_col - 1))
             for r in range(rng.min_row - 1, min(rng.max_row, len(grid))):
@@ -379,11 +430,22 @@ def load_excel(path: Path, sheet: str | int | None, header_rows: int | None,
             out.append((ws.title, None, {}, [f"sheet {ws.title!r} is empty: skipped"]))
             continue
         bold = None if read_only else _bold_cells(ws, grid)
-        out.append(sheet_frame(ws.title, grid, merged, bold, header_rows=header_rows, skip_rows=skip_rows,
-                               cell_range=cell_range, tidy=tidy))
+        out.append(
+            sheet_frame(
+                ws.title,
+                grid,
+                merged,
+                bold,
+                header_rows=header_rows,
+                skip_rows=skip_rows,
+                cell_range=cell_range,
+                tidy=tidy,
+            )
+        )
         if read_only:
-            out[-1][3].append("read in read-only mode (openpyxl could not read the workbook's drawings): merged "
-                              "ranges are not filled")
+            out[-1][3].append(
+                "read in read-only mode (openpyxl could not read the workbook's drawings): merged ranges are not filled"
+            )
     return out
 
 
@@ -397,10 +459,17 @@ def _bold_cells(ws: Any, grid: list[list[Any]], rows: int = 60) -> set[tuple[int
     return out
 
 
-def sheet_frame(title: str, grid: list[list[Any]], merged: list[tuple[int, int, int, int]],
-                bold: set[tuple[int, int]] | None = None, *, header_rows: int | None = None,
-                skip_rows: int | None = None, cell_range: str | None = None,
-                tidy: bool = False) -> tuple[str, pd.DataFrame, dict[str, Any], list[str]]:
+def sheet_frame(
+    title: str,
+    grid: list[list[Any]],
+    merged: list[tuple[int, int, int, int]],
+    bold: set[tuple[int, int]] | None = None,
+    *,
+    header_rows: int | None = None,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+    tidy: bool = False,
+) -> tuple[str, pd.DataFrame, dict[str, Any], list[str]]:
     """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`).
     Raises DataError for bad ``header_rows``/``skip_rows``/``cell_range``, or ``tidy`` without value columns."""
     import pandas as pd
@@ -410,20 +479,29 @@ def sheet_frame(title: str, grid: list[list[Any]], merged: list[tuple[int, int, 
     rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
     notes = list(t["notes"])
     if t["header"]:  # a repeat of the header row further down (stacked tables, page breaks) is not data
-        leaf = [_cell_text(v) if _kind(v) != "empty" else "" for v in
-                (grid[t["header"][-1]][j] if j < len(grid[t["header"][-1]]) else None for j in cols)]
+        leaf = [
+            _cell_text(v) if _kind(v) != "empty" else ""
+            for v in (grid[t["header"][-1]][j] if j < len(grid[t["header"][-1]]) else None for j in cols)
+        ]
         before = len(rows)
-        rows = [r for r in rows if sum(bool(x) for x in leaf) < 2 or
-                [_cell_text(v) if _kind(v) != "empty" else "" for v in r] != leaf]
+        rows = [
+            r
+            for r in rows
+            if sum(bool(x) for x in leaf) < 2 or [_cell_text(v) if _kind(v) != "empty" else "" for v in r] != leaf
+        ]
         if before - len(rows):
             notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
     df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
     if t["skipped_above"]:
-        notes.append(f"{len(t['skipped_above'])} row(s) above the table skipped as titles/notes: "
-                     f"{t['skipped_above'][0][:80]!r}" + (" ..." if len(t["skipped_above"]) > 1 else ""))
+        notes.append(
+            f"{len(t['skipped_above'])} row(s) above the table skipped as titles/notes: "
+            f"{t['skipped_above'][0][:80]!r}" + (" ..." if len(t["skipped_above"]) > 1 else "")
+        )
     if t["skipped_below"]:
-        notes.append(f"{len(t['skipped_below'])} row(s) below the table skipped as notes/footnotes: "
-                     f"{t['skipped_below'][0][:80]!r}" + (" ..." if len(t["skipped_below"]) > 1 else ""))
+        notes.append(
+            f"{len(t['skipped_below'])} row(s) below the table skipped as notes/footnotes: "
+            f"{t['skipped_below'][0][:80]!r}" + (" ..." if len(t["skipped_below"]) > 1 else "")
+        )
     if merged:
         notes.append(f"{len(merged)} merged range(s) filled with their top-left value")
     pivot = t["pivot"]
@@ -432,24 +510,45 @@ def sheet_frame(title: str, grid: list[list[Any]], merged: list[tuple[int, int, 
             numeric = [k for k, c in enumerate(df.columns) if pd.api.types.is_numeric_dtype(df[c])]
             first = numeric[0] if numeric else 0
             if not numeric or first == 0 or numeric != list(range(first, df.shape[1])):
-                raise DataError(f"tidy=True needs a pivot table (text row-label columns on the left, numeric value "
-                                f"columns on the right); sheet {title!r} ({t['range']}) has columns "
-                                f"{list(df.columns)[:8]}: pass range= to select the pivot block, or leave tidy off")
-            pivot = {"labels": cols[:first], "values": cols[first:],
-                     "levels": ["variable"] if len(t["header"]) < 2 else
-                     [f"variable_{n + 1}" for n in range(len(t["header"]))]}
+                raise DataError(
+                    f"tidy=True needs a pivot table (text row-label columns on the left, numeric value "
+                    f"columns on the right); sheet {title!r} ({t['range']}) has columns "
+                    f"{list(df.columns)[:8]}: pass range= to select the pivot block, or leave tidy off"
+                )
+            pivot = {
+                "labels": cols[:first],
+                "values": cols[first:],
+                "levels": ["variable"]
+                if len(t["header"]) < 2
+                else [f"variable_{n + 1}" for n in range(len(t["header"]))],
+            }
         df = unpivot(df, len(pivot["labels"]), pivot["levels"])
-        notes.append(f"pivot unpivoted: {len(pivot['labels'])} row-label column(s), header level(s) "
-                     f"{', '.join(pivot['levels'])}, {len(pivot['values'])} value column(s) -> {len(df)} rows")
+        notes.append(
+            f"pivot unpivoted: {len(pivot['labels'])} row-label column(s), header level(s) "
+            f"{', '.join(pivot['levels'])}, {len(pivot['values'])} value column(s) -> {len(df)} rows"
+        )
     elif pivot is not None:
-        notes.append("looks like a pivot export (row labels, header levels over numeric cells): tidy=True gives the "
-                     "long frame")
+        notes.append(
+            "looks like a pivot export (row labels, header levels over numeric cells): tidy=True gives the long frame"
+        )
     top = t["header"][0] if t["header"] else (t["body"][0] if t["body"] else 0)
-    detected = {"sheet": title, "range": t["range"], "header_rows": len(t["header"]),
-                "skipped_above": t["skipped_above"][:20], "skipped_below": t["skipped_below"][:20],
-                "pivot": pivot is not None, "tidy": bool(tidy), "other_tables": t.get("other_tables", [])[:10]}
-    opts = {"sheet": title, "header_rows": len(t["header"]), "skipped_rows": top,
-            "data_start_row": (t["body"][0] + 1) if t["body"] else None, "detected": detected}
+    detected = {
+        "sheet": title,
+        "range": t["range"],
+        "header_rows": len(t["header"]),
+        "skipped_above": t["skipped_above"][:20],
+        "skipped_below": t["skipped_below"][:20],
+        "pivot": pivot is not None,
+        "tidy": bool(tidy),
+        "other_tables": t.get("other_tables", [])[:10],
+    }
+    opts = {
+        "sheet": title,
+        "header_rows": len(t["header"]),
+        "skipped_rows": top,
+        "data_start_row": (t["body"][0] + 1) if t["body"] else None,
+        "detected": detected,
+    }
     if skip_rows:
         opts["skip_rows"] = skip_rows
     if cell_range:
@@ -464,8 +563,10 @@ def load_json(path: Path, lines: bool) -> pd.DataFrame:
     try:
         return _load_json(path, lines)
     except RecursionError as exc:  # json_normalize of records nested hundreds of levels deep
-        raise DataError(f"{path.name} is nested too deeply to turn into a table (over about "
-                        f"{sys.getrecursionlimit():,} levels): use a list of flat records") from exc
+        raise DataError(
+            f"{path.name} is nested too deeply to turn into a table (over about "
+            f"{sys.getrecursionlimit():,} levels): use a list of flat records"
+        ) from exc
 
 
 def _load_json(path: Path, lines: bool) -> pd.DataFrame:
@@ -479,10 +580,12 @@ def _load_json(path: Path, lines: bool) -> pd.DataFrame:
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except RecursionError as exc:
-        raise DataError(f"{path.name} is nested too deeply to read: Python's JSON parser stops at about "
-                        f"{sys.getrecursionlimit():,} levels of lists/objects. Accepted form: a list of records "
-                        "([{\"column\": value, ...}, ...]), an object of columns, or {\"key\": [records]}, nested a "
-                        "few levels at most") from exc
+        raise DataError(
+            f"{path.name} is nested too deeply to read: Python's JSON parser stops at about "
+            f"{sys.getrecursionlimit():,} levels of lists/objects. Accepted form: a list of records "
+            '([{"column": value, ...}, ...]), an object of columns, or {"key": [records]}, nested a '
+            "few levels at most"
+        ) from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path} is not valid JSON: {str(exc)[:300]}") from exc
     if isinstance(data, dict):
@@ -509,8 +612,9 @@ def load_parquet(path: Path) -> pd.DataFrame:
     try:
         return pd.read_parquet(path)
     except Exception as exc:
-        raise DataError(f"cannot read {path} as Parquet ({type(exc).__name__}: {exc}); the file is damaged or "
-                        "not Parquet") from exc
+        raise DataError(
+            f"cannot read {path} as Parquet ({type(exc).__name__}: {exc}); the file is damaged or not Parquet"
+        ) from exc
 
 
 def arrow_safe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -527,4 +631,3 @@ def arrow_safe(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 df.isetitem(i, as_text.to_numpy(dtype=object))
                 changed.append(df.columns[i])
     return df, ([f"mixed-type column(s) stored as text: {', '.join(changed[:10])}"] if changed else [])
-

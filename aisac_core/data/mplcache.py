@@ -42,10 +42,22 @@ def build(target: Path) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = Path(tempfile.mkdtemp(prefix=".mpl-", dir=target.parent))
     try:
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "MPLCONFIGDIR": str(tmp), "MPLBACKEND": "Agg",
-               "LANG": "C.UTF-8"}
-        subprocess.run([sys.executable, "-I", "-c", "import matplotlib.font_manager"], env=env, timeout=300,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp),
+            "MPLCONFIGDIR": str(tmp),
+            "MPLBACKEND": "Agg",
+            "LANG": "C.UTF-8",
+        }
+        subprocess.run(
+            [sys.executable, "-I", "-c", "import matplotlib.font_manager"],
+            env=env,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         if any(tmp.glob("fontlist-*.json")):
             try:
                 tmp.rename(target)

@@ -15,15 +15,74 @@ if TYPE_CHECKING:
 #: aggregate functions data_aggregate accepts (pandas names)
 AGG_FUNCS = ("count", "size", "sum", "mean", "median", "min", "max", "std", "var", "nunique", "first", "last")
 
-_ALLOWED_NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Name, ast.Constant,
-                  ast.Load, ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
-                  ast.NotIn, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.USub,
-                  ast.UAdd, ast.BitAnd, ast.BitOr, ast.Invert, ast.List, ast.Tuple, ast.Attribute, ast.Call,
-                  ast.keyword)
+_ALLOWED_NODES = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.Name,
+    ast.Constant,
+    ast.Load,
+    ast.And,
+    ast.Or,
+    ast.Not,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.In,
+    ast.NotIn,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.USub,
+    ast.UAdd,
+    ast.BitAnd,
+    ast.BitOr,
+    ast.Invert,
+    ast.List,
+    ast.Tuple,
+    ast.Attribute,
+    ast.Call,
+    ast.keyword,
+)
 #: methods and accessors a query may use (``col.str.contains('x')``, ``col.isna()``, ``col.dt.year``)
-QUERY_ATTRS = frozenset({"str", "dt", "contains", "startswith", "endswith", "lower", "upper", "strip", "len",
-                         "isna", "notna", "isnull", "notnull", "isin", "between", "abs", "year", "month", "day",
-                         "hour", "minute", "second", "dayofweek", "match", "fullmatch"})
+QUERY_ATTRS = frozenset(
+    {
+        "str",
+        "dt",
+        "contains",
+        "startswith",
+        "endswith",
+        "lower",
+        "upper",
+        "strip",
+        "len",
+        "isna",
+        "notna",
+        "isnull",
+        "notnull",
+        "isin",
+        "between",
+        "abs",
+        "year",
+        "month",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "dayofweek",
+        "match",
+        "fullmatch",
+    }
+)
 _BACKTICK = "__aisac_bt_"
 
 
@@ -51,7 +110,7 @@ def check_query(expr: str) -> str:
             j = i + 1
             while j < n and expr[j] != ch:
                 j += 2 if expr[j] == "\\" else 1
-            out.append(expr[i:j + 1])
+            out.append(expr[i : j + 1])
             i = j + 1
         elif ch == "`":
             j = expr.find("`", i + 1)
@@ -61,8 +120,9 @@ def check_query(expr: str) -> str:
             k += 1
             i = j + 1
         elif ch == "@":
-            raise DataError("expr refused: '@' (references to local variables) is not allowed; write constants "
-                            "into the expression")
+            raise DataError(
+                "expr refused: '@' (references to local variables) is not allowed; write constants into the expression"
+            )
         else:
             out.append(ch)
             i += 1
@@ -72,27 +132,34 @@ def check_query(expr: str) -> str:
         raise DataError(f"expr is not a valid query expression ({exc.msg}); example: \"a > 1 and b == 'x'\"") from exc
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
-            raise DataError(f"expr refused: {type(node).__name__} is not allowed in a query (only comparisons, "
-                            "and/or/not, arithmetic, constants, lists and column names)")
+            raise DataError(
+                f"expr refused: {type(node).__name__} is not allowed in a query (only comparisons, "
+                "and/or/not, arithmetic, constants, lists and column names)"
+            )
         if isinstance(node, ast.Name) and node.id.startswith("_") and not node.id.startswith(_BACKTICK):
             raise DataError(f"expr refused: name {node.id!r} (names starting with '_' are not allowed)")
         if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr not in QUERY_ATTRS):
             raise DataError(f"expr refused: attribute {node.attr!r}; allowed: {', '.join(sorted(QUERY_ATTRS))}")
         if isinstance(node, ast.BinOp) and not any(isinstance(x, ast.Name) for x in ast.walk(node)):
-            raise DataError("expr refused: arithmetic between constants (e.g. 2 ** 10 ** 10) is not evaluated; "
-                            "write the value itself")
+            raise DataError(
+                "expr refused: arithmetic between constants (e.g. 2 ** 10 ** 10) is not evaluated; "
+                "write the value itself"
+            )
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Attribute):
-                raise DataError("expr refused: only methods such as col.str.contains('x') or col.isin([1, 2]) may "
-                                "be called")
+                raise DataError(
+                    "expr refused: only methods such as col.str.contains('x') or col.isin([1, 2]) may be called"
+                )
             for a in list(node.args) + [kw.value for kw in node.keywords]:
-                if not all(isinstance(x, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.UAdd,
-                                          ast.Load)) for x in ast.walk(a)):
+                if not all(
+                    isinstance(x, (ast.Constant, ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load))
+                    for x in ast.walk(a)
+                ):
                     raise DataError("expr refused: method arguments must be constants")
     return expr
 
 
-def check_columns(df: "pd.DataFrame", columns: list[str] | None) -> list[str]:
+def check_columns(df: pd.DataFrame, columns: list[str] | None) -> list[str]:
     """``columns`` as a list ([] when none given). Raises DataError naming the columns the frame lacks."""
     if not columns:
         return []
@@ -102,15 +169,17 @@ def check_columns(df: "pd.DataFrame", columns: list[str] | None) -> list[str]:
     return list(columns)
 
 
-def select_rows(df: "pd.DataFrame", expr: str, columns: list[str]) -> "pd.DataFrame":
+def select_rows(df: pd.DataFrame, expr: str, columns: list[str]) -> pd.DataFrame:
     """The rows of ``df`` matching ``expr`` (already passed through :func:`check_query`; evaluated by pandas'
     python engine with no local or global names), only ``columns`` when given. Raises DataError when pandas
     cannot evaluate it."""
     try:
         res = df.query(expr, engine="python", local_dict={}, global_dict={})
     except Exception as exc:
-        raise DataError(f"query failed: {type(exc).__name__}: {exc}. Column names with spaces or symbols need "
-                        "backticks, e.g. `my col` > 3") from exc
+        raise DataError(
+            f"query failed: {type(exc).__name__}: {exc}. Column names with spaces or symbols need "
+            "backticks, e.g. `my col` > 3"
+        ) from exc
     return res[columns] if columns else res
 
 
@@ -118,7 +187,7 @@ def metric_spec(metrics: Any) -> dict[str, list[str]]:
     """``{column: function | [function, ...]}`` normalised to ``{column: [function, ...]}``. Raises DataError when
     empty or not a dict, or for a function outside :data:`AGG_FUNCS`."""
     if not metrics or not isinstance(metrics, dict):
-        raise DataError("metrics is empty: give {column: [function, ...]}, e.g. {\"yield\": [\"mean\", \"max\"]}")
+        raise DataError('metrics is empty: give {column: [function, ...]}, e.g. {"yield": ["mean", "max"]}')
     spec: dict[str, list[str]] = {}
     for col, fns in metrics.items():
         fns = [fns] if isinstance(fns, str) else list(fns)
@@ -129,7 +198,7 @@ def metric_spec(metrics: Any) -> dict[str, list[str]]:
     return spec
 
 
-def aggregate_frame(df: "pd.DataFrame", by: list[str], spec: dict[str, list[str]]) -> "pd.DataFrame":
+def aggregate_frame(df: pd.DataFrame, by: list[str], spec: dict[str, list[str]]) -> pd.DataFrame:
     """Group ``df`` by ``by`` (none: the whole frame, one row) and compute ``spec`` (:func:`metric_spec`); the
     result's columns are the group keys then ``<column>_<function>``. Raises DataError when a function does not
     apply (mean of a text column)."""

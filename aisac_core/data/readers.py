@@ -31,7 +31,7 @@ LOAD_OPTIONS = ("sheet", "cell_range", "tidy", "skip_rows", "header_rows")
 _NOT_TAKEN = {
     "sheet": "sheet applies to Excel workbooks only; {name} is {fmt}",
     "cell_range": "range applies to Excel workbooks only; {name} is {fmt}: use skip_rows and header_rows for "
-                  "delimited text",
+    "delimited text",
     "tidy": "tidy applies to Excel workbooks only; {name} is {fmt}",
     "skip_rows": "skip_rows applies to CSV and Excel files only",
     "header_rows": "header_rows applies to CSV and Excel files only",
@@ -60,11 +60,19 @@ def _read_csv(path: Path, *, header_rows: int | None = None, skip_rows: int | No
     return [(None, df, opts, notes)]
 
 
-def _read_excel(path: Path, *, limits: ArchiveLimits | None = None, sheet: str | int | None = None,
-                header_rows: int | None = None, skip_rows: int | None = None, cell_range: str | None = None,
-                tidy: bool = False) -> list[LoadedTable]:
-    return list(load_excel(path, sheet, header_rows, limits, skip_rows=skip_rows, cell_range=cell_range,
-                           tidy=bool(tidy)))
+def _read_excel(
+    path: Path,
+    *,
+    limits: ArchiveLimits | None = None,
+    sheet: str | int | None = None,
+    header_rows: int | None = None,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+    tidy: bool = False,
+) -> list[LoadedTable]:
+    return list(
+        load_excel(path, sheet, header_rows, limits, skip_rows=skip_rows, cell_range=cell_range, tidy=bool(tidy))
+    )
 
 
 def _read_parquet(path: Path) -> list[LoadedTable]:
@@ -115,14 +123,17 @@ def table_loader_for(loaders: Mapping[str, Callable[..., Any]], path: Path) -> C
     """
     loader = loaders.get(path.suffix.lower())
     if loader is None:
-        raise DataError(f"unsupported file type {path.suffix or '(none)'!r}; supported: "
-                        f"{', '.join(sorted(loaders))}" + (" (save .xls workbooks as .xlsx)"
-                                                           if path.suffix.lower() == ".xls" else ""))
+        raise DataError(
+            f"unsupported file type {path.suffix or '(none)'!r}; supported: "
+            f"{', '.join(sorted(loaders))}"
+            + (" (save .xls workbooks as .xlsx)" if path.suffix.lower() == ".xls" else "")
+        )
     return loader
 
 
-def read_table(loader: Callable[..., Any], path: Path, *, limits: ArchiveLimits | None = None,
-               **options: Any) -> tuple[str, list[LoadedTable]]:
+def read_table(
+    loader: Callable[..., Any], path: Path, *, limits: ArchiveLimits | None = None, **options: Any
+) -> tuple[str, list[LoadedTable]]:
     """Read ``path`` with ``loader``: the one dispatch of every table loader, built-in or an extension's.
 
     ``options``: :data:`LOAD_OPTIONS` (None/False: not given); each one given must be taken by the loader
@@ -150,14 +161,20 @@ def read_table(loader: Callable[..., Any], path: Path, *, limits: ArchiveLimits 
     except (AisacError, MemoryError):
         raise
     except Exception as exc:
-        raise DataError(f"the table loader for {suffix} ({_loader_name(loader)}) cannot read {path.name}: "
-                        f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+        raise DataError(
+            f"the table loader for {suffix} ({_loader_name(loader)}) cannot read {path.name}: "
+            f"{type(exc).__name__}: {str(exc)[:300]}"
+        ) from exc
     tables = [(None, res, {}, [])] if _is_frame(res) else res
-    if not (isinstance(tables, list) and all(
-            isinstance(t, tuple) and len(t) == 4 and (t[1] is None or _is_frame(t[1])) for t in tables)):
-        raise DataError(f"the table loader registered for {suffix} ({_loader_name(loader)}) returned "
-                        f"{type(res).__name__}, not a pandas DataFrame; fix the extension's "
-                        "aisac_register_table_loaders")
+    if not (
+        isinstance(tables, list)
+        and all(isinstance(t, tuple) and len(t) == 4 and (t[1] is None or _is_frame(t[1])) for t in tables)
+    ):
+        raise DataError(
+            f"the table loader registered for {suffix} ({_loader_name(loader)}) returned "
+            f"{type(res).__name__}, not a pandas DataFrame; fix the extension's "
+            "aisac_register_table_loaders"
+        )
     return fmt, tables
 
 

@@ -103,15 +103,19 @@ def parse_range(text: str, n_rows: int | None = None, n_cols: int | None = None)
     """
     m = A1_RE.match(text or "")
     if not m:
-        raise DataError(f"range {text!r} is not an Excel A1 range: use the form 'B3:F20' (columns as letters, "
-                        "rows as numbers from 1), or one cell like 'C4'")
+        raise DataError(
+            f"range {text!r} is not an Excel A1 range: use the form 'B3:F20' (columns as letters, "
+            "rows as numbers from 1), or one cell like 'C4'"
+        )
     c0, r0 = _col_number(m.group(1)), int(m.group(2))
     c1, r1 = (_col_number(m.group(3)), int(m.group(4))) if m.group(3) else (c0, r0)
     if r0 < 1 or r1 < 1:
         raise DataError(f"range {text!r}: rows are numbered from 1")
     if r1 < r0 or c1 < c0:
-        raise DataError(f"range {text!r} ends above or left of where it starts: write it top-left first, e.g. "
-                        f"'{col_letters(min(c0, c1))}{min(r0, r1)}:{col_letters(max(c0, c1))}{max(r0, r1)}'")
+        raise DataError(
+            f"range {text!r} ends above or left of where it starts: write it top-left first, e.g. "
+            f"'{col_letters(min(c0, c1))}{min(r0, r1)}:{col_letters(max(c0, c1))}{max(r0, r1)}'"
+        )
     if n_rows is not None and n_cols is not None and (r0 > n_rows or c0 > n_cols):
         used = to_a1(0, 0, max(n_rows, 1) - 1, max(n_cols, 1) - 1)
         raise DataError(f"range {text!r} lies outside the sheet: its used area is {used}")
@@ -123,7 +127,7 @@ def _xy_cut(occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 
     """Recursive XY-cut of ``box`` (top, left, bottom, right) at runs of >= 2 empty rows or columns, with the box
     shrunk to its content first. Returns the leaf boxes (possibly several)."""
     t, l, b, r = box
-    rows = [i for i in range(t, b + 1) if any(occ[i][l:r + 1])]
+    rows = [i for i in range(t, b + 1) if any(occ[i][l : r + 1])]
     if not rows:
         return []
     cols = [j for j in range(l, r + 1) if any(occ[i][j] for i in rows)]
@@ -142,8 +146,8 @@ def _xy_cut(occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 
 def _side_by_side(occ: list[list[bool]], t: int, b: int, l: int, a: int, nxt: int, r: int) -> bool:
     """Two tables beside each other with one empty column between them: the rows used left of the gap
     (columns ``l..a``) and right of it (``nxt..r``) overlap in at most a third of the shorter span."""
-    left = [i for i in range(t, b + 1) if any(occ[i][l:a + 1])]
-    right = [i for i in range(t, b + 1) if any(occ[i][nxt:r + 1])]
+    left = [i for i in range(t, b + 1) if any(occ[i][l : a + 1])]
+    right = [i for i in range(t, b + 1) if any(occ[i][nxt : r + 1])]
     if not left or not right:
         return False
     overlap = min(left[-1], right[-1]) - max(left[0], right[0]) + 1
@@ -163,9 +167,15 @@ def _row_text(grid: list[list[Any]], i: int, kinds: list[list[str]]) -> str:
 
 
 # -- detection ------------------------------------------------------------------------------------------------
-def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]] | None = None,
-                  bold: set[tuple[int, int]] | None = None, *, header_rows: int | None = None,
-                  skip_rows: int | None = None, cell_range: str | None = None) -> dict[str, Any]:
+def detect_region(
+    grid: list[list[Any]],
+    merged: list[tuple[int, int, int, int]] | None = None,
+    bold: set[tuple[int, int]] | None = None,
+    *,
+    header_rows: int | None = None,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+) -> dict[str, Any]:
     """Find the table in ``grid`` (rows of cell values, merged cells already carrying their top-left value).
 
     Args:
@@ -189,8 +199,7 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
     n_cols = max((len(r) for r in grid), default=0)
     kinds = [[cell_kind(v) for v in row] + ["empty"] * (n_cols - len(row)) for row in grid]
     occ = [[k != "empty" for k in row] for row in kinds]
-    filled = {(i, j) for (t, l, b, r) in merged for i in range(t, b + 1) for j in range(l, r + 1)
-              if (i, j) != (t, l)}
+    filled = {(i, j) for (t, l, b, r) in merged for i in range(t, b + 1) for j in range(l, r + 1) if (i, j) != (t, l)}
     notes: list[str] = []
     others: list[str] = []
     explicit = cell_range is not None
@@ -202,32 +211,36 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
         box = (0, 0, n_rows - 1, n_cols - 1)
     if skip_rows:
         if box[0] + skip_rows > box[2]:
-            raise DataError(f"skip_rows={skip_rows} skips every row of the {'range' if explicit else 'sheet'} "
-                            f"({box[2] - box[0] + 1} rows): nothing is left to load")
+            raise DataError(
+                f"skip_rows={skip_rows} skips every row of the {'range' if explicit else 'sheet'} "
+                f"({box[2] - box[0] + 1} rows): nothing is left to load"
+            )
         box = (box[0] + skip_rows, box[1], box[2], box[3])
     if not explicit:
         blocks = _xy_cut(occ, box)
         if not blocks:
             raise DataError("no cell with a value in the part of the sheet left after skip_rows")
-        size = {bx: sum(sum(occ[i][bx[1]:bx[3] + 1]) for i in range(bx[0], bx[2] + 1)) for bx in blocks}
+        size = {bx: sum(sum(occ[i][bx[1] : bx[3] + 1]) for i in range(bx[0], bx[2] + 1)) for bx in blocks}
         biggest = max(size.values())
         box = min((bx for bx in blocks if size[bx] * 2 >= biggest), key=lambda bx: (bx[0], bx[1]))
         others = [to_a1(*bx) for bx in sorted(blocks) if bx != box and size[bx] >= 4]
         if len(blocks) > 1:
-            notes.append(f"{len(blocks)} separate blocks of cells on the sheet; the first large one ({to_a1(*box)}) "
-                         "is the table (pass range= to read another)")
+            notes.append(
+                f"{len(blocks)} separate blocks of cells on the sheet; the first large one ({to_a1(*box)}) "
+                "is the table (pass range= to read another)"
+            )
     t, l, b, r = box
-    rows = [i for i in range(t, b + 1) if any(occ[i][l:r + 1])]
+    rows = [i for i in range(t, b + 1) if any(occ[i][l : r + 1])]
     if not rows:
         raise DataError(f"the range {to_a1(*box)} holds no values")
     width = r - l + 1
     cols = range(l, r + 1)
 
     def count(i: int) -> int:
-        return sum(occ[i][l:r + 1])
+        return sum(occ[i][l : r + 1])
 
     # 2. column profile
-    lower = rows[len(rows) // 2:]
+    lower = rows[len(rows) // 2 :]
 
     def share(rs: list[int], j: int) -> tuple[int, int]:
         ks = [kinds[i][j] for i in rs if kinds[i][j] != "empty"]
@@ -237,7 +250,9 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
     for j in cols:
         n, m = share(rows, j)
         n2, m2 = share(lower, j)
-        if (m >= 2 and n >= 2 and n / m >= NUMERIC_SHARE) or (m2 >= 1 and n2 >= 1 and n2 / m2 >= LOWER_SHARE and n >= 2):
+        if (m >= 2 and n >= 2 and n / m >= NUMERIC_SHARE) or (
+            m2 >= 1 and n2 >= 1 and n2 / m2 >= LOWER_SHARE and n >= 2
+        ):
             numeric.add(j)
 
     def cls(i: int) -> str:
@@ -252,15 +267,18 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
     for i, nxt in pairwise(data_rows):  # e.g. hours 1..24 or month dates over the values
         prev = next((k for k in reversed(rows) if k < i), None)
         labelled = prev is not None and len({_text(grid[prev][j]) for j in numeric if kinds[prev][j] == "text"}) >= 2
-        if not labelled and _numeric_labels(grid, kinds, i, sorted(numeric), lower) and \
-                not _numeric_labels(grid, kinds, nxt, sorted(numeric), lower):
+        if (
+            not labelled
+            and _numeric_labels(grid, kinds, i, sorted(numeric), lower)
+            and not _numeric_labels(grid, kinds, nxt, sorted(numeric), lower)
+        ):
             classes[i] = "headerish"
 
     # 3. body start
     start_k = None
     if numeric:
         for k, i in enumerate(rows):
-            if classes[i] == "data" and not any(classes[x] == "headerish" for x in rows[k + 1:k + 4]):
+            if classes[i] == "data" and not any(classes[x] == "headerish" for x in rows[k + 1 : k + 4]):
                 start_k = k
                 break
     if start_k is None:  # no numeric columns (or no clean data row): the body follows the first wide row
@@ -274,27 +292,38 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
         if heads and rows[heads[-1] + 1] != rows[heads[-1]] + 1:  # label rows after a gap below the header: body
             start_k = heads[-1] + 1
         elif not heads:  # label rows directly above the data under another label row: data (names, titles)
-            while start_k >= 2 and classes[rows[start_k - 1]] == "label" == classes[rows[start_k - 2]] and \
-                    rows[start_k - 1] + 1 == rows[start_k] and rows[start_k - 2] + 1 == rows[start_k - 1] and \
-                    count(rows[start_k - 2]) >= 2:
+            while (
+                start_k >= 2
+                and classes[rows[start_k - 1]] == "label" == classes[rows[start_k - 2]]
+                and rows[start_k - 1] + 1 == rows[start_k]
+                and rows[start_k - 2] + 1 == rows[start_k - 1]
+                and count(rows[start_k - 2]) >= 2
+            ):
                 start_k -= 1
-    while start_k >= 2 and width >= 3 and count(rows[start_k - 1]) == 1 and count(rows[start_k - 2]) >= 2 and \
-            header_rows is None:  # a one-cell section label right under the header belongs to the body
+    while (
+        start_k >= 2
+        and width >= 3
+        and count(rows[start_k - 1]) == 1
+        and count(rows[start_k - 2]) >= 2
+        and header_rows is None
+    ):  # a one-cell section label right under the header belongs to the body
         start_k -= 1
     # 4. header rows
     above = rows[:start_k]
     header: list[int] = []
     if header_rows is not None:
         if header_rows >= len(rows):
-            raise DataError(f"header_rows={header_rows} but the table block {to_a1(*box)} has only {len(rows)} "
-                            f"non-empty row(s): at least one row must remain for data (pass a smaller header_rows "
-                            "or a wider range)")
+            raise DataError(
+                f"header_rows={header_rows} but the table block {to_a1(*box)} has only {len(rows)} "
+                f"non-empty row(s): at least one row must remain for data (pass a smaller header_rows "
+                "or a wider range)"
+            )
         detected = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold)
         if header_rows <= len(detected) or explicit or skip_rows:
             anchor = rows.index(detected[0]) if detected and not (explicit or skip_rows) else 0
         else:
             anchor = max(0, rows.index(detected[-1]) + 1 - header_rows) if detected else max(0, start_k - header_rows)
-        header = rows[anchor:anchor + header_rows]
+        header = rows[anchor : anchor + header_rows]
         start_k = anchor + header_rows
     elif explicit or skip_rows:
         header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, from_top=True)
@@ -319,8 +348,11 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
             break
         if classes[i] == "data" and numeric:
             break
-        note_like = (len(texts) == 1 and width >= 2) or bool(NOTE_RE.match(first)) or \
-            (all(k == "text" for k in texts) and len(texts) < 0.5 * len(table_cols) and bool(numeric))
+        note_like = (
+            (len(texts) == 1 and width >= 2)
+            or bool(NOTE_RE.match(first))
+            or (all(k == "text" for k in texts) and len(texts) < 0.5 * len(table_cols) and bool(numeric))
+        )
         if not note_like:
             break
         end -= 1
@@ -329,45 +361,72 @@ def detect_region(grid: list[list[Any]], merged: list[tuple[int, int, int, int]]
             if k < 1:
                 continue
             cells = [j for j in cols if occ[i][j] and (i, j) not in filled]
-            if cells and sum(j not in table_cols for j in cells) * 2 > len(cells) and \
-                    not any(j in table_cols for j in cells if kinds[i][j] == "num"):
+            if (
+                cells
+                and sum(j not in table_cols for j in cells) * 2 > len(cells)
+                and not any(j in table_cols for j in cells if kinds[i][j] == "num")
+            ):
                 end = k
-                while end > 1 and sum(occ[body[end - 1]][l:r + 1]) == 1 and classes[body[end - 1]] != "data":
+                while end > 1 and sum(occ[body[end - 1]][l : r + 1]) == 1 and classes[body[end - 1]] != "data":
                     end -= 1  # the next section's one-cell title
                 break
     body_rows = body[:end]
-    skipped_below = [_row_text(grid, i, kinds) for i in range(body_rows[-1] + 1 if body_rows else rows[-1] + 1,
-                                                                n_rows) if any(occ[i])]
+    skipped_below = [
+        _row_text(grid, i, kinds)
+        for i in range(body_rows[-1] + 1 if body_rows else rows[-1] + 1, n_rows)
+        if any(occ[i])
+    ]
     # 6. columns and names
     keep = [j for j in cols if any(occ[i][j] for i in body_rows) or any(occ[i][j] for i in header)]
     body_empty = [j for j in keep if not any(occ[i][j] for i in body_rows)]
     if body_rows and body_empty:
         keep = [j for j in keep if j not in body_empty]
-        notes.append(f"{len(body_empty)} column(s) with a header but no values dropped "
-                     f"({', '.join(col_letters(j + 1) for j in body_empty[:10])})")
+        notes.append(
+            f"{len(body_empty)} column(s) with a header but no values dropped "
+            f"({', '.join(col_letters(j + 1) for j in body_empty[:10])})"
+        )
     keep = _drop_columns(grid, kinds, header, body_rows, keep, filled, notes)
     names = header_names(grid, header, keep, filled)
     names = _label_names(grid, kinds, header, keep, names, numeric, filled)
     # 7. pivot
     pivot = _pivot(grid, kinds, header, body_rows, keep, numeric, body_empty, l)
     if len(header) > 1:
-        notes.append(f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names "
-                     "joined with '|'")
+        notes.append(
+            f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names joined with '|'"
+        )
     last = body_rows[-1] if body_rows else (header[-1] if header else rows[-1])
     first_row = header[0] if header else (body_rows[0] if body_rows else rows[0])
     rng = to_a1(first_row, min(keep) if keep else l, last, max(keep) if keep else r)
-    return {"box": box, "range": rng, "header": header, "body": body_rows, "columns": keep, "names": names,
-            "skipped_above": skipped_above, "skipped_below": skipped_below, "pivot": pivot, "notes": notes,
-            "other_tables": others}
+    return {
+        "box": box,
+        "range": rng,
+        "header": header,
+        "body": body_rows,
+        "columns": keep,
+        "names": names,
+        "skipped_above": skipped_above,
+        "skipped_below": skipped_below,
+        "pivot": pivot,
+        "notes": notes,
+        "other_tables": others,
+    }
 
 
-def _headed(grid: list[list[Any]], kinds: list[list[str]], header: list[int], j: int,
-            filled: set[tuple[int, int]]) -> bool:
+def _headed(
+    grid: list[list[Any]], kinds: list[list[str]], header: list[int], j: int, filled: set[tuple[int, int]]
+) -> bool:
     return any(kinds[i][j] != "empty" and (i, j) not in filled for i in header)
 
 
-def _drop_columns(grid: list[list[Any]], kinds: list[list[str]], header: list[int], body: list[int],
-                  keep: list[int], filled: set[tuple[int, int]], notes: list[str]) -> list[int]:
+def _drop_columns(
+    grid: list[list[Any]],
+    kinds: list[list[str]],
+    header: list[int],
+    body: list[int],
+    keep: list[int],
+    filled: set[tuple[int, int]],
+    notes: list[str],
+) -> list[int]:
     """``keep`` without the columns a person would not read as columns (each dropped with a note): a column that
     holds only copies of a merged cell to its left; a column without a header cell holding one stray value
     (a note beside a table of >= 3 rows); a column without a header cell holding one repeated symbol
@@ -380,8 +439,10 @@ def _drop_columns(grid: list[list[Any]], kinds: list[list[str]], header: list[in
         if cells and all((i, j) in filled for i in cells):
             notes.append(f"column {col_letters(j + 1)} dropped: only copies of merged cells")
         elif not headed and len(body) >= 3 and len(cells) == 1:
-            notes.append(f"column {col_letters(j + 1)} dropped: one stray cell beside the table "
-                         f"({_text(grid[cells[0]][j])[:40]!r})")
+            notes.append(
+                f"column {col_letters(j + 1)} dropped: one stray cell beside the table "
+                f"({_text(grid[cells[0]][j])[:40]!r})"
+            )
         elif not headed and len(vals) == 1 and not any(ch.isalnum() for ch in next(iter(vals))) and len(cells) >= 2:
             notes.append(f"column {col_letters(j + 1)} dropped: only the unit sign {next(iter(vals))!r}")
         else:
@@ -389,8 +450,15 @@ def _drop_columns(grid: list[list[Any]], kinds: list[list[str]], header: list[in
     return out
 
 
-def _label_names(grid: list[list[Any]], kinds: list[list[str]], header: list[int], keep: list[int],
-                 names: list[str], numeric: set[int], filled: set[tuple[int, int]]) -> list[str]:
+def _label_names(
+    grid: list[list[Any]],
+    kinds: list[list[str]],
+    header: list[int],
+    keep: list[int],
+    names: list[str],
+    numeric: set[int],
+    filled: set[tuple[int, int]],
+) -> list[str]:
     """Row-label columns of a statement/pivot layout without a header cell (text columns left of the first
     numeric column that has a header) are named ``label`` (``label.1``, ...) instead of ``col_N``."""
     first = next((j for j in keep if j in numeric and _headed(grid, kinds, header, j, filled)), None)
@@ -405,8 +473,9 @@ def _label_names(grid: list[list[Any]], kinds: list[list[str]], header: list[int
     return out
 
 
-def _numeric_labels(grid: list[list[Any]], kinds: list[list[str]], i: int, numeric: list[int],
-                    lower: list[int]) -> bool:
+def _numeric_labels(
+    grid: list[list[Any]], kinds: list[list[str]], i: int, numeric: list[int], lower: list[int]
+) -> bool:
     """Row ``i`` labels the numeric columns although its cells are numbers: >= 4 integers rising by one from left to
     right (hours 1..24, periods), or >= 2 dates over columns whose lower half holds no dates (months)."""
     cells = [j for j in numeric if kinds[i][j] == "num"]
@@ -418,14 +487,26 @@ def _numeric_labels(grid: list[list[Any]], kinds: list[list[str]], i: int, numer
             return False
         return all(n.is_integer() for n in nums) and all(b - a == 1 for a, b in pairwise(nums))
     if len(cells) >= 2 and all(isinstance(v, (datetime, date)) for v in vals):
-        return all(sum(isinstance(grid[k][j], (datetime, date)) for k in lower if k != i) * 2 <
-                   max(1, sum(kinds[k][j] == "num" for k in lower if k != i)) for j in cells)
+        return all(
+            sum(isinstance(grid[k][j], (datetime, date)) for k in lower if k != i) * 2
+            < max(1, sum(kinds[k][j] == "num" for k in lower if k != i))
+            for j in cells
+        )
     return False
 
 
-def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[bool]], above: list[int], l: int,
-                 r: int, filled: set[tuple[int, int]], merged: list[tuple[int, int, int, int]],
-                 bold: set[tuple[int, int]] | None, from_top: bool = False) -> list[int]:
+def _header_rows(
+    grid: list[list[Any]],
+    kinds: list[list[str]],
+    occ: list[list[bool]],
+    above: list[int],
+    l: int,
+    r: int,
+    filled: set[tuple[int, int]],
+    merged: list[tuple[int, int, int, int]],
+    bold: set[tuple[int, int]] | None,
+    from_top: bool = False,
+) -> list[int]:
     """The header rows among ``above`` (non-empty rows above the body, top to bottom): the leaf row and the group
     label rows over it (module docstring, rule 4). ``from_top``: the first row of ``above`` is the table's top."""
     if not above:
@@ -436,8 +517,9 @@ def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[b
     leaf_cells = [j for j in cols if occ[leaf][j]]
     if not leaf_cells:
         return []
-    if any(len(_text(grid[leaf][j])) > LONG_TEXT for j in leaf_cells) or \
-            (len(leaf_cells) == 1 and width >= 3 and not from_top):
+    if any(len(_text(grid[leaf][j])) > LONG_TEXT for j in leaf_cells) or (
+        len(leaf_cells) == 1 and width >= 3 and not from_top
+    ):
         return []
     header = [leaf]
     below = {j for j in leaf_cells}
@@ -447,12 +529,16 @@ def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[b
         cells = [j for j in cols if occ[i][j]]
         if any(len(_text(grid[i][j])) > LONG_TEXT for j in cells) or i + 1 != header[0]:
             break
-        if any(kinds[i][j] == "num" and (i, j) not in filled and not (
-                isinstance(grid[i][j], (datetime, date)) or re.fullmatch(r"(19|20)\d\d", _text(grid[i][j])))
-               for j in cells):
+        if any(
+            kinds[i][j] == "num"
+            and (i, j) not in filled
+            and not (isinstance(grid[i][j], (datetime, date)) or re.fullmatch(r"(19|20)\d\d", _text(grid[i][j])))
+            for j in cells
+        ):
             break  # a data row, not a label row (years and dates may label columns)
-        has_merge = any(t == i and rr > ll for (t, ll, b, rr) in merged if l <= ll <= r) or \
-            any((i, j) in filled for j in cells)
+        has_merge = any(t == i and rr > ll for (t, ll, b, rr) in merged if l <= ll <= r) or any(
+            (i, j) in filled for j in cells
+        )
         covers_gap = any(j not in below for j in cells)
         lower_labels = [_text(grid[header[0]][j]) for j in cols if occ[header[0]][j] and (header[0], j) not in filled]
         repeats = len(lower_labels) != len(set(lower_labels))
@@ -475,8 +561,9 @@ def _header_rows(grid: list[list[Any]], kinds: list[list[str]], occ: list[list[b
     return header
 
 
-def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
-                 filled: set[tuple[int, int]] | None = None) -> list[str]:
+def header_names(
+    grid: list[list[Any]], header: list[int], columns: list[int], filled: set[tuple[int, int]] | None = None
+) -> list[str]:
     """Column names from the header rows: parts joined with ``|``, upper rows forward-filled across empty cells
     (a spanning label), a part repeated only by a fill written once, ``col_N`` (sheet column number) without any
     header cell, duplicates suffixed ``.1``, ``.2``."""
@@ -493,7 +580,7 @@ def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
             last = ""
             for j in range(lo, hi + 1):
                 if vals[j]:
-                    heads = any(j < len(grid[k]) and cell_kind(grid[k][j]) != "empty" for k in header[n + 1:])
+                    heads = any(j < len(grid[k]) and cell_kind(grid[k][j]) != "empty" for k in header[n + 1 :])
                     last = vals[j] if j in kept and heads else ""
                 elif last:
                     vals[j] = last
@@ -502,8 +589,9 @@ def header_names(grid: list[list[Any]], header: list[int], columns: list[int],
     return join_header_levels(header, levels, columns, filled)
 
 
-def join_header_levels(header: list[int], levels: Sequence[Sequence[str] | Mapping[int, str]], columns: Any,
-                       filled: set[tuple[int, int]]) -> list[str]:
+def join_header_levels(
+    header: list[int], levels: Sequence[Sequence[str] | Mapping[int, str]], columns: Any, filled: set[tuple[int, int]]
+) -> list[str]:
     """Column names from header rows: per column in ``columns`` (0-based indexes), the labels of its header
     ``levels`` (one list of labels per row of ``header``) joined with ``|``, a label carried over from a merged or
     group cell (``(row, column)`` in ``filled``) not repeated; ``col_N`` (1-based) for a column without a label;
@@ -526,8 +614,16 @@ def join_header_levels(header: list[int], levels: Sequence[Sequence[str] | Mappi
     return names
 
 
-def _pivot(grid: list[list[Any]], kinds: list[list[str]], header: list[int], body: list[int], keep: list[int],
-           numeric: set[int], corner: list[int], left: int) -> dict[str, Any] | None:
+def _pivot(
+    grid: list[list[Any]],
+    kinds: list[list[str]],
+    header: list[int],
+    body: list[int],
+    keep: list[int],
+    numeric: set[int],
+    corner: list[int],
+    left: int,
+) -> dict[str, Any] | None:
     """A cross-tab: text row-label columns on the left, then >= 2 numeric value columns, with >= 2 header rows or
     number/date value headers. ``{labels, values, levels}`` or None."""
     if not header or len(body) < 1:
@@ -539,14 +635,23 @@ def _pivot(grid: list[list[Any]], kinds: list[list[str]], header: list[int], bod
     if not labels or len(values) < 2 or any(j not in numeric for j in values):
         return None
     leaf = header[-1]
-    num_heads = all(cell_kind(grid[leaf][j]) == "num" or _MONTH.match(_text(grid[leaf][j]) or "")
-                    for j in values if j < len(grid[leaf]))
+    num_heads = all(
+        cell_kind(grid[leaf][j]) == "num" or _MONTH.match(_text(grid[leaf][j]) or "")
+        for j in values
+        if j < len(grid[leaf])
+    )
     if len(header) < 2 and not num_heads:
         return None
     levels = []
     for n, i in enumerate(header):
-        name = next((_text(grid[i][j]) for j in reversed(corner + labels) if j < len(grid[i]) and
-                     kinds[i][j] == "text" and i != leaf), "")
+        name = next(
+            (
+                _text(grid[i][j])
+                for j in reversed(corner + labels)
+                if j < len(grid[i]) and kinds[i][j] == "text" and i != leaf
+            ),
+            "",
+        )
         levels.append(name or (f"variable_{n + 1}" if len(header) > 1 else "variable"))
     return {"labels": labels, "values": values, "levels": levels}
 
@@ -563,8 +668,11 @@ def unpivot(df: Any, n_labels: int, levels: list[str], value_name: str = "value"
     wide = df.copy()
     wide[ids] = wide[ids].ffill()
     long = wide.melt(id_vars=ids, var_name="__col__", value_name=value_name)
-    parts = long["__col__"].astype(str).str.split("|", n=len(levels) - 1, expand=True) if len(levels) > 1 else \
-        pd.DataFrame({0: long["__col__"].astype(str)})
+    parts = (
+        long["__col__"].astype(str).str.split("|", n=len(levels) - 1, expand=True)
+        if len(levels) > 1
+        else pd.DataFrame({0: long["__col__"].astype(str)})
+    )
     for n, name in enumerate(levels):
         long.insert(n_labels + n, _unique(name, ids), parts[n] if n in parts.columns else None)
     return long.drop(columns="__col__").dropna(subset=[value_name]).reset_index(drop=True)

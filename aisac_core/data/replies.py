@@ -32,28 +32,35 @@ def _sha256(data: bytes | str) -> str:
     return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
 
 
-def after_run(m: "SandboxManager", s: "Session", reply: dict[str, Any], notes: list[str], t_start: float) -> None:
+def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[str], t_start: float) -> None:
     """Checks after every run: threads the run left running stop the worker (state lost); a session folder over
     its disk quota loses the files this run wrote (their inode change time is at or after ``t_start``)."""
     stray = reply.pop("stray_threads", 0)
     if stray and s.worker is not None:
         kill(s.worker)
         s.worker = None
-        s.lost = (f"cell {reply.get('cell')} left {stray if isinstance(stray, int) else 'some'} thread(s) running; "
-                  "the worker was stopped so that nothing outlives its run")
+        s.lost = (
+            f"cell {reply.get('cell')} left {stray if isinstance(stray, int) else 'some'} thread(s) running; "
+            "the worker was stopped so that nothing outlives its run"
+        )
         notes.append(f"session state lost: {s.lost}")
     quota = m.settings.disk_mb * 1024 * 1024
     used = sessionfs.usage(s.dir)
     if used > quota:
         removed = sessionfs.remove_changed_since(s.dir, t_start)
-        held = (f"more than {sessionfs.MAX_ENTRIES:,} entries or folders nested deeper than 64" if used == sys.maxsize
-                else f"{used / 2**20:,.0f} MB")
-        notes.append(f"disk quota exceeded: the session folder held {held}, over the limit of "
-                     f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
-                     "removed")
+        held = (
+            f"more than {sessionfs.MAX_ENTRIES:,} entries or folders nested deeper than 64"
+            if used == sys.maxsize
+            else f"{used / 2**20:,.0f} MB"
+        )
+        notes.append(
+            f"disk quota exceeded: the session folder held {held}, over the limit of "
+            f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
+            "removed"
+        )
 
 
-def _store_figure(m: "SandboxManager", s: "Session", job: "Job", name: str, data: bytes) -> Path:
+def _store_figure(m: SandboxManager, s: Session, job: Job, name: str, data: bytes) -> Path:
     """Keep a figure's bytes in the server's own folder for the session (never in the session folder)."""
     d = m.state / s.name / "figures"
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -64,7 +71,7 @@ def _store_figure(m: "SandboxManager", s: "Session", job: "Job", name: str, data
     return path
 
 
-def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: list[str]) -> list[Figure]:
+def _figures(m: SandboxManager, s: Session, job: Job, items: Any, notes: list[str]) -> list[Figure]:
     """Validate the figures of a reply (untrusted data): at most MAX_FIGURES, each base64 PNG bytes within
     ``AISAC_SANDBOX_FIGURE_MB``, the session's stored figures within ``AISAC_SANDBOX_DISK_MB``."""
     out: list[Figure] = []
@@ -72,7 +79,8 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
         return out
     cap = int(m.settings.figure_mb * 1024 * 1024)
     room = m.settings.disk_mb * 1024 * 1024 - sum(
-        p.stat().st_size for p in (m.state / s.name / "figures").glob("*.png"))
+        p.stat().st_size for p in (m.state / s.name / "figures").glob("*.png")
+    )
     for i, f in enumerate(items):
         if not isinstance(f, dict):
             continue
@@ -84,8 +92,9 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
             continue
         b64 = f.get("png_b64")
         try:
-            data = base64.b64decode(b64, validate=True) if isinstance(b64, str) and len(b64) <= cap * 4 // 3 + 4 \
-                else b""
+            data = (
+                base64.b64decode(b64, validate=True) if isinstance(b64, str) and len(b64) <= cap * 4 // 3 + 4 else b""
+            )
         except (binascii.Error, ValueError):
             data = b""
         if not data.startswith(PNG_MAGIC) or len(data) > cap:
@@ -103,18 +112,28 @@ def _figures(m: "SandboxManager", s: "Session", job: "Job", items: Any, notes: l
     return out
 
 
-def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict[str, Any], notes: list[str],
-           state_lost: bool) -> tuple[CodeRun, list[Path]]:
+def finish(
+    m: SandboxManager, s: Session, job: Job, reply: dict[str, Any], notes: list[str], state_lost: bool
+) -> tuple[CodeRun, list[Path]]:
     """The run's result from the worker's reply, which is untrusted: only the known fields, as text, capped; and
     the paths of the run's stored figures."""
     cap = m.settings.output_chars
     figures = _figures(m, s, job, reply.get("figures"), notes)
-    text = {k: (v if isinstance(v, str) else json.dumps(v, default=str))[:cap + 100]
-            for k in REPLY_TEXT if (v := reply.get(k)) is not None}
+    text = {
+        k: (v if isinstance(v, str) else json.dumps(v, default=str))[: cap + 100]
+        for k in REPLY_TEXT
+        if (v := reply.get(k)) is not None
+    }
     cell = reply.get("cell")
     result: CodeRun = {
-        "ok": reply.get("ok") is True, "session": s.name, "cell": cell if isinstance(cell, int) else s.cells,
-        "job_id": job.job_id, "status": "done", "stdout": text.pop("stdout", ""), "stderr": text.pop("stderr", "")}
+        "ok": reply.get("ok") is True,
+        "session": s.name,
+        "cell": cell if isinstance(cell, int) else s.cells,
+        "job_id": job.job_id,
+        "status": "done",
+        "stdout": text.pop("stdout", ""),
+        "stderr": text.pop("stderr", ""),
+    }
     if "result" in text:  # the other text fields, in REPLY_TEXT's order
         result["result"] = text["result"]
     if "error" in text:
@@ -131,21 +150,29 @@ def finish(m: "SandboxManager", s: "Session", job: "Job", reply: dict[str, Any],
     result["state_lost"] = state_lost
     result["duration_ms"] = round((time.perf_counter() - job.t0) * 1000, 2)
     result["code_sha256"] = job.code_sha256
-    result["output_sha256"] = _sha256(result["stdout"] + "\x00" + result["stderr"] + "\x00" +
-                                      str(result.get("result", "")))
+    result["output_sha256"] = _sha256(
+        result["stdout"] + "\x00" + result["stderr"] + "\x00" + str(result.get("result", ""))
+    )
     result["isolation"] = m.isolation
     conf = s.confinement
     if m.isolation != "bwrap" or not conf.get("seccomp") or not conf.get("landlock"):
-        held = (f"seccomp {'on' if conf.get('seccomp') else 'OFF'}, Landlock "
-                f"{'ABI ' + str(conf['landlock']) if conf.get('landlock') else 'OFF'}")
-        weak = "" if conf.get("landlock") or m.isolation == "bwrap" else (
-            "; without Landlock or bubblewrap, C extensions in the session can read any file the server's user "
-            "can (docs/data.md, Threat model)")
+        held = (
+            f"seccomp {'on' if conf.get('seccomp') else 'OFF'}, Landlock "
+            f"{'ABI ' + str(conf['landlock']) if conf.get('landlock') else 'OFF'}"
+        )
+        weak = (
+            ""
+            if conf.get("landlock") or m.isolation == "bwrap"
+            else (
+                "; without Landlock or bubblewrap, C extensions in the session can read any file the server's user "
+                "can (docs/data.md, Threat model)"
+            )
+        )
         result["notes"].append(f"isolation: {m.isolation_note} ({held}){weak}")
     return result, job.figures
 
 
-def stored_images(job: "Job") -> list[bytes]:
+def stored_images(job: Job) -> list[bytes]:
     """The PNG bytes of a job's figures, read from the server's own folder."""
     out = []
     for p in job.figures:

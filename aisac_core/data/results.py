@@ -13,9 +13,23 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-__all__ = ["AggregateResult", "CloseResult", "CodeRun", "DescribeResult", "Figure", "FrameSummary", "ListResult",
-           "LoadResult", "PreviewResult", "QueryResult", "ResetResult", "SessionInfo", "SessionListResult",
-           "ToSessionResult", "VariablesResult"]
+__all__ = [
+    "AggregateResult",
+    "CloseResult",
+    "CodeRun",
+    "DescribeResult",
+    "Figure",
+    "FrameSummary",
+    "ListResult",
+    "LoadResult",
+    "PreviewResult",
+    "QueryResult",
+    "ResetResult",
+    "SessionInfo",
+    "SessionListResult",
+    "ToSessionResult",
+    "VariablesResult",
+]
 
 _CLOSED = ConfigDict(extra="forbid")
 Rows = list[dict[str, Any]]

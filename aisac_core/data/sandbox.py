@@ -40,7 +40,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -71,10 +71,37 @@ from aisac_core.settings import SandboxSettings
 __all__ = ["DEFAULT_ALLOWED_IMPORTS", "Job", "SandboxError", "SandboxManager", "Session", "detect_isolation"]
 
 #: imports a session's code may make (``Settings.sandbox.allow_imports`` adds to it)
-DEFAULT_ALLOWED_IMPORTS = ("numpy", "pandas", "scipy", "matplotlib", "math", "statistics", "json", "re",
-                           "datetime", "collections", "itertools", "functools", "random", "decimal", "fractions",
-                           "string", "textwrap", "operator", "copy", "typing", "dataclasses", "enum", "cmath",
-                           "numbers", "bisect", "heapq", "pprint", "time", "calendar")
+DEFAULT_ALLOWED_IMPORTS = (
+    "numpy",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "math",
+    "statistics",
+    "json",
+    "re",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "random",
+    "decimal",
+    "fractions",
+    "string",
+    "textwrap",
+    "operator",
+    "copy",
+    "typing",
+    "dataclasses",
+    "enum",
+    "cmath",
+    "numbers",
+    "bisect",
+    "heapq",
+    "pprint",
+    "time",
+    "calendar",
+)
 SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_CODE_CHARS = 1_000_000
 MAX_TIMEOUT_S = 3600.0
@@ -84,7 +111,7 @@ LOST = "the session state is lost (the next call starts a fresh worker)"
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _sha256(data: bytes | str) -> str:
@@ -168,15 +195,19 @@ class SandboxManager:
     # -- helpers ------------------------------------------------------------------------------------------
     def _session(self, name: str, create: bool) -> Session:
         if not isinstance(name, str) or not SESSION_RE.match(name):
-            raise SandboxError(f"session name {name!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
-                               "starting with a letter or digit (e.g. 'analysis-1')")
+            raise SandboxError(
+                f"session name {name!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
+                "starting with a letter or digit (e.g. 'analysis-1')"
+            )
         with self._lock:
             s = self._sessions.get(name)
             if s is None:
                 d = self.root / name
                 if not create:
-                    raise SandboxError(f"unknown session {name!r}; data_code_session_list shows the live sessions "
-                                       "(data_code_run creates one)")
+                    raise SandboxError(
+                        f"unknown session {name!r}; data_code_session_list shows the live sessions "
+                        "(data_code_run creates one)"
+                    )
                 self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
                 os.chmod(self.root, 0o700)
                 if d.is_symlink() or (d.exists() and not d.is_dir()):
@@ -190,45 +221,64 @@ class SandboxManager:
                     except (OSError, ValueError):
                         old = {}
                     if old.get("cells"):
-                        s.lost = (f"the server restarted since the session's cell {old['cells']} (worker pid "
-                                  f"{old.get('pid')}); its variables were lost, files in {d} are kept")
+                        s.lost = (
+                            f"the server restarted since the session's cell {old['cells']} (worker pid "
+                            f"{old.get('pid')}); its variables were lost, files in {d} are kept"
+                        )
                         s.cells = int(old["cells"])
                 self._sessions[name] = s
             return s
 
     def _live_workers(self) -> int:
         return sum(1 for s in self._sessions.values() if s.worker is not None and s.worker.proc.poll() is None)
+
     def _make_room(self, s: Session) -> None:
         """At ``sandbox_max_sessions`` live workers, stop the least recently used idle one (its state is reported
         lost on its next call); refuse when every other worker is busy."""
         while self._live_workers() >= self.settings.max_sessions:
             with self._lock:
-                idle = sorted((o for o in self._sessions.values() if o is not s and o.worker is not None
-                               and o.worker.proc.poll() is None and o.busy_job is None),
-                              key=lambda o: o.last_used_at or o.created_at)
+                idle = sorted(
+                    (
+                        o
+                        for o in self._sessions.values()
+                        if o is not s and o.worker is not None and o.worker.proc.poll() is None and o.busy_job is None
+                    ),
+                    key=lambda o: o.last_used_at or o.created_at,
+                )
             for o in idle:
                 if o.lock.acquire(blocking=False):
                     try:
                         if o.worker is not None:
                             kill(o.worker)
                             o.worker = None
-                            o.lost = (f"its worker was stopped to make room for session {s.name!r} (at most "
-                                      f"{self.settings.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)")
+                            o.lost = (
+                                f"its worker was stopped to make room for session {s.name!r} (at most "
+                                f"{self.settings.max_sessions} live workers, AISAC_SANDBOX_MAX_SESSIONS)"
+                            )
                     finally:
                         o.lock.release()
                     break
             else:
-                raise SandboxError(f"{self.settings.max_sessions} sessions have a busy worker "
-                                   "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session")
+                raise SandboxError(
+                    f"{self.settings.max_sessions} sessions have a busy worker "
+                    "(AISAC_SANDBOX_MAX_SESSIONS); wait for a job to finish or close a session"
+                )
 
     def _start(self, s: Session) -> Worker:
         self._make_room(s)
         self._fonts.seed(s.dir)
         log_path = self.state / f"{s.name}.log"
         log = open(log_path, "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects)
-        proc = self._spawner.spawn(worker_command(self.settings, self.isolation, s.dir, self.allowed),
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=str(s.dir),
-                                   env=worker_env(self.settings, s.dir), start_new_session=True, bufsize=0)
+        proc = self._spawner.spawn(
+            worker_command(self.settings, self.isolation, s.dir, self.allowed),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=str(s.dir),
+            env=worker_env(self.settings, s.dir),
+            start_new_session=True,
+            bufsize=0,
+        )
         w = Worker(proc=proc, pid=proc.pid, started_at=_now(), log=log)
         try:
             ready = read(w, time.monotonic() + START_TIMEOUT_S, 1 << 16)
@@ -238,8 +288,9 @@ class SandboxManager:
             raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
         pid = ready.get("pid")
         w.pid = pid if isinstance(pid, int) else proc.pid
-        s.confinement = {k: ready.get(k) for k in ("uid", "seccomp", "landlock", "seccomp_note", "landlock_note")
-                         if k in ready}
+        s.confinement = {
+            k: ready.get(k) for k in ("uid", "seccomp", "landlock", "seccomp_note", "landlock_note") if k in ready
+        }
         s.seq = 0
         return w
 
@@ -276,8 +327,14 @@ class SandboxManager:
             t_check[0] = time.monotonic()
             used = sessionfs.usage(s.dir)
             held = "too many entries" if used == sys.maxsize else f"{used / 2**20:,.0f} MB"
-            return (f"disk quota exceeded: the session folder holds {held}, over the limit of "
-                    f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)") if used > quota else None
+            return (
+                (
+                    f"disk quota exceeded: the session folder holds {held}, over the limit of "
+                    f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)"
+                )
+                if used > quota
+                else None
+            )
 
         try:
             deadline = time.monotonic() + timeout_s
@@ -289,23 +346,42 @@ class SandboxManager:
             else:
                 raise WorkerProtocolError("the worker keeps sending replies to other requests")
         except WorkerProtocolError as exc:
-            reply = self._lose(s, w, f"the worker was stopped during cell {req.get('cell')}: {exc}", "SandboxViolation",
-                               f"the run was stopped: {exc}; {LOST}")
+            reply = self._lose(
+                s,
+                w,
+                f"the worker was stopped during cell {req.get('cell')}: {exc}",
+                "SandboxViolation",
+                f"the run was stopped: {exc}; {LOST}",
+            )
         except WorkerTimeout:
-            reply = self._lose(s, w, f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and "
-                               "the worker was killed", "TimeoutError",
-                               f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and {LOST}")
+            reply = self._lose(
+                s,
+                w,
+                f"the run of cell {req.get('cell')} exceeded its wall time of {timeout_s:g} s and "
+                "the worker was killed",
+                "TimeoutError",
+                f"wall time limit of {timeout_s:g} s exceeded: the worker was killed and {LOST}",
+            )
         except WorkerGone as exc:
             if s.stopping:
                 kill(w)
                 s.worker = None
                 if s.stopping.startswith("cancelled"):  # the variables went with the worker: the next run says so
                     s.lost = f"cell {req.get('cell')} was cancelled and its worker stopped"
-                    return {"ok": False, "error_type": "Cancelled", "status": "cancelled",
-                            "error": f"the run was {s.stopping}; {LOST}"}, notes
+                    return {
+                        "ok": False,
+                        "error_type": "Cancelled",
+                        "status": "cancelled",
+                        "error": f"the run was {s.stopping}; {LOST}",
+                    }, notes
                 return {"ok": False, "error_type": "Stopped", "error": f"the run was {s.stopping}"}, notes
-            reply = self._lose(s, w, f"the worker died during cell {req.get('cell')} ({exc})", "WorkerDied",
-                               f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; {LOST}")
+            reply = self._lose(
+                s,
+                w,
+                f"the worker died during cell {req.get('cell')} ({exc})",
+                "WorkerDied",
+                f"the session worker died ({exc}), probably at a memory, CPU or file-size limit; {LOST}",
+            )
         return reply, notes
 
     @staticmethod
@@ -319,15 +395,23 @@ class SandboxManager:
 
     def _write_marker(self, s: Session) -> None:
         try:
-            (self.state / f"{s.name}.json").write_text(json.dumps(
-                {"session": s.name, "cells": s.cells, "pid": s.worker.pid if s.worker else None,
-                 "updated_at": _now()}))
+            (self.state / f"{s.name}.json").write_text(
+                json.dumps(
+                    {
+                        "session": s.name,
+                        "cells": s.cells,
+                        "pid": s.worker.pid if s.worker else None,
+                        "updated_at": _now(),
+                    }
+                )
+            )
         except OSError:
             pass
 
     # -- public API ---------------------------------------------------------------------------------------
-    def run(self, session: str, code: str, timeout_s: float | None = None,
-            wait_s: float | None = None) -> tuple[CodeRun, list[bytes]]:
+    def run(
+        self, session: str, code: str, timeout_s: float | None = None, wait_s: float | None = None
+    ) -> tuple[CodeRun, list[bytes]]:
         """Run ``code`` in ``session`` (created on first use) and return ``(result, png_images)``.
 
         Args:
@@ -356,10 +440,17 @@ class SandboxManager:
             raise SandboxError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {timeout_s}")
         s = self._session(session, create=True)
         if not s.lock.acquire(blocking=False):
-            raise SandboxError(f"session {session!r} is busy with job {s.busy_job}; poll data_code_job_status or "
-                               "stop it with data_code_session_reset")
-        job = Job(job_id="job-" + uuid.uuid4().hex[:12], session=session, code_sha256=_sha256(code),
-                  started_at=_now(), t0=time.perf_counter())
+            raise SandboxError(
+                f"session {session!r} is busy with job {s.busy_job}; poll data_code_job_status or "
+                "stop it with data_code_session_reset"
+            )
+        job = Job(
+            job_id="job-" + uuid.uuid4().hex[:12],
+            session=session,
+            code_sha256=_sha256(code),
+            started_at=_now(),
+            t0=time.perf_counter(),
+        )
         try:
             self._ensure_worker(s)  # here, so that a worker that cannot start is an error of this call
         except BaseException:
@@ -369,7 +460,7 @@ class SandboxManager:
         with self._lock:
             self._jobs[job.job_id] = job
             if len(self._jobs) > MAX_JOBS_KEPT:
-                for jid in [j for j, v in self._jobs.items() if v.done.is_set()][:len(self._jobs) - MAX_JOBS_KEPT]:
+                for jid in [j for j, v in self._jobs.items() if v.done.is_set()][: len(self._jobs) - MAX_JOBS_KEPT]:
                     self._jobs.pop(jid, None)
 
         def work() -> None:
@@ -377,8 +468,9 @@ class SandboxManager:
                 cell = s.cells + 1
                 t_start = time.time()
                 try:
-                    reply, notes = self._exchange(s, {"op": "run", "code": code, "cpu_s": self.settings.cpu_s,
-                                                      "cell": cell}, timeout)
+                    reply, notes = self._exchange(
+                        s, {"op": "run", "code": code, "cpu_s": self.settings.cpu_s, "cell": cell}, timeout
+                    )
                 except SandboxError as exc:
                     reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
                 after_run(self, s, reply, notes, t_start)
@@ -392,8 +484,14 @@ class SandboxManager:
                 if reply.get("status") == "cancelled":  # stopped by cancel(): not a run that ended by itself
                     job.result["status"] = "cancelled"
             except Exception as exc:  # noqa: BLE001 - never leave a job without a result
-                job.result = {"ok": False, "error_type": type(exc).__name__, "error": f"internal error: {exc}",
-                              "session": session, "job_id": job.job_id, "status": "done"}
+                job.result = {
+                    "ok": False,
+                    "error_type": type(exc).__name__,
+                    "error": f"internal error: {exc}",
+                    "session": session,
+                    "job_id": job.job_id,
+                    "status": "done",
+                }
             finally:
                 job.finished_at = _now()
                 s.busy_job = None
@@ -404,10 +502,17 @@ class SandboxManager:
         wait = self.settings.job_threshold_s if wait_s is None else wait_s
         if job.done.wait(max(0.0, min(wait, timeout + 30))):
             return cast(CodeRun, job.result), stored_images(job)  # set before done
-        return {"ok": False, "pending": True, "status": "running", "session": session, "job_id": job.job_id,
-                "code_sha256": job.code_sha256, "started_at": job.started_at,
-                "error": f"still running after {wait:g} s; poll data_code_job_status(job_id={job.job_id!r}) for the "
-                         f"result (the run is killed after {timeout:g} s)"}, []
+        return {
+            "ok": False,
+            "pending": True,
+            "status": "running",
+            "session": session,
+            "job_id": job.job_id,
+            "code_sha256": job.code_sha256,
+            "started_at": job.started_at,
+            "error": f"still running after {wait:g} s; poll data_code_job_status(job_id={job.job_id!r}) for the "
+            f"result (the run is killed after {timeout:g} s)",
+        }, []
 
     def job_status(self, job_id: str) -> tuple[CodeRun, list[bytes]]:
         """State of a run: ``{job_id, session, status: "running", started_at, elapsed_s}`` or, when finished,
@@ -416,12 +521,20 @@ class SandboxManager:
         with self._lock:
             job = self._jobs.get(job_id) if isinstance(job_id, str) else None
         if job is None:
-            raise SandboxError(f"unknown job {job_id!r}: job ids come from data_code_run and live until the server "
-                               "restarts")
+            raise SandboxError(
+                f"unknown job {job_id!r}: job ids come from data_code_run and live until the server restarts"
+            )
         if not job.done.is_set():
-            return {"ok": False, "pending": True, "status": "running", "job_id": job_id, "session": job.session,
-                    "started_at": job.started_at, "elapsed_s": round(time.perf_counter() - job.t0, 1),
-                    "error": "still running; poll again"}, []
+            return {
+                "ok": False,
+                "pending": True,
+                "status": "running",
+                "job_id": job_id,
+                "session": job.session,
+                "started_at": job.started_at,
+                "elapsed_s": round(time.perf_counter() - job.t0, 1),
+                "error": "still running; poll again",
+            }, []
         return {**cast(CodeRun, job.result), "finished_at": job.finished_at}, stored_images(job)  # set before done
 
     def wait(self, job_id: str, seconds: float) -> bool:
@@ -528,19 +641,40 @@ class SandboxManager:
         for s in sessions:
             w = s.worker
             alive = w is not None and w.proc.poll() is None
-            out.append({"session": s.name, "dir": str(s.dir), "alive": alive,
-                        "pid": w.pid if w is not None and alive else None,
-                        "cells": s.cells, "created_at": s.created_at, "last_used_at": s.last_used_at,
-                        "busy_job": s.busy_job, "state_lost": s.lost, "confinement": s.confinement})
+            out.append(
+                {
+                    "session": s.name,
+                    "dir": str(s.dir),
+                    "alive": alive,
+                    "pid": w.pid if w is not None and alive else None,
+                    "cells": s.cells,
+                    "created_at": s.created_at,
+                    "last_used_at": s.last_used_at,
+                    "busy_job": s.busy_job,
+                    "state_lost": s.lost,
+                    "confinement": s.confinement,
+                }
+            )
         st = self.settings
-        return {"sessions": out, "isolation": self.isolation, "isolation_note": self.isolation_note,
-                "allowed_imports": self.allowed,
-                "limits": {"cpu_s_per_run": st.cpu_s, "cpu_s_per_worker": st.session_cpu_s,
-                           "memory_mb": st.memory_mb, "file_mb": st.file_mb,
-                           "timeout_s": st.timeout_s, "job_threshold_s": st.job_threshold_s,
-                           "output_chars": st.output_chars, "max_sessions": st.max_sessions,
-                           "disk_mb": st.disk_mb, "figure_mb": st.figure_mb,
-                           "reply_mb": st.reply_mb}}
+        return {
+            "sessions": out,
+            "isolation": self.isolation,
+            "isolation_note": self.isolation_note,
+            "allowed_imports": self.allowed,
+            "limits": {
+                "cpu_s_per_run": st.cpu_s,
+                "cpu_s_per_worker": st.session_cpu_s,
+                "memory_mb": st.memory_mb,
+                "file_mb": st.file_mb,
+                "timeout_s": st.timeout_s,
+                "job_threshold_s": st.job_threshold_s,
+                "output_chars": st.output_chars,
+                "max_sessions": st.max_sessions,
+                "disk_mb": st.disk_mb,
+                "figure_mb": st.figure_mb,
+                "reply_mb": st.reply_mb,
+            },
+        }
 
     def reset(self, session: str) -> ResetResult:
         """Kill the session's worker (also a running job) and start afresh on the next call: variables are

@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from aisac_core.data.errors import SandboxError
+
 
 class _TooDeep(Exception):
     """A session folder nested deeper than the walk goes."""
@@ -91,8 +92,9 @@ def write_file(session_dir: Path, rel: str, data: bytes) -> Path:
                     os.unlink(name, dir_fd=dfd)
                 except FileNotFoundError:
                     pass
-                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=dfd)
+                fd = os.open(
+                    name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
+                )
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
             finally:
@@ -171,4 +173,3 @@ def remove_changed_since(session_dir: Path, since: float) -> int:
     except (SandboxError, OSError, _TooDeep):
         pass
     return removed
-

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 
 def _sibling(name: str) -> ModuleType:
     """Load the module ``name`` from this script's folder (``python -I`` puts no script folder on sys.path)."""
-    spec = spec_from_file_location(f"_aisac_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                  f"{name}.py"))
+    spec = spec_from_file_location(
+        f"_aisac_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {name}.py from the worker's folder")
     mod = module_from_spec(spec)
@@ -70,22 +71,88 @@ confine = _sibling("confine")  # aisac_core/data/confine.py: seccomp and Landloc
 
 #: attribute names user code may not spell out (a tripwire against the classic object-graph escapes; the audit
 #: hook and the OS limits are what contain code that reaches them anyway, e.g. through getattr with a string)
-FORBIDDEN_ATTRS = frozenset({
-    "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__", "__bases__", "__base__", "__mro__",
-    "__import__", "__loader__", "__spec__", "__getattribute__", "__reduce__", "__reduce_ex__", "__self__",
-    "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "co_code",
-    "_getframe", "__dict__", "__class__", "mro",
-})
+FORBIDDEN_ATTRS = frozenset(
+    {
+        "__subclasses__",
+        "__globals__",
+        "__builtins__",
+        "__code__",
+        "__closure__",
+        "__bases__",
+        "__base__",
+        "__mro__",
+        "__import__",
+        "__loader__",
+        "__spec__",
+        "__getattribute__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__self__",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "f_builtins",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "tb_frame",
+        "co_code",
+        "_getframe",
+        "__dict__",
+        "__class__",
+        "mro",
+    }
+)
 #: audit events refused outright (prefix match for names ending in ".")
-BLOCKED_EVENTS = ("socket.", "subprocess.", "ctypes.", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                  "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile", "pty.", "resource.prlimit", "sys.remote_exec", "webbrowser.open", "urllib.Request", "http.client.",
-                  "ftplib.", "smtplib.", "poplib.", "imaplib.", "nntplib.", "telnetlib.", "signal.pthread_kill",
-                  "os.setuid", "os.setgid", "os.chroot")
+BLOCKED_EVENTS = (
+    "socket.",
+    "subprocess.",
+    "ctypes.",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.kill",
+    "os.killpg",
+    "os.startfile",
+    "pty.",
+    "resource.prlimit",
+    "sys.remote_exec",
+    "webbrowser.open",
+    "urllib.Request",
+    "http.client.",
+    "ftplib.",
+    "smtplib.",
+    "poplib.",
+    "imaplib.",
+    "nntplib.",
+    "telnetlib.",
+    "signal.pthread_kill",
+    "os.setuid",
+    "os.setgid",
+    "os.chroot",
+)
 #: audit events whose path arguments (these positions) must lie inside the session directory
-WRITE_PATH_EVENTS = {"os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "os.mkdir": (0,),
-                     "os.symlink": (0, 1), "os.link": (0, 1), "os.chmod": (0,), "os.chown": (0,),
-                     "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,), "shutil.copyfile": (1,),
-                     "shutil.copytree": (1,), "shutil.move": (0, 1), "os.chflags": (0,), "os.lchown": (0,)}
+WRITE_PATH_EVENTS = {
+    "os.remove": (0,),
+    "os.rename": (0, 1),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.symlink": (0, 1),
+    "os.link": (0, 1),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "shutil.rmtree": (0,),
+    "shutil.copyfile": (1,),
+    "shutil.copytree": (1,),
+    "shutil.move": (0, 1),
+    "os.chflags": (0,),
+    "os.lchown": (0,),
+}
 
 
 class CpuLimitExceeded(Exception):
@@ -129,11 +196,31 @@ class Worker:
         self.numpy_seeded = False
         self.cell = 0
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-        extra = ["/usr/share/zoneinfo", "/usr/share/fonts", "/usr/lib", "/usr/local/lib", "/lib", "/lib64",
-                 "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom", "/proc/self",
-                 "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu"]
-        self.read_roots = tuple(sorted({os.path.realpath(p) for p in prefixes} | set(extra) |
-                                       {self.session_dir} | {os.path.realpath(p) for p in cfg.get("read_roots", [])}))
+        extra = [
+            "/usr/share/zoneinfo",
+            "/usr/share/fonts",
+            "/usr/lib",
+            "/usr/local/lib",
+            "/lib",
+            "/lib64",
+            "/etc/fonts",
+            "/etc/ld.so.cache",
+            "/etc/localtime",
+            "/dev/null",
+            "/dev/urandom",
+            "/proc/self",
+            "/proc/cpuinfo",
+            "/proc/meminfo",
+            "/sys/devices/system/cpu",
+        ]
+        self.read_roots = tuple(
+            sorted(
+                {os.path.realpath(p) for p in prefixes}
+                | set(extra)
+                | {self.session_dir}
+                | {os.path.realpath(p) for p in cfg.get("read_roots", [])}
+            )
+        )
         self.real_import = builtins.__import__
         self.own = threading.local()  # .trusted: the worker's own calls, exempt from the audit hook
         self.ns: dict[str, Any] = {}
@@ -158,9 +245,14 @@ class Worker:
         mod = sys.modules.get(g.get("__name__", "")) if isinstance(g.get("__name__"), str) else None
         return mod is None or getattr(mod, "__dict__", None) is not g
 
-    def guarded_import(self, name: str, globals: Mapping[str, object] | None = None,
-                       locals: Mapping[str, object] | None = None, fromlist: Sequence[str] | None = (),
-                       level: int = 0) -> ModuleType:
+    def guarded_import(
+        self,
+        name: str,
+        globals: Mapping[str, object] | None = None,
+        locals: Mapping[str, object] | None = None,
+        fromlist: Sequence[str] | None = (),
+        level: int = 0,
+    ) -> ModuleType:
         """``__import__`` of the session's own code: only allow-listed top-level packages, no relative imports.
         Installed as ``builtins.__import__`` itself, so code that reaches the real builtins module (through a
         library module's globals) meets the same check; imports made by library code pass through."""
@@ -170,9 +262,11 @@ class Worker:
             raise ImportError("relative imports are not available in a sandbox session")
         top = name.partition(".")[0]
         if top not in self.allowed:
-            raise ImportError(f"import of {name!r} is not allowed in a sandbox session (allowed: "
-                              f"{', '.join(sorted(self.allowed))}; a project can extend the list with "
-                              "AISAC_SANDBOX_ALLOW_IMPORTS)")
+            raise ImportError(
+                f"import of {name!r} is not allowed in a sandbox session (allowed: "
+                f"{', '.join(sorted(self.allowed))}; a project can extend the list with "
+                "AISAC_SANDBOX_ALLOW_IMPORTS)"
+            )
         mod = self.real_import(name, globals, locals, fromlist, level)
         if not self.numpy_seeded and "numpy" in sys.modules:
             self.seed_numpy()
@@ -202,25 +296,33 @@ class Worker:
             if path is None or isinstance(path, int):
                 return
             writing = bool((flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC)) or (
-                isinstance(mode, str) and any(c in mode for c in "wax+"))
+                isinstance(mode, str) and any(c in mode for c in "wax+")
+            )
             if writing:
                 if not self._inside(path, (self.session_dir,)):
-                    raise PermissionError(f"writing {os.fsdecode(path)!r} is refused: a sandbox session may write "
-                                          f"only inside its session directory ({self.session_dir})")
+                    raise PermissionError(
+                        f"writing {os.fsdecode(path)!r} is refused: a sandbox session may write "
+                        f"only inside its session directory ({self.session_dir})"
+                    )
             elif not self._inside(path, self.read_roots):
-                raise PermissionError(f"reading {os.fsdecode(path)!r} is refused: a sandbox session may read only "
-                                      "its session directory and the Python installation (load data with "
-                                      "data_load + data_to_session)")
+                raise PermissionError(
+                    f"reading {os.fsdecode(path)!r} is refused: a sandbox session may read only "
+                    "its session directory and the Python installation (load data with "
+                    "data_load + data_to_session)"
+                )
             return
         if event.startswith(BLOCKED_EVENTS):
-            raise PermissionError(f"operation {event!r} is refused in a sandbox session (no processes, network, "
-                                  "ctypes or limit changes)")
+            raise PermissionError(
+                f"operation {event!r} is refused in a sandbox session (no processes, network, ctypes or limit changes)"
+            )
         pos = WRITE_PATH_EVENTS.get(event)
         if pos:
             for i in pos:
                 if i < len(args) and args[i] is not None and not self._inside(args[i], (self.session_dir,)):
-                    raise PermissionError(f"{event} on {args[i]!r} is refused: a sandbox session may change files "
-                                          f"only inside its session directory ({self.session_dir})")
+                    raise PermissionError(
+                        f"{event} on {args[i]!r} is refused: a sandbox session may change files "
+                        f"only inside its session directory ({self.session_dir})"
+                    )
 
     # -- requests -------------------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +333,8 @@ class Worker:
             if stopped:
                 reply.setdefault("notes", []).append(
                     f"{stopped} thread(s) the cell started were still running after it and were stopped (a thread "
-                    "must not outlive its run)")
+                    "must not outlive its run)"
+                )
             if stray:
                 reply["stray_threads"] = stray
             return reply
@@ -257,7 +360,10 @@ class Worker:
         for k, v in self.ns.items():
             if k.startswith("_") or type(v).__name__ == "module":
                 continue
-            item: dict[str, Any] = {"name": k, "type": f"{type(v).__module__}.{type(v).__qualname__}".replace("builtins.", "")}
+            item: dict[str, Any] = {
+                "name": k,
+                "type": f"{type(v).__module__}.{type(v).__qualname__}".replace("builtins.", ""),
+            }
             shape = getattr(v, "shape", None)
             if isinstance(shape, tuple):
                 item["shape"] = [int(s) if isinstance(s, int) or hasattr(s, "__index__") else str(s) for s in shape]
@@ -294,14 +400,27 @@ class Worker:
         try:
             tree = ast.parse(code, filename, "exec")
         except SyntaxError as exc:
-            return {"ok": False, "cell": cell, "error_type": "SyntaxError",
-                    "error": f"SyntaxError: {exc.msg} (line {exc.lineno}, column {exc.offset})",
-                    "traceback": "".join(traceback.format_exception_only(type(exc), exc)), "stdout": "",
-                    "stderr": "", "duration_ms": 0.0}
+            return {
+                "ok": False,
+                "cell": cell,
+                "error_type": "SyntaxError",
+                "error": f"SyntaxError: {exc.msg} (line {exc.lineno}, column {exc.offset})",
+                "traceback": "".join(traceback.format_exception_only(type(exc), exc)),
+                "stdout": "",
+                "stderr": "",
+                "duration_ms": 0.0,
+            }
         bad = self.check_source(tree)
         if bad:
-            return {"ok": False, "cell": cell, "error_type": "SandboxViolation", "error": bad, "stdout": "",
-                    "stderr": "", "duration_ms": 0.0}
+            return {
+                "ok": False,
+                "cell": cell,
+                "error_type": "SandboxViolation",
+                "error": bad,
+                "stdout": "",
+                "stderr": "",
+                "duration_ms": 0.0,
+            }
         last = None
         if tree.body and isinstance(final := tree.body[-1], ast.Expr):
             tree.body.pop()
@@ -323,17 +442,21 @@ class Worker:
                 value = eval(compile(last, filename, "eval"), self.ns)  # noqa: S307
                 if value is not None:
                     r = repr(value)
-                    reply["result"] = r[:self.output_chars]
+                    reply["result"] = r[: self.output_chars]
                     if len(r) > self.output_chars:
                         reply["result_truncated"] = True
         except BaseException as exc:  # noqa: BLE001 - every failure of user code is reported, the worker lives on
             reply["ok"] = False
             reply["error_type"] = type(exc).__name__
             if isinstance(exc, CpuLimitExceeded):
-                reply["error"] = f"CPU time limit exceeded: the run used more than {cpu_s:g} CPU seconds and was stopped"
+                reply["error"] = (
+                    f"CPU time limit exceeded: the run used more than {cpu_s:g} CPU seconds and was stopped"
+                )
             elif isinstance(exc, MemoryError):
-                reply["error"] = (f"MemoryError: {str(exc) or 'out of memory'} (the session's memory limit is "
-                                  f"{self.cfg['memory_mb']} MB)")
+                reply["error"] = (
+                    f"MemoryError: {str(exc) or 'out of memory'} (the session's memory limit is "
+                    f"{self.cfg['memory_mb']} MB)"
+                )
             else:
                 reply["error"] = f"{type(exc).__name__}: {exc}"
             tb = exc.__traceback__
@@ -354,8 +477,10 @@ class Worker:
         notes: list[str] = []
         for label, cap in (("stdout", out), ("stderr", err)):
             if cap.dropped:
-                notes.append(f"{label} truncated: {cap.dropped:,} more characters dropped (limit "
-                             f"{self.output_chars:,} characters per stream)")
+                notes.append(
+                    f"{label} truncated: {cap.dropped:,} more characters dropped (limit "
+                    f"{self.output_chars:,} characters per stream)"
+                )
         reply["notes"] = notes
         reply["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         return reply
@@ -400,9 +525,14 @@ class Worker:
                 plt.figure(num).savefig(buf, format="png", dpi=100)
                 data = buf.getvalue()
                 if len(data) > int(self.cfg.get("figure_bytes", 8 << 20)) or len(data) > budget:
-                    figs.append({"name": name, "error": f"figure {i} is {len(data):,} bytes, over the limit of "
-                                 f"{int(self.cfg.get('figure_bytes', 8 << 20)):,} bytes per figure (or the reply "
-                                 "budget); save a smaller one (lower dpi or size)"})
+                    figs.append(
+                        {
+                            "name": name,
+                            "error": f"figure {i} is {len(data):,} bytes, over the limit of "
+                            f"{int(self.cfg.get('figure_bytes', 8 << 20)):,} bytes per figure (or the reply "
+                            "budget); save a smaller one (lower dpi or size)",
+                        }
+                    )
                     continue
                 budget -= len(data)
                 figs.append({"name": name, "png_b64": base64.b64encode(data).decode()})
@@ -466,8 +596,9 @@ def _confine(cfg: dict[str, Any], worker: Worker) -> dict[str, Any]:
     """Apply Landlock (reads: the worker's read roots; writes: the session directory and ``/dev/null``) and the
     seccomp filter of :mod:`confine`; returns what is in force, for the ready message."""
     out: dict[str, Any] = {}
-    abi, why = confine.apply_landlock([r for r in worker.read_roots if r not in ("/dev/null", worker.session_dir)],
-                                      [worker.session_dir, "/dev/null"])
+    abi, why = confine.apply_landlock(
+        [r for r in worker.read_roots if r not in ("/dev/null", worker.session_dir)], [worker.session_dir, "/dev/null"]
+    )
     out["landlock"] = abi if why is None else 0
     if why:
         out["landlock_note"] = why

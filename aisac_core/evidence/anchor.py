@@ -46,17 +46,24 @@ class Anchor:
     score: float | None = None
 
     @classmethod
-    def from_payload(cls, chunk_id: str, payload: dict[str, Any], score: float | None = None) -> "Anchor":
+    def from_payload(cls, chunk_id: str, payload: dict[str, Any], score: float | None = None) -> Anchor:
         """The anchor of a stored chunk: ``payload`` is the chunk's vector-store payload as the indexer writes it
         (``doc_id``, ``path``, ``sha256``, ``section``, ``page``, ``char_start``, ``char_end``, ``text_sha256``);
         ``score`` is rounded to 6 decimals."""
-        return cls(chunk_id=chunk_id, doc_id=payload.get("doc_id"), path=payload.get("path"),
-                   sha256=payload.get("sha256"), section=payload.get("section") or None, page=payload.get("page"),
-                   char_span=(payload.get("char_start"), payload.get("char_end")),
-                   chunk_sha256=payload.get("text_sha256"), score=None if score is None else round(score, 6))
+        return cls(
+            chunk_id=chunk_id,
+            doc_id=payload.get("doc_id"),
+            path=payload.get("path"),
+            sha256=payload.get("sha256"),
+            section=payload.get("section") or None,
+            page=payload.get("page"),
+            char_span=(payload.get("char_start"), payload.get("char_end")),
+            chunk_sha256=payload.get("text_sha256"),
+            score=None if score is None else round(score, 6),
+        )
 
     @classmethod
-    def parse(cls, obj: Any) -> "Anchor":
+    def parse(cls, obj: Any) -> Anchor:
         """Validate a client-supplied anchor (the ``anchor`` object of a search hit) and return it.
 
         Required: ``sha256`` and ``chunk_sha256`` (non-empty strings) and ``doc_id`` or ``path``.
@@ -70,16 +77,24 @@ class Anchor:
         if not _nonempty(obj.get("doc_id")) and not _nonempty(obj.get("path")):
             missing.append("doc_id or path")
         if missing:
-            raise AnchorError(f"anchor lacks {', '.join(missing)}: pass the whole 'anchor' object of a rag_search "
-                              "or rag_get_chunk hit ({chunk_id, doc_id, path, sha256, section, page, char_span, "
-                              "chunk_sha256, score})")
+            raise AnchorError(
+                f"anchor lacks {', '.join(missing)}: pass the whole 'anchor' object of a rag_search "
+                "or rag_get_chunk hit ({chunk_id, doc_id, path, sha256, section, page, char_span, "
+                "chunk_sha256, score})"
+            )
         span = obj.get("char_span")
         span_t = (span[0], span[1]) if isinstance(span, (list, tuple)) and len(span) == 2 else (None, None)
-        return cls(chunk_id=obj["chunk_id"] if _nonempty(obj.get("chunk_id")) else None,
-                   doc_id=obj["doc_id"] if _nonempty(obj.get("doc_id")) else None,
-                   path=obj["path"] if _nonempty(obj.get("path")) else None, sha256=obj["sha256"],
-                   section=obj.get("section"), page=obj.get("page"), char_span=span_t,
-                   chunk_sha256=obj["chunk_sha256"], score=obj.get("score"))
+        return cls(
+            chunk_id=obj["chunk_id"] if _nonempty(obj.get("chunk_id")) else None,
+            doc_id=obj["doc_id"] if _nonempty(obj.get("doc_id")) else None,
+            path=obj["path"] if _nonempty(obj.get("path")) else None,
+            sha256=obj["sha256"],
+            section=obj.get("section"),
+            page=obj.get("page"),
+            char_span=span_t,
+            chunk_sha256=obj["chunk_sha256"],
+            score=obj.get("score"),
+        )
 
     def key(self) -> tuple[str | None, str | None, str | None]:
         """Identity of the cited passage: (chunk_id, file sha256, chunk sha256)."""
@@ -87,9 +102,17 @@ class Anchor:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list)."""
-        return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "path": self.path, "sha256": self.sha256,
-                "section": self.section, "page": self.page, "char_span": list(self.char_span),
-                "chunk_sha256": self.chunk_sha256, "score": self.score}
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "path": self.path,
+            "sha256": self.sha256,
+            "section": self.section,
+            "page": self.page,
+            "char_span": list(self.char_span),
+            "chunk_sha256": self.chunk_sha256,
+            "score": self.score,
+        }
 
 
 def _nonempty(v: Any) -> bool:
@@ -115,8 +138,13 @@ def find_anchors(result: Any) -> list[dict[str, Any]]:
         if isinstance(x, dict):
             a = x.get("anchor")
             if is_anchor(a):
-                found.append({**a, **({"text": x["text"]} if isinstance(x.get("text"), str) else {}),
-                              **({"title": x["title"]} if x.get("title") else {})})
+                found.append(
+                    {
+                        **a,
+                        **({"text": x["text"]} if isinstance(x.get("text"), str) else {}),
+                        **({"title": x["title"]} if x.get("title") else {}),
+                    }
+                )
             stack.extend(reversed(list(x.values())))
         elif isinstance(x, list):
             stack.extend(reversed(x))

@@ -7,25 +7,26 @@ retries, cache), one client module per source, :mod:`.sources` (the source regis
 :class:`LiteratureService` the server calls), :mod:`.results` (its result types).
 """
 
-from aisac_core.literature.http import (
-           BadResponse,
-           HttpState,
-           NotFound,
-           RateLimited,
-           ReplayMiss,
-           ServiceError,
-)
-from aisac_core.literature.paper import (
-           SOURCES,
-           LiteratureError,
-           Paper,
-           merge_papers,
-           normalise_doi,
-           parse_identifier,
-)
+from aisac_core.literature.http import BadResponse, HttpState, NotFound, RateLimited, ReplayMiss, ServiceError
+from aisac_core.literature.paper import SOURCES, LiteratureError, Paper, merge_papers, normalise_doi, parse_identifier
 from aisac_core.literature.service import LiteratureService
 from aisac_core.literature.sources import LiteratureSource, literature_sources, source_registry
 
-__all__ = ["SOURCES", "BadResponse", "HttpState", "LiteratureError", "LiteratureService", "LiteratureSource",
-           "NotFound", "Paper", "RateLimited", "ReplayMiss", "ServiceError", "literature_sources", "merge_papers",
-           "normalise_doi", "parse_identifier", "source_registry"]
+__all__ = [
+    "SOURCES",
+    "BadResponse",
+    "HttpState",
+    "LiteratureError",
+    "LiteratureService",
+    "LiteratureSource",
+    "NotFound",
+    "Paper",
+    "RateLimited",
+    "ReplayMiss",
+    "ServiceError",
+    "literature_sources",
+    "merge_papers",
+    "normalise_doi",
+    "parse_identifier",
+    "source_registry",
+]

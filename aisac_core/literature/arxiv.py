@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 
 SERVICE = "arxiv"
 MAX_RESULTS = 2000
-NS = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom",
-      "os": "http://a9.com/-/spec/opensearch/1.1/"}
+NS = {
+    "a": "http://www.w3.org/2005/Atom",
+    "arxiv": "http://arxiv.org/schemas/atom",
+    "os": "http://a9.com/-/spec/opensearch/1.1/",
+}
 
 
 def build_query(query: str, year_from: int | None, year_to: int | None) -> str:
@@ -40,7 +43,7 @@ def build_query(query: str, year_from: int | None, year_to: int | None) -> str:
     return q
 
 
-def parse_feed(text: str, lit: "LiteratureSettings") -> list[Paper]:
+def parse_feed(text: str, lit: LiteratureSettings) -> list[Paper]:
     """Papers of an Atom feed. Raises LiteratureError for an arXiv error entry, ParseError for bad XML."""
     root = ET.fromstring(text.encode("utf-8") if isinstance(text, str) else text)
     if root.tag != f"{{{NS['a']}}}feed":
@@ -54,39 +57,50 @@ def parse_feed(text: str, lit: "LiteratureSettings") -> list[Paper]:
         published = e.findtext("a:published", "", NS) or ""
         doi = e.findtext("arxiv:doi", None, NS)
         pdf = next((lnk.get("href") for lnk in e.findall("a:link", NS) if lnk.get("title") == "pdf"), None)
-        out.append(Paper(
-            source=SERVICE, source_id=aid,
-            title=(e.findtext("a:title", "", NS) or "").strip() or None,
-            authors=[(a.findtext("a:name", "", NS) or "").strip() for a in e.findall("a:author", NS)],
-            year=int(published[:4]) if published[:4].isdigit() else None,
-            venue=(e.findtext("arxiv:journal_ref", None, NS) or None),
-            abstract=" ".join((e.findtext("a:summary", "", NS) or "").split()) or None,
-            doi=doi.strip() if doi else None,
-            arxiv_id=aid,
-            url=f"https://arxiv.org/abs/{aid}",
-            pdf_url=lit.arxiv_pdf_url.format(id=aid) if pdf or aid else None,
-            open_access=True,
-        ))
+        out.append(
+            Paper(
+                source=SERVICE,
+                source_id=aid,
+                title=(e.findtext("a:title", "", NS) or "").strip() or None,
+                authors=[(a.findtext("a:name", "", NS) or "").strip() for a in e.findall("a:author", NS)],
+                year=int(published[:4]) if published[:4].isdigit() else None,
+                venue=(e.findtext("arxiv:journal_ref", None, NS) or None),
+                abstract=" ".join((e.findtext("a:summary", "", NS) or "").split()) or None,
+                doi=doi.strip() if doi else None,
+                arxiv_id=aid,
+                url=f"https://arxiv.org/abs/{aid}",
+                pdf_url=lit.arxiv_pdf_url.format(id=aid) if pdf or aid else None,
+                open_access=True,
+            )
+        )
     return out
 
 
-async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
-                 year_to: int | None = None) -> list[Paper]:
+async def search(
+    f: Fetcher, query: str, k: int, year_from: int | None = None, year_to: int | None = None
+) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) papers for ``query``, by relevance."""
     lit = f.lit
-    params = {"search_query": build_query(query, year_from, year_to), "start": 0, "max_results": min(k, MAX_RESULTS),
-              "sortBy": "relevance", "sortOrder": "descending"}
-    papers, _cached = await f.fetch(SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit),
-                                    base_url=lit.arxiv_url)
+    params = {
+        "search_query": build_query(query, year_from, year_to),
+        "start": 0,
+        "max_results": min(k, MAX_RESULTS),
+        "sortBy": "relevance",
+        "sortOrder": "descending",
+    }
+    papers, _cached = await f.fetch(
+        SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit), base_url=lit.arxiv_url
+    )
     return papers
 
 
-async def get(f: "Fetcher", arxiv_id: str) -> Paper:
+async def get(f: Fetcher, arxiv_id: str) -> Paper:
     """The paper with ``arxiv_id`` (with or without version). Raises NotFound for an empty feed."""
     lit = f.lit
     params = {"id_list": arxiv_id, "start": 0, "max_results": 1}
-    papers, _cached = await f.fetch(SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit),
-                                    base_url=lit.arxiv_url)
+    papers, _cached = await f.fetch(
+        SERVICE, lit.arxiv_url, params, lambda t: parse_feed(t, lit), base_url=lit.arxiv_url
+    )
     if not papers:
         raise NotFound(SERVICE, f"arXiv has no paper {arxiv_id!r} (empty feed): check the id")
     return papers[0]

@@ -27,8 +27,14 @@ SOURCES = (
     LiteratureSource("pubmed", pubmed.search, _pubmed_get, ("pmid",), pubmed.MAX_RESULTS),
     LiteratureSource("crossref", crossref.search, _crossref_get, ("doi",), crossref.MAX_RESULTS),
     LiteratureSource("openalex", openalex.search, openalex.get, ("doi", "pmcid", "openalex"), openalex.MAX_RESULTS),
-    LiteratureSource("semantic_scholar", semanticscholar.search, semanticscholar.get, ("doi", "pmcid", "s2"),
-                     semanticscholar.MAX_RESULTS, aliases=("s2", "semanticscholar", "semantic scholar")),
+    LiteratureSource(
+        "semantic_scholar",
+        semanticscholar.search,
+        semanticscholar.get,
+        ("doi", "pmcid", "s2"),
+        semanticscholar.MAX_RESULTS,
+        aliases=("s2", "semanticscholar", "semantic scholar"),
+    ),
 )
 
 

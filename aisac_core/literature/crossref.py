@@ -48,9 +48,19 @@ def to_paper(item: dict[str, Any]) -> Paper:
     title = (item.get("title") or [None])[0]
     venue = (item.get("container-title") or [None])[0]
     pdf = next((lnk.get("URL") for lnk in item.get("link") or [] if lnk.get("content-type") == "application/pdf"), None)
-    return Paper(source=SERVICE, source_id=doi or "", doi=doi, title=title, authors=authors, year=_year(item),
-                 venue=venue, abstract=_strip_tags(item.get("abstract")), url=item.get("URL"), pdf_url=pdf,
-                 citation_count=item.get("is-referenced-by-count"))
+    return Paper(
+        source=SERVICE,
+        source_id=doi or "",
+        doi=doi,
+        title=title,
+        authors=authors,
+        year=_year(item),
+        venue=venue,
+        abstract=_strip_tags(item.get("abstract")),
+        url=item.get("URL"),
+        pdf_url=pdf,
+        citation_count=item.get("is-referenced-by-count"),
+    )
 
 
 def _parse_list(text: str) -> list[Paper]:
@@ -69,29 +79,32 @@ def _parse_one(text: str) -> Paper:
     return to_paper(msg)
 
 
-def _polite(f: "Fetcher") -> dict[str, Any]:
+def _polite(f: Fetcher) -> dict[str, Any]:
     return {"mailto": f.lit.mailto} if f.lit.mailto else {}
 
 
-async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
-                 year_to: int | None = None) -> list[Paper]:
+async def search(
+    f: Fetcher, query: str, k: int, year_from: int | None = None, year_to: int | None = None
+) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) works for ``query`` by relevance."""
     base = f.lit.crossref_url.rstrip("/")
     params: dict[str, Any] = {"query": query, "rows": min(k, MAX_RESULTS), **_polite(f)}
-    flt = [x for x in (f"from-pub-date:{year_from}" if year_from else None,
-                       f"until-pub-date:{year_to}" if year_to else None) if x]
+    flt = [
+        x
+        for x in (f"from-pub-date:{year_from}" if year_from else None, f"until-pub-date:{year_to}" if year_to else None)
+        if x
+    ]
     if flt:
         params["filter"] = ",".join(flt)
     papers, _c = await f.fetch(SERVICE, f"{base}/works", params, _parse_list, base_url=base)
     return papers
 
 
-async def get(f: "Fetcher", doi: str) -> Paper:
+async def get(f: Fetcher, doi: str) -> Paper:
     """The work with ``doi`` (normalised). Raises NotFound on 404."""
     base = f.lit.crossref_url.rstrip("/")
     try:
-        paper, _c = await f.fetch(SERVICE, f"{base}/works/{quote(doi, safe='')}", _polite(f), _parse_one,
-                                  base_url=base)
+        paper, _c = await f.fetch(SERVICE, f"{base}/works/{quote(doi, safe='')}", _polite(f), _parse_one, base_url=base)
     except NotFound as exc:
         raise NotFound(SERVICE, f"Crossref has no work with DOI {doi}") from exc
     return paper

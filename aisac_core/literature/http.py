@@ -41,9 +41,10 @@ import ssl
 import threading
 import time
 import weakref
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -78,15 +79,23 @@ class RateLimited(LiteratureError):
 
     def __init__(self, service: str, retry_after: float) -> None:
         self.service, self.retry_after = service, max(0.0, retry_after)
-        super().__init__(f"{service} is rate limiting us: retry after {self.retry_after:.0f} s "
-                         "(other sources still answer; the window is remembered, no request is sent before it ends)")
+        super().__init__(
+            f"{service} is rate limiting us: retry after {self.retry_after:.0f} s "
+            "(other sources still answer; the window is remembered, no request is sent before it ends)"
+        )
 
 
 class ServiceError(LiteratureError):
     """The service failed (an HTTP error status after retries, a refused request, or unreachable)."""
 
-    def __init__(self, service: str, message: str, http_status: int | None = None,
-                 retry_after: float | None = None, kind: str = "error") -> None:
+    def __init__(
+        self,
+        service: str,
+        message: str,
+        http_status: int | None = None,
+        retry_after: float | None = None,
+        kind: str = "error",
+    ) -> None:
         self.service, self.http_status, self.retry_after, self.kind = service, http_status, retry_after, kind
         super().__init__(message)
 
@@ -119,29 +128,38 @@ class ReplayMiss(LiteratureError):
 
     def __init__(self, service: str, key: str) -> None:
         self.service = service
-        super().__init__(f"replay mode (AISAC_LIT_REPLAY=1): {service} request {key[:12]} is not in the cache; "
-                         "replay answers only requests made (and cached) before. Turn replay off to fetch it.")
+        super().__init__(
+            f"replay mode (AISAC_LIT_REPLAY=1): {service} request {key[:12]} is not in the cache; "
+            "replay answers only requests made (and cached) before. Turn replay off to fetch it."
+        )
 
 
 class BadResponse(ServiceError):
     """The service answered 200 with a body that cannot be parsed (truncated or malformed XML/JSON)."""
 
     def __init__(self, service: str, detail: str) -> None:
-        super().__init__(service, f"{service} sent a response that cannot be parsed ({detail}); it was not cached. "
-                                  "Try again later; if it persists the service may be failing.", kind="bad_response")
+        super().__init__(
+            service,
+            f"{service} sent a response that cannot be parsed ({detail}); it was not cached. "
+            "Try again later; if it persists the service may be failing.",
+            kind="bad_response",
+        )
 
 
 def cache_key(service: str, url: str, params: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """sha256 of the normalised request and the request it stands for: (service, URL path, sorted params
     without :data:`SECRET_PARAMS`). The base URL's host is left out, so a mirror shares the entries."""
     path = urlsplit(url).path
-    clean = {k: (str(v) if not isinstance(v, (list, tuple)) else [str(x) for x in v])
-             for k, v in sorted((params or {}).items()) if k.lower() not in SECRET_PARAMS and v is not None}
+    clean = {
+        k: (str(v) if not isinstance(v, (list, tuple)) else [str(x) for x in v])
+        for k, v in sorted((params or {}).items())
+        if k.lower() not in SECRET_PARAMS and v is not None
+    }
     req = {"service": service, "path": path, "params": clean}
     return hashlib.sha256(json.dumps(req, sort_keys=True).encode()).hexdigest(), req
 
 
-def cache_get(engine: "Engine", key: str, ttl_s: float | None) -> LitCacheEntry | None:
+def cache_get(engine: Engine, key: str, ttl_s: float | None) -> LitCacheEntry | None:
     """The cached entry for ``key`` younger than ``ttl_s`` (any age when None), else None."""
     with Session(engine) as s:
         row = s.get(LitCacheEntry, key)
@@ -151,14 +169,21 @@ def cache_get(engine: "Engine", key: str, ttl_s: float | None) -> LitCacheEntry 
         return row
 
 
-def cache_put(engine: "Engine", key: str, service: str, request: dict[str, Any], body: str,
-              content_type: str | None) -> None:
+def cache_put(
+    engine: Engine, key: str, service: str, request: dict[str, Any], body: str, content_type: str | None
+) -> None:
     """Store (or refresh) a cached response."""
     with Session(engine) as s:
         lock(s, "lit_cache", key)  # get-or-create: two processes fetching the same request both succeed
-        row = s.get(LitCacheEntry, key) or LitCacheEntry(key=key, service=service, request_json="", body="",
-                                                          created_at=0.0)
-        row.request_json, row.body, row.content_type, row.created_at = json.dumps(request), body, content_type, time.time()
+        row = s.get(LitCacheEntry, key) or LitCacheEntry(
+            key=key, service=service, request_json="", body="", created_at=0.0
+        )
+        row.request_json, row.body, row.content_type, row.created_at = (
+            json.dumps(request),
+            body,
+            content_type,
+            time.time(),
+        )
         s.add(row)
         s.commit()
 
@@ -187,8 +212,9 @@ class ServiceState:
         self.blocked_until = 0.0  # time.monotonic()
         self.last_response = -1e9  # time.monotonic() of the last response (serial services)
         self.requests = 0
-        self._per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[asyncio.Lock, AsyncLimiter | None]]" = \
-            weakref.WeakKeyDictionary()
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Lock, AsyncLimiter | None]
+        ] = weakref.WeakKeyDictionary()
 
     def retry_after(self) -> float:
         """Seconds left in the current 429 window (0 when none)."""
@@ -230,7 +256,7 @@ class ServiceState:
                 lock.release()
 
 
-def policy_for(service: str, lit: "LiteratureSettings") -> Policy:
+def policy_for(service: str, lit: LiteratureSettings) -> Policy:
     """The documented rate policy of ``service`` under the literature settings ``lit`` (see the module docstring)."""
     if service == "arxiv":
         iv = lit.arxiv_interval_s
@@ -253,7 +279,7 @@ class HttpState:
     loaded; ``ssl_context`` replaces the default, e.g. a test's own CA).
     """
 
-    def __init__(self, lit: "LiteratureSettings", ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, lit: LiteratureSettings, ssl_context: ssl.SSLContext | None = None) -> None:
         self.lit = lit
         self._ssl = ssl_context
         self._states: dict[tuple[str, str], ServiceState] = {}
@@ -319,7 +345,7 @@ class Fetcher:
     Raises AisacError at construction for a malformed ``lit.allow_networks`` entry.
     """
 
-    def __init__(self, lit: "LiteratureSettings", engine: "Engine | None", http: HttpState | None = None) -> None:
+    def __init__(self, lit: LiteratureSettings, engine: Engine | None, http: HttpState | None = None) -> None:
         self.lit, self.engine = lit, engine
         self.http = http if http is not None else HttpState(lit)
         #: per service: answers served from the cache, requests sent over the network
@@ -339,11 +365,15 @@ class Fetcher:
             mail = f" (mailto:{lit.mailto})" if lit.mailto else ""
             # the guarded transport checks every connection (and redirect hop) against the egress policy
             transport = egress.transport(self.policy, ssl_context=self.http.ssl_context())
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(lit.timeout_s), follow_redirects=True,
-                                             transport=transport, headers={"User-Agent": f"aisac/0.1{mail}"})
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(lit.timeout_s),
+                follow_redirects=True,
+                transport=transport,
+                headers={"User-Agent": f"aisac/0.1{mail}"},
+            )
         return self._client
 
-    async def __aenter__(self) -> "Fetcher":
+    async def __aenter__(self) -> Fetcher:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -357,8 +387,16 @@ class Fetcher:
             return float(ra)
         return float(self.lit.backoff_s * (2 ** (retry_state.attempt_number - 1)))
 
-    async def fetch(self, service: str, url: str, params: dict[str, Any] | None, parse: Callable[[str], T], *,
-                    headers: dict[str, str] | None = None, base_url: str | None = None) -> tuple[T, bool]:
+    async def fetch(
+        self,
+        service: str,
+        url: str,
+        params: dict[str, Any] | None,
+        parse: Callable[[str], T],
+        *,
+        headers: dict[str, str] | None = None,
+        base_url: str | None = None,
+    ) -> tuple[T, bool]:
         """GET ``url`` for ``service`` and parse the 200 body with ``parse``; returns (parsed, from_cache).
 
         A fresh cached body is used instead of a request; a body is cached only after ``parse`` succeeded (a
@@ -400,8 +438,7 @@ class Fetcher:
         except Exception as exc:
             raise BadResponse(service, f"{type(exc).__name__}: {exc}") from exc
         if engine is not None and lit.cache_ttl_s > 0:
-            await anyio.to_thread.run_sync(cache_put, engine, key, service, req, text,
-                                           resp.headers.get("content-type"))
+            await anyio.to_thread.run_sync(cache_put, engine, key, service, req, text, resp.headers.get("content-type"))
         return parsed, False
 
     def _forget(self, key: str) -> None:
@@ -412,11 +449,22 @@ class Fetcher:
                 db.delete(row)
                 db.commit()
 
-    async def _request(self, service: str, state: ServiceState, url: str, params: dict[str, Any] | None,
-                       headers: dict[str, str] | None, stream: bool = False) -> httpx.Response:
+    async def _request(
+        self,
+        service: str,
+        state: ServiceState,
+        url: str,
+        params: dict[str, Any] | None,
+        headers: dict[str, str] | None,
+        stream: bool = False,
+    ) -> httpx.Response:
         lit = self.lit
-        retrying = AsyncRetrying(stop=stop_after_attempt(lit.retries), wait=self._wait,
-                                 retry=retry_if_exception_type(_Retryable), reraise=True)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(lit.retries),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Retryable),
+            reraise=True,
+        )
         try:
             async for attempt in retrying:
                 with attempt:
@@ -432,11 +480,13 @@ class Fetcher:
                         except EgressRefused as exc:
                             raise OutboundRefused(service, exc) from exc
                         except httpx.InvalidURL as exc:
-                            raise ServiceError(service, f"{service}: the URL is not valid ({exc}); nothing was "
-                                                        "fetched", kind="refused") from exc
+                            raise ServiceError(
+                                service, f"{service}: the URL is not valid ({exc}); nothing was fetched", kind="refused"
+                            ) from exc
                         except httpx.TimeoutException as exc:
-                            raise _Retryable(f"timed out after {lit.timeout_s:g} s ({type(exc).__name__})",
-                                             None, None) from exc
+                            raise _Retryable(
+                                f"timed out after {lit.timeout_s:g} s ({type(exc).__name__})", None, None
+                            ) from exc
                         except httpx.TransportError as exc:
                             raise _Retryable(f"cannot connect ({type(exc).__name__}: {exc})", None, None) from exc
                         if stream and resp.status_code >= 300:
@@ -445,10 +495,18 @@ class Fetcher:
         except _Retryable as exc:
             kind = ("timeout" if "timed out" in str(exc) else "unreachable") if exc.status is None else "error"
             what = f"HTTP {exc.status}" if exc.status else str(exc)
-            hint = ("check the network (or the base URL in AISAC_LIT_*_URL)" if exc.status is None
-                    else "the service is failing; try again later")
-            raise ServiceError(service, f"{service} failed after {lit.retries} attempts: {what}; {hint}",
-                               http_status=exc.status, retry_after=exc.retry_after, kind=kind) from exc
+            hint = (
+                "check the network (or the base URL in AISAC_LIT_*_URL)"
+                if exc.status is None
+                else "the service is failing; try again later"
+            )
+            raise ServiceError(
+                service,
+                f"{service} failed after {lit.retries} attempts: {what}; {hint}",
+                http_status=exc.status,
+                retry_after=exc.retry_after,
+                kind=kind,
+            ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _check(self, service: str, state: ServiceState, resp: httpx.Response) -> httpx.Response:
@@ -461,14 +519,24 @@ class Fetcher:
             raise RateLimited(service, state.retry_after())
         if code in (500, 502, 503, 504):
             if ra is not None and ra > self.lit.max_retry_wait_s:
-                raise ServiceError(service, f"{service} is unavailable (HTTP {code}) and asks to retry after "
-                                            f"{ra:.0f} s", http_status=code, retry_after=ra, kind="unavailable")
+                raise ServiceError(
+                    service,
+                    f"{service} is unavailable (HTTP {code}) and asks to retry after {ra:.0f} s",
+                    http_status=code,
+                    retry_after=ra,
+                    kind="unavailable",
+                )
             raise _Retryable(f"HTTP {code}", code, ra)
         if code == 404:
             raise NotFound(service, f"{service} has no such record (HTTP 404 for {resp.url})")
         phrase = reason_phrase(code)
-        raise ServiceError(service, f"{service} refused the request (HTTP {code}{' ' + phrase if phrase else ''}); "
-                                    "check the query or identifier", http_status=code, kind="refused")
+        raise ServiceError(
+            service,
+            f"{service} refused the request (HTTP {code}{' ' + phrase if phrase else ''}); "
+            "check the query or identifier",
+            http_status=code,
+            kind="refused",
+        )
 
     async def download(self, url: str, max_bytes: int, service: str = "download") -> tuple[bytes, str | None, str]:
         """Stream ``url`` (following redirects) up to ``max_bytes``; returns (body, content type, final URL).
@@ -496,8 +564,10 @@ class Fetcher:
             async for chunk in resp.aiter_bytes():
                 size += len(chunk)
                 if size > max_bytes:
-                    raise LiteratureError(f"the download from {url} exceeds {max_bytes / 1e6:.0f} MB "
-                                          "(AISAC_LIT_MAX_PDF_MB); nothing was saved")
+                    raise LiteratureError(
+                        f"the download from {url} exceeds {max_bytes / 1e6:.0f} MB "
+                        "(AISAC_LIT_MAX_PDF_MB); nothing was saved"
+                    )
                 chunks.append(chunk)
         finally:
             await resp.aclose()
@@ -505,5 +575,10 @@ class Fetcher:
 
     def _base_for(self, service: str) -> str:
         lit = self.lit
-        return {"arxiv": lit.arxiv_url, "pubmed": lit.pubmed_url, "crossref": lit.crossref_url,
-                "openalex": lit.openalex_url, "semantic_scholar": lit.s2_url}.get(service, service)
+        return {
+            "arxiv": lit.arxiv_url,
+            "pubmed": lit.pubmed_url,
+            "crossref": lit.crossref_url,
+            "openalex": lit.openalex_url,
+            "semantic_scholar": lit.s2_url,
+        }.get(service, service)

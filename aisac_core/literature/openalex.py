@@ -51,15 +51,28 @@ def to_paper(w: dict[str, Any]) -> Paper:
             break
     oa = w.get("open_access") or {}
     best = w.get("best_oa_location") or {}
-    src = ((w.get("primary_location") or {}).get("source") or {})
-    return Paper(source=SERVICE, source_id=wid, openalex_id=wid, doi=w.get("doi"),
-                 title=w.get("title") or w.get("display_name"),
-                 authors=[(a.get("author") or {}).get("display_name") or a.get("raw_author_name") or ""
-                          for a in w.get("authorships") or []],
-                 year=w.get("publication_year"), venue=src.get("display_name"),
-                 abstract=rebuild_abstract(w.get("abstract_inverted_index")), pmid=pmid, pmcid=pmcid, arxiv_id=arxiv,
-                 url=w.get("doi") or w.get("id"), pdf_url=best.get("pdf_url") or oa.get("oa_url"),
-                 open_access=oa.get("is_oa"), citation_count=w.get("cited_by_count"))
+    src = (w.get("primary_location") or {}).get("source") or {}
+    return Paper(
+        source=SERVICE,
+        source_id=wid,
+        openalex_id=wid,
+        doi=w.get("doi"),
+        title=w.get("title") or w.get("display_name"),
+        authors=[
+            (a.get("author") or {}).get("display_name") or a.get("raw_author_name") or ""
+            for a in w.get("authorships") or []
+        ],
+        year=w.get("publication_year"),
+        venue=src.get("display_name"),
+        abstract=rebuild_abstract(w.get("abstract_inverted_index")),
+        pmid=pmid,
+        pmcid=pmcid,
+        arxiv_id=arxiv,
+        url=w.get("doi") or w.get("id"),
+        pdf_url=best.get("pdf_url") or oa.get("oa_url"),
+        open_access=oa.get("is_oa"),
+        citation_count=w.get("cited_by_count"),
+    )
 
 
 def _parse_list(text: str) -> list[Paper]:
@@ -76,18 +89,20 @@ def _parse_one(text: str) -> tuple[Paper, list[str]]:
     return to_paper(data), [_tail(r) or "" for r in data.get("referenced_works") or []]
 
 
-def _polite(f: "Fetcher") -> dict[str, Any]:
+def _polite(f: Fetcher) -> dict[str, Any]:
     return {"mailto": f.lit.mailto} if f.lit.mailto else {}
 
 
 def work_path(kind: str, value: str) -> str:
     """The ``/works/{id}`` id for an identifier kind (doi, pmid, pmcid, openalex)."""
-    return {"doi": f"https://doi.org/{value}", "pmid": f"pmid:{value}", "pmcid": f"pmcid:{value}",
-            "openalex": value}[kind]
+    return {"doi": f"https://doi.org/{value}", "pmid": f"pmid:{value}", "pmcid": f"pmcid:{value}", "openalex": value}[
+        kind
+    ]
 
 
-async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
-                 year_to: int | None = None) -> list[Paper]:
+async def search(
+    f: Fetcher, query: str, k: int, year_from: int | None = None, year_to: int | None = None
+) -> list[Paper]:
     """Up to ``k`` (≤ :data:`MAX_RESULTS`) works for ``query`` by relevance."""
     base = f.lit.openalex_url.rstrip("/")
     params: dict[str, Any] = {"search": query, "per-page": min(k, MAX_RESULTS), **_polite(f)}
@@ -101,25 +116,26 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
     return papers
 
 
-async def get_with_refs(f: "Fetcher", kind: str, value: str) -> tuple[Paper, list[str]]:
+async def get_with_refs(f: Fetcher, kind: str, value: str) -> tuple[Paper, list[str]]:
     """The work and its referenced work ids. Raises NotFound on 404."""
     base = f.lit.openalex_url.rstrip("/")
     try:
-        return (await f.fetch(SERVICE, f"{base}/works/{work_path(kind, value)}", _polite(f), _parse_one,
-                              base_url=base))[0]
+        return (
+            await f.fetch(SERVICE, f"{base}/works/{work_path(kind, value)}", _polite(f), _parse_one, base_url=base)
+        )[0]
     except NotFound as exc:
         raise NotFound(SERVICE, f"OpenAlex has no work for {kind} {value}") from exc
 
 
-async def get(f: "Fetcher", kind: str, value: str) -> Paper:
+async def get(f: Fetcher, kind: str, value: str) -> Paper:
     """The work for an identifier of ``kind`` doi / pmid / pmcid / openalex. Raises NotFound on 404."""
     return (await get_with_refs(f, kind, value))[0]
 
 
-async def references(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]:
+async def references(f: Fetcher, kind: str, value: str, k: int) -> list[Paper]:
     """Works the paper cites (its ``referenced_works``, fetched in one ``filter=openalex:`` call, ≤ 100)."""
     _paper, refs = await get_with_refs(f, kind, value)
-    refs = [r for r in refs if re.match(r"^W\d+$", r)][:min(k, 100)]
+    refs = [r for r in refs if re.match(r"^W\d+$", r)][: min(k, 100)]
     if not refs:
         return []
     base = f.lit.openalex_url.rstrip("/")
@@ -128,7 +144,7 @@ async def references(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]
     return papers
 
 
-async def citations(f: "Fetcher", kind: str, value: str, k: int) -> list[Paper]:
+async def citations(f: Fetcher, kind: str, value: str, k: int) -> list[Paper]:
     """Works citing the paper (``filter=cites:W..``), up to ``k`` (≤ 200)."""
     paper = await get(f, kind, value)
     base = f.lit.openalex_url.rstrip("/")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -61,7 +61,7 @@ class Paper(BaseModel):
     pdf_url: str | None = None
     open_access: bool | None = None
     citation_count: int | None = None
-    retrieved_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    retrieved_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     sources: list[dict[str, str]] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:  # noqa: D401
@@ -114,21 +114,25 @@ def parse_identifier(raw: str) -> tuple[str, str]:
         LiteratureError: empty, a malformed DOI (``10.`` or ``doi:`` that does not parse), or an unknown form.
     """
     if not isinstance(raw, str) or not raw.strip():
-        raise LiteratureError("identifier is empty: give a DOI (10.1038/...), an arXiv id (2104.12255), "
-                              "a PMID (pmid:12345), a PMCID (PMC123456) or a Semantic Scholar id")
+        raise LiteratureError(
+            "identifier is empty: give a DOI (10.1038/...), an arXiv id (2104.12255), "
+            "a PMID (pmid:12345), a PMCID (PMC123456) or a Semantic Scholar id"
+        )
     s = raw.strip()
     low = s.lower()
     if low.startswith("10.48550/arxiv.") or "doi.org/10.48550/arxiv." in low:
-        aid = parse_arxiv_id(s[low.index("arxiv.") + len("arxiv."):])
+        aid = parse_arxiv_id(s[low.index("arxiv.") + len("arxiv.") :])
         if aid:
             return "arxiv", aid
-    if low.startswith(("10.", "doi:", "https://doi.org", "http://doi.org", "http://dx.doi.org", "https://dx.doi.org",
-                       "doi.org/")):
+    if low.startswith(
+        ("10.", "doi:", "https://doi.org", "http://doi.org", "http://dx.doi.org", "https://dx.doi.org", "doi.org/")
+    ):
         doi = normalise_doi(s)
         if doi is None:
             raise LiteratureError(
                 f"malformed DOI {raw!r}: a DOI is '10.<4-9 digit registrant>/<suffix>' (e.g. 10.1038/nature12373), "
-                "optionally prefixed with 'doi:' or 'https://doi.org/'")
+                "optionally prefixed with 'doi:' or 'https://doi.org/'"
+            )
         return "doi", doi
     aid = parse_arxiv_id(s)
     if aid:
@@ -151,7 +155,8 @@ def parse_identifier(raw: str) -> tuple[str, str]:
     raise LiteratureError(
         f"unrecognised identifier {raw!r}: give a DOI (10.1038/...), an arXiv id (2104.12255 or hep-th/9901001), "
         "a PMID (pmid:12345 or digits), a PMCID (PMC123456), a Semantic Scholar id (40 hex digits or "
-        "CorpusId:123) or an OpenAlex work id (W123)")
+        "CorpusId:123) or an OpenAlex work id (W123)"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -183,8 +188,23 @@ def _keys(p: Paper) -> list[str]:
     return keys
 
 
-_MERGE_FIELDS = ("title", "authors", "year", "venue", "abstract", "doi", "arxiv_id", "arxiv_id_base", "pmid", "pmcid",
-                 "s2_id", "openalex_id", "url", "pdf_url", "open_access")
+_MERGE_FIELDS = (
+    "title",
+    "authors",
+    "year",
+    "venue",
+    "abstract",
+    "doi",
+    "arxiv_id",
+    "arxiv_id_base",
+    "pmid",
+    "pmcid",
+    "s2_id",
+    "openalex_id",
+    "url",
+    "pdf_url",
+    "open_access",
+)
 
 
 def _combine(group: list[Paper]) -> Paper:

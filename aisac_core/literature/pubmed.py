@@ -27,7 +27,7 @@ MAX_RESULTS = 10000
 SUMMARY_BATCH = 200
 
 
-def _common(f: "Fetcher") -> dict[str, Any]:
+def _common(f: Fetcher) -> dict[str, Any]:
     lit = f.lit
     p: dict[str, Any] = {"tool": "aisac"}
     if lit.mailto:
@@ -71,18 +71,31 @@ def parse_esummary(text: str) -> list[Paper]:
             it = items.get(name)
             return (it.text or "").strip() or None if it is not None else None
 
-        ids = {it.get("Name"): (it.text or "").strip() for it in (items["ArticleIds"].findall("Item")
-                                                                  if "ArticleIds" in items else [])}
+        ids = {
+            it.get("Name"): (it.text or "").strip()
+            for it in (items["ArticleIds"].findall("Item") if "ArticleIds" in items else [])
+        }
         doi = val("DOI") or ids.get("doi")
         eloc = val("ELocationID") or ""
         if not doi and "doi:" in eloc:
             doi = eloc.split("doi:", 1)[1].strip().split()[0]
         authors = [(a.text or "").strip() for a in items["AuthorList"].findall("Item")] if "AuthorList" in items else []
         pmc = ids.get("pmc") or ids.get("pmcid")
-        out.append(Paper(source=SERVICE, source_id=pmid, pmid=pmid, title=val("Title"), authors=authors,
-                         year=_year(val("PubDate")), venue=val("FullJournalName") or val("Source"), doi=doi,
-                         pmcid=pmc if pmc and pmc.upper().startswith("PMC") else None,
-                         url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/", open_access=True if pmc else None))
+        out.append(
+            Paper(
+                source=SERVICE,
+                source_id=pmid,
+                pmid=pmid,
+                title=val("Title"),
+                authors=authors,
+                year=_year(val("PubDate")),
+                venue=val("FullJournalName") or val("Source"),
+                doi=doi,
+                pmcid=pmc if pmc and pmc.upper().startswith("PMC") else None,
+                url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/",
+                open_access=True if pmc else None,
+            )
+        )
     return out
 
 
@@ -99,34 +112,62 @@ def parse_efetch(text: str) -> list[Paper]:
         at = a.find("ArticleTitle") if a is not None else None
         title = "".join(at.itertext()).strip() if at is not None else None
         parts = []
-        for t in (a.findall("Abstract/AbstractText") if a is not None else []):
+        for t in a.findall("Abstract/AbstractText") if a is not None else []:
             txt = " ".join("".join(t.itertext()).split())
             parts.append(f"{t.get('Label')}: {txt}" if t.get("Label") else txt)
         authors = []
-        for au in (a.findall("AuthorList/Author") if a is not None else []):
-            name = " ".join(x for x in (au.findtext("ForeName"), au.findtext("LastName")) if x) or au.findtext("CollectiveName")
+        for au in a.findall("AuthorList/Author") if a is not None else []:
+            name = " ".join(x for x in (au.findtext("ForeName"), au.findtext("LastName")) if x) or au.findtext(
+                "CollectiveName"
+            )
             if name:
                 authors.append(name.strip())
-        year = _year(a.findtext("Journal/JournalIssue/PubDate/Year") if a is not None else None) or \
-            _year(a.findtext("Journal/JournalIssue/PubDate/MedlineDate") if a is not None else None)
+        year = _year(a.findtext("Journal/JournalIssue/PubDate/Year") if a is not None else None) or _year(
+            a.findtext("Journal/JournalIssue/PubDate/MedlineDate") if a is not None else None
+        )
         ids = {i.get("IdType"): (i.text or "").strip() for i in art.findall("PubmedData/ArticleIdList/ArticleId")}
-        doi = ids.get("doi") or next((e.text for e in (a.findall("ELocationID") if a is not None else [])
-                                      if e.get("EIdType") == "doi" and e.text), None)
+        doi = ids.get("doi") or next(
+            (
+                e.text
+                for e in (a.findall("ELocationID") if a is not None else [])
+                if e.get("EIdType") == "doi" and e.text
+            ),
+            None,
+        )
         pmc = ids.get("pmc")
-        out.append(Paper(source=SERVICE, source_id=pmid, pmid=pmid, title=title, authors=authors, year=year,
-                         venue=a.findtext("Journal/Title") if a is not None else None,
-                         abstract=" ".join(parts) or None, doi=doi, pmcid=pmc or None,
-                         url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/", open_access=True if pmc else None))
+        out.append(
+            Paper(
+                source=SERVICE,
+                source_id=pmid,
+                pmid=pmid,
+                title=title,
+                authors=authors,
+                year=year,
+                venue=a.findtext("Journal/Title") if a is not None else None,
+                abstract=" ".join(parts) or None,
+                doi=doi,
+                pmcid=pmc or None,
+                url=f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/",
+                open_access=True if pmc else None,
+            )
+        )
     return out
 
 
-async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
-                 year_to: int | None = None) -> list[Paper]:
+async def search(
+    f: Fetcher, query: str, k: int, year_from: int | None = None, year_to: int | None = None
+) -> list[Paper]:
     """esearch for up to ``k`` (≤ :data:`MAX_RESULTS`) PMIDs by relevance, then esummary for their records
     (:data:`SUMMARY_BATCH` ids per request)."""
     base = f.lit.pubmed_url.rstrip("/")
-    params = {**_common(f), "db": "pubmed", "term": query, "retmax": min(k, MAX_RESULTS), "retmode": "xml",
-              "sort": "relevance"}
+    params = {
+        **_common(f),
+        "db": "pubmed",
+        "term": query,
+        "retmax": min(k, MAX_RESULTS),
+        "retmode": "xml",
+        "sort": "relevance",
+    }
     if year_from or year_to:
         params.update(datetype="pdat", mindate=str(year_from or 1800), maxdate=str(year_to or 3000))
     ids, _c = await f.fetch(SERVICE, f"{base}/esearch.fcgi", params, parse_esearch, base_url=base)
@@ -134,14 +175,14 @@ async def search(f: "Fetcher", query: str, k: int, year_from: int | None = None,
         return []
     papers: list[Paper] = []
     for i in range(0, len(ids), SUMMARY_BATCH):  # NCBI: long id lists belong in several requests (or a POST)
-        sparams = {**_common(f), "db": "pubmed", "id": ",".join(ids[i:i + SUMMARY_BATCH]), "retmode": "xml"}
+        sparams = {**_common(f), "db": "pubmed", "id": ",".join(ids[i : i + SUMMARY_BATCH]), "retmode": "xml"}
         batch, _c = await f.fetch(SERVICE, f"{base}/esummary.fcgi", sparams, parse_esummary, base_url=base)
         papers.extend(batch)
     order = {pmid: i for i, pmid in enumerate(ids)}
     return sorted(papers, key=lambda p: order.get(p.pmid or "", len(order)))
 
 
-async def get(f: "Fetcher", pmid: str) -> Paper:
+async def get(f: Fetcher, pmid: str) -> Paper:
     """The full PubMed record of ``pmid`` (efetch). Raises NotFound when PubMed returns no article."""
     base = f.lit.pubmed_url.rstrip("/")
     params = {**_common(f), "db": "pubmed", "id": pmid, "retmode": "xml"}

@@ -7,10 +7,12 @@ Top-level results forbid undeclared keys; ``NotRequired`` marks keys only some r
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, with_config
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
+
+from aisac_core.rag.results import IndexJob
 
 #: on every top-level result: undeclared keys are refused (``additionalProperties: false``); pydantic's
 #: ``with_config`` rather than a ``__pydantic_config__`` member, which mypy would read as a required key
@@ -21,6 +23,7 @@ PaperDict = dict[str, Any]
 
 
 # comments, not docstrings: a docstring would become the schema's description, which every host pays for
+
 
 # what one source answered: ``status`` ok | rate_limited | not_found | error | unreachable | timeout | refused |
 # unavailable | bad_response | replay_miss | blocked
@@ -90,7 +93,7 @@ class ImportResult(TypedDict):
     source_url: NotRequired[str]
     job_id: NotRequired[str]
     paper: NotRequired[PaperDict]
-    job: NotRequired[Annotated[dict[str, Any], Field(description="the index job's last status, when waited for")]]
+    job: NotRequired[Annotated[IndexJob, Field(description="the index job's last status, when waited for")]]
     identifier: NotRequired[str]
     retry_after: NotRequired[Annotated[float, Field(description="seconds")]]
     sources: NotRequired[dict[str, SourceStatus]]

@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -27,20 +27,8 @@ import anyio
 from aisac_core.errors import PathOutsideRootsError, resolve_in_roots
 from aisac_core.hashing import sha256_bytes, sha256_file
 from aisac_core.literature import openalex, semanticscholar
-from aisac_core.literature.http import (
-    Fetcher,
-    HttpState,
-    NotFound,
-    RateLimited,
-    ReplayMiss,
-    ServiceError,
-)
-from aisac_core.literature.paper import (
-    LiteratureError,
-    Paper,
-    merge_papers,
-    parse_identifier,
-)
+from aisac_core.literature.http import Fetcher, HttpState, NotFound, RateLimited, ReplayMiss, ServiceError
+from aisac_core.literature.paper import LiteratureError, Paper, merge_papers, parse_identifier
 from aisac_core.literature.results import (
     CitationsResult,
     GetResult,
@@ -49,12 +37,7 @@ from aisac_core.literature.results import (
     SearchResult,
     SourceStatus,
 )
-from aisac_core.literature.sources import (
-    aliases,
-    literature_sources,
-    max_results,
-    routes,
-)
+from aisac_core.literature.sources import aliases, literature_sources, max_results, routes
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -85,7 +68,7 @@ class Corpus(Protocol):
 def _stamp(f: Fetcher, source: str, papers: list[Paper]) -> None:
     """Papers answered from the cache only carry the time their answer was fetched, not now (replays match)."""
     if f.cache_hits.get(source) and not f.sent.get(source) and source in f.cached_at:
-        when = datetime.fromtimestamp(f.cached_at[source], timezone.utc).isoformat(timespec="seconds")
+        when = datetime.fromtimestamp(f.cached_at[source], UTC).isoformat(timespec="seconds")
         for p in papers:
             p.retrieved_at = when
 
@@ -133,8 +116,9 @@ def normalise_sources(sources: list[str] | str | None, registry: Mapping[str, An
     for raw in items:
         name = spellings.get(str(raw).strip().lower())
         if name is None:
-            raise LiteratureError(f"unknown source {raw!r}: choose from {', '.join(registry)} (or omit sources for "
-                                  "all)")
+            raise LiteratureError(
+                f"unknown source {raw!r}: choose from {', '.join(registry)} (or omit sources for all)"
+            )
         if name not in out:
             out.append(name)
     if not out:
@@ -165,9 +149,16 @@ class LiteratureService:
             :class:`~.http.HttpState`; every call of this service shares it).
     """
 
-    def __init__(self, sources: Mapping[str, Any], lit: LiteratureSettings, *,
-                 engine: Callable[[], Engine] | None = None, roots: Sequence[Path] = (),
-                 corpus: Corpus | None = None, http: HttpState | None = None) -> None:
+    def __init__(
+        self,
+        sources: Mapping[str, Any],
+        lit: LiteratureSettings,
+        *,
+        engine: Callable[[], Engine] | None = None,
+        roots: Sequence[Path] = (),
+        corpus: Corpus | None = None,
+        http: HttpState | None = None,
+    ) -> None:
         self.sources: dict[str, Any] = dict(sources)
         self.lit = lit
         self.roots = list(roots)
@@ -185,8 +176,14 @@ class LiteratureService:
         """Forget every budget and 429 window of this service."""
         self.http.reset()
 
-    async def search(self, query: str, sources: list[str] | str | None = None, k: int = 10,
-                     year_from: int | None = None, year_to: int | None = None) -> SearchResult:
+    async def search(
+        self,
+        query: str,
+        sources: list[str] | str | None = None,
+        k: int = 10,
+        year_from: int | None = None,
+        year_to: int | None = None,
+    ) -> SearchResult:
         """Search the sources concurrently and merge their ranked lists (:func:`~.paper.merge_papers`).
 
         Args: ``query`` non-empty text; ``sources`` names (default: every registered source); ``k`` merged papers
@@ -211,8 +208,7 @@ class LiteratureService:
         _check_years(year_from, year_to)
         q = query.strip()
         async with self.fetcher() as f:
-            results = await asyncio.gather(*[_guard(n, registry[n].search(f, q, k, year_from, year_to))
-                                             for n in names])
+            results = await asyncio.gather(*[_guard(n, registry[n].search(f, q, k, year_from, year_to)) for n in names])
         ranked: dict[str, list[Paper]] = {}
         statuses: dict[str, SourceStatus] = {}
         for name, papers, st in results:
@@ -230,8 +226,13 @@ class LiteratureService:
         if year_from or year_to:
             merged = [p for p in merged if p.year is None or ((year_from or 0) <= p.year <= (year_to or 9999))]
         papers_out = merged[:k]
-        return {"query": q, "papers": [p.model_dump() for p in papers_out], "count": len(papers_out),
-                "sources": statuses, "notes": notes}
+        return {
+            "query": q,
+            "papers": [p.model_dump() for p in papers_out],
+            "count": len(papers_out),
+            "sources": statuses,
+            "notes": notes,
+        }
 
     async def get(self, identifier: str) -> GetResult:
         """One paper by identifier (see :func:`~.paper.parse_identifier`), from the sources that index that kind:
@@ -254,8 +255,10 @@ class LiteratureService:
         statuses = {n: st for n, _p, st in results}
         if not found:
             if all(st["status"] == "not_found" for st in statuses.values()):
-                raise LiteratureError(f"no paper found for {kind} {value!r}: "
-                                      + "; ".join(st.get("error", "") for st in statuses.values()))
+                raise LiteratureError(
+                    f"no paper found for {kind} {value!r}: "
+                    + "; ".join(st.get("error", "") for st in statuses.values())
+                )
             return {"identifier": identifier, "kind": kind, "paper": None, "sources": statuses}
         paper = merge_papers(found)[0]
         return {"identifier": identifier, "kind": kind, "paper": paper.model_dump(), "sources": statuses}
@@ -278,14 +281,21 @@ class LiteratureService:
                 fn2 = openalex.references if which == "references" else openalex.citations
                 _n, papers, statuses["openalex"] = await _guard("openalex", fn2(f, kind, value, k))
         if papers is None and statuses and all(st["status"] == "not_found" for st in statuses.values()):
-            raise LiteratureError(f"no paper found for {kind} {value!r}: "
-                                  + "; ".join(st.get("error", "") for st in statuses.values()))
+            raise LiteratureError(
+                f"no paper found for {kind} {value!r}: " + "; ".join(st.get("error", "") for st in statuses.values())
+            )
         for name, st in statuses.items():
             if st["status"] == "ok" and papers is not None:
                 st["count"] = len(papers)
                 _stamp(f, name, papers)
-        return {"identifier": identifier, "kind": kind, which: [p.model_dump() for p in (papers or [])][:k],
-                "count": len(papers or []), "sources": statuses, "notes": notes}
+        return {
+            "identifier": identifier,
+            "kind": kind,
+            which: [p.model_dump() for p in (papers or [])][:k],
+            "count": len(papers or []),
+            "sources": statuses,
+            "notes": notes,
+        }
 
     async def references(self, identifier: str, k: int = 100) -> ReferencesResult:
         """Papers ``identifier`` cites: Semantic Scholar ``/references``, else (throttled, failing, or an OpenAlex
@@ -320,41 +330,57 @@ class LiteratureService:
         """
         parse_identifier(identifier)  # a bad identifier is reported before anything else
         if self.lit.replay:
-            raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
-                                  "turn replay off to import a PDF")
+            raise LiteratureError(
+                "replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
+                "turn replay off to import a PDF"
+            )
         target_dir = resolve_root(self.roots, root)
         if self._corpus is None:
-            raise LiteratureError("lit_import cannot index here: this literature service has no corpus to index "
-                                  "into")
+            raise LiteratureError("lit_import cannot index here: this literature service has no corpus to index into")
         corpus = self._corpus
         got = await self.get(identifier)
         if got["paper"] is None:
             limited = {n: st for n, st in got["sources"].items() if st["status"] == "rate_limited"}
             if limited:
                 ra = max(st.get("retry_after", 0.0) for st in limited.values())
-                return {"status": "rate_limited", "retry_after": ra, "identifier": identifier,
-                        "sources": got["sources"]}
-            raise LiteratureError(f"cannot look up {identifier!r}: "
-                                  + "; ".join(f"{n}: {st.get('error')}" for n, st in got["sources"].items()))
+                return {
+                    "status": "rate_limited",
+                    "retry_after": ra,
+                    "identifier": identifier,
+                    "sources": got["sources"],
+                }
+            raise LiteratureError(
+                f"cannot look up {identifier!r}: "
+                + "; ".join(f"{n}: {st.get('error')}" for n, st in got["sources"].items())
+            )
         paper = Paper(**got["paper"])
         if paper.arxiv_id:
             url, service = self.lit.arxiv_pdf_url.format(id=paper.arxiv_id), "arxiv"
         elif paper.pdf_url and paper.open_access is not False:
             url, service = paper.pdf_url, "download"
         else:
-            raise LiteratureError(f"no open-access PDF is known for {identifier!r} (open_access="
-                                  f"{paper.open_access}); download it yourself and put it into a registered root, "
-                                  "then run rag_index")
+            raise LiteratureError(
+                f"no open-access PDF is known for {identifier!r} (open_access="
+                f"{paper.open_access}); download it yourself and put it into a registered root, "
+                "then run rag_index"
+            )
         max_bytes = int(self.lit.max_pdf_mb * 1024 * 1024)
         async with self.fetcher() as f:
             try:
                 body, ctype, final_url = await f.download(url, max_bytes, service=service)
             except RateLimited as exc:
-                return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1),
-                        "identifier": identifier, "source_url": url, "error": str(exc)}
+                return {
+                    "status": "rate_limited",
+                    "retry_after": round(exc.retry_after, 1),
+                    "identifier": identifier,
+                    "source_url": url,
+                    "error": str(exc),
+                }
             except (ServiceError, NotFound) as exc:
-                raise LiteratureError(f"cannot import {identifier!r}, its PDF was not downloaded: "
-                                      f"{str(exc).rstrip('.')}. Nothing was saved or indexed.") from exc
+                raise LiteratureError(
+                    f"cannot import {identifier!r}, its PDF was not downloaded: "
+                    f"{str(exc).rstrip('.')}. Nothing was saved or indexed."
+                ) from exc
         check_pdf(body, ctype, url)
         sha = sha256_bytes(body)
         name = _slug(paper)
@@ -370,17 +396,32 @@ class LiteratureService:
                 tmp.write_bytes(body)
                 tmp.replace(pdf)
             side = target_dir / f"{name}.provenance.json"
-            meta = {"source_url": url, "final_url": final_url,
-                    "retrieved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "sha256": sha,
-                    "bytes": len(body), "content_type": ctype, "identifier": identifier,
-                    "paper": paper.model_dump(), "tool": "aisac lit_import"}
+            meta = {
+                "source_url": url,
+                "final_url": final_url,
+                "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "sha256": sha,
+                "bytes": len(body),
+                "content_type": ctype,
+                "identifier": identifier,
+                "paper": paper.model_dump(),
+                "tool": "aisac lit_import",
+            }
             side.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
             return pdf, side, status
 
         pdf, side, status = await anyio.to_thread.run_sync(_write)
         job_id = await anyio.to_thread.run_sync(corpus.jobs.submit, [pdf])
-        return {"status": status, "path": str(pdf), "sidecar": str(side), "sha256": sha, "bytes": len(body),
-                "source_url": url, "job_id": job_id, "paper": paper.model_dump()}
+        return {
+            "status": status,
+            "path": str(pdf),
+            "sidecar": str(side),
+            "sha256": sha,
+            "bytes": len(body),
+            "source_url": url,
+            "job_id": job_id,
+            "paper": paper.model_dump(),
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -388,8 +429,14 @@ class LiteratureService:
 # --------------------------------------------------------------------------------------------------
 
 #: content types a PDF download may carry (anything else, e.g. text/html, is refused)
-PDF_TYPES = ("application/pdf", "application/x-pdf", "application/octet-stream", "binary/octet-stream",
-             "application/download", "application/force-download")
+PDF_TYPES = (
+    "application/pdf",
+    "application/x-pdf",
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/download",
+    "application/force-download",
+)
 
 
 def check_pdf(body: bytes, content_type: str | None, url: str) -> None:
@@ -401,13 +448,17 @@ def check_pdf(body: bytes, content_type: str | None, url: str) -> None:
     ctype = (content_type or "").split(";")[0].strip().lower()
     head = body[:1024]
     if b"%PDF-" not in head or (ctype and ctype not in PDF_TYPES and not ctype.endswith("pdf")):
-        looks = "an HTML page (an error page or a login wall)" if b"<html" in body[:2048].lower() or \
-            "html" in ctype else "not a PDF"
+        looks = (
+            "an HTML page (an error page or a login wall)"
+            if b"<html" in body[:2048].lower() or "html" in ctype
+            else "not a PDF"
+        )
         shown = "".join(ch for ch in ctype if ch.isascii() and (ch.isalnum() or ch in "/+-."))[:60]
         raise LiteratureError(
             f"the download from {url} is {looks}: content type {shown or 'none'}, {len(body)} bytes. Nothing was "
             "saved. The paper may not be open access: download it in a browser and put it into a registered root "
-            "yourself.")
+            "yourself."
+        )
 
 
 def _slug(paper: Paper) -> str:
@@ -431,7 +482,8 @@ def resolve_root(roots: Sequence[Path], root: str | None) -> Path:
         raise PathOutsideRootsError(
             "lit_import needs a registered corpus root to save the PDF into, and none is registered: set "
             "AISAC_ROOTS='[\"/folder/of/papers\"]' (or the project manifest's data sources) and pass root=<its name "
-            "or a folder inside it>")
+            "or a folder inside it>"
+        )
     if root is None or root == "":
         return roots[0]
     by_name = [r for r in roots if r.name == root]

@@ -7,8 +7,9 @@ from :mod:`aisac_core.literature.builtin`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.literature.paper import LiteratureError, Paper
 from aisac_core.plugins import collect_from, plugins_of, skip_installed
@@ -52,7 +53,7 @@ def literature_sources(app: Any = None) -> dict[str, Any]:
     return source_registry(plugins_of(app))
 
 
-def source_registry(pm: "pluggy.PluginManager") -> dict[str, Any]:
+def source_registry(pm: pluggy.PluginManager) -> dict[str, Any]:
     """The sources registered on the plugin manager ``pm`` (see :func:`literature_sources`). An installed plugin's
     source without a name or search function, or with a name taken, is skipped with a warning naming the plugin.
 
@@ -63,8 +64,12 @@ def source_registry(pm: "pluggy.PluginManager") -> dict[str, Any]:
     for src, installed in collect_from(pm, "aisac_register_literature_sources"):
         name = getattr(src, "name", None)
         if not isinstance(name, str) or not name.strip() or not callable(getattr(src, "search", None)):
-            skip_installed(pm, installed, f"literature source {src!r} needs a name (str) and an async "
-                                          "search(fetcher, query, k, year_from, year_to)")
+            skip_installed(
+                pm,
+                installed,
+                f"literature source {src!r} needs a name (str) and an async "
+                "search(fetcher, query, k, year_from, year_to)",
+            )
             continue
         key = name.strip().lower()
         if key in out:
@@ -88,14 +93,17 @@ def max_results(src: Any) -> int:
     return int(getattr(src, "max_results", DEFAULT_MAX_RESULTS) or DEFAULT_MAX_RESULTS)
 
 
-def routes(sources: dict[str, Any], kind: str) -> list[tuple[str, Callable[["Fetcher", str, str], Awaitable[Paper]]]]:
+def routes(sources: dict[str, Any], kind: str) -> list[tuple[str, Callable[[Fetcher, str, str], Awaitable[Paper]]]]:
     """``[(name, get)]`` of the sources answering identifiers of ``kind``, in registry order.
 
     Raises:
         LiteratureError: no source answers that kind.
     """
-    out = [(n, src.get) for n, src in sources.items()
-           if getattr(src, "get", None) is not None and kind in (getattr(src, "identifiers", ()) or ())]
+    out = [
+        (n, src.get)
+        for n, src in sources.items()
+        if getattr(src, "get", None) is not None and kind in (getattr(src, "identifiers", ()) or ())
+    ]
     if not out:
         raise LiteratureError(f"no literature source looks up {kind} identifiers")
     return out

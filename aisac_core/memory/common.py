@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from sqlmodel import Session
@@ -66,7 +66,7 @@ class MemoryParts(Protocol):
 
 def _utc(dt: datetime) -> datetime:
     """Aware UTC (a naive value is taken as UTC)."""
-    return dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(UTC) if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 @overload
@@ -92,21 +92,26 @@ def parse_time(value: str | None, name: str = "as_of") -> datetime | None:
     if isinstance(value, datetime):
         return _utc(value)
     if not isinstance(value, str) or not value.strip():
-        raise MemoryInputError(f"{name} must be an ISO 8601 date or date-time string, e.g. '2026-03-01' or "
-                               f"'2026-03-01T12:00:00Z', got {value!r}")
+        raise MemoryInputError(
+            f"{name} must be an ISO 8601 date or date-time string, e.g. '2026-03-01' or "
+            f"'2026-03-01T12:00:00Z', got {value!r}"
+        )
     v = value.strip()
     if v.lower() == "now":
         return _now()
     try:
         dt = datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith(("Z", "z")) else v)
     except ValueError:
-        raise MemoryInputError(f"{name} {value!r} is not an ISO 8601 date or date-time; use e.g. '2026-03-01', "
-                               f"'2026-03-01T12:00:00Z' or '2026-03-01T14:00:00+02:00' (no offset = UTC)") from None
+        raise MemoryInputError(
+            f"{name} {value!r} is not an ISO 8601 date or date-time; use e.g. '2026-03-01', "
+            f"'2026-03-01T12:00:00Z' or '2026-03-01T14:00:00+02:00' (no offset = UTC)"
+        ) from None
     return _utc(dt)
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
+
 
 def _check_str(value: Any, name: str, limit: int, *, required: bool = True) -> str | None:
     if value is None and not required:
@@ -142,15 +147,22 @@ def _session(db: Session, session_id: str) -> MemorySession:
         raise MemoryInputError("session_id is empty: memory_start_session returns one; memory_list_sessions lists them")
     row = db.get(MemorySession, session_id)
     if row is None:
-        raise MemoryInputError(f"unknown session id {session_id!r}: memory_start_session creates one, "
-                               "memory_list_sessions lists them")
+        raise MemoryInputError(
+            f"unknown session id {session_id!r}: memory_start_session creates one, memory_list_sessions lists them"
+        )
     return row
 
 
 def session_dict(s: MemorySession, turn_count: int, last_turn_at: datetime | None) -> SessionResult:
     """JSON-ready session with its number of turns and the time of its last turn (None without turns)."""
-    return {"session_id": s.id, "title": s.title, "project": s.project, "created_at": iso(s.created_at),
-            "turn_count": turn_count, "last_turn_at": iso(last_turn_at)}
+    return {
+        "session_id": s.id,
+        "title": s.title,
+        "project": s.project,
+        "created_at": iso(s.created_at),
+        "turn_count": turn_count,
+        "last_turn_at": iso(last_turn_at),
+    }
 
 
 def stored_id(row_id: int | None) -> int:
@@ -163,10 +175,15 @@ def turn_dict(t: Turn, max_chars: int | None = None) -> TurnResult:
     """JSON-ready turn; content cut to ``max_chars`` (with ``truncated: true``) when given."""
     content = t.content
     truncated = max_chars is not None and len(content) > max_chars
-    out: TurnResult = {"turn_id": stored_id(t.id), "session_id": t.session_id, "role": t.role,
-                       "content": content[:max_chars] if truncated else content,
-                       "metadata": json.loads(t.metadata_json or "{}"), "parent_id": t.parent_id,
-                       "created_at": iso(t.created_at)}
+    out: TurnResult = {
+        "turn_id": stored_id(t.id),
+        "session_id": t.session_id,
+        "role": t.role,
+        "content": content[:max_chars] if truncated else content,
+        "metadata": json.loads(t.metadata_json or "{}"),
+        "parent_id": t.parent_id,
+        "created_at": iso(t.created_at),
+    }
     if t.pair_user_id is not None:
         out["answers_turn_id"] = t.pair_user_id
     if truncated:

@@ -31,15 +31,32 @@ if TYPE_CHECKING:
 
 def fact_dict(f: Fact) -> FactResult:
     """JSON-ready fact."""
-    return {"fact_id": stored_id(f.id), "subject": f.subject, "predicate": f.predicate, "object": f.object,
-            "conditions": json.loads(f.conditions_json or "{}"), "valid_at": iso(f.valid_at),
-            "invalid_at": iso(f.invalid_at), "source": f.source, "evidence_span": f.evidence_span,
-            "run_id": f.run_id, "created_at": iso(f.created_at)}
+    return {
+        "fact_id": stored_id(f.id),
+        "subject": f.subject,
+        "predicate": f.predicate,
+        "object": f.object,
+        "conditions": json.loads(f.conditions_json or "{}"),
+        "valid_at": iso(f.valid_at),
+        "invalid_at": iso(f.invalid_at),
+        "source": f.source,
+        "evidence_span": f.evidence_span,
+        "run_id": f.run_id,
+        "created_at": iso(f.created_at),
+    }
 
 
-def record_fact(engine: Engine, subject: str, predicate: str, object: str, conditions: dict[str, Any] | None = None,
-                valid_at: str | None = None, source: str | None = None, evidence_span: str | None = None,
-                run_id: str | None = None) -> Recorded:
+def record_fact(
+    engine: Engine,
+    subject: str,
+    predicate: str,
+    object: str,
+    conditions: dict[str, Any] | None = None,
+    valid_at: str | None = None,
+    source: str | None = None,
+    evidence_span: str | None = None,
+    run_id: str | None = None,
+) -> Recorded:
     """Record a fact valid from ``valid_at`` (default now). The fact of the same subject + predicate that
     was valid at ``valid_at`` is closed (its ``invalid_at`` set to ``valid_at``); when a later fact exists
     (a back-dated record), the new fact is closed at that fact's ``valid_at``.
@@ -59,17 +76,33 @@ def record_fact(engine: Engine, subject: str, predicate: str, object: str, condi
     with Session(engine) as db:  # serialised per (subject, predicate): supersede sees every earlier fact
         lock(db, "fact", sk, pk)
         same = (col(Fact.subject_key) == sk, col(Fact.predicate_key) == pk)
-        prev = db.exec(select(Fact).where(*same, col(Fact.valid_at) <= va, or_(col(Fact.invalid_at).is_(None), col(Fact.invalid_at) > va))
-                       .order_by(col(Fact.valid_at).desc(), col(Fact.id).desc()).limit(1)).first()
-        nxt = db.exec(select(Fact).where(*same, col(Fact.valid_at) > va).order_by(col(Fact.valid_at), col(Fact.id)).limit(1)).first()
+        prev = db.exec(
+            select(Fact)
+            .where(*same, col(Fact.valid_at) <= va, or_(col(Fact.invalid_at).is_(None), col(Fact.invalid_at) > va))
+            .order_by(col(Fact.valid_at).desc(), col(Fact.id).desc())
+            .limit(1)
+        ).first()
+        nxt = db.exec(
+            select(Fact).where(*same, col(Fact.valid_at) > va).order_by(col(Fact.valid_at), col(Fact.id)).limit(1)
+        ).first()
         superseded = None
         if prev is not None:
             prev.invalid_at = va
             db.add(prev)
-        row = Fact(subject=subject.strip(), predicate=predicate.strip(), object=object, subject_key=sk,
-                   predicate_key=pk, conditions_json=cond, valid_at=va,
-                   invalid_at=nxt.valid_at if nxt is not None else None, source=source,
-                   evidence_span=evidence_span, run_id=run_id, created_at=_now())
+        row = Fact(
+            subject=subject.strip(),
+            predicate=predicate.strip(),
+            object=object,
+            subject_key=sk,
+            predicate_key=pk,
+            conditions_json=cond,
+            valid_at=va,
+            invalid_at=nxt.valid_at if nxt is not None else None,
+            source=source,
+            evidence_span=evidence_span,
+            run_id=run_id,
+            created_at=_now(),
+        )
         db.add(row)
         db.commit()
         db.refresh(row)
@@ -79,8 +112,15 @@ def record_fact(engine: Engine, subject: str, predicate: str, object: str, condi
         return {"fact": fact_dict(row), "superseded": superseded}
 
 
-def query_facts(engine: Engine, subject: str | None = None, predicate: str | None = None, object: str | None = None,
-                as_of: str | None = None, limit: int = 50, offset: int = 0) -> Facts:
+def query_facts(
+    engine: Engine,
+    subject: str | None = None,
+    predicate: str | None = None,
+    object: str | None = None,
+    as_of: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Facts:
     """Facts valid at ``as_of`` (default now: valid_at <= as_of < invalid_at, or still open), filtered by
     subject / predicate (case-insensitive, exact) and object (case-insensitive substring).
 
@@ -98,14 +138,25 @@ def query_facts(engine: Engine, subject: str | None = None, predicate: str | Non
         conds.append(func.lower(col(Fact.object)).contains(object.strip().lower()))
     with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
-        rows = db.exec(select(Fact).where(*conds).order_by(col(Fact.subject_key), col(Fact.predicate_key), col(Fact.valid_at), col(Fact.id))
-                       .offset(offset).limit(limit)).all()
-    return {"facts": [fact_dict(f) for f in rows], "total": int(total), "as_of": iso(at), "offset": offset,
-            "next_offset": offset + limit if offset + limit < total else None}
+        rows = db.exec(
+            select(Fact)
+            .where(*conds)
+            .order_by(col(Fact.subject_key), col(Fact.predicate_key), col(Fact.valid_at), col(Fact.id))
+            .offset(offset)
+            .limit(limit)
+        ).all()
+    return {
+        "facts": [fact_dict(f) for f in rows],
+        "total": int(total),
+        "as_of": iso(at),
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
 
 
-def fact_timeline(engine: Engine, subject: str, predicate: str | None = None, limit: int = 100,
-                  offset: int = 0) -> Timeline:
+def fact_timeline(
+    engine: Engine, subject: str, predicate: str | None = None, limit: int = 100, offset: int = 0
+) -> Timeline:
     """Every fact about ``subject`` (optionally one predicate), current and superseded, by valid_at:
     ``{subject, facts: [{..., current}], total, offset, next_offset}`` (``limit`` 1-500). Raises
     MemoryInputError on an empty subject or a bad limit."""
@@ -118,11 +169,18 @@ def fact_timeline(engine: Engine, subject: str, predicate: str | None = None, li
     now = _now()
     with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
-        rows = db.exec(select(Fact).where(*conds).order_by(col(Fact.valid_at), col(Fact.id)).offset(offset).limit(limit)).all()
+        rows = db.exec(
+            select(Fact).where(*conds).order_by(col(Fact.valid_at), col(Fact.id)).offset(offset).limit(limit)
+        ).all()
     facts: list[FactResult] = []
     for f in rows:
         d = fact_dict(f)
         d["current"] = _utc(f.valid_at) <= now and (f.invalid_at is None or _utc(f.invalid_at) > now)
         facts.append(d)
-    return {"subject": subject, "facts": facts, "total": int(total), "offset": offset,
-            "next_offset": offset + limit if offset + limit < total else None}
+    return {
+        "subject": subject,
+        "facts": facts,
+        "total": int(total),
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }

@@ -65,14 +65,27 @@ def embed_pairs(embedder: Embedder, pairs: list[tuple[Turn, Turn]]) -> list[Vect
     texts = [_pair_text(u.content, a.content) for u, a in pairs]
     dense = embedder.embed_documents(texts)
     sparse = embedder.sparse_documents(texts)
-    return [VectorPoint(point_id(stored_id(a.id)), dv, list(sv[0]), list(sv[1]),
-                        {"session_id": a.session_id, "user_turn_id": u.id, "assistant_turn_id": a.id, "text": text,
-                         "created_at": iso(a.created_at)})
-            for (u, a), text, dv, sv in zip(pairs, texts, dense, sparse)]
+    return [
+        VectorPoint(
+            point_id(stored_id(a.id)),
+            dv,
+            list(sv[0]),
+            list(sv[1]),
+            {
+                "session_id": a.session_id,
+                "user_turn_id": u.id,
+                "assistant_turn_id": a.id,
+                "text": text,
+                "created_at": iso(a.created_at),
+            },
+        )
+        for (u, a), text, dv, sv in zip(pairs, texts, dense, sparse)
+    ]
 
 
-def reconcile_dialogue(engine: Engine, embedder: Embedder, vs: VectorStore, lock: threading.Lock,
-                       batch: int = 256) -> int:
+def reconcile_dialogue(
+    engine: Engine, embedder: Embedder, vs: VectorStore, lock: threading.Lock, batch: int = 256
+) -> int:
     """Upsert every pair recorded in SQL that the ``dialogue`` collection of ``vs`` lacks (embedded ``batch`` at a
     time, each upsert under ``lock``); returns how many.
 
@@ -87,23 +100,34 @@ def reconcile_dialogue(engine: Engine, embedder: Embedder, vs: VectorStore, lock
     last_id = 0
     while True:
         with Session(engine) as db:
-            rows = db.exec(select(Turn).where(col(Turn.pair_user_id).is_not(None), col(Turn.id) > last_id)
-                           .order_by(col(Turn.id)).limit(batch * 8)).all()
+            rows = db.exec(
+                select(Turn)
+                .where(col(Turn.pair_user_id).is_not(None), col(Turn.id) > last_id)
+                .order_by(col(Turn.id))
+                .limit(batch * 8)
+            ).all()
             if not rows:
                 break
             last_id = stored_id(rows[-1].id)
             missing = [a for a in rows if point_id(stored_id(a.id)) not in present]
-            users = {u.id: u for u in db.exec(select(Turn).where(col(Turn.id).in_([a.pair_user_id for a in missing]))).all()} \
-                if missing else {}
+            users = (
+                {
+                    u.id: u
+                    for u in db.exec(select(Turn).where(col(Turn.id).in_([a.pair_user_id for a in missing]))).all()
+                }
+                if missing
+                else {}
+            )
         pairs = [(users[a.pair_user_id], a) for a in missing if a.pair_user_id in users]
         for i in range(0, len(pairs), batch):
-            pts = embed_pairs(embedder, pairs[i:i + batch])
+            pts = embed_pairs(embedder, pairs[i : i + batch])
             with lock:
                 vs.upsert(DIALOGUE, pts)
             added += len(pts)
     if added:
         vs.flush()
     return added
+
 
 def count_tokens(embedder: Embedder, texts: list[str]) -> list[int]:
     """Tokens of each text by the embedding model's tokenizer (no special tokens)."""
@@ -120,7 +144,7 @@ def truncate_to_tokens(embedder: Embedder, text: str, budget: int) -> str:
         return text
     if budget <= 0:
         return ""
-    return text[:enc.offsets[budget - 1][1]]
+    return text[: enc.offsets[budget - 1][1]]
 
 
 def render(t: Turn) -> str:
@@ -128,18 +152,22 @@ def render(t: Turn) -> str:
     return f"{t.role}: {t.content}"
 
 
-def _pair_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None) -> list[tuple[str, float, dict[str, Any]]]:
+def _pair_hits(
+    mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None
+) -> list[tuple[str, float, dict[str, Any]]]:
     """(point id, fused score, payload) of the top ``k`` dialogue pairs for ``query`` (hybrid convex fusion with
     theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few pairs for it)."""
     vs = mem.dialogue()
     emb = mem.embedder
-    hits = convex_fusion(vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [],
-                          max(PREFETCH, 2 * k), collection=DIALOGUE)
+    hits = convex_fusion(
+        vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [], max(PREFETCH, 2 * k), collection=DIALOGUE
+    )
     return [(h.id, h.score, h.payload) for h in hits]
 
 
-def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: int = 5,
-           token_budget: int = 2000) -> Recall:
+def recall(
+    mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: int = 5, token_budget: int = 2000
+) -> Recall:
     """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related
     older user -> assistant pairs of any session (pairs inside the last-N window are left out), within
     ``token_budget`` tokens.
@@ -165,21 +193,38 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
     embedder = mem.embedder
     with Session(mem.engine) as db:
         s = _session(db, session_id)
-        recent = list(reversed(db.exec(select(Turn).where(col(Turn.session_id) == session_id)
-                                       .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(last_n)).all())) \
-            if last_n else []
+        recent = (
+            list(
+                reversed(
+                    db.exec(
+                        select(Turn)
+                        .where(col(Turn.session_id) == session_id)
+                        .order_by(col(Turn.created_at).desc(), col(Turn.id).desc())
+                        .limit(last_n)
+                    ).all()
+                )
+            )
+            if last_n
+            else []
+        )
     window = {t.id for t in recent}
     related_raw: list[tuple[str, float, dict[str, Any]]] = []
     if k:
-        related_raw = [h for h in _pair_hits(mem, query, k + last_n)
-                       if h[2].get("user_turn_id") not in window and h[2].get("assistant_turn_id") not in window][:k]
+        related_raw = [
+            h
+            for h in _pair_hits(mem, query, k + last_n)
+            if h[2].get("user_turn_id") not in window and h[2].get("assistant_turn_id") not in window
+        ][:k]
     # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
     ids = [i for _, _, p in related_raw for i in (p.get("user_turn_id"), p.get("assistant_turn_id"))]
     with Session(mem.engine) as db:
         turns_by_id = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
         sess_ids = {t.session_id for t in turns_by_id.values()}
-        titles = {r.id: r.title for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sess_ids))).all()} \
-            if sess_ids else {}
+        titles = (
+            {r.id: r.title for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sess_ids))).all()}
+            if sess_ids
+            else {}
+        )
     used = 0
     omitted_recent = omitted_related = 0
     chosen_recent: list[TurnResult] = []
@@ -195,7 +240,7 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
         if not chosen_recent:
             d = turn_dict(t)
             cut = truncate_to_tokens(embedder, render(t), token_budget)
-            d["content"] = cut[len(t.role) + 2:]
+            d["content"] = cut[len(t.role) + 2 :]
             d["truncated"] = True
             d["tokens"] = token_budget
             chosen_recent.append(d)
@@ -207,7 +252,7 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
     chosen_recent.reverse()
     related: list[RelatedPair] = []
     cand = []
-    for pid, score, p in related_raw:
+    for _pid, score, p in related_raw:
         u, a = turns_by_id.get(p.get("user_turn_id")), turns_by_id.get(p.get("assistant_turn_id"))
         if u is None or a is None:  # deleted meanwhile
             continue
@@ -217,22 +262,46 @@ def recall(mem: MemoryParts, session_id: str, query: str, last_n: int = 10, k: i
         if used + n > token_budget:
             omitted_related += 1
             continue
-        related.append({"score": round(score, 6), "session_id": u.session_id, "session_title": titles.get(u.session_id),
-                        "user_turn_id": stored_id(u.id), "assistant_turn_id": stored_id(a.id), "user": u.content, "assistant": a.content,
-                        "created_at": iso(a.created_at), "tokens": n})
+        related.append(
+            {
+                "score": round(score, 6),
+                "session_id": u.session_id,
+                "session_title": titles.get(u.session_id),
+                "user_turn_id": stored_id(u.id),
+                "assistant_turn_id": stored_id(a.id),
+                "user": u.content,
+                "assistant": a.content,
+                "created_at": iso(a.created_at),
+                "tokens": n,
+            }
+        )
         used += n
-    return {"session_id": session_id, "session_title": s.title, "query": query, "recent": chosen_recent,
-            "related": related, "tokens": used, "token_budget": token_budget,
-            "omitted": {"recent": omitted_recent, "related": omitted_related},
-            "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
+    return {
+        "session_id": session_id,
+        "session_title": s.title,
+        "query": query,
+        "recent": chosen_recent,
+        "related": related,
+        "tokens": used,
+        "token_budget": token_budget,
+        "omitted": {"recent": omitted_recent, "related": omitted_related},
+        "took_ms": round((time.perf_counter() - t0) * 1000, 2),
+    }
 
 
 #: a search candidate: ("pair", assistant turn id) or ("turn", turn id)
 _Key = tuple[Literal["pair", "turn"], int]
 
 
-def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: list[str] | None = None,
-           mode: str = "hybrid", limit: int = 10, offset: int = 0) -> Search:
+def search(
+    mem: MemoryParts,
+    query: str,
+    session_id: str | None = None,
+    roles: list[str] | None = None,
+    mode: str = "hybrid",
+    limit: int = 10,
+    offset: int = 0,
+) -> Search:
     """Keyword + semantic search over the turns of every session (or one).
 
     - keyword: turns whose content contains query words (case-insensitive substring; the newest
@@ -273,7 +342,8 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
     if mode in ("hybrid", "keyword") and words:
         with Session(mem.engine) as db:
             q = select(col(Turn.id), col(Turn.content), col(Turn.pair_user_id)).where(
-                or_(*[func.lower(col(Turn.content)).contains(w) for w in words]))
+                or_(*[func.lower(col(Turn.content)).contains(w) for w in words])
+            )
             if session_id:
                 q = q.where(col(Turn.session_id) == session_id)
             if roles:
@@ -284,9 +354,16 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
         user_ids = [tid for tid, _c, _p in rows]
         with Session(mem.engine) as db:
             for i in range(0, len(user_ids), 500):
-                answered_by.update({stored_id(u): stored_id(a) for a, u in db.exec(
-                    select(col(Turn.id), col(Turn.pair_user_id)).where(
-                        col(Turn.pair_user_id).in_(user_ids[i:i + 500]))).all()})
+                answered_by.update(
+                    {
+                        stored_id(u): stored_id(a)
+                        for a, u in db.exec(
+                            select(col(Turn.id), col(Turn.pair_user_id)).where(
+                                col(Turn.pair_user_id).in_(user_ids[i : i + 500])
+                            )
+                        ).all()
+                    }
+                )
         for row_id, content, pair_user in rows:
             tid = stored_id(row_id)
             low = content.lower()
@@ -305,7 +382,7 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
     w_sem, w_kw = {"hybrid": (0.5, 0.5), "semantic": (1.0, 0.0), "keyword": (0.0, 1.0)}[mode]
     ranked = sorted(cands.items(), key=lambda kv: (-(w_sem * kv[1][0] + w_kw * kv[1][1]), -kv[0][1]))
     total = len(ranked)
-    page = ranked[offset:offset + limit]
+    page = ranked[offset : offset + limit]
     ids = [tid for _, v in page for tid in v[2]]
     with Session(mem.engine) as db:
         turns = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
@@ -316,12 +393,25 @@ def search(mem: MemoryParts, query: str, session_id: str | None = None, roles: l
             ts = [t for t in ts if t.role in roles] or ts
         if not ts:
             continue
-        hits.append({"kind": kind, "score": round(w_sem * sem + w_kw * kw, 6), "semantic_score": round(sem, 6),
-                     "keyword_score": round(kw, 6), "session_id": ts[0].session_id,
-                     "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts]})
-    out: Search = {"hits": hits, "count": len(hits), "total": total, "offset": offset,
-                           "next_offset": offset + limit if offset + limit < total else None, "mode": mode,
-                           "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
+        hits.append(
+            {
+                "kind": kind,
+                "score": round(w_sem * sem + w_kw * kw, 6),
+                "semantic_score": round(sem, 6),
+                "keyword_score": round(kw, 6),
+                "session_id": ts[0].session_id,
+                "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts],
+            }
+        )
+    out: Search = {
+        "hits": hits,
+        "count": len(hits),
+        "total": total,
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+        "mode": mode,
+        "took_ms": round((time.perf_counter() - t0) * 1000, 2),
+    }
     if not hits:
         out["message"] = "no turn matched the query" + (" in this session" if session_id else "")
     return out

@@ -94,14 +94,26 @@ class MemoryService:
         """Create a session (:func:`~aisac_core.memory.sessions.start_session`)."""
         return sessions.start_session(self.engine, title, project)
 
-    def add_turn(self, session_id: str, role: str, content: str, metadata: dict[str, Any] | None = None,
-                 parent_id: int | None = None) -> AddedTurn:
+    def add_turn(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+        parent_id: int | None = None,
+    ) -> AddedTurn:
         """Append a turn; an assistant turn answering the latest user turn is embedded with it as a pair
         (:func:`~aisac_core.memory.sessions.add_turn`)."""
         return sessions.add_turn(self, session_id, role, content, metadata, parent_id)
 
-    def get_history(self, session_id: str, cursor: str | int | None = None, limit: int = 50,
-                    roles: list[str] | None = None, token_budget: int | None = None) -> History:
+    def get_history(
+        self,
+        session_id: str,
+        cursor: str | int | None = None,
+        limit: int = 50,
+        roles: list[str] | None = None,
+        token_budget: int | None = None,
+    ) -> History:
         """A page of a session's turns, oldest first (:func:`~aisac_core.memory.sessions.get_history`)."""
         return sessions.get_history(self.engine, self.embedder, session_id, cursor, limit, roles, token_budget)
 
@@ -109,8 +121,9 @@ class MemoryService:
         """Sessions, newest first, paged (:func:`~aisac_core.memory.sessions.list_sessions`)."""
         return sessions.list_sessions(self.engine, project, limit, offset)
 
-    def export_session(self, session_id: str, format: str = "markdown", cursor: str | int | None = None,
-                       limit: int = 1000) -> Export:
+    def export_session(
+        self, session_id: str, format: str = "markdown", cursor: str | int | None = None, limit: int = 1000
+    ) -> Export:
         """A session as Markdown or JSON, in parts (:func:`~aisac_core.memory.sessions.export_session`)."""
         return sessions.export_session(self.engine, session_id, format, cursor, limit)
 
@@ -130,28 +143,50 @@ class MemoryService:
         within ``token_budget`` tokens (:func:`~aisac_core.memory.recall.recall`)."""
         return recall_context(self, session_id, query, last_n, k, token_budget)
 
-    def search(self, query: str, session_id: str | None = None, roles: list[str] | None = None,
-               mode: str = "hybrid", limit: int = 10, offset: int = 0) -> Search:
+    def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        roles: list[str] | None = None,
+        mode: str = "hybrid",
+        limit: int = 10,
+        offset: int = 0,
+    ) -> Search:
         """Keyword + semantic search over the turns of every session or one
         (:func:`~aisac_core.memory.recall.search`)."""
         return search_turns(self, query, session_id, roles, mode, limit, offset)
 
     # temporal facts
 
-    def record_fact(self, subject: str, predicate: str, object: str, conditions: dict[str, Any] | None = None,
-                    valid_at: str | None = None, source: str | None = None, evidence_span: str | None = None,
-                    run_id: str | None = None) -> Recorded:
+    def record_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,
+        conditions: dict[str, Any] | None = None,
+        valid_at: str | None = None,
+        source: str | None = None,
+        evidence_span: str | None = None,
+        run_id: str | None = None,
+    ) -> Recorded:
         """Record a fact valid from ``valid_at``, closing the one it supersedes
         (:func:`~aisac_core.memory.facts.record_fact`)."""
-        return facts.record_fact(self.engine, subject, predicate, object, conditions, valid_at, source,
-                                 evidence_span, run_id)
+        return facts.record_fact(
+            self.engine, subject, predicate, object, conditions, valid_at, source, evidence_span, run_id
+        )
 
-    def query_facts(self, subject: str | None = None, predicate: str | None = None, object: str | None = None,
-                    as_of: str | None = None, limit: int = 50, offset: int = 0) -> Facts:
+    def query_facts(
+        self,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object: str | None = None,
+        as_of: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Facts:
         """The facts valid at ``as_of`` (default now), filtered (:func:`~aisac_core.memory.facts.query_facts`)."""
         return facts.query_facts(self.engine, subject, predicate, object, as_of, limit, offset)
 
-    def fact_timeline(self, subject: str, predicate: str | None = None, limit: int = 100,
-                      offset: int = 0) -> Timeline:
+    def fact_timeline(self, subject: str, predicate: str | None = None, limit: int = 100, offset: int = 0) -> Timeline:
         """Every fact about ``subject``, current and superseded (:func:`~aisac_core.memory.facts.fact_timeline`)."""
         return facts.fact_timeline(self.engine, subject, predicate, limit, offset)

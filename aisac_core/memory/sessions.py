@@ -59,8 +59,14 @@ def start_session(engine: Engine, title: str | None = None, project: str | None 
         return session_dict(row, 0, None)
 
 
-def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadata: dict[str, Any] | None = None,
-             parent_id: int | None = None) -> AddedTurn:
+def add_turn(
+    mem: MemoryParts,
+    session_id: str,
+    role: str,
+    content: str,
+    metadata: dict[str, Any] | None = None,
+    parent_id: int | None = None,
+) -> AddedTurn:
     """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
 
     Returns ``{turn_id, session_id, role, created_at, parent_id, pair: {user_turn_id, assistant_turn_id} | None}``.
@@ -81,29 +87,57 @@ def add_turn(mem: MemoryParts, session_id: str, role: str, content: str, metadat
             parent = db.get(Turn, parent_id)
             if parent is None or parent.session_id != session_id:
                 raise MemoryInputError(f"parent_id {parent_id} is not a turn of session {session_id!r}")
-        last = db.exec(select(col(Turn.created_at)).where(col(Turn.session_id) == session_id)
-                       .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(1)).first()
+        last = db.exec(
+            select(col(Turn.created_at))
+            .where(col(Turn.session_id) == session_id)
+            .order_by(col(Turn.created_at).desc(), col(Turn.id).desc())
+            .limit(1)
+        ).first()
         now = _now()
         if last is not None and now <= _utc(last):
             now = _utc(last) + timedelta(microseconds=1)
         pair_user: Turn | None = None
         if role == "assistant":
-            last_user = db.exec(select(Turn).where(col(Turn.session_id) == session_id, col(Turn.role) == "user")
-                                .order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(1)).first()
+            last_user = db.exec(
+                select(Turn)
+                .where(col(Turn.session_id) == session_id, col(Turn.role) == "user")
+                .order_by(col(Turn.created_at).desc(), col(Turn.id).desc())
+                .limit(1)
+            ).first()
             if last_user is not None:
-                answered = db.exec(select(col(Turn.id)).where(col(Turn.session_id) == session_id, col(Turn.role) == "assistant",
-                                                         col(Turn.created_at) > last_user.created_at).limit(1)).first()
+                answered = db.exec(
+                    select(col(Turn.id))
+                    .where(
+                        col(Turn.session_id) == session_id,
+                        col(Turn.role) == "assistant",
+                        col(Turn.created_at) > last_user.created_at,
+                    )
+                    .limit(1)
+                ).first()
                 if answered is None:
                     pair_user = last_user
-        row = Turn(session_id=session_id, role=role, content=content, metadata_json=meta, parent_id=parent_id,
-                   pair_user_id=pair_user.id if pair_user else None, created_at=now)
+        row = Turn(
+            session_id=session_id,
+            role=role,
+            content=content,
+            metadata_json=meta,
+            parent_id=parent_id,
+            pair_user_id=pair_user.id if pair_user else None,
+            created_at=now,
+        )
         db.add(row)
         db.commit()
         db.refresh(row)
         if pair_user is not None:
             db.refresh(pair_user)
-        out: AddedTurn = {"turn_id": stored_id(row.id), "session_id": session_id, "role": role,
-                          "created_at": iso(row.created_at), "parent_id": parent_id, "pair": None}
+        out: AddedTurn = {
+            "turn_id": stored_id(row.id),
+            "session_id": session_id,
+            "role": role,
+            "created_at": iso(row.created_at),
+            "parent_id": parent_id,
+            "pair": None,
+        }
         pair = (pair_user, row) if pair_user is not None else None
     if pair is not None and vs is not None:  # after the commit: a crash here is repaired by reconcile_dialogue
         points = embed_pairs(mem.embedder, [pair])
@@ -123,12 +157,24 @@ def _cursor_filter(db: Session, session_id: str, cursor: Any) -> Any:
         raise MemoryInputError(f"cursor {cursor!r} is not valid: pass next_cursor from the previous page") from None
     ref = db.get(Turn, cid)
     if ref is None or ref.session_id != session_id:
-        raise MemoryInputError(f"cursor {cursor!r} is not a turn of session {session_id!r}: pass next_cursor "
-                               "from the previous page of this session")
-    return or_(col(Turn.created_at) > ref.created_at, and_(col(Turn.created_at) == ref.created_at, col(Turn.id) > ref.id))
+        raise MemoryInputError(
+            f"cursor {cursor!r} is not a turn of session {session_id!r}: pass next_cursor "
+            "from the previous page of this session"
+        )
+    return or_(
+        col(Turn.created_at) > ref.created_at, and_(col(Turn.created_at) == ref.created_at, col(Turn.id) > ref.id)
+    )
 
-def get_history(engine: Engine, embedder: Embedder, session_id: str, cursor: str | int | None = None,
-                limit: int = 50, roles: list[str] | None = None, token_budget: int | None = None) -> History:
+
+def get_history(
+    engine: Engine,
+    embedder: Embedder,
+    session_id: str,
+    cursor: str | int | None = None,
+    limit: int = 50,
+    roles: list[str] | None = None,
+    token_budget: int | None = None,
+) -> History:
     """Turns of a session, oldest first, from ``cursor``; optionally only ``roles``; at most ``limit`` turns
     and, with ``token_budget``, at most that many tokens (``role: content`` counted with the embedding
     tokenizer; a first turn larger than the budget is returned cut, with ``truncated: true``).
@@ -175,8 +221,12 @@ def get_history(engine: Engine, embedder: Embedder, session_id: str, cursor: str
         turns = [turn_dict(t) for t in rows]
         used = sum(count_tokens(embedder, [render(t) for t in rows])) if token_budget is not None else 0
     last_id = turns[-1]["turn_id"] if turns else None
-    out: History = {"session_id": session_id, "turns": turns, "count": len(turns),
-                           "next_cursor": str(last_id) if more and last_id is not None else None}
+    out: History = {
+        "session_id": session_id,
+        "turns": turns,
+        "count": len(turns),
+        "next_cursor": str(last_id) if more and last_id is not None else None,
+    }
     if token_budget is not None:
         out["tokens"] = used
         out["token_budget"] = token_budget
@@ -196,25 +246,41 @@ def list_sessions(engine: Engine, project: str | None = None, limit: int = 50, o
             base = base.where(col(MemorySession.project) == project)
             cnt = cnt.where(col(MemorySession.project) == project)
         total = db.exec(cnt).one()
-        rows = db.exec(base.order_by(col(MemorySession.created_at).desc(), col(MemorySession.id)).offset(offset).limit(limit)).all()
-        stats = {sid: (n, last) for sid, n, last in db.exec(
-            select(col(Turn.session_id), func.count(), func.max(col(Turn.created_at)))
-            .where(col(Turn.session_id).in_([r.id for r in rows])).group_by(col(Turn.session_id))).all()} if rows else {}
+        rows = db.exec(
+            base.order_by(col(MemorySession.created_at).desc(), col(MemorySession.id)).offset(offset).limit(limit)
+        ).all()
+        stats = (
+            {
+                sid: (n, last)
+                for sid, n, last in db.exec(
+                    select(col(Turn.session_id), func.count(), func.max(col(Turn.created_at)))
+                    .where(col(Turn.session_id).in_([r.id for r in rows]))
+                    .group_by(col(Turn.session_id))
+                ).all()
+            }
+            if rows
+            else {}
+        )
     sessions = []
     for r in rows:
         n, last = stats.get(r.id, (0, None))
         if isinstance(last, str):
             last = datetime.fromisoformat(last)
         sessions.append(session_dict(r, int(n), last))
-    return {"sessions": sessions, "total": int(total), "offset": offset,
-            "next_offset": offset + limit if offset + limit < total else None}
+    return {
+        "sessions": sessions,
+        "total": int(total),
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
 
 
 EXPORT_MAX_TURNS = 2000
 
 
-def export_session(engine: Engine, session_id: str, format: str = "markdown", cursor: str | int | None = None,
-                   limit: int = 1000) -> Export:
+def export_session(
+    engine: Engine, session_id: str, format: str = "markdown", cursor: str | int | None = None, limit: int = 1000
+) -> Export:
     """A session with its turns (oldest first, at most ``limit`` (1-2,000) per call; ``next_cursor`` continues) as
     JSON (``{session, turns, count, next_cursor}``) or Markdown (``{session_id, format, count, markdown,
     next_cursor}``). Raises MemoryInputError on an unknown session, a bad format, cursor or limit."""
@@ -223,8 +289,9 @@ def export_session(engine: Engine, session_id: str, format: str = "markdown", cu
     limit = _check_int(limit, "limit", 1, EXPORT_MAX_TURNS)
     with Session(engine) as db:
         s = _session(db, session_id)
-        total, last_at = db.exec(select(func.count(), func.max(col(Turn.created_at)))
-                                 .where(col(Turn.session_id) == session_id)).one()
+        total, last_at = db.exec(
+            select(func.count(), func.max(col(Turn.created_at))).where(col(Turn.session_id) == session_id)
+        ).one()
         if isinstance(last_at, str):
             last_at = datetime.fromisoformat(last_at)
         q = select(Turn).where(col(Turn.session_id) == session_id)
@@ -234,39 +301,79 @@ def export_session(engine: Engine, session_id: str, format: str = "markdown", cu
         rows = db.exec(q.order_by(col(Turn.created_at), col(Turn.id)).limit(limit + 1)).all()
         first_no = 1
         if rows:
-            first_no = db.exec(select(func.count()).select_from(Turn).where(
-                col(Turn.session_id) == session_id, or_(col(Turn.created_at) < rows[0].created_at,
-                                                   and_(col(Turn.created_at) == rows[0].created_at, col(Turn.id) < rows[0].id)))
-            ).one() + 1
+            first_no = (
+                db.exec(
+                    select(func.count())
+                    .select_from(Turn)
+                    .where(
+                        col(Turn.session_id) == session_id,
+                        or_(
+                            col(Turn.created_at) < rows[0].created_at,
+                            and_(col(Turn.created_at) == rows[0].created_at, col(Turn.id) < rows[0].id),
+                        ),
+                    )
+                ).one()
+                + 1
+            )
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = str(rows[-1].id) if more else None
     sd = session_dict(s, int(total), last_at)
     if format == "json":
         return {"session": sd, "turns": [turn_dict(t) for t in rows], "count": len(rows), "next_cursor": next_cursor}
-    return {"session_id": session_id, "format": "markdown", "count": len(rows),
-            "markdown": render_markdown(s, rows, int(total), first_no, next_cursor), "next_cursor": next_cursor}
+    return {
+        "session_id": session_id,
+        "format": "markdown",
+        "count": len(rows),
+        "markdown": render_markdown(s, rows, int(total), first_no, next_cursor),
+        "next_cursor": next_cursor,
+    }
 
 
-def render_markdown(s: MemorySession, rows: Sequence[Turn], total: int, first_no: int = 1,
-                    next_cursor: str | None = None) -> str:
+def render_markdown(
+    s: MemorySession, rows: Sequence[Turn], total: int, first_no: int = 1, next_cursor: str | None = None
+) -> str:
     """A readable Markdown transcript: a header with the session's metadata, then one section per turn
     (number, role, time, ids), its content, and its metadata as a JSON block when present."""
-    lines = [f"# {s.title or 'Untitled session'}", "",
-             f"- **session**: `{s.id}`", f"- **project**: {s.project or '-'}",
-             f"- **created**: {iso(s.created_at)}", f"- **turns**: {total}"]
+    lines = [
+        f"# {s.title or 'Untitled session'}",
+        "",
+        f"- **session**: `{s.id}`",
+        f"- **project**: {s.project or '-'}",
+        f"- **created**: {iso(s.created_at)}",
+        f"- **turns**: {total}",
+    ]
     if rows and (first_no != 1 or next_cursor):
         lines.append(f"- **this part**: turns {first_no}–{first_no + len(rows) - 1}")
     lines.append("")
     for i, t in enumerate(rows, start=first_no):
-        ids = f"turn {t.id}" + (f", reply to {t.parent_id}" if t.parent_id else "") + \
-              (f", answers {t.pair_user_id}" if t.pair_user_id else "")
-        lines += ["---", "", f"### {i}. {t.role.capitalize()}", "", f"*{iso(t.created_at)} · {ids}*", "",
-                  t.content.rstrip(), ""]
+        ids = (
+            f"turn {t.id}"
+            + (f", reply to {t.parent_id}" if t.parent_id else "")
+            + (f", answers {t.pair_user_id}" if t.pair_user_id else "")
+        )
+        lines += [
+            "---",
+            "",
+            f"### {i}. {t.role.capitalize()}",
+            "",
+            f"*{iso(t.created_at)} · {ids}*",
+            "",
+            t.content.rstrip(),
+            "",
+        ]
         meta = json.loads(t.metadata_json or "{}")
         if meta:
-            lines += ["<details><summary>metadata</summary>", "", "```json",
-                      json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True), "```", "", "</details>", ""]
+            lines += [
+                "<details><summary>metadata</summary>",
+                "",
+                "```json",
+                json.dumps(meta, indent=2, ensure_ascii=False, sort_keys=True),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
     if next_cursor:
         lines += ["---", "", f"*continued: export again with cursor `{next_cursor}`*", ""]
     return "\n".join(lines)
@@ -283,13 +390,17 @@ def delete_session(mem: MemoryParts, session_id: str, confirm: bool = False) -> 
     provenance, not part of the transcript). Requires ``confirm=True``. Returns ``{deleted, turns_deleted,
     pairs_deleted, facts_kept: true}``; raises MemoryInputError without confirm or on an unknown session."""
     if confirm is not True:
-        raise MemoryInputError("deleting a session needs confirm=true (its turns and dialogue pairs are removed "
-                               "for good; facts are kept)")
+        raise MemoryInputError(
+            "deleting a session needs confirm=true (its turns and dialogue pairs are removed for good; facts are kept)"
+        )
     with Session(mem.engine) as db:
         _session(db, session_id)
         n_turns = db.exec(select(func.count()).select_from(Turn).where(col(Turn.session_id) == session_id)).one()
-        n_pairs = db.exec(select(func.count()).select_from(Turn).where(col(Turn.session_id) == session_id,
-                                                                      col(Turn.pair_user_id).is_not(None))).one()
+        n_pairs = db.exec(
+            select(func.count())
+            .select_from(Turn)
+            .where(col(Turn.session_id) == session_id, col(Turn.pair_user_id).is_not(None))
+        ).one()
         db.exec(delete(Turn).where(col(Turn.session_id) == session_id))
         db.exec(delete(MemorySession).where(col(MemorySession.id) == session_id))
         db.commit()

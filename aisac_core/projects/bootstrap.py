@@ -24,36 +24,19 @@ import inspect
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from aisac_core.literature.sources import source_registry
-from aisac_core.plugins import (
-    PluginError,
-    augment_graph,
-    collect,
-    has_impls,
-    make_plugin_manager,
-)
-from aisac_core.projects.extensions import (
-    check_tool,
-    load_module,
-    public_functions,
-    register_module,
-    source_of,
-)
-from aisac_core.projects.manifest import (
-    PROJECT_NAMESPACE,
-    BootstrapError,
-    Project,
-    check_path,
-    load_manifest,
-)
+from aisac_core.plugins import PluginError, augment_graph, collect, has_impls, make_plugin_manager
+from aisac_core.projects.extensions import check_tool, load_module, public_functions, register_module, source_of
+from aisac_core.projects.manifest import PROJECT_NAMESPACE, BootstrapError, Project, check_path, load_manifest
 from aisac_core.projects.prompts import PromptOverlay, compose_prompt, load_prompts
 from aisac_core.roles.graph import default_graph
 from aisac_core.settings import Settings
@@ -119,8 +102,18 @@ class Bootstrapped:
 def write_steps(engine: Any, run_id: str, steps: list[Step]) -> None:
     """Write ``steps`` as ``init_step`` trace events of ``run_id`` (server ``bootstrap``)."""
     for s in steps:
-        record_tool_call(engine, run_id=run_id, server="bootstrap", tool=s.name, arguments=s.arguments,
-                         result=s.result, status=s.status, error=s.error, latency_ms=s.latency_ms, kind="init_step")
+        record_tool_call(
+            engine,
+            run_id=run_id,
+            server="bootstrap",
+            tool=s.name,
+            arguments=s.arguments,
+            result=s.result,
+            status=s.status,
+            error=s.error,
+            latency_ms=s.latency_ms,
+            kind="init_step",
+        )
 
 
 def project_data_dir(base: Settings, project_id: str) -> Path:
@@ -147,8 +140,12 @@ def _settings_updates(b: Bootstrapped, base: Settings) -> tuple[dict[str, Any], 
         wanted["roles_mode"] = r.mode
     for k, v in r.thresholds.model_dump(exclude_none=True).items():
         wanted[f"roles_{k}"] = v
-    llm = {"roles_llm": r.llm.backend, "roles_llm_base_url": r.llm.base_url, "roles_llm_model": r.llm.model,
-           "roles_llm_api_key_env": r.llm.api_key_env}
+    llm = {
+        "roles_llm": r.llm.backend,
+        "roles_llm_base_url": r.llm.base_url,
+        "roles_llm_model": r.llm.model,
+        "roles_llm_api_key_env": r.llm.api_key_env,
+    }
     wanted.update({k: v for k, v in llm.items() if v is not None})
     lit = m.literature
     if lit.mailto:
@@ -173,8 +170,14 @@ def _settings_updates(b: Bootstrapped, base: Settings) -> tuple[dict[str, Any], 
     return upd, unapplied
 
 
-def bootstrap(project_dir: str | Path, base_settings: Settings | None = None, *, open_store: bool = True,
-              run_id: str | None = None, store_dir: Path | None = None) -> Bootstrapped:
+def bootstrap(
+    project_dir: str | Path,
+    base_settings: Settings | None = None,
+    *,
+    open_store: bool = True,
+    run_id: str | None = None,
+    store_dir: Path | None = None,
+) -> Bootstrapped:
     """Load, validate and prepare a project for serving, recording every step.
 
     Args:
@@ -213,8 +216,9 @@ def bootstrap(project_dir: str | Path, base_settings: Settings | None = None, *,
             raise
         except Exception as exc:  # an extension failing in a way we did not foresee: still one clear line
             s.status, s.error = "exception", f"{type(exc).__name__}: {exc}"
-            raise BootstrapError(f"{state.get('path', project_dir)}: bootstrap step {name!r} failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise BootstrapError(
+                f"{state.get('path', project_dir)}: bootstrap step {name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         finally:
             s.latency_ms = (time.perf_counter() - t0) * 1000
             steps.append(s)
@@ -230,20 +234,29 @@ def bootstrap(project_dir: str | Path, base_settings: Settings | None = None, *,
             tool_args["plugins"] = list(ext.plugins)
         step("validate", {"manifest": str(project.path)}, lambda: _validate_step(project))
         step("tools", tool_args, lambda: _tools_step(b))
-        step("prompts", {"enabled": project.manifest.extensions.prompts,
-                         "dir": project.manifest.extensions.prompts_dir if project.manifest.extensions.prompts
-                         else None}, lambda: _prompts_step(b))
-        step("graph", {"enabled": project.manifest.extensions.graph,
-                       "module": project.manifest.extensions.graph_module if project.manifest.extensions.graph
-                       else None}, lambda: _graph_step(b))
+        step(
+            "prompts",
+            {
+                "enabled": project.manifest.extensions.prompts,
+                "dir": project.manifest.extensions.prompts_dir if project.manifest.extensions.prompts else None,
+            },
+            lambda: _prompts_step(b),
+        )
+        step(
+            "graph",
+            {
+                "enabled": project.manifest.extensions.graph,
+                "module": project.manifest.extensions.graph_module if project.manifest.extensions.graph else None,
+            },
+            lambda: _graph_step(b),
+        )
         b.store_dir = state.get("store_dir") or project_data_dir(base, project.id)
         step("settings", {"base_data_dir": str(base.data_dir)}, lambda: _settings_step(b, base))
         if open_store:
             step("store", {"data_dir": str(b.settings.data_dir)}, lambda: _store_step(b))
     except BootstrapError:
         if open_store and "project" in state:
-            _record_failure(state.get("store_dir") or project_data_dir(base, state["project"].id), base, run_id,
-                            steps)
+            _record_failure(state.get("store_dir") or project_data_dir(base, state["project"].id), base, run_id, steps)
         raise
     if open_store:
         engine = make_engine(b.settings.resolved_sql_url)
@@ -258,8 +271,14 @@ def _load_step(project_dir: str | Path, state: dict[str, Any]) -> dict[str, Any]
     project = load_manifest(project_dir)
     state["project"], state["path"] = project, project.path
     m = project.manifest
-    return {"manifest": str(project.path), "sha256": project.sha256, "id": project.id, "name": m.project.name,
-            "category": m.project.category, "domain": m.project.domain}
+    return {
+        "manifest": str(project.path),
+        "sha256": project.sha256,
+        "id": project.id,
+        "name": m.project.name,
+        "category": m.project.category,
+        "domain": m.project.domain,
+    }
 
 
 def _validate_step(project: Project) -> dict[str, Any]:
@@ -270,15 +289,19 @@ def _validate_step(project: Project) -> dict[str, Any]:
             key = f"data.{kind}[{i}].path"
             p = check_path(project, s.path, key)
             if p in seen:
-                raise BootstrapError(f"{project.path}: {key} = {s.path!r} is the same folder as {seen[p]}; list "
-                                     "each folder once")
+                raise BootstrapError(
+                    f"{project.path}: {key} = {s.path!r} is the same folder as {seen[p]}; list each folder once"
+                )
             seen[p] = key
     ext = m.extensions
     if ext.tools and not ext.tools_modules:
-        raise BootstrapError(f"{project.path}: extensions.tools is on but tools_modules is empty; list a module "
-                             "or set tools = false")
-    return {"indexed": [str(project.resolve(s.path)) for s in m.data.indexed],
-            "catalog": [str(project.resolve(s.path)) for s in m.data.catalog]}
+        raise BootstrapError(
+            f"{project.path}: extensions.tools is on but tools_modules is empty; list a module or set tools = false"
+        )
+    return {
+        "indexed": [str(project.resolve(s.path)) for s in m.data.indexed],
+        "catalog": [str(project.resolve(s.path)) for s in m.data.catalog],
+    }
 
 
 def _tools_step(b: Bootstrapped) -> dict[str, Any]:
@@ -289,11 +312,14 @@ def _tools_step(b: Bootstrapped) -> dict[str, Any]:
 
     def add(fn: Callable[..., Any], where: str) -> None:
         if not callable(fn) or not getattr(fn, "__name__", "").isidentifier() or fn.__name__.startswith("_"):
-            raise BootstrapError(f"{where}: aisac_register_tools() returned {fn!r}; return plain functions with "
-                                 "public names")
+            raise BootstrapError(
+                f"{where}: aisac_register_tools() returned {fn!r}; return plain functions with public names"
+            )
         if fn.__name__ in owner:
-            raise BootstrapError(f"{where}: tool {fn.__name__!r} is also defined in {owner[fn.__name__]}; two "
-                                 "tools cannot share a name: rename one of the functions (or prefix it with '_')")
+            raise BootstrapError(
+                f"{where}: tool {fn.__name__!r} is also defined in {owner[fn.__name__]}; two "
+                "tools cannot share a name: rename one of the functions (or prefix it with '_')"
+            )
         check_tool(fn, where)
         owner[fn.__name__] = where
         fns.append(fn)
@@ -303,9 +329,11 @@ def _tools_step(b: Bootstrapped) -> dict[str, Any]:
         mod = load_module(b.project, ref, key)
         hooked = register_module(b.plugins, mod, key)
         if not hooked:
-            raise BootstrapError(f"{getattr(mod, '__file__', None) or ref}: the plugin module defines no @hookimpl "
-                                 "function; add one (from aisac_core.plugins import hookimpl) or remove it from "
-                                 "extensions.plugins")
+            raise BootstrapError(
+                f"{getattr(mod, '__file__', None) or ref}: the plugin module defines no @hookimpl "
+                "function; add one (from aisac_core.plugins import hookimpl) or remove it from "
+                "extensions.plugins"
+            )
         hooks += [f"{ref}:{n}" for n in hooked]
     for i, ref in enumerate(ext.tools_modules if ext.tools else []):
         key = f"extensions.tools_modules[{i}]"
@@ -315,8 +343,10 @@ def _tools_step(b: Bootstrapped) -> dict[str, Any]:
         registered = register_module(b.plugins, mod, key)
         hooks += [f"{ref}:{n}" for n in registered]
         if not found and not registered:
-            raise BootstrapError(f"{mfile}: the tools module defines no public function; add one (with a docstring "
-                                 "and type annotations) or set extensions.tools = false")
+            raise BootstrapError(
+                f"{mfile}: the tools module defines no public function; add one (with a docstring "
+                "and type annotations) or set extensions.tools = false"
+            )
         for fn in found:
             add(fn, mfile)
     try:
@@ -337,8 +367,10 @@ def _prompts_step(b: Bootstrapped) -> dict[str, Any]:
     if not b.project.manifest.extensions.prompts:
         return {"roles": []}
     b.prompts = load_prompts(b.project)
-    return {"roles": sorted(b.prompts), "files": {r: {"path": str(o.path), "sha256": o.sha256, "mode": o.mode}
-                                                  for r, o in sorted(b.prompts.items())}}
+    return {
+        "roles": sorted(b.prompts),
+        "files": {r: {"path": str(o.path), "sha256": o.sha256, "mode": o.mode} for r, o in sorted(b.prompts.items())},
+    }
 
 
 def _graph_step(b: Bootstrapped) -> dict[str, Any]:
@@ -352,13 +384,16 @@ def _graph_step(b: Bootstrapped) -> dict[str, Any]:
         fn = getattr(mod, "augment", None)
         mfile = getattr(mod, "__file__", None) or ext.graph_module
         if not callable(fn):
-            raise BootstrapError(f"{mfile}: the graph module has no function augment(graph); define it (it receives "
-                                 "the workflow graph and returns it, augmented)")
+            raise BootstrapError(
+                f"{mfile}: the graph module has no function augment(graph); define it (it receives "
+                "the workflow graph and returns it, augmented)"
+            )
         try:
             inspect.signature(fn).bind(object())
         except TypeError as exc:
-            raise BootstrapError(f"{mfile}: augment must take exactly one argument (the graph): {exc}; fix its "
-                                 "signature") from exc
+            raise BootstrapError(
+                f"{mfile}: augment must take exactly one argument (the graph): {exc}; fix its signature"
+            ) from exc
         res["augment"] = f"{mfile}:augment"
     hooked = has_impls(b.plugins, "aisac_augment_graph")
     if fn is None and not hooked:
@@ -377,8 +412,10 @@ def _graph_step(b: Bootstrapped) -> dict[str, Any]:
     try:  # apply it now, so a broken augmentation halts the bootstrap
         g = default_graph(b.augment_graph)
     except Exception as exc:
-        raise BootstrapError(f"{mfile}: augment(graph) failed: {type(exc).__name__}: {exc}; fix the function "
-                             "(it receives aisac_core.roles.graph.default_graph() and returns it)") from exc
+        raise BootstrapError(
+            f"{mfile}: augment(graph) failed: {type(exc).__name__}: {exc}; fix the function "
+            "(it receives aisac_core.roles.graph.default_graph() and returns it)"
+        ) from exc
     res["nodes"] = _node_names(g)
     added = sorted(set(res["nodes"] or []) - set(_node_names(default_graph()) or []))
     res["added_nodes"] = added
@@ -386,9 +423,11 @@ def _graph_step(b: Bootstrapped) -> dict[str, Any]:
         node = g["nodes"][name] if isinstance(g, dict) else None
         tool = node.get("tool") if isinstance(node, dict) and node.get("kind") == "tool" else None
         if tool and tool.startswith(PROJECT_NAMESPACE + "_") and tool not in b.tool_names:
-            raise BootstrapError(f"{mfile}: graph node {name!r} calls {tool!r}, which is not a project tool "
-                                 f"(the project has {', '.join(b.tool_names) or 'none'}); fix the name or "
-                                 "enable the tools extension")
+            raise BootstrapError(
+                f"{mfile}: graph node {name!r} calls {tool!r}, which is not a project tool "
+                f"(the project has {', '.join(b.tool_names) or 'none'}); fix the name or "
+                "enable the tools extension"
+            )
     return res
 
 
@@ -410,10 +449,13 @@ def _settings_step(b: Bootstrapped, base: Settings) -> dict[str, Any]:
         b.prompt_dir = b.store_dir / "prompt_overlay"
     upd, unapplied = _settings_updates(b, base)
     b.settings = base.updated(**upd)
-    return {"data_dir": str(b.settings.data_dir), "roots": [str(r) for r in b.settings.rag.roots],
-            "catalog_roots": [str(r) for r in b.settings.rag.catalog_roots],
-            "applied": sorted(k for k in upd if k not in ("data_dir", "roots", "catalog_roots")),
-            "not_applied": unapplied}
+    return {
+        "data_dir": str(b.settings.data_dir),
+        "roots": [str(r) for r in b.settings.rag.roots],
+        "catalog_roots": [str(r) for r in b.settings.rag.catalog_roots],
+        "applied": sorted(k for k in upd if k not in ("data_dir", "roots", "catalog_roots")),
+        "not_applied": unapplied,
+    }
 
 
 def _store_step(b: Bootstrapped) -> dict[str, Any]:
@@ -424,8 +466,10 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
         with Session(engine) as db:
             docs = db.exec(select(func.count()).select_from(Document)).one()
     except Exception as exc:
-        raise BootstrapError(f"{b.settings.data_dir}: cannot open the project's store ({exc}); check the folder's "
-                             "permissions and free space") from exc
+        raise BootstrapError(
+            f"{b.settings.data_dir}: cannot open the project's store ({exc}); check the folder's "
+            "permissions and free space"
+        ) from exc
     finally:
         if engine is not None:
             engine.dispose()
@@ -435,7 +479,11 @@ def _store_step(b: Bootstrapped) -> dict[str, Any]:
         name = b.project.manifest.project.name
         for role, ov in sorted(b.prompts.items()):
             (b.prompt_dir / f"{role}.md").write_text(compose_prompt(ov, name, b.project.id), encoding="utf-8")
-    return {"data_dir": str(b.settings.data_dir), "sql_url": redact_url(b.settings.resolved_sql_url), "documents": int(docs)}
+    return {
+        "data_dir": str(b.settings.data_dir),
+        "sql_url": redact_url(b.settings.resolved_sql_url),
+        "documents": int(docs),
+    }
 
 
 def _record_failure(store_dir: Path, base: Settings, run_id: str, steps: list[Step]) -> None:

@@ -15,8 +15,9 @@ import inspect
 import re
 import sys
 import typing
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 from pydantic import ConfigDict, create_model
@@ -46,8 +47,9 @@ def load_module(project: Project, ref: str, key: str) -> ModuleType:
         if path.is_dir():
             path = path / "__init__.py"
             if not path.is_file():
-                raise BootstrapError(f"{project.path}: {key} = {ref!r} is a folder without __init__.py; name a "
-                                     ".py file")
+                raise BootstrapError(
+                    f"{project.path}: {key} = {ref!r} is a folder without __init__.py; name a .py file"
+                )
         name = f"aisac_project_{re.sub(r'[^A-Za-z0-9_]', '_', project.id)}_{re.sub(r'[^A-Za-z0-9_]', '_', path.stem)}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -58,21 +60,28 @@ def load_module(project: Project, ref: str, key: str) -> ModuleType:
             spec.loader.exec_module(mod)
         except SyntaxError as exc:
             sys.modules.pop(name, None)
-            raise BootstrapError(f"{exc.filename or path}:{exc.lineno}: syntax error in the {key} module: {exc.msg}"
-                                 f"; fix line {exc.lineno}") from exc
+            raise BootstrapError(
+                f"{exc.filename or path}:{exc.lineno}: syntax error in the {key} module: {exc.msg}"
+                f"; fix line {exc.lineno}"
+            ) from exc
         except Exception as exc:
             sys.modules.pop(name, None)
-            raise BootstrapError(f"{path}: importing the {key} module failed: {type(exc).__name__}: {exc}; fix the "
-                                 "module (or install what it imports)") from exc
+            raise BootstrapError(
+                f"{path}: importing the {key} module failed: {type(exc).__name__}: {exc}; fix the "
+                "module (or install what it imports)"
+            ) from exc
         return mod
     try:
         return importlib.import_module(ref)
     except SyntaxError as exc:
-        raise BootstrapError(f"{exc.filename}:{exc.lineno}: syntax error in the {key} module {ref!r}: {exc.msg}; "
-                             f"fix line {exc.lineno}") from exc
+        raise BootstrapError(
+            f"{exc.filename}:{exc.lineno}: syntax error in the {key} module {ref!r}: {exc.msg}; fix line {exc.lineno}"
+        ) from exc
     except Exception as exc:
-        raise BootstrapError(f"{project.path}: {key} = {ref!r} cannot be imported ({type(exc).__name__}: {exc}); "
-                             "give a .py file relative to the project or an installed module's dotted name") from exc
+        raise BootstrapError(
+            f"{project.path}: {key} = {ref!r} cannot be imported ({type(exc).__name__}: {exc}); "
+            "give a .py file relative to the project or an installed module's dotted name"
+        ) from exc
 
 
 def is_hookimpl(obj: Any) -> bool:
@@ -95,19 +104,28 @@ def public_functions(mod: ModuleType) -> list[Callable[..., Any]]:
     """
     names = getattr(mod, "__all__", None)
     if names is None:
-        names = [n for n, obj in vars(mod).items() if not n.startswith("_") and inspect.isfunction(obj)
-                 and obj.__module__ == mod.__name__ and not is_hookimpl(obj)]
+        names = [
+            n
+            for n, obj in vars(mod).items()
+            if not n.startswith("_")
+            and inspect.isfunction(obj)
+            and obj.__module__ == mod.__name__
+            and not is_hookimpl(obj)
+        ]
     fns = []
     for n in sorted(names):
         obj = getattr(mod, n, None)
         if not callable(obj):
-            raise BootstrapError(f"{mod.__file__}: __all__ names {n!r}, which is not a function; remove it from "
-                                 "__all__")
+            raise BootstrapError(
+                f"{mod.__file__}: __all__ names {n!r}, which is not a function; remove it from __all__"
+            )
         if is_hookimpl(obj):
             continue
         if n.startswith(f"{PROJECT_NAME}_"):
-            raise BootstrapError(f"{mod.__file__}: function {n!r} is named like a hook but is not marked: decorate "
-                                 "it with @hookimpl (from aisac_core.plugins import hookimpl), or rename it")
+            raise BootstrapError(
+                f"{mod.__file__}: function {n!r} is named like a hook but is not marked: decorate "
+                "it with @hookimpl (from aisac_core.plugins import hookimpl), or rename it"
+            )
         fns.append(obj)
     return fns
 
@@ -128,23 +146,27 @@ def check_tool(fn: Callable[..., Any], where: str) -> None:
         BootstrapError: naming ``where`` (the module file) and the fix.
     """
     if not (fn.__doc__ or "").strip():
-        raise BootstrapError(f"{where}: function {fn.__name__!r} has no docstring; hosts show it as the "
-                             "tool's description: add one (arguments, units, result, errors)")
+        raise BootstrapError(
+            f"{where}: function {fn.__name__!r} has no docstring; hosts show it as the "
+            "tool's description: add one (arguments, units, result, errors)"
+        )
     try:
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn)
         fields: dict[str, Any] = {}
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise ValueError(f"{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name} parameters are not "
-                                 "supported")
+                raise ValueError(f"{'*' if p.kind == p.VAR_POSITIONAL else '**'}{p.name} parameters are not supported")
             fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
-        create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(arbitrary_types_allowed=False),
-                     **fields).model_json_schema()
+        create_model(
+            f"{fn.__name__}_arguments", __config__=ConfigDict(arbitrary_types_allowed=False), **fields
+        ).model_json_schema()
     except Exception as exc:  # an unsupported signature (e.g. *args) or an annotation pydantic cannot use
-        raise BootstrapError(f"{source_of(fn)}: function {fn.__name__!r} cannot "
-                             f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
-                             "parameters or rename it with a leading '_' to keep it private") from exc
+        raise BootstrapError(
+            f"{source_of(fn)}: function {fn.__name__!r} cannot "
+            f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
+            "parameters or rename it with a leading '_' to keep it private"
+        ) from exc
 
 
 def register_module(pm: pluggy.PluginManager, mod: ModuleType, key: str) -> list[str]:
@@ -159,6 +181,8 @@ def register_module(pm: pluggy.PluginManager, mod: ModuleType, key: str) -> list
         try:
             register(pm, mod, name=mod.__name__)
         except PluginError as exc:
-            raise BootstrapError(f"{getattr(mod, '__file__', None) or mod.__name__}: the {key} module's hook "
-                                 f"implementation is not valid: {exc}; fix its name or arguments") from exc
+            raise BootstrapError(
+                f"{getattr(mod, '__file__', None) or mod.__name__}: the {key} module's hook "
+                f"implementation is not valid: {exc}; fix its name or arguments"
+            ) from exc
     return names

@@ -79,8 +79,10 @@ def aisac_command() -> str:
     found = shutil.which("aisac")
     if found:
         return str(Path(found).resolve())
-    raise HostConfigError("cannot find the aisac executable; install aisac (pip install -e .) and run this command "
-                          "with that installation's aisac")
+    raise HostConfigError(
+        "cannot find the aisac executable; install aisac (pip install -e .) and run this command "
+        "with that installation's aisac"
+    )
 
 
 @dataclass
@@ -115,8 +117,15 @@ def host_env(settings: Any) -> dict[str, str]:
     return out
 
 
-def server_entry(host: str, *, data_dir: Path, project: Path | None = None, command: str | None = None,
-                 env: dict[str, str] | None = None, tools: str | None = None) -> Entry:
+def server_entry(
+    host: str,
+    *,
+    data_dir: Path,
+    project: Path | None = None,
+    command: str | None = None,
+    env: dict[str, str] | None = None,
+    tools: str | None = None,
+) -> Entry:
     """The aisac server entry for ``host``: ``aisac serve`` (with ``--project DIR`` and ``--tools PROFILE``) and the
     store in ``env``.
 
@@ -147,8 +156,11 @@ def server_entry(host: str, *, data_dir: Path, project: Path | None = None, comm
     cfg: dict[str, Any] = {}
     if host == "vscode":
         cfg["type"] = "stdio"
-    cfg.update(command=command or aisac_command(), args=args,
-               env={**(env or {}), "AISAC_DATA_DIR": str(Path(data_dir).expanduser().resolve()), "HF_HUB_OFFLINE": "1"})
+    cfg.update(
+        command=command or aisac_command(),
+        args=args,
+        env={**(env or {}), "AISAC_DATA_DIR": str(Path(data_dir).expanduser().resolve()), "HF_HUB_OFFLINE": "1"},
+    )
     return Entry(name, cfg)
 
 
@@ -161,16 +173,19 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise HostConfigError(f"{path}: cannot read the existing configuration ({exc.strerror}); fix its "
-                              "permissions") from exc
+        raise HostConfigError(
+            f"{path}: cannot read the existing configuration ({exc.strerror}); fix its permissions"
+        ) from exc
     if not text.strip():
         return {}
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HostConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it was "
-                              "left untouched: fix it (comments are not supported here) or print the entry with "
-                              "--print and add it by hand") from exc
+        raise HostConfigError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it was "
+            "left untouched: fix it (comments are not supported here) or print the entry with "
+            "--print and add it by hand"
+        ) from exc
     if not isinstance(data, dict):
         raise HostConfigError(f"{path}: the top level is not a JSON object; it was left untouched: fix it")
     return data

@@ -36,6 +36,7 @@ class BootstrapError(AisacError):
 
 # ---- the manifest model ------------------------------------------------------------------------------------
 
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -44,9 +45,12 @@ class Identity(_Strict):
     """``[project]``: who the project is for."""
 
     name: str = Field(min_length=1, description="display name, e.g. 'Battery materials lab'")
-    id: str | None = Field(default=None, pattern=_ID_RE,
-                           description="store id (lower-case letters, digits, '-', '_'); the store lives in "
-                                       "<data_dir>/projects/<id>. Default: derived from the folder name")
+    id: str | None = Field(
+        default=None,
+        pattern=_ID_RE,
+        description="store id (lower-case letters, digits, '-', '_'); the store lives in "
+        "<data_dir>/projects/<id>. Default: derived from the folder name",
+    )
     category: str = Field(default="general", description="e.g. general, materials, process_safety, combustion")
     domain: str = Field(default="", description="scientific domain in words, shown to hosts and roles")
     description: str = Field(default="", description="one paragraph about the project")
@@ -74,16 +78,18 @@ class Extensions(_Strict):
     """
 
     tools: bool = False
-    tools_modules: list[str] = Field(default_factory=lambda: ["tools.py"],
-                                     description="modules whose public functions become project_<name> tools")
+    tools_modules: list[str] = Field(
+        default_factory=lambda: ["tools.py"], description="modules whose public functions become project_<name> tools"
+    )
     prompts: bool = False
-    prompts_dir: str = Field(default="prompts", description="folder of <role>.md overlays (router, planner, "
-                                                            "evaluator)")
+    prompts_dir: str = Field(default="prompts", description="folder of <role>.md overlays (router, planner, evaluator)")
     graph: bool = False
     graph_module: str = Field(default="graph.py", description="module with augment(graph) -> graph | None")
-    plugins: list[str] = Field(default_factory=list,
-                               description="modules with @hookimpl functions (aisac_core.plugins): tools, literature "
-                                           "sources, table loaders, MCP servers, graph changes")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules with @hookimpl functions (aisac_core.plugins): tools, literature "
+        "sources, table loaders, MCP servers, graph changes",
+    )
 
 
 class LLMBackend(_Strict):
@@ -155,6 +161,7 @@ def manifest_json_schema() -> dict[str, Any]:
 
 # ---- loading ------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Project:
     """A loaded, schema-valid manifest and where it lives."""
@@ -198,8 +205,10 @@ def _format_validation(exc: ValidationError, path: Path) -> str:
         where = _loc(tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-"))))
         if e["type"] == "extra_forbidden":
             parent = where.rsplit(".", 1)[0] if "." in where else ""
-            msgs.append(f"unknown key '{where}'{' in [' + parent + ']' if parent else ''}: remove it or fix its "
-                        "spelling (docs/projects.md lists every key)")
+            msgs.append(
+                f"unknown key '{where}'{' in [' + parent + ']' if parent else ''}: remove it or fix its "
+                "spelling (docs/projects.md lists every key)"
+            )
         elif e["type"] == "missing":
             msgs.append(f"missing required key '{where}': add it")
         else:
@@ -216,8 +225,10 @@ def find_manifest(project: str | Path) -> Path:
     given = Path(project).expanduser().resolve()
     p = given / MANIFEST if given.is_dir() or given.suffix != ".toml" else given
     if not p.is_file():
-        raise BootstrapError(f"{p}: no project manifest there. Create the project with `aisac init {p.parent} "
-                             "--template general`, or pass the folder that holds aisac.toml")
+        raise BootstrapError(
+            f"{p}: no project manifest there. Create the project with `aisac init {p.parent} "
+            "--template general`, or pass the folder that holds aisac.toml"
+        )
     return p
 
 
@@ -254,11 +265,12 @@ def check_path(project: Project, rel: str, key: str, *, want_dir: bool | None = 
     """
     p = project.resolve(rel)
     if not p.exists():
-        raise BootstrapError(f"{project.path}: {key} = {rel!r} -> {p} does not exist; create it or fix the path "
-                             f"(relative paths start at {project.root})")
+        raise BootstrapError(
+            f"{project.path}: {key} = {rel!r} -> {p} does not exist; create it or fix the path "
+            f"(relative paths start at {project.root})"
+        )
     if want_dir is True and not p.is_dir():
         raise BootstrapError(f"{project.path}: {key} = {rel!r} -> {p} is not a folder; name a folder")
     if not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
         raise BootstrapError(f"{project.path}: {key} = {rel!r} -> {p} is not readable; fix its permissions")
     return p
-

@@ -50,8 +50,7 @@ def parse_prompt(path: Path, role: str) -> PromptOverlay:
     if text.startswith("+++"):
         end = text.find("\n+++", 3)
         if end < 0:
-            raise BootstrapError(f"{path}: front matter opened with '+++' is never closed; add a closing '+++' "
-                                 "line")
+            raise BootstrapError(f"{path}: front matter opened with '+++' is never closed; add a closing '+++' line")
         try:
             front = tomllib.loads(text[3:end])
         except tomllib.TOMLDecodeError as exc:
@@ -63,10 +62,11 @@ def parse_prompt(path: Path, role: str) -> PromptOverlay:
         if given not in get_args(OverlayMode):
             raise BootstrapError(f"{path}: mode = {given!r}; use 'prepend', 'append' or 'replace'")
         mode = given
-        text = text[end + 4:].lstrip("\n")
+        text = text[end + 4 :].lstrip("\n")
     if not text.strip():
-        raise BootstrapError(f"{path}: prompt overlay is empty; write the text to add to the {role} prompt or "
-                             "delete the file")
+        raise BootstrapError(
+            f"{path}: prompt overlay is empty; write the text to add to the {role} prompt or delete the file"
+        )
     return PromptOverlay(role=role, path=path, text=text, mode=mode, sha256=sha256_bytes(raw))
 
 
@@ -85,8 +85,10 @@ def load_prompts(project: Project) -> dict[str, PromptOverlay]:
             continue
         role = f.stem
         if f.suffix != ".md" or role not in roles:
-            raise BootstrapError(f"{f}: prompt overlay for an unknown role {f.name!r}; overlays are named "
-                                 f"{', '.join(r + '.md' for r in roles)}: rename or remove it")
+            raise BootstrapError(
+                f"{f}: prompt overlay for an unknown role {f.name!r}; overlays are named "
+                f"{', '.join(r + '.md' for r in roles)}: rename or remove it"
+            )
         ov = parse_prompt(f, role)
         if ov.mode == "replace":
             packaged = _packaged_prompt(role)
@@ -96,11 +98,14 @@ def load_prompts(project: Project) -> dict[str, PromptOverlay]:
                     raise BootstrapError(
                         f"{f}: placeholder(s) {', '.join('{' + u + '}' for u in unknown)} are not filled for the "
                         f"{role} prompt (it knows {', '.join('{' + k + '}' for k in _placeholders(packaged))}); "
-                        "fix them, or write literal braces as {{ and }}")
+                        "fix them, or write literal braces as {{ and }}"
+                    )
         out[role] = ov
     if not out:
-        raise BootstrapError(f"{d}: extensions.prompts is on but the folder has no overlay; add "
-                             f"{' / '.join(r + '.md' for r in roles)} or set prompts = false")
+        raise BootstrapError(
+            f"{d}: extensions.prompts is on but the folder has no overlay; add "
+            f"{' / '.join(r + '.md' for r in roles)} or set prompts = false"
+        )
     return out
 
 

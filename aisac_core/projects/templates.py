@@ -24,8 +24,9 @@ def list_templates() -> list[str]:
     return sorted(p.name for p in d.iterdir() if (p / MANIFEST).is_file()) if d.is_dir() else []
 
 
-def init_project(target: str | Path, template: str = "general", *, name: str | None = None,
-                 force: bool = False) -> Path:
+def init_project(
+    target: str | Path, template: str = "general", *, name: str | None = None, force: bool = False
+) -> Path:
     """Copy a template into ``target`` and set its ``[project] id`` (and ``name`` when given).
 
     Args:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
-def catalogue_file(engine: "Engine", path: Path, root: Path, limits: ArchiveLimits | None = None) -> None:
+def catalogue_file(engine: Engine, path: Path, root: Path, limits: ArchiveLimits | None = None) -> None:
     """Write (or refresh) the catalogue row of ``path``, found under ``root``; skipped when the row's size and
     mtime equal the file's. ``limits``: decompression limits for Excel files (None: the defaults). Raises OSError
     when the file cannot be stat'ed."""
@@ -39,8 +39,9 @@ def catalogue_file(engine: "Engine", path: Path, root: Path, limits: ArchiveLimi
         if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
             return
         meta = catalog_metadata(path, ftype, limits)
-        row = row or CatalogEntry(path=str(path), root=str(root), file_type=ftype, size=st.st_size,
-                                  mtime_ns=st.st_mtime_ns)
+        row = row or CatalogEntry(
+            path=str(path), root=str(root), file_type=ftype, size=st.st_size, mtime_ns=st.st_mtime_ns
+        )
         row.root, row.file_type, row.size, row.mtime_ns = str(root), ftype, st.st_size, st.st_mtime_ns
         row.meta_json, row.listed_at = dumps(meta), utcnow()
         s.add(row)
@@ -92,8 +93,9 @@ def catalog_metadata(path: Path, ftype: str, limits: ArchiveLimits | None = None
     return meta
 
 
-def catalog_entries(engine: Engine, *, root: str | None = None, file_type: str | None = None, limit: int = 100,
-                    offset: int = 0) -> Catalog:
+def catalog_entries(
+    engine: Engine, *, root: str | None = None, file_type: str | None = None, limit: int = 100, offset: int = 0
+) -> Catalog:
     """Catalogued files of the store whose SQL engine is ``engine``, paged: ``{entries: [{path, root, file_type, size, modified (ISO 8601, UTC), meta}], total,
     next_offset}``; ``root`` keeps files under that folder, ``file_type`` files of that type (``csv``, ...).
 
@@ -114,10 +116,19 @@ def catalog_entries(engine: Engine, *, root: str | None = None, file_type: str |
         if file_type:
             q = q.where(CatalogEntry.file_type == file_type)
         rows = s.exec(q).all()
-    page = rows[offset:offset + limit]
+    page = rows[offset : offset + limit]
     return {
-        "entries": [{"path": r.path, "root": r.root, "file_type": r.file_type, "size": r.size,
-                     "modified": datetime.fromtimestamp(r.mtime_ns / 1e9, timezone.utc).isoformat(),
-                     "meta": json.loads(r.meta_json)} for r in page],
-        "total": len(rows), "next_offset": offset + limit if offset + limit < len(rows) else None,
+        "entries": [
+            {
+                "path": r.path,
+                "root": r.root,
+                "file_type": r.file_type,
+                "size": r.size,
+                "modified": datetime.fromtimestamp(r.mtime_ns / 1e9, UTC).isoformat(),
+                "meta": json.loads(r.meta_json),
+            }
+            for r in page
+        ],
+        "total": len(rows),
+        "next_offset": offset + limit if offset + limit < len(rows) else None,
     }

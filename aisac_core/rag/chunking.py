@@ -11,7 +11,6 @@ context).
 from __future__ import annotations
 
 import functools
-
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -46,14 +45,14 @@ class _VocabCachedTokenizer:
     (``max_token_chars``, semchunk 3.x ``chunkerify``), answers with that longest token alone, computed once.
     Scanning MiniLM's 30,522-token vocabulary at every split took about a third of a paper's parse time."""
 
-    _cache: dict[int, "_VocabCachedTokenizer"] = {}
+    _cache: dict[int, _VocabCachedTokenizer] = {}
 
     def __init__(self, tok: Any) -> None:
         self.tok = tok
         self._vocab: list[str] | None = None
 
     @classmethod
-    def of(cls, tok: Any) -> "_VocabCachedTokenizer":
+    def of(cls, tok: Any) -> _VocabCachedTokenizer:
         if id(tok) not in cls._cache:
             cls._cache[id(tok)] = cls(tok)
         return cls._cache[id(tok)]
@@ -129,8 +128,11 @@ def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list
         pos += len(t)
     text = "\n\n".join(parts)
 
-    titles = {(getattr(it, "text", "") or "").strip() for it, _ in doc.iterate_items()
-              if str(getattr(it, "label", "")).endswith("title")}
+    titles = {
+        (getattr(it, "text", "") or "").strip()
+        for it, _ in doc.iterate_items()
+        if str(getattr(it, "label", "")).endswith("title")
+    }
     chunker = _make_chunker(tokenizer, max_tokens)
     out: list[Chunk] = []
     for ch in chunker.chunk(dl_doc=doc):
@@ -160,9 +162,19 @@ def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list
             if covers != "other":
                 break
         embed = chunker.contextualize(chunk=ch)
-        out.append(Chunk(index=len(out), text=body, embed_text=embed, page=pages[0] if pages else None,
-                         page_end=pages[-1] if pages else None, char_start=start, char_end=end,
-                         section=section, section_covers=covers))
+        out.append(
+            Chunk(
+                index=len(out),
+                text=body,
+                embed_text=embed,
+                page=pages[0] if pages else None,
+                page_end=pages[-1] if pages else None,
+                char_start=start,
+                char_end=end,
+                section=section,
+                section_covers=covers,
+            )
+        )
     return text, out, offsets
 
 

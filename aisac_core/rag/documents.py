@@ -44,8 +44,9 @@ class ParsedDocument:
     structure: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeline: str = "native",
-                   limits: ArchiveLimits | None = None) -> ParsedDocument:
+def parse_document(
+    path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeline: str = "native", limits: ArchiveLimits | None = None
+) -> ParsedDocument:
     """Parse ``path`` and chunk it.
 
     Args:
@@ -66,8 +67,10 @@ def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeli
     """
     ftype = file_type_of(path)
     if ftype is None:
-        raise DocumentError(f"{path.name}: unsupported file type {path.suffix or '(none)'}; supported: "
-                            + ", ".join(sorted(DOCUMENT_TYPES)))
+        raise DocumentError(
+            f"{path.name}: unsupported file type {path.suffix or '(none)'}; supported: "
+            + ", ".join(sorted(DOCUMENT_TYPES))
+        )
     if path.stat().st_size == 0:
         raise DocumentError(f"{path.name} is empty (0 bytes)")
     if is_office_zip(path):
@@ -79,8 +82,10 @@ def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeli
     pages = len(res.pages) if ftype == "pdf" else (len(res.document.pages) or None)
     if ftype == "pdf" and pdf_pipeline == "native":
         if not has_text_layer(res):
-            raise DocumentError(f"{path.name} has no text layer (a scanned or image-only PDF): nothing to index; "
-                                "run OCR on it (e.g. ocrmypdf) and index the result")
+            raise DocumentError(
+                f"{path.name} has no text layer (a scanned or image-only PDF): nothing to index; "
+                "run OCR on it (e.g. ocrmypdf) and index the result"
+            )
         doc = reconstruct_pdf(res, path.stem)
     else:
         doc = res.document
@@ -101,5 +106,6 @@ def parse_document(path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeli
     except Exception:
         markdown = text
     structure = document_structure(doc, text, offsets, chunks, title if ftype != "pdf" else None)
-    return ParsedDocument(file_type=ftype, text=text, markdown=markdown, title=title, pages=pages, chunks=chunks,
-                          structure=structure)
+    return ParsedDocument(
+        file_type=ftype, text=text, markdown=markdown, title=title, pages=pages, chunks=chunks, structure=structure
+    )

@@ -25,9 +25,10 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from aisac_core.errors import AisacError
 from aisac_core.hashing import sha256_file
@@ -160,8 +161,9 @@ class Embedder:
                     dense = TextEmbedding(_FASTEMBED_MINILM, specific_model_path=str(mdir))
                 else:
                     dense = TextEmbedding(self.spec)
-                sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(self._bm25_dir()),
-                                             k=BM25_K, b=BM25_B, avg_len=BM25_AVG_LEN)
+                sparse = SparseTextEmbedding(
+                    "Qdrant/bm25", specific_model_path=str(self._bm25_dir()), k=BM25_K, b=BM25_B, avg_len=BM25_AVG_LEN
+                )
                 self._dim = len(next(iter(dense.query_embed(["dimension probe"]))))
                 self._sparse = sparse
                 self._dense = dense
@@ -257,4 +259,3 @@ class Embedder:
         self._load()
         e = next(iter(self._sparse.query_embed([text])))
         return e.indices.tolist(), e.values.tolist()
-

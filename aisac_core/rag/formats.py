@@ -14,7 +14,6 @@ encrypted, damaged or renamed file fails with a message the user can act on.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -41,19 +40,34 @@ class FileFormat:
 #: THE suffix table (lower-case suffix -> :class:`FileFormat`), read by the indexer, the catalogue and the data
 #: registry's built-in table loaders; the tables below are views of it.
 FILE_FORMATS: dict[str, FileFormat] = {
-    ".pdf": FileFormat("pdf", document=True), ".docx": FileFormat("docx", document=True),
-    ".pptx": FileFormat("pptx", document=True), ".xlsx": FileFormat("xlsx", document=True, table="excel"),
-    ".html": FileFormat("html", document=True), ".htm": FileFormat("html", document=True),
-    ".xhtml": FileFormat("html", document=True), ".md": FileFormat("md", document=True),
-    ".markdown": FileFormat("md", document=True), ".nxml": FileFormat("jats", document=True),
-    ".xml": FileFormat("jats", document=True), ".tex": FileFormat("latex", document=True),
+    ".pdf": FileFormat("pdf", document=True),
+    ".docx": FileFormat("docx", document=True),
+    ".pptx": FileFormat("pptx", document=True),
+    ".xlsx": FileFormat("xlsx", document=True, table="excel"),
+    ".html": FileFormat("html", document=True),
+    ".htm": FileFormat("html", document=True),
+    ".xhtml": FileFormat("html", document=True),
+    ".md": FileFormat("md", document=True),
+    ".markdown": FileFormat("md", document=True),
+    ".nxml": FileFormat("jats", document=True),
+    ".xml": FileFormat("jats", document=True),
+    ".tex": FileFormat("latex", document=True),
     ".txt": FileFormat("txt", document=True, table="csv"),
-    ".csv": FileFormat("csv", table="csv"), ".tsv": FileFormat("tsv", table="csv"),
-    ".tab": FileFormat("tsv", table="csv"), ".xlsm": FileFormat("xlsx", table="excel"), ".xls": FileFormat("xls"),
-    ".parquet": FileFormat("parquet", table="parquet"), ".pq": FileFormat("parquet", table="parquet"),
-    ".json": FileFormat("json", table="json"), ".jsonl": FileFormat("jsonl", table="jsonl"),
-    ".ndjson": FileFormat("jsonl", table="jsonl"), ".h5": FileFormat("hdf5"), ".hdf5": FileFormat("hdf5"),
-    ".nc": FileFormat("netcdf"), ".npy": FileFormat("npy"), ".npz": FileFormat("npz"),
+    ".csv": FileFormat("csv", table="csv"),
+    ".tsv": FileFormat("tsv", table="csv"),
+    ".tab": FileFormat("tsv", table="csv"),
+    ".xlsm": FileFormat("xlsx", table="excel"),
+    ".xls": FileFormat("xls"),
+    ".parquet": FileFormat("parquet", table="parquet"),
+    ".pq": FileFormat("parquet", table="parquet"),
+    ".json": FileFormat("json", table="json"),
+    ".jsonl": FileFormat("jsonl", table="jsonl"),
+    ".ndjson": FileFormat("jsonl", table="jsonl"),
+    ".h5": FileFormat("hdf5"),
+    ".hdf5": FileFormat("hdf5"),
+    ".nc": FileFormat("netcdf"),
+    ".npy": FileFormat("npy"),
+    ".npz": FileFormat("npz"),
     ".feather": FileFormat("feather"),
 }
 #: suffix -> file type, for files that are parsed and embedded.
@@ -114,8 +128,10 @@ def check_pdf(path: Path) -> None:
     except pdfium.PdfiumError as exc:
         msg = str(exc)
         if "password" in msg.lower():
-            raise DocumentError(f"{path.name} is encrypted (password protected): decrypt it, then index it again")
-        raise DocumentError(f"{path.name} is damaged or truncated and cannot be read as a PDF ({msg})")
+            raise DocumentError(
+                f"{path.name} is encrypted (password protected): decrypt it, then index it again"
+            ) from exc
+        raise DocumentError(f"{path.name} is damaged or truncated and cannot be read as a PDF ({msg})") from exc
     if n == 0:
         raise DocumentError(f"{path.name} has no pages")
 

@@ -52,13 +52,17 @@ _NOT_TITLE = re.compile(
     r"|^(journal|proceedings|transactions|annals|bulletin|acta|archives)\b|\bjournal of\b|\bproceedings of\b"
     r"|\b(journal|letters|magazine|proceedings|transactions)$|\bvol(ume)?\.?\s*\d|\bissn\b|\bisbn\b|\bno\.\s*\d|"
     r"\bpp\.\s*\d|\bpages?\s+\d+\s*[-–]|©|\(c\)\s*\d{4}|copyright|\bdoi\b|10\.\d{4,9}/|arxiv|https?://|www\.|"
-    r"\bpublished\b|\breceived\b|\baccepted\b|\bcorresponding author", re.I)
+    r"\bpublished\b|\breceived\b|\baccepted\b|\bcorresponding author",
+    re.I,
+)
 _AFFILIATION = re.compile(
     r"univ\.|universi|institut|department|dept\.|\bschool of\b|college|laborator|\blab\b|-lab\b|"
     r"\b(research )?cent(er|re) (for|of)\b|faculty|academy of|\binc\.|\bcorp\.|\bltd\b|gmbh|\bllc\b|@|"
     r"(^|,)\s*(usa|u\.s\.a\.|uk|germany|china|japan|(south )?korea|france|italy|spain|canada|india|brazil|russia|"
     r"pakistan|australia|switzerland|netherlands|sweden|israel|singapore|taiwan|austria|belgium|denmark|finland|"
-    r"norway|poland|portugal|ireland|mexico)\s*$", re.I)
+    r"norway|poland|portugal|ireland|mexico)\s*$",
+    re.I,
+)
 _POSTAL = re.compile(r"\b(?!19\d\d\b|20\d\d\b)\d{4,6}\b|\b\d{3}-\d{3}\b|\b[A-Z]{1,2}\d{1,2}\s?\d[A-Z]{2}\b")
 #: a numbered section heading ("3", "2.1", "IV."); a title may start "A New ..." (no appendix letters here)
 _SECTION_NO = re.compile(r"^(\d{1,2}(\.\d{1,2})*\.?|[IVX]{1,5}\.)\s+\S")
@@ -66,16 +70,73 @@ _EMAIL = re.compile(r"\S+@\S+|\{[^}]*\}\s*@")
 _MARKERS = "*∗†‡§¶♠♢♦♣♡♤♥□⋄◇○•#‖⊥⊤⋆★"
 _MARKER_RUN = re.compile(r"(?:[\d" + _MARKERS + r"]+(?:\s*,\s*[\d" + _MARKERS + r"]+)*)|['’`´\"]{2,}")
 _GREEK_MARK = re.compile(r"(?<=[a-zà-ÿ.])[α-ωϵϑ](?:\s*,\s*[α-ωϵϑ])*(?=[\s,∗*†‡]|$)")
-_PARTICLES = {"de", "da", "del", "della", "der", "den", "di", "dos", "das", "du", "van", "von", "la", "le", "bin",
-              "ibn", "al", "el", "ter", "y", "zu", "st."}
-_NOT_NAME_WORDS = {"university", "institute", "department", "abstract", "the", "of", "for", "and", "keywords",
-                   "lab", "laboratory", "center", "centre", "school", "college", "research", "science", "sciences",
-                   "engineering", "technology", "computer", "introduction", "group", "faculty", "street", "road",
-                   "avenue", "email", "mail", "correspondence", "corresponding", "author", "authors", "ai"}
+_PARTICLES = {
+    "de",
+    "da",
+    "del",
+    "della",
+    "der",
+    "den",
+    "di",
+    "dos",
+    "das",
+    "du",
+    "van",
+    "von",
+    "la",
+    "le",
+    "bin",
+    "ibn",
+    "al",
+    "el",
+    "ter",
+    "y",
+    "zu",
+    "st.",
+}
+_NOT_NAME_WORDS = {
+    "university",
+    "institute",
+    "department",
+    "abstract",
+    "the",
+    "of",
+    "for",
+    "and",
+    "keywords",
+    "lab",
+    "laboratory",
+    "center",
+    "centre",
+    "school",
+    "college",
+    "research",
+    "science",
+    "sciences",
+    "engineering",
+    "technology",
+    "computer",
+    "introduction",
+    "group",
+    "faculty",
+    "street",
+    "road",
+    "avenue",
+    "email",
+    "mail",
+    "correspondence",
+    "corresponding",
+    "author",
+    "authors",
+    "ai",
+}
 _HONORIFIC = re.compile(r"^(dr|prof|professor|mr|mrs|ms|sir)\.?\s+", re.I)
-_INFO_JUNK = re.compile(r"^(microsoft\s+\w+\s*-|untitled|title|document\d*|slide\s*\d*|presentation|"
-                        r"no title|none|unknown|paper|manuscript|main|article)\b|\.(docx?|pdf|tex|dvi|ps|rtf|odt|"
-                        r"indd|qxd|pptx?)\s*$", re.I)
+_INFO_JUNK = re.compile(
+    r"^(microsoft\s+\w+\s*-|untitled|title|document\d*|slide\s*\d*|presentation|"
+    r"no title|none|unknown|paper|manuscript|main|article)\b|\.(docx?|pdf|tex|dvi|ps|rtf|odt|"
+    r"indd|qxd|pptx?)\s*$",
+    re.I,
+)
 
 
 @dataclass
@@ -156,8 +217,11 @@ def _name(seg: str) -> str | None:
     for tok in toks:
         if tok.lower() in _PARTICLES and tok is not toks[0]:
             continue
-        if tok.lower().strip(".") in _NOT_NAME_WORDS or not re.fullmatch(r"[^\W\d_][\w'’.-]*", tok) or \
-                not tok[0].isupper():
+        if (
+            tok.lower().strip(".") in _NOT_NAME_WORDS
+            or not re.fullmatch(r"[^\W\d_][\w'’.-]*", tok)
+            or not tok[0].isupper()
+        ):
             return None
     if s.isupper() and len(s) > 3:
         s = " ".join(w if re.fullmatch(r"([A-Z]\.)+", w) else w.capitalize() for w in s.split())
@@ -229,8 +293,13 @@ def _eligible(ln: Any, H: float, banned: set[int]) -> bool:
         return False
     if letters_ratio(t) < 0.5 or not (re.search(r"[^\W\d_]{3}", t) or len(re.findall(f"[{_CJK}]", t)) >= 2):
         return False
-    if _NOT_TITLE.search(t) or _SECTION_NO.match(t) or _EMAIL.search(t) or t.endswith((".", ";")) or \
-            (t[:1].islower() and not t[1:2].isupper()):
+    if (
+        _NOT_TITLE.search(t)
+        or _SECTION_NO.match(t)
+        or _EMAIL.search(t)
+        or t.endswith((".", ";"))
+        or (t[:1].islower() and not t[1:2].isupper())
+    ):
         return False
     return not (is_affiliation(t) or _author_line(t))
 
@@ -261,12 +330,18 @@ def _blocks(lines: Sequence[Any], H: float, banned: set[int]) -> list[list[Any]]
         if id(ln) in used or not _eligible(ln, H, banned):
             continue
         block = [ln]
-        for nxt in order[i + 1:]:
+        for nxt in order[i + 1 :]:
             if id(nxt) in used or nxt is ln:
                 continue
             p = block[-1]
-            if abs(nxt.top - p.top) < 0.3 * p.h and nxt.l >= p.r and nxt.font == p.font and \
-                    abs(nxt.h - p.h) <= 0.05 * p.h and nxt.l - p.r < 3 * p.h and _eligible(nxt, H, banned):
+            if (
+                abs(nxt.top - p.top) < 0.3 * p.h
+                and nxt.l >= p.r
+                and nxt.font == p.font
+                and abs(nxt.h - p.h) <= 0.05 * p.h
+                and nxt.l - p.r < 3 * p.h
+                and _eligible(nxt, H, banned)
+            ):
                 block.append(nxt)  # the title's next cell on the same row
                 continue
             if min(p.r, nxt.r) - max(p.l, nxt.l) <= 0 or nxt.top <= p.top:
@@ -297,8 +372,11 @@ def _followed_by_authors(block: list[Any], rows: list[list[Any]], strict: bool =
     for r in after:
         t = "  ".join(x.text for x in r)
         one = split_authors(t)
-        if _author_line(t) or is_affiliation(t) or (not strict and len(one) == 1 and
-                                                    _key(one[0]) == _key(_strip_markers(t))):
+        if (
+            _author_line(t)
+            or is_affiliation(t)
+            or (not strict and len(one) == 1 and _key(one[0]) == _key(_strip_markers(t)))
+        ):
             return True
     return False
 
@@ -311,8 +389,11 @@ def find_authors(lines: Sequence[Any], after: float) -> list[str]:
     idle = 0
     for row in _rows([x for x in lines if x.top >= after - 1]):
         t = "  ".join(x.text.strip() for x in row)
-        if re.match(r"^(a\s?b\s?s\s?t\s?r\s?a\s?c\s?t|abstract|summary|keywords?|index terms|introduction)\b",
-                    t, re.I) or _SECTION_NO.match(t) or len(names) >= 50:
+        if (
+            re.match(r"^(a\s?b\s?s\s?t\s?r\s?a\s?c\s?t|abstract|summary|keywords?|index terms|introduction)\b", t, re.I)
+            or _SECTION_NO.match(t)
+            or len(names) >= 50
+        ):
             break
         found = split_authors(t) if letters_ratio(t) >= 0.5 else []
         if found and not _prose(t):
@@ -336,8 +417,14 @@ def _merge_info_authors(names: list[str], info_author: str) -> list[str]:
     return [keys.get(_key(n), n) for n in names]
 
 
-def front_matter(first_lines: Sequence[Any], page_size: tuple[float, float], body_h: float, body_font: str,
-                 other_top_lines: Iterable[Any] = (), info: dict[str, str] | None = None) -> FrontMatter:
+def front_matter(
+    first_lines: Sequence[Any],
+    page_size: tuple[float, float],
+    body_h: float,
+    body_font: str,
+    other_top_lines: Iterable[Any] = (),
+    info: dict[str, str] | None = None,
+) -> FrontMatter:
     """Title and authors of a document from its first page.
 
     Args:
@@ -382,12 +469,17 @@ def front_matter(first_lines: Sequence[Any], page_size: tuple[float, float], bod
     if best is not None:
         _, block, auth = best
         rel = max(x.h for x in block) / max(body_h, 1.0)
-        fm.confidence = 0.5 + (0.15 if rel >= 1.4 else 0) + (0.2 if auth else 0) + \
-            (0.1 if len(_words(_block_text(block))) >= 3 else 0)
+        fm.confidence = (
+            0.5
+            + (0.15 if rel >= 1.4 else 0)
+            + (0.2 if auth else 0)
+            + (0.1 if len(_words(_block_text(block))) >= 3 else 0)
+        )
     elif blocks:  # no size signal: the first block, when bold or followed by authors
         block = blocks[0]
-        bold = block[0].font != body_font and re.search(r"bold|medi|black|heavy|semibold|demi|cmbx|-bd|tb$",
-                                                        block[0].font, re.I)
+        bold = block[0].font != body_font and re.search(
+            r"bold|medi|black|heavy|semibold|demi|cmbx|-bd|tb$", block[0].font, re.I
+        )
         auth = _followed_by_authors(block, rows, strict=True)
         if (bold or auth) and len(_block_text(block)) <= 200 and block[0].top < 0.25 * H:
             fm.confidence = 0.35 + (0.2 if auth else 0)
@@ -403,8 +495,9 @@ def front_matter(first_lines: Sequence[Any], page_size: tuple[float, float], bod
     if itit:
         page_key = _key(" ".join(x.text for x in first_lines))
         on_page = _key(itit) in page_key
-        if fm.title and (_key(fm.title) == _key(itit) or
-                         SequenceMatcher(None, _key(fm.title), _key(itit)).ratio() >= 0.9):
+        if fm.title and (
+            _key(fm.title) == _key(itit) or SequenceMatcher(None, _key(fm.title), _key(itit)).ratio() >= 0.9
+        ):
             fm.title_source, fm.confidence = "layout+pdf_info", max(fm.confidence, 0.95)
         elif fm.title and on_page and _key(itit).startswith(_key(fm.title)):
             fm.title, fm.title_source, fm.confidence = itit, "layout+pdf_info", 0.9  # a title cut at a line break
@@ -417,8 +510,13 @@ def front_matter(first_lines: Sequence[Any], page_size: tuple[float, float], bod
     return fm
 
 
-def document_front_matter(lines: dict[int, list[Any]], sizes: dict[int, tuple[float, float]], body_h: float,
-                          body_font: str, path: str | Path | None) -> FrontMatter:
+def document_front_matter(
+    lines: dict[int, list[Any]],
+    sizes: dict[int, tuple[float, float]],
+    body_h: float,
+    body_font: str,
+    path: str | Path | None,
+) -> FrontMatter:
     """:func:`front_matter` of a parsed PDF: ``lines`` are the text lines per page (1-based page numbers, page
     margins already stripped), ``sizes`` the page sizes, ``body_h`` / ``body_font`` the body text's line
     height and font, ``path`` the PDF file (its document info is read; None: layout only). The top 12 % of

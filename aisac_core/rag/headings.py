@@ -31,17 +31,21 @@ _MATH_CHARS = set("=∑∏∫√∂∇∆∞≈≠≤≥±×÷∈∉⊂⊆∪∩
 #: lower-case words a heading never ends with (a line cut mid-sentence does)
 _FUNCTION_WORDS = frozenset(
     "a an the of in on at to for with by from and or nor but is are was were be been that which as than then "
-    "we our its their this these those into onto via if when where while whose".split())
+    "we our its their this these those into onto via if when where while whose".split()
+)
 #: words that start a CamelCase join in headings ("RelatedWork", "FutureWork", "KeyQuestion")
 _COMMON_WORDS = frozenset(
     "related work future key term data study case user design system model models method methods results "
     "analysis review reading research learning training evaluation discussion conclusion introduction "
     "experiments experimental background question questions answer answers definition definitions "
     "limitations section paper papers task tasks setup overview approach problem statement main general "
-    "human social ethical broader impact further additional open source first second final".split())
+    "human social ethical broader impact further additional open source first second final".split()
+)
 #: word endings of ordinary English words (left part of a join: "Creating|Multi", "Repeated|Measures")
-_WORD_END = re.compile(r"(ing|ed|tion|tions|sion|ment|ments|ness|ity|ive|ives|al|ous|ary|ory|ure|ent|ence|"
-                       r"ance|ies|ers|ors|ists|ics|ism|able|ible|ful|less)$")
+_WORD_END = re.compile(
+    r"(ing|ed|tion|tions|sion|ment|ments|ness|ity|ive|ives|al|ous|ary|ory|ure|ent|ence|"
+    r"ance|ies|ers|ors|ists|ics|ism|able|ible|ful|less)$"
+)
 
 
 class LineLike(Protocol):
@@ -61,8 +65,9 @@ def repair_heading(text: str) -> str:
     only at a lower->upper case boundary where both parts are words of 3+ letters (the right one capitalised,
     then lower case) and the left part is a common heading word or has an ordinary English word ending;
     "SciBERT", "LaTeX", "GitHub", "CiteSee", "PubMed", "OpenAI" stay as they are."""
-    t = re.sub(r"^((?:[1-9]\d?)(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})?\.?)(?=[A-Z][a-z])",
-               r"\1 ", text)
+    t = re.sub(
+        r"^((?:[1-9]\d?)(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.|[A-H]\.\d{1,2}(?:\.\d{1,2})?\.?)(?=[A-Z][a-z])", r"\1 ", text
+    )
     t = re.sub(r"(?<=\w)&(?=\s)|(?<=\s)&(?=\w)|(?<=[a-z])&(?=[A-Z])", " & ", t)
     t = re.sub(r"\s{2,}", " ", t)
 
@@ -119,8 +124,11 @@ def heading_problem(text: str) -> str | None:
     if re.match(r"^\d+(\.\d+)*\s+[a-z]", t):
         return "fragment"
     numbered = re.match(r"^(\d+(\.\d+)*\.?|[A-H](\.\d+)*\.?|[IVX]+\.)\s", t) is not None
-    if not numbered and re.search(r"[a-z)][.?!:;]\s+\S", t) and not re.search(
-            r"\b(et al|vs|e\.g|i\.e|cf|Fig|Eq|No|St|Dr|Avg)[.:]\s", t):
+    if (
+        not numbered
+        and re.search(r"[a-z)][.?!:;]\s+\S", t)
+        and not re.search(r"\b(et al|vs|e\.g|i\.e|cf|Fig|Eq|No|St|Dr|Avg)[.:]\s", t)
+    ):
         return "run-in"
     return None
 
@@ -137,8 +145,14 @@ def run_in_split(words: Sequence[tuple[str, bool, bool]]) -> int:
     return n if 1 <= n <= 10 and len(rest) >= 2 and sum(w[2] for w in rest) >= 0.6 * len(rest) else 0
 
 
-def figure_debris(seq: Sequence[LineLike], body: Sequence[bool], strong: Sequence[bool], in_row: Sequence[bool],
-                  short_line: Sequence[bool], body_h: float) -> list[bool]:
+def figure_debris(
+    seq: Sequence[LineLike],
+    body: Sequence[bool],
+    strong: Sequence[bool],
+    in_row: Sequence[bool],
+    short_line: Sequence[bool],
+    body_h: float,
+) -> list[bool]:
     """Which lines of one page sit in a figure or table area.
 
     ``seq``: the page's lines in reading order; ``body[i]``: line i is a body line (body size, not bold, wide
@@ -162,10 +176,16 @@ def figure_debris(seq: Sequence[LineLike], body: Sequence[bool], strong: Sequenc
             j += 1
         run = range(i, j)
         before_fig = j < n and re.match(r"(?i)fig", seq[j].text) is not None and CAPTION_START.match(seq[j].text)
-        after_tab = i > 0 and re.match(r"(?i)tab", seq[i - 1].text) is not None and \
-            CAPTION_START.match(seq[i - 1].text) is not None
-        numeric = any(sum(ch.isalpha() for ch in seq[k].text) < 0.5 * len(seq[k].text.replace(" ", ""))
-                      and not _BARE_NUMBER.match(seq[k].text) for k in run)
+        after_tab = (
+            i > 0
+            and re.match(r"(?i)tab", seq[i - 1].text) is not None
+            and CAPTION_START.match(seq[i - 1].text) is not None
+        )
+        numeric = any(
+            sum(ch.isalpha() for ch in seq[k].text) < 0.5 * len(seq[k].text.replace(" ", ""))
+            and not _BARE_NUMBER.match(seq[k].text)
+            for k in run
+        )
         short = sum(short_line[k] for k in run)
         cells = sum(in_row[k] and not _BARE_NUMBER.match(seq[k].text) for k in run) >= 2
         if short >= 3 or cells or numeric or before_fig or after_tab:

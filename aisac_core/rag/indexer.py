@@ -117,10 +117,17 @@ def fingerprint(parts: RagParts) -> str:
     except Exception:
         dv = "unknown"
     s, emb = parts.settings, parts.embedder
-    items = [PARSER_REVISION, f"docling-slim=={dv}", f"pdf={s.rag.pdf_pipeline}", f"chunk_max_tokens={s.rag.chunk_max_tokens}",
-             "chunker=HybridChunker(merge_peers)", f"tokenizer={emb.model_id}",
-             f"dense={emb.model_id}", f"sparse={SPARSE_MODEL_ID}",
-             f"context=title+headings@{CONTEXT_REVISION}"]
+    items = [
+        PARSER_REVISION,
+        f"docling-slim=={dv}",
+        f"pdf={s.rag.pdf_pipeline}",
+        f"chunk_max_tokens={s.rag.chunk_max_tokens}",
+        "chunker=HybridChunker(merge_peers)",
+        f"tokenizer={emb.model_id}",
+        f"dense={emb.model_id}",
+        f"sparse={SPARSE_MODEL_ID}",
+        f"context=title+headings@{CONTEXT_REVISION}",
+    ]
     return sha256_text("|".join(items))[:16]
 
 
@@ -159,8 +166,13 @@ def _link_target(link: Path, allowed: list[Path] | None, skipped: list[tuple[Pat
         skipped.append((link, str(exc)))
         return None
     if allowed is not None and not inside_roots(target, allowed):
-        skipped.append((link, f"symlink to {target}, which is outside the registered roots: not followed (links may "
-                              "only lead to files and folders inside a registered root)"))
+        skipped.append(
+            (
+                link,
+                f"symlink to {target}, which is outside the registered roots: not followed (links may "
+                "only lead to files and folders inside a registered root)",
+            )
+        )
         return None
     return target
 
@@ -196,8 +208,13 @@ def _walk(top: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]
                         if name in _SKIP_DIRS:
                             continue
                         if allowed is None:
-                            skipped.append((p, "symlinked folder not followed: no registered roots to check its "
-                                               f"target {target} against; index the target itself"))
+                            skipped.append(
+                                (
+                                    p,
+                                    "symlinked folder not followed: no registered roots to check its "
+                                    f"target {target} against; index the target itself",
+                                )
+                            )
                         elif target in visited or folder.is_relative_to(target):
                             skipped.append((p, f"symlink loop: leads back to {target}, a folder already walked"))
                         else:
@@ -248,8 +265,11 @@ def plan_paths(paths: list[Path], catalog_only: bool = False, roots: list[Path] 
         except OSError as exc:
             raise IndexingError(f"path {quote_path(raw)} cannot be read ({exc.strerror or exc})") from exc
         if not exists:
-            hint = "" if Path(str(raw)).expanduser().is_absolute() else \
-                f"; relative paths are resolved against {Path.cwd()}"
+            hint = (
+                ""
+                if Path(str(raw)).expanduser().is_absolute()
+                else f"; relative paths are resolved against {Path.cwd()}"
+            )
             raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder{hint})")
         p = resolve_link(p)
         files: Iterable[Path]
@@ -319,9 +339,16 @@ class Indexer:
         """:func:`plan_paths` with symlinks confined to this store's registered roots (:func:`allowed_roots`)."""
         return plan_paths(paths, catalog_only, allowed_roots(self.parts.settings))
 
-    def run(self, paths: list[Path], *, catalog_only: bool = False, progress: ProgressFn | None = None,
-            failures: list[dict[str, str]] | None = None, counters: Counters | None = None,
-            skipped: list[dict[str, str]] | None = None) -> Counters:
+    def run(
+        self,
+        paths: list[Path],
+        *,
+        catalog_only: bool = False,
+        progress: ProgressFn | None = None,
+        failures: list[dict[str, str]] | None = None,
+        counters: Counters | None = None,
+        skipped: list[dict[str, str]] | None = None,
+    ) -> Counters:
         """Index (or catalogue) ``paths``: files and folders, recursively.
 
         Per-file failures are appended to ``failures`` as ``{"path", "error"}`` and the run goes on; paths skipped
@@ -402,8 +429,13 @@ class Indexer:
             had_chunks = row is not None and row.status == "indexed"
         t0 = time.perf_counter()
         try:
-            parsed = parse_document(path, parts.embedder.tokenizer(), parts.settings.rag.chunk_max_tokens,
-                                    parts.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(parts.settings))
+            parsed = parse_document(
+                path,
+                parts.embedder.tokenizer(),
+                parts.settings.rag.chunk_max_tokens,
+                parts.settings.rag.pdf_pipeline,
+                limits=ArchiveLimits.from_settings(parts.settings),
+            )
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
                 self._record_failure(did, path, st, sha, fp, str(exc))
@@ -419,12 +451,26 @@ class Indexer:
         c.chunks_embedded += len(parsed.chunks)
         points = [
             VectorPoint(
-                id=point_id(did, sha, ch.index), dense=dv, sparse_indices=sv[0], sparse_values=sv[1],
-                payload={"doc_id": did, "path": str(path), "sha256": sha, "file_type": parsed.file_type,
-                         "chunk_index": ch.index, "page": ch.page, "page_end": ch.page_end,
-                         "char_start": ch.char_start, "char_end": ch.char_end, "section": ch.section,
-                         "section_covers": ch.section_covers, "text": ch.text,
-                         "text_sha256": sha256_text(ch.text), "title": parsed.title},
+                id=point_id(did, sha, ch.index),
+                dense=dv,
+                sparse_indices=sv[0],
+                sparse_values=sv[1],
+                payload={
+                    "doc_id": did,
+                    "path": str(path),
+                    "sha256": sha,
+                    "file_type": parsed.file_type,
+                    "chunk_index": ch.index,
+                    "page": ch.page,
+                    "page_end": ch.page_end,
+                    "char_start": ch.char_start,
+                    "char_end": ch.char_end,
+                    "section": ch.section,
+                    "section_covers": ch.section_covers,
+                    "text": ch.text,
+                    "text_sha256": sha256_text(ch.text),
+                    "title": parsed.title,
+                },
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)
         ]
@@ -432,9 +478,15 @@ class Indexer:
         # (a) manifest says "indexing" before any vector write
         with Session(parts.engine) as s:
             lock(s, "document", did)
-            row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=parsed.file_type,
-                                                   size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha,
-                                                   fingerprint=fp)
+            row = s.get(Document, did) or Document(
+                doc_id=did,
+                path=str(path),
+                file_type=parsed.file_type,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                sha256=sha,
+                fingerprint=fp,
+            )
             row.path, row.file_type, row.size, row.mtime_ns = str(path), parsed.file_type, st.st_size, st.st_mtime_ns
             row.sha256, row.fingerprint, row.status, row.error = sha, "", "indexing", None
             s.add(row)
@@ -444,7 +496,7 @@ class Indexer:
         vs.delete("chunks", [Cond("doc_id", eq=did)])
         c.chunks_deleted += before
         for i in range(0, len(points), 256):
-            vs.upsert("chunks", points[i:i + 256])
+            vs.upsert("chunks", points[i : i + 256])
         # Qdrant's write-ahead log already makes the upsert survive a killed process (checked by
         # tests/test_crash.py); flushing segments costs ~0.2 s, so it runs at most every FLUSH_SECONDS
         # and at the end of the run.
@@ -468,8 +520,15 @@ class Indexer:
     def _record_failure(self, did: str, path: Path, st: os.stat_result, sha: str, fp: str, error: str) -> None:
         with Session(self.parts.engine) as s:
             lock(s, "document", did)
-            row = s.get(Document, did) or Document(doc_id=did, path=str(path), file_type=DOCUMENT_TYPES.get(
-                path.suffix.lower(), "unknown"), size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha, fingerprint=fp)
+            row = s.get(Document, did) or Document(
+                doc_id=did,
+                path=str(path),
+                file_type=DOCUMENT_TYPES.get(path.suffix.lower(), "unknown"),
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                sha256=sha,
+                fingerprint=fp,
+            )
             row.size, row.mtime_ns, row.sha256, row.fingerprint = st.st_size, st.st_mtime_ns, sha, fp
             row.status, row.error, row.chunk_count, row.indexed_at = "failed", error, 0, utcnow()
             s.add(row)
@@ -509,10 +568,16 @@ class Indexer:
             return path in refused or not Path(path).exists()
 
         with Session(self.parts.engine) as s:
-            gone = [r.doc_id for r in s.exec(select(Document).where(Document.path.startswith(prefix))).all()
-                    if gone_or_refused(r.path)]
-            stale_cat = [r for r in s.exec(select(CatalogEntry).where(CatalogEntry.path.startswith(prefix))).all()
-                         if gone_or_refused(r.path)]
+            gone = [
+                r.doc_id
+                for r in s.exec(select(Document).where(Document.path.startswith(prefix))).all()
+                if gone_or_refused(r.path)
+            ]
+            stale_cat = [
+                r
+                for r in s.exec(select(CatalogEntry).where(CatalogEntry.path.startswith(prefix))).all()
+                if gone_or_refused(r.path)
+            ]
             for r in stale_cat:
                 s.delete(r)
             s.commit()
@@ -551,8 +616,15 @@ def documents_matching(engine: Engine, pattern: str) -> list[str]:
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
 
 
-def list_documents(parts: RagParts, *, status: str | None = None, file_type: str | None = None,
-                   path_glob: str | None = None, limit: int = 100, offset: int = 0) -> Documents:
+def list_documents(
+    parts: RagParts,
+    *,
+    status: str | None = None,
+    file_type: str | None = None,
+    path_glob: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> Documents:
     """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
     ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""
     with Session(parts.engine) as s:
@@ -565,9 +637,11 @@ def list_documents(parts: RagParts, *, status: str | None = None, file_type: str
     if path_glob:
         rows = [r for r in rows if fnmatch.fnmatch(r.path, path_glob) or fnmatch.fnmatch(Path(r.path).name, path_glob)]
     total = len(rows)
-    page = rows[offset:offset + limit]
+    page = rows[offset : offset + limit]
     return {
-        "documents": [document_dict(r) for r in page], "total": total, "offset": offset,
+        "documents": [document_dict(r) for r in page],
+        "total": total,
+        "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
     }
 
@@ -575,6 +649,16 @@ def list_documents(parts: RagParts, *, status: str | None = None, file_type: str
 def document_dict(r: Document) -> DocumentRow:
     """JSON-ready manifest row: doc_id, path, file_type, title, pages, chunk_count, status, error, sha256, size,
     indexed_at (ISO 8601)."""
-    return {"doc_id": r.doc_id, "path": r.path, "file_type": r.file_type, "title": r.title, "pages": r.pages,
-            "chunk_count": r.chunk_count, "status": r.status, "error": r.error, "sha256": r.sha256,
-            "size": r.size, "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None}
+    return {
+        "doc_id": r.doc_id,
+        "path": r.path,
+        "file_type": r.file_type,
+        "title": r.title,
+        "pages": r.pages,
+        "chunk_count": r.chunk_count,
+        "status": r.status,
+        "error": r.error,
+        "sha256": r.sha256,
+        "size": r.size,
+        "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None,
+    }

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from aisac_core.errors import AisacError
 from aisac_core.hashing import dumps
@@ -87,9 +87,12 @@ class JobManager:
         :class:`~aisac_core.errors.BadPathError` (empty, a NUL byte, a symlink loop) before any job exists."""
         plan = self.indexer.plan(paths, catalog_only)  # fail fast on bad paths, before a job exists
         job_id = "job-" + uuid.uuid4().hex[:12]
-        self.queue.submit(job_id, "catalog" if catalog_only else "index",
-                          dumps({"paths": [str(p) for p in paths], "catalog_only": catalog_only}),
-                          total=len(plan.documents) + len(plan.catalog))
+        self.queue.submit(
+            job_id,
+            "catalog" if catalog_only else "index",
+            dumps({"paths": [str(p) for p in paths], "catalog_only": catalog_only}),
+            total=len(plan.documents) + len(plan.catalog),
+        )
         self._ensure_worker()
         self._wake.set()
         return job_id
@@ -111,9 +114,11 @@ class JobManager:
                 away = False
             except Exception as exc:  # the database is away for a moment (a restart): try again after a pause
                 if not away:  # one line per outage, not one per poll
-                    log.warning("cannot look for indexing jobs (%s); trying again every %g s",
-                                str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
-                                poll)
+                    log.warning(
+                        "cannot look for indexing jobs (%s); trying again every %g s",
+                        str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__,
+                        poll,
+                    )
                 away, job = True, None
             if job is not None:
                 self._run(job)
@@ -175,14 +180,25 @@ class JobManager:
             now = time.monotonic()
             if now - last[0] >= 0.25 or done == total:
                 last[0] = now
-                if not self.queue.update(job_id, done=done, total=total, message=msg,
-                                         counters_json=dumps(counters.as_dict()),
-                                         failures_json=dumps(_stored(failures, skipped))):
+                if not self.queue.update(
+                    job_id,
+                    done=done,
+                    total=total,
+                    message=msg,
+                    counters_json=dumps(counters.as_dict()),
+                    failures_json=dumps(_stored(failures, skipped)),
+                ):
                     stopped()
 
         try:
-            self.indexer.run(paths, catalog_only=catalog_only, progress=progress, failures=failures, counters=counters,
-                             skipped=skipped)
+            self.indexer.run(
+                paths,
+                catalog_only=catalog_only,
+                progress=progress,
+                failures=failures,
+                counters=counters,
+                skipped=skipped,
+            )
             status, message = "done", None
         except JobLost:
             log.warning("job %s: lease lost to another process; leaving the job to it", job_id)
@@ -202,10 +218,14 @@ class JobManager:
             beat_stop.set()
             beat.join(5)
             self._cancel_here.discard(job_id)
-        if not self.queue.finish(job_id, status, message=message, counters_json=dumps(counters.as_dict()),
-                                 failures_json=dumps(_stored(failures, skipped))):
-            log.warning("job %s ended here after its lease was lost; its row is left to the process holding it",
-                        job_id)
+        if not self.queue.finish(
+            job_id,
+            status,
+            message=message,
+            counters_json=dumps(counters.as_dict()),
+            failures_json=dumps(_stored(failures, skipped)),
+        ):
+            log.warning("job %s ended here after its lease was lost; its row is left to the process holding it", job_id)
 
     def cancel(self, job_id: str) -> IndexJob | None:
         """Ask index job ``job_id`` to stop; returns its status (see :func:`job_dict`), None for an unknown job.
@@ -246,7 +266,7 @@ class JobManager:
     def list(self, limit: int = 20) -> list[IndexJob]:
         """The most recent jobs, newest first."""
         with Session(self.engine) as s:
-            rows = s.exec(select(Job).order_by(Job.created_at.desc()).limit(limit)).all()  # type: ignore[attr-defined]
+            rows = s.exec(select(Job).order_by(col(Job.created_at).desc()).limit(limit)).all()
             return [job_dict(j) for j in rows]
 
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -274,14 +294,19 @@ def job_dict(job: Job) -> IndexJob:
     many times it was claimed."""
     stored = json.loads(job.failures_json)
     return {
-        "job_id": job.job_id, "kind": job.kind, "status": job.status, "done": job.done, "total": job.total,
-        "message": job.message, "params": json.loads(job.params_json),
+        "job_id": job.job_id,
+        "kind": job.kind,
+        "status": job.status,
+        "done": job.done,
+        "total": job.total,
+        "message": job.message,
+        "params": json.loads(job.params_json),
         "counters": json.loads(job.counters_json),
         "failures": [f for f in stored if not f.get("skipped")],
         "skipped": [{"path": f.get("path"), "reason": f.get("reason")} for f in stored if f.get("skipped")],
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-        "attempts": job.attempts or 0, "runner": job.lease_owner,
+        "attempts": job.attempts or 0,
+        "runner": job.lease_owner,
     }
-

@@ -31,12 +31,16 @@ _TOP_LEVEL_NAMES = re.compile(
     r"limitations|acknowledge?ments?|references|bibliography|works cited|literature cited|appendix|appendices|"
     r"supplementary (material|materials|information)|ethic(s|s statement|al considerations)|broader impacts?|"
     r"author contributions|data availability|code availability|funding|declarations?|competing interests|"
-    r"conflicts? of interests?|keywords|ccs concepts|summary)\b", re.I)
+    r"conflicts? of interests?|keywords|ccs concepts|summary)\b",
+    re.I,
+)
 #: unnumbered names that are top-level sections at any size (front and back matter)
 _ALWAYS_TOP = re.compile(
     r"^(abstract|keywords|index terms|ccs concepts|acknowledge?ments?|references|bibliography|works cited|"
     r"literature cited|appendix|appendices|supplementary (material|materials|information)|author contributions|"
-    r"data availability|code availability|competing interests|conflicts? of interests?)\b", re.I)
+    r"data availability|code availability|competing interests|conflicts? of interests?)\b",
+    re.I,
+)
 #: a figure / table caption: "Figure 3:", "Fig. 2.", "Table 1:", "TABLE II"
 _CAPTION = re.compile(r"^(fig(ure|\.)?|table|tab\.)\s*([0-9]+|[IVX]+)[a-z]?\s*[.:|]", re.I)
 
@@ -94,11 +98,18 @@ def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float,
                         if wb.coord_origin.name != "TOPLEFT":
                             wb = wb.to_top_left_origin(page_height=H)
                         cy = (wb.t + wb.b) / 2
-                        wbuckets.setdefault(int(cy // 4), []).append((cy, wb.l, wb.r, wc.text or "",
-                                                                      (wc.font_name or "").split("+")[-1]))
-                words = tuple((wt, wf) for _, wt, wf in sorted(
-                    (wl, wt, wf) for k in range(int(top // 4), int(bot // 4) + 1) for cy, wl, wr, wt, wf in
-                    wbuckets.get(k, ()) if top <= cy <= bot and wl >= bb.l - 1 and wr <= bb.r + 1))
+                        wbuckets.setdefault(int(cy // 4), []).append(
+                            (cy, wb.l, wb.r, wc.text or "", (wc.font_name or "").split("+")[-1])
+                        )
+                words = tuple(
+                    (wt, wf)
+                    for _, wt, wf in sorted(
+                        (wl, wt, wf)
+                        for k in range(int(top // 4), int(bot // 4) + 1)
+                        for cy, wl, wr, wt, wf in wbuckets.get(k, ())
+                        if top <= cy <= bot and wl >= bb.l - 1 and wr <= bb.r + 1
+                    )
+                )
             out.append(_Line(pno, text, bb.l, bb.r, bb.t, max(1.0, h), font, bool(_BOLD_FONT.search(font)), words))
     return lines, sizes, vertical
 
@@ -106,6 +117,7 @@ def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float,
 def _strip_margins(lines: dict[int, list[_Line]], sizes: dict[int, tuple[float, float]]) -> list[str]:
     """Remove page numbers and running headers/footers (text repeated in the margins of many pages).
     Returns the removed texts (for metadata: venue lines, DOIs)."""
+
     def key(t: str) -> str:
         return re.sub(r"\d+", "#", t.lower()).strip()
 
@@ -182,12 +194,18 @@ def _heading_like_line(ln: _Line, body_h: float) -> bool:
     """A line typeset like a heading: bold (in a font other than the body font; see reconstruct_pdf) or
     clearly larger than body text, short, mostly letters, not ending like running text (hyphen, comma)."""
     t = ln.text
-    return (ln.bold or ln.h >= 1.4 * body_h) and len(t) <= 110 and letters_ratio(t) >= 0.6 and \
-        not t.endswith(("-", ",", ";")) and (t[:1] != "(" or bool(NUMBERING.match(t)))
+    return (
+        (ln.bold or ln.h >= 1.4 * body_h)
+        and len(t) <= 110
+        and letters_ratio(t) >= 0.6
+        and not t.endswith(("-", ",", ";"))
+        and (t[:1] != "(" or bool(NUMBERING.match(t)))
+    )
 
 
-def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re.Match[str] | None",
-                   sizes: list[float] | None = None) -> int | None:
+def _heading_level(
+    text: str, has_numbered: bool, h: float, top_h: float, m: re.Match[str] | None, sizes: list[float] | None = None
+) -> int | None:
     """Level of a heading paragraph (1 = top-level section): from its numbering ("3" -> 1, "3.1" -> 2,
     appendix "A" -> 1); unnumbered: 1 for front and back matter names (Abstract, References, Appendix, ...)
     at any size; 1 for the other usual top-level names (Introduction, Results, ...) set at least 0.85 x the
@@ -199,11 +217,12 @@ def _heading_level(text: str, has_numbered: bool, h: float, top_h: float, m: "re
         if re.fullmatch(r"[IVX]+", num):
             return 1
         return min(3, num.count(".") + 1)
-    if len(text) <= 60 and (_ALWAYS_TOP.match(text) or (
-            _TOP_LEVEL_NAMES.match(text) and (not has_numbered or h >= 0.85 * top_h))):
+    if len(text) <= 60 and (
+        _ALWAYS_TOP.match(text) or (_TOP_LEVEL_NAMES.match(text) and (not has_numbered or h >= 0.85 * top_h))
+    ):
         return 1
     if has_numbered:  # a child of the numbered section before it, whatever its size (datasheet headings of an
-        return 2      # appendix, set larger than the sections, stay in it)
+        return 2  # appendix, set larger than the sections, stay in it)
     ranks = sorted({round(x * 2) / 2 for x in (sizes or [top_h])}, reverse=True)
     levels: list[int] = []
     last: float | None = None
@@ -220,13 +239,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
     entries. The document's ``_aisac_meta`` attribute (``{margins, vertical}``: the texts removed from page
     margins and the vertical stamps) carries metadata hints (arXiv id, DOI, year) for
     :func:`aisac_core.rag.structure.document_structure`."""
-    from docling_core.types.doc import (
-        BoundingBox,
-        CoordOrigin,
-        DocItemLabel,
-        DoclingDocument,
-        ProvenanceItem,
-    )
+    from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem
 
     lines, sizes, vertical = _pdf_lines(res)
     removed = _strip_margins(lines, sizes)
@@ -246,8 +259,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a bare resource key ("/F2": standard-14 fonts, not embedded) tells no weight: a font other than
                 # the body's, set larger, counts as emphasis
                 ln.bold = ln.h >= 1.1 * body_h
-            if ln.bold and len(ln.words) >= 3 and run_in_split(
-                    [(t, f != body_font and bool(_BOLD_FONT.search(f)), f == body_font) for t, f in ln.words]):
+            if (
+                ln.bold
+                and len(ln.words) >= 3
+                and run_in_split(
+                    [(t, f != body_font and bool(_BOLD_FONT.search(f)), f == body_font) for t, f in ln.words]
+                )
+            ):
                 ln.bold = False  # a run-in heading ("Reward Design We conduct ..."): the line is body text
                 run_in.add(id(ln))
 
@@ -264,7 +282,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         for col_lines in by_col.values():
             srt = sorted(col_lines, key=lambda x: x.top)
             for i, a in enumerate(srt):
-                for b in srt[i + 1:]:
+                for b in srt[i + 1 :]:
                     if b.top - a.top >= 0.5 * min(a.h, b.h):
                         break
                     if a.r <= b.l or b.r <= a.l:
@@ -272,15 +290,28 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         # figure and table text: runs of short non-body lines (headings.figure_debris)
         colw = {c: max(x.r for x in cl) - min(x.l for x in cl) for c, cl in by_col.items()}
         hl = [_heading_like_line(ln, body_h) for _, ln in ordered]
-        body = [not hl[k] and 0.85 * body_h <= ln.h <= 1.25 * body_h and id(ln) not in in_row and
-                letters_ratio(ln.text) >= 0.6 and
-                (ln.r - ln.l >= 0.55 * colw[c] or ln.text.endswith((".", "!", "?", ";", ":", ",", ")")))
-                for k, (c, ln) in enumerate(ordered)]
-        strong = [hl[k] and len(ln.text) <= 120 and (bool(NUMBERING.match(repair_heading(ln.text))) or
-                                                     bool(_TOP_LEVEL_NAMES.match(ln.text)))
-                  for k, (_, ln) in enumerate(ordered)]
-        flags = figure_debris([ln for _, ln in ordered], body, strong, [id(ln) in in_row for _, ln in ordered],
-                              [ln.r - ln.l < 0.55 * colw[c] for c, ln in ordered], body_h)
+        body = [
+            not hl[k]
+            and 0.85 * body_h <= ln.h <= 1.25 * body_h
+            and id(ln) not in in_row
+            and letters_ratio(ln.text) >= 0.6
+            and (ln.r - ln.l >= 0.55 * colw[c] or ln.text.endswith((".", "!", "?", ";", ":", ",", ")")))
+            for k, (c, ln) in enumerate(ordered)
+        ]
+        strong = [
+            hl[k]
+            and len(ln.text) <= 120
+            and (bool(NUMBERING.match(repair_heading(ln.text))) or bool(_TOP_LEVEL_NAMES.match(ln.text)))
+            for k, (_, ln) in enumerate(ordered)
+        ]
+        flags = figure_debris(
+            [ln for _, ln in ordered],
+            body,
+            strong,
+            [id(ln) in in_row for _, ln in ordered],
+            [ln.r - ln.l < 0.55 * colw[c] for c, ln in ordered],
+            body_h,
+        )
         debris.update(id(ln) for (_, ln), f in zip(ordered, flags) if f)
         paras: list[list[_Line]] = []
         last_col = None
@@ -295,12 +326,18 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # body lines vary in box height (sub/superscripts); heading lines of one level do not
                 similar = abs(ln.h - p.h) <= (0.1 if _heading_like_line(ln, body_h) else 0.2) * max(ln.h, p.h)
                 starts_caption = bool(_CAPTION.match(ln.text)) or (
-                    _heading_like_line(ln, body_h) and bool(NUMBERING.match(ln.text)))
+                    _heading_like_line(ln, body_h) and bool(NUMBERING.match(ln.text))
+                )
                 row_same = (id(ln) in in_row) == (id(p) in in_row)
                 # a heading line ending mid-phrase ("difficulty, understanding, and") continues on the next
                 max_gap = 1.1 if kind_same and _heading_like_line(p, body_h) and ends_open(p.text) else 0.7
-                if (same_row or (-0.5 * p.h <= gap <= max_gap * max(p.h, ln.h))) and similar and kind_same and \
-                        not starts_caption and row_same:
+                if (
+                    (same_row or (-0.5 * p.h <= gap <= max_gap * max(p.h, ln.h)))
+                    and similar
+                    and kind_same
+                    and not starts_caption
+                    and row_same
+                ):
                     paras[-1].append(ln)
                     continue
             paras.append([ln])
@@ -331,26 +368,37 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 continue
             h = statistics.mean(x.h for x in para)
             rt = repair_heading(text)
-            headingish = not is_table and len(para) <= 3 and len(text) <= 150 and \
-                all(_heading_like_line(x, body_h) for x in para) and not text.endswith((".", ":", ",", ";")) and \
-                not _CAPTION.match(text) and re.search(r"[^\W\d_]{3}", text) is not None and \
-                not text[:1].islower() and \
-                not (":" in text[:30] and not NUMBERING.match(rt)) and \
-                id(para[0]) not in debris and heading_problem(rt) is None
-            if headingish and not (NUMBERING.match(rt) or _TOP_LEVEL_NAMES.match(text) or h >= 1.4 * body_h or
-                                   (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)):
+            headingish = (
+                not is_table
+                and len(para) <= 3
+                and len(text) <= 150
+                and all(_heading_like_line(x, body_h) for x in para)
+                and not text.endswith((".", ":", ",", ";"))
+                and not _CAPTION.match(text)
+                and re.search(r"[^\W\d_]{3}", text) is not None
+                and not text[:1].islower()
+                and not (":" in text[:30] and not NUMBERING.match(rt))
+                and id(para[0]) not in debris
+                and heading_problem(rt) is None
+            )
+            if headingish and not (
+                NUMBERING.match(rt)
+                or _TOP_LEVEL_NAMES.match(text)
+                or h >= 1.4 * body_h
+                or (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)
+            ):
                 headingish = False
             cands.append((pno, para, text, is_table, headingish, h))
     # "A Glimpse into the Future" is no appendix A unless an appendix B (or A.1, or "A Appendix") exists too
-    letters = any(hd and re.match(r"^(B(\.\d+)*\.?\s+[A-Z]|A\.\d|A\.?\s+(Appendi|Supplement))", t)
-                  for _, _, t, _, hd, _ in cands)
+    letters = any(
+        hd and re.match(r"^(B(\.\d+)*\.?\s+[A-Z]|A\.\d|A\.?\s+(Appendi|Supplement))", t) for _, _, t, _, hd, _ in cands
+    )
 
-    def numbering(t: str) -> "re.Match[str] | None":
+    def numbering(t: str) -> re.Match[str] | None:
         m = NUMBERING.match(repair_heading(t))
         return None if m and m.group(1).rstrip(".") == "A" and not letters else m
 
-    numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in
-                  m.group(1).rstrip(".")]
+    numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in m.group(1).rstrip(".")]
     has_numbered = len(numbered_h) >= 1
     top_h = statistics.median(numbered_h) if numbered_h else max((h for *_, hd, h in cands if hd), default=body_h)
     head_sizes = [h for *_, hd, h in cands if hd]
@@ -377,18 +425,29 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             doc.add_text(label=lab, text=t, prov=pv)
         pending.clear()
 
-    for n, (pno, para, text, is_table, headingish, h) in enumerate(cands):
-        bbox = BoundingBox(l=min(x.l for x in para), t=min(x.top for x in para),
-                           r=max(x.r for x in para), b=max(x.top + x.h for x in para),
-                           coord_origin=CoordOrigin.TOPLEFT)
+    for pno, para, text, _is_table, headingish, h in cands:
+        bbox = BoundingBox(
+            l=min(x.l for x in para),
+            t=min(x.top for x in para),
+            r=max(x.r for x in para),
+            b=max(x.top + x.h for x in para),
+            coord_origin=CoordOrigin.TOPLEFT,
+        )
         prov = ProvenanceItem(page_no=pno, bbox=bbox, charspan=(0, len(text)))
         if title_ids and pno == first and any(id(x) in title_ids for x in para):
             if not title_done:
                 tl = front.title_lines
-                tb = BoundingBox(l=min(x.l for x in tl), t=min(x.top for x in tl), r=max(x.r for x in tl),
-                                 b=max(x.top + x.h for x in tl), coord_origin=CoordOrigin.TOPLEFT)
-                doc.add_title(text=front.title or text, prov=ProvenanceItem(
-                    page_no=pno, bbox=tb, charspan=(0, len(front.title or text))))
+                tb = BoundingBox(
+                    l=min(x.l for x in tl),
+                    t=min(x.top for x in tl),
+                    r=max(x.r for x in tl),
+                    b=max(x.top + x.h for x in tl),
+                    coord_origin=CoordOrigin.TOPLEFT,
+                )
+                doc.add_title(
+                    text=front.title or text,
+                    prov=ProvenanceItem(page_no=pno, bbox=tb, charspan=(0, len(front.title or text))),
+                )
                 title_done = True
             rest = [x for x in para if id(x) not in title_ids]  # author lines joined to the title paragraph
             if rest and (rest_text := para_text(rest)[0]):
@@ -399,8 +458,12 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             level = _heading_level(text, has_numbered, h, top_h, num, head_sizes)
             if level is not None and level > 1 and not seen_top and not num:
                 level = None  # front matter (authors, affiliations in bold) before the first section heading
-            if level is not None and not num and not _TOP_LEVEL_NAMES.match(text) and (
-                    text in seen_headings or not re.search(r"[^\W\d_]{5}|[^\W\d_A-Za-z]{2}", text)):
+            if (
+                level is not None
+                and not num
+                and not _TOP_LEVEL_NAMES.match(text)
+                and (text in seen_headings or not re.search(r"[^\W\d_]{5}|[^\W\d_A-Za-z]{2}", text))
+            ):
                 level = None  # "Gold L" twice in a table is not a heading (and equal headings would merge chunks)
             if level is not None:
                 seen_top = seen_top or level == 1
@@ -411,8 +474,9 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 if level == 1:
                     in_refs = section_label(text) == "references"
                 continue
-        label = DocItemLabel.CAPTION if _CAPTION.match(text) else \
-            DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
+        label = (
+            DocItemLabel.CAPTION if _CAPTION.match(text) else DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
+        )
         figure_text = label == DocItemLabel.CAPTION or all(id(x) in debris for x in para)
         if after_heading and figure_text and not in_refs:
             pending.append((label, text, prov))
@@ -422,14 +486,26 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             after_heading = False
             flush()
     flush()
-    doc._aisac_meta = {"margins": removed, "vertical": vertical,  # type: ignore[attr-defined]
-                       "front": {"title": front.title, "authors": front.authors, "confidence": front.confidence,
-                                 "title_source": front.title_source}}
+    setattr(  # noqa: B010 - docling's document has no field for aisac's hints; an attribute carries them
+        doc,
+        "_aisac_meta",
+        {
+            "margins": removed,
+            "vertical": vertical,
+            "front": {
+                "title": front.title,
+                "authors": front.authors,
+                "confidence": front.confidence,
+                "title_source": front.title_source,
+            },
+        },
+    )
     return doc
-
 
 
 def has_text_layer(res: Any) -> bool:
     """Whether a native-pipeline conversion result has any text line (False for a scanned, image-only PDF)."""
-    return any(p.parsed_page is not None and any((c.text or "").strip() for c in p.parsed_page.textline_cells)
-               for p in res.pages)
+    return any(
+        p.parsed_page is not None and any((c.text or "").strip() for c in p.parsed_page.textline_cells)
+        for p in res.pages
+    )

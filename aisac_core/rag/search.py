@@ -50,7 +50,7 @@ FILTER_KEYS = {
     "page_to": "last page (1-based, inclusive)",
     "file_type": "one of pdf, docx, pptx, xlsx, html, md, jats, latex, txt (or a list)",
     "section": "section taxonomy label: abstract, introduction, methods, results, discussion, conclusion, "
-               "datasets, references, other",
+    "datasets, references, other",
 }
 #: Fusion of hybrid mode: ``convex`` (normalised score combination) or ``rrf`` (reciprocal rank fusion).
 FUSION = "convex"
@@ -94,10 +94,18 @@ class Hit:
         """JSON-ready hit: chunk_id, doc_id, title, path, page(s), section, text, score, anchor."""
         p = self.payload
         return {
-            "chunk_id": self.chunk_id, "doc_id": p.get("doc_id"), "title": p.get("title"), "path": p.get("path"),
-            "file_type": p.get("file_type"), "page": p.get("page"), "page_end": p.get("page_end"),
-            "section": p.get("section") or None, "section_covers": p.get("section_covers"),
-            "chunk_index": p.get("chunk_index"), "text": p.get("text"), "score": round(self.score, 6),
+            "chunk_id": self.chunk_id,
+            "doc_id": p.get("doc_id"),
+            "title": p.get("title"),
+            "path": p.get("path"),
+            "file_type": p.get("file_type"),
+            "page": p.get("page"),
+            "page_end": p.get("page_end"),
+            "section": p.get("section") or None,
+            "section_covers": p.get("section_covers"),
+            "chunk_index": p.get("chunk_index"),
+            "text": p.get("text"),
+            "score": round(self.score, 6),
             "anchor": anchor_of(self.chunk_id, p, self.score),
         }
 
@@ -113,8 +121,10 @@ def _conds(parts: RagParts, filters: dict[str, Any] | None) -> tuple[list[Cond],
         return [], None
     unknown = sorted(set(filters) - set(FILTER_KEYS))
     if unknown:
-        raise SearchError(f"unknown filter key(s) {unknown}; accepted keys: "
-                          + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items()))
+        raise SearchError(
+            f"unknown filter key(s) {unknown}; accepted keys: "
+            + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items())
+        )
     conds: list[Cond] = []
     doc_ids: set[str] | None = None
     if (v := filters.get("doc_id")) is not None:
@@ -147,8 +157,10 @@ def _conds(parts: RagParts, filters: dict[str, Any] | None) -> tuple[list[Cond],
             if key == "section":
                 bad = [x for x in vals if x not in SECTION_LABELS]
                 if bad:
-                    raise SearchError(f"filter section {bad} is not a section label; use one of "
-                                      f"{', '.join(SECTION_LABELS)} (rag_get_overview lists a document's labels)")
+                    raise SearchError(
+                        f"filter section {bad} is not a section label; use one of "
+                        f"{', '.join(SECTION_LABELS)} (rag_get_overview lists a document's labels)"
+                    )
             conds.append(Cond("file_type" if key == "file_type" else "section_covers", any=tuple(vals)))
     return conds, None
 
@@ -164,15 +176,20 @@ class SearchResult:
 
     def as_dict(self) -> SearchResultDict:
         """JSON-ready result (:class:`~aisac_core.rag.results.SearchResultDict`)."""
-        out: SearchResultDict = {"hits": [h.as_dict() for h in self.hits], "count": len(self.hits), "mode": self.mode,
-                               "took_ms": round(self.took_ms, 2)}
+        out: SearchResultDict = {
+            "hits": [h.as_dict() for h in self.hits],
+            "count": len(self.hits),
+            "mode": self.mode,
+            "took_ms": round(self.took_ms, 2),
+        }
         if self.message:
             out["message"] = self.message
         return out
 
 
-def search(parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | None = None,
-           mode: str = "hybrid") -> SearchResult:
+def search(
+    parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid"
+) -> SearchResult:
     """Search the indexed chunks of the store ``parts``.
 
     Args:
@@ -205,11 +222,21 @@ def search(parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | N
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
-        raw = convex_fusion(vs, dense, sparse, k, conds, max(PREFETCH, 2 * k),
-                            feedback=emb.sparse_documents if PRF_CHUNKS else None)
+        raw = convex_fusion(
+            vs, dense, sparse, k, conds, max(PREFETCH, 2 * k), feedback=emb.sparse_documents if PRF_CHUNKS else None
+        )
     else:
-        raw = vs.query("chunks", dense=dense, sparse=sparse, limit=k, conds=conds, mode=cast(Mode, mode),
-                       prefetch_limit=max(PREFETCH, 2 * k), rrf_k=RRF_K, weights=HYBRID_WEIGHTS)
+        raw = vs.query(
+            "chunks",
+            dense=dense,
+            sparse=sparse,
+            limit=k,
+            conds=conds,
+            mode=cast(Mode, mode),
+            prefetch_limit=max(PREFETCH, 2 * k),
+            rrf_k=RRF_K,
+            weights=HYBRID_WEIGHTS,
+        )
     hits = [Hit(h.id, h.score, h.payload) for h in raw]
     msg = None
     if not hits:
@@ -249,26 +276,66 @@ def normalise(scores: dict[str, float], ids: list[str], floor: float | None) -> 
     return {i: ((max(v, lo) - lo) / (hi - lo) if hi > lo else 0.0) for i, v in zip(ids, vals)}
 
 
-def _both_scores(vs: Any, collection: str, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
-                 conds: list[Cond], prefetch: int, d_score: dict[str, float] | None = None
-                 ) -> tuple[dict[str, float], dict[str, float]]:
+def _both_scores(
+    vs: Any,
+    collection: str,
+    dense: list[float] | None,
+    sparse: tuple[list[int], list[float]] | None,
+    conds: list[Cond],
+    prefetch: int,
+    d_score: dict[str, float] | None = None,
+) -> tuple[dict[str, float], dict[str, float]]:
     """Dense and BM25 score of every candidate of both lists (``d_score``: dense candidates already known)."""
     has_sparse = sparse is not None and len(sparse[0]) > 0
     if d_score is None:
-        d_score = {h.id: h.score for h in vs.query(collection, dense=dense, sparse=None, limit=prefetch, conds=conds,
-                                                    mode="dense", with_payload=False)}
+        d_score = {
+            h.id: h.score
+            for h in vs.query(
+                collection, dense=dense, sparse=None, limit=prefetch, conds=conds, mode="dense", with_payload=False
+            )
+        }
     else:
         d_score = dict(d_score)
-    s_score = {h.id: h.score for h in vs.query(collection, dense=None, sparse=sparse, limit=prefetch, conds=conds,
-                                                mode="sparse", with_payload=False)} if has_sparse else {}
+    s_score = (
+        {
+            h.id: h.score
+            for h in vs.query(
+                collection, dense=None, sparse=sparse, limit=prefetch, conds=conds, mode="sparse", with_payload=False
+            )
+        }
+        if has_sparse
+        else {}
+    )
     missing_d = [i for i in s_score if i not in d_score]
     if missing_d:
-        d_score.update((h.id, h.score) for h in vs.query(collection, dense=dense, sparse=None, limit=len(missing_d),
-                                                         conds=conds, mode="dense", ids=missing_d, with_payload=False))
+        d_score.update(
+            (h.id, h.score)
+            for h in vs.query(
+                collection,
+                dense=dense,
+                sparse=None,
+                limit=len(missing_d),
+                conds=conds,
+                mode="dense",
+                ids=missing_d,
+                with_payload=False,
+            )
+        )
     missing_s = [i for i in d_score if i not in s_score] if has_sparse else []
     if missing_s:
-        s_score.update((h.id, h.score) for h in vs.query(collection, dense=None, sparse=sparse, limit=len(missing_s),
-                                                         conds=conds, mode="sparse", ids=missing_s, with_payload=False))
+        s_score.update(
+            (h.id, h.score)
+            for h in vs.query(
+                collection,
+                dense=None,
+                sparse=sparse,
+                limit=len(missing_s),
+                conds=conds,
+                mode="sparse",
+                ids=missing_s,
+                with_payload=False,
+            )
+        )
     return d_score, s_score
 
 
@@ -284,9 +351,13 @@ def _fuse(d_score: dict[str, float], s_score: dict[str, float]) -> tuple[list[st
     return sorted(candidates, key=lambda i: (-fused[i], -d_score.get(i, -1.0), i)), fused
 
 
-def expand_query(sparse: tuple[list[int], list[float]], feedback: list[tuple[list[int], list[float]]],
-                 weights: list[float], n_terms: int = PRF_TERMS, keep: float = PRF_QUERY_WEIGHT
-                 ) -> tuple[list[int], list[float]]:
+def expand_query(
+    sparse: tuple[list[int], list[float]],
+    feedback: list[tuple[list[int], list[float]]],
+    weights: list[float],
+    n_terms: int = PRF_TERMS,
+    keep: float = PRF_QUERY_WEIGHT,
+) -> tuple[list[int], list[float]]:
     """RM3 query expansion of a BM25 query vector (Lavrenko & Croft, SIGIR 2001; Abdul-Jaleel et al., TREC 2004).
 
     Args:
@@ -320,10 +391,16 @@ def expand_query(sparse: tuple[list[int], list[float]], feedback: list[tuple[lis
     return ids, [q[t] for t in ids]
 
 
-def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None, k: int,
-                  conds: list[Cond], prefetch: int, collection: str = "chunks",
-                  feedback: Callable[[list[str]], list[tuple[list[int], list[float]]]] | None = None
-                  ) -> list[VectorHit]:
+def convex_fusion(
+    vs: Any,
+    dense: list[float] | None,
+    sparse: tuple[list[int], list[float]] | None,
+    k: int,
+    conds: list[Cond],
+    prefetch: int,
+    collection: str = "chunks",
+    feedback: Callable[[list[str]], list[tuple[list[int], list[float]]]] | None = None,
+) -> list[VectorHit]:
     """Hybrid hits by convex combination of normalised dense and BM25 scores (module docstring).
 
     Each list fetches ``prefetch`` candidates (ids and scores only); the score a list did not return for
@@ -344,8 +421,14 @@ def convex_fusion(vs: Any, dense: list[float] | None, sparse: tuple[list[int], l
         fb = order[:PRF_CHUNKS]
         got = {h.id: h.payload for h in vs.retrieve(collection, fb)}
         fb = [i for i in fb if i in got]
-        texts = [indexed_text("\n".join([*(got[i].get("section") or "").split(" > "), got[i].get("text") or ""]).strip(),
-                              got[i].get("title"), got[i].get("section") or "") for i in fb]
+        texts = [
+            indexed_text(
+                "\n".join([*(got[i].get("section") or "").split(" > "), got[i].get("text") or ""]).strip(),
+                got[i].get("title"),
+                got[i].get("section") or "",
+            )
+            for i in fb
+        ]
         expanded = expand_query(sparse, feedback(texts) if texts else [], [fused[i] for i in fb])
         if expanded is not sparse:
             d_score, s_score = _both_scores(vs, collection, dense, expanded, conds, prefetch, d_score)
@@ -364,4 +447,3 @@ def get_chunk(parts: RagParts, chunk_id: str) -> HitDict | None:
     h["score"] = None
     h["anchor"]["score"] = None
     return h
-

@@ -45,11 +45,15 @@ def _structure_of(parts: RagParts, doc_id: str) -> tuple[Document, DocumentConte
     if row.status == "failed":
         raise DocumentNotFoundError(f"document {doc_id} ({row.path}) was not indexed: {row.error}")
     if content is None or row.status != "indexed":
-        raise DocumentNotFoundError(f"document {doc_id} ({row.path}) is being indexed ({row.status}); try again "
-                                    "when rag_job_status says the job is done")
+        raise DocumentNotFoundError(
+            f"document {doc_id} ({row.path}) is being indexed ({row.status}); try again "
+            "when rag_job_status says the job is done"
+        )
     if not content.structure_json:
-        raise DocumentNotFoundError(f"document {doc_id} was indexed by an older aisac without structure: index it "
-                                    "again (rag_index with its path; the new parser revision re-parses it)")
+        raise DocumentNotFoundError(
+            f"document {doc_id} was indexed by an older aisac without structure: index it "
+            "again (rag_index with its path; the new parser revision re-parses it)"
+        )
     return row, content, json.loads(content.structure_json)
 
 
@@ -77,11 +81,18 @@ def get_overview(parts: RagParts, doc_id: str) -> Overview:
     row, _content, st = _structure_of(parts, doc_id)
     ov = overview_of_structure(st)
     return {
-        "doc_id": row.doc_id, "path": row.path, "file_type": row.file_type, "pages": row.pages,
-        "chunk_count": row.chunk_count, "sha256": row.sha256,
+        "doc_id": row.doc_id,
+        "path": row.path,
+        "file_type": row.file_type,
+        "pages": row.pages,
+        "chunk_count": row.chunk_count,
+        "sha256": row.sha256,
         "indexed_at": row.indexed_at.isoformat() if row.indexed_at else None,
-        "title": ov["metadata"].get("title") or row.title, "metadata": ov["metadata"], "sections": ov["sections"],
-        "labels": ov["labels"], "captions": ov["captions"],
+        "title": ov["metadata"].get("title") or row.title,
+        "metadata": ov["metadata"],
+        "sections": ov["sections"],
+        "labels": ov["labels"],
+        "captions": ov["captions"],
     }
 
 
@@ -113,6 +124,7 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     if want in SECTION_LABELS:
         idx = [i for i, s in enumerate(secs) if s["label"] == want]
     else:
+
         def forms(s: dict[str, Any]) -> set[str]:
             t = " ".join(s["title"].lower().split())
             out = {t}
@@ -120,6 +132,7 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
                 out.add(s["number"].lower())
                 out.add(re.sub(r"^" + re.escape(s["number"].lower()) + r"\.?\s*", "", t))
             return out
+
         idx = [i for i, s in enumerate(secs) if want in forms(s)]
     # drop sections nested in an earlier match (their text is already included)
     out: list[int] = []
@@ -129,8 +142,9 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     return out
 
 
-def read_sections(parts: RagParts, doc_id: str, section: str, max_tokens: int = 2000,
-                  cursor: int | None = None) -> SectionText:
+def read_sections(
+    parts: RagParts, doc_id: str, section: str, max_tokens: int = 2000, cursor: int | None = None
+) -> SectionText:
     """The text of a document's section(s) (of the store ``parts``) in reading order, with page anchors, paged.
 
     Args:
@@ -156,13 +170,19 @@ def read_sections(parts: RagParts, doc_id: str, section: str, max_tokens: int = 
             headings it has.
         SearchError: max_tokens or cursor out of range.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or \
-            not READ_MIN_TOKENS <= max_tokens <= READ_MAX_TOKENS:
-        raise SearchError(f"max_tokens must be an integer from {READ_MIN_TOKENS} to {READ_MAX_TOKENS}, "
-                          f"got {max_tokens!r}")
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not READ_MIN_TOKENS <= max_tokens <= READ_MAX_TOKENS
+    ):
+        raise SearchError(
+            f"max_tokens must be an integer from {READ_MIN_TOKENS} to {READ_MAX_TOKENS}, got {max_tokens!r}"
+        )
     if not isinstance(section, str) or not section.strip():
-        raise SearchError("section is empty: give a label (abstract, introduction, methods, results, discussion, "
-                          "conclusion, datasets, references, other) or a heading from rag_get_overview")
+        raise SearchError(
+            "section is empty: give a label (abstract, introduction, methods, results, discussion, "
+            "conclusion, datasets, references, other) or a heading from rag_get_overview"
+        )
     row, content, st = _structure_of(parts, doc_id)
     text = content.text
     if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(text)):
@@ -175,7 +195,8 @@ def read_sections(parts: RagParts, doc_id: str, section: str, max_tokens: int = 
         raise SectionNotFoundError(
             f"document {row.doc_id} has no section {section!r}. Its section labels: "
             f"{', '.join(labels) or '(none: no headings were found)'}; its top-level headings: "
-            f"{'; '.join(heads[:40]) or '(none)'}. Pass one of these (rag_get_overview lists all).")
+            f"{'; '.join(heads[:40]) or '(none)'}. Pass one of these (rag_get_overview lists all)."
+        )
     ranges = [(secs[i]["char_start"], secs[i]["char_end"]) for i in idx]
     blocks = [b for b in st.get("blocks", []) if any(a <= b[2] < z for a, z in ranges)]
     total = sum(b[3] - b[2] for b in blocks)
@@ -210,8 +231,13 @@ def read_sections(parts: RagParts, doc_id: str, section: str, max_tokens: int = 
         if next_cursor is not None:
             break
     return {
-        "doc_id": row.doc_id, "title": st.get("metadata", {}).get("title") or row.title, "section": section,
-        "matched": [_public_section(secs[i]) for i in idx], "text": "\n\n".join(texts), "blocks": out_blocks,
-        "tokens": -(-used // CHARS_PER_TOKEN), "total_tokens": -(-total // CHARS_PER_TOKEN),
+        "doc_id": row.doc_id,
+        "title": st.get("metadata", {}).get("title") or row.title,
+        "section": section,
+        "matched": [_public_section(secs[i]) for i in idx],
+        "text": "\n\n".join(texts),
+        "blocks": out_blocks,
+        "tokens": -(-used // CHARS_PER_TOKEN),
+        "total_tokens": -(-total // CHARS_PER_TOKEN),
         "next_cursor": next_cursor,
     }

@@ -44,8 +44,10 @@ if TYPE_CHECKING:
 def accepted_forms(roots: list[Path]) -> str:
     """The forms :meth:`RagService.index` accepts, naming up to 10 registered roots (for error messages)."""
     names = ", ".join(repr(r.name) for r in roots[:10])
-    return ("give a file or folder (absolute, or relative to the first registered root), a list of them, or a "
-            "registered root's name" + (f" ({names})" if names else "") + "; omit path to index every registered root")
+    return (
+        "give a file or folder (absolute, or relative to the first registered root), a list of them, or a "
+        "registered root's name" + (f" ({names})" if names else "") + "; omit path to index every registered root"
+    )
 
 
 def _exists(raw: str) -> bool:
@@ -68,8 +70,9 @@ class RagService:
     ``indexer`` and ``jobs`` (the background index jobs) open on first use; :meth:`close` stops the jobs.
     """
 
-    def __init__(self, settings: Settings, engine: Engine, vectors: Callable[[], VectorStore],
-                 embedder: Embedder) -> None:
+    def __init__(
+        self, settings: Settings, engine: Engine, vectors: Callable[[], VectorStore], embedder: Embedder
+    ) -> None:
         self.settings = settings
         self.engine = engine
         self.embedder = embedder
@@ -87,8 +90,9 @@ class RagService:
     @cached_property
     def jobs(self) -> JobManager:
         """The background index jobs of this store (the worker starts on the first submit or :meth:`resume`)."""
-        return JobManager(self.engine, self.indexer, lease_s=self.settings.job_lease_seconds,
-                          poll_s=self.settings.job_poll_seconds)
+        return JobManager(
+            self.engine, self.indexer, lease_s=self.settings.job_lease_seconds, poll_s=self.settings.job_poll_seconds
+        )
 
     def resume(self) -> None:
         """Start running the jobs that wait for a process to claim them (:meth:`JobManager.resume`)."""
@@ -101,8 +105,9 @@ class RagService:
 
     # ---- search and reading ------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 10, filters: dict[str, Any] | None = None,
-               mode: str = "hybrid") -> SearchResult:
+    def search(
+        self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid"
+    ) -> SearchResult:
         """Hybrid (or ``dense`` / ``sparse``) search: :func:`aisac_core.rag.search.search`; ``.as_dict()`` gives the
         :class:`~aisac_core.rag.results.SearchResultDict`. Raises :class:`~aisac_core.rag.search.SearchError`."""
         return search(self, query, k, filters, mode)
@@ -116,8 +121,9 @@ class RagService:
         Raises :class:`~aisac_core.rag.sections.DocumentNotFoundError`."""
         return get_overview(self, doc_id)
 
-    def read_sections(self, doc_id: str, section: str, max_tokens: int = 2000,
-                      cursor: int | None = None) -> SectionText:
+    def read_sections(
+        self, doc_id: str, section: str, max_tokens: int = 2000, cursor: int | None = None
+    ) -> SectionText:
         """A page (``max_tokens``, 50..20000) of a document's section(s) from ``cursor``:
         :func:`aisac_core.rag.sections.read_sections` (its errors)."""
         return read_sections(self, doc_id, section, max_tokens, cursor)
@@ -133,28 +139,47 @@ class RagService:
         if isinstance(anchor, str):
             got = self.get_chunk(anchor.strip()) if anchor.strip() else None
             if got is None:
-                return {"status": "missing", "chunk_id": anchor, "doc_id": None, "path": None, "sha256_now": None,
-                        "current_chunk_id": None,
-                        "detail": f"chunk id {anchor!r} is not in the index: its document was removed or re-indexed "
-                                  "after an edit (chunk ids change then), or the id is wrong; verify the full anchor "
-                                  "instead"}
+                return {
+                    "status": "missing",
+                    "chunk_id": anchor,
+                    "doc_id": None,
+                    "path": None,
+                    "sha256_now": None,
+                    "current_chunk_id": None,
+                    "detail": f"chunk id {anchor!r} is not in the index: its document was removed or re-indexed "
+                    "after an edit (chunk ids change then), or the id is wrong; verify the full anchor "
+                    "instead",
+                }
             anchor = {**got["anchor"], "text": got.get("text")}
         return verify_anchor(self, anchor)
 
     # ---- the manifest and the catalogue ------------------------------------------------------------
 
-    def list_documents(self, *, status: str | None = None, file_type: str | None = None,
-                       path_glob: str | None = None, limit: int = 100, offset: int = 0) -> Documents:
+    def list_documents(
+        self,
+        *,
+        status: str | None = None,
+        file_type: str | None = None,
+        path_glob: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Documents:
         """Manifest rows, paged and filtered: :func:`aisac_core.rag.indexer.list_documents`."""
-        return list_documents(self, status=status, file_type=file_type, path_glob=path_glob, limit=limit,
-                              offset=offset)
+        return list_documents(self, status=status, file_type=file_type, path_glob=path_glob, limit=limit, offset=offset)
 
     def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
         """A document's manifest row and parsed content, or None when unknown."""
         return get_document(self, doc_id)
 
-    def catalog(self, *, root: str | None = None, file_type: str | None = None, refresh: bool = False,
-                limit: int = 100, offset: int = 0) -> Catalog:
+    def catalog(
+        self,
+        *,
+        root: str | None = None,
+        file_type: str | None = None,
+        refresh: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Catalog:
         """Catalogued data files, paged: :func:`aisac_core.rag.catalog.catalog_entries`; ``refresh``: list the
         catalog roots again first. Raises :class:`~aisac_core.errors.BadPathError` for a bad ``root``."""
         if refresh and self.settings.rag.catalog_roots:
@@ -182,8 +207,10 @@ class RagService:
         roots = list(s.rag.roots) + list(s.rag.catalog_roots)
         if path is None:
             if not roots:
-                raise BadPathError("no path given and no registered roots: pass path='/folder/of/papers' or set "
-                                   "AISAC_ROOTS='[\"/folder\"]'")
+                raise BadPathError(
+                    "no path given and no registered roots: pass path='/folder/of/papers' or set "
+                    "AISAC_ROOTS='[\"/folder\"]'"
+                )
             groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
             return [(paths, cat) for paths, cat in groups if paths]
         items = [path] if isinstance(path, str) else list(path)
@@ -223,6 +250,7 @@ class RagService:
             raise IndexingError("give exactly one of doc_id or path")
         did = doc_id if doc_id is not None else doc_id_of_path(path or "")
         if get_document(self, did) is None:
-            raise IndexingError(f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is "
-                                "indexed")
+            raise IndexingError(
+                f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is indexed"
+            )
         return {"removed": did, "chunks_deleted": self.indexer.remove([did])}

@@ -57,14 +57,21 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
     fp = fingerprint(parts)
     return {
-        "data_dir": str(s.data_dir), "sql_url": redact_url(s.resolved_sql_url),
-        "schema_revision": schema_revision(parts.engine), "vector_backend": s.vector_backend,
+        "data_dir": str(s.data_dir),
+        "sql_url": redact_url(s.resolved_sql_url),
+        "schema_revision": schema_revision(parts.engine),
+        "vector_backend": s.vector_backend,
         "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
-        "embedding_model": parts.embedder.model_id, "fingerprint": fp,
-        "documents": by_status, "documents_by_type": by_type, "chunks_in_manifest": int(manifest_chunks),
+        "embedding_model": parts.embedder.model_id,
+        "fingerprint": fp,
+        "documents": by_status,
+        "documents_by_type": by_type,
+        "chunks_in_manifest": int(manifest_chunks),
         "chunks_in_vector_store": parts.vectors().count(CHUNKS),
-        "stale_documents": sum(1 for f in fps if f != fp), "catalogued_files": int(catalogued),
-        "trace_events": int(events), "recent_jobs": jobs.list(5),
+        "stale_documents": sum(1 for f in fps if f != fp),
+        "catalogued_files": int(catalogued),
+        "trace_events": int(events),
+        "recent_jobs": jobs.list(5),
         "permission_warnings": permission_warnings(s.data_dir),
     }

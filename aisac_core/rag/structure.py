@@ -16,14 +16,28 @@ if TYPE_CHECKING:
     from aisac_core.rag.chunking import Chunk
 
 #: Fixed section taxonomy; headings map to it by keyword.
-SECTION_LABELS = ("abstract", "introduction", "methods", "results", "discussion", "conclusion", "datasets",
-                  "references", "other")
+SECTION_LABELS = (
+    "abstract",
+    "introduction",
+    "methods",
+    "results",
+    "discussion",
+    "conclusion",
+    "datasets",
+    "references",
+    "other",
+)
 _SECTION_SYNONYMS: list[tuple[str, re.Pattern[str]]] = [
     # only at the start: "Summary of the campaign" is an abstract, "B.2 Partial summary annotation" is not
     ("abstract", re.compile(r"^(abstract|summary|executive summary|plain language summary)\b")),
     ("introduction", re.compile(r"\b(introduction|background|motivation)\b")),
-    ("methods", re.compile(r"\b(methods?|methodology|materials|experimental( setup| design)?|approach|"
-                           r"procedure|implementation|model)\b")),
+    (
+        "methods",
+        re.compile(
+            r"\b(methods?|methodology|materials|experimental( setup| design)?|approach|"
+            r"procedure|implementation|model)\b"
+        ),
+    ),
     ("datasets", re.compile(r"\b(data ?sets?|data|corpus|corpora|benchmarks?)\b")),
     ("results", re.compile(r"\b(results?|findings|experiments?|evaluation|analysis)\b")),
     ("discussion", re.compile(r"\b(discussion|limitations?)\b")),
@@ -66,10 +80,23 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
     front = extra.get("front")
     head = text[:6000]
     hay = "\n".join(list(extra.get("vertical", [])) + list(extra.get("margins", []))[:20] + [head])
-    title_item = next(((getattr(it, "text", "") or "").strip() for it, _ in doc.iterate_items()
-                       if str(getattr(it, "label", "")).endswith("title")), None)
-    meta: dict[str, Any] = {"title": title_item or title, "authors": [], "year": None, "doi": None, "arxiv_id": None,
-                            "confidence": None, "title_source": None}
+    title_item = next(
+        (
+            (getattr(it, "text", "") or "").strip()
+            for it, _ in doc.iterate_items()
+            if str(getattr(it, "label", "")).endswith("title")
+        ),
+        None,
+    )
+    meta: dict[str, Any] = {
+        "title": title_item or title,
+        "authors": [],
+        "year": None,
+        "doi": None,
+        "arxiv_id": None,
+        "confidence": None,
+        "title_source": None,
+    }
     if front is not None:
         meta.update(title=front["title"], confidence=front["confidence"], title_source=front["title_source"])
     if m := _ARXIV.search(hay):
@@ -77,10 +104,20 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
     if m := _DOI.search(hay):
         meta["doi"] = m.group(1)
     first_page = min((it.prov[0].page_no for it, _ in doc.iterate_items() if getattr(it, "prov", None)), default=None)
-    page1 = "\n".join((getattr(it, "text", "") or "") for it, _ in doc.iterate_items()
-                      if getattr(it, "prov", None) and it.prov[0].page_no == first_page) if first_page else head[:3000]
-    years = [int(y) for y in _YEAR.findall("\n".join(list(extra.get("vertical", [])) + [page1]))
-             if int(y) <= date.today().year]
+    page1 = (
+        "\n".join(
+            (getattr(it, "text", "") or "")
+            for it, _ in doc.iterate_items()
+            if getattr(it, "prov", None) and it.prov[0].page_no == first_page
+        )
+        if first_page
+        else head[:3000]
+    )
+    years = [
+        int(y)
+        for y in _YEAR.findall("\n".join(list(extra.get("vertical", [])) + [page1]))
+        if int(y) <= date.today().year
+    ]
     if meta["arxiv_id"]:
         meta["year"] = 2000 + int(meta["arxiv_id"][:2])  # arXiv ids start with YYMM
     elif years:
@@ -90,9 +127,9 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
         meta["authors"] = list(front["authors"])
         return meta
     items = [(it, str(getattr(it, "label", ""))) for it, _ in doc.iterate_items()]
-    for i, (it, lab) in enumerate(items):
+    for i, (_it, lab) in enumerate(items):
         if lab.endswith("title"):
-            for nxt, nlab in items[i + 1:i + 3]:
+            for nxt, nlab in items[i + 1 : i + 3]:
                 t = (getattr(nxt, "text", "") or "").strip()
                 if not nlab.endswith("text") or len(t) > 300 or "@" in t or letters_ratio(t) < 0.6:
                     continue
@@ -112,8 +149,9 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
     return meta
 
 
-def document_structure(doc: Any, text: str, offsets: dict[str, tuple[int, int]], chunks: list["Chunk"],
-                       title: str | None) -> dict[str, Any]:
+def document_structure(
+    doc: Any, text: str, offsets: dict[str, tuple[int, int]], chunks: list[Chunk], title: str | None
+) -> dict[str, Any]:
     """The document's structure for overview and section reading (stored with the parsed text).
 
     ``doc`` is the DoclingDocument, ``text`` its plain text, ``offsets`` the char span of each item in it
@@ -145,26 +183,42 @@ def document_structure(doc: Any, text: str, offsets: dict[str, tuple[int, int]],
                 stack.pop()
             # the innermost label wins ("3 Results > 3.1 Experimental setup" is methods); an unlabelled
             # subsection takes its parent's
-            parent_label = next((sections[i]["label"] for i in reversed(stack) if sections[i]["label"] != "other"),
-                                None)
+            parent_label = next(
+                (sections[i]["label"] for i in reversed(stack) if sections[i]["label"] != "other"), None
+            )
             own = section_label(t)
             if stack and own in ("abstract", "references"):
                 own = "other"  # an "Abstract" inside a section is a figure's text or an example, not the paper's
-            sections.append({"title": t, "number": m.group(1).rstrip(".") if m else None, "level": level,
-                             "label": own if own != "other" else (parent_label or "other"),
-                             "page_start": page, "page_end": page,
-                             "char_start": s, "char_end": len(text), "chunk_count": 0})
+            sections.append(
+                {
+                    "title": t,
+                    "number": m.group(1).rstrip(".") if m else None,
+                    "level": level,
+                    "label": own if own != "other" else (parent_label or "other"),
+                    "page_start": page,
+                    "page_end": page,
+                    "char_start": s,
+                    "char_end": len(text),
+                    "chunk_count": 0,
+                }
+            )
             stack.append(len(sections) - 1)
             kind = "heading"
         else:
-            kind = {"title": "title", "caption": "caption", "table": "table", "reference": "reference",
-                    "list_item": "list"}.get(lab, "text")
+            kind = {
+                "title": "title",
+                "caption": "caption",
+                "table": "table",
+                "reference": "reference",
+                "list_item": "list",
+            }.get(lab, "text")
             if kind == "text" and "\n" in text[s:e] and " | " in text[s:e]:
                 kind = "table"
             if kind == "caption":
                 t = text[s:e]
-                captions.append({"kind": "table" if t.lower().startswith("tab") else "figure", "text": t[:500],
-                                 "page": page})
+                captions.append(
+                    {"kind": "table" if t.lower().startswith("tab") else "figure", "text": t[:500], "page": page}
+                )
         for i in stack:
             if page is not None:
                 sec = sections[i]
@@ -173,7 +227,7 @@ def document_structure(doc: Any, text: str, offsets: dict[str, tuple[int, int]],
         blocks.append([kind, page, s, e, stack[-1] if stack else -1])
     # a section ends where the next heading of the same or a higher level starts
     for i, sec in enumerate(sections):
-        for nxt in sections[i + 1:]:
+        for nxt in sections[i + 1 :]:
             if nxt["level"] <= sec["level"]:
                 sec["char_end"] = nxt["char_start"]
                 break
@@ -185,5 +239,4 @@ def document_structure(doc: Any, text: str, offsets: dict[str, tuple[int, int]],
                 inner = sec
         # one labelling for chunks and sections: the chunk takes its innermost section's label
         ch.section_covers = inner["label"] if inner else "other"
-    return {"sections": sections, "captions": captions, "blocks": blocks,
-            "metadata": _metadata(doc, text, title)}
+    return {"sections": sections, "captions": captions, "blocks": blocks, "metadata": _metadata(doc, text, title)}

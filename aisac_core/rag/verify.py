@@ -70,12 +70,21 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     chunk_id = a.chunk_id
     want_sha, want_chunk = a.sha256, a.chunk_sha256
     doc_id = a.doc_id or doc_id_of_path(a.path, what="anchor path")  # type: ignore[arg-type]  # doc_id or path
-    out: Verification = {"status": "missing", "chunk_id": chunk_id, "doc_id": doc_id, "path": a.path,
-                           "detail": "", "sha256_now": None, "current_chunk_id": None}
+    out: Verification = {
+        "status": "missing",
+        "chunk_id": chunk_id,
+        "doc_id": doc_id,
+        "path": a.path,
+        "detail": "",
+        "sha256_now": None,
+        "current_chunk_id": None,
+    }
     got = get_document(parts, doc_id)
     if got is None:
-        out["detail"] = (f"document {doc_id} is not in the index (removed, or never indexed in this store): "
-                         "index the file again and search anew")
+        out["detail"] = (
+            f"document {doc_id} is not in the index (removed, or never indexed in this store): "
+            "index the file again and search anew"
+        )
         return out
     row, content = got
     path = Path(row.path)
@@ -112,15 +121,18 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     if now == want_sha:
         if anchored_point_ok or current_match:
             out["status"], out["detail"] = "ok", "file unchanged (sha256 equal) and the chunk text hash matches"
-        elif text is not None and content is not None and index_is_current and \
-                _norm_ws(text) in _norm_ws(content.text):
-            out["status"], out["detail"] = "ok", ("file unchanged (sha256 equal); the passage occurs in its text "
-                                                  "(the document was re-chunked since)")
+        elif text is not None and content is not None and index_is_current and _norm_ws(text) in _norm_ws(content.text):
+            out["status"], out["detail"] = (
+                "ok",
+                ("file unchanged (sha256 equal); the passage occurs in its text (the document was re-chunked since)"),
+            )
         else:
             out["status"] = "chunk_changed"
-            out["detail"] = ("file unchanged (sha256 equal) but no chunk of the document has the anchor's "
-                             "chunk_sha256: the anchor was altered, or the document was re-chunked by a new "
-                             "parser revision; search again for a fresh anchor")
+            out["detail"] = (
+                "file unchanged (sha256 equal) but no chunk of the document has the anchor's "
+                "chunk_sha256: the anchor was altered, or the document was re-chunked by a new "
+                "parser revision; search again for a fresh anchor"
+            )
         return out
 
     # the file changed: is the passage still in the current version?
@@ -132,8 +144,13 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
             found, where = True, "the passage occurs in the re-indexed version's text"
     else:
         try:
-            parsed = parse_document(path, parts.embedder.tokenizer(), parts.settings.rag.chunk_max_tokens,
-                                    parts.settings.rag.pdf_pipeline, limits=ArchiveLimits.from_settings(parts.settings))
+            parsed = parse_document(
+                path,
+                parts.embedder.tokenizer(),
+                parts.settings.rag.chunk_max_tokens,
+                parts.settings.rag.pdf_pipeline,
+                limits=ArchiveLimits.from_settings(parts.settings),
+            )
         except DocumentError as exc:
             out["status"] = "chunk_changed"
             out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"
@@ -144,11 +161,14 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
             found, where = True, "the passage occurs in the current (not yet re-indexed) version's text"
     if found:
         out["status"] = "file_changed"
-        out["detail"] = f"the file changed since the anchor was made (sha256 differs), but {where}; page and " \
-                        "char span may have moved"
+        out["detail"] = (
+            f"the file changed since the anchor was made (sha256 differs), but {where}; page and "
+            "char span may have moved"
+        )
     else:
         out["status"] = "chunk_changed"
-        out["detail"] = ("the file changed since the anchor was made (sha256 differs) and the anchored passage "
-                         "is no longer in it" + ("" if text is not None else
-                                                 " (no chunk of the current version has its text hash)"))
+        out["detail"] = (
+            "the file changed since the anchor was made (sha256 differs) and the anchored passage "
+            "is no longer in it" + ("" if text is not None else " (no chunk of the current version has its text hash)")
+        )
     return out

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
     from aisac_core.roles.env import RoleEnv
     from aisac_core.settings import RolesSettings
 
-SYSTEM = ("You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
-          "the evidence given, and reply with a single JSON object that matches the schema, with no other text.")
+SYSTEM = (
+    "You are one role of aisac, a retrieval-grounded scientific assistant. Follow the instructions, use only "
+    "the evidence given, and reply with a single JSON object that matches the schema, with no other text."
+)
 #: completion budget of one role reply (tokens)
 MAX_TOKENS = 2000
 LLM_CHOICES = ("auto", "none", "openai", "sampling", "replay")
@@ -75,8 +78,8 @@ class OpenAIBackend(Backend):
             # role/content dicts are valid message params; openai types them as TypedDicts with literal roles
             params = cast("list[ChatCompletionMessageParam]", messages)
             r = self.client.chat.completions.create(
-                model=self.model, messages=params,
-                temperature=0, seed=self.seed, max_tokens=MAX_TOKENS)
+                model=self.model, messages=params, temperature=0, seed=self.seed, max_tokens=MAX_TOKENS
+            )
             if not r.choices or r.choices[0].message.content is None:
                 raise RoleModelError(f"the model endpoint {self.base_url} returned no message content")
             return r.choices[0].message.content
@@ -84,15 +87,21 @@ class OpenAIBackend(Backend):
         try:
             return await anyio.to_thread.run_sync(call)
         except openai.APITimeoutError as exc:
-            raise RoleModelError(f"the model endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
-                                 "(AISAC_ROLES_LLM_TIMEOUT_S); check that it runs, or use --llm none") from exc
+            raise RoleModelError(
+                f"the model endpoint {self.base_url} did not answer within {self.timeout_s:g} s "
+                "(AISAC_ROLES_LLM_TIMEOUT_S); check that it runs, or use --llm none"
+            ) from exc
         except openai.APIConnectionError as exc:
-            raise RoleModelError(f"cannot reach the model endpoint {self.base_url} ({exc}); check "
-                                 "AISAC_ROLES_LLM_BASE_URL, or use --llm none") from exc
+            raise RoleModelError(
+                f"cannot reach the model endpoint {self.base_url} ({exc}); check "
+                "AISAC_ROLES_LLM_BASE_URL, or use --llm none"
+            ) from exc
         except openai.APIStatusError as exc:
-            raise RoleModelError(f"the model endpoint {self.base_url} answered HTTP {exc.status_code}: "
-                                 f"{str(exc)[:300]}; check the model name (AISAC_ROLES_LLM_MODEL) and the key "
-                                 "(the variable named by AISAC_ROLES_LLM_API_KEY_ENV)") from exc
+            raise RoleModelError(
+                f"the model endpoint {self.base_url} answered HTTP {exc.status_code}: "
+                f"{str(exc)[:300]}; check the model name (AISAC_ROLES_LLM_MODEL) and the key "
+                "(the variable named by AISAC_ROLES_LLM_API_KEY_ENV)"
+            ) from exc
 
 
 class ReplayBackend(Backend):
@@ -102,11 +111,13 @@ class ReplayBackend(Backend):
     model = "cache"
 
     async def complete(self, messages: list[dict[str, str]], *, key: str) -> str:
-        raise RoleModelError(f"replay: no cached model response for request {key[:16]}…; replay works for requests "
-                             "a traced run made with the same prompts, model and settings")
+        raise RoleModelError(
+            f"replay: no cached model response for request {key[:16]}…; replay works for requests "
+            "a traced run made with the same prompts, model and settings"
+        )
 
 
-def get_backend(settings: "RolesSettings", llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
+def get_backend(settings: RolesSettings, llm: str | None = None, sampling: Backend | None = None) -> Backend | None:
     """The backend for ``llm`` (default ``settings.llm``, the roles settings); None means no model (deterministic
     fallbacks).
 
@@ -127,20 +138,32 @@ def get_backend(settings: "RolesSettings", llm: str | None = None, sampling: Bac
         return ReplayBackend()
     if choice == "sampling":
         if sampling is None:
-            raise RolesError("llm='sampling' needs an MCP client that offers sampling; this one does not. Use "
-                             "llm='none', an OpenAI-compatible endpoint, or the roles_* prompts with the submit tools")
+            raise RolesError(
+                "llm='sampling' needs an MCP client that offers sampling; this one does not. Use "
+                "llm='none', an OpenAI-compatible endpoint, or the roles_* prompts with the submit tools"
+            )
         return sampling
     if not settings.llm_base_url:
-        raise RolesError("llm='openai' needs an endpoint: set AISAC_ROLES_LLM_BASE_URL (e.g. "
-                         "http://127.0.0.1:8000/v1) and AISAC_ROLES_LLM_MODEL")
+        raise RolesError(
+            "llm='openai' needs an endpoint: set AISAC_ROLES_LLM_BASE_URL (e.g. "
+            "http://127.0.0.1:8000/v1) and AISAC_ROLES_LLM_MODEL"
+        )
     key = os.environ.get(settings.llm_api_key_env) or "none"  # local servers accept any key
-    return OpenAIBackend(settings.llm_base_url, settings.llm_model, key, settings.llm_timeout_s,
-                         settings.llm_seed)
+    return OpenAIBackend(settings.llm_base_url, settings.llm_model, key, settings.llm_timeout_s, settings.llm_seed)
 
 
-async def ask_json(env: "RoleEnv", backend: Backend, *, role: str, schema: str, prompt: str, prompt_version: str,
-                   run_id: str, parent_id: int | None,
-                   check: Callable[[Any], list[str]] | None = None) -> dict[str, Any]:
+async def ask_json(
+    env: RoleEnv,
+    backend: Backend,
+    *,
+    role: str,
+    schema: str,
+    prompt: str,
+    prompt_version: str,
+    run_id: str,
+    parent_id: int | None,
+    check: Callable[[Any], list[str]] | None = None,
+) -> dict[str, Any]:
     """Ask ``backend`` for a JSON object valid against ``schema`` (and ``check``, extra validation returning errors).
 
     A reply that is not JSON or violates the schema gets one repair request (the errors are sent back); a second
@@ -153,20 +176,30 @@ async def ask_json(env: "RoleEnv", backend: Backend, *, role: str, schema: str, 
     Returns ``{"output": obj, "request_sha256", "cached": bool, "repaired": bool}``.
     """
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    reply, key, cached = await _request(env, backend, role, schema, prompt_version, messages, run_id, parent_id,
-                                        repair=False)
+    reply, key, cached = await _request(
+        env, backend, role, schema, prompt_version, messages, run_id, parent_id, repair=False
+    )
     errors = _errors(schema, reply, check)
     if not errors:
         return {"output": parse_json(reply), "request_sha256": key, "cached": cached, "repaired": False}
-    repair = messages + [{"role": "assistant", "content": reply},
-                         {"role": "user", "content": "Your reply is not valid:\n- " + "\n- ".join(errors)
-                          + "\nReply again with the corrected JSON object only."}]
-    reply2, key2, cached2 = await _request(env, backend, role, schema, prompt_version, repair, run_id, parent_id,
-                                           repair=True)
+    repair = messages + [
+        {"role": "assistant", "content": reply},
+        {
+            "role": "user",
+            "content": "Your reply is not valid:\n- "
+            + "\n- ".join(errors)
+            + "\nReply again with the corrected JSON object only.",
+        },
+    ]
+    reply2, key2, cached2 = await _request(
+        env, backend, role, schema, prompt_version, repair, run_id, parent_id, repair=True
+    )
     errors2 = _errors(schema, reply2, check)
     if errors2:
-        raise RoleModelError(f"the {role} model's reply violated the {schema} schema after one repair attempt "
-                             f"({backend.name} {backend.model}): " + "; ".join(errors2[:8]))
+        raise RoleModelError(
+            f"the {role} model's reply violated the {schema} schema after one repair attempt "
+            f"({backend.name} {backend.model}): " + "; ".join(errors2[:8])
+        )
     return {"output": parse_json(reply2), "request_sha256": key2, "cached": cached2, "repaired": True}
 
 
@@ -181,27 +214,61 @@ def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -
     return errs
 
 
-async def _request(env: "RoleEnv", backend: Backend, role: str, schema: str, prompt_version: str,
-                   messages: list[dict[str, str]], run_id: str, parent_id: int | None, *,
-                   repair: bool) -> tuple[str, str, bool]:
+async def _request(
+    env: RoleEnv,
+    backend: Backend,
+    role: str,
+    schema: str,
+    prompt_version: str,
+    messages: list[dict[str, str]],
+    run_id: str,
+    parent_id: int | None,
+    *,
+    repair: bool,
+) -> tuple[str, str, bool]:
     s = env.settings
     engine = env.engine
     # the key leaves the backend out and names the model, so ``replay`` (with the same settings) finds what an
     # ``openai`` run cached; sampling replies are keyed under the model "client".
     model = s.llm_model if backend.name == "replay" else backend.model
-    request = {"role": role, "model": model, "prompt_version": prompt_version, "schema": schema,
-               "messages": messages, "temperature": 0, "seed": s.llm_seed}
+    request = {
+        "role": role,
+        "model": model,
+        "prompt_version": prompt_version,
+        "schema": schema,
+        "messages": messages,
+        "temperature": 0,
+        "seed": s.llm_seed,
+    }
     key = request_hash(request)
     t0 = time.perf_counter()
     cached_text = await anyio.to_thread.run_sync(cache_get, engine, key)
-    args = {"role": role, "request_sha256": key, "backend": backend.name, "model": backend.model,
-            "prompt_version": prompt_version, "schema": schema, "repair": repair,
-            "prompt": messages[-1]["content"][:4000]}
+    args = {
+        "role": role,
+        "request_sha256": key,
+        "backend": backend.name,
+        "model": backend.model,
+        "prompt_version": prompt_version,
+        "schema": schema,
+        "repair": repair,
+        "prompt": messages[-1]["content"][:4000],
+    }
     if cached_text is not None:
-        await anyio.to_thread.run_sync(lambda: record_tool_call(
-            engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
-            result={"text": cached_text, "cached": True}, status="ok", error=None,
-            latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call", parent_id=parent_id))
+        await anyio.to_thread.run_sync(
+            lambda: record_tool_call(
+                engine,
+                run_id=run_id,
+                server="roles",
+                tool=f"{role}.model",
+                arguments=args,
+                result={"text": cached_text, "cached": True},
+                status="ok",
+                error=None,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                kind="model_call",
+                parent_id=parent_id,
+            )
+        )
         return cached_text, key, True
     try:
         text = await backend.complete(messages, key=key)
@@ -209,15 +276,40 @@ async def _request(env: "RoleEnv", backend: Backend, role: str, schema: str, pro
         raise
     except RoleModelError as exc:
         msg = str(exc)
-        await anyio.to_thread.run_sync(lambda: record_tool_call(
-            engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args, result=None,
-            status="exception", error=msg, latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call",
-            parent_id=parent_id))
+        await anyio.to_thread.run_sync(
+            lambda: record_tool_call(
+                engine,
+                run_id=run_id,
+                server="roles",
+                tool=f"{role}.model",
+                arguments=args,
+                result=None,
+                status="exception",
+                error=msg,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                kind="model_call",
+                parent_id=parent_id,
+            )
+        )
         raise
-    await anyio.to_thread.run_sync(lambda: cache_put(engine, key, backend=backend.name, model=backend.model,
-                                                     role=role, request=request, response=text))
-    await anyio.to_thread.run_sync(lambda: record_tool_call(
-        engine, run_id=run_id, server="roles", tool=f"{role}.model", arguments=args,
-        result={"text": text, "cached": False}, status="ok", error=None,
-        latency_ms=(time.perf_counter() - t0) * 1000, kind="model_call", parent_id=parent_id))
+    await anyio.to_thread.run_sync(
+        lambda: cache_put(
+            engine, key, backend=backend.name, model=backend.model, role=role, request=request, response=text
+        )
+    )
+    await anyio.to_thread.run_sync(
+        lambda: record_tool_call(
+            engine,
+            run_id=run_id,
+            server="roles",
+            tool=f"{role}.model",
+            arguments=args,
+            result={"text": text, "cached": False},
+            status="ok",
+            error=None,
+            latency_ms=(time.perf_counter() - t0) * 1000,
+            kind="model_call",
+            parent_id=parent_id,
+        )
+    )
     return text, key, False

@@ -6,7 +6,8 @@ protocols so that none of them imports the service (which imports them) or the a
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine
 

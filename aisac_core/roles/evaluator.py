@@ -36,21 +36,21 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
-    from aisac_core.roles.env import EvaluatorEnv
     from aisac_core.roles.backends import Backend
+    from aisac_core.roles.env import EvaluatorEnv
 
 MAX_CRITIQUES = 10
 _PATH_KEYS = ("path", "paths", "file", "files", "source")
 _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
 
 
-def verify(env: "EvaluatorEnv", anchor: dict[str, Any]) -> dict[str, Any]:
+def verify(env: EvaluatorEnv, anchor: dict[str, Any]) -> dict[str, Any]:
     """Re-verify a cited anchor (``env.verify_anchor``, :func:`aisac_core.rag.verify.verify_anchor`): ``{status,
     chunk_id, path, detail}``."""
     return env.verify_anchor(anchor)
 
 
-def evidence_gate(env: "EvaluatorEnv", answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evidence_gate(env: EvaluatorEnv, answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``."""
     gate = MODE_GATES[mode]
     anchors, crit = [], []
@@ -67,23 +67,57 @@ def evidence_gate(env: "EvaluatorEnv", answer: dict[str, Any], mode: str) -> tup
         ok = v.get("status") == "ok"
         counts = ok and score is not None and score >= gate["min_score"]
         counted += counts
-        anchors.append({"n": c.get("n"), "chunk_id": a.get("chunk_id"), "status": v.get("status"),
-                        "detail": v.get("detail"), "score": score, "counted": counts})
+        anchors.append(
+            {
+                "n": c.get("n"),
+                "chunk_id": a.get("chunk_id"),
+                "status": v.get("status"),
+                "detail": v.get("detail"),
+                "score": score,
+                "counted": counts,
+            }
+        )
         if v.get("status") in ("missing", "chunk_changed"):
-            crit.append({"aspect": "grounding", "severity": 1.0, "evidence_refs": [str(a.get("chunk_id"))],
-                         "text": f"citation [{c.get('n')}] does not verify ({v.get('status')}: {v.get('detail')}); "
-                                 "search again and cite current passages"})
+            crit.append(
+                {
+                    "aspect": "grounding",
+                    "severity": 1.0,
+                    "evidence_refs": [str(a.get("chunk_id"))],
+                    "text": f"citation [{c.get('n')}] does not verify ({v.get('status')}: {v.get('detail')}); "
+                    "search again and cite current passages",
+                }
+            )
         elif v.get("status") == "file_changed":
-            crit.append({"aspect": "grounding", "severity": 0.3, "evidence_refs": [str(a.get("chunk_id"))],
-                         "text": f"citation [{c.get('n')}]: the file changed since indexing, the passage is still "
-                                 "there; re-index to refresh page and span"})
+            crit.append(
+                {
+                    "aspect": "grounding",
+                    "severity": 0.3,
+                    "evidence_refs": [str(a.get("chunk_id"))],
+                    "text": f"citation [{c.get('n')}]: the file changed since indexing, the passage is still "
+                    "there; re-index to refresh page and span",
+                }
+            )
     passed = counted >= gate["min_anchors"]
     if not passed:
-        crit.append({"aspect": "grounding", "severity": 0.9, "evidence_refs": [a["chunk_id"] for a in anchors],
-                     "text": f"the answer cites {counted} verified anchor(s) with score >= {gate['min_score']}; mode "
-                             f"{mode} needs {gate['min_anchors']}: gather more evidence (wider or other searches)"})
-    return ({"passed": passed, "required": gate["min_anchors"], "min_score": gate["min_score"],
-             "verified_counted": counted, "anchors": anchors}, crit)
+        crit.append(
+            {
+                "aspect": "grounding",
+                "severity": 0.9,
+                "evidence_refs": [a["chunk_id"] for a in anchors],
+                "text": f"the answer cites {counted} verified anchor(s) with score >= {gate['min_score']}; mode "
+                f"{mode} needs {gate['min_anchors']}: gather more evidence (wider or other searches)",
+            }
+        )
+    return (
+        {
+            "passed": passed,
+            "required": gate["min_anchors"],
+            "min_score": gate["min_score"],
+            "verified_counted": counted,
+            "anchors": anchors,
+        },
+        crit,
+    )
 
 
 def _paths(x: Any) -> list[str]:
@@ -121,8 +155,11 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
             got = ev.get("result")
             res = got if isinstance(got, dict) else {}
             # the resolved source paths the data server reports (a relative argument is relative to its first root)
-            resolved = [f["source"]["path"] for f in res.get("frames") or []
-                        if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")]
+            resolved = [
+                f["source"]["path"]
+                for f in res.get("frames") or []
+                if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")
+            ]
             for p in resolved or [p for p in _paths(ev.get("arguments") or {}) if Path(p).expanduser().is_absolute()]:
                 refs.setdefault(p, ev["id"])
     for p in answer.get("files") or []:
@@ -135,8 +172,14 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
             problem = looks_like_error_page(fp)
         files.append({"path": p, "event_id": ev_id, "ok": problem is None, "problem": problem})
         if problem:
-            crit.append({"aspect": "data", "severity": 0.9, "evidence_refs": [str(ev_id) if ev_id else p],
-                         "text": f"referenced file {p} {problem}; fetch or point to the right file"})
+            crit.append(
+                {
+                    "aspect": "data",
+                    "severity": 0.9,
+                    "evidence_refs": [str(ev_id) if ev_id else p],
+                    "text": f"referenced file {p} {problem}; fetch or point to the right file",
+                }
+            )
     return {"passed": not crit, "files": files}, crit
 
 
@@ -164,9 +207,15 @@ def exec_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
         err = ev.get("error") or (res.get("error") if isinstance(res, dict) else None)
         runs.append({"event_id": ev["id"], "ok": ok, "error": err})
         if not ok:
-            crit.append({"aspect": "code", "severity": 0.9, "evidence_refs": [str(ev["id"])],
-                         "text": f"code run (trace event {ev['id']}) failed: {str(err)[:300]}; fix the code and run "
-                                 "it again before relying on its output"})
+            crit.append(
+                {
+                    "aspect": "code",
+                    "severity": 0.9,
+                    "evidence_refs": [str(ev["id"])],
+                    "text": f"code run (trace event {ev['id']}) failed: {str(err)[:300]}; fix the code and run "
+                    "it again before relying on its output",
+                }
+            )
     return {"passed": not crit, "runs": runs}, crit
 
 
@@ -176,9 +225,13 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
     sev = [float(c.get("severity", 0)) for c in cs]
     mean = sum(sev) / len(sev) if sev else 0.0
     mx = max(sev) if sev else 0.0
-    return {"critiques": cs, "mean_severity": round(mean, 4), "max_severity": round(mx, 4),
-            "passed": mean <= max_mean and mx <= max_max,
-            "thresholds": {"max_mean_severity": max_mean, "max_severity": max_max}}
+    return {
+        "critiques": cs,
+        "mean_severity": round(mean, 4),
+        "max_severity": round(mx, 4),
+        "passed": mean <= max_mean and mx <= max_max,
+        "thresholds": {"max_mean_severity": max_mean, "max_severity": max_max},
+    }
 
 
 #: the report's ``content`` field when no model judged the answer's content (only the automatic gates ran)
@@ -194,8 +247,9 @@ def verdict(passed: bool, content_judged: bool) -> str:
     return "evidence verified" if passed else "evidence not verified"
 
 
-def automatic_checks(env: "EvaluatorEnv", answer: dict[str, Any], events: list[dict[str, Any]],
-                     mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def automatic_checks(
+    env: EvaluatorEnv, answer: dict[str, Any], events: list[dict[str, Any]], mode: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer."""
     ev_gate, c1 = evidence_gate(env, answer, mode)
@@ -205,8 +259,14 @@ def automatic_checks(env: "EvaluatorEnv", answer: dict[str, Any], events: list[d
     if not (answer.get("text") or "").strip():
         crit.append({"aspect": "completeness", "severity": 1.0, "evidence_refs": [], "text": "the answer is empty"})
     elif not answer.get("citations"):
-        crit.append({"aspect": "grounding", "severity": 1.0, "evidence_refs": [],
-                     "text": "the answer cites no evidence; every claim needs an anchor"})
+        crit.append(
+            {
+                "aspect": "grounding",
+                "severity": 1.0,
+                "evidence_refs": [],
+                "text": "the answer cites no evidence; every claim needs an anchor",
+            }
+        )
     return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
 
 
@@ -214,12 +274,29 @@ def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
     prompt must be identical when the run is replayed, or the cached response is not found)."""
     calls = [ev for ev in events if ev["kind"] == "tool_call"]
-    return [{"call": n, "tool": ev["tool"], "status": ev["status"], "arguments": ev.get("arguments"),
-             "error": ev.get("error")} for n, ev in enumerate(calls, 1)][-30:]
+    return [
+        {
+            "call": n,
+            "tool": ev["tool"],
+            "status": ev["status"],
+            "arguments": ev.get("arguments"),
+            "error": ev.get("error"),
+        }
+        for n, ev in enumerate(calls, 1)
+    ][-30:]
 
 
-async def evaluate(env: "EvaluatorEnv", task: str, answer: dict[str, Any], events: list[dict[str, Any]],
-                   backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
+async def evaluate(
+    env: EvaluatorEnv,
+    task: str,
+    answer: dict[str, Any],
+    events: list[dict[str, Any]],
+    backend: Backend | None,
+    *,
+    mode: str,
+    run_id: str,
+    parent_id: int | None,
+) -> dict[str, Any]:
     """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by,
     content_judged, content, verdict}``.
 
@@ -233,20 +310,46 @@ async def evaluate(env: "EvaluatorEnv", task: str, answer: dict[str, Any], event
     by = "automatic"
     extra: dict[str, Any] = {}
     if backend is not None:
-        shown = {"text": answer.get("text"), "citations": [
-            {k: c.get(k) for k in ("n", "kind", "chunk_id", "title", "page", "section", "ref", "quote")}
-            for c in answer.get("citations") or []]}
-        text, version = render("evaluator", {"task": task, "answer": shown, "evidence": evidence_summary(events),
-                                             "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()},
-                                                       "critiques": crit},
-                                             "schema": load_schema("critique")}, s.prompt_dir)
-        got = await ask_json(env, backend, role="evaluator", schema="critique", prompt=text, prompt_version=version,
-                             run_id=run_id, parent_id=parent_id)
+        shown = {
+            "text": answer.get("text"),
+            "citations": [
+                {k: c.get(k) for k in ("n", "kind", "chunk_id", "title", "page", "section", "ref", "quote")}
+                for c in answer.get("citations") or []
+            ],
+        }
+        text, version = render(
+            "evaluator",
+            {
+                "task": task,
+                "answer": shown,
+                "evidence": evidence_summary(events),
+                "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()}, "critiques": crit},
+                "schema": load_schema("critique"),
+            },
+            s.prompt_dir,
+        )
+        got = await ask_json(
+            env,
+            backend,
+            role="evaluator",
+            schema="critique",
+            prompt=text,
+            prompt_version=version,
+            run_id=run_id,
+            parent_id=parent_id,
+        )
         crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
         by = "automatic+model"
         extra["request_sha256"] = got["request_sha256"]
     summary = summarize(crit, s.max_mean_severity, s.max_severity)
     judged = backend is not None
-    return {"mode": mode, "gates": gates, **summary, "by": by, "content_judged": judged,
-            "content": "judged by model" if judged else NOT_JUDGED, "verdict": verdict(summary["passed"], judged),
-            **extra}
+    return {
+        "mode": mode,
+        "gates": gates,
+        **summary,
+        "by": by,
+        "content_judged": judged,
+        "content": "judged by model" if judged else NOT_JUDGED,
+        "verdict": verdict(summary["passed"], judged),
+        **extra,
+    }

@@ -40,9 +40,9 @@ from aisac_core.roles import planner as pl
 from aisac_core.roles import researcher as rs
 from aisac_core.roles.backends import Backend, get_backend
 from aisac_core.roles.evaluator import evaluate
+from aisac_core.roles.results import RunResult
 from aisac_core.roles.router import route as do_route
 from aisac_core.roles.router import rule_route
-from aisac_core.roles.results import RunResult
 from aisac_core.roles.store import Step, run_events
 from aisac_core.roles.tools import call_tool, capabilities
 from aisac_core.trace.recorder import new_run_id
@@ -57,13 +57,18 @@ _AFTER = ("researcher", "evaluator")
 
 def _base() -> dict[str, Any]:
     return {
-        "version": 1, "start": "router", "replan_limit": None,
+        "version": 1,
+        "start": "router",
+        "replan_limit": None,
         "nodes": {
             "router": {"kind": "role", "description": "classify the question, gather context, decide direct or plan"},
             "planner": {"kind": "role", "description": "write a plan DAG over the live capability list (no tools)"},
             "coordinator": {"kind": "role", "description": "execute the plan's steps through the suite's tools"},
-            "researcher": {"kind": "helper", "within": "coordinator",
-                           "description": "write the answer from the gathered evidence, citing anchors"},
+            "researcher": {
+                "kind": "helper",
+                "within": "coordinator",
+                "description": "write the answer from the gathered evidence, citing anchors",
+            },
             "evaluator": {"kind": "role", "description": "gates (evidence, data, exec) and critiques; pass or fail"},
         },
         "edges": [
@@ -102,15 +107,17 @@ def validate_graph(graph: Any) -> list[str]:
             if not isinstance(node.get("arguments", {}), dict):
                 errs.append(f"node {name!r}: 'arguments' must be a dict")
             if not any(e.get("to") == name for e in graph["edges"] if isinstance(e, dict)):
-                errs.append(f"node {name!r}: add an edge {{'from': <router|planner|coordinator|researcher|"
-                            f"evaluator>, 'to': {name!r}}} saying when it runs")
+                errs.append(
+                    f"node {name!r}: add an edge {{'from': <router|planner|coordinator|researcher|"
+                    f"evaluator>, 'to': {name!r}}} saying when it runs"
+                )
     rl = graph.get("replan_limit")
     if rl is not None and (not isinstance(rl, int) or isinstance(rl, bool) or not 0 <= rl <= 5):
         errs.append(f"replan_limit must be null or an integer 0..5, got {rl!r}")
     return errs
 
 
-def default_graph(augment: "GraphAugment | None" = None) -> dict[str, Any]:
+def default_graph(augment: GraphAugment | None = None) -> dict[str, Any]:
     """The workflow graph (module docstring), passed through ``augment`` when given. Raises :class:`RolesError`
     when the augmented graph is invalid (the errors say what to fix)."""
     g = _base()
@@ -124,7 +131,7 @@ def default_graph(augment: "GraphAugment | None" = None) -> dict[str, Any]:
     return g
 
 
-def active_graph(holder: "HasAugment | None" = None) -> dict[str, Any]:
+def active_graph(holder: HasAugment | None = None) -> dict[str, Any]:
     """The graph runs use by default: :func:`default_graph` with the served project's augmentation
     (``holder.graph_augment``, e.g. the roles service's; none without a project or without ``holder``). Raises
     :class:`RolesError` when the augmented graph is invalid."""
@@ -148,9 +155,18 @@ def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], m
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
 
 
-async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | None = None,
-                    llm: str | None = None, session_id: str | None = None, run_id: str | None = None,
-                    graph: dict[str, Any] | None = None, sampling: Backend | None = None) -> RunResult:
+async def run_graph(
+    env: GraphEnv,
+    task: str,
+    *,
+    tools: ToolPort,
+    mode: str | None = None,
+    llm: str | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    graph: dict[str, Any] | None = None,
+    sampling: Backend | None = None,
+) -> RunResult:
     """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
 
     Args:
@@ -196,8 +212,7 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
         return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
 
     # --- router: gather context, classify, decide
-    with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name,
-                                         "session_id": session_id}) as st:
+    with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name, "session_id": session_id}) as st:
         hits: list[dict[str, Any]] = []
         memory: list[dict[str, Any]] = []
         if "rag_search" in names:
@@ -207,9 +222,10 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
         if session_id and "memory_recall" in names:
             status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
             if status == "ok" and isinstance(res, dict):
-                memory = ([{"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
-                           for t in (res.get("recent") or [])][-5:]
-                          + [{"kind": "related", **p} for p in (res.get("related") or [])][:5])
+                memory = [
+                    {"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
+                    for t in (res.get("recent") or [])
+                ][-5:] + [{"kind": "related", **p} for p in (res.get("related") or [])][:5]
         try:
             decision = await do_route(env, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
         except RoleModelError as exc:
@@ -225,25 +241,47 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
         if decision["decision"] == "direct" and attempt == 0:
             plan = direct_plan(task, decision, caps, s.max_plan_steps)
         else:
-            with Step(engine, run_id, "planner", {"task": task, "attempt": attempt, "feedback": feedback,
-                                                  "tools": sorted(names)}) as st:
+            with Step(
+                engine,
+                run_id,
+                "planner",
+                {"task": task, "attempt": attempt, "feedback": feedback, "tools": sorted(names)},
+            ) as st:
                 try:
-                    plan = await pl.plan(env, task, decision, caps, backend, run_id=run_id, parent_id=st.id,
-                                         attempt=attempt, feedback=feedback)
+                    plan = await pl.plan(
+                        env,
+                        task,
+                        decision,
+                        caps,
+                        backend,
+                        run_id=run_id,
+                        parent_id=st.id,
+                        attempt=attempt,
+                        feedback=feedback,
+                    )
                 except RoleModelError as exc:
                     model_errors.append({"role": "planner", "error": str(exc)})
-                    plan = {**pl.template_plan(task, decision, caps, attempt=attempt,
-                                               max_steps=s.max_plan_steps), "by": "template (model failed)"}
+                    plan = {
+                        **pl.template_plan(task, decision, caps, attempt=attempt, max_steps=s.max_plan_steps),
+                        "by": "template (model failed)",
+                    }
                 st.result = plan
         # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
-        with Step(engine, run_id, "coordinator", {"attempt": attempt,
-                                                  "steps": [x["id"] for x in plan["steps"]]}) as cst:
+        with Step(
+            engine, run_id, "coordinator", {"attempt": attempt, "steps": [x["id"] for x in plan["steps"]]}
+        ) as cst:
             results: dict[str, Any] = {}
             executed: list[dict[str, Any]] = []
             for node_name, node in _tool_nodes(graph, _BEFORE):
                 if node["tool"] not in names:
-                    executed.append({"id": node_name, "tool": node["tool"], "status": "skipped",
-                                     "error": f"tool {node['tool']} is not in the suite"})
+                    executed.append(
+                        {
+                            "id": node_name,
+                            "tool": node["tool"],
+                            "status": "skipped",
+                            "error": f"tool {node['tool']} is not in the suite",
+                        }
+                    )
                     continue
                 args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
                 status, res, err = await call(node["tool"], args, cst.id)
@@ -256,31 +294,43 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
                         args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
                     except ValueError as exc:
                         results[step["id"]] = {"error": str(exc)}
-                        executed.append({"id": step["id"], "tool": step["tool"], "status": "skipped",
-                                         "error": str(exc)})
+                        executed.append(
+                            {"id": step["id"], "tool": step["tool"], "status": "skipped", "error": str(exc)}
+                        )
                         continue
                     status, res, err = await call(step["tool"], args, cst.id)
                     results[step["id"]] = res if status == "ok" else {"error": err}
                     executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
                 else:
-                    answer = await _research(env, engine, run_id, cst.id, task, results, step, plan, backend,
-                                             model_errors, list(_node_ids(graph)))
+                    answer = await _research(
+                        env,
+                        engine,
+                        run_id,
+                        cst.id,
+                        task,
+                        results,
+                        step,
+                        plan,
+                        backend,
+                        model_errors,
+                        list(_node_ids(graph)),
+                    )
                     executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
             if answer is None:  # a model plan without a researcher step
-                answer = await _research(env, engine, run_id, cst.id, task, results, None, plan, backend,
-                                         model_errors, [])
+                answer = await _research(
+                    env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, []
+                )
             cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
         # --- evaluator
         events = run_events(engine, run_id)
-        with Step(engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt,
-                                                "answer": answer}) as st:
+        with Step(
+            engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt, "answer": answer}
+        ) as st:
             try:
-                report = await evaluate(env, task, answer, events, backend, mode=mode, run_id=run_id,
-                                        parent_id=st.id)
+                report = await evaluate(env, task, answer, events, backend, mode=mode, run_id=run_id, parent_id=st.id)
             except RoleModelError as exc:
                 model_errors.append({"role": "evaluator", "error": str(exc)})
-                report = await evaluate(env, task, answer, events, None, mode=mode, run_id=run_id,
-                                        parent_id=st.id)
+                report = await evaluate(env, task, answer, events, None, mode=mode, run_id=run_id, parent_id=st.id)
                 report["by"] = "automatic (model failed)"
             st.result = report
         attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
@@ -292,27 +342,53 @@ async def run_graph(env: "GraphEnv", task: str, *, tools: ToolPort, mode: str | 
     for node_name, node in _tool_nodes(graph, _AFTER):
         with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
             if node["tool"] in names:
-                status, res, err = await call(node["tool"], pl.resolve_arguments(node.get("arguments") or {},
-                                                                                 task, {}), st.id)
+                status, res, err = await call(
+                    node["tool"], pl.resolve_arguments(node.get("arguments") or {}, task, {}), st.id
+                )
                 st.result = {"status": status, "result": res, "error": err}
             else:
                 st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
-    return {"run_id": run_id, "task": task, "mode": mode, "llm": llm_name, "route": decision, "plan": plan,
-            "answer": answer, "evaluation": report, "attempts": attempts, "model_errors": model_errors,
-            "took_s": round(time.perf_counter() - t_start, 3)}
+    return {
+        "run_id": run_id,
+        "task": task,
+        "mode": mode,
+        "llm": llm_name,
+        "route": decision,
+        "plan": plan,
+        "answer": answer,
+        "evaluation": report,
+        "attempts": attempts,
+        "model_errors": model_errors,
+        "took_s": round(time.perf_counter() - t_start, 3),
+    }
 
 
 def _node_ids(graph: dict[str, Any]) -> list[str]:
     return [n for n, node in graph["nodes"].items() if isinstance(node, dict) and node.get("kind") == "tool"]
 
 
-async def _research(env: "GraphEnv", engine: Any, run_id: str, parent: int, task: str, results: dict[str, Any],
-                    step: dict[str, Any] | None, plan: dict[str, Any], backend: Any, model_errors: list[dict[str, str]],
-                    project_nodes: list[str]) -> dict[str, Any]:
+async def _research(
+    env: GraphEnv,
+    engine: Any,
+    run_id: str,
+    parent: int,
+    task: str,
+    results: dict[str, Any],
+    step: dict[str, Any] | None,
+    plan: dict[str, Any],
+    backend: Any,
+    model_errors: list[dict[str, str]],
+    project_nodes: list[str],
+) -> dict[str, Any]:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
-    with Step(engine, run_id, "researcher", {"task": task, "step": step["id"] if step else None,
-                                              "from_steps": only}, parent_id=parent) as st:
+    with Step(
+        engine,
+        run_id,
+        "researcher",
+        {"task": task, "step": step["id"] if step else None, "from_steps": only},
+        parent_id=parent,
+    ) as st:
         items = rs.collect_evidence(results, only)
         try:
             answer = await rs.write_answer(env, task, items, backend, run_id=run_id, parent_id=st.id)

@@ -49,8 +49,9 @@ class RunJobs:
         self._cancelled: set[str] = set()  # jobs of this process stopped on request
         self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
-    def start(self, run_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]],
-              params: dict[str, Any] | None = None) -> str:
+    def start(
+        self, run_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]], params: dict[str, Any] | None = None
+    ) -> str:
         """Start ``factory()`` as a task of the running loop; returns the job id. ``params`` (JSON-ready, optional)
         is recorded with the job (e.g. the task and mode)."""
         job_id = "rjob-" + uuid.uuid4().hex[:10]
@@ -88,8 +89,9 @@ class RunJobs:
         while True:
             await asyncio.sleep(min(queue.lease_s / 3, 2.0))
             try:
-                if not await asyncio.to_thread(queue.renew, job_id) and \
-                        await asyncio.to_thread(queue.cancelling, job_id):
+                if not await asyncio.to_thread(queue.renew, job_id) and await asyncio.to_thread(
+                    queue.cancelling, job_id
+                ):
                     self.cancel(job_id)  # another process asked (the job table says cancelling)
                     return
             except Exception:  # the database is away for a moment; the next renewal tries again
@@ -139,8 +141,11 @@ class RunJobs:
         if job is None:
             return self._stored(job_id)
         t: asyncio.Task[Mapping[str, Any]] = job["task"]
-        out: dict[str, Any] = {"job_id": job_id, "run_id": job["run_id"],
-                               "elapsed_s": round(time.time() - job["started"], 2)}
+        out: dict[str, Any] = {
+            "job_id": job_id,
+            "run_id": job["run_id"],
+            "elapsed_s": round(time.time() - job["started"], 2),
+        }
         if not t.done():
             return {**out, "status": "running"}
         exc = None if t.cancelled() else t.exception()
@@ -168,8 +173,7 @@ class RunJobs:
         if self.queue is None:
             return [{k: v for k, v in (self.status(j) or {}).items() if k != "result"} for j in list(self._jobs)][-20:]
         with Session(self.queue.engine) as s:
-            rows = s.exec(select(Job).where(Job.kind == KIND)
-                          .order_by(col(Job.created_at).desc()).limit(20)).all()
+            rows = s.exec(select(Job).where(Job.kind == KIND).order_by(col(Job.created_at).desc()).limit(20)).all()
         return [_row_status(r, with_result=False) for r in reversed(rows)]
 
 
@@ -177,9 +181,13 @@ def _row_status(row: Job, *, with_result: bool) -> dict[str, Any]:
     params = json.loads(row.params_json or "{}")
     started = row.started_at or row.created_at
     end = row.finished_at or utcnow()
-    out: dict[str, Any] = {"job_id": row.job_id, "run_id": params.get("run_id"), "status": row.status,
-                           "elapsed_s": round((end - started).total_seconds(), 2) if started else 0.0,
-                           "runner": row.lease_owner}
+    out: dict[str, Any] = {
+        "job_id": row.job_id,
+        "run_id": params.get("run_id"),
+        "status": row.status,
+        "elapsed_s": round((end - started).total_seconds(), 2) if started else 0.0,
+        "runner": row.lease_owner,
+    }
     if row.status in ("failed", "interrupted", "cancelled") and row.message:
         out["error"] = row.message
     if with_result and row.status == "done" and row.result_json:

@@ -24,18 +24,22 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema, validate
 
 if TYPE_CHECKING:
-    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
+    from aisac_core.roles.env import RoleEnv
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
-_STOP = set("""a an and are as at be by can could did do does for from has have how i in into is it its of on or our
+_STOP = set(
+    """a an and are as at be by can could did do does for from has have how i in into is it its of on or our
 that the their them there these they this to was were what when where which who why will with would about paper
-papers describe described describes study studies show shows""".split())
+papers describe described describes study studies show shows""".split()
+)
 #: question words -> rag section filter (the section labels the indexer assigns to chunks)
-_SECTION_HINTS = [(re.compile(r"\bdata ?sets?\b|\bcorpus\b|\bcorpora\b", re.I), "datasets"),
-                  (re.compile(r"\bmethods?\b|\bapproach\b|\bmodel\b", re.I), "methods"),
-                  (re.compile(r"\bresults?\b|\bperformance\b|\baccuracy\b", re.I), "results"),
-                  (re.compile(r"\bconclu", re.I), "conclusion")]
+_SECTION_HINTS = [
+    (re.compile(r"\bdata ?sets?\b|\bcorpus\b|\bcorpora\b", re.I), "datasets"),
+    (re.compile(r"\bmethods?\b|\bapproach\b|\bmodel\b", re.I), "methods"),
+    (re.compile(r"\bresults?\b|\bperformance\b|\baccuracy\b", re.I), "results"),
+    (re.compile(r"\bconclu", re.I), "conclusion"),
+]
 #: "what is / what does X do" and "how many / how much" questions: their answer is usually stated in the abstract
 #: or the introduction (a defining sentence, a headline number), so the template plan also searches those sections
 _OVERVIEW_HINT = re.compile(r"^\s*what\s+(is|are|was|were|does|do|did)\b|\bhow\s+(many|much)\b", re.I)
@@ -75,8 +79,10 @@ def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> lis
     steps = plan["steps"]
     idx = tool_index(tools)
     if len(steps) > max_steps:
-        errors.append(f"$.steps: the plan has {len(steps)} steps; the limit is {max_steps} "
-                      "(AISAC_ROLES_MAX_PLAN_STEPS): merge searches or drop steps")
+        errors.append(
+            f"$.steps: the plan has {len(steps)} steps; the limit is {max_steps} "
+            "(AISAC_ROLES_MAX_PLAN_STEPS): merge searches or drop steps"
+        )
     ids = [s["id"] for s in steps]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -90,8 +96,10 @@ def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> lis
         if has_tool:
             name = s["tool"]
             if name not in idx:
-                errors.append(f"{where}: unknown tool {name!r}{_closest(name, list(idx))}; use a tool of the "
-                              f"capability list: {', '.join(sorted(idx)) or '(none)'}")
+                errors.append(
+                    f"{where}: unknown tool {name!r}{_closest(name, list(idx))}; use a tool of the "
+                    f"capability list: {', '.join(sorted(idx)) or '(none)'}"
+                )
             else:
                 schema = idx[name].get("input_schema") or {}
                 props = schema.get("properties") or {}
@@ -106,13 +114,18 @@ def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> lis
             if d == s["id"]:
                 errors.append(f"{where}: a step cannot depend on itself; remove {d!r} from depends_on")
             elif d not in known:
-                errors.append(f"{where}: depends_on names {d!r}, which is not a step id of this plan "
-                              f"(ids: {', '.join(ids)}); fix the id or remove it")
+                errors.append(
+                    f"{where}: depends_on names {d!r}, which is not a step id of this plan "
+                    f"(ids: {', '.join(ids)}); fix the id or remove it"
+                )
     if not any(e for e in errors if "depends_on" in e or "duplicate" in e):
         cycle = find_cycle(steps)
         if cycle:
-            errors.append("$.steps: the dependencies form a cycle " + " -> ".join(cycle)
-                          + "; a plan must be acyclic: remove one of these dependencies")
+            errors.append(
+                "$.steps: the dependencies form a cycle "
+                + " -> ".join(cycle)
+                + "; a plan must be acyclic: remove one of these dependencies"
+            )
     return errors
 
 
@@ -129,7 +142,7 @@ def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
             if d not in deps:
                 continue
             if state.get(d) == 1:
-                return stack[stack.index(d):] + [d]
+                return stack[stack.index(d) :] + [d]
             if state.get(d) is None and (c := visit(d)):
                 return c
         stack.pop()
@@ -172,72 +185,142 @@ def _query_arg(tool: dict[str, Any]) -> str | None:
     return None
 
 
-def template_plan(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], *, attempt: int = 0,
-                  max_steps: int = 8) -> dict[str, Any]:
+def template_plan(
+    task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], *, attempt: int = 0, max_steps: int = 8
+) -> dict[str, Any]:
     """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
     idx = tool_index(tools)
     steps: list[dict[str, Any]] = []
     intent = (route or {}).get("intent", "factual")
     if "rag_search" in idx:
         k = (8, 15, 25)[min(attempt, 2)]
-        steps.append({"id": "search", "goal": "find passages of the indexed documents that answer the question",
-                      "tool": "rag_search", "arguments": {"query": "{task}", "k": k}, "depends_on": [],
-                      "expected_evidence": "chunks with evidence anchors"})
+        steps.append(
+            {
+                "id": "search",
+                "goal": "find passages of the indexed documents that answer the question",
+                "tool": "rag_search",
+                "arguments": {"query": "{task}", "k": k},
+                "depends_on": [],
+                "expected_evidence": "chunks with evidence anchors",
+            }
+        )
         section = next((sec for rx, sec in _SECTION_HINTS if rx.search(task)), None)
         if section and attempt < 2:
-            steps.append({"id": "search_section", "goal": f"passages of the '{section}' sections",
-                          "tool": "rag_search",
-                          "arguments": {"query": "{task}", "k": 5, "filters": {"section": section}},
-                          "depends_on": [], "expected_evidence": f"chunks from {section} sections"})
+            steps.append(
+                {
+                    "id": "search_section",
+                    "goal": f"passages of the '{section}' sections",
+                    "tool": "rag_search",
+                    "arguments": {"query": "{task}", "k": 5, "filters": {"section": section}},
+                    "depends_on": [],
+                    "expected_evidence": f"chunks from {section} sections",
+                }
+            )
         if _OVERVIEW_HINT.search(task) and attempt < 2:
-            steps.append({"id": "search_overview", "goal": "passages of the abstracts and introductions",
-                          "tool": "rag_search",
-                          "arguments": {"query": "{task}", "k": 8,
-                                        "filters": {"section": ["abstract", "introduction"]}},
-                          "depends_on": [], "expected_evidence": "defining sentences and headline numbers"})
+            steps.append(
+                {
+                    "id": "search_overview",
+                    "goal": "passages of the abstracts and introductions",
+                    "tool": "rag_search",
+                    "arguments": {"query": "{task}", "k": 8, "filters": {"section": ["abstract", "introduction"]}},
+                    "depends_on": [],
+                    "expected_evidence": "defining sentences and headline numbers",
+                }
+            )
         if attempt >= 1:
-            steps.append({"id": "search_keywords", "goal": "keyword (BM25) search with the question's content words",
-                          "tool": "rag_search", "arguments": {"query": keywords(task), "k": 10, "mode": "sparse"},
-                          "depends_on": [], "expected_evidence": "chunks sharing the question's terms"})
+            steps.append(
+                {
+                    "id": "search_keywords",
+                    "goal": "keyword (BM25) search with the question's content words",
+                    "tool": "rag_search",
+                    "arguments": {"query": keywords(task), "k": 10, "mode": "sparse"},
+                    "depends_on": [],
+                    "expected_evidence": "chunks sharing the question's terms",
+                }
+            )
         if attempt >= 2:
-            steps.append({"id": "search_dense", "goal": "semantic (dense) search",
-                          "tool": "rag_search", "arguments": {"query": "{task}", "k": 10, "mode": "dense"},
-                          "depends_on": [], "expected_evidence": "semantically close chunks"})
+            steps.append(
+                {
+                    "id": "search_dense",
+                    "goal": "semantic (dense) search",
+                    "tool": "rag_search",
+                    "arguments": {"query": "{task}", "k": 10, "mode": "dense"},
+                    "depends_on": [],
+                    "expected_evidence": "semantically close chunks",
+                }
+            )
     lit = idx.get("lit_search")
     if lit is not None and (intent == "exploratory" or _LIT_HINT.search(task) or attempt >= 1 or not steps):
         qa = _query_arg(lit)
         required = set((lit.get("input_schema") or {}).get("required") or [])
         if qa and required <= {qa, "run_id"}:
-            steps.append({"id": "literature", "goal": "find published papers on the question", "tool": "lit_search",
-                          "arguments": {qa: keywords(task)}, "depends_on": [],
-                          "expected_evidence": "paper records (title, DOI or id, abstract)"})
+            steps.append(
+                {
+                    "id": "literature",
+                    "goal": "find published papers on the question",
+                    "tool": "lit_search",
+                    "arguments": {qa: keywords(task)},
+                    "depends_on": [],
+                    "expected_evidence": "paper records (title, DOI or id, abstract)",
+                }
+            )
     # the researcher cites anchors: ask for whole hits where rag_search has a compact default
     if "detail" in ((idx.get("rag_search") or {}).get("input_schema") or {}).get("properties", {}):
         for st in steps:
             if st.get("tool") == "rag_search":
                 st["arguments"]["detail"] = "full"
-    steps = steps[:max_steps - 1]
-    steps.append({"id": "answer", "goal": "write the answer from the evidence, citing anchors", "helper": "researcher",
-                  "arguments": {}, "depends_on": [s["id"] for s in steps],
-                  "expected_evidence": "an answer with citations"})
+    steps = steps[: max_steps - 1]
+    steps.append(
+        {
+            "id": "answer",
+            "goal": "write the answer from the evidence, citing anchors",
+            "helper": "researcher",
+            "arguments": {},
+            "depends_on": [s["id"] for s in steps],
+            "expected_evidence": "an answer with citations",
+        }
+    )
     return {"rationale": f"template plan (attempt {attempt}) over the available tools", "steps": steps}
 
 
-def prompt_values(task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], max_steps: int,
-                  feedback: list[dict[str, Any]] | None) -> dict[str, Any]:
+def prompt_values(
+    task: str,
+    route: dict[str, Any] | None,
+    tools: list[dict[str, Any]],
+    max_steps: int,
+    feedback: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
     """Values of the planner prompt's placeholders."""
     fb = ""
     if feedback:
-        fb = ("The previous plan's answer failed evaluation. Critiques to address (fix the plan so the new "
-              "evidence answers them):\n" + "\n".join(f"- [{c.get('aspect')}, severity {c.get('severity')}] "
-                                                      f"{c.get('text')}" for c in feedback) + "\n")
-    return {"task": task, "context": route or {}, "tools": capability_text(tools), "max_steps": str(max_steps),
-            "feedback": fb, "schema": load_schema("plan")}
+        fb = (
+            "The previous plan's answer failed evaluation. Critiques to address (fix the plan so the new "
+            "evidence answers them):\n"
+            + "\n".join(f"- [{c.get('aspect')}, severity {c.get('severity')}] {c.get('text')}" for c in feedback)
+            + "\n"
+        )
+    return {
+        "task": task,
+        "context": route or {},
+        "tools": capability_text(tools),
+        "max_steps": str(max_steps),
+        "feedback": fb,
+        "schema": load_schema("plan"),
+    }
 
 
-async def plan(env: "RoleEnv", task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]],
-               backend: "Backend | None", *, run_id: str, parent_id: int | None, attempt: int = 0,
-               feedback: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+async def plan(
+    env: RoleEnv,
+    task: str,
+    route: dict[str, Any] | None,
+    tools: list[dict[str, Any]],
+    backend: Backend | None,
+    *,
+    run_id: str,
+    parent_id: int | None,
+    attempt: int = 0,
+    feedback: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
     :func:`template_plan`. Adds ``by`` (model / template).
 
@@ -245,11 +328,18 @@ async def plan(env: "RoleEnv", task: str, route: dict[str, Any] | None, tools: l
     max_steps = env.settings.max_plan_steps
     if backend is None:
         return {**template_plan(task, route, tools, attempt=attempt, max_steps=max_steps), "by": "template"}
-    text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback),
-                           env.settings.prompt_dir)
-    got = await ask_json(env, backend, role="planner", schema="plan", prompt=text, prompt_version=version,
-                         run_id=run_id, parent_id=parent_id,
-                         check=lambda obj: validate_plan(obj, tools, max_steps))
+    text, version = render("planner", prompt_values(task, route, tools, max_steps, feedback), env.settings.prompt_dir)
+    got = await ask_json(
+        env,
+        backend,
+        role="planner",
+        schema="plan",
+        prompt=text,
+        prompt_version=version,
+        run_id=run_id,
+        parent_id=parent_id,
+        check=lambda obj: validate_plan(obj, tools, max_steps),
+    )
     return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
 
 

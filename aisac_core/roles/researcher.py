@@ -39,13 +39,15 @@ from aisac_core.roles.sentences import (
 )
 
 if TYPE_CHECKING:
-    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
+    from aisac_core.roles.env import RoleEnv
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
-_STOP = set("""a an and are as at be by can could did do does for from has have how in into is it its of on or that
+_STOP = set(
+    """a an and are as at be by can could did do does for from has have how in into is it its of on or that
 the their this to was were what when where which who why will with would about describe described describes paper
-papers""".split())
+papers""".split()
+)
 MAX_EVIDENCE = 12
 #: characters of the cited chunk kept in a citation (``quote``), for the evaluator and the reader
 QUOTE_CHARS = 400
@@ -63,19 +65,38 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
             if isinstance(a, dict) and is_anchor(a):
                 cid = a["chunk_id"]
                 score = x.get("score") if x.get("score") is not None else a.get("score")
-                item = {"kind": "rag", "chunk_id": cid, "doc_id": a.get("doc_id") or x.get("doc_id"),
-                        "title": x.get("title"), "path": a.get("path") or x.get("path"), "page": a.get("page"),
-                        "section": a.get("section"), "score": score, "text": x.get("text") or "", "anchor": a,
-                        "step": step, "label": x.get("section_covers") or a.get("section_covers")}
+                item = {
+                    "kind": "rag",
+                    "chunk_id": cid,
+                    "doc_id": a.get("doc_id") or x.get("doc_id"),
+                    "title": x.get("title"),
+                    "path": a.get("path") or x.get("path"),
+                    "page": a.get("page"),
+                    "section": a.get("section"),
+                    "score": score,
+                    "text": x.get("text") or "",
+                    "anchor": a,
+                    "step": step,
+                    "label": x.get("section_covers") or a.get("section_covers"),
+                }
                 old = rag.get(cid)
                 if old is None or (score or 0) > (old.get("score") or 0):
                     rag[cid] = item
                 return
             ident = next((str(x[k]) for k in _ID_KEYS if x.get(k)), None)
             if ident and isinstance(x.get("title"), str):
-                lit.setdefault(ident, {"kind": "literature", "ref": ident, "title": x["title"],
-                                       "text": str(x.get("abstract") or x.get("summary") or x.get("snippet") or ""),
-                                       "year": x.get("year"), "url": x.get("url"), "step": step})
+                lit.setdefault(
+                    ident,
+                    {
+                        "kind": "literature",
+                        "ref": ident,
+                        "title": x["title"],
+                        "text": str(x.get("abstract") or x.get("summary") or x.get("snippet") or ""),
+                        "year": x.get("year"),
+                        "url": x.get("url"),
+                        "step": step,
+                    },
+                )
                 return
             for v in x.values():
                 walk(v, step)
@@ -97,8 +118,13 @@ def focus_tokens(task: str) -> list[str]:
 
 
 #: near-synonyms that count as the same query term (6-character prefixes), so "datasets" matches "corpus"
-_SYNONYMS = {"datase": {"corpus", "corpor", "benchm", "collec"}, "corpus": {"datase", "corpor"},
-             "corpor": {"datase", "corpus"}, "method": {"approa", "techni"}, "result": {"perfor", "findin"}}
+_SYNONYMS = {
+    "datase": {"corpus", "corpor", "benchm", "collec"},
+    "corpus": {"datase", "corpor"},
+    "corpor": {"datase", "corpus"},
+    "method": {"approa", "techni"},
+    "result": {"perfor", "findin"},
+}
 
 
 def _terms(text: str) -> set[str]:
@@ -116,8 +142,11 @@ def _sentences(text: str) -> list[str]:
     return [p.strip() for p in parts if 40 <= len(p.strip()) <= 600]
 
 
-_BACK_MATTER = re.compile(r"acknowledg|author contributions?|contributions of|funding|ethic|broader impact|"
-                         r"checklist|datasheet", re.I)
+_BACK_MATTER = re.compile(
+    r"acknowledg|author contributions?|contributions of|funding|ethic|broader impact|"
+    r"checklist|datasheet",
+    re.I,
+)
 _REFERENCE_SECTION = re.compile(r"\b(references|bibliography|works cited|literature cited)\b", re.I)
 
 
@@ -154,8 +183,12 @@ def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]
 
     def key(i: dict[str, Any]) -> tuple[int, int, int, float]:
         front = overview and i.get("label") in ("abstract", "introduction")
-        return (1 if is_reference_item(i) else 0, 0 if i.get("doc_id") in docs else 1, 0 if front else 1,
-                -(i.get("score") or 0))
+        return (
+            1 if is_reference_item(i) else 0,
+            0 if i.get("doc_id") in docs else 1,
+            0 if front else 1,
+            -(i.get("score") or 0),
+        )
 
     rag = sorted((i for i in items if i["kind"] == "rag"), key=key)
     return rag + [i for i in items if i["kind"] != "rag"]
@@ -164,12 +197,27 @@ def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]
 def citation(n: int, item: dict[str, Any]) -> dict[str, Any]:
     """The citation record of evidence ``item`` numbered ``n``."""
     if item["kind"] == "rag":
-        return {"n": n, "kind": "rag", "chunk_id": item["chunk_id"], "doc_id": item.get("doc_id"),
-                "title": item.get("title"), "path": item.get("path"), "page": item.get("page"),
-                "section": item.get("section"), "score": item.get("score"), "anchor": item["anchor"],
-                "quote": " ".join((item.get("text") or "").split())[:QUOTE_CHARS]}
-    return {"n": n, "kind": "literature", "ref": item["ref"], "title": item.get("title"), "url": item.get("url"),
-            "year": item.get("year")}
+        return {
+            "n": n,
+            "kind": "rag",
+            "chunk_id": item["chunk_id"],
+            "doc_id": item.get("doc_id"),
+            "title": item.get("title"),
+            "path": item.get("path"),
+            "page": item.get("page"),
+            "section": item.get("section"),
+            "score": item.get("score"),
+            "anchor": item["anchor"],
+            "quote": " ".join((item.get("text") or "").split())[:QUOTE_CHARS],
+        }
+    return {
+        "n": n,
+        "kind": "literature",
+        "ref": item["ref"],
+        "title": item.get("title"),
+        "url": item.get("url"),
+        "year": item.get("year"),
+    }
 
 
 def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int, named: bool) -> float:
@@ -212,9 +260,13 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
     both). When no sentence survives, the answer points to the best passages without quoting them."""
     ranked = rank_evidence(task, items)
     if not ranked:
-        return {"text": "No evidence was found in the indexed documents or the literature sources for this "
-                        "question; index the relevant documents (aisac index PATH) and ask again.",
-                "citations": [], "by": "extractive", "evidence_count": 0}
+        return {
+            "text": "No evidence was found in the indexed documents or the literature sources for this "
+            "question; index the relevant documents (aisac index PATH) and ask again.",
+            "citations": [],
+            "by": "extractive",
+            "evidence_count": 0,
+        }
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
     docs = _named_docs(task, rag)
     scored: list[tuple[float, int, str]] = []
@@ -224,8 +276,7 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
         for sent in _sentences(item.get("text") or ""):
             if reject_reason(sent) is None:
                 named = item.get("doc_id") in docs
-                scored.append((score_sentence(task, sent, item, rank=rank, named=named), rank,
-                               strip_markers(sent)))
+                scored.append((score_sentence(task, sent, item, rank=rank, named=named), rank, strip_markers(sent)))
     scored.sort(key=lambda t: -t[0])
     chosen: list[tuple[list[int], str]] = []
     per_chunk: dict[int, int] = {}
@@ -249,8 +300,10 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
     if not chosen:  # only tables, captions or reference lists: point to them, never quote them
         for r, i in enumerate(rag[:3]):
             n = numbers.setdefault(r, len(numbers) + 1)
-            lines.append(f"- passage on p. {i.get('page')} ({i.get('section') or 'no section'}): a table, caption "
-                         f"or list, not quoted [{n}]")
+            lines.append(
+                f"- passage on p. {i.get('page')} ({i.get('section') or 'no section'}): a table, caption "
+                f"or list, not quoted [{n}]"
+            )
     cites = [citation(n, rag[rank]) for rank, n in sorted(numbers.items(), key=lambda t: t[1])]
     lit = [i for i in ranked if i["kind"] == "literature"][:5]
     if lit:
@@ -267,14 +320,18 @@ def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Values of the researcher prompt's placeholders (evidence numbered from 1)."""
     ev = []
     for n, i in enumerate(items, 1):
-        src = (f"{i.get('title') or i.get('path')}, p. {i.get('page')}, section {i.get('section')}"
-               if i["kind"] == "rag" else f"{i.get('title')} ({i.get('ref')})")
+        src = (
+            f"{i.get('title') or i.get('path')}, p. {i.get('page')}, section {i.get('section')}"
+            if i["kind"] == "rag"
+            else f"{i.get('title')} ({i.get('ref')})"
+        )
         ev.append(f"[{n}] {src}\n{' '.join((i.get('text') or '').split())[:800]}")
     return {"task": task, "evidence": "\n\n".join(ev) or "(none)", "schema": load_schema("answer")}
 
 
-async def write_answer(env: "RoleEnv", task: str, items: list[dict[str, Any]], backend: "Backend | None", *,
-                       run_id: str, parent_id: int | None) -> dict[str, Any]:
+async def write_answer(
+    env: RoleEnv, task: str, items: list[dict[str, Any]], backend: Backend | None, *, run_id: str, parent_id: int | None
+) -> dict[str, Any]:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
@@ -286,10 +343,25 @@ async def write_answer(env: "RoleEnv", task: str, items: list[dict[str, Any]], b
         return [f"$.citations: {bad} are not evidence numbers (1..{len(chosen)})"] if bad else []
 
     text, version = render("researcher", prompt_values(task, chosen), env.settings.prompt_dir)
-    got = await ask_json(env, backend, role="researcher", schema="answer", prompt=text, prompt_version=version,
-                         run_id=run_id, parent_id=parent_id, check=check)
+    got = await ask_json(
+        env,
+        backend,
+        role="researcher",
+        schema="answer",
+        prompt=text,
+        prompt_version=version,
+        run_id=run_id,
+        parent_id=parent_id,
+        check=check,
+    )
     out = got["output"]
-    nums = sorted(set(out["citations"]) | {int(n) for n in re.findall(r"\[(\d+)\]", out["answer"])
-                                            if 1 <= int(n) <= len(chosen)})
-    return {"text": out["answer"], "citations": [citation(n, chosen[n - 1]) for n in nums], "by": "model",
-            "evidence_count": len(items), "request_sha256": got["request_sha256"]}
+    nums = sorted(
+        set(out["citations"]) | {int(n) for n in re.findall(r"\[(\d+)\]", out["answer"]) if 1 <= int(n) <= len(chosen)}
+    )
+    return {
+        "text": out["answer"],
+        "citations": [citation(n, chosen[n - 1]) for n in nums],
+        "by": "model",
+        "evidence_count": len(items),
+        "request_sha256": got["request_sha256"],
+    }

@@ -27,16 +27,20 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
-    from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.backends import Backend
+    from aisac_core.roles.env import RoleEnv
 
 _ANALYTICAL = re.compile(
     r"\b(why|how (much|many|does|do|did)|compare[sd]?|comparison|correlat\w*|regress\w*|fit(ted|ting)?|trends?|"
     r"statistic\w*|average|mean|median|compute|calculate|plot|analy[sz]e|analysis|effect of|relationship|"
-    r"difference between|csv|spreadsheet|excel|parquet)\b", re.I)
+    r"difference between|csv|spreadsheet|excel|parquet)\b",
+    re.I,
+)
 _EXPLORATORY = re.compile(
     r"\b(overview|survey|explore|landscape|related work|literature|state of the art|ideas|open questions|"
-    r"what is known|recent (work|advances|papers|research)|review of)\b", re.I)
+    r"what is known|recent (work|advances|papers|research)|review of)\b",
+    re.I,
+)
 
 
 def classify(task: str) -> tuple[str, str]:
@@ -52,35 +56,67 @@ def classify(task: str) -> tuple[str, str]:
 
 def context_summary(rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``context`` part of a route: hit ids and scores (text left out), and the memory items."""
-    return {"rag": [{"chunk_id": h.get("chunk_id"), "doc_id": h.get("doc_id"), "title": h.get("title"),
-                     "score": h.get("score")} for h in rag_hits if h.get("chunk_id")],
-            "memory": memory or []}
+    return {
+        "rag": [
+            {"chunk_id": h.get("chunk_id"), "doc_id": h.get("doc_id"), "title": h.get("title"), "score": h.get("score")}
+            for h in rag_hits
+            if h.get("chunk_id")
+        ],
+        "memory": memory or [],
+    }
 
 
-def rule_route(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None = None,
-               mode: str = "standard") -> dict[str, Any]:
+def rule_route(
+    task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None = None, mode: str = "standard"
+) -> dict[str, Any]:
     """The deterministic route (module docstring) of ``task`` given the gathered context."""
     intent, complexity = classify(task)
     gate = MODE_GATES[mode]
     strong = [h for h in rag_hits if (h.get("score") or 0) >= gate["min_score"]]
     direct = intent == "factual" and complexity == "low" and len(strong) >= gate["min_anchors"]
-    why = (f"{intent} question of {complexity} complexity; {len(strong)} of {len(rag_hits)} context hits score "
-           f">= {gate['min_score']} (mode {mode} needs {gate['min_anchors']})")
-    return {"intent": intent, "complexity": complexity, "decision": "direct" if direct else "plan",
-            "rationale": why + ("; answering directly" if direct else "; planning first"),
-            "context": context_summary(rag_hits, memory)}
+    why = (
+        f"{intent} question of {complexity} complexity; {len(strong)} of {len(rag_hits)} context hits score "
+        f">= {gate['min_score']} (mode {mode} needs {gate['min_anchors']})"
+    )
+    return {
+        "intent": intent,
+        "complexity": complexity,
+        "decision": "direct" if direct else "plan",
+        "rationale": why + ("; answering directly" if direct else "; planning first"),
+        "context": context_summary(rag_hits, memory),
+    }
 
 
 def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the router prompt's placeholders."""
-    ctx = {"rag": [{"chunk_id": h.get("chunk_id"), "title": h.get("title"), "score": h.get("score"),
-                    "section": h.get("section"), "page": h.get("page"), "text": (h.get("text") or "")[:300]}
-                   for h in rag_hits], "memory": memory or []}
+    ctx = {
+        "rag": [
+            {
+                "chunk_id": h.get("chunk_id"),
+                "title": h.get("title"),
+                "score": h.get("score"),
+                "section": h.get("section"),
+                "page": h.get("page"),
+                "text": (h.get("text") or "")[:300],
+            }
+            for h in rag_hits
+        ],
+        "memory": memory or [],
+    }
     return {"task": task, "context": ctx, "schema": load_schema("route")}
 
 
-async def route(env: "RoleEnv", task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None,
-                backend: "Backend | None", *, mode: str, run_id: str, parent_id: int | None) -> dict[str, Any]:
+async def route(
+    env: RoleEnv,
+    task: str,
+    rag_hits: list[dict[str, Any]],
+    memory: list[dict[str, Any]] | None,
+    backend: Backend | None,
+    *,
+    mode: str,
+    run_id: str,
+    parent_id: int | None,
+) -> dict[str, Any]:
     """The route of ``task``: by the model when ``backend`` is given (its ``context`` replaced by what was really
     gathered), else by :func:`rule_route`. Adds ``by`` (``model`` / ``rules``) and, for a model, the request hash.
 
@@ -88,8 +124,16 @@ async def route(env: "RoleEnv", task: str, rag_hits: list[dict[str, Any]], memor
     if backend is None:
         return {**rule_route(task, rag_hits, memory, mode), "by": "rules"}
     text, version = render("router", prompt_values(task, rag_hits, memory), env.settings.prompt_dir)
-    got = await ask_json(env, backend, role="router", schema="route", prompt=text, prompt_version=version,
-                         run_id=run_id, parent_id=parent_id)
+    got = await ask_json(
+        env,
+        backend,
+        role="router",
+        schema="route",
+        prompt=text,
+        prompt_version=version,
+        run_id=run_id,
+        parent_id=parent_id,
+    )
     out = dict(got["output"])
     out["context"] = context_summary(rag_hits, memory)
     return {**out, "by": "model", "request_sha256": got["request_sha256"]}

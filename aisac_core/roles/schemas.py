@@ -7,7 +7,7 @@ wrong and what is accepted, so a model (or a person) can fix the object and subm
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ SCHEMA_DIR = Path(__file__).parent / "schemas"
 SCHEMAS = {"route": "route.json", "plan": "plan.json", "critique": "critique.json", "answer": "answer.json"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``name`` (route, plan, critique, answer). Raises :class:`RolesError` for another name."""
     if name not in SCHEMAS:
@@ -63,7 +63,7 @@ def parse_json(text: str) -> Any:
         start, end = text.find("{"), text.rfind("}")
         if 0 <= start < end:
             try:
-                return json.loads(text[start:end + 1])
+                return json.loads(text[start : end + 1])
             except json.JSONDecodeError:
                 pass
         raise ValueError(f"the reply is not JSON ({first.msg} at line {first.lineno} column {first.colno})") from None

@@ -53,17 +53,58 @@ _REFERENCE_PATTERNS = [
 _URL = re.compile(r"https?://\S+|\bwww\.\S+|\bgithub\.com/\S+")
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(\s?(?:%|[KMB]\b|k\b|million|billion|thousand))?")
 _DEFINITION_Q = re.compile(r"^\s*what\s+(?:is|are|was|were|does|do|did)\b", re.I)
-_QUANTITY_Q = re.compile(r"\bhow\s+(?:many|much|large|big|long)\b|\bwhat\s+(?:is|was|are|were)\s+the\s+(?:number|size|"
-                         r"value|amount|percentage|proportion|share|count)\b|\bwhat\s+(?:percentage|fraction|share)\b",
-                         re.I)
-_WE_DEFINE = re.compile(r"\b(?:we|this (?:position )?(?:paper|work|article|study))\s+(?:first\s+|also\s+)?"
-                        r"(?:present|introduce|propose|describe|release|develop|build|create|design|argue|"
-                        r"contribute|offer)s?\b", re.I)
+_QUANTITY_Q = re.compile(
+    r"\bhow\s+(?:many|much|large|big|long)\b|\bwhat\s+(?:is|was|are|were)\s+the\s+(?:number|size|"
+    r"value|amount|percentage|proportion|share|count)\b|\bwhat\s+(?:percentage|fraction|share)\b",
+    re.I,
+)
+_WE_DEFINE = re.compile(
+    r"\b(?:we|this (?:position )?(?:paper|work|article|study))\s+(?:first\s+|also\s+)?"
+    r"(?:present|introduce|propose|describe|release|develop|build|create|design|argue|"
+    r"contribute|offer)s?\b",
+    re.I,
+)
 _IN_THIS_PAPER = re.compile(r"\bin this (?:position )?(?:paper|work|article),?\s+we\b", re.I)
-_TRAILING_VERBS = {"do", "does", "argue", "propose", "present", "introduce", "show", "contain", "offer", "provide",
-                   "describe", "study", "mean", "find", "achieve", "measure", "evaluate", "include"}
-_GENERIC = {"the", "a", "an", "paper", "position", "system", "tool", "toolkit", "dataset", "corpus", "method",
-            "framework", "approach", "study", "work", "article", "model", "benchmark"}
+_TRAILING_VERBS = {
+    "do",
+    "does",
+    "argue",
+    "propose",
+    "present",
+    "introduce",
+    "show",
+    "contain",
+    "offer",
+    "provide",
+    "describe",
+    "study",
+    "mean",
+    "find",
+    "achieve",
+    "measure",
+    "evaluate",
+    "include",
+}
+_GENERIC = {
+    "the",
+    "a",
+    "an",
+    "paper",
+    "position",
+    "system",
+    "tool",
+    "toolkit",
+    "dataset",
+    "corpus",
+    "method",
+    "framework",
+    "approach",
+    "study",
+    "work",
+    "article",
+    "model",
+    "benchmark",
+}
 
 
 def strip_markers(sentence: str) -> str:
@@ -108,8 +149,9 @@ def is_table_dump(text: str) -> bool:
 def is_reference_entry(text: str) -> bool:
     """Whether ``text`` looks like a reference-list entry ("Name. 2020. Title. In Proceedings of ...", "[20] A.
     Author ...", "arXiv preprint", "pp. 12", "Lo, K., Wang, L.")."""
-    return sum(bool(p.search(text)) for p in _REFERENCE_PATTERNS) >= (1 if _REFERENCE_PATTERNS[0].search(text)
-                                                                       or _REFERENCE_PATTERNS[1].search(text) else 2)
+    return sum(bool(p.search(text)) for p in _REFERENCE_PATTERNS) >= (
+        1 if _REFERENCE_PATTERNS[0].search(text) or _REFERENCE_PATTERNS[1].search(text) else 2
+    )
 
 
 def is_caption(text: str) -> bool:

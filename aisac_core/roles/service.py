@@ -13,9 +13,10 @@ Every role step is a ``role_step`` trace event of the caller's run (``run_id``),
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -49,12 +50,15 @@ if TYPE_CHECKING:
     from aisac_core.settings import RolesSettings
 
 #: appended to a role prompt for the host's own model: where to submit its JSON
-HOST_SUFFIX = ("\n\nSubmit the JSON object with the tool {tool}({arg}=<the object>). If it reports errors, fix "
-               "them and submit again.\n")
+HOST_SUFFIX = (
+    "\n\nSubmit the JSON object with the tool {tool}({arg}=<the object>). If it reports errors, fix "
+    "them and submit again.\n"
+)
 
 
-def answer_object(answer: str, citations: list[dict[str, Any]] | None, files: list[str] | None,
-                  code_runs: list[int] | None) -> dict[str, Any]:
+def answer_object(
+    answer: str, citations: list[dict[str, Any]] | None, files: list[str] | None, code_runs: list[int] | None
+) -> dict[str, Any]:
     """The evaluator's answer object from a host's answer: ``{text, citations: [{n, kind: rag, chunk_id, anchor,
     score}], files, code_runs}``. ``citations``: rag_search hits or their anchors. Raises :class:`RolesError` for a
     citation that is not an object or has no ``chunk_id``."""
@@ -65,8 +69,9 @@ def answer_object(answer: str, citations: list[dict[str, Any]] | None, files: li
         a = c["anchor"] if isinstance(c.get("anchor"), dict) else c
         if not a.get("chunk_id"):
             raise RolesError(f"citations[{n - 1}] has no chunk_id: pass rag_search hits or their 'anchor' objects")
-        cites.append({"n": n, "kind": "rag", "chunk_id": a["chunk_id"], "anchor": a,
-                      "score": c.get("score", a.get("score"))})
+        cites.append(
+            {"n": n, "kind": "rag", "chunk_id": a["chunk_id"], "anchor": a, "score": c.get("score", a.get("score"))}
+        )
     return {"text": answer, "citations": cites, "files": files or [], "code_runs": code_runs or []}
 
 
@@ -85,11 +90,17 @@ class RolesService:
         lease_s: seconds a background run's row in the job table is leased for (renewed every third).
     """
 
-    def __init__(self, settings: RolesSettings, engine: Callable[[], Engine], *,
-                 verify_anchor: Callable[[dict[str, Any]], dict[str, Any]],
-                 search: Callable[[str, int], list[dict[str, Any]]],
-                 get_chunk: Callable[[str], dict[str, Any] | None],
-                 graph_augment: GraphAugment | None = None, lease_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        settings: RolesSettings,
+        engine: Callable[[], Engine],
+        *,
+        verify_anchor: Callable[[dict[str, Any]], dict[str, Any]],
+        search: Callable[[str, int], list[dict[str, Any]]],
+        get_chunk: Callable[[str], dict[str, Any] | None],
+        graph_augment: GraphAugment | None = None,
+        lease_s: float = 30.0,
+    ) -> None:
         self.settings = settings
         self._engine = engine
         self._verify = verify_anchor
@@ -130,8 +141,15 @@ class RolesService:
         except Exception:  # an empty or unopened index is no context, not an error of the role
             return []
 
-    async def route(self, task: str, *, run_id: str, mode: str | None = None, llm: str | None = None,
-                    sampling: Backend | None = None) -> RouteResult:
+    async def route(
+        self,
+        task: str,
+        *,
+        run_id: str,
+        mode: str | None = None,
+        llm: str | None = None,
+        sampling: Backend | None = None,
+    ) -> RouteResult:
         """``roles_route``: the router's step alone, over the top 5 search hits, recorded as a ``router`` step of
         ``run_id``. Returns :class:`~aisac_core.roles.results.RouteResult`. Raises :class:`RolesError` (empty task,
         unknown mode or llm), :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
@@ -141,13 +159,21 @@ class RolesService:
         backend = self.backend(llm, sampling)
         hits = await anyio.to_thread.run_sync(self.search_hits, task)
         with Step(self.engine, run_id, "router", {"task": task, "mode": m}) as st:
-            st.result = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id,
-                                                parent_id=st.id)
+            st.result = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
         return cast(RouteResult, {**st.result, "run_id": run_id, "event_id": st.id})
 
-    async def plan(self, task: str, *, tools: ToolPort, run_id: str, route: dict[str, Any] | None = None,
-                   feedback: list[dict[str, Any]] | None = None, attempt: int = 0, llm: str | None = None,
-                   sampling: Backend | None = None) -> PlanResult:
+    async def plan(
+        self,
+        task: str,
+        *,
+        tools: ToolPort,
+        run_id: str,
+        route: dict[str, Any] | None = None,
+        feedback: list[dict[str, Any]] | None = None,
+        attempt: int = 0,
+        llm: str | None = None,
+        sampling: Backend | None = None,
+    ) -> PlanResult:
         """``roles_plan``: a plan over the live tools of ``tools`` (not run), recorded as a ``planner`` step of
         ``run_id``. Returns :class:`~aisac_core.roles.results.PlanResult`. Raises :class:`RolesError`,
         :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
@@ -157,14 +183,25 @@ class RolesService:
         caps = await capabilities(tools)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(self.engine, run_id, "planner", args) as st:
-            st.result = await core_planner.plan(self, task, route, caps, backend, run_id=run_id, parent_id=st.id,
-                                                attempt=attempt, feedback=feedback)
+            st.result = await core_planner.plan(
+                self, task, route, caps, backend, run_id=run_id, parent_id=st.id, attempt=attempt, feedback=feedback
+            )
         return cast(PlanResult, {**st.result, "run_id": run_id, "event_id": st.id})
 
-    async def evaluate(self, task: str, answer: str, *, run_id: str, citations: list[dict[str, Any]] | None = None,
-                       files: list[str] | None = None, code_runs: list[int] | None = None, of_run: str | None = None,
-                       mode: str | None = None, llm: str | None = None,
-                       sampling: Backend | None = None) -> EvaluateResult:
+    async def evaluate(
+        self,
+        task: str,
+        answer: str,
+        *,
+        run_id: str,
+        citations: list[dict[str, Any]] | None = None,
+        files: list[str] | None = None,
+        code_runs: list[int] | None = None,
+        of_run: str | None = None,
+        mode: str | None = None,
+        llm: str | None = None,
+        sampling: Backend | None = None,
+    ) -> EvaluateResult:
         """``roles_evaluate``: the evaluator on a host's answer (:func:`answer_object`; a compact citation gets its
         full anchor from the index) against the trace of ``of_run`` (default ``run_id``), recorded as an
         ``evaluator`` step of ``run_id``. Returns :class:`~aisac_core.roles.results.EvaluateResult`. Raises
@@ -173,33 +210,61 @@ class RolesService:
         backend = self.backend(llm, sampling)
         ans = answer_object(answer, citations, files, code_runs)
         for c in ans["citations"]:  # a compact rag_search hit cites its chunk_id: the index holds the full anchor
-            got = None if c["anchor"].get("sha256") else await anyio.to_thread.run_sync(self._get_chunk,
-                                                                                        c["chunk_id"])
+            got = None if c["anchor"].get("sha256") else await anyio.to_thread.run_sync(self._get_chunk, c["chunk_id"])
             if got is not None:
                 c["anchor"] = {**got["anchor"], "score": c["score"]}
         events = await anyio.to_thread.run_sync(run_events, self.engine, of_run or run_id)
         with Step(self.engine, run_id, "evaluator", {"task": task, "mode": m, "answer": ans}) as st:
-            st.result = await core_evaluator.evaluate(self, task, ans, events, backend, mode=m, run_id=run_id,
-                                                      parent_id=st.id)
+            st.result = await core_evaluator.evaluate(
+                self, task, ans, events, backend, mode=m, run_id=run_id, parent_id=st.id
+            )
         return cast(EvaluateResult, {**st.result, "run_id": run_id, "event_id": st.id})
 
-    async def run(self, task: str, *, tools: ToolPort, mode: str | None = None, llm: str | None = None,
-                  session_id: str | None = None, run_id: str | None = None, graph: dict[str, Any] | None = None,
-                  sampling: Backend | None = None) -> RunResult:
+    async def run(
+        self,
+        task: str,
+        *,
+        tools: ToolPort,
+        mode: str | None = None,
+        llm: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        graph: dict[str, Any] | None = None,
+        sampling: Backend | None = None,
+    ) -> RunResult:
         """The whole graph headless (:func:`aisac_core.roles.graph.run_graph`, which documents the arguments and
         errors) with this service's settings, store and project augmentation."""
-        return await run_graph(self, task, tools=tools, mode=mode, llm=llm, session_id=session_id, run_id=run_id,
-                               graph=graph, sampling=sampling)
+        return await run_graph(
+            self,
+            task,
+            tools=tools,
+            mode=mode,
+            llm=llm,
+            session_id=session_id,
+            run_id=run_id,
+            graph=graph,
+            sampling=sampling,
+        )
 
-    def start_run(self, task: str, *, open_tools: Callable[[], AbstractAsyncContextManager[ToolPort]], run_id: str,
-                  mode: str | None = None, llm: str | None = None, session_id: str | None = None,
-                  sampling: Backend | None = None) -> str:
+    def start_run(
+        self,
+        task: str,
+        *,
+        open_tools: Callable[[], AbstractAsyncContextManager[ToolPort]],
+        run_id: str,
+        mode: str | None = None,
+        llm: str | None = None,
+        session_id: str | None = None,
+        sampling: Backend | None = None,
+    ) -> str:
         """Start :meth:`run` as a background job of the running event loop (``open_tools()``: an async context
         giving the tool port for the run); returns the job id (follow it with :attr:`jobs`, :meth:`run_outcome`)."""
+
         async def go() -> RunResult:
             async with open_tools() as tools:
-                return await self.run(task, tools=tools, mode=mode, llm=llm, session_id=session_id, run_id=run_id,
-                                      sampling=sampling)
+                return await self.run(
+                    task, tools=tools, mode=mode, llm=llm, session_id=session_id, run_id=run_id, sampling=sampling
+                )
 
         return self.jobs.start(run_id, go, {"task": task[:2000], "mode": mode, "llm": llm})
 
@@ -211,14 +276,24 @@ class RolesService:
         assert st is not None
         if st["status"] == "failed":
             err = st["error"]
-            raise RolesError(err.split(": ", 1)[1] if err.startswith(("RolesError", "RoleModelError")) else
-                             f"the run failed ({err}); its trace is run {run_id}")
+            raise RolesError(
+                err.split(": ", 1)[1]
+                if err.startswith(("RolesError", "RoleModelError"))
+                else f"the run failed ({err}); its trace is run {run_id}"
+            )
         if st["status"] in ("running", "cancelled", "interrupted"):
-            return {"status": st["status"], "job_id": job_id, "run_id": run_id, "report_uri": report_uri,
-                    "message": f"still running after {wait_s:g} s; poll roles_job_status(job_id)"
-                    if st["status"] == "running" else st.get("error") or st["status"]}
-        return cast(RolesRun, {"status": "done", "job_id": job_id, "run_id": run_id, **st["result"],
-                               "report_uri": report_uri})
+            return {
+                "status": st["status"],
+                "job_id": job_id,
+                "run_id": run_id,
+                "report_uri": report_uri,
+                "message": f"still running after {wait_s:g} s; poll roles_job_status(job_id)"
+                if st["status"] == "running"
+                else st.get("error") or st["status"],
+            }
+        return cast(
+            RolesRun, {"status": "done", "job_id": job_id, "run_id": run_id, **st["result"], "report_uri": report_uri}
+        )
 
     def job_status(self, job_id: str | None = None) -> RolesJob:
         """``roles_job_status``: job ``job_id``'s status (``{job_id, run_id, status, elapsed_s, result?, error?,
@@ -235,20 +310,25 @@ class RolesService:
         """Stop roles job ``job_id`` (:meth:`aisac_core.roles.jobs.RunJobs.cancel`): its status, None when unknown."""
         return self.jobs.cancel(job_id)
 
-    async def _submit(self, role: str, schema: str, payload: Any, run_id: str,
-                      errors: list[str] | None = None) -> SubmitResult:
+    async def _submit(
+        self, role: str, schema: str, payload: Any, run_id: str, errors: list[str] | None = None
+    ) -> SubmitResult:
         errors = validate(schema, payload) if errors is None else errors
         engine = await anyio.to_thread.run_sync(lambda: self.engine)
         if errors:
-            await anyio.to_thread.run_sync(lambda: save_submission(engine, run_id=run_id, role=schema,
-                                                                   payload=payload, errors=errors))
-            raise RolesError(f"the {schema} is not valid ({len(errors)} error(s)); fix and submit again:\n- "
-                             + "\n- ".join(errors))
+            await anyio.to_thread.run_sync(
+                lambda: save_submission(engine, run_id=run_id, role=schema, payload=payload, errors=errors)
+            )
+            raise RolesError(
+                f"the {schema} is not valid ({len(errors)} error(s)); fix and submit again:\n- " + "\n- ".join(errors)
+            )
         with Step(engine, run_id, role, {"submitted_by": "host model", "schema": schema}) as st:
             st.result = {**payload, "by": "host"}
-        sid = await anyio.to_thread.run_sync(lambda: save_submission(engine, run_id=run_id, role=schema,
-                                                                     payload=payload, errors=[],
-                                                                     trace_event_id=st.id))
+        sid = await anyio.to_thread.run_sync(
+            lambda: save_submission(
+                engine, run_id=run_id, role=schema, payload=payload, errors=[], trace_event_id=st.id
+            )
+        )
         return {"stored": True, "submission_id": sid, "run_id": run_id, "event_id": st.id}
 
     async def submit_route(self, route: Any, *, run_id: str) -> SubmitResult:
@@ -270,9 +350,15 @@ class RolesService:
         out = await self._submit("evaluator", "critique", critique, run_id)
         s = self.settings
         summ = core_evaluator.summarize(critique["critiques"], s.max_mean_severity, s.max_severity)
-        return cast(CritiqueSubmitResult, {**out, **{k: v for k, v in summ.items() if k != "critiques"},
-                                           "content_judged": True,
-                                           "verdict": core_evaluator.verdict(summ["passed"], True)})
+        return cast(
+            CritiqueSubmitResult,
+            {
+                **out,
+                **{k: v for k, v in summ.items() if k != "critiques"},
+                "content_judged": True,
+                "verdict": core_evaluator.verdict(summ["passed"], True),
+            },
+        )
 
     async def router_prompt(self, task: str) -> str:
         """The Router's instructions for the host's model, with the top search hits as context."""
@@ -280,8 +366,9 @@ class RolesService:
         text, _v = core_prompts.render("router", core_router.prompt_values(task, hits, None), self.settings.prompt_dir)
         return text + HOST_SUFFIX.format(tool="roles_submit_route", arg="route")
 
-    async def planner_prompt(self, task: str, *, tools: ToolPort, route: str | None = None,
-                             feedback: str | None = None) -> str:
+    async def planner_prompt(
+        self, task: str, *, tools: ToolPort, route: str | None = None, feedback: str | None = None
+    ) -> str:
         """The Planner's instructions for the host's model, with the live tools of ``tools``; ``route``: the router
         JSON (text), ``feedback``: critiques of a previous attempt (text)."""
         caps = await capabilities(tools)
@@ -291,14 +378,20 @@ class RolesService:
         except ValueError:
             route_obj = {"note": route}
         fb = [{"aspect": "feedback", "severity": 1, "text": feedback}] if feedback else None
-        text, _v = core_prompts.render("planner", core_planner.prompt_values(task, route_obj, caps, s.max_plan_steps,
-                                                                             fb), s.prompt_dir)
+        text, _v = core_prompts.render(
+            "planner", core_planner.prompt_values(task, route_obj, caps, s.max_plan_steps, fb), s.prompt_dir
+        )
         return text + HOST_SUFFIX.format(tool="roles_submit_plan", arg="plan")
 
     async def evaluator_prompt(self, task: str, answer: str, of_run: str | None = None) -> str:
         """The Evaluator's instructions for the host's model, with the trace of run ``of_run`` (when given)."""
         events = await anyio.to_thread.run_sync(run_events, self.engine, of_run) if of_run else []
-        values = {"task": task, "answer": answer, "evidence": core_evaluator.evidence_summary(events),
-                  "gates": "(run roles_evaluate for the automatic gates)", "schema": load_schema("critique")}
+        values = {
+            "task": task,
+            "answer": answer,
+            "evidence": core_evaluator.evidence_summary(events),
+            "gates": "(run roles_evaluate for the automatic gates)",
+            "schema": load_schema("critique"),
+        }
         text, _v = core_prompts.render("evaluator", values, self.settings.prompt_dir)
         return text + HOST_SUFFIX.format(tool="roles_submit_critique", arg="critique")

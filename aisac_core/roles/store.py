@@ -33,31 +33,45 @@ def request_hash(request: dict[str, Any]) -> str:
     return sha256_json(request)
 
 
-def cache_get(engine: "Engine", key: str) -> str | None:
+def cache_get(engine: Engine, key: str) -> str | None:
     """The cached response text of request ``key``, or None."""
     with Session(engine) as s:
         row = s.get(RoleModelCache, key)
         return row.response_text if row else None
 
 
-def cache_put(engine: "Engine", key: str, *, backend: str, model: str, role: str, request: dict[str, Any],
-              response: str) -> None:
+def cache_put(
+    engine: Engine, key: str, *, backend: str, model: str, role: str, request: dict[str, Any], response: str
+) -> None:
     """Store (or replace) the response of request ``key``."""
     with Session(engine) as s:
         lock(s, "roles_cache", key)
-        row = s.get(RoleModelCache, key) or RoleModelCache(request_sha256=key, backend=backend, model=model, role=role,
-                                                            request_json=dumps(request), response_text=response)
+        row = s.get(RoleModelCache, key) or RoleModelCache(
+            request_sha256=key,
+            backend=backend,
+            model=model,
+            role=role,
+            request_json=dumps(request),
+            response_text=response,
+        )
         row.response_text = response
         s.add(row)
         s.commit()
 
 
-def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, errors: list[str],
-                    trace_event_id: int | None = None) -> int:
+def save_submission(
+    engine: Engine, *, run_id: str, role: str, payload: Any, errors: list[str], trace_event_id: int | None = None
+) -> int:
     """Store a submission; returns its id."""
     with Session(engine) as s:
-        row = RoleSubmission(run_id=run_id, role=role, payload_json=dumps(payload), valid=not errors,
-                             errors_json=dumps(errors), trace_event_id=trace_event_id)
+        row = RoleSubmission(
+            run_id=run_id,
+            role=role,
+            payload_json=dumps(payload),
+            valid=not errors,
+            errors_json=dumps(errors),
+            trace_event_id=trace_event_id,
+        )
         s.add(row)
         s.commit()
         s.refresh(row)
@@ -65,7 +79,7 @@ def save_submission(engine: "Engine", *, run_id: str, role: str, payload: Any, e
         return row.id
 
 
-def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
+def submissions(engine: Engine, run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
     """Submissions of a run (oldest first): ``[{id, role, payload, valid, errors, trace_event_id, created_at}]``."""
     with Session(engine) as s:
         q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(col(RoleSubmission.id))
@@ -74,9 +88,18 @@ def submissions(engine: "Engine", run_id: str, role: str | None = None, valid_on
         if valid_only:
             q = q.where(RoleSubmission.valid == True)  # noqa: E712
         rows = s.exec(q).all()
-    return [{"id": r.id, "role": r.role, "payload": json.loads(r.payload_json), "valid": r.valid,
-             "errors": json.loads(r.errors_json), "trace_event_id": r.trace_event_id,
-             "created_at": r.created_at.isoformat()} for r in rows]
+    return [
+        {
+            "id": r.id,
+            "role": r.role,
+            "payload": json.loads(r.payload_json),
+            "valid": r.valid,
+            "errors": json.loads(r.errors_json),
+            "trace_event_id": r.trace_event_id,
+            "created_at": r.created_at.isoformat(),
+        }
+        for r in rows
+    ]
 
 
 class Step:
@@ -88,19 +111,30 @@ class Step:
     with the client's reply and writes a new step).
     """
 
-    def __init__(self, engine: "Engine", run_id: str, name: str, arguments: dict[str, Any],
-                 parent_id: int | None = None) -> None:
+    def __init__(
+        self, engine: Engine, run_id: str, name: str, arguments: dict[str, Any], parent_id: int | None = None
+    ) -> None:
         self.engine, self.run_id, self.name, self.arguments, self.parent_id = engine, run_id, name, arguments, parent_id
         self.result: Any = None
         self.status = "ok"
         self.error: str | None = None
         self.id: int = 0
 
-    def __enter__(self) -> "Step":
+    def __enter__(self) -> Step:
         self._t0 = time.perf_counter()
-        self.id = record_tool_call(self.engine, run_id=self.run_id, server="roles", tool=self.name,
-                                   arguments=self.arguments, result=None, status="running", error=None, latency_ms=0.0,
-                                   kind="role_step", parent_id=self.parent_id)
+        self.id = record_tool_call(
+            self.engine,
+            run_id=self.run_id,
+            server="roles",
+            tool=self.name,
+            arguments=self.arguments,
+            result=None,
+            status="running",
+            error=None,
+            latency_ms=0.0,
+            kind="role_step",
+            parent_id=self.parent_id,
+        )
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, _tb: Any) -> None:
@@ -112,8 +146,7 @@ class Step:
         finish_step(self.engine, self.id, self.result, self.status, self.error, (time.perf_counter() - self._t0) * 1000)
 
 
-def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error: str | None,
-                latency_ms: float) -> None:
+def finish_step(engine: Engine, event_id: int, result: Any, status: str, error: str | None, latency_ms: float) -> None:
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
 
     with Session(engine) as s:
@@ -132,9 +165,10 @@ def finish_step(engine: "Engine", event_id: int, result: Any, status: str, error
         s.commit()
 
 
-def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
+def run_events(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
+
     def load(j: str | None) -> Any:
         if not j:
             return None
@@ -145,6 +179,18 @@ def run_events(engine: "Engine", run_id: str) -> list[dict[str, Any]]:
 
     with Session(engine) as s:
         rows = s.exec(select(TraceEvent).where(TraceEvent.run_id == run_id).order_by(col(TraceEvent.id))).all()
-    return [{"id": r.id, "kind": r.kind, "server": r.server, "tool": r.tool, "status": r.status, "error": r.error,
-             "parent_id": r.parent_id, "arguments": load(r.arguments_json), "result": load(r.result_json),
-             "latency_ms": r.latency_ms} for r in rows]
+    return [
+        {
+            "id": r.id,
+            "kind": r.kind,
+            "server": r.server,
+            "tool": r.tool,
+            "status": r.status,
+            "error": r.error,
+            "parent_id": r.parent_id,
+            "arguments": load(r.arguments_json),
+            "result": load(r.result_json),
+            "latency_ms": r.latency_ms,
+        }
+        for r in rows
+    ]

@@ -21,18 +21,25 @@ MAX_ERROR_CHARS = 2000
 
 def hidden(tool: ToolInfo) -> bool:
     """True for a tool a plan must not use (see :data:`HIDDEN_PREFIXES`, :data:`DESTRUCTIVE_TOOLS`)."""
-    return (tool.name.startswith(HIDDEN_PREFIXES) or tool.name in DESTRUCTIVE_TOOLS
-            or bool(tool.annotations.get("destructiveHint")))
+    return (
+        tool.name.startswith(HIDDEN_PREFIXES)
+        or tool.name in DESTRUCTIVE_TOOLS
+        or bool(tool.annotations.get("destructiveHint"))
+    )
 
 
 async def capabilities(tools: ToolPort) -> list[dict[str, Any]]:
     """``[{name, description, input_schema}]`` of every tool of ``tools`` a plan may use (not :func:`hidden`)."""
-    return [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-            for t in await tools.list_tools() if not hidden(t)]
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in await tools.list_tools()
+        if not hidden(t)
+    ]
 
 
-async def call_tool(tools: ToolPort, name: str, arguments: dict[str, Any], *, run_id: str,
-                    parent_id: int | None) -> tuple[str, Any, str | None]:
+async def call_tool(
+    tools: ToolPort, name: str, arguments: dict[str, Any], *, run_id: str, parent_id: int | None
+) -> tuple[str, Any, str | None]:
     """Call ``name`` in trace run ``run_id`` as a child of event ``parent_id``; returns ``(status ok|tool_error,
     result (the structured content with a lone ``result`` key unwrapped, else the text parsed as JSON when it is
     JSON, else the text), error message (at most :data:`MAX_ERROR_CHARS`))``. Tool errors are returned, not raised."""

@@ -61,8 +61,11 @@ def _why(exc: BaseException) -> str:
 
 def _sqlite_file(url: URL) -> Path | None:
     """The resolved file of a SQLite URL; None for other databases and in-memory SQLite."""
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:") or \
-            url.query.get("mode") == "memory":
+    if (
+        url.get_backend_name() != "sqlite"
+        or url.database in (None, "", ":memory:")
+        or url.query.get("mode") == "memory"
+    ):
         return None
     db = url.database
     return Path(db.removeprefix("file:")).expanduser().resolve()
@@ -81,9 +84,14 @@ def _same_by_url(a: URL, b: URL) -> bool:
 def _identity(conn: Connection) -> tuple[Any, ...] | None:
     """What identifies the database behind a connection (None: unknown), to catch two URLs naming one database."""
     if conn.dialect.name == "postgresql":
-        return tuple(conn.execute(text(
-            "SELECT current_database(), current_schema(), pg_postmaster_start_time()::text, "
-            "current_setting('port')")).one())
+        return tuple(
+            conn.execute(
+                text(
+                    "SELECT current_database(), current_schema(), pg_postmaster_start_time()::text, "
+                    "current_setting('port')"
+                )
+            ).one()
+        )
     if conn.dialect.name == "sqlite":
         for _seq, name, path in conn.exec_driver_sql("PRAGMA database_list").all():
             if name == "main" and path:
@@ -127,8 +135,14 @@ def _is_datetime(type_: Any) -> bool:
     return isinstance(type_, DateTime) or isinstance(getattr(type_, "impl", None), DateTime)
 
 
-def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: bool = False,
-               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def copy_store(
+    source: Engine,
+    target_url: str,
+    *,
+    batch: int = 1000,
+    replace: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Copy every table of the store (``SQLModel.metadata``; not ``alembic_version``) from ``source`` into the
     database at ``target_url``.
 
@@ -158,9 +172,10 @@ def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: b
         tgt_url = make_url(target_url)
     except ArgumentError as exc:
         shown = repr(target_url) if "@" not in str(target_url) else "(not shown: it may hold a password)"
-        raise StoreError(f"the target {shown} is not a database URL: give a SQLAlchemy URL such as "
-                         "postgresql+psycopg://user:password@host:5432/dbname or sqlite:////path/to/aisac.db"
-                         ) from exc
+        raise StoreError(
+            f"the target {shown} is not a database URL: give a SQLAlchemy URL such as "
+            "postgresql+psycopg://user:password@host:5432/dbname or sqlite:////path/to/aisac.db"
+        ) from exc
     src_url = source.url
     red_src, red_tgt = redact_url(src_url), redact_url(tgt_url)
     if _same_by_url(src_url, tgt_url):
@@ -171,8 +186,12 @@ def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: b
     try:
         target = make_engine(target_url)
     except Exception as exc:  # noqa: BLE001 - make_engine's StoreError, a missing driver, a refused login
-        hint = " (the URL's database driver is not installed; for PostgreSQL: `pip install 'aisac[postgres]'` and a " \
-            "postgresql+psycopg:// URL)" if isinstance(exc, (ImportError, ArgumentError)) else ""
+        hint = (
+            " (the URL's database driver is not installed; for PostgreSQL: `pip install 'aisac[postgres]'` and a "
+            "postgresql+psycopg:// URL)"
+            if isinstance(exc, (ImportError, ArgumentError))
+            else ""
+        )
         cause = exc.__cause__ if isinstance(exc, StoreError) and isinstance(exc.__cause__, DBAPIError) else exc
         raise StoreError(f"cannot open the target {red_tgt}{hint}: {_scrub(_why(cause), tgt_url, src_url)}") from None
     tables: dict[str, int] = {}
@@ -181,8 +200,10 @@ def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: b
         with _reader(source) as rconn:
             rev = migrations.current_revision(rconn)
             if rev != head:
-                raise StoreError(f"the source store {red_src} is at schema revision {rev or 'none'}, not {head}: "
-                                 "open it once with this aisac (e.g. `aisac status`) to migrate it, then retry")
+                raise StoreError(
+                    f"the source store {red_src} is at schema revision {rev or 'none'}, not {head}: "
+                    "open it once with this aisac (e.g. `aisac status`) to migrate it, then retry"
+                )
             if (ident := _identity(rconn)) is not None and ident == _identity_of(target):
                 raise StoreError(f"the target {red_tgt} is the source store itself: give the URL of another database")
             with target.begin() as tconn:
@@ -194,15 +215,19 @@ def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: b
                 for table in SQLModel.metadata.sorted_tables:
                     got = tconn.execute(select(func.count()).select_from(table)).scalar_one()
                     if got != tables[table.name]:
-                        raise StoreError(f"table {table.name}: {tables[table.name]} rows read but {got} in the "
-                                         f"target {red_tgt}; nothing was written (the copy was rolled back)")
+                        raise StoreError(
+                            f"table {table.name}: {tables[table.name]} rows read but {got} in the "
+                            f"target {red_tgt}; nothing was written (the copy was rolled back)"
+                        )
         ok = True
     except StoreError as exc:
         raise StoreError(_scrub(str(exc), tgt_url, src_url)) from None
     except Exception as exc:  # noqa: BLE001 - a driver error while reading or writing: one line, no SQL or values
         where = f" (table {current})" if current else ""
-        raise StoreError(f"copying {red_src} into {red_tgt} failed{where}: {_scrub(_why(exc), tgt_url, src_url)}; "
-                         "nothing was written to the target (the copy was rolled back)") from None
+        raise StoreError(
+            f"copying {red_src} into {red_tgt} failed{where}: {_scrub(_why(exc), tgt_url, src_url)}; "
+            "nothing was written to the target (the copy was rolled back)"
+        ) from None
     finally:
         target.dispose()
         if new_file and f is not None:  # a file this call created: private (0600) like the store's, or removed
@@ -211,8 +236,13 @@ def copy_store(source: Engine, target_url: str, *, batch: int = 1000, replace: b
                     os.chmod(p, 0o600)
                 elif p.exists():
                     p.unlink()
-    return {"source": red_src, "target": red_tgt, "tables": tables, "rows": sum(tables.values()),
-            "seconds": round(time.perf_counter() - t0, 3)}
+    return {
+        "source": red_src,
+        "target": red_tgt,
+        "tables": tables,
+        "rows": sum(tables.values()),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
 
 
 def _identity_of(engine: Engine) -> tuple[Any, ...] | None:
@@ -229,15 +259,18 @@ def _check_empty(tconn: Connection, replace: bool, red_tgt: str) -> None:
             held[table.name] = n
     if held and not replace:
         listed = ", ".join(f"{k} {v}" for k, v in held.items())
-        raise StoreError(f"the target {red_tgt} already holds store rows ({listed}): choose an empty database, or "
-                         "pass --replace (replace=True) to delete those rows and copy over them")
+        raise StoreError(
+            f"the target {red_tgt} already holds store rows ({listed}): choose an empty database, or "
+            "pass --replace (replace=True) to delete those rows and copy over them"
+        )
     if held:
         for table in reversed(SQLModel.metadata.sorted_tables):
             tconn.execute(table.delete())
 
 
-def _copy_table(rconn: Connection, tconn: Connection, table: Any, batch: int,
-                progress: Callable[[str, int, int], None] | None) -> int:
+def _copy_table(
+    rconn: Connection, tconn: Connection, table: Any, batch: int, progress: Callable[[str, int, int], None] | None
+) -> int:
     """Stream ``table`` (ordered by primary key) from ``rconn`` into ``tconn`` in batches; returns the rows copied."""
     total = rconn.execute(select(func.count()).select_from(table)).scalar_one()
     if progress:
@@ -272,5 +305,7 @@ def _reset_sequences(tconn: Connection) -> None:
         if col is None or not isinstance(col.type, Integer):
             continue
         qt, qc = quote_ident(table), tconn.dialect.identifier_preparer.quote(col.name)
-        tconn.execute(text(f"SELECT setval(pg_get_serial_sequence(:t, :c), COALESCE(MAX({qc}), 0) + 1, false) "
-                           f"FROM {qt}"), {"t": qt, "c": col.name})
+        tconn.execute(
+            text(f"SELECT setval(pg_get_serial_sequence(:t, :c), COALESCE(MAX({qc}), 0) + 1, false) FROM {qt}"),
+            {"t": qt, "c": col.name},
+        )

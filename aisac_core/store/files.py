@@ -44,8 +44,10 @@ def permission_warnings(data_dir: Path) -> list[str]:
     except OSError:
         return out
     if mode & 0o077:
-        out.append(f"the data dir {data_dir} has mode {mode:04o}: other local users can reach the store (memory, "
-                   f"documents, the owner's token); run `chmod -R go-rwx {data_dir}`")
+        out.append(
+            f"the data dir {data_dir} has mode {mode:04o}: other local users can reach the store (memory, "
+            f"documents, the owner's token); run `chmod -R go-rwx {data_dir}`"
+        )
         return out
     wide = []
     try:
@@ -56,6 +58,8 @@ def permission_warnings(data_dir: Path) -> list[str]:
     except OSError:
         return out
     if wide:
-        out.append(f"store entries readable or writable by other users: {', '.join(sorted(wide)[:10])}; the data "
-                   f"dir is 0700, so they are not reachable now, but `chmod -R go-rwx {data_dir}` narrows them")
+        out.append(
+            f"store entries readable or writable by other users: {', '.join(sorted(wide)[:10])}; the data "
+            f"dir is 0700, so they are not reachable now, but `chmod -R go-rwx {data_dir}` narrows them"
+        )
     return out

@@ -97,9 +97,19 @@ class JobQueue:
         that workers claim; when this process dies, :meth:`reap` marks it ``interrupted``."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.add(Job(job_id=job_id, kind=kind, status="running", params_json=params_json, created_at=now,
-                      started_at=now, lease_owner=self.owner, lease_expires_at=now + timedelta(seconds=self.lease_s),
-                      attempts=1))
+            s.add(
+                Job(
+                    job_id=job_id,
+                    kind=kind,
+                    status="running",
+                    params_json=params_json,
+                    created_at=now,
+                    started_at=now,
+                    lease_owner=self.owner,
+                    lease_expires_at=now + timedelta(seconds=self.lease_s),
+                    attempts=1,
+                )
+            )
             s.commit()
 
     def reap(self, job_id: str) -> bool:
@@ -107,14 +117,21 @@ class JobQueue:
         it was. For jobs of kinds no worker claims again (see :meth:`start_here`)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == CANCELLING,
-                                        col(Job.lease_expires_at) < now)
-                      .values(status="cancelled", finished_at=now, lease_expires_at=None))
-            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "running",
-                                              col(Job.lease_expires_at) < now)
-                            .values(status="interrupted", finished_at=now, lease_expires_at=None,
-                                    message="the process running it stopped before it ended; its trace keeps the "
-                                            "steps it made"))
+            s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.status) == CANCELLING, col(Job.lease_expires_at) < now)
+                .values(status="cancelled", finished_at=now, lease_expires_at=None)
+            )
+            res = s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.status) == "running", col(Job.lease_expires_at) < now)
+                .values(
+                    status="interrupted",
+                    finished_at=now,
+                    lease_expires_at=None,
+                    message="the process running it stopped before it ended; its trace keeps the steps it made",
+                )
+            )
             s.commit()
             return bool(_rowcount(res))
 
@@ -130,17 +147,26 @@ class JobQueue:
         while True:
             with Session(self.engine) as s:
                 now = self._now(s)
-                expired = and_(col(Job.status) == "running",
-                               or_(col(Job.lease_expires_at).is_(None), col(Job.lease_expires_at) < now))
-                q = (select(Job).where(col(Job.kind).in_(kinds), or_(col(Job.status) == "queued", expired))
-                     .order_by(col(Job.created_at), col(Job.job_id)).limit(1).with_for_update(skip_locked=True))
+                expired = and_(
+                    col(Job.status) == "running",
+                    or_(col(Job.lease_expires_at).is_(None), col(Job.lease_expires_at) < now),
+                )
+                q = (
+                    select(Job)
+                    .where(col(Job.kind).in_(kinds), or_(col(Job.status) == "queued", expired))
+                    .order_by(col(Job.created_at), col(Job.job_id))
+                    .limit(1)
+                    .with_for_update(skip_locked=True)
+                )
                 job = s.exec(q).first()
                 if job is None:
                     return None
                 if job.status == "running" and job.attempts >= self.max_attempts:
                     job.status, job.finished_at, job.lease_owner = "interrupted", now, None
-                    job.message = (f"the process running it stopped {job.attempts} times (the job is not retried "
-                                   "again); run the same request again to resume, finished files are kept")
+                    job.message = (
+                        f"the process running it stopped {job.attempts} times (the job is not retried "
+                        "again); run the same request again to resume, finished files are kept"
+                    )
                     s.add(job)
                     s.commit()
                     continue
@@ -151,8 +177,7 @@ class JobQueue:
                 if job.attempts > 1:
                     job.message = f"claimed again (attempt {job.attempts}): the process running it stopped"
                 s.add(job)
-                out = {"job_id": job.job_id, "kind": job.kind, "params_json": job.params_json,
-                       "attempts": job.attempts}
+                out = {"job_id": job.job_id, "kind": job.kind, "params_json": job.params_json, "attempts": job.attempts}
                 s.commit()
                 return out
 
@@ -160,11 +185,20 @@ class JobQueue:
         """End ``cancelled`` the ``cancelling`` jobs of ``kinds`` whose runner died (lease expired)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(col(Job.kind).in_(kinds), col(Job.status) == CANCELLING,
-                                        or_(col(Job.lease_expires_at).is_(None),
-                                            col(Job.lease_expires_at) < now))
-                      .values(status="cancelled", finished_at=now, lease_expires_at=None,
-                              message="cancelled; the process running it stopped before it could end the job"))
+            s.execute(
+                update(Job)
+                .where(
+                    col(Job.kind).in_(kinds),
+                    col(Job.status) == CANCELLING,
+                    or_(col(Job.lease_expires_at).is_(None), col(Job.lease_expires_at) < now),
+                )
+                .values(
+                    status="cancelled",
+                    finished_at=now,
+                    lease_expires_at=None,
+                    message="cancelled; the process running it stopped before it could end the job",
+                )
+            )
             s.commit()
 
     def request_cancel(self, job_id: str) -> str | None:
@@ -174,10 +208,16 @@ class JobQueue:
         at its next check and ends it ``cancelled``); a job already ended or cancelling is left as it is."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "queued")
-                      .values(status="cancelled", finished_at=now, message="cancelled before it started"))
-            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.status) == "running")
-                      .values(status=CANCELLING, message="cancel requested; stopping at the next check"))
+            s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.status) == "queued")
+                .values(status="cancelled", finished_at=now, message="cancelled before it started")
+            )
+            s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.status) == "running")
+                .values(status=CANCELLING, message="cancel requested; stopping at the next check")
+            )
             s.commit()
             job = s.get(Job, job_id)
             return job.status if job is not None else None
@@ -194,9 +234,11 @@ class JobQueue:
         the lease is still extended, so the job stays this process's while it stops)."""
         with Session(self.engine) as s:
             now = self._now(s)
-            s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
-                                        col(Job.status) == CANCELLING)
-                      .values(lease_expires_at=now + timedelta(seconds=self.lease_s)))
+            s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner, col(Job.status) == CANCELLING)
+                .values(lease_expires_at=now + timedelta(seconds=self.lease_s))
+            )
             s.commit()
         return self.update(job_id)
 
@@ -206,8 +248,11 @@ class JobQueue:
         with Session(self.engine) as s:
             now = self._now(s)
             values = {**fields, "lease_expires_at": now + timedelta(seconds=self.lease_s)}
-            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
-                                           col(Job.status) == "running").values(**values))
+            res = s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner, col(Job.status) == "running")
+                .values(**values)
+            )
             s.commit()
             return bool(_rowcount(res))
 
@@ -220,19 +265,31 @@ class JobQueue:
         with Session(self.engine) as s:
             now = self._now(s)
             ended = "done" if status == "done" else "cancelled"  # work that completed anyway stays done
-            stopped = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
-                                                  col(Job.status) == CANCELLING)
-                                .values(status=ended, finished_at=now, lease_expires_at=None,
-                                        **{**fields, "message": fields.get("message") if ended == "done" else
-                                           "cancelled on request"}))
-            res = s.execute(update(Job).where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner,
-                                           col(Job.status) == "running")
-                         .values(status=status, finished_at=now, lease_expires_at=None, **fields))
+            stopped = s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner, col(Job.status) == CANCELLING)
+                .values(
+                    status=ended,
+                    finished_at=now,
+                    lease_expires_at=None,
+                    **{**fields, "message": fields.get("message") if ended == "done" else "cancelled on request"},
+                )
+            )
+            res = s.execute(
+                update(Job)
+                .where(col(Job.job_id) == job_id, col(Job.lease_owner) == self.owner, col(Job.status) == "running")
+                .values(status=status, finished_at=now, lease_expires_at=None, **fields)
+            )
             s.commit()
             return bool(_rowcount(stopped) or _rowcount(res))
 
     def pending(self, kinds: Iterable[str]) -> int:
         """Number of jobs of ``kinds`` that are queued, running or cancelling anywhere (this process or another)."""
         with Session(self.engine) as s:
-            return int(s.exec(select(func.count()).select_from(Job).where(
-                col(Job.kind).in_(list(kinds)), col(Job.status).in_(["queued", "running", CANCELLING]))).one())
+            return int(
+                s.exec(
+                    select(func.count())
+                    .select_from(Job)
+                    .where(col(Job.kind).in_(list(kinds)), col(Job.status).in_(["queued", "running", CANCELLING]))
+                ).one()
+            )

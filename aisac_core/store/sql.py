@@ -73,13 +73,17 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, **kwargs)
     except (ImportError, NoSuchModuleError) as exc:  # a dialect or driver that is not installed (before ArgumentError:
         # NoSuchModuleError is one)
-        raise StoreError(f"cannot open the SQL store {redact_url(url)}: no database driver for it is installed "
-                         f"({_first_line(exc)}). For PostgreSQL: pip install 'aisac[postgres]' (psycopg 3) and use "
-                         "a postgresql+psycopg:// URL") from exc
+        raise StoreError(
+            f"cannot open the SQL store {redact_url(url)}: no database driver for it is installed "
+            f"({_first_line(exc)}). For PostgreSQL: pip install 'aisac[postgres]' (psycopg 3) and use "
+            "a postgresql+psycopg:// URL"
+        ) from exc
     except ArgumentError as exc:  # not a URL at all
-        raise StoreError(f"the SQL store URL (setting sql_url, AISAC_SQL_URL) is not a SQLAlchemy URL "
-                         f"({_first_line(exc)}); give e.g. postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE, or "
-                         "unset it for the SQLite file in the data dir") from exc
+        raise StoreError(
+            f"the SQL store URL (setting sql_url, AISAC_SQL_URL) is not a SQLAlchemy URL "
+            f"({_first_line(exc)}); give e.g. postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE, or "
+            "unset it for the SQLite file in the data dir"
+        ) from exc
     if is_sqlite:
         sqlite_listeners(engine)
     from alembic.util import (
@@ -164,5 +168,3 @@ def set_meta(engine: Engine, key: str, value: str) -> None:
         row.value = value
         s.add(row)
         s.commit()
-
-

@@ -16,8 +16,22 @@ from sqlmodel import Field, SQLModel
 
 # SQLModel is re-exported: its metadata, imported from here, holds every table below
 __all__ = [
-    "CatalogEntry", "DataFrameEntry", "Document", "DocumentContent", "Fact", "Job", "LitCacheEntry", "MemorySession",
-    "RoleModelCache", "RoleSubmission", "SQLModel", "StoreMeta", "TraceEvent", "TraceInput", "TraceRunPin", "Turn",
+    "CatalogEntry",
+    "DataFrameEntry",
+    "Document",
+    "DocumentContent",
+    "Fact",
+    "Job",
+    "LitCacheEntry",
+    "MemorySession",
+    "RoleModelCache",
+    "RoleSubmission",
+    "SQLModel",
+    "StoreMeta",
+    "TraceEvent",
+    "TraceInput",
+    "TraceRunPin",
+    "Turn",
     "utcnow",
 ]
 
@@ -51,6 +65,7 @@ class Document(SQLModel, table=True):
     error: str | None = None
     indexed_at: datetime | None = None
 
+
 class DocumentContent(SQLModel, table=True):
     """The parsed document: plain text (char spans of anchors index into it) and Markdown."""
 
@@ -59,6 +74,7 @@ class DocumentContent(SQLModel, table=True):
     markdown: str = Field(sa_column=Column(Text, nullable=False))
     #: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.rag.structure.document_structure)
     structure_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
 
 class CatalogEntry(SQLModel, table=True):
     """A file of a catalog-only root: listed with metadata, never embedded."""
@@ -70,6 +86,7 @@ class CatalogEntry(SQLModel, table=True):
     mtime_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
     meta_json: str = "{}"
     listed_at: datetime = Field(default_factory=utcnow)
+
 
 class Job(SQLModel, table=True):
     """A background job (``index``, ``catalog``, ``roles``). ``status``: queued, running, done, failed, interrupted.
@@ -99,6 +116,7 @@ class Job(SQLModel, table=True):
     #: the finished job's result (JSON) where the job kind has one (a ``roles_run`` answer and evaluation)
     result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
+
 class TraceEvent(SQLModel, table=True):
     """One event of a run: a tool call of one server (the provenance middleware writes it), or a role step /
     model call (the roles server writes it). ``parent_id`` builds the tree run -> role steps -> tool calls."""
@@ -121,6 +139,7 @@ class TraceEvent(SQLModel, table=True):
     parent_id: int | None = Field(default=None, index=True)
     result_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
+
 class MemorySession(SQLModel, table=True):
     """A memory session (a research thread): see :mod:`aisac_core.memory`."""
 
@@ -130,6 +149,7 @@ class MemorySession(SQLModel, table=True):
     title: str | None = None
     project: str | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
 
 class Turn(SQLModel, table=True):
     """One turn of a memory session. ``created_at`` strictly increases within a session (set inside the
@@ -146,6 +166,7 @@ class Turn(SQLModel, table=True):
     parent_id: int | None = None
     pair_user_id: int | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utcnow)
+
 
 class Fact(SQLModel, table=True):
     """A temporal fact: valid from ``valid_at`` until ``invalid_at`` (open when None)."""
@@ -165,6 +186,7 @@ class Fact(SQLModel, table=True):
     evidence_span: str | None = None
     run_id: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
 
 class StoreMeta(SQLModel, table=True):
     """Key/value facts about the store (schema version, collection settings)."""
@@ -230,6 +252,7 @@ class TraceInput(SQLModel, table=True):
     mtime_ns: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     source: str = "hashed"
 
+
 class TraceRunPin(SQLModel, table=True):
     """Configuration pins of a run (models, embedding model, parser fingerprint, retrieval settings), written when
     the run's first event passes the middleware of a server process."""
@@ -254,6 +277,7 @@ class RoleModelCache(SQLModel, table=True):
     request_json: str = Field(sa_column=Column(Text, nullable=False))
     response_text: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
 
 class RoleSubmission(SQLModel, table=True):
     """A role output submitted by the host's model (``roles_submit_*``); ``valid`` False keeps the errors."""

@@ -243,18 +243,32 @@ class EdgeVectorStore(VectorStore):
             raise ValueError("refusing to delete without a condition")
         self._shard(name).update(self._qe.UpdateOperation.delete_points_by_filter(self._filter(conds)))
 
-    def query(self, name: str, *, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
-              limit: int, conds: list[Cond] | None = None, mode: Mode = "hybrid", prefetch_limit: int = 100,
-              rrf_k: int = 60, weights: tuple[float, float] | None = None, ids: list[str] | None = None,
-              with_payload: bool = True) -> list[VectorHit]:
+    def query(
+        self,
+        name: str,
+        *,
+        dense: list[float] | None,
+        sparse: tuple[list[int], list[float]] | None,
+        limit: int,
+        conds: list[Cond] | None = None,
+        mode: Mode = "hybrid",
+        prefetch_limit: int = 100,
+        rrf_k: int = 60,
+        weights: tuple[float, float] | None = None,
+        ids: list[str] | None = None,
+        with_payload: bool = True,
+    ) -> list[VectorHit]:
         qe = self._qe
         if ids is not None and not ids:
             return []
         flt = self._filter(conds, ids)
         shard = self._shard(name)
         dq = qe.Query.Nearest(list(map(float, dense)), using=DENSE) if dense is not None else None
-        sq = qe.Query.Nearest(qe.SparseVector(list(sparse[0]), list(map(float, sparse[1]))), using=SPARSE) \
-            if sparse is not None and len(sparse[0]) else None
+        sq = (
+            qe.Query.Nearest(qe.SparseVector(list(sparse[0]), list(map(float, sparse[1]))), using=SPARSE)
+            if sparse is not None and len(sparse[0])
+            else None
+        )
         if mode == "dense" or (mode == "hybrid" and sq is None):
             req = qe.QueryRequest(limit=limit, query=dq, filter=flt, with_payload=with_payload)
         elif mode == "sparse":
@@ -262,8 +276,10 @@ class EdgeVectorStore(VectorStore):
                 return []
             req = qe.QueryRequest(limit=limit, query=sq, filter=flt, with_payload=with_payload)
         else:
-            pre = [qe.Prefetch(limit=prefetch_limit, query=dq, filter=flt),
-                   qe.Prefetch(limit=prefetch_limit, query=sq, filter=flt)]
+            pre = [
+                qe.Prefetch(limit=prefetch_limit, query=dq, filter=flt),
+                qe.Prefetch(limit=prefetch_limit, query=sq, filter=flt),
+            ]
             fusion = qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None)
             req = qe.QueryRequest(limit=limit, prefetches=pre, query=fusion, filter=flt, with_payload=with_payload)
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(req)]
@@ -281,8 +297,9 @@ class EdgeVectorStore(VectorStore):
         qe = self._qe
         offset = None
         while True:
-            req = qe.ScrollRequest(offset=offset, limit=1000, filter=self._filter(conds), with_payload=True,
-                                   with_vector=False)
+            req = qe.ScrollRequest(
+                offset=offset, limit=1000, filter=self._filter(conds), with_payload=True, with_vector=False
+            )
             recs, offset = self._shard(name).scroll(req)
             for r in recs:
                 yield str(r.id), dict(r.payload or {})
@@ -336,11 +353,16 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     if settings.qdrant_ca_file is not None:
         ca = Path(settings.qdrant_ca_file).expanduser()
         try:
-            kw["verify"] = (ssl.create_default_context(capath=str(ca)) if ca.is_dir()
-                            else ssl.create_default_context(cafile=str(ca)))
+            kw["verify"] = (
+                ssl.create_default_context(capath=str(ca))
+                if ca.is_dir()
+                else ssl.create_default_context(cafile=str(ca))
+            )
         except (OSError, ssl.SSLError) as exc:
-            raise VectorStoreError(f"AISAC_QDRANT_CA_FILE={ca}: cannot load CA certificates from it ({exc}); give a "
-                                   "PEM file or a folder of hashed certificates (c_rehash)") from exc
+            raise VectorStoreError(
+                f"AISAC_QDRANT_CA_FILE={ca}: cannot load CA certificates from it ({exc}); give a "
+                "PEM file or a folder of hashed certificates (c_rehash)"
+            ) from exc
     return kw
 
 
@@ -352,8 +374,11 @@ def collection_kwargs(settings: Settings) -> dict[str, Any]:
     change an existing one with Qdrant's own API (``PATCH /collections/{name}``, replicas) or let aisac recreate it."""
     if not settings.qdrant_url:
         return {}
-    pairs = (("shard_number", settings.qdrant_shard_number), ("replication_factor", settings.qdrant_replication_factor),
-             ("write_consistency_factor", settings.qdrant_write_consistency_factor))
+    pairs = (
+        ("shard_number", settings.qdrant_shard_number),
+        ("replication_factor", settings.qdrant_replication_factor),
+        ("write_consistency_factor", settings.qdrant_write_consistency_factor),
+    )
     return {k: v for k, v in pairs if v is not None}
 
 
@@ -364,8 +389,15 @@ class QdrantClientVectorStore(VectorStore):
     :func:`client_kwargs`); ``collection_options``: more ``create_collection`` arguments for a server (see
     :func:`collection_kwargs`). Local mode takes neither. :meth:`from_settings` builds both from the settings."""
 
-    def __init__(self, *, url: str | None = None, path: Path | None = None, api_key: str | None = None,
-                 options: dict[str, Any] | None = None, collection_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        path: Path | None = None,
+        api_key: str | None = None,
+        options: dict[str, Any] | None = None,
+        collection_options: dict[str, Any] | None = None,
+    ) -> None:
         from qdrant_client import QdrantClient, models  # the backend in use only (~0.5 s of imports)
 
         self.m = models
@@ -445,8 +477,10 @@ class QdrantClientVectorStore(VectorStore):
             points=[
                 m.PointStruct(
                     id=p.id,
-                    vector={DENSE: list(map(float, p.dense)),
-                            SPARSE: m.SparseVector(indices=p.sparse_indices, values=p.sparse_values)},
+                    vector={
+                        DENSE: list(map(float, p.dense)),
+                        SPARSE: m.SparseVector(indices=p.sparse_indices, values=p.sparse_values),
+                    },
                     payload=p.payload,
                 )
                 for p in points
@@ -459,32 +493,53 @@ class QdrantClientVectorStore(VectorStore):
             raise ValueError("refusing to delete without a condition")
         self.client.delete(name, points_selector=self.m.FilterSelector(filter=self._filter(conds)), wait=True)
 
-    def query(self, name: str, *, dense: list[float] | None, sparse: tuple[list[int], list[float]] | None,
-              limit: int, conds: list[Cond] | None = None, mode: Mode = "hybrid", prefetch_limit: int = 100,
-              rrf_k: int = 60, weights: tuple[float, float] | None = None, ids: list[str] | None = None,
-              with_payload: bool = True) -> list[VectorHit]:
+    def query(
+        self,
+        name: str,
+        *,
+        dense: list[float] | None,
+        sparse: tuple[list[int], list[float]] | None,
+        limit: int,
+        conds: list[Cond] | None = None,
+        mode: Mode = "hybrid",
+        prefetch_limit: int = 100,
+        rrf_k: int = 60,
+        weights: tuple[float, float] | None = None,
+        ids: list[str] | None = None,
+        with_payload: bool = True,
+    ) -> list[VectorHit]:
         m = self.m
         if ids is not None and not ids:
             return []
         flt = self._filter(conds, ids)
-        sv = m.SparseVector(indices=list(sparse[0]), values=list(map(float, sparse[1]))) \
-            if sparse is not None and len(sparse[0]) else None
+        sv = (
+            m.SparseVector(indices=list(sparse[0]), values=list(map(float, sparse[1])))
+            if sparse is not None and len(sparse[0])
+            else None
+        )
         dv = list(map(float, dense)) if dense is not None else None
         if mode == "dense" or (mode == "hybrid" and sv is None):
-            res = self.client.query_points(name, query=dv, using=DENSE, limit=limit,
-                                           query_filter=flt, with_payload=with_payload)
+            res = self.client.query_points(
+                name, query=dv, using=DENSE, limit=limit, query_filter=flt, with_payload=with_payload
+            )
         elif mode == "sparse":
             if sv is None:
                 return []
-            res = self.client.query_points(name, query=sv, using=SPARSE, limit=limit, query_filter=flt,
-                                           with_payload=with_payload)
+            res = self.client.query_points(
+                name, query=sv, using=SPARSE, limit=limit, query_filter=flt, with_payload=with_payload
+            )
         else:
             rrf = m.RrfQuery(rrf=m.Rrf(k=rrf_k, weights=list(weights) if weights else None))
             res = self.client.query_points(
                 name,
-                prefetch=[m.Prefetch(query=dv, using=DENSE, limit=prefetch_limit, filter=flt),
-                          m.Prefetch(query=sv, using=SPARSE, limit=prefetch_limit, filter=flt)],
-                query=rrf, limit=limit, query_filter=flt, with_payload=with_payload,
+                prefetch=[
+                    m.Prefetch(query=dv, using=DENSE, limit=prefetch_limit, filter=flt),
+                    m.Prefetch(query=sv, using=SPARSE, limit=prefetch_limit, filter=flt),
+                ],
+                query=rrf,
+                limit=limit,
+                query_filter=flt,
+                with_payload=with_payload,
             )
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
 
@@ -500,8 +555,14 @@ class QdrantClientVectorStore(VectorStore):
     def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         offset = None
         while True:
-            recs, offset = self.client.scroll(name, scroll_filter=self._filter(conds), limit=1000, offset=offset,
-                                              with_payload=True, with_vectors=False)
+            recs, offset = self.client.scroll(
+                name,
+                scroll_filter=self._filter(conds),
+                limit=1000,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+            )
             for r in recs:
                 yield str(r.id), dict(r.payload or {})
             if offset is None or not recs:
@@ -517,8 +578,9 @@ class QdrantClientVectorStore(VectorStore):
             pass
 
 
-def open_vector_store(backend: str, *, root: Path, url: str | None = None, api_key: str | None = None,
-                      settings: Settings | None = None) -> VectorStore:
+def open_vector_store(
+    backend: str, *, root: Path, url: str | None = None, api_key: str | None = None, settings: Settings | None = None
+) -> VectorStore:
     """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``. With
     ``settings``, ``qdrant`` is built from them instead (:meth:`QdrantClientVectorStore.from_settings`: URL, key,
     TLS, timeout, sharding; local mode in ``settings.vectors_dir``)."""

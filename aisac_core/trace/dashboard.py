@@ -81,18 +81,26 @@ JS = """
 
 def _page(title: str, body: str, cfg: dict[str, Any], prefix: str) -> str:
     cfg_json = json.dumps(cfg).replace("</", "<\\/")
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
-            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
-            f"<header><a href='{_e(prefix or '/')}'>aisac trace</a><span>{_e(title)}</span>"
-            f"<span id=live class=mut>○ connecting</span></header><main>{body}</main>"
-            f"<script id=cfg type=application/json>{cfg_json}</script>"
-            f"<script>{JS}</script></body></html>")
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
+        f"<header><a href='{_e(prefix or '/')}'>aisac trace</a><span>{_e(title)}</span>"
+        f"<span id=live class=mut>○ connecting</span></header><main>{body}</main>"
+        f"<script id=cfg type=application/json>{cfg_json}</script>"
+        f"<script>{JS}</script></body></html>"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- run list
 
-def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_id: int,
-                heads: dict[str, dict[str, Any]] | None = None) -> str:
+
+def render_runs(
+    data: dict[str, Any],
+    prefix: str,
+    query: dict[str, str],
+    last_id: int,
+    heads: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.queries.list_runs` result, with
     each run's question, citations and verdict from :func:`~aisac_core.trace.queries.run_headlines` (``heads``)."""
     heads = heads or {}
@@ -103,8 +111,11 @@ def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_i
         active = " <span class=live>● active</span>" if r["active"] else ""
         started = _e(r["started_at"][:19].replace("T", " "))
         q = h.get("question")
-        label = _e(q if len(q or "") <= 200 else (q or "")[:199] + "…") if q else \
-            f"<span class=mut>{_e(', '.join(r['tools'][:3]))}</span>"
+        label = (
+            _e(q if len(q or "") <= 200 else (q or "")[:199] + "…")
+            if q
+            else f"<span class=mut>{_e(', '.join(r['tools'][:3]))}</span>"
+        )
         dur = _duration(r["started_at"], r["last_event_at"])
         cites = "-" if h.get("citations") is None else str(h["citations"])
         if h.get("anchors"):
@@ -115,16 +126,21 @@ def render_runs(data: dict[str, Any], prefix: str, query: dict[str, str], last_i
             f"<tr data-run='{_e(r['run_id'])}'><td class=q><a href='{_e(link)}'>{label}</a>{active}<div class='mut rid'>"
             f"{_e(r['run_id'])}</div></td><td>{started}</td><td>{dur}</td><td><span class='badge st-{_e(r['status'])}'>"
             f"{'ok' if not r['errors'] else str(r['errors']) + ' errors'}</span> {verdict}</td><td>{cites}</td>"
-            f"<td>{r['events']}</td><td>{_e(', '.join(r['servers']))}</td></tr>")
+            f"<td>{r['events']}</td><td>{_e(', '.join(r['servers']))}</td></tr>"
+        )
     pager = ""
     if data.get("next_offset") is not None:
         more = urlencode({**query, "offset": data["next_offset"]})
         pager = f"<p><a href='{_e(prefix)}/?{_e(more)}'>older runs →</a></p>"
-    table = ("<table id=runs><thead><tr><th>question</th><th>started (UTC)</th><th>duration</th><th>status</th>"
-             "<th>citations</th><th>events</th><th>servers</th></tr></thead><tbody>" + "".join(rows) +
-             "</tbody></table>") if rows else \
-        "<p class=mut>No runs yet: tool calls through the aisac suite are recorded here as they happen.</p>"
-    return (f"<div id=body data-last-id='{last_id}'><p class=mut>{data['total']} runs</p>{table}{pager}</div>")
+    table = (
+        (
+            "<table id=runs><thead><tr><th>question</th><th>started (UTC)</th><th>duration</th><th>status</th>"
+            "<th>citations</th><th>events</th><th>servers</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
+        if rows
+        else "<p class=mut>No runs yet: tool calls through the aisac suite are recorded here as they happen.</p>"
+    )
+    return f"<div id=body data-last-id='{last_id}'><p class=mut>{data['total']} runs</p>{table}{pager}</div>"
 
 
 def _duration(start: str, end: str) -> str:
@@ -162,8 +178,14 @@ class Dashboard:
     async def _runs_fragment(self, request: Request) -> str:
         q = self._filters(request)
         t = self.trace
-        data = await self._run(t.list_runs, server=q.get("server"), status=q.get("status"), text=q.get("text"),
-                               limit=50, offset=int(q.get("offset", 0) or 0))
+        data = await self._run(
+            t.list_runs,
+            server=q.get("server"),
+            status=q.get("status"),
+            text=q.get("text"),
+            limit=50,
+            offset=int(q.get("offset", 0) or 0),
+        )
         heads = await self._run(t.run_headlines, [r["run_id"] for r in data["runs"]])
         return render_runs(dict(data), self.prefix, q, await self._run(lambda: max_event_id(t.engine, None)), heads)
 
@@ -174,11 +196,14 @@ class Dashboard:
             frag = await self._runs_fragment(request)
         except (TraceError, ValueError) as exc:
             return HTMLResponse(f"<p>{_e(exc)}</p>", status_code=400)
-        sel = "".join(f"<option{' selected' if q.get('status') == s else ''}>{s}</option>"
-                      for s in ("", "ok", "errors", "active"))
-        form = (f"<form class=filters method=get action='{_e(self.prefix)}/'><input name=text placeholder='question, run id, "
-                f"tool or argument' value='{_e(q.get('text', ''))}'><input name=server placeholder=server size=8 "
-                f"value='{_e(q.get('server', ''))}'><select name=status>{sel}</select><button>filter</button></form>")
+        sel = "".join(
+            f"<option{' selected' if q.get('status') == s else ''}>{s}</option>" for s in ("", "ok", "errors", "active")
+        )
+        form = (
+            f"<form class=filters method=get action='{_e(self.prefix)}/'><input name=text placeholder='question, run id, "
+            f"tool or argument' value='{_e(q.get('text', ''))}'><input name=server placeholder=server size=8 "
+            f"value='{_e(q.get('server', ''))}'><select name=status>{sel}</select><button>filter</button></form>"
+        )
         qs = urlencode({k: v for k, v in q.items() if k != "offset"})
         cfg = {"fragment": f"{self.prefix}/fragment?{qs}", "stream": f"{self.prefix}/stream"}
         return HTMLResponse(_page("runs", form + frag, cfg, self.prefix))
@@ -213,8 +238,9 @@ class Dashboard:
             src = f"{self.prefix}/evidence/page?run={q}&chunk={quote(str(card['chunk_id']), safe='')}"
             return {"src": src, "width": img.width, "height": img.height, "rects": img.rects, "found": img.found}
 
-        return render_run(dict(data), verify=cached[1], page_image=page_image,
-                          run_href=lambda rid: run_link(self.prefix, rid))
+        return render_run(
+            dict(data), verify=cached[1], page_image=page_image, run_href=lambda rid: run_link(self.prefix, rid)
+        )
 
     async def run_page(self, request: Request) -> Response:
         """GET /run?id=RUN : one run."""
@@ -222,8 +248,9 @@ class Dashboard:
         try:
             frag = await self._run_fragment(rid)
         except TraceError as exc:
-            return HTMLResponse(_page("unknown run", f"<p>{_e(exc)}</p>", {"fragment": "", "stream": ""},
-                                      self.prefix), 404)
+            return HTMLResponse(
+                _page("unknown run", f"<p>{_e(exc)}</p>", {"fragment": "", "stream": ""}, self.prefix), 404
+            )
         q = quote(rid, safe="")
         cfg = {"fragment": f"{self.prefix}/run/fragment?id={q}", "stream": f"{self.prefix}/run/stream?id={q}"}
         return HTMLResponse(_page(rid, frag, cfg, self.prefix))
@@ -238,8 +265,7 @@ class Dashboard:
     async def run_verify(self, request: Request) -> Response:
         """GET /run/verify?id=RUN : trace_verify as JSON."""
         try:
-            return JSONResponse(await self._run(self.trace.verify, self._run_id(request),
-                                                use_index=self.index_verify))
+            return JSONResponse(await self._run(self.trace.verify, self._run_id(request), use_index=self.index_verify))
         except TraceError as exc:
             return JSONResponse({"error": str(exc)}, 404)
 
@@ -305,9 +331,17 @@ class Dashboard:
 
     def routes(self) -> list[tuple[str, Callable[[Request], Any]]]:
         """(path relative to the prefix, handler) of every page and endpoint."""
-        return [("/", self.index), ("/fragment", self.runs_fragment), ("/stream", self.runs_stream),
-                ("/run", self.run_page), ("/run/fragment", self.run_fragment), ("/run/stream", self.run_stream),
-                ("/run/verify", self.run_verify), ("/evidence/page", self.evidence_page), ("/event", self.event)]
+        return [
+            ("/", self.index),
+            ("/fragment", self.runs_fragment),
+            ("/stream", self.runs_stream),
+            ("/run", self.run_page),
+            ("/run/fragment", self.run_fragment),
+            ("/run/stream", self.run_stream),
+            ("/run/verify", self.run_verify),
+            ("/evidence/page", self.evidence_page),
+            ("/event", self.event),
+        ]
 
 
 def create_app(trace: TraceService, *, index_verify: bool = False) -> Starlette:
@@ -325,6 +359,8 @@ def serve(host: str, port: int, trace: TraceService) -> None:
     import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
-        raise ValueError(f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
-                         "holds queries and file names")
+        raise ValueError(
+            f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
+            "holds queries and file names"
+        )
     uvicorn.run(create_app(trace), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

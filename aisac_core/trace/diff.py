@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
-def diff_runs(engine: "Engine", run_a: str, run_b: str) -> Diff:
+def diff_runs(engine: Engine, run_a: str, run_b: str) -> Diff:
     """Compare two runs' tool calls step by step.
 
     Steps are aligned by (tool, arguments sha256) with difflib's longest matching blocks; aligned steps are
@@ -34,12 +34,18 @@ def diff_runs(engine: "Engine", run_a: str, run_b: str) -> Diff:
                     st, ch = "changed", [f"status {x.status} -> {y.status}"]
                 else:
                     st, ch = compare_results(x.result_sha256, x.result_json, y.result_sha256, y.result_json)
-                steps.append({"status": st, "tool": x.tool, "event_a": x.id, "event_b": y.id,
-                              **({"changes": ch} if ch else {})})
+                steps.append(
+                    {"status": st, "tool": x.tool, "event_a": x.id, "event_b": y.id, **({"changes": ch} if ch else {})}
+                )
         else:
             steps += [{"status": "only_a", "tool": x.tool, "event_a": x.id, "event_b": None} for x in ra[i1:i2]]
             steps += [{"status": "only_b", "tool": y.tool, "event_a": None, "event_b": y.id} for y in rb[j1:j2]]
     pa, pb = run_pins(engine, run_a) or {}, run_pins(engine, run_b) or {}
     pins: list[PinChange] = [{"pin": k, "a": pa.get(k), "b": pb.get(k)} for k in changed_pins(pa, pb)]
-    return {"run_a": run_a, "run_b": run_b, "counts": count_by(steps), "steps": cast("list[DiffStep]", steps),
-            "pins_changed": pins}
+    return {
+        "run_a": run_a,
+        "run_b": run_b,
+        "counts": count_by(steps),
+        "steps": cast("list[DiffStep]", steps),
+        "pins_changed": pins,
+    }

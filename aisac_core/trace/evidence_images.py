@@ -33,8 +33,12 @@ class EvidenceImages:
     def _indexed(self, card: dict[str, Any]) -> bool:
         with Session(self.engine) as s:
             row = s.exec(select(Document).where(Document.path == str(card.get("path") or ""))).first()
-        return row is not None and row.status == "indexed" and row.file_type == "pdf" and \
-            (not card.get("doc_id") or row.doc_id == card["doc_id"])
+        return (
+            row is not None
+            and row.status == "indexed"
+            and row.file_type == "pdf"
+            and (not card.get("doc_id") or row.doc_id == card["doc_id"])
+        )
 
     def image(self, card: dict[str, Any] | None) -> PageImage | None:
         """The :class:`~aisac_core.trace.pageimage.PageImage` of ``card`` (a report card), or None (not a PDF of

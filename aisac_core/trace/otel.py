@@ -18,8 +18,13 @@ log = logging.getLogger("aisac.provenance")
 
 def otel_attributes(server: str, tool: str, run_id: str) -> dict[str, str]:
     """OpenTelemetry span attributes of a tool call (GenAI + MCP semantic conventions)."""
-    return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "mcp.method.name": "tools/call",
-            "aisac.server": server, "aisac.run_id": run_id}
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "mcp.method.name": "tools/call",
+        "aisac.server": server,
+        "aisac.run_id": run_id,
+    }
 
 
 def _otlp_exporter() -> Any:
@@ -58,30 +63,30 @@ class Otel:
         if env.get("OTEL_SDK_DISABLED", "").lower() == "true":
             return None
         exporter_name = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-        if not exporter_name and (env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                                  or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        if not exporter_name and (
+            env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        ):
             exporter_name = "otlp"
         if not exporter_name or exporter_name == "none":
             return None
         if exporter_name not in ("console", "otlp"):
-            log.warning("OTEL_TRACES_EXPORTER=%s is not supported by aisac (use console or otlp): spans off",
-                        exporter_name)
+            log.warning(
+                "OTEL_TRACES_EXPORTER=%s is not supported by aisac (use console or otlp): spans off", exporter_name
+            )
             return None
         try:  # the SDK is imported only when export is on (start-up time)
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import (
-                BatchSpanProcessor,
-                ConsoleSpanExporter,
-            )
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
             exporter: Any = ConsoleSpanExporter(out=sys.stderr) if exporter_name == "console" else _otlp_exporter()
             prov = TracerProvider(resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME", "aisac")}))
             prov.add_span_processor(BatchSpanProcessor(exporter))
             self.tracer, self.provider = prov.get_tracer("aisac"), prov
         except ImportError as exc:  # the OTLP exporter is an optional package
-            log.warning("OpenTelemetry span export requested but unavailable (%s): pip install "
-                        "opentelemetry-exporter-otlp", exc)
+            log.warning(
+                "OpenTelemetry span export requested but unavailable (%s): pip install opentelemetry-exporter-otlp", exc
+            )
         return self.tracer
 
     def enabled(self) -> bool:
@@ -90,8 +95,19 @@ class Otel:
             self.configure(None)
         return self.tracer is not None
 
-    def emit_span(self, *, server: str, tool: str, run_id: str, start_ns: int, end_ns: int, status: str,
-                  error: str | None = None, event_id: int | None = None, parent_id: int | None = None) -> None:
+    def emit_span(
+        self,
+        *,
+        server: str,
+        tool: str,
+        run_id: str,
+        start_ns: int,
+        end_ns: int,
+        status: str,
+        error: str | None = None,
+        event_id: int | None = None,
+        parent_id: int | None = None,
+    ) -> None:
         """Export one span for a finished tool call (no-op when span export is off). ``start_ns`` / ``end_ns``:
         epoch nanoseconds. Name ``execute_tool {tool}``, kind SERVER, attributes :func:`otel_attributes` +
         ``aisac.event_id``, ``aisac.status``, ``aisac.parent_id``, and on failure ``error.type`` (the aisac status)
@@ -107,8 +123,9 @@ class Otel:
             attrs["aisac.parent_id"] = parent_id
         if status != "ok":
             attrs["error.type"] = status
-        span = self.tracer.start_span(f"execute_tool {tool}", kind=SpanKind.SERVER, attributes=attrs,
-                                      start_time=start_ns)
+        span = self.tracer.start_span(
+            f"execute_tool {tool}", kind=SpanKind.SERVER, attributes=attrs, start_time=start_ns
+        )
         if status != "ok":
             span.set_status(Status(StatusCode.ERROR, (error or status)[:500]))
         span.end(end_time=end_ns)

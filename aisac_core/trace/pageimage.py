@@ -42,11 +42,11 @@ try:  # the process-wide pdfium lock docling's PDF backend takes: indexing and p
 except ImportError:  # docling absent (a reduced install): pdfium calls of this module are still serialised
     _PDFIUM_LOCK = threading.Lock()
 _CACHE_VERSION = "pageimage-1"  # bump when the drawing or the matching changes: old entries are not served
-MAX_HEIGHT_RATIO = 4.0          # image height <= 4 x width
-MAX_PIXELS = 6_000_000          # ~6 MP per page image
+MAX_HEIGHT_RATIO = 4.0  # image height <= 4 x width
+MAX_PIXELS = 6_000_000  # ~6 MP per page image
 MAX_RECTS = 200
-MIN_WINDOW_KEY = 16             # a word window must have at least this many letters/digits to be searched
-MAX_GAP = 40                    # matched windows this close (letters/digits) are joined: a citation mark between
+MIN_WINDOW_KEY = 16  # a word window must have at least this many letters/digits to be searched
+MAX_GAP = 40  # matched windows this close (letters/digits) are joined: a citation mark between
 FILL, ALPHA, OUTLINE = (255, 221, 0), 0.35, (214, 150, 0)  # translucent yellow, darker outline
 
 
@@ -86,7 +86,7 @@ def _find_ranges(page_key: str, passage: str) -> list[tuple[int, int]]:
     if (at := page_key.find(whole)) >= 0:
         return [(at, at + len(whole))]
     words = passage.split()
-    windows = [" ".join(words[:12])] + [" ".join(words[i:i + 6]) for i in range(0, max(len(words) - 3, 1), 3)]
+    windows = [" ".join(words[:12])] + [" ".join(words[i : i + 6]) for i in range(0, max(len(words) - 3, 1), 3)]
     ranges: list[tuple[int, int]] = []
     prev_end: int | None = None
     for w in windows[:400]:
@@ -163,7 +163,9 @@ def _scale(w_pt: float, h_pt: float, width: int) -> float:
     return scale
 
 
-def _render_and_locate(path: Path, page: int, passage: str, width: int) -> tuple[Any, list[tuple[int, int, int, int]], bool] | None:
+def _render_and_locate(
+    path: Path, page: int, passage: str, width: int
+) -> tuple[Any, list[tuple[int, int, int, int]], bool] | None:
     """Under the pdfium lock: open, render, locate. (PIL image, pixel rects, found), or None: not displayable."""
     with _PDFIUM_LOCK:
         pdf = pg = tp = None
@@ -221,16 +223,28 @@ def _read_cache(cache_dir: Path, key: str, page: int) -> PageImage | None:
         if not png.startswith(b"\x89PNG") or any(len(r) != 4 for r in stored):
             return None
         rects = [(x0, y0, x1, y1) for x0, y0, x1, y1 in stored]
-        return PageImage(png=png, width=int(meta["width"]), height=int(meta["height"]), rects=rects,
-                         page=page, found=bool(meta["found"]), cached=True)
+        return PageImage(
+            png=png,
+            width=int(meta["width"]),
+            height=int(meta["height"]),
+            rects=rects,
+            page=page,
+            found=bool(meta["found"]),
+            cached=True,
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _write_cache(cache_dir: Path, key: str, result: PageImage) -> None:
     """PNG then JSON (the JSON is the commit mark), each through a 0600 temp file and os.replace."""
-    meta = {"rects": [list(r) for r in result.rects], "width": result.width, "height": result.height,
-            "found": result.found, "page": result.page}
+    meta = {
+        "rects": [list(r) for r in result.rects],
+        "width": result.width,
+        "height": result.height,
+        "found": result.found,
+        "page": result.page,
+    }
     try:
         if not cache_dir.is_dir():
             os.makedirs(cache_dir, mode=0o700, exist_ok=True)
@@ -283,8 +297,11 @@ def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width
     try:
         path = Path(path).resolve()
         st = path.stat()
-        key = hashlib.sha256(json.dumps([_CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns, page, norm, width],
-                                        ensure_ascii=False).encode("utf-8")).hexdigest()
+        key = hashlib.sha256(
+            json.dumps(
+                [_CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns, page, norm, width], ensure_ascii=False
+            ).encode("utf-8")
+        ).hexdigest()
         hit = _read_cache(cache_dir, key, page)  # only a readable PDF of this size and mtime has an entry
         if hit is not None:
             return hit
@@ -302,7 +319,8 @@ def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width
     except Exception as exc:  # Pillow failing on a rendered image: no card image rather than an error
         log.debug("evidence page %s p.%s: drawing failed: %s", path, page, exc)
         return None
-    result = PageImage(png=png, width=image.size[0], height=image.size[1], rects=rects, page=page, found=found,
-                       cached=False)
+    result = PageImage(
+        png=png, width=image.size[0], height=image.size[1], rects=rects, page=page, found=found, cached=False
+    )
     _write_cache(cache_dir, key, result)
     return result

@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
 
@@ -27,19 +28,9 @@ from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.rag.parts import RagParts
     from aisac_core.settings import Settings
 
-
-class IndexModels(Protocol):
-    """What the configuration pins read of the rag domain (``RagService``): its settings and embedder (the index
-    fingerprint, :func:`aisac_core.rag.indexer.fingerprint`, is computed from them)."""
-
-    @property
-    def settings(self) -> "Settings": ...
-
-    @property
-    def embedder(self) -> "Embedder": ...
 
 #: files larger than this are pinned by size and mtime only (not hashed) when a tool call names them.
 MAX_HASH_BYTES = 512 * 1024 * 1024
@@ -72,7 +63,7 @@ def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return sha256_file(Path(path))
 
 
-def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str, Any]) -> int:
+def pin_inputs(engine: Engine, run_id: str, event_id: int, arguments: dict[str, Any]) -> int:
     """Record the input files a tool call named: files are hashed (sha256), folders pinned through the index
     manifest rows under them (at most ``MAX_FOLDER_PINS``). Only absolute or ``~`` paths that exist are pinned,
     and only for calls that succeeded (a tool refuses paths outside its roots). A file unchanged in size and
@@ -87,16 +78,35 @@ def pin_inputs(engine: "Engine", run_id: str, event_id: int, arguments: dict[str
             if p.is_file():
                 st = p.stat()
                 sha = _file_sha256(str(p), st.st_size, st.st_mtime_ns) if st.st_size <= MAX_HASH_BYTES else None
-                rows.append(TraceInput(run_id=run_id, event_id=event_id, path=str(p.resolve()), sha256=sha,
-                                       size=st.st_size, mtime_ns=st.st_mtime_ns,
-                                       source="hashed" if sha else "unhashed"))
+                rows.append(
+                    TraceInput(
+                        run_id=run_id,
+                        event_id=event_id,
+                        path=str(p.resolve()),
+                        sha256=sha,
+                        size=st.st_size,
+                        mtime_ns=st.st_mtime_ns,
+                        source="hashed" if sha else "unhashed",
+                    )
+                )
             elif p.is_dir():
                 prefix = str(p.resolve()).rstrip("/") + "/"
                 with Session(engine) as s:
-                    docs = s.exec(select(Document).where(col(Document.path).startswith(prefix))
-                                  .limit(MAX_FOLDER_PINS)).all()
-                rows += [TraceInput(run_id=run_id, event_id=event_id, path=d.path, sha256=d.sha256, size=d.size,
-                                    mtime_ns=d.mtime_ns, source="manifest") for d in docs]
+                    docs = s.exec(
+                        select(Document).where(col(Document.path).startswith(prefix)).limit(MAX_FOLDER_PINS)
+                    ).all()
+                rows += [
+                    TraceInput(
+                        run_id=run_id,
+                        event_id=event_id,
+                        path=d.path,
+                        sha256=d.sha256,
+                        size=d.size,
+                        mtime_ns=d.mtime_ns,
+                        source="manifest",
+                    )
+                    for d in docs
+                ]
         except OSError:
             continue
     if rows:
@@ -113,29 +123,38 @@ def _version(pkg: str) -> str | None:
         return None
 
 
-def config_pins(settings: "Settings", rag: IndexModels) -> dict[str, Any]:
+def config_pins(settings: Settings, rag: RagParts) -> dict[str, Any]:
     """The configuration a run's results depend on: package versions, embedding and sparse models, index
     fingerprint (parser revision + chunker + models), PDF pipeline, retrieval constants and every setting whose
     name does not look secret (``key``, ``token``, ``secret``, ``password`` are left out). A failure to read the
     retrieval part is reported under ``error`` (pins are informative and never block a call). Returns a JSON-ready
-    dict. ``rag``: the rag domain's settings and embedder (:class:`IndexModels`)."""
+    dict. ``rag``: the rag domain's parts (its settings and embedder are read)."""
     s = settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
     try:
-        fp = fingerprint(rag)  # type: ignore[arg-type]  # it reads .settings and .embedder only (IndexModels)
-        pins.update(embedding_model=s.rag.embedding_model, embedding_model_id=rag.embedder.model_id,
-                    sparse_model=SPARSE_MODEL_ID, parser_revision=PARSER_REVISION, index_fingerprint=fp,
-                    pdf_pipeline=s.rag.pdf_pipeline, chunk_max_tokens=s.rag.chunk_max_tokens,
-                    retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)})
+        fp = fingerprint(rag)
+        pins.update(
+            embedding_model=s.rag.embedding_model,
+            embedding_model_id=rag.embedder.model_id,
+            sparse_model=SPARSE_MODEL_ID,
+            parser_revision=PARSER_REVISION,
+            index_fingerprint=fp,
+            pdf_pipeline=s.rag.pdf_pipeline,
+            chunk_max_tokens=s.rag.chunk_max_tokens,
+            retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)},
+        )
     except Exception as exc:  # pins are informative; a failure must not block a tool call
         pins["error"] = f"{type(exc).__name__}: {exc}"
-    pins["settings"] = {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
-                        for k, v in s.flat().items() if not _SECRET.search(k)}
+    pins["settings"] = {
+        k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v)
+        for k, v in s.flat().items()
+        if not _SECRET.search(k)
+    }
     plain: dict[str, Any] = json.loads(dumps(pins))
     return plain
 
 
-def write_run_pins(engine: "Engine", run_id: str, pins: Callable[[], dict[str, Any]]) -> bool:
+def write_run_pins(engine: Engine, run_id: str, pins: Callable[[], dict[str, Any]]) -> bool:
     """Write the configuration pins of ``run_id`` (``pins()``, called only when needed: :func:`config_pins`) if the
     run has none yet; True when written. Two processes seeing a run's first calls at once write one row."""
     with Session(engine) as s:
@@ -151,7 +170,7 @@ def write_run_pins(engine: "Engine", run_id: str, pins: Callable[[], dict[str, A
     return False
 
 
-def run_pins(engine: "Engine", run_id: str) -> dict[str, Any] | None:
+def run_pins(engine: Engine, run_id: str) -> dict[str, Any] | None:
     """The recorded configuration pins of a run, or None."""
     with Session(engine) as s:
         row = s.get(TraceRunPin, run_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, inspect
@@ -46,6 +46,7 @@ class TraceError(AisacError, ValueError):
 
 # ---------------------------------------------------------------------------------------------- small helpers
 
+
 def naive_utc(value: str | datetime | None, what: str) -> datetime | None:
     """ISO 8601 string / datetime -> timezone-aware UTC datetime (a value without zone is taken as UTC); None for
     None or "". Raises TraceError naming ``what`` for a string that is not ISO 8601."""
@@ -56,13 +57,17 @@ def naive_utc(value: str | datetime | None, what: str) -> datetime | None:
             text = value
             value = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as exc:
-            raise TraceError(f"{what} must be an ISO 8601 date or time such as 2026-03-14 or 2026-03-14T09:15:00Z, "
-                             f"got {text[:100]!r}") from exc
+            raise TraceError(
+                f"{what} must be an ISO 8601 date or time such as 2026-03-14 or 2026-03-14T09:15:00Z, "
+                f"got {text[:100]!r}"
+            ) from exc
     try:
-        return value.astimezone(timezone.utc) if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
     except OverflowError as exc:  # e.g. 9999-12-31T23:59:59-01:00 lies past the last representable UTC time
-        raise TraceError(f"{what} {value.isoformat()} is out of range once converted to UTC: give a date between "
-                         "the years 1 and 9999") from exc
+        raise TraceError(
+            f"{what} {value.isoformat()} is out of range once converted to UTC: give a date between "
+            "the years 1 and 9999"
+        ) from exc
 
 
 def iso(d: datetime | None) -> str | None:
@@ -74,7 +79,7 @@ def iso(d: datetime | None) -> str | None:
 
 def aware(d: datetime) -> datetime:
     """``d`` with UTC as its zone when it has none (SQLite returns naive datetimes)."""
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
 def parse_json(text: str | None) -> tuple[Any, bool]:
@@ -153,12 +158,22 @@ def event_dict(r: Any, *, full: bool = True, summaries: Summaries | None = None)
     # a tool call (or model call) is written when it ends; a role step when it begins, then completed in place
     started = created if r.kind == "role_step" else created - timedelta(milliseconds=r.latency_ms or 0)
     d: EventDict = {
-        "id": r.id, "run_id": r.run_id, "kind": r.kind, "parent_id": r.parent_id, "server": r.server, "tool": r.tool,
-        "status": r.status, "error": r.error, "latency_ms": r.latency_ms,
+        "id": r.id,
+        "run_id": r.run_id,
+        "kind": r.kind,
+        "parent_id": r.parent_id,
+        "server": r.server,
+        "tool": r.tool,
+        "status": r.status,
+        "error": r.error,
+        "latency_ms": r.latency_ms,
         "started_at": started.isoformat(),
         "created_at": created.isoformat(),
-        "arguments": args, "arguments_sha256": r.arguments_sha256, "result_sha256": r.result_sha256,
-        "anchor_ids": json.loads(r.anchor_ids_json or "[]"), "result_summary": summary,
+        "arguments": args,
+        "arguments_sha256": r.arguments_sha256,
+        "result_sha256": r.result_sha256,
+        "anchor_ids": json.loads(r.anchor_ids_json or "[]"),
+        "result_summary": summary,
     }
     if full:
         d["result"] = result
@@ -166,7 +181,7 @@ def event_dict(r: Any, *, full: bool = True, summaries: Summaries | None = None)
     return d
 
 
-def run_events(engine: "Engine", run_id: str) -> list[Any]:
+def run_events(engine: Engine, run_id: str) -> list[Any]:
     """A run's events in id order as SQLAlchemy rows (attribute access like TraceEvent; no ORM instances, which
     cost ~4x more for a 1,000-event run). Empty for an unknown run."""
     t = inspect(TraceEvent).local_table
@@ -174,19 +189,20 @@ def run_events(engine: "Engine", run_id: str) -> list[Any]:
         return list(conn.execute(sa_select(t).where(t.c.run_id == run_id).order_by(t.c.id)).all())
 
 
-def require_events(engine: "Engine", run_id: str) -> list[Any]:
+def require_events(engine: Engine, run_id: str) -> list[Any]:
     """:func:`run_events`, raising TraceError for an empty or unknown run id."""
     if not isinstance(run_id, str) or not run_id.strip():
         raise TraceError("run_id must be a non-empty string: trace_list_runs lists the run ids")
     rows = run_events(engine, run_id)
     if not rows:
         shown = repr(run_id) if len(run_id) <= 200 else repr(run_id[:200]) + f"… ({len(run_id):,} characters)"
-        raise TraceError(f"unknown run {shown}: no trace events carry this run id; trace_list_runs lists runs "
-                         "(newest first)")
+        raise TraceError(
+            f"unknown run {shown}: no trace events carry this run id; trace_list_runs lists runs (newest first)"
+        )
     return rows
 
 
-def run_inputs(engine: "Engine", run_id: str) -> list[TraceInput]:
+def run_inputs(engine: Engine, run_id: str) -> list[TraceInput]:
     """The input-file pins of a run, in id order."""
     with Session(engine) as s:
         return list(s.exec(select(TraceInput).where(TraceInput.run_id == run_id).order_by(col(TraceInput.id))).all())
@@ -194,9 +210,18 @@ def run_inputs(engine: "Engine", run_id: str) -> list[TraceInput]:
 
 # ---------------------------------------------------------------------------------------------- runs
 
-def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: str | datetime | None = None,
-              server: str | None = None, status: str | None = None, text: str | None = None, limit: int = 20,
-              offset: int = 0) -> Runs:
+
+def list_runs(
+    engine: Engine,
+    *,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    server: str | None = None,
+    status: str | None = None,
+    text: str | None = None,
+    limit: int = 20,
+    offset: int = 0,
+) -> Runs:
     """Runs, newest first (by last event), with paging.
 
     Args:
@@ -220,14 +245,22 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
     if not 0 <= int(offset) <= MAX_SQL_INT:
         raise TraceError(f"offset must be 0..{MAX_SQL_INT} (a number of runs to skip), got {str(offset)[:40]}")
     if text is not None and len(text) > MAX_SEARCH_CHARS:
-        raise TraceError(f"text is {len(text):,} characters long; the search text may have at most "
-                         f"{MAX_SEARCH_CHARS:,} (a fragment of a run id, a tool name or an argument value)")
+        raise TraceError(
+            f"text is {len(text):,} characters long; the search text may have at most "
+            f"{MAX_SEARCH_CHARS:,} (a fragment of a run id, a tool name or an argument value)"
+        )
     if status not in (None, "", "ok", "errors", "active"):
         raise TraceError(f"status must be ok, errors or active, got {str(status)[:100]!r}")
     since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
     n_err = func.sum(case((col(T.status).in_(ERROR_STATUSES), 1), else_=0))
-    q = sa_select(col(T.run_id), func.min(T.created_at), func.max(T.created_at), func.count(), n_err,
-               func.sum(case((col(T.kind) == "tool_call", 1), else_=0))).group_by(T.run_id)
+    q = sa_select(
+        col(T.run_id),
+        func.min(T.created_at),
+        func.max(T.created_at),
+        func.count(),
+        n_err,
+        func.sum(case((col(T.kind) == "tool_call", 1), else_=0)),
+    ).group_by(T.run_id)
     conds = []
     if server:
         conds.append(col(T.run_id).in_(select(T.run_id).where(T.server == server)))
@@ -235,9 +268,15 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
         # a substring, not a pattern: autoescape makes % _ and the escape character literal on every engine
         # (PostgreSQL's LIKE treats a backslash as an escape by default, SQLite's does not)
         t = text.lower()
-        conds.append(col(T.run_id).in_(select(T.run_id).where(
-            func.lower(T.run_id).contains(t, autoescape=True) | func.lower(T.tool).contains(t, autoescape=True)
-            | func.lower(T.arguments_json).contains(t, autoescape=True))))
+        conds.append(
+            col(T.run_id).in_(
+                select(T.run_id).where(
+                    func.lower(T.run_id).contains(t, autoescape=True)
+                    | func.lower(T.tool).contains(t, autoescape=True)
+                    | func.lower(T.arguments_json).contains(t, autoescape=True)
+                )
+            )
+        )
     for c in conds:
         q = q.where(c)
     having = []
@@ -250,7 +289,7 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
     elif status == "errors":
         having.append(n_err > 0)
     elif status == "active":
-        having.append(func.max(T.created_at) >= datetime.now(timezone.utc) - timedelta(seconds=ACTIVE_SECONDS))
+        having.append(func.max(T.created_at) >= datetime.now(UTC) - timedelta(seconds=ACTIVE_SECONDS))
     for h in having:
         q = q.having(h)
     with engine.connect() as conn:
@@ -259,17 +298,28 @@ def list_runs(engine: "Engine", *, since: str | datetime | None = None, until: s
         ids = [r[0] for r in rows]
         detail: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in ids}
         if ids:
-            for rid, srv, tool in conn.execute(sa_select(col(T.run_id), col(T.server), col(T.tool)).where(
-                    col(T.run_id).in_(ids)).distinct()).all():
+            for rid, srv, tool in conn.execute(
+                sa_select(col(T.run_id), col(T.server), col(T.tool)).where(col(T.run_id).in_(ids)).distinct()
+            ).all():
                 detail[rid][0].add(srv)
                 detail[rid][1].add(tool)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     runs: list[RunRow] = []
     for rid, first, last, n, errs, calls in rows:
-        runs.append({"run_id": rid, "started_at": iso(first), "last_event_at": iso(last), "events": n,
-                     "tool_calls": int(calls or 0), "errors": int(errs or 0), "servers": sorted(detail[rid][0]),
-                     "tools": sorted(detail[rid][1]), "status": "errors" if errs else "ok",
-                     "active": (now - aware(last)).total_seconds() < ACTIVE_SECONDS})
+        runs.append(
+            {
+                "run_id": rid,
+                "started_at": iso(first),
+                "last_event_at": iso(last),
+                "events": n,
+                "tool_calls": int(calls or 0),
+                "errors": int(errs or 0),
+                "servers": sorted(detail[rid][0]),
+                "tools": sorted(detail[rid][1]),
+                "status": "errors" if errs else "ok",
+                "active": (now - aware(last)).total_seconds() < ACTIVE_SECONDS,
+            }
+        )
     nxt = int(offset) + len(runs)
     return {"runs": runs, "total": int(total), "offset": int(offset), "next_offset": nxt if nxt < total else None}
 
@@ -285,11 +335,20 @@ def run_summary(rows: list[Any]) -> RunSummary:
         by_kind[r.kind] = by_kind.get(r.kind, 0) + 1
         by_status[r.status] = by_status.get(r.status, 0) + 1
     errors = sum(v for k, v in by_status.items() if k in ERROR_STATUSES)
-    return {"run_id": rows[0].run_id, "started_at": start.isoformat(), "first_event_at": first.isoformat(),
-            "last_event_at": last.isoformat(), "duration_s": round((last - start).total_seconds(), 3),
-            "events": len(rows), "by_kind": by_kind, "by_status": by_status, "errors": errors,
-            "servers": sorted({r.server for r in rows}), "status": "errors" if errors else "ok",
-            "active": (datetime.now(timezone.utc) - last).total_seconds() < ACTIVE_SECONDS}
+    return {
+        "run_id": rows[0].run_id,
+        "started_at": start.isoformat(),
+        "first_event_at": first.isoformat(),
+        "last_event_at": last.isoformat(),
+        "duration_s": round((last - start).total_seconds(), 3),
+        "events": len(rows),
+        "by_kind": by_kind,
+        "by_status": by_status,
+        "errors": errors,
+        "servers": sorted({r.server for r in rows}),
+        "status": "errors" if errors else "ok",
+        "active": (datetime.now(UTC) - last).total_seconds() < ACTIVE_SECONDS,
+    }
 
 
 def build_tree(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -319,12 +378,20 @@ def compact_event(e: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**compact_event(n), **({"children": _compact_tree(n["children"])} if n["children"] else {})}
-            for n in nodes]
+    return [
+        {**compact_event(n), **({"children": _compact_tree(n["children"])} if n["children"] else {})} for n in nodes
+    ]
 
 
-def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, detail: bool = True,
-            after_id: int = 0, summaries: Summaries | None = None) -> RunData:
+def get_run(
+    engine: Engine,
+    run_id: str,
+    *,
+    include_results: bool = False,
+    detail: bool = True,
+    after_id: int = 0,
+    summaries: Summaries | None = None,
+) -> RunData:
     """One run: ``{run: summary, pins, tree: [event + children...], errors: [failed events], last_id}``.
 
     Events carry arguments, hashes and a result summary; ``include_results`` adds the stored result;
@@ -334,9 +401,16 @@ def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, det
     ``summaries``: the store's result-summary cache (:class:`Summaries`). Raises TraceError for an unknown run."""
     rows = require_events(engine, run_id)
     events = [event_dict(r, full=include_results, summaries=summaries) for r in rows]
-    out: RunData = {"run": run_summary(rows), "pins": run_pins(engine, run_id), "last_id": rows[-1].id,
-                    "errors": [{"id": e["id"], "tool": e["tool"], "status": e["status"], "error": e["error"]}
-                               for e in events if e["status"] in ERROR_STATUSES]}
+    out: RunData = {
+        "run": run_summary(rows),
+        "pins": run_pins(engine, run_id),
+        "last_id": rows[-1].id,
+        "errors": [
+            {"id": e["id"], "tool": e["tool"], "status": e["status"], "error": e["error"]}
+            for e in events
+            if e["status"] in ERROR_STATUSES
+        ],
+    }
     if after_id:
         out["events"] = [e for e in events if e["id"] > after_id]
     else:
@@ -345,26 +419,34 @@ def get_run(engine: "Engine", run_id: str, *, include_results: bool = False, det
     return out
 
 
-def get_event(engine: "Engine", event_id: int, *, summaries: Summaries | None = None) -> EventDetail:
+def get_event(engine: Engine, event_id: int, *, summaries: Summaries | None = None) -> EventDetail:
     """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
     input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown (including ids outside
     1..2^63-1, which no event can have)."""
     if not isinstance(event_id, int) or isinstance(event_id, bool) or not 1 <= event_id <= MAX_SQL_INT:
-        raise TraceError(f"unknown event id {str(event_id)[:40]}: event ids are integers from 1 to {MAX_SQL_INT}; "
-                         "trace_get_run lists a run's event ids")
+        raise TraceError(
+            f"unknown event id {str(event_id)[:40]}: event ids are integers from 1 to {MAX_SQL_INT}; "
+            "trace_get_run lists a run's event ids"
+        )
     with Session(engine) as s:
         r = s.get(TraceEvent, int(event_id))
         if r is None:
             raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
-        children = s.exec(select(col(TraceEvent.id)).where(TraceEvent.parent_id == r.id).order_by(col(TraceEvent.id))).all()
+        children = s.exec(
+            select(col(TraceEvent.id)).where(TraceEvent.parent_id == r.id).order_by(col(TraceEvent.id))
+        ).all()
         inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
     d = event_dict(r, summaries=summaries)
-    return {**d, "result": d.get("result"), "result_truncated": d.get("result_truncated", False),
-            "children": [c for c in children if c is not None],  # ids of stored rows are never None
-            "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs]}
+    return {
+        **d,
+        "result": d.get("result"),
+        "result_truncated": d.get("result_truncated", False),
+        "children": [c for c in children if c is not None],  # ids of stored rows are never None
+        "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs],
+    }
 
 
-def max_event_id(engine: "Engine", run_id: str | None = None) -> int:
+def max_event_id(engine: Engine, run_id: str | None = None) -> int:
     """The largest event id (of one run when ``run_id`` is given), 0 when there is none."""
     q = select(func.max(TraceEvent.id))
     if run_id:
@@ -390,39 +472,52 @@ def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
 HEADLINE_EVENTS = 25
 
 
-def run_headlines(engine: "Engine", run_ids: list[str]) -> dict[str, dict[str, Any]]:
+def run_headlines(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """What the run list shows of each run beyond counts: ``{run_id: {question, citations, verdict, verified,
     anchors}}``. ``question``: see :mod:`aisac_core.trace.report` (from the run's first
     :data:`HEADLINE_EVENTS` events); ``citations``: the number the run's last answer cites (None without an
     answer); ``verdict``: the last evaluator's label (``passed`` / ``evidence verified`` / ``failed``; None when no
     evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
     (None without one). Two queries whatever the number of runs (the first events by a window function)."""
-    out: dict[str, dict[str, Any]] = {r: {"question": None, "citations": None, "verdict": None, "verified": None,
-                                          "anchors": None} for r in run_ids}
+    out: dict[str, dict[str, Any]] = {
+        r: {"question": None, "citations": None, "verdict": None, "verified": None, "anchors": None} for r in run_ids
+    }
     if not run_ids:
         return out
     T = TraceEvent
     rn = func.row_number().over(partition_by=T.run_id, order_by=col(T.id)).label("rn")
-    first = sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.arguments_json),
-                      rn).where(col(T.run_id).in_(run_ids)).subquery()
+    first = (
+        sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.arguments_json), rn)
+        .where(col(T.run_id).in_(run_ids))
+        .subquery()
+    )
     with engine.connect() as conn:
-        heads = conn.execute(sa_select(first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool,
-                                 first.c.arguments_json).where(first.c.rn <= HEADLINE_EVENTS)).all()
-        ends = conn.execute(sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool),
-                                      col(T.result_json)).where(
-            col(T.run_id).in_(run_ids),
-            (col(T.tool).in_(["researcher", "evaluator"]) & (col(T.kind) == "role_step"))
-            | col(T.tool).endswith("roles_run", autoescape=True)).order_by(col(T.id))).all()
+        heads = conn.execute(
+            sa_select(
+                first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool, first.c.arguments_json
+            ).where(first.c.rn <= HEADLINE_EVENTS)
+        ).all()
+        ends = conn.execute(
+            sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.result_json))
+            .where(
+                col(T.run_id).in_(run_ids),
+                (col(T.tool).in_(["researcher", "evaluator"]) & (col(T.kind) == "role_step"))
+                | col(T.tool).endswith("roles_run", autoescape=True),
+            )
+            .order_by(col(T.id))
+        ).all()
     by_run: dict[str, list[dict[str, Any]]] = {}
     for rid, eid, kind, server, tool, args in heads:
-        by_run.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,
-                                           "arguments": parse_json(args)[0]})
+        by_run.setdefault(rid, []).append(
+            {"id": eid, "kind": kind, "server": server, "tool": tool, "arguments": parse_json(args)[0]}
+        )
     for rid, events in by_run.items():
         out[rid]["question"] = question_of(events)
     last: dict[str, list[dict[str, Any]]] = {}
     for rid, eid, kind, server, tool, result in ends:
-        last.setdefault(rid, []).append({"id": eid, "kind": kind, "server": server, "tool": tool,
-                                         "result": parse_json(result)[0]})
+        last.setdefault(rid, []).append(
+            {"id": eid, "kind": kind, "server": server, "tool": tool, "result": parse_json(result)[0]}
+        )
     for rid, events in last.items():
         out[rid].update(answer_digest(events))
     return out

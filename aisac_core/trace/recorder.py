@@ -74,7 +74,7 @@ def anchor_ids(result: Any) -> list[str]:
     return list(dict.fromkeys(a["chunk_id"] for a in find_anchors(result)))
 
 
-def _raw_insert(engine: "Engine", row: dict[str, Any]) -> int:
+def _raw_insert(engine: Engine, row: dict[str, Any]) -> int:
     """Insert a trace event row through the pooled DBAPI connection; returns its id.
 
     SQLite: ``BEGIN IMMEDIATE`` as everywhere in the store, ``created_at`` in SQLAlchemy's SQLite DATETIME text
@@ -120,9 +120,20 @@ def _raw_insert(engine: "Engine", row: dict[str, Any]) -> int:
     return event_id
 
 
-def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, arguments: dict[str, Any],
-                     result: Any, status: str, error: str | None, latency_ms: float,
-                     kind: str = "tool_call", parent_id: int | None = None) -> int:
+def record_tool_call(
+    engine: Engine,
+    *,
+    run_id: str,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: Any,
+    status: str,
+    error: str | None,
+    latency_ms: float,
+    kind: str = "tool_call",
+    parent_id: int | None = None,
+) -> int:
     """Write one trace event; returns its id.
 
     ``result`` is the JSON-ready result (None on error), stored as canonical JSON (truncated past
@@ -135,13 +146,19 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     args_json = dumps(arguments)
     result_json = None if result is None else dumps(result)
     row = dict(
-        run_id=run_id, server=server, tool=tool,
+        run_id=run_id,
+        server=server,
+        tool=tool,
         arguments_json=args_json if len(args_json) <= MAX_STORED_ARGS else args_json[:MAX_STORED_ARGS],
         arguments_sha256=sha256_text(args_json),
         result_sha256=None if result_json is None else sha256_text(result_json),
-        status=status, error=(error or None) and error[:2000], latency_ms=round(latency_ms, 3),
+        status=status,
+        error=(error or None) and error[:2000],
+        latency_ms=round(latency_ms, 3),
         anchor_ids_json=dumps(anchor_ids(result) if result is not None else []),
-        kind=kind, parent_id=parent_id, created_at=utcnow(),
+        kind=kind,
+        parent_id=parent_id,
+        created_at=utcnow(),
         result_json=None if result_json is None else result_json[:MAX_STORED_RESULT],
     )
     # the middleware pays this on every tool call: one DBAPI insert (SQLite 0.06 ms CPU, against 0.5 ms for a
@@ -162,7 +179,7 @@ def record_tool_call(engine: "Engine", *, run_id: str, server: str, tool: str, a
     return event_id
 
 
-def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+def list_events(engine: Engine, run_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The latest trace events (optionally of one run), newest first, as JSON-ready dicts: ``[{id, run_id,
     server, tool, arguments, arguments_sha256, result_sha256, status, error, latency_ms, anchor_ids, created_at,
     kind, parent_id}]``."""
@@ -171,8 +188,22 @@ def list_events(engine: "Engine", run_id: str | None = None, limit: int = 50) ->
         if run_id:
             q = q.where(TraceEvent.run_id == run_id)
         rows = s.exec(q).all()
-    return [{"id": r.id, "run_id": r.run_id, "server": r.server, "tool": r.tool,
-             "arguments": json.loads(r.arguments_json) if r.arguments_json.startswith("{") else r.arguments_json,
-             "arguments_sha256": r.arguments_sha256, "result_sha256": r.result_sha256, "status": r.status,
-             "error": r.error, "latency_ms": r.latency_ms, "anchor_ids": json.loads(r.anchor_ids_json),
-             "created_at": r.created_at.isoformat(), "kind": r.kind, "parent_id": r.parent_id} for r in rows]
+    return [
+        {
+            "id": r.id,
+            "run_id": r.run_id,
+            "server": r.server,
+            "tool": r.tool,
+            "arguments": json.loads(r.arguments_json) if r.arguments_json.startswith("{") else r.arguments_json,
+            "arguments_sha256": r.arguments_sha256,
+            "result_sha256": r.result_sha256,
+            "status": r.status,
+            "error": r.error,
+            "latency_ms": r.latency_ms,
+            "anchor_ids": json.loads(r.anchor_ids_json),
+            "created_at": r.created_at.isoformat(),
+            "kind": r.kind,
+            "parent_id": r.parent_id,
+        }
+        for r in rows
+    ]

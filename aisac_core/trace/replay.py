@@ -7,7 +7,8 @@ this module knows no MCP. Result comparison (:func:`compare_results`) is shared 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.hashing import dumps, sha256_json
 from aisac_core.ports import ToolOutcome, ToolPort
@@ -21,18 +22,37 @@ if TYPE_CHECKING:
 
 #: result keys that measure time and change on every call: ignored when replay and diff compare results.
 #: ``run_id``, ``event_id`` and ``job_id`` in a result name the recording, not its content.
-VOLATILE_KEYS = frozenset({"took_ms", "latency_ms", "elapsed_ms", "duration_ms", "elapsed_s", "took_s", "seconds",
-                           "created_at", "started_at", "finished_at", "updated_at", "timestamp", "run_id", "event_id",
-                           "job_id"})
+VOLATILE_KEYS = frozenset(
+    {
+        "took_ms",
+        "latency_ms",
+        "elapsed_ms",
+        "duration_ms",
+        "elapsed_s",
+        "took_s",
+        "seconds",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "updated_at",
+        "timestamp",
+        "run_id",
+        "event_id",
+        "job_id",
+    }
+)
 
 #: tool-name words that mark a call as writing, destructive or non-deterministic (not replayed): the fallback for
 #: tools without annotation hints (old traces, plugin tools), see :func:`replay_skip_reason`.
-_SKIP_WORDS = re.compile(r"(^|_)(remove|delete|prune|forget|clear|drop|reset|cancel|stop|close|add|record|start|"
-                         r"create|new|put|set|save|write|update|index|load|register|upload|import|run|exec|replay|"
-                         r"job|status|fetch|download|submit)(_|$)")
+_SKIP_WORDS = re.compile(
+    r"(^|_)(remove|delete|prune|forget|clear|drop|reset|cancel|stop|close|add|record|start|"
+    r"create|new|put|set|save|write|update|index|load|register|upload|import|run|exec|replay|"
+    r"job|status|fetch|download|submit)(_|$)"
+)
 
 
 # ---------------------------------------------------------------------------------------------- comparison
+
 
 def strip_volatile(x: Any) -> Any:
     """``x`` without the keys of ``VOLATILE_KEYS`` at any depth (timings that change on every call)."""
@@ -69,8 +89,9 @@ def json_changes(a: Any, b: Any, path: str = "$", limit: int = 20) -> list[str]:
     return out
 
 
-def compare_results(sha_a: str | None, json_a: str | None, sha_b: str | None,
-                    json_b: str | None) -> tuple[str, list[str]]:
+def compare_results(
+    sha_a: str | None, json_a: str | None, sha_b: str | None, json_b: str | None
+) -> tuple[str, list[str]]:
     """``("same" | "changed", changed paths)``: equal sha256, or equal after removing volatile timing keys. When a
     stored result was truncated, only the sha256 decides."""
     if sha_a == sha_b:
@@ -86,6 +107,7 @@ def compare_results(sha_a: str | None, json_a: str | None, sha_b: str | None,
 
 
 # ---------------------------------------------------------------------------------------------- replay
+
 
 def _hint(annotations: Any, name: str) -> Any:
     """An annotation hint (``readOnlyHint``...) from a dict (:class:`~aisac_core.ports.ToolInfo`), a pydantic model
@@ -144,8 +166,15 @@ def _error_text(outcome: ToolOutcome) -> str:
     return " ".join(str(x) for x in obj) if isinstance(obj, list) else str(obj)
 
 
-async def replay_run(engine: "Engine", run_id: str, tools: ToolPort, *, current_pins: Callable[[], dict[str, Any]],
-                     force: list[str] | None = None, replay_run_id: str | None = None) -> Replayed:
+async def replay_run(
+    engine: Engine,
+    run_id: str,
+    tools: ToolPort,
+    *,
+    current_pins: Callable[[], dict[str, Any]],
+    force: list[str] | None = None,
+    replay_run_id: str | None = None,
+) -> Replayed:
     """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
 
     Calls go through ``tools`` (the suite's tools behind the provenance middleware, so they are recorded) with
@@ -213,25 +242,54 @@ async def replay_run(engine: "Engine", run_id: str, tools: ToolPort, *, current_
         new_sha = None if obj is None or not ok else sha256_json(obj)
         if r.status == "ok" and ok:
             status, changes = compare_results(r.result_sha256, r.result_json, new_sha, dumps(obj))
-            steps.append({**base, "status": status, "replay_sha256": new_sha,
-                          **({"changes": changes} if changes else {})})
+            steps.append(
+                {**base, "status": status, "replay_sha256": new_sha, **({"changes": changes} if changes else {})}
+            )
         elif r.status != "ok" and not ok:
-            steps.append({**base, "status": "same", "replay_sha256": None, "error": err,
-                          "reason": "failed before and fails again"})
+            steps.append(
+                {
+                    **base,
+                    "status": "same",
+                    "replay_sha256": None,
+                    "error": err,
+                    "reason": "failed before and fails again",
+                }
+            )
         else:
-            steps.append({**base, "status": "failed", "replay_sha256": new_sha, "error": err or "",
-                          "reason": "the original call failed but the replay succeeded" if ok
-                          else "the replay failed"})
+            steps.append(
+                {
+                    **base,
+                    "status": "failed",
+                    "replay_sha256": new_sha,
+                    "error": err or "",
+                    "reason": "the original call failed but the replay succeeded" if ok else "the replay failed",
+                }
+            )
     counts = count_by(steps)
     old_pins = run_pins(engine, run_id)
     pins_changed = changed_pins(old_pins, current_pins()) if old_pins else []
     executed = sum(1 for s in steps if "replay_sha256" in s)
-    overall = ("failed" if counts.get("failed") else "changed" if counts.get("changed") else
-               "same" if executed else "not_replayed")
-    out: Replayed = {"run_id": run_id, "replay_run_id": rid, "status": overall, "counts": counts,
-                     "steps": cast("list[ReplayStep]", steps), "pins_changed": pins_changed}
+    overall = (
+        "failed"
+        if counts.get("failed")
+        else "changed"
+        if counts.get("changed")
+        else "same"
+        if executed
+        else "not_replayed"
+    )
+    out: Replayed = {
+        "run_id": run_id,
+        "replay_run_id": rid,
+        "status": overall,
+        "counts": counts,
+        "steps": cast("list[ReplayStep]", steps),
+        "pins_changed": pins_changed,
+    }
     if overall == "not_replayed":
-        out["message"] = ("no call was re-executed, so nothing was compared: " +
-                          ("every step was skipped (see each step's reason); pass force=[tool names] to replay "
-                           "skipped tools anyway" if steps else "the run holds no top-level tool call"))
+        out["message"] = "no call was re-executed, so nothing was compared: " + (
+            "every step was skipped (see each step's reason); pass force=[tool names] to replay skipped tools anyway"
+            if steps
+            else "the run holds no top-level tool call"
+        )
     return out

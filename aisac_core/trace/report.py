@@ -49,8 +49,13 @@ def walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _role(events: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:
     """Role steps (or roles tool calls) whose tool name contains one of ``names``, with a dict result."""
-    return [e for e in events if (e["kind"] == "role_step" or e["server"] == "roles")
-            and any(n in e["tool"].lower() for n in names) and isinstance(e.get("result"), dict)]
+    return [
+        e
+        for e in events
+        if (e["kind"] == "role_step" or e["server"] == "roles")
+        and any(n in e["tool"].lower() for n in names)
+        and isinstance(e.get("result"), dict)
+    ]
 
 
 def _question(events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
@@ -60,8 +65,12 @@ def _question(events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
             return args["task"].strip(), "roles task"
     for e in events:
         args = e.get("arguments")
-        if e["tool"].endswith("add_turn") and isinstance(args, dict) and args.get("role") == "user" \
-                and isinstance(args.get("content"), str):
+        if (
+            e["tool"].endswith("add_turn")
+            and isinstance(args, dict)
+            and args.get("role") == "user"
+            and isinstance(args.get("content"), str)
+        ):
             return args["content"].strip(), "first user turn"
     for e in sorted(events, key=lambda x: x["id"]):
         args = e.get("arguments")
@@ -76,27 +85,48 @@ def _answer(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     res = _role(events, "researcher")
     if res and isinstance(res[-1]["result"].get("text"), str):
         a = res[-1]["result"]
-        return {"text": a["text"], "by": a.get("by"), "citations": list(a.get("citations") or []),
-                "event_id": res[-1]["id"]}
+        return {
+            "text": a["text"],
+            "by": a.get("by"),
+            "citations": list(a.get("citations") or []),
+            "event_id": res[-1]["id"],
+        }
     for e in reversed(_roles_run_calls(events)):  # a host's roles_run call: its result carries the answer
         a = e["result"].get("answer")
         if isinstance(a, dict) and isinstance(a.get("text"), str):
-            return {"text": a["text"], "by": a.get("by"), "citations": list(a.get("citations") or []),
-                    "event_id": e["id"]}
+            return {
+                "text": a["text"],
+                "by": a.get("by"),
+                "citations": list(a.get("citations") or []),
+                "event_id": e["id"],
+            }
     return None
 
 
 def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | None = None) -> dict[str, Any]:
     """An evidence card: what to show of one anchor."""
     span = a.get("char_span")
-    return {"n": n, "chunk_id": a.get("chunk_id"), "doc_id": a.get("doc_id"), "path": a.get("path"),
-            "title": a.get("title"), "page": a.get("page"), "section": a.get("section"), "score": a.get("score"),
-            "text": " ".join(str(a.get("text") or quote or "").split()), "quote": quote,
-            "char_span": list(span) if isinstance(span, (list, tuple)) else None,
-            "sha256": a.get("sha256"), "chunk_sha256": a.get("chunk_sha256"), "event_id": event_id}
+    return {
+        "n": n,
+        "chunk_id": a.get("chunk_id"),
+        "doc_id": a.get("doc_id"),
+        "path": a.get("path"),
+        "title": a.get("title"),
+        "page": a.get("page"),
+        "section": a.get("section"),
+        "score": a.get("score"),
+        "text": " ".join(str(a.get("text") or quote or "").split()),
+        "quote": quote,
+        "char_span": list(span) if isinstance(span, (list, tuple)) else None,
+        "sha256": a.get("sha256"),
+        "chunk_sha256": a.get("chunk_sha256"),
+        "event_id": event_id,
+    }
 
 
-def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _evidence(
+    events: list[dict[str, Any]], answer: dict[str, Any] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     first: dict[str, tuple[dict[str, Any], int]] = {}
     for e in events:
         for a in find_anchors(e.get("result")):
@@ -109,7 +139,9 @@ def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tu
         given = c.get("anchor")
         anchor: dict[str, Any] = given if isinstance(given, dict) else c
         cid = anchor.get("chunk_id") or c.get("chunk_id")
-        seen = first.get(cid) if cid is not None else None  # the search hit carries the chunk text; the citation a quote
+        seen = (
+            first.get(cid) if cid is not None else None
+        )  # the search hit carries the chunk text; the citation a quote
         base = {**(seen[0] if seen else {}), **{k: v for k, v in anchor.items() if v is not None}}
         for k in ("title", "text"):
             if not base.get(k) and c.get(k):
@@ -127,8 +159,11 @@ def _evidence(events: list[dict[str, Any]], answer: dict[str, Any] | None) -> tu
 
 def _roles_run_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A host's ``roles_run`` tool calls that finished with a result (the graph itself is traced as its own run)."""
-    return [e for e in events if e["kind"] == "tool_call" and e["tool"].endswith("roles_run")
-            and isinstance(e.get("result"), dict)]
+    return [
+        e
+        for e in events
+        if e["kind"] == "tool_call" and e["tool"].endswith("roles_run") and isinstance(e.get("result"), dict)
+    ]
 
 
 def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -141,8 +176,11 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             return None
         r, event_id = calls[-1]["result"]["evaluation"], calls[-1]["id"]
     # the evaluator's own fields when present (aisac_core.roles.evaluator.verdict: same wording), else from ``by``
-    judged = (r["content_judged"] if isinstance(r.get("content_judged"), bool)
-              else (r.get("by") or "") not in ("automatic", "none", ""))
+    judged = (
+        r["content_judged"]
+        if isinstance(r.get("content_judged"), bool)
+        else (r.get("by") or "") not in ("automatic", "none", "")
+    )
     passed = r.get("passed")
     if passed is None:
         label = "not evaluated"
@@ -151,11 +189,20 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     else:
         label = "failed" if judged else "evidence not verified"
     gates = r.get("gates") if isinstance(r.get("gates"), dict) else {}
-    return {"passed": passed, "label": label, "content_judged": judged, "by": r.get("by"),
-            "mean_severity": r.get("mean_severity"), "max_severity": r.get("max_severity"),
-            "gates": {k: {"passed": bool(v.get("passed")), **({"detail": v["detail"]} if v.get("detail") else {})}
-                      for k, v in gates.items() if isinstance(v, dict)},
-            "event_id": event_id}
+    return {
+        "passed": passed,
+        "label": label,
+        "content_judged": judged,
+        "by": r.get("by"),
+        "mean_severity": r.get("mean_severity"),
+        "max_severity": r.get("max_severity"),
+        "gates": {
+            k: {"passed": bool(v.get("passed")), **({"detail": v["detail"]} if v.get("detail") else {})}
+            for k, v in gates.items()
+            if isinstance(v, dict)
+        },
+        "event_id": event_id,
+    }
 
 
 def critiques(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -184,10 +231,19 @@ def _critique_list(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             v = c.get("severity", c.get("level"))
             word = severity(c)
             label = f"{word} {v:.2f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else word
-            msg = next((c[k] for k in ("message", "text", "critique", "issue", "description", "reason") if c.get(k)),
-                       None)
-            out.append({"severity": word, "label": label, "aspect": c.get("aspect"), "message": str(msg or c),
-                        "event_id": e["id"], "final": e is steps[-1]})
+            msg = next(
+                (c[k] for k in ("message", "text", "critique", "issue", "description", "reason") if c.get(k)), None
+            )
+            out.append(
+                {
+                    "severity": word,
+                    "label": label,
+                    "aspect": c.get("aspect"),
+                    "message": str(msg or c),
+                    "event_id": e["id"],
+                    "final": e is steps[-1],
+                }
+            )
     return out
 
 
@@ -200,8 +256,14 @@ def _plan(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             p = next((p[k] for k in ("steps", "substeps", "tasks", "subtasks") if isinstance(p.get(k), list)), None)
         steps = p
     if not isinstance(steps, list) or not steps:
-        coord = [e for e in events if e["kind"] == "role_step" and "coordinator" in e["tool"]
-                 and isinstance(e.get("arguments"), dict) and isinstance(e["arguments"].get("steps"), list)]
+        coord = [
+            e
+            for e in events
+            if e["kind"] == "role_step"
+            and "coordinator" in e["tool"]
+            and isinstance(e.get("arguments"), dict)
+            and isinstance(e["arguments"].get("steps"), list)
+        ]
         if not coord:
             return None
         steps = coord[-1]["arguments"]["steps"]
@@ -215,8 +277,9 @@ def _plan(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             if isinstance(s, dict):
                 sid = str(s.get("id", f"{prefix}{i + 1}"))
                 label = str(s.get("goal") or s.get("title") or s.get("description") or s.get("step") or sid)
-                nodes.append({"id": sid, "label": label, "tool": s.get("tool"), "helper": s.get("helper"),
-                              "named": "id" in s})
+                nodes.append(
+                    {"id": sid, "label": label, "tool": s.get("tool"), "helper": s.get("helper"), "named": "id" in s}
+                )
                 deps = s.get("depends_on")
                 if isinstance(deps, list):  # a DAG (roles' plan schema): the dependencies are the edges
                     edges.extend((str(d), sid) for d in deps)
@@ -228,8 +291,9 @@ def _plan(events: list[dict[str, Any]]) -> dict[str, Any] | None:
                     edges.append((parent, sid))
                 if parent is not None and sid not in parents:
                     parents[sid] = parent
-                kids = next((s[k] for k in ("steps", "substeps", "children", "subtasks") if isinstance(s.get(k), list)),
-                            None)
+                kids = next(
+                    (s[k] for k in ("steps", "substeps", "children", "subtasks") if isinstance(s.get(k), list)), None
+                )
                 if kids and depth < 6:
                     add(kids, f"{sid}.", sid, depth + 1)
             else:
@@ -245,9 +309,12 @@ def _plan(events: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     add(steps, "", None, 0)
     known = {n["id"] for n in nodes}
-    return {"nodes": nodes, "edges": [(a, b) for a, b in edges if a in known and b in known and a != b],
-            "parents": {k: v for k, v in parents.items() if v in known and k != v},
-            "event_id": plans[-1]["id"] if plans else None}
+    return {
+        "nodes": nodes,
+        "edges": [(a, b) for a, b in edges if a in known and b in known and a != b],
+        "parents": {k: v for k, v in parents.items() if v in known and k != v},
+        "event_id": plans[-1]["id"] if plans else None,
+    }
 
 
 def _parse(ts: str) -> datetime | None:
@@ -262,9 +329,18 @@ def _timeline(tree: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
 
     def visit(nodes: list[dict[str, Any]], depth: int) -> None:
         for n in nodes:
-            rows.append({"id": n["id"], "label": n["tool"], "server": n["server"], "kind": n["kind"],
-                         "status": n["status"], "depth": depth, "duration_ms": float(n.get("latency_ms") or 0.0),
-                         "_start": _parse(n.get("started_at") or "")})
+            rows.append(
+                {
+                    "id": n["id"],
+                    "label": n["tool"],
+                    "server": n["server"],
+                    "kind": n["kind"],
+                    "status": n["status"],
+                    "depth": depth,
+                    "duration_ms": float(n.get("latency_ms") or 0.0),
+                    "_start": _parse(n.get("started_at") or ""),
+                }
+            )
             visit(n.get("children", []), depth + 1)
 
     visit(tree, 0)
@@ -292,17 +368,34 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
     (``n``: the answer's ``[n]`` for a cited card, None for a retrieved one). See the module docstring."""
     events = walk(data["tree"])
     own = data["run"].get("run_id")
-    linked = list(dict.fromkeys(str(e["result"]["run_id"]) for e in _roles_run_calls(events)
-                                if e["result"].get("run_id") and e["result"]["run_id"] != own))
+    linked = list(
+        dict.fromkeys(
+            str(e["result"]["run_id"])
+            for e in _roles_run_calls(events)
+            if e["result"].get("run_id") and e["result"]["run_id"] != own
+        )
+    )
     question, source = _question(events)
     answer = _answer(events)
     cited, retrieved = _evidence(events, answer)
     timeline, span = _timeline(data["tree"])
-    return {"run_id": data["run"].get("run_id"), "run": data["run"], "question": question,
-            "question_source": source, "answer": answer, "cited": cited, "retrieved": retrieved,
-            "verdict": _verdict(events), "critiques": _critique_list(events), "plan": _plan(events),
-            "timeline": timeline, "span_ms": span, "errors": data.get("errors") or [], "last_id": data.get("last_id"),
-            "linked_runs": linked}
+    return {
+        "run_id": data["run"].get("run_id"),
+        "run": data["run"],
+        "question": question,
+        "question_source": source,
+        "answer": answer,
+        "cited": cited,
+        "retrieved": retrieved,
+        "verdict": _verdict(events),
+        "critiques": _critique_list(events),
+        "plan": _plan(events),
+        "timeline": timeline,
+        "span_ms": span,
+        "errors": data.get("errors") or [],
+        "last_id": data.get("last_id"),
+        "linked_runs": linked,
+    }
 
 
 def question_of(events: list[dict[str, Any]]) -> str | None:
@@ -317,8 +410,12 @@ def answer_digest(events: list[dict[str, Any]]) -> dict[str, Any]:
     :func:`run_report`). Missing parts are None."""
     answer = _answer(events)
     verdict = _verdict(events)
-    out: dict[str, Any] = {"citations": len(answer["citations"]) if answer else None,
-                           "verdict": verdict["label"] if verdict else None, "verified": None, "anchors": None}
+    out: dict[str, Any] = {
+        "citations": len(answer["citations"]) if answer else None,
+        "verdict": verdict["label"] if verdict else None,
+        "verified": None,
+        "anchors": None,
+    }
     ev = _role(events, "evaluator", "evaluate")
     gates = ev[-1]["result"].get("gates") if ev else None
     gate = gates.get("evidence") if isinstance(gates, dict) else None

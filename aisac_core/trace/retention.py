@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func
 from sqlalchemy import select as sa_select
@@ -31,7 +32,7 @@ def _percentile(vals: list[float], p: float) -> float:
     return round(v[lo] + (v[hi] - v[lo]) * (k - lo), 3)
 
 
-def trace_stats(engine: "Engine", since: str | datetime | None = None) -> Stats:
+def trace_stats(engine: Engine, since: str | datetime | None = None) -> Stats:
     """Totals over the trace (events since ``since``, ISO 8601, when given): ``{runs, events, by_kind, by_status,
     first_event_at, last_event_at, tools: [{tool, calls, errors, error_rate, p50_ms, p95_ms, max_ms}]}``
     (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
@@ -57,16 +58,32 @@ def trace_stats(engine: "Engine", since: str | datetime | None = None) -> Stats:
         t["lat"].append(lat or 0.0)
         first = created if first is None or created < first else first
         last = created if last is None or created > last else last
-    tools: list[ToolStats] = [{"tool": name, "calls": t["calls"], "errors": t["errors"],
-              "error_rate": round(t["errors"] / t["calls"], 4), "p50_ms": _percentile(t["lat"], 50),
-              "p95_ms": _percentile(t["lat"], 95), "max_ms": round(max(t["lat"]), 3)}
-             for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])]
-    return {"runs": len(runs), "events": len(rows), "by_kind": kinds, "by_status": statuses,
-            "first_event_at": iso(first), "last_event_at": iso(last), "tools": tools}
+    tools: list[ToolStats] = [
+        {
+            "tool": name,
+            "calls": t["calls"],
+            "errors": t["errors"],
+            "error_rate": round(t["errors"] / t["calls"], 4),
+            "p50_ms": _percentile(t["lat"], 50),
+            "p95_ms": _percentile(t["lat"], 95),
+            "max_ms": round(max(t["lat"]), 3),
+        }
+        for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])
+    ]
+    return {
+        "runs": len(runs),
+        "events": len(rows),
+        "by_kind": kinds,
+        "by_status": statuses,
+        "first_event_at": iso(first),
+        "last_event_at": iso(last),
+        "tools": tools,
+    }
 
 
-def prune_runs(engine: "Engine", older_than_days: float, *, export: Callable[[str], str],
-               dry_run: bool = False) -> Pruned:
+def prune_runs(
+    engine: Engine, older_than_days: float, *, export: Callable[[str], str], dry_run: bool = False
+) -> Pruned:
     """Delete runs whose last event is older than ``older_than_days`` days, after exporting each as a JSON bundle
     (``export(run_id)`` writes it and returns its path: ``<data dir>/trace_exports/<run>.json`` from the trace
     service; a run whose export fails is kept and listed in ``failed``).
@@ -77,16 +94,25 @@ def prune_runs(engine: "Engine", older_than_days: float, *, export: Callable[[st
     try:
         days = float(older_than_days)
     except (TypeError, ValueError) as exc:
-        raise TraceError(f"older_than_days must be a number of days from 0 to {MAX_DAYS:,}, got "
-                         f"{str(older_than_days)[:40]}") from exc
+        raise TraceError(
+            f"older_than_days must be a number of days from 0 to {MAX_DAYS:,}, got {str(older_than_days)[:40]}"
+        ) from exc
     if not (math.isfinite(days) and 0 <= days <= MAX_DAYS):
-        raise TraceError(f"older_than_days must be a number of days from 0 to {MAX_DAYS:,} (100 years), got "
-                         f"{str(older_than_days)[:40]}")
-    cutoff = datetime.now(timezone.utc) - timedelta(days=days)
+        raise TraceError(
+            f"older_than_days must be a number of days from 0 to {MAX_DAYS:,} (100 years), got "
+            f"{str(older_than_days)[:40]}"
+        )
+    cutoff = datetime.now(UTC) - timedelta(days=days)
     with Session(engine) as s:
         old = list(s.exec(select(T.run_id).group_by(T.run_id).having(func.max(T.created_at) < cutoff)).all())
-    out: Pruned = {"cutoff": iso(cutoff), "runs": old, "exported": [], "deleted_events": 0,
-                           "dry_run": bool(dry_run), "failed": []}
+    out: Pruned = {
+        "cutoff": iso(cutoff),
+        "runs": old,
+        "exported": [],
+        "deleted_events": 0,
+        "dry_run": bool(dry_run),
+        "failed": [],
+    }
     if dry_run:
         return out
     for rid in old:

@@ -80,6 +80,7 @@ def pretty(x: Any, limit: int = RESULT_CHARS) -> str:
 
 # ---------------------------------------------------------------------------------------------- formatted values
 
+
 def fmt(value: Any, depth: int = 0) -> str:
     """A JSON value as HTML a person reads: objects as definition lists, lists of records as tables (the first
     :data:`TABLE_ROWS` rows), short lists inline, long text in a block; nesting deeper than 4 as compact JSON."""
@@ -98,8 +99,11 @@ def fmt(value: Any, depth: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return "<span class=mut>{}</span>"
-        return "<dl class=kv>" + "".join(f"<dt>{e(k)}</dt><dd>{fmt(v, depth + 1)}</dd>" for k, v in value.items()) \
+        return (
+            "<dl class=kv>"
+            + "".join(f"<dt>{e(k)}</dt><dd>{fmt(v, depth + 1)}</dd>" for k, v in value.items())
             + "</dl>"
+        )
     if isinstance(value, list):
         if not value:
             return "<span class=mut>none</span>"
@@ -107,8 +111,12 @@ def fmt(value: Any, depth: int = 0) -> str:
             return _records(value, depth)
         if all(not isinstance(v, (dict, list)) for v in value) and len(value) <= 20:
             return ", ".join(fmt(v, depth + 1) for v in value)
-        return "<ol>" + "".join(f"<li>{fmt(v, depth + 1)}</li>" for v in value[:TABLE_ROWS]) + "</ol>" + \
-            (f"<span class=mut>… {len(value) - TABLE_ROWS} more</span>" if len(value) > TABLE_ROWS else "")
+        return (
+            "<ol>"
+            + "".join(f"<li>{fmt(v, depth + 1)}</li>" for v in value[:TABLE_ROWS])
+            + "</ol>"
+            + (f"<span class=mut>… {len(value) - TABLE_ROWS} more</span>" if len(value) > TABLE_ROWS else "")
+        )
     return e(value)
 
 
@@ -131,6 +139,7 @@ def _records(rows: list[dict[str, Any]], depth: int) -> str:
 
 # ---------------------------------------------------------------------------------------------- answer
 
+
 def answer_html(text: str, cited: set[int]) -> str:
     """The answer's Markdown as HTML (raw HTML disabled); each ``[n]`` marker whose ``n`` is in ``cited`` becomes a
     link to the evidence card ``#cite-n``."""
@@ -144,12 +153,15 @@ def answer_html(text: str, cited: set[int]) -> str:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
     rendered = md.render(re.sub(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]", mark, text))
-    return re.sub(f"{_MARK_OPEN}(\\d+){_MARK_CLOSE}",
-                  lambda m: f"<a class=cite href='#cite-{m.group(1)}' data-cite='{m.group(1)}'>[{m.group(1)}]</a>",
-                  rendered)
+    return re.sub(
+        f"{_MARK_OPEN}(\\d+){_MARK_CLOSE}",
+        lambda m: f"<a class=cite href='#cite-{m.group(1)}' data-cite='{m.group(1)}'>[{m.group(1)}]</a>",
+        rendered,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- evidence cards
+
 
 def highlight(text: str, passage: str | None) -> str:
     """``text`` escaped, with the first occurrence of ``passage`` (whitespace-insensitive) in ``<mark>``."""
@@ -162,7 +174,7 @@ def highlight(text: str, passage: str | None) -> str:
     m = pat.search(text)
     if m is None:
         return e(text)
-    return e(text[:m.start()]) + "<mark>" + e(m.group(0)) + "</mark>" + e(text[m.end():])
+    return e(text[: m.start()]) + "<mark>" + e(m.group(0)) + "</mark>" + e(text[m.end() :])
 
 
 def _verify_badge(v: dict[str, Any] | None) -> str:
@@ -179,52 +191,71 @@ def _page_html(img: dict[str, Any] | None, card: dict[str, Any]) -> str:
     w, h = img["width"], img["height"]
     boxes = "".join(
         f"<div class=hl style='left:{100 * x0 / w:.2f}%;top:{100 * y0 / h:.2f}%;width:{100 * (x1 - x0) / w:.2f}%;"
-        f"height:{100 * (y1 - y0) / h:.2f}%'></div>" for x0, y0, x1, y1 in img.get("rects") or [])
+        f"height:{100 * (y1 - y0) / h:.2f}%'></div>"
+        for x0, y0, x1, y1 in img.get("rects") or []
+    )
     note = "" if img.get("found") else "<div class='meta mut'>the passage was not located on the page image</div>"
-    return (f"<div class=page data-found='{str(bool(img.get('found'))).lower()}'><img src='{e(img['src'])}' "
-            f"width={w} height={h} loading=lazy alt='page {e(card.get('page'))} of {e(card.get('title') or '')}'>"
-            f"{boxes}</div>{note}")
+    return (
+        f"<div class=page data-found='{str(bool(img.get('found'))).lower()}'><img src='{e(img['src'])}' "
+        f"width={w} height={h} loading=lazy alt='page {e(card.get('page'))} of {e(card.get('title') or '')}'>"
+        f"{boxes}</div>{note}"
+    )
 
 
-def _card_html(card: dict[str, Any], verify: dict[str, Any] | None, img: dict[str, Any] | None, *,
-               link_event: bool = True) -> str:
+def _card_html(
+    card: dict[str, Any], verify: dict[str, Any] | None, img: dict[str, Any] | None, *, link_event: bool = True
+) -> str:
     source = card.get("title") or (card.get("path") or "?").rsplit("/", 1)[-1]
     score = card.get("score")
     n = card.get("n")
     text = card.get("text") or card.get("quote") or ""
     body = highlight(text[:1500] + ("…" if len(text) > 1500 else ""), card.get("quote") if card.get("text") else None)
     anchor = f" id='cite-{n}'" if n is not None else ""
-    ev = f" · <a href='#ev-{card['event_id']}'>event {card['event_id']}</a>" if link_event and card.get("event_id") \
+    ev = (
+        f" · <a href='#ev-{card['event_id']}'>event {card['event_id']}</a>"
+        if link_event and card.get("event_id")
         else ""
-    return (f"<div class=card{anchor} data-chunk='{e(card.get('chunk_id'))}'>"
-            f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b></div>"
-            f"<div class=meta>page {e(card.get('page') or '-')} · {e(card.get('section') or '-')} · score "
-            f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}</div>"
-            f"{_page_html(img, card)}<div class=text>{body}</div>"
-            f"<div class=meta title='{e(card.get('path'))}'>{e(card.get('path'))}{ev}</div></div>")
+    )
+    return (
+        f"<div class=card{anchor} data-chunk='{e(card.get('chunk_id'))}'>"
+        f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b></div>"
+        f"<div class=meta>page {e(card.get('page') or '-')} · {e(card.get('section') or '-')} · score "
+        f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}</div>"
+        f"{_page_html(img, card)}<div class=text>{body}</div>"
+        f"<div class=meta title='{e(card.get('path'))}'>{e(card.get('path'))}{ev}</div></div>"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- steps
+
 
 def event_html(ev: dict[str, Any]) -> str:
     """One event as an expandable entry: formatted arguments and result, the error, ids and hashes, children."""
     kids = "".join(event_html(c) for c in ev.get("children", []))
     res = ev.get("result")
-    body = (f"<div class=args><b>arguments</b> <span class=mut>sha256 {e(ev['arguments_sha256'][:16])}</span>"
-            f"{fmt(ev['arguments'])}</div>")
+    body = (
+        f"<div class=args><b>arguments</b> <span class=mut>sha256 {e(ev['arguments_sha256'][:16])}</span>"
+        f"{fmt(ev['arguments'])}</div>"
+    )
     if ev.get("error"):
         body += f"<div class=errors>{e(ev['error'])}</div>"
     if res is not None:
         trunc = " (stored truncated)" if ev.get("result_truncated") else ""
-        body += (f"<div class=result><b>result</b> <span class=mut>sha256 {e((ev['result_sha256'] or '')[:16])}"
-                 f"{trunc}</span>{fmt(res)}<details class=raw><summary class=mut>stored JSON</summary>"
-                 f"<pre>{e(pretty(res))}</pre></details></div>")
-    body += (f"<div class=mut>event {ev['id']} · {e(ev['kind'])} · started {e(ev['started_at'][11:23])} · "
-             f"{ev['latency_ms']:.1f} ms{' · parent ' + str(ev['parent_id']) if ev['parent_id'] else ''}</div>")
-    return (f"<details class='event {e(ev['kind'])}' id='ev-{ev['id']}' data-id='{ev['id']}'><summary>"
-            f"<b>{e(ev['tool'])}</b> <span class='badge st-{e(ev['status'])}'>{e(ev['status'])}</span> "
-            f"<span class=mut>{ev['latency_ms']:.1f} ms</span> <span class=mut>{e(ev['result_summary'][:160])}</span>"
-            f"</summary>{body}{('<div class=kids>' + kids + '</div>') if kids else ''}</details>")
+        body += (
+            f"<div class=result><b>result</b> <span class=mut>sha256 {e((ev['result_sha256'] or '')[:16])}"
+            f"{trunc}</span>{fmt(res)}<details class=raw><summary class=mut>stored JSON</summary>"
+            f"<pre>{e(pretty(res))}</pre></details></div>"
+        )
+    body += (
+        f"<div class=mut>event {ev['id']} · {e(ev['kind'])} · started {e(ev['started_at'][11:23])} · "
+        f"{ev['latency_ms']:.1f} ms{' · parent ' + str(ev['parent_id']) if ev['parent_id'] else ''}</div>"
+    )
+    return (
+        f"<details class='event {e(ev['kind'])}' id='ev-{ev['id']}' data-id='{ev['id']}'><summary>"
+        f"<b>{e(ev['tool'])}</b> <span class='badge st-{e(ev['status'])}'>{e(ev['status'])}</span> "
+        f"<span class=mut>{ev['latency_ms']:.1f} ms</span> <span class=mut>{e(ev['result_summary'][:160])}</span>"
+        f"</summary>{body}{('<div class=kids>' + kids + '</div>') if kids else ''}</details>"
+    )
 
 
 def _outline(plan: dict[str, Any]) -> str:
@@ -252,10 +283,15 @@ def _outline(plan: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------------- the page
 
-def render_run(data: dict[str, Any], *, verify: dict[str, Any] | None = None,
-               page_image: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
-               event_href: Callable[[int], str] = lambda i: f"#ev-{i}",
-               run_href: Callable[[str], str] = lambda rid: f"run?id={quote(rid, safe='')}") -> str:
+
+def render_run(
+    data: dict[str, Any],
+    *,
+    verify: dict[str, Any] | None = None,
+    page_image: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    event_href: Callable[[int], str] = lambda i: f"#ev-{i}",
+    run_href: Callable[[str], str] = lambda rid: f"run?id={quote(rid, safe='')}",
+) -> str:
     """The run page's body (``<div id=body data-last-id=...>``) for ``data`` = ``get_run(..., include_results=True)``.
 
     ``verify``: :func:`aisac_core.trace.verify.verify_run`'s result (the cards' badges; None: "not checked");
@@ -267,73 +303,105 @@ def render_run(data: dict[str, Any], *, verify: dict[str, Any] | None = None,
     by_chunk = {a["chunk_id"]: a for a in (verify or {}).get("anchors", [])} if verify else {}
     parts = []
     q = r["question"]
-    parts.append(f"<h1 class=question id=question>{e(q)}</h1>" if q else
-                 "<h1 class='question none' id=question>(no question recorded)</h1>")
+    parts.append(
+        f"<h1 class=question id=question>{e(q)}</h1>"
+        if q
+        else "<h1 class='question none' id=question>(no question recorded)</h1>"
+    )
     parts.append(
         f"<p class=mut>{'<span class=live>● active</span> · ' if run['active'] else ''}run {e(run.get('run_id') or r['run_id'])} · "
         f"started {e(run['started_at'][:19].replace('T', ' '))} UTC · {run['duration_s']} s · {run['events']} events "
         f"({e(', '.join(f'{k} {v}' for k, v in run['by_kind'].items()))}) · servers {e(', '.join(run['servers']))}"
-        f"{' · question from ' + e(r['question_source']) if r['question_source'] else ''}</p>")
+        f"{' · question from ' + e(r['question_source']) if r['question_source'] else ''}</p>"
+    )
     if r["linked_runs"]:
         links = ", ".join(f"<a href='{e(run_href(x))}'>{e(x)}</a>" for x in r["linked_runs"])
-        parts.append(f"<p id=linked>The roles graph this run started is traced as its own run: {links} (its plan, "
-                     "steps and timeline).</p>")
+        parts.append(
+            f"<p id=linked>The roles graph this run started is traced as its own run: {links} (its plan, "
+            "steps and timeline).</p>"
+        )
     if r["errors"]:
-        items = "".join(f"<li><a href='{e(event_href(x['id']))}'>{e(x['tool'])}</a> ({e(x['status'])}): "
-                        f"{e(x['error'])}</li>" for x in r["errors"])
-        parts.append(f"<section class=errors id=errors><b>{len(r['errors'])} failed calls</b><ul>{items}</ul></section>")
+        items = "".join(
+            f"<li><a href='{e(event_href(x['id']))}'>{e(x['tool'])}</a> ({e(x['status'])}): {e(x['error'])}</li>"
+            for x in r["errors"]
+        )
+        parts.append(
+            f"<section class=errors id=errors><b>{len(r['errors'])} failed calls</b><ul>{items}</ul></section>"
+        )
     v = r["verdict"]
     if v or r["critiques"]:
-        gates = "".join(f"<span class='badge g-{'pass' if g['passed'] else 'fail'}'>{e(k)} gate: "
-                        f"{'ok' if g['passed'] else 'failed'}</span>" for k, g in (v or {}).get("gates", {}).items())
+        gates = "".join(
+            f"<span class='badge g-{'pass' if g['passed'] else 'fail'}'>{e(k)} gate: "
+            f"{'ok' if g['passed'] else 'failed'}</span>"
+            for k, g in (v or {}).get("gates", {}).items()
+        )
         head = ""
         if v:
             cls = "g-pass" if v["passed"] else "g-fail" if v["passed"] is False else ""
             judged = "" if v["content_judged"] else "<span class='badge mut'>content: not judged (no model)</span>"
-            head = (f"<div class=verdict><span class='badge label {cls}'>{e(v['label'])}</span>{gates}{judged}"
-                    f"<a class=mut href='{e(event_href(v['event_id']))}'>evaluator, event {v['event_id']}</a></div>")
+            head = (
+                f"<div class=verdict><span class='badge label {cls}'>{e(v['label'])}</span>{gates}{judged}"
+                f"<a class=mut href='{e(event_href(v['event_id']))}'>evaluator, event {v['event_id']}</a></div>"
+            )
+
         def lis(items: list[dict[str, Any]]) -> str:
             return "".join(
                 f"<li><span class='sev sev-{e(c['severity'])}'>{e(c['label'])}</span> "
                 + (f"<span class=badge>{e(c['aspect'])}</span> " if c.get("aspect") else "")
                 + f"{e(c['message'])} <a class=mut href='{e(event_href(c['event_id']))}'>event {c['event_id']}</a></li>"
-                for c in items)
+                for c in items
+            )
 
         final = [c for c in r["critiques"] if c.get("final", True)]
         earlier = [c for c in r["critiques"] if not c.get("final", True)]
         crit = f"<ul id=critiques>{lis(final)}</ul>" if final or earlier else ""
         if earlier:
-            crit += (f"<details class=earlier><summary class=mut>{len(earlier)} critiques of earlier attempts (each "
-                     f"led to a new plan)</summary><ul>{lis(earlier)}</ul></details>")
+            crit += (
+                f"<details class=earlier><summary class=mut>{len(earlier)} critiques of earlier attempts (each "
+                f"led to a new plan)</summary><ul>{lis(earlier)}</ul></details>"
+            )
         parts.append(f"<h2>Evaluation</h2><section id=verdict>{head}{crit}</section>")
     a = r["answer"]
     if a:
         ns = {c["n"] for c in r["cited"] if c["n"] is not None}
-        parts.append(f"<h2>Answer</h2><section id=answer class=answer>{answer_html(a['text'], ns)}"
-                     f"<p class=mut>{len(a['citations'])} citations · by {e(a.get('by') or '-')}</p></section>")
+        parts.append(
+            f"<h2>Answer</h2><section id=answer class=answer>{answer_html(a['text'], ns)}"
+            f"<p class=mut>{len(a['citations'])} citations · by {e(a.get('by') or '-')}</p></section>"
+        )
     if r["cited"]:
         cards = []
         for i, c in enumerate(r["cited"]):
             img = page_image(c) if page_image is not None and i < MAX_PAGE_IMAGES else None
             cards.append(_card_html(c, by_chunk.get(c["chunk_id"]), img))
-        parts.append(f"<h2>Cited evidence ({len(cards)})</h2><div class='cards cited' id=evidence>{''.join(cards)}</div>")
+        parts.append(
+            f"<h2>Cited evidence ({len(cards)})</h2><div class='cards cited' id=evidence>{''.join(cards)}</div>"
+        )
     plan = r["plan"]
     if plan and plan["nodes"]:
         svg = plan_svg(plan)
-        parts.append(f"<h2>Plan</h2><section id=plan><div class=svg>{svg}</div><details class=outline open><summary "
-                     f"class=mut>steps as a list</summary>{_outline(plan)}</details></section>")
-    router = [ev for ev in _events(data) if ev["kind"] == "role_step" and "rout" in ev["tool"]
-              and isinstance(ev.get("result"), dict)]
+        parts.append(
+            f"<h2>Plan</h2><section id=plan><div class=svg>{svg}</div><details class=outline open><summary "
+            f"class=mut>steps as a list</summary>{_outline(plan)}</details></section>"
+        )
+    router = [
+        ev
+        for ev in _events(data)
+        if ev["kind"] == "role_step" and "rout" in ev["tool"] and isinstance(ev.get("result"), dict)
+    ]
     if router:
         parts.append(f"<h2>Router decision</h2><section id=router>{fmt(router[-1]['result'])}</section>")
     if r["timeline"]:
-        parts.append(f"<h2>Timeline ({r['span_ms'] / 1000:.2f} s)</h2><section id=timeline class=svg>"
-                     f"{waterfall_svg(r['timeline'], r['span_ms'], href=event_href)}</section>")
+        parts.append(
+            f"<h2>Timeline ({r['span_ms'] / 1000:.2f} s)</h2><section id=timeline class=svg>"
+            f"{waterfall_svg(r['timeline'], r['span_ms'], href=event_href)}</section>"
+        )
     if r["retrieved"]:
         others = "".join(_card_html(c, by_chunk.get(c["chunk_id"]), None) for c in r["retrieved"])
         title = "Other retrieved passages" if r["cited"] else "Retrieved passages"
-        parts.append(f"<h2>{title} ({len(r['retrieved'])})</h2><details id=retrieved{'' if r['cited'] else ' open'}>"
-                     f"<summary class=mut>not cited by the answer</summary><div class=cards>{others}</div></details>")
+        parts.append(
+            f"<h2>{title} ({len(r['retrieved'])})</h2><details id=retrieved{'' if r['cited'] else ' open'}>"
+            f"<summary class=mut>not cited by the answer</summary><div class=cards>{others}</div></details>"
+        )
     parts.append("<h2>Steps</h2><div id=steps>" + "".join(event_html(ev) for ev in data["tree"]) + "</div>")
     return f"<div id=body data-last-id='{data['last_id']}'>{''.join(parts)}</div>"
 

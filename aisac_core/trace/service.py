@@ -125,12 +125,17 @@ class TraceService:
         limit, offset``). Raises TraceError for a bad filter."""
         return list_runs(self.engine, **filters)
 
-    def get_run(self, run_id: str, *, include_results: bool = False, detail: bool = True,
-                after_id: int = 0) -> RunData:
+    def get_run(self, run_id: str, *, include_results: bool = False, detail: bool = True, after_id: int = 0) -> RunData:
         """One run (:func:`aisac_core.trace.queries.get_run`), with this store's result-summary cache. Raises
         TraceError for an unknown run."""
-        return get_run(self.engine, run_id, include_results=include_results, detail=detail, after_id=after_id,
-                       summaries=self.summaries)
+        return get_run(
+            self.engine,
+            run_id,
+            include_results=include_results,
+            detail=detail,
+            after_id=after_id,
+            summaries=self.summaries,
+        )
 
     def get_event(self, event_id: int) -> EventDetail:
         """One event whole (:func:`aisac_core.trace.queries.get_event`). Raises TraceError when unknown."""
@@ -146,17 +151,20 @@ class TraceService:
         """Re-hash a run's evidence anchors and input files (:func:`aisac_core.trace.verify.verify_run`).
         ``use_index``: anchors are checked against the index (file and passage: opens the vector store); False:
         file-level only (a process that does not own the store). Raises TraceError for an unknown run."""
+
         def check(anchor: dict[str, Any]) -> dict[str, Any]:
             return cast("dict[str, Any]", verify_anchor(self._rag(), anchor))  # a Verification, read as a dict
 
         return verify_run(self.engine, run_id, check_anchor=check if use_index else None)
 
-    async def replay(self, run_id: str, tools: ToolPort, *, force: list[str] | None = None,
-                     replay_run_id: str | None = None) -> Replayed:
+    async def replay(
+        self, run_id: str, tools: ToolPort, *, force: list[str] | None = None, replay_run_id: str | None = None
+    ) -> Replayed:
         """Re-execute a run's read-only calls through ``tools`` (the suite's tools, recorded under a new run) and
         compare results (:func:`aisac_core.trace.replay.replay_run`). Raises TraceError for an unknown run."""
-        return await replay_run(self.engine, run_id, tools, current_pins=self.config_pins, force=force,
-                                replay_run_id=replay_run_id)
+        return await replay_run(
+            self.engine, run_id, tools, current_pins=self.config_pins, force=force, replay_run_id=replay_run_id
+        )
 
     def diff(self, run_a: str, run_b: str) -> Diff:
         """Two runs' tool calls side by side (:func:`aisac_core.trace.diff.diff_runs`). Raises TraceError for an
@@ -169,8 +177,9 @@ class TraceService:
         """Write a run as ``json``, ``markdown``, ``html``, ``prov`` or ``rocrate`` under ``<data
         dir>/trace_exports/`` (:func:`aisac_core.trace.exports.export_run`). Raises TraceError for an unknown run
         or format."""
-        return export_run(self.engine, run_id, fmt, out_dir=self.export_dir, current_pins=self.config_pins,
-                          images=self.images())
+        return export_run(
+            self.engine, run_id, fmt, out_dir=self.export_dir, current_pins=self.config_pins, images=self.images()
+        )
 
     def report_html(self, run_id: str) -> str:
         """A run's report as one self-contained HTML page (the HTML export's page, not written to a file). Raises
@@ -185,5 +194,6 @@ class TraceService:
     def prune(self, older_than_days: float, *, dry_run: bool = False) -> Pruned:
         """Delete runs older than ``older_than_days`` days, each exported as a JSON bundle first
         (:func:`aisac_core.trace.retention.prune_runs`). Raises TraceError for a bad number of days."""
-        return prune_runs(self.engine, older_than_days, dry_run=dry_run,
-                          export=lambda rid: self.export(rid, "json")["path"])
+        return prune_runs(
+            self.engine, older_than_days, dry_run=dry_run, export=lambda rid: self.export(rid, "json")["path"]
+        )

@@ -81,8 +81,15 @@ def _num(value: Any) -> float:
 
 def fmt_ms(ms: float) -> str:
     """A duration for people: ``0.12 ms``, ``12.3 ms``, ``1.23 s``, ``12.3 s``."""
-    return (f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms / 1000:.2f} s" if ms >= 1000
-            else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2f} ms")
+    return (
+        f"{ms / 1000:.1f} s"
+        if ms >= 10_000
+        else f"{ms / 1000:.2f} s"
+        if ms >= 1000
+        else f"{ms:.1f} ms"
+        if ms >= 1
+        else f"{ms:.2f} ms"
+    )
 
 
 def nice_ticks(span_ms: float) -> tuple[float, list[float]]:
@@ -102,8 +109,13 @@ def is_error(status: Any) -> bool:
     return any(w in str(status or "").lower() for w in ERROR_WORDS)
 
 
-def waterfall_svg(timeline: list[dict[str, Any]], span_ms: float, *,
-                  href: Callable[[int], str] = lambda i: f"#ev-{i}", width: int = 960) -> str:
+def waterfall_svg(
+    timeline: list[dict[str, Any]],
+    span_ms: float,
+    *,
+    href: Callable[[int], str] = lambda i: f"#ev-{i}",
+    width: int = 960,
+) -> str:
     """A Gantt-style waterfall of a run's events, one row each, as an ``<svg>`` element (``""`` without events).
 
     ``timeline``: :func:`~aisac_core.trace.report.run_report`'s rows ``{id, label, server, kind, status, depth,
@@ -131,21 +143,33 @@ def waterfall_svg(timeline: list[dict[str, Any]], span_ms: float, *,
     scale = (x1 - x0) / end
     height = HEAD + ROW * (len(rows) + (1 if more else 0)) + 6
     aria = f"Waterfall of {len(timeline)} events over {fmt_ms(_num(span_ms))}"
-    out = [(f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{aria}" font-family="{MONO}" font-size="11">')]
+    out = [
+        (
+            f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{aria}" font-family="{MONO}" font-size="11">'
+        )
+    ]
     x = 4.0
-    for name, colour in (("role", KIND_COLOURS["role_step"]), ("tool", KIND_COLOURS["tool_call"]),
-                         ("model", KIND_COLOURS["model_call"]), ("error", ERROR_COLOUR)):
-        out.append(f'<rect x="{x:.1f}" y="{HEAD - 17}" width="9" height="9" rx="2" fill="{colour}"/>'
-                   f'<text x="{x + 13:.1f}" y="{HEAD - 9}" fill="#555">{name}</text>')
+    for name, colour in (
+        ("role", KIND_COLOURS["role_step"]),
+        ("tool", KIND_COLOURS["tool_call"]),
+        ("model", KIND_COLOURS["model_call"]),
+        ("error", ERROR_COLOUR),
+    ):
+        out.append(
+            f'<rect x="{x:.1f}" y="{HEAD - 17}" width="9" height="9" rx="2" fill="{colour}"/>'
+            f'<text x="{x + 13:.1f}" y="{HEAD - 9}" fill="#555">{name}</text>'
+        )
         x += 13 + len(name) * CHAR + 12
     seconds = end >= 1000
     for i, v in enumerate(ticks):
         tx = x0 + v * scale
         anchor = "start" if i == 0 else "end" if i == len(ticks) - 1 else "middle"
-        out.append(f'<line x1="{tx:.1f}" y1="{HEAD - 4}" x2="{tx:.1f}" y2="{height - 6}" stroke="#dfe1e6"/>'
-                   f'<text x="{tx:.1f}" y="{HEAD - 9}" text-anchor="{anchor}" fill="#555">'
-                   f'{"0" if v == 0 else f"{v / 1000:g} s" if seconds else f"{v:g} ms"}</text>')
+        out.append(
+            f'<line x1="{tx:.1f}" y1="{HEAD - 4}" x2="{tx:.1f}" y2="{height - 6}" stroke="#dfe1e6"/>'
+            f'<text x="{tx:.1f}" y="{HEAD - 9}" text-anchor="{anchor}" fill="#555">'
+            f"{'0' if v == 0 else f'{v / 1000:g} s' if seconds else f'{v:g} ms'}</text>"
+        )
     for i, (r, s, d) in enumerate(zip(rows, starts, durs)):
         y = HEAD + i * ROW
         rid: Any = r.get("id")  # the event id (whatever the row holds: it is escaped, not interpreted)
@@ -159,11 +183,13 @@ def waterfall_svg(timeline: list[dict[str, Any]], span_ms: float, *,
         tip = f"{label[:500]} · {dur} · {status or '?'} · {_clean(r.get('server')) or '?'}"
         zebra = 'fill="#f3f4f7"' if i % 2 == 0 else 'fill="#fff" fill-opacity="0"'
         running = ' fill-opacity="0.55"' if status == "running" else ""
-        out.append(f'<a href="{_esc(href(rid))}"><title>{_esc(tip)}</title>'
-                   f'<rect x="0" y="{y}" width="{width}" height="{ROW}" {zebra}/>'
-                   f'<text x="{lx}" y="{y + 13}" fill="#222">{_esc(fit(label, int((LABEL_W - lx) / CHAR)))}</text>'
-                   f'<rect class="bar" data-id="{_esc(rid)}" x="{bx:.1f}" y="{y + 3}" width="{bw:.1f}" '
-                   f'height="{ROW - 6}" rx="2" fill="{colour}"{running}/>')
+        out.append(
+            f'<a href="{_esc(href(rid))}"><title>{_esc(tip)}</title>'
+            f'<rect x="0" y="{y}" width="{width}" height="{ROW}" {zebra}/>'
+            f'<text x="{lx}" y="{y + 13}" fill="#222">{_esc(fit(label, int((LABEL_W - lx) / CHAR)))}</text>'
+            f'<rect class="bar" data-id="{_esc(rid)}" x="{bx:.1f}" y="{y + 3}" width="{bw:.1f}" '
+            f'height="{ROW - 6}" rx="2" fill="{colour}"{running}/>'
+        )
         if bx + bw + 4 + len(dur) * CHAR <= width - 2:
             out.append(f'<text x="{bx + bw + 4:.1f}" y="{y + 13}" fill="#555">{dur}</text>')
         out.append("</a>")
@@ -226,7 +252,7 @@ def _crossings(order: list[list[int]], down: dict[int, list[int]]) -> int:
     for upper, lower in pairwise(order):
         pos = {v: i for i, v in enumerate(lower)}
         segs = [(i, pos[w]) for i, v in enumerate(upper) for w in down.get(v, ())]
-        total += sum(1 for j, (a, b) in enumerate(segs) for c, d in segs[j + 1:] if (a - c) * (b - d) < 0)
+        total += sum(1 for j, (a, b) in enumerate(segs) for c, d in segs[j + 1 :] if (a - c) * (b - d) < 0)
     return total
 
 
@@ -238,8 +264,10 @@ def _order(order: list[list[int]], up: dict[int, list[int]], down: dict[int, lis
     for _ in range(2):
         for rng, nbrs in ((range(1, len(order)), up), (range(len(order) - 2, -1, -1), down)):
             for li in rng:
-                key = {v: (sum(pos[w] for w in nbrs[v]) / len(nbrs[v]) if nbrs.get(v) else pos[v], pos[v])
-                       for v in order[li]}
+                key = {
+                    v: (sum(pos[w] for w in nbrs[v]) / len(nbrs[v]) if nbrs.get(v) else pos[v], pos[v])
+                    for v in order[li]
+                }
                 order[li].sort(key=key.__getitem__)
                 pos.update((v, i) for i, v in enumerate(order[li]))
         crossings = _crossings(order, down)
@@ -276,8 +304,11 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
         return ""
     ids, nodes, n = list(by_id), list(by_id.values()), len(by_id)
     idx = {k: i for i, k in enumerate(ids)}
-    pairs = [(idx.get(_clean(e[0]), -1), idx.get(_clean(e[1]), -1)) for e in (plan or {}).get("edges") or []
-             if isinstance(e, (list, tuple)) and len(e) == 2]
+    pairs = [
+        (idx.get(_clean(e[0]), -1), idx.get(_clean(e[1]), -1))
+        for e in (plan or {}).get("edges") or []
+        if isinstance(e, (list, tuple)) and len(e) == 2
+    ]
     edges = list(dict.fromkeys((a, b) for a, b in pairs if a >= 0 and b >= 0 and a != b))
     back = _back_edges(n, edges)
     forward = [(v, u) if (u, v) in back else (u, v) for u, v in edges]  # every edge pointing down
@@ -296,12 +327,27 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
     for i, li in enumerate(lay):
         order[li].append(i)
     order = _order(order, up, down)
-    nw = int(min(NODE_W, max(NODE_MIN_W, min((width - 2 * MARGIN - sum(DUMMY_W for v in layer if v >= n)
-                                              - (len(layer) - 1) * H_GAP) / max(sum(v < n for v in layer), 1)
-                                             for layer in order))))
+    nw = int(
+        min(
+            NODE_W,
+            max(
+                NODE_MIN_W,
+                min(
+                    (width - 2 * MARGIN - sum(DUMMY_W for v in layer if v >= n) - (len(layer) - 1) * H_GAP)
+                    / max(sum(v < n for v in layer), 1)
+                    for layer in order
+                ),
+            ),
+        )
+    )
     subs = [" · ".join(_clean(nd.get(k)) for k in ("tool", "helper") if _clean(nd.get(k))) for nd in nodes]
-    texts = [textwrap.wrap(_clean(nd.get("label")) or _clean(nd.get("id")), int((nw - 14) / PCHAR), max_lines=3,
-                           placeholder="…") or ["?"] for nd in nodes]
+    texts = [
+        textwrap.wrap(
+            _clean(nd.get("label")) or _clean(nd.get("id")), int((nw - 14) / PCHAR), max_lines=3, placeholder="…"
+        )
+        or ["?"]
+        for nd in nodes
+    ]
     nh = 12 + 15 * max(map(len, texts)) + (13 if any(subs) else 0)
 
     def slot(v: int) -> int:
@@ -317,10 +363,14 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
             cx[v], x = x + slot(v) / 2, x + slot(v) + H_GAP
     top = [MARGIN + li * (nh + V_GAP) for li in lay]
     marker = "plan-arrow-" + hashlib.sha1(repr((ids, edges)).encode("utf-8", "replace")).hexdigest()[:10]
-    out = [(f'<svg xmlns="{SVG_NS}" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" '
+    out = [
+        (
+            f'<svg xmlns="{SVG_NS}" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" '
             f'aria-label="Plan: {n} steps, {len(edges)} dependencies" font-family="{SANS}" font-size="12">'
             f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-            f'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{EDGE_COLOUR}"/></marker></defs>')]
+            f'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{EDGE_COLOUR}"/></marker></defs>'
+        )
+    ]
     edge = f'fill="none" stroke="{EDGE_COLOUR}" stroke-width="1.3" marker-end="url(#{marker})"'
     for (u, v), chain in zip(edges, chains):  # as given; a reversed back edge's chain runs from v down to u
         pts = [(cx[chain[0]], top[chain[0]] + nh)]
@@ -329,23 +379,34 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
         if (u, v) in back:
             pts.reverse()
         d = f"M{pts[0][0]:.1f},{pts[0][1]}" + "".join(  # control points half-way: straight when x does not change
-            f"C{x1:.1f},{(y1 + y2) / 2:.1f} {x2:.1f},{(y1 + y2) / 2:.1f} {x2:.1f},{y2}" for (x1, y1), (x2, y2) in
-            pairwise(pts))
+            f"C{x1:.1f},{(y1 + y2) / 2:.1f} {x2:.1f},{(y1 + y2) / 2:.1f} {x2:.1f},{y2}"
+            for (x1, y1), (x2, y2) in pairwise(pts)
+        )
         dash = ' stroke-dasharray="5 4"' if (u, v) in back else ""
-        out.append(f'<path class="edge{" back" if dash else ""}" data-from="{_esc(ids[u])}" data-to="{_esc(ids[v])}" '
-                   f'd="{d}" {edge}{dash}/>')
+        out.append(
+            f'<path class="edge{" back" if dash else ""}" data-from="{_esc(ids[u])}" data-to="{_esc(ids[v])}" '
+            f'd="{d}" {edge}{dash}/>'
+        )
     for i, nd in enumerate(nodes):
         fill, stroke = NODE_STYLE["tool" if _clean(nd.get("tool")) else "helper" if _clean(nd.get("helper")) else None]
         x, y = cx[i] - nw / 2, top[i]
         tip = " · ".join(t for t in (_clean(nd.get("label"))[:1000], subs[i], f"step {ids[i]}") if t)
         ty = y + (nh - (13 if subs[i] else 0) - 15 * len(texts[i])) / 2 + 11  # the lines centred in the box
-        body = [(f'<title>{_esc(tip)}</title><rect x="{x:.1f}" y="{y}" width="{nw}" height="{nh}" rx="7" '
-                 f'fill="{fill}" stroke="{stroke}"/>')]
-        body += [f'<text x="{cx[i]:.1f}" y="{ty + 15 * j:.1f}" text-anchor="middle" fill="#1d2433">{_esc(t)}</text>'
-                 for j, t in enumerate(texts[i])]
+        body = [
+            (
+                f'<title>{_esc(tip)}</title><rect x="{x:.1f}" y="{y}" width="{nw}" height="{nh}" rx="7" '
+                f'fill="{fill}" stroke="{stroke}"/>'
+            )
+        ]
+        body += [
+            f'<text x="{cx[i]:.1f}" y="{ty + 15 * j:.1f}" text-anchor="middle" fill="#1d2433">{_esc(t)}</text>'
+            for j, t in enumerate(texts[i])
+        ]
         if subs[i]:
-            body.append(f'<text x="{cx[i]:.1f}" y="{y + nh - 8}" text-anchor="middle" font-family="{MONO}" '
-                        f'font-size="10" fill="#5a6275">{_esc(fit(subs[i], int((nw - 12) / 6.0)))}</text>')
+            body.append(
+                f'<text x="{cx[i]:.1f}" y="{y + nh - 8}" text-anchor="middle" font-family="{MONO}" '
+                f'font-size="10" fill="#5a6275">{_esc(fit(subs[i], int((nw - 12) / 6.0)))}</text>'
+            )
         inner = "".join(body) if href is None else f'<a href="{_esc(href(ids[i]))}">{"".join(body)}</a>'
         out.append(f'<g class="node" data-id="{_esc(ids[i])}">{inner}</g>')
     out.append("</svg>")

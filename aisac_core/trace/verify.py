@@ -5,8 +5,9 @@ Also :func:`run_signature`, the cheap change marker the dashboard's live stream 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, inspect, literal, select
 
@@ -26,7 +27,7 @@ AnchorChecker = Callable[[dict[str, Any]], dict[str, Any]]
 ANCHOR_VERDICT = {"ok": "unchanged", "file_changed": "changed", "chunk_changed": "changed", "missing": "missing"}
 
 
-def run_signature(engine: "Engine", run_id: str | None = None) -> str:
+def run_signature(engine: Engine, run_id: str | None = None) -> str:
     """A string that changes whenever a run (or, without ``run_id``, the trace) changes: ``"<largest event
     id>.<events still running>.<events with a result>"`` (the last two are 0 without ``run_id``; role steps are
     written on entry and completed in place). The dashboard's live stream polls it."""
@@ -34,8 +35,9 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
     if run_id is None:
         q = select(func.max(t.c.id), literal(0), literal(0))
     else:
-        q = select(func.max(t.c.id), func.sum(case((t.c.status == "running", 1), else_=0)),
-                   func.count(t.c.result_sha256)).where(t.c.run_id == run_id)
+        q = select(
+            func.max(t.c.id), func.sum(case((t.c.status == "running", 1), else_=0)), func.count(t.c.result_sha256)
+        ).where(t.c.run_id == run_id)
     with engine.connect() as conn:
         m, running, done = conn.execute(q).one()
     return f"{int(m or 0)}.{int(running or 0)}.{int(done or 0)}"
@@ -44,13 +46,21 @@ def run_signature(engine: "Engine", run_id: str | None = None) -> str:
 def _file_level(now: str | None, anchor: dict[str, Any]) -> dict[str, str]:
     """The verdict of an anchor from its file's current sha256 alone (``now``: None when the file is gone)."""
     st = "missing" if now is None else "unchanged" if now == anchor.get("sha256") else "changed"
-    return {"status": st, "anchor_status": {"unchanged": "ok", "changed": "file_changed"}.get(st, st),
-            "detail": "file-level check (sha256 of the file): " + (
-                "the file is gone" if now is None else "the file is byte-identical" if st == "unchanged"
-                else "the file's bytes changed; trace_verify in the server also looks for the passage")}
+    return {
+        "status": st,
+        "anchor_status": {"unchanged": "ok", "changed": "file_changed"}.get(st, st),
+        "detail": "file-level check (sha256 of the file): "
+        + (
+            "the file is gone"
+            if now is None
+            else "the file is byte-identical"
+            if st == "unchanged"
+            else "the file's bytes changed; trace_verify in the server also looks for the passage"
+        ),
+    }
 
 
-def verify_run(engine: "Engine", run_id: str, *, check_anchor: AnchorChecker | None = None) -> Verified:
+def verify_run(engine: Engine, run_id: str, *, check_anchor: AnchorChecker | None = None) -> Verified:
     """Re-hash every evidence anchor a run cited and every input file it pinned.
 
     With ``check_anchor`` (:func:`aisac_core.rag.verify.verify_anchor` on the store's index: file sha256 and chunk
@@ -83,15 +93,26 @@ def verify_run(engine: "Engine", run_id: str, *, check_anchor: AnchorChecker | N
         if check_anchor is not None:
             try:
                 v = check_anchor({k: v for k, v in a.items() if k not in ("event_id", "title")})
-                verdict = {"status": ANCHOR_VERDICT.get(v["status"], "changed"), "anchor_status": v["status"],
-                           "detail": v.get("detail", "")}
+                verdict = {
+                    "status": ANCHOR_VERDICT.get(v["status"], "changed"),
+                    "anchor_status": v["status"],
+                    "detail": v.get("detail", ""),
+                }
             except Exception as exc:  # one unverifiable anchor must not hide the others' verdicts
                 verdict = {"status": "missing", "anchor_status": "error", "detail": f"{type(exc).__name__}: {exc}"}
         else:
             verdict = _file_level(rehash(a.get("path") or ""), a)
-        anchors_out.append({"chunk_id": a.get("chunk_id"), "path": a.get("path"), "page": a.get("page"),
-                            "event_id": a["event_id"], "status": verdict["status"],
-                            "anchor_status": verdict["anchor_status"], "detail": verdict["detail"]})
+        anchors_out.append(
+            {
+                "chunk_id": a.get("chunk_id"),
+                "path": a.get("path"),
+                "page": a.get("page"),
+                "event_id": a["event_id"],
+                "status": verdict["status"],
+                "anchor_status": verdict["anchor_status"],
+                "detail": verdict["detail"],
+            }
+        )
     inputs_out: list[InputCheck] = []
     for i in run_inputs(engine, run_id):
         p = Path(i.path)
@@ -105,8 +126,16 @@ def verify_run(engine: "Engine", run_id: str, *, check_anchor: AnchorChecker | N
         else:
             now = rehash(i.path)
             status = "missing" if now is None else "unchanged" if now == i.sha256 else "changed"
-        inputs_out.append({"path": i.path, "status": status, "sha256": i.sha256, "sha256_now": now,
-                           "source": i.source, "event_id": i.event_id})
+        inputs_out.append(
+            {
+                "path": i.path,
+                "status": status,
+                "sha256": i.sha256,
+                "sha256_now": now,
+                "source": i.source,
+                "event_id": i.event_id,
+            }
+        )
     counts = count_by([*anchors_out, *inputs_out])
     overall = "missing" if counts.get("missing") else "changed" if counts.get("changed") else "unchanged"
     return {"run_id": run_id, "status": overall, "counts": counts, "anchors": anchors_out, "inputs": inputs_out}

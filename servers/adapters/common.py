@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as mt
@@ -34,12 +35,15 @@ MAX_ERROR_CHARS = 1900
 #: class names, statements (upper-case keywords, as SQLAlchemy and drivers print them)
 SQL_PATTERN = re.compile(
     r"\[SQL: |\[parameters: |sqlalche\.me/"
-    r"|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b|\bUPDATE\s+\w+\s+SET\b|\bCREATE TABLE\b")
+    r"|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b|\bUPDATE\s+\w+\s+SET\b|\bCREATE TABLE\b"
+)
 #: the parts of a SQLAlchemy error text that quote the statement, its parameters (user data) and the help link
 _END = r"(?=\s*(?:\[parameters: |\(Background on this error at: |$|[.;,)\n]))"
-_SQL_PARTS = (re.compile(r"\s*\(Background on this error at: https?://sqlalche\.me/[^\s)]*\)"),
-              re.compile(r"\s*\[parameters: .*?\]" + _END, re.S),
-              re.compile(r"\s*\[SQL: .*?\]" + _END, re.S))
+_SQL_PARTS = (
+    re.compile(r"\s*\(Background on this error at: https?://sqlalche\.me/[^\s)]*\)"),
+    re.compile(r"\s*\[parameters: .*?\]" + _END, re.S),
+    re.compile(r"\s*\[SQL: .*?\]" + _END, re.S),
+)
 SQL_NOTE = "(SQL statement left out; the server log on stderr has the full error)"
 _LOG_CHARS = 20_000  # how much of a replaced or cut message the log keeps
 _DRIVER = re.compile(r"\((?:sqlite3|psycopg2?|pymysql|asyncpg)\.[A-Za-z.]*\)\s*")
@@ -50,7 +54,7 @@ def _db_reason(message: str) -> str:
     [SQL: ...]`` -> ``database is locked``), or "" when there is none or it quotes SQL itself."""
     head = message.split("[SQL:", 1)[0]
     m = _DRIVER.search(head)
-    reason = (head[m.end():] if m else head).strip()
+    reason = (head[m.end() :] if m else head).strip()
     reason = reason.splitlines()[0].strip() if reason else ""
     return "" if not reason or SQL_PATTERN.search(reason) else reason[:200]
 
@@ -75,12 +79,16 @@ def safe_message(message: str, *, what: str = "the call") -> str:
     msg = str(message or "")
     if not msg.strip():
         log.warning("%s failed with an empty error message", what)
-        return (f"{what} failed without an error message; the server log on stderr may have details. Check the "
-                "arguments and try again.")
+        return (
+            f"{what} failed without an error message; the server log on stderr may have details. Check the "
+            "arguments and try again."
+        )
     if msg.rstrip().endswith(":"):  # "Error calling tool 'x': " around an exception without a message
         log.warning("%s failed with an error without a message: %r", what, msg)
-        return (f"{msg.rstrip().rstrip(':')} (the error gave no message; the server log on stderr may have "
-                "details). Check the arguments and try again.")
+        return (
+            f"{msg.rstrip().rstrip(':')} (the error gave no message; the server log on stderr may have "
+            "details). Check the arguments and try again."
+        )
     if SQL_PATTERN.search(msg):
         log.warning("%s: database error (its SQL not shown to the client): %s", what, msg[:_LOG_CHARS])
         stripped = msg
@@ -91,9 +99,12 @@ def safe_message(message: str, *, what: str = "the call") -> str:
             return _cap(f"{stripped} {SQL_NOTE}", what)
         reason = _db_reason(msg)
         internal = "internal error: " if msg.startswith("internal error") else ""
-        return (f"{internal}{what} failed in the database" + (f" ({reason})" if reason else "")
-                + "; the statement is not shown here (the server log on stderr has the full error). Check the "
-                "arguments - very long texts or out-of-range numbers are typical causes - and try again.")
+        return (
+            f"{internal}{what} failed in the database"
+            + (f" ({reason})" if reason else "")
+            + "; the statement is not shown here (the server log on stderr has the full error). Check the "
+            "arguments - very long texts or out-of-range numbers are typical causes - and try again."
+        )
     return _cap(msg, what)
 
 
@@ -102,7 +113,7 @@ def _cap(msg: str, what: str) -> str:
     if len(msg) > MAX_ERROR_CHARS:
         log.warning("%s: error message of %d characters cut for the client: %s", what, len(msg), msg[:_LOG_CHARS])
         note = f" … [cut: the message has {len(msg):,} characters; the server log on stderr has more]"
-        return msg[:MAX_ERROR_CHARS - len(note)] + note
+        return msg[: MAX_ERROR_CHARS - len(note)] + note
     return msg
 
 
@@ -115,8 +126,11 @@ class SafeErrors(Middleware):
     """Passes every tool and resource error of the server it is added to through :func:`safe_message` (also errors
     fastmcp itself raised, e.g. ``Error calling tool 'x': <exception>`` for an exception outside :func:`call_core`)."""
 
-    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
-                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
         try:
             return await call_next(context)
         except ToolError as exc:
@@ -126,8 +140,11 @@ class SafeErrors(Middleware):
                 raise ToolError(safe) from exc
             raise
 
-    async def on_read_resource(self, context: MiddlewareContext[mt.ReadResourceRequestParams],
-                               call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult]) -> ResourceResult:
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
         try:
             return await call_next(context)
         except ResourceError as exc:
@@ -149,8 +166,10 @@ def current_app() -> AppContext:
     lc = rc.lifespan_context if rc is not None else None
     app = lc.get("app") if isinstance(lc, dict) else None
     if not isinstance(app, AppContext):
-        raise ToolError("this server runs without aisac's application context: serve it through the suite "
-                        "(`aisac serve`, or aisac_servers.serving.suite.build())")
+        raise ToolError(
+            "this server runs without aisac's application context: serve it through the suite "
+            "(`aisac serve`, or aisac_servers.serving.suite.build())"
+        )
     return app
 
 
@@ -163,14 +182,20 @@ def _generic_message(exc: Exception) -> str | None:
     """A clear message for exception types that mean a bad argument wherever they come from, else None."""
     text = str(exc)
     if isinstance(exc, ValueError) and "null byte" in text:
-        return ("an argument contains a NUL byte (\\x00), which no file name or stored text may hold: remove it "
-                "and try again")
+        return (
+            "an argument contains a NUL byte (\\x00), which no file name or stored text may hold: remove it "
+            "and try again"
+        )
     if isinstance(exc, OverflowError):
-        return (f"a number in the arguments is out of range ({text[:200]}): integers must fit in 64 bits and "
-                "durations or dates within the calendar; pass a smaller value")
+        return (
+            f"a number in the arguments is out of range ({text[:200]}): integers must fit in 64 bits and "
+            "durations or dates within the calendar; pass a smaller value"
+        )
     if isinstance(exc, RecursionError):
-        return ("the input is nested too deeply to process (more than about 1,000 levels of lists or objects): "
-                "flatten it and try again")
+        return (
+            "the input is nested too deeply to process (more than about 1,000 levels of lists or objects): "
+            "flatten it and try again"
+        )
     return None
 
 
@@ -200,8 +225,9 @@ async def call_core(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             log.warning("%s: %s: %s", what, type(exc).__name__, str(exc)[:2000])
             raise ToolError(generic) from exc
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
-        raise tool_error(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details",
-                         what=what) from exc
+        raise tool_error(
+            f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details", what=what
+        ) from exc
 
 
 def request_meta(key: str) -> Any:
@@ -218,8 +244,14 @@ def request_meta(key: str) -> Any:
     return (getattr(meta, "model_extra", None) or {}).get(key, getattr(meta, key, None))
 
 
-def hints(title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False,
-          open_world: bool = False) -> dict[str, Any]:
+def hints(
+    title: str,
+    *,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+) -> dict[str, Any]:
     """The MCP tool annotations of a tool, all five always given (the spec's defaults are destructive and
     open-world, so a tool that leaves one out looks dangerous to a host).
 
@@ -233,5 +265,10 @@ def hints(title: str, *, read_only: bool = False, destructive: bool = False, ide
     Returns: ``{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}`` for
     ``@server.tool(annotations=...)`` (MCP specification, "Tool annotations").
     """
-    return {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive and not read_only,
-            "idempotentHint": idempotent or read_only, "openWorldHint": open_world}
+    return {
+        "title": title,
+        "readOnlyHint": read_only,
+        "destructiveHint": destructive and not read_only,
+        "idempotentHint": idempotent or read_only,
+        "openWorldHint": open_world,
+    }

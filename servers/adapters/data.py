@@ -31,10 +31,10 @@ from pydantic import Field
 from aisac_core.context import AppContext
 from aisac_core.data import results as R
 
-from .common import App, call_core, hints
+from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 from ..shapes.completions import by_prefix
 from ..shapes.results_data import AsIs, lean_schema
-from ..serving.tasks import app_of, follow_code_run, in_task, task_on
+from .common import App, call_core, hints
 
 server = FastMCP(
     "data",
@@ -56,13 +56,15 @@ def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
 
 
 # -- frames ---------------------------------------------------------------------------------------------------
-@server.tool(annotations=hints("Load a table", destructive=True, idempotent=True),
-             output_schema=lean_schema(R.LoadResult))
+@server.tool(
+    annotations=hints("Load a table", destructive=True, idempotent=True), output_schema=lean_schema(R.LoadResult)
+)
 async def load(
     path: Annotated[str, Field(description="file in a registered root: csv tsv txt xlsx xlsm parquet json jsonl")],
     name: Annotated[str | None, Field(description="default: the file name")] = None,
-    sheet: Annotated[str | None, Field(description="Excel sheet name or 0-based index; default: every sheet, "
-                                                   "as <name>:<sheet>")] = None,
+    sheet: Annotated[
+        str | None, Field(description="Excel sheet name or 0-based index; default: every sheet, as <name>:<sheet>")
+    ] = None,
     header_rows: Annotated[int | None, Field(description="0-10, overrides detection")] = None,
     skip_rows: Annotated[int | None, Field(description="rows above the table to drop, overrides detection")] = None,
     range: Annotated[str | None, Field(description="Excel A1 block, e.g. 'B3:F20'")] = None,
@@ -116,12 +118,13 @@ async def query(
     return await call_core(lambda: app.frames.query(name, expr, columns, limit))
 
 
-@server.tool(annotations=hints("Aggregate", read_only=True),
-             output_schema=lean_schema(R.AggregateResult))
+@server.tool(annotations=hints("Aggregate", read_only=True), output_schema=lean_schema(R.AggregateResult))
 async def aggregate(
     name: FrameName,
-    metrics: Annotated[dict[str, list[str] | str], Field(
-        description="{column: [count|sum|mean|median|min|max|std|var|nunique|first|last]}")],
+    metrics: Annotated[
+        dict[str, list[str] | str],
+        Field(description="{column: [count|sum|mean|median|min|max|std|var|nunique|first|last]}"),
+    ],
     by: Annotated[list[str] | None, Field(description="group-by columns")] = None,
     limit: Annotated[int, Field(description="1-5000")] = 200,
     app: AppContext = App,
@@ -130,19 +133,17 @@ async def aggregate(
     return await call_core(lambda: app.frames.aggregate(name, by, metrics, limit))
 
 
-@server.tool(annotations=hints("Save frame", destructive=True, idempotent=True),
-             output_schema=lean_schema(R.FrameSummary))
+@server.tool(
+    annotations=hints("Save frame", destructive=True, idempotent=True), output_schema=lean_schema(R.FrameSummary)
+)
 async def save(
-    name: Annotated[str, Field(description="result_id, or a frame to copy")],
-    new_name: str,
-    app: AppContext = App,
+    name: Annotated[str, Field(description="result_id, or a frame to copy")], new_name: str, app: AppContext = App
 ) -> AsIs[R.FrameSummary]:
     """Keep a data_query/data_aggregate result as a frame with its lineage (replaces a frame of that name)."""
     return await call_core(lambda: app.frames.save(name, new_name))
 
 
-@server.tool(annotations=hints("Frame to session", idempotent=True),
-             output_schema=lean_schema(R.ToSessionResult))
+@server.tool(annotations=hints("Frame to session", idempotent=True), output_schema=lean_schema(R.ToSessionResult))
 async def to_session(
     name: FrameName,
     session: SessionName,
@@ -159,8 +160,9 @@ async def code_run(
     ctx: Context,
     session: SessionName,
     code: Annotated[str, Field(description="Python source; the repr of a final expression is returned as result")],
-    timeout_s: Annotated[float | None, Field(description="wall-time limit in seconds (default "
-                                                         "AISAC_SANDBOX_TIMEOUT_S, max 3600)")] = None,
+    timeout_s: Annotated[
+        float | None, Field(description="wall-time limit in seconds (default AISAC_SANDBOX_TIMEOUT_S, max 3600)")
+    ] = None,
 ) -> ToolResult:
     """Use to compute with Python in a persistent sandboxed session (variables survive across calls).
 
@@ -182,8 +184,7 @@ async def code_run(
 
 @server.tool(annotations=hints("Code run status", read_only=True), output_schema=lean_schema(R.CodeRun))
 async def code_job_status(
-    job_id: Annotated[str, Field(description="job_id returned by data_code_run")],
-    app: AppContext = App,
+    job_id: Annotated[str, Field(description="job_id returned by data_code_run")], app: AppContext = App
 ) -> ToolResult:
     """Use to follow a data_code_run that returned ``pending: true``: ``status`` running, else the
     run's full result (``cancelled`` when stopped). Error: unknown job id."""
@@ -191,29 +192,29 @@ async def code_job_status(
     return _with_images(result, images)
 
 
-@server.tool(annotations=hints("Session variables", read_only=True),
-             output_schema=lean_schema(R.VariablesResult))
+@server.tool(annotations=hints("Session variables", read_only=True), output_schema=lean_schema(R.VariablesResult))
 async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[R.VariablesResult]:
     """Names, types and shapes of a code session's variables."""
     return await call_core(lambda: app.sandbox.variables(session))
 
 
-@server.tool(annotations=hints("Code sessions", read_only=True),
-             output_schema=lean_schema(R.SessionListResult))
+@server.tool(annotations=hints("Code sessions", read_only=True), output_schema=lean_schema(R.SessionListResult))
 async def code_session_list(app: AppContext = App) -> AsIs[R.SessionListResult]:
     """The code sessions, and the sandbox's isolation, allowed imports and limits."""
     return await call_core(lambda: app.sandbox.list())
 
 
-@server.tool(annotations=hints("Reset session", destructive=True, idempotent=True),
-             output_schema=lean_schema(R.ResetResult))
+@server.tool(
+    annotations=hints("Reset session", destructive=True, idempotent=True), output_schema=lean_schema(R.ResetResult)
+)
 async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[R.ResetResult]:
     """Clear a code session's variables and stop its running job; its files stay."""
     return await call_core(lambda: app.sandbox.reset(session))
 
 
-@server.tool(annotations=hints("Close session", destructive=True, idempotent=True),
-             output_schema=lean_schema(R.CloseResult))
+@server.tool(
+    annotations=hints("Close session", destructive=True, idempotent=True), output_schema=lean_schema(R.CloseResult)
+)
 async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[R.CloseResult]:
     """End a code session: its worker stops, its files stay."""
     return await call_core(lambda: app.sandbox.close(session))
@@ -261,7 +262,10 @@ def session_names(app: AppContext, prefix: str = "") -> list[str]:
 
 #: completion of the frame resource's ``name`` (frame names) and the code-session resource's ``session`` (session
 #: names), by prefix; the suite's namespaced templates are recognised too
-complete = by_prefix({**{(uri, "name"): frame_names for uri in (FRAME_URI, "aisac://data/frames/{name}")},
-                      **{(uri, "session"): session_names
-                         for uri in (SESSION_URI, "aisac://data/code-sessions/{session}")}})
+complete = by_prefix(
+    {
+        **{(uri, "name"): frame_names for uri in (FRAME_URI, "aisac://data/frames/{name}")},
+        **{(uri, "session"): session_names for uri in (SESSION_URI, "aisac://data/code-sessions/{session}")},
+    }
+)
 server.add_completion_handler(complete)

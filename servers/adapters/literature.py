@@ -8,7 +8,8 @@ A thin adapter over :mod:`aisac_core.literature`. Mounted by the suite under the
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
@@ -18,9 +19,9 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.literature import results as R
 
-from .common import App, hints
-from ..shapes.results_data import AsIs, lean_schema
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
+from ..shapes.results_data import AsIs, lean_schema
+from .common import App, hints
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
@@ -48,12 +49,14 @@ async def _run(call: Callable[[], Awaitable[T]]) -> T:
         raise ToolError(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details") from exc
 
 
-@server.tool(annotations=hints("Search papers", read_only=True, open_world=True),
-             output_schema=lean_schema(R.SearchResult))
+@server.tool(
+    annotations=hints("Search papers", read_only=True, open_world=True), output_schema=lean_schema(R.SearchResult)
+)
 async def search(
     query: str,
-    sources: Annotated[list[str] | str | None, Field(
-        description="arxiv, pubmed, crossref, openalex, semantic_scholar; default all")] = None,
+    sources: Annotated[
+        list[str] | str | None, Field(description="arxiv, pubmed, crossref, openalex, semantic_scholar; default all")
+    ] = None,
     k: Annotated[int, Field(description="1-1000")] = 10,
     year_from: int | None = None,
     year_to: int | None = None,
@@ -64,8 +67,7 @@ async def search(
     return await _run(lambda: app.literature.search(query, sources, k, year_from, year_to))
 
 
-@server.tool(annotations=hints("Get a paper", read_only=True, open_world=True),
-             output_schema=lean_schema(R.GetResult))
+@server.tool(annotations=hints("Get a paper", read_only=True, open_world=True), output_schema=lean_schema(R.GetResult))
 async def get(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     app: AppContext = App,
@@ -74,8 +76,9 @@ async def get(
     return await _run(lambda: app.literature.get(identifier))
 
 
-@server.tool(annotations=hints("Cited papers", read_only=True, open_world=True),
-             output_schema=lean_schema(R.ReferencesResult))
+@server.tool(
+    annotations=hints("Cited papers", read_only=True, open_world=True), output_schema=lean_schema(R.ReferencesResult)
+)
 async def references(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     k: Annotated[int, Field(description="1-1000")] = 100,
@@ -85,8 +88,9 @@ async def references(
     return await _run(lambda: app.literature.references(identifier, k))
 
 
-@server.tool(annotations=hints("Citing papers", read_only=True, open_world=True),
-             output_schema=lean_schema(R.CitationsResult))
+@server.tool(
+    annotations=hints("Citing papers", read_only=True, open_world=True), output_schema=lean_schema(R.CitationsResult)
+)
 async def citations(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     k: Annotated[int, Field(description="1-1000")] = 100,
@@ -96,13 +100,22 @@ async def citations(
     return await _run(lambda: app.literature.citations(identifier, k))
 
 
-@server.tool(name="import", annotations=hints("Import an open-access paper", open_world=True, idempotent=True),
-             task=task_on(server), output_schema=lean_schema(R.ImportResult))
+@server.tool(
+    name="import",
+    annotations=hints("Import an open-access paper", open_world=True, idempotent=True),
+    task=task_on(server),
+    output_schema=lean_schema(R.ImportResult),
+)
 async def import_(
     ctx: Context,
     identifier: Annotated[str, Field(description="arXiv id, DOI, PMID, ... of an open-access paper")],
-    root: Annotated[str | None, Field(description="a registered root (its name or path) or a folder inside one; "
-                                                  "omit for the first registered root")] = None,
+    root: Annotated[
+        str | None,
+        Field(
+            description="a registered root (its name or path) or a folder inside one; "
+            "omit for the first registered root"
+        ),
+    ] = None,
     wait: Annotated[bool, Field(description="stay until the index job ends (or timeout_s)")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
 ) -> AsIs[R.ImportResult]:

@@ -23,9 +23,9 @@ from aisac_core.context import AppContext
 from aisac_core.memory import results as R
 from aisac_core.memory.common import MemoryInputError
 
-from .common import App, call_core, hints
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
+from .common import App, call_core, hints
 
 server = FastMCP(
     "memory",
@@ -138,9 +138,7 @@ async def export_session(
 
 @server.tool(annotations=hints("Delete a session", destructive=True, idempotent=True), output_schema=schema(R.Deleted))
 async def delete_session(
-    session_id: SessionId,
-    confirm: Annotated[bool, Field(description="must be true")] = False,
-    app: AppContext = App,
+    session_id: SessionId, confirm: Annotated[bool, Field(description="must be true")] = False, app: AppContext = App
 ) -> R.Deleted:
     """Delete a session with its turns and indexed exchanges, for good; facts are kept. Only when the user
     asks for it."""
@@ -162,8 +160,9 @@ async def record_fact(
     """Record a belief that holds from ``valid_at`` on, such as a measured value or a hypothesis's status
     (conversation goes in memory_add_turn). It closes the earlier fact with the same subject and predicate,
     returned as ``superseded``."""
-    return await call_core(app.memory.record_fact, subject, predicate, object, conditions, valid_at, source,
-                           evidence_span, fact_run_id)
+    return await call_core(
+        app.memory.record_fact, subject, predicate, object, conditions, valid_at, source, evidence_span, fact_run_id
+    )
 
 
 @server.tool(annotations=hints("Query facts", read_only=True), output_schema=schema(R.Facts))

@@ -12,33 +12,32 @@ import asyncio
 import functools
 import inspect
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
-from aisac_core.projects import (
-    PROJECT_NAMESPACE,
-    BootstrapError,
-    Bootstrapped,
-    Step,
-    bootstrap,
-)
+from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError, Bootstrapped, Step, bootstrap
 from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
-from .common import hints
 from ..serving.suite import build
+from .common import hints
 
 #: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
 #: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)
-UNTYPED_RESULT: dict[str, Any] = {"type": "object", "properties": {"result": {}}, "required": ["result"],
-                                  "x-fastmcp-wrap-result": True}
+UNTYPED_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"result": {}},
+    "required": ["result"],
+    "x-fastmcp-wrap-result": True,
+}
 
 
 def project_tool_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -59,6 +58,7 @@ def tool_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
     :class:`AisacError` become MCP tool errors with their message (bad input); anything else is reported by fastmcp
     as a tool error naming the exception."""
     if inspect.iscoroutinefunction(fn):
+
         @functools.wraps(fn)
         async def awrapper(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -67,6 +67,7 @@ def tool_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             except (AisacError, ValueError, LookupError) as exc:
                 raise ToolError(_user_message(exc)) from exc
+
         return awrapper
 
     @functools.wraps(fn)
@@ -77,6 +78,7 @@ def tool_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except (AisacError, ValueError, LookupError) as exc:
             raise ToolError(_user_message(exc)) from exc
+
     return wrapper
 
 
@@ -89,17 +91,26 @@ def build_project_server(b: Bootstrapped) -> FastMCP:
         BootstrapError: a function fastmcp cannot serve (an unsupported signature or annotation).
     """
     m = b.project.manifest
-    srv = FastMCP(PROJECT_NAMESPACE, instructions=f"Tools of the project {m.project.name!r} "
-                                                   f"({m.project.category}; {m.project.domain or 'no domain given'}).")
+    srv = FastMCP(
+        PROJECT_NAMESPACE,
+        instructions=f"Tools of the project {m.project.name!r} "
+        f"({m.project.category}; {m.project.domain or 'no domain given'}).",
+    )
     for fn in b.tools:
         try:
             untyped = inspect.signature(fn).return_annotation is inspect.Signature.empty
-            srv.tool(tool_wrapper(fn), name=fn.__name__, annotations=project_tool_hints(fn),
-                     output_schema=UNTYPED_RESULT if untyped else ...)  # ...: fastmcp's default, from the annotation
+            srv.tool(
+                tool_wrapper(fn),
+                name=fn.__name__,
+                annotations=project_tool_hints(fn),
+                output_schema=UNTYPED_RESULT if untyped else ...,
+            )  # ...: fastmcp's default, from the annotation
         except Exception as exc:  # an unsupported signature (e.g. *args) or an annotation pydantic cannot use
-            raise BootstrapError(f"{inspect.getsourcefile(fn) or fn.__module__}: function {fn.__name__!r} cannot "
-                                 f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
-                                 "parameters or rename it with a leading '_' to keep it private") from exc
+            raise BootstrapError(
+                f"{inspect.getsourcefile(fn) or fn.__module__}: function {fn.__name__!r} cannot "
+                f"become an MCP tool ({type(exc).__name__}: {exc}); give it named, type-annotated "
+                "parameters or rename it with a leading '_' to keep it private"
+            ) from exc
     return srv
 
 
@@ -160,16 +171,24 @@ def mount_project(suite: FastMCP, app: AppContext) -> FastMCP:
         existing = {t.name for t in _run_async(lambda: suite.list_tools(run_middleware=False))}
         clash = sorted(existing & set(b.tool_names))
         if clash:
-            raise BootstrapError(f"{b.project.path}: project tool(s) {clash} collide with tools the suite "
-                                 "already has; rename the function(s) in the tools module")
+            raise BootstrapError(
+                f"{b.project.path}: project tool(s) {clash} collide with tools the suite "
+                "already has; rename the function(s) in the tools module"
+            )
         suite.mount(project_server(app), namespace=PROJECT_NAMESPACE)
         step.result = {"mounted": True, "tools": b.tool_names}
     return suite
 
 
-def serve_project(project_dir: str | Path, base_settings: Settings | None = None, names: list[str] | None = None,
-                  *, store_dir: Path | None = None, tools: str | None = None,
-                  embedder: Embedder | None = None) -> tuple[FastMCP, AppContext]:
+def serve_project(
+    project_dir: str | Path,
+    base_settings: Settings | None = None,
+    names: list[str] | None = None,
+    *,
+    store_dir: Path | None = None,
+    tools: str | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[FastMCP, AppContext]:
     """Bootstrap a project (recorded) and build the suite on its store with its tools mounted: what
     ``aisac serve --project DIR`` (and the owner daemon of a project's store) serves.
 
@@ -189,7 +208,9 @@ def serve_project(project_dir: str | Path, base_settings: Settings | None = None
     b = bootstrap(project_dir, base_settings, store_dir=store_dir)
     app = AppContext(b.settings, project=b, embedder=embedder)
     try:
-        suite = build(names, app=app, tools=tools)  # mounts the project's tools (a broken tool halts here, before serving)
+        suite = build(
+            names, app=app, tools=tools
+        )  # mounts the project's tools (a broken tool halts here, before serving)
     except BaseException:
         app.close()
         raise

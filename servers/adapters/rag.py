@@ -39,11 +39,11 @@ from aisac_core.rag.results import (
 )
 from aisac_core.rag.service import RagService
 
+from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
-from .common import FULL_RESULT_META, App, call_core, hints, log, request_meta
 from ..shapes.results_data import AsIs, lean_schema
-from ..serving.tasks import app_of, follow_index_job, in_task, task_on
+from .common import FULL_RESULT_META, App, call_core, hints, log, request_meta
 
 server = FastMCP(
     "rag",
@@ -54,12 +54,17 @@ server = FastMCP(
 )
 
 
-@server.tool(annotations=hints("Index documents", idempotent=True), task=task_on(server),
-             output_schema=R.out_schema(IndexJob))
+@server.tool(
+    annotations=hints("Index documents", idempotent=True), task=task_on(server), output_schema=R.out_schema(IndexJob)
+)
 async def index(
     ctx: Context,
-    path: Annotated[str | list[str] | None, Field(description="file, folder, list of them, or a registered "
-                                                             "root's name; omit to index every registered root")] = None,
+    path: Annotated[
+        str | list[str] | None,
+        Field(
+            description="file, folder, list of them, or a registered root's name; omit to index every registered root"
+        ),
+    ] = None,
     catalog_only: Annotated[bool, Field(description="list the files with metadata, do not embed them")] = False,
     wait: Annotated[bool, Field(description="stay until the job ends (progress notifications) or timeout_s")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
@@ -96,13 +101,13 @@ async def job_status(
         return {"jobs": await call_core(jobs.list)}
     st = await call_core(jobs.status, job_id)
     if st is None:
-        raise ToolError(f"unknown job id {quote_path(job_id)}: rag_index returns job ids; rag_job_status() lists "
-                        "recent jobs")
+        raise ToolError(
+            f"unknown job id {quote_path(job_id)}: rag_index returns job ids; rag_job_status() lists recent jobs"
+        )
     return cast(IndexJobList, st)  # one job: IndexJob's keys
 
 
-@server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True),
-             output_schema=lean_schema(RJ.Cancel))
+@server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True), output_schema=lean_schema(RJ.Cancel))
 async def job_cancel(
     job_id: Annotated[str, Field(description="id from rag_index, lit_import, data_code_run or roles_run")],
     app: AppContext = App,
@@ -122,23 +127,30 @@ async def job_cancel(
         st = await call_core(lambda: core.sandbox.cancel(job_id))
         if st is not None:
             return {"job_id": job_id, "kind": "code", "status": st["status"]}
-    raise ToolError(f"unknown job id {quote_path(job_id)}: job ids come from rag_index, lit_import, data_code_run "
-                    "or roles_run; rag_job_status() and roles_job_status() list recent ones (code runs are "
-                    "forgotten when the server restarts)")
+    raise ToolError(
+        f"unknown job id {quote_path(job_id)}: job ids come from rag_index, lit_import, data_code_run "
+        "or roles_run; rag_job_status() and roles_job_status() list recent ones (code runs are "
+        "forgotten when the server restarts)"
+    )
 
 
-@server.tool(annotations=hints("Search the documents", read_only=True),
-             output_schema=R.out_schema(R.CompactSearchResult))
+@server.tool(
+    annotations=hints("Search the documents", read_only=True), output_schema=R.out_schema(R.CompactSearchResult)
+)
 async def search(
     query: Annotated[str, Field(description="what to find, in natural language")],
     k: Annotated[int, Field(description="hits, 1 to 100")] = 10,
-    filters: Annotated[dict[str, Any] | None, Field(
-        description="any of doc_id, path_glob ('*.pdf'), page_from, page_to, file_type, section (a label such "
-                    "as methods)")] = None,
-    mode: Annotated[Literal["hybrid", "dense", "sparse"], Field(
-        description="sparse: BM25 keywords only; dense: embeddings only")] = "hybrid",
-    detail: Annotated[Literal["compact", "full"], Field(
-        description="full: whole texts and full anchors")] = "compact",
+    filters: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="any of doc_id, path_glob ('*.pdf'), page_from, page_to, file_type, section (a label such "
+            "as methods)"
+        ),
+    ] = None,
+    mode: Annotated[
+        Literal["hybrid", "dense", "sparse"], Field(description="sparse: BM25 keywords only; dense: embeddings only")
+    ] = "hybrid",
+    detail: Annotated[Literal["compact", "full"], Field(description="full: whole texts and full anchors")] = "compact",
     app: AppContext = App,
 ) -> SearchResultDict | ToolResult:
     """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
@@ -154,9 +166,14 @@ async def search(
     out = R.compact(full, query)
     # the full result rides in _meta to the suite's provenance middleware, which records it (the trace keeps the
     # full anchors whatever the caller sees) and removes it before the client sees the result
-    return ToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False, separators=(",", ":"))),
-                               *_document_links(full["hits"])],
-                      structured_content=out, meta={FULL_RESULT_META: full})
+    return ToolResult(
+        content=[
+            TextContent(type="text", text=json.dumps(out, ensure_ascii=False, separators=(",", ":"))),
+            *_document_links(full["hits"]),
+        ],
+        structured_content=out,
+        meta={FULL_RESULT_META: full},
+    )
 
 
 def _document_links(hits: list[HitDict]) -> list[ResourceLink]:
@@ -166,8 +183,10 @@ def _document_links(hits: list[HitDict]) -> list[ResourceLink]:
         did = h.get("doc_id")
         if did and did not in seen:
             seen[did] = h.get("title") or did
-    return [ResourceLink(type="resource_link", uri=f"{DOC_URI}/{d}", name=str(t)[:120], mime_type="text/markdown")
-            for d, t in seen.items()]
+    return [
+        ResourceLink(type="resource_link", uri=f"{DOC_URI}/{d}", name=str(t)[:120], mime_type="text/markdown")
+        for d, t in seen.items()
+    ]
 
 
 @server.tool(annotations=hints("Store status", read_only=True), output_schema=R.out_schema(StoreStatus))
@@ -188,29 +207,30 @@ async def list_documents(
 ) -> Documents:
     """What is indexed and what failed and why: find a doc_id or a filter value. Rows also carry sha256, size,
     indexed_at; next_offset is null on the last page."""
-    return await call_core(app.rag.list_documents, status=status, file_type=file_type, path_glob=path_glob,
-                           limit=limit, offset=offset)
+    return await call_core(
+        app.rag.list_documents, status=status, file_type=file_type, path_glob=path_glob, limit=limit, offset=offset
+    )
 
 
 @server.tool(annotations=hints("Get a chunk", read_only=True), output_schema=R.out_schema(HitDict))
 async def get_chunk(
-    chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")],
-    app: AppContext = App,
+    chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")], app: AppContext = App
 ) -> HitDict:
     """Whole text and full evidence anchor {chunk_id, doc_id, path, sha256, section, page, char_span,
     chunk_sha256, score} of a search hit, by chunk_id (score null). Error: unknown chunk id (ids change when a
     document is re-indexed)."""
     got = await call_core(app.rag.get_chunk, chunk_id)
     if got is None:
-        raise ToolError(f"unknown chunk id {quote_path(chunk_id)}: use a chunk_id from rag_search (ids change when "
-                        "the document is re-indexed after an edit)")
+        raise ToolError(
+            f"unknown chunk id {quote_path(chunk_id)}: use a chunk_id from rag_search (ids change when "
+            "the document is re-indexed after an edit)"
+        )
     return got
 
 
 @server.tool(annotations=hints("Document overview", read_only=True), output_schema=R.out_schema(Overview))
 async def get_overview(
-    doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
-    app: AppContext = App,
+    doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")], app: AppContext = App
 ) -> Overview:
     """What one document is (title, authors, year, doi in ``metadata``) and which sections it has (with pages,
     chunk counts, subsections), before reading or searching inside it. ``labels``: the section labels it has,
@@ -221,8 +241,13 @@ async def get_overview(
 @server.tool(annotations=hints("Read a section", read_only=True), output_schema=R.out_schema(SectionText))
 async def read_sections(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
-    section: Annotated[str, Field(description="a label (methods, results, ...) or a heading from "
-                                              "rag_get_overview ('3.1 Setup', 'Setup' or '3.1')")],
+    section: Annotated[
+        str,
+        Field(
+            description="a label (methods, results, ...) or a heading from "
+            "rag_get_overview ('3.1 Setup', 'Setup' or '3.1')"
+        ),
+    ],
     max_tokens: Annotated[int, Field(ge=50, le=20000, description="page size")] = 2000,
     cursor: Annotated[int | None, Field(ge=0, description="next_cursor of the previous page")] = None,
     app: AppContext = App,
@@ -235,8 +260,10 @@ async def read_sections(
 
 @server.tool(annotations=hints("Verify evidence", read_only=True), output_schema=R.out_schema(Verification))
 async def verify_anchor(
-    anchor: Annotated[str | dict[str, Any], Field(
-        description="a hit's chunk_id, or a full anchor object (optionally with the hit's 'text')")],
+    anchor: Annotated[
+        str | dict[str, Any],
+        Field(description="a hit's chunk_id, or a full anchor object (optionally with the hit's 'text')"),
+    ],
     app: AppContext = App,
 ) -> Verification:
     """Check that cited evidence still holds, by re-hashing the file and the chunk text. status: ok,
@@ -244,7 +271,9 @@ async def verify_anchor(
     return await call_core(app.rag.verify_anchor, anchor)
 
 
-@server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(Removed))
+@server.tool(
+    annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(Removed)
+)
 async def remove(
     doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
     path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
@@ -266,8 +295,7 @@ async def catalog(
 ) -> Catalog:
     """Data files (tables, arrays) listed but not embedded, to pick one for the data server. ``meta``: cheap
     facts (CSV columns and rows, Excel sheets); entries also carry root and modified."""
-    return await call_core(app.rag.catalog, root=root, file_type=file_type, refresh=refresh, limit=limit,
-                           offset=offset)
+    return await call_core(app.rag.catalog, root=root, file_type=file_type, refresh=refresh, limit=limit, offset=offset)
 
 
 @server.resource("aisac://documents/{doc_id}", mime_type="text/markdown")
@@ -298,8 +326,11 @@ async def document_section(doc_id: str, section: str, app: AppContext = App) -> 
     except AisacError as exc:
         raise ResourceError(str(exc)) from exc
     more = got["next_cursor"]
-    note = (f"\n\n[… more: rag_read_sections(doc_id={doc_id!r}, section={section!r}, cursor={more})]"
-            if more is not None else "")
+    note = (
+        f"\n\n[… more: rag_read_sections(doc_id={doc_id!r}, section={section!r}, cursor={more})]"
+        if more is not None
+        else ""
+    )
     return got["text"] + note
 
 
@@ -316,8 +347,11 @@ def complete_doc_ids(rag: RagService, prefix: str) -> list[str]:
     offset: int | None = 0
     while offset is not None and len(out) < MAX_COMPLETIONS:
         page = rag.list_documents(status="indexed", limit=1000, offset=offset)
-        out += [d["doc_id"] for d in page["documents"]
-                if d["doc_id"].startswith(want) or (d.get("title") or "").strip().lower().startswith(want)]
+        out += [
+            d["doc_id"]
+            for d in page["documents"]
+            if d["doc_id"].startswith(want) or (d.get("title") or "").strip().lower().startswith(want)
+        ]
         offset = page["next_offset"]
     return out[:MAX_COMPLETIONS]
 

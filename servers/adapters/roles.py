@@ -31,13 +31,13 @@ from aisac_core.roles import NeedInput
 from aisac_core.roles import results as R
 from aisac_core.trace.recorder import new_run_id
 
-from .common import App, call_core, hints
 from ..serving.report_app import VIEW_URI
-from ..shapes.results_data import AsIs, lean_schema
 from ..serving.sampling import sampling_backend, sampling_request, stateless_protocol
 from ..serving.suite import current_run_id
 from ..serving.tasks import app_of, follow_roles_job, in_task, task_on
 from ..serving.toolclient import SuiteTools
+from ..shapes.results_data import AsIs, lean_schema
+from .common import App, call_core, hints
 from .trace import report_uri
 
 server = FastMCP(
@@ -48,10 +48,14 @@ server = FastMCP(
     ),
 )
 
-Mode = Annotated[Literal["lite", "standard", "strict"] | None, Field(
-    description="verified anchors needed: lite 1, standard 2, strict 3")]
-Llm = Annotated[Literal["auto", "none", "openai", "sampling", "replay"] | None, Field(
-    description="none = rules; openai = configured endpoint; sampling = your model; default: openai if set")]
+Mode = Annotated[
+    Literal["lite", "standard", "strict"] | None,
+    Field(description="verified anchors needed: lite 1, standard 2, strict 3"),
+]
+Llm = Annotated[
+    Literal["auto", "none", "openai", "sampling", "replay"] | None,
+    Field(description="none = rules; openai = configured endpoint; sampling = your model; default: openai if set"),
+]
 
 
 def _run_id(ctx: Context | None) -> str:
@@ -89,15 +93,10 @@ async def _guard(coro: Awaitable[_T]) -> _T | mt.InputRequiredResult:
 
 @server.tool(annotations=hints("Route a question"), output_schema=lean_schema(R.RouteResult))
 async def route(
-    ctx: Context,
-    task: str,
-    mode: Mode = None,
-    llm: Llm = None,
-    app: AppContext = App,
+    ctx: Context, task: str, mode: Mode = None, llm: Llm = None, app: AppContext = App
 ) -> AsIs[R.RouteResult] | mt.InputRequiredResult:
     """roles_run's first step alone: classify a question from the top rag_search hits; answer directly or plan."""
-    return await _guard(app.roles.route(task, run_id=_run_id(ctx), mode=mode, llm=llm,
-                                        sampling=sampling_backend(ctx)))
+    return await _guard(app.roles.route(task, run_id=_run_id(ctx), mode=mode, llm=llm, sampling=sampling_backend(ctx)))
 
 
 @server.tool(annotations=hints("Plan a question"), output_schema=lean_schema(R.PlanResult))
@@ -111,10 +110,19 @@ async def plan(
     app: AppContext = App,
 ) -> AsIs[R.PlanResult] | mt.InputRequiredResult:
     """A plan of tool calls for a question, not run (roles_run plans and runs): steps over the live tools."""
+
     async def go() -> R.PlanResult:
         async with SuiteTools(app) as tools:
-            return await app.roles.plan(task, tools=tools, run_id=_run_id(ctx), route=route, feedback=feedback,
-                                        attempt=attempt, llm=llm, sampling=sampling_backend(ctx))
+            return await app.roles.plan(
+                task,
+                tools=tools,
+                run_id=_run_id(ctx),
+                route=route,
+                feedback=feedback,
+                attempt=attempt,
+                llm=llm,
+                sampling=sampling_backend(ctx),
+            )
 
     return await _guard(go())
 
@@ -135,14 +143,28 @@ async def evaluate(
     """Check an answer before giving it: re-verifies its cited anchors, data files and code runs; a model (llm)
     also critiques the content. Without one the verdict is "evidence verified" or "evidence not verified" and the
     content is "not judged (no model)"."""
-    return await _guard(app.roles.evaluate(task, answer, run_id=_run_id(ctx), citations=citations, files=files,
-                                           code_runs=code_runs, of_run=of_run, mode=mode, llm=llm,
-                                           sampling=sampling_backend(ctx)))
+    return await _guard(
+        app.roles.evaluate(
+            task,
+            answer,
+            run_id=_run_id(ctx),
+            citations=citations,
+            files=files,
+            code_runs=code_runs,
+            of_run=of_run,
+            mode=mode,
+            llm=llm,
+            sampling=sampling_backend(ctx),
+        )
+    )
 
 
-@server.tool(app=AppConfig(resource_uri=VIEW_URI),  # hosts with MCP Apps show the run report (needs trace)
-             annotations=hints("Answer a question (whole graph)"), task=task_on(server),
-             output_schema=lean_schema(R.RolesRun))
+@server.tool(
+    app=AppConfig(resource_uri=VIEW_URI),  # hosts with MCP Apps show the run report (needs trace)
+    annotations=hints("Answer a question (whole graph)"),
+    task=task_on(server),
+    output_schema=lean_schema(R.RolesRun),
+)
 async def run(
     ctx: Context,
     task: Annotated[str, Field(description="the question")],
@@ -156,17 +178,26 @@ async def run(
     ``job_id`` for roles_job_status."""
     tasked = in_task(ctx)
     if llm == "sampling" and (tasked or stateless_protocol(ctx)):
-        raise ToolError("llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 and tasks have no "
-                        "back-channel for a long run); use roles_route / roles_plan / roles_evaluate with "
-                        "llm='sampling', or llm='none' / 'openai'")
+        raise ToolError(
+            "llm='sampling' in roles_run needs a handshake-era connection (2026-07-28 and tasks have no "
+            "back-channel for a long run); use roles_route / roles_plan / roles_evaluate with "
+            "llm='sampling', or llm='none' / 'openai'"
+        )
     if not task or not task.strip():
         raise ToolError("task is empty: give the question to answer")
     run_id = new_run_id()
     core = app_of(ctx)
     roles = core.roles
     jobs = await call_core(lambda: roles.jobs)  # opens the store (a job row) off the event loop the first time
-    job_id = roles.start_run(task, open_tools=lambda: SuiteTools(core), run_id=run_id, mode=mode, llm=llm,
-                             session_id=session_id, sampling=None if tasked else sampling_backend(ctx))
+    job_id = roles.start_run(
+        task,
+        open_tools=lambda: SuiteTools(core),
+        run_id=run_id,
+        mode=mode,
+        llm=llm,
+        session_id=session_id,
+        sampling=None if tasked else sampling_backend(ctx),
+    )
     await follow_roles_job(ctx, core, jobs, job_id, run_id, None if tasked else wait_s)
     return await call_core(roles.run_outcome, job_id, run_id, wait_s=wait_s, report_uri=report_uri(run_id))
 
@@ -199,6 +230,7 @@ async def submit_plan(
 ) -> AsIs[R.SubmitResult]:
     """Check your model's plan (from the roles_planner prompt) against the live tools and store it; an error
     lists what to fix."""
+
     async def go() -> R.SubmitResult:
         async with SuiteTools(app) as tools:
             return await app.roles.submit_plan(plan, tools=tools, run_id=_run_id(ctx))
@@ -225,7 +257,9 @@ async def router_prompt(task: str, app: AppContext = App) -> str:
 
 
 @server.prompt(name="planner")
-async def planner_prompt(task: str, route: str | None = None, feedback: str | None = None, app: AppContext = App) -> str:
+async def planner_prompt(
+    task: str, route: str | None = None, feedback: str | None = None, app: AppContext = App
+) -> str:
     """The Planner's instructions for the host's model, with the suite's live tool list; submit the plan with
     roles_submit_plan. ``route``: the router JSON (text), ``feedback``: critiques of a previous attempt (text)."""
     async with SuiteTools(app) as tools:

@@ -23,17 +23,14 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
 
-from .common import App, call_core, hints, tool_error
-from ..shapes.completions import by_prefix
 from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
-from ..shapes.results_schema import schema
 from ..serving.toolclient import SuiteTools
+from ..shapes.completions import by_prefix
+from ..shapes.results_schema import schema
+from .common import App, call_core, hints, tool_error
 
 server = FastMCP(
-    "trace",
-    instructions=(
-        "The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff."
-    ),
+    "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
 )
 
 RunId = Annotated[str, Field(description="a run id (trace_list_runs)")]
@@ -44,8 +41,10 @@ async def list_runs(
     since: Annotated[str | None, Field(description="ISO 8601: active at or after")] = None,
     until: Annotated[str | None, Field(description="ISO 8601: started at or before")] = None,
     server: Annotated[str | None, Field(description="called this server (rag, memory, ...)")] = None,
-    status: Annotated[Literal["ok", "errors", "active"] | None,
-                      Field(description="errors: a call failed; active: an event in the last 60 s")] = None,
+    status: Annotated[
+        Literal["ok", "errors", "active"] | None,
+        Field(description="errors: a call failed; active: an event in the last 60 s"),
+    ] = None,
     text: Annotated[str | None, Field(description="in the run id, a tool name or the arguments")] = None,
     limit: Annotated[int, Field(ge=1, le=500)] = 20,
     offset: Annotated[int, Field(ge=0)] = 0,
@@ -53,16 +52,27 @@ async def list_runs(
 ) -> R.Runs:
     """Find runs (the recorded tool calls of one task), newest first, by time, server, status or text; read
     one with trace_get_run."""
-    return await call_core(app.trace.list_runs, since=since, until=until, server=server, status=status,
-                           text=text, limit=limit, offset=offset)
+    return await call_core(
+        app.trace.list_runs,
+        since=since,
+        until=until,
+        server=server,
+        status=status,
+        text=text,
+        limit=limit,
+        offset=offset,
+    )
 
 
-@server.tool(annotations=hints("Read a run", read_only=True), app=AppConfig(resource_uri=VIEW_URI),
-             output_schema=schema(R.Run))
+@server.tool(
+    annotations=hints("Read a run", read_only=True), app=AppConfig(resource_uri=VIEW_URI), output_schema=schema(R.Run)
+)
 async def get_run(
     run_id: RunId,
-    detail: Annotated[Literal["compact", "full"] | bool, Field(
-        description="compact: id, tool, status, latency, summary per event; full: every field")] = "compact",
+    detail: Annotated[
+        Literal["compact", "full"] | bool,
+        Field(description="compact: id, tool, status, latency, summary per event; full: every field"),
+    ] = "compact",
     include_results: Annotated[bool, Field(description="full events with stored results (large)")] = False,
     app: AppContext = App,
 ) -> R.Run:
@@ -75,13 +85,27 @@ async def get_run(
     out = await call_core(app.trace.get_run, run_id, include_results=include_results, detail=True)
     tree = out.get("tree", [])
     if full:
-        return {"run": out["run"], "pins": out["pins"], "last_id": out["last_id"], "errors": out["errors"],
-                "tree": cast("list[R.Event]", tree),  # full event dicts: an Event with every key
-                "report_uri": report_uri(run_id), "detail": "full"}
-    errors: list[R.ErrorRow] = [{"id": e["id"], "tool": e["tool"], "status": e["status"],
-                                 "error": _cut(e["error"], COMPACT_ERROR)} for e in out["errors"]]
-    return {"run": out["run"], "last_id": out["last_id"], "errors": errors, "tree": compact_tree(tree),
-            "report_uri": report_uri(run_id), "detail": "compact"}
+        return {
+            "run": out["run"],
+            "pins": out["pins"],
+            "last_id": out["last_id"],
+            "errors": out["errors"],
+            "tree": cast("list[R.Event]", tree),  # full event dicts: an Event with every key
+            "report_uri": report_uri(run_id),
+            "detail": "full",
+        }
+    errors: list[R.ErrorRow] = [
+        {"id": e["id"], "tool": e["tool"], "status": e["status"], "error": _cut(e["error"], COMPACT_ERROR)}
+        for e in out["errors"]
+    ]
+    return {
+        "run": out["run"],
+        "last_id": out["last_id"],
+        "errors": errors,
+        "tree": compact_tree(tree),
+        "report_uri": report_uri(run_id),
+        "detail": "compact",
+    }
 
 
 #: compact events: longest result summary, arguments (as JSON text) and error, in characters
@@ -100,15 +124,18 @@ def compact_tree(nodes: list[dict[str, Any]]) -> list[R.Event]:
     out: list[R.Event] = []
     for n in nodes:
         lat = n.get("latency_ms")
-        c: R.Event = {"id": n["id"], "tool": n["tool"], "status": n["status"],
-                      "latency_ms": round(lat, 1) if lat is not None else None,
-                      "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY) or ""}
+        c: R.Event = {
+            "id": n["id"],
+            "tool": n["tool"],
+            "status": n["status"],
+            "latency_ms": round(lat, 1) if lat is not None else None,
+            "result_summary": _cut(n.get("result_summary") or "", COMPACT_SUMMARY) or "",
+        }
         if n.get("kind") != "tool_call":
             c["kind"] = n["kind"]
         args = n.get("arguments")
         if args:
-            c["arguments"] = _cut(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                                  COMPACT_ARGS)
+            c["arguments"] = _cut(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False), COMPACT_ARGS)
         if n.get("error"):
             c["error"] = _cut(n["error"], COMPACT_ERROR)
         if n.get("anchor_ids"):
@@ -148,8 +175,7 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
 
 @server.tool(annotations=hints("Read an event", read_only=True), output_schema=schema(R.EventDetail))
 async def get_event(
-    event_id: Annotated[int, Field(ge=1, description="an id from trace_get_run")],
-    app: AppContext = App,
+    event_id: Annotated[int, Field(ge=1, description="an id from trace_get_run")], app: AppContext = App
 ) -> R.EventDetail:
     """Read one recorded call whole: arguments, stored result (``result_truncated`` past 100,000 characters),
     hashes, error, cited anchor ids, pinned input files and child event ids."""
@@ -158,9 +184,7 @@ async def get_event(
 
 @server.tool(annotations=hints("Export a run", idempotent=True), output_schema=schema(R.Exported))
 async def export(
-    run_id: RunId,
-    format: Literal["json", "markdown", "html", "prov", "rocrate"] = "json",
-    app: AppContext = App,
+    run_id: RunId, format: Literal["json", "markdown", "html", "prov", "rocrate"] = "json", app: AppContext = App
 ) -> R.Exported:
     """Save a run as a file under the data dir's trace_exports folder: json (bundle for replay), markdown
     (summary for a reader), html (offline report page), prov (W3C PROV-JSON) or rocrate (Workflow Run
@@ -169,10 +193,7 @@ async def export(
 
 
 @server.tool(annotations=hints("Verify a run's evidence", read_only=True), output_schema=schema(R.Verified))
-async def verify(
-    run_id: RunId,
-    app: AppContext = App,
-) -> R.Verified:
+async def verify(run_id: RunId, app: AppContext = App) -> R.Verified:
     """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
     input file; ``status`` is the worst of unchanged, changed, missing."""
     return await call_core(app.trace.verify, run_id)
@@ -197,9 +218,7 @@ async def replay(
 
 @server.tool(annotations=hints("Compare two runs", read_only=True), output_schema=schema(R.Diff))
 async def diff(
-    run_a: RunId,
-    run_b: Annotated[str, Field(description="e.g. a replay_run_id")],
-    app: AppContext = App,
+    run_a: RunId, run_b: Annotated[str, Field(description="e.g. a replay_run_id")], app: AppContext = App
 ) -> R.Diff:
     """Compare the tool calls of two runs (e.g. a run and its replay), aligned by tool and arguments: same,
     changed, only_a or only_b, plus the configuration pins that differ."""
@@ -208,8 +227,7 @@ async def diff(
 
 @server.tool(annotations=hints("Trace statistics", read_only=True), output_schema=schema(R.Stats))
 async def stats(
-    since: Annotated[str | None, Field(description="ISO 8601: events at or after")] = None,
-    app: AppContext = App,
+    since: Annotated[str | None, Field(description="ISO 8601: events at or after")] = None, app: AppContext = App
 ) -> R.Stats:
     """How tools behave over all runs: events by kind and status, per tool the calls, error rate and
     latency percentiles."""

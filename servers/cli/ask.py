@@ -23,8 +23,18 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, session_id: str | None,
-        as_json: bool, out: "Console", err: "Console", use_owner: bool = True) -> int:
+def ask(
+    core: AppContext,
+    question: str,
+    *,
+    mode: str | None,
+    llm: str | None,
+    session_id: str | None,
+    as_json: bool,
+    out: Console,
+    err: Console,
+    use_owner: bool = True,
+) -> int:
     """Run the graph (:meth:`~aisac_core.roles.service.RolesService.run`) and print the result; returns the exit
     code (0; the evaluator's verdict is printed, not turned into a failure code). Raises RolesError for bad input.
 
@@ -32,8 +42,11 @@ def ask(core: AppContext, question: str, *, mode: str | None, llm: str | None, s
     lock, the run goes to that process as a ``roles_run`` call instead of opening the store here (unless
     ``use_owner`` is False or ``AISAC_OWNER_MODE=0``)."""
     owner = _live_owner(core) if use_owner and core.settings.owner.mode else None
-    err.print("[dim]running router -> planner -> coordinator -> evaluator"
-              + (f" in the store's owner process ({owner.url})" if owner else "") + " ...[/dim]")
+    err.print(
+        "[dim]running router -> planner -> coordinator -> evaluator"
+        + (f" in the store's owner process ({owner.url})" if owner else "")
+        + " ...[/dim]"
+    )
     if owner is not None:
         res = anyio.run(lambda: _ask_owner(owner, question, mode, llm, session_id))
     else:
@@ -52,15 +65,17 @@ def _live_owner(core: AppContext) -> OwnerInfo | None:
         return None
 
 
-async def _ask_here(core: AppContext, question: str, mode: str | None, llm: str | None,
-                    session_id: str | None) -> dict[str, Any]:
+async def _ask_here(
+    core: AppContext, question: str, mode: str | None, llm: str | None, session_id: str | None
+) -> dict[str, Any]:
     """The run in this process, on the suite built over ``core``."""
     async with SuiteTools(core) as tools:
         return dict(await core.roles.run(question, tools=tools, mode=mode, llm=llm, session_id=session_id))
 
 
-async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str | None,
-                     session_id: str | None) -> dict[str, Any]:
+async def _ask_owner(
+    owner: OwnerInfo, question: str, mode: str | None, llm: str | None, session_id: str | None
+) -> dict[str, Any]:
     """``roles_run`` on the store's owner over HTTP (its bearer token from owner.json); polls a long run."""
     args: dict[str, Any] = {"task": question, "wait_s": 600}
     for k, v in (("mode", mode), ("llm", llm), ("session_id", session_id)):
@@ -81,7 +96,7 @@ async def _ask_owner(owner: OwnerInfo, question: str, mode: str | None, llm: str
     return res
 
 
-def print_result(res: dict[str, Any], out: "Console") -> None:
+def print_result(res: dict[str, Any], out: Console) -> None:
     """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("evidence
     verified" / "evidence not verified" and ``content: not judged (no model)`` when no model judged the content,
     "passed" / "failed" when one did), its gates and critiques."""
@@ -98,24 +113,34 @@ def print_result(res: dict[str, Any], out: "Console") -> None:
         if c["kind"] == "rag":
             a = c["anchor"]
             span = a.get("char_span")
-            out.print(escape(f"  [{c['n']}] {c.get('title') or Path(str(c.get('path'))).name} · p. {c.get('page')} · "
-                             f"{c.get('section') or '-'} · score {c.get('score')} · chunk {c['chunk_id']} · "
-                             f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"))
+            out.print(
+                escape(
+                    f"  [{c['n']}] {c.get('title') or Path(str(c.get('path'))).name} · p. {c.get('page')} · "
+                    f"{c.get('section') or '-'} · score {c.get('score')} · chunk {c['chunk_id']} · "
+                    f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"
+                )
+            )
         else:
             out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
     judged = ev.get("content_judged", (ev.get("by") or "automatic") != "automatic")
     word = ev.get("verdict") or verdict(bool(ev.get("passed")), judged)
     colour = "green" if ev.get("passed") else "red"
-    out.print(f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): [{colour}]{word}[/{colour}] · mean "
-              f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
-              f"{ev.get('thresholds')}")
+    out.print(
+        f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): [{colour}]{word}[/{colour}] · mean "
+        f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
+        f"{ev.get('thresholds')}"
+    )
     out.print(f"  content: {ev.get('content') or ('judged by model' if judged else NOT_JUDGED)}")
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}
-    out.print(f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "
-              f">= score {g.get('min_score')}, need {g.get('required')})")
-    out.print(f"  data gate: {'ok' if (gates.get('data') or {}).get('passed') else 'FAILED'} · exec gate: "
-              f"{'ok' if (gates.get('exec') or {}).get('passed') else 'FAILED'}")
+    out.print(
+        f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "
+        f">= score {g.get('min_score')}, need {g.get('required')})"
+    )
+    out.print(
+        f"  data gate: {'ok' if (gates.get('data') or {}).get('passed') else 'FAILED'} · exec gate: "
+        f"{'ok' if (gates.get('exec') or {}).get('passed') else 'FAILED'}"
+    )
     for c in ev.get("critiques") or []:
         out.print(escape(f"  - [{c.get('aspect')} {c.get('severity')}] {c.get('text')}"))
     for m in res.get("model_errors") or []:

@@ -12,8 +12,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -54,18 +55,31 @@ if TYPE_CHECKING:
 # Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
 # `aisac serve` start without loading the store, the models or the MCP servers they do not use.
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.",
+)
 err = Console(stderr=True)
 out = Console()
 
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR "
-                                                 "or the user data dir)", envvar="AISAC_DATA_DIR")]
-NoOwner = Annotated[bool, typer.Option("--no-owner", help="open the store in this process even while its owner "
-                                                          "process runs (which then holds it: the command fails)")]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="store folder (default: $AISAC_DATA_DIR or the user data dir)", envvar="AISAC_DATA_DIR"
+    ),
+]
+NoOwner = Annotated[
+    bool,
+    typer.Option(
+        "--no-owner",
+        help="open the store in this process even while its owner "
+        "process runs (which then holds it: the command fails)",
+    ),
+]
 
 
 def _settings(data_dir: Path | None) -> Settings:
@@ -76,8 +90,9 @@ def _settings(data_dir: Path | None) -> Settings:
 def _owner(settings: Settings, no_owner: bool) -> OwnerInfo | None:
     """The running owner to send the command to (None: open the store here); warns on other settings."""
     try:
-        return cli_owner(settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}",
-                                                                      soft_wrap=True))
+        return cli_owner(
+            settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}", soft_wrap=True)
+        )
     except OwnerCallError as exc:
         _fail(str(exc))
 
@@ -102,13 +117,7 @@ def index(
 ) -> None:
     """Index files and folders incrementally (unchanged files are skipped without being read). While the store's
     owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.rag.indexer import Counters, IndexingError
 
@@ -118,16 +127,24 @@ def index(
     counters = Counters()
     core = AppContext(settings) if info is None else None
     try:
-        with Progress(TextColumn("[bold]indexing[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=err, transient=not err.is_terminal) as bar:
+        with Progress(
+            TextColumn("[bold]indexing[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=not err.is_terminal,
+        ) as bar:
             task = bar.add_task("", total=None)
 
             def progress(done: float, total: float | None, name: str | None) -> None:
                 bar.update(task, completed=done, total=total, description=(name or "")[:60])
 
             if core is not None:
-                core.rag.indexer.run(paths, catalog_only=catalog, progress=progress, failures=failures,
-                                     counters=counters)
+                core.rag.indexer.run(
+                    paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters
+                )
             else:
                 assert info is not None
                 got = index_via_owner(info, paths, catalog, progress)
@@ -144,9 +161,11 @@ def index(
         print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
         return
     c = counters
-    err.print(f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
-              f"{c.files_failed} failed, {c.files_pruned} removed, {c.files_catalogued} catalogued; "
-              f"chunks: {c.chunks_embedded} embedded, {c.chunks_deleted} deleted; pages parsed: {c.pages_parsed}")
+    err.print(
+        f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
+        f"{c.files_failed} failed, {c.files_pruned} removed, {c.files_catalogued} catalogued; "
+        f"chunks: {c.chunks_embedded} embedded, {c.chunks_deleted} deleted; pages parsed: {c.pages_parsed}"
+    )
     for f in failures:
         err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
 
@@ -156,8 +175,9 @@ def search(
     query: Annotated[str, typer.Argument(help="what to find")],
     k: Annotated[int, typer.Option("-k", help="number of hits (1-100)")] = 10,
     mode: Annotated[str, typer.Option(help="hybrid, dense or sparse")] = "hybrid",
-    filter_: Annotated[Optional[list[str]], typer.Option("--filter", help="key=value, e.g. path_glob=*.pdf, "
-                                                          "page_from=2 (repeatable)")] = None,
+    filter_: Annotated[
+        list[str] | None, typer.Option("--filter", help="key=value, e.g. path_glob=*.pdf, page_from=2 (repeatable)")
+    ] = None,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
     no_owner: NoOwner = False,
@@ -173,6 +193,7 @@ def search(
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
+    res: Mapping[str, Any]
     try:
         if core is not None:
             res = core.rag.search(query, k, filters or None, mode).as_dict()
@@ -196,28 +217,57 @@ def search(
         t.add_column(col, overflow="fold")
     for i, h in enumerate(hits, 1):
         text = " ".join((h.get("text") or "").split())
-        t.add_row(str(i), f"{h['score']:.4f}", f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
-                  str(h.get("page") or "-"), h.get("section") or "-", text[:300] + ("…" if len(text) > 300 else ""))
+        t.add_row(
+            str(i),
+            f"{h['score']:.4f}",
+            f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
+            str(h.get("page") or "-"),
+            h.get("section") or "-",
+            text[:300] + ("…" if len(text) > 300 else ""),
+        )
     out.print(t)
 
 
 @app.command()
 def serve(
-    server: Annotated[Optional[str], typer.Argument(help="one server (rag, memory, ...); default: the whole suite")] = None,
+    server: Annotated[
+        str | None, typer.Argument(help="one server (rag, memory, ...); default: the whole suite")
+    ] = None,
     transport: Annotated[str, typer.Option(help="stdio (default) or http (streamable HTTP)")] = "stdio",
-    host: Annotated[str, typer.Option(help="HTTP bind address; any non-loopback address requires the bearer "
-                                           "token (AISAC_HTTP_TOKEN, else one is generated and printed)")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="HTTP bind address; any non-loopback address requires the bearer "
+            "token (AISAC_HTTP_TOKEN, else one is generated and printed)"
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
-    no_owner: Annotated[bool, typer.Option("--no-owner", help="open the store in this process instead of sharing "
-                                                               "it through the store's owner daemon (single host only)")] = False,
+    no_owner: Annotated[
+        bool,
+        typer.Option(
+            "--no-owner",
+            help="open the store in this process instead of sharing "
+            "it through the store's owner daemon (single host only)",
+        ),
+    ] = False,
     data_dir: DataDir = None,
-    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its own "
-                                                    "store, tools, prompts (docs/projects.md)")] = None,
-    tools: Annotated[Optional[str], typer.Option("--tools", help="tool profile the host sees: core (grounded Q&A, "
-                                                 "~11 tools), full (core listed, every other tool through tools_search), all "
-                                                 "(every tool listed), or server names, comma-separated "
-                                                 "(rag,memory; core,lit); default AISAC_TOOLS, else all "
-                                                 "(docs/hosts.md)")] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project", help="a project folder with aisac.toml: its own store, tools, prompts (docs/projects.md)"
+        ),
+    ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools",
+            help="tool profile the host sees: core (grounded Q&A, "
+            "~11 tools), full (core listed, every other tool through tools_search), all "
+            "(every tool listed), or server names, comma-separated "
+            "(rag,memory; core,lit); default AISAC_TOOLS, else all "
+            "(docs/hosts.md)",
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP suite (or one server) over stdio or streamable HTTP.
 
@@ -227,8 +277,11 @@ def serve(
     from ..adapters.builtin import aisac_register_servers
     from ..owner.daemon import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 
-    logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, got {transport!r}")
     settings = _settings(data_dir)
@@ -251,8 +304,9 @@ def serve(
             settings = bootstrap(project, base_settings, open_store=False).settings
         except BootstrapError as exc:
             _fail(str(exc))
-        os.environ.update(AISAC_PROJECT=str(Path(project).expanduser().resolve()),
-                          AISAC_MODELS_ROOT=str(settings.models_dir))  # read by the store's owner daemon
+        os.environ.update(
+            AISAC_PROJECT=str(Path(project).expanduser().resolve()), AISAC_MODELS_ROOT=str(settings.models_dir)
+        )  # read by the store's owner daemon
 
     def in_process() -> FastMCP:
         if project is not None:
@@ -284,8 +338,10 @@ def serve(
         token = settings.http_token
         if token is None and not is_loopback(host):
             token = new_token()
-            err.print(f"aisac: {host} is not a loopback address, so every request needs the header "
-                      f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)")
+            err.print(
+                f"aisac: {host} is not a loopback address, so every request needs the header "
+                f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)"
+            )
         if not use_owner:
             serve_http(settings, in_process(), host=host, port=port, token=token)
             return
@@ -314,9 +370,16 @@ def owner(
     if action == "status":
         info = live_owner(settings.data_dir)
         stale = None if info else read_owner_file(settings.data_dir)
-        print(json.dumps({"running": info is not None,
-                          "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
-                          "stale_pid": stale.pid if stale else None}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "running": info is not None,
+                    "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
+                    "stale_pid": stale.pid if stale else None,
+                },
+                indent=1,
+            )
+        )
     elif action == "stop":
         stopped = stop_owner(settings.data_dir)
         err.print(f"stopped the owner pid {stopped.pid}" if stopped else "no owner process is running")
@@ -325,14 +388,17 @@ def owner(
 
 
 @app.command()
-def status(data_dir: DataDir = None,
-           as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False,
-           no_owner: NoOwner = False) -> None:
+def status(
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False,
+    no_owner: NoOwner = False,
+) -> None:
     """Documents, chunks, jobs, and where the store lives (and its size); asks the store's owner process while it
     runs."""
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
+    st: Mapping[str, Any]
     try:
         if core is not None:
             st = core.rag.status()
@@ -362,8 +428,12 @@ def status(data_dir: DataDir = None,
 def dashboard(
     host: Annotated[str, typer.Option(help="bind address (loopback only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8766,
-    prune_days: Annotated[Optional[float], typer.Option("--prune-days", help="retention: export (JSON) and delete "
-                                                        "runs older than this many days, then exit")] = None,
+    prune_days: Annotated[
+        float | None,
+        typer.Option(
+            "--prune-days", help="retention: export (JSON) and delete runs older than this many days, then exit"
+        ),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Live trace dashboard in the browser (runs, event trees, evidence, live updates)."""
@@ -382,9 +452,12 @@ def dashboard(
     err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
     if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
         # this dashboard only reads the trace (SQLite), so it runs next to the owner, which holds the vector store
-        err.print(f"the store's owner process (pid {info.pid}) runs; this dashboard reads the same trace. The owner's "
-                  f"own {info.url.rsplit('/mcp', 1)[0]}/dashboard needs its bearer token (owner.json)",
-                  soft_wrap=True, markup=False)
+        err.print(
+            f"the store's owner process (pid {info.pid}) runs; this dashboard reads the same trace. The owner's "
+            f"own {info.url.rsplit('/mcp', 1)[0]}/dashboard needs its bearer token (owner.json)",
+            soft_wrap=True,
+            markup=False,
+        )
     try:
         serve_dashboard(host, port, core.trace)
     except ValueError as exc:
@@ -395,9 +468,10 @@ def dashboard(
 
 @app.command()
 def report(
-    run_id: Annotated[Optional[str], typer.Argument(help="run id (default: the most recent run)")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="html (one offline file for a reviewer) or "
-                                                                "markdown")] = "html",
+    run_id: Annotated[str | None, typer.Argument(help="run id (default: the most recent run)")] = None,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="html (one offline file for a reviewer) or markdown")
+    ] = "html",
     data_dir: DataDir = None,
 ) -> None:
     """Write a run's report (question, answer, cited evidence, evaluation, plan, timeline, steps) to
@@ -423,7 +497,7 @@ def report(
 def init(
     directory: Annotated[Path, typer.Argument(help="the new project folder (created; must be empty)")],
     template: Annotated[str, typer.Option("--template", "-t", help="general, materials or process_safety")] = "general",
-    name: Annotated[Optional[str], typer.Option(help="display name (default: the template's)")] = None,
+    name: Annotated[str | None, typer.Option(help="display name (default: the template's)")] = None,
     force: Annotated[bool, typer.Option("--force", help="write into a non-empty folder")] = False,
 ) -> None:
     """Create a project from a template: aisac.toml, sample data, extensions (docs/projects.md)."""
@@ -434,23 +508,37 @@ def init(
     except BootstrapError as exc:
         _fail(str(exc))
     p = load_manifest(man)
-    err.print(f"created project {p.manifest.project.name!r} (id {p.id}) in {p.root}; serve it with "
-              f"`aisac serve --project {p.root}`, index it with the rag_index tool (no path: every manifest root)",
-              soft_wrap=True, markup=False)
+    err.print(
+        f"created project {p.manifest.project.name!r} (id {p.id}) in {p.root}; serve it with "
+        f"`aisac serve --project {p.root}`, index it with the rag_index tool (no path: every manifest root)",
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 @app.command()
 def install(
     host: Annotated[str, typer.Argument(help="claude-desktop, vscode or cursor")],
-    project: Annotated[Optional[Path], typer.Option("--project", help="serve this project (a folder with "
-                                                    "aisac.toml)")] = None,
+    project: Annotated[
+        Path | None, typer.Option("--project", help="serve this project (a folder with aisac.toml)")
+    ] = None,
     print_: Annotated[bool, typer.Option("--print", help="print the configuration, write nothing")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", help="the host's configuration file (default: "
-                                                   "where the host reads it, docs/hosts.md)")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="the host's configuration file (default: where the host reads it, docs/hosts.md)"
+        ),
+    ] = None,
     data_dir: DataDir = None,
-    tools: Annotated[Optional[str], typer.Option("--tools", help="tool profile the host sees: core (grounded Q&A, "
-                                                 "smallest context), full (every tool, core listed), all, or server names, comma-separated "
-                                                 "(docs/hosts.md); asked when omitted on a terminal")] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            "--tools",
+            help="tool profile the host sees: core (grounded Q&A, "
+            "smallest context), full (every tool, core listed), all, or server names, comma-separated "
+            "(docs/hosts.md); asked when omitted on a terminal",
+        ),
+    ] = None,
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
     from aisac_core.projects import BootstrapError
@@ -460,9 +548,12 @@ def install(
     try:
         settings = _settings(data_dir)
         if tools is None and not print_ and sys.stdin.isatty():
-            tools = typer.prompt("tool profile for this host (core: grounded Q&A with the fewest tools; full: every "
-                                 "tool, the core ones listed and the others found with tools_search; all: every "
-                                 "tool listed; or server names such as rag,memory)", default=settings.tools)
+            tools = typer.prompt(
+                "tool profile for this host (core: grounded Q&A with the fewest tools; full: every "
+                "tool, the core ones listed and the others found with tools_search; all: every "
+                "tool listed; or server names such as rag,memory)",
+                default=settings.tools,
+            )
         if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
             from ..adapters.builtin import aisac_register_servers
 
@@ -474,21 +565,29 @@ def install(
         res = install_host(host, entry, config_path=config)
     except (HostConfigError, BootstrapError, ValueError) as exc:  # ValueError: an unreadable aisac.toml
         _fail(str(exc))
-    err.print(f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
-              + (f" (previous file kept as {res.backup})" if res.backup else "") + "; restart the host",
-              soft_wrap=True, markup=False)
+    err.print(
+        f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
+        + (f" (previous file kept as {res.backup})" if res.backup else "")
+        + "; restart the host",
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="the question")],
-    mode: Annotated[Optional[str], typer.Option(help="lite, standard or strict (minimum cited anchors 1/2/3)")] = None,
-    llm: Annotated[Optional[str], typer.Option(help="auto, none, openai or replay (default: AISAC_ROLES_LLM)")] = None,
-    session: Annotated[Optional[str], typer.Option("--session", help="memory session id for context")] = None,
+    mode: Annotated[str | None, typer.Option(help="lite, standard or strict (minimum cited anchors 1/2/3)")] = None,
+    llm: Annotated[str | None, typer.Option(help="auto, none, openai or replay (default: AISAC_ROLES_LLM)")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="memory session id for context")] = None,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the whole result as JSON")] = False,
-    project: Annotated[Optional[Path], typer.Option("--project", help="a project folder with aisac.toml: its "
-                                                    "store, tools, prompts and workflow graph")] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project", help="a project folder with aisac.toml: its store, tools, prompts and workflow graph"
+        ),
+    ] = None,
     no_owner: NoOwner = False,
 ) -> None:
     """Answer a question headless: route, plan, execute with the suite's tools, evaluate, re-plan (in the store's
@@ -506,8 +605,17 @@ def ask(
     else:
         core = _app(data_dir)
     try:
-        code = run_ask(core, question, mode=mode, llm=llm, session_id=session, as_json=as_json, out=out, err=err,
-                       use_owner=not no_owner)
+        code = run_ask(
+            core,
+            question,
+            mode=mode,
+            llm=llm,
+            session_id=session,
+            as_json=as_json,
+            out=out,
+            err=err,
+            use_owner=not no_owner,
+        )
     except Exception as exc:  # roles errors carry what to fix
         _fail(str(exc))
     finally:

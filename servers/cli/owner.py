@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
@@ -21,9 +22,9 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from aisac_core.context import AppContext
-from aisac_core.rag.status import store_status
 from aisac_core.errors import AisacError
 from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, settings_drift
+from aisac_core.rag.status import store_status
 from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
 from aisac_core.settings_messages import settings_errors
 
@@ -55,7 +56,9 @@ def load_settings(data_dir: Path | None = None, **kwargs: Any) -> Settings:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def cli_owner(settings: Settings, no_owner: bool = False, warn: Callable[[str], None] | None = None) -> OwnerInfo | None:
+def cli_owner(
+    settings: Settings, no_owner: bool = False, warn: Callable[[str], None] | None = None
+) -> OwnerInfo | None:
     """The running owner a CLI command should talk to, or None to open the store in this process (no owner runs,
     ``no_owner``, ``AISAC_OWNER_MODE=0``, or a platform without the owner model).
 
@@ -68,13 +71,18 @@ def cli_owner(settings: Settings, no_owner: bool = False, warn: Callable[[str], 
     if info is None:
         return None
     if info.version != aisac_version():
-        raise OwnerCallError(f"the store {settings.data_dir} is served by an aisac {info.version} process (pid "
-                             f"{info.pid}), this is aisac {aisac_version()}: run this command with that version, or "
-                             f"once its hosts are done `aisac owner stop --data-dir {settings.data_dir}` and retry")
+        raise OwnerCallError(
+            f"the store {settings.data_dir} is served by an aisac {info.version} process (pid "
+            f"{info.pid}), this is aisac {aisac_version()}: run this command with that version, or "
+            f"once its hosts are done `aisac owner stop --data-dir {settings.data_dir}` and retry"
+        )
     drift = settings_drift(info, settings)
     if drift and warn is not None:
-        warn(f"the store's owner process (pid {info.pid}) runs with other settings than this command, and its "
-             "settings apply: " + "; ".join(f"{k}: owner {json.dumps(a)} vs here {json.dumps(b)}" for k, (a, b) in drift.items()))
+        warn(
+            f"the store's owner process (pid {info.pid}) runs with other settings than this command, and its "
+            "settings apply: "
+            + "; ".join(f"{k}: owner {json.dumps(a)} vs here {json.dumps(b)}" for k, (a, b) in drift.items())
+        )
     return info
 
 
@@ -97,8 +105,9 @@ async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str,
     return res.structured_content or {}
 
 
-def index_via_owner(info: OwnerInfo, paths: list[Path], catalog_only: bool,
-                    progress: Callable[[float, float | None, str | None], None]) -> dict[str, Any]:
+def index_via_owner(
+    info: OwnerInfo, paths: list[Path], catalog_only: bool, progress: Callable[[float, float | None, str | None], None]
+) -> dict[str, Any]:
     """``rag_index`` of ``paths`` (made absolute here: the owner has another working folder) on the owner, with
     ``wait=true``; every MCP progress notification goes to ``progress(done, total, message)``; a job still running
     after the tool's wait is polled with ``rag_job_status`` until it ends. Returns ``{"counters", "failures"}`` like
@@ -109,9 +118,17 @@ def index_via_owner(info: OwnerInfo, paths: list[Path], catalog_only: bool,
             progress(done, total, message)
 
         async with _client(info) as c:
-            st = await _call(c, "rag_index", {"path": [str(p.expanduser().resolve()) for p in paths],
-                                              "catalog_only": catalog_only, "wait": True, "timeout_s": 3600},
-                             progress_handler=on_progress)
+            st = await _call(
+                c,
+                "rag_index",
+                {
+                    "path": [str(p.expanduser().resolve()) for p in paths],
+                    "catalog_only": catalog_only,
+                    "wait": True,
+                    "timeout_s": 3600,
+                },
+                progress_handler=on_progress,
+            )
             while st.get("status") in ("queued", "running"):
                 await anyio.sleep(1.0)
                 st = await _call(c, "rag_job_status", {"job_id": st["job_id"]})
@@ -129,8 +146,9 @@ def search_via_owner(info: OwnerInfo, query: str, k: int, filters: dict[str, Any
 
     async def run() -> dict[str, Any]:
         async with _client(info, 300) as c:
-            return await _call(c, "rag_search", {"query": query, "k": k, "filters": filters, "mode": mode,
-                                                "detail": "full"})
+            return await _call(
+                c, "rag_search", {"query": query, "k": k, "filters": filters, "mode": mode, "detail": "full"}
+            )
 
     return anyio.run(run)
 
@@ -181,6 +199,7 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
     ``rag_store_status`` tool when it has one (exactly the in-process result), else computed here from the SQL store
     with the owner's job list (``rag_job_status``); ``chunks_in_vector_store`` is then None (the vector store is
     locked by the owner). Raises OwnerCallError."""
+
     async def remote() -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         async with _client(info, 120) as c:
             if "rag_store_status" in {t.name for t in await c.list_tools()}:
@@ -210,8 +229,11 @@ def set_setting(data_dir: Path, name: str, value: str) -> Any:
         SettingsFileError: unknown name, ``data_dir``, an invalid value (one line: name, value, accepted form), or
             an unreadable / unwritable file."""
     if name == "data_dir" or name not in Settings.setting_names():
-        why = "the data dir is chosen with AISAC_DATA_DIR or --data-dir" if name == "data_dir" else \
-            "see `aisac config show` for the names"
+        why = (
+            "the data dir is chosen with AISAC_DATA_DIR or --data-dir"
+            if name == "data_dir"
+            else "see `aisac config show` for the names"
+        )
         raise SettingsFileError(f"unknown setting {name!r}: {why}")
     current = _file_values(data_dir)
     try:
@@ -252,27 +274,45 @@ def _write(data_dir: Path, values: dict[str, Any]) -> None:
 # aisac config
 # --------------------------------------------------------------------------------------------------
 
-config_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                         help="The store's settings file <data_dir>/aisac.toml (the environment overrides it).")
-_DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR or the "
-                                                  "user data dir)", envvar="AISAC_DATA_DIR")]
+config_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The store's settings file <data_dir>/aisac.toml (the environment overrides it).",
+)
+_DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="store folder (default: $AISAC_DATA_DIR or the user data dir)", envvar="AISAC_DATA_DIR"
+    ),
+]
 
 
 @config_app.command("set")
-def config_set(name: Annotated[str, typer.Argument(help="flat setting name, e.g. roots, lit_replay")],
-               value: Annotated[str, typer.Argument(help="the value, as in the environment variable (a list: JSON, "
-                                                         "or paths joined by the path separator)")],
-               data_dir: _DataDir = None) -> None:
+def config_set(
+    name: Annotated[str, typer.Argument(help="flat setting name, e.g. roots, lit_replay")],
+    value: Annotated[
+        str,
+        typer.Argument(
+            help="the value, as in the environment variable (a list: JSON, or paths joined by the path separator)"
+        ),
+    ],
+    data_dir: _DataDir = None,
+) -> None:
     """Validate a setting and store it in <data_dir>/aisac.toml (mode 0600)."""
     settings = load_settings(data_dir)
     try:
         stored = set_setting(settings.data_dir, name, value)
     except SettingsFileError as exc:
         fail_lines([str(exc)])
-    print(f"{name} = {json.dumps(stored)} in {settings.data_dir / 'aisac.toml'}"
-          + ("; the environment variable AISAC_" + name.upper() + " overrides it in this shell"
-             if any(k.upper() == "AISAC_" + name.upper() for k in os.environ) else ""),
-          file=sys.stderr)
+    print(
+        f"{name} = {json.dumps(stored)} in {settings.data_dir / 'aisac.toml'}"
+        + (
+            "; the environment variable AISAC_" + name.upper() + " overrides it in this shell"
+            if any(k.upper() == "AISAC_" + name.upper() for k in os.environ)
+            else ""
+        ),
+        file=sys.stderr,
+    )
 
 
 @config_app.command("unset")
@@ -287,9 +327,10 @@ def config_unset(name: Annotated[str, typer.Argument(help="flat setting name")],
 
 
 @config_app.command("show")
-def config_show(data_dir: _DataDir = None,
-                every: Annotated[bool, typer.Option("--all", help="also the settings left at their default")] = False
-                ) -> None:
+def config_show(
+    data_dir: _DataDir = None,
+    every: Annotated[bool, typer.Option("--all", help="also the settings left at their default")] = False,
+) -> None:
     """Print the settings in force as JSON: {name: {value, source (environment, aisac.toml, default)}}."""
     settings = load_settings(data_dir)
     try:

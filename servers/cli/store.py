@@ -24,12 +24,19 @@ from .owner import load_settings
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-store_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                        help="The store as a whole: copy its SQL database to another database (migrate).")
+store_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The store as a whole: copy its SQL database to another database (migrate).",
+)
 err = Console(stderr=True)
 
-_DataDir = Annotated[Path | None, typer.Option("--data-dir", help="store folder (default: $AISAC_DATA_DIR or the "
-                                                  "user data dir)", envvar="AISAC_DATA_DIR")]
+_DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="store folder (default: $AISAC_DATA_DIR or the user data dir)", envvar="AISAC_DATA_DIR"
+    ),
+]
 
 
 def _fail(msg: str) -> None:
@@ -39,11 +46,19 @@ def _fail(msg: str) -> None:
 
 @store_app.command("migrate")
 def migrate(
-    to: Annotated[str, typer.Option("--to", help="SQLAlchemy URL of the target database, e.g. "
-                                    "postgresql+psycopg://user:password@host:5432/aisac (created tables; must hold "
-                                    "no store rows unless --replace)")],
-    replace: Annotated[bool, typer.Option("--replace", help="delete the target's store rows first (in the same "
-                                          "transaction as the copy)")] = False,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="SQLAlchemy URL of the target database, e.g. "
+            "postgresql+psycopg://user:password@host:5432/aisac (created tables; must hold "
+            "no store rows unless --replace)",
+        ),
+    ],
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="delete the target's store rows first (in the same transaction as the copy)"),
+    ] = False,
     batch: Annotated[int, typer.Option("--batch", min=1, help="rows per batch")] = 1000,
     data_dir: _DataDir = None,
 ) -> None:
@@ -64,8 +79,12 @@ def migrate(
 
     settings = load_settings(data_dir)
     if SUPPORTED and (info := live_owner(settings.data_dir)) is not None:
-        err.print(f"note: the store's owner process (pid {info.pid}) is running; rows it writes after the copy "
-                  "begins are not copied (`aisac owner stop` first for an exact copy)", soft_wrap=True, markup=False)
+        err.print(
+            f"note: the store's owner process (pid {info.pid}) is running; rows it writes after the copy "
+            "begins are not copied (`aisac owner stop` first for an exact copy)",
+            soft_wrap=True,
+            markup=False,
+        )
     source_url = settings.resolved_sql_url
     try:
         source = make_engine(source_url)
@@ -83,8 +102,14 @@ def migrate(
     def progress(table: str, done: int, total: int) -> None:
         nonlocal bar
         if bar is None:  # started on the first table: an error before it stays one line
-            bar = Progress(TextColumn("[bold]copying[/bold] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                           TimeElapsedColumn(), console=err, transient=not err.is_terminal)
+            bar = Progress(
+                TextColumn("[bold]copying[/bold] {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=not err.is_terminal,
+            )
             bar.start()
         if table not in tasks:
             tasks[table] = bar.add_task(table, total=total)
@@ -101,8 +126,11 @@ def migrate(
     finally:
         stop_bar()
         source.dispose()
-    err.print(f"copied {res['rows']} rows in {res['seconds']:.1f} s from {res['source']} to {res['target']}",
-              soft_wrap=True, markup=False)
+    err.print(
+        f"copied {res['rows']} rows in {res['seconds']:.1f} s from {res['source']} to {res['target']}",
+        soft_wrap=True,
+        markup=False,
+    )
     t = Table(title="rows per table")
     t.add_column("table")
     t.add_column("rows", justify="right")
@@ -112,9 +140,12 @@ def migrate(
     url = shlex.quote(res["target"])
     pw = "; put the password in place of ***" if "***" in res["target"] else ""
     vectors = settings.qdrant_url or settings.vectors_dir
-    err.print(f"next: point this store at the copy (the vectors stay in {vectors}){pw}:\n"
-              f"  export AISAC_SQL_URL={url}\n"
-              f"or, kept in the store's settings file:\n"
-              f"  aisac config set sql_url {url}" + (f" --data-dir {shlex.quote(str(settings.data_dir))}"
-                                                     if data_dir else ""),
-              soft_wrap=True, markup=False)
+    err.print(
+        f"next: point this store at the copy (the vectors stay in {vectors}){pw}:\n"
+        f"  export AISAC_SQL_URL={url}\n"
+        f"or, kept in the store's settings file:\n"
+        f"  aisac config set sql_url {url}"
+        + (f" --data-dir {shlex.quote(str(settings.data_dir))}" if data_dir else ""),
+        soft_wrap=True,
+        markup=False,
+    )

@@ -114,8 +114,9 @@ def _jobs_pending(app: AppContext | None) -> bool:
         return False
 
 
-def _idle_watch(settings: Settings, activity: Activity, idle_seconds: float, stop: threading.Event,
-                app: AppContext | None = None) -> None:
+def _idle_watch(
+    settings: Settings, activity: Activity, idle_seconds: float, stop: threading.Event, app: AppContext | None = None
+) -> None:
     """Daemon thread: once idle for ``idle_seconds`` (> 0; no request in flight, no job pending), take the start
     lock (no starter can pick this owner any more), remove ``owner.json`` and stop the server with SIGTERM. Also
     stops the daemon when its ``owner.json`` disappears (the data dir was deleted, e.g. a temporary store)."""
@@ -144,9 +145,19 @@ def _idle_watch(settings: Settings, activity: Activity, idle_seconds: float, sto
         return
 
 
-def serve_http(settings: Settings, mcp: FastMCP | OwnerProxy, *, host: str, port: int, token: str | None,
-               register_fd: int | None = None, kind: str = "http", idle_seconds: float = 0.0,
-               sock: socket.socket | None = None, app: AppContext | None = None) -> None:
+def serve_http(
+    settings: Settings,
+    mcp: FastMCP | OwnerProxy,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    register_fd: int | None = None,
+    kind: str = "http",
+    idle_seconds: float = 0.0,
+    sock: socket.socket | None = None,
+    app: AppContext | None = None,
+) -> None:
     """Serve ``mcp`` over streamable HTTP behind :class:`~aisac_core.security.HttpGuard` (token, size limit).
 
     With ``register_fd`` (this process holds ``owner.lock``) the server also writes ``owner.json`` once it listens
@@ -163,24 +174,47 @@ def serve_http(settings: Settings, mcp: FastMCP | OwnerProxy, *, host: str, port
     activity = Activity()
     stop = threading.Event()
     if register_fd is not None:
-        write_owner_file(settings.data_dir, OwnerInfo(
-            pid=os.getpid(), url=url, token=token, version=aisac_version(), data_dir=str(settings.data_dir),
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"), kind=kind))
+        write_owner_file(
+            settings.data_dir,
+            OwnerInfo(
+                pid=os.getpid(),
+                url=url,
+                token=token,
+                version=aisac_version(),
+                data_dir=str(settings.data_dir),
+                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                kind=kind,
+            ),
+        )
         if kind == "daemon":
-            threading.Thread(target=_idle_watch, args=(settings, activity, idle_seconds, stop, app),
-                             name="aisac-owner-idle", daemon=True).start()
+            threading.Thread(
+                target=_idle_watch,
+                args=(settings, activity, idle_seconds, stop, app),
+                name="aisac-owner-idle",
+                daemon=True,
+            ).start()
     log.info("serving %s on %s (%s)", settings.data_dir, url, kind)
     # uvicorn turns SIGTERM into a graceful shutdown, then re-raises it once it has stopped: with the default
     # handler that would kill the process before the suite's lifespan closes the store. Ignore that re-raise.
-    previous = signal.signal(signal.SIGTERM, lambda *_: None) if threading.current_thread() is threading.main_thread() \
+    previous = (
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        if threading.current_thread() is threading.main_thread()
         else None
+    )
     try:
         # host_origin_protection "auto": a loopback server refuses foreign Host/Origin headers (DNS rebinding)
-        mcp.run(transport="http", host=host.strip("[]"), port=real_port, sockets=[sock], show_banner=False,
-                host_origin_protection="auto",
-                middleware=[AsgiMiddleware(HttpGuard, token=token, max_bytes=settings.max_request_bytes,
-                                           activity=activity)],
-                uvicorn_config={"timeout_graceful_shutdown": 10, "log_level": "warning"})
+        mcp.run(
+            transport="http",
+            host=host.strip("[]"),
+            port=real_port,
+            sockets=[sock],
+            show_banner=False,
+            host_origin_protection="auto",
+            middleware=[
+                AsgiMiddleware(HttpGuard, token=token, max_bytes=settings.max_request_bytes, activity=activity)
+            ],
+            uvicorn_config={"timeout_graceful_shutdown": 10, "log_level": "warning"},
+        )
     finally:
         stop.set()
         if register_fd is not None:
@@ -211,8 +245,11 @@ def run_daemon() -> None:
     """Body of ``python -m aisac_servers.owner.daemon daemon``: take ``owner.lock``, serve the whole suite on a free
     loopback port with a fresh token, write ``owner.json``, idle out after ``owner_idle_seconds``. Exits with
     code 3 when another owner holds the lock."""
-    logging.basicConfig(level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format=f"%(asctime)s owner[{os.getpid()}] %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format=f"%(asctime)s owner[{os.getpid()}] %(name)s %(levelname)s %(message)s",
+    )
     log.setLevel(logging.INFO)  # the owner's own start/stop lines always reach owner.log
     settings = Settings()
     fd = acquire_lock(settings.data_dir / LOCK_FILE, 10.0)
@@ -220,14 +257,25 @@ def run_daemon() -> None:
         log.error("another owner holds %s; exiting", settings.data_dir / LOCK_FILE)
         sys.exit(3)
     suite, app = _daemon_suite(settings)
-    serve_http(settings, suite, host="127.0.0.1", port=0, token=new_token(), register_fd=fd, kind="daemon",
-               idle_seconds=settings.owner.idle_seconds, app=app)
+    serve_http(
+        settings,
+        suite,
+        host="127.0.0.1",
+        port=0,
+        token=new_token(),
+        register_fd=fd,
+        kind="daemon",
+        idle_seconds=settings.owner.idle_seconds,
+        app=app,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through subprocesses
     if sys.argv[1:] == ["daemon"]:
         run_daemon()
     else:
-        print("usage: python -m aisac_servers.owner.daemon daemon   (started by `aisac serve`; see docs/processes.md)",
-              file=sys.stderr)
+        print(
+            "usage: python -m aisac_servers.owner.daemon daemon   (started by `aisac serve`; see docs/processes.md)",
+            file=sys.stderr,
+        )
         sys.exit(2)

@@ -47,34 +47,49 @@ class NamespaceFilter(Middleware):
     def _ok_uri(self, uri: str) -> bool:
         return self.profile.allows_uri(uri)
 
-    async def on_list_tools(self, context: MiddlewareContext[mt.ListToolsRequest],
-                            call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]]) -> Sequence[Tool]:
+    async def on_list_tools(
+        self, context: MiddlewareContext[mt.ListToolsRequest], call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]]
+    ) -> Sequence[Tool]:
         return [t for t in await call_next(context) if self.profile.lists(t.name)]
 
-    async def on_list_prompts(self, context: MiddlewareContext[mt.ListPromptsRequest],
-                              call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]]) -> Sequence[Prompt]:
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
         return [p for p in await call_next(context) if self.profile.allows_prompt(p.name)]
 
-    async def on_list_resources(self, context: MiddlewareContext[mt.ListResourcesRequest],
-                                call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]]
-                                ) -> Sequence[Resource]:
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[Resource]],
+    ) -> Sequence[Resource]:
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri))]
 
     async def on_list_resource_templates(
-            self, context: MiddlewareContext[mt.ListResourceTemplatesRequest],
-            call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]]
+        self,
+        context: MiddlewareContext[mt.ListResourceTemplatesRequest],
+        call_next: CallNext[mt.ListResourceTemplatesRequest, Sequence[ResourceTemplate]],
     ) -> Sequence[ResourceTemplate]:
         return [r for r in await call_next(context) if self._ok_uri(str(r.uri_template))]
 
-    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
-                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
         if not self.profile.allows(context.message.name):
-            raise ToolError(f"unknown tool {context.message.name!r}: this server exposes the tool profile "
-                            f"{self.profile.value!r} (aisac serve --tools)")
+            raise ToolError(
+                f"unknown tool {context.message.name!r}: this server exposes the tool profile "
+                f"{self.profile.value!r} (aisac serve --tools)"
+            )
         return await call_next(context)
 
-    async def on_read_resource(self, context: MiddlewareContext[mt.ReadResourceRequestParams],
-                               call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult]) -> ResourceResult:
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
         if not self._ok_uri(str(context.message.uri)):
             raise NotFoundError(f"unknown resource {context.message.uri}")
         return await call_next(context)
@@ -93,21 +108,26 @@ class OwnerStopped(Middleware):
     :data:`~aisac_servers.owner.proxying.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
     or error passes unchanged."""
 
-    async def on_call_tool(self, context: MiddlewareContext[mt.CallToolRequestParams],
-                           call_next: CallNext[mt.CallToolRequestParams, ToolResult]) -> ToolResult:
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
         try:
             return await call_next(context)
         except Exception as exc:
             mapped = owner_stopped_error(exc)
             if mapped is None:
                 raise
-            log.warning("call %s cut: the owner process stopped (%s)", getattr(context.message, "name", "?"),
-                        type(exc).__name__)
+            log.warning(
+                "call %s cut: the owner process stopped (%s)", getattr(context.message, "name", "?"), type(exc).__name__
+            )
             raise mapped from exc
 
 
-def http_proxy(settings: Settings, names: list[str] | None = None, *, profile: ToolProfile | None = None
-               ) -> FastMCPProxy:
+def http_proxy(
+    settings: Settings, names: list[str] | None = None, *, profile: ToolProfile | None = None
+) -> FastMCPProxy:
     """A FastMCP server forwarding every request to the store's owner (started on demand), for the HTTP transport.
 
     Each request asks :func:`~aisac_core.owner.ensure_owner` for the current owner (a few file operations), so the
@@ -137,9 +157,12 @@ def http_proxy(settings: Settings, names: list[str] | None = None, *, profile: T
     async def owner() -> OwnerInfo:
         return await anyio.to_thread.run_sync(ensure_owner, settings)
 
-    proxy = FastMCPProxy(client_factory=client_factory, name="aisac",
-                         instructions="aisac: retrieval-grounded scientific assistance with provenance "
-                                      "(proxy to the store's owner process).")
+    proxy = FastMCPProxy(
+        client_factory=client_factory,
+        name="aisac",
+        instructions="aisac: retrieval-grounded scientific assistance with provenance "
+        "(proxy to the store's owner process).",
+    )
     proxy.add_middleware(OwnerStopped())
     if names or profile is not None:
         proxy.add_middleware(NamespaceFilter(names or [], profile))

@@ -15,14 +15,30 @@ from __future__ import annotations
 CLIENT_HEADER = "X-Aisac-Client"
 
 #: what a caller is told when the owner process died while serving its call
-OWNER_STOPPED = ("the aisac owner process stopped during the call (it crashed or was killed), so the call may or may "
-                 "not have been applied: check before repeating a change (e.g. list what it would have written). The "
-                 "next call restarts the owner process.")
+OWNER_STOPPED = (
+    "the aisac owner process stopped during the call (it crashed or was killed), so the call may or may "
+    "not have been applied: check before repeating a change (e.g. list what it would have written). The "
+    "next call restarts the owner process."
+)
 #: exception class names (anywhere in the chain or the class hierarchy) meaning the connection to the owner broke
 #: mid-request: httpx's transport errors, anyio's closed streams, the OS's connection errors
-CUT_CONNECTION = frozenset({"RemoteProtocolError", "ReadError", "WriteError", "ConnectError", "NetworkError",
-                            "ClosedResourceError", "BrokenResourceError", "EndOfStream", "IncompleteRead",
-                            "ConnectionError", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError"})
+CUT_CONNECTION = frozenset(
+    {
+        "RemoteProtocolError",
+        "ReadError",
+        "WriteError",
+        "ConnectError",
+        "NetworkError",
+        "ClosedResourceError",
+        "BrokenResourceError",
+        "EndOfStream",
+        "IncompleteRead",
+        "ConnectionError",
+        "ConnectionResetError",
+        "ConnectionAbortedError",
+        "BrokenPipeError",
+    }
+)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -45,8 +61,8 @@ def owner_stopped(exc: BaseException) -> bool:
         names = {k.__name__ for k in type(e).__mro__}
         if "TimeoutException" in names:
             return False
-        if names & CUT_CONNECTION or (type(e).__name__ in ("McpError", "MCPError")
-                                      and "connection closed" in str(e).lower()):
+        if names & CUT_CONNECTION or (
+            type(e).__name__ in ("McpError", "MCPError") and "connection closed" in str(e).lower()
+        ):
             return True
     return False
-

@@ -50,8 +50,12 @@ log = logging.getLogger("aisac.owner")
 #: the per-request envelope key of the stateless (2026) protocol era: requests carrying it need routing headers
 _MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_LISTS = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
-          "resources/list": ("resources", "uri"), "resources/templates/list": ("resourceTemplates", "uriTemplate")}
+_LISTS = {
+    "tools/list": ("tools", "name"),
+    "prompts/list": ("prompts", "name"),
+    "resources/list": ("resources", "uri"),
+    "resources/templates/list": ("resourceTemplates", "uriTemplate"),
+}
 #: httpx errors raised before the request reached the owner (safe to send again to a new owner)
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: requests refused while the owner serves other settings than this host's (listing and pinging still work)
@@ -70,8 +74,14 @@ class StdioRelay:
     ``client_id``: the id sent as ``X-Aisac-Client`` (default: a fresh uuid). :meth:`run` blocks until stdin closes.
     """
 
-    def __init__(self, settings: Settings, names: list[str] | None = None, client_id: str | None = None, *,
-                 profile: ToolProfile | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        names: list[str] | None = None,
+        client_id: str | None = None,
+        *,
+        profile: ToolProfile | None = None,
+    ) -> None:
         self.settings = settings
         self.prefixes = tuple(f"{n}_" for n in names or ())
         self.uri_prefixes = tuple(f"aisac://{n}/" for n in names or ())
@@ -122,8 +132,10 @@ class StdioRelay:
         method, params = msg.get("method"), msg.get("params") or {}
         name = str(params.get("name", ""))
         if (method == "tools/call" and not pr.allows(name)) or (method == "prompts/get" and not pr.allows_prompt(name)):
-            return (f"unknown {'tool' if method == 'tools/call' else 'prompt'} {params.get('name')!r}: this server "
-                    f"exposes the tool profile {pr.value!r} (aisac serve --tools)")
+            return (
+                f"unknown {'tool' if method == 'tools/call' else 'prompt'} {params.get('name')!r}: this server "
+                f"exposes the tool profile {pr.value!r} (aisac serve --tools)"
+            )
         uri = str(params.get("uri", ""))
         if method == "resources/read" and not pr.allows_uri(uri):
             return f"unknown resource {uri}"
@@ -198,18 +210,26 @@ class StdioRelay:
             async for _ in self._messages(r):
                 pass
         if self._initialized is not None:
-            await (await self._client().post(info.url, json=self._initialized,
-                                              headers=self._headers(info, self._initialized))).aclose()
+            await (
+                await self._client().post(
+                    info.url, json=self._initialized, headers=self._headers(info, self._initialized)
+                )
+            ).aclose()
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0, write=60.0),
-                                           limits=httpx.Limits(max_keepalive_connections=8, keepalive_expiry=600))
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(None, connect=10.0, write=60.0),
+                limits=httpx.Limits(max_keepalive_connections=8, keepalive_expiry=600),
+            )
         return self._http
 
     def _headers(self, info: OwnerInfo, msg: dict[str, Any]) -> dict[str, str]:
-        h = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-             CLIENT_HEADER: self.client_id}
+        h = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            CLIENT_HEADER: self.client_id,
+        }
         if info.token:
             h["authorization"] = f"Bearer {info.token}"
         version = _modern(msg)
@@ -278,8 +298,11 @@ class StdioRelay:
     async def _post(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
         method = msg.get("method")
         async with self._client().stream("POST", info.url, json=msg, headers=self._headers(info, msg)) as r:
-            if "id" in msg and method not in (None, "initialize") and (
-                    r.status_code == 401 or (r.status_code == 404 and "mcp-session-id" in r.request.headers)):
+            if (
+                "id" in msg
+                and method not in (None, "initialize")
+                and (r.status_code == 401 or (r.status_code == 404 and "mcp-session-id" in r.request.headers))
+            ):
                 await r.aread()
                 raise _Retry(f"HTTP {r.status_code}")  # the owner restarted: its token or our session is unknown
             if method == "initialize" and r.status_code < 400:

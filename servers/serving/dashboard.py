@@ -15,11 +15,34 @@ if TYPE_CHECKING:
     from aisac_core.owner import OwnerInfo
 
 #: response headers not copied from the owner's answer (hop-by-hop; the proxy's server sets its own)
-_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "server", "date",
-                  "proxy-authenticate", "proxy-authorization"})
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "server",
+        "date",
+        "proxy-authenticate",
+        "proxy-authorization",
+    }
+)
 #: request headers the proxy passes on to the owner (the token is replaced by the owner's own)
-_PASS = ("accept", "accept-encoding", "accept-language", "cache-control", "last-event-id", "if-none-match",
-         "if-modified-since", "hx-request", "hx-current-url", "hx-target", "hx-trigger")
+_PASS = (
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "cache-control",
+    "last-event-id",
+    "if-none-match",
+    "if-modified-since",
+    "hx-request",
+    "hx-current-url",
+    "hx-target",
+    "hx-trigger",
+)
 
 
 def mount_dashboard(mcp: FastMCP, prefix: str = "/dashboard", *, app: AppContext) -> None:
@@ -58,13 +81,16 @@ def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], p
             headers: dict[str, Any] = {k: v for k, v in request.headers.items() if k in _PASS}
             if info.token:
                 headers["authorization"] = f"Bearer {info.token}"
-            upstream = await client["http"].send(client["http"].build_request("GET", url, headers=headers),
-                                                 stream=True)
+            upstream = await client["http"].send(client["http"].build_request("GET", url, headers=headers), stream=True)
         except Exception as exc:  # noqa: BLE001 - the owner cannot be reached or started: say so
             return PlainTextResponse(f"the store's owner process cannot be reached: {exc}", status_code=502)
         out = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP}
-        return StreamingResponse(upstream.aiter_raw(), status_code=upstream.status_code, headers=out,
-                                 background=BackgroundTask(upstream.aclose))
+        return StreamingResponse(
+            upstream.aiter_raw(),
+            status_code=upstream.status_code,
+            headers=out,
+            background=BackgroundTask(upstream.aclose),
+        )
 
     mcp.custom_route(prefix, methods=["GET"], include_in_schema=False)(handler)
     mcp.custom_route(prefix + "/{rest:path}", methods=["GET"], include_in_schema=False)(handler)

@@ -50,12 +50,15 @@ class SamplingBackend(Backend):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                r = await self.ctx.session.create_message(sm, max_tokens=MAX_TOKENS, system_prompt=system,
-                                                          temperature=0)
+                r = await self.ctx.session.create_message(
+                    sm, max_tokens=MAX_TOKENS, system_prompt=system, temperature=0
+                )
         except Exception as exc:
-            raise RoleModelError(f"MCP sampling failed ({type(exc).__name__}: {exc}); the client may not offer "
-                                 "sampling: use llm='none', an endpoint (AISAC_ROLES_LLM_BASE_URL) or the roles_* "
-                                 "prompts with the submit tools") from exc
+            raise RoleModelError(
+                f"MCP sampling failed ({type(exc).__name__}: {exc}); the client may not offer "
+                "sampling: use llm='none', an endpoint (AISAC_ROLES_LLM_BASE_URL) or the roles_* "
+                "prompts with the submit tools"
+            ) from exc
         return _sample_text(r)
 
 
@@ -94,7 +97,12 @@ def sampling_backend(ctx: Context | None) -> SamplingBackend | None:
 
 def sampling_request(need: NeedInput) -> mt.InputRequiredResult:
     """The ``InputRequiredResult`` asking the client to sample ``need`` (2026-07-28 connections)."""
-    req = mt.CreateMessageRequest(params=mt.CreateMessageRequestParams(
-        messages=[_sampling_message(m) for m in need.messages],
-        system_prompt=need.system, max_tokens=MAX_TOKENS, temperature=0))
+    req = mt.CreateMessageRequest(
+        params=mt.CreateMessageRequestParams(
+            messages=[_sampling_message(m) for m in need.messages],
+            system_prompt=need.system,
+            max_tokens=MAX_TOKENS,
+            temperature=0,
+        )
+    )
     return mt.InputRequiredResult(input_requests={need.key: req}, request_state=need.key)

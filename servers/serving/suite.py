@@ -10,9 +10,10 @@ import functools
 import importlib
 import logging
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -30,15 +31,15 @@ from aisac_core.trace.recorder import RunAssigner
 from ..adapters import builtin
 from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
 from ..shapes.completions import chain_completions
+from ..shapes.toollist import CompactToolList, ToolSearch
 from .dashboard import mount_dashboard
 from .tasks import add_tasks
-from ..shapes.toollist import CompactToolList, ToolSearch
 
 log = logging.getLogger("aisac.suite")
 
 #: run id of the tool call being served (set by ProvenanceMiddleware): tools that write their own trace events
 #: (the roles server) read it, since ``run_id`` arguments are removed before the tool sees them.
-current_run_id: "ContextVar[str | None]" = ContextVar("aisac_current_run_id", default=None)
+current_run_id: ContextVar[str | None] = ContextVar("aisac_current_run_id", default=None)
 
 #: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
 #: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.adapters.builtin`)
@@ -84,8 +85,10 @@ class ProvenanceMiddleware(Middleware):
         if meta is None:
             return None
         if not isinstance(meta, dict):
-            meta = {**(getattr(meta, "model_extra", None) or {}),
-                    **{k: getattr(meta, k) for k in keys if getattr(meta, k, None) is not None}}
+            meta = {
+                **(getattr(meta, "model_extra", None) or {}),
+                **{k: getattr(meta, k) for k in keys if getattr(meta, k, None) is not None},
+            }
         val = next((meta[k] for k in keys if meta.get(k)), None)
         return str(val) if val else None
 
@@ -111,8 +114,11 @@ class ProvenanceMiddleware(Middleware):
         args = dict(msg.arguments or {})
         # trace_* tools take ``run_id`` as their own argument (the run to read), not as the caller's run
         own_run_arg = msg.name.startswith("trace_")
-        run_id = ((None if own_run_arg else args.pop("run_id", None)) or self._meta(context, "aisac/run_id", "run_id")
-                  or self.runs.run_for(self._client_key(context)))
+        run_id = (
+            (None if own_run_arg else args.pop("run_id", None))
+            or self._meta(context, "aisac/run_id", "run_id")
+            or self.runs.run_for(self._client_key(context))
+        )
         if "run_id" in (msg.arguments or {}) and not own_run_arg:
             context = context.copy(message=msg.model_copy(update={"arguments": args}))
         name = msg.name
@@ -123,14 +129,21 @@ class ProvenanceMiddleware(Middleware):
         run_token = current_run_id.set(str(run_id))
         try:
             result = await call_next(context)
-            if not hasattr(result, "content"):  # a task handle (servers/serving/tasks.py): the work runs on after this call
+            if not hasattr(
+                result, "content"
+            ):  # a task handle (servers/serving/tasks.py): the work runs on after this call
                 result_obj = result.model_dump(mode="json", by_alias=True, exclude_none=True)
                 return result
             if getattr(result, "is_error", False):
                 status = "tool_error"
             result, full = take_full_result(result)  # a compact result's full form (rag_search hits), for the trace
-            result_obj = full if full is not None and not result.is_error else result.structured_content \
-                if result.structured_content is not None else [getattr(c, "text", repr(c)) for c in (result.content or [])]
+            result_obj = (
+                full
+                if full is not None and not result.is_error
+                else result.structured_content
+                if result.structured_content is not None
+                else [getattr(c, "text", repr(c)) for c in (result.content or [])]
+            )
             return result
         except ToolError as exc:
             status, error = "tool_error", str(exc)
@@ -145,15 +158,32 @@ class ProvenanceMiddleware(Middleware):
                 parent = self._meta(context, "aisac/parent_id")
                 parent_id = int(parent) if parent and parent.isdigit() else None
                 trace = self.app.trace
-                event_id = await call_core(trace.record, run_id=str(run_id), server=server, tool=name,
-                                           arguments=args, result=result_obj, status=status, error=error,
-                                           latency_ms=latency, parent_id=parent_id)
+                event_id = await call_core(
+                    trace.record,
+                    run_id=str(run_id),
+                    server=server,
+                    tool=name,
+                    arguments=args,
+                    result=result_obj,
+                    status=status,
+                    error=error,
+                    latency_ms=latency,
+                    parent_id=parent_id,
+                )
                 if not trace.pinned(str(run_id)):  # configuration pins, once per run
                     await call_core(trace.pin_run, str(run_id))
                 if trace.otel.enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
-                    trace.otel.emit_span(server=server, tool=name, run_id=str(run_id), start_ns=t0_ns,
-                                         end_ns=t0_ns + int(latency * 1e6), status=status, error=error,
-                                         event_id=event_id, parent_id=parent_id)
+                    trace.otel.emit_span(
+                        server=server,
+                        tool=name,
+                        run_id=str(run_id),
+                        start_ns=t0_ns,
+                        end_ns=t0_ns + int(latency * 1e6),
+                        status=status,
+                        error=error,
+                        event_id=event_id,
+                        parent_id=parent_id,
+                    )
             except Exception:  # a trace write must never break the call itself
                 log.exception("could not record the trace event of %s", name)
 
@@ -175,8 +205,10 @@ def load_server(server: Any, app: AppContext) -> FastMCP:
         try:
             obj = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as exc:
-            raise PluginError(f"server {server!r} cannot be loaded ({type(exc).__name__}: {exc}); give "
-                              "'module:attribute' of a FastMCP server") from exc
+            raise PluginError(
+                f"server {server!r} cannot be loaded ({type(exc).__name__}: {exc}); give "
+                "'module:attribute' of a FastMCP server"
+            ) from exc
     if not isinstance(obj, FastMCP) and callable(obj):
         obj = obj(app)
     if not isinstance(obj, FastMCP):
@@ -201,8 +233,9 @@ def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP | None]]:
             if isinstance(item, (tuple, list)) and len(item) == 2:
                 entries.append((item[0], item[1], installed))
             else:
-                skip_installed(pm, installed, f"aisac_register_servers() returned {item!r}; return (namespace, "
-                                              "server) pairs")
+                skip_installed(
+                    pm, installed, f"aisac_register_servers() returned {item!r}; return (namespace, server) pairs"
+                )
     except PluginError as exc:
         raise BootstrapError(str(exc)) from exc
     first = [e for e in entries if builtin.BUILTIN_SERVERS.get(e[0]) == e[1]]  # the built-ins first
@@ -213,18 +246,24 @@ def suite_servers(app: AppContext) -> dict[str, Callable[[], FastMCP | None]]:
     for ns, server, installed in entries:
         problem = None
         if not (isinstance(ns, str) and ns.isidentifier() and ns.islower() and "_" not in ns):
-            problem = (f"server namespace {ns!r}: use lower-case letters and digits only (tools are named "
-                       "<namespace>_<tool>)")
+            problem = (
+                f"server namespace {ns!r}: use lower-case letters and digits only (tools are named <namespace>_<tool>)"
+            )
         elif ns in out:
-            problem = (f"two servers register the namespace {ns!r}; rename one (the built-ins are "
-                       f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})")
+            problem = (
+                f"two servers register the namespace {ns!r}; rename one (the built-ins are "
+                f"{', '.join(builtin.BUILTIN_SERVERS)}, a project's tools are {PROJECT_NAMESPACE!r})"
+            )
         if problem is not None:
             if installed is None:
                 raise BootstrapError(problem)
             skip_installed(pm, installed, problem)
             continue
-        out[ns] = functools.partial(load_server, server, app) if installed is None else \
-            functools.partial(_load_installed, server, app, pm, installed)
+        out[ns] = (
+            functools.partial(load_server, server, app)
+            if installed is None
+            else functools.partial(_load_installed, server, app, pm, installed)
+        )
     return out
 
 
@@ -268,8 +307,14 @@ class ProfileFilter(Visibility):
         return component.key.startswith("tool:") and not self.profile.allows(component.name)
 
 
-def build(names: list[str] | None = None, *, app: AppContext | None = None, lifespan: bool = True,
-          tools: str | None = None, catalog: bool = False) -> FastMCP:
+def build(
+    names: list[str] | None = None,
+    *,
+    app: AppContext | None = None,
+    lifespan: bool = True,
+    tools: str | None = None,
+    catalog: bool = False,
+) -> FastMCP:
     """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
     :class:`~aisac_core.context.AppContext` from the environment's settings).
 
@@ -304,8 +349,11 @@ def build(names: list[str] | None = None, *, app: AppContext | None = None, life
         chosen = list(profile.servers)
     loaded = {n: available[n]() for n in chosen}
     mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
-    main = FastMCP("aisac", lifespan=_lifespan(app, own=lifespan),
-                   instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}))
+    main = FastMCP(
+        "aisac",
+        lifespan=_lifespan(app, own=lifespan),
+        instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}),
+    )
     add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)
     for n, server in mounted.items():
         main.mount(server, namespace=n)

@@ -158,12 +158,14 @@ async def report(ctx: Context | None, done: float, total: float | None, message:
 
 
 def _index_message(st: IndexJob) -> str:
-    return (f"{st['status']}: {st['done']}/{st['total'] or '?'} files"
-            + (f", last {st['message']}" if st.get("message") and st["status"] == "running" else ""))
+    return f"{st['status']}: {st['done']}/{st['total'] or '?'} files" + (
+        f", last {st['message']}" if st.get("message") and st["status"] == "running" else ""
+    )
 
 
-async def follow_index_job(ctx: Context | None, app: AppContext, job_ids: list[str], timeout_s: float | None,
-                           ) -> IndexJob:
+async def follow_index_job(
+    ctx: Context | None, app: AppContext, job_ids: list[str], timeout_s: float | None
+) -> IndexJob:
     """Wait for the last of index jobs ``job_ids`` to end (or ``timeout_s`` seconds; None: no limit), reporting its
     progress; if the call is cancelled meanwhile (``tasks/cancel``, a client's cancel notification), the jobs are
     cancelled too (each stops between two files) before the cancellation goes on. Returns the job's last status."""
@@ -194,8 +196,9 @@ async def follow_index_job(ctx: Context | None, app: AppContext, job_ids: list[s
     return st
 
 
-async def follow_code_run(ctx: Context | None, sandbox: Any, first: dict[str, Any], wait_s: float | None,
-                          ) -> tuple[dict[str, Any], list[bytes]]:
+async def follow_code_run(
+    ctx: Context | None, sandbox: Any, first: dict[str, Any], wait_s: float | None
+) -> tuple[dict[str, Any], list[bytes]]:
     """Wait up to ``wait_s`` seconds more (None: until it ends) for the code run ``first`` (a pending result of
     ``SandboxManager.run``), reporting the elapsed time; a cancelled call cancels the run (its worker is killed).
     Returns ``(result, images)``: the run's result, or ``first`` when it is still running after ``wait_s``."""
@@ -212,8 +215,11 @@ async def follow_code_run(ctx: Context | None, sandbox: Any, first: dict[str, An
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(sandbox.cancel, job_id)
         raise
-    return {**first, "error": f"still running after {wait_s:g} s; poll data_code_job_status(job_id={job_id!r}) "
-                              "or stop it with rag_job_cancel"}, []
+    return {
+        **first,
+        "error": f"still running after {wait_s:g} s; poll data_code_job_status(job_id={job_id!r}) "
+        "or stop it with rag_job_cancel",
+    }, []
 
 
 def _roles_progress(app: AppContext, run_id: str) -> tuple[int, str]:
@@ -225,8 +231,9 @@ def _roles_progress(app: AppContext, run_id: str) -> tuple[int, str]:
     return len(events), what
 
 
-async def follow_roles_job(ctx: Context | None, app: AppContext, jobs: Any, job_id: str, run_id: str,
-                           wait_s: float | None) -> None:
+async def follow_roles_job(
+    ctx: Context | None, app: AppContext, jobs: Any, job_id: str, run_id: str, wait_s: float | None
+) -> None:
     """Wait up to ``wait_s`` seconds (None: until it ends) for roles job ``job_id``, reporting the steps its run
     has recorded so far; a cancelled call cancels the run (it stops within the step under way)."""
     t0 = time.monotonic()

@@ -42,7 +42,7 @@ class SuiteTools:
         self._tools: list[ToolInfo] | None = None
         self._session = AsyncExitStack()  # the client's connection
 
-    async def __aenter__(self) -> "SuiteTools":
+    async def __aenter__(self) -> SuiteTools:
         if self.server is None:
             self.server = build(app=self.app, lifespan=False)
         self.client = Client(self.server)
@@ -57,13 +57,20 @@ class SuiteTools:
         as MCP names them: ``readOnlyHint``, ``destructiveHint``...). Cached per connection."""
         if self._tools is None:
             assert self.client is not None, "use `async with SuiteTools(app) as tools`"
-            self._tools = [ToolInfo(name=t.name, description=t.description or "", input_schema=t.input_schema,
-                                    annotations=_annotations(t))
-                           for t in await self.client.list_tools()]
+            self._tools = [
+                ToolInfo(
+                    name=t.name,
+                    description=t.description or "",
+                    input_schema=t.input_schema,
+                    annotations=_annotations(t),
+                )
+                for t in await self.client.list_tools()
+            ]
         return self._tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
-                        ) -> ToolOutcome:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, meta: dict[str, Any] | None = None
+    ) -> ToolOutcome:
         """Call tool ``name`` with ``arguments`` (``meta``: the request ``_meta``). The outcome is what the
         provenance middleware records: ``structured`` the structured content (or None), ``text`` the content
         blocks' text. A tool error, and a call refused before the tool runs (unknown tool, arguments rejected),
@@ -77,6 +84,7 @@ class SuiteTools:
             return ToolOutcome(is_error=True, error=f"{type(exc).__name__}: {exc}")
         texts = [getattr(c, "text", repr(c)) for c in (r.content or [])]
         if r.is_error:
-            return ToolOutcome(structured=r.structured_content, text=texts, is_error=True,
-                               error=" ".join(texts) or "tool error")
+            return ToolOutcome(
+                structured=r.structured_content, text=texts, is_error=True, error=" ".join(texts) or "tool error"
+            )
         return ToolOutcome(structured=r.structured_content, text=texts)

@@ -15,8 +15,9 @@ from aisac_core.context import AppContext
 from ..adapters.common import current_app
 
 
-def by_prefix(targets: dict[tuple[str, str], Callable[[AppContext, str], list[str]]]
-              ) -> Callable[..., Awaitable[list[str] | None]]:
+def by_prefix(
+    targets: dict[tuple[str, str], Callable[[AppContext, str], list[str]]],
+) -> Callable[..., Awaitable[list[str] | None]]:
     """A completion handler for resource-template arguments: for a reference whose ``(template URI, argument
     name)`` is a key of ``targets``, the values ``fn(app, prefix)`` returns (run in a worker thread); None for any
     other reference, so :func:`chain_completions` asks the next server's handler."""

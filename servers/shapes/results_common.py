@@ -6,14 +6,15 @@ output schema from a tool's return annotation while the tool keeps returning pla
 
 from __future__ import annotations
 
-from typing_extensions import NotRequired, TypedDict
+from typing import NotRequired
+
+from typing_extensions import TypedDict
 
 
 # The full evidence anchor (:class:`aisac_core.evidence.anchor.Anchor`, JSON form): the cited chunk, its document,
 # the file's and the chunk text's SHA-256, where it sits, and the search score when from a search. (A comment, not a
 # docstring: a TypedDict's docstring becomes a description in every output schema that holds an anchor.)
 class AnchorDict(TypedDict):
-
     chunk_id: str
     doc_id: str | None
     path: str | None

@@ -87,11 +87,23 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
     hits = full.get("hits") or []
     per_hit = max(MIN_SNIPPET, min(MAX_SNIPPET, TEXT_BUDGET // max(1, len(hits))))
     out_hits: list[CompactHit] = [
-        {"chunk_id": h["chunk_id"], "doc_id": h.get("doc_id"), "title": h.get("title"), "page": h.get("page"),
-         "section": _short_section(h.get("section"), h.get("title")), "score": h.get("score"),
-         "text": snippet(h.get("text") or "", query, per_hit)} for h in hits]
-    out: CompactSearchResult = {"hits": out_hits, "count": full["count"], "mode": full["mode"],
-                                "took_ms": full["took_ms"]}
+        {
+            "chunk_id": h["chunk_id"],
+            "doc_id": h.get("doc_id"),
+            "title": h.get("title"),
+            "page": h.get("page"),
+            "section": _short_section(h.get("section"), h.get("title")),
+            "score": h.get("score"),
+            "text": snippet(h.get("text") or "", query, per_hit),
+        }
+        for h in hits
+    ]
+    out: CompactSearchResult = {
+        "hits": out_hits,
+        "count": full["count"],
+        "mode": full["mode"],
+        "took_ms": full["took_ms"],
+    }
     if "message" in full:
         out["message"] = full["message"]
     return out

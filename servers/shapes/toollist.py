@@ -75,8 +75,15 @@ def _types(schema: dict[str, Any]) -> list[str]:
 
 
 def _const_type(v: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
-            type(None): "null"}.get(type(v), "string")
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(v), "string")
 
 
 def _compact_input_property(prop: Any) -> Any:
@@ -154,6 +161,7 @@ def compact_annotations(ann: Any) -> dict[str, Any] | None:
 def _listed_class(cls: type) -> type:
     """A subclass of a fastmcp tool class whose ``_meta`` leaves out fastmcp's own ``fastmcp`` entry (its tags,
     about 16 tokens a tool, which no host uses); other entries, e.g. an MCP Apps ``ui`` resource, stay."""
+
     def get_meta(self: Any) -> dict[str, Any] | None:
         meta = {k: v for k, v in (super(sub, self).get_meta() or {}).items() if k != "fastmcp"}
         return meta or None
@@ -166,10 +174,14 @@ def listed(tool: Any) -> Any:
     """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged."""
     ann = tool.annotations
     title = tool.title or (ann.get("title") if isinstance(ann, dict) else getattr(ann, "title", None))
-    out = tool.model_copy(update={
-        "parameters": compact_input_schema(tool.parameters),
-        "output_schema": compact_output_schema(tool.output_schema),
-        "annotations": compact_annotations(ann), "title": title})
+    out = tool.model_copy(
+        update={
+            "parameters": compact_input_schema(tool.parameters),
+            "output_schema": compact_output_schema(tool.output_schema),
+            "annotations": compact_annotations(ann),
+            "title": title,
+        }
+    )
     out.__class__ = _listed_class(tool.__class__)
     return out
 
@@ -199,8 +211,12 @@ class ToolSearch(BM25SearchTransform):
     tools a host sees is the profile's business (:class:`CompactToolList` ``keep``, or the stdio relay)."""
 
     def __init__(self) -> None:
-        super().__init__(max_results=5, search_tool_name="tools_search", call_tool_name="tools_call",
-                         search_result_serializer=_listed_json)
+        super().__init__(
+            max_results=5,
+            search_tool_name="tools_search",
+            call_tool_name="tools_call",
+            search_result_serializer=_listed_json,
+        )
 
     async def transform_tools(self, tools: Any) -> Any:
         return [*tools, self._make_search_tool(), self._make_call_tool()]
@@ -211,21 +227,27 @@ class ToolSearch(BM25SearchTransform):
         return await super().get_tool_catalog(ctx, run_middleware=False)
 
     async def _get_visible_tools(self, ctx: Any) -> Any:
-        return [t for t in await self.get_tool_catalog(ctx) if t.name not in (self._search_tool_name,
-                                                                               self._call_tool_name)]
+        return [
+            t for t in await self.get_tool_catalog(ctx) if t.name not in (self._search_tool_name, self._call_tool_name)
+        ]
 
     def _make_search_tool(self) -> Any:
         tool = super()._make_search_tool()
-        return tool.model_copy(update={
-            "description": "Find the tool for a task among every aisac tool, including those not listed (the "
-                           "full profile lists only the core ones); returns up to 5 tool definitions; call one "
-                           "by name or through tools_call.",
-            "annotations": ToolAnnotations(**hints("Find a tool", read_only=True))})
+        return tool.model_copy(
+            update={
+                "description": "Find the tool for a task among every aisac tool, including those not listed (the "
+                "full profile lists only the core ones); returns up to 5 tool definitions; call one "
+                "by name or through tools_call.",
+                "annotations": ToolAnnotations(**hints("Find a tool", read_only=True)),
+            }
+        )
 
     def _make_call_tool(self) -> Any:
         tool = super()._make_call_tool()
-        return tool.model_copy(update={
-            "description": "Call a tool found with tools_search by its name, with its arguments; returns that "
-                           "tool's result.",
-            "annotations": ToolAnnotations(**hints("Call a found tool", open_world=True))})
-
+        return tool.model_copy(
+            update={
+                "description": "Call a tool found with tools_search by its name, with its arguments; returns that "
+                "tool's result.",
+                "annotations": ToolAnnotations(**hints("Call a found tool", open_world=True)),
+            }
+        )

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures_gen import PAGE_MARKERS
-
 from conftest import make_settings
+from fixtures_gen import PAGE_MARKERS
 
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "node_modules" / ".bin"
@@ -45,16 +44,16 @@ PLAN = {
 #: "everything" server - a tool, resource or prompt of that exact name - or a capability aisac does not offer)
 NOT_APPLICABLE = {
     "completion-complete": "needs completion/complete on the reference prompt test_prompt_with_arguments; aisac "
-                           "declares no completions capability",
+    "declares no completions capability",
     "tools-call-simple-text": "calls the reference tool test_simple_text (absent; the check accepts the error result)",
     "tools-call-image": "calls the reference tool test_image_content (aisac's data_code_run returns plots as PNG "
-                        "image content; tested in tests/test_sandbox.py)",
+    "image content; tested in tests/test_sandbox.py)",
     "tools-call-audio": "calls the reference tool test_audio_content; aisac returns no audio",
     "tools-call-embedded-resource": "calls the reference tool test_embedded_resource",
     "tools-call-mixed-content": "calls the reference tool test_multiple_content_types",
     "tools-call-with-logging": "calls the reference tool test_tool_with_logging",
     "tools-call-with-progress": "calls the reference tool test_tool_with_progress (aisac's rag_index wait=true "
-                                "reports progress; tested in tests/test_mcp_server.py)",
+    "reports progress; tested in tests/test_mcp_server.py)",
     "tools-call-sampling": "calls the reference tool test_sampling; aisac does not use sampling",
     "tools-call-elicitation": "calls the reference tool test_elicitation; aisac does not elicit",
     "elicitation-sep1034-defaults": "calls the reference tool test_client_elicitation_defaults; aisac does not elicit",
@@ -84,8 +83,13 @@ def node_tools() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("Node.js/npm not installed: the interop suite (conformance, Inspector, TypeScript SDK) is skipped")
     if not (BIN / "conformance").exists() or not (BIN / "mcp-inspector").exists():
-        out = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE,
-                             capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if out.returncode != 0:
             pytest.skip(f"npm ci failed (registry unreachable?): {out.stderr.strip()[-500:]}")
     return BIN
@@ -98,8 +102,9 @@ def interop_store(tmp_path_factory, models_dir, corpus):  # noqa: ANN001, ANN201
 
     data_dir = tmp_path_factory.mktemp("interop") / "store"
     make_settings(data_dir, models_dir)
-    out = subprocess.run([AISAC, "index", str(corpus), "--json"], env=_env(data_dir), capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [AISAC, "index", str(corpus), "--json"], env=_env(data_dir), capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     yield data_dir
     stop_owner(data_dir)
@@ -132,8 +137,14 @@ def test_inspector_cli_calls_one_tool_of_every_server(node_tools, interop_store)
 
 def test_typescript_sdk_client_calls_every_server(node_tools, interop_store):
     plan = [{"server": s, "tool": PLAN[s][0], "arguments": PLAN[s][1]} for s in _servers()]
-    out = subprocess.run(["node", str(HERE / "sdk_client.mjs"), AISAC, json.dumps(plan)], env=_env(interop_store),
-                         capture_output=True, text=True, timeout=600, cwd=HERE)
+    out = subprocess.run(
+        ["node", str(HERE / "sdk_client.mjs"), AISAC, json.dumps(plan)],
+        env=_env(interop_store),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE,
+    )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert [x["server"] for x in lines] == [p["server"] for p in plan]
@@ -151,8 +162,12 @@ def _free_port() -> int:
 
 def test_conformance_suite_over_http(node_tools, interop_store, tmp_path):
     port = _free_port()
-    proc = subprocess.Popen([AISAC, "serve", "--transport", "http", "--port", str(port)], env=_env(interop_store),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [AISAC, "serve", "--transport", "http", "--port", str(port)],
+        env=_env(interop_store),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -160,8 +175,20 @@ def test_conformance_suite_over_http(node_tools, interop_store, tmp_path):
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
-        out = subprocess.run([str(node_tools / "conformance"), "server", "--url", f"http://127.0.0.1:{port}/mcp",
-                              "-o", str(tmp_path / "results")], capture_output=True, text=True, timeout=600, cwd=HERE)
+        out = subprocess.run(
+            [
+                str(node_tools / "conformance"),
+                "server",
+                "--url",
+                f"http://127.0.0.1:{port}/mcp",
+                "-o",
+                str(tmp_path / "results"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=HERE,
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -176,12 +203,18 @@ def test_conformance_suite_over_http(node_tools, interop_store, tmp_path):
         if name in NOT_APPLICABLE:
             rows.append(f"| {name} | n/a | {NOT_APPLICABLE[name]} |")
             continue
-        rows.append(f"| {name} | {'pass' if ok else 'FAIL'} | "
-                    f"{sum(c['status'] == 'SUCCESS' for c in checks)}/{len(checks)} checks |")
+        rows.append(
+            f"| {name} | {'pass' if ok else 'FAIL'} | "
+            f"{sum(c['status'] == 'SUCCESS' for c in checks)}/{len(checks)} checks |"
+        )
         if not ok:
-            bad.append(f"{name}: " + "; ".join(f"{c['id']}: {c.get('errorMessage')}" for c in checks
-                                                 if c["status"] == "FAILURE"))
+            bad.append(
+                f"{name}: "
+                + "; ".join(f"{c['id']}: {c.get('errorMessage')}" for c in checks if c["status"] == "FAILURE")
+            )
     print("\n| scenario | result | detail |\n|---|---|---|\n" + "\n".join(rows))
     assert not bad, bad
     applicable = [n for n in results if n not in NOT_APPLICABLE]
-    assert {"server-initialize", "tools-list", "tools-call-error", "ping", "dns-rebinding-protection"} <= set(applicable)
+    assert {"server-initialize", "tools-list", "tools-call-error", "ping", "dns-rebinding-protection"} <= set(
+        applicable
+    )

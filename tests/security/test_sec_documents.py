@@ -20,9 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
-
 from conftest import make_settings
+from fastmcp import Client
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +33,9 @@ def _app(tmp_path: Path, models_dir: Path, shared_embedder, roots: list[Path], *
     """A fresh store serving ``roots`` (the shared embedder, so no model loads per test)."""
     from aisac_core.context import AppContext
 
-    core = AppContext(make_settings(tmp_path / "store", models_dir, roots=roots, warm=False, **kw), embedder=shared_embedder)
+    core = AppContext(
+        make_settings(tmp_path / "store", models_dir, roots=roots, warm=False, **kw), embedder=shared_embedder
+    )
     return core
 
 
@@ -101,9 +102,16 @@ def xlsx_bomb(path: Path, sheet_mb: int = 80) -> Path:
     wb.active["A1"] = 1
     wb.save(seed)
     row = ("<row>" + '<c t="n"><v>1</v></c>' * 1000 + "</row>").encode()
-    return _inflate_member(seed, path, "xl/worksheets/sheet1.xml",
-                           b'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
-                           b'spreadsheetml/2006/main"><sheetData>', row, sheet_mb, b"</sheetData></worksheet>")
+    return _inflate_member(
+        seed,
+        path,
+        "xl/worksheets/sheet1.xml",
+        b'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
+        b'spreadsheetml/2006/main"><sheetData>',
+        row,
+        sheet_mb,
+        b"</sheetData></worksheet>",
+    )
 
 
 def docx_bomb(path: Path, body_mb: int = 40) -> Path:
@@ -115,9 +123,16 @@ def docx_bomb(path: Path, body_mb: int = 40) -> Path:
     d.add_paragraph("seed")
     d.save(seed)
     para = b"<w:p><w:r><w:t>the same sentence again and again</w:t></w:r></w:p>" * 100
-    return _inflate_member(seed, path, "word/document.xml",
-                           b'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
-                           b'wordprocessingml/2006/main"><w:body>', para, body_mb, b"</w:body></w:document>")
+    return _inflate_member(
+        seed,
+        path,
+        "word/document.xml",
+        b'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+        b'wordprocessingml/2006/main"><w:body>',
+        para,
+        body_mb,
+        b"</w:body></w:document>",
+    )
 
 
 def declared_unpacked(path: Path) -> int:
@@ -133,8 +148,9 @@ async def test_symlinked_file_out_of_a_root_is_neither_indexed_nor_served(tmp_pa
     core = _app(tmp_path, models_dir, shared_embedder, [root])
     try:
         async with Client(_suite(core)) as c:
-            job = (await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 300})
-                   ).structured_content
+            job = (
+                await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 300})
+            ).structured_content
             assert job["status"] == "done" and job["counters"]["files_indexed"] == 1
             skipped = {Path(s["path"]).name: s["reason"] for s in job["skipped"]}
             assert set(skipped) == {"passwd.txt", "secret.txt"}
@@ -198,8 +214,9 @@ async def test_symlinked_folders_followed_inside_the_roots_only(tmp_path, models
         async with Client(_suite(core)) as c:
             job = (await c.call_tool("rag_index", {"path": str(root), "wait": True})).structured_content
             assert job["status"] == "done"
-            assert [(Path(s["path"]).name, "outside the registered roots" in s["reason"]) for s in job["skipped"]] \
-                == [("escape", True)]
+            assert [(Path(s["path"]).name, "outside the registered roots" in s["reason"]) for s in job["skipped"]] == [
+                ("escape", True)
+            ]
             docs = (await c.call_tool("rag_list_documents", {})).structured_content["documents"]
             assert [d["path"] for d in docs] == [str((root / "docs" / "note.md").resolve())]
             assert SECRET not in _text(await c.call_tool("rag_search", {"query": SECRET, "k": 10}))
@@ -219,8 +236,9 @@ async def test_symlink_loops_are_skipped_with_a_reason_not_a_hang(tmp_path, mode
     try:
         async with Client(_suite(core)) as c:
             t0 = time.monotonic()
-            job = (await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 120})
-                   ).structured_content
+            job = (
+                await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 120})
+            ).structured_content
             assert job["status"] == "done" and time.monotonic() - t0 < 60
             reasons = {Path(s["path"]).name: s["reason"] for s in job["skipped"]}
             assert set(reasons) == {"a.md", "b.md", "self.md", "up", "dangling.md"}
@@ -247,8 +265,12 @@ async def test_blank_empty_and_nul_paths_are_clear_errors_and_create_no_job(tmp_
                 r = await c.call_tool("rag_index", {"path": bad}, raise_on_error=False)
                 msg = r.content[0].text
                 assert r.is_error and "empty" in msg and "registered root's name" in msg and "omit path" in msg, msg
-            for tool, args in (("rag_index", {"path": "docs\x00/../../etc"}), ("data_load", {"path": "a\x00.csv"}),
-                               ("rag_remove", {"path": "/etc/passwd\x00"}), ("rag_catalog", {"root": "x\x00y"})):
+            for tool, args in (
+                ("rag_index", {"path": "docs\x00/../../etc"}),
+                ("data_load", {"path": "a\x00.csv"}),
+                ("rag_remove", {"path": "/etc/passwd\x00"}),
+                ("rag_catalog", {"root": "x\x00y"}),
+            ):
                 r = await c.call_tool(tool, args, raise_on_error=False)
                 msg = r.content[0].text
                 assert r.is_error and "NUL byte" in msg and "internal error" not in msg, (tool, msg)
@@ -299,7 +321,7 @@ def test_xlsx_bomb_is_refused_before_parsing_in_a_fresh_process(tmp_path):
             for line in open("/proc/self/status"):
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) // 1024
-        core = AppContext(Settings(data_dir=Path({str(tmp_path / 'store')!r}), roots=[Path({str(root)!r})],
+        core = AppContext(Settings(data_dir=Path({str(tmp_path / "store")!r}), roots=[Path({str(root)!r})],
                                    warm=False))
         import openpyxl, pandas  # loaded before the first reading, so only the load itself is measured
         before = hwm()
@@ -361,8 +383,9 @@ async def test_office_bombs_are_skipped_by_the_indexer_with_the_reason(tmp_path,
     try:
         async with Client(_suite(core)) as c:
             t0 = time.monotonic()
-            job = (await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 300})
-                   ).structured_content
+            job = (
+                await c.call_tool("rag_index", {"path": str(root), "wait": True, "timeout_s": 300})
+            ).structured_content
             assert job["status"] == "done" and time.monotonic() - t0 < 60
             fails = {Path(f["path"]).name: f["error"] for f in job["failures"]}
             assert set(fails) == {"report.docx", "sheet.xlsx"}
@@ -389,8 +412,8 @@ def _crafted(tmp_path: Path) -> dict[str, Path]:
         z.writestr("xl/a.xml", b"<a>" + b"x" * 100_000 + b"</a>")
     raw = base.read_bytes()
     eocd = raw.rfind(b"PK\x05\x06")
-    _, _, _, n_disk, n_total, cd_size, cd_off, _ = struct.unpack("<IHHHHIIH", raw[eocd:eocd + 22])
-    entry = raw[cd_off:cd_off + cd_size]
+    _, _, _, n_disk, n_total, cd_size, cd_off, _ = struct.unpack("<IHHHHIIH", raw[eocd : eocd + 22])
+    entry = raw[cd_off : cd_off + cd_size]
     twin = entry.replace(b"xl/a.xml", b"xl/b.xml")
     body = raw[:cd_off] + entry + twin
     out["overlap"] = tmp_path / "overlap.xlsx"
@@ -408,7 +431,7 @@ def _crafted(tmp_path: Path) -> dict[str, Path]:
         z.writestr("xl/sharedStrings.xml", b"\0" * 50_000_000)
     raw = bytearray(out["liar"].read_bytes())
     cd = raw.rfind(b"PK\x01\x02")
-    raw[cd + 24:cd + 28] = struct.pack("<I", 1000)  # uncompressed size field of the central directory entry
+    raw[cd + 24 : cd + 28] = struct.pack("<I", 1000)  # uncompressed size field of the central directory entry
     out["liar"].write_bytes(bytes(raw))
     return out
 
@@ -417,8 +440,11 @@ def test_archive_checks_refuse_crafted_headers_and_zipfile_enforces_declared_siz
     from aisac_core.archives import ArchiveError, check_archive
 
     files = _crafted(tmp_path)
-    for kind, expected in (("overlap", "members overlap"), ("bzip2", "only stored or deflated"),
-                           ("many", "10,001 archive members")):
+    for kind, expected in (
+        ("overlap", "members overlap"),
+        ("bzip2", "only stored or deflated"),
+        ("many", "10,001 archive members"),
+    ):
         with pytest.raises(ArchiveError, match=expected):
             check_archive(files[kind])
     # the liar passes the check on its declared 1,000 bytes, but zipfile yields no more than those 1,000 bytes and

@@ -38,8 +38,12 @@ class Local:
     """A stdlib HTTP server on ``host`` (IPv4 or IPv6) answering every GET with ``answer`` = (status, headers, body);
     ``log`` lists the request paths it received. Optional ``tls`` (an SSLContext) serves HTTPS."""
 
-    def __init__(self, host: str = "127.0.0.1", answer: tuple[int, dict[str, str], bytes] | None = None,
-                 tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        answer: tuple[int, dict[str, str], bytes] | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.answer = answer or (200, {"Content-Type": "application/pdf"}, LOCAL_PDF)
         self.log: list[str] = []
         outer = self
@@ -59,7 +63,7 @@ class Local:
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Local":
+    def __enter__(self) -> Local:
         self.thread.start()
         return self
 
@@ -106,16 +110,31 @@ def fake_dns(monkeypatch):
     def lookup(host, port, *a, **kw):  # noqa: ANN001, ANN202
         name = host.decode() if isinstance(host, bytes) else host
         if name in table:
-            return [(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "",
-                     (ip, port) if ":" not in ip else (ip, port, 0, 0)) for ip in table[name]]
+            return [
+                (
+                    socket.AF_INET6 if ":" in ip else socket.AF_INET,
+                    socket.SOCK_STREAM,
+                    6,
+                    "",
+                    (ip, port) if ":" not in ip else (ip, port, 0, 0),
+                )
+                for ip in table[name]
+            ]
         return real(host, port, *a, **kw)
 
     monkeypatch.setattr(socket, "getaddrinfo", lookup)
     return table
 
 
-def _core(tmp_path: Path, models_dir: Path, embedder, meta: ReplayServer, allow: list[str] | None = None,
-          store: str = "store", **kw):
+def _core(
+    tmp_path: Path,
+    models_dir: Path,
+    embedder,
+    meta: ReplayServer,
+    allow: list[str] | None = None,
+    store: str = "store",
+    **kw,
+):
     from aisac_core.context import AppContext
 
     papers = tmp_path / "papers"
@@ -123,8 +142,9 @@ def _core(tmp_path: Path, models_dir: Path, embedder, meta: ReplayServer, allow:
     opts = {**meta.settings_kwargs(), "lit_backoff_s": 0.01, "lit_retries": 2, "lit_timeout_s": 5.0, **kw}
     if allow is not None:
         opts["lit_allow_networks"] = allow
-    return AppContext(make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts),
-                      embedder=embedder)
+    return AppContext(
+        make_settings(tmp_path / store, models_dir, roots=[papers], warm=False, **opts), embedder=embedder
+    )
 
 
 @pytest.fixture
@@ -142,9 +162,25 @@ def _suite(core):
 
 def _record(meta: ReplayServer, pdf_url: str, doi: str = "10.5555/evil.1") -> str:
     """Crossref answers the DOI with a record whose open-access PDF link is ``pdf_url`` (attacker-controlled)."""
-    meta.script("/crossref/works/", [(200, JSON, json.dumps({"status": "ok", "message": {
-        "DOI": doi, "title": ["An innocent paper"], "link": [{"URL": pdf_url, "content-type": "application/pdf"}]}})
-        .encode())])
+    meta.script(
+        "/crossref/works/",
+        [
+            (
+                200,
+                JSON,
+                json.dumps(
+                    {
+                        "status": "ok",
+                        "message": {
+                            "DOI": doi,
+                            "title": ["An innocent paper"],
+                            "link": [{"URL": pdf_url, "content-type": "application/pdf"}],
+                        },
+                    }
+                ).encode(),
+            )
+        ],
+    )
     return doi
 
 
@@ -208,24 +244,36 @@ async def test_pdf_url_to_unspecified_address_is_refused(lit, meta, victim, conn
     assert victim.log == [] and _only_meta(connects)
 
 
-@pytest.mark.parametrize("host,cls", [
-    ("10.0.0.1", "private"), ("192.168.1.1", "private"), ("172.16.5.4", "private"),
-    ("169.254.169.254", "link-local"), ("100.64.0.1", "shared address space"), ("[fd00::1]", "private"),
-    ("[fe80::1]", "link-local"), ("224.0.0.1", "multicast"), ("240.0.0.1", "reserved"),
-])
+@pytest.mark.parametrize(
+    "host,cls",
+    [
+        ("10.0.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("172.16.5.4", "private"),
+        ("169.254.169.254", "link-local"),
+        ("100.64.0.1", "shared address space"),
+        ("[fd00::1]", "private"),
+        ("[fe80::1]", "link-local"),
+        ("224.0.0.1", "multicast"),
+        ("240.0.0.1", "reserved"),
+    ],
+)
 async def test_private_and_metadata_addresses_are_refused_without_connecting(lit, meta, connects, host, cls):
     msg = await _import_refused(lit, meta, f"http://{host}/latest/meta-data/iam/paper.pdf")
     _assert_refused(msg, host.strip("[]"), cls)
     assert _only_meta(connects), f"a connection to {host} was attempted: {connects}"
 
 
-@pytest.mark.parametrize("wrapped,cls", [
-    ("[::ffff:127.0.0.1]", "loopback (IPv4-mapped IPv6)"),
-    ("[::ffff:169.254.169.254]", "link-local (IPv4-mapped IPv6)"),
-    ("[64:ff9b::7f00:1]", "loopback (NAT64)"),
-    ("[2002:7f00:1::1]", "loopback (6to4)"),
-    ("[::127.0.0.1]", "loopback (IPv4-compatible IPv6)"),
-])
+@pytest.mark.parametrize(
+    "wrapped,cls",
+    [
+        ("[::ffff:127.0.0.1]", "loopback (IPv4-mapped IPv6)"),
+        ("[::ffff:169.254.169.254]", "link-local (IPv4-mapped IPv6)"),
+        ("[64:ff9b::7f00:1]", "loopback (NAT64)"),
+        ("[2002:7f00:1::1]", "loopback (6to4)"),
+        ("[::127.0.0.1]", "loopback (IPv4-compatible IPv6)"),
+    ],
+)
 async def test_ipv4_wrapped_in_ipv6_is_refused(lit, meta, victim, connects, wrapped, cls):
     msg = await _import_refused(lit, meta, f"http://{wrapped}:{victim.port}/paper.pdf")
     _assert_refused(msg, wrapped.strip("[]"), cls)
@@ -250,19 +298,35 @@ async def test_attacker_dns_name_resolving_to_loopback_is_refused(lit, meta, vic
     assert victim.log == [] and _only_meta(connects), connects
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/paper.pdf", "gopher://127.0.0.1:70/_x",
-                                 "dict://127.0.0.1:11211/stat", "FILE:///etc/shadow"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://127.0.0.1/paper.pdf",
+        "gopher://127.0.0.1:70/_x",
+        "dict://127.0.0.1:11211/stat",
+        "FILE:///etc/shadow",
+    ],
+)
 async def test_non_http_schemes_are_refused(lit, meta, connects, url):
     msg = await _import_refused(lit, meta, url)
     assert "only http and https URLs are fetched" in msg, msg
     assert "root:" not in msg and _only_meta(connects)
 
 
-@pytest.mark.parametrize("target", ["http://127.0.0.1:{port}/paper.pdf", "http://localhost:{port}/x.pdf",
-                                    "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd",
-                                    "http://[::ffff:127.0.0.1]:{port}/paper.pdf"])
-async def test_redirect_hop_to_a_local_address_is_refused(tmp_path, models_dir, shared_embedder, meta, victim,
-                                                          connects, target):
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:{port}/paper.pdf",
+        "http://localhost:{port}/x.pdf",
+        "http://169.254.169.254/latest/meta-data/",
+        "file:///etc/passwd",
+        "http://[::ffff:127.0.0.1]:{port}/paper.pdf",
+    ],
+)
+async def test_redirect_hop_to_a_local_address_is_refused(
+    tmp_path, models_dir, shared_embedder, meta, victim, connects, target
+):
     """The first hop (a mirror on 127.0.0.2, allowed) redirects to an address that is not allowed."""
     location = target.format(port=victim.port)
     with Local("127.0.0.2", (302, {"Location": location}, b"")) as redirector:
@@ -277,14 +341,22 @@ async def test_redirect_hop_to_a_local_address_is_refused(tmp_path, models_dir, 
     assert {h for h, _p in connects} <= {META_HOST, "127.0.0.2"}, connects
 
 
-async def test_owner_daemon_like_service_is_never_reached_by_any_request(tmp_path, models_dir, shared_embedder, meta,
-                                                                        lit, connects):
+async def test_owner_daemon_like_service_is_never_reached_by_any_request(
+    tmp_path, models_dir, shared_embedder, meta, lit, connects
+):
     """A loopback HTTP server holding a bearer token (like the owner daemon): neither a PDF link nor a service base
     URL pointing at it makes a request, and its token never appears in any answer."""
     body = json.dumps({"token": SECRET, "url": "http://127.0.0.1"}).encode()
     with Local("127.0.0.1", (200, JSON, body)) as owner:
-        core = _core(tmp_path, models_dir, shared_embedder, meta, store="store-owner",
-                     lit_crossref_url=f"http://127.0.0.1:{owner.port}/mcp", lit_allow_networks=[META_HOST])
+        core = _core(
+            tmp_path,
+            models_dir,
+            shared_embedder,
+            meta,
+            store="store-owner",
+            lit_crossref_url=f"http://127.0.0.1:{owner.port}/mcp",
+            lit_allow_networks=[META_HOST],
+        )
         try:
             async with Client(_suite(core)) as c:
                 found = await c.call_tool("lit_search", {"query": "owner token", "sources": ["crossref", "pubmed"]})
@@ -329,13 +401,17 @@ async def test_error_bodies_of_allowed_servers_are_never_echoed(tmp_path, models
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bind,url_host,entry", [
-    ("127.0.0.5", "127.0.0.5", "127.0.0.5"),
-    ("127.0.0.5", "127.0.0.5", "127.0.0.0/29"),
-    ("127.0.0.1", "localhost", "localhost"),
-])
-async def test_allow_list_lets_a_lan_mirror_through(tmp_path, models_dir, shared_embedder, meta, connects, bind,
-                                                    url_host, entry):
+@pytest.mark.parametrize(
+    "bind,url_host,entry",
+    [
+        ("127.0.0.5", "127.0.0.5", "127.0.0.5"),
+        ("127.0.0.5", "127.0.0.5", "127.0.0.0/29"),
+        ("127.0.0.1", "localhost", "localhost"),
+    ],
+)
+async def test_allow_list_lets_a_lan_mirror_through(
+    tmp_path, models_dir, shared_embedder, meta, connects, bind, url_host, entry
+):
     pdf = make_pdf(tmp_path / "mirror.pdf").read_bytes()
     with Local(bind, (200, {"Content-Type": "application/pdf"}, pdf)) as mirror:
         core = _core(tmp_path, models_dir, shared_embedder, meta, allow=[META_HOST, entry])
@@ -352,7 +428,8 @@ async def test_allow_list_lets_a_lan_mirror_through(tmp_path, models_dir, shared
 
 
 async def test_https_mirror_is_verified_against_the_url_host_while_connecting_to_the_checked_ip(
-        tmp_path, monkeypatch, fake_dns, connects):
+    tmp_path, monkeypatch, fake_dns, connects
+):
     """Connecting to the checked IP literal keeps TLS correct: the SNI and the certificate check use the URL's host
     name (httpcore passes the origin's host as server_hostname)."""
     from aisac_core.literature.http import Fetcher, HttpState
@@ -389,17 +466,24 @@ def _self_signed(folder: Path, name: str) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     c, k = folder / "cert.pem", folder / "key.pem"
     c.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    k.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption()))
+    k.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return c, k
 
 
@@ -408,18 +492,41 @@ def _self_signed(folder: Path, name: str) -> tuple[Path, Path]:
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("addr,cls", [
-    ("8.8.8.8", None), ("2606:4700:4700::1111", None), ("::ffff:8.8.8.8", None), ("64:ff9b::808:808", None),
-    ("127.0.0.1", "loopback"), ("127.255.0.9", "loopback"), ("::1", "loopback"), ("0.0.0.0", "unspecified"),
-    ("0.1.2.3", "unspecified"), ("::", "unspecified"), ("10.1.2.3", "private"), ("172.31.255.1", "private"),
-    ("192.168.0.1", "private"), ("fc00::1", "private"), ("fd12:3456::1", "private"), ("fec0::1", "private"),
-    ("169.254.169.254", "link-local"), ("fe80::1%eth0", "link-local"), ("100.127.255.254", "shared address space"),
-    ("224.0.0.251", "multicast"), ("ff02::1", "multicast"), ("240.0.0.1", "reserved"),
-    ("255.255.255.255", "reserved"), ("192.0.2.1", "special-purpose"), ("198.18.0.1", "special-purpose"),
-    ("2001:db8::1", "special-purpose"), ("::ffff:10.0.0.1", "private (IPv4-mapped IPv6)"),
-    ("::ffff:0:7f00:1", "loopback (IPv4-translated IPv6)"), ("2002:a9fe:a9fe::", "link-local (6to4)"),
-    ("64:ff9b:1::1", "private"),
-])
+@pytest.mark.parametrize(
+    "addr,cls",
+    [
+        ("8.8.8.8", None),
+        ("2606:4700:4700::1111", None),
+        ("::ffff:8.8.8.8", None),
+        ("64:ff9b::808:808", None),
+        ("127.0.0.1", "loopback"),
+        ("127.255.0.9", "loopback"),
+        ("::1", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("0.1.2.3", "unspecified"),
+        ("::", "unspecified"),
+        ("10.1.2.3", "private"),
+        ("172.31.255.1", "private"),
+        ("192.168.0.1", "private"),
+        ("fc00::1", "private"),
+        ("fd12:3456::1", "private"),
+        ("fec0::1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+        ("100.127.255.254", "shared address space"),
+        ("224.0.0.251", "multicast"),
+        ("ff02::1", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("255.255.255.255", "reserved"),
+        ("192.0.2.1", "special-purpose"),
+        ("198.18.0.1", "special-purpose"),
+        ("2001:db8::1", "special-purpose"),
+        ("::ffff:10.0.0.1", "private (IPv4-mapped IPv6)"),
+        ("::ffff:0:7f00:1", "loopback (IPv4-translated IPv6)"),
+        ("2002:a9fe:a9fe::", "link-local (6to4)"),
+        ("64:ff9b:1::1", "private"),
+    ],
+)
 def test_address_class(addr, cls):
     from aisac_core.egress import address_class
 

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import make_settings
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
-
-from conftest import make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -95,8 +94,11 @@ async def test_numbers_that_overflow_sqlite_or_datetime_are_clear_errors(app):
         clear(await _error(c, "trace_get_event", {"event_id": 10**30}), "unknown event id", "1 to 9223372036854775807")
         clear(await _error(c, "trace_list_runs", {"offset": 10**30}), "offset must be 0..9223372036854775807")
         for dry in (True, False):
-            clear(await _error(c, "trace_prune", {"older_than_days": 1e308, "dry_run": dry}),
-                  "older_than_days must be a number of days from 0 to 36,500", "1e+308")
+            clear(
+                await _error(c, "trace_prune", {"older_than_days": 1e308, "dry_run": dry}),
+                "older_than_days must be a number of days from 0 to 36,500",
+                "1e+308",
+            )
         clear(await _error(c, "trace_stats", {"since": "9999-12-31T23:59:59-01:00"}), "since", "years 1 and 9999")
         kept = (await c.call_tool("trace_prune", {"older_than_days": 36_500, "dry_run": False})).structured_content
         assert kept["runs"] == [] and kept["deleted_events"] == 0  # the trace is untouched
@@ -106,10 +108,12 @@ async def test_numbers_that_overflow_sqlite_or_datetime_are_clear_errors(app):
 async def test_ids_echoed_back_are_cut_below_2000_characters(app):
     huge = "q" * 200_000
     async with Client(_suite(app)) as c:
-        for tool, args, must in (("trace_get_run", {"run_id": huge}, "unknown run"),
-                                 ("trace_export", {"run_id": huge}, "unknown run"),
-                                 ("data_preview", {"name": huge}, "unknown frame"),
-                                 ("data_load", {"path": huge}, "")):
+        for tool, args, must in (
+            ("trace_get_run", {"run_id": huge}, "unknown run"),
+            ("trace_export", {"run_id": huge}, "unknown run"),
+            ("data_preview", {"name": huge}, "unknown frame"),
+            ("data_load", {"path": huge}, ""),
+        ):
             msg = await _error(c, tool, {**args})
             clear(msg, must)
         await _alive_and_intact(c, app)
@@ -121,10 +125,19 @@ async def test_malformed_csv_quoting_names_the_line_and_the_accepted_form(app):
     (root / "open_quote.csv").write_text('sample,comment\nA1,"fine"\nA2,"never closed\nA3,ok\n')
     (root / "ragged.csv").write_text("a,b,c\n1,2,3\n4,5,6,7,8\n")
     async with Client(_suite(app)) as c:
-        clear(await _error(c, "data_load", {"path": "open_quote.csv"}), "open_quote.csv",
-              "a quoted field opened on line 3 is never closed", "Accepted form", "RFC 4180")
-        clear(await _error(c, "data_load", {"path": "ragged.csv"}), "ragged.csv",
-              "line 3 has 5 fields where the lines before it have 3", "Accepted form")
+        clear(
+            await _error(c, "data_load", {"path": "open_quote.csv"}),
+            "open_quote.csv",
+            "a quoted field opened on line 3 is never closed",
+            "Accepted form",
+            "RFC 4180",
+        )
+        clear(
+            await _error(c, "data_load", {"path": "ragged.csv"}),
+            "ragged.csv",
+            "line 3 has 5 fields where the lines before it have 3",
+            "Accepted form",
+        )
         frames = (await c.call_tool("data_list", {})).structured_content
         assert frames["count"] == 0
         await _alive_and_intact(c, app)
@@ -136,8 +149,12 @@ async def test_json_nested_100000_deep_is_a_clear_error(app):
     (root / "deep.jsonl").write_text('{"a": ' * 5_000 + "1" + "}" * 5_000 + "\n")
     (root / "records.json").write_text(json.dumps([{"x": 1, "y": "a"}, {"x": 2, "y": "b"}]))
     async with Client(_suite(app)) as c:
-        clear(await _error(c, "data_load", {"path": "deep.json"}), "deep.json is nested too deeply",
-              "Accepted form", "list of records")
+        clear(
+            await _error(c, "data_load", {"path": "deep.json"}),
+            "deep.json is nested too deeply",
+            "Accepted form",
+            "list of records",
+        )
         clear(await _error(c, "data_load", {"path": "deep.jsonl"}), "deep.jsonl", "JSON Lines")
         ok = (await c.call_tool("data_load", {"path": "records.json"})).structured_content
         assert ok["frames"][0]["rows"] == 2
@@ -159,8 +176,9 @@ async def test_a_100000_column_csv_loads_every_column(app):
         assert f["columns"] == n and f["rows"] == 3, f["columns"]
         assert f["column_names"][:3] == ["g0", "g1", "g2"] and len(f["column_names"]) == 100
         assert any(f"first 100 of {n:,} columns" in note for note in f["notes"]), f["notes"]
-        last = (await c.call_tool("data_query", {"name": "wide", "expr": "g99999 > 2000", "columns": ["g99999"]})
-                ).structured_content
+        last = (
+            await c.call_tool("data_query", {"name": "wide", "expr": "g99999 > 2000", "columns": ["g99999"]})
+        ).structured_content
         assert last["rows"] == [{"g99999": 2999}, {"g99999": 3999}]
         desc = (await c.call_tool("data_describe", {"name": "wide", "columns": ["g50000"]})).structured_content
         assert desc["columns"]["g50000"]["max"] == 3000
@@ -175,18 +193,34 @@ async def test_a_real_database_error_reaches_the_client_without_its_sql(app, cap
     from aisac_core.trace.recorder import record_tool_call
     from aisac_servers.adapters.common import call_core
 
-    record_tool_call(app.engine, run_id="run-1", server="memory", tool="memory_search", arguments={"query": "x"},
-                     result={"hits": []}, status="ok", error=None, latency_ms=1.0)  # LIKE is evaluated per row
+    record_tool_call(
+        app.engine,
+        run_id="run-1",
+        server="memory",
+        tool="memory_search",
+        arguments={"query": "x"},
+        result={"hits": []},
+        status="ok",
+        error=None,
+        latency_ms=1.0,
+    )  # LIKE is evaluated per row
 
     def too_complex_like() -> None:  # the store's own engine, a LIKE pattern over SQLite's 50,000-byte limit
         with app.engine.connect() as con:
-            con.execute(sql("select run_id from traceevent where arguments_json like :p"),
-                        {"p": "%" + "secret-argument " * 5000 + "%"})
+            con.execute(
+                sql("select run_id from traceevent where arguments_json like :p"),
+                {"p": "%" + "secret-argument " * 5000 + "%"},
+            )
 
     with caplog.at_level("WARNING", logger="aisac.servers"), pytest.raises(ToolError) as err:
         await call_core(too_complex_like)
-    clear(str(err.value), "LIKE or GLOB pattern too complex", "SQL statement left out", "server log on stderr",
-          internal=True)
+    clear(
+        str(err.value),
+        "LIKE or GLOB pattern too complex",
+        "SQL statement left out",
+        "server log on stderr",
+        internal=True,
+    )
     assert "secret-argument" not in str(err.value)
     assert "[SQL:" in caplog.text  # the whole error went to the log
 
@@ -268,8 +302,9 @@ def test_a_real_closed_connection_maps_to_the_owner_stopped_message():
     t.start()
     try:
         with pytest.raises(httpx.HTTPError) as cut:
-            httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call"},
-                       timeout=10)
+            httpx.post(
+                f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call"}, timeout=10
+            )
     finally:
         t.join(5)
         srv.close()
@@ -310,8 +345,13 @@ def owner_store(tmp_path, models_dir):  # noqa: ANN001, ANN201
 async def test_owner_killed_mid_call_is_reported_and_the_next_call_restarts_it(owner_store):
     data_dir, pids = owner_store
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", AISAC_WARM="0",
-               AISAC_SANDBOX_JOB_THRESHOLD_S="600", AISAC_SANDBOX_CPU_S="120")
+    env.update(
+        AISAC_DATA_DIR=str(data_dir),
+        HF_HUB_OFFLINE="1",
+        AISAC_WARM="0",
+        AISAC_SANDBOX_JOB_THRESHOLD_S="600",
+        AISAC_SANDBOX_CPU_S="120",
+    )
     aisac = str(Path(sys.executable).parent / "aisac")
     client = Client(StdioTransport(command=aisac, args=["serve"], env=env, keep_alive=False))
     async with client as c:
@@ -321,8 +361,11 @@ async def test_owner_killed_mid_call_is_reported_and_the_next_call_restarts_it(o
         result: dict = {}
 
         async def long_call() -> None:
-            result["r"] = await c.call_tool("data_code_run", {"session": "crash", "code": "import time\ntime.sleep(90)",
-                                                              "timeout_s": 120}, raise_on_error=False)
+            result["r"] = await c.call_tool(
+                "data_code_run",
+                {"session": "crash", "code": "import time\ntime.sleep(90)", "timeout_s": 120},
+                raise_on_error=False,
+            )
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(long_call)
@@ -334,8 +377,12 @@ async def test_owner_killed_mid_call_is_reported_and_the_next_call_restarts_it(o
             os.kill(first, signal.SIGKILL)
         r = result["r"]
         assert r.is_error
-        clear(r.content[0].text, "the aisac owner process stopped during the call", "may or may not have been applied",
-              "next call restarts")
+        clear(
+            r.content[0].text,
+            "the aisac owner process stopped during the call",
+            "may or may not have been applied",
+            "next call restarts",
+        )
         # the next call starts a new owner, with nothing lost
         hist = await c.call_tool("memory_list_sessions", {})
         assert ses["session_id"] in [s["session_id"] for s in hist.structured_content["sessions"]]
@@ -353,10 +400,13 @@ async def test_nul_bytes_loops_and_unknown_users_in_paths_are_clear_errors(app):
     (root / "loop2.csv").symlink_to(root / "loop.csv")
     (root / "ok.csv").write_text("a,b\n1,2\n")
     async with Client(_suite(app)) as c:
-        for path, must in (("ok.csv\x00/../../etc/passwd", "NUL byte"), ("loop.csv", "symlink loop"),
-                           ("~no_such_user_zz/x.csv", "names no user"), ("   ", "empty"),
-                           ("x" * 300 + ".csv", "cannot read")):
+        for path, must in (
+            ("ok.csv\x00/../../etc/passwd", "NUL byte"),
+            ("loop.csv", "symlink loop"),
+            ("~no_such_user_zz/x.csv", "names no user"),
+            ("   ", "empty"),
+            ("x" * 300 + ".csv", "cannot read"),
+        ):
             clear(await _error(c, "data_load", {"path": path}), must)
         assert (await c.call_tool("data_load", {"path": "ok.csv"})).structured_content["frames"][0]["rows"] == 1
         await _alive_and_intact(c, app)
-

@@ -44,9 +44,22 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     canary = d / "canary"
     canary.mkdir()
     (canary / "victim.txt").write_text("untouched")
-    m = SandboxManager(SandboxSettings(isolation=mode, cpu_s=30, memory_mb=1024, job_threshold_s=60, timeout_s=60,
-                                       output_chars=20_000, file_mb=16, max_sessions=16, disk_mb=64, figure_mb=1,
-                                       reply_mb=8), data / "sessions")
+    m = SandboxManager(
+        SandboxSettings(
+            isolation=mode,
+            cpu_s=30,
+            memory_mb=1024,
+            job_threshold_s=60,
+            timeout_s=60,
+            output_chars=20_000,
+            file_mb=16,
+            max_sessions=16,
+            disk_mb=64,
+            figure_mb=1,
+            reply_mb=8,
+        ),
+        data / "sessions",
+    )
     m.test_canary = canary  # type: ignore[attr-defined]
     m.test_data = data  # type: ignore[attr-defined]
     yield m
@@ -55,8 +68,10 @@ def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 def needs_landlock(box: SandboxManager) -> None:
     if box.isolation == "none" and landlock_abi() == 0:
-        pytest.skip("isolation none without Landlock: a C extension can read any file the server's user can "
-                    "(docs/data.md, Threat model)")
+        pytest.skip(
+            "isolation none without Landlock: a C extension can read any file the server's user can "
+            "(docs/data.md, Threat model)"
+        )
 
 
 def run(box: SandboxManager, session: str, code: str) -> tuple[dict, list[bytes]]:
@@ -78,7 +93,9 @@ def alive(box: SandboxManager, session: str) -> None:
     assert r["ok"] and r["result"] == "2", r
 
 
-FORGE = OS + """
+FORGE = (
+    OS
+    + """
 import json as _j
 _s = mods['struct']
 def forge(obj):
@@ -89,12 +106,15 @@ def forge(obj):
         except OSError:
             pass
 """
+)
 
 
 def test_forged_figure_paths_are_never_opened(box: SandboxManager) -> None:
     owner = str(box.test_data / "owner.json")  # type: ignore[attr-defined]
-    code = FORGE + (f"forge({{'ok': True, 'seq': 1, 'cell': 1, 'figures': [{{'path': {owner!r}}}, "
-                    "{'path': '/etc/shadow'}, {'name': 'x.png', 'png_b64': 'bm90IGEgcG5n'}]})\n")
+    code = FORGE + (
+        f"forge({{'ok': True, 'seq': 1, 'cell': 1, 'figures': [{{'path': {owner!r}}}, "
+        "{'path': '/etc/shadow'}, {'name': 'x.png', 'png_b64': 'bm90IGEgcG5n'}]})\n"
+    )
     r, images = run(box, "forge-fig", code)
     assert not leaked(r, images)
     assert all(img.startswith(b"\x89PNG") for img in images)
@@ -103,9 +123,13 @@ def test_forged_figure_paths_are_never_opened(box: SandboxManager) -> None:
 
 def test_forged_length_header_is_capped(box: SandboxManager) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    r, _ = run(box, "forge-len", OS + "_s = mods['struct']\nfor fd in range(3, 12):\n    try:\n"
-                                      "        os_.write(fd, _s.pack('>I', 0xFFFFFFF0) + b'x' * 65536)\n"
-                                      "    except OSError:\n        pass\nimport time\ntime.sleep(5)\n")
+    r, _ = run(
+        box,
+        "forge-len",
+        OS + "_s = mods['struct']\nfor fd in range(3, 12):\n    try:\n"
+        "        os_.write(fd, _s.pack('>I', 0xFFFFFFF0) + b'x' * 65536)\n"
+        "    except OSError:\n        pass\nimport time\ntime.sleep(5)\n",
+    )
     assert r["ok"] is False and "limit" in r["error"], r
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: no 4 GiB buffer
     alive(box, "forge-len")
@@ -114,9 +138,13 @@ def test_forged_length_header_is_capped(box: SandboxManager) -> None:
 def test_forged_garbage_reply_stops_only_that_worker(box: SandboxManager) -> None:
     alive(box, "bystander")
     run(box, "bystander", "kept = 7")
-    r, _ = run(box, "forge-junk", OS + "for fd in range(3, 12):\n    try:\n"
-                                       "        os_.write(fd, b'\\x00\\x00\\x00\\x05{{{{{')\n    except OSError:\n"
-                                       "        pass\nimport time\ntime.sleep(5)\n")
+    r, _ = run(
+        box,
+        "forge-junk",
+        OS + "for fd in range(3, 12):\n    try:\n"
+        "        os_.write(fd, b'\\x00\\x00\\x00\\x05{{{{{')\n    except OSError:\n"
+        "        pass\nimport time\ntime.sleep(5)\n",
+    )
     assert r["ok"] is False and "not JSON" in r["error"], r
     alive(box, "forge-junk")
     r, _ = run(box, "bystander", "kept")
@@ -124,16 +152,21 @@ def test_forged_garbage_reply_stops_only_that_worker(box: SandboxManager) -> Non
 
 
 def test_forged_reply_cannot_desynchronise_later_calls(box: SandboxManager) -> None:
-    r, _ = run(box, "forge-seq", FORGE + "for n in range(1, 6):\n"
-                                         "    forge({'ok': True, 'seq': n, 'result': 'FORGED'})\n'real'")
+    r, _ = run(
+        box, "forge-seq", FORGE + "for n in range(1, 6):\n    forge({'ok': True, 'seq': n, 'result': 'FORGED'})\n'real'"
+    )
     r2, _ = run(box, "forge-seq", "40 + 2")
     assert r2.get("result") in ("42", None) and r2.get("result") != "FORGED"
     alive(box, "forge-seq")
 
 
 def test_forged_reply_fields_are_capped_and_typed(box: SandboxManager) -> None:
-    r, _ = run(box, "forge-big", FORGE + "forge({'ok': True, 'seq': 1, 'stdout': 'y' * 3_000_000, "
-                                         "'notes': ['n'] * 10_000, 'cell': 'x', 'figures': 'nope'})\n")
+    r, _ = run(
+        box,
+        "forge-big",
+        FORGE + "forge({'ok': True, 'seq': 1, 'stdout': 'y' * 3_000_000, "
+        "'notes': ['n'] * 10_000, 'cell': 'x', 'figures': 'nope'})\n",
+    )
     assert len(json.dumps(r)) < 200_000
     alive(box, "forge-big")
 
@@ -141,11 +174,13 @@ def test_forged_reply_fields_are_capped_and_typed(box: SandboxManager) -> None:
 def test_server_writes_never_follow_planted_symlinks(box: SandboxManager) -> None:
     canary = box.test_canary  # type: ignore[attr-defined]
     rel = os.path.relpath(canary, box.root / "plant")
-    code = OS + (f"os_.makedirs('a/b', exist_ok=True)\nos_.chdir('a/b')\n"
-                 f"for name in ('inputs', '.matplotlib', 'artifacts'):\n"
-                 f"    try:\n        os_.symlink('../../{rel}', '../../' + name)\n    except OSError as e:\n"
-                 f"        print('refused', name, e)\n"
-                 f"os_.chdir('../..')\n")
+    code = OS + (
+        f"os_.makedirs('a/b', exist_ok=True)\nos_.chdir('a/b')\n"
+        f"for name in ('inputs', '.matplotlib', 'artifacts'):\n"
+        f"    try:\n        os_.symlink('../../{rel}', '../../' + name)\n    except OSError as e:\n"
+        f"        print('refused', name, e)\n"
+        f"os_.chdir('../..')\n"
+    )
     run(box, "plant", code)
     for name in ("inputs", ".matplotlib", "artifacts"):  # what a cell could have planted, made sure here
         p = box.root / "plant" / name
@@ -175,12 +210,15 @@ def test_hard_link_input_is_not_written_through(box: SandboxManager) -> None:
 
 
 def test_no_process_creation_even_past_the_audit_hook(box: SandboxManager) -> None:
-    for code in ("os_.system('touch pwned-system')", "os_.execv('/bin/sh', ['sh', '-c', 'touch pwned-exec'])",
-                 "os_.posix_spawn('/bin/sh', ['sh', '-c', 'touch pwned-spawn'], {})",
-                 "mods['_posixsubprocess'].fork_exec(['/bin/sh'], [b'/bin/sh'], True, (), None, None, -1, -1, -1, "
-                 "-1, -1, -1, -1, -1, False, False, None, None, None, -1, None, False)",
-                 "mods['subprocess'].run(['/bin/sh', '-c', 'touch pwned-sub'])",
-                 "os_.fork()"):
+    for code in (
+        "os_.system('touch pwned-system')",
+        "os_.execv('/bin/sh', ['sh', '-c', 'touch pwned-exec'])",
+        "os_.posix_spawn('/bin/sh', ['sh', '-c', 'touch pwned-spawn'], {})",
+        "mods['_posixsubprocess'].fork_exec(['/bin/sh'], [b'/bin/sh'], True, (), None, None, -1, -1, -1, "
+        "-1, -1, -1, -1, -1, False, False, None, None, None, -1, None, False)",
+        "mods['subprocess'].run(['/bin/sh', '-c', 'touch pwned-sub'])",
+        "os_.fork()",
+    ):
         r, _ = run(box, "proc", OS + code)
         assert r["ok"] is False, (code, r)
         alive(box, "proc")
@@ -205,8 +243,10 @@ def test_never_uid_0_inside_bubblewrap(box: SandboxManager) -> None:
 def test_c_extension_cannot_read_secrets(box: SandboxManager, target: str) -> None:
     needs_landlock(box)
     path = str(box.test_data / target) if not target.startswith("/") else target  # type: ignore[attr-defined]
-    code = OS + (f"fs = mods['importlib'].import_module('pyarrow.fs')\n"
-                 f"fs.LocalFileSystem().open_input_stream({path!r}).read().decode('latin-1')")
+    code = OS + (
+        f"fs = mods['importlib'].import_module('pyarrow.fs')\n"
+        f"fs.LocalFileSystem().open_input_stream({path!r}).read().decode('latin-1')"
+    )
     r, images = run(box, f"cread-{target.strip('/').replace('/', '_')}", code)
     assert r["ok"] is False and not leaked(r, images), r
 
@@ -222,8 +262,10 @@ def test_python_cannot_read_store_files(box: SandboxManager, target: str) -> Non
 def test_c_extension_cannot_write_outside(box: SandboxManager) -> None:
     needs_landlock(box)
     victim = str(box.test_canary / "victim.txt")  # type: ignore[attr-defined]
-    code = OS + (f"fs = mods['importlib'].import_module('pyarrow.fs')\n"
-                 f"s = fs.LocalFileSystem().open_output_stream({victim!r})\ns.write(b'owned')\ns.close()")
+    code = OS + (
+        f"fs = mods['importlib'].import_module('pyarrow.fs')\n"
+        f"s = fs.LocalFileSystem().open_output_stream({victim!r})\ns.write(b'owned')\ns.close()"
+    )
     r, _ = run(box, "cwrite", code)
     assert r["ok"] is False and canary_intact(box), r
 
@@ -232,9 +274,10 @@ def test_sessions_cannot_read_each_other(box: SandboxManager) -> None:
     needs_landlock(box)
     run(box, "alice", f"open('diary.txt', 'w').write({SECRET!r})")
     other = str(box.root / "alice" / "diary.txt")
-    for code in (f"open({other!r}).read()",
-                 OS + f"mods['importlib'].import_module('pyarrow.fs').LocalFileSystem()"
-                      f".open_input_stream({other!r}).read()"):
+    for code in (
+        f"open({other!r}).read()",
+        OS + f"mods['importlib'].import_module('pyarrow.fs').LocalFileSystem().open_input_stream({other!r}).read()",
+    ):
         r, images = run(box, "mallory", code)
         assert r["ok"] is False and not leaked(r, images), r
 
@@ -261,16 +304,21 @@ def test_cannot_signal_the_server(box: SandboxManager) -> None:
 
 
 def test_no_socket_even_from_loaded_modules(box: SandboxManager) -> None:
-    for code in ("mods['socket'].socket().connect(('127.0.0.1', 9))",
-                 "mods['_socket'].socket(2, 1)",
-                 "mods['socket'].socket(1, 1).connect('/run/docker.sock')"):
+    for code in (
+        "mods['socket'].socket().connect(('127.0.0.1', 9))",
+        "mods['_socket'].socket(2, 1)",
+        "mods['socket'].socket(1, 1).connect('/run/docker.sock')",
+    ):
         r, _ = run(box, "sock", OS + code)
         assert r["ok"] is False and ("refused" in r["error"] or "not permitted" in r["error"].lower()), (code, r)
 
 
 def test_thread_cannot_outlive_its_run(box: SandboxManager) -> None:
-    r, _ = run(box, "spin", OS + "th = mods['threading']\nt = th.Thread(target=lambda: [None for _ in iter(int, 1)])\n"
-                                 "t.start()\n'started'")
+    r, _ = run(
+        box,
+        "spin",
+        OS + "th = mods['threading']\nt = th.Thread(target=lambda: [None for _ in iter(int, 1)])\nt.start()\n'started'",
+    )
     assert any("thread" in n for n in r["notes"]), r
     pid = box.worker_pid("spin")
     if pid is not None:  # the worker lives on only without the thread: it uses no CPU once the run is over
@@ -282,8 +330,9 @@ def test_thread_cannot_outlive_its_run(box: SandboxManager) -> None:
 
 
 def test_disk_quota_per_session(box: SandboxManager) -> None:
-    code = ("for i in range(12):\n    with open(f'blob{i}.bin', 'wb') as f:\n        f.write(b'x' * (8 * 2**20))\n"
-            "'written'")
+    code = (
+        "for i in range(12):\n    with open(f'blob{i}.bin', 'wb') as f:\n        f.write(b'x' * (8 * 2**20))\n'written'"
+    )
     r, _ = run(box, "quota", code)
     assert any("disk quota exceeded" in n for n in r["notes"]) or "disk quota" in r.get("error", ""), r
     total = sum(p.stat().st_size for p in (box.root / "quota").rglob("*") if p.is_file())
@@ -299,8 +348,10 @@ def test_sparse_file_is_capped(box: SandboxManager) -> None:
 
 def test_figure_bombs_are_bounded(box: SandboxManager) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    code = ("import matplotlib.pyplot as plt\nimport numpy as np\nfor i in range(25):\n"
-            "    fig = plt.figure(figsize=(20, 20))\n    plt.imshow(np.random.rand(400, 400))\n")
+    code = (
+        "import matplotlib.pyplot as plt\nimport numpy as np\nfor i in range(25):\n"
+        "    fig = plt.figure(figsize=(20, 20))\n    plt.imshow(np.random.rand(400, 400))\n"
+    )
     r, images = run(box, "figbomb", code)
     assert len(images) <= 20 and all(len(b) <= 2**20 for b in images)
     assert any("figure" in n for n in r["notes"]), r["notes"]
@@ -347,12 +398,16 @@ def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> No
     until its wall time, then the worker is stopped - the server never blocks for good."""
     box.settings.timeout_s, old = 3.0, box.settings.timeout_s
     try:
-        r, _ = run(box, "hang", FORGE + "f = getattr(mods['sys'], '_get' + 'frame')(0)\n"
-                                        "while 'req' not in getattr(f, 'f_lo' + 'cals'):\n"
-                                        "    f = getattr(f, 'f_ba' + 'ck')\n"
-                                        "tag = getattr(f, 'f_lo' + 'cals')['req']['seq']\n"
-                                        "forge({'ok': True, 'seq': tag, 'result': 'early'})\nimport time\n"
-                                        "time.sleep(3600)")
+        r, _ = run(
+            box,
+            "hang",
+            FORGE + "f = getattr(mods['sys'], '_get' + 'frame')(0)\n"
+            "while 'req' not in getattr(f, 'f_lo' + 'cals'):\n"
+            "    f = getattr(f, 'f_ba' + 'ck')\n"
+            "tag = getattr(f, 'f_lo' + 'cals')['req']['seq']\n"
+            "forge({'ok': True, 'seq': tag, 'result': 'early'})\nimport time\n"
+            "time.sleep(3600)",
+        )
     finally:
         box.settings.timeout_s = old
     assert r.get("result") == "early", r  # the forged reply was taken: the cell still sleeps
@@ -366,8 +421,10 @@ def test_inode_flood_counts_against_the_quota(box: SandboxManager, monkeypatch: 
     from aisac_core.data import sessionfs
 
     monkeypatch.setattr(sessionfs, "MAX_ENTRIES", 5_000)  # the same check as at 100,000, in a second
-    code = ("import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nos_.makedirs('f', exist_ok=True)\n"
-            "for i in range(8_000):\n    open(f'f/{i}', 'w').close()\n'done'")
+    code = (
+        "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nos_.makedirs('f', exist_ok=True)\n"
+        "for i in range(8_000):\n    open(f'f/{i}', 'w').close()\n'done'"
+    )
     r, _ = run(box, "inodes", code)
     assert any("disk quota exceeded" in n and "entries" in n for n in r["notes"]) or "quota" in r.get("error", ""), r
     assert sum(1 for _ in (box.root / "inodes").rglob("*")) <= 5_000

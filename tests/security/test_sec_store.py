@@ -10,12 +10,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import make_settings
 from fastmcp import Client
 
 from aisac_core.context import AppContext
 from aisac_core.store.files import permission_warnings
 from aisac_servers.serving.suite import build
-from conftest import make_settings
 
 
 def _modes(root: Path) -> dict[str, int]:
@@ -79,7 +79,9 @@ def test_status_warns_when_a_user_widens_the_store(filled: AppContext) -> None:
     assert any(db.name in w for w in permission_warnings(data))
 
 
-def test_opening_a_store_warns_once_on_stderr(tmp_path: Path, models_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_opening_a_store_warns_once_on_stderr(
+    tmp_path: Path, models_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     data = tmp_path / "wide"
     data.mkdir(mode=0o755)
     os.chmod(data, 0o755)

@@ -100,8 +100,11 @@ def _baseline_names() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
             md.reflect(conn)
     finally:
         scratch.dispose()
-    return {t.name: (frozenset(c.name for c in t.columns), frozenset(i.name for i in t.indexes if i.name))
-            for t in md.tables.values() if t.name != "alembic_version"}
+    return {
+        t.name: (frozenset(c.name for c in t.columns), frozenset(i.name for i in t.indexes if i.name))
+        for t in md.tables.values()
+        if t.name != "alembic_version"
+    }
 
 
 def _adopt(conn: Connection) -> None:

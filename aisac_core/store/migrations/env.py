@@ -18,8 +18,14 @@ target_metadata = tables.SQLModel.metadata
 
 def _configure(*, connection: Connection | None = None, url: str | None = None, literal_binds: bool = False) -> None:
     """``context.configure`` with the options every mode shares."""
-    context.configure(connection=connection, url=url, literal_binds=literal_binds, target_metadata=target_metadata,
-                      render_as_batch=True, compare_type=True)
+    context.configure(
+        connection=connection,
+        url=url,
+        literal_binds=literal_binds,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        compare_type=True,
+    )
 
 
 def _url() -> str:

@@ -5,15 +5,11 @@ Workflow Run RO-Crate. :func:`export_run` picks one and writes it under ``<data 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from aisac_core.trace.exports.bundle import (
-    BUNDLE_FORMAT,
-    export_bundle,
-    export_dir,
-    safe_name,
-)
+from aisac_core.trace.exports.bundle import BUNDLE_FORMAT, export_bundle, export_dir, safe_name
 from aisac_core.trace.exports.html import export_html
 from aisac_core.trace.exports.markdown import export_markdown
 from aisac_core.trace.exports.prov import export_prov
@@ -29,12 +25,28 @@ if TYPE_CHECKING:
 #: export formats of :func:`export_run`.
 EXPORT_FORMATS = ("json", "markdown", "html", "prov", "rocrate")
 
-__all__ = ["BUNDLE_FORMAT", "EXPORT_FORMATS", "export_bundle", "export_dir", "export_html", "export_markdown",
-           "export_prov", "export_rocrate", "export_run"]
+__all__ = [
+    "BUNDLE_FORMAT",
+    "EXPORT_FORMATS",
+    "export_bundle",
+    "export_dir",
+    "export_html",
+    "export_markdown",
+    "export_prov",
+    "export_rocrate",
+    "export_run",
+]
 
 
-def export_run(engine: "Engine", run_id: str, fmt: str = "json", *, out_dir: Path,
-               current_pins: Callable[[], dict[str, Any]], images: EvidenceImages | None = None) -> Exported:
+def export_run(
+    engine: Engine,
+    run_id: str,
+    fmt: str = "json",
+    *,
+    out_dir: Path,
+    current_pins: Callable[[], dict[str, Any]],
+    images: EvidenceImages | None = None,
+) -> Exported:
     """Export a run: ``json`` -> ``{format, path, bundle}``; ``markdown`` -> ``{format, path, markdown}``;
     ``html`` -> ``{format, path, bytes}`` (the page is not repeated in the result: open the file); ``prov`` ->
     ``{format, path, prov}`` (PROV-JSON dict); ``rocrate`` -> ``{format, path (folder), zip, summary}``. The

@@ -9,13 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.trace.pins import run_pins
-from aisac_core.trace.queries import (
-    event_dict,
-    require_events,
-    run_anchors,
-    run_inputs,
-    run_summary,
-)
+from aisac_core.trace.queries import event_dict, require_events, run_anchors, run_inputs, run_summary
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -36,14 +30,21 @@ def export_dir(data_dir: Path) -> Path:
     return d
 
 
-def export_bundle(engine: "Engine", run_id: str, current_pins: dict[str, Any]) -> dict[str, Any]:
+def export_bundle(engine: Engine, run_id: str, current_pins: dict[str, Any]) -> dict[str, Any]:
     """The JSON bundle of a run: ``{format, exported_at, run (summary), pins (recorded), current_pins (given: the
     store's configuration now, :func:`aisac_core.trace.pins.config_pins`), events (with arguments, stored result
     and hashes), inputs (pinned input files), anchors (cited)}``. Raises TraceError for an unknown run."""
     rows = require_events(engine, run_id)
-    return {"format": BUNDLE_FORMAT, "exported_at": datetime.now(UTC).isoformat(), "run": run_summary(rows),
-            "pins": run_pins(engine, run_id), "current_pins": current_pins,
-            "events": [event_dict(r) for r in rows],
-            "inputs": [{"event_id": i.event_id, "path": i.path, "sha256": i.sha256, "size": i.size,
-                        "source": i.source} for i in run_inputs(engine, run_id)],
-            "anchors": run_anchors(rows)}
+    return {
+        "format": BUNDLE_FORMAT,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "run": run_summary(rows),
+        "pins": run_pins(engine, run_id),
+        "current_pins": current_pins,
+        "events": [event_dict(r) for r in rows],
+        "inputs": [
+            {"event_id": i.event_id, "path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source}
+            for i in run_inputs(engine, run_id)
+        ],
+        "anchors": run_anchors(rows),
+    }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from aisac_core.trace.evidence_images import EvidenceImages
 
 
-def export_html(engine: "Engine", run_id: str, *, images: EvidenceImages | None = None) -> str:
+def export_html(engine: Engine, run_id: str, *, images: EvidenceImages | None = None) -> str:
     """The run page of ``run_id`` as a standalone HTML document (see the module docstring). ``images``: the
     store's page images (:class:`~aisac_core.trace.evidence_images.EvidenceImages`) to embed the cited passages'
     PDF pages (PNG, highlighted; indexed PDFs of this store only); None embeds none. Raises TraceError for an
@@ -34,14 +34,25 @@ def export_html(engine: "Engine", run_id: str, *, images: EvidenceImages | None 
         img = images.image(card) if images is not None else None
         if img is None:
             return None
-        return {"src": "data:image/png;base64," + base64.b64encode(img.png).decode("ascii"), "width": img.width,
-                "height": img.height, "rects": img.rects, "found": img.found}
+        return {
+            "src": "data:image/png;base64," + base64.b64encode(img.png).decode("ascii"),
+            "width": img.width,
+            "height": img.height,
+            "rects": img.rects,
+            "found": img.found,
+        }
 
-    body = render_run(dict(data), verify=dict(verify_run(engine, run_id)), page_image=page_image,
-                      run_href=lambda rid: f"{safe_name(rid)}.html")  # that run's export, beside this one
+    body = render_run(
+        dict(data),
+        verify=dict(verify_run(engine, run_id)),
+        page_image=page_image,
+        run_href=lambda rid: f"{safe_name(rid)}.html",
+    )  # that run's export, beside this one
     title = html.escape(f"aisac run {run_id}")
-    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
-            f"<title>{title}</title><meta name=viewport content='width=device-width,initial-scale=1'>"
-            "<meta name=generator content=aisac>"
-            f"<style>{CSS}</style></head><body><header><span>aisac run report</span><span class=mut>"
-            f"{html.escape(run_id)}</span></header><main>{body}</main></body></html>")
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>{title}</title><meta name=viewport content='width=device-width,initial-scale=1'>"
+        "<meta name=generator content=aisac>"
+        f"<style>{CSS}</style></head><body><header><span>aisac run report</span><span class=mut>"
+        f"{html.escape(run_id)}</span></header><main>{body}</main></body></html>"
+    )

@@ -22,17 +22,24 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 #: configuration pins shown in the summary, in order.
-SHOWN_PINS = ("embedding_model_id", "sparse_model", "index_fingerprint", "parser_revision", "pdf_pipeline",
-              "chunk_max_tokens", "retrieval")
+SHOWN_PINS = (
+    "embedding_model_id",
+    "sparse_model",
+    "index_fingerprint",
+    "parser_revision",
+    "pdf_pipeline",
+    "chunk_max_tokens",
+    "retrieval",
+)
 
 
 def _cell(s: Any, limit: int = 400) -> str:
     """Text for a Markdown table cell: one line, pipes escaped, cut after ``limit`` characters."""
     text = " ".join(str("-" if s is None or s == "" else s).split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def export_markdown(engine: "Engine", run_id: str) -> str:
+def export_markdown(engine: Engine, run_id: str) -> str:
     """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
     opening the vector store. Raises TraceError for an unknown run."""
     data = get_run(engine, run_id, include_results=True)
@@ -44,8 +51,11 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
         lines += [f"**Question:** {r['question']}", ""]
     kinds = ", ".join(f"{k}: {v}" for k, v in run["by_kind"].items())
     statuses = ", ".join(f"{k}: {v}" for k, v in run["by_status"].items())
-    lines += [f"- started: {run['started_at']} · {run['duration_s']} s · {run['events']} events ({kinds})",
-              f"- status: {statuses} · servers: {', '.join(run['servers'])}", ""]
+    lines += [
+        f"- started: {run['started_at']} · {run['duration_s']} s · {run['events']} events ({kinds})",
+        f"- status: {statuses} · servers: {', '.join(run['servers'])}",
+        "",
+    ]
     v = r["verdict"]
     if r["answer"]:
         lines += ["## Answer", "", r["answer"]["text"].strip(), ""]
@@ -57,8 +67,12 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
     else:
         cards, title = r["retrieved"], "Evidence (retrieved; no answer recorded)"
     if cards:
-        lines += [f"## {title}", "", "| # | source | page | section | score | verification | passage |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {title}",
+            "",
+            "| # | source | page | section | score | verification | passage |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for i, c in enumerate(cards, 1):
             chk: dict[str, Any] = dict(checked.get(c["chunk_id"]) or {})
             status = chk.get("status") or "-"
@@ -66,8 +80,10 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
                 status += f" ({chk['anchor_status']})"
             source = c.get("title") or Path(c.get("path") or "?").name
             score = f"{c['score']:.3f}" if isinstance(c.get("score"), (int, float)) else "-"
-            lines.append(f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
-                         f"{_cell(c.get('section'), 120)} | {score} | {status} | {_cell(c.get('quote') or c.get('text'))} |")
+            lines.append(
+                f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
+                f"{_cell(c.get('section'), 120)} | {score} | {status} | {_cell(c.get('quote') or c.get('text'))} |"
+            )
         lines.append("")
     if v or r["critiques"]:
         lines += ["## Evaluation", ""]
@@ -75,30 +91,44 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
             gates = ", ".join(f"{k} {'ok' if g['passed'] else 'failed'}" for k, g in v["gates"].items())
             judged = "" if v["content_judged"] else " · content: not judged (no model)"
             lines += [f"- verdict: **{v['label']}**{judged}" + (f" · gates: {gates}" if gates else "")]
-        lines += [f"- {c['label']}{' (' + c['aspect'] + ')' if c.get('aspect') else ''}: {c['message']}"
-                  + ("" if c.get("final", True) else " (an earlier attempt, re-planned)") for c in r["critiques"]]
+        lines += [
+            f"- {c['label']}{' (' + c['aspect'] + ')' if c.get('aspect') else ''}: {c['message']}"
+            + ("" if c.get("final", True) else " (an earlier attempt, re-planned)")
+            for c in r["critiques"]
+        ]
         lines.append("")
     plan = r["plan"]
     if plan and plan["nodes"]:
         deps: dict[str, list[str]] = {}
         for a, b in plan["edges"]:
             deps.setdefault(b, []).append(a)
-        lines += ["## Plan", ""] + [
-            f"{i}. {n['label']}" + (f" (`{n['tool'] or n['helper']}`)" if n.get("tool") or n.get("helper") else "")
-            + (f", after {', '.join(deps[n['id']])}" if deps.get(n["id"]) else "")
-            for i, n in enumerate(plan["nodes"], 1)] + [""]
+        lines += (
+            ["## Plan", ""]
+            + [
+                f"{i}. {n['label']}"
+                + (f" (`{n['tool'] or n['helper']}`)" if n.get("tool") or n.get("helper") else "")
+                + (f", after {', '.join(deps[n['id']])}" if deps.get(n["id"]) else "")
+                for i, n in enumerate(plan["nodes"], 1)
+            ]
+            + [""]
+        )
     if r["errors"]:
-        lines += ["## Errors", ""] + [f"- event {x['id']} `{x['tool']}` ({x['status']}): {x['error']}"
-                                      for x in r["errors"]] + [""]
+        lines += (
+            ["## Errors", ""]
+            + [f"- event {x['id']} `{x['tool']}` ({x['status']}): {x['error']}" for x in r["errors"]]
+            + [""]
+        )
     lines += ["## Steps", ""]
 
     def emit(nodes: list[dict[str, Any]], depth: int) -> None:
         for ev in nodes:
             args = json.dumps(ev["arguments"], ensure_ascii=False) if not isinstance(ev["arguments"], str) else ""
             args = args if len(args) <= 200 else args[:199] + "…"
-            lines.append(f"{'  ' * depth}- **{ev['tool']}** ({ev['kind']}, {ev['status']}, {ev['latency_ms']:.1f} ms)"
-                         f" `{args}` → {ev['result_summary'] or ev['error'] or ''} (event {ev['id']}, result sha256 "
-                         f"`{(ev['result_sha256'] or '-')[:12]}`)")
+            lines.append(
+                f"{'  ' * depth}- **{ev['tool']}** ({ev['kind']}, {ev['status']}, {ev['latency_ms']:.1f} ms)"
+                f" `{args}` → {ev['result_summary'] or ev['error'] or ''} (event {ev['id']}, result sha256 "
+                f"`{(ev['result_sha256'] or '-')[:12]}`)"
+            )
             emit(ev["children"], depth + 1)
 
     emit(data.get("tree", []), 0)
@@ -111,6 +141,7 @@ def export_markdown(engine: "Engine", run_id: str) -> str:
                 lines.append(f"| {k} | `{_cell(val, 300)}` |")
     inputs = run_inputs(engine, run_id)
     if inputs:
-        lines += ["", "## Input files", ""] + [f"- `{i.path}` sha256 `{(i.sha256 or '-')[:16]}` ({i.source})"
-                                               for i in inputs]
+        lines += ["", "## Input files", ""] + [
+            f"- `{i.path}` sha256 `{(i.sha256 or '-')[:16]}` ({i.source})" for i in inputs
+        ]
     return "\n".join(lines) + "\n"

@@ -27,9 +27,12 @@ def export_prov(b: dict[str, Any]) -> dict[str, Any]:
     doc = ProvDocument()
     doc.set_default_namespace("https://aisac.invalid/")
     doc.add_namespace("aisac", "https://aisac.invalid/ns#")
-    run_act = doc.activity(f"run/{safe_name(run_id)}", datetime.fromisoformat(b["run"]["started_at"]),
-                           datetime.fromisoformat(b["run"]["last_event_at"]),
-                           {"prov:type": "aisac:Run", "aisac:run_id": run_id})
+    run_act = doc.activity(
+        f"run/{safe_name(run_id)}",
+        datetime.fromisoformat(b["run"]["started_at"]),
+        datetime.fromisoformat(b["run"]["last_event_at"]),
+        {"prov:type": "aisac:Run", "aisac:run_id": run_id},
+    )
     agents: dict[str, Any] = {}
     docs: dict[str, Any] = {}
 
@@ -42,25 +45,40 @@ def export_prov(b: dict[str, Any]) -> dict[str, Any]:
     def document(path: str, sha: str | None) -> Any:
         key = f"file/{sha or sha256_text(path)}"
         if key not in docs:
-            docs[key] = doc.entity(key, {"prov:type": "aisac:Document", "prov:location": path,
-                                         "aisac:sha256": sha or ""})
+            docs[key] = doc.entity(
+                key, {"prov:type": "aisac:Document", "prov:location": path, "aisac:sha256": sha or ""}
+            )
         return docs[key]
 
     acts: dict[int, Any] = {}
     for e in b["events"]:
-        act = doc.activity(f"event/{e['id']}", datetime.fromisoformat(e["started_at"]),
-                           datetime.fromisoformat(e["created_at"]),
-                           {"prov:type": f"aisac:{e['kind']}", "prov:label": e["tool"], "aisac:tool": e["tool"],
-                            "aisac:status": e["status"], "aisac:latency_ms": e["latency_ms"],
-                            "aisac:arguments_sha256": e["arguments_sha256"]})
+        act = doc.activity(
+            f"event/{e['id']}",
+            datetime.fromisoformat(e["started_at"]),
+            datetime.fromisoformat(e["created_at"]),
+            {
+                "prov:type": f"aisac:{e['kind']}",
+                "prov:label": e["tool"],
+                "aisac:tool": e["tool"],
+                "aisac:status": e["status"],
+                "aisac:latency_ms": e["latency_ms"],
+                "aisac:arguments_sha256": e["arguments_sha256"],
+            },
+        )
         acts[e["id"]] = act
         who = agent(e["tool"], "role") if e["kind"] == "role_step" else agent(e["server"], "server")
         doc.wasAssociatedWith(act, who)
         parent = acts.get(e["parent_id"]) if e["parent_id"] is not None else None
         doc.wasInformedBy(act, parent if parent is not None else run_act)
         if e["result_sha256"]:
-            res = doc.entity(f"result/{e['id']}", {"prov:type": "aisac:Result", "aisac:sha256": e["result_sha256"],
-                                                  "prov:label": e["result_summary"][:200]})
+            res = doc.entity(
+                f"result/{e['id']}",
+                {
+                    "prov:type": "aisac:Result",
+                    "aisac:sha256": e["result_sha256"],
+                    "prov:label": e["result_summary"][:200],
+                },
+            )
             doc.wasGeneratedBy(res, act)
             for a in find_anchors(e["result"]):
                 d = document(a.get("path") or "", a.get("sha256"))

@@ -18,16 +18,18 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 #: the RO-Crate profiles the crate declares (Process Run, Workflow Run, Workflow RO-Crate).
-PROFILES = ("https://w3id.org/ro/wfrun/process/0.5", "https://w3id.org/ro/wfrun/workflow/0.5",
-            "https://w3id.org/workflowhub/workflow-ro-crate/1.0")
+PROFILES = (
+    "https://w3id.org/ro/wfrun/process/0.5",
+    "https://w3id.org/ro/wfrun/workflow/0.5",
+    "https://w3id.org/workflowhub/workflow-ro-crate/1.0",
+)
 
 
 def _status_of(st: str) -> dict[str, str]:
-    return {"@id": "http://schema.org/CompletedActionStatus" if st == "ok"
-            else "http://schema.org/FailedActionStatus"}
+    return {"@id": "http://schema.org/CompletedActionStatus" if st == "ok" else "http://schema.org/FailedActionStatus"}
 
 
-def export_rocrate(engine: "Engine", b: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+def export_rocrate(engine: Engine, b: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """A Workflow Run RO-Crate of a run, from its JSON bundle ``b``
     (:func:`~aisac_core.trace.exports.bundle.export_bundle`).
 
@@ -52,55 +54,111 @@ def export_rocrate(engine: "Engine", b: dict[str, Any], out_dir: Path) -> dict[s
         (work / "prov.json").write_text(json.dumps(export_prov(b), indent=1), encoding="utf-8")
         crate = ROCrate()
         crate.name = f"aisac run {run_id}"
-        crate.description = (f"Provenance of aisac run {run_id}: {b['run']['events']} events, "
-                             f"{b['run']['errors']} errors, servers {', '.join(b['run']['servers'])}")
+        crate.description = (
+            f"Provenance of aisac run {run_id}: {b['run']['events']} events, "
+            f"{b['run']['errors']} errors, servers {', '.join(b['run']['servers'])}"
+        )
         for p in profiles:
-            crate.add(ContextEntity(crate, p, properties={"@type": "CreativeWork", "name": p.rsplit("/", 2)[-2],
-                                                           "version": p.rsplit("/", 1)[-1]}))
+            crate.add(
+                ContextEntity(
+                    crate,
+                    p,
+                    properties={"@type": "CreativeWork", "name": p.rsplit("/", 2)[-2], "version": p.rsplit("/", 1)[-1]},
+                )
+            )
         crate.root_dataset["conformsTo"] = [{"@id": p} for p in profiles]
-        lang = crate.add(ContextEntity(crate, "https://aisac.invalid/trace-bundle", properties={
-            "@type": "ComputerLanguage", "name": "aisac trace bundle", "alternateName": BUNDLE_FORMAT}))
-        wf = crate.add_file(work / "trace.json", "trace.json", properties={
-            "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow"], "name": "aisac trace bundle",
-            "encodingFormat": "application/json", "programmingLanguage": {"@id": lang.id}})
+        lang = crate.add(
+            ContextEntity(
+                crate,
+                "https://aisac.invalid/trace-bundle",
+                properties={"@type": "ComputerLanguage", "name": "aisac trace bundle", "alternateName": BUNDLE_FORMAT},
+            )
+        )
+        wf = crate.add_file(
+            work / "trace.json",
+            "trace.json",
+            properties={
+                "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow"],
+                "name": "aisac trace bundle",
+                "encodingFormat": "application/json",
+                "programmingLanguage": {"@id": lang.id},
+            },
+        )
         crate.mainEntity = wf
-        crate.add_file(work / "trace.md", "trace.md", properties={"name": "human summary",
-                                                                  "encodingFormat": "text/markdown"})
-        crate.add_file(work / "prov.json", "prov.json", properties={"name": "W3C PROV-JSON",
-                                                                    "encodingFormat": "application/json"})
+        crate.add_file(
+            work / "trace.md", "trace.md", properties={"name": "human summary", "encodingFormat": "text/markdown"}
+        )
+        crate.add_file(
+            work / "prov.json", "prov.json", properties={"name": "W3C PROV-JSON", "encodingFormat": "application/json"}
+        )
         apps: dict[str, Any] = {}
         files: dict[str, Any] = {}
 
         def file_ent(path: str, sha: str | None) -> Any:
             if path not in files:
                 uri = Path(path).resolve().as_uri() if path.startswith("/") else path
-                files[path] = crate.add(ContextEntity(crate, uri, properties={
-                    "@type": "File", "name": Path(path).name, **({"sha256": sha} if sha else {})}))
+                files[path] = crate.add(
+                    ContextEntity(
+                        crate,
+                        uri,
+                        properties={"@type": "File", "name": Path(path).name, **({"sha256": sha} if sha else {})},
+                    )
+                )
                 crate.root_dataset.append_to("hasPart", files[path])  # RO-Crate 1.2: data entities are parts
             return files[path]
 
         run = b["run"]
-        crate.add_action(wf, identifier="#run", properties={
-            "name": f"aisac run {run_id}", "startTime": run["started_at"], "endTime": run["last_event_at"],
-            "actionStatus": _status_of(run["status"])})
+        crate.add_action(
+            wf,
+            identifier="#run",
+            properties={
+                "name": f"aisac run {run_id}",
+                "startTime": run["started_at"],
+                "endTime": run["last_event_at"],
+                "actionStatus": _status_of(run["status"]),
+            },
+        )
         inputs_by_event: dict[int, list[dict[str, Any]]] = {}
         for i in b["inputs"]:
             inputs_by_event.setdefault(i["event_id"], []).append(i)
         for e in b["events"]:
             key = f"{e['kind']}:{e['tool']}"
             if key not in apps:
-                apps[key] = crate.add(ContextEntity(crate, f"#tool-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}",
-                                                    properties={"@type": "SoftwareApplication", "name": e["tool"],
-                                                                "description": f"aisac {e['kind']} ({e['server']})"}))
-            objs = [file_ent(a.get("path") or "", a.get("sha256")) for a in find_anchors(e.get("result"))
-                    if a.get("path")]
+                apps[key] = crate.add(
+                    ContextEntity(
+                        crate,
+                        f"#tool-{re.sub(r'[^A-Za-z0-9_.-]', '_', key)}",
+                        properties={
+                            "@type": "SoftwareApplication",
+                            "name": e["tool"],
+                            "description": f"aisac {e['kind']} ({e['server']})",
+                        },
+                    )
+                )
+            objs = [
+                file_ent(a.get("path") or "", a.get("sha256")) for a in find_anchors(e.get("result")) if a.get("path")
+            ]
             objs += [file_ent(i["path"], i["sha256"]) for i in inputs_by_event.get(e["id"], [])]
             objs = list({o.id: o for o in objs}.values())
-            res = crate.add(ContextEntity(crate, f"#result-{e['id']}", properties={
-                "@type": "PropertyValue", "name": "result sha256", "value": e["result_sha256"] or "",
-                "description": e["result_summary"][:300]}))
-            props = {"name": f"{e['tool']} (event {e['id']})", "startTime": e["started_at"], "endTime": e["created_at"],
-                     "actionStatus": _status_of(e["status"]), "description": e["kind"]}
+            res = crate.add(
+                ContextEntity(
+                    crate,
+                    f"#result-{e['id']}",
+                    properties={
+                        "@type": "PropertyValue",
+                        "name": "result sha256",
+                        "value": e["result_sha256"] or "",
+                        "description": e["result_summary"][:300],
+                    },
+                )
+            )
+            props = {
+                "name": f"{e['tool']} (event {e['id']})",
+                "startTime": e["started_at"],
+                "endTime": e["created_at"],
+                "actionStatus": _status_of(e["status"]),
+                "description": e["kind"],
+            }
             if e["error"]:
                 props["error"] = e["error"]
             if e["parent_id"] is not None:
@@ -112,6 +170,14 @@ def export_rocrate(engine: "Engine", b: dict[str, Any], out_dir: Path) -> dict[s
         zip_path = crate.write_zip(str(base) + ".zip")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"path": str(base), "zip": str(zip_path), "summary": {
-        "events": run["events"], "actions": run["events"] + 1, "files": len(files), "tools": len(apps),
-        "conforms_to": profiles}}
+    return {
+        "path": str(base),
+        "zip": str(zip_path),
+        "summary": {
+            "events": run["events"],
+            "actions": run["events"] + 1,
+            "files": len(files),
+            "tools": len(apps),
+            "conforms_to": profiles,
+        },
+    }

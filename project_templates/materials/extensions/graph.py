@@ -12,7 +12,9 @@ from __future__ import annotations
 def augment(graph: dict) -> dict:
     """Add the ``formula_check`` tool node (runs before the plan's steps, its result counts as evidence)."""
     graph["nodes"]["formula_check"] = {
-        "kind": "tool", "tool": "project_formulas_in_text", "arguments": {"text": "{task}"},
+        "kind": "tool",
+        "tool": "project_formulas_in_text",
+        "arguments": {"text": "{task}"},
         "description": "molar masses of the chemical formulas named in the question",
     }
     graph["edges"].append({"from": "planner", "to": "formula_check"})

@@ -50,13 +50,16 @@ def _parse_group(text: str, formula: str) -> dict[str, float]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise ValueError(f"cannot read {formula!r} at {text[pos:]!r}: use element symbols (Fe, not fe), digits "
-                             "and parentheses")
+            raise ValueError(
+                f"cannot read {formula!r} at {text[pos:]!r}: use element symbols (Fe, not fe), digits and parentheses"
+            )
         el, num, opn, cls = m.group(1), m.group(2), m.group(3), m.group(4)
         if el:
             if el not in _table():
-                raise ValueError(f"unknown element {el!r} in {formula!r} (the template's element table has "
-                                 f"{len(_table())} elements: add a row to data/tables/elements.csv)")
+                raise ValueError(
+                    f"unknown element {el!r} in {formula!r} (the template's element table has "
+                    f"{len(_table())} elements: add a row to data/tables/elements.csv)"
+                )
             stack[-1][el] = stack[-1].get(el, 0.0) + 1.0
             last = el
         elif num:
@@ -105,9 +108,12 @@ def molar_mass(formula: str) -> dict:
     table = _table()
     masses = {el: n * float(table[el]["atomic_weight"]) for el, n in comp.items()}
     total = sum(masses.values())
-    return {"formula": formula, "composition": {k: round(v, 6) for k, v in comp.items()},
-            "molar_mass_g_per_mol": round(total, 3),
-            "mass_fractions": {k: round(v / total, 5) for k, v in masses.items()}}
+    return {
+        "formula": formula,
+        "composition": {k: round(v, 6) for k, v in comp.items()},
+        "molar_mass_g_per_mol": round(total, 3),
+        "mass_fractions": {k: round(v / total, 5) for k, v in masses.items()},
+    }
 
 
 def element(symbol: str) -> dict:
@@ -124,8 +130,12 @@ def element(symbol: str) -> dict:
     row = _table().get(symbol.strip())
     if row is None:
         raise ValueError(f"element {symbol!r} is not in the template's table; symbols are case-sensitive (Fe, Co)")
-    return {"symbol": row["symbol"], "name": row["name"], "atomic_number": int(row["atomic_number"]),
-            "atomic_weight_g_per_mol": float(row["atomic_weight"])}
+    return {
+        "symbol": row["symbol"],
+        "name": row["name"],
+        "atomic_number": int(row["atomic_number"]),
+        "atomic_weight_g_per_mol": float(row["atomic_weight"]),
+    }
 
 
 def theoretical_capacity(formula: str, electrons: float = 1.0) -> dict:
@@ -144,8 +154,12 @@ def theoretical_capacity(formula: str, electrons: float = 1.0) -> dict:
     if not electrons > 0:
         raise ValueError(f"electrons must be > 0, got {electrons}")
     mm = molar_mass(formula)["molar_mass_g_per_mol"]
-    return {"formula": formula, "electrons": electrons, "molar_mass_g_per_mol": mm,
-            "capacity_mAh_per_g": round(electrons * FARADAY / (3.6 * mm), 2)}
+    return {
+        "formula": formula,
+        "electrons": electrons,
+        "molar_mass_g_per_mol": mm,
+        "capacity_mAh_per_g": round(electrons * FARADAY / (3.6 * mm), 2),
+    }
 
 
 _CANDIDATE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Z][a-z]?|[(\[]|[)\]]|\d+(?:\.\d+)?|[·*])+(?![A-Za-z])")
@@ -181,6 +195,9 @@ def formulas_in_text(text: str) -> dict:
             res = molar_mass(cand)
         except ValueError:
             continue
-        found[cand] = {"formula": cand, "molar_mass_g_per_mol": res["molar_mass_g_per_mol"],
-                       "composition": res["composition"]}
+        found[cand] = {
+            "formula": cand,
+            "molar_mass_g_per_mol": res["molar_mass_g_per_mol"],
+            "composition": res["composition"],
+        }
     return {"formulas": list(found.values()), "count": len(found)}

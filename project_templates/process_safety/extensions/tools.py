@@ -41,8 +41,9 @@ def _nfpa(fp: float, bp: float) -> int:
     return 1
 
 
-def hazard_score(flash_point_c: float, boiling_point_c: float, lfl_vol_pct: float | None = None,
-                 ufl_vol_pct: float | None = None) -> dict:
+def hazard_score(
+    flash_point_c: float, boiling_point_c: float, lfl_vol_pct: float | None = None, ufl_vol_pct: float | None = None
+) -> dict:
     """Flammability classification and a 0-100 hazard score of a liquid.
 
     Args:
@@ -58,8 +59,10 @@ def hazard_score(flash_point_c: float, boiling_point_c: float, lfl_vol_pct: floa
         ValueError: boiling point below flash point, limits given singly or out of order.
     """
     if boiling_point_c < flash_point_c:
-        raise ValueError(f"boiling point {boiling_point_c} °C is below the flash point {flash_point_c} °C; check the "
-                         "values (both in °C)")
+        raise ValueError(
+            f"boiling point {boiling_point_c} °C is below the flash point {flash_point_c} °C; check the "
+            "values (both in °C)"
+        )
     if (lfl_vol_pct is None) != (ufl_vol_pct is None):
         raise ValueError("give both lfl_vol_pct and ufl_vol_pct, or neither")
     rng = None
@@ -69,9 +72,13 @@ def hazard_score(flash_point_c: float, boiling_point_c: float, lfl_vol_pct: floa
         rng = round(ufl_vol_pct - lfl_vol_pct, 3)
     nfpa = _nfpa(flash_point_c, boiling_point_c)
     score = 60 * nfpa / 4 + (40 * min(rng, 40) / 40 if rng is not None else 0)
-    return {"ghs_category": _ghs_category(flash_point_c, boiling_point_c), "nfpa_flammability": nfpa,
-            "flammable_range_vol_pct": rng, "hazard_score": round(score, 1),
-            "basis": "GHS Rev.9 table 2.6.1; NFPA 704; score = 60*NFPA/4 + 40*min(UFL-LFL, 40)/40 (template's own)"}
+    return {
+        "ghs_category": _ghs_category(flash_point_c, boiling_point_c),
+        "nfpa_flammability": nfpa,
+        "flammable_range_vol_pct": rng,
+        "hazard_score": round(score, 1),
+        "basis": "GHS Rev.9 table 2.6.1; NFPA 704; score = 60*NFPA/4 + 40*min(UFL-LFL, 40)/40 (template's own)",
+    }
 
 
 def substance_hazard(substance: str) -> dict:
@@ -89,10 +96,19 @@ def substance_hazard(substance: str) -> dict:
         rows = {r["substance"].lower(): r for r in csv.DictReader(f)}
     row = rows.get(substance.strip().lower())
     if row is None:
-        raise ValueError(f"{substance!r} is not in data/tables/substances.csv (it lists {', '.join(sorted(rows))}); "
-                         "add a row or call project_hazard_score with the values")
-    res = hazard_score(float(row["flash_point_c"]), float(row["boiling_point_c"]), float(row["lfl_vol_pct"]),
-                       float(row["ufl_vol_pct"]))
-    return {"substance": row["substance"], "cas": row["cas"], "flash_point_c": float(row["flash_point_c"]),
-            "boiling_point_c": float(row["boiling_point_c"]), "lfl_vol_pct": float(row["lfl_vol_pct"]),
-            "ufl_vol_pct": float(row["ufl_vol_pct"]), **res}
+        raise ValueError(
+            f"{substance!r} is not in data/tables/substances.csv (it lists {', '.join(sorted(rows))}); "
+            "add a row or call project_hazard_score with the values"
+        )
+    res = hazard_score(
+        float(row["flash_point_c"]), float(row["boiling_point_c"]), float(row["lfl_vol_pct"]), float(row["ufl_vol_pct"])
+    )
+    return {
+        "substance": row["substance"],
+        "cas": row["cas"],
+        "flash_point_c": float(row["flash_point_c"]),
+        "boiling_point_c": float(row["boiling_point_c"]),
+        "lfl_vol_pct": float(row["lfl_vol_pct"]),
+        "ufl_vol_pct": float(row["ufl_vol_pct"]),
+        **res,
+    }

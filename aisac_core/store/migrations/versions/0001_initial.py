@@ -19,9 +19,23 @@ branch_labels = None
 depends_on = None
 
 #: in creation order (downgrade drops them in reverse)
-TABLES = ["document", "documentcontent", "catalogentry", "job", "traceevent", "memory_session", "turn", "fact",
-          "storemeta", "lit_cache", "data_frame", "trace_input", "trace_run_pin", "roles_model_cache",
-          "roles_submission"]
+TABLES = [
+    "document",
+    "documentcontent",
+    "catalogentry",
+    "job",
+    "traceevent",
+    "memory_session",
+    "turn",
+    "fact",
+    "storemeta",
+    "lit_cache",
+    "data_frame",
+    "trace_input",
+    "trace_run_pin",
+    "roles_model_cache",
+    "roles_submission",
+]
 
 
 def upgrade() -> None:

@@ -34,8 +34,7 @@ def upgrade() -> None:
     for table, columns in WIDENED.items():
         with op.batch_alter_table(table) as batch:
             for name, nullable in columns:
-                batch.alter_column(name, existing_type=sa.Integer(), type_=sa.BigInteger(),
-                                   existing_nullable=nullable)
+                batch.alter_column(name, existing_type=sa.Integer(), type_=sa.BigInteger(), existing_nullable=nullable)
     with op.batch_alter_table("job") as batch:
         batch.add_column(sa.Column("lease_owner", AutoString(), nullable=True))
         batch.add_column(sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True))
@@ -54,5 +53,4 @@ def downgrade() -> None:
     for table, columns in WIDENED.items():
         with op.batch_alter_table(table) as batch:
             for name, nullable in columns:
-                batch.alter_column(name, existing_type=sa.BigInteger(), type_=sa.Integer(),
-                                   existing_nullable=nullable)
+                batch.alter_column(name, existing_type=sa.BigInteger(), type_=sa.Integer(), existing_nullable=nullable)
