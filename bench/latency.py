@@ -137,12 +137,11 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
 
 def in_process(core: Any, queries: list[str], warm: list[str], mode: str) -> list[float]:
     """Latency (ms) of each query through :func:`aisac_core.rag.search.search` (k = 10) in ``mode``."""
-    from aisac_core.rag.embeddings import _cached_query
     from aisac_core.rag.search import search
 
     for w in warm:
         search(core.rag, w, k=10, mode=mode)
-    _cached_query.cache_clear()
+    core.embedder.clear_query_cache()
     out = []
     for q in queries:
         t0 = time.perf_counter()

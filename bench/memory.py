@@ -24,7 +24,6 @@ from typing import Any
 from sqlmodel import Session
 
 from aisac_core.memory import DIALOGUE
-from aisac_core.rag.embeddings import _cached_query
 from aisac_core.store.tables import MemorySession, Turn
 
 from . import cranfield
@@ -122,7 +121,7 @@ def bench_recall(core: Any, queries: list[str], warm: list[str]) -> tuple[list[f
     sid = f"ses-bench{SESSIONS - 1:04d}"
     for w in warm:
         core.memory.recall(sid, w, last_n=10, k=5, token_budget=2000)
-    _cached_query.cache_clear()
+    core.embedder.clear_query_cache()
     out = []
     res: dict[str, Any] = {}
     for q in queries:

@@ -93,9 +93,8 @@ def run_aisac(
     returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding cache is cleared
     first, so every run's latencies include embedding its queries."""
     from aisac_core.rag import search as retrieval
-    from aisac_core.rag.embeddings import _cached_query
 
-    _cached_query.cache_clear()
+    core.embedder.clear_query_cache()
     saved = {name: getattr(retrieval, name) for name in ["FUSION", *(overrides or {})]}
     if fusion:
         retrieval.FUSION = fusion

@@ -251,6 +251,10 @@ class Embedder:
         self._load()
         return list(self._query_vectors(text))
 
+    def clear_query_cache(self) -> None:
+        """Forget the cached query vectors (benchmarks measure the embedding of every query)."""
+        self._query_vectors.cache_clear()
+
     def _dense_query(self, text: str) -> tuple[float, ...]:
         return tuple(next(iter(self._dense.query_embed([text]))).tolist())
 

@@ -67,10 +67,8 @@ class InputPin(TypedDict):
     source: str | None
 
 
-class EventDict(TypedDict):
-    """One recorded event (:func:`aisac_core.trace.queries.event_dict`); ``result`` and ``result_truncated`` only
-    with the stored result."""
-
+class _EventKeys(TypedDict):
+    # the keys of every recorded event (EventDict, EventDetail)
     id: int
     run_id: str
     kind: str
@@ -87,28 +85,18 @@ class EventDict(TypedDict):
     result_sha256: str | None
     anchor_ids: list[str]
     result_summary: str
+
+
+class EventDict(_EventKeys):
+    """One recorded event (:func:`aisac_core.trace.queries.event_dict`); ``result`` and ``result_truncated`` only
+    with the stored result."""
+
     result: NotRequired[Any]
     result_truncated: NotRequired[bool]
 
 
 @with_config(FORBID)
-class EventDetail(TypedDict):
-    id: int
-    run_id: str
-    kind: str
-    parent_id: int | None
-    server: str
-    tool: str
-    status: str
-    error: str | None
-    latency_ms: float | None
-    started_at: str
-    created_at: str
-    arguments: Any
-    arguments_sha256: str
-    result_sha256: str | None
-    anchor_ids: list[str]
-    result_summary: str
+class EventDetail(_EventKeys):
     result: Any
     result_truncated: bool
     children: list[int]

@@ -24,7 +24,6 @@ from pydantic_settings import SettingsError
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, settings_drift
-from aisac_core.rag.status import store_status
 from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
 from aisac_core.settings_messages import settings_errors
 
@@ -209,6 +208,8 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
     full, jobs = anyio.run(remote)
     if full is not None:
         return full
+    from aisac_core.rag.status import store_status  # the rag modules load here: `aisac --help` stays fast
+
     core = AppContext(settings)
     try:
         return dict(store_status(_StatusCore(core, None), _OwnerJobs(jobs)))  # type: ignore[arg-type]  # stand-ins
