@@ -253,7 +253,10 @@ async def _request(
         "repair": repair,
         "prompt": messages[-1]["content"][:4000],
     }
-    if cached_text is not None:
+
+    async def trace(result: dict[str, Any] | None, status: str, error: str | None) -> None:
+        """One ``model_call`` trace event of this request (off the event loop)."""
+        latency_ms = (time.perf_counter() - t0) * 1000
         await anyio.to_thread.run_sync(
             lambda: record_tool_call(
                 engine,
@@ -261,14 +264,17 @@ async def _request(
                 server="roles",
                 tool=f"{role}.model",
                 arguments=args,
-                result={"text": cached_text, "cached": True},
-                status="ok",
-                error=None,
-                latency_ms=(time.perf_counter() - t0) * 1000,
+                result=result,
+                status=status,
+                error=error,
+                latency_ms=latency_ms,
                 kind="model_call",
                 parent_id=parent_id,
             )
         )
+
+    if cached_text is not None:
+        await trace({"text": cached_text, "cached": True}, "ok", None)
         return cached_text, key, True
     try:
         text = await backend.complete(messages, key=key)
@@ -276,40 +282,12 @@ async def _request(
         raise
     except RoleModelError as exc:
         msg = str(exc)
-        await anyio.to_thread.run_sync(
-            lambda: record_tool_call(
-                engine,
-                run_id=run_id,
-                server="roles",
-                tool=f"{role}.model",
-                arguments=args,
-                result=None,
-                status="exception",
-                error=msg,
-                latency_ms=(time.perf_counter() - t0) * 1000,
-                kind="model_call",
-                parent_id=parent_id,
-            )
-        )
+        await trace(None, "exception", msg)
         raise
     await anyio.to_thread.run_sync(
         lambda: cache_put(
             engine, key, backend=backend.name, model=backend.model, role=role, request=request, response=text
         )
     )
-    await anyio.to_thread.run_sync(
-        lambda: record_tool_call(
-            engine,
-            run_id=run_id,
-            server="roles",
-            tool=f"{role}.model",
-            arguments=args,
-            result={"text": text, "cached": False},
-            status="ok",
-            error=None,
-            latency_ms=(time.perf_counter() - t0) * 1000,
-            kind="model_call",
-            parent_id=parent_id,
-        )
-    )
+    await trace({"text": text, "cached": False}, "ok", None)
     return text, key, False
