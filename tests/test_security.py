@@ -78,6 +78,10 @@ def store(tmp_path, models_dir) -> Path:  # noqa: ANN001
 @pytest.mark.anyio
 async def test_non_loopback_bind_requires_the_generated_token(store):
     with serve_http(store, "--host", "0.0.0.0") as (url, _proc):
+        # the socket listens a moment before owner.json is written: wait for the file, not only the port
+        deadline = time.monotonic() + 30
+        while not (store / "owner.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         token = json.loads((store / "owner.json").read_text())["token"]  # also printed on stderr at start
         assert token and len(token) >= 40
         async with httpx.AsyncClient(timeout=30) as http:
