@@ -177,6 +177,11 @@ class DataSettings(BaseSettings):
     #: applies to data_load and to indexing
     max_unpacked_mb: float = Field(default=512.0, gt=0)
     max_unpack_ratio: float = Field(default=100.0, gt=1)
+    #: one workbook sheet: most cells read (in the file, and in its grid with long empty runs cut) and most cells
+    #: covered by merged ranges; a sheet past either is refused with an error naming the setting, the other sheets
+    #: still load (aisac_core.data.sheetgrid)
+    max_sheet_cells: int = Field(default=2_000_000, gt=0)
+    max_merged_cells: int = Field(default=200_000, gt=0)
 
 
 class SandboxSettings(BaseSettings):

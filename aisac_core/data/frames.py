@@ -38,6 +38,7 @@ from aisac_core.data.results import (
     QueryResult,
     ToSessionResult,
 )
+from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.settings import DataSettings
@@ -294,6 +295,7 @@ class FrameRegistry:
             loader,
             p,
             limits=self.limits,
+            sheet_limits=SheetLimits(int(s.max_sheet_cells), int(s.max_merged_cells)),
             sheet=sheet,
             header_rows=header_rows,
             skip_rows=skip_rows,
@@ -302,6 +304,9 @@ class FrameRegistry:
         )
         notes = [n for x in loaded if x[1] is None for n in x[3]]  # empty sheets, skipped
         if all(x[1] is None for x in loaded):
+            errors = [x[2]["error"] for x in loaded if x[2].get("error")]
+            if errors:
+                raise DataError(f"{p.name}: no sheet loaded: " + "; ".join(errors[:5]))
             raise DataError(f"{p.name}: every sheet is empty; nothing to load")
         common = {"kind": "file", "format": fmt, "source_path": str(p), "source_sha256": sha}
         frames: list[FrameSummary] = []

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels, unpivot
+from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_dense, read_sheet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -350,6 +351,7 @@ def load_excel(
     skip_rows: int | None = None,
     cell_range: str | None = None,
     tidy: bool = False,
+    sheet_limits: SheetLimits | None = None,
 ) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
     """The sheets of a workbook (``sheet``: a name or 0-based index, None: every sheet) as ``[(title, frame,
     options, notes)]``; an empty sheet gives ``frame`` None and a note.
@@ -363,12 +365,15 @@ def load_excel(
 
     Before openpyxl opens it, the workbook (a ZIP archive) is checked against ``limits`` (None: the defaults, 512 MB
     unpacked and ratio 100; :func:`aisac_core.archives.check_archive`), so a decompression bomb is refused without
-    being unpacked. A workbook whose drawings openpyxl cannot read is read again in read-only mode (values only).
+    being unpacked. Each sheet is read sparsely and bounded by ``sheet_limits`` (:mod:`aisac_core.data.sheetgrid`:
+    the used range from the cells, not the declared dimension; cells and merged areas limited), and loads or fails
+    on its own: a failing sheet gives ``frame`` None, ``options {"error"}`` and a note naming it.
 
     Raises:
         DataError: a workbook refused as a possible decompression bomb, one that cannot be opened, an unknown
-            sheet, ``cell_range`` without ``sheet`` on a workbook of several sheets, a malformed or out-of-sheet
-            range, ``skip_rows``/``header_rows`` leaving no data, ``tidy`` on a table with no numeric value columns.
+            sheet, ``cell_range`` without ``sheet`` on a workbook of several sheets; for the one sheet asked for by
+            ``sheet``: a malformed or out-of-sheet range, ``skip_rows``/``header_rows`` leaving no data, ``tidy`` on
+            a table with no numeric value columns, a sheet past a limit.
     """
     import openpyxl
 
@@ -380,82 +385,160 @@ def load_excel(
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
     import warnings
 
-    read_only = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # openpyxl warns about unsupported images, headers, extensions
-        try:
-            wb = openpyxl.load_workbook(path, data_only=True)
+        try:  # read-only: sheets streamed, merged ranges not expanded into cell objects (sheetgrid)
+            wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
         except Exception as exc:  # noqa: BLE001 - zipfile.BadZipFile, KeyError, InvalidFileException ...
-            try:  # e.g. a drawing relation pointing nowhere: values are still readable
-                wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
-                read_only = True
-            except Exception:  # noqa: BLE001
-                raise DataError(
-                    f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); only "
-                    ".xlsx/.xlsm are read (save .xls files as .xlsx)"
-                ) from exc
-    sheets = wb.worksheets
+            raise DataError(
+                f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); .xlsx/.xlsm are read "
+                "with openpyxl, .xls/.ods with calamine"
+            ) from exc
+    try:
+        sheets = _pick_sheets(path, list(wb.worksheets), list(wb.sheetnames), sheet, cell_range)
+
+        def read(ws: Any) -> SheetGrid:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return read_sheet(wb, ws, sheet_limits, cell_range)
+
+        return _sheets_out(sheets, read, sheet is not None, header_rows, skip_rows, cell_range, tidy)
+    finally:
+        wb.close()
+
+
+def load_calamine(
+    path: Path,
+    sheet: str | int | None,
+    header_rows: int | None,
+    *,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+    tidy: bool = False,
+    sheet_limits: SheetLimits | None = None,
+) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
+    """The sheets of an ``.xls`` (Excel 97-2003) or ``.ods`` (OpenDocument) workbook, read by pandas through its
+    ``calamine`` engine (the Rust calamine reader, package ``python-calamine``), then found and labelled exactly
+    as :func:`load_excel` does; merged ranges come from calamine (``.xls``; ``.ods`` gives none). No styles, so no
+    bold/alignment evidence. Same result, options and errors as :func:`load_excel`.
+
+    Raises:
+        DataError: a file calamine cannot open (damaged, encrypted, not that format), an unknown sheet, the errors
+            of :func:`load_excel` for the one sheet asked for.
+    """
+    import pandas as pd
+    from python_calamine import CalamineError, CalamineWorkbook
+
+    try:
+        wb = CalamineWorkbook.from_path(str(path))
+    except (CalamineError, OSError, ValueError) as exc:
+        raise DataError(
+            f"cannot open {path.name} as a {path.suffix.lower()} workbook ({type(exc).__name__}: {str(exc)[:200]}): "
+            "the file is damaged, encrypted or not that format"
+        ) from exc
+    try:
+        names = list(wb.sheet_names)
+        chosen = _pick_sheets(path, names, names, sheet, cell_range)
+
+        def read(name: str) -> SheetGrid:
+            try:
+                merged = wb.get_sheet_by_name(name).merged_cell_ranges or []
+            except (CalamineError, ValueError):
+                merged = []
+            refs = [f"{_a1(m[0])}:{_a1(m[1])}" for m in merged]
+            try:
+                df = pd.read_excel(path, sheet_name=name, header=None, engine="calamine")
+            except Exception as exc:  # noqa: BLE001 - calamine's errors vary by format
+                raise DataError(f"sheet {name!r}: calamine cannot read it ({type(exc).__name__}: {exc})") from exc
+            return read_dense(name, df.itertuples(index=False, name=None), refs, sheet_limits, cell_range)
+
+        return _sheets_out(chosen, read, sheet is not None, header_rows, skip_rows, cell_range, tidy)
+    finally:
+        wb.close()
+
+
+def _a1(rc: tuple[int, int]) -> str:
+    from aisac_core.data.regions import col_letters
+
+    return f"{col_letters(rc[1] + 1)}{rc[0] + 1}"
+
+
+def _pick_sheets(
+    path: Path, sheets: list[Any], names: list[str], sheet: str | int | None, cell_range: Any
+) -> list[Any]:
+    """The sheets asked for (a name or 0-based index; None: all). Raises DataError for an unknown sheet or a range
+    without a sheet on a workbook of several."""
     if sheet is not None:
-        if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in wb.sheetnames):
+        if isinstance(sheet, int) or (isinstance(sheet, str) and sheet.isdigit() and sheet not in names):
             k = int(sheet)
             if not 0 <= k < len(sheets):
                 raise DataError(
-                    f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) ({', '.join(wb.sheetnames)})"
+                    f"sheet index {k} out of range: {path.name} has {len(sheets)} sheet(s) ({', '.join(names)})"
                 )
             sheets = [sheets[k]]
-        elif sheet in wb.sheetnames:
-            sheets = [wb[sheet]]
+        elif sheet in names:
+            sheets = [sheets[names.index(sheet)]]
         else:
-            raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(wb.sheetnames)}")
+            raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(names)}")
     if cell_range is not None and len(sheets) > 1:
         raise DataError(
-            f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets ({', '.join(wb.sheetnames[:20])})"
+            f"range {cell_range!r} needs sheet=: {path.name} has {len(sheets)} sheets ({', '.join(names[:20])})"
         )
+    return sheets
+
+
+def _sheets_out(
+    sheets: list[Any],
+    read: Any,
+    one: bool,
+    header_rows: int | None,
+    skip_rows: int | None,
+    cell_range: str | None,
+    tidy: bool,
+) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
+    """Each sheet read (``read(sheet) -> SheetGrid``) and turned into a frame on its own: a sheet that fails (a
+    limit, a bad option, an internal error) gives ``frame`` None, ``options {"error": message}`` and a note naming
+    it, and the other sheets still load. With ``one`` (a sheet asked for by name) its error is raised."""
     out: list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]] = []
-    for ws in sheets:
-        if read_only:
-            ws.reset_dimensions()
-        grid = [list(r) for r in ws.iter_rows(values_only=True)]
-        merged: list[tuple[int, int, int, int]] = []
-        for rng in [] if read_only else ws.merged_cells.ranges:  # every cell carries the top-left value
-            v = ws.cell(rng.min_row, rng.min_col).value
-            merged.append((rng.min_row - 1, rng.min_col - 1, rng.max_row - 1, rng.max_col - 1))
-            for r in range(rng.min_row - 1, min(rng.max_row, len(grid))):
-                for c in range(rng.min_col - 1, rng.max_col):
-                    if c < len(grid[r]):
-                        grid[r][c] = v
-        if not any(_kind(v) != "empty" for row in grid for v in row):
-            if cell_range is not None:
-                raise DataError(f"sheet {ws.title!r} is empty: range {cell_range!r} holds no values")
-            out.append((ws.title, None, {}, [f"sheet {ws.title!r} is empty: skipped"]))
-            continue
-        bold = None if read_only else _bold_cells(ws, grid)
-        out.append(
-            sheet_frame(
-                ws.title,
-                grid,
-                merged,
-                bold,
+    for item in sheets:
+        title = str(getattr(item, "title", item))
+        try:
+            g = read(item)
+            if not g.n_cells:
+                if cell_range is not None:
+                    raise DataError(f"sheet {title!r} is empty: range {cell_range!r} holds no values")
+                out.append((title, None, {}, [f"sheet {title!r} is empty: skipped"]))
+                continue
+            res = sheet_frame(
+                title,
+                g.grid,
+                g.merged,
+                g.bold,
                 header_rows=header_rows,
                 skip_rows=skip_rows,
                 cell_range=cell_range,
                 tidy=tidy,
+                sheet=g,
             )
-        )
-        if read_only:
-            out[-1][3].append(
-                "read in read-only mode (openpyxl could not read the workbook's drawings): merged ranges are not filled"
+            res[3].extend(g.notes)
+            out.append(res)
+        except DataError as exc:
+            if one:
+                raise
+            text = str(exc)
+            text = text.removeprefix(f"sheet {title!r}: ")
+            msg = f"sheet {title!r} not loaded: {text}"
+            out.append((title, None, {"error": msg}, [msg]))
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one sheet's detection failure must not lose the others
+            msg = (
+                f"sheet {title!r} not loaded: the layout detection failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                "data_inspect shows its layout, then pass sheet= with range=, header_rows= or skip_rows="
             )
-    return out
-
-
-def _bold_cells(ws: Any, grid: list[list[Any]], rows: int = 60) -> set[tuple[int, int]]:
-    """(row, column) of the bold non-empty cells among the first ``rows`` rows (header evidence)."""
-    out = set()
-    for i, row in enumerate(ws.iter_rows(max_row=min(rows, len(grid)))):
-        for j, c in enumerate(row):
-            if c.value is not None and c.font is not None and c.font.b:
-                out.add((i, j))
+            if one:
+                raise DataError(msg) from exc
+            out.append((title, None, {"error": msg}, [msg]))
     return out
 
 
@@ -469,12 +552,24 @@ def sheet_frame(
     skip_rows: int | None = None,
     cell_range: str | None = None,
     tidy: bool = False,
+    sheet: SheetGrid | None = None,
 ) -> tuple[str, pd.DataFrame, dict[str, Any], list[str]]:
-    """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`).
+    """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`);
+    ``sheet``: the compact grid's :class:`SheetGrid` (its row/column maps and styles), None for a grid from A1.
     Raises DataError for bad ``header_rows``/``skip_rows``/``cell_range``, or ``tidy`` without value columns."""
     import pandas as pd
 
-    t = detect_region(grid, merged, bold, header_rows=header_rows, skip_rows=skip_rows, cell_range=cell_range)
+    rmap = sheet.rows if sheet is not None else list(range(len(grid)))
+    t = detect_region(
+        grid,
+        merged,
+        bold,
+        header_rows=header_rows,
+        skip_rows=skip_rows,
+        cell_range=cell_range,
+        rows_map=rmap,
+        cols_map=sheet.cols if sheet is not None else None,
+    )
     cols, names = t["columns"], t["names"]
     rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
     notes = list(t["notes"])
@@ -545,8 +640,8 @@ def sheet_frame(
     opts = {
         "sheet": title,
         "header_rows": len(t["header"]),
-        "skipped_rows": top,
-        "data_start_row": (t["body"][0] + 1) if t["body"] else None,
+        "skipped_rows": rmap[top] if top < len(rmap) else top,
+        "data_start_row": (rmap[t["body"][0]] + 1) if t["body"] else None,
         "detected": detected,
     }
     if skip_rows:

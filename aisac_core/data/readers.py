@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
-from aisac_core.data.loaders import load_csv, load_excel, load_json, load_parquet
+from aisac_core.data.loaders import load_calamine, load_csv, load_excel, load_json, load_parquet
+from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import AisacError
 from aisac_core.rag.formats import TABLE_FORMATS
 
@@ -29,7 +30,7 @@ LoadedTable = tuple["str | None", "pd.DataFrame | None", dict[str, Any], list[st
 LOAD_OPTIONS = ("sheet", "cell_range", "tidy", "skip_rows", "header_rows")
 #: the error when a loader does not take an option that was given (the built-in loaders' terms)
 _NOT_TAKEN = {
-    "sheet": "sheet applies to Excel workbooks only; {name} is {fmt}",
+    "sheet": "sheet applies to workbooks only (.xlsx .xlsm .xls .ods); {name} is {fmt}",
     "cell_range": "range applies to Excel workbooks only; {name} is {fmt}: use skip_rows and header_rows for "
     "delimited text",
     "tidy": "tidy applies to Excel workbooks only; {name} is {fmt}",
@@ -64,6 +65,7 @@ def _read_excel(
     path: Path,
     *,
     limits: ArchiveLimits | None = None,
+    sheet_limits: SheetLimits | None = None,
     sheet: str | int | None = None,
     header_rows: int | None = None,
     skip_rows: int | None = None,
@@ -71,7 +73,39 @@ def _read_excel(
     tidy: bool = False,
 ) -> list[LoadedTable]:
     return list(
-        load_excel(path, sheet, header_rows, limits, skip_rows=skip_rows, cell_range=cell_range, tidy=bool(tidy))
+        load_excel(
+            path,
+            sheet,
+            header_rows,
+            limits,
+            skip_rows=skip_rows,
+            cell_range=cell_range,
+            tidy=bool(tidy),
+            sheet_limits=sheet_limits,
+        )
+    )
+
+
+def _read_calamine(
+    path: Path,
+    *,
+    sheet_limits: SheetLimits | None = None,
+    sheet: str | int | None = None,
+    header_rows: int | None = None,
+    skip_rows: int | None = None,
+    cell_range: str | None = None,
+    tidy: bool = False,
+) -> list[LoadedTable]:
+    return list(
+        load_calamine(
+            path,
+            sheet,
+            header_rows,
+            skip_rows=skip_rows,
+            cell_range=cell_range,
+            tidy=bool(tidy),
+            sheet_limits=sheet_limits,
+        )
     )
 
 
@@ -90,7 +124,8 @@ def _read_jsonl(path: Path) -> list[LoadedTable]:
 #: the built-in loaders by kind (the values of :data:`~aisac_core.rag.formats.TABLE_FORMATS`)
 BUILTIN_LOADERS: dict[str, TableLoader] = {
     "csv": TableLoader("csv", _read_csv, frozenset({"header_rows", "skip_rows"})),
-    "excel": TableLoader("excel", _read_excel, frozenset({"limits", *LOAD_OPTIONS})),
+    "excel": TableLoader("excel", _read_excel, frozenset({"limits", "sheet_limits", *LOAD_OPTIONS})),
+    "calamine": TableLoader("calamine", _read_calamine, frozenset({"sheet_limits", *LOAD_OPTIONS})),
     "parquet": TableLoader("parquet", _read_parquet),
     "json": TableLoader("json", _read_json),
     "jsonl": TableLoader("jsonl", _read_jsonl),
@@ -123,21 +158,23 @@ def table_loader_for(loaders: Mapping[str, Callable[..., Any]], path: Path) -> C
     """
     loader = loaders.get(path.suffix.lower())
     if loader is None:
-        raise DataError(
-            f"unsupported file type {path.suffix or '(none)'!r}; supported: "
-            f"{', '.join(sorted(loaders))}"
-            + (" (save .xls workbooks as .xlsx)" if path.suffix.lower() == ".xls" else "")
-        )
+        raise DataError(f"unsupported file type {path.suffix or '(none)'!r}; supported: {', '.join(sorted(loaders))}")
     return loader
 
 
 def read_table(
-    loader: Callable[..., Any], path: Path, *, limits: ArchiveLimits | None = None, **options: Any
+    loader: Callable[..., Any],
+    path: Path,
+    *,
+    limits: ArchiveLimits | None = None,
+    sheet_limits: SheetLimits | None = None,
+    **options: Any,
 ) -> tuple[str, list[LoadedTable]]:
     """Read ``path`` with ``loader``: the one dispatch of every table loader, built-in or an extension's.
 
     ``options``: :data:`LOAD_OPTIONS` (None/False: not given); each one given must be taken by the loader
-    (``loader.options``; a plain function takes none). ``limits`` is passed to a loader that takes it. The loader
+    (``loader.options``; a plain function takes none). ``limits`` and ``sheet_limits`` (the per-sheet bounds of
+    :mod:`aisac_core.data.sheetgrid`) are passed to a loader that takes them. The loader
     returns a DataFrame or a list of :data:`LoadedTable`. Result: ``(format, [LoadedTable])``.
 
     Raises:
@@ -155,6 +192,8 @@ def read_table(
             raise DataError(_NOT_TAKEN[k].format(name=path.name, fmt=fmt))
     if "limits" in takes:
         given["limits"] = limits
+    if "sheet_limits" in takes:
+        given["sheet_limits"] = sheet_limits
     suffix = path.suffix.lower()
     try:
         res = loader(path, **given)

@@ -34,6 +34,7 @@ column-type profile as in the spreadsheet table-detection literature, e.g. Koci 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from datetime import time as dtime
@@ -175,6 +176,8 @@ def detect_region(
     header_rows: int | None = None,
     skip_rows: int | None = None,
     cell_range: str | None = None,
+    rows_map: Sequence[int] | None = None,
+    cols_map: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Find the table in ``grid`` (rows of cell values, merged cells already carrying their top-left value).
 
@@ -185,10 +188,14 @@ def detect_region(
         skip_rows: rows of the sheet (or of ``cell_range``) to drop above the table; the table then starts at the
             first non-empty row after them (no note detection above).
         cell_range: an A1 range; only that block is read (no block search, no notes trimmed).
+        rows_map, cols_map: the sheet's 0-based row/column of each grid row/column, for a compact grid
+            (:mod:`aisac_core.data.sheetgrid`: long empty runs cut); ranges, ``col_N`` names, row numbers and
+            ``skip_rows`` are the sheet's. Default: the grid is the sheet from A1.
 
     Returns ``{box: (top, left, bottom, right), range: "A3:F20", header: [row], body: [row], columns: [col],
     names: [str], skipped_above: [text], skipped_below: [text], pivot: {labels: [col], values: [col], levels:
-    [name]} | None, notes: [str]}`` (rows/columns 0-based indices of ``grid``).
+    [name]} | None, notes: [str], other_tables: [A1]}`` (rows/columns 0-based indices of ``grid``; ranges A1 of
+    the sheet).
 
     Raises:
         DataError: malformed or out-of-sheet ``cell_range``; ``skip_rows`` leaving nothing; ``header_rows`` as
@@ -197,6 +204,15 @@ def detect_region(
     merged = list(merged or [])
     n_rows = len(grid)
     n_cols = max((len(r) for r in grid), default=0)
+    rmap = list(rows_map) if rows_map is not None else list(range(n_rows))
+    cmap = list(cols_map) if cols_map is not None else list(range(n_cols))
+
+    def a1(t: int, l: int, b: int, r: int) -> str:
+        return to_a1(rmap[t], cmap[l], rmap[b], cmap[r])
+
+    def letter(j: int) -> str:
+        return col_letters(cmap[j] + 1)
+
     kinds = [[cell_kind(v) for v in row] + ["empty"] * (n_cols - len(row)) for row in grid]
     occ = [[k != "empty" for k in row] for row in kinds]
     filled = {(i, j) for (t, l, b, r) in merged for i in range(t, b + 1) for j in range(l, r + 1) if (i, j) != (t, l)}
@@ -204,18 +220,21 @@ def detect_region(
     others: list[str] = []
     explicit = cell_range is not None
     if cell_range is not None:
-        t, l, b, r = parse_range(cell_range, n_rows, n_cols)
-        b, r = min(b, n_rows - 1), min(r, n_cols - 1)
+        t, l, b, r = parse_range(cell_range, (rmap[-1] + 1) if rmap else 0, (cmap[-1] + 1) if cmap else 0)
+        t, l = bisect_left(rmap, t), bisect_left(cmap, l)
+        b, r = min(bisect_right(rmap, b), n_rows) - 1, min(bisect_right(cmap, r), n_cols) - 1
+        if t > b or l > r:
+            raise DataError(f"the range {cell_range} holds no values")
         box = (t, l, b, r)
     else:
         box = (0, 0, n_rows - 1, n_cols - 1)
     if skip_rows:
-        if box[0] + skip_rows > box[2]:
+        if rmap[box[0]] + skip_rows > rmap[box[2]]:
             raise DataError(
                 f"skip_rows={skip_rows} skips every row of the {'range' if explicit else 'sheet'} "
-                f"({box[2] - box[0] + 1} rows): nothing is left to load"
+                f"({rmap[box[2]] - rmap[box[0]] + 1} rows): nothing is left to load"
             )
-        box = (box[0] + skip_rows, box[1], box[2], box[3])
+        box = (bisect_left(rmap, rmap[box[0]] + skip_rows), box[1], box[2], box[3])
     if not explicit:
         blocks = _xy_cut(occ, box)
         if not blocks:
@@ -223,16 +242,16 @@ def detect_region(
         size = {bx: sum(sum(occ[i][bx[1] : bx[3] + 1]) for i in range(bx[0], bx[2] + 1)) for bx in blocks}
         biggest = max(size.values())
         box = min((bx for bx in blocks if size[bx] * 2 >= biggest), key=lambda bx: (bx[0], bx[1]))
-        others = [to_a1(*bx) for bx in sorted(blocks) if bx != box and size[bx] >= 4]
+        others = [a1(*bx) for bx in sorted(blocks) if bx != box and size[bx] >= 4]
         if len(blocks) > 1:
             notes.append(
-                f"{len(blocks)} separate blocks of cells on the sheet; the first large one ({to_a1(*box)}) "
+                f"{len(blocks)} separate blocks of cells on the sheet; the first large one ({a1(*box)}) "
                 "is the table (pass range= to read another)"
             )
     t, l, b, r = box
     rows = [i for i in range(t, b + 1) if any(occ[i][l : r + 1])]
     if not rows:
-        raise DataError(f"the range {to_a1(*box)} holds no values")
+        raise DataError(f"the range {a1(*box)} holds no values")
     width = r - l + 1
     cols = range(l, r + 1)
 
@@ -283,7 +302,8 @@ def detect_region(
                 break
     if start_k is None:  # no numeric columns (or no clean data row): the body follows the first wide row
         widest = max(count(i) for i in rows)
-        first_wide = next(k for k, i in enumerate(rows) if count(i) >= max(2, 0.6 * widest) or width == 1)
+        # scattered one-cell rows (no row is wide): the first row is the header candidate, not an error
+        first_wide = next((k for k, i in enumerate(rows) if count(i) >= max(2, 0.6 * widest) or width == 1), 0)
         start_k = min(first_wide + 1, len(rows) - 1) if len(rows) > 1 else 0
         if len(rows) == 1:
             start_k = 0
@@ -314,7 +334,7 @@ def detect_region(
     if header_rows is not None:
         if header_rows >= len(rows):
             raise DataError(
-                f"header_rows={header_rows} but the table block {to_a1(*box)} has only {len(rows)} "
+                f"header_rows={header_rows} but the table block {a1(*box)} has only {len(rows)} "
                 f"non-empty row(s): at least one row must remain for data (pass a smaller header_rows "
                 "or a wider range)"
             )
@@ -383,20 +403,21 @@ def detect_region(
         keep = [j for j in keep if j not in body_empty]
         notes.append(
             f"{len(body_empty)} column(s) with a header but no values dropped "
-            f"({', '.join(col_letters(j + 1) for j in body_empty[:10])})"
+            f"({', '.join(letter(j) for j in body_empty[:10])})"
         )
-    keep = _drop_columns(grid, kinds, header, body_rows, keep, filled, notes)
-    names = header_names(grid, header, keep, filled)
-    names = _label_names(grid, kinds, header, keep, names, numeric, filled)
+    keep = _drop_columns(grid, kinds, header, body_rows, keep, filled, notes, cmap)
+    names = header_names(grid, header, keep, filled, cmap)
+    names = _label_names(grid, kinds, header, keep, names, numeric, filled, cmap)
     # 7. pivot
     pivot = _pivot(grid, kinds, header, body_rows, keep, numeric, body_empty, l)
     if len(header) > 1:
         notes.append(
-            f"{len(header)}-row header (rows {', '.join(str(h + 1) for h in header)}): level names joined with '|'"
+            f"{len(header)}-row header (rows {', '.join(str(rmap[h] + 1) for h in header)}): level names joined "
+            "with '|'"
         )
     last = body_rows[-1] if body_rows else (header[-1] if header else rows[-1])
     first_row = header[0] if header else (body_rows[0] if body_rows else rows[0])
-    rng = to_a1(first_row, min(keep) if keep else l, last, max(keep) if keep else r)
+    rng = a1(first_row, min(keep) if keep else l, last, max(keep) if keep else r)
     return {
         "box": box,
         "range": rng,
@@ -426,6 +447,7 @@ def _drop_columns(
     keep: list[int],
     filled: set[tuple[int, int]],
     notes: list[str],
+    cmap: Sequence[int] | None = None,
 ) -> list[int]:
     """``keep`` without the columns a person would not read as columns (each dropped with a note): a column that
     holds only copies of a merged cell to its left; a column without a header cell holding one stray value
@@ -433,18 +455,16 @@ def _drop_columns(
     (``$``, ``%``: the unit of its neighbour)."""
     out = []
     for j in keep:
+        cl = col_letters((cmap[j] if cmap is not None else j) + 1)
         cells = [i for i in header + body if kinds[i][j] != "empty"]
         vals = {_text(grid[i][j]) for i in body if kinds[i][j] != "empty"}
         headed = _headed(grid, kinds, header, j, filled)
         if cells and all((i, j) in filled for i in cells):
-            notes.append(f"column {col_letters(j + 1)} dropped: only copies of merged cells")
+            notes.append(f"column {cl} dropped: only copies of merged cells")
         elif not headed and len(body) >= 3 and len(cells) == 1:
-            notes.append(
-                f"column {col_letters(j + 1)} dropped: one stray cell beside the table "
-                f"({_text(grid[cells[0]][j])[:40]!r})"
-            )
+            notes.append(f"column {cl} dropped: one stray cell beside the table ({_text(grid[cells[0]][j])[:40]!r})")
         elif not headed and len(vals) == 1 and not any(ch.isalnum() for ch in next(iter(vals))) and len(cells) >= 2:
-            notes.append(f"column {col_letters(j + 1)} dropped: only the unit sign {next(iter(vals))!r}")
+            notes.append(f"column {cl} dropped: only the unit sign {next(iter(vals))!r}")
         else:
             out.append(j)
     return out
@@ -458,6 +478,7 @@ def _label_names(
     names: list[str],
     numeric: set[int],
     filled: set[tuple[int, int]],
+    cmap: Sequence[int] | None = None,
 ) -> list[str]:
     """Row-label columns of a statement/pivot layout without a header cell (text columns left of the first
     numeric column that has a header) are named ``label`` (``label.1``, ...) instead of ``col_N``."""
@@ -466,7 +487,7 @@ def _label_names(
         return names
     out, n = [], 0
     for j, name in zip(keep, names):
-        if j < first and j not in numeric and name == f"col_{j + 1}":
+        if j < first and j not in numeric and name == f"col_{(cmap[j] if cmap is not None else j) + 1}":
             name = "label" if n == 0 else f"label.{n}"
             n += 1
         out.append(name)
@@ -562,7 +583,11 @@ def _header_rows(
 
 
 def header_names(
-    grid: list[list[Any]], header: list[int], columns: list[int], filled: set[tuple[int, int]] | None = None
+    grid: list[list[Any]],
+    header: list[int],
+    columns: list[int],
+    filled: set[tuple[int, int]] | None = None,
+    cmap: Sequence[int] | None = None,
 ) -> list[str]:
     """Column names from the header rows: parts joined with ``|``, upper rows forward-filled across empty cells
     (a spanning label), a part repeated only by a fill written once, ``col_N`` (sheet column number) without any
@@ -586,11 +611,15 @@ def header_names(
                     vals[j] = last
                     filled.add((i, j))
         levels.append(vals)
-    return join_header_levels(header, levels, columns, filled)
+    return join_header_levels(header, levels, columns, filled, cmap)
 
 
 def join_header_levels(
-    header: list[int], levels: Sequence[Sequence[str] | Mapping[int, str]], columns: Any, filled: set[tuple[int, int]]
+    header: list[int],
+    levels: Sequence[Sequence[str] | Mapping[int, str]],
+    columns: Any,
+    filled: set[tuple[int, int]],
+    cmap: Sequence[int] | None = None,
 ) -> list[str]:
     """Column names from header rows: per column in ``columns`` (0-based indexes), the labels of its header
     ``levels`` (one list of labels per row of ``header``) joined with ``|``, a label carried over from a merged or
@@ -604,7 +633,7 @@ def join_header_levels(
             p = lv[j]
             if p and not (parts and parts[-1] == p and (i, j) in filled):
                 parts.append(p)
-        name = "|".join(parts) or f"col_{j + 1}"
+        name = "|".join(parts) or f"col_{(cmap[j] if cmap is not None else j) + 1}"
         if name in seen:
             seen[name] += 1
             name = f"{name}.{seen[name]}"

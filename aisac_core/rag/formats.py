@@ -29,7 +29,7 @@ class FileFormat:
     ``type``: the file type recorded for it (a document's or a catalogued file's ``file_type``); ``document``: rag
     parses and embeds it (else, under a registered root, it is only catalogued when it is a data file);
     ``table``: the kind of the data registry's built-in table loader that reads it (csv, excel, parquet, json,
-    jsonl; :mod:`aisac_core.data.loaders`), None when ``data_load`` has no built-in loader for it.
+    jsonl, calamine for .xls/.ods; :mod:`aisac_core.data.loaders`), None when ``data_load`` has no built-in loader for it.
     """
 
     type: str
@@ -57,7 +57,8 @@ FILE_FORMATS: dict[str, FileFormat] = {
     ".tsv": FileFormat("tsv", table="csv"),
     ".tab": FileFormat("tsv", table="csv"),
     ".xlsm": FileFormat("xlsx", table="excel"),
-    ".xls": FileFormat("xls"),
+    ".xls": FileFormat("xls", table="calamine"),
+    ".ods": FileFormat("ods", table="calamine"),
     ".parquet": FileFormat("parquet", table="parquet"),
     ".pq": FileFormat("parquet", table="parquet"),
     ".json": FileFormat("json", table="json"),

@@ -1,0 +1,104 @@
+"""Workbook sheets load one by one, within bounds (issue 29): a sheet that fails never loses the others, and a sheet
+whose declared extent or merged area is huge loads from its real cells or is refused with an error naming the
+limit and its setting. Timing and memory of the bombs: ``python -m bench --only sheets``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aisac_core.context import AppContext
+from aisac_core.data.frames import DataError
+from aisac_core.settings import Settings
+from tests.sheet_patterns import write_extent_bomb, write_merge_bomb
+
+
+@pytest.fixture
+def core(tmp_path: Path):  # noqa: ANN201
+    root = tmp_path / "root"
+    root.mkdir()
+    c = AppContext(Settings(data_dir=tmp_path / "store", roots=[root], warm=False))
+    yield c, root
+    c.close()
+
+
+def _workbook_with_a_bad_sheet(path: Path) -> Path:
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "first"
+    for i, row in enumerate([("a", "b"), (1, 2), (3, 4)], start=1):
+        ws.cell(i, 1, row[0]), ws.cell(i, 2, row[1])
+    ws = wb.create_sheet("formatting")  # one-cell rows only, scattered: raised StopIteration in detection before
+    ws["A1"], ws["B2"], ws["C3"] = "bold", "italic", "underline"
+    ws = wb.create_sheet("huge merge")
+    ws["A1"] = "title"
+    ws.merge_cells("A1:C3")
+    ws = wb.create_sheet("last")
+    for i, row in enumerate([("x", "y"), (5, 6), (7, 8)], start=1):
+        ws.cell(i, 1, row[0]), ws.cell(i, 2, row[1])
+    wb.save(path)
+    return path
+
+
+def test_a_failing_sheet_never_loses_the_others(core) -> None:
+    c, root = core
+    path = _workbook_with_a_bad_sheet(root / "book.xlsx")
+    c.frames.settings.max_merged_cells = 5  # the 9-cell merge of "huge merge" passes it: that sheet fails alone
+    out = c.frames.load(str(path), name="b")
+    got = {f["source"]["sheet"]: f for f in out["frames"]}
+    assert set(got) == {"first", "formatting", "last"}
+    assert got["first"]["column_names"] == ["a", "b"] and got["last"]["rows"] == 2
+    bad = [n for n in out["notes"] if "huge merge" in n]
+    assert bad and "not loaded" in bad[0] and "AISAC_DATA_MAX_MERGED_CELLS" in bad[0]
+    with pytest.raises(DataError, match="AISAC_DATA_MAX_MERGED_CELLS"):  # asked for by name: its own error
+        c.frames.load(str(path), name="h", sheet="huge merge")
+
+
+def test_an_internal_error_in_one_sheet_names_it(core, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fault injection: the detection raising a non-aisac exception on one sheet (as StopIteration did)."""
+    from aisac_core.data import loaders
+
+    c, root = core
+    path = _workbook_with_a_bad_sheet(root / "book.xlsx")
+    real = loaders.detect_region
+
+    def flaky(grid, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if any(v == "italic" for row in grid for v in row):
+            raise RuntimeError("coroutine raised StopIteration")
+        return real(grid, *a, **k)
+
+    monkeypatch.setattr(loaders, "detect_region", flaky)
+    out = c.frames.load(str(path), name="b")
+    assert {f["source"]["sheet"] for f in out["frames"]} == {"first", "huge merge", "last"}
+    note = next(n for n in out["notes"] if "'formatting'" in n)
+    assert "RuntimeError" in note and "data_inspect" in note
+
+
+def test_extent_bomb_loads_from_its_real_cells(core) -> None:
+    c, root = core
+    path = write_extent_bomb(root / "extent.xlsx")
+    assert path.stat().st_size < 8_000
+    f = c.frames.load(str(path), name="e")["frames"][0]
+    assert f["column_names"] == ["site", "depth_m", "temp_C"] and f["rows"] == 3
+    assert f["detected"]["range"] == "A1:C4"
+
+
+def test_merge_bomb_is_refused_naming_the_limit(core) -> None:
+    c, root = core
+    path = write_merge_bomb(root / "merge.xlsx")
+    with pytest.raises(DataError, match=r"A2:CV20000.*AISAC_DATA_MAX_MERGED_CELLS"):
+        c.frames.load(str(path), name="m")
+    c.frames.settings.max_merged_cells = 5_000_000  # raised: read as one merged title (a bounded, compact grid)
+    f = c.frames.load(str(path), name="m")["frames"][0]
+    assert f["rows"] <= 4
+
+
+def test_cell_limit_names_its_setting(core) -> None:
+    c, root = core
+    path = write_extent_bomb(root / "extent.xlsx")
+    c.frames.settings.max_sheet_cells = 10
+    with pytest.raises(DataError, match="AISAC_DATA_MAX_SHEET_CELLS"):
+        c.frames.load(str(path), name="e")
