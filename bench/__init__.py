@@ -29,6 +29,8 @@ Parts (each selectable with ``--only``):
   cached), the dashboard's evidence cards.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
   cold start (issue 9).
+- ``sheets``   (:mod:`bench.sheets`): load time and peak memory per shared workbook, and the extent and merge bombs
+  of issue 29 (targets: <= 2 s and 200 MB each).
 - ``tools``    (:mod:`bench.tools`): what the suite costs a host's context: ``tools/list`` bytes and tokens per tool
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
@@ -53,4 +55,5 @@ PARTS = (
     "engines",
     "pageimage",
     "tools",
+    "sheets",
 )
