@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
-from aisac_core.data.regions import cell_kind, detect_region, join_header_levels, unpivot
+from aisac_core.data.layout import unpivot
+from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_dense, read_sheet
 
 if TYPE_CHECKING:
@@ -569,6 +570,7 @@ def sheet_frame(
         cell_range=cell_range,
         rows_map=rmap,
         cols_map=sheet.cols if sheet is not None else None,
+        halign=sheet.halign() if sheet is not None else None,
     )
     cols, names = t["columns"], t["names"]
     rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
@@ -636,7 +638,10 @@ def sheet_frame(
         "pivot": pivot is not None,
         "tidy": bool(tidy),
         "other_tables": t.get("other_tables", [])[:10],
+        "confidence": t.get("confidence", 1.0),
     }
+    if t.get("ambiguous"):
+        detected["ambiguous"] = t["ambiguous"]
     opts = {
         "sheet": title,
         "header_rows": len(t["header"]),

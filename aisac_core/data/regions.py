@@ -42,6 +42,7 @@ from itertools import pairwise
 from typing import Any
 
 from aisac_core.data.errors import DataError
+from aisac_core.data.layout import CONFIDENT, group_spans, layout_confidence
 
 NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
 MAX_HEADER_ROWS = 10
@@ -178,6 +179,7 @@ def detect_region(
     cell_range: str | None = None,
     rows_map: Sequence[int] | None = None,
     cols_map: Sequence[int] | None = None,
+    halign: Mapping[tuple[int, int], str] | None = None,
 ) -> dict[str, Any]:
     """Find the table in ``grid`` (rows of cell values, merged cells already carrying their top-left value).
 
@@ -191,10 +193,13 @@ def detect_region(
         rows_map, cols_map: the sheet's 0-based row/column of each grid row/column, for a compact grid
             (:mod:`aisac_core.data.sheetgrid`: long empty runs cut); ranges, ``col_N`` names, row numbers and
             ``skip_rows`` are the sheet's. Default: the grid is the sheet from A1.
+        halign: (row, column) -> horizontal alignment, the evidence for how far group labels reach
+            (:func:`aisac_core.data.layout.group_spans`).
 
     Returns ``{box: (top, left, bottom, right), range: "A3:F20", header: [row], body: [row], columns: [col],
     names: [str], skipped_above: [text], skipped_below: [text], pivot: {labels: [col], values: [col], levels:
-    [name]} | None, notes: [str], other_tables: [A1]}`` (rows/columns 0-based indices of ``grid``; ranges A1 of
+    [name]} | None, notes: [str], other_tables: [A1], confidence: 0..1, ambiguous: {reasons, alternatives} |
+    None}`` (rows/columns 0-based indices of ``grid``; ranges A1 of
     the sheet).
 
     Raises:
@@ -406,8 +411,34 @@ def detect_region(
             f"({', '.join(letter(j) for j in body_empty[:10])})"
         )
     keep = _drop_columns(grid, kinds, header, body_rows, keep, filled, notes, cmap)
-    names = header_names(grid, header, keep, filled, cmap)
+    undecided: list[str] = []
+    names = header_names(
+        grid, header, keep, filled, cmap, merged=merged, halign=halign, numeric=numeric, undecided=undecided
+    )
     names = _label_names(grid, kinds, header, keep, names, numeric, filled, cmap)
+    # 8. confidence: below CONFIDENT (and no option given) the block as a plain grid with generated names
+    below = [i for i in rows if body_rows and i > body_rows[-1]]
+    confidence, reasons = layout_confidence(grid, kinds, header, body_rows, keep, numeric, below, undecided)
+    ambiguous = None
+    if confidence < CONFIDENT:
+        reading = {"header_rows": len(header), "range": "", "columns": names[:8]}
+        grid_cols = [j for j in cols if any(occ[i][j] for i in rows)]
+        ambiguous = {
+            "reasons": [_sheet_rows(x, rmap) for x in reasons],
+            "alternatives": [reading, {"header_rows": 0, "range": a1(rows[0], l, rows[-1], r), "columns": "col_N"}],
+        }
+        if header_rows is None and not explicit and not skip_rows:
+            first_row = header[0] if header else (body_rows[0] if body_rows else rows[0])
+            last = body_rows[-1] if body_rows else rows[-1]
+            reading["range"] = a1(first_row, min(keep) if keep else l, last, max(keep) if keep else r)
+            header, body_rows, keep = [], rows, grid_cols
+            names = [f"col_{cmap[j] + 1}" for j in keep]
+            skipped_above = [_row_text(grid, i, kinds) for i in range(rows[0]) if any(occ[i])]
+            skipped_below = []
+            notes.append(
+                "layout ambiguous (" + "; ".join(reasons[:2]) + "): loaded as a plain grid with "
+                "generated column names; data_inspect shows the sheet, then pass header_rows, skip_rows or range"
+            )
     # 7. pivot
     pivot = _pivot(grid, kinds, header, body_rows, keep, numeric, body_empty, l)
     if len(header) > 1:
@@ -430,7 +461,14 @@ def detect_region(
         "pivot": pivot,
         "notes": notes,
         "other_tables": others,
+        "confidence": confidence,
+        "ambiguous": ambiguous,
     }
+
+
+def _sheet_rows(text: str, rmap: Sequence[int]) -> str:
+    """``row N`` (a grid index) in ``text`` as the sheet's 1-based row number."""
+    return re.sub(r"\brow (\d+)", lambda m: f"row {rmap[int(m.group(1))] + 1}", text)
 
 
 def _headed(
@@ -588,28 +626,49 @@ def header_names(
     columns: list[int],
     filled: set[tuple[int, int]] | None = None,
     cmap: Sequence[int] | None = None,
+    *,
+    merged: Sequence[tuple[int, int, int, int]] = (),
+    halign: Mapping[tuple[int, int], str] | None = None,
+    numeric: set[int] | None = None,
+    undecided: list[str] | None = None,
 ) -> list[str]:
-    """Column names from the header rows: parts joined with ``|``, upper rows forward-filled across empty cells
-    (a spanning label), a part repeated only by a fill written once, ``col_N`` (sheet column number) without any
-    header cell, duplicates suffixed ``.1``, ``.2``."""
+    """Column names from the header rows: parts joined with ``|``, an upper row's labels spread over the columns
+    their merge or alignment gives (:func:`aisac_core.data.layout.group_spans`; without ``halign`` every label is
+    read as left-aligned), a part repeated only by a fill written once, ``col_N`` (sheet column number) without any
+    header cell, duplicates suffixed ``.1``, ``.2``. ``undecided`` (out): one line per column whose group label
+    cannot be decided (left without one)."""
     filled = set(filled or ())
     if not columns:
         return []
     lo, hi = min(columns), max(columns)
     kept = set(columns)
-    levels = []
+    own = set(filled)
+    levels: list[dict[int, str]] = []
     for n, i in enumerate(header):
         row = grid[i]
         vals = {j: (_text(row[j]) if j < len(row) and cell_kind(row[j]) != "empty" else "") for j in range(lo, hi + 1)}
         if n < len(header) - 1:
-            last = ""
-            for j in range(lo, hi + 1):
-                if vals[j]:
-                    heads = any(j < len(grid[k]) and cell_kind(grid[k][j]) != "empty" for k in header[n + 1 :])
-                    last = vals[j] if j in kept and heads else ""
-                elif last:
-                    vals[j] = last
+            heads = {
+                j
+                for j in range(lo, hi + 1)
+                if any(j < len(grid[k]) and cell_kind(grid[k][j]) != "empty" for k in header[n + 1 :])
+            }
+            labels = {j: v for j, v in vals.items() if v and (i, j) not in own and j in kept and j in heads}
+            ends = {l: r for (t, l, b, r) in merged if t <= i <= b and l in labels and r > l}
+            align = {j: a for (r, j), a in (halign or {}).items() if r == i}
+            parent = levels[-1] if levels else None
+            spans, open_cols = group_spans(labels, lo, hi, ends, align, set(numeric or ()), heads, parent)
+            for j, v in spans.items():
+                if j not in labels and (vals[j] == "" or (i, j) in own):
+                    vals[j] = v
                     filled.add((i, j))
+            for j in open_cols:
+                if j in kept and undecided is not None:
+                    letter = col_letters((cmap[j] if cmap is not None else j) + 1)
+                    undecided.append(
+                        f"column {letter}: which group label of the header covers it is not decidable from the "
+                        "merges and alignment"
+                    )
         levels.append(vals)
     return join_header_levels(header, levels, columns, filled, cmap)
 
@@ -686,28 +745,3 @@ def _pivot(
 
 
 _MONTH = re.compile(r"^(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|q[1-4]|\d{4})", re.IGNORECASE)
-
-
-def unpivot(df: Any, n_labels: int, levels: list[str], value_name: str = "value") -> Any:
-    """A wide pivot frame (first ``n_labels`` columns row labels, the rest value columns named ``a|b``) as a long
-    frame: row labels (forward-filled down), one column per header level (names ``levels``), ``value``."""
-    import pandas as pd
-
-    ids = list(df.columns[:n_labels])
-    wide = df.copy()
-    wide[ids] = wide[ids].ffill()
-    long = wide.melt(id_vars=ids, var_name="__col__", value_name=value_name)
-    parts = (
-        long["__col__"].astype(str).str.split("|", n=len(levels) - 1, expand=True)
-        if len(levels) > 1
-        else pd.DataFrame({0: long["__col__"].astype(str)})
-    )
-    for n, name in enumerate(levels):
-        long.insert(n_labels + n, _unique(name, ids), parts[n] if n in parts.columns else None)
-    return long.drop(columns="__col__").dropna(subset=[value_name]).reset_index(drop=True)
-
-
-def _unique(name: str, taken: list[str]) -> str:
-    while name in taken:
-        name += "_"
-    return name
