@@ -138,11 +138,13 @@ def layout_confidence(
         score -= 0.4
         reasons += undecided[:3]
     num_cols = [j for j in columns if j in numeric]
-    for i in below[:1]:  # no header on top, and a header-like row right under the data: text over the value columns
+    last_rows = ([body[-1]] if body else []) + below[:1]
+    for i in last_rows:  # no header on top, a header-like row at the data's end or right under it
         texts = {str(grid[i][j]).strip() for j in num_cols if kinds[i][j] == "text"}
-        if not header and len(num_cols) >= 2 and len(texts) * 2 > len(num_cols) and i == body[-1] + 1:
+        if not header and len(num_cols) >= 2 and len(texts) * 2 > len(num_cols) and i <= body[-1] + 1:
             score -= 0.4
-            reasons.append(f"row {i} under the data holds labels over the value columns (a header at the bottom?)")
+            reasons.append(f"row {i} at the data's end holds labels over the value columns (a header at the bottom?)")
+            break
     if not header and body and len(columns) >= 3:
         last = columns[-1]
         if last not in numeric and all(kinds[i][last] == "text" for i in body) and len(num_cols) >= 2:
