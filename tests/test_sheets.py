@@ -102,3 +102,30 @@ def test_cell_limit_names_its_setting(core) -> None:
     c.frames.settings.max_sheet_cells = 10
     with pytest.raises(DataError, match="AISAC_DATA_MAX_SHEET_CELLS"):
         c.frames.load(str(path), name="e")
+
+
+def test_data_inspect_maps_every_shared_sheet_within_4000_characters(shared_data: Path, tmp_path: Path) -> None:
+    from aisac_core.data.inspect import MAX_CHARS, inspect_workbook
+
+    books = sorted([*shared_data.glob("tabular/tidyxl/*.xlsx"), *shared_data.glob("formats/xlsx/*.xlsx")])
+    if not books:
+        pytest.skip("shared workbooks absent")
+    for p in books:
+        for s in inspect_workbook(p)["sheets"]:
+            assert len(s["map"]) <= MAX_CHARS, (p.name, s["sheet"])
+            if s["used"]:
+                assert s["blocks"] and all(b in s["map"] for b in s["blocks"][:5]), (p.name, s["sheet"])
+
+
+@pytest.mark.anyio
+async def test_data_inspect_tool(core) -> None:
+    from fastmcp import Client
+
+    from aisac_servers.serving.suite import build
+
+    c, root = core
+    path = write_extent_bomb(root / "e.xlsx")
+    async with Client(build(["data"], app=c)) as client:
+        r = await client.call_tool("data_inspect", {"path": str(path)})
+        s = r.structured_content["sheets"][0]
+        assert s["used"] == "A1:ALL20000" and "A1:C4" in s["blocks"] and "A1='site'" in s["map"]

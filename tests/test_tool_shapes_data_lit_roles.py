@@ -24,6 +24,7 @@ SPEC_DEFAULT = {"read_only_hint": False, "destructive_hint": True, "idempotent_h
 #: tools whose shape another part of the work owns (long-running jobs and their status)
 JOB_TOOLS = {"data_code_run", "data_code_job_status", "roles_run", "roles_job_status", "lit_import"}
 READ_ONLY = {
+    "data_inspect",
     "data_list",
     "data_preview",
     "data_describe",
@@ -76,7 +77,7 @@ async def _tools(app, names=None) -> dict[str, Any]:
 async def test_annotations_schemas_and_descriptions(plain_app):
     tools = await _tools(plain_app, ["data", "lit", "roles"])
     mine = {n: t for n, t in tools.items() if n.split("_")[0] in ("data", "lit", "roles") and n not in JOB_TOOLS}
-    assert len(mine) == 22
+    assert len(mine) == 23  # 22 + data_inspect (issue 29)
     for name, t in mine.items():
         ann = t.annotations
         assert ann is not None and (t.title or ann.title), name

@@ -32,6 +32,7 @@ from aisac_core.data.results import (
     AggregateResult,
     DescribeResult,
     FrameSummary,
+    InspectResult,
     ListResult,
     LoadResult,
     PreviewResult,
@@ -336,6 +337,25 @@ class FrameRegistry:
             if title is not None or "detected" in opts:  # a workbook's sheet always says what was detected
                 frames[-1]["detected"] = opts.get("detected")
         return {"frames": frames, "notes": notes}
+
+    def inspect(self, path: str, sheet: str | None = None) -> InspectResult:
+        """A compact map of a workbook's sheets for choosing data_load's options (:mod:`aisac_core.data.inspect`):
+        ``{path, sheets: [{sheet, used, blocks: [A1], map}], notes}``, each map within 4,000 characters.
+
+        Raises:
+            PathOutsideRootsError, BadPathError: as :meth:`load`. DataError: no such file, not an .xlsx/.xlsm
+                workbook, an unknown sheet.
+        """
+        from aisac_core.data.inspect import inspect_workbook
+
+        p = resolve_in_roots(path, self.roots, what="path")
+        if not p.is_file():
+            raise DataError(f"no file at {quote_path(p)}")
+        s = self.settings
+        res: InspectResult = inspect_workbook(  # type: ignore[assignment]  # a plain dict of the InspectResult shape
+            p, sheet, SheetLimits(int(s.max_sheet_cells), int(s.max_merged_cells))
+        )
+        return res
 
     def preview(self, name: str, n: int = 10, where: str = "head") -> PreviewResult:
         """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample

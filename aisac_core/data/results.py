@@ -20,6 +20,7 @@ __all__ = [
     "DescribeResult",
     "Figure",
     "FrameSummary",
+    "InspectResult",
     "ListResult",
     "LoadResult",
     "PreviewResult",
@@ -57,6 +58,15 @@ class FrameSummary(TypedDict):
 @with_config(_CLOSED)
 class LoadResult(TypedDict):
     frames: list[FrameSummary]
+    notes: list[str]
+
+
+@with_config(_CLOSED)
+class InspectResult(TypedDict):
+    """data_inspect: per sheet its used range, blocks (A1) and a compact map (<= 4,000 characters)."""
+
+    path: str
+    sheets: list[dict[str, Any]]
     notes: list[str]
 
 

@@ -78,6 +78,17 @@ async def load(
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
 
+@server.tool(annotations=hints("Inspect a workbook", read_only=True), output_schema=lean_schema(R.InspectResult))
+async def inspect(
+    path: Annotated[str, Field(description="xlsx/xlsm workbook in a registered root")],
+    sheet: Annotated[str | None, Field(description="default: every sheet")] = None,
+    app: AppContext = App,
+) -> AsIs[R.InspectResult]:
+    """A compact map of each sheet (used range, blocks, merged ranges with alignment, bold/fill runs, first cells
+    with coordinates) to choose data_load's range, header_rows, skip_rows or tidy."""
+    return await call_core(lambda: app.frames.inspect(path, sheet))
+
+
 @server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=lean_schema(R.ListResult))
 async def list_frames(app: AppContext = App) -> AsIs[R.ListResult]:
     """The frames loaded so far (their names, for the other data tools), newest first, with size and lineage."""
