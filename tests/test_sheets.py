@@ -129,3 +129,33 @@ async def test_data_inspect_tool(core) -> None:
         r = await client.call_tool("data_inspect", {"path": str(path)})
         s = r.structured_content["sheets"][0]
         assert s["used"] == "A1:ALL20000" and "A1:C4" in s["blocks"] and "A1='site'" in s["map"]
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sheets"  # made by tests/fixtures/sheets/make_fixtures.py
+
+
+@pytest.mark.parametrize(
+    ("name", "columns"),
+    [
+        ("yields.xls", ["run", "T (K)", "Yield (%)|4 h", "Yield (%)|8 h"]),
+        ("yields.ods", ["run", "T (K)", "4 h", "8 h"]),
+    ],
+)
+def test_xls_and_ods_load_through_calamine(core, name: str, columns: list[str]) -> None:
+    import shutil
+
+    c, root = core
+    shutil.copy(FIXTURES / name, root / name)
+    out = c.frames.load(str(root / name), name="y")
+    f = out["frames"][0]
+    assert f["source"]["format"] == "calamine" and f["source"]["sheet"] == "yields"
+    assert f["column_names"] == columns and f["rows"] == 3
+    assert f["dtypes"]["T (K)"] == "int64" and f["detected"]["skipped_below"] == ["Source: lab notebook"]
+    assert c.frames.preview(f["name"], 3)["rows"][2]["run"] == "r3"
+
+
+def test_a_damaged_xls_gives_a_clear_error(core) -> None:
+    c, root = core
+    (root / "bad.xls").write_bytes(b"not a workbook at all" * 20)
+    with pytest.raises(DataError, match=r"cannot open bad\.xls as a \.xls workbook"):
+        c.frames.load(str(root / "bad.xls"))

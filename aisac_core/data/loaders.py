@@ -502,7 +502,7 @@ def _sheets_out(
     it, and the other sheets still load. With ``one`` (a sheet asked for by name) its error is raised."""
     out: list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]] = []
     for item in sheets:
-        title = str(getattr(item, "title", item))
+        title = item if isinstance(item, str) else str(item.title)
         try:
             g = read(item)
             if not g.n_cells:
