@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aisac_core.data.cells import cell_kind, col_letters, to_a1
 from aisac_core.data.errors import DataError
-from aisac_core.data.regions import _xy_cut, cell_kind, col_letters, to_a1
+from aisac_core.data.regions import _xy_cut
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits
 
 #: most characters of one sheet's map

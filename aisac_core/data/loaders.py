@@ -459,7 +459,7 @@ def load_calamine(
 
 
 def _a1(rc: tuple[int, int]) -> str:
-    from aisac_core.data.regions import col_letters
+    from aisac_core.data.cells import col_letters
 
     return f"{col_letters(rc[1] + 1)}{rc[0] + 1}"
 

@@ -30,8 +30,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from aisac_core.data.cells import cell_kind, parse_range, to_a1
 from aisac_core.data.errors import DataError
-from aisac_core.data.regions import cell_kind, parse_range, to_a1
 
 #: empty rows (columns) kept of a longer empty run: >= 2 keeps "tables apart" (regions' XY-cut), 3 keeps a margin
 GAP_KEEP = 3
