@@ -163,3 +163,50 @@ def test_transposed_table_is_reported_ambiguous(core) -> None:
     f = c.frames.load(str(root / "t.xlsx"), name="t")["frames"][0]
     assert f["detected"].get("ambiguous"), f["column_names"]
     assert "Ann" not in f["column_names"]
+
+
+def test_footer_rows_across_the_columns_are_never_data(core) -> None:
+    """Four footer rows with text under the Age and date columns: not rows, and Age stays numeric."""
+    import datetime as dt
+
+    import openpyxl
+
+    c, root = core
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for j, h in enumerate(["Name", "Age", "Born"], start=1):
+        ws.cell(1, j, h)
+    for i in range(2, 12):
+        ws.cell(i, 1, f"person {i}"), ws.cell(i, 2, 20 + i), ws.cell(i, 3, dt.datetime(1990, 1, i))
+    for i, row in enumerate(
+        [
+            ("This", "is", "a footnote"),
+            ("spread", "over", "columns"),
+            ("and", "another", "one"),
+            ("end", "of", "notes"),
+        ],
+        start=12,
+    ):
+        for j, v in enumerate(row, start=1):
+            ws.cell(i, j, v)
+    wb.save(root / "f.xlsx")
+    f = c.frames.load(str(root / "f.xlsx"), name="f")["frames"][0]
+    assert f["column_names"] == ["Name", "Age", "Born"] and f["rows"] == 10
+    assert f["dtypes"]["Age"] == "int64" and "datetime" in f["dtypes"]["Born"]
+    assert len(f["detected"]["skipped_below"]) == 4
+
+
+def test_small_multiples_one_row_and_column_apart(core) -> None:
+    import openpyxl
+
+    c, root = core
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for top, left in [(1, 1), (1, 4), (5, 1), (5, 4)]:
+        ws.cell(top, left, "x"), ws.cell(top, left + 1, "y")
+        for k in range(1, 3):
+            ws.cell(top + k, left, k), ws.cell(top + k, left + 1, k * 10 + top + left)
+    wb.save(root / "m1.xlsx")
+    f = c.frames.load(str(root / "m1.xlsx"), name="m")["frames"][0]
+    assert f["column_names"] == ["x", "y"] and f["rows"] == 2 and f["detected"]["range"] == "A1:B3"
+    assert f["detected"]["other_tables"] == ["D1:E3", "A5:B7", "D5:E7"]  # reading order

@@ -38,7 +38,7 @@ def sheet_map(g: SheetGrid) -> tuple[str, list[str]]:
         return f"{col_letters(C[j] + 1)}{R[i] + 1}"
 
     occ = [[cell_kind(v) != "empty" for v in row] for row in g.grid]
-    blocks = sorted(_xy_cut(occ, (0, 0, len(R) - 1, len(C) - 1)))
+    blocks = sorted(_xy_cut(occ, (0, 0, len(R) - 1, len(C) - 1), grid=g.grid))
     names = [to_a1(R[t], C[l], R[b], C[r]) for t, l, b, r in blocks]  # noqa: E741
     head = [
         f"sheet {g.title!r}: used {g.used}, {g.n_cells:,} cells" + (f", declared {g.declared}" if g.declared else "")

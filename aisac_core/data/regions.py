@@ -64,9 +64,12 @@ NOTE_RE = re.compile(r"^\s*(source|sources|note|notes|nb|n\.b\.|\*|†|‡|\(\d+
 
 
 # -- blocks ---------------------------------------------------------------------------------------------------
-def _xy_cut(occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 0) -> list[tuple[int, int, int, int]]:
+def _xy_cut(
+    occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 0, grid: list[list[Any]] | None = None
+) -> list[tuple[int, int, int, int]]:
     """Recursive XY-cut of ``box`` (top, left, bottom, right) at runs of >= 2 empty rows or columns, with the box
-    shrunk to its content first. Returns the leaf boxes (possibly several)."""
+    shrunk to its content first; with ``grid``, also at one empty row or column between two parts that start with
+    the same header labels (small multiples, panels repeating one header). Returns the leaf boxes."""
     t, l, b, r = box
     rows = [i for i in range(t, b + 1) if any(occ[i][l : r + 1])]
     if not rows:
@@ -77,11 +80,33 @@ def _xy_cut(occ: list[list[bool]], box: tuple[int, int, int, int], depth: int = 
         return [(t, l, b, r)]
     for seq, horizontal in ((rows, True), (cols, False)):
         for a, nxt in zip(seq, seq[1:]):
-            if nxt - a > 2 or (not horizontal and nxt - a == 2 and _side_by_side(occ, t, b, l, a, nxt, r)):
-                if horizontal:
-                    return _xy_cut(occ, (t, l, a, r), depth + 1) + _xy_cut(occ, (nxt, l, b, r), depth + 1)
-                return _xy_cut(occ, (t, l, b, a), depth + 1) + _xy_cut(occ, (t, nxt, b, r), depth + 1)
+            one = (t, l, a, r) if horizontal else (t, l, b, a)
+            two = (nxt, l, b, r) if horizontal else (t, nxt, b, r)
+            if (
+                nxt - a > 2
+                or (not horizontal and nxt - a == 2 and _side_by_side(occ, t, b, l, a, nxt, r))
+                or (nxt - a == 2 and grid is not None and _same_head(grid, occ, one, two))
+            ):
+                return _xy_cut(occ, one, depth + 1, grid) + _xy_cut(occ, two, depth + 1, grid)
     return [(t, l, b, r)]
+
+
+def _same_head(
+    grid: list[list[Any]], occ: list[list[bool]], one: tuple[int, int, int, int], two: tuple[int, int, int, int]
+) -> bool:
+    """Whether two parts of a block start with the same labels: the first row with >= 2 cells of each holds the same
+    texts (>= 2 of them), so the second part repeats the first's header (a panel of small multiples)."""
+
+    def head(bx: tuple[int, int, int, int]) -> list[str]:
+        t, l, b, r = bx
+        for i in range(t, b + 1):
+            cells = [grid[i][j] for j in range(l, r + 1) if occ[i][j]]
+            if len(cells) >= 2:
+                return sorted(str(v).strip() for v in cells if isinstance(v, str))
+        return []
+
+    h1 = head(one)
+    return len(h1) >= 2 and h1 == head(two)
 
 
 def _side_by_side(occ: list[list[bool]], t: int, b: int, l: int, a: int, nxt: int, r: int) -> bool:
@@ -172,7 +197,7 @@ def detect_region(
             )
         box = (bisect_left(rmap, rmap[box[0]] + skip_rows), box[1], box[2], box[3])
     if not explicit:
-        blocks = _xy_cut(occ, box)
+        blocks = _xy_cut(occ, box, grid=grid)
         if not blocks:
             raise DataError("no cell with a value in the part of the sheet left after skip_rows")
         size = {bx: sum(sum(occ[i][bx[1] : bx[3] + 1]) for i in range(bx[0], bx[2] + 1)) for bx in blocks}
@@ -232,8 +257,11 @@ def detect_region(
     # 3. body start
     start_k = None
     if numeric:
-        for k, i in enumerate(rows):
-            if classes[i] == "data" and not any(classes[x] == "headerish" for x in rows[k + 1 : k + 4]):
+        last_data = max((i for i in rows if classes[i] == "data"), default=-1)
+        for k, i in enumerate(rows):  # a header-like row with no data under it is a footer, not a later header
+            if classes[i] == "data" and not any(
+                classes[x] == "headerish" and x < last_data for x in rows[k + 1 : k + 4]
+            ):
                 start_k = k
                 break
     if start_k is None:  # no numeric columns (or no clean data row): the body follows the first wide row
@@ -304,6 +332,9 @@ def detect_region(
             break
         if classes[i] == "data" and numeric:
             break
+        if classes[i] == "headerish" and numeric and not explicit:  # text under value columns: a footer
+            end -= 1
+            continue
         note_like = (
             (len(texts) == 1 and width >= 2)
             or bool(NOTE_RE.match(first))
