@@ -210,3 +210,32 @@ def test_small_multiples_one_row_and_column_apart(core) -> None:
     f = c.frames.load(str(root / "m1.xlsx"), name="m")["frames"][0]
     assert f["column_names"] == ["x", "y"] and f["rows"] == 2 and f["detected"]["range"] == "A1:B3"
     assert f["detected"]["other_tables"] == ["D1:E3", "A5:B7", "D5:E7"]  # reading order
+
+
+@pytest.mark.parametrize("merge", ["C4:D4", "A4:B4", None])
+def test_note_lines_above_the_header_are_not_group_labels(core, merge: str | None) -> None:
+    """Three note lines over a people table (readxl's deaths.xlsx pattern), the last one with a merged cell: the
+    note row spans columns of different kinds (a number and a flag, dates), so it is not a group label row."""
+    import datetime as dt
+
+    import openpyxl
+
+    c, root = core
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "Lots of people"
+    ws["A2"], ws["D2"] = "simply cannot resist writing", "some notes"
+    ws["A3"], ws["B3"], ws["C3"] = "at", "the", "top"
+    ws["A4"], ws["C4"], ws["E4"] = "or", "merging", "cells"
+    if merge:
+        ws.merge_cells(merge)
+    for j, h in enumerate(["Name", "Profession", "Age", "Has kids", "Date of birth", "Date of death"], start=1):
+        ws.cell(5, j, h)
+    people = [("Ann", "Painter", 52, True), ("Bo", "Actor", 71, False), ("Cy", "Singer", 44, True)]
+    for i, (n, p, a, k) in enumerate(people, start=6):
+        for j, v in enumerate([n, p, a, k, dt.datetime(1900 + i, 1, 2), dt.datetime(1960 + i, 3, 4)], start=1):
+            ws.cell(i, j, v)
+    wb.save(root / "d.xlsx")
+    f = c.frames.load(str(root / "d.xlsx"), name="d")["frames"][0]
+    assert f["column_names"] == ["Name", "Profession", "Age", "Has kids", "Date of birth", "Date of death"]
+    assert f["rows"] == 3 and f["dtypes"]["Age"] == "int64"

@@ -28,9 +28,13 @@ def _header_rows(
     merged: list[tuple[int, int, int, int]],
     bold: set[tuple[int, int]] | None,
     from_top: bool = False,
+    col_types: Mapping[int, set[str]] | None = None,
 ) -> list[int]:
     """The header rows among ``above`` (non-empty rows above the body, top to bottom): the leaf row and the group
-    label rows over it (module docstring, rule 4). ``from_top``: the first row of ``above`` is the table's top."""
+    label rows over it (module docstring, rule 4). ``from_top``: the first row of ``above`` is the table's top.
+    ``col_types``: per column the kinds of its body values (text, num, date, bool); a group label reaching over
+    columns of different kinds is a note, not a group (a group gathers columns of one kind: Female over 0-6 and
+    7-10), and stops the header there."""
     if not above:
         return []
     cols = range(l, r + 1)
@@ -78,9 +82,27 @@ def _header_rows(
             break  # a one-cell row over a wide table is a title
         if not (has_merge or covers_gap or repeats or both_bold or num_leaf or spans and repeats):
             break
+        if col_types is not None and _mixed_span(i, cells, below, r, filled, col_types):
+            break
         header.insert(0, i)
         below |= set(cells)
     return header
+
+
+def _mixed_span(
+    i: int, cells: list[int], below: set[int], r: int, filled: set[tuple[int, int]], col_types: Mapping[int, set[str]]
+) -> bool:
+    """Whether a label of row ``i`` reaches (up to the next label, over the header columns ``below``) over body
+    columns of different value kinds (num, date, bool: each column's dominant kind; text columns, such as row
+    labels beside the values, do not count)."""
+    labels = [j for j in cells if (i, j) not in filled]
+    for k, j in enumerate(labels):
+        nxt = labels[k + 1] if k + 1 < len(labels) else r + 1
+        span = [c for c in range(j, nxt) if c in below or c == j]
+        kinds = set().union(*(col_types.get(c, set()) for c in span)) - {"text"} if span else set()
+        if len(span) >= 2 and len(kinds) >= 2:
+            return True
+    return False
 
 
 def header_names(

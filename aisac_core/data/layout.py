@@ -108,7 +108,8 @@ def group_spans(
     return spans, sorted(e for e in undecided if e not in labels and e not in merged_cover)
 
 
-def _fine(v: Any) -> str:
+def fine_kind(v: Any) -> str:
+    """``bool``, ``date`` (dates, times), ``num`` (numbers) or ``text`` (anything else, numeric strings too)."""
     from datetime import date, datetime, time
 
     if isinstance(v, bool):
@@ -152,7 +153,7 @@ def layout_confidence(
             reasons.append("no header row, and the last column labels every row (headers at the right?)")
     full = [i for i in body if sum(kinds[i][j] != "empty" for j in columns[1:]) >= max(2, (len(columns) - 1) // 2)]
     if len(full) >= 3 and len(columns) >= 3 and all(kinds[i][columns[0]] == "text" for i in body):
-        per_row = [{_fine(grid[i][j]) for j in columns[1:] if kinds[i][j] != "empty"} for i in full]
+        per_row = [{fine_kind(grid[i][j]) for j in columns[1:] if kinds[i][j] != "empty"} for i in full]
         kinds_seen = set().union(*per_row)
         if all(len(t) == 1 for t in per_row) and len(kinds_seen) >= 3:
             score -= 0.5

@@ -43,7 +43,7 @@ from typing import Any
 from aisac_core.data.cells import NA_STRINGS, cell_kind, cell_text, col_letters, parse_range, to_a1
 from aisac_core.data.errors import DataError
 from aisac_core.data.headers import MAX_HEADER_ROWS, _header_rows, header_names, join_header_levels
-from aisac_core.data.layout import CONFIDENT, layout_confidence
+from aisac_core.data.layout import CONFIDENT, fine_kind, layout_confidence
 
 __all__ = [
     "MAX_HEADER_ROWS",
@@ -294,6 +294,7 @@ def detect_region(
         start_k -= 1
     # 4. header rows
     above = rows[:start_k]
+    types = {j: _dominant([fine_kind(grid[i][j]) for i in rows[start_k : start_k + 200] if occ[i][j]]) for j in cols}
     header: list[int] = []
     if header_rows is not None:
         if header_rows >= len(rows):
@@ -302,7 +303,7 @@ def detect_region(
                 f"non-empty row(s): at least one row must remain for data (pass a smaller header_rows "
                 "or a wider range)"
             )
-        detected = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold)
+        detected = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, col_types=types)
         if header_rows <= len(detected) or explicit or skip_rows:
             anchor = rows.index(detected[0]) if detected and not (explicit or skip_rows) else 0
         else:
@@ -310,14 +311,14 @@ def detect_region(
         header = rows[anchor : anchor + header_rows]
         start_k = anchor + header_rows
     elif explicit or skip_rows:
-        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, from_top=True)
+        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, True, types)
         if not header and above and all(kinds[i][j] in ("text", "empty") for i in above[:1] for j in cols):
             header = above[:1]
         start_k = (rows.index(header[-1]) + 1) if header else 0
         if above and not header:
             start_k = 0
     else:
-        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold)
+        header = _header_rows(grid, kinds, occ, above, l, r, filled, merged, bold, col_types=types)
     top_k = rows.index(header[0]) if header else start_k
     skipped_above = [_row_text(grid, i, kinds) for i in range(rows[top_k]) if any(occ[i])]
     # 5. body end and footnotes
@@ -426,6 +427,14 @@ def detect_region(
         "confidence": confidence,
         "ambiguous": ambiguous,
     }
+
+
+def _dominant(kinds: list[str]) -> set[str]:
+    """The kind of >= 60 % of a column's values (NUMERIC_SHARE), as a one-element set; empty when none dominates."""
+    for k in set(kinds):
+        if kinds.count(k) >= NUMERIC_SHARE * len(kinds):
+            return {k}
+    return set()
 
 
 def _sheet_rows(text: str, rmap: Sequence[int]) -> str:
