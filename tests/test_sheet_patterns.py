@@ -239,3 +239,20 @@ def test_note_lines_above_the_header_are_not_group_labels(core, merge: str | Non
     f = c.frames.load(str(root / "d.xlsx"), name="d")["frames"][0]
     assert f["column_names"] == ["Name", "Profession", "Age", "Has kids", "Date of birth", "Date of death"]
     assert f["rows"] == 3 and f["dtypes"]["Age"] == "int64"
+
+
+def test_labels_at_the_right_are_reported_ambiguous(core) -> None:
+    import openpyxl
+
+    c, root = core
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for i, lab in enumerate(["alpha", "beta", "gamma", "delta"], start=1):
+        for j in range(1, 4):
+            ws.cell(i, j, i * 10 + j + 0.5)
+        ws.cell(i, 4, lab)
+    wb.save(root / "r.xlsx")
+    f = c.frames.load(str(root / "r.xlsx"), name="r")["frames"][0]
+    d = f["detected"]
+    assert d.get("ambiguous") and d["confidence"] < 0.75 and "inspect" in d
+    assert f["column_names"] == ["col_1", "col_2", "col_3", "col_4"] and f["rows"] == 4

@@ -242,7 +242,7 @@ class FrameRegistry:
         """Load a file of a registered root and register it (replacing a frame of the same name).
 
         Args:
-            path: file path (absolute, or relative to the first root); .csv .tsv .tab .txt .xlsx .xlsm .parquet
+            path: file path (absolute, or relative to the first root); .csv .tsv .tab .txt .xlsx .xlsm .xls .ods .parquet
                 .pq .json .jsonl .ndjson (:data:`aisac_core.rag.formats.TABLE_FORMATS`), or a suffix an extension
                 registers a loader for (``aisac_register_table_loaders``).
             name: frame name (default: the file name without extension); for a workbook read whole, every
@@ -257,8 +257,13 @@ class FrameRegistry:
                 ``labels..., levels..., value`` (Excel).
 
         Result: ``{frames: [{name, kind, rows, columns, column_names, dtypes, detected: {sheet, range, header_rows,
-        skipped_above, skipped_below, pivot, tidy}, source: {path, sha256, format, sheet, options: {header_rows,
+        skipped_above, skipped_below, pivot, tidy, other_tables, confidence, ambiguous?: {reasons, alternatives},
+        inspect?}, source: {path, sha256, format, sheet, options: {header_rows,
         skipped_rows, data_start_row, detected, encoding?, delimiter?, ...}}, notes, replaced}], notes}``.
+
+        A workbook's sheets load one by one: a sheet that fails (a limit, an internal error) is named in ``notes``
+        and the others load; a sheet whose layout is ambiguous (``detected.confidence`` < 0.75) is registered as a
+        plain grid with ``col_N`` names and ``detected.ambiguous`` lists why and the alternatives.
 
         Raises:
             PathOutsideRootsError: the path is outside the registered roots (``..``, symlinks).

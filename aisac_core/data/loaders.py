@@ -528,7 +528,7 @@ def _sheets_out(
                 raise
             text = str(exc)
             text = text.removeprefix(f"sheet {title!r}: ")
-            msg = f"sheet {title!r} not loaded: {text}"
+            msg = f"sheet {title!r} not loaded: {text} (data_inspect maps the sheet)"
             out.append((title, None, {"error": msg}, [msg]))
         except (RecursionError, MemoryError):
             raise
@@ -642,6 +642,8 @@ def sheet_frame(
     }
     if t.get("ambiguous"):
         detected["ambiguous"] = t["ambiguous"]
+    if t.get("ambiguous") or detected["other_tables"]:
+        detected["inspect"] = "data_inspect maps this sheet's blocks; data_load with range= reads another reading"
     opts = {
         "sheet": title,
         "header_rows": len(t["header"]),

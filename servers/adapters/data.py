@@ -60,7 +60,9 @@ def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
     annotations=hints("Load a table", destructive=True, idempotent=True), output_schema=lean_schema(R.LoadResult)
 )
 async def load(
-    path: Annotated[str, Field(description="file in a registered root: csv tsv txt xlsx xlsm parquet json jsonl")],
+    path: Annotated[
+        str, Field(description="file in a registered root: csv tsv txt xlsx xlsm xls ods parquet json jsonl")
+    ],
     name: Annotated[str | None, Field(description="default: the file name")] = None,
     sheet: Annotated[
         str | None, Field(description="Excel sheet name or 0-based index; default: every sheet, as <name>:<sheet>")
@@ -72,8 +74,8 @@ async def load(
     app: AppContext = App,
 ) -> AsIs[R.LoadResult]:
     """Load a table file into a named frame with its lineage (replacing one of that name), before the other data
-    tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected` and
-    correct it with header_rows, skip_rows, range or tidy."""
+    tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected`
+    (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy."""
     sh: str | int | None = sheet
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
