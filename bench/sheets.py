@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,16 @@ def measure(path: Path, code: Path | None = None, timeout: float = 300.0) -> dic
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
+    else:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     try:
         p = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, env=env, timeout=timeout
+            [sys.executable, "-c", _CHILD, str(path.resolve())],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            cwd=tempfile.gettempdir(),  # not the checkout: ``-c`` puts the working folder first on sys.path
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:g} s", "s": timeout}
