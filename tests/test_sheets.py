@@ -159,3 +159,12 @@ def test_a_damaged_xls_gives_a_clear_error(core) -> None:
     (root / "bad.xls").write_bytes(b"not a workbook at all" * 20)
     with pytest.raises(DataError, match=r"cannot open bad\.xls as a \.xls workbook"):
         c.frames.load(str(root / "bad.xls"))
+
+
+def test_data_inspect_reads_xls_and_ods(core) -> None:
+    from aisac_core.data.inspect import inspect_workbook
+
+    xls = inspect_workbook(FIXTURES / "yields.xls")["sheets"][0]
+    assert xls["sheet"] == "yields" and xls["used"] == "A1:D9" and "C3:D3='Yield (%)'" in xls["map"]
+    ods = inspect_workbook(FIXTURES / "yields.ods")["sheets"][0]
+    assert "A3='run'" in ods["map"] and ods["blocks"]

@@ -85,12 +85,12 @@ def sheet_map(g: SheetGrid) -> tuple[str, list[str]]:
 
 
 def inspect_workbook(path: Path, sheet: str | None = None, limits: SheetLimits | None = None) -> dict[str, Any]:
-    """The map of every sheet of an ``.xlsx``/``.xlsm`` workbook (or of ``sheet``): ``{path, sheets: [{sheet, used,
-    blocks: [A1], map}], notes}``; a sheet past a limit gives its error as its map.
+    """The map of every sheet of a workbook (or of ``sheet``): ``{path, sheets: [{sheet, used, blocks: [A1], map}],
+    notes}``; a sheet past a limit gives its error as its map. ``.xlsx``/``.xlsm`` through openpyxl (with styles),
+    ``.xls``/``.ods`` through pandas' calamine engine (values and ``.xls`` merges, no styles).
 
     Raises:
-        DataError: not a workbook openpyxl opens (``.xls``/``.ods``: load them, their map is not available), an
-            unknown sheet.
+        DataError: not a workbook, one that cannot be opened, an unknown sheet.
     """
     import warnings
 
@@ -98,8 +98,10 @@ def inspect_workbook(path: Path, sheet: str | None = None, limits: SheetLimits |
 
     from aisac_core.data.sheetgrid import read_sheet
 
+    if path.suffix.lower() in (".xls", ".ods"):
+        return _inspect_calamine(path, sheet, limits)
     if path.suffix.lower() not in (".xlsx", ".xlsm"):
-        raise DataError(f"data_inspect reads .xlsx/.xlsm workbooks; {path.name} is not one (data_load reads it)")
+        raise DataError(f"data_inspect reads workbooks (.xlsx .xlsm .xls .ods); {path.name} is not one")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -123,3 +125,26 @@ def inspect_workbook(path: Path, sheet: str | None = None, limits: SheetLimits |
         finally:
             wb.close()
     return {"path": str(path), "sheets": out, "notes": []}
+
+
+def _inspect_calamine(path: Path, sheet: str | None, limits: SheetLimits | None) -> dict[str, Any]:
+    """:func:`inspect_workbook` of an ``.xls``/``.ods`` workbook (read as :func:`aisac_core.data.loaders.load_calamine`
+    reads it)."""
+    from aisac_core.data.calamine_books import CalamineSheets
+
+    book = CalamineSheets(path, limits)
+    names, read = book.names, book.read
+    try:
+        if sheet is not None and sheet not in names:
+            raise DataError(f"no sheet {sheet!r} in {path.name}; its sheets: {', '.join(names)}")
+        out = []
+        for name in [sheet] if sheet is not None else names:
+            try:
+                g = read(name)
+                text, blocks = sheet_map(g)
+                out.append({"sheet": name, "used": g.used, "blocks": blocks, "map": text})
+            except DataError as exc:
+                out.append({"sheet": name, "used": None, "blocks": [], "map": str(exc)})
+    finally:
+        book.close()
+    return {"path": str(path), "sheets": out, "notes": ["no styles in .xls/.ods maps (calamine reads values)"]}

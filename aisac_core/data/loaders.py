@@ -31,7 +31,7 @@ from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
 from aisac_core.data.errors import DataError
 from aisac_core.data.layout import unpivot
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
-from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_dense, read_sheet
+from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_sheet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -406,62 +406,6 @@ def load_excel(
         return _sheets_out(sheets, read, sheet is not None, header_rows, skip_rows, cell_range, tidy)
     finally:
         wb.close()
-
-
-def load_calamine(
-    path: Path,
-    sheet: str | int | None,
-    header_rows: int | None,
-    *,
-    skip_rows: int | None = None,
-    cell_range: str | None = None,
-    tidy: bool = False,
-    sheet_limits: SheetLimits | None = None,
-) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
-    """The sheets of an ``.xls`` (Excel 97-2003) or ``.ods`` (OpenDocument) workbook, read by pandas through its
-    ``calamine`` engine (the Rust calamine reader, package ``python-calamine``), then found and labelled exactly
-    as :func:`load_excel` does; merged ranges come from calamine (``.xls``; ``.ods`` gives none). No styles, so no
-    bold/alignment evidence. Same result, options and errors as :func:`load_excel`.
-
-    Raises:
-        DataError: a file calamine cannot open (damaged, encrypted, not that format), an unknown sheet, the errors
-            of :func:`load_excel` for the one sheet asked for.
-    """
-    import pandas as pd
-    from python_calamine import CalamineError, CalamineWorkbook
-
-    try:
-        wb = CalamineWorkbook.from_path(str(path))
-    except (CalamineError, OSError, ValueError) as exc:
-        raise DataError(
-            f"cannot open {path.name} as a {path.suffix.lower()} workbook ({type(exc).__name__}: {str(exc)[:200]}): "
-            "the file is damaged, encrypted or not that format"
-        ) from exc
-    try:
-        names = list(wb.sheet_names)
-        chosen = _pick_sheets(path, names, names, sheet, cell_range)
-
-        def read(name: str) -> SheetGrid:
-            try:
-                merged = wb.get_sheet_by_name(name).merged_cell_ranges or []
-            except (CalamineError, ValueError):
-                merged = []
-            refs = [f"{_a1(m[0])}:{_a1(m[1])}" for m in merged]
-            try:
-                df = pd.read_excel(path, sheet_name=name, header=None, engine="calamine")
-            except Exception as exc:  # noqa: BLE001 - calamine's errors vary by format
-                raise DataError(f"sheet {name!r}: calamine cannot read it ({type(exc).__name__}: {exc})") from exc
-            return read_dense(name, df.itertuples(index=False, name=None), refs, sheet_limits, cell_range)
-
-        return _sheets_out(chosen, read, sheet is not None, header_rows, skip_rows, cell_range, tidy)
-    finally:
-        wb.close()
-
-
-def _a1(rc: tuple[int, int]) -> str:
-    from aisac_core.data.cells import col_letters
-
-    return f"{col_letters(rc[1] + 1)}{rc[0] + 1}"
 
 
 def _pick_sheets(

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveLimits
+from aisac_core.data.calamine_books import load_calamine
 from aisac_core.data.errors import DataError
-from aisac_core.data.loaders import load_calamine, load_csv, load_excel, load_json, load_parquet
+from aisac_core.data.loaders import load_csv, load_excel, load_json, load_parquet
 from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import AisacError
 from aisac_core.rag.formats import TABLE_FORMATS

@@ -82,7 +82,7 @@ async def load(
 
 @server.tool(annotations=hints("Inspect a workbook", read_only=True), output_schema=lean_schema(R.InspectResult))
 async def inspect(
-    path: Annotated[str, Field(description="xlsx/xlsm workbook in a registered root")],
+    path: Annotated[str, Field(description="workbook in a registered root: xlsx xlsm xls ods")],
     sheet: Annotated[str | None, Field(description="default: every sheet")] = None,
     app: AppContext = App,
 ) -> AsIs[R.InspectResult]:
