@@ -348,8 +348,8 @@ class FrameRegistry:
         ``{path, sheets: [{sheet, used, blocks: [A1], map}], notes}``, each map within 4,000 characters.
 
         Raises:
-            PathOutsideRootsError, BadPathError: as :meth:`load`. DataError: no such file, not an .xlsx/.xlsm
-                workbook, an unknown sheet.
+            PathOutsideRootsError, BadPathError: as :meth:`load`. DataError: no such file, not a workbook
+                (.xlsx .xlsm .xls .ods), one that cannot be opened, an unknown sheet.
         """
         from aisac_core.data.inspect import inspect_workbook
 

@@ -4,7 +4,7 @@ A thin adapter over :class:`aisac_core.data.frames.FrameRegistry` (``app.frames`
 :class:`aisac_core.data.sandbox.SandboxManager` (``app.sandbox``); the output schemas come from the result types of
 :mod:`aisac_core.data.results`. Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_``
 prefix:
-``data_load``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
+``data_load``, ``data_inspect``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
 ``data_to_session`` (functions named ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools
 ``data_code_run``, ``data_code_variables``, ``data_code_session_list``, ``data_code_session_reset``,
 ``data_code_session_close``, ``data_code_job_status`` (functions ``code_run``, ...). docs/data.md describes them.
