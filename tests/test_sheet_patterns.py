@@ -138,7 +138,8 @@ def test_header_at_the_bottom_is_not_mislabelled(core) -> None:
     wb.save(root / "b.xlsx")
     f = c.frames.load(str(root / "b.xlsx"), name="b")["frames"][0]
     assert f["detected"].get("ambiguous") and f["detected"]["confidence"] < 0.75
-    assert all(n.startswith("col_") for n in f["column_names"])
+    assert all(n.startswith("col_") for n in f["column_names"]) and f["rows"] == 6  # nothing dropped
+    assert {"header": "row 6 (at the bottom)", "data": "A1:D5"} in f["detected"]["ambiguous"]["alternatives"]
 
 
 def test_transposed_table_is_reported_ambiguous(core) -> None:
@@ -162,7 +163,8 @@ def test_transposed_table_is_reported_ambiguous(core) -> None:
     wb.save(root / "t.xlsx")
     f = c.frames.load(str(root / "t.xlsx"), name="t")["frames"][0]
     assert f["detected"].get("ambiguous"), f["column_names"]
-    assert "Ann" not in f["column_names"]
+    assert "Ann" not in f["column_names"] and f["rows"] == 5
+    assert any("transposed" in a for a in f["detected"]["ambiguous"]["alternatives"])
 
 
 def test_footer_rows_across_the_columns_are_never_data(core) -> None:
@@ -255,4 +257,5 @@ def test_labels_at_the_right_are_reported_ambiguous(core) -> None:
     f = c.frames.load(str(root / "r.xlsx"), name="r")["frames"][0]
     d = f["detected"]
     assert d.get("ambiguous") and d["confidence"] < 0.75 and "inspect" in d
+    assert {"header": "column D (at the right)"} in d["ambiguous"]["alternatives"]
     assert f["column_names"] == ["col_1", "col_2", "col_3", "col_4"] and f["rows"] == 4

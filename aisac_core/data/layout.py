@@ -130,9 +130,13 @@ def layout_confidence(
     numeric: set[int],
     below: list[int],
     undecided: list[str],
+    alternatives: list[tuple[str, int]] | None = None,
 ) -> tuple[float, list[str]]:
     """``(confidence 0..1, reasons)`` of a detected table (module docstring). ``below``: non-empty rows under the
-    body (skipped as notes); ``undecided``: descriptions of undecidable group label columns."""
+    body (skipped as notes); ``undecided``: descriptions of undecidable group label columns. ``alternatives``
+    (out): the other readings the signs point to, as ``("header_row", row)``, ``("header_column", column)`` or
+    ``("transposed", label column)``."""
+    alts = alternatives if alternatives is not None else []
     reasons: list[str] = []
     score = 1.0
     if undecided:
@@ -145,12 +149,14 @@ def layout_confidence(
         if not header and len(num_cols) >= 2 and len(texts) * 2 > len(num_cols) and i <= body[-1] + 1:
             score -= 0.4
             reasons.append(f"row {i} at the data's end holds labels over the value columns (a header at the bottom?)")
+            alts.append(("header_row", i))
             break
     if not header and body and len(columns) >= 3:
         last = columns[-1]
         if last not in numeric and all(kinds[i][last] == "text" for i in body) and len(num_cols) >= 2:
             score -= 0.4
             reasons.append("no header row, and the last column labels every row (headers at the right?)")
+            alts.append(("header_column", last))
     full = [i for i in body if sum(kinds[i][j] != "empty" for j in columns[1:]) >= max(2, (len(columns) - 1) // 2)]
     if len(full) >= 3 and len(columns) >= 3 and all(kinds[i][columns[0]] == "text" for i in body):
         per_row = [{fine_kind(grid[i][j]) for j in columns[1:] if kinds[i][j] != "empty"} for i in full]
@@ -158,6 +164,7 @@ def layout_confidence(
         if all(len(t) == 1 for t in per_row) and len(kinds_seen) >= 3:
             score -= 0.5
             reasons.append("each row holds one type (text, numbers, dates...) across the columns (a transposed table?)")
+            alts.append(("transposed", columns[0]))
     return max(0.0, round(score, 2)), reasons
 
 

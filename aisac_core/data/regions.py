@@ -381,15 +381,28 @@ def detect_region(
     names = _label_names(grid, kinds, header, keep, names, numeric, filled, cmap)
     # 8. confidence: below CONFIDENT (and no option given) the block as a plain grid with generated names
     below = [i for i in rows if body_rows and i > body_rows[-1]]
-    confidence, reasons = layout_confidence(grid, kinds, header, body_rows, keep, numeric, below, undecided)
+    alts: list[tuple[str, int]] = []
+    confidence, reasons = layout_confidence(grid, kinds, header, body_rows, keep, numeric, below, undecided, alts)
     ambiguous = None
     if confidence < CONFIDENT:
         reading = {"header_rows": len(header), "range": "", "columns": names[:8]}
         grid_cols = [j for j in cols if any(occ[i][j] for i in rows)]
-        ambiguous = {
-            "reasons": [_sheet_rows(x, rmap) for x in reasons],
-            "alternatives": [reading, {"header_rows": 0, "range": a1(rows[0], l, rows[-1], r), "columns": "col_N"}],
-        }
+        options: list[dict[str, Any]] = [
+            reading,
+            {"header_rows": 0, "range": a1(rows[0], l, rows[-1], r), "columns": "col_N"},
+        ]
+        ambiguous = {"reasons": [_sheet_rows(x, rmap) for x in reasons], "alternatives": options}
+        for what, k in alts:  # the readings the signs point to (not loadable by options: described)
+            if what == "header_row":
+                options.append(
+                    {"header": f"row {rmap[k] + 1} (at the bottom)", "data": a1(rows[0], l, max(rows[0], k - 1), r)}
+                )
+            elif what == "header_column":
+                options.append({"header": f"column {letter(k)} (at the right)"})
+            else:
+                options.append(
+                    {"transposed": f"column {letter(k)} names the variables, one per row (transpose after loading)"}
+                )
         if header_rows is None and not explicit and not skip_rows:
             first_row = header[0] if header else (body_rows[0] if body_rows else rows[0])
             last = body_rows[-1] if body_rows else rows[-1]
