@@ -69,15 +69,24 @@ def test_group_labels_cover_what_their_merge_or_alignment_shows(core, align: str
 
 
 def test_centred_group_labels_in_one_cell_are_not_guessed(core) -> None:
-    """Female centred in B, Male centred in D over four columns: C could belong to either; no label is invented."""
+    """Female and Male centred in the first cell of their groups (B, D), the groups' cells centred: read like
+    left-aligned labels. Moved to the middle (Female in C over B:D, B centred and empty), B is undecidable: the
+    layout is reported ambiguous and loaded as a plain grid, never with a guessed label."""
+    from openpyxl.styles import Alignment
+
     c, root = core
-    wb = _group_sheet("center")
-    wb.save(root / "c.xlsx")
+    _group_sheet("center").save(root / "c.xlsx")
     f = c.frames.load(str(root / "c.xlsx"), name="c")["frames"][0]
-    names = f["column_names"]
-    assert "Female|0 - 6" not in names[3:] and not any(n.startswith("Female|") for n in names[3:])
-    if "ambiguous" in f["detected"]:
-        assert names[0].startswith("col_") and f["detected"]["ambiguous"]["alternatives"]
+    assert f["column_names"] == RIGHT
+    wb = _group_sheet("center")
+    ws = wb.active
+    ws["B1"], ws["C1"], ws["D1"], ws["E1"] = None, "Female", None, "Male"
+    for col in "BCDE":
+        ws[f"{col}1"].alignment = Alignment(horizontal="center")
+    wb.save(root / "m.xlsx")
+    f = c.frames.load(str(root / "m.xlsx"), name="m")["frames"][0]
+    assert f["detected"].get("ambiguous") and f["column_names"][0] == "col_1"
+    assert any("column B" in r for r in f["detected"]["ambiguous"]["reasons"])
 
 
 def test_notes_above_and_footers_below(core) -> None:

@@ -81,18 +81,21 @@ def group_spans(
             while e > prev and e in numeric:
                 claims.setdefault(e, []).append(j)
                 e -= 1
-        elif a == "center":  # symmetric: as far as both sides stay empty, over value columns
-            k = 0
-            while (
-                j - k - 1 > max(prev, lo - 1)
-                and j + k + 1 < min(nxt, hi + 1)
-                and halign.get(j - k - 1) in ("center", "centerContinuous")
-                and halign.get(j + k + 1) in ("center", "centerContinuous")
-            ):
-                k += 1
-            for e in [*range(j - k, j), *range(j + 1, j + k + 1)]:
-                if e in heads and e in numeric:
+        elif a == "center":  # the empty cells centred with it, to its right up to the next label
+            centred = ("center", "centerContinuous")
+            e = j + 1
+            spread = False
+            while e < min(nxt, hi + 1) and halign.get(e) in centred:
+                if e in heads:
                     claims.setdefault(e, []).append(j)
+                    spread = True
+                e += 1
+            e = j - 1  # a group label (it spreads right): centred empties on its left no centred label reaches
+            reached = not spread or (k > 0 and halign.get(prev) in centred)
+            while e > max(prev, lo - 1) and halign.get(e) in centred and not reached:
+                if e in heads and e in numeric:
+                    undecided.add(e)
+                e -= 1
     merged_cover = {e for j, end in merged_end.items() for e in range(j, end + 1)}
     up = parent or {}
     for e, who in claims.items():
