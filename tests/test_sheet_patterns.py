@@ -268,3 +268,25 @@ def test_labels_at_the_right_are_reported_ambiguous(core) -> None:
     assert d.get("ambiguous") and d["confidence"] < 0.75 and "inspect" in d
     assert {"header": "column D (at the right)"} in d["ambiguous"]["alternatives"]
     assert f["column_names"] == ["col_1", "col_2", "col_3", "col_4"] and f["rows"] == 4
+
+
+def test_a_column_two_group_labels_claim_is_reported_not_filled(core) -> None:
+    """Female left-aligned in B and Male right-aligned in E over B:E: C and D belong to either reading."""
+    from openpyxl.styles import Alignment
+
+    c, root = core
+    wb = _group_sheet(None)
+    ws = wb.active
+    ws["D1"] = None
+    ws["E1"] = "Male"
+    ws["B1"].alignment = Alignment(horizontal="left")
+    ws["E1"].alignment = Alignment(horizontal="right")
+    wb.save(root / "x.xlsx")
+    f = c.frames.load(str(root / "x.xlsx"), name="x")["frames"][0]
+    d = f["detected"]
+    assert d.get("ambiguous") and d["confidence"] < 0.75
+    assert any("column C" in r for r in d["ambiguous"]["reasons"])
+    assert f["column_names"] == ["col_1", "col_2", "col_3", "col_4", "col_5"] and f["rows"] == 5
+    # the caller's choice is kept and the ambiguity still reported
+    g = c.frames.load(str(root / "x.xlsx"), name="y", header_rows=2)["frames"][0]
+    assert g["detected"].get("ambiguous") and g["column_names"][0] == "region"
