@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
-from aisac_core.data.isolation import kill
+from aisac_core.data.isolation import kill, python_paths
 from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
@@ -44,6 +44,8 @@ def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[
             "the worker was stopped so that nothing outlives its run"
         )
         notes.append(f"session state lost: {s.lost}")
+    if m.tmpfs:  # the kernel holds the quota (a sized tmpfs); Manager.sync noted a full folder
+        return
     quota = m.settings.disk_mb * 1024 * 1024
     used = sessionfs.usage(s.dir)
     if used > quota:
@@ -58,6 +60,29 @@ def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[
             f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
             "removed"
         )
+
+
+def _install_paths() -> list[tuple[str, str]]:
+    """(folder, placeholder) of the server's installation, longest first: the aisac package folder, the Python
+    installation's library folders and prefixes (:func:`aisac_core.data.isolation.python_paths`)."""
+    pairs = {str(Path(__file__).resolve().parents[2]): "<aisac>"}
+    for p in python_paths():
+        name = p.name if p.name in ("site-packages", "dist-packages") else "python"
+        pairs.setdefault(str(p), f"<{name}>")
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}:
+        pairs.setdefault(os.path.realpath(prefix), "<python>")
+        pairs.setdefault(prefix, "<python>")
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def hide_paths(text: str) -> str:
+    """``text`` (a traceback or error shown to a cell's caller) with every folder of the server's installation
+    replaced by a placeholder (``<aisac>``, ``<site-packages>``, ``<python>``): a cell learns no install path
+    from its errors."""
+    for folder, mark in _install_paths():
+        if folder and folder != "/":
+            text = text.replace(folder + "/", mark + "/").replace(folder, mark)
+    return text
 
 
 def _store_figure(m: SandboxManager, s: Session, job: Job, name: str, data: bytes) -> Path:
@@ -124,6 +149,9 @@ def finish(
         for k in REPLY_TEXT
         if (v := reply.get(k)) is not None
     }
+    for k in ("traceback", "error"):
+        if k in text:
+            text[k] = hide_paths(text[k])
     cell = reply.get("cell")
     result: CodeRun = {
         "ok": reply.get("ok") is True,
