@@ -599,6 +599,7 @@ class SandboxManager:
             s.stopping = f"cancelled (job {job_id})"
             w = s.worker
             if w is not None:
+                self.sync(s, w)  # the files the run wrote so far are kept
                 kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
             job.done.wait(15)
             s.stopping = None
