@@ -271,6 +271,20 @@ def find_worker_pid(root: int) -> int:
     ``root`` (``/proc/<pid>/task/<pid>/children``, ``proc(5)``) whose command line is ``<python> -I <worker
     script>``; ``root`` itself when none is found."""
     script = str(WORKER_SCRIPT).encode()
+
+    def children(p: int) -> list[int]:
+        try:
+            return [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the parent links of every process
+            out = []
+            for d in Path("/proc").iterdir():
+                try:
+                    if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == p:
+                        out.append(int(d.name))
+                except (OSError, IndexError, ValueError):
+                    continue
+            return out
+
     todo = [root]
     for _ in range(64):
         if not todo:
@@ -278,11 +292,11 @@ def find_worker_pid(root: int) -> int:
         p = todo.pop(0)
         try:
             argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-            if argv[1:3] == [b"-I", script]:  # python -I worker.py (the wrappers name the script further on)
-                return p
-            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
-        except (OSError, ValueError):
+        except OSError:
             continue
+        if argv[1:3] == [b"-I", script]:  # python -I worker.py (the wrappers name the script further on)
+            return p
+        todo += children(p)
     return root
 
 
@@ -294,14 +308,23 @@ def pause(w: Worker, wait: bool = False) -> None:
         os.kill(w.pid, signal.SIGSTOP)
     except OSError:
         return
+    if not wait:
+        return
+    stat = f"/proc/{w.pid}/stat"
     end = time.monotonic() + 0.5
-    while wait and time.monotonic() < end:
+    spins = 0
+    while time.monotonic() < end:
         try:
-            if Path(f"/proc/{w.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X"):
-                return
+            with open(stat, "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t", b"Z", b"X"):
+                    return
         except (OSError, IndexError):
             return
-        time.sleep(0.0005)
+        spins += 1
+        if spins < 200:  # the stop usually lands within microseconds: yield rather than sleep a timer tick
+            os.sched_yield()
+        else:
+            time.sleep(0.001)
 
 
 def resume(w: Worker) -> None:

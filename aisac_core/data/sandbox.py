@@ -355,7 +355,7 @@ class SandboxManager:
                     break
             else:
                 raise WorkerProtocolError("the worker keeps sending replies to other requests")
-            pause(w, wait=req.get("op") == "run")  # the run is over: whatever it left behind stops with it
+            pause(w)  # the run is over: whatever it left behind stops with it (SIGSTOP lands within microseconds)
         except WorkerProtocolError as exc:
             reply = self._lose(
                 s,
@@ -395,14 +395,16 @@ class SandboxManager:
             )
         return reply, notes
 
-    def sync(self, s: Session, w: Worker | None = None) -> str | None:
+    def sync(self, s: Session, w: Worker | None = None, wait: bool = False) -> str | None:
         """Copy the session's tmpfs (bwrap/unshare) to its folder on disk, the worker ``w`` (default: the session's)
-        stopped first (:func:`aisac_core.data.sessionfs.mirror`). Returns a note when the folder is full (the
+        stopped first (:func:`aisac_core.data.sessionfs.mirror`; ``wait``: until the kernel reports it stopped -
+        before it is killed; after a run the copy does not wait, a file still changing is copied again next
+        time). Returns a note when the folder is full (the
         kernel refused writes past ``AISAC_SANDBOX_DISK_MB``), else None; a no-op under isolation ``none``."""
         w = w or s.worker
         if not self.tmpfs or w is None or w.proc.poll() is not None:
             return None
-        pause(w, wait=True)
+        pause(w, wait=wait)
         view = session_view(w, s.dir, self.isolation)
         with s.sync_lock:
             try:
@@ -426,7 +428,7 @@ class SandboxManager:
     def _lose(self, s: Session, w: Worker, why: str, error_type: str, error: str) -> dict[str, Any]:
         """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call; its files are
         kept) and return the ``ok: false`` reply of the interrupted request."""
-        self.sync(s, w)
+        self.sync(s, w, wait=True)
         kill(w)
         s.worker = None
         s.lost = why
@@ -599,7 +601,7 @@ class SandboxManager:
             s.stopping = f"cancelled (job {job_id})"
             w = s.worker
             if w is not None:
-                self.sync(s, w)  # the files the run wrote so far are kept
+                self.sync(s, w, wait=True)  # the files the run wrote so far are kept
                 kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
             job.done.wait(15)
             s.stopping = None
@@ -715,7 +717,7 @@ class SandboxManager:
         w = s.worker
         if w is not None:
             s.stopping = "stopped by data_code_session_reset (or close)"
-            self.sync(s, w)  # its files are kept
+            self.sync(s, w, wait=True)  # its files are kept
             kill(w, close=False)  # a running job's reader sees the worker gone and finishes
         if not s.lock.acquire(timeout=15):
             s.stopping = None
