@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
-from aisac_core.data.isolation import kill, python_paths
+from aisac_core.data.errors import SandboxError
+from aisac_core.data.isolation import Worker, kill, pause, python_paths, session_view
 from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
@@ -30,6 +31,36 @@ REPLY_TEXT = ("stdout", "stderr", "result", "error", "error_type", "traceback")
 
 def _sha256(data: bytes | str) -> str:
     return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
+
+
+def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) -> str | None:
+    """Copy the session's tmpfs (bwrap/unshare) to its folder on disk, the worker ``w`` stopped first
+    (:func:`aisac_core.data.sessionfs.mirror`; ``wait``: until the kernel reports it stopped - before it is
+    killed; after a run the copy does not wait: a file still changing is copied again next time). Returns a note
+    when the folder is full (the kernel refused writes past ``AISAC_SANDBOX_DISK_MB``), else None; a no-op under
+    isolation ``none`` and for a worker that is gone."""
+    if not m.tmpfs or w is None or w.proc.poll() is not None:
+        return None
+    pause(w, wait=wait)
+    view = session_view(w, s.dir, m.isolation)
+    with s.sync_lock:
+        try:
+            sessionfs.mirror(view, s.dir)
+            fs = os.statvfs(view)
+        except (OSError, SandboxError):
+            return None
+    quota = m.settings.disk_mb * 1024 * 1024
+    if fs.f_favail == 0:
+        return (
+            f"disk quota exceeded: the session folder holds the most entries it may ({sessionfs.MAX_ENTRIES:,}); "
+            "creating more failed (No space left on device)"
+        )
+    if fs.f_bavail * fs.f_frsize < max(quota // 100, 64 * 1024):
+        return (
+            f"disk quota exceeded: the session folder is full ({quota / 2**20:,.0f} MB, AISAC_SANDBOX_DISK_MB); "
+            "writes past it failed (No space left on device)"
+        )
+    return None
 
 
 def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[str], t_start: float) -> None:

@@ -66,7 +66,7 @@ from aisac_core.data.isolation import (
     worker_env,
 )
 from aisac_core.data.mplcache import FontLists
-from aisac_core.data.replies import after_run, finish, stored_images
+from aisac_core.data.replies import after_run, finish, stored_images, sync
 from aisac_core.data.results import CloseResult, CodeRun, ResetResult, SessionInfo, SessionListResult, VariablesResult
 from aisac_core.hashing import sha256_bytes
 from aisac_core.settings import SandboxSettings
@@ -396,34 +396,9 @@ class SandboxManager:
         return reply, notes
 
     def sync(self, s: Session, w: Worker | None = None, wait: bool = False) -> str | None:
-        """Copy the session's tmpfs (bwrap/unshare) to its folder on disk, the worker ``w`` (default: the session's)
-        stopped first (:func:`aisac_core.data.sessionfs.mirror`; ``wait``: until the kernel reports it stopped -
-        before it is killed; after a run the copy does not wait, a file still changing is copied again next
-        time). Returns a note when the folder is full (the
-        kernel refused writes past ``AISAC_SANDBOX_DISK_MB``), else None; a no-op under isolation ``none``."""
-        w = w or s.worker
-        if not self.tmpfs or w is None or w.proc.poll() is not None:
-            return None
-        pause(w, wait=wait)
-        view = session_view(w, s.dir, self.isolation)
-        with s.sync_lock:
-            try:
-                sessionfs.mirror(view, s.dir)
-                fs = os.statvfs(view)
-            except (OSError, SandboxError):
-                return None
-        quota = self.settings.disk_mb * 1024 * 1024
-        if fs.f_favail == 0:
-            return (
-                f"disk quota exceeded: the session folder holds the most entries it may ({sessionfs.MAX_ENTRIES:,}); "
-                "creating more failed (No space left on device)"
-            )
-        if fs.f_bavail * fs.f_frsize < max(quota // 100, 64 * 1024):
-            return (
-                f"disk quota exceeded: the session folder is full ({quota / 2**20:,.0f} MB, AISAC_SANDBOX_DISK_MB); "
-                "writes past it failed (No space left on device)"
-            )
-        return None
+        """Copy the session's tmpfs to its folder on disk (:func:`aisac_core.data.replies.sync`): a note when the
+        folder is full, else None."""
+        return sync(self, s, w or s.worker, wait)
 
     def _lose(self, s: Session, w: Worker, why: str, error_type: str, error: str) -> dict[str, Any]:
         """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call; its files are
