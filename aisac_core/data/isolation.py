@@ -446,25 +446,33 @@ def kill(w: Worker, close: bool = True) -> None:
 
 def send(w: Worker, obj: dict[str, Any], deadline: float | None = None) -> None:
     """Write one request (4-byte big-endian length + UTF-8 JSON) to the worker, waiting for room in the pipe until
-    ``deadline`` (``time.monotonic()``; None: no limit) - a worker whose cell still runs reads nothing. Raises
-    WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
+    ``deadline`` (``time.monotonic()``; None: no limit) - a worker whose cell still runs reads nothing - and let a
+    worker stopped by :func:`pause` continue once the request is in the pipe (or the pipe is full), so that it
+    wakes once. Raises WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
     body = json.dumps(obj).encode()
     data = memoryview(struct.pack(">I", len(body)) + body)
     if w.proc.stdin is None:
         raise WorkerGone("the worker has no request pipe")
+    resumed = False
     try:
         fd = w.proc.stdin.fileno()
         while data:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise WorkerTimeout()
-            _, ready, _ = select.select([], [fd], [], 1.0 if remaining is None else min(remaining, 1.0))
+            wait = 0.0 if not resumed else 1.0 if remaining is None else min(remaining, 1.0)
+            _, ready, _ = select.select([], [fd], [], wait)
             if not ready:
-                if w.proc.poll() is not None:
+                if not resumed:
+                    resume(w)
+                    resumed = True
+                elif w.proc.poll() is not None:
                     raise WorkerGone(exit_text(w.proc.returncode))
                 continue
             n = os.write(fd, data[:4096])  # PIPE_BUF bytes: a write never blocks once select saw room (pipe(7))
             data = data[n:]
+        if not resumed:
+            resume(w)
     except (BrokenPipeError, OSError, ValueError) as exc:
         raise WorkerGone(f"the worker is gone ({exc})") from exc
 

@@ -59,7 +59,6 @@ from aisac_core.data.isolation import (
     pause,
     read,
     reply_limit,
-    resume,
     send,
     session_view,
     worker_command,
@@ -347,8 +346,7 @@ class SandboxManager:
 
         try:
             deadline = time.monotonic() + timeout_s
-            resume(w)
-            send(w, req, deadline)
+            send(w, req, deadline)  # and lets the stopped worker continue
             for _ in range(16):  # a reply to an earlier request (forged by a cell onto the channel) is skipped
                 reply = read(w, deadline, reply_limit(self.settings), watch)
                 if reply.get("seq") == req["seq"]:
