@@ -24,7 +24,7 @@ from typing import Any
 from aisac_core.data import sessionfs
 from aisac_core.settings import SandboxSettings
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")  # real path: bubblewrap mounts its folder
 
 
 # -- OS isolation ---------------------------------------------------------------------------------------------
