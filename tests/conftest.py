@@ -33,6 +33,32 @@ sys.path.insert(0, str(REPO / "tests"))
 from fixtures_gen import write_corpus  # noqa: E402
 
 
+def _code_isolation() -> str:
+    """On a machine with neither bubblewrap nor user namespaces code runs are refused by default; the functional
+    tests of code sessions then opt into isolation ``none`` explicitly (the security tests choose each mode
+    themselves and skip those that cannot run, with the reason). Returns the pytest header line."""
+    from aisac_core.data.isolation import detect_isolation
+
+    if "AISAC_SANDBOX_ISOLATION" in os.environ:
+        return f"code isolation: {os.environ['AISAC_SANDBOX_ISOLATION']} (from AISAC_SANDBOX_ISOLATION)"
+    mode = detect_isolation("auto")[0]
+    if mode == "unavailable":
+        os.environ["AISAC_SANDBOX_ISOLATION"] = "none"
+        return "code isolation: none (no bubblewrap, no user namespaces here: functional tests opt into none)"
+    return f"code isolation: {mode}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_ISOLATION_LINE] = _code_isolation()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return config.stash.get(_ISOLATION_LINE, "")
+
+
+_ISOLATION_LINE = pytest.StashKey[str]()
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

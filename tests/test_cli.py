@@ -54,6 +54,7 @@ def test_status_reports_documents_chunks_and_store(cli_store):
     assert st["chunks_in_manifest"] == st["chunks_in_vector_store"] > 0
     assert st["catalogued_files"] == 1 and st["stale_documents"] == 0
     assert st["data_dir"] == str(cli_store) and st["store_bytes"] > 0
+    assert st["code_isolation"]["mode"] in ("bwrap", "unshare", "none", "unavailable") and st["code_isolation"]["note"]
 
 
 def test_cli_errors_are_clear(cli_store, tmp_path):

@@ -8,6 +8,12 @@ second wall; without bubblewrap they are the wall):
   system calls creating processes (``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``, ``execve``,
   ``execveat``), sockets, namespaces, mounts, ``ptrace`` and cross-process memory access fail with ``EPERM``;
   ``clone3`` fails with ``ENOSYS`` so glibc creates threads with ``clone`` (whose flags a filter can read).
+  It also refuses, outright, what a cell has no need of and what reaches past the session: changing a file's mode,
+  owner or times (``chmod``/``fchmod*``/``chown*``/``utime*``), memory outside the address-space limit
+  (``memfd_create``, ``memfd_secret``, System V and POSIX shared memory / queues), interval timers (``alarm``,
+  ``setitimer``, ``timer_create``: nothing may fire after a run), device nodes (``mknod*``), file handles,
+  priorities and NUMA placement of others; and it lets ``kill``/``tgkill``/``rt_*sigqueueinfo`` reach only the
+  worker's own pid and ``prlimit64``/``sched_setaffinity`` only the worker itself (pid 0 or its own pid).
   Calls of another ABI (x32, i386 on x86-64) fail too. Unlike ``RLIMIT_NPROC`` this also binds a worker whose
   user is root, and unlike a PEP 578 audit hook it also binds C code (``_posixsubprocess.fork_exec``).
 - **Landlock** (``landlock(7)``, ABI 1-7): the worker may read (and map, execute) only the Python installation,
@@ -62,6 +68,66 @@ _DENY = {
         "fsmount": 432,
         "mount_setattr": 442,
         "io_uring_setup": 425,
+        # mode, owner and times of files (the kernel's DAC would let the server's user change the store's)
+        "chmod": 90,
+        "fchmod": 91,
+        "fchmodat": 268,
+        "fchmodat2": 452,
+        "chown": 92,
+        "fchown": 93,
+        "lchown": 94,
+        "fchownat": 260,
+        "utime": 132,
+        "utimes": 235,
+        "futimesat": 261,
+        "utimensat": 280,
+        # memory RLIMIT_AS does not count, and shared memory that outlives the worker
+        "memfd_create": 319,
+        "memfd_secret": 447,
+        "shmget": 29,
+        "msgget": 68,
+        "semget": 64,
+        "mq_open": 240,
+        # timers that would fire after a run
+        "alarm": 37,
+        "setitimer": 38,
+        "timer_create": 222,
+        # other processes (by pid, by thread id, by user) and the machine
+        "tkill": 200,
+        "setpriority": 141,
+        "ioprio_set": 251,
+        "sched_setparam": 142,
+        "sched_setscheduler": 144,
+        "sched_setattr": 314,
+        "migrate_pages": 256,
+        "move_pages": 279,
+        "kcmp": 312,
+        "pidfd_open": 434,
+        "process_madvise": 440,
+        "process_mrelease": 448,
+        "mknod": 133,
+        "mknodat": 259,
+        "name_to_handle_at": 303,
+        "open_by_handle_at": 304,
+        "fanotify_init": 300,
+        "swapon": 167,
+        "swapoff": 168,
+        "reboot": 169,
+        "sethostname": 170,
+        "setdomainname": 171,
+        "iopl": 172,
+        "ioperm": 173,
+        "init_module": 175,
+        "finit_module": 313,
+        "delete_module": 176,
+        "quotactl": 179,
+        "acct": 163,
+        "settimeofday": 164,
+        "adjtimex": 159,
+        "clock_settime": 227,
+        "clock_adjtime": 305,
+        "syslog": 103,
+        "vhangup": 153,
     },
     "aarch64": {
         "execve": 221,
@@ -92,6 +158,73 @@ _DENY = {
         "fsmount": 432,
         "mount_setattr": 442,
         "io_uring_setup": 425,
+        "fchmod": 52,
+        "fchmodat": 53,
+        "fchmodat2": 452,
+        "fchown": 55,
+        "fchownat": 54,
+        "utimensat": 88,
+        "memfd_create": 279,
+        "memfd_secret": 447,
+        "shmget": 194,
+        "msgget": 186,
+        "semget": 190,
+        "mq_open": 180,
+        "setitimer": 103,
+        "timer_create": 107,
+        "tkill": 130,
+        "setpriority": 140,
+        "ioprio_set": 30,
+        "sched_setparam": 118,
+        "sched_setscheduler": 119,
+        "sched_setattr": 274,
+        "migrate_pages": 238,
+        "move_pages": 239,
+        "kcmp": 272,
+        "pidfd_open": 434,
+        "process_madvise": 440,
+        "process_mrelease": 448,
+        "mknodat": 33,
+        "name_to_handle_at": 264,
+        "open_by_handle_at": 265,
+        "fanotify_init": 262,
+        "swapon": 224,
+        "swapoff": 225,
+        "reboot": 142,
+        "sethostname": 161,
+        "setdomainname": 162,
+        "init_module": 105,
+        "finit_module": 273,
+        "delete_module": 106,
+        "quotactl": 60,
+        "acct": 89,
+        "settimeofday": 170,
+        "adjtimex": 171,
+        "clock_settime": 112,
+        "clock_adjtime": 266,
+        "syslog": 116,
+        "vhangup": 58,
+    },
+}
+#: system calls allowed only on the worker itself: the pid argument (args[0]) must be the worker's own pid
+#: (``kill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``) or also 0, "this process" (``prlimit64``,
+#: ``sched_setaffinity``; glibc's ``setrlimit``/``getrlimit`` are ``prlimit64(0, ...)``)
+_SELF_ONLY = {
+    "x86_64": {
+        "kill": (62, False),
+        "tgkill": (234, False),
+        "rt_sigqueueinfo": (129, False),
+        "rt_tgsigqueueinfo": (297, False),
+        "prlimit64": (302, True),
+        "sched_setaffinity": (203, True),
+    },
+    "aarch64": {
+        "kill": (129, False),
+        "tgkill": (131, False),
+        "rt_sigqueueinfo": (138, False),
+        "rt_tgsigqueueinfo": (240, False),
+        "prlimit64": (261, True),
+        "sched_setaffinity": (122, True),
     },
 }
 _CLONE = {"x86_64": 56, "aarch64": 220}
@@ -108,10 +241,12 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def seccomp_program(machine: str | None = None) -> bytes | None:
+def seccomp_program(machine: str | None = None, pid: int | None = None) -> bytes | None:
     """The classic-BPF seccomp filter described in the module docstring for ``machine`` (default: this one's),
-    as the bytes of a ``struct sock_filter`` array; None for an architecture without a table here."""
+    as the bytes of a ``struct sock_filter`` array; None for an architecture without a table here. ``pid``: the
+    one process signals and limit changes may reach (default: this process, ``os.getpid()``)."""
     machine = machine or platform.machine()
+    me = os.getpid() if pid is None else pid
     if machine not in _AUDIT_ARCH:
         return None
     deny = sorted(_DENY[machine].values())
@@ -125,6 +260,13 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
         prog += [_insn(_JGE, 0x40000000, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
     for nr in deny:
         prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
+    for nr, zero_ok in _SELF_ONLY[machine].values():
+        # pid_t is 32 bits: the kernel reads only the low word of args[0] (offset 16, little endian)
+        block = [_insn(_LD, 16), _insn(_JEQ, me & 0xFFFFFFFF, 1 + int(zero_ok), 0)]
+        if zero_ok:
+            block.append(_insn(_JEQ, 0, 1, 0))
+        block += [_insn(_RET, _RET_ERRNO | _EPERM), _insn(_RET, _RET_ALLOW)]
+        prog += [_insn(_JEQ, nr, 0, len(block)), *block]
     prog += [
         _insn(_JEQ, _CLONE3, 0, 1),
         _insn(_RET, _RET_ERRNO | _ENOSYS),
@@ -241,3 +383,35 @@ def apply_landlock(read: list[str], write: list[str]) -> tuple[int, str | None]:
     finally:
         os.close(rfd)
     return abi, None
+
+
+# -- capabilities and the session file system ----------------------------------------------------------------
+_CAPSET = {"x86_64": 126, "aarch64": 91}
+_CAP_VERSION_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3 (linux/capability.h)
+_MS_NOSUID, _MS_NODEV = 2, 4
+
+
+def drop_capabilities() -> str | None:
+    """Clear this process's effective, permitted and inheritable capability sets (``capset(2)``): a worker that
+    runs as root (isolation ``none``) or as root of its own user namespace (``unshare``) keeps no privilege after
+    its set-up. Returns None on success, else why not."""
+    nr = _CAPSET.get(platform.machine())
+    if nr is None:
+        return f"no capset number for architecture {platform.machine()}"
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two struct __user_cap_data_struct, all zero
+    if _libc().syscall(ctypes.c_long(nr), ctypes.byref(header), ctypes.byref(data)) != 0:
+        return f"capset failed: {os.strerror(ctypes.get_errno())}"
+    return None
+
+
+def mount_tmpfs(path: str, size_bytes: int, inodes: int) -> str | None:
+    """Mount a tmpfs of at most ``size_bytes`` bytes and ``inodes`` entries on ``path`` (``mount(2)``,
+    ``tmpfs(5)`` options ``size``, ``nr_inodes``, ``mode``; ``nosuid``, ``nodev``). Needs CAP_SYS_ADMIN in the
+    process's user namespace and a mount namespace of its own (isolation ``unshare``). Returns None on success,
+    else why not."""
+    libc = _libc()
+    opts = f"size={int(size_bytes)},nr_inodes={int(inodes)},mode=0700".encode()
+    if libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", ctypes.c_ulong(_MS_NOSUID | _MS_NODEV), opts) != 0:
+        return f"mounting the session tmpfs failed: {os.strerror(ctypes.get_errno())}"
+    return None

@@ -21,9 +21,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from aisac_core.data import sessionfs
 from aisac_core.settings import SandboxSettings
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")  # real path: bubblewrap mounts its folder
 
 
 # -- OS isolation ---------------------------------------------------------------------------------------------
@@ -76,7 +77,8 @@ def _bwrap_base() -> list[str]:
 
 def _system_mounts() -> list[str]:
     """Read-only mounts of :data:`SYSTEM_DIRS` and :data:`ETC_FILES` as they exist on this host (a merged-/usr
-    symlink stays a symlink), plus a fresh ``/proc``, a minimal ``/dev`` and an empty ``/tmp``."""
+    symlink stays a symlink), plus a fresh ``/proc``, a ``/dev`` of ``null``, ``zero``, ``random`` and ``urandom``,
+    and an empty ``/tmp``."""
     cmd: list[str] = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -88,8 +90,14 @@ def _system_mounts() -> list[str]:
     return cmd + [
         "--proc",
         "/proc",
-        "--dev",
+        # a /dev of the four character devices a worker reads (not bwrap's --dev: its devpts instance keeps the
+        # worker from mounting its session tmpfs)
+        "--tmpfs",
         "/dev",
+        *[a for d in ("null", "zero", "random", "urandom") for a in ("--dev-bind", f"/dev/{d}", f"/dev/{d}")],
+        "--symlink",
+        "/proc/self/fd",
+        "/dev/fd",
         "--tmpfs",
         "/tmp",
         "--ro-bind-try",
@@ -98,43 +106,58 @@ def _system_mounts() -> list[str]:
     ]
 
 
+#: ``unshare(1)``'s options: user (root mapped to the server's user), mount, PID, IPC, UTS and network namespaces,
+#: a fresh /proc, the worker forked as PID 1 of its namespace and killed when ``unshare`` ends
+UNSHARE_OPTS = ["-rmnpiuf", "--mount-proc", "--kill-child"]
+#: the refusal when no mode with namespaces works and none was opted out of explicitly
+NO_ISOLATION = (
+    "code runs are refused: this machine offers neither bubblewrap nor unprivileged user namespaces, and without "
+    "them a cell could reach other processes and the store. Install bubblewrap (Debian/Ubuntu: apt install "
+    "bubblewrap; Fedora: dnf install bubblewrap; Arch: pacman -S bubblewrap), or allow unprivileged user "
+    "namespaces (sysctl kernel.unprivileged_userns_clone=1; Ubuntu 24.04+: "
+    "kernel.apparmor_restrict_unprivileged_userns=0); or opt into the weaker isolation explicitly with "
+    "AISAC_SANDBOX_ISOLATION=none (seccomp and Landlock only: docs/data.md, Threat model)"
+)
+
+
 @lru_cache(maxsize=8)  # module state allowed: probe results of this machine (immutable tuples of text)
 def detect_isolation(requested: str = "auto") -> tuple[str, str]:
     """The OS isolation in force for ``requested`` (``auto``/``bwrap``/``unshare``/``none``) and a note.
 
     ``bwrap`` needs the ``bwrap`` binary (0.8 or later) and working user namespaces, probed once by running
-    ``true`` under the very options a worker gets; ``unshare`` needs ``unshare -rn true`` to succeed. A requested
-    mode that does not work falls back to the next one, and the note says so. In every mode the worker also
-    confines itself with seccomp and Landlock where the kernel offers them (:mod:`aisac_core.data.confine`)."""
+    ``true`` under the very options a worker gets; ``unshare`` needs ``unshare`` with user, mount, PID and network
+    namespaces (probed the same way). ``auto`` and ``bwrap`` fall back to ``unshare``; when neither works the mode
+    is ``unavailable`` and the note is the refusal (:data:`NO_ISOLATION`): code runs are refused rather than run
+    weaker. ``none`` (no namespaces) is used only when requested explicitly. In every mode the worker also confines
+    itself with seccomp and Landlock where the kernel offers them (:mod:`aisac_core.data.confine`)."""
+    if requested == "none":
+        return "none", (
+            "isolation none (opted in with AISAC_SANDBOX_ISOLATION=none): no namespaces; a plain subprocess "
+            "confined by seccomp (no processes, sockets, signals or limits of others, no file mode/owner/time "
+            "changes) and Landlock (files) where the kernel offers them; the disk quota is checked by the server"
+        )
     notes = []
     if requested in ("auto", "bwrap"):
         if shutil.which("bwrap") and _probe(["bwrap", *_bwrap_base(), *_system_mounts(), "true"]):
             return "bwrap", (
                 "bubblewrap: user/PID/IPC/network namespaces, uid 65534 inside, a read-only minimal "
-                "file system (system libraries and the Python installation), only the session "
-                "directory writable, no network"
+                "file system (system libraries and the Python installation), the session folder a size-limited "
+                "tmpfs (the disk quota), no network"
             )
         notes.append("bubblewrap unavailable (no bwrap 0.8+ binary or no user namespaces)")
-    if requested in ("auto", "bwrap", "unshare"):
-        if shutil.which("unshare") and _probe(["unshare", "-rn", "true"]):
-            return "unshare", "; ".join(
-                notes
-                + [
-                    "unshare -rn: user + network namespace (no network); files "
-                    "protected by Landlock where the kernel has it"
-                ]
-            )
-        notes.append("unshare -rn does not work here")
-    return "none", "; ".join(
-        notes
-        + [
-            "no namespaces: a plain subprocess confined by seccomp (no processes, no "
-            "sockets) and Landlock (files) where the kernel offers them"
-        ]
-    )
+    if shutil.which("unshare") and _probe(["unshare", *UNSHARE_OPTS, "true"]):
+        return "unshare", "; ".join(
+            notes
+            + [
+                "unshare: user/mount/PID/IPC/network namespaces (no network, no other process visible), the "
+                "session folder a size-limited tmpfs (the disk quota), files protected by Landlock"
+            ]
+        )
+    notes.append("unshare with user, mount and PID namespaces does not work here")
+    return "unavailable", "; ".join([*notes, NO_ISOLATION])
 
 
-def _python_paths() -> list[Path]:
+def python_paths() -> list[Path]:
     """Folders of this Python installation a worker needs: the prefixes and the stdlib/site-packages entries of
     ``sys.path`` (not the current folder, not a source checkout put there by an editable install)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix)}
@@ -168,28 +191,37 @@ def worker_command(settings: SandboxSettings, isolation: str, session_dir: Path,
         "reply_bytes": reply_limit(settings),
         "nproc": 1,
         "isolation": isolation,
-        "read_roots": [str(p) for p in _python_paths()],
+        "read_roots": [str(p) for p in python_paths()],
     }
+    quota = settings.disk_mb * 1024 * 1024
+    if isolation in ("bwrap", "unshare"):  # the session folder is a tmpfs: its size is the quota, held by the kernel
+        cfg["scratch"] = {"bytes": quota, "inodes": sessionfs.MAX_ENTRIES}
     py = [sys.executable, "-I", str(WORKER_SCRIPT), json.dumps(cfg)]
     if isolation == "bwrap":
-        cmd = ["bwrap", *_bwrap_base(), *_system_mounts()]
-        for p in _python_paths():
+        # no --disable-userns here: it nests a second user namespace that does not own the mount namespace, so the
+        # worker could not mount its tmpfs; the seccomp filter refuses unshare/clone of namespaces instead
+        cmd = ["bwrap", *[o for o in _bwrap_base() if o != "--disable-userns"], *_system_mounts()]
+        for p in python_paths():
             cmd += ["--ro-bind", str(p), str(p)]
         code = WORKER_SCRIPT.resolve().parent
         cmd += [
             "--ro-bind",
             str(code),
             str(code),
-            "--bind",
+            "--ro-bind",  # the worker mounts its sized tmpfs over it (CAP_SYS_ADMIN of its own namespace, then
+            str(session_dir),  # dropped before any request)
             str(session_dir),
-            str(session_dir),
+            "--cap-add",
+            "CAP_SYS_ADMIN",
             "--chdir",
             str(session_dir),
             "--",
         ]
         return cmd + py
     if isolation == "unshare":
-        return ["unshare", "-rn", "--"] + py
+        # setpriv --pdeathsig: unshare (and through --kill-child the worker) dies with the thread that started it
+        pre = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+        return [*pre, "unshare", *UNSHARE_OPTS, "--", *py]
     return py
 
 
@@ -225,13 +257,90 @@ def worker_env(settings: SandboxSettings, session_dir: Path) -> dict[str, str]:
 # -- starting and talking to a worker ------------------------------------------------------------------------
 @dataclass
 class Worker:
-    """A running worker: its process (the bwrap or unshare wrapper under isolation), the worker's own pid as it
-    reported it, when it started, and its early-stderr log file."""
+    """A running worker: its process (the bwrap or unshare wrapper under isolation), the worker's host pid (the
+    Python process itself, found below the wrapper), when it started, and its early-stderr log file."""
 
     proc: subprocess.Popen[bytes]
     pid: int
     started_at: str
     log: Any = None
+
+
+def find_worker_pid(root: int) -> int:
+    """Host pid of the Python worker started as (or below) process ``root``: the first process in the tree under
+    ``root`` (``/proc/<pid>/task/<pid>/children``, ``proc(5)``) whose command line is ``<python> -I <worker
+    script>``; ``root`` itself when none is found."""
+    script = str(WORKER_SCRIPT).encode()
+
+    def children(p: int) -> list[int]:
+        try:
+            return [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the parent links of every process
+            out = []
+            for d in Path("/proc").iterdir():
+                try:
+                    if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == p:
+                        out.append(int(d.name))
+                except (OSError, IndexError, ValueError):
+                    continue
+            return out
+
+    todo = [root]
+    for _ in range(64):
+        if not todo:
+            break
+        p = todo.pop(0)
+        try:
+            argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-I", script]:  # python -I worker.py (the wrappers name the script further on)
+            return p
+        todo += children(p)
+    return root
+
+
+def pause(w: Worker, wait: bool = False) -> None:
+    """Stop the worker (SIGSTOP: every thread of it, whatever a cell left behind) until :func:`resume`: between
+    requests a worker uses no CPU and writes nothing. ``wait``: return only once the kernel reports it stopped
+    (``/proc/<pid>/stat`` state ``T``; at most 0.5 s), so that its files can be read as a consistent whole."""
+    try:
+        os.kill(w.pid, signal.SIGSTOP)
+    except OSError:
+        return
+    if not wait:
+        return
+    stat = f"/proc/{w.pid}/stat"
+    end = time.monotonic() + 0.5
+    spins = 0
+    while time.monotonic() < end:
+        try:
+            with open(stat, "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t", b"Z", b"X"):
+                    return
+        except (OSError, IndexError):
+            return
+        spins += 1
+        if spins < 200:  # the stop usually lands within microseconds: yield rather than sleep a timer tick
+            os.sched_yield()
+        else:
+            time.sleep(0.001)
+
+
+def resume(w: Worker) -> None:
+    """Let a worker stopped by :func:`pause` run again (SIGCONT)."""
+    try:
+        os.kill(w.pid, signal.SIGCONT)
+    except OSError:
+        pass
+
+
+def session_view(w: Worker, session_dir: Path, isolation: str) -> Path:
+    """The session folder as the worker sees it: under ``bwrap``/``unshare`` its tmpfs, reached through the
+    worker's root (``/proc/<pid>/root``, ``proc(5)``); under ``none`` the folder itself."""
+    if isolation in ("bwrap", "unshare"):
+        return Path(f"/proc/{w.pid}/root{session_dir}")
+    return session_dir
 
 
 class Spawner:
@@ -337,25 +446,33 @@ def kill(w: Worker, close: bool = True) -> None:
 
 def send(w: Worker, obj: dict[str, Any], deadline: float | None = None) -> None:
     """Write one request (4-byte big-endian length + UTF-8 JSON) to the worker, waiting for room in the pipe until
-    ``deadline`` (``time.monotonic()``; None: no limit) - a worker whose cell still runs reads nothing. Raises
-    WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
+    ``deadline`` (``time.monotonic()``; None: no limit) - a worker whose cell still runs reads nothing - and let a
+    worker stopped by :func:`pause` continue once the request is in the pipe (or the pipe is full), so that it
+    wakes once. Raises WorkerTimeout after the deadline, WorkerGone when the worker's pipe is closed."""
     body = json.dumps(obj).encode()
     data = memoryview(struct.pack(">I", len(body)) + body)
     if w.proc.stdin is None:
         raise WorkerGone("the worker has no request pipe")
+    resumed = False
     try:
         fd = w.proc.stdin.fileno()
         while data:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise WorkerTimeout()
-            _, ready, _ = select.select([], [fd], [], 1.0 if remaining is None else min(remaining, 1.0))
+            wait = 0.0 if not resumed else 1.0 if remaining is None else min(remaining, 1.0)
+            _, ready, _ = select.select([], [fd], [], wait)
             if not ready:
-                if w.proc.poll() is not None:
+                if not resumed:
+                    resume(w)
+                    resumed = True
+                elif w.proc.poll() is not None:
                     raise WorkerGone(exit_text(w.proc.returncode))
                 continue
             n = os.write(fd, data[:4096])  # PIPE_BUF bytes: a write never blocks once select saw room (pipe(7))
             data = data[n:]
+        if not resumed:
+            resume(w)
     except (BrokenPipeError, OSError, ValueError) as exc:
         raise WorkerGone(f"the worker is gone ({exc})") from exc
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
-from aisac_core.data.isolation import kill
+from aisac_core.data.errors import SandboxError
+from aisac_core.data.isolation import Worker, kill, pause, python_paths, session_view
 from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
@@ -32,6 +33,36 @@ def _sha256(data: bytes | str) -> str:
     return sha256_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
 
 
+def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) -> str | None:
+    """Copy the session's tmpfs (bwrap/unshare) to its folder on disk, the worker ``w`` stopped first
+    (:func:`aisac_core.data.sessionfs.mirror`; ``wait``: until the kernel reports it stopped - before it is
+    killed; after a run the copy does not wait: a file still changing is copied again next time). Returns a note
+    when the folder is full (the kernel refused writes past ``AISAC_SANDBOX_DISK_MB``), else None; a no-op under
+    isolation ``none`` and for a worker that is gone."""
+    if not m.tmpfs or w is None or w.proc.poll() is not None:
+        return None
+    pause(w, wait=wait)
+    view = session_view(w, s.dir, m.isolation)
+    with s.sync_lock:
+        try:
+            sessionfs.mirror(view, s.dir)
+            fs = os.statvfs(view)
+        except (OSError, SandboxError):
+            return None
+    quota = m.settings.disk_mb * 1024 * 1024
+    if fs.f_favail == 0:
+        return (
+            f"disk quota exceeded: the session folder holds the most entries it may ({sessionfs.MAX_ENTRIES:,}); "
+            "creating more failed (No space left on device)"
+        )
+    if fs.f_bavail * fs.f_frsize < max(quota // 100, 64 * 1024):
+        return (
+            f"disk quota exceeded: the session folder is full ({quota / 2**20:,.0f} MB, AISAC_SANDBOX_DISK_MB); "
+            "writes past it failed (No space left on device)"
+        )
+    return None
+
+
 def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[str], t_start: float) -> None:
     """Checks after every run: threads the run left running stop the worker (state lost); a session folder over
     its disk quota loses the files this run wrote (their inode change time is at or after ``t_start``)."""
@@ -44,6 +75,8 @@ def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[
             "the worker was stopped so that nothing outlives its run"
         )
         notes.append(f"session state lost: {s.lost}")
+    if m.tmpfs:  # the kernel holds the quota (a sized tmpfs); Manager.sync noted a full folder
+        return
     quota = m.settings.disk_mb * 1024 * 1024
     used = sessionfs.usage(s.dir)
     if used > quota:
@@ -58,6 +91,29 @@ def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[
             f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
             "removed"
         )
+
+
+def _install_paths() -> list[tuple[str, str]]:
+    """(folder, placeholder) of the server's installation, longest first: the aisac package folder, the Python
+    installation's library folders and prefixes (:func:`aisac_core.data.isolation.python_paths`)."""
+    pairs = {str(Path(__file__).resolve().parents[2]): "<aisac>"}
+    for p in python_paths():
+        name = p.name if p.name in ("site-packages", "dist-packages") else "python"
+        pairs.setdefault(str(p), f"<{name}>")
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable)}:
+        pairs.setdefault(os.path.realpath(prefix), "<python>")
+        pairs.setdefault(prefix, "<python>")
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def hide_paths(text: str) -> str:
+    """``text`` (a traceback or error shown to a cell's caller) with every folder of the server's installation
+    replaced by a placeholder (``<aisac>``, ``<site-packages>``, ``<python>``): a cell learns no install path
+    from its errors."""
+    for folder, mark in _install_paths():
+        if folder and folder != "/":
+            text = text.replace(folder + "/", mark + "/").replace(folder, mark)
+    return text
 
 
 def _store_figure(m: SandboxManager, s: Session, job: Job, name: str, data: bytes) -> Path:
@@ -124,6 +180,9 @@ def finish(
         for k in REPLY_TEXT
         if (v := reply.get(k)) is not None
     }
+    for k in ("traceback", "error"):
+        if k in text:
+            text[k] = hide_paths(text[k])
     cell = reply.get("cell")
     result: CodeRun = {
         "ok": reply.get("ok") is True,

@@ -47,7 +47,6 @@ from typing import Any, cast
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
 from aisac_core.data.isolation import (
-    WORKER_SCRIPT,
     Spawner,
     Worker,
     WorkerGone,
@@ -55,15 +54,18 @@ from aisac_core.data.isolation import (
     WorkerTimeout,
     detect_isolation,
     exit_text,
+    find_worker_pid,
     kill,
+    pause,
     read,
     reply_limit,
     send,
+    session_view,
     worker_command,
     worker_env,
 )
 from aisac_core.data.mplcache import FontLists
-from aisac_core.data.replies import after_run, finish, stored_images
+from aisac_core.data.replies import after_run, finish, stored_images, sync
 from aisac_core.data.results import CloseResult, CodeRun, ResetResult, SessionInfo, SessionListResult, VariablesResult
 from aisac_core.hashing import sha256_bytes
 from aisac_core.settings import SandboxSettings
@@ -135,6 +137,7 @@ class Session:
     confinement: dict[str, Any] = field(default_factory=dict[str, Any])  # what the worker reported in force at start
     last_used_at: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    sync_lock: threading.Lock = field(default_factory=threading.Lock)  # one copy of its tmpfs to disk at a time
 
 
 @dataclass
@@ -181,6 +184,7 @@ class SandboxManager:
         self.state = self.root / ".state"  # the server's own files per session (markers, logs, figures)
         self.allowed = sorted(set(DEFAULT_ALLOWED_IMPORTS) | set(settings.allow_imports))
         self.isolation, self.isolation_note = detect_isolation(settings.isolation)
+        self.tmpfs = self.isolation in ("bwrap", "unshare")  # the session folder a worker sees is a sized tmpfs
         if settings.isolation not in ("auto", self.isolation):
             self.isolation_note = f"requested {settings.isolation!r} unavailable; " + self.isolation_note
         self._sessions: dict[str, Session] = {}
@@ -265,6 +269,8 @@ class SandboxManager:
                 )
 
     def _start(self, s: Session) -> Worker:
+        if self.isolation == "unavailable":
+            raise SandboxError(self.isolation_note)
         self._make_room(s)
         self._fonts.seed(s.dir)
         log_path = self.state / f"{s.name}.log"
@@ -286,10 +292,12 @@ class SandboxManager:
             kill(w)
             tail = log_path.read_text(errors="replace")[-1500:]
             raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
-        pid = ready.get("pid")
-        w.pid = pid if isinstance(pid, int) else proc.pid
+        w.pid = find_worker_pid(proc.pid)  # the host pid (inside a PID namespace the worker is pid 1)
+        pause(w)  # between requests the worker is stopped: nothing a cell left behind runs
         s.confinement = {
-            k: ready.get(k) for k in ("uid", "seccomp", "landlock", "seccomp_note", "landlock_note") if k in ready
+            k: ready.get(k)
+            for k in ("uid", "seccomp", "landlock", "seccomp_note", "landlock_note", "capabilities_note")
+            if k in ready
         }
         s.seq = 0
         return w
@@ -321,8 +329,8 @@ class SandboxManager:
         quota = self.settings.disk_mb * 1024 * 1024
         t_check = [0.0]
 
-        def watch() -> str | None:  # the disk quota, checked at most every 2 s while a run waits
-            if req.get("op") != "run" or time.monotonic() - t_check[0] < 2.0:
+        def watch() -> str | None:  # isolation none: the disk quota, checked at most every 2 s while a run waits
+            if self.tmpfs or req.get("op") != "run" or time.monotonic() - t_check[0] < 2.0:
                 return None
             t_check[0] = time.monotonic()
             used = sessionfs.usage(s.dir)
@@ -338,13 +346,14 @@ class SandboxManager:
 
         try:
             deadline = time.monotonic() + timeout_s
-            send(w, req, deadline)
+            send(w, req, deadline)  # and lets the stopped worker continue
             for _ in range(16):  # a reply to an earlier request (forged by a cell onto the channel) is skipped
                 reply = read(w, deadline, reply_limit(self.settings), watch)
                 if reply.get("seq") == req["seq"]:
                     break
             else:
                 raise WorkerProtocolError("the worker keeps sending replies to other requests")
+            pause(w)  # the run is over: whatever it left behind stops with it (SIGSTOP lands within microseconds)
         except WorkerProtocolError as exc:
             reply = self._lose(
                 s,
@@ -384,10 +393,15 @@ class SandboxManager:
             )
         return reply, notes
 
-    @staticmethod
-    def _lose(s: Session, w: Worker, why: str, error_type: str, error: str) -> dict[str, Any]:
-        """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call) and return the
-        ``ok: false`` reply of the interrupted request."""
+    def sync(self, s: Session, w: Worker | None = None, wait: bool = False) -> str | None:
+        """Copy the session's tmpfs to its folder on disk (:func:`aisac_core.data.replies.sync`): a note when the
+        folder is full, else None."""
+        return sync(self, s, w or s.worker, wait)
+
+    def _lose(self, s: Session, w: Worker, why: str, error_type: str, error: str) -> dict[str, Any]:
+        """Stop the session's worker ``w`` (its state is lost: ``why`` is reported by the next call; its files are
+        kept) and return the ``ok: false`` reply of the interrupted request."""
+        self.sync(s, w, wait=True)
         kill(w)
         s.worker = None
         s.lost = why
@@ -473,6 +487,9 @@ class SandboxManager:
                     )
                 except SandboxError as exc:
                     reply, notes = {"ok": False, "error_type": "SandboxError", "error": str(exc)}, []
+                full = self.sync(s)
+                if full:
+                    notes.append(full)
                 after_run(self, s, reply, notes, t_start)
                 lost = any(n.startswith("session state lost") for n in notes)
                 if s.worker is not None:  # alive after the run: the loss (if any) has been reported
@@ -557,6 +574,7 @@ class SandboxManager:
             s.stopping = f"cancelled (job {job_id})"
             w = s.worker
             if w is not None:
+                self.sync(s, w, wait=True)  # the files the run wrote so far are kept
                 kill(w, close=False)  # the run's reader sees the worker gone and finishes the job
             job.done.wait(15)
             s.stopping = None
@@ -597,39 +615,26 @@ class SandboxManager:
         """Write ``data`` as ``inputs/<name>`` in the folder of ``session`` (created with the session) without
         following any link a cell planted there (:func:`aisac_core.data.sessionfs.write_file`). Returns the path.
         Raises SandboxError for a bad session or file name."""
-        return sessionfs.write_file(self.session_dir(session), f"inputs/{name}", data)
+        s = self._session(session, create=True)
+        path = sessionfs.write_file(s.dir, f"inputs/{name}", data)
+        w = s.worker
+        if self.tmpfs and w is not None and w.proc.poll() is None:  # the live worker's tmpfs gets it too
+            with s.sync_lock:
+                sessionfs.write_file(session_view(w, s.dir, self.isolation), f"inputs/{name}", data)
+        return path
 
     def session_dir(self, session: str) -> Path:
         """The folder of ``session`` (created with the session)."""
         return self._session(session, create=True).dir
 
     def worker_pid(self, session: str) -> int | None:
-        """Host pid of the Python worker of ``session`` (None when it has none). Under bwrap the worker is a
-        descendant of the bwrap process, found by walking ``/proc/<pid>/stat`` parent links (Linux ``proc(5)``);
-        used to read the worker's memory (``/proc/<pid>/status``) and its network namespace."""
+        """Host pid of the Python worker of ``session`` (None when it has none); under bwrap/unshare the worker is
+        a descendant of the wrapper process (:func:`aisac_core.data.isolation.find_worker_pid`). Used to read the
+        worker's memory (``/proc/<pid>/status``), CPU time and network namespace."""
         s = self._sessions.get(session)
         if s is None or s.worker is None:
             return None
-        root = s.worker.proc.pid
-        children: dict[int, list[int]] = {}
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-                children.setdefault(ppid, []).append(int(d.name))
-        stack = list(children.get(root, []))
-        while stack:
-            p = stack.pop()
-            try:
-                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if not argv[0].endswith(b"bwrap") and str(WORKER_SCRIPT).encode() in argv:
-                return p
-            stack += children.get(p, [])
-        return root
+        return s.worker.pid
 
     def list(self) -> SessionListResult:
         """``{sessions: [{session, dir, alive, pid, cells, created_at, last_used_at, busy_job, state_lost,
@@ -685,6 +690,7 @@ class SandboxManager:
         w = s.worker
         if w is not None:
             s.stopping = "stopped by data_code_session_reset (or close)"
+            self.sync(s, w, wait=True)  # its files are kept
             kill(w, close=False)  # a running job's reader sees the worker gone and finishes
         if not s.lock.acquire(timeout=15):
             s.stopping = None

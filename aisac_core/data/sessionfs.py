@@ -173,3 +173,102 @@ def remove_changed_since(session_dir: Path, since: float) -> int:
     except (SandboxError, OSError, _TooDeep):
         pass
     return removed
+
+
+def _remove(dfd: int, name: str, depth: int = 0) -> None:
+    """Remove the entry ``name`` under ``dfd`` (a folder with its contents), never following a link."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dfd)
+            return
+        if depth < 64:
+            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+            try:
+                with os.scandir(sub) as it:
+                    children = [e.name for e in it]
+                for c in children:
+                    _remove(sub, c, depth + 1)
+            finally:
+                os.close(sub)
+        os.rmdir(name, dir_fd=dfd)
+    except OSError:
+        pass
+
+
+def _copy_file(src: int, dst: int, name: str, st: os.stat_result) -> int:
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the listing
+            return 0
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst)
+        n = 0
+        try:
+            while (k := os.sendfile(out, fd, None, 1 << 24)) > 0:
+                n += k
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+        return n
+    finally:
+        os.close(fd)
+
+
+def _mirror(src: int, dst: int, depth: int) -> int:
+    with os.scandir(src) as it:
+        names = [e.name for e in it]
+    kept: set[str] = set()
+    copied = 0
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=src, follow_symlinks=False)
+        except OSError:
+            continue
+        try:
+            old: os.stat_result | None = os.stat(name, dir_fd=dst, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if stat.S_ISDIR(st.st_mode) and depth < 64:
+            if old is not None and not stat.S_ISDIR(old.st_mode):
+                _remove(dst, name)
+                old = None
+            if old is None:
+                os.mkdir(name, 0o700, dir_fd=dst)
+            a = os.open(name, _DIR_FLAGS, dir_fd=src)
+            try:
+                b = os.open(name, _DIR_FLAGS, dir_fd=dst)
+                try:
+                    copied += _mirror(a, b, depth + 1)
+                finally:
+                    os.close(b)
+            finally:
+                os.close(a)
+            kept.add(name)
+        elif stat.S_ISREG(st.st_mode):
+            kept.add(name)
+            if (
+                old is not None
+                and stat.S_ISREG(old.st_mode)
+                and old.st_nlink == 1
+                and (old.st_size, old.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+            ):
+                continue
+            if old is not None:
+                _remove(dst, name)
+            copied += _copy_file(src, dst, name, st)
+    with os.scandir(dst) as it:
+        gone = [e.name for e in it if e.name not in kept]
+    for name in gone:
+        _remove(dst, name)
+    return copied
+
+
+def mirror(src: Path, dst: Path) -> int:
+    """Make the session folder on disk ``dst`` hold what the worker's view of it ``src`` holds (its tmpfs, seen
+    through ``/proc/<pid>/root``): plain folders and regular files with their modification times; entries of other
+    kinds (links, FIFOs, sockets) are not kept, and what ``src`` no longer holds is removed from ``dst``. Files whose
+    size and modification time are unchanged are not copied again. No link is followed on either side. Returns the
+    bytes copied. Raises SandboxError when either folder cannot be opened, OSError when ``dst`` cannot be
+    written."""
+    with open_session_dir(src) as a, open_session_dir(dst) as b:
+        return _mirror(a, b, 0)

@@ -34,13 +34,15 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
-import ctypes  # noqa: F401 - numpy imports it; its module-level dlopen must happen before the audit hook is set
+import ctypes  # numpy imports it; its module-level dlopen must happen before the audit hook is set
+import errno
 import io
 import json
 import os
 import random
 import resource
 import signal
+import stat as stat_mod
 import struct
 import sys
 import threading
@@ -592,10 +594,84 @@ def _set_limits(cfg: dict[str, Any]) -> None:
         lim(resource.RLIMIT_NPROC, int(cfg["nproc"]))
 
 
+def _copy_tree(src: int, dst: int, depth: int = 0) -> None:
+    """Copy the plain folders and regular files below directory descriptor ``src`` to ``dst`` with their times,
+    never following a link and skipping every other kind of entry (a FIFO is not opened); stops quietly when the
+    tmpfs is full (the quota) or below 64 levels."""
+    if depth > 64:
+        return
+    with os.scandir(src) as it:
+        names = [e.name for e in it]
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=src, follow_symlinks=False)
+            if stat_mod.S_ISDIR(st.st_mode):
+                os.mkdir(name, 0o700, dir_fd=dst)
+                a = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src)
+                b = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dst)
+                try:
+                    _copy_tree(a, b, depth + 1)
+                    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+                finally:
+                    os.close(a)
+                    os.close(b)
+            elif stat_mod.S_ISREG(st.st_mode):
+                a = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src)
+                try:
+                    if not stat_mod.S_ISREG(os.fstat(a).st_mode):
+                        continue
+                    b = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst)
+                    try:
+                        while os.sendfile(b, a, None, 1 << 24) > 0:
+                            pass
+                        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+                    finally:
+                        os.close(b)
+                finally:
+                    os.close(a)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EFBIG):
+                return
+
+
+def _scratch(cfg: dict[str, Any]) -> str | None:
+    """Mount a tmpfs of ``scratch.bytes`` bytes and ``scratch.inodes`` entries (the disk quota, held by the kernel)
+    over the session folder and fill it with the folder's files on disk, read through a descriptor opened before
+    the mount (the worker holds CAP_SYS_ADMIN of its own user namespace until :func:`_confine` drops it). Returns
+    why it failed, or None (also when the configuration asks for no tmpfs: isolation ``none``)."""
+    sc = cfg.get("scratch")
+    if not sc:
+        return None
+    target = cfg["session_dir"]
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    try:
+        src = os.open(target, flags)
+    except OSError as exc:
+        return f"cannot open the session folder: {exc}"
+    try:
+        why = confine.mount_tmpfs(target, int(sc["bytes"]), int(sc["inodes"]))
+        if why:
+            return str(why)
+        os.chdir(target)  # the tmpfs now mounted there, not the folder beneath
+        dst = os.open(target, flags)
+        try:
+            _copy_tree(src, dst)
+        finally:
+            os.close(dst)
+    except OSError as exc:
+        return f"cannot fill the session tmpfs: {exc}"
+    finally:
+        os.close(src)
+    return None
+
+
 def _confine(cfg: dict[str, Any], worker: Worker) -> dict[str, Any]:
     """Apply Landlock (reads: the worker's read roots; writes: the session directory and ``/dev/null``) and the
     seccomp filter of :mod:`confine`; returns what is in force, for the ready message."""
     out: dict[str, Any] = {}
+    why = confine.drop_capabilities()
+    if why:
+        out["capabilities_note"] = why
     abi, why = confine.apply_landlock(
         [r for r in worker.read_roots if r not in ("/dev/null", worker.session_dir)], [worker.session_dir, "/dev/null"]
     )
@@ -611,6 +687,14 @@ def _confine(cfg: dict[str, Any], worker: Worker) -> dict[str, Any]:
 
 def main() -> int:
     cfg = json.loads(sys.argv[1])
+    try:  # die with the server's spawner thread (PR_SET_PDEATHSIG = 1): a stopped worker never lingers
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    why = _scratch(cfg)
+    if why:
+        sys.stderr.write(f"the session folder could not be set up: {why}\n")
+        return 1
     proto_in, proto_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

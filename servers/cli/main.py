@@ -393,8 +393,8 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False,
     no_owner: NoOwner = False,
 ) -> None:
-    """Documents, chunks, jobs, and where the store lives (and its size); asks the store's owner process while it
-    runs."""
+    """Documents, chunks, jobs, where the store lives (and its size), and the isolation code sessions run under;
+    asks the store's owner process while it runs."""
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
     core = AppContext(settings) if info is None else None
@@ -410,6 +410,10 @@ def status(
     finally:
         if core is not None:
             core.close()
+    from aisac_core.data.isolation import detect_isolation
+
+    mode, note = detect_isolation(settings.sandbox.isolation)  # what code sessions run under on this machine
+    st = {**st, "code_isolation": {"mode": mode, "note": note}}
     if as_json:
         print(json.dumps(st, indent=1))
         return

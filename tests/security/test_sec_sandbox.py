@@ -29,13 +29,13 @@ SECRET = "aisac-secret-token-5f0c1d"
 OS = "import pandas as pd\nos_ = getattr(pd.io.common, 'os')\nmods = os_.sys.modules\n"
 
 
-@pytest.fixture(scope="module", params=["bwrap", "none"])
+@pytest.fixture(scope="module", params=["bwrap", "unshare", "none"])
 def box(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     """A sandbox manager per isolation mode over a store that holds secrets (a fake owner token, a SQLite file)
     next to a canary folder outside every session."""
     mode = request.param
-    if mode == "bwrap" and detect_isolation("bwrap")[0] != "bwrap":
-        pytest.skip("bubblewrap cannot run here (no bwrap binary or no user namespaces)")
+    if detect_isolation(mode)[0] != mode:
+        pytest.skip(f"isolation {mode} cannot run here: {detect_isolation(mode)[1]}")
     d = tmp_path_factory.mktemp(f"sec-{mode}")
     data = d / "store"
     data.mkdir(mode=0o700)
