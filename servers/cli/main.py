@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -47,6 +46,7 @@ from .owner import (
     search_via_owner,
     status_via_owner,
 )
+from .safe import SafeConsole, safe_print
 from .store import store_app
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.",
 )
-err = Console(stderr=True)
-out = Console()
+err = SafeConsole(stderr=True)
+out = SafeConsole()
 
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
@@ -158,7 +158,7 @@ def index(
         if core is not None:
             core.close()
     if as_json:
-        print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
+        safe_print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
         return
     c = counters
     err.print(
@@ -206,7 +206,7 @@ def search(
         if core is not None:
             core.close()
     if as_json:
-        print(json.dumps(res, indent=1, ensure_ascii=False))
+        safe_print(json.dumps(res, indent=1, ensure_ascii=False))
         return
     hits = res["hits"]
     if not hits:
@@ -370,7 +370,7 @@ def owner(
     if action == "status":
         info = live_owner(settings.data_dir)
         stale = None if info else read_owner_file(settings.data_dir)
-        print(
+        safe_print(
             json.dumps(
                 {
                     "running": info is not None,
@@ -411,7 +411,7 @@ def status(
         if core is not None:
             core.close()
     if as_json:
-        print(json.dumps(st, indent=1))
+        safe_print(json.dumps(st, indent=1))
         return
     t = Table(title="aisac store", show_header=False)
     t.add_column("what")
@@ -447,7 +447,7 @@ def dashboard(
             _fail(str(exc))
         finally:
             core.close()
-        print(json.dumps(res, indent=1))
+        safe_print(json.dumps(res, indent=1))
         return
     err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
     if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
@@ -490,7 +490,7 @@ def report(
         _fail(str(exc))
     finally:
         core.close()
-    print(out["path"])
+    safe_print(out["path"])
 
 
 @app.command()
@@ -560,7 +560,7 @@ def install(
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
         if print_:
-            print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
+            safe_print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return
         res = install_host(host, entry, config_path=config)
     except (HostConfigError, BootstrapError, ValueError) as exc:  # ValueError: an unreadable aisac.toml
