@@ -228,6 +228,20 @@ def search(
     out.print(t)
 
 
+def http_host_config(host: str, port: int, token: str) -> str:
+    """The lines ``aisac serve --transport http`` prints when it generated its bearer token: the token, and an MCP
+    host configuration entry (``url`` + ``headers``, the form Claude Code, Cursor and VS Code read) that uses it."""
+    shown = f"[{host}]" if ":" in host else host
+    entry = {
+        "aisac": {"type": "http", "url": f"http://{shown}:{port}/mcp", "headers": {"Authorization": f"Bearer {token}"}}
+    }
+    return (
+        f"aisac: every request needs the header 'Authorization: Bearer {token}' (generated for this run; set "
+        "AISAC_HTTP_TOKEN to choose it, or pass --no-token on a loopback address to serve without one). "
+        f"Host configuration:\n{json.dumps({'mcpServers': entry}, indent=1)}"
+    )
+
+
 @app.command()
 def serve(
     server: Annotated[
@@ -237,11 +251,19 @@ def serve(
     host: Annotated[
         str,
         typer.Option(
-            help="HTTP bind address; any non-loopback address requires the bearer "
-            "token (AISAC_HTTP_TOKEN, else one is generated and printed)"
+            help="HTTP bind address; every HTTP server requires the bearer token "
+            "(AISAC_HTTP_TOKEN, else one is generated and printed), loopback included"
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
+    no_token: Annotated[
+        bool,
+        typer.Option(
+            "--no-token",
+            help="serve HTTP on a loopback address without a bearer token: every local account of this machine "
+            "can then read and call the store (refused for other addresses)",
+        ),
+    ] = False,
     no_owner: Annotated[
         bool,
         typer.Option(
@@ -336,12 +358,18 @@ def serve(
                 in_process().run(transport="stdio", show_banner=False)
             return
         token = settings.http_token
-        if token is None and not is_loopback(host):
-            token = new_token()
+        if no_token and token is None:
+            if not is_loopback(host):
+                _fail(f"--no-token is for loopback addresses only; {host} is reachable from other machines")
             err.print(
-                f"aisac: {host} is not a loopback address, so every request needs the header "
-                f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)"
+                "aisac: serving HTTP without a token (--no-token): every local account of this machine can read "
+                "and call this store",
+                soft_wrap=True,
+                markup=False,
             )
+        elif token is None:
+            token = new_token()
+            err.print(http_host_config(host, port, token), soft_wrap=True, markup=False)
         if not use_owner:
             serve_http(settings, in_process(), host=host, port=port, token=token)
             return
