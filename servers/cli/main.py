@@ -477,7 +477,14 @@ def dashboard(
             core.close()
         safe_print(json.dumps(res, indent=1))
         return
-    err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
+    token = core.settings.http_token or new_token()
+    shown = f"[{host}]" if ":" in host else host
+    err.print(
+        f"aisac dashboard on http://{shown}:{port}/?token={token} (store {core.settings.data_dir}); open this URL "
+        "(the token is asked once, then kept in a cookie of this site); Ctrl-C stops it",
+        soft_wrap=True,
+        markup=False,
+    )
     if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
         # this dashboard only reads the trace (SQLite), so it runs next to the owner, which holds the vector store
         err.print(
@@ -487,7 +494,7 @@ def dashboard(
             markup=False,
         )
     try:
-        serve_dashboard(host, port, core.trace)
+        serve_dashboard(host, port, core.trace, token)
     except ValueError as exc:
         _fail(str(exc))
     finally:
