@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
 
 import anyio
@@ -352,21 +352,17 @@ def create_app(trace: TraceService, *, index_verify: bool = False) -> Starlette:
     return Starlette(routes=[Route(p, h, methods=["GET"]) for p, h in d.routes()])
 
 
-def serve(host: str, port: int, trace: TraceService, token: str) -> None:
+def serve(host: str, port: int, trace: TraceService, guard: Callable[[Any], Any]) -> None:
     """Run the dashboard of a store (its trace service ``trace``) on ``host:port`` (default port :data:`DEFAULT_PORT`)
-    until interrupted (``aisac dashboard``). Loopback only: the trace holds queries and file names. Every request
-    needs ``token`` and a loopback ``Host``/``Origin``, and every answer carries a strict Content-Security-Policy
-    (:class:`aisac_core.security.DashboardGuard`). Raises ValueError for a non-loopback host or an empty token."""
+    until interrupted (``aisac dashboard``), wrapped in ``guard`` (an ASGI middleware factory: the CLI passes
+    :class:`aisac_core.security.DashboardGuard` with the token, which checks the token and a loopback
+    ``Host``/``Origin`` and adds the Content-Security-Policy). Loopback only: the trace holds queries and file
+    names. Raises ValueError for a non-loopback host."""
     import uvicorn
-
-    from aisac_core.security import DashboardGuard
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(
             f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
             "holds queries and file names"
         )
-    if not token:
-        raise ValueError("the dashboard needs a token (AISAC_HTTP_TOKEN, or the one `aisac dashboard` generates)")
-    app = DashboardGuard(cast(Any, create_app(trace)), token)  # Starlette is an ASGI app
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.run(guard(create_app(trace)), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

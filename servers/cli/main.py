@@ -33,7 +33,7 @@ from aisac_core.owner import (
     read_owner_file,
     stop_owner,
 )
-from aisac_core.security import is_loopback, new_token
+from aisac_core.security import DashboardGuard, is_loopback, new_token
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
@@ -494,7 +494,7 @@ def dashboard(
             markup=False,
         )
     try:
-        serve_dashboard(host, port, core.trace, token)
+        serve_dashboard(host, port, core.trace, lambda asgi: DashboardGuard(asgi, token))
     except ValueError as exc:
         _fail(str(exc))
     finally:
