@@ -178,7 +178,9 @@ async def run_graph(
         session_id: a memory session whose recall joins the router's context (``memory_recall``).
         run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
         tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
-            and the graph's tool nodes call them; the planner sees those :func:`.tools.capabilities` allows.
+            and the graph's tool nodes call them; the planner sees, and the coordinator calls, only the read-only
+            closed-world tools of :func:`.tools.capabilities`. A plan step naming another tool is not executed: it
+            is returned in ``plan["proposals"]`` (:func:`.planner.proposal`) for the host to confirm with the user.
         sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
 
     Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
