@@ -140,6 +140,15 @@ class HttpGuard:
                 self.activity.end()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if str(scope.get("path", "")).startswith("/dashboard"):  # the browser pages: the strict headers too
+            inner = send
+
+            async def send_secured(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+                await inner(message)
+
+            send = send_secured
         if not self._authorized(scope):
             await _json(
                 send,
@@ -197,3 +206,113 @@ class HttpGuard:
                 "a file path inside a registered root instead of the file's content.",
             },
         )
+
+
+#: the Content-Security-Policy of every dashboard page: nothing is loaded from anywhere but the dashboard itself
+#: (a model answer's Markdown image pointing at a remote server is not fetched: no data leaves through its URL), no
+#: frames, no plugins, and no page may frame the dashboard (clickjacking)
+DASHBOARD_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-src 'none'; frame-ancestors 'none'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'"
+)
+#: headers :class:`DashboardGuard` adds to every answer
+SECURITY_HEADERS = (
+    (b"content-security-policy", DASHBOARD_CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+DASHBOARD_COOKIE = "aisac_dashboard"
+
+
+def _host_name(value: str) -> str:
+    """The host name of a ``Host`` header or an origin's authority (port and IPv6 brackets removed), lower case."""
+    v = value.strip().lower()
+    if v.startswith("["):
+        return v[1 : v.find("]")] if "]" in v else v
+    return v.rsplit(":", 1)[0] if v.count(":") == 1 else v
+
+
+class DashboardGuard:
+    """ASGI middleware of the browser dashboard (``aisac dashboard``): DNS-rebinding checks, a token, strict headers.
+
+    - ``Host`` must name a loopback address (``127.0.0.1``, ``localhost``, ``[::1]``) and an ``Origin``, when sent,
+      too: a page of another site whose name was rebound to 127.0.0.1 sends its own name, and gets 403;
+    - ``token``: every request presents it as ``?token=`` (the URL printed once at start; the answer then sets an
+      ``HttpOnly``, ``SameSite=Strict`` cookie, so the page's own links and streams need no token), as the cookie,
+      or as ``Authorization: Bearer``; else 401;
+    - every answer carries :data:`SECURITY_HEADERS` (the :data:`DASHBOARD_CSP` Content-Security-Policy).
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    def _token_ok(self, scope: Scope) -> tuple[bool, bool]:
+        """``(authorized, came in the query)``."""
+        from urllib.parse import parse_qs
+
+        q = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+        for t in q.get("token", []):
+            if hmac.compare_digest(t.encode(), self.token):
+                return True, True
+        for name, value in scope.get("headers") or []:
+            n = name.lower()
+            if n == b"authorization":
+                scheme, _, cred = value.partition(b" ")
+                if scheme.lower() == b"bearer" and hmac.compare_digest(cred.strip(), self.token):
+                    return True, False
+            elif n == b"cookie":
+                for part in value.split(b";"):
+                    k, _, v = part.strip().partition(b"=")
+                    if k == DASHBOARD_COOKIE.encode() and hmac.compare_digest(v, self.token):
+                        return True, False
+        return False, False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        cookie: bytes | None = None
+        inner = send
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = list(SECURITY_HEADERS) + ([(b"set-cookie", cookie)] if cookie else [])
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await inner(message)
+
+        send = send_secured
+        headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        host = _host_name(headers.get(b"host", ""))
+        origin = headers.get(b"origin")
+        if host not in _LOOPBACK_NAMES or (
+            origin is not None and origin != "null" and _host_name(origin.split("://", 1)[-1]) not in _LOOPBACK_NAMES
+        ):
+            await _json(
+                send,
+                403,
+                {
+                    "error": "forbidden_host",
+                    "error_description": "the dashboard answers only requests addressed to a loopback name "
+                    "(127.0.0.1, localhost, [::1]) from a loopback origin (DNS-rebinding protection)",
+                },
+            )
+            return
+        ok, in_query = self._token_ok(scope)
+        if not ok:
+            await _json(
+                send,
+                401,
+                {
+                    "error": "invalid_token",
+                    "error_description": "open the dashboard with the URL `aisac dashboard` printed at start "
+                    "(it carries ?token=...); the token is AISAC_HTTP_TOKEN when set",
+                },
+            )
+            return
+        if in_query:
+            cookie = f"{DASHBOARD_COOKIE}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/".encode()
+        await self.app(scope, receive, send)

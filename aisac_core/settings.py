@@ -136,6 +136,10 @@ class LiteratureSettings(BaseSettings):
     cache_ttl_s: float = Field(default=7 * 86400.0, ge=0)  # 0 = no cache
     replay: bool = False  # answer only from the cache, never from the network
     max_pdf_mb: float = Field(default=100.0, gt=0)
+    #: overall deadlines, whatever the server does (``timeout_s`` bounds each read, so a server sending one byte
+    #: every few seconds would otherwise hold a call for ever): one API request with its retries, one PDF download
+    request_deadline_s: float = Field(default=90.0, gt=0)
+    download_deadline_s: float = Field(default=300.0, gt=0)
     #: hosts, IP addresses or CIDR networks (``10.1.2.0/24``) that outbound fetches may reach although they are
     #: loopback, private or link-local - for a service mirrored on the LAN; everything else private is refused
     allow_networks: TextList = Field(default_factory=list)

@@ -203,13 +203,14 @@ def fast_core(settings, shared_embedder):  # noqa: ANN001, ANN201
 
 @contextlib.contextmanager
 def http_server(env: dict[str, str], timeout: float = 30.0):  # noqa: ANN201
-    """Run ``aisac serve --transport http`` on a free loopback port; yields the MCP URL, stops the server."""
+    """Run ``aisac serve --transport http --no-token`` on a free loopback port (the explicit opt-out of the bearer
+    token every HTTP server requires otherwise); yields the MCP URL, stops the server."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     aisac = str(Path(sys.executable).parent / "aisac")
     proc = subprocess.Popen(
-        [aisac, "serve", "--transport", "http", "--port", str(port)],
+        [aisac, "serve", "--transport", "http", "--port", str(port), "--no-token"],  # loopback, the tests' own
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

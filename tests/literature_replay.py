@@ -10,7 +10,8 @@ Routes (each service under its own prefix, so the Settings base URLs point at ``
 
 ``script(prefix, [(status, headers, body), ...])`` queues canned answers (consumed in order) for requests whose
 path starts with ``prefix``: 429 with Retry-After, 500, 503, truncated bodies... (a header ``X-Test-Delay: s``
-is not sent but delays the answer by s seconds). Every request is logged with
+is not sent but delays the answer by s seconds; ``X-Test-Drip: s`` sends the body one byte every s seconds, a
+server that never times a read out). Every request is logged with
 ``time.monotonic()`` at arrival: ``requests(prefix)``.
 """
 
@@ -76,8 +77,22 @@ class ReplayServer:
                 status, headers, body = outer._answer(parts.path, q)
                 headers = dict(headers)
                 delay = float(headers.pop("X-Test-Delay", 0))
+                drip = float(headers.pop("X-Test-Drip", 0))
                 if delay:
                     time.sleep(delay)  # a slow service (time-out tests)
+                if drip:  # one byte at a time: each read arrives well within a read time-out
+                    self.send_response(status)
+                    for k, v in {**headers, "Content-Length": str(len(body))}.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    try:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    except OSError:  # the client gave up
+                        pass
+                    return
                 self.reply(status, headers, body)
 
         self.host = host

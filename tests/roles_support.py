@@ -4,7 +4,8 @@ and a small indexed store of the project's own notes.
 ``ChatStub``: a real HTTP server (``http.server`` in a thread) answering ``POST /v1/chat/completions`` like an
 OpenAI-compatible endpoint. ``script[role]`` is a list of replies, one per request of that role (the role is read
 from the prompt: "You are the Router" ...); a reply is a string (the message content) or ``{"sleep": s}``
-(answers after ``s`` seconds, for time-outs). Every request is kept in ``requests``.
+(answers after ``s`` seconds, for time-outs) or a callable taking the prompt and returning the reply (a model that
+reacts to what its prompt says). Every request is kept in ``requests``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class ChatStub:
                 stub.requests.append({"role": role, "body": body, "path": self.path})
                 queue = stub.script.get(role) or []
                 reply: Any = queue.pop(0) if queue else json.dumps({"error": f"no scripted reply for {role}"})
+                if callable(reply):
+                    reply = reply(prompt)
                 if isinstance(reply, dict) and "sleep" in reply:
                     time.sleep(reply["sleep"])
                     reply = reply.get("then", "{}")

@@ -398,6 +398,7 @@ def test_aisac_dashboard_command(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    env["AISAC_HTTP_TOKEN"] = "dashboard-token-" + "y" * 32  # issue 30: the dashboard requires a token
     proc = subprocess.Popen(
         [aisac, "dashboard", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -406,7 +407,7 @@ def test_aisac_dashboard_command(tmp_path):
         text = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                r = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                r = httpx.get(f"http://127.0.0.1:{port}/", params={"token": env["AISAC_HTTP_TOKEN"]}, timeout=2)
                 text = r.text
                 break
             except httpx.TransportError:

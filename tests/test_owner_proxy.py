@@ -142,6 +142,12 @@ async def test_dashboard_through_an_http_proxy(owned_store):  # noqa: F811
                 assert (await http.get(base + "/dashboard")).status_code == 401  # the proxy's own token guards it
                 frag = await http.get(base + "/dashboard/fragment", headers=auth)
                 assert frag.status_code == 200
+                # issue 30: dot segments (plain, percent-encoded, double-encoded) never reach the owner's /mcp
+                for evil in ("/dashboard/%2e%2e/mcp", "/dashboard/%252e%252e/mcp", "/dashboard/.%2E/mcp"):
+                    r = await http.post(base + evil, json={}, headers=auth)  # POST: no dashboard route forwards it
+                    assert r.status_code in (400, 404, 405), (evil, r.status_code)
+                    r = await http.get(base + evil, headers=auth)
+                    assert r.status_code == 400 and "refused" in r.text, (evil, r.status_code, r.text[:200])
                 # the live stream answers as a server-sent-event stream through the proxy
                 async with http.stream("GET", base + "/dashboard/stream", headers=auth) as s:
                     assert s.status_code == 200 and s.headers["content-type"].startswith("text/event-stream")

@@ -161,7 +161,7 @@ def test_prompts_are_versioned_and_overlaid(tmp_path):
     from aisac_core.roles.prompts import load_prompt, render
 
     text, version, src = load_prompt("planner")
-    assert version == "1" and src.endswith("planner.md")
+    assert version == "2" and src.endswith("planner.md")
     out, _ = render(
         "planner",
         {
@@ -177,7 +177,9 @@ def test_prompts_are_versioned_and_overlaid(tmp_path):
     (tmp_path / "router.md").write_text("<!-- aisac prompt: router, version 7 -->\nProject router for {task}\n")
     out, version = render("router", {"task": "T"}, tmp_path)
     assert out == "Project router for T\n" and version == "overlay:7"
-    assert render("planner", {"task": "T"}, tmp_path)[1] == "1"  # no overlay file: the packaged prompt
+    assert (
+        render("planner", {"task": "T"}, tmp_path)[1] == "2"
+    )  # no overlay file: the packaged prompt (version 2: quoted data)
     with pytest.raises(RolesError):
         load_prompt("nonsense")
 

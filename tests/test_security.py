@@ -110,7 +110,7 @@ async def test_configured_token_also_guards_loopback(store):
 
 @pytest.mark.anyio
 async def test_request_size_limit(store):
-    with serve_http(store, AISAC_MAX_REQUEST_BYTES="4096") as (url, _proc):
+    with serve_http(store, "--no-token", AISAC_MAX_REQUEST_BYTES="4096") as (url, _proc):
         big = {
             "jsonrpc": "2.0",
             "id": 2,
@@ -127,7 +127,7 @@ async def test_request_size_limit(store):
 
             r = await http.post(url, content=chunks(), headers=MCP_HEADERS)
             assert r.status_code == 413
-        async with Client(url) as c:  # normal requests pass (loopback, no token configured)
+        async with Client(url) as c:  # normal requests pass (loopback, --no-token)
             r = await c.call_tool("memory_start_session", {"title": "small"})
             assert r.structured_content["title"] == "small"
 
@@ -135,7 +135,7 @@ async def test_request_size_limit(store):
 @pytest.mark.anyio
 async def test_loopback_server_refuses_foreign_host_header(store):
     """DNS-rebinding protection: a page on evil.example cannot drive a loopback server."""
-    with serve_http(store) as (url, _proc):
+    with serve_http(store, "--no-token") as (url, _proc):
         async with httpx.AsyncClient(timeout=30) as http:
             r = await http.post(url, json=INIT, headers={**MCP_HEADERS, "Host": "evil.example"})
             assert 400 <= r.status_code < 500

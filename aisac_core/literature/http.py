@@ -409,6 +409,8 @@ class Fetcher:
                 ``unreachable`` for connection failures, ``timeout`` for time-outs).
             BadResponse: ``parse`` failed on the body (``parse`` raises it, or ValueError / ParseError).
             ReplayMiss: replay mode and not cached.
+            ServiceError: kind ``timeout`` also when the request, its retries and its body take longer than
+                ``lit.request_deadline_s`` in all.
         """
         lit = self.lit
         key, req = cache_key(service, url, params)
@@ -429,8 +431,18 @@ class Fetcher:
         if state.retry_after() > 0:
             raise RateLimited(service, state.retry_after())
         self.sent[service] = self.sent.get(service, 0) + 1
-        resp = await self._request(service, state, url, params, headers)
-        text = resp.text
+        deadline = lit.request_deadline_s
+        try:
+            with anyio.fail_after(deadline):  # the whole request: connection, retries, every byte of the body
+                resp = await self._request(service, state, url, params, headers)
+                text = resp.text
+        except TimeoutError as exc:
+            raise ServiceError(
+                service,
+                f"{service} did not answer within {deadline:g} s (AISAC_LIT_REQUEST_DEADLINE_S): the service is too "
+                "slow or sends its answer too slowly; try again later",
+                kind="timeout",
+            ) from exc
         try:
             parsed = parse(text)
         except LiteratureError:
@@ -544,7 +556,8 @@ class Fetcher:
         Uses ``service``'s budget (``arxiv`` for arXiv PDFs). Raises the same errors as :meth:`fetch`,
         :class:`OutboundRefused` for a URL (or a redirect hop) the egress policy refuses - checked before the budget
         is used and again at connect time; no byte is read from a refused address -, and :class:`LiteratureError`
-        when the body exceeds ``max_bytes``. Never cached.
+        when the body exceeds ``max_bytes``; :class:`ServiceError` (kind ``timeout``) when the whole download takes
+        longer than ``lit.download_deadline_s``. Never cached.
         """
         if self.lit.replay:
             raise LiteratureError("replay mode (AISAC_LIT_REPLAY=1) downloads nothing; turn replay off to import")
@@ -557,20 +570,31 @@ class Fetcher:
         state = self.http.state_for(service, base)
         if state.retry_after() > 0:
             raise RateLimited(service, state.retry_after())
-        resp = await self._request(service, state, url, None, None, stream=True)
+        deadline = self.lit.download_deadline_s
+        chunks: list[bytes] = []
         try:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > max_bytes:
-                    raise LiteratureError(
-                        f"the download from {url} exceeds {max_bytes / 1e6:.0f} MB "
-                        "(AISAC_LIT_MAX_PDF_MB); nothing was saved"
-                    )
-                chunks.append(chunk)
-        finally:
-            await resp.aclose()
+            with anyio.fail_after(deadline):  # the whole download, whatever pace the server sends at
+                resp = await self._request(service, state, url, None, None, stream=True)
+                try:
+                    size = 0
+                    async for chunk in resp.aiter_bytes():
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise LiteratureError(
+                                f"the download from {url} exceeds {max_bytes / 1e6:.0f} MB "
+                                "(AISAC_LIT_MAX_PDF_MB); nothing was saved"
+                            )
+                        chunks.append(chunk)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await resp.aclose()
+        except TimeoutError as exc:
+            raise ServiceError(
+                service,
+                f"the download from {url} did not finish within {deadline:g} s (AISAC_LIT_DOWNLOAD_DEADLINE_S): "
+                "the server sends too slowly; nothing was saved",
+                kind="timeout",
+            ) from exc
         return b"".join(chunks), resp.headers.get("content-type"), str(resp.url)
 
     def _base_for(self, service: str) -> str:

@@ -12,10 +12,11 @@ Bad input (empty query, unknown source, malformed identifier, bad years) raises 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
-import threading
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -389,12 +390,10 @@ class LiteratureService:
             target_dir.mkdir(parents=True, exist_ok=True)
             pdf = target_dir / f"{name}.pdf"
             status = "imported"
-            if pdf.exists() and sha256_file(pdf) == sha:
+            if not pdf.is_symlink() and pdf.is_file() and sha256_file(pdf) == sha:
                 status = "already_present"
             else:
-                tmp = pdf.with_name(f".{pdf.name}.{os.getpid()}.{threading.get_ident()}.part")
-                tmp.write_bytes(body)
-                tmp.replace(pdf)
+                write_new(target_dir, pdf.name, body)
             side = target_dir / f"{name}.provenance.json"
             meta = {
                 "source_url": url,
@@ -407,10 +406,16 @@ class LiteratureService:
                 "paper": paper.model_dump(),
                 "tool": "aisac lit_import",
             }
-            side.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+            write_new(target_dir, side.name, json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8"))
             return pdf, side, status
 
-        pdf, side, status = await anyio.to_thread.run_sync(_write)
+        try:
+            pdf, side, status = await anyio.to_thread.run_sync(_write)
+        except OSError as exc:
+            raise LiteratureError(
+                f"cannot write the PDF or its sidecar into {target_dir} ({exc.strerror or exc}): the folder must be a "
+                "real folder of the root, not a symlink; nothing outside it was written"
+            ) from exc
         job_id = await anyio.to_thread.run_sync(corpus.jobs.submit, [pdf])
         return {
             "status": status,
@@ -459,6 +464,36 @@ def check_pdf(body: bytes, content_type: str | None, url: str) -> None:
             "saved. The paper may not be open access: download it in a browser and put it into a registered root "
             "yourself."
         )
+
+
+def write_new(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to ``folder/name`` without ever following a link planted there: the bytes go to a new file
+    with a random name, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (mode 0600; an existing file or a symlink
+    at that name is an error, not a target), which is then renamed over ``name`` (a rename replaces a symlink
+    itself, never the file it points to). ``folder`` is opened with ``O_NOFOLLOW | O_DIRECTORY`` and both steps
+    go through its descriptor, so a folder swapped for a link meanwhile is refused too. Returns the path.
+
+    Raises:
+        OSError: the folder is a symlink or cannot be written (``ELOOP``/``ENOTDIR``), or the write failed (the
+            partial file is removed).
+    """
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        tmp = f".{name}.{secrets.token_hex(8)}.part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+    finally:
+        os.close(dfd)
+    return folder / name
 
 
 def _slug(paper: Paper) -> str:

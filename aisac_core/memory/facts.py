@@ -122,7 +122,8 @@ def query_facts(
     offset: int = 0,
 ) -> Facts:
     """Facts valid at ``as_of`` (default now: valid_at <= as_of < invalid_at, or still open), filtered by
-    subject / predicate (case-insensitive, exact) and object (case-insensitive substring).
+    subject / predicate (case-insensitive, exact) and object (case-insensitive substring; ``%`` and ``_`` are
+    literal characters, not SQL wildcards).
 
     Returns ``{facts, total, as_of, offset, next_offset}`` (``limit`` 1-500). Raises MemoryInputError on a bad
     time or limit."""
@@ -135,7 +136,7 @@ def query_facts(
     if predicate:
         conds.append(col(Fact.predicate_key) == predicate.strip().lower())
     if object:
-        conds.append(func.lower(col(Fact.object)).contains(object.strip().lower()))
+        conds.append(func.lower(col(Fact.object)).contains(object.strip().lower(), autoescape=True))  # % _ literal
     with Session(engine) as db:
         total = db.exec(select(func.count()).select_from(Fact).where(*conds)).one()
         rows = db.exec(

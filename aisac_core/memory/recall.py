@@ -342,7 +342,7 @@ def search(
     if mode in ("hybrid", "keyword") and words:
         with Session(mem.engine) as db:
             q = select(col(Turn.id), col(Turn.content), col(Turn.pair_user_id)).where(
-                or_(*[func.lower(col(Turn.content)).contains(w) for w in words])
+                or_(*[func.lower(col(Turn.content)).contains(w, autoescape=True) for w in words])
             )
             if session_id:
                 q = q.where(col(Turn.session_id) == session_id)

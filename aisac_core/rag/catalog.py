@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 
 from aisac_core.archives import ArchiveLimits, check_archive
 from aisac_core.errors import check_path_text, expand_user, resolve_link
-from aisac_core.hashing import dumps
+from aisac_core.hashing import dumps, open_regular
 from aisac_core.rag.formats import CATALOG_TYPES
 from aisac_core.rag.results import Catalog
 from aisac_core.store.sql import lock
@@ -55,6 +55,7 @@ def catalog_metadata(path: Path, ftype: str, limits: ArchiveLimits | None = None
     ``meta["metadata_error"]`` (at most 300 characters), never raised."""
     meta: dict[str, Any] = {}
     try:
+        open_regular(path).close()  # a FIFO, socket or device is refused before anything reads it
         if ftype in ("csv", "tsv"):
             with open(path, newline="", encoding="utf-8", errors="replace") as f:
                 sample = f.read(65536)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aisac_core.errors import AisacError
+from aisac_core.hashing import open_regular
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def _converter(kind: str, pdf_pipeline: str = "native") -> Any:
 def check_pdf(path: Path) -> None:
     """Raise :class:`DocumentError` unless ``path`` is a readable PDF with at least one page (not a renamed
     file, not encrypted, not damaged or truncated)."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         head = f.read(1024)
     if b"%PDF-" not in head:
         raise DocumentError(f"{path.name} is not a PDF (no %PDF header): it may be another file type renamed")
@@ -153,7 +154,8 @@ def convert(path: Path, ftype: str, pdf_pipeline: str) -> Any:
     if ftype == "txt":
         from docling.datamodel.base_models import DocumentStream
 
-        source = DocumentStream(name=path.stem + ".md", stream=BytesIO(path.read_bytes()))
+        with open_regular(path) as f:
+            source = DocumentStream(name=path.stem + ".md", stream=BytesIO(f.read()))
     try:
         res = conv.convert(source, raises_on_error=False)
     except Exception as exc:  # docling raises for unsupported or malformed input

@@ -28,6 +28,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import stat
 import threading
 import time
 import uuid
@@ -49,7 +50,7 @@ from aisac_core.errors import (
     quote_path,
     resolve_link,
 )
-from aisac_core.hashing import dumps, sha256_file, sha256_text
+from aisac_core.hashing import NotRegularFileError, dumps, not_regular_reason, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
@@ -221,13 +222,20 @@ def _walk(top: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]
                             visited.add(target)
                             subdirs.append(target)
                     elif not name.startswith("~$"):
-                        yield target
+                        mode = target.stat().st_mode
+                        if stat.S_ISREG(mode):
+                            yield target
+                        else:
+                            skipped.append((p, not_regular_reason(target, mode)))
                 elif e.is_dir(follow_symlinks=False):
                     if name not in _SKIP_DIRS and p not in visited:
                         visited.add(p)
                         subdirs.append(p)
-                elif e.is_file(follow_symlinks=False) and not name.startswith("~$"):
-                    yield p
+                elif e.is_file(follow_symlinks=False):
+                    if not name.startswith("~$"):
+                        yield p
+                else:  # a FIFO, socket or device: reading it could block for ever
+                    skipped.append((p, not_regular_reason(p, e.stat(follow_symlinks=False).st_mode)))
             except OSError as exc:
                 skipped.append((p, f"cannot be read ({exc.strerror or exc})"))
         stack.extend(reversed(subdirs))
@@ -273,6 +281,10 @@ def plan_paths(paths: list[Path], catalog_only: bool = False, roots: list[Path] 
             raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder{hint})")
         p = resolve_link(p)
         files: Iterable[Path]
+        mode = p.stat().st_mode
+        if not stat.S_ISDIR(mode) and not stat.S_ISREG(mode):  # a FIFO, socket or device: never opened
+            plan.skipped.append((p, not_regular_reason(p, mode)))
+            continue
         if p.is_dir():
             plan.folders.append(p)
             files = _walk(p, roots, plan.skipped)
@@ -377,7 +389,7 @@ class Indexer:
                 c.files_seen += 1
                 try:
                     self._index_file(f, fp, c)
-                except DocumentError as exc:
+                except (DocumentError, NotRegularFileError) as exc:  # also: swapped for a FIFO after the plan
                     c.files_failed += 1
                     fails.append({"path": str(f), "error": str(exc)})
                 except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file

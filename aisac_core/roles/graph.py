@@ -44,7 +44,7 @@ from aisac_core.roles.results import RunResult
 from aisac_core.roles.router import route as do_route
 from aisac_core.roles.router import rule_route
 from aisac_core.roles.store import Step, run_events
-from aisac_core.roles.tools import call_tool, capabilities
+from aisac_core.roles.tools import call_tool, capabilities, proposable
 from aisac_core.trace.recorder import new_run_id
 
 if TYPE_CHECKING:
@@ -178,7 +178,9 @@ async def run_graph(
         session_id: a memory session whose recall joins the router's context (``memory_recall``).
         run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
         tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
-            and the graph's tool nodes call them; the planner sees those :func:`.tools.capabilities` allows.
+            and the graph's tool nodes call them; the planner sees, and the coordinator calls, only the read-only
+            closed-world tools of :func:`.tools.capabilities`. A plan step naming another tool is not executed: it
+            is returned in ``plan["proposals"]`` (:func:`.planner.proposal`) for the host to confirm with the user.
         sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
 
     Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
@@ -205,8 +207,10 @@ async def run_graph(
     model_errors: list[dict[str, str]] = []
     llm_name = backend.name if backend else "none"
 
-    caps = await capabilities(tools)
+    caps = await capabilities(tools)  # what a plan may call: read-only, closed-world tools
     names = {t["name"] for t in caps}
+    others = {t["name"]: t for t in await proposable(tools)}  # what a plan step may only propose
+    suite = names | set(others)  # the graph's own tool nodes (the project's configuration, not a model's plan)
 
     async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
         return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
@@ -258,6 +262,7 @@ async def run_graph(
                         parent_id=st.id,
                         attempt=attempt,
                         feedback=feedback,
+                        proposable=list(others.values()),
                     )
                 except RoleModelError as exc:
                     model_errors.append({"role": "planner", "error": str(exc)})
@@ -272,8 +277,9 @@ async def run_graph(
         ) as cst:
             results: dict[str, Any] = {}
             executed: list[dict[str, Any]] = []
+            proposals: list[dict[str, Any]] = []
             for node_name, node in _tool_nodes(graph, _BEFORE):
-                if node["tool"] not in names:
+                if node["tool"] not in suite:
                     executed.append(
                         {
                             "id": node_name,
@@ -289,7 +295,17 @@ async def run_graph(
                 executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
             answer: dict[str, Any] | None = None
             for step in pl.topological_order(plan["steps"]):
-                if "tool" in step:
+                if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
+                    try:
+                        args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                    except ValueError:
+                        args = step.get("arguments") or {}
+                    tool = others.get(step["tool"]) or {}
+                    prop = pl.proposal(step, tool, args)
+                    proposals.append(prop)
+                    results[step["id"]] = {"error": prop["reason"]}
+                    executed.append({"id": step["id"], "tool": step["tool"], "status": "proposed", "error": None})
+                elif "tool" in step:
                     try:
                         args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
                     except ValueError as exc:
@@ -320,7 +336,13 @@ async def run_graph(
                 answer = await _research(
                     env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, []
                 )
-            cst.result = {"executed": executed, "answer_citations": len(answer.get("citations") or [])}
+            if proposals:
+                plan = {**plan, "proposals": proposals}
+            cst.result = {
+                "executed": executed,
+                "answer_citations": len(answer.get("citations") or []),
+                **({"proposals": proposals} if proposals else {}),
+            }
         # --- evaluator
         events = run_events(engine, run_id)
         with Step(
@@ -341,7 +363,7 @@ async def run_graph(
     # --- tool nodes after the evaluation
     for node_name, node in _tool_nodes(graph, _AFTER):
         with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
-            if node["tool"] in names:
+            if node["tool"] in suite:
                 status, res, err = await call(
                     node["tool"], pl.resolve_arguments(node.get("arguments") or {}, task, {}), st.id
                 )

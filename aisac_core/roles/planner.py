@@ -71,13 +71,18 @@ def _closest(name: str, choices: list[str]) -> str:
     return f" (did you mean {best[0]!r}?)" if best and best[1] >= 60 else ""
 
 
-def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> list[str]:
-    """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules."""
+def validate_plan(
+    plan: Any, tools: list[dict[str, Any]], max_steps: int, proposable: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules. ``proposable``: tools
+    (:func:`aisac_core.roles.tools.proposable`) a step may also name; such a step is valid but is not executed
+    (:func:`proposal`)."""
     errors = validate("plan", plan)
     if errors:
         return errors
     steps = plan["steps"]
     idx = tool_index(tools)
+    pidx = tool_index(proposable or [])
     if len(steps) > max_steps:
         errors.append(
             f"$.steps: the plan has {len(steps)} steps; the limit is {max_steps} "
@@ -95,13 +100,13 @@ def validate_plan(plan: Any, tools: list[dict[str, Any]], max_steps: int) -> lis
             errors.append(f"{where}: give exactly one of 'tool' (a tool name) or 'helper' ({', '.join(HELPERS)})")
         if has_tool:
             name = s["tool"]
-            if name not in idx:
+            if name not in idx and name not in pidx:
                 errors.append(
                     f"{where}: unknown tool {name!r}{_closest(name, list(idx))}; use a tool of the "
                     f"capability list: {', '.join(sorted(idx)) or '(none)'}"
                 )
             else:
-                schema = idx[name].get("input_schema") or {}
+                schema = (idx.get(name) or pidx[name]).get("input_schema") or {}
                 props = schema.get("properties") or {}
                 args = s.get("arguments") or {}
                 missing = [r for r in schema.get("required") or [] if r not in args and r != "run_id"]
@@ -320,9 +325,11 @@ async def plan(
     parent_id: int | None,
     attempt: int = 0,
     feedback: list[dict[str, Any]] | None = None,
+    proposable: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
-    :func:`template_plan`. Adds ``by`` (model / template).
+    :func:`template_plan`. Adds ``by`` (model / template). ``tools``: the capability list the prompt shows (the
+    tools a plan may call); ``proposable``: tools a step may name as a proposal (not shown, not executed).
 
     Raises :class:`~aisac_core.roles.RoleModelError` when the model's plan is still invalid after the repair."""
     max_steps = env.settings.max_plan_steps
@@ -338,9 +345,30 @@ async def plan(
         prompt_version=version,
         run_id=run_id,
         parent_id=parent_id,
-        check=lambda obj: validate_plan(obj, tools, max_steps),
+        check=lambda obj: validate_plan(obj, tools, max_steps, proposable),
     )
     return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
+
+
+def proposal(step: dict[str, Any], tool: dict[str, Any], arguments: Any, reason: str | None = None) -> dict[str, Any]:
+    """A plan step the coordinator does not execute, as returned to the host: ``{step, tool, goal, arguments,
+    read_only, destructive, open_world, reason}``. The host shows it to the user, who decides whether to call the
+    tool; the plan may come from a model that read a document's text, so a proposal is never run on its own."""
+    what = [w for w, on in (("writes", not tool.get("read_only")), ("deletes", tool.get("destructive"))) if on]
+    if tool.get("open_world"):
+        what.append("reaches the network")
+    return {
+        "step": step["id"],
+        "tool": step["tool"],
+        "goal": step.get("goal", ""),
+        "arguments": arguments,
+        "read_only": bool(tool.get("read_only")),
+        "destructive": bool(tool.get("destructive")),
+        "open_world": bool(tool.get("open_world")),
+        "reason": reason
+        or f"not executed: {step['tool']} {' and '.join(what) or 'is not read-only'}; a plan only calls "
+        "read-only tools on its own. Confirm with the user before calling it.",
+    }
 
 
 _REF = re.compile(r"\{(task|steps\.[A-Za-z][\w-]*(?:\.[\w-]+)*)\}")

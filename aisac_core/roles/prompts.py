@@ -4,10 +4,16 @@ Each file starts with ``<!-- aisac prompt: <role>, version N -->``; the version 
 call. A project overlays a prompt by placing a file of the same name in ``Settings.roles.prompt_dir`` (the project
 manifest sets it). Placeholders are ``{name}`` for the known names of each role; ``{{`` and ``}}`` stand for
 literal braces.
+
+Retrieved text is data, never instructions: the placeholders of :data:`DATA_KEYS` (search hits, memory, tool
+results, evidence, a model's answer and critiques) are rendered by :func:`quote_data` between a start and an end
+delimiter that the quoted text cannot forge, and every packaged prompt tells the model to treat what is inside as
+quoted material (docs/roles.md, "Prompt injection").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -17,6 +23,15 @@ from aisac_core.roles import RolesError
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
 ROLES = ("router", "planner", "evaluator", "researcher")
+#: per role, the placeholders whose values come from documents, tools or models (quoted by :func:`quote_data`);
+#: the question (``task``), the capability list and the JSON Schema are the host's and aisac's own text
+DATA_KEYS: dict[str, frozenset[str]] = {
+    "router": frozenset({"context"}),
+    "planner": frozenset({"context", "feedback"}),
+    "researcher": frozenset({"evidence"}),
+    "evaluator": frozenset({"answer", "evidence", "gates"}),
+}
+_DELIM = re.compile(r"<(/?)(quoted-data)", re.I)
 _VERSION = re.compile(r"<!--\s*aisac prompt:\s*([\w-]+),\s*version\s+([\w.-]+)\s*-->")
 
 
@@ -43,9 +58,20 @@ def load_prompt(role: str, overlay_dir: Path | None = None) -> tuple[str, str, s
     return text, version, str(p)
 
 
+def quote_data(text: str) -> str:
+    """``text`` as quoted data: ``<quoted-data id="H">`` ... ``</quoted-data id="H">`` where ``H`` is the first
+    12 hex digits of the SHA-256 of ``text``, so the text cannot close the quote (it would have to contain its own
+    hash) and the prompt is the same on every run (the model-response cache is keyed by the prompt). A
+    ``<quoted-data`` or ``</quoted-data`` inside ``text`` is escaped (``&lt;``) as well."""
+    body = _DELIM.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+    h = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f'<quoted-data id="{h}">\n{body}\n</quoted-data id="{h}">'
+
+
 def render(role: str, values: dict[str, Any], overlay_dir: Path | None = None) -> tuple[str, str]:
     """``(text, version)``: the prompt of ``role`` with ``{name}`` placeholders filled from ``values`` (non-strings
-    as indented JSON); unknown placeholders are left as they are; the header comment is dropped."""
+    as indented JSON; the :data:`DATA_KEYS` of ``role`` quoted by :func:`quote_data`); unknown placeholders are
+    left as they are; the header comment is dropped."""
     template, version, _src = load_prompt(role, overlay_dir)
     lines = template.splitlines()
     if lines and _VERSION.search(lines[0]):
@@ -56,7 +82,8 @@ def render(role: str, values: dict[str, Any], overlay_dir: Path | None = None) -
         if key not in values:
             return m.group(0)
         v = values[key]
-        return v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False, default=str)
+        text = v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False, default=str)
+        return quote_data(text) if key in DATA_KEYS.get(role, ()) and text.strip() else text
 
     text = re.sub(r"(?<!\{)\{([a-z_]+)\}(?!\})", sub, template)
     return text.replace("{{", "{").replace("}}", "}").strip() + "\n", version

@@ -41,7 +41,7 @@ from aisac_core.roles.results import (
 )
 from aisac_core.roles.schemas import load_schema, validate
 from aisac_core.roles.store import Step, run_events, save_submission
-from aisac_core.roles.tools import capabilities
+from aisac_core.roles.tools import capabilities, proposable
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -184,7 +184,16 @@ class RolesService:
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(self.engine, run_id, "planner", args) as st:
             st.result = await core_planner.plan(
-                self, task, route, caps, backend, run_id=run_id, parent_id=st.id, attempt=attempt, feedback=feedback
+                self,
+                task,
+                route,
+                caps,
+                backend,
+                run_id=run_id,
+                parent_id=st.id,
+                attempt=attempt,
+                feedback=feedback,
+                proposable=await proposable(tools),
             )
         return cast(PlanResult, {**st.result, "run_id": run_id, "event_id": st.id})
 
@@ -341,7 +350,9 @@ class RolesService:
         store it. Raises :class:`RolesError` listing what to fix."""
         errors = validate("plan", plan)
         if not errors:
-            errors = core_planner.validate_plan(plan, await capabilities(tools), self.settings.max_plan_steps)
+            errors = core_planner.validate_plan(
+                plan, await capabilities(tools), self.settings.max_plan_steps, await proposable(tools)
+            )
         return await self._submit("planner", "plan", plan, run_id, errors)
 
     async def submit_critique(self, critique: Any, *, run_id: str) -> CritiqueSubmitResult:

@@ -10,31 +10,72 @@ import json
 from typing import Any
 
 from aisac_core.ports import ToolInfo, ToolPort
+from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
-#: tools the planner never sees: the roles' own tools (a plan must not start another run), and tools that delete
-#: stored work (also any tool whose MCP annotations declare ``destructiveHint: true``): a plan only gathers evidence
+#: tools the planner never sees, not even as a proposal: the roles' own tools (a plan must not start another run)
 HIDDEN_PREFIXES = ("roles_",)
+#: tools that delete stored work; also any tool whose MCP annotations declare ``destructiveHint: true`` (the
+#: annotations decide; the names are a second line for tools served without annotations)
 DESTRUCTIVE_TOOLS = frozenset({"rag_remove", "memory_delete_session", "trace_prune"})
 #: a tool error's message is cut to this many characters in a role step
 MAX_ERROR_CHARS = 2000
 
 
 def hidden(tool: ToolInfo) -> bool:
-    """True for a tool a plan must not use (see :data:`HIDDEN_PREFIXES`, :data:`DESTRUCTIVE_TOOLS`)."""
+    """True for a tool a plan may not even propose: the roles' own tools (:data:`HIDDEN_PREFIXES`)."""
+    return tool.name.startswith(HIDDEN_PREFIXES)
+
+
+def _hints(tool: ToolInfo) -> dict[str, Any]:
+    """The tool's annotation hints, a hint left out read as the MCP specification's default (the suite's tool list
+    leaves out the hints that equal it: :data:`~aisac_core.trace.replay.SPEC_DEFAULT_HINTS`)."""
+    return {**SPEC_DEFAULT_HINTS, **{k: v for k, v in (tool.annotations or {}).items() if v is not None}}
+
+
+def executable(tool: ToolInfo) -> bool:
+    """True for a tool a plan may call on its own: ``readOnlyHint`` true and ``openWorldHint`` false (no network
+    call: a web API would carry a query an injected instruction wrote), not one of :data:`DESTRUCTIVE_TOOLS`, not
+    :func:`hidden`. A hint left out means the specification's default ("may write", "open world"), so a tool
+    without annotations (a plugin's, a project's) is never executable."""
+    h = _hints(tool)
     return (
-        tool.name.startswith(HIDDEN_PREFIXES)
-        or tool.name in DESTRUCTIVE_TOOLS
-        or bool(tool.annotations.get("destructiveHint"))
+        not hidden(tool)
+        and tool.name not in DESTRUCTIVE_TOOLS
+        and h["readOnlyHint"] is True
+        and h["openWorldHint"] is False
     )
 
 
+def _cap(t: ToolInfo) -> dict[str, Any]:
+    return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+
+
 async def capabilities(tools: ToolPort) -> list[dict[str, Any]]:
-    """``[{name, description, input_schema}]`` of every tool of ``tools`` a plan may use (not :func:`hidden`)."""
-    return [
-        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-        for t in await tools.list_tools()
-        if not hidden(t)
-    ]
+    """``[{name, description, input_schema}]`` of every tool of ``tools`` a plan may call on its own
+    (:func:`executable`): the planner's capability list. Document text reaches the planner's prompt, so a plan
+    is untrusted: it is only ever offered, and only ever executes, read-only closed-world tools."""
+    return [_cap(t) for t in await tools.list_tools() if executable(t)]
+
+
+async def proposable(tools: ToolPort) -> list[dict[str, Any]]:
+    """``[{name, description, input_schema, read_only, destructive, open_world}]`` of the tools of ``tools`` a
+    plan step may name but the coordinator never calls (writes, deletions, network calls): such a step is returned
+    to the host as a proposal (``plan.proposals``) for the user to confirm. Not shown to the planner."""
+    out = []
+    for t in await tools.list_tools():
+        if hidden(t) or executable(t):
+            continue
+        h = _hints(t)
+        read_only = h["readOnlyHint"] is True
+        out.append(
+            {
+                **_cap(t),
+                "read_only": read_only,
+                "destructive": t.name in DESTRUCTIVE_TOOLS or (not read_only and h["destructiveHint"] is not False),
+                "open_world": h["openWorldHint"] is not False,
+            }
+        )
+    return out
 
 
 async def call_tool(

@@ -352,10 +352,12 @@ def create_app(trace: TraceService, *, index_verify: bool = False) -> Starlette:
     return Starlette(routes=[Route(p, h, methods=["GET"]) for p, h in d.routes()])
 
 
-def serve(host: str, port: int, trace: TraceService) -> None:
-    """Run the dashboard of a store (its trace service ``trace``) on ``host:port`` (default port :data:`DEFAULT_PORT`) until interrupted
-    (``aisac dashboard``). Loopback only: the trace holds queries and file names. Raises ValueError for a
-    non-loopback host."""
+def serve(host: str, port: int, trace: TraceService, guard: Callable[[Any], Any]) -> None:
+    """Run the dashboard of a store (its trace service ``trace``) on ``host:port`` (default port :data:`DEFAULT_PORT`)
+    until interrupted (``aisac dashboard``), wrapped in ``guard`` (an ASGI middleware factory: the CLI passes
+    :class:`aisac_core.security.DashboardGuard` with the token, which checks the token and a loopback
+    ``Host``/``Origin`` and adds the Content-Security-Policy). Loopback only: the trace holds queries and file
+    names. Raises ValueError for a non-loopback host."""
     import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -363,4 +365,4 @@ def serve(host: str, port: int, trace: TraceService) -> None:
             f"the dashboard binds loopback only (127.0.0.1, localhost, ::1), got {host!r}: the trace "
             "holds queries and file names"
         )
-    uvicorn.run(create_app(trace), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    uvicorn.run(guard(create_app(trace)), host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

@@ -93,7 +93,9 @@ def pin_inputs(engine: Engine, run_id: str, event_id: int, arguments: dict[str, 
                 prefix = str(p.resolve()).rstrip("/") + "/"
                 with Session(engine) as s:
                     docs = s.exec(
-                        select(Document).where(col(Document.path).startswith(prefix)).limit(MAX_FOLDER_PINS)
+                        select(Document)
+                        .where(col(Document.path).startswith(prefix, autoescape=True))
+                        .limit(MAX_FOLDER_PINS)
                     ).all()
                 rows += [
                     TraceInput(

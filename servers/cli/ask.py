@@ -18,6 +18,7 @@ from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
 
 from ..serving.toolclient import SuiteTools
+from .safe import safe_print
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,7 +53,7 @@ def ask(
     else:
         res = anyio.run(lambda: _ask_here(core, question, mode, llm, session_id))
     if as_json:
-        print(json.dumps(res, indent=1, ensure_ascii=False, default=str))
+        safe_print(json.dumps(res, indent=1, ensure_ascii=False, default=str))
         return 0
     print_result(res, out)
     return 0

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -34,7 +33,7 @@ from aisac_core.owner import (
     read_owner_file,
     stop_owner,
 )
-from aisac_core.security import is_loopback, new_token
+from aisac_core.security import DashboardGuard, is_loopback, new_token
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
@@ -47,6 +46,7 @@ from .owner import (
     search_via_owner,
     status_via_owner,
 )
+from .safe import SafeConsole, safe_print
 from .store import store_app
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.",
 )
-err = Console(stderr=True)
-out = Console()
+err = SafeConsole(stderr=True)
+out = SafeConsole()
 
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
@@ -158,7 +158,7 @@ def index(
         if core is not None:
             core.close()
     if as_json:
-        print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
+        safe_print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
         return
     c = counters
     err.print(
@@ -206,7 +206,7 @@ def search(
         if core is not None:
             core.close()
     if as_json:
-        print(json.dumps(res, indent=1, ensure_ascii=False))
+        safe_print(json.dumps(res, indent=1, ensure_ascii=False))
         return
     hits = res["hits"]
     if not hits:
@@ -228,6 +228,20 @@ def search(
     out.print(t)
 
 
+def http_host_config(host: str, port: int, token: str) -> str:
+    """The lines ``aisac serve --transport http`` prints when it generated its bearer token: the token, and an MCP
+    host configuration entry (``url`` + ``headers``, the form Claude Code, Cursor and VS Code read) that uses it."""
+    shown = f"[{host}]" if ":" in host else host
+    entry = {
+        "aisac": {"type": "http", "url": f"http://{shown}:{port}/mcp", "headers": {"Authorization": f"Bearer {token}"}}
+    }
+    return (
+        f"aisac: every request needs the header 'Authorization: Bearer {token}' (generated for this run; set "
+        "AISAC_HTTP_TOKEN to choose it, or pass --no-token on a loopback address to serve without one). "
+        f"Host configuration:\n{json.dumps({'mcpServers': entry}, indent=1)}"
+    )
+
+
 @app.command()
 def serve(
     server: Annotated[
@@ -237,11 +251,19 @@ def serve(
     host: Annotated[
         str,
         typer.Option(
-            help="HTTP bind address; any non-loopback address requires the bearer "
-            "token (AISAC_HTTP_TOKEN, else one is generated and printed)"
+            help="HTTP bind address; every HTTP server requires the bearer token "
+            "(AISAC_HTTP_TOKEN, else one is generated and printed), loopback included"
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port")] = 8765,
+    no_token: Annotated[
+        bool,
+        typer.Option(
+            "--no-token",
+            help="serve HTTP on a loopback address without a bearer token: every local account of this machine "
+            "can then read and call the store (refused for other addresses)",
+        ),
+    ] = False,
     no_owner: Annotated[
         bool,
         typer.Option(
@@ -336,12 +358,18 @@ def serve(
                 in_process().run(transport="stdio", show_banner=False)
             return
         token = settings.http_token
-        if token is None and not is_loopback(host):
-            token = new_token()
+        if no_token and token is None:
+            if not is_loopback(host):
+                _fail(f"--no-token is for loopback addresses only; {host} is reachable from other machines")
             err.print(
-                f"aisac: {host} is not a loopback address, so every request needs the header "
-                f"'Authorization: Bearer {token}' (set AISAC_HTTP_TOKEN to choose the token)"
+                "aisac: serving HTTP without a token (--no-token): every local account of this machine can read "
+                "and call this store",
+                soft_wrap=True,
+                markup=False,
             )
+        elif token is None:
+            token = new_token()
+            err.print(http_host_config(host, port, token), soft_wrap=True, markup=False)
         if not use_owner:
             serve_http(settings, in_process(), host=host, port=port, token=token)
             return
@@ -370,7 +398,7 @@ def owner(
     if action == "status":
         info = live_owner(settings.data_dir)
         stale = None if info else read_owner_file(settings.data_dir)
-        print(
+        safe_print(
             json.dumps(
                 {
                     "running": info is not None,
@@ -415,7 +443,7 @@ def status(
     mode, note = detect_isolation(settings.sandbox.isolation)  # what code sessions run under on this machine
     st = {**st, "code_isolation": {"mode": mode, "note": note}}
     if as_json:
-        print(json.dumps(st, indent=1))
+        safe_print(json.dumps(st, indent=1))
         return
     t = Table(title="aisac store", show_header=False)
     t.add_column("what")
@@ -451,9 +479,16 @@ def dashboard(
             _fail(str(exc))
         finally:
             core.close()
-        print(json.dumps(res, indent=1))
+        safe_print(json.dumps(res, indent=1))
         return
-    err.print(f"aisac dashboard on http://{host}:{port}/ (store {core.settings.data_dir}); Ctrl-C stops it")
+    token = core.settings.http_token or new_token()
+    shown = f"[{host}]" if ":" in host else host
+    err.print(
+        f"aisac dashboard on http://{shown}:{port}/?token={token} (store {core.settings.data_dir}); open this URL "
+        "(the token is asked once, then kept in a cookie of this site); Ctrl-C stops it",
+        soft_wrap=True,
+        markup=False,
+    )
     if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
         # this dashboard only reads the trace (SQLite), so it runs next to the owner, which holds the vector store
         err.print(
@@ -463,7 +498,7 @@ def dashboard(
             markup=False,
         )
     try:
-        serve_dashboard(host, port, core.trace)
+        serve_dashboard(host, port, core.trace, lambda asgi: DashboardGuard(asgi, token))
     except ValueError as exc:
         _fail(str(exc))
     finally:
@@ -494,7 +529,7 @@ def report(
         _fail(str(exc))
     finally:
         core.close()
-    print(out["path"])
+    safe_print(out["path"])
 
 
 @app.command()
@@ -564,7 +599,7 @@ def install(
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
         if print_:
-            print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
+            safe_print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return
         res = install_host(host, entry, config_path=config)
     except (HostConfigError, BootstrapError, ValueError) as exc:  # ValueError: an unreadable aisac.toml

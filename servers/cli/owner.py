@@ -27,6 +27,8 @@ from aisac_core.owner import SUPPORTED, OwnerInfo, aisac_version, live_owner, se
 from aisac_core.settings import Settings, plain_value, read_settings_file, setting_sources, write_settings_file
 from aisac_core.settings_messages import settings_errors
 
+from .safe import safe_print
+
 if TYPE_CHECKING:
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
@@ -39,7 +41,7 @@ class OwnerCallError(AisacError):
 def fail_lines(lines: list[str], code: int = 2) -> None:
     """Print each line as ``error: <line>`` on stderr (plain text, never wrapped) and exit with ``code``."""
     for line in lines:
-        print(f"error: {line}", file=sys.stderr)
+        safe_print(f"error: {line}", file=sys.stderr)
     raise typer.Exit(code)
 
 
@@ -305,7 +307,7 @@ def config_set(
         stored = set_setting(settings.data_dir, name, value)
     except SettingsFileError as exc:
         fail_lines([str(exc)])
-    print(
+    safe_print(
         f"{name} = {json.dumps(stored)} in {settings.data_dir / 'aisac.toml'}"
         + (
             "; the environment variable AISAC_" + name.upper() + " overrides it in this shell"
@@ -324,7 +326,7 @@ def config_unset(name: Annotated[str, typer.Argument(help="flat setting name")],
         removed = unset_setting(settings.data_dir, name)
     except SettingsFileError as exc:
         fail_lines([str(exc)])
-    print(f"removed {name}" if removed else f"{name} was not set in the file", file=sys.stderr)
+    safe_print(f"removed {name}" if removed else f"{name} was not set in the file", file=sys.stderr)
 
 
 @config_app.command("show")
@@ -339,4 +341,4 @@ def config_show(
     except ValueError as exc:
         fail_lines([str(exc)])
     shown = {k: v for k, v in src.items() if every or v["source"] != "default" or k == "data_dir"}
-    print(json.dumps({"file": str(settings.data_dir / "aisac.toml"), "settings": shown}, indent=1, default=str))
+    safe_print(json.dumps({"file": str(settings.data_dir / "aisac.toml"), "settings": shown}, indent=1, default=str))

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from aisac_core.owner import SUPPORTED, live_owner
 
 from .owner import load_settings
+from .safe import SafeConsole
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -29,7 +29,7 @@ store_app = typer.Typer(
     no_args_is_help=True,
     help="The store as a whole: copy its SQL database to another database (migrate).",
 )
-err = Console(stderr=True)
+err = SafeConsole(stderr=True)
 
 _DataDir = Annotated[
     Path | None,

@@ -5,8 +5,10 @@ forwards them to the owner's dashboard (:func:`forward_dashboard`)."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
 
 from fastmcp import FastMCP
 
@@ -58,6 +60,27 @@ def mount_dashboard(mcp: FastMCP, prefix: str = "/dashboard", *, app: AppContext
             mcp.custom_route(d.prefix + "/", methods=["GET"], include_in_schema=False)(handler)
 
 
+def forward_path(path: str, prefix: str = "/dashboard") -> str | None:
+    """The path a proxy may forward to the owner for the request path ``path`` (as the server decoded it), or None
+    when it must be refused: the path is percent-decoded until it no longer changes (``%252e`` -> ``%2e`` -> ``.``),
+    and refused when it then holds a ``.`` or ``..`` segment, a backslash or a NUL, or does not lie under ``prefix``.
+    The result is re-quoted, so the owner sees exactly the path checked here (``/dashboard/%2e%2e/mcp`` would
+    otherwise reach the owner's ``/mcp`` with the owner's token: URL libraries remove dot segments)."""
+    decoded = path
+    for _ in range(5):
+        nxt = unquote(decoded)
+        if nxt == decoded:
+            break
+        decoded = nxt
+    else:  # still changing after five rounds: no real page is encoded like that
+        return None
+    if any(seg in (".", "..") for seg in decoded.split("/")) or "\\" in decoded or "\x00" in decoded:
+        return None
+    if decoded != prefix and not decoded.startswith(prefix + "/"):
+        return None
+    return quote(posixpath.normpath(decoded) + ("/" if decoded.endswith("/") and decoded != "/" else ""), safe="/")
+
+
 def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], prefix: str = "/dashboard") -> None:
     """Serve the owner's dashboard on ``mcp`` (a proxy's HTTP server): every GET under ``prefix`` is sent to the
     same path and query of the owner (``owner()``: the current :class:`~aisac_core.owner.OwnerInfo`; its URL and
@@ -74,10 +97,17 @@ def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], p
     async def handler(request: Request) -> Response:
         if "http" not in client:
             client["http"] = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+        path = forward_path(request.url.path, prefix)
+        if path is None:
+            return PlainTextResponse(
+                "refused: the path holds '.' or '..' segments (also percent-encoded), a backslash or an encoded "
+                f"slash, or leaves {prefix}; only dashboard pages are forwarded to the store's owner",
+                status_code=400,
+            )
         try:
             info = await owner()
             base = info.url.rsplit("/mcp", 1)[0]
-            url = base + request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            url = base + path + (f"?{request.url.query}" if request.url.query else "")
             headers: dict[str, Any] = {k: v for k, v in request.headers.items() if k in _PASS}
             if info.token:
                 headers["authorization"] = f"Bearer {info.token}"

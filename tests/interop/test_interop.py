@@ -163,7 +163,7 @@ def _free_port() -> int:
 def test_conformance_suite_over_http(node_tools, interop_store, tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [AISAC, "serve", "--transport", "http", "--port", str(port)],
+        [AISAC, "serve", "--transport", "http", "--port", str(port), "--no-token"],  # loopback conformance run
         env=_env(interop_store),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

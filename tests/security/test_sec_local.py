@@ -1,0 +1,125 @@
+"""Other local users: every TCP listener needs a token; the proxy forwards only dashboard paths (issue 30).
+
+The red team found ``aisac serve --transport http`` on 127.0.0.1 serving memory turns and document text to any
+local account (no token on loopback), and the HTTP proxy forwarding ``/dashboard/%2e%2e/mcp`` to the owner with
+the owner's token. Real ``aisac`` subprocesses and real HTTP requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import make_settings, stop_process
+
+AISAC = str(Path(sys.executable).parent / "aisac")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", AISAC_DATA_DIR=str(data_dir), AISAC_WARM="0")
+    return env
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_loopback_http_server_generates_and_prints_a_token(tmp_path, models_dir):
+    store = tmp_path / "store"
+    make_settings(store, models_dir)
+    port = _port()
+    proc = subprocess.Popen(
+        [AISAC, "serve", "--transport", "http", "--port", str(port), "--no-owner"],
+        env=_env(store),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        text = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not re.search(r"^}$", text, flags=re.M):
+            text += proc.stderr.readline()
+        token = re.search(r"Authorization: Bearer (\S+)'", text).group(1)  # type: ignore[union-attr]
+        config, _end = json.JSONDecoder().raw_decode(text[text.index("{") :])
+        entry = config["mcpServers"]["aisac"]
+        assert entry["url"] == f"http://127.0.0.1:{port}/mcp" and entry["headers"]["Authorization"] == f"Bearer {token}"
+        assert len(token) >= 40
+        url = entry["url"]
+        while time.monotonic() < deadline:
+            try:
+                r = httpx.post(url, json=INIT, headers=MCP_HEADERS, timeout=10)
+                break
+            except httpx.ConnectError:
+                time.sleep(0.1)
+        assert r.status_code == 401  # another local account, without the token
+        assert httpx.get(url.replace("/mcp", "/dashboard/"), timeout=10).status_code == 401
+        r = httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}, timeout=10)
+        assert r.status_code == 200
+    finally:
+        stop_process(proc)
+
+
+def test_no_token_is_refused_on_a_non_loopback_address(tmp_path, models_dir):
+    store = tmp_path / "store"
+    make_settings(store, models_dir)
+    p = subprocess.run(
+        [AISAC, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(_port()), "--no-token"],
+        env=_env(store),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 1 and "--no-token is for loopback addresses only" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/dashboard/../mcp",
+        "/dashboard/%2e%2e/mcp",
+        "/dashboard/%2E%2E/mcp",
+        "/dashboard/.%2e/mcp",
+        "/dashboard/%252e%252e/mcp",
+        "/dashboard/..%2fmcp",
+        "/dashboard/..%5cmcp",
+        "/dashboard\\..\\mcp",
+        "/dashboard/./run",
+        "/dashboard%00/x",
+        "/mcp",
+        "/dashboardx/y",
+    ],
+)
+def test_proxy_refuses_paths_that_leave_the_dashboard(path):
+    from urllib.parse import unquote
+
+    from aisac_servers.serving.dashboard import forward_path
+
+    assert forward_path(unquote(path)) is None  # the server hands the handler the path decoded once
+
+
+def test_proxy_forwards_dashboard_paths_unchanged():
+    from aisac_servers.serving.dashboard import forward_path
+
+    assert forward_path("/dashboard") == "/dashboard" and forward_path("/dashboard/") == "/dashboard/"
+    assert forward_path("/dashboard/run/run-1/event/3") == "/dashboard/run/run-1/event/3"
+    assert forward_path("/dashboard/a b") == "/dashboard/a%20b"
