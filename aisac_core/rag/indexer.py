@@ -31,7 +31,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -53,6 +54,7 @@ from aisac_core.hashing import dumps, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
+from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
 from aisac_core.rag.results import DocumentRow, Documents
@@ -68,8 +70,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("aisac.indexing")
 
 _POINT_NS = uuid.UUID("6b1f3c2e-4a8d-5e9f-a0b1-c2d3e4f5a6b7")
-#: seconds between vector-store flushes while indexing (see Indexer._index_file)
+#: seconds between vector-store flushes while indexing (see Indexer._store)
 FLUSH_SECONDS = 5.0
+#: chunks collected across files before one embedding call: enough for length-sorted batches of similar
+#: lengths (the model pads a batch to its longest text), few enough to bound memory (~0.1 MB of vectors)
+EMBED_BATCH_CHUNKS = 64
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules", ".ipynb_checkpoints"}
 
 
@@ -317,6 +322,17 @@ class Counters:
     chunks_deleted: int = 0
     parse_seconds: float = 0.0
     embed_seconds: float = 0.0
+    #: chunks whose dense vector came from the embedding cache (text embedded before by the same model)
+    chunks_cached: int = 0
+    #: tokens the dense model read (special tokens included, padding not)
+    tokens_embedded: int = 0
+    #: CPU seconds (``time.process_time``, every thread) per stage: parse + chunk, dense model, BM25,
+    #: embedding cache look-ups and writes, vector store and manifest writes
+    parse_cpu_s: float = 0.0
+    dense_cpu_s: float = 0.0
+    sparse_cpu_s: float = 0.0
+    cache_cpu_s: float = 0.0
+    store_cpu_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -324,6 +340,34 @@ class Counters:
 
 
 ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class _Prepared:
+    """A changed file, parsed and chunked, waiting for its embeddings: the texts are the chunks' indexed texts."""
+
+    path: Path
+    st: os.stat_result
+    did: str
+    sha: str
+    parsed: Any
+    texts: list[str]
+
+
+@contextmanager
+def _file_errors(path: Path, c: Counters, fails: list[dict[str, str]]) -> Iterator[None]:
+    """Record a failure of one file and go on; a failing store (SQL or vectors) stops the run."""
+    try:
+        yield
+    except DocumentError as exc:
+        c.files_failed += 1
+        fails.append({"path": str(path), "error": str(exc)})
+    except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file
+        raise
+    except Exception as exc:  # an unexpected parser failure must not stop the job
+        log.exception("indexing %s failed", path)
+        c.files_failed += 1
+        fails.append({"path": str(path), "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
 
 
 class Indexer:
@@ -373,19 +417,16 @@ class Indexer:
         if plan.documents or plan.folders:
             self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
+            pending: list[_Prepared] = []
             for f in plan.documents:
                 c.files_seen += 1
-                try:
-                    self._index_file(f, fp, c)
-                except DocumentError as exc:
-                    c.files_failed += 1
-                    fails.append({"path": str(f), "error": str(exc)})
-                except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file
-                    raise
-                except Exception as exc:  # an unexpected parser failure must not stop the job
-                    log.exception("indexing %s failed", f)
-                    c.files_failed += 1
-                    fails.append({"path": str(f), "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+                with _file_errors(f, c, fails):
+                    prep = self._prepare(f, fp, c)
+                    if prep is not None:
+                        pending.append(prep)
+                if sum(len(p.texts) for p in pending) >= EMBED_BATCH_CHUNKS or f is plan.documents[-1]:
+                    self._embed_and_store(pending, fp, c, fails)
+                    pending = []
                 done += 1
                 if progress:
                     progress(done, total, f.name)
@@ -408,7 +449,8 @@ class Indexer:
 
     # ---- one file -----------------------------------------------------------------------------
 
-    def _index_file(self, path: Path, fp: str, c: Counters) -> None:
+    def _prepare(self, path: Path, fp: str, c: Counters) -> _Prepared | None:
+        """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
         parts = self.parts
         st = path.stat()
         did = doc_id_for(path)
@@ -417,7 +459,7 @@ class Indexer:
             unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
             if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
                 c.files_skipped += 1
-                return
+                return None
             c.files_read += 1
             sha = sha256_file(path)
             if row is not None and unchanged_fp and row.sha256 == sha:
@@ -425,9 +467,9 @@ class Indexer:
                 s.add(row)
                 s.commit()
                 c.files_skipped += 1
-                return
+                return None
             had_chunks = row is not None and row.status == "indexed"
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         try:
             parsed = parse_document(
                 path,
@@ -442,12 +484,50 @@ class Indexer:
             raise
         finally:
             c.parse_seconds += time.perf_counter() - t0
+            c.parse_cpu_s += time.process_time() - cpu0
         c.pages_parsed += parsed.pages or 0
-        t0 = time.perf_counter()
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
-        dense = parts.embedder.embed_documents(texts)
-        sparse = parts.embedder.sparse_documents(texts)
+        return _Prepared(path, st, did, sha, parsed, texts)
+
+    def _embed_and_store(self, pending: list[_Prepared], fp: str, c: Counters, fails: list[dict[str, str]]) -> None:
+        """Embed the chunks of ``pending`` files in one call (cached vectors reused, :mod:`.embedcache`), then
+        store each file (:meth:`_store`); a file that fails to store is recorded in ``fails``."""
+        texts = [t for p in pending for t in p.texts]
+        if not pending:
+            return
+        emb = self.parts.embedder
+        t0, tok0 = time.perf_counter(), emb.stats.tokens
+        counts = EmbedCounts()
+        dense = embed_cached(self.parts.engine, emb, texts, counts) if texts else []
+        cpu1 = time.process_time()
+        sparse = emb.sparse_documents(texts) if texts else []
+        c.sparse_cpu_s += time.process_time() - cpu1
         c.embed_seconds += time.perf_counter() - t0
+        c.dense_cpu_s += counts.model_cpu_s
+        c.cache_cpu_s += counts.cache_cpu_s
+        c.chunks_cached += counts.cached
+        c.tokens_embedded += emb.stats.tokens - tok0
+        start = 0
+        for p in pending:
+            n = len(p.texts)
+            with _file_errors(p.path, c, fails):
+                cpu0 = time.process_time()
+                try:
+                    self._store(p, dense[start : start + n], sparse[start : start + n], fp, c)
+                finally:
+                    c.store_cpu_s += time.process_time() - cpu0
+            start += n
+
+    def _store(
+        self,
+        prep: _Prepared,
+        dense: list[list[float]],
+        sparse: list[tuple[list[int], list[float]]],
+        fp: str,
+        c: Counters,
+    ) -> None:
+        parts = self.parts
+        path, st, did, sha, parsed = prep.path, prep.st, prep.did, prep.sha, prep.parsed
         c.chunks_embedded += len(parsed.chunks)
         points = [
             VectorPoint(
@@ -505,8 +585,9 @@ class Indexer:
             self._last_flush = time.monotonic()
         # (c) commit the manifest
         with Session(parts.engine) as s:
-            row = s.get(Document, did)
-            assert row is not None
+            got = s.get(Document, did)
+            assert got is not None
+            row = got
             row.status, row.fingerprint, row.chunk_count = "indexed", fp, len(points)
             row.pages, row.title, row.indexed_at = parsed.pages, parsed.title, utcnow()
             content = s.get(DocumentContent, did) or DocumentContent(doc_id=did, text="", markdown="")
