@@ -29,6 +29,8 @@ Parts (each selectable with ``--only``):
   cached), the dashboard's evidence cards.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon
   cold start (issue 9).
+- ``load``     (:mod:`bench.load`): 8 MCP clients over streamable HTTP (loopback, bounded) against one server,
+  mixed search / memory add / recall / trace list: calls/s, p50/p95 per tool, server CPU per call.
 - ``tools``    (:mod:`bench.tools`): what the suite costs a host's context: ``tools/list`` bytes and tokens per tool
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
@@ -53,4 +55,5 @@ PARTS = (
     "engines",
     "pageimage",
     "tools",
+    "load",
 )

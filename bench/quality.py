@@ -75,7 +75,10 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
                 failures=failures,
                 progress=lambda done, total, _n: bar.update(task, completed=done, total=total),
             )
+    from .indexing import efficiency
+
     return {
+        "efficiency": efficiency(core, counters.as_dict()),
         "model_load_s": round(t_models.seconds, 2),
         "index_s": round(t.seconds, 2),
         "index_cpu_s": round(cpu_seconds() - cpu0, 2),
@@ -246,7 +249,10 @@ def run_collection(ctx: Context, label: str, folder: Path, col: cranfield.Cranfi
         rows,
         caption=f"indexed through aisac in {indexing['index_s']:.0f} s wall, {indexing['index_cpu_s']:.0f} CPU s "
         f"({c['files_indexed']} files, {c['chunks_embedded']} chunks, {c['files_failed']} failed: "
-        f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); p = paired randomization "
+        f"{', '.join(Path(f['path']).name for f in indexing['failures']) or 'none'}); CPU s per stage: parse "
+        f"{c['parse_cpu_s']:.0f}, dense {c['dense_cpu_s']:.0f}, BM25 {c['sparse_cpu_s']:.1f}, store "
+        f"{c['store_cpu_s']:.0f}; embedding efficiency (aisac / raw ONNX tokens per CPU s) "
+        f"{indexing['efficiency'].get('efficiency')}; p = paired randomization "
         "test on per-query nDCG@10 against the shipped hybrid.",
     )
     best_bm25s = max((s["ndcg@10"] for n, s in systems.items() if n.startswith("bm25s")), default=0.0)

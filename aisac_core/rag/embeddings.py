@@ -208,6 +208,12 @@ class Embedder:
         self._warm_thread.start()
 
     @property
+    def encoder(self) -> OnnxEncoder | None:
+        """The ONNX loop of a model folder (None for a fastembed model name); loads the model."""
+        self._load()
+        return self._encoder
+
+    @property
     def loaded(self) -> bool:
         """Whether the models are in memory."""
         return self._dense is not None
