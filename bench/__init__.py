@@ -31,6 +31,8 @@ Parts (each selectable with ``--only``):
   cold start (issue 9).
 - ``sheets``   (:mod:`bench.sheets`): load time and peak memory per shared workbook, and the extent and merge bombs
   of issue 29 (targets: <= 2 s and 200 MB each).
+- ``load``     (:mod:`bench.load`): 8 MCP clients over streamable HTTP (loopback, bounded) against one server,
+  mixed search / memory add / recall / trace list: calls/s, p50/p95 per tool, server CPU per call.
 - ``tools``    (:mod:`bench.tools`): what the suite costs a host's context: ``tools/list`` bytes and tokens per tool
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
@@ -56,4 +58,5 @@ PARTS = (
     "pageimage",
     "tools",
     "sheets",
+    "load",
 )

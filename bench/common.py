@@ -133,6 +133,15 @@ def latency_summary(ms: Sequence[float]) -> dict[str, float]:
     }
 
 
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process (all its threads) and its waited-for children, user +
+    system (``resource.getrusage``): the measure of work on a machine whose cores are shared."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 class Timer:
     """``with Timer() as t: ...`` then ``t.seconds``: wall-clock time of the block (perf_counter)."""
 

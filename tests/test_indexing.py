@@ -19,8 +19,9 @@ from sqlmodel import Session, select
 
 from aisac_core.context import CHUNKS, AppContext
 from aisac_core.hashing import sha256_file, sha256_text
-from aisac_core.rag.indexer import Counters, Indexer, IndexingError, doc_id_for, fingerprint, point_id
+from aisac_core.rag.indexer import Counters, Indexer, doc_id_for, fingerprint, point_id
 from aisac_core.rag.jobs import JobManager
+from aisac_core.rag.planning import IndexingError
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, Job
 
 pytestmark = pytest.mark.both_engines

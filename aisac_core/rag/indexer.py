@@ -28,12 +28,12 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
-import stat
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,21 +41,15 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session, select
 
 from aisac_core.archives import ArchiveLimits
-from aisac_core.errors import (
-    AisacError,
-    BadPathError,
-    check_path_text,
-    expand_user,
-    inside_roots,
-    quote_path,
-    resolve_link,
-)
-from aisac_core.hashing import NotRegularFileError, dumps, not_regular_reason, sha256_file, sha256_text
+from aisac_core.errors import check_path_text, expand_user, resolve_link
+from aisac_core.hashing import NotRegularFileError, dumps, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
 from aisac_core.rag.documents import PARSER_REVISION, parse_document
+from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
-from aisac_core.rag.formats import CATALOG_TYPES, DOCUMENT_TYPES, DocumentError
+from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError
+from aisac_core.rag.planning import Plan, allowed_roots, plan_paths
 from aisac_core.rag.results import DocumentRow, Documents
 from aisac_core.store.sql import StoreError, lock
 from aisac_core.store.tables import CatalogEntry, Document, DocumentContent, utcnow
@@ -69,13 +63,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("aisac.indexing")
 
 _POINT_NS = uuid.UUID("6b1f3c2e-4a8d-5e9f-a0b1-c2d3e4f5a6b7")
-#: seconds between vector-store flushes while indexing (see Indexer._index_file)
+#: seconds between vector-store flushes while indexing (see Indexer._store)
 FLUSH_SECONDS = 5.0
-_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules", ".ipynb_checkpoints"}
-
-
-class IndexingError(AisacError, ValueError):
-    """Bad input to the indexer (missing path, nothing indexable); the message says what to do."""
+#: chunks collected across files before one embedding call: enough for length-sorted batches of similar
+#: lengths (the model pads a batch to its longest text), few enough to bound memory (~0.1 MB of vectors)
+EMBED_BATCH_CHUNKS = 64
 
 
 def doc_id_for(path: Path) -> str:
@@ -142,171 +134,6 @@ def mark_all_stale(engine: Engine) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# planning: which files a path stands for
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Plan:
-    """Files to index and to catalogue, the folders whose vanished files are pruned, and the paths skipped while
-    walking (``(path, reason)``: symlinks leading out of the registered roots, symlink loops, unreadable folders)."""
-
-    documents: list[Path] = field(default_factory=list)
-    catalog: list[tuple[Path, Path]] = field(default_factory=list)  # (file, root)
-    folders: list[Path] = field(default_factory=list)
-    ignored: int = 0
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
-
-
-def _link_target(link: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]) -> Path | None:
-    """The resolved target of the symlink ``link`` met while walking, or None (and a skip reason) when it is a loop,
-    broken, or leads out of the ``allowed`` roots."""
-    try:
-        target = resolve_link(link, what="symlink")
-    except BadPathError as exc:
-        skipped.append((link, str(exc)))
-        return None
-    if allowed is not None and not inside_roots(target, allowed):
-        skipped.append(
-            (
-                link,
-                f"symlink to {target}, which is outside the registered roots: not followed (links may "
-                "only lead to files and folders inside a registered root)",
-            )
-        )
-        return None
-    return target
-
-
-def _walk(top: Path, allowed: list[Path] | None, skipped: list[tuple[Path, str]]) -> Iterable[Path]:
-    """Files under the resolved folder ``top``, depth first in name order (hidden entries, ``~$`` lock files and
-    :data:`_SKIP_DIRS` left out). A symlinked file yields its resolved target when ``allowed`` is None (no roots
-    registered) or the target lies inside ``allowed``; a symlinked folder is walked only when it lies inside
-    ``allowed`` and was not walked yet. Loops, broken links, links out of the roots and unreadable folders are
-    appended to ``skipped`` as ``(path, reason)``; nothing here raises."""
-    visited = {top}
-    stack = [top]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            skipped.append((folder, f"folder cannot be read ({exc.strerror or exc})"))
-            continue
-        subdirs: list[Path] = []
-        for e in entries:
-            name = e.name
-            if name.startswith("."):
-                continue
-            p = Path(e.path)
-            try:
-                if e.is_symlink():
-                    target = _link_target(p, allowed, skipped)
-                    if target is None:
-                        continue
-                    if target.is_dir():
-                        if name in _SKIP_DIRS:
-                            continue
-                        if allowed is None:
-                            skipped.append(
-                                (
-                                    p,
-                                    "symlinked folder not followed: no registered roots to check its "
-                                    f"target {target} against; index the target itself",
-                                )
-                            )
-                        elif target in visited or folder.is_relative_to(target):
-                            skipped.append((p, f"symlink loop: leads back to {target}, a folder already walked"))
-                        else:
-                            visited.add(target)
-                            subdirs.append(target)
-                    elif not name.startswith("~$"):
-                        mode = target.stat().st_mode
-                        if stat.S_ISREG(mode):
-                            yield target
-                        else:
-                            skipped.append((p, not_regular_reason(target, mode)))
-                elif e.is_dir(follow_symlinks=False):
-                    if name not in _SKIP_DIRS and p not in visited:
-                        visited.add(p)
-                        subdirs.append(p)
-                elif e.is_file(follow_symlinks=False):
-                    if not name.startswith("~$"):
-                        yield p
-                else:  # a FIFO, socket or device: reading it could block for ever
-                    skipped.append((p, not_regular_reason(p, e.stat(follow_symlinks=False).st_mode)))
-            except OSError as exc:
-                skipped.append((p, f"cannot be read ({exc.strerror or exc})"))
-        stack.extend(reversed(subdirs))
-
-
-def allowed_roots(settings: Any) -> list[Path] | None:
-    """The resolved registered roots (indexed + catalog-only) symlinks met while walking must stay inside, or None
-    when no root is registered (unrestricted use: symlinked files are followed, symlinked folders are not)."""
-    roots = list(settings.rag.roots) + list(settings.rag.catalog_roots)
-    return [Path(r).expanduser().resolve() for r in roots] or None
-
-
-def plan_paths(paths: list[Path], catalog_only: bool = False, roots: list[Path] | None = None) -> Plan:
-    """Expand files and folders into a :class:`Plan`.
-
-    Document types (:data:`~aisac_core.rag.formats.DOCUMENT_TYPES`) are indexed, except under
-    ``catalog_only``; tabular and binary data types (:data:`~aisac_core.rag.formats.CATALOG_TYPES`) are
-    catalogued. ``roots`` (resolved; see :func:`allowed_roots`) confines symlinks met inside folders: a link whose
-    target is outside them, a loop or a broken link is listed in ``Plan.skipped`` with the reason. Each file is
-    planned once, by its resolved path.
-
-    Raises:
-        IndexingError: a given path does not exist or cannot be read.
-        BadPathError: a given path is empty, holds a NUL byte or is a symlink loop.
-    """
-    plan = Plan()
-    seen: set[Path] = set()
-    for raw in paths:
-        check_path_text(raw)
-        p = expand_user(raw)
-        try:
-            exists = p.exists()
-            if not exists and p.is_symlink():
-                resolve_link(p)  # raises: a loop or a dangling link, with the reason
-        except OSError as exc:
-            raise IndexingError(f"path {quote_path(raw)} cannot be read ({exc.strerror or exc})") from exc
-        if not exists:
-            hint = (
-                ""
-                if Path(str(raw)).expanduser().is_absolute()
-                else f"; relative paths are resolved against {Path.cwd()}"
-            )
-            raise IndexingError(f"path not found: {quote_path(raw)} (give an existing file or folder{hint})")
-        p = resolve_link(p)
-        files: Iterable[Path]
-        mode = p.stat().st_mode
-        if not stat.S_ISDIR(mode) and not stat.S_ISREG(mode):  # a FIFO, socket or device: never opened
-            plan.skipped.append((p, not_regular_reason(p, mode)))
-            continue
-        if p.is_dir():
-            plan.folders.append(p)
-            files = _walk(p, roots, plan.skipped)
-            root = p
-        else:
-            files = [p]
-            root = p.parent
-        for f in files:
-            if f in seen:
-                continue
-            seen.add(f)
-            suf = f.suffix.lower()
-            if not catalog_only and suf in DOCUMENT_TYPES:
-                plan.documents.append(f)
-            elif suf in CATALOG_TYPES or catalog_only:
-                plan.catalog.append((f, root))
-            else:
-                plan.ignored += 1
-    return plan
-
-
-# --------------------------------------------------------------------------------------------------
 # the indexer
 # --------------------------------------------------------------------------------------------------
 
@@ -329,6 +156,17 @@ class Counters:
     chunks_deleted: int = 0
     parse_seconds: float = 0.0
     embed_seconds: float = 0.0
+    #: chunks whose dense vector came from the embedding cache (text embedded before by the same model)
+    chunks_cached: int = 0
+    #: tokens the dense model read (special tokens included, padding not)
+    tokens_embedded: int = 0
+    #: CPU seconds (``time.process_time``, every thread) per stage: parse + chunk, dense model, BM25,
+    #: embedding cache look-ups and writes, vector store and manifest writes
+    parse_cpu_s: float = 0.0
+    dense_cpu_s: float = 0.0
+    sparse_cpu_s: float = 0.0
+    cache_cpu_s: float = 0.0
+    store_cpu_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -336,6 +174,34 @@ class Counters:
 
 
 ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class _Prepared:
+    """A changed file, parsed and chunked, waiting for its embeddings: the texts are the chunks' indexed texts."""
+
+    path: Path
+    st: os.stat_result
+    did: str
+    sha: str
+    parsed: Any
+    texts: list[str]
+
+
+@contextmanager
+def _file_errors(path: Path, c: Counters, fails: list[dict[str, str]]) -> Iterator[None]:
+    """Record a failure of one file and go on; a failing store (SQL or vectors) stops the run."""
+    try:
+        yield
+    except (DocumentError, NotRegularFileError) as exc:  # also: swapped for a FIFO after the plan
+        c.files_failed += 1
+        fails.append({"path": str(path), "error": str(exc)})
+    except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file
+        raise
+    except Exception as exc:  # an unexpected parser failure must not stop the job
+        log.exception("indexing %s failed", path)
+        c.files_failed += 1
+        fails.append({"path": str(path), "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
 
 
 class Indexer:
@@ -385,19 +251,16 @@ class Indexer:
         if plan.documents or plan.folders:
             self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
+            pending: list[_Prepared] = []
             for f in plan.documents:
                 c.files_seen += 1
-                try:
-                    self._index_file(f, fp, c)
-                except (DocumentError, NotRegularFileError) as exc:  # also: swapped for a FIFO after the plan
-                    c.files_failed += 1
-                    fails.append({"path": str(f), "error": str(exc)})
-                except (VectorStoreError, StoreError):  # the store itself failed: stop, do not blame the file
-                    raise
-                except Exception as exc:  # an unexpected parser failure must not stop the job
-                    log.exception("indexing %s failed", f)
-                    c.files_failed += 1
-                    fails.append({"path": str(f), "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+                with _file_errors(f, c, fails):
+                    prep = self._prepare(f, fp, c)
+                    if prep is not None:
+                        pending.append(prep)
+                if sum(len(p.texts) for p in pending) >= EMBED_BATCH_CHUNKS or f is plan.documents[-1]:
+                    self._embed_and_store(pending, fp, c, fails)
+                    pending = []
                 done += 1
                 if progress:
                     progress(done, total, f.name)
@@ -420,7 +283,8 @@ class Indexer:
 
     # ---- one file -----------------------------------------------------------------------------
 
-    def _index_file(self, path: Path, fp: str, c: Counters) -> None:
+    def _prepare(self, path: Path, fp: str, c: Counters) -> _Prepared | None:
+        """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
         parts = self.parts
         st = path.stat()
         did = doc_id_for(path)
@@ -429,7 +293,7 @@ class Indexer:
             unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
             if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
                 c.files_skipped += 1
-                return
+                return None
             c.files_read += 1
             sha = sha256_file(path)
             if row is not None and unchanged_fp and row.sha256 == sha:
@@ -437,9 +301,9 @@ class Indexer:
                 s.add(row)
                 s.commit()
                 c.files_skipped += 1
-                return
+                return None
             had_chunks = row is not None and row.status == "indexed"
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         try:
             parsed = parse_document(
                 path,
@@ -454,12 +318,50 @@ class Indexer:
             raise
         finally:
             c.parse_seconds += time.perf_counter() - t0
+            c.parse_cpu_s += time.process_time() - cpu0
         c.pages_parsed += parsed.pages or 0
-        t0 = time.perf_counter()
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
-        dense = parts.embedder.embed_documents(texts)
-        sparse = parts.embedder.sparse_documents(texts)
+        return _Prepared(path, st, did, sha, parsed, texts)
+
+    def _embed_and_store(self, pending: list[_Prepared], fp: str, c: Counters, fails: list[dict[str, str]]) -> None:
+        """Embed the chunks of ``pending`` files in one call (cached vectors reused, :mod:`.embedcache`), then
+        store each file (:meth:`_store`); a file that fails to store is recorded in ``fails``."""
+        texts = [t for p in pending for t in p.texts]
+        if not pending:
+            return
+        emb = self.parts.embedder
+        t0, tok0 = time.perf_counter(), emb.stats.tokens
+        counts = EmbedCounts()
+        dense = embed_cached(self.parts.engine, emb, texts, counts) if texts else []
+        cpu1 = time.process_time()
+        sparse = emb.sparse_documents(texts) if texts else []
+        c.sparse_cpu_s += time.process_time() - cpu1
         c.embed_seconds += time.perf_counter() - t0
+        c.dense_cpu_s += counts.model_cpu_s
+        c.cache_cpu_s += counts.cache_cpu_s
+        c.chunks_cached += counts.cached
+        c.tokens_embedded += emb.stats.tokens - tok0
+        start = 0
+        for p in pending:
+            n = len(p.texts)
+            with _file_errors(p.path, c, fails):
+                cpu0 = time.process_time()
+                try:
+                    self._store(p, dense[start : start + n], sparse[start : start + n], fp, c)
+                finally:
+                    c.store_cpu_s += time.process_time() - cpu0
+            start += n
+
+    def _store(
+        self,
+        prep: _Prepared,
+        dense: list[list[float]],
+        sparse: list[tuple[list[int], list[float]]],
+        fp: str,
+        c: Counters,
+    ) -> None:
+        parts = self.parts
+        path, st, did, sha, parsed = prep.path, prep.st, prep.did, prep.sha, prep.parsed
         c.chunks_embedded += len(parsed.chunks)
         points = [
             VectorPoint(
@@ -517,8 +419,9 @@ class Indexer:
             self._last_flush = time.monotonic()
         # (c) commit the manifest
         with Session(parts.engine) as s:
-            row = s.get(Document, did)
-            assert row is not None
+            got = s.get(Document, did)
+            assert got is not None
+            row = got
             row.status, row.fingerprint, row.chunk_count = "indexed", fp, len(points)
             row.pages, row.title, row.indexed_at = parsed.pages, parsed.title, utcnow()
             content = s.get(DocumentContent, did) or DocumentContent(doc_id=did, text="", markdown="")

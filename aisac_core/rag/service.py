@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.errors import BadPathError, check_path_text, expand_user, quote_path, resolve_in_roots
 from aisac_core.rag.catalog import catalog_entries
-from aisac_core.rag.indexer import Indexer, IndexingError, doc_id_of_path, get_document, list_documents
+from aisac_core.rag.indexer import Indexer, doc_id_of_path, get_document, list_documents
 from aisac_core.rag.jobs import JobManager
+from aisac_core.rag.planning import IndexingError
 from aisac_core.rag.search import SearchResult, get_chunk, search
 from aisac_core.rag.sections import get_overview, read_sections
 from aisac_core.rag.status import store_status

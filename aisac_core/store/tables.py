@@ -20,6 +20,7 @@ __all__ = [
     "DataFrameEntry",
     "Document",
     "DocumentContent",
+    "EmbeddingCacheEntry",
     "Fact",
     "Job",
     "LitCacheEntry",
@@ -74,6 +75,18 @@ class DocumentContent(SQLModel, table=True):
     markdown: str = Field(sa_column=Column(Text, nullable=False))
     #: sections, captions, blocks and metadata of the parse (JSON; see aisac_core.rag.structure.document_structure)
     structure_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class EmbeddingCacheEntry(SQLModel, table=True):
+    """A dense vector computed once for a text: ``key`` is sha256 of the model id and the embedded text
+    (:func:`aisac_core.rag.embedcache.cache_key`), so an unchanged chunk text, in the same or another
+    document, is never embedded twice by the same model. ``vector``: ``dim`` float32 values, little-endian."""
+
+    __tablename__ = "embedding_cache"
+    key: str = Field(primary_key=True)
+    model: str = Field(index=True)
+    dim: int
+    vector: bytes
 
 
 class CatalogEntry(SQLModel, table=True):

@@ -119,7 +119,8 @@ def index(
     owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import Counters, IndexingError
+    from aisac_core.rag.indexer import Counters
+    from aisac_core.rag.planning import IndexingError
 
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)

@@ -156,7 +156,7 @@ def test_open_regular_refuses_fifo_device_folder_and_socket_at_once(tmp_path):
 
 
 def test_plan_skips_a_device_given_as_the_path():
-    from aisac_core.rag.indexer import plan_paths
+    from aisac_core.rag.planning import plan_paths
 
     plan = plan_paths([Path("/dev/zero")])
     assert plan.documents == [] and plan.catalog == []
