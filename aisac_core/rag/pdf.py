@@ -19,6 +19,8 @@ from typing import Any
 
 from aisac_core.rag.frontmatter import document_front_matter
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
+from aisac_core.rag.outline import TOC_HEADING, OutlineEntry, match_outline, pdf_outline, plausible_outline, toc_pages
+from aisac_core.rag.outline import heading_key as _okey
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
 _PAGE_NUM = re.compile(r"^\s*(page\s*)?[\divxlc]{1,5}(\s*(/|of)\s*\d+)?\s*$", re.I)
@@ -190,12 +192,32 @@ def _join_lines(prev: str, nxt: str) -> str:
     return prev + " " + nxt
 
 
+def _caps(t: str) -> bool:
+    """Whether ``t`` is set in capitals: 4+ letters, 90 % of the cased ones upper case ("II. RELATED WORK")."""
+    cased = [ch for ch in t if ch.isalpha() and ch.lower() != ch.upper()]
+    return len(cased) >= 4 and sum(ch.isupper() for ch in cased) >= 0.9 * len(cased)
+
+
+def _marked_heading(ln: _Line) -> bool:
+    """A heading marked by capitals or italics rather than weight or size (IEEE and Word templates set "I.
+    INTRODUCTION" in body-size small capitals, "A. Setup" in italics): a numbered line in capitals, a usual
+    section name in capitals ("REFERENCES"), or a numbered line in an italic font."""
+    t = ln.text.strip()
+    if len(t) > 90 or t.endswith((".", ",", ";", ":")):
+        return False
+    m = NUMBERING.match(t)
+    if _caps(t) and (m or _TOP_LEVEL_NAMES.match(t)):
+        return True
+    return bool(m) and re.search(r"ital|obli|-it$|cmti\d|cmsl\d", ln.font, re.I) is not None
+
+
 def _heading_like_line(ln: _Line, body_h: float) -> bool:
     """A line typeset like a heading: bold (in a font other than the body font; see reconstruct_pdf) or
-    clearly larger than body text, short, mostly letters, not ending like running text (hyphen, comma)."""
+    clearly larger than body text, or marked by capitals or italics (:func:`_marked_heading`), short, mostly
+    letters, not ending like running text (hyphen, comma)."""
     t = ln.text
     return (
-        (ln.bold or ln.h >= 1.4 * body_h)
+        (ln.bold or ln.h >= 1.4 * body_h or _marked_heading(ln))
         and len(t) <= 110
         and letters_ratio(t) >= 0.6
         and not t.endswith(("-", ",", ";"))
@@ -271,6 +293,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
 
     # paragraphs per page: line gaps, same column, similar size, no change between heading-like and body lines
     paras_by_page: dict[int, list[list[_Line]]] = {}
+    caps_cont: set[int] = set()  # capital lines continuing a heading set in capitals
     debris: set[int] = set()
     for pno in sorted(sizes):
         ordered = _reading_order(lines.get(pno, []), sizes[pno][0])
@@ -323,6 +346,9 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a run-in heading may start on the line above ("Partial annotation has a high correlation to
                 # full" + "annotation, but higher variance: In Figure 4 ...")
                 kind_same = _heading_like_line(ln, body_h) == _heading_like_line(p, body_h) or id(ln) in run_in
+                if not kind_same and _marked_heading(p) and _caps(ln.text) and len(ln.text) <= 60:
+                    kind_same = True  # "III. MDRPM (MARKET DRIVEN REQUIREMENT" + "PRIORITIZATION MODEL)"
+                    caps_cont.add(id(ln))
                 # body lines vary in box height (sub/superscripts); heading lines of one level do not
                 similar = abs(ln.h - p.h) <= (0.1 if _heading_like_line(ln, body_h) else 0.2) * max(ln.h, p.h)
                 starts_caption = bool(_CAPTION.match(ln.text)) or (
@@ -359,6 +385,29 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             text = _join_lines(text, ln.text)
         return re.sub(r"\s+", " ", text).strip(), False
 
+    # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
+    path = getattr(getattr(res, "input", None), "file", None)
+    front = document_front_matter(lines, sizes, body_h, body_font, path)
+    # the PDF's own outline (bookmarks), when present and plausible, names the headings (aisac_core.rag.outline)
+    entries = pdf_outline(path, front.title) if path else []
+    if front.title:
+        entries = [e for e in entries if _okey(e.title) != _okey(front.title)]
+    outline_of: dict[int, OutlineEntry] = {}
+    if plausible_outline(entries, len(sizes)):
+        flat = [(pno, para) for pno in sorted(paras_by_page) for para in paras_by_page[pno]]
+        found = match_outline(entries, flat, lambda x: x.text)
+        if len(found) >= max(2, 0.5 * len(entries)):
+            for i, (entry, n) in found.items():
+                opno, opara = flat[i]
+                if n < len(opara):  # body lines glued under the heading: a paragraph of their own
+                    k = next(j for j, x in enumerate(paras_by_page[opno]) if x is opara)
+                    paras_by_page[opno][k : k + 1] = [opara[:n], opara[n:]]
+                    opara = opara[:n]
+                outline_of[id(opara)] = entry
+    outline_top = min((e.level for e in outline_of.values()), default=1)
+    outline_depth = max((e.level - outline_top + 1 for e in outline_of.values()), default=0)
+    tocs = toc_pages(lines, lambda x: x.text)
+
     # first pass: which paragraphs are headings, and is the document numbered?
     cands: list[tuple[int, list[_Line], str, bool, bool, float]] = []
     for pno in sorted(paras_by_page):
@@ -366,13 +415,16 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             text, is_table = para_text(para)
             if not text:
                 continue
+            if id(para) in outline_of:
+                cands.append((pno, para, text, False, True, statistics.mean(x.h for x in para)))
+                continue
             h = statistics.mean(x.h for x in para)
             rt = repair_heading(text)
             headingish = (
                 not is_table
                 and len(para) <= 3
                 and len(text) <= 150
-                and all(_heading_like_line(x, body_h) for x in para)
+                and all(_heading_like_line(x, body_h) or id(x) in caps_cont for x in para)
                 and not text.endswith((".", ":", ",", ";"))
                 and not _CAPTION.match(text)
                 and re.search(r"[^\W\d_]{3}", text) is not None
@@ -388,6 +440,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 or (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)
             ):
                 headingish = False
+            if pno in tocs and not TOC_HEADING.match(text):
+                headingish = False  # a contents line names a heading; it is none
+            elif outline_of and headingish:
+                # the outline is the outline: the layout adds front / back matter names and deeper headings
+                m = NUMBERING.match(rt)
+                deeper = m is not None and m.group(1).rstrip(".").count(".") + 1 > outline_depth
+                headingish = deeper or bool(_ALWAYS_TOP.match(text) or _TOP_LEVEL_NAMES.match(text))
             cands.append((pno, para, text, is_table, headingish, h))
     # "A Glimpse into the Future" is no appendix A unless an appendix B (or A.1, or "A Appendix") exists too
     letters = any(
@@ -405,8 +464,6 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
 
     doc = DoclingDocument(name=name)
     first = min(sizes) if sizes else 1
-    # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
-    front = document_front_matter(lines, sizes, body_h, body_font, getattr(getattr(res, "input", None), "file", None))
     title_ids = {id(x) for x in front.title_lines}
     title_done = front.title is None
     if front.title and not title_ids:  # the document info title, printed on page 1 but not found in the layout
@@ -453,9 +510,25 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             if rest and (rest_text := para_text(rest)[0]):
                 doc.add_text(label=DocItemLabel.TEXT, text=rest_text, prov=prov)
             continue
+        if (oe := outline_of.get(id(para))) is not None:
+            same = _okey(oe.title) == _okey(text)  # the outline's spelling keeps the spaces the page lost
+            heading = oe.title if same else repair_heading(text)
+            o_level = min(6, oe.level - outline_top + 1)
+            seen_top = seen_top or o_level == 1
+            seen_headings.add(text)
+            flush()
+            after_heading = True
+            doc.add_heading(text=heading, level=o_level, prov=prov)
+            if o_level == 1:
+                in_refs = section_label(heading) == "references"
+            continue
         if headingish:
             num = numbering(text)
             level = _heading_level(text, has_numbered, h, top_h, num, head_sizes)
+            if outline_of and num is None and level is not None:
+                level = 1  # a front or back matter name beside the outline's sections
+            elif outline_of and level is not None:
+                level = max(level, outline_depth + 1)
             if level is not None and level > 1 and not seen_top and not num:
                 level = None  # front matter (authors, affiliations in bold) before the first section heading
             if (
@@ -497,6 +570,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 "authors": front.authors,
                 "confidence": front.confidence,
                 "title_source": front.title_source,
+                "authors_source": front.authors_source,
+                "authors_confidence": front.authors_confidence,
+            },
+            "outline": {
+                "source": "outline" if outline_of else "layout",
+                "entries": len(entries),
+                "matched": len(outline_of),
             },
         },
     )
