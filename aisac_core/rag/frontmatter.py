@@ -241,9 +241,16 @@ def split_authors(text: str) -> list[str]:
     t = _strip_markers(text)
     has_sep = bool(re.search(r",|;|\s&\s|\band\b|\s{2,}|\|", t))
     names: list[str] = []
-    for seg in re.split(r",|;|\s&\s|\band\b|\s{2,}|\|", t):
+    in_affiliation = False  # after an affiliation part, the rest of the cell is its address ("..., New Haven")
+    for seg in re.split(r"(\s{2,}|\|)|,|;|\s&\s|\band\b", t):
+        if seg is None:
+            continue
+        if re.fullmatch(r"\s{2,}|\|", seg):
+            in_affiliation = False  # a new cell
+            continue
         seg = seg.strip()
-        if not seg or _AFFILIATION.search(seg):
+        if not seg or in_affiliation or _AFFILIATION.search(seg) or _POSTAL.search(seg):
+            in_affiliation = in_affiliation or bool(seg)
             continue
         toks = seg.split()
         if len(toks) == 4 and has_sep and not any(x.endswith(".") or x.lower() in _PARTICLES for x in toks):
@@ -292,7 +299,9 @@ def _rows(lines: Sequence[Any]) -> list[list[Any]]:
     return [sorted(r, key=lambda x: x.l) for r in rows]
 
 
-def _eligible(ln: Any, H: float, banned: set[int]) -> bool:
+def _eligible(ln: Any, H: float, banned: set[int], cont: bool = False) -> bool:
+    """Whether ``ln`` may be a title line; ``cont``: it would continue a title block in the same font and size,
+    so it may start in lower case ("the Suppression of ...") and look like a name ("Prediction Models")."""
     t = ln.text.strip()
     if id(ln) in banned or ln.top < 0.05 * H or ln.top > 0.5 * H or len(t) > 250:
         return False
@@ -303,23 +312,26 @@ def _eligible(ln: Any, H: float, banned: set[int]) -> bool:
         or _SECTION_NO.match(t)
         or _EMAIL.search(t)
         or t.endswith((".", ";"))
-        or (t[:1].islower() and not t[1:2].isupper())
+        or (t[:1].islower() and not t[1:2].isupper() and not cont)
     ):
         return False
-    return not (is_affiliation(t) or _author_line(t))
+    return cont or not (is_affiliation(t) or _author_line(t))
 
 
 def _continues(block: list[Any], ln: Any, banned: set[int], H: float) -> bool:
     p = block[-1]
-    if not _eligible(ln, H, banned) or len(block) >= 4:
+    twin = ln.font == p.font and abs(ln.h - p.h) <= 0.05 * max(ln.h, p.h)
+    if not _eligible(ln, H, banned, cont=twin) or len(block) >= 4:
         return False
     if min(p.r, ln.r) - max(p.l, ln.l) <= 0:
         return False
     gap = ln.top - (p.top + p.h)
     same_size = abs(ln.h - p.h) <= 0.05 * max(ln.h, p.h)
     aligned = abs(ln.l - p.l) <= 3 or abs((ln.l + ln.r) - (p.l + p.r)) <= 6
-    if ln.font != p.font or not -0.3 * p.h <= gap <= 0.8 * p.h:
-        return False
+    # a twin line (same font and size) may sit further down: glyph boxes of some producers are half the font size
+    if ln.font != p.font or not -0.3 * p.h <= gap <= (2.0 if twin and len(block) == 1 else 0.8) * p.h:
+        if not (twin and len(block) >= 2 and -0.3 * p.h <= gap <= 2.0 * p.h):
+            return False
     if len(block) >= 2:  # keep the block's own line spacing
         g0 = block[1].top - (block[0].top + block[0].h)
         if gap > 1.4 * g0 + 2:

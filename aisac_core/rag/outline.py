@@ -15,8 +15,9 @@ outlines omit, and headings deeper than the outline goes).
   (which is what a one-entry-per-file or broken outline looks like), titles of 1-200 characters.
 - **Matching** (:func:`match_outline`): each entry, in order, is looked for among the paragraphs from the
   last match on, on its target page or the page after (a destination may point just above a heading at a
-  page's foot): a paragraph whose leading lines spell the entry's title (letters and digits compared, case and
-  spacing ignored, with or without its number) is the heading; body lines glued under it are split off. The
+  page's foot): one to four consecutive lines of a paragraph that spell the entry's title (letters and digits
+  compared, case and spacing ignored, with or without its number) are the heading; lines glued above or under
+  it are split off as paragraphs of their own. The
   outline is used when at least half of its entries are found.
 - **Contents pages** (:func:`toc_pages`): a page with a "Contents" heading and 3+ entry lines, or with 5+
   dot-leader lines, or where 5+ lines and 40 % of the lines are entries (words, then a page number after dot
@@ -109,7 +110,7 @@ def plausible_outline(entries: Sequence[OutlineEntry], npages: int) -> bool:
 
 def match_outline(
     entries: Sequence[OutlineEntry], paras: Sequence[tuple[int, Sequence[Any]]], line_text: Callable[[Any], str]
-) -> dict[int, tuple[OutlineEntry, int]]:
+) -> dict[int, tuple[OutlineEntry, int, int]]:
     """Which paragraph is which outline entry.
 
     Args:
@@ -118,10 +119,10 @@ def match_outline(
         line_text: the text of one line object.
 
     Returns:
-        ``{paragraph index: (entry, n)}``: the entry whose title the paragraph's first ``n`` lines spell (the
-        rest of the paragraph is body text glued under the heading). Entries not found are left out.
+        ``{paragraph index: (entry, a, n)}``: the entry whose title lines ``a`` to ``a + n`` of the paragraph spell
+        (lines above and below are text glued to the heading). Entries not found are left out.
     """
-    found: dict[int, tuple[OutlineEntry, int]] = {}
+    found: dict[int, tuple[OutlineEntry, int, int]] = {}
     start = 0
     for e in entries:
         want = {heading_key(e.title), heading_key(_unnumbered(e.title))} - {""}
@@ -133,22 +134,26 @@ def match_outline(
                 break
             if (e.page is not None and pno < e.page) or i in found:
                 continue
-            acc = ""
-            for n, ln in enumerate(lines[:4], 1):
-                acc += line_text(ln)
-                k = heading_key(acc)
-                if k in want or heading_key(_unnumbered(acc)) in want:
-                    found[i] = (e, n)
-                    break
-                if not any(
-                    w.startswith(k) or heading_key(_unnumbered(acc)) and w.startswith(heading_key(_unnumbered(acc)))
-                    for w in want
-                ):
-                    break
-            if i in found:
+            hit = _spelled(want, [line_text(x) for x in lines[:60]])
+            if hit is not None:
+                found[i] = (e, hit[0], hit[1])
                 start = i + 1
                 break
     return found
+
+
+def _spelled(want: set[str], texts: list[str]) -> tuple[int, int] | None:
+    """``(a, n)``: lines ``a`` to ``a + n`` (at most 4) of ``texts`` spell one of the keys ``want``, or None."""
+    for a in range(len(texts)):
+        acc = ""
+        for n in range(1, min(4, len(texts) - a) + 1):
+            acc += texts[a + n - 1]
+            k, ku = heading_key(acc), heading_key(_unnumbered(acc))
+            if k in want or ku in want:
+                return a, n
+            if not any(w.startswith(k) or (ku and w.startswith(ku)) for w in want):
+                break
+    return None
 
 
 def toc_pages(lines: dict[int, list[Any]], line_text: Callable[[Any], str]) -> set[int]:

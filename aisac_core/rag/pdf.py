@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from aisac_core.rag.frontmatter import document_front_matter
+from aisac_core.rag.frontmatter import document_front_matter, is_affiliation
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
 from aisac_core.rag.outline import TOC_HEADING, OutlineEntry, match_outline, pdf_outline, plausible_outline, toc_pages
 from aisac_core.rag.outline import heading_key as _okey
@@ -40,7 +40,7 @@ _TOP_LEVEL_NAMES = re.compile(
 _ALWAYS_TOP = re.compile(
     r"^(abstract|keywords|index terms|ccs concepts|acknowledge?ments?|references|bibliography|works cited|"
     r"literature cited|appendix|appendices|supplementary (material|materials|information)|author contributions|"
-    r"data availability|code availability|competing interests|conflicts? of interests?)\b",
+    r"data availability|code availability|competing interests|conflicts? of interests?|(table of )?contents)\b",
     re.I,
 )
 #: a figure / table caption: "Figure 3:", "Fig. 2.", "Table 1:", "TABLE II"
@@ -295,8 +295,19 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
     paras_by_page: dict[int, list[list[_Line]]] = {}
     caps_cont: set[int] = set()  # capital lines continuing a heading set in capitals
     debris: set[int] = set()
+    ordered_by_page = {pno: _reading_order(lines.get(pno, []), sizes[pno][0]) for pno in sorted(sizes)}
+    # the body's usual gap between a line's box and the next line's: some producers (Skia, i.e. Chromium's
+    # "Save as PDF") give glyph boxes of half the font size, so that a line gap of 0.7 box heights would cut every
+    # paragraph into lines; the median gap between consecutive body lines of a column is the line spacing there
+    gaps = [
+        b.top - (a.top + a.h)
+        for od in ordered_by_page.values()
+        for (ca, a), (cb, b) in zip(od, od[1:])
+        if ca == cb and a.font == body_font == b.font and 0 < b.top - (a.top + a.h) < 3 * body_h
+    ]
+    lead = statistics.median(gaps) if len(gaps) >= 10 else 0.0
     for pno in sorted(sizes):
-        ordered = _reading_order(lines.get(pno, []), sizes[pno][0])
+        ordered = ordered_by_page[pno]
         # lines sharing their row with another line of the same column are table cells (or ruled layouts)
         in_row: set[int] = set()
         by_col: dict[int, list[_Line]] = {}
@@ -324,7 +335,11 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         strong = [
             hl[k]
             and len(ln.text) <= 120
-            and (bool(NUMBERING.match(repair_heading(ln.text))) or bool(_TOP_LEVEL_NAMES.match(ln.text)))
+            and (
+                bool(NUMBERING.match(repair_heading(ln.text)))
+                or bool(_TOP_LEVEL_NAMES.match(ln.text))
+                or bool(_ALWAYS_TOP.match(ln.text))
+            )
             for k, (_, ln) in enumerate(ordered)
         ]
         flags = figure_debris(
@@ -358,7 +373,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a heading line ending mid-phrase ("difficulty, understanding, and") continues on the next
                 max_gap = 1.1 if kind_same and _heading_like_line(p, body_h) and ends_open(p.text) else 0.7
                 if (
-                    (same_row or (-0.5 * p.h <= gap <= max_gap * max(p.h, ln.h)))
+                    (same_row or (-0.5 * p.h <= gap <= max(max_gap * max(p.h, ln.h), 1.3 * lead)))
                     and similar
                     and kind_same
                     and not starts_caption
@@ -397,12 +412,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         flat = [(pno, para) for pno in sorted(paras_by_page) for para in paras_by_page[pno]]
         found = match_outline(entries, flat, lambda x: x.text)
         if len(found) >= max(2, 0.5 * len(entries)):
-            for i, (entry, n) in found.items():
+            for i, (entry, oa, on) in found.items():
                 opno, opara = flat[i]
-                if n < len(opara):  # body lines glued under the heading: a paragraph of their own
+                if (oa, on) != (0, len(opara)):  # lines glued above or under the heading: paragraphs of their own
                     k = next(j for j, x in enumerate(paras_by_page[opno]) if x is opara)
-                    paras_by_page[opno][k : k + 1] = [opara[:n], opara[n:]]
-                    opara = opara[:n]
+                    parts = [opara[:oa], opara[oa : oa + on], opara[oa + on :]]
+                    paras_by_page[opno][k : k + 1] = [x for x in parts if x]
+                    opara = parts[1]
                 outline_of[id(opara)] = entry
     outline_top = min((e.level for e in outline_of.values()), default=1)
     outline_depth = max((e.level - outline_top + 1 for e in outline_of.values()), default=0)
@@ -432,6 +448,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 and not (":" in text[:30] and not NUMBERING.match(rt))
                 and id(para[0]) not in debris
                 and heading_problem(rt) is None
+                and not is_affiliation(text)  # "1 Department of Physics, ..." (a marker, not a number)
             )
             if headingish and not (
                 NUMBERING.match(rt)
@@ -457,6 +474,8 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         m = NUMBERING.match(repair_heading(t))
         return None if m and m.group(1).rstrip(".") == "A" and not letters else m
 
+    # IEEE numbering: roman sections ("II. METHOD") hold lettered subsections ("A. Setup")
+    roman = sum(1 for _, _, t, _, hd, _ in cands if hd and re.match(r"^[IVX]{1,5}\.\s", t)) >= 2
     numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in m.group(1).rstrip(".")]
     has_numbered = len(numbered_h) >= 1
     top_h = statistics.median(numbered_h) if numbered_h else max((h for *_, hd, h in cands if hd), default=body_h)
@@ -525,6 +544,8 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         if headingish:
             num = numbering(text)
             level = _heading_level(text, has_numbered, h, top_h, num, head_sizes)
+            if roman and num and re.fullmatch(r"[A-H]\.?", num.group(1)) and not in_refs:
+                level = 2
             if outline_of and num is None and level is not None:
                 level = 1  # a front or back matter name beside the outline's sections
             elif outline_of and level is not None:
