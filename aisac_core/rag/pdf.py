@@ -571,7 +571,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         label = (
             DocItemLabel.CAPTION if _CAPTION.match(text) else DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
         )
-        figure_text = label == DocItemLabel.CAPTION or all(id(x) in debris for x in para)
+        figure_text = label == DocItemLabel.CAPTION or (pno not in tocs and all(id(x) in debris for x in para))
         if after_heading and figure_text and not in_refs:
             pending.append((label, text, prov))
             continue

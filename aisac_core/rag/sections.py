@@ -73,7 +73,10 @@ def get_overview(parts: RagParts, doc_id: str) -> Overview:
     one appear as top-level too. ``labels`` lists the taxonomy labels the document really has (usable as
     ``rag_read_sections`` section or ``rag_search`` ``section`` filter). Metadata comes from the first pages
     (the title by type size, authors from the block under it, DOI / arXiv id / year by pattern); a field
-    not found is null (or []). ``page_*`` are null for formats without pages.
+    not found is null (or []). ``metadata`` also says where the guessed fields come from and how sure they
+    are: ``title_source`` / ``confidence``, ``authors_source`` / ``authors_confidence`` ("layout", "pdf_info",
+    "layout+pdf_info"), ``outline_source`` / ``outline_confidence`` ("outline": the document's own bookmarks
+    or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"). ``page_*`` are null for formats without pages.
 
     Raises:
         DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
