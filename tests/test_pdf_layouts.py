@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aisac_core.rag.documents import ParsedDocument, parse_document
-from aisac_core.rag.outline import OutlineEntry, match_outline, plausible_outline, toc_pages
+from aisac_core.rag.outline import OutlineEntry, match_outline, plausible_outline, respace, toc_pages
 from aisac_core.rag.sections import overview_of_structure, sections_of_structure
 
 LAYOUTS = Path(__file__).parent / "fixtures" / "layouts"
@@ -101,6 +101,8 @@ def test_outline_rules_on_entries_of_our_own_making() -> None:
         2: ("2 Method", 1, 1),
         3: ("2.1 Data", 0, 1),
     }
+    assert respace("2 BACKGROUNDANDRELATEDWORK", "2 Background and related work") == "2 BACKGROUND AND RELATED WORK"
+    assert respace("1 INTRODUCTION", "1 Introduction") == "1 INTRODUCTION"
     toc = {
         2: ["Contents"] + [f"{i} Section number {i} . . . . . . . {i + 2}" for i in range(1, 7)],
         3: ["Model | 12 | 10", "BERT base 85 84", "RoBERTa large 90 80", "Ours 95 70", "T5 small 70 60", "x 3"],

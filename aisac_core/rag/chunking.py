@@ -108,7 +108,7 @@ def _build_chunker(tokenizer: Any, max_tokens: int) -> Any:
                 lambda t, n: [str(x) for x in chunkerify(tok, chunk_size=n)(t)],
             )
 
-    from semchunk import chunkerify  # type: ignore[attr-defined]
+    from semchunk import chunkerify  # type: ignore[attr-defined]  # semchunk's __init__ lacks __all__
 
     return SentenceChunker(tokenizer=LocalTokenizer(tok=tokenizer, max_tokens=max_tokens), merge_peers=True)
 

@@ -156,6 +156,23 @@ def _spelled(want: set[str], texts: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def respace(printed: str, title: str) -> str:
+    """The heading as printed, with the spaces the page lost put back from the outline's ``title``
+    ("2 BACKGROUNDANDRELATEDWORK" + "2 Background and related work" -> "2 BACKGROUND AND RELATED WORK"); the
+    printed text when it already has them; the outline's title when the two differ in more than spaces and case."""
+    p, t = "".join(printed.split()), "".join(title.split())
+    if p.casefold() != t.casefold():
+        return title if heading_key(printed) == heading_key(title) else " ".join(printed.split())
+    out, i = [], 0
+    for ch in " ".join(title.split()):
+        if ch == " ":
+            out.append(" ")
+        else:
+            out.append(p[i])
+            i += 1
+    return "".join(out)
+
+
 def toc_pages(lines: dict[int, list[Any]], line_text: Callable[[Any], str]) -> set[int]:
     """The pages (1-based) that are a table of contents: rule in the module docstring."""
     out: set[int] = set()

@@ -19,7 +19,15 @@ from typing import Any
 
 from aisac_core.rag.frontmatter import document_front_matter, is_affiliation
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
-from aisac_core.rag.outline import TOC_HEADING, OutlineEntry, match_outline, pdf_outline, plausible_outline, toc_pages
+from aisac_core.rag.outline import (
+    TOC_HEADING,
+    OutlineEntry,
+    match_outline,
+    pdf_outline,
+    plausible_outline,
+    respace,
+    toc_pages,
+)
 from aisac_core.rag.outline import heading_key as _okey
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
@@ -530,8 +538,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 doc.add_text(label=DocItemLabel.TEXT, text=rest_text, prov=prov)
             continue
         if (oe := outline_of.get(id(para))) is not None:
-            same = _okey(oe.title) == _okey(text)  # the outline's spelling keeps the spaces the page lost
-            heading = oe.title if same else repair_heading(text)
+            heading = respace(repair_heading(text), oe.title)
             o_level = min(6, oe.level - outline_top + 1)
             seen_top = seen_top or o_level == 1
             seen_headings.add(text)
