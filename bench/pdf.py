@@ -29,6 +29,8 @@ from .common import Context, Skip, Timer, make_core, table, target_cell, temp_di
 TARGET_S_PER_PAGE = 0.1
 TARGET_PR = 0.9
 TRUTH = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "papermage_sections.json"
+PDF_TRUTH = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pdf_truth.json"
+LAYOUTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "layouts"
 
 
 def _key(s: str) -> str:
@@ -184,7 +186,14 @@ def run(ctx: Context) -> dict[str, Any]:
         ["file", "truth", "found", "matched", "precision", "recall"],
         gt_rows,
     )
+    front = _front_matter_table(ctx.data_dir, tok)
+    layouts = _layouts_table(tok)
     summary = [
+        {
+            "metric": "titles / first authors / full author lists (pdf_truth.json)",
+            "value": f"{front['titles']} / {front['first_authors']} / {front['full_authors']}",
+        },
+        {"metric": "generated layouts right (title, authors, outline)", "value": layouts},
         {
             "metric": "parse s/page (all shared PDFs)",
             "value": round(per_page, 4) if per_page else None,
@@ -210,6 +219,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "reconstruct_s_per_page": rec / pages if pages else None,
         "top_level": {"precision": pm_p, "recall": pm_r},
         "groundtruth_headings": {"precision": gt_p, "recall": gt_r},
+        "front_matter": front,
+        "generated_layouts": layouts,
         "targets": {
             "s_per_page": {
                 "target": TARGET_S_PER_PAGE,
@@ -218,3 +229,71 @@ def run(ctx: Context) -> dict[str, Any]:
             }
         },
     }
+
+
+def _front_matter_table(data_dir: Path, tok: Any) -> dict[str, str]:
+    """Titles, first authors and full author lists against ``tests/fixtures/pdf_truth.json`` (read from the
+    rendered first pages of every readable shared PDF, GROBID's test PDFs included); prints one row per PDF."""
+    import unicodedata
+
+    from aisac_core.rag.documents import parse_document
+
+    def norm(x: str | None) -> str:
+        return " ".join(unicodedata.normalize("NFKC", x or "").casefold().split())
+
+    truth = {k: v for k, v in json.loads(PDF_TRUTH.read_text(encoding="utf-8")).items() if not k.startswith("_")}
+    rows, t_ok, fa_ok, full_ok, n_auth = [], 0, 0, 0, 0
+    for key, tr in truth.items():
+        d, name = key.split("/")
+        f = data_dir / ("pdf_metadata/grobid" if d == "grobid" else f"pdfs/{d}") / name
+        if not f.is_file():
+            continue
+        m = parse_document(f, tok).structure["metadata"]
+        title_ok = norm(m["title"]) == norm(tr["title"])
+        first = bool(tr["authors"]) and bool(m["authors"]) and norm(m["authors"][0]) == norm(tr["authors"][0])
+        full = bool(tr["authors"]) and m["authors"] == tr["authors"]
+        t_ok += title_ok
+        if tr["authors"]:
+            n_auth += 1
+            fa_ok += first
+            full_ok += full
+        rows.append(
+            (key, title_ok, m["title_source"], m["confidence"], f"{len(m['authors'])}/{len(tr['authors'])}", full)
+        )
+    table(
+        "pdf: title and authors vs tests/fixtures/pdf_truth.json (read from the first pages)",
+        ["file", "title right", "title_source", "confidence", "authors found/true", "author list exact"],
+        rows,
+    )
+    return {
+        "titles": f"{t_ok}/{len(rows)}",
+        "first_authors": f"{fa_ok}/{n_auth}",
+        "full_authors": f"{full_ok}/{n_auth}",
+    }
+
+
+def _layouts_table(tok: Any) -> str:
+    """Title, authors and outline of the generated layouts (``tests/fixtures/layouts``, truth in its truth.json);
+    prints one row per PDF with the section recall; returns "right/total"."""
+    from aisac_core.rag.documents import parse_document
+    from aisac_core.rag.sections import overview_of_structure
+
+    truth = {k: v for k, v in json.loads((LAYOUTS / "truth.json").read_text(encoding="utf-8")).items() if k[0] != "_"}
+    rows, right = [], 0
+    for name, tr in truth.items():
+        doc = parse_document(LAYOUTS / name, tok)
+        m, ov = doc.structure["metadata"], overview_of_structure(doc.structure)
+        heads = [s["title"] for s in ov["sections"]] + [x["title"] for s in ov["sections"] for x in s["subsections"]]
+        want = tr["outline"] + tr["sub"]
+        recall = sum(1 for h in want if h in heads) / len(want)
+        ok = m["title"] == tr["title"] and m["authors"] == tr["authors"] and heads == want
+        right += ok
+        rows.append(
+            (name, m["title"] == tr["title"], m["authors"] == tr["authors"], round(recall, 2), m["outline_source"], ok)
+        )
+    table(
+        "pdf: generated layouts (tests/fixtures/layouts): title, authors, section recall",
+        ["file", "title", "authors", "section recall", "outline_source", "all right"],
+        rows,
+    )
+    return f"{right}/{len(rows)}"

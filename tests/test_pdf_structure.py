@@ -292,8 +292,12 @@ def test_headings_of_every_shared_pdf_are_clean(shared_data: Path, tokenizer, pa
     titles = [s["title"] for s in doc.structure["sections"]]
     print(path.name, titles)
     bad = [(t, why) for t in titles if (why := _bad_heading(t))]
+    if doc.structure["metadata"]["outline_source"] == "outline":
+        # headings named by the PDF's own outline (bookmarks) may be long: 2203.00130v1's "7.2 How does Paper
+        # Plain affect ... relevant information?" is 136 characters, as printed and as bookmarked
+        bad = [(t, why) for t, why in bad if why != "long"]
     assert not bad, (path.name, bad)
-    assert all(len(t) <= 120 for t in titles)
+    assert all(len(t) <= (200 if doc.structure["metadata"]["outline_source"] == "outline" else 120) for t in titles)
     assert not [t for t in titles if re.match(r"^\d+(\.\d+)*[A-Za-z]", t)]  # "2RelatedWork"
 
 

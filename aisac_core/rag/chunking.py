@@ -3,7 +3,11 @@
 The plain text is every item of the DoclingDocument in reading order, joined by blank lines; every chunk's and
 every anchor's char span indexes into it. Chunks come from docling-core's ``HybridChunker`` (structure-aware,
 then token-bounded and peer-merged) with a tokenizer built on the dense model's own ``tokenizer.json``, so a
-chunk never exceeds what the model reads (256 tokens for MiniLM). Each chunk keeps its pages, char span, heading
+chunk never exceeds what the model reads (256 tokens for MiniLM). An item longer than the budget is cut at sentence
+ends only: its sentences (pySBD, Sadvilkar & Neumann, NLP-OSS 2020, the rule-based "Golden Rules" segmenter, which
+keeps "e.g.", "pp.", "Daniel M." and "(avg." inside their sentences) are packed whole into segments of at most the
+budget; only a sentence longer than the budget is itself split (by semchunk, at its clauses or words). Chunk
+ends are therefore item ends or sentence ends (``tests/test_chunk_sentences.py`` checks every shared PDF). Each chunk keeps its pages, char span, heading
 path (``section``) and taxonomy label (``section_covers``), and the text to embed (the chunk with its heading
 context).
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +91,94 @@ def _build_chunker(tokenizer: Any, max_tokens: int) -> Any:
         def get_tokenizer(self) -> Any:
             return _VocabCachedTokenizer.of(self.tok)
 
-    return HybridChunker(tokenizer=LocalTokenizer(tok=tokenizer, max_tokens=max_tokens), merge_peers=True)
+    class SentenceChunker(HybridChunker):
+        """HybridChunker whose plain-text split of an over-long item packs whole sentences (module docstring)."""
+
+        def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> list[str]:
+            from docling_core.types.doc import TableItem
+
+            items = doc_chunk.meta.doc_items or []
+            if len(items) == 1 and isinstance(items[0], TableItem):
+                return list(super().segment(doc_chunk, available_length, doc_serializer))
+            tok = self.tokenizer.get_tokenizer()
+            return sentence_segments(
+                doc_chunk.text,
+                lambda t: len(tok.encode(t, add_special_tokens=False).ids),
+                available_length,
+                lambda t, n: [str(x) for x in chunkerify(tok, chunk_size=n)(t)],
+            )
+
+    from semchunk import chunkerify  # type: ignore[attr-defined]  # semchunk's __init__ lacks __all__
+
+    return SentenceChunker(tokenizer=LocalTokenizer(tok=tokenizer, max_tokens=max_tokens), merge_peers=True)
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """The sentences of ``text`` as ``(start, end)`` char spans that tile it (trailing whitespace belongs to the
+    sentence before it).
+
+    Segmenter: pySBD 0.3 (``pysbd.Segmenter(language="en", clean=False)``; Sadvilkar & Neumann, "PySBD:
+    Pragmatic Sentence Boundary Disambiguation", NLP-OSS 2020): rule-based, no model, abbreviations ("e.g.",
+    "et al.", "pp.", initials) and numbers ("10.5", "Fig. 3") stay inside their sentence.
+    """
+    import pysbd
+
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    # a Segmenter is built in under a microsecond and keeps per-text state: one per call
+    for s in pysbd.Segmenter(language="en", clean=False).segment(text) if text.strip() else []:
+        i = text.find(s, pos)
+        if i < 0:  # pySBD changed the text (it should not with clean=False): close the span at the next match
+            i = pos
+        end = max(i + len(s), pos)
+        if end > pos:
+            spans.append((pos, end))
+        pos = end
+    if pos < len(text):
+        if spans:
+            spans[-1] = (spans[-1][0], len(text))
+        else:
+            spans.append((0, len(text)))
+    return spans
+
+
+def sentence_segments(
+    text: str, count: Callable[[str], int], budget: int, split_long: Callable[[str, int], list[str]]
+) -> list[str]:
+    """``text`` cut into segments of whole sentences (:func:`sentences`), each at most ``budget`` tokens.
+
+    Args:
+        text: the text of one over-long item.
+        count: tokens of a string (the embedding model's tokenizer, no special tokens).
+        budget: the most tokens a segment may have.
+        split_long: splits one sentence longer than ``budget`` into pieces of at most ``budget`` tokens (the only
+            place a sentence is cut).
+
+    Returns:
+        The segments, stripped, in order; joined by spaces they give ``text`` up to whitespace.
+    """
+    out: list[str] = []
+    cur: list[str] = []
+    cur_n = 0
+    for a, b in sentences(text):
+        s = text[a:b].strip()
+        if not s:
+            continue
+        n = count(s)
+        if n > budget:  # a sentence longer than the budget: the only one that is split
+            if cur:
+                out.append(" ".join(cur))
+                cur, cur_n = [], 0
+            out.extend(p.strip() for p in split_long(s, budget) if p.strip())
+            continue
+        if cur and cur_n + n > budget:
+            out.append(" ".join(cur))
+            cur, cur_n = [], 0
+        cur.append(s)
+        cur_n += n
+    if cur:
+        out.append(" ".join(cur))
+    return out
 
 
 def _item_text(item: Any, doc: Any) -> str:

@@ -26,7 +26,7 @@ from aisac_core.rag.pdf import has_text_layer, reconstruct_pdf
 from aisac_core.rag.structure import document_structure
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
-PARSER_REVISION = "aisac-parse-4"
+PARSER_REVISION = "aisac-parse-5"
 
 
 @dataclass

@@ -151,6 +151,10 @@ class FrontMatter:
     authors: list[str] = field(default_factory=list)
     confidence: float = 0.0
     title_source: str | None = None
+    #: where the authors come from ("layout", "pdf_info", "layout+pdf_info"; None without authors) and how sure
+    #: that is (0..1: 0.9 layout names the document info confirms, 0.75 layout alone, 0.6 document info alone)
+    authors_source: str | None = None
+    authors_confidence: float = 0.0
 
 
 def _nfkc(t: str) -> str:
@@ -225,7 +229,8 @@ def _name(seg: str) -> str | None:
             return None
     if s.isupper() and len(s) > 3:
         s = " ".join(w if re.fullmatch(r"([A-Z]\.)+", w) else w.capitalize() for w in s.split())
-    return s
+    # initials glued to the surname by a PDF that lost the space: "A.K.Bakarov" -> "A.K. Bakarov"
+    return re.sub(r"(?<=[A-Z]\.)(?=[A-Z][a-z\u00e0-\u017f]{2,})", " ", s)
 
 
 def split_authors(text: str) -> list[str]:
@@ -236,9 +241,16 @@ def split_authors(text: str) -> list[str]:
     t = _strip_markers(text)
     has_sep = bool(re.search(r",|;|\s&\s|\band\b|\s{2,}|\|", t))
     names: list[str] = []
-    for seg in re.split(r",|;|\s&\s|\band\b|\s{2,}|\|", t):
+    in_affiliation = False  # after an affiliation part, the rest of the cell is its address ("..., New Haven")
+    for seg in re.split(r"(\s{2,}|\|)|,|;|\s&\s|\band\b", t):
+        if seg is None:
+            continue
+        if re.fullmatch(r"\s{2,}|\|", seg):
+            in_affiliation = False  # a new cell
+            continue
         seg = seg.strip()
-        if not seg or _AFFILIATION.search(seg):
+        if not seg or in_affiliation or _AFFILIATION.search(seg) or _POSTAL.search(seg):
+            in_affiliation = in_affiliation or bool(seg)
             continue
         toks = seg.split()
         if len(toks) == 4 and has_sep and not any(x.endswith(".") or x.lower() in _PARTICLES for x in toks):
@@ -287,7 +299,9 @@ def _rows(lines: Sequence[Any]) -> list[list[Any]]:
     return [sorted(r, key=lambda x: x.l) for r in rows]
 
 
-def _eligible(ln: Any, H: float, banned: set[int]) -> bool:
+def _eligible(ln: Any, H: float, banned: set[int], cont: bool = False) -> bool:
+    """Whether ``ln`` may be a title line; ``cont``: it would continue a title block in the same font and size,
+    so it may start in lower case ("the Suppression of ...") and look like a name ("Prediction Models")."""
     t = ln.text.strip()
     if id(ln) in banned or ln.top < 0.05 * H or ln.top > 0.5 * H or len(t) > 250:
         return False
@@ -298,23 +312,26 @@ def _eligible(ln: Any, H: float, banned: set[int]) -> bool:
         or _SECTION_NO.match(t)
         or _EMAIL.search(t)
         or t.endswith((".", ";"))
-        or (t[:1].islower() and not t[1:2].isupper())
+        or (t[:1].islower() and not t[1:2].isupper() and not cont)
     ):
         return False
-    return not (is_affiliation(t) or _author_line(t))
+    return cont or not (is_affiliation(t) or _author_line(t))
 
 
 def _continues(block: list[Any], ln: Any, banned: set[int], H: float) -> bool:
     p = block[-1]
-    if not _eligible(ln, H, banned) or len(block) >= 4:
+    twin = ln.font == p.font and abs(ln.h - p.h) <= 0.05 * max(ln.h, p.h)
+    if not _eligible(ln, H, banned, cont=twin) or len(block) >= 4:
         return False
     if min(p.r, ln.r) - max(p.l, ln.l) <= 0:
         return False
     gap = ln.top - (p.top + p.h)
     same_size = abs(ln.h - p.h) <= 0.05 * max(ln.h, p.h)
     aligned = abs(ln.l - p.l) <= 3 or abs((ln.l + ln.r) - (p.l + p.r)) <= 6
-    if ln.font != p.font or not -0.3 * p.h <= gap <= 0.8 * p.h:
-        return False
+    # a twin line (same font and size) may sit further down: glyph boxes of some producers are half the font size
+    if ln.font != p.font or not -0.3 * p.h <= gap <= (2.0 if twin and len(block) == 1 else 0.8) * p.h:
+        if not (twin and len(block) >= 2 and -0.3 * p.h <= gap <= 2.0 * p.h):
+            return False
     if len(block) >= 2:  # keep the block's own line spacing
         g0 = block[1].top - (block[0].top + block[0].h)
         if gap > 1.4 * g0 + 2:
@@ -386,8 +403,9 @@ def find_authors(lines: Sequence[Any], after: float) -> list[str]:
     title's bottom, points from the page top), in reading order (rows top to bottom, cells left to right);
     scanning stops at the abstract, a section heading or running text. Returns up to 50 names, [] if none."""
     names: list[str] = []
+    cell_of: dict[str, tuple[Any, int]] = {}  # name -> its line and row, when the row's cells give them
     idle = 0
-    for row in _rows([x for x in lines if x.top >= after - 1]):
+    for ri, row in enumerate(_rows([x for x in lines if x.top >= after - 1])):
         t = "  ".join(x.text.strip() for x in row)
         if (
             re.match(r"^(a\s?b\s?s\s?t\s?r\s?a\s?c\s?t|abstract|summary|keywords?|index terms|introduction)\b", t, re.I)
@@ -397,6 +415,9 @@ def find_authors(lines: Sequence[Any], after: float) -> list[str]:
             break
         found = split_authors(t) if letters_ratio(t) >= 0.5 else []
         if found and not _prose(t):
+            per_cell = [(n, x) for x in row for n in split_authors(x.text.strip())]
+            if [n for n, _ in per_cell] == found:
+                cell_of.update((n, (x, ri)) for n, x in per_cell if n not in names)
             names += [n for n in found if n not in names]
             idle = 0
             continue
@@ -406,7 +427,39 @@ def find_authors(lines: Sequence[Any], after: float) -> list[str]:
             idle += 1
             if idle >= 3:
                 break
-    return names[:50]
+    return _grid_order(names, cell_of)[:50]
+
+
+def _grid_order(names: list[str], cell_of: dict[str, tuple[Any, int]]) -> list[str]:
+    """Names of an author grid in reading order: a name set under another one of a multi-name row, in the same
+    column and within 2.5 line heights (an ACM grid cell holding two authors, "Kyle Lo" over "Doug Downey"),
+    follows that name rather than the whole next row. ``cell_of``: name -> (its line, its row's index)."""
+    per_row: dict[int, int] = {}
+    for _x, ri in cell_of.values():
+        per_row[ri] = per_row.get(ri, 0) + 1
+    out: list[str] = []
+    under: dict[str, int] = {}  # host name -> names placed under it
+    for n in names:
+        host = None
+        if n in cell_of and per_row[cell_of[n][1]] == 1:
+            x = cell_of[n][0]
+            for m in reversed(out):
+                if m not in cell_of:
+                    continue
+                y, yr = cell_of[m]
+                if (
+                    per_row[yr] >= 2
+                    and 0 < x.top - y.top <= 2.5 * max(x.h, y.h)
+                    and min(x.r, y.r) - max(x.l, y.l) > 0.5 * min(x.r - x.l, y.r - y.l)
+                ):
+                    host = m
+                    break
+        if host is None:
+            out.append(n)
+            continue
+        out.insert(out.index(host) + 1 + under.get(host, 0), n)
+        under[host] = under.get(host, 0) + 1
+    return out
 
 
 def _merge_info_authors(names: list[str], info_author: str) -> list[str]:
@@ -505,7 +558,15 @@ def front_matter(
             fm.title, fm.title_lines, fm.title_source, fm.confidence = itit, [], "pdf_info", 0.7
     if fm.title is None:
         fm.confidence = 0.0
+    layout_authors = list(fm.authors)
     fm.authors = _merge_info_authors(fm.authors, info.get("Author", "")) if fm.title else fm.authors
+    info_keys = {_key(n) for n in split_authors(info.get("Author", "").replace(";", ","))}
+    if layout_authors:
+        agree = bool(info_keys) and any(_key(n) in info_keys for n in layout_authors)
+        fm.authors_source = "layout+pdf_info" if agree else "layout"
+        fm.authors_confidence = 0.9 if agree else 0.75
+    elif fm.authors:
+        fm.authors_source, fm.authors_confidence = "pdf_info", 0.6
     fm.confidence = round(min(1.0, fm.confidence), 2)
     return fm
 

@@ -17,8 +17,18 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from aisac_core.rag.frontmatter import document_front_matter
+from aisac_core.rag.frontmatter import document_front_matter, is_affiliation
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
+from aisac_core.rag.outline import (
+    TOC_HEADING,
+    OutlineEntry,
+    match_outline,
+    pdf_outline,
+    plausible_outline,
+    respace,
+    toc_pages,
+)
+from aisac_core.rag.outline import heading_key as _okey
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
 _PAGE_NUM = re.compile(r"^\s*(page\s*)?[\divxlc]{1,5}(\s*(/|of)\s*\d+)?\s*$", re.I)
@@ -38,7 +48,7 @@ _TOP_LEVEL_NAMES = re.compile(
 _ALWAYS_TOP = re.compile(
     r"^(abstract|keywords|index terms|ccs concepts|acknowledge?ments?|references|bibliography|works cited|"
     r"literature cited|appendix|appendices|supplementary (material|materials|information)|author contributions|"
-    r"data availability|code availability|competing interests|conflicts? of interests?)\b",
+    r"data availability|code availability|competing interests|conflicts? of interests?|(table of )?contents)\b",
     re.I,
 )
 #: a figure / table caption: "Figure 3:", "Fig. 2.", "Table 1:", "TABLE II"
@@ -190,12 +200,32 @@ def _join_lines(prev: str, nxt: str) -> str:
     return prev + " " + nxt
 
 
+def _caps(t: str) -> bool:
+    """Whether ``t`` is set in capitals: 4+ letters, 90 % of the cased ones upper case ("II. RELATED WORK")."""
+    cased = [ch for ch in t if ch.isalpha() and ch.lower() != ch.upper()]
+    return len(cased) >= 4 and sum(ch.isupper() for ch in cased) >= 0.9 * len(cased)
+
+
+def _marked_heading(ln: _Line) -> bool:
+    """A heading marked by capitals or italics rather than weight or size (IEEE and Word templates set "I.
+    INTRODUCTION" in body-size small capitals, "A. Setup" in italics): a numbered line in capitals, a usual
+    section name in capitals ("REFERENCES"), or a numbered line in an italic font."""
+    t = ln.text.strip()
+    if len(t) > 90 or t.endswith((".", ",", ";", ":")):
+        return False
+    m = NUMBERING.match(t)
+    if _caps(t) and (m or _TOP_LEVEL_NAMES.match(t)):
+        return True
+    return bool(m) and re.search(r"ital|obli|-it$|cmti\d|cmsl\d", ln.font, re.I) is not None
+
+
 def _heading_like_line(ln: _Line, body_h: float) -> bool:
     """A line typeset like a heading: bold (in a font other than the body font; see reconstruct_pdf) or
-    clearly larger than body text, short, mostly letters, not ending like running text (hyphen, comma)."""
+    clearly larger than body text, or marked by capitals or italics (:func:`_marked_heading`), short, mostly
+    letters, not ending like running text (hyphen, comma)."""
     t = ln.text
     return (
-        (ln.bold or ln.h >= 1.4 * body_h)
+        (ln.bold or ln.h >= 1.4 * body_h or _marked_heading(ln))
         and len(t) <= 110
         and letters_ratio(t) >= 0.6
         and not t.endswith(("-", ",", ";"))
@@ -271,9 +301,21 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
 
     # paragraphs per page: line gaps, same column, similar size, no change between heading-like and body lines
     paras_by_page: dict[int, list[list[_Line]]] = {}
+    caps_cont: set[int] = set()  # capital lines continuing a heading set in capitals
     debris: set[int] = set()
+    ordered_by_page = {pno: _reading_order(lines.get(pno, []), sizes[pno][0]) for pno in sorted(sizes)}
+    # the body's usual gap between a line's box and the next line's: some producers (Skia, i.e. Chromium's
+    # "Save as PDF") give glyph boxes of half the font size, so that a line gap of 0.7 box heights would cut every
+    # paragraph into lines; the median gap between consecutive body lines of a column is the line spacing there
+    gaps = [
+        b.top - (a.top + a.h)
+        for od in ordered_by_page.values()
+        for (ca, a), (cb, b) in zip(od, od[1:])
+        if ca == cb and a.font == body_font == b.font and 0 < b.top - (a.top + a.h) < 3 * body_h
+    ]
+    lead = statistics.median(gaps) if len(gaps) >= 10 else 0.0
     for pno in sorted(sizes):
-        ordered = _reading_order(lines.get(pno, []), sizes[pno][0])
+        ordered = ordered_by_page[pno]
         # lines sharing their row with another line of the same column are table cells (or ruled layouts)
         in_row: set[int] = set()
         by_col: dict[int, list[_Line]] = {}
@@ -301,7 +343,11 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         strong = [
             hl[k]
             and len(ln.text) <= 120
-            and (bool(NUMBERING.match(repair_heading(ln.text))) or bool(_TOP_LEVEL_NAMES.match(ln.text)))
+            and (
+                bool(NUMBERING.match(repair_heading(ln.text)))
+                or bool(_TOP_LEVEL_NAMES.match(ln.text))
+                or bool(_ALWAYS_TOP.match(ln.text))
+            )
             for k, (_, ln) in enumerate(ordered)
         ]
         flags = figure_debris(
@@ -323,6 +369,9 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a run-in heading may start on the line above ("Partial annotation has a high correlation to
                 # full" + "annotation, but higher variance: In Figure 4 ...")
                 kind_same = _heading_like_line(ln, body_h) == _heading_like_line(p, body_h) or id(ln) in run_in
+                if not kind_same and _marked_heading(p) and _caps(ln.text) and len(ln.text) <= 60:
+                    kind_same = True  # "III. MDRPM (MARKET DRIVEN REQUIREMENT" + "PRIORITIZATION MODEL)"
+                    caps_cont.add(id(ln))
                 # body lines vary in box height (sub/superscripts); heading lines of one level do not
                 similar = abs(ln.h - p.h) <= (0.1 if _heading_like_line(ln, body_h) else 0.2) * max(ln.h, p.h)
                 starts_caption = bool(_CAPTION.match(ln.text)) or (
@@ -332,7 +381,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 # a heading line ending mid-phrase ("difficulty, understanding, and") continues on the next
                 max_gap = 1.1 if kind_same and _heading_like_line(p, body_h) and ends_open(p.text) else 0.7
                 if (
-                    (same_row or (-0.5 * p.h <= gap <= max_gap * max(p.h, ln.h)))
+                    (same_row or (-0.5 * p.h <= gap <= max(max_gap * max(p.h, ln.h), 1.3 * lead)))
                     and similar
                     and kind_same
                     and not starts_caption
@@ -359,6 +408,30 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             text = _join_lines(text, ln.text)
         return re.sub(r"\s+", " ", text).strip(), False
 
+    # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
+    path = getattr(getattr(res, "input", None), "file", None)
+    front = document_front_matter(lines, sizes, body_h, body_font, path)
+    # the PDF's own outline (bookmarks), when present and plausible, names the headings (aisac_core.rag.outline)
+    entries = pdf_outline(path, front.title) if path else []
+    if front.title:
+        entries = [e for e in entries if _okey(e.title) != _okey(front.title)]
+    outline_of: dict[int, OutlineEntry] = {}
+    if plausible_outline(entries, len(sizes)):
+        flat = [(pno, para) for pno in sorted(paras_by_page) for para in paras_by_page[pno]]
+        found = match_outline(entries, flat, lambda x: x.text)
+        if len(found) >= max(2, 0.5 * len(entries)):
+            for i, (entry, oa, on) in found.items():
+                opno, opara = flat[i]
+                if (oa, on) != (0, len(opara)):  # lines glued above or under the heading: paragraphs of their own
+                    k = next(j for j, x in enumerate(paras_by_page[opno]) if x is opara)
+                    parts = [opara[:oa], opara[oa : oa + on], opara[oa + on :]]
+                    paras_by_page[opno][k : k + 1] = [x for x in parts if x]
+                    opara = parts[1]
+                outline_of[id(opara)] = entry
+    outline_top = min((e.level for e in outline_of.values()), default=1)
+    outline_depth = max((e.level - outline_top + 1 for e in outline_of.values()), default=0)
+    tocs = toc_pages(lines, lambda x: x.text)
+
     # first pass: which paragraphs are headings, and is the document numbered?
     cands: list[tuple[int, list[_Line], str, bool, bool, float]] = []
     for pno in sorted(paras_by_page):
@@ -366,13 +439,16 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             text, is_table = para_text(para)
             if not text:
                 continue
+            if id(para) in outline_of:
+                cands.append((pno, para, text, False, True, statistics.mean(x.h for x in para)))
+                continue
             h = statistics.mean(x.h for x in para)
             rt = repair_heading(text)
             headingish = (
                 not is_table
                 and len(para) <= 3
                 and len(text) <= 150
-                and all(_heading_like_line(x, body_h) for x in para)
+                and all(_heading_like_line(x, body_h) or id(x) in caps_cont for x in para)
                 and not text.endswith((".", ":", ",", ";"))
                 and not _CAPTION.match(text)
                 and re.search(r"[^\W\d_]{3}", text) is not None
@@ -380,6 +456,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 and not (":" in text[:30] and not NUMBERING.match(rt))
                 and id(para[0]) not in debris
                 and heading_problem(rt) is None
+                and not is_affiliation(text)  # "1 Department of Physics, ..." (a marker, not a number)
             )
             if headingish and not (
                 NUMBERING.match(rt)
@@ -388,6 +465,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 or (len(para) == 1 and len(text) <= 60 and letters_ratio(text) >= 0.65)
             ):
                 headingish = False
+            if pno in tocs and not TOC_HEADING.match(text):
+                headingish = False  # a contents line names a heading; it is none
+            elif outline_of and headingish:
+                # the outline is the outline: the layout adds front / back matter names and deeper headings
+                m = NUMBERING.match(rt)
+                deeper = m is not None and m.group(1).rstrip(".").count(".") + 1 > outline_depth
+                headingish = deeper or bool(_ALWAYS_TOP.match(text) or _TOP_LEVEL_NAMES.match(text))
             cands.append((pno, para, text, is_table, headingish, h))
     # "A Glimpse into the Future" is no appendix A unless an appendix B (or A.1, or "A Appendix") exists too
     letters = any(
@@ -398,6 +482,8 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         m = NUMBERING.match(repair_heading(t))
         return None if m and m.group(1).rstrip(".") == "A" and not letters else m
 
+    # IEEE numbering: roman sections ("II. METHOD") hold lettered subsections ("A. Setup")
+    roman = sum(1 for _, _, t, _, hd, _ in cands if hd and re.match(r"^[IVX]{1,5}\.\s", t)) >= 2
     numbered_h = [h for _, _, t, _, hd, h in cands if hd and (m := numbering(t)) and "." not in m.group(1).rstrip(".")]
     has_numbered = len(numbered_h) >= 1
     top_h = statistics.median(numbered_h) if numbered_h else max((h for *_, hd, h in cands if hd), default=body_h)
@@ -405,8 +491,6 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
 
     doc = DoclingDocument(name=name)
     first = min(sizes) if sizes else 1
-    # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
-    front = document_front_matter(lines, sizes, body_h, body_font, getattr(getattr(res, "input", None), "file", None))
     title_ids = {id(x) for x in front.title_lines}
     title_done = front.title is None
     if front.title and not title_ids:  # the document info title, printed on page 1 but not found in the layout
@@ -453,9 +537,26 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             if rest and (rest_text := para_text(rest)[0]):
                 doc.add_text(label=DocItemLabel.TEXT, text=rest_text, prov=prov)
             continue
+        if (oe := outline_of.get(id(para))) is not None:
+            heading = respace(repair_heading(text), oe.title)
+            o_level = min(6, oe.level - outline_top + 1)
+            seen_top = seen_top or o_level == 1
+            seen_headings.add(text)
+            flush()
+            after_heading = True
+            doc.add_heading(text=heading, level=o_level, prov=prov)
+            if o_level == 1:
+                in_refs = section_label(heading) == "references"
+            continue
         if headingish:
             num = numbering(text)
             level = _heading_level(text, has_numbered, h, top_h, num, head_sizes)
+            if roman and num and re.fullmatch(r"[A-H]\.?", num.group(1)) and not in_refs:
+                level = 2
+            if outline_of and num is None and level is not None:
+                level = 1  # a front or back matter name beside the outline's sections
+            elif outline_of and level is not None:
+                level = max(level, outline_depth + 1)
             if level is not None and level > 1 and not seen_top and not num:
                 level = None  # front matter (authors, affiliations in bold) before the first section heading
             if (
@@ -477,7 +578,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         label = (
             DocItemLabel.CAPTION if _CAPTION.match(text) else DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
         )
-        figure_text = label == DocItemLabel.CAPTION or all(id(x) in debris for x in para)
+        figure_text = label == DocItemLabel.CAPTION or (pno not in tocs and all(id(x) in debris for x in para))
         if after_heading and figure_text and not in_refs:
             pending.append((label, text, prov))
             continue
@@ -497,6 +598,13 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 "authors": front.authors,
                 "confidence": front.confidence,
                 "title_source": front.title_source,
+                "authors_source": front.authors_source,
+                "authors_confidence": front.authors_confidence,
+            },
+            "outline": {
+                "source": "outline" if outline_of else "layout",
+                "entries": len(entries),
+                "matched": len(outline_of),
             },
         },
     )

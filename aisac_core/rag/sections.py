@@ -73,7 +73,10 @@ def get_overview(parts: RagParts, doc_id: str) -> Overview:
     one appear as top-level too. ``labels`` lists the taxonomy labels the document really has (usable as
     ``rag_read_sections`` section or ``rag_search`` ``section`` filter). Metadata comes from the first pages
     (the title by type size, authors from the block under it, DOI / arXiv id / year by pattern); a field
-    not found is null (or []). ``page_*`` are null for formats without pages.
+    not found is null (or []). ``metadata`` also says where the guessed fields come from and how sure they
+    are: ``title_source`` / ``confidence``, ``authors_source`` / ``authors_confidence`` ("layout", "pdf_info",
+    "layout+pdf_info"), ``outline_source`` / ``outline_confidence`` ("outline": the document's own bookmarks
+    or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"). ``page_*`` are null for formats without pages.
 
     Raises:
         DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
@@ -184,7 +187,21 @@ def read_sections(
             "conclusion, datasets, references, other) or a heading from rag_get_overview"
         )
     row, content, st = _structure_of(parts, doc_id)
-    text = content.text
+    return sections_of_structure(row.doc_id, row.title, content.text, st, section, max_tokens, cursor)
+
+
+def sections_of_structure(
+    doc_id: str,
+    title: str | None,
+    text: str,
+    st: dict[str, Any],
+    section: str,
+    max_tokens: int = 2000,
+    cursor: int | None = None,
+) -> SectionText:
+    """:func:`read_sections` on a parse: ``text`` (the plain text) and ``st`` (its structure,
+    ``ParsedDocument.structure``) of the document ``doc_id`` whose stored ``title`` is given; same arguments,
+    result and errors (SectionNotFoundError, SearchError for a bad cursor)."""
     if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(text)):
         raise SearchError(f"cursor must be a next_cursor returned by a previous call (0..{len(text)}), got {cursor!r}")
     secs = st.get("sections", [])
@@ -193,7 +210,7 @@ def read_sections(
         labels = sorted({s["label"] for s in secs})
         heads = [s["title"] for s in secs if s["level"] <= 1] or [s["title"] for s in secs]
         raise SectionNotFoundError(
-            f"document {row.doc_id} has no section {section!r}. Its section labels: "
+            f"document {doc_id} has no section {section!r}. Its section labels: "
             f"{', '.join(labels) or '(none: no headings were found)'}; its top-level headings: "
             f"{'; '.join(heads[:40]) or '(none)'}. Pass one of these (rag_get_overview lists all)."
         )
@@ -231,8 +248,8 @@ def read_sections(
         if next_cursor is not None:
             break
     return {
-        "doc_id": row.doc_id,
-        "title": st.get("metadata", {}).get("title") or row.title,
+        "doc_id": doc_id,
+        "title": st.get("metadata", {}).get("title") or title,
         "section": section,
         "matched": [_public_section(secs[i]) for i in idx],
         "text": "\n\n".join(texts),

@@ -96,9 +96,13 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
         "arxiv_id": None,
         "confidence": None,
         "title_source": None,
+        "authors_source": None,
+        "authors_confidence": None,
     }
     if front is not None:
         meta.update(title=front["title"], confidence=front["confidence"], title_source=front["title_source"])
+        if front.get("authors_source"):
+            meta.update(authors_source=front["authors_source"], authors_confidence=front["authors_confidence"])
     if m := _ARXIV.search(hay):
         meta["arxiv_id"] = m.group(1) + (m.group(2) or "")
     if m := _DOI.search(hay):
@@ -144,6 +148,7 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
                 names = [n for n in names if re.fullmatch(r"[A-Z][\w.'-]*(\s+[A-Z][\w.'-]*){1,3}", n)]
                 if len(names) >= 1:
                     meta["authors"] = names[:50]
+                    meta["authors_source"], meta["authors_confidence"] = "layout", 0.5
                     break
             break
     return meta
@@ -239,4 +244,23 @@ def document_structure(
                 inner = sec
         # one labelling for chunks and sections: the chunk takes its innermost section's label
         ch.section_covers = inner["label"] if inner else "other"
-    return {"sections": sections, "captions": captions, "blocks": blocks, "metadata": _metadata(doc, text, title)}
+    meta = _metadata(doc, text, title)
+    meta.update(_outline_meta(doc, sections))
+    return {"sections": sections, "captions": captions, "blocks": blocks, "metadata": meta}
+
+
+def _outline_meta(doc: Any, sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """``outline_source`` and ``outline_confidence`` (0..1) of the sections: "outline" when the document's own
+    structure gave them (a PDF's bookmarks, confidence = share of its entries found on the pages; a DOCX / HTML /
+    Markdown file's heading markup, 1.0), "layout" when PDF layout rules found them (0.7 with numbered
+    headings, 0.5 without); both None without sections."""
+    if not sections:
+        return {"outline_source": None, "outline_confidence": None}
+    extra = getattr(doc, "_aisac_meta", None)
+    if not extra:
+        return {"outline_source": "outline", "outline_confidence": 1.0}
+    ol = extra.get("outline") or {}
+    if ol.get("source") == "outline" and ol.get("entries"):
+        return {"outline_source": "outline", "outline_confidence": round(min(1.0, ol["matched"] / ol["entries"]), 2)}
+    numbered = any(s["number"] for s in sections)
+    return {"outline_source": "layout", "outline_confidence": 0.7 if numbered else 0.5}
