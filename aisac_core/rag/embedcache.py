@@ -18,12 +18,23 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from sqlalchemy import Engine, delete
 from sqlmodel import Session, col, select
 
 from aisac_core.store.tables import EmbeddingCacheEntry
+
+
+class DocumentEmbedder(Protocol):
+    """What the cache needs of an embedder (:class:`~aisac_core.rag.embeddings.Embedder` has it)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
 
 #: Keys per ``IN (...)`` look-up (well under SQLite's and PostgreSQL's bound-parameter limits).
 LOOKUP_CHUNK = 500
@@ -47,7 +58,7 @@ class EmbedCounts:
 
 
 def embed_cached(
-    engine: Engine, embedder: object, texts: Sequence[str], counts: EmbedCounts | None = None
+    engine: Engine, embedder: DocumentEmbedder, texts: Sequence[str], counts: EmbedCounts | None = None
 ) -> list[list[float]]:
     """Dense vectors of ``texts`` (in order), taken from the cache where present; the others are embedded in
     one call of ``embedder.embed_documents`` (batched by token length there) and stored.
@@ -62,7 +73,7 @@ def embed_cached(
         One vector (list of floats) per text.
     """
     c = counts if counts is not None else EmbedCounts()
-    model_id: str = embedder.model_id  # type: ignore[attr-defined]
+    model_id = embedder.model_id
     t0 = time.process_time()
     keys = [cache_key(model_id, t) for t in texts]
     found: dict[str, list[float]] = {}
@@ -79,7 +90,7 @@ def embed_cached(
     c.cache_cpu_s += time.process_time() - t0
     if todo:
         t1 = time.process_time()
-        vecs = embedder.embed_documents(list(todo.values()))  # type: ignore[attr-defined]
+        vecs = embedder.embed_documents(list(todo.values()))
         c.model_cpu_s += time.process_time() - t1
         t2 = time.process_time()
         with Session(engine) as s:
