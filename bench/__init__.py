@@ -33,6 +33,9 @@ Parts (each selectable with ``--only``):
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
 
+- ``answers``  (:mod:`bench.answers`): the dev set of issue 28 (bench/data/answers_dev.json) through ``aisac ask``
+  without a model: share of answers stating the fact, support precision, false "supported", time per question.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -53,4 +56,5 @@ PARTS = (
     "engines",
     "pageimage",
     "tools",
+    "answers",
 )
