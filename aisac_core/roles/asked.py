@@ -54,7 +54,7 @@ _MEASURE = (
     r"mass|probability|probabilities|percentage|percent|fraction|share|proportion|number|size|value|amount|"
     r"speed-?up|rate|ratio|temperature|energy|length|count|accuracy|score|f1|gain|price|cost|population|year|age|"
     r"duration|time|frequency|density|concentration|weight|distance|radius|diameter|width|height|depth|voltage|"
-    r"current|power|pressure|velocity|speed|efficiency|yield|dose|version|range|threshold|budget|latency|"
+    r"current|power|pressure|velocity|speed|efficiency|yield|dose|range|threshold|budget|latency|"
     r"precision|recall|error|loss|improvement|increase|decrease|reduction|boiling point|melting point|"
     r"how many|how much"
 )
@@ -151,6 +151,23 @@ def numbers(text: str, *, years: bool = True) -> set[str]:
         if not years and _YEAR.match(tok):
             continue
         out.add(tok.lower())
+    return out
+
+
+_UNIT_AFTER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?([A-Za-zµμ°Å][A-Za-zµμ°/²³-]{0,5}|%)(?![\w])")
+_NOT_UNITS = _STOP | {"to", "and", "or", "of", "in", "at", "for", "per", "than", "times", "out", "new", "more", "less"}
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """``(number, unit)`` pairs of ``text``: a number followed by a short unit token ("0.42 mM", "2.4 kW", "16 %",
+    "35k"), separators dropped, unit as written (case kept: mM is not Mm); words that are not units ("and", "per",
+    "papers" is longer than 6) are skipped."""
+    out = set()
+    for m in _UNIT_AFTER.finditer(_clean_numbers(text)):
+        unit = m.group(2)
+        if unit.lower() in _NOT_UNITS or (len(unit) > 3 and unit.isalpha() and unit.islower()):
+            continue
+        out.add((m.group(1).replace(",", ""), unit))
     return out
 
 

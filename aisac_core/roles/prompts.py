@@ -16,7 +16,7 @@ from typing import Any
 from aisac_core.roles import RolesError
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
-ROLES = ("router", "planner", "evaluator", "researcher")
+ROLES = ("router", "planner", "evaluator", "researcher", "support")
 _VERSION = re.compile(r"<!--\s*aisac prompt:\s*([\w-]+),\s*version\s+([\w.-]+)\s*-->")
 
 

@@ -14,7 +14,8 @@ and words with the claim. Without a model the judgement is by rules, in this ord
    (:func:`aisac_core.roles.researcher.is_boilerplate`, :func:`aisac_core.roles.sentences.is_reference_entry`):
    **not supported** (and the citation never counts toward the evidence gate);
 2. a number of the claim (digits, unit letter or % kept; :func:`aisac_core.roles.asked.numbers`) is absent from the
-   cited sentence: **not supported**;
+   cited sentence, or present without the unit the claim gives it ("7.5 mM" against "pH 7.5";
+   :func:`aisac_core.roles.asked.quantities`): **not supported**;
 3. the question asks for a number / name (:func:`aisac_core.roles.asked.asked_type`) and the cited sentence has
    none: **not supported**;
 4. the claim's content words are mostly absent (coverage < 0.5) *and* the claim is semantically far from the
@@ -41,7 +42,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.roles.asked import asked_type, coverage, entities, has_type, key_terms, numbers
+from aisac_core.roles.asked import asked_type, coverage, entities, has_type, key_terms, numbers, quantities
 from aisac_core.roles.sentences import is_reference_entry, strip_markers
 
 if TYPE_CHECKING:
@@ -146,6 +147,10 @@ def judge_citation(question: str, claim: str, cited: str, embed: Any = None, tit
     missing_nums = sorted(numbers(claim) - numbers(cited))
     if missing_nums:
         reasons.append(f"the cited sentence does not state {', '.join(missing_nums)}")
+        return {"verdict": "not supported", "reasons": reasons, **out}
+    lost_units = sorted(f"{n} {u}" for n, u in quantities(claim) - quantities(cited) if (n, u) not in quantities(cited))
+    if lost_units:
+        reasons.append(f"the cited sentence does not state {', '.join(lost_units)} (the number with its unit)")
         return {"verdict": "not supported", "reasons": reasons, **out}
     kind = asked_type(question)
     if kind in ("number", "name") and not has_type(cited, kind, question):
