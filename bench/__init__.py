@@ -33,7 +33,7 @@ Parts (each selectable with ``--only``):
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
 
-- ``answers``  (:mod:`bench.answers`): the dev set of issue 28 (bench/data/answers_dev.json) through ``aisac ask``
+- ``answers``  (:mod:`bench.answers`): the answers dev set (bench/data/answers_dev.json) through ``aisac ask``
   without a model: share of answers stating the fact, support precision, false "supported", time per question.
 
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose

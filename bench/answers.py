@@ -9,13 +9,13 @@ Measures:
 
 - **fact stated**: the answer text contains an expected string (case, whitespace and line-end hyphenation
   ignored); for an unanswerable question, the answer says "the sources do not state it";
-- **support shown**: the evaluation's ``support.verdict`` is ``supported`` (before issue 28, when no support
+- **support shown**: the evaluation's ``support.verdict`` is ``supported`` (before support verdicts existed, when no support
   verdict existed, the green "evidence verified" verdict is counted as what a reader took for "supported");
 - **support precision**: of the answers shown as supported, the share that state the fact;
   **false supported**: answers shown as supported that do not state it (target 0);
 - time per question (the whole ``aisac ask`` run, in-process, warm model) and support-judging time per citation.
 
-Targets (issue 28, acceptance 1): fact stated in >= 85 % of answers, 0 false "supported".
+Targets: fact stated in >= 85 % of answers, 0 false "supported".
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ def run(ctx: Context) -> dict[str, Any]:
                         "support_ms_per_citation": support.get("ms_per_citation"),
                         "seconds": round(secs, 2),
                         "answer": ans.get("text"),
+                        "check": ans.get("check"),
+                        "support_citations": support.get("citations"),
                     }
                 )
         finally:
@@ -144,7 +146,10 @@ def run(ctx: Context) -> dict[str, Any]:
     )
     for p in per_q:
         if not p["stated"] or (p["supported_shown"] and not p["stated"]):
-            print(f"MISS [{p['type']}] {p['q']} (support: {p['support']})\n   {str(p['answer'])[:400]!r}")
+            print(
+                f"MISS [{p['type']}] {p['q']} (support: {p['support']}, check {p['check']})\n"
+                f"   {str(p['answer'])[:400]!r}"
+            )
     acc = stated_all / len(per_q)
     summary = [
         {

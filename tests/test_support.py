@@ -172,7 +172,7 @@ def _para_pdf(path):
 
 
 def test_page_image_highlights_exactly_the_quoted_span(tmp_path, models_dir, shared_embedder):
-    """Acceptance 2 of issue 28: the citation's span (not the chunk's first characters) is what is drawn; the
+    """The citation's span (not the chunk's first characters) is what is drawn; the
     highlighted boxes cover the span's words and at most one line without them."""
     import pypdfium2 as pdfium
     from conftest import make_settings

@@ -312,7 +312,7 @@ class HttpState:
 def _offline(exc: BaseException) -> bool:
     """Whether a transport error means this machine cannot reach the host at all: the name does not resolve
     (``socket.gaierror``) or the network / host is unreachable (ENETUNREACH, EHOSTUNREACH). One attempt is
-    enough then (issue 28: an offline search answers in under 2 s instead of retrying every source)."""
+    enough then: an offline search answers in under 2 s instead of retrying every source."""
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:

@@ -15,6 +15,9 @@ model-free support judge.
 - **numbers and entities** of a claim (:func:`numbers`, :func:`entities`): the digits-numbers (thousand separators
   and a trailing unit letter kept: 81.1M, 9,280, 21%) and the name-like tokens.
 
+- **sentences** (:func:`sentence_spans`) with their character offsets in a chunk, and **front matter / running
+  headers** (:func:`is_boilerplate`) that are never quoted and never count as support.
+
 These rules are about English question forms and sentence surface features, not about any paper.
 """
 
@@ -126,12 +129,21 @@ def key_terms(question: str) -> set[str]:
     }
 
 
+def text_stems(text: str) -> set[str]:
+    """The :func:`stem` of every word of ``text``, plus hyphenated words joined ("back-end" -> "backend") and words
+    with a glued footnote digit trimmed ("Plain1" -> "plain")."""
+    out = {stem(w) for w in words(text)}
+    out |= {stem(m.replace("-", "")) for m in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)+", text)}
+    out |= {stem(m[:-1]) for m in re.findall(r"\b[A-Za-z]{3,}\d\b", text)}
+    return out
+
+
 def coverage(terms: set[str], text: str) -> float:
-    """Share of ``terms`` (6-character prefixes) found among the words of ``text`` (1.0 when ``terms`` is empty)."""
+    """Share of ``terms`` (6-character prefixes) found among the words of ``text`` (:func:`text_stems`; 1.0 when
+    ``terms`` is empty)."""
     if not terms:
         return 1.0
-    have = {stem(w) for w in words(text)}
-    return len(terms & have) / len(terms)
+    return len(terms & text_stems(text)) / len(terms)
 
 
 def _clean_numbers(sentence: str) -> str:
@@ -211,3 +223,40 @@ def has_type(sentence: str, kind: str, question: str) -> bool:
     if kind == "name":
         return has_name(sentence, question)
     return True
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the sentences of ``text`` (split after ``.!?`` followed by white space
+    and a capital, digit or bracket), 40-600 characters long once whitespace is collapsed, offsets into ``text``
+    itself."""
+    out = []
+    start = 0
+    for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])", text):
+        out.append((start, m.start()))
+        start = m.end()
+    out.append((start, len(text.rstrip())))
+    res = []
+    for a, b in out:
+        while a < b and text[a].isspace():
+            a += 1
+        n = len(" ".join(text[a:b].split()))
+        if 40 <= n <= 600:
+            res.append((a, b))
+    return res
+
+
+_BOILERPLATE = re.compile(
+    r"©|\bcopyright\b|permission to make digital|\bISBN\b|\bISSN\b|ACM Reference Format|\bdoi\.org\b|"
+    r"\ban? (?:IOP|Springer|Elsevier|Wiley|ACM|IEEE)\b.{0,30}\bjournal\b|\bjournal of\b.{0,80}\bjournal\b|"
+    r"all rights reserved|licensed under|\barXiv:\d{4}\.\d{4,5}|@[\w-]+\.(?:edu|org|com|ac)\b|"
+    r"\bpreprint submitted\b|\bproceedings of the\b.{0,80}\b(?:conference|workshop)\b",
+    re.I,
+)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """Whether ``sentence`` is front matter or a running header/footer: copyright, permission and licence notices,
+    ISBN/ISSN, "ACM Reference Format", DOI links, journal banners ("Journal of ... An IOP and SISSA journal"),
+    arXiv identifiers, e-mail addresses, "Proceedings of the ... Conference". Such sentences are never quoted and
+    never count as support."""
+    return bool(_BOILERPLATE.search(sentence))

@@ -24,6 +24,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.evidence.anchor import is_anchor
+from aisac_core.roles.asked import is_boilerplate, sentence_spans
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
@@ -275,43 +276,6 @@ ANSWER_MIN_COVERAGE = 0.5
 ANSWER_MIN_SIM = 0.3
 #: weight of the question-sentence cosine similarity (MiniLM, unit vectors) in a sentence's score
 SIM_WEIGHT = 0.8
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text`` (split after ``.!?`` followed by white space
-    and a capital, digit or bracket), 40-600 characters long once whitespace is collapsed, offsets into ``text``
-    itself."""
-    out = []
-    start = 0
-    for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])", text):
-        out.append((start, m.start()))
-        start = m.end()
-    out.append((start, len(text.rstrip())))
-    res = []
-    for a, b in out:
-        while a < b and text[a].isspace():
-            a += 1
-        n = len(" ".join(text[a:b].split()))
-        if 40 <= n <= 600:
-            res.append((a, b))
-    return res
-
-
-_BOILERPLATE = re.compile(
-    r"©|\bcopyright\b|permission to make digital|\bISBN\b|\bISSN\b|ACM Reference Format|\bdoi\.org\b|"
-    r"\ban? (?:IOP|Springer|Elsevier|Wiley|ACM|IEEE)\b.{0,30}\bjournal\b|\bjournal of\b.{0,80}\bjournal\b|"
-    r"all rights reserved|licensed under|\barXiv:\d{4}\.\d{4,5}|@[\w-]+\.(?:edu|org|com|ac)\b|"
-    r"\bpreprint submitted\b|\bproceedings of the\b.{0,80}\b(?:conference|workshop)\b",
-    re.I,
-)
-
-
-def is_boilerplate(sentence: str) -> bool:
-    """Whether ``sentence`` is front matter or a running header/footer: copyright, permission and licence notices,
-    ISBN/ISSN, "ACM Reference Format", DOI links, journal banners ("Journal of ... An IOP and SISSA journal"),
-    arXiv identifiers, e-mail addresses, "Proceedings of the ... Conference". Such sentences are never quoted and
-    never count as support."""
-    return bool(_BOILERPLATE.search(sentence))
 
 
 def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:

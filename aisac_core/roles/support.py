@@ -11,7 +11,7 @@ read from the index, never from the caller), or, without a valid span, the chunk
 and words with the claim. Without a model the judgement is by rules, in this order:
 
 1. the cited sentence is front matter, a running header / footer or a reference-list entry
-   (:func:`aisac_core.roles.researcher.is_boilerplate`, :func:`aisac_core.roles.sentences.is_reference_entry`):
+   (:func:`aisac_core.roles.asked.is_boilerplate`, :func:`aisac_core.roles.sentences.is_reference_entry`):
    **not supported** (and the citation never counts toward the evidence gate);
 2. a number of the claim (digits, unit letter or % kept; :func:`aisac_core.roles.asked.numbers`) is absent from the
    cited sentence, or present without the unit the claim gives it ("7.5 mM" against "pH 7.5";
@@ -20,9 +20,10 @@ and words with the claim. Without a model the judgement is by rules, in this ord
    none: **not supported**;
 4. the claim's content words are mostly absent (coverage < 0.5) *and* the claim is semantically far from the
    cited sentence (cosine < :data:`CLAIM_SIM`): **not supported**;
-5. a name-like token of the claim (GPT-3, SQuALITY, ...) absent from the cited sentence, or the question's key
-   terms covered below 0.5 (the cited document's title counts), or question-sentence cosine below
-   :data:`QUESTION_SIM`: **partly**;
+5. a name-like token of the claim (GPT-3, SQuALITY, ...) absent from the cited sentence, or a key term of the
+   question absent from the cited sentence and its document's title (every one must be there: "how much does X
+   outperform Y on Z" is not answered by a sentence on Z that never says "outperform"), or question-sentence
+   cosine below :data:`QUESTION_SIM`: **partly**;
 6. otherwise **supported**.
 
 With a model (``backend``), the ``support`` prompt shows the question, the claim and the cited sentence and the
@@ -42,7 +43,18 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.roles.asked import asked_type, coverage, entities, has_type, key_terms, numbers, quantities
+from aisac_core.roles.asked import (
+    asked_type,
+    coverage,
+    entities,
+    has_type,
+    is_boilerplate,
+    key_terms,
+    numbers,
+    quantities,
+    sentence_spans,
+    text_stems,
+)
 from aisac_core.roles.sentences import is_reference_entry, strip_markers
 
 if TYPE_CHECKING:
@@ -89,8 +101,6 @@ def claims_by_citation(text: str) -> dict[int, list[str]]:
 
 
 def _spans(text: str) -> list[tuple[int, int]]:
-    from aisac_core.roles.researcher import sentence_spans
-
     return sentence_spans(text) or ([(0, len(text))] if text.strip() else [])
 
 
@@ -114,19 +124,18 @@ def cited_sentence(chunk: str, span: Any, claim: str) -> tuple[str, list[int]]:
     return " ".join(chunk[best[1] : best[2]].split()), [best[1], best[2]]
 
 
-def _cos(embed: Any, a: str, b: str) -> float | None:
+def _sims(embed: Any, question: str, claim: str, cited: str) -> tuple[float | None, float | None]:
+    """Cosines (question, cited) and (claim, cited): one embedding call of the three texts; None without ``embed``."""
     if embed is None:
-        return None
-    va, vb = embed([a, b])
-    if not va or not vb:
-        return None
-    return float(sum(x * y for x, y in zip(va, vb)))
+        return None, None
+    vq, vc, vs = embed([question, claim, cited])
+    if not vq or not vc or not vs:
+        return None, None
+    return float(sum(x * y for x, y in zip(vq, vs))), float(sum(x * y for x, y in zip(vc, vs)))
 
 
 def is_not_evidence(sentence: str) -> str | None:
     """Why ``sentence`` can never support a claim (front matter / running header, reference entry), or None."""
-    from aisac_core.roles.researcher import is_boilerplate
-
     if is_boilerplate(sentence):
         return "front matter or a running header/footer, not evidence"
     if is_reference_entry(sentence):
@@ -142,7 +151,7 @@ def judge_citation(question: str, claim: str, cited: str, embed: Any = None, tit
     bad = is_not_evidence(cited)
     if bad:
         return {"verdict": "not supported", "reasons": [bad], "question_similarity": None, "claim_similarity": None}
-    qsim, csim = _cos(embed, question, cited), _cos(embed, claim, cited)
+    qsim, csim = _sims(embed, question, claim, cited)
     out = {"question_similarity": qsim, "claim_similarity": csim}
     missing_nums = sorted(numbers(claim) - numbers(cited))
     if missing_nums:
@@ -164,9 +173,10 @@ def judge_citation(question: str, claim: str, cited: str, embed: Any = None, tit
     lost = sorted(e for e in entities(claim) - entities(cited) if e not in cited_low and e not in question.lower())
     if lost:
         reasons.append(f"names of the claim absent from the cited sentence: {', '.join(lost[:5])}")
-    q_cov = coverage(key_terms(question), f"{cited} {title}")
-    if q_cov < 0.5:
-        reasons.append(f"the cited sentence covers {q_cov:.0%} of the question's key terms")
+    q_terms = key_terms(question)
+    missing = sorted(q_terms - text_stems(f"{cited} {title}"))
+    if missing:
+        reasons.append(f"key terms of the question absent from the cited sentence: {', '.join(missing)}")
     if qsim is not None and qsim < QUESTION_SIM:
         reasons.append(f"the cited sentence is far from the question (cosine {qsim:.2f} < {QUESTION_SIM})")
     return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
