@@ -45,9 +45,11 @@ def test_asked_types_and_numbers():
 
 
 def test_judge_rules():
-    q = "How many papers does S2ORC contain?"
+    q = "What is the size of the S2ORC corpus in papers?"
     right = "We introduce S2ORC, a large corpus of 81.1M English-language academic papers."
     assert judge_citation(q, right, right)["verdict"] == "supported"
+    # every key term of the question must be in the cited sentence (or its title) for "supported"
+    assert judge_citation("How many papers does S2ORC contain?", right, right)["verdict"] == "partly"
     wrong = judge_citation(q, "S2ORC contains 12M papers.", right)
     assert wrong["verdict"] == "not supported" and "12m" in wrong["reasons"][0]
     vague = "The mass of this Scalar Field is assumed ultra light."

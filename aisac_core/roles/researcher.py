@@ -269,11 +269,16 @@ def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int,
 NOT_STATED = "The sources do not state it"
 #: an answer is given only when its best sentence, with its document's title and section, holds at least this
 #: share of the question's key terms (:func:`aisac_core.roles.asked.key_terms`) ...
-ANSWER_MIN_COVERAGE = 0.5
+ANSWER_MIN_COVERAGE = 0.4
 #: ... and is at least this close in meaning to the question (MiniLM cosine; applied when an embedder is given).
 #: Both calibrated on bench/data/answers_dev.json: round figures below the answered questions' values and above
 #: those of the questions the papers do not answer (docs/roles.md has the figures).
 ANSWER_MIN_SIM = 0.3
+#: a number / name / yes-no question is answered with its best sentence, plus the best sentence of another passage
+#: when that one scores at least this share of the best (a second source for the evidence gate, not a vaguer line)
+SECOND_SHARE = 0.85
+#: sentences embedded per question (the best by the other terms of the score): bounds the cost of a question
+EMBED_TOP = 40
 #: weight of the question-sentence cosine similarity (MiniLM, unit vectors) in a sentence's score
 SIM_WEIGHT = 0.8
 
@@ -312,11 +317,12 @@ def extractive_answer(
     and sentence (``embed``: texts -> unit vectors, the store's MiniLM embedder; none: 0) + 0.3 x the share of the
     question's key terms in the sentence, its document's title and section + 0.2 when the sentence has the asked
     type (:func:`aisac_core.roles.asked.has_type`). A question asking for a number keeps only sentences with one (a
-    name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) the best
-    one covers less than :data:`ANSWER_MIN_COVERAGE` of the key terms or is less similar than
-    :data:`ANSWER_MIN_SIM`, the answer says :data:`NOT_STATED`. ``check`` in the result gives the best
+    name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
+    sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
+    similar (only the :data:`EMBED_TOP` best by the other terms are embedded), the answer says :data:`NOT_STATED`. ``check`` in the result gives the best
     sentence's coverage and similarity. A number / name / yes-no
-    question is answered with one sentence, others with up to three (``max_sentences`` overrides);
+    question is answered with its best sentence (plus one from another passage scoring at least
+    :data:`SECOND_SHARE` of it), others with up to three (``max_sentences`` overrides);
     near-duplicates are merged (one sentence, the citations of both)."""
     from aisac_core.roles.asked import asked_type, coverage, has_type, key_terms
 
@@ -330,7 +336,8 @@ def extractive_answer(
             "evidence_count": 0,
         }
     kind = asked_type(task)
-    limit = max_sentences or (1 if kind in ("number", "name", "yesno") else 3)
+    precise = kind in ("number", "name", "yesno") and not max_sentences
+    limit = max_sentences or (2 if precise else 3)
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
     docs = _named_docs(task, rag)
     terms = key_terms(task)
@@ -348,6 +355,10 @@ def extractive_answer(
             base = score_sentence(task, sent, item, rank=rank, named=named)
             cov = coverage(terms, f"{sent} {context}")
             cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov))
+    # only the best candidates by the other terms are embedded (the similarity term is at most SIM_WEIGHT)
+    order = sorted(range(len(cands)), key=lambda i: -(cands[i][0] + 0.3 * cands[i][5]))[:EMBED_TOP]
+    if embed is not None:
+        cands = [cands[i] for i in order]
     sims = _cosines(embed, task, [c[2] for c in cands])
     scored = [
         (base + SIM_WEIGHT * sim + 0.3 * cov + (0.2 if typed else 0.0), rank, sent, span, cov, sim)
@@ -358,13 +369,15 @@ def extractive_answer(
     check: dict[str, Any] = {"kind": kind, "coverage": None, "similarity": None}
     if scored:
         check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3) if embed else None)
-    if (cands and not scored) or (
-        scored and embed is not None and (scored[0][4] < ANSWER_MIN_COVERAGE or scored[0][5] < ANSWER_MIN_SIM)
-    ):
+    if embed is not None:  # the best sentences that meet the bar (coverage and similarity), else none
+        scored = [t for t in scored if t[4] >= ANSWER_MIN_COVERAGE and t[5] >= ANSWER_MIN_SIM]
+        if scored:
+            check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
+    if cands and not scored:
         return {**_not_stated(task, items, rag, kind), "check": check}
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
-    for _score, rank, sent, span, _cov, _sim in scored:
+    for score, rank, sent, span, _cov, _sim in scored:
         clean = strip_markers(sent)
         dup = next((c for c in chosen if near_duplicate(c[1], clean)), None)
         if dup is not None:  # one sentence, the citations of both; the longer wording is kept
@@ -375,6 +388,9 @@ def extractive_answer(
                 chosen[chosen.index(dup)] = (dup[0], clean, dup[2])
             continue
         if per_chunk.get(rank, 0) >= 2 or len(chosen) >= limit:
+            continue
+        # a precise question: the best sentence, and a second only from another passage scoring nearly as well
+        if precise and chosen and (rank in per_chunk or score < SECOND_SHARE * scored[0][0]):
             continue
         chosen.append(([rank], clean, {rank: span}))
         per_chunk[rank] = per_chunk.get(rank, 0) + 1
