@@ -275,8 +275,9 @@ ANSWER_MIN_COVERAGE = 0.4
 #: those of the questions the papers do not answer (docs/roles.md has the figures).
 ANSWER_MIN_SIM = 0.3
 #: a number / name / yes-no question is answered with its best sentence, plus the best sentence of another passage
-#: when that one scores at least this share of the best (a second source for the evidence gate, not a vaguer line)
-SECOND_SHARE = 0.85
+#: that also meets the bar (has the asked type, coverage, similarity) and scores at least this share of the best: a
+#: second source for the evidence gate (0: any such sentence)
+SECOND_SHARE = 0.0
 #: sentences embedded per question (the best by the other terms of the score): bounds the cost of a question
 EMBED_TOP = 40
 #: weight of the question-sentence cosine similarity (MiniLM, unit vectors) in a sentence's score
