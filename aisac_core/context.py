@@ -170,6 +170,7 @@ class AppContext:
             get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
             graph_augment=augment,
             lease_s=self.settings.job_lease_seconds,
+            embed=lambda texts: self.embedder.embed_documents(texts),
         )
 
     @cached_property

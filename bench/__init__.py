@@ -37,6 +37,9 @@ Parts (each selectable with ``--only``):
   profile and server (before / now), the composed instructions, result sizes of rag_search, memory_recall,
   trace_get_run.
 
+- ``answers``  (:mod:`bench.answers`): the answers dev set (bench/data/answers_dev.json) through ``aisac ask``
+  without a model: share of answers stating the fact, support precision, false "supported", time per question.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -59,4 +62,5 @@ PARTS = (
     "tools",
     "sheets",
     "load",
+    "answers",
 )

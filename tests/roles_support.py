@@ -22,6 +22,7 @@ ROLE_MARKERS = {
     "planner": "You are the Planner",
     "evaluator": "You are the Evaluator",
     "researcher": "You are the Researcher",
+    "support": "You are the Support judge",
 }
 FIXTURES = Path(__file__).parent / "fixtures" / "roles"
 

@@ -333,6 +333,37 @@ async def test_network_unreachable(tmp_path, replay):
 
 
 @pytest.mark.anyio
+async def test_offline_every_source_unreachable_is_an_error_fast(tmp_path, replay):
+    """Issue 28: with no source reachable (names that never resolve: RFC 6761 ``.invalid``), lit_search is an
+    error (is_error: true) saying so, within 2 s: one attempt per source, no retries after a failed resolution."""
+    import time
+
+    bad = "http://aisac-offline-test.invalid"
+    core = _core(
+        tmp_path,
+        replay,
+        lit_arxiv_url=f"{bad}/api/query",
+        lit_pubmed_url=f"{bad}/eutils",
+        lit_crossref_url=bad,
+        lit_openalex_url=bad,
+        lit_s2_url=bad,
+        lit_retries=3,
+        lit_backoff_s=1.0,
+    )
+    try:
+        async with Client(_suite(core)) as c:
+            t0 = time.perf_counter()
+            r = await c.call_tool("lit_search", {"query": "protein folding"}, raise_on_error=False)
+            took = time.perf_counter() - t0
+    finally:
+        core.close()
+    assert r.is_error, r
+    text = r.content[0].text
+    assert "all sources unreachable: offline?" in text and "arxiv: unreachable" in text, text
+    assert took < 2.0, took
+
+
+@pytest.mark.anyio
 async def test_slow_service_times_out(tmp_path, replay):
     core = _core(tmp_path, replay, lit_timeout_s=0.3, lit_retries=2)
     replay.script("/crossref", [(200, {"X-Test-Delay": "1.0", **JSON}, b"{}")] * 2)

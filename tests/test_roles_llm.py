@@ -7,6 +7,8 @@ hash, so the run replays without the endpoint (llm=replay).
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 from roles_support import ChatStub, events, load_fixture, make_roles_core, release
@@ -42,6 +44,9 @@ def endpoint(rcore):
     s.roles.llm, s.roles.llm_base_url, s.roles.llm_timeout_s = saved
 
 
+SUPPORTED = json.dumps({"verdict": "supported", "reason": "the cited sentence states it"})
+
+
 def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     """Acceptance 2: the model plans (its first plan names an unknown tool and is repaired), the first answer fails
     the evaluation, the planner re-plans with the critiques, the second answer passes; every step is traced."""
@@ -56,6 +61,8 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
                 load_fixture("plan_replan.json"),
             ],
             "researcher": [load_fixture("answer_one.json"), load_fixture("answer_two.json")],
+            # the model judges the support of each citation, the cited sentence in front of it
+            "support": [SUPPORTED] * 3,
             "evaluator": [load_fixture("critique_fail.json"), load_fixture("critique_pass.json")],
         }
     )
@@ -65,16 +72,19 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
         "planner",
         "planner",
         "researcher",
+        "support",
         "evaluator",
         "planner",
         "researcher",
+        "support",
+        "support",
         "evaluator",
     ]
     body = stub.requests[0]["body"]
     assert body["temperature"] == 0 and body["seed"] == rcore.settings.roles.llm_seed
     repair = stub.requests[2]["body"]["messages"]
     assert repair[-2]["role"] == "assistant" and "unknown tool 'rag_serch'" in repair[-1]["content"]
-    replan_prompt = stub.requests[5]["body"]["messages"][-1]["content"]
+    replan_prompt = stub.requests[6]["body"]["messages"][-1]["content"]
     assert "failed evaluation" in replan_prompt and "range of Reynolds numbers" in replan_prompt
     assert "rag_search(" in replan_prompt  # the live capability list
     assert res["model_errors"] == []
@@ -99,7 +109,7 @@ def test_route_plan_execute_evaluate_replan_all_traced(rcore, endpoint):
     assert steps[1]["result"]["steps"][0]["tool"] == "rag_search"  # the repaired plan is what the trace keeps
     assert steps[4]["result"]["passed"] is False and steps[8]["result"]["passed"] is True
     models = [e for e in evs if e["kind"] == "model_call"]
-    assert len(models) == 8 and all(e["parent_id"] in {s["id"] for s in steps} for e in models)
+    assert len(models) == 11 and all(e["parent_id"] in {s["id"] for s in steps} for e in models)
     assert [e["arguments"]["repair"] for e in models if e["tool"] == "planner.model"] == [False, True, False]
     coord = [s["id"] for s in steps if s["tool"] == "coordinator"]
     searches = [e for e in evs if e["kind"] == "tool_call" and e["tool"] == "rag_search"]
@@ -173,6 +183,7 @@ def test_timeout_is_a_clear_failure_and_the_run_falls_back(rcore, endpoint):
             "router": [{"sleep": 3}],
             "planner": [{"sleep": 3}],
             "researcher": [{"sleep": 3}],
+            "support": [{"sleep": 3}] * 6,
             "evaluator": [{"sleep": 3}],
         },
         timeout_s=0.5,

@@ -177,13 +177,15 @@ async def test_roles_run_with_client_sampling_handshake_era(rcore):
         text = messages[-1].content.text
         role = next(r for r, mark in ROLE_MARKERS.items() if mark in text)
         seen.append(role)
+        if role == "support":  # the model judges each citation's support, the cited sentence in front of it
+            return json.dumps({"verdict": "supported", "reason": "the cited sentence states it"})
         return json.dumps(load_fixture(replies[role]))
 
     task = "How does the Nusselt number of the packed bed depend on the Reynolds number?"
     async with Client(_suite(rcore), sampling_handler=handler, mode="legacy") as c:
         r = await c.call_tool("roles_run", {"task": task, "llm": "sampling", "mode": "standard"})
     out = r.structured_content
-    assert seen == ["router", "planner", "researcher", "evaluator"]
+    assert seen == ["router", "planner", "researcher", "support", "support", "evaluator"]
     assert out["status"] == "done" and out["llm"] == "sampling" and out["model_errors"] == []
     assert out["answer"]["by"] == "model" and len(out["answer"]["citations"]) == 2 and out["evaluation"]["passed"]
     async with Client(_suite(rcore), sampling_handler=handler) as c:  # 2026-07-28: refused with a clear message

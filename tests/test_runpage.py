@@ -33,7 +33,10 @@ def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
 
     async def ask() -> str:
         async with Client(build(app=fast_core, lifespan=False)) as c:
-            out = (await c.call_tool("roles_run", {"task": QUESTION, "llm": "none", "wait_s": 120})).structured_content
+            # lite mode: the precise extractive answer cites the one passage that states the figure (the corpus has
+            # no second one), and the report under test is that of a run that passed its gates
+            args = {"task": QUESTION, "llm": "none", "mode": "lite", "wait_s": 120}
+            out = (await c.call_tool("roles_run", args)).structured_content
         assert out["status"] == "done", out
         return out["run_id"]
 
@@ -420,3 +423,49 @@ def test_mcp_apps_view_shows_the_report_in_a_host(roles_run, chromium) -> None: 
         assert init["protocolVersion"] == "2026-01-26" and init["appInfo"]["name"] == "aisac-run-report"
         log = page.evaluate("window.hostLog")
         assert log[:3] == ["ui/initialize", "ui/notifications/initialized", "resources/read"], log
+
+
+def test_failed_cell_figures_and_full_size_page_render() -> None:
+    """A code cell whose code failed is badged failed (not its call's ok), a code run's figures are shown inline
+    (outside the collapsed entry), and a cited page image opens full size with an anchor on the highlighted span."""
+    from aisac_core.trace.runpage import _page_html, event_html
+
+    ev = {
+        "id": 7,
+        "kind": "tool_call",
+        "tool": "data_code_run",
+        "status": "ok",
+        "arguments": {"code": "1/0"},
+        "arguments_sha256": "0" * 64,
+        "result": {
+            "ok": False,
+            "error": "division by zero",
+            "error_type": "ZeroDivisionError",
+            "figures": [{"name": "fig1.png", "path": "/x/.state/fig1.png", "sha256": "1" * 64, "bytes": 10}],
+        },
+        "result_sha256": "2" * 64,
+        "result_summary": "ok: false",
+        "started_at": "2026-01-01T00:00:00.000+00:00",
+        "latency_ms": 3.0,
+        "parent_id": None,
+        "children": [],
+    }
+    html = event_html(ev, lambda e, i: f"/run/figure?event={e}&i={i}")
+    assert "cell-failed'>failed</span>" in html and "st-ok" not in html.split("</summary>")[0]
+    assert "ZeroDivisionError" in html
+    assert html.index("<div class=figs><img src='/run/figure?event=7&amp;i=0'") > html.index("</details>")
+    ok = event_html({**ev, "result": {"ok": True, "figures": []}}, None)
+    assert "failed" not in ok.split("</summary>")[0] and "<div class=figs>" not in ok
+    page = _page_html(
+        {
+            "src": "/p.png",
+            "width": 900,
+            "height": 1200,
+            "rects": [(90, 300, 800, 318), (90, 320, 500, 338)],
+            "found": True,
+        },
+        {"n": 1, "page": 3, "title": "T"},
+    )
+    assert "<a href='#page-1-span'" in page and "id='page-1'" in page and "id='page-1-span'" in page
+    assert page.count("class=hl") == 4  # the two highlighted lines, on the card and in the full-size view
+    assert "top:25.00%" in page  # the span anchor sits on the first highlighted line

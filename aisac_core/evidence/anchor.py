@@ -2,7 +2,9 @@
 
 An anchor names a chunk (``chunk_id``) of a document (``doc_id``, ``path``), the sha256 of the file's bytes when it
 was indexed (``sha256``), where the passage sits (``section``, ``page``, ``char_span`` in the parsed text) and the
-sha256 of the chunk's text (``chunk_sha256``), plus the search ``score`` when it came from a search. Both hashes make
+sha256 of the chunk's text (``chunk_sha256``), plus the search ``score`` when it came from a search, and, when a
+citation quotes part of the chunk, ``quote_span``: ``[start, end]`` character offsets of the quoted sentence(s) inside
+the chunk's text (the chunk hash still names the chunk; the span says which words of it support the claim). Both hashes make
 it verifiable later: re-hash the file, look for a chunk with the same text hash. Indexing writes the fields into each
 chunk's payload, search turns a payload into an :class:`Anchor`, the trace finds anchors in tool results
 (:func:`find_anchors`), the evaluator and the dashboard read them.
@@ -44,6 +46,7 @@ class Anchor:
     char_span: tuple[int | None, int | None]
     chunk_sha256: str | None
     score: float | None = None
+    quote_span: tuple[int, int] | None = None
 
     @classmethod
     def from_payload(cls, chunk_id: str, payload: dict[str, Any], score: float | None = None) -> Anchor:
@@ -82,6 +85,17 @@ class Anchor:
                 "or rag_get_chunk hit ({chunk_id, doc_id, path, sha256, section, page, char_span, "
                 "chunk_sha256, score})"
             )
+        qs = obj.get("quote_span")
+        if qs is not None and not (
+            isinstance(qs, (list, tuple))
+            and len(qs) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in qs)
+            and 0 <= qs[0] < qs[1]
+        ):
+            raise AnchorError(
+                "anchor quote_span must be [start, end]: two integers, 0 <= start < end, character offsets of the "
+                "quoted sentence inside the chunk text (or leave it out)"
+            )
         span = obj.get("char_span")
         span_t = (span[0], span[1]) if isinstance(span, (list, tuple)) and len(span) == 2 else (None, None)
         return cls(
@@ -94,6 +108,7 @@ class Anchor:
             char_span=span_t,
             chunk_sha256=obj["chunk_sha256"],
             score=obj.get("score"),
+            quote_span=(qs[0], qs[1]) if qs is not None else None,
         )
 
     def key(self) -> tuple[str | None, str | None, str | None]:
@@ -101,8 +116,8 @@ class Anchor:
         return (self.chunk_id, self.sha256, self.chunk_sha256)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list)."""
-        return {
+        """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list; ``quote_span`` added when set)."""
+        out: dict[str, Any] = {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "path": self.path,
@@ -113,6 +128,9 @@ class Anchor:
             "chunk_sha256": self.chunk_sha256,
             "score": self.score,
         }
+        if self.quote_span is not None:
+            out["quote_span"] = list(self.quote_span)
+        return out
 
 
 def _nonempty(v: Any) -> bool:

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import hashlib
 import json
 import logging
 import os
+import socket
 import ssl
 import threading
 import time
@@ -307,6 +309,32 @@ class HttpState:
             self._states.clear()
 
 
+def _offline(exc: BaseException) -> bool:
+    """Whether a transport error means this machine cannot reach the host at all: the name does not resolve
+    (``socket.gaierror``) or the network / host is unreachable (ENETUNREACH, EHOSTUNREACH). One attempt is
+    enough then: an offline search answers in under 2 s instead of retrying every source."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, socket.gaierror):
+            return True
+        if isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return True
+        e = e.__cause__ or e.__context__
+    text = str(exc).lower()
+    return any(
+        m in text
+        for m in (
+            "name or service not known",
+            "temporary failure in name resolution",
+            "nodename nor servname",
+            "network is unreachable",
+            "no address associated",
+        )
+    )
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a Retry-After header: delta-seconds or an HTTP-date (RFC 9110 §10.2.3); None if absent/bad."""
     if not value:
@@ -500,6 +528,13 @@ class Fetcher:
                                 f"timed out after {lit.timeout_s:g} s ({type(exc).__name__})", None, None
                             ) from exc
                         except httpx.TransportError as exc:
+                            if _offline(exc):  # no name resolution / no route: retrying cannot help, fail fast
+                                raise ServiceError(
+                                    service,
+                                    f"{service}: cannot reach the host ({type(exc).__name__}: {exc}); offline? "
+                                    "check the network (or the base URL in AISAC_LIT_*_URL)",
+                                    kind="unreachable",
+                                ) from exc
                             raise _Retryable(f"cannot connect ({type(exc).__name__}: {exc})", None, None) from exc
                         if stream and resp.status_code >= 300:
                             await resp.aclose()  # an error body is never read (nor quoted)

@@ -74,6 +74,11 @@ def _stamp(f: Fetcher, source: str, papers: list[Paper]) -> None:
             p.retrieved_at = when
 
 
+class LiteratureUnreachable(LiteratureError):
+    """Every source of a search failed to connect or timed out (offline, or a proxy blocks them): the search is an
+    error (``is_error: true`` for an MCP host), not an empty list of papers."""
+
+
 def _status_of(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, RateLimited):
         return {"status": "rate_limited", "retry_after": round(exc.retry_after, 1), "error": str(exc)}
@@ -223,6 +228,12 @@ class LiteratureService:
                 _stamp(f, name, papers)
                 ranked[name] = papers
             statuses[name] = st
+        if statuses and all(st["status"] in ("unreachable", "timeout") for st in statuses.values()):
+            detail = "; ".join(f"{n}: {st['status']}" for n, st in statuses.items())
+            raise LiteratureUnreachable(
+                f"all sources unreachable: offline? ({detail}). No paper was searched; check the network or "
+                "proxy, or search the indexed documents with rag_search instead"
+            )
         merged = merge_papers(ranked)
         if year_from or year_to:
             merged = [p for p in merged if p.year is None or ((year_from or 0) <= p.year <= (year_to or 9999))]

@@ -32,6 +32,9 @@ class AnchorDict(TypedDict):
     char_span: list[int | None]
     chunk_sha256: str | None
     score: float | None
+    quote_span: NotRequired[
+        Annotated[list[int], Field(description="[start, end] of the quoted sentence(s) in the chunk text")]
+    ]
 
 
 # One search hit with its whole text and full anchor (rag_search detail="full", rag_get_chunk: score None).
@@ -144,6 +147,7 @@ class Verification(TypedDict):
     detail: str
     sha256_now: str | None
     current_chunk_id: str | None
+    quote: NotRequired[Annotated[str | None, Field(description="the text at the anchor's quote_span")]]
 
 
 @with_config(OPEN)

@@ -30,6 +30,19 @@ def _norm_ws(s: str) -> str:
     return " ".join(s.split())
 
 
+def _check_quote(out: Verification, span: tuple[int, int], text: str | None) -> None:
+    """Re-check an anchor's ``quote_span`` against the chunk ``text``: ``quote`` is the quoted text (whitespace
+    collapsed), or None with the reason added to ``detail`` when the span lies outside the chunk."""
+    if text is None:
+        out["quote"] = None
+        out["detail"] += "; the quote span could not be checked (chunk text unavailable)"
+    elif span[1] > len(text):
+        out["quote"] = None
+        out["detail"] += f"; the quote span {list(span)} lies outside the chunk ({len(text)} characters)"
+    else:
+        out["quote"] = _norm_ws(text[span[0] : span[1]])
+
+
 def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     """Check an evidence anchor against the file on disk and the index (of the store ``parts``), by re-hashing.
 
@@ -121,6 +134,11 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     if now == want_sha:
         if anchored_point_ok or current_match:
             out["status"], out["detail"] = "ok", "file unchanged (sha256 equal) and the chunk text hash matches"
+            if a.quote_span is not None:
+                if text is None and current_match:
+                    recs = vs.retrieve("chunks", [current_match])
+                    text = recs[0].payload.get("text") if recs else None
+                _check_quote(out, a.quote_span, text)
         elif text is not None and content is not None and index_is_current and _norm_ws(text) in _norm_ws(content.text):
             out["status"], out["detail"] = (
                 "ok",

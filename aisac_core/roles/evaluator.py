@@ -15,7 +15,13 @@ Gates (each failure is a critique with the severity given):
 
 An empty answer, or one without citations, is severity 1.0 (completeness / grounding).
 
-Wording: without a model nothing judged the content, so the report says ``content: not judged (no model)`` and its
+Two verdicts, named plainly (:mod:`aisac_core.roles.support`): ``anchors`` (intact / changed / missing: the cited
+bytes are still there) and ``support`` (supported / partly / not supported / not judged: the cited sentence states
+the claim; judged by documented rules without a model, by the model per citation with one). A citation judged not
+supported is a critique of severity 0.9, partly 0.3; citations of front matter, running headers or reference lists
+never count toward the evidence gate.
+
+Wording: without a model nothing judged the content as a whole, so the report says ``content: not judged (no model)`` and its
 ``verdict`` is "evidence verified" (gates passed) or "evidence not verified"; with a model it is "passed" or
 "failed". The ``passed`` key keeps the machine-readable outcome in both cases.
 
@@ -34,6 +40,7 @@ from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
+from aisac_core.roles.support import anchor_word, anchors_verdict, judge_answer
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
@@ -50,9 +57,14 @@ def verify(env: EvaluatorEnv, anchor: dict[str, Any]) -> dict[str, Any]:
     return env.verify_anchor(anchor)
 
 
-def evidence_gate(env: EvaluatorEnv, answer: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``."""
+def evidence_gate(
+    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``.
+    ``not_evidence``: citation numbers whose cited sentence is front matter, a running header or a reference entry
+    (:func:`aisac_core.roles.support.is_not_evidence`): verified or not, they never count."""
     gate = MODE_GATES[mode]
+    skip = not_evidence or set()
     anchors, crit = [], []
     counted = 0
     for c in answer.get("citations") or []:
@@ -65,7 +77,7 @@ def evidence_gate(env: EvaluatorEnv, answer: dict[str, Any], mode: str) -> tuple
             v = {"status": "missing", "detail": f"{type(exc).__name__}: {exc}"}
         score = a.get("score") if a.get("score") is not None else c.get("score")
         ok = v.get("status") == "ok"
-        counts = ok and score is not None and score >= gate["min_score"]
+        counts = ok and score is not None and score >= gate["min_score"] and c.get("n") not in skip
         counted += counts
         anchors.append(
             {
@@ -75,6 +87,7 @@ def evidence_gate(env: EvaluatorEnv, answer: dict[str, Any], mode: str) -> tuple
                 "detail": v.get("detail"),
                 "score": score,
                 "counted": counts,
+                "anchor": anchor_word(v.get("status")),
             }
         )
         if v.get("status") in ("missing", "chunk_changed"):
@@ -234,6 +247,23 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
     }
 
 
+def support_critiques(support: dict[str, Any]) -> list[dict[str, Any]]:
+    """Critiques of the support verdicts: a citation judged ``not supported`` is severity 0.9 (it fails the run),
+    ``partly`` 0.3; front matter / reference citations say they do not count."""
+    out = []
+    for r in support["citations"]:
+        if r["verdict"] in ("not supported", "partly"):
+            out.append(
+                {
+                    "aspect": "support",
+                    "severity": 0.9 if r["verdict"] == "not supported" else 0.3,
+                    "evidence_refs": [str(r["n"])],
+                    "text": f"citation [{r['n']}] {r['verdict']}: {'; '.join(r['reasons'])[:300]}",
+                }
+            )
+    return out
+
+
 #: the report's ``content`` field when no model judged the answer's content (only the automatic gates ran)
 NOT_JUDGED = "not judged (no model)"
 
@@ -248,11 +278,15 @@ def verdict(passed: bool, content_judged: bool) -> str:
 
 
 def automatic_checks(
-    env: EvaluatorEnv, answer: dict[str, Any], events: list[dict[str, Any]], mode: str
+    env: EvaluatorEnv,
+    answer: dict[str, Any],
+    events: list[dict[str, Any]],
+    mode: str,
+    not_evidence: set[Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
-    answer."""
-    ev_gate, c1 = evidence_gate(env, answer, mode)
+    answer (``not_evidence``: see :func:`evidence_gate`)."""
+    ev_gate, c1 = evidence_gate(env, answer, mode, not_evidence)
     d_gate, c2 = data_gate(answer, events)
     x_gate, c3 = exec_gate(answer, events)
     crit = c1 + c2 + c3
@@ -306,7 +340,19 @@ async def evaluate(
     :func:`verdict` ("passed" / "failed" with a model, "evidence verified" / "evidence not verified" without).
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     s = env.settings
-    gates, crit = automatic_checks(env, answer, events, mode)
+    support = await judge_answer(
+        env,
+        task,
+        answer,
+        backend,
+        chunk_text=getattr(env, "chunk_text", lambda _cid: None),
+        embed=getattr(env, "embed_texts", None),
+        run_id=run_id,
+        parent_id=parent_id,
+    )
+    skip = {r["n"] for r in support["citations"] if r.get("evidence") is False}
+    gates, crit = automatic_checks(env, answer, events, mode, skip)
+    crit += support_critiques(support)
     by = "automatic"
     extra: dict[str, Any] = {}
     if backend is not None:
@@ -345,6 +391,8 @@ async def evaluate(
     judged = backend is not None
     return {
         "mode": mode,
+        "anchors": anchors_verdict([a["status"] for a in gates["evidence"]["anchors"]]),
+        "support": support,
         "gates": gates,
         **summary,
         "by": by,

@@ -22,7 +22,7 @@ from typing import Any
 from aisac_core.roles import RolesError
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
-ROLES = ("router", "planner", "evaluator", "researcher")
+ROLES = ("router", "planner", "evaluator", "researcher", "support")
 #: per role, the placeholders whose values come from documents, tools or models (quoted by :func:`quote_data`);
 #: the question (``task``), the capability list and the JSON Schema are the host's and aisac's own text
 DATA_KEYS: dict[str, frozenset[str]] = {
@@ -30,6 +30,7 @@ DATA_KEYS: dict[str, frozenset[str]] = {
     "planner": frozenset({"context", "feedback"}),
     "researcher": frozenset({"evidence"}),
     "evaluator": frozenset({"answer", "evidence", "gates"}),
+    "support": frozenset({"claim", "cited"}),
 }
 _DELIM = re.compile(r"<(/?)(quoted-data)", re.I)
 _VERSION = re.compile(r"<!--\s*aisac prompt:\s*([\w-]+),\s*version\s+([\w.-]+)\s*-->")

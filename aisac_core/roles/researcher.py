@@ -24,6 +24,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.evidence.anchor import is_anchor
+from aisac_core.roles.asked import is_boilerplate, sentence_spans
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
@@ -194,9 +195,23 @@ def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]
     return rag + [i for i in items if i["kind"] != "rag"]
 
 
-def citation(n: int, item: dict[str, Any]) -> dict[str, Any]:
-    """The citation record of evidence ``item`` numbered ``n``."""
+def citation(n: int, item: dict[str, Any], spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+    """The citation record of evidence ``item`` numbered ``n``. ``spans``: the quoted sentences' character spans in
+    the chunk text; the anchor gains ``quote_span`` (from the first span's start to the last one's end) and
+    ``quote`` is that text (whitespace collapsed). Without spans, ``quote`` is the chunk's first
+    :data:`QUOTE_CHARS` characters, cut at a word boundary, and the anchor has no ``quote_span``."""
     if item["kind"] == "rag":
+        text = item.get("text") or ""
+        anchor = dict(item["anchor"])
+        if spans:
+            a, b = min(s[0] for s in spans), max(s[1] for s in spans)
+            anchor["quote_span"] = [a, b]
+            quote = " ".join(text[a:b].split())
+        else:
+            anchor.pop("quote_span", None)
+            quote = " ".join(text.split())
+            if len(quote) > QUOTE_CHARS:
+                quote = quote[:QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
         return {
             "n": n,
             "kind": "rag",
@@ -207,8 +222,8 @@ def citation(n: int, item: dict[str, Any]) -> dict[str, Any]:
             "page": item.get("page"),
             "section": item.get("section"),
             "score": item.get("score"),
-            "anchor": item["anchor"],
-            "quote": " ".join((item.get("text") or "").split())[:QUOTE_CHARS],
+            "anchor": anchor,
+            "quote": quote,
         }
     return {
         "n": n,
@@ -250,14 +265,68 @@ def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int,
     return score
 
 
-def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int = 5) -> dict[str, Any]:
-    """The no-model answer: at most ``max_sentences`` sentences, at most two per chunk, each followed by its
-    citation number(s); literature items listed after. An empty evidence list gives an answer saying so.
+#: the statement of an answer when no retrieved sentence has what the question asks for
+NOT_STATED = "The sources do not state it"
+#: an answer is given only when its best sentence, with its document's title and section, holds at least this
+#: share of the question's key terms (:func:`aisac_core.roles.asked.key_terms`) ...
+ANSWER_MIN_COVERAGE = 0.4
+#: ... and is at least this close in meaning to the question (MiniLM cosine; applied when an embedder is given).
+#: Both calibrated on bench/data/answers_dev.json: round figures below the answered questions' values and above
+#: those of the questions the papers do not answer (docs/roles.md has the figures).
+ANSWER_MIN_SIM = 0.3
+#: a number / name / yes-no question is answered with its best sentence, plus the best sentence of another passage
+#: that also meets the bar (has the asked type, coverage, similarity) and scores at least this share of the best: a
+#: second source for the evidence gate (0: any such sentence)
+SECOND_SHARE = 0.0
+#: sentences embedded per question (the best by the other terms of the score): bounds the cost of a question
+EMBED_TOP = 40
+#: weight of the question-sentence cosine similarity (MiniLM, unit vectors) in a sentence's score
+SIM_WEIGHT = 0.8
 
-    Sentences are scored by :func:`score_sentence`; the rules of :mod:`aisac_core.roles.sentences` drop table
-    dumps, reference entries, captions and marker-only sentences (and every sentence of a reference-list item),
-    strip citation markers from the quoted text, and merge near-duplicates (one sentence, the citations of
-    both). When no sentence survives, the answer points to the best passages without quoting them."""
+
+def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
+    """Cosine similarity of ``question`` with each sentence (``embed``: texts -> unit vectors), 0.0 without
+    ``embed``."""
+    if embed is None or not sentences:
+        return [0.0] * len(sentences)
+    vecs = embed([question, *sentences])
+    q = vecs[0]
+    return [float(sum(a * b for a, b in zip(q, v))) for v in vecs[1:]]
+
+
+def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
+        kind, "an answer"
+    )
+    text = (
+        f"Extractive answer from the indexed sources (no model configured):\n{NOT_STATED}: none of the "
+        f"{len(rag)} retrieved passages has a sentence that gives {what} for this question."
+    )
+    return {"text": text, "citations": [], "by": "extractive", "evidence_count": len(items), "stated": False}
+
+
+def extractive_answer(
+    task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None
+) -> dict[str, Any]:
+    """The no-model answer: the sentences of the retrieved passages that best answer ``task``, each followed by its
+    citation number(s), each citation carrying the sentence's span in its chunk (``anchor.quote_span``, ``quote``);
+    literature items listed after. An empty evidence list gives an answer saying so.
+
+    Candidates are the quotable sentences (:mod:`aisac_core.roles.sentences` rules; reference lists and front
+    matter / running headers (:func:`is_boilerplate`) never) of all retrieved rag passages (at most
+    :data:`MAX_EVIDENCE`). Score: :func:`score_sentence` + :data:`SIM_WEIGHT` x the cosine similarity of question
+    and sentence (``embed``: texts -> unit vectors, the store's MiniLM embedder; none: 0) + 0.3 x the share of the
+    question's key terms in the sentence, its document's title and section + 0.2 when the sentence has the asked
+    type (:func:`aisac_core.roles.asked.has_type`). A question asking for a number keeps only sentences with one (a
+    name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
+    sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
+    similar (only the :data:`EMBED_TOP` best by the other terms are embedded), the answer says :data:`NOT_STATED`. ``check`` in the result gives the best
+    sentence's coverage and similarity. A number / name / yes-no
+    question is answered with its best sentence (plus one from another passage scoring at least
+    :data:`SECOND_SHARE` of it), others with up to three (``max_sentences`` overrides);
+    near-duplicates are merged (one sentence, the citations of both)."""
+    from aisac_core.roles.asked import asked_type, coverage, has_type, key_terms
+
     ranked = rank_evidence(task, items)
     if not ranked:
         return {
@@ -267,35 +336,72 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
             "by": "extractive",
             "evidence_count": 0,
         }
+    kind = asked_type(task)
+    precise = kind in ("number", "name", "yesno") and not max_sentences
+    limit = max_sentences or (2 if precise else 3)
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
     docs = _named_docs(task, rag)
-    scored: list[tuple[float, int, str]] = []
+    terms = key_terms(task)
+    cands: list[tuple[float, int, str, tuple[int, int], bool, float]] = []
     for rank, item in enumerate(rag):
         if is_reference_item(item):
             continue
-        for sent in _sentences(item.get("text") or ""):
-            if reject_reason(sent) is None:
-                named = item.get("doc_id") in docs
-                scored.append((score_sentence(task, sent, item, rank=rank, named=named), rank, strip_markers(sent)))
+        text = item.get("text") or ""
+        context = f"{item.get('title') or ''} {item.get('section') or ''} {PurePath(str(item.get('path') or '')).stem}"
+        for a, b in sentence_spans(text):
+            sent = " ".join(text[a:b].split())
+            if reject_reason(sent) is not None or is_boilerplate(sent):
+                continue
+            named = item.get("doc_id") in docs
+            base = score_sentence(task, sent, item, rank=rank, named=named)
+            cov = coverage(terms, f"{sent} {context}")
+            cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov))
+    # only the best candidates by the other terms are embedded (the similarity term is at most SIM_WEIGHT)
+    order = sorted(range(len(cands)), key=lambda i: -(cands[i][0] + 0.3 * cands[i][5]))[:EMBED_TOP]
+    if embed is not None:
+        cands = [cands[i] for i in order]
+    sims = _cosines(embed, task, [c[2] for c in cands])
+    scored = [
+        (base + SIM_WEIGHT * sim + 0.3 * cov + (0.2 if typed else 0.0), rank, sent, span, cov, sim)
+        for (base, rank, sent, span, typed, cov), sim in zip(cands, sims)
+        if typed or kind != "number"
+    ]
     scored.sort(key=lambda t: -t[0])
-    chosen: list[tuple[list[int], str]] = []
+    check: dict[str, Any] = {"kind": kind, "coverage": None, "similarity": None}
+    if scored:
+        check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3) if embed else None)
+    if embed is not None:  # the best sentences that meet the bar (coverage and similarity), else none
+        scored = [t for t in scored if t[4] >= ANSWER_MIN_COVERAGE and t[5] >= ANSWER_MIN_SIM]
+        if scored:
+            check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
+    if cands and not scored:
+        return {**_not_stated(task, items, rag, kind), "check": check}
+    chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
-    for _score, rank, sent in scored:
-        dup = next((c for c in chosen if near_duplicate(c[1], sent)), None)
+    for score, rank, sent, span, _cov, _sim in scored:
+        clean = strip_markers(sent)
+        dup = next((c for c in chosen if near_duplicate(c[1], clean)), None)
         if dup is not None:  # one sentence, the citations of both; the longer wording is kept
             if rank not in dup[0] and len(dup[0]) < 3:
                 dup[0].append(rank)
-            if len(sent) > len(dup[1]):
-                chosen[chosen.index(dup)] = (dup[0], sent)
+                dup[2][rank] = span
+            if len(clean) > len(dup[1]):
+                chosen[chosen.index(dup)] = (dup[0], clean, dup[2])
             continue
-        if per_chunk.get(rank, 0) >= 2 or len(chosen) >= max_sentences:
+        if per_chunk.get(rank, 0) >= 2 or len(chosen) >= limit:
             continue
-        chosen.append(([rank], sent))
+        # a precise question: the best sentence, and a second only from another passage scoring nearly as well
+        if precise and chosen and (rank in per_chunk or score < SECOND_SHARE * scored[0][0]):
+            continue
+        chosen.append(([rank], clean, {rank: span}))
         per_chunk[rank] = per_chunk.get(rank, 0) + 1
     numbers: dict[int, int] = {}
+    spans: dict[int, list[tuple[int, int]]] = {}
     lines = []
-    for ranks, sent in chosen:
+    for ranks, sent, where in chosen:
         refs = "".join(f"[{numbers.setdefault(r, len(numbers) + 1)}]" for r in ranks)
+        for r in ranks:
+            spans.setdefault(r, []).append(where[r])
         lines.append(f"- {sent} {refs}")
     if not chosen:  # only tables, captions or reference lists: point to them, never quote them
         for r, i in enumerate(rag[:3]):
@@ -304,7 +410,7 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
                 f"- passage on p. {i.get('page')} ({i.get('section') or 'no section'}): a table, caption "
                 f"or list, not quoted [{n}]"
             )
-    cites = [citation(n, rag[rank]) for rank, n in sorted(numbers.items(), key=lambda t: t[1])]
+    cites = [citation(n, rag[rank], spans.get(rank)) for rank, n in sorted(numbers.items(), key=lambda t: t[1])]
     lit = [i for i in ranked if i["kind"] == "literature"][:5]
     if lit:
         lines.append("Related literature:")
@@ -313,7 +419,14 @@ def extractive_answer(task: str, items: list[dict[str, Any]], max_sentences: int
             cites.append(citation(n, i))
             lines.append(f"- {i['title']} ({i['ref']}) [{n}]")
     text = "Extractive answer from the indexed sources (no model configured):\n" + "\n".join(lines)
-    return {"text": text, "citations": cites, "by": "extractive", "evidence_count": len(items)}
+    return {
+        "text": text,
+        "citations": cites,
+        "by": "extractive",
+        "evidence_count": len(items),
+        "stated": bool(chosen),
+        "check": check,
+    }
 
 
 def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -335,7 +448,7 @@ async def write_answer(
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
-        return extractive_answer(task, items)
+        return extractive_answer(task, items, embed=getattr(env, "embed_texts", None))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
     def check(obj: Any) -> list[str]:
@@ -358,9 +471,21 @@ async def write_answer(
     nums = sorted(
         set(out["citations"]) | {int(n) for n in re.findall(r"\[(\d+)\]", out["answer"]) if 1 <= int(n) <= len(chosen)}
     )
+    from aisac_core.roles.support import cited_sentence, claims_by_citation
+
+    claims = claims_by_citation(out["answer"])
+
+    def span_of(n: int) -> list[tuple[int, int]] | None:
+        # the chunk sentence the model's claim [n] rests on (most shared numbers, then words)
+        text = chosen[n - 1].get("text") or ""
+        if chosen[n - 1]["kind"] != "rag" or not text or n not in claims:
+            return None
+        _sent, (a, b) = cited_sentence(text, None, " ".join(claims[n]))
+        return [(a, b)]
+
     return {
         "text": out["answer"],
-        "citations": [citation(n, chosen[n - 1]) for n in nums],
+        "citations": [citation(n, chosen[n - 1], span_of(n)) for n in nums],
         "by": "model",
         "evidence_count": len(items),
         "request_sha256": got["request_sha256"],

@@ -70,6 +70,8 @@ class Critique(TypedDict):
 class EvaluateResult(TypedDict):
     mode: str
     verdict: str
+    anchors: str  # intact | changed | missing: the cited bytes are still there (aisac_core.roles.support)
+    support: dict[str, Any]  # {verdict: supported|partly|not supported|not judged, by, citations, ms_per_citation}
     passed: bool
     content_judged: bool
     content: str

@@ -15,12 +15,18 @@ from aisac_core.roles import RolesError
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 #: role output -> schema file
-SCHEMAS = {"route": "route.json", "plan": "plan.json", "critique": "critique.json", "answer": "answer.json"}
+SCHEMAS = {
+    "route": "route.json",
+    "plan": "plan.json",
+    "critique": "critique.json",
+    "answer": "answer.json",
+    "support": "support.json",
+}
 
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema ``name`` (route, plan, critique, answer). Raises :class:`RolesError` for another name."""
+    """The JSON Schema ``name`` (route, plan, critique, answer, support). Raises :class:`RolesError` for another name."""
     if name not in SCHEMAS:
         raise RolesError(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
     schema: dict[str, Any] = json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))

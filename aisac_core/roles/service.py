@@ -88,6 +88,8 @@ class RolesService:
         get_chunk: ``chunk_id -> {..., anchor} | None``: the full anchor of a compact citation.
         graph_augment: the served project's workflow-graph augmentation (None: none).
         lease_s: seconds a background run's row in the job table is leased for (renewed every third).
+        embed: ``texts -> unit vectors`` (the store's dense embedder): semantic similarity of question, answer and
+            cited sentences (None: similarity not used).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class RolesService:
         get_chunk: Callable[[str], dict[str, Any] | None],
         graph_augment: GraphAugment | None = None,
         lease_s: float = 30.0,
+        embed: Callable[[list[str]], list[list[float]]] | None = None,
     ) -> None:
         self.settings = settings
         self._engine = engine
@@ -108,6 +111,20 @@ class RolesService:
         self._get_chunk = get_chunk
         self.graph_augment = graph_augment
         self.lease_s = lease_s
+        self._embed = embed
+
+    def chunk_text(self, chunk_id: str | None) -> str | None:
+        """The text of chunk ``chunk_id`` as the index holds it (None: not in the index): what a citation's
+        ``quote_span`` points into."""
+        if not chunk_id:
+            return None
+        got = self._get_chunk(chunk_id)
+        return str(got.get("text") or "") if got else None
+
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        """Unit dense vectors of ``texts`` (the store's MiniLM embedder), for the extractive answer's and the support
+        judge's semantic similarity; ``[]`` vectors when the service was built without an embedder."""
+        return self._embed(texts) if self._embed is not None else [[] for _ in texts]
 
     @property
     def engine(self) -> Engine:

@@ -24,9 +24,11 @@ the same without JavaScript (it then does not update live).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -239,7 +241,11 @@ class Dashboard:
             return {"src": src, "width": img.width, "height": img.height, "rects": img.rects, "found": img.found}
 
         return render_run(
-            dict(data), verify=cached[1], page_image=page_image, run_href=lambda rid: run_link(self.prefix, rid)
+            dict(data),
+            verify=cached[1],
+            page_image=page_image,
+            run_href=lambda rid: run_link(self.prefix, rid),
+            figure_href=lambda ev, i: f"{self.prefix}/run/figure?run={q}&event={ev}&i={i}",
         )
 
     async def run_page(self, request: Request) -> Response:
@@ -286,6 +292,37 @@ class Dashboard:
             body = None
         if body is None:
             return Response("no page image for this run and chunk", status_code=404, media_type="text/plain")
+        return Response(body, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    async def run_figure(self, request: Request) -> Response:
+        """GET /run/figure?run=RUN&event=ID&i=K : the K-th PNG figure of a code run of the run (404 unless that event
+        is a ``data_code_run`` / ``data_code_job_status`` call of the run whose result lists the figure, the file is in
+        a sandbox's own ``.state`` folder, is a PNG, and still has the sha256 the result recorded: a path in a trace
+        is never opened on trust)."""
+        q = request.query_params
+
+        def png() -> bytes | None:
+            ev = self.trace.get_event(int(q.get("event", "0")))
+            res = ev.get("result") if ev.get("run_id") == q.get("run") else None
+            if ev.get("tool") not in ("data_code_run", "data_code_job_status") or not isinstance(res, dict):
+                return None
+            figs = res.get("figures") or []
+            i = int(q.get("i", "0"))
+            if not 0 <= i < len(figs) or not isinstance(figs[i], dict):
+                return None
+            path = Path(str(figs[i].get("path") or ""))
+            if ".state" not in path.parts or path.suffix.lower() != ".png" or not path.is_file():
+                return None
+            body = path.read_bytes()[: 50 * 1024 * 1024]
+            ok = body.startswith(b"\x89PNG\r\n\x1a\n") and hashlib.sha256(body).hexdigest() == figs[i].get("sha256")
+            return body if ok else None
+
+        try:
+            body = await self._run(png)
+        except (TraceError, ValueError, OSError):
+            body = None
+        if body is None:
+            return Response("no such figure for this run", status_code=404, media_type="text/plain")
         return Response(body, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
     async def event(self, request: Request) -> Response:
@@ -340,6 +377,7 @@ class Dashboard:
             ("/run/stream", self.run_stream),
             ("/run/verify", self.run_verify),
             ("/evidence/page", self.evidence_page),
+            ("/run/figure", self.run_figure),
             ("/event", self.event),
         ]
 

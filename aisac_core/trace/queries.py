@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 #: statuses that count as failures. A role step is ``running`` while it works and may end ``input_required``:
 #: neither is an error.
 ERROR_STATUSES = ("tool_error", "exception")
-#: a run whose last event is younger than this many seconds is shown as ``active`` (still being written).
-ACTIVE_SECONDS = 60.0
+#: a run whose last event is younger than this many seconds is shown as ``active`` (calls still arriving; a role
+#: step or tool call of a live run records an event at least every few seconds, so a finished run leaves the state
+#: within this time instead of looking alive for a minute).
+ACTIVE_SECONDS = 10.0
 #: keys of an event that the compact tree (``detail=False``) keeps.
 COMPACT_KEYS = ("id", "kind", "tool", "status", "latency_ms", "arguments", "result_summary")
 #: in the compact tree, arguments whose JSON is longer than this are shown as a truncated JSON string.

@@ -15,7 +15,8 @@ Where the pieces come from:
   ``roles_run`` tool call a host made; citations keep their ``n`` (the ``[n]`` markers of the text);
 - **cited / retrieved**: every evidence anchor found in the run's results (:func:`find_anchors`), split into those
   the answer cites (in ``[n]`` order) and the others (first appearance order, once each);
-- **verdict**: the last evaluator result: ``passed`` with its gates. Without a model judging the content
+- **verdict**: the last evaluator result: ``passed`` with its gates, and its two verdicts: ``anchors`` (intact /
+  changed / missing) and ``support`` (supported / partly / not supported / not judged, per citation too). Without a model judging the content
   (``by`` = ``automatic``), a pass only says the evidence checked out: the label is "evidence verified" (a
   failure "evidence not verified"), as in the evaluator's own ``verdict``;
 - **plan**: the last planner result's steps (``{id, goal, tool|helper, depends_on}``, roles' ``schemas/plan.json``)
@@ -118,6 +119,8 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
         "text": " ".join(str(a.get("text") or quote or "").split()),
         "quote": quote,
         "char_span": list(span) if isinstance(span, (list, tuple)) else None,
+        "quote_span": list(a["quote_span"]) if isinstance(a.get("quote_span"), (list, tuple)) else None,
+        "support": None,
         "sha256": a.get("sha256"),
         "chunk_sha256": a.get("chunk_sha256"),
         "event_id": event_id,
@@ -189,9 +192,19 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     else:
         label = "failed" if judged else "evidence not verified"
     gates = r.get("gates") if isinstance(r.get("gates"), dict) else {}
+    sup = r.get("support") if isinstance(r.get("support"), dict) else {}
     return {
         "passed": passed,
         "label": label,
+        # the two verdicts (aisac_core.roles.support): the cited bytes are there / the cited sentence states the claim
+        "anchors": r.get("anchors") if isinstance(r.get("anchors"), str) else None,
+        "support": sup.get("verdict") if isinstance(sup.get("verdict"), str) else "not judged",
+        "support_by": sup.get("by"),
+        "support_citations": {
+            c["n"]: {"verdict": c.get("verdict"), "reasons": c.get("reasons") or [], "quote_span": c.get("quote_span")}
+            for c in sup.get("citations") or []
+            if isinstance(c, dict) and isinstance(c.get("n"), int)
+        },
         "content_judged": judged,
         "by": r.get("by"),
         "mean_severity": r.get("mean_severity"),
@@ -364,7 +377,9 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
     last dependency or enclosing step), event_id} | None, timeline: [{id,
     label, server, kind, status, depth, start_ms, duration_ms}], span_ms, errors, last_id, linked_runs}``
     (``linked_runs``: the runs of the roles graphs this run's ``roles_run`` calls started); a card is ``{n,
-    chunk_id, doc_id, path, title, page, section, score, text, quote, char_span, sha256, chunk_sha256, event_id}``
+    chunk_id, doc_id, path, title, page, section, score, text, quote, char_span, quote_span (the quoted sentence's
+    [start, end] in the chunk text, or None), support (the citation's support verdict, or None), sha256,
+    chunk_sha256, event_id}``
     (``n``: the answer's ``[n]`` for a cited card, None for a retrieved one). See the module docstring."""
     events = walk(data["tree"])
     own = data["run"].get("run_id")
@@ -379,6 +394,13 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
     answer = _answer(events)
     cited, retrieved = _evidence(events, answer)
     timeline, span = _timeline(data["tree"])
+    verdict = _verdict(events)
+    for card in cited:  # each cited card carries its support verdict and the span the judge read
+        judged = (verdict or {}).get("support_citations", {}).get(card["n"])
+        if judged:
+            card["support"] = judged["verdict"]
+            if card["quote_span"] is None and isinstance(judged.get("quote_span"), list):
+                card["quote_span"] = judged["quote_span"]
     return {
         "run_id": data["run"].get("run_id"),
         "run": data["run"],
@@ -387,7 +409,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
         "answer": answer,
         "cited": cited,
         "retrieved": retrieved,
-        "verdict": _verdict(events),
+        "verdict": verdict,
         "critiques": _critique_list(events),
         "plan": _plan(events),
         "timeline": timeline,

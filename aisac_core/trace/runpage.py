@@ -61,6 +61,12 @@ pre{background:var(--bg);padding:.5em;overflow:auto;max-height:24em;white-space:
 dl.kv dt{font-weight:600;color:#32383f} dl.kv dd{margin:0;word-break:break-word}
 table.recs{font-size:.9em;margin:.2em 0} table.recs th{background:var(--bg)}
 .svg{overflow-x:auto} .svg svg{max-width:100%;height:auto} form.filters{display:flex;gap:.5em;margin-bottom:.6em} form.filters input,form.filters select{padding:.2em}
+.page a{display:block;cursor:zoom-in} .zoom{display:none} .zoom:has(:target),.zoom:target{display:block;position:fixed;inset:0;z-index:10;background:rgba(0,0,0,.75);overflow:auto;padding:2em}
+.zoom .zpage{position:relative;margin:0 auto;background:#fff;line-height:0} .zoom .hl{position:absolute;border:2px solid #d4a72c;background:rgba(255,221,0,.18)}
+.zoom .spot{position:absolute;left:0;scroll-margin-top:30vh} .zoom .close{position:fixed;top:.3em;right:.6em;color:#fff;font-size:2em;text-decoration:none;z-index:11}
+.a-intact,.s-supported{color:var(--ok);border-color:var(--ok)} .a-changed,.s-partly{color:var(--warn);border-color:var(--warn)}
+.a-missing,.s-not-supported{color:var(--err);border-color:var(--err)} .s-not-judged{color:var(--mut)}
+.figs img{max-width:100%;border:1px solid var(--bd);margin:.3em 0} .cell-failed{color:var(--err);font-weight:600}
 td.q{max-width:38em} td.q a{font-weight:600;text-decoration:none;color:#1f2328} td.q .rid{font-size:.8em}
 """
 
@@ -195,10 +201,21 @@ def _page_html(img: dict[str, Any] | None, card: dict[str, Any]) -> str:
         for x0, y0, x1, y1 in img.get("rects") or []
     )
     note = "" if img.get("found") else "<div class='meta mut'>the passage was not located on the page image</div>"
+    key = f"page-{e(card.get('n') if card.get('n') is not None else card.get('chunk_id'))}"
+    first = (img.get("rects") or [(0, 0, 0, 0)])[0]
+    alt = f"page {e(card.get('page'))} of {e(card.get('title') or '')}"
+    # click the page: the same image full size in an overlay (a CSS :target, no script), the span scrolled into view
+    # by the anchor placed on the first highlighted line
+    full = (
+        f"<div class=zoom id='{key}'><a class=close href='#cite-{e(card.get('n'))}' title='close'>×</a>"
+        f"<div class=zpage style='width:{w}px;height:{h}px'><img src='{e(img['src'])}' width={w} height={h} "
+        f"alt='{alt}, full size'>{boxes}<span class=spot id='{key}-span' style='top:{100 * first[1] / h:.2f}%'>"
+        f"</span></div></div>"
+    )
     return (
-        f"<div class=page data-found='{str(bool(img.get('found'))).lower()}'><img src='{e(img['src'])}' "
-        f"width={w} height={h} loading=lazy alt='page {e(card.get('page'))} of {e(card.get('title') or '')}'>"
-        f"{boxes}</div>{note}"
+        f"<div class=page data-found='{str(bool(img.get('found'))).lower()}'><a href='#{key}-span' "
+        f"title='open the page full size'><img src='{e(img['src'])}' width={w} height={h} loading=lazy alt='{alt}'>"
+        f"{boxes}</a></div>{note}{full}"
     )
 
 
@@ -211,6 +228,14 @@ def _card_html(
     text = card.get("text") or card.get("quote") or ""
     body = highlight(text[:1500] + ("…" if len(text) > 1500 else ""), card.get("quote") if card.get("text") else None)
     anchor = f" id='cite-{n}'" if n is not None else ""
+    sup = card.get("support")
+    sup_badge = (
+        f" · <span class='badge support s-{e(str(sup).replace(' ', '-'))}'>support: {e(sup)}</span>"
+        if n is not None
+        else ""
+    )
+    if n is not None and not sup:
+        sup_badge = " · <span class='badge support mut'>support: not judged</span>"
     ev = (
         f" · <a href='#ev-{card['event_id']}'>event {card['event_id']}</a>"
         if link_event and card.get("event_id")
@@ -220,7 +245,7 @@ def _card_html(
         f"<div class=card{anchor} data-chunk='{e(card.get('chunk_id'))}'>"
         f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b></div>"
         f"<div class=meta>page {e(card.get('page') or '-')} · {e(card.get('section') or '-')} · score "
-        f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}</div>"
+        f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}{sup_badge}</div>"
         f"{_page_html(img, card)}<div class=text>{body}</div>"
         f"<div class=meta title='{e(card.get('path'))}'>{e(card.get('path'))}{ev}</div></div>"
     )
@@ -229,9 +254,36 @@ def _card_html(
 # ---------------------------------------------------------------------------------------------- steps
 
 
-def event_html(ev: dict[str, Any]) -> str:
-    """One event as an expandable entry: formatted arguments and result, the error, ids and hashes, children."""
-    kids = "".join(event_html(c) for c in ev.get("children", []))
+def cell_failed(ev: dict[str, Any]) -> bool:
+    """Whether ``ev`` is a code cell (``data_code_run`` / ``data_code_job_status``) whose result says it failed
+    (``ok: false`` and not pending): the call itself succeeded, the code did not."""
+    res = ev.get("result")
+    return (
+        ev.get("tool") in ("data_code_run", "data_code_job_status")
+        and isinstance(res, dict)
+        and res.get("ok") is False
+        and not res.get("pending")
+    )
+
+
+def _figures(ev: dict[str, Any], figure_href: Callable[[int, int], str] | None) -> str:
+    res = ev.get("result")
+    figs = res.get("figures") if isinstance(res, dict) else None
+    if not figure_href or not isinstance(figs, list) or not figs:
+        return ""
+    imgs = "".join(
+        f"<img src='{e(figure_href(ev['id'], i))}' alt='{e(f.get('name') if isinstance(f, dict) else 'figure')}' "
+        "loading=lazy>"
+        for i, f in enumerate(figs[:8])
+    )
+    return f"<div class=figs>{imgs}</div>"
+
+
+def event_html(ev: dict[str, Any], figure_href: Callable[[int, int], str] | None = None) -> str:
+    """One event as an expandable entry: formatted arguments and result, the error, ids and hashes, children. A
+    failed code cell is badged ``failed`` (not its call's ``ok``); a code run's figures are shown inline
+    (``figure_href(event_id, index)``: their URL; None: not shown)."""
+    kids = "".join(event_html(c, figure_href) for c in ev.get("children", []))
     res = ev.get("result")
     body = (
         f"<div class=args><b>arguments</b> <span class=mut>sha256 {e(ev['arguments_sha256'][:16])}</span>"
@@ -239,6 +291,9 @@ def event_html(ev: dict[str, Any]) -> str:
     )
     if ev.get("error"):
         body += f"<div class=errors>{e(ev['error'])}</div>"
+    failed = cell_failed(ev)
+    if failed and isinstance(res, dict):
+        body += f"<div class=errors>the code failed: {e(res.get('error_type') or '')} {e(res.get('error') or '')}</div>"
     if res is not None:
         trunc = " (stored truncated)" if ev.get("result_truncated") else ""
         body += (
@@ -252,9 +307,15 @@ def event_html(ev: dict[str, Any]) -> str:
     )
     return (
         f"<details class='event {e(ev['kind'])}' id='ev-{ev['id']}' data-id='{ev['id']}'><summary>"
-        f"<b>{e(ev['tool'])}</b> <span class='badge st-{e(ev['status'])}'>{e(ev['status'])}</span> "
-        f"<span class=mut>{ev['latency_ms']:.1f} ms</span> <span class=mut>{e(ev['result_summary'][:160])}</span>"
+        f"<b>{e(ev['tool'])}</b> "
+        + (
+            "<span class='badge st-errors cell-failed'>failed</span> "
+            if failed
+            else f"<span class='badge st-{e(ev['status'])}'>{e(ev['status'])}</span> "
+        )
+        + f"<span class=mut>{ev['latency_ms']:.1f} ms</span> <span class=mut>{e(ev['result_summary'][:160])}</span>"
         f"</summary>{body}{('<div class=kids>' + kids + '</div>') if kids else ''}</details>"
+        + _figures(ev, figure_href)  # outside the collapsed entry: a code run's figures are seen without a click
     )
 
 
@@ -291,13 +352,15 @@ def render_run(
     page_image: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     event_href: Callable[[int], str] = lambda i: f"#ev-{i}",
     run_href: Callable[[str], str] = lambda rid: f"run?id={quote(rid, safe='')}",
+    figure_href: Callable[[int, int], str] | None = None,
 ) -> str:
     """The run page's body (``<div id=body data-last-id=...>``) for ``data`` = ``get_run(..., include_results=True)``.
 
     ``verify``: :func:`aisac_core.trace.verify.verify_run`'s result (the cards' badges; None: "not checked");
     ``page_image(card)``: ``{src, width, height, rects: [(x0, y0, x1, y1) px], found}`` for a cited card's page image
     or None (no image: the card shows the highlighted text only); ``event_href``: link of an event's entry;
-    ``run_href``: link of another run's page (a host's ``roles_run`` call links the graph's own run)."""
+    ``run_href``: link of another run's page (a host's ``roles_run`` call links the graph's own run);
+    ``figure_href(event_id, i)``: URL of the i-th figure of a code run (None: figures not shown)."""
     r = run_report(data)
     run = r["run"]
     by_chunk = {a["chunk_id"]: a for a in (verify or {}).get("anchors", [])} if verify else {}
@@ -339,8 +402,15 @@ def render_run(
         if v:
             cls = "g-pass" if v["passed"] else "g-fail" if v["passed"] is False else ""
             judged = "" if v["content_judged"] else "<span class='badge mut'>content: not judged (no model)</span>"
+            av, sv = v.get("anchors"), v.get("support") or "not judged"
+            two = (
+                f"<span class='badge anchors a-{e(av or 'none')}' title='the cited bytes are still there'>anchors: "
+                f"{e(av or '-')}</span><span class='badge support s-{e(sv.replace(' ', '-'))}' title='the cited "
+                f"sentence states the claim{(' (judged by ' + e(v.get('support_by')) + ')') if v.get('support_by') else ''}'>"
+                f"support: {e(sv)}</span>"
+            )
             head = (
-                f"<div class=verdict><span class='badge label {cls}'>{e(v['label'])}</span>{gates}{judged}"
+                f"<div class=verdict><span class='badge label {cls}'>{e(v['label'])}</span>{two}{gates}{judged}"
                 f"<a class=mut href='{e(event_href(v['event_id']))}'>evaluator, event {v['event_id']}</a></div>"
             )
 
@@ -402,7 +472,9 @@ def render_run(
             f"<h2>{title} ({len(r['retrieved'])})</h2><details id=retrieved{'' if r['cited'] else ' open'}>"
             f"<summary class=mut>not cited by the answer</summary><div class=cards>{others}</div></details>"
         )
-    parts.append("<h2>Steps</h2><div id=steps>" + "".join(event_html(ev) for ev in data["tree"]) + "</div>")
+    parts.append(
+        "<h2>Steps</h2><div id=steps>" + "".join(event_html(ev, figure_href) for ev in data["tree"]) + "</div>"
+    )
     return f"<div id=body data-last-id='{data['last_id']}'>{''.join(parts)}</div>"
 
 

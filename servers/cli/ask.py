@@ -121,6 +121,8 @@ def print_result(res: dict[str, Any], out: Console) -> None:
                     f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"
                 )
             )
+            if c.get("quote"):
+                out.print(escape(f"      “{c['quote']}”"))
         else:
             out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
     judged = ev.get("content_judged", (ev.get("by") or "automatic") != "automatic")
@@ -131,6 +133,18 @@ def print_result(res: dict[str, Any], out: Console) -> None:
         f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
         f"{ev.get('thresholds')}"
     )
+    sup = ev.get("support") or {}
+    sv = sup.get("verdict") or "not judged"
+    sc = {"supported": "green", "partly": "yellow", "not supported": "red"}.get(sv, "dim")
+    av = ev.get("anchors") or "-"
+    ac = "green" if av == "intact" else "red"
+    out.print(
+        f"  anchors: [{ac}]{av}[/{ac}] (the cited bytes are still there) · support: [{sc}]{sv}[/{sc}] (the cited "
+        f"sentence states the claim; judged by {sup.get('by') or '-'})"
+    )
+    for r in sup.get("citations") or []:
+        why = f": {'; '.join(r.get('reasons') or [])}" if r.get("reasons") else ""
+        out.print(escape(f"    [{r.get('n')}] {r.get('verdict')}{why}"))
     out.print(f"  content: {ev.get('content') or ('judged by model' if judged else NOT_JUDGED)}")
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}

@@ -60,7 +60,12 @@ def export_markdown(engine: Engine, run_id: str) -> str:
     if r["answer"]:
         lines += ["## Answer", "", r["answer"]["text"].strip(), ""]
         by = r["answer"].get("by") or "-"
-        verdict = f" · evaluation: **{v['label']}**" if v else ""
+        verdict = (
+            f" · evaluation: **{v['label']}** · anchors: **{v.get('anchors') or '-'}** · support: "
+            f"**{v.get('support') or 'not judged'}**"
+            if v
+            else ""
+        )
         lines += [f"*{len(r['answer']['citations'])} citations · answer by {by}{verdict}*", ""]
     if r["answer"]:
         cards, title = r["cited"], "Evidence"
@@ -70,8 +75,8 @@ def export_markdown(engine: Engine, run_id: str) -> str:
         lines += [
             f"## {title}",
             "",
-            "| # | source | page | section | score | verification | passage |",
-            "|---|---|---|---|---|---|---|",
+            "| # | source | page | section | score | anchor | support | quoted passage |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for i, c in enumerate(cards, 1):
             chk: dict[str, Any] = dict(checked.get(c["chunk_id"]) or {})
@@ -82,7 +87,8 @@ def export_markdown(engine: Engine, run_id: str) -> str:
             score = f"{c['score']:.3f}" if isinstance(c.get("score"), (int, float)) else "-"
             lines.append(
                 f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
-                f"{_cell(c.get('section'), 120)} | {score} | {status} | {_cell(c.get('quote') or c.get('text'))} |"
+                f"{_cell(c.get('section'), 120)} | {score} | {status} | {c.get('support') or 'not judged'} | "
+                f"{_cell(c.get('quote') or c.get('text'))} |"
             )
         lines.append("")
     if v or r["critiques"]:
@@ -91,6 +97,11 @@ def export_markdown(engine: Engine, run_id: str) -> str:
             gates = ", ".join(f"{k} {'ok' if g['passed'] else 'failed'}" for k, g in v["gates"].items())
             judged = "" if v["content_judged"] else " · content: not judged (no model)"
             lines += [f"- verdict: **{v['label']}**{judged}" + (f" · gates: {gates}" if gates else "")]
+            lines += [
+                f"- anchors: **{v.get('anchors') or '-'}** (the cited bytes are still there) · support: "
+                f"**{v.get('support') or 'not judged'}** (the cited sentence states the claim"
+                + (f"; judged by {v['support_by']})" if v.get("support_by") else ")")
+            ]
         lines += [
             f"- {c['label']}{' (' + c['aspect'] + ')' if c.get('aspect') else ''}: {c['message']}"
             + ("" if c.get("final", True) else " (an earlier attempt, re-planned)")

@@ -1,0 +1,262 @@
+"""What a question asks for, and whether a sentence has it: the rules shared by the extractive answer and the
+model-free support judge.
+
+- **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what mass / probability /
+  percentage / rate ...", "when", "which year"), ``yesno`` (a question starting with is / does / did / can ...),
+  ``name`` ("which / what model / simulator / tool / library / dataset ...", "who"), ``definition`` ("what is X",
+  "how does ... define"), else ``other``.
+- **has the type** (:func:`has_type`): a ``number`` sentence states a number (digits, or a number word such as
+  "five", "three times", "twice") that is not a citation marker, a section / figure / table / page number or a
+  year (years count for "when / which year" questions); a ``name`` sentence holds a name-like token the question
+  does not (a capital inside a word or a digit with letters: GPT-3, scispaCy, ns-2; a capitalised word not first in
+  the sentence; a word in parentheses or after "using / called / named"). Other types: any sentence.
+- **key terms** (:func:`key_terms`): the question's content words (6-character prefixes, stop words and the words
+  that only say what type is asked dropped), so "How many papers does S2ORC contain?" -> {papers, s2orc}.
+- **numbers and entities** of a claim (:func:`numbers`, :func:`entities`): the digits-numbers (thousand separators
+  and a trailing unit letter kept: 81.1M, 9,280, 21%) and the name-like tokens.
+
+- **sentences** (:func:`sentence_spans`) with their character offsets in a chunk, and **front matter / running
+  headers** (:func:`is_boilerplate`) that are never quoted and never count as support.
+
+These rules are about English question forms and sentence surface features, not about any paper.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STOP = set(
+    """a an and are as at be by can could did do does for from has have how in into is it its of on or that the their
+this to was were what when where which who whom why will with would about describe described describes paper papers
+according than then there these those they them we our us you your i me my he she his her many much also any some
+all each per over under between during after before used use using uses being been not no yes""".split()
+)
+#: words that only say what kind of answer is wanted ("how many", "what percentage"), not what it is about
+_TYPE_WORDS = {
+    "number",
+    "numbe",
+    "amount",
+    "value",
+    "size",
+    "count",
+    "long",
+    "large",
+    "big",
+    "old",
+    "often",
+    "far",
+    "high",
+    "total",
+    "name",
+    "called",
+    "year",
+    "type",
+    "kind",
+}
+_MEASURE = (
+    r"mass|probability|probabilities|percentage|percent|fraction|share|proportion|number|size|value|amount|"
+    r"speed-?up|rate|ratio|temperature|energy|length|count|accuracy|score|f1|gain|price|cost|population|year|age|"
+    r"duration|time|frequency|density|concentration|weight|distance|radius|diameter|width|height|depth|voltage|"
+    r"current|power|pressure|velocity|speed|efficiency|yield|dose|range|threshold|budget|latency|"
+    r"precision|recall|error|loss|improvement|increase|decrease|reduction|boiling point|melting point|"
+    r"how many|how much"
+)
+_NUMBER_Q = re.compile(
+    r"\bhow\s+(?:many|much|long|large|big|old|fast|often|far|high|heavy|small|wide|deep|tall)\b|"
+    r"\b(?:what|which)\b[^?]{0,40}?\b(?:" + _MEASURE + r")\b|^\s*when\b|\bin\s+(?:which|what)\s+year\b|"
+    r"\b(?:what|which)\s+year\b",
+    re.I,
+)
+_YEAR_Q = re.compile(r"^\s*when\b|\byear\b|\bdate\b", re.I)
+_YESNO_Q = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
+_NAME_Q = re.compile(
+    r"\b(?:which|what|who|whom)\b[^?]{0,30}?\b(?:model|models|simulator|tool|tools|library|libraries|framework|"
+    r"dataset|datasets|corpus|software|package|method|algorithm|language|cpu|gpu|processor|system|database|"
+    r"journal|operating system|protocol|platform|code|compiler|solver|instrument|telescope|detector|network|"
+    r"architecture|optimizer|parser|benchmark|organisation|organization|company|institution|country|city|"
+    r"university|author|authors|sources?|baseline|baselines|technique|device|material|catalyst|species|gene|"
+    r"protein|drug|metric|loss)\b|^\s*who\b|^\s*where\b|\bwhere\b",
+    re.I,
+)
+_DEFINITION_Q = re.compile(r"^\s*what\s+(?:is|are|was|were|does|do|did)\b|\bdefine[sd]?\b|\bdefinition\b", re.I)
+_NUMBER_WORD = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
+    r"thousand|thousands|million|millions|billion|dozen|twice|double|triple|half|single)\b",
+    re.I,
+)
+_REF_NUMBER = re.compile(
+    r"\b(?:section|sec\.|§|figure|fig\.|table|tab\.|page|p\.|pp\.|eq\.|equation|chapter|appendix|step|ref\.)\s*"
+    r"[A-Z]?\d+(?:\.\d+)*",
+    re.I,
+)
+_MARKER = re.compile(r"\[\d+(?:\s*[,;–-]\s*\d+)*\]")
+_NUM = re.compile(r"(?<![\w.])[-+±~≈<>]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[KMBkx]\b|×))?")
+_YEAR = re.compile(r"^(?:1[6-9]|20)\d\d$")
+_NAME_TOKEN = re.compile(r"\b(?:[A-Za-z]+[-/]?\d[\w.-]*|[a-z]+[A-Z][\w-]*|[A-Z][A-Z0-9]{1,}[\w-]*|[A-Z][a-z][\w-]*)")
+_INTRO_NAME = re.compile(r"\b(?:using|called|named|with|via|by|on|in)\s+([A-Za-z][\w.-]+)")
+
+
+def asked_type(question: str) -> str:
+    """``number``, ``yesno``, ``name``, ``definition`` or ``other`` (module docstring)."""
+    if _YESNO_Q.search(question):
+        return "yesno"
+    if _NUMBER_Q.search(question):
+        return "number"
+    if _NAME_Q.search(question):
+        return "name"
+    if _DEFINITION_Q.search(question):
+        return "definition"
+    return "other"
+
+
+def stem(word: str) -> str:
+    """The 6-character prefix of a lower-cased word (the matching unit of key terms)."""
+    return word.lower()[:6]
+
+
+def words(text: str) -> list[str]:
+    """Words of ``text`` (letters and digits, inner hyphens kept split)."""
+    return re.findall(r"[A-Za-z0-9]+", text)
+
+
+def key_terms(question: str) -> set[str]:
+    """The question's content words as 6-character prefixes (module docstring)."""
+    return {
+        stem(w)
+        for w in words(question)
+        if w.lower() not in _STOP and len(w) > 2 and stem(w) not in _TYPE_WORDS and w.lower() not in _TYPE_WORDS
+    }
+
+
+def text_stems(text: str) -> set[str]:
+    """The :func:`stem` of every word of ``text``, plus hyphenated words joined ("back-end" -> "backend") and words
+    with a glued footnote digit trimmed ("Plain1" -> "plain")."""
+    out = {stem(w) for w in words(text)}
+    out |= {stem(m.replace("-", "")) for m in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)+", text)}
+    out |= {stem(m[:-1]) for m in re.findall(r"\b[A-Za-z]{3,}\d\b", text)}
+    return out
+
+
+def coverage(terms: set[str], text: str) -> float:
+    """Share of ``terms`` (6-character prefixes) found among the words of ``text`` (:func:`text_stems`; 1.0 when
+    ``terms`` is empty)."""
+    if not terms:
+        return 1.0
+    return len(terms & text_stems(text)) / len(terms)
+
+
+def _clean_numbers(sentence: str) -> str:
+    return _REF_NUMBER.sub(" ", _MARKER.sub(" ", sentence))
+
+
+def numbers(text: str, *, years: bool = True) -> set[str]:
+    """The numbers stated in ``text`` (citation markers and section / figure / table numbers dropped), normalised:
+    thousand separators removed, a unit letter or % kept (``"81.1M"``, ``"9280"``, ``"21%"``); years only when
+    ``years``."""
+    out = set()
+    for m in _NUM.finditer(_clean_numbers(text)):
+        tok = m.group(0).lstrip("-+±~≈<>").replace(",", "").replace(" ", "")
+        digits = re.match(r"\d+(?:\.\d+)?", tok)
+        if not digits:
+            continue
+        if not years and _YEAR.match(tok):
+            continue
+        out.add(tok.lower())
+    return out
+
+
+_UNIT_AFTER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?([A-Za-zµμ°Å][A-Za-zµμ°/²³-]{0,5}|%)(?![\w])")
+_NOT_UNITS = _STOP | {"to", "and", "or", "of", "in", "at", "for", "per", "than", "times", "out", "new", "more", "less"}
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """``(number, unit)`` pairs of ``text``: a number followed by a short unit token ("0.42 mM", "2.4 kW", "16 %",
+    "35k"), separators dropped, unit as written (case kept: mM is not Mm); words that are not units ("and", "per",
+    "papers" is longer than 6) are skipped."""
+    out = set()
+    for m in _UNIT_AFTER.finditer(_clean_numbers(text)):
+        unit = m.group(2)
+        if unit.lower() in _NOT_UNITS or (len(unit) > 3 and unit.isalpha() and unit.islower()):
+            continue
+        out.add((m.group(1).replace(",", ""), unit))
+    return out
+
+
+def has_number(sentence: str, *, years: bool = False) -> bool:
+    """Whether ``sentence`` states a number (module docstring): digits other than markers, section / figure numbers
+    and (unless ``years``) years, or a number word."""
+    return bool(numbers(sentence, years=years)) or bool(_NUMBER_WORD.search(sentence))
+
+
+def entities(text: str) -> set[str]:
+    """Name-like tokens of ``text`` (module docstring), lower-cased; the first word of a sentence only when it has a
+    capital or digit inside."""
+    out = set()
+    for m in _NAME_TOKEN.finditer(text):
+        tok = m.group(0).rstrip(".-")
+        start = m.start()
+        before = text[:start].rstrip()
+        first = not before or before[-1] in ".!?:;"
+        plain_cap = re.fullmatch(r"[A-Z][a-z]+", tok) is not None
+        if first and plain_cap:
+            continue
+        if plain_cap and tok.lower() in _STOP:
+            continue
+        out.add(tok.lower())
+    return out
+
+
+def has_name(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` holds a name-like token (module docstring) the question does not."""
+    q = {w.lower() for w in words(question)}
+    new = {e for e in entities(sentence) if not set(words(e.lower())) <= q}
+    if new:
+        return True
+    return any(m.group(1).lower() not in q and m.group(1).lower() not in _STOP for m in _INTRO_NAME.finditer(sentence))
+
+
+def has_type(sentence: str, kind: str, question: str) -> bool:
+    """Whether ``sentence`` has what a question of ``kind`` (:func:`asked_type`) asks for."""
+    if kind == "number":
+        return has_number(sentence, years=bool(_YEAR_Q.search(question)))
+    if kind == "name":
+        return has_name(sentence, question)
+    return True
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the sentences of ``text`` (split after ``.!?`` followed by white space
+    and a capital, digit or bracket), 40-600 characters long once whitespace is collapsed, offsets into ``text``
+    itself."""
+    out = []
+    start = 0
+    for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])", text):
+        out.append((start, m.start()))
+        start = m.end()
+    out.append((start, len(text.rstrip())))
+    res = []
+    for a, b in out:
+        while a < b and text[a].isspace():
+            a += 1
+        n = len(" ".join(text[a:b].split()))
+        if 40 <= n <= 600:
+            res.append((a, b))
+    return res
+
+
+_BOILERPLATE = re.compile(
+    r"©|\bcopyright\b|permission to make digital|\bISBN\b|\bISSN\b|ACM Reference Format|\bdoi\.org\b|"
+    r"\ban? (?:IOP|Springer|Elsevier|Wiley|ACM|IEEE)\b.{0,30}\bjournal\b|\bjournal of\b.{0,80}\bjournal\b|"
+    r"all rights reserved|licensed under|\barXiv:\d{4}\.\d{4,5}|@[\w-]+\.(?:edu|org|com|ac)\b|"
+    r"\bpreprint submitted\b|\bproceedings of the\b.{0,80}\b(?:conference|workshop)\b",
+    re.I,
+)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """Whether ``sentence`` is front matter or a running header/footer: copyright, permission and licence notices,
+    ISBN/ISSN, "ACM Reference Format", DOI links, journal banners ("Journal of ... An IOP and SISSA journal"),
+    arXiv identifiers, e-mail addresses, "Proceedings of the ... Conference". Such sentences are never quoted and
+    never count as support."""
+    return bool(_BOILERPLATE.search(sentence))

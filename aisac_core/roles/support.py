@@ -1,0 +1,273 @@
+"""The two verdicts of an answer's evidence, named plainly: **anchors** (are the cited bytes still there?) and
+**support** (does the cited sentence state the claim?).
+
+Anchors (:func:`anchors_verdict`), from :func:`aisac_core.rag.verify.verify_anchor`: ``intact`` (status ``ok``, or
+``file_changed`` with the passage still found), ``changed`` (``chunk_changed``: the passage is gone), ``missing``
+(document or file gone). The answer's anchors verdict is the worst of its citations'.
+
+Support, per rag citation (:func:`judge_citation`): the *claim* is the answer sentence(s) carrying the citation
+marker ``[n]``; the *cited sentence* is the text of the anchor's ``quote_span`` inside the chunk (the chunk text is
+read from the index, never from the caller), or, without a valid span, the chunk sentence that shares most numbers
+and words with the claim. Without a model the judgement is by rules, in this order:
+
+1. the cited sentence is front matter, a running header / footer or a reference-list entry
+   (:func:`aisac_core.roles.asked.is_boilerplate`, :func:`aisac_core.roles.sentences.is_reference_entry`):
+   **not supported** (and the citation never counts toward the evidence gate);
+2. a number of the claim (digits, unit letter or % kept; :func:`aisac_core.roles.asked.numbers`) is absent from the
+   cited sentence, or present without the unit the claim gives it ("7.5 mM" against "pH 7.5";
+   :func:`aisac_core.roles.asked.quantities`): **not supported**;
+3. the question asks for a number / name (:func:`aisac_core.roles.asked.asked_type`) and the cited sentence has
+   none: **not supported**;
+4. the claim's content words are mostly absent (coverage < 0.5) *and* the claim is semantically far from the
+   cited sentence (cosine < :data:`CLAIM_SIM`): **not supported**;
+5. a name-like token of the claim (GPT-3, SQuALITY, ...) absent from the cited sentence, or a key term of the
+   question absent from the cited sentence and its document's title (every one must be there: "how much does X
+   outperform Y on Z" is not answered by a sentence on Z that never says "outperform"), or question-sentence
+   cosine below :data:`QUESTION_SIM`: **partly**;
+6. otherwise **supported**.
+
+With a model (``backend``), the ``support`` prompt shows the question, the claim and the cited sentence and the
+model answers ``{verdict: supported|partly|not supported, reason}`` per citation; rule 1 still applies first.
+A citation without a claim sentence, a literature citation, or an answer without rag citations is **not judged**.
+The answer's support verdict: ``supported`` when every judged citation is, ``not supported`` when none is
+``supported`` or ``partly``, else ``partly``; ``not judged`` when none was judged.
+
+The similarity thresholds are calibrated on bench/data/answers_dev.json (MiniLM cosine of question and cited
+sentence: answers stating the fact mostly above 0.45, unrelated sentences mostly below 0.3); they are round
+figures set between the two, not fitted per question.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from aisac_core.roles.asked import (
+    asked_type,
+    coverage,
+    entities,
+    has_type,
+    is_boilerplate,
+    key_terms,
+    numbers,
+    quantities,
+    sentence_spans,
+    text_stems,
+)
+from aisac_core.roles.sentences import is_reference_entry, strip_markers
+
+if TYPE_CHECKING:
+    from aisac_core.roles.backends import Backend
+    from aisac_core.roles.env import RoleEnv
+
+SUPPORT_VERDICTS = ("supported", "partly", "not supported", "not judged")
+ANCHOR_VERDICTS = ("intact", "changed", "missing")
+#: question - cited sentence cosine below which support is at most "partly"
+QUESTION_SIM = 0.3
+#: claim - cited sentence cosine below which a claim with few shared words is "not supported"
+CLAIM_SIM = 0.5
+_MARK = re.compile(r"\[(\d+)\]")
+
+
+def anchor_word(status: str | None) -> str:
+    """``intact`` / ``changed`` / ``missing`` for a :func:`~aisac_core.rag.verify.verify_anchor` status."""
+    return {"ok": "intact", "file_changed": "intact", "chunk_changed": "changed"}.get(str(status), "missing")
+
+
+def anchors_verdict(statuses: list[str | None]) -> str:
+    """The worst :func:`anchor_word` of ``statuses``; ``missing`` for an empty list (nothing to check)."""
+    found = [anchor_word(s) for s in statuses]
+    for w in ("missing", "changed"):
+        if w in found:
+            return w
+    return "intact" if found else "missing"
+
+
+def claims_by_citation(text: str) -> dict[int, list[str]]:
+    """Citation number -> the answer sentences that carry its marker ``[n]`` (markers and list bullets removed)."""
+    out: dict[int, list[str]] = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.lower().startswith("related literature"):
+            continue
+        for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])|(?<=\])\s+(?=[A-Z])", line):
+            marks = {int(m) for m in _MARK.findall(sent)}
+            claim = strip_markers(_MARK.sub("", sent)).lstrip("-• ").strip()
+            for n in marks:
+                if claim:
+                    out.setdefault(n, []).append(claim)
+    return out
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    return sentence_spans(text) or ([(0, len(text))] if text.strip() else [])
+
+
+def cited_sentence(chunk: str, span: Any, claim: str) -> tuple[str, list[int]]:
+    """The cited sentence of ``chunk`` and its span: ``span`` when it is a valid ``[start, end]`` inside ``chunk``,
+    else the chunk sentence sharing most numbers, then words, with ``claim``."""
+    if (
+        isinstance(span, list | tuple)
+        and len(span) == 2
+        and all(isinstance(x, int) for x in span)
+        and 0 <= span[0] < span[1] <= len(chunk)
+    ):
+        return " ".join(chunk[span[0] : span[1]].split()), [span[0], span[1]]
+    nums, terms = numbers(claim), key_terms(claim)
+    best: tuple[float, int, int] = (-1.0, 0, len(chunk))
+    for a, b in _spans(chunk):
+        s = chunk[a:b]
+        score = len(nums & numbers(s)) + coverage(terms, s)
+        if score > best[0]:
+            best = (score, a, b)
+    return " ".join(chunk[best[1] : best[2]].split()), [best[1], best[2]]
+
+
+def _sims(embed: Any, question: str, claim: str, cited: str) -> tuple[float | None, float | None]:
+    """Cosines (question, cited) and (claim, cited): one embedding call of the three texts; None without ``embed``."""
+    if embed is None:
+        return None, None
+    vq, vc, vs = embed([question, claim, cited])
+    if not vq or not vc or not vs:
+        return None, None
+    return float(sum(x * y for x, y in zip(vq, vs))), float(sum(x * y for x, y in zip(vc, vs)))
+
+
+def is_not_evidence(sentence: str) -> str | None:
+    """Why ``sentence`` can never support a claim (front matter / running header, reference entry), or None."""
+    if is_boilerplate(sentence):
+        return "front matter or a running header/footer, not evidence"
+    if is_reference_entry(sentence):
+        return "a reference-list entry, not evidence"
+    return None
+
+
+def judge_citation(question: str, claim: str, cited: str, embed: Any = None, title: str = "") -> dict[str, Any]:
+    """Model-free support of ``claim`` by ``cited`` for ``question`` (rules of the module docstring):
+    ``{verdict, reasons: [str], question_similarity, claim_similarity}``. ``embed``: texts -> unit vectors (None: the
+    similarity rules are skipped); ``title``: the cited document's title (counts for the question's key terms)."""
+    reasons: list[str] = []
+    bad = is_not_evidence(cited)
+    if bad:
+        return {"verdict": "not supported", "reasons": [bad], "question_similarity": None, "claim_similarity": None}
+    qsim, csim = _sims(embed, question, claim, cited)
+    out = {"question_similarity": qsim, "claim_similarity": csim}
+    missing_nums = sorted(numbers(claim) - numbers(cited))
+    if missing_nums:
+        reasons.append(f"the cited sentence does not state {', '.join(missing_nums)}")
+        return {"verdict": "not supported", "reasons": reasons, **out}
+    lost_units = sorted(f"{n} {u}" for n, u in quantities(claim) - quantities(cited) if (n, u) not in quantities(cited))
+    if lost_units:
+        reasons.append(f"the cited sentence does not state {', '.join(lost_units)} (the number with its unit)")
+        return {"verdict": "not supported", "reasons": reasons, **out}
+    kind = asked_type(question)
+    if kind in ("number", "name") and not has_type(cited, kind, question):
+        reasons.append(f"the question asks for a {kind}; the cited sentence states none")
+        return {"verdict": "not supported", "reasons": reasons, **out}
+    claim_cov = coverage(key_terms(claim), cited)
+    if claim_cov < 0.5 and (csim is None or csim < CLAIM_SIM):
+        reasons.append(f"the cited sentence shares {claim_cov:.0%} of the claim's words and is not close in meaning")
+        return {"verdict": "not supported", "reasons": reasons, **out}
+    cited_low = cited.lower()
+    lost = sorted(e for e in entities(claim) - entities(cited) if e not in cited_low and e not in question.lower())
+    if lost:
+        reasons.append(f"names of the claim absent from the cited sentence: {', '.join(lost[:5])}")
+    q_terms = key_terms(question)
+    missing = sorted(q_terms - text_stems(f"{cited} {title}"))
+    if missing:
+        reasons.append(f"key terms of the question absent from the cited sentence: {', '.join(missing)}")
+    if qsim is not None and qsim < QUESTION_SIM:
+        reasons.append(f"the cited sentence is far from the question (cosine {qsim:.2f} < {QUESTION_SIM})")
+    return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
+
+
+def answer_verdict(verdicts: list[str]) -> str:
+    """The answer's support verdict from its citations' (module docstring)."""
+    judged = [v for v in verdicts if v != "not judged"]
+    if not judged:
+        return "not judged"
+    if all(v == "supported" for v in judged):
+        return "supported"
+    if any(v in ("supported", "partly") for v in judged):
+        return "partly"
+    return "not supported"
+
+
+async def judge_answer(
+    env: RoleEnv,
+    task: str,
+    answer: dict[str, Any],
+    backend: Backend | None,
+    *,
+    chunk_text: Any,
+    embed: Any,
+    run_id: str,
+    parent_id: int | None,
+) -> dict[str, Any]:
+    """Support of every rag citation of ``answer`` (``{text, citations}``) for question ``task``: ``{verdict, by:
+    rules|model, citations: [{n, verdict, reasons, sentence, quote_span, evidence: bool, by?}], ms_per_citation}``.
+
+    ``chunk_text``: chunk id -> the chunk's text in the index (None: unknown, the citation is not judged);
+    ``embed``: texts -> unit vectors or None. With ``backend`` the model judges each citation (``support`` prompt);
+    when the model fails for a citation, the rules judge it (its ``by`` says ``rules``, a reason says why)."""
+    from aisac_core.roles import RoleModelError
+    from aisac_core.roles.backends import ask_json
+    from aisac_core.roles.prompts import render
+    from aisac_core.roles.schemas import load_schema
+
+    claims = claims_by_citation(answer.get("text") or "")
+    out: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    n_judged = 0
+    for c in answer.get("citations") or []:
+        if c.get("kind", "rag") != "rag" or not isinstance(c.get("anchor"), dict):
+            continue
+        n = c.get("n")
+        rec: dict[str, Any] = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
+        chunk = chunk_text(c["anchor"].get("chunk_id") or c.get("chunk_id"))
+        claim = " ".join(claims.get(int(n), [])) if isinstance(n, int) else ""
+        if chunk is None:
+            rec["reasons"] = ["the cited chunk is not in the index"]
+        else:
+            sent, span = cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task)
+            rec.update(sentence=sent, quote_span=span)
+            bad = is_not_evidence(sent)
+            rec["evidence"] = bad is None
+            if not claim:
+                rec["reasons"] = ["no answer sentence carries this citation"]
+            elif bad or backend is None:
+                n_judged += 1
+                rec.update(judge_citation(task, claim, sent, embed, str(c.get("title") or "")))
+            else:
+                n_judged += 1
+                text, version = render(
+                    "support",
+                    {"task": task, "n": n, "claim": claim, "cited": sent, "schema": load_schema("support")},
+                    env.settings.prompt_dir,
+                )
+                try:
+                    got = await ask_json(
+                        env,
+                        backend,
+                        role="support",
+                        schema="support",
+                        prompt=text,
+                        prompt_version=version,
+                        run_id=run_id,
+                        parent_id=parent_id,
+                    )
+                except RoleModelError as exc:  # the rules judge instead, and say so
+                    rec.update(judge_citation(task, claim, sent, embed, str(c.get("title") or "")))
+                    rec["reasons"] = [*rec["reasons"], f"model failed ({str(exc)[:200]}): judged by the rules"]
+                    rec["by"] = "rules"
+                else:
+                    rec.update(verdict=got["output"]["verdict"], reasons=[got["output"]["reason"]], by="model")
+        out.append(rec)
+    ms = (time.perf_counter() - t0) * 1000
+    return {
+        "verdict": answer_verdict([r["verdict"] for r in out]),
+        "by": "model" if backend is not None else "rules",
+        "citations": out,
+        "ms_per_citation": round(ms / n_judged, 2) if n_judged else None,
+    }

@@ -1,0 +1,222 @@
+"""Issue 28: the two verdicts of an answer's evidence (anchors, support), the rules of the model-free support judge,
+a wrong answer with two well-formed citations marked "not supported" (model-free and with a stub model that judges
+support), and the quote span a citation carries (re-checked by rag_verify_anchor).
+
+The store holds the project's two Markdown notes (heat transfer, enzyme kinetics; tests/fixtures_gen.py), indexed
+for real; the stub model is a real local HTTP endpoint (tests/roles_support.py ChatStub).
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from roles_support import ChatStub, make_roles_core, release
+
+from aisac_core.roles.asked import asked_type, has_number, numbers
+from aisac_core.roles.support import anchors_verdict, answer_verdict, claims_by_citation, judge_citation
+
+
+@pytest.fixture(scope="module")
+def rcore(tmp_path_factory, models_dir, shared_embedder):
+    c = make_roles_core(tmp_path_factory, models_dir, shared_embedder)
+    yield c
+    release(c)
+
+
+# ---------------------------------------------------------------- rules (no store)
+def test_asked_types_and_numbers():
+    assert asked_type("How many queries does AutoScholarQuery include?") == "number"
+    assert asked_type("What mass is assumed for the ultra light scalar field dark matter?") == "number"
+    assert asked_type("What coalescence probability was obtained for photons?") == "number"
+    assert asked_type("Which network simulator and version were used?") == "name"
+    assert asked_type("Which tool is used to process each PDF when building S2ORC?") == "name"
+    assert asked_type("Is CiteSee implemented as a Chrome extension?") == "yesno"
+    assert asked_type("What is S2ORC?") == "definition"
+    assert numbers("a corpus of 81.1M papers and 9,280 summaries, 16 % of pairs [12] (Section 3)") == {
+        "81.1m",
+        "9280",
+        "16%",
+    }
+    assert has_number("The simulation is based on ns-2 version 2.33.")
+    assert not has_number("The mass of this Scalar Field is assumed ultra light [1].")
+    assert not has_number("As shown in Table 2 and Section 4.1, the results hold [3, 4].")
+
+
+def test_judge_rules():
+    q = "What is the size of the S2ORC corpus in papers?"
+    right = "We introduce S2ORC, a large corpus of 81.1M English-language academic papers."
+    assert judge_citation(q, right, right)["verdict"] == "supported"
+    # every key term of the question must be in the cited sentence (or its title) for "supported"
+    assert judge_citation("How many papers does S2ORC contain?", right, right)["verdict"] == "partly"
+    wrong = judge_citation(q, "S2ORC contains 12M papers.", right)
+    assert wrong["verdict"] == "not supported" and "12m" in wrong["reasons"][0]
+    vague = "The mass of this Scalar Field is assumed ultra light."
+    got = judge_citation("What mass is assumed for the scalar field dark matter?", vague, vague)
+    assert got["verdict"] == "not supported" and "asks for a number" in got["reasons"][0]
+    header = "Journal of Cosmology and Astroparticle Physics An IOP and SISSA journal"
+    assert judge_citation("What is dark matter?", header, header)["verdict"] == "not supported"
+    ref = "Kyle Lo, Lucy Lu Wang, and Daniel Weld. 2020. S2ORC: The Semantic Scholar Open Research Corpus. In Proceedings of ACL."
+    assert judge_citation(q, ref, ref)["verdict"] == "not supported"
+    assert answer_verdict(["supported", "not judged"]) == "supported"
+    assert answer_verdict(["supported", "not supported"]) == "partly"
+    assert answer_verdict(["not supported"]) == "not supported" and answer_verdict([]) == "not judged"
+    assert anchors_verdict(["ok", "file_changed"]) == "intact" and anchors_verdict(["ok", "chunk_changed"]) == "changed"
+    assert claims_by_citation("- Km is 0.42 mM [1][2]\n- kcat is 38 per second. Other text [3]") == {
+        1: ["Km is 0.42 mM"],
+        2: ["Km is 0.42 mM"],
+        3: ["Other text"],
+    }
+
+
+# ---------------------------------------------------------------- roles_evaluate on a real store
+def _two_citations(core):
+    """Two rag_search hits (full anchors) about the lipase's Km, as a host would cite them."""
+    from aisac_core.rag.search import search
+
+    hits = search(core, "Michaelis-Menten Km of the lipase", 3).as_dict()["hits"]
+    return [h for h in hits if "0.42" in (h["text"] or "")][:1] + [h for h in hits if "0.42" not in (h["text"] or "")][
+        :1
+    ]
+
+
+def _evaluate(core, answer, cites, llm="none"):
+    return anyio.run(
+        lambda: core.roles.evaluate(
+            "What is the Km of the lipase?", answer, run_id="t-support", citations=cites, mode="lite", llm=llm
+        )
+    )
+
+
+def test_wrong_answer_with_two_well_formed_citations_is_not_supported(rcore):
+    cites = _two_citations(rcore)
+    assert len(cites) == 2
+    bad = _evaluate(rcore, "The Km of the lipase is 7.5 mM [1]. It was measured at 405 nm [2].", cites)
+    assert bad["anchors"] == "intact"  # the cited bytes are there ...
+    assert bad["support"]["verdict"] == "not supported", bad["support"]  # ... but they do not say that
+    assert not bad["passed"]
+    assert any(c["aspect"] == "support" and c["severity"] >= 0.9 for c in bad["critiques"])
+    good = _evaluate(rcore, "The lipase has Km = 0.42 mM [1].", cites[:1])
+    assert good["support"]["verdict"] == "supported", good["support"]
+    assert good["support"]["citations"][0]["sentence"].startswith("The hydrolysis of p-nitrophenyl butyrate")
+    assert good["passed"] and good["anchors"] == "intact"
+
+
+def test_stub_model_judges_support_per_citation(rcore):
+    cites = _two_citations(rcore)
+    s = rcore.settings.roles
+    saved = (s.llm, s.llm_base_url)
+    no = json.dumps({"verdict": "not supported", "reason": "the sentence gives Km = 0.42 mM, not 7.5 mM"})
+    crit = json.dumps({"critiques": []})
+    with ChatStub({"support": [no, no], "evaluator": [crit]}) as stub:
+        s.llm, s.llm_base_url = "openai", stub.url
+        try:
+            res = _evaluate(
+                rcore, "The Km of the lipase is 7.5 mM [1]. It was measured at 405 nm [2].", cites, "openai"
+            )
+        finally:
+            s.llm, s.llm_base_url = saved
+    asked = [r for r in stub.requests if r["role"] == "support"]
+    assert len(asked) == 2
+    prompt = asked[0]["body"]["messages"][-1]["content"]
+    assert "7.5 mM" in prompt and "Cited sentence:" in prompt  # the cited sentence is in front of the model
+    assert res["support"]["by"] == "model" and res["support"]["verdict"] == "not supported"
+    assert not res["passed"]
+
+
+def test_extractive_citation_carries_its_span_and_verify_rechecks_it(rcore):
+    from aisac_core.rag.search import search
+    from aisac_core.rag.verify import verify_anchor
+    from aisac_core.roles.researcher import collect_evidence, extractive_answer
+
+    items = collect_evidence({"s1": search(rcore, "Km of the lipase", 4).as_dict()})
+    ans = extractive_answer("What is the Km of the lipase?", items, embed=rcore.roles.embed_texts)
+    c = ans["citations"][0]
+    a, b = c["anchor"]["quote_span"]
+    chunk = next(i["text"] for i in items if i.get("chunk_id") == c["chunk_id"])
+    assert "0.42 mM" in chunk[a:b] and c["quote"] == " ".join(chunk[a:b].split())
+    assert 0 <= a < b <= len(chunk)
+    v = verify_anchor(rcore.rag, c["anchor"])
+    assert v["status"] == "ok" and v["quote"] == c["quote"]
+    outside = {**c["anchor"], "quote_span": [a, len(chunk) + 50]}
+    v2 = verify_anchor(rcore.rag, outside)
+    assert v2["quote"] is None and "outside the chunk" in v2["detail"]
+    assert (
+        "The sources do not state it"
+        in extractive_answer(
+            "What is the boiling point of liquid nitrogen in kelvin?", items, embed=rcore.roles.embed_texts
+        )["text"]
+    )
+
+
+# ---------------------------------------------------------------- the highlighted span on the page image
+PARA = [
+    "Catalyst pellets were loaded into a fixed bed reactor and heated under nitrogen before each run.",
+    "The feed was switched to methanol once the bed reached its set point and held for the whole test.",
+    "After ten cycles the regenerated catalyst kept 87 percent of its initial activity, measured as the",
+    "conversion of methanol at the standard space velocity. Coke was burnt off in air between cycles",
+    "and the off-gas was analysed by an infrared detector to close the carbon balance of every run.",
+]
+
+
+def _para_pdf(path):
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=A4)
+    c.setFont("Helvetica", 11)
+    for i, line in enumerate(PARA):
+        c.drawString(72, A4[1] - 100 - 14 * i, line)
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_page_image_highlights_exactly_the_quoted_span(tmp_path, models_dir, shared_embedder):
+    """The citation's span (not the chunk's first characters) is what is drawn; the
+    highlighted boxes cover the span's words and at most one line without them."""
+    import pypdfium2 as pdfium
+    from conftest import make_settings
+
+    from aisac_core.context import AppContext
+    from aisac_core.rag.indexer import Indexer
+    from aisac_core.rag.search import search
+    from aisac_core.roles.researcher import collect_evidence, extractive_answer
+    from aisac_core.trace.pageimage import evidence_page
+
+    pdf = _para_pdf(tmp_path / "durability.pdf")
+    core = AppContext(make_settings(tmp_path / "store", models_dir, warm=False), embedder=shared_embedder)
+    try:
+        Indexer(core).run([pdf])
+        items = collect_evidence({"s": search(core, "activity of the regenerated catalyst after cycles", 3).as_dict()})
+        ans = extractive_answer(
+            "What share of its initial activity did the regenerated catalyst keep after ten cycles?",
+            items,
+            embed=core.roles.embed_texts,
+        )
+    finally:
+        core.close()
+    c = ans["citations"][0]
+    quote = c["quote"]
+    assert quote.startswith("After ten cycles") and quote.endswith("space velocity."), quote
+    img = evidence_page(pdf, 1, quote, cache_dir=tmp_path / "cache")
+    assert img is not None and img.found and img.rects
+    doc = pdfium.PdfDocument(str(pdf))
+    page = doc[0]
+    tp = page.get_textpage()
+    w_pt, h_pt = page.get_size()
+    scale = img.width / w_pt
+    words = {w.strip(".,").lower() for w in quote.split()}
+    covered: set[str] = set()
+    lines_without_span = 0
+    for x0, y0, x1, y1 in img.rects:
+        text = tp.get_text_bounded(x0 / scale, h_pt - y1 / scale, x1 / scale, h_pt - y0 / scale)
+        got = {w.strip(".,").lower() for w in text.split()}
+        covered |= got & words
+        lines_without_span += not (got & words)
+        # a box never reaches the lines above or below the span
+        assert not ({"nitrogen", "detector", "balance"} & got), text
+    assert covered == words, words - covered
+    assert lines_without_span <= 1 and len(img.rects) <= 3, img.rects
+    doc.close()
