@@ -219,7 +219,7 @@ class AppContext:
                 self.secure_store()
                 # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
                 vs = open_vector_store(
-                    self.settings.vector_backend, root=self.settings.vectors_dir, settings=self.settings
+                    self.settings.vector_kind, root=self.settings.vectors_dir, settings=self.settings
                 )
                 try:
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)

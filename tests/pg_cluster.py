@@ -22,6 +22,22 @@ class PgUnavailable(RuntimeError):
     """No PostgreSQL can be started here (the message says what is missing)."""
 
 
+def pgvector_bin() -> Path:
+    """Folder of the server binaries of the ``pgserver`` wheel (PostgreSQL 16 with the pgvector extension).
+    Raises :class:`PgUnavailable` when the package is not installed (``pip install -e '.[dev]'``)."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # pgserver reads XDG_RUNTIME_DIR on import; the cluster here does not use it
+            warnings.simplefilter("ignore")
+            from pgserver._commands import POSTGRES_BIN_PATH
+    except ImportError as exc:
+        raise PgUnavailable(
+            "the pgserver package (PostgreSQL with pgvector) is not installed: pip install pgserver"
+        ) from exc
+    return Path(POSTGRES_BIN_PATH)
+
+
 def pg_bin() -> Path | None:
     """Folder of the newest installed ``initdb`` and ``pg_ctl`` (Debian: /usr/lib/postgresql/<major>/bin)."""
     for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
@@ -41,8 +57,9 @@ class PgCluster:
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def start(cls) -> PgCluster:
-        bin_dir = pg_bin()
+    def start(cls, bin_dir: Path | None = None) -> PgCluster:
+        """Start a cluster from ``bin_dir`` (default: the newest Debian server, :func:`pg_bin`)."""
+        bin_dir = bin_dir or pg_bin()
         if bin_dir is None:
             raise PgUnavailable("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
         try:

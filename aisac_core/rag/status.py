@@ -18,6 +18,7 @@ from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 if TYPE_CHECKING:
     from aisac_core.rag.parts import RagParts
     from aisac_core.rag.results import IndexJob, StoreStatus
+    from aisac_core.settings import Settings
 
 
 class JobList(Protocol):
@@ -40,6 +41,13 @@ def _dir_size(path: Path) -> int:
     return total
 
 
+def _vectors_where(s: Settings) -> str:
+    """Where the vectors are: the embedded folder, the Qdrant server URL, or the PostgreSQL URL (no password)."""
+    if s.vector_kind == "postgres":
+        return redact_url(s.resolved_vector_url or "")
+    return s.qdrant_url if s.vector_kind == "qdrant" and s.qdrant_url else str(s.vectors_dir)
+
+
 def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, the 5 most recent
     ``jobs``, store location and size in bytes, the SQL schema revision, the embedding model, and whether documents
@@ -60,8 +68,8 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "data_dir": str(s.data_dir),
         "sql_url": redact_url(s.resolved_sql_url),
         "schema_revision": schema_revision(parts.engine),
-        "vector_backend": s.vector_backend,
-        "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
+        "vector_backend": s.vector_kind,
+        "vectors_dir": _vectors_where(s),
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
         "embedding_model": parts.embedder.model_id,
         "fingerprint": fp,

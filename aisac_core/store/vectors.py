@@ -581,13 +581,28 @@ class QdrantClientVectorStore(VectorStore):
 def open_vector_store(
     backend: str, *, root: Path, url: str | None = None, api_key: str | None = None, settings: Settings | None = None
 ) -> VectorStore:
-    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``. With
+    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``;
+    ``postgres`` in the PostgreSQL database ``url`` (:class:`aisac_core.store.pgvectors.PgVectorStore`). With
     ``settings``, ``qdrant`` is built from them instead (:meth:`QdrantClientVectorStore.from_settings`: URL, key,
-    TLS, timeout, sharding; local mode in ``settings.vectors_dir``)."""
+    TLS, timeout, sharding; local mode in ``settings.vectors_dir``) and ``postgres`` takes
+    ``settings.resolved_vector_url``. Raises :class:`VectorStoreError` (postgres without a PostgreSQL URL) and
+    ValueError (an unknown backend)."""
+    if backend == "postgres":
+        from aisac_core.store.pgvectors import PgVectorStore
+
+        if url is None and settings is not None:
+            url = settings.resolved_vector_url
+        if url is None or not url.startswith("postgresql"):
+            raise VectorStoreError(
+                f"the postgres vector backend needs a PostgreSQL database: set AISAC_VECTOR_URL to a "
+                f"postgresql+psycopg:// URL, or AISAC_VECTOR_URL=sql with a PostgreSQL AISAC_SQL_URL (now "
+                f"{'SQLite' if url and url.startswith('sqlite') else 'unset'})"
+            )
+        return PgVectorStore(url)
     if backend == "edge":
         return EdgeVectorStore(root)
     if backend == "qdrant":
         if settings is not None:
             return QdrantClientVectorStore.from_settings(settings)
         return QdrantClientVectorStore(url=url, path=None if url else root, api_key=api_key)
-    raise ValueError(f"unknown vector backend {backend!r}: use 'edge' or 'qdrant'")
+    raise ValueError(f"unknown vector backend {backend!r}: use 'edge', 'qdrant' or 'postgres'")
