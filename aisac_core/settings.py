@@ -295,6 +295,9 @@ class Settings(BaseSettings):
     vector_url: str | None = None
     #: one process only: an embedded vector folder next to a server SQL store (refused by default; see server_store)
     allow_private_vectors: bool = False
+    #: strict audit mode: a tool call fails when its trace event cannot be written to the SQL store (it is still
+    #: kept in the local journal, <data_dir>/trace-journal.jsonl); default: the call succeeds, the event waits
+    trace_strict: bool = False
     #: Qdrant REST URL (``http(s)://host:6333``, ``host:6333``; unset: local mode); API key (a secret) and TLS:
     #: https://qdrant.tech/documentation/security/ (TLS unset: the URL's scheme; none: TLS when a key is set;
     #: CA file: a PEM bundle or a folder of hashed certificates that signs the server's certificate)

@@ -125,6 +125,30 @@ class PgCluster:
             raise PgUnavailable(f"could not start PostgreSQL: {err.decode(errors='replace')[-500:]}") from exc
         return cls(root=root, port=port, bin_dir=bin_dir, prefix=prefix)
 
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), *args],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def server_stop(self) -> None:
+        """Stop the server (fast shutdown: open connections are cut), keeping its data (:meth:`server_start`)."""
+        self._ctl("-w", "-m", "fast", "stop")
+
+    def server_start(self) -> None:
+        """Start the stopped server again, same port and settings."""
+        self._ctl(
+            "-w",
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off -c max_connections=300",
+            "start",
+        )
+
     def url(self, db: str = "postgres") -> str:
         """SQLAlchemy URL (psycopg 3 driver) of database ``db``."""
         return f"postgresql+psycopg://aisac@127.0.0.1:{self.port}/{db}"

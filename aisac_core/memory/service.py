@@ -66,15 +66,16 @@ class MemoryService:
 
     # the dialogue index
 
-    def dialogue(self) -> VectorStore:
+    def dialogue(self, sync: bool = True) -> VectorStore:
         """The vector store holding the ``dialogue`` collection, in sync with the pairs recorded in SQL: on the first
         call every pair is compared by id (:meth:`reconcile_dialogue`); on later calls the pairs recorded since the
-        last sync (by any process sharing the SQL store) are looked up by id and the missing ones embedded."""
+        last sync (by any process sharing the SQL store) are looked up by id and the missing ones embedded, unless
+        ``sync`` is False (a write that adds its own pair: reads - recall, search - sync)."""
         vs = self._vectors()
         with self._reconcile_lock:
             if not self._reconciled:
                 self._reconcile(vs, 256)
-            else:
+            elif sync:
                 self._sync(vs, 256)
         return vs
 

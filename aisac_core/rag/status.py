@@ -10,6 +10,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from aisac_core.rag.indexer import fingerprint
+from aisac_core.rag.vectorcheck import check_vectors
 from aisac_core.store.collections import CHUNKS
 from aisac_core.store.files import permission_warnings
 from aisac_core.store.sql import redact_url, schema_revision
@@ -51,7 +52,9 @@ def _vectors_where(s: Settings) -> str:
 def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, the 5 most recent
     ``jobs``, store location and size in bytes, the SQL schema revision, the embedding model, and whether documents
-    await re-embedding (``stale_documents``: indexed with another fingerprint), of the store ``parts``.
+    await re-embedding (``stale_documents``: indexed with another fingerprint), of the store ``parts``;
+    ``vector_check``: the manifest against the vector store by chunk id (:func:`aisac_core.rag.vectorcheck.check_vectors`:
+    missing and orphan vectors, per document).
 
     ``parts.vectors().count`` may give None (the vector store is held by another process: ``aisac status``
     through the owner daemon). Raises what opening the store raises (:class:`~aisac_core.store.sql.StoreError`)."""
@@ -77,6 +80,7 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "documents_by_type": by_type,
         "chunks_in_manifest": int(manifest_chunks),
         "chunks_in_vector_store": parts.vectors().count(CHUNKS),
+        "vector_check": check_vectors(parts),
         "stale_documents": sum(1 for f in fps if f != fp),
         "catalogued_files": int(catalogued),
         "trace_events": int(events),

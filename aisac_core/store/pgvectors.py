@@ -33,7 +33,7 @@ import math
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
@@ -49,6 +49,9 @@ from aisac_core.store.vectors import (
     VectorStore,
     VectorStoreError,
 )
+
+if TYPE_CHECKING:
+    from aisac_core.settings import Settings
 
 SCHEMA = "aisac_vectors"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
@@ -220,12 +223,14 @@ class PgVectorStore(VectorStore):
         ordered = [latest[i] for i in sorted(latest)]  # one lock order for concurrent writers
 
         def go(cur: Any) -> None:
-            cur.execute(f"DELETE FROM {terms} WHERE id = ANY(%s::uuid[])", (list(latest),))
+            # the point rows first, in id order: their row locks make a concurrent upsert of the same ids (two
+            # replicas embedding one pair) wait, and its DELETE below then sees this transaction's postings
             cur.executemany(
                 f"INSERT INTO {pts} (id, dense, payload) VALUES (%s, %s::vector, %s::jsonb) "
                 "ON CONFLICT (id) DO UPDATE SET dense = EXCLUDED.dense, payload = EXCLUDED.payload",
                 [(p.id, _vec(p.dense), json.dumps(p.payload)) for p in ordered],
             )
+            cur.execute(f"DELETE FROM {terms} WHERE id = ANY(%s::uuid[])", (list(latest),))
             with cur.copy(f"COPY {terms} (term, id, weight) FROM STDIN") as cp:
                 for p in ordered:
                     weights: dict[int, float] = {}
@@ -356,16 +361,23 @@ class PgVectorStore(VectorStore):
 
         return int(self._run(go))
 
-    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def scroll_ids(
+        self, name: str, conds: list[Cond] | None = None, keys: list[str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         pts, _ = self._check(name)
         where, args = self._where_sql(conds, None)
         after = "00000000-0000-0000-0000-000000000000"
         while True:
 
             def go(cur: Any, after: str = after) -> list[tuple[str, dict[str, Any]]]:
+                sel = (
+                    "payload"
+                    if keys is None
+                    else "(SELECT jsonb_object_agg(k, payload->k) FROM unnest(%s::text[]) k WHERE payload ? k)"
+                )
                 cur.execute(
-                    f"SELECT id::text, payload FROM {pts} WHERE {where} AND id > %s::uuid ORDER BY id LIMIT 1000",
-                    [*args, after],
+                    f"SELECT id::text, {sel} FROM {pts} WHERE {where} AND id > %s::uuid ORDER BY id LIMIT 1000",
+                    [*([] if keys is None else [list(keys)]), *args, after],
                 )
                 return [(str(r[0]), dict(r[1] or {})) for r in cur.fetchall()]
 
@@ -380,3 +392,17 @@ class PgVectorStore(VectorStore):
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def open_pg_vectors(settings: Settings) -> PgVectorStore:
+    """The ``postgres`` vector backend of ``settings``: the database ``settings.resolved_vector_url``
+    (``AISAC_VECTOR_URL``, or the SQL store's own with ``AISAC_VECTOR_URL=sql``). Raises :class:`VectorStoreError`
+    when that is not a PostgreSQL database (e.g. ``sql`` with the SQLite store) or cannot be opened."""
+    url = settings.resolved_vector_url
+    if url is None or not url.startswith("postgresql"):
+        raise VectorStoreError(
+            "the postgres vector backend needs a PostgreSQL database: set AISAC_VECTOR_URL to a "
+            "postgresql+psycopg:// URL, or AISAC_VECTOR_URL=sql with a PostgreSQL AISAC_SQL_URL (the SQL store is "
+            f"{'SQLite' if url and url.startswith('sqlite') else 'unset'})"
+        )
+    return PgVectorStore(url)
