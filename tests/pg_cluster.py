@@ -35,7 +35,25 @@ def pgvector_bin() -> Path:
         raise PgUnavailable(
             "the pgserver package (PostgreSQL with pgvector) is not installed: pip install pgserver"
         ) from exc
-    return Path(POSTGRES_BIN_PATH)
+    bin_dir = Path(POSTGRES_BIN_PATH)
+    if os.geteuid() == 0 and not _traversable(bin_dir):
+        # as root the server runs as the postgres user, who cannot reach a venv under /root: a world-readable copy
+        src, dst = bin_dir.parent, Path("/tmp") / f"aisac-pgserver-{int(bin_dir.stat().st_mtime)}"
+        if not (dst / "bin" / "initdb").exists():
+            tmp = dst.with_name(f"{dst.name}.{os.getpid()}")
+            shutil.copytree(src, tmp, symlinks=True)
+            os.chmod(tmp, 0o755)
+            try:
+                tmp.rename(dst)
+            except OSError:  # another session copied it first
+                shutil.rmtree(tmp, ignore_errors=True)
+        bin_dir = dst / "bin"
+    return bin_dir
+
+
+def _traversable(path: Path) -> bool:
+    """Whether any user may reach ``path`` (every folder on the way has the others' execute bit)."""
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
 
 
 def pg_bin() -> Path | None:
