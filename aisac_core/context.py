@@ -218,10 +218,14 @@ class AppContext:
                 from aisac_core.store.vectors import open_vector_store
 
                 self.secure_store()
-                # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
-                vs = open_vector_store(
-                    self.settings.vector_backend, root=self.settings.vectors_dir, settings=self.settings
-                )
+                if self.settings.vector_kind == "postgres":  # pgvector, in the SQL store's database or another
+                    from aisac_core.store.pgvectors import open_pg_vectors
+
+                    vs: VectorStore = open_pg_vectors(self.settings)
+                else:  # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
+                    vs = open_vector_store(
+                        self.settings.vector_kind, root=self.settings.vectors_dir, settings=self.settings
+                    )
                 try:
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
                     vs.ensure_collection(DIALOGUE, self.embedder.dim)

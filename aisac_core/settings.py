@@ -272,8 +272,12 @@ class Settings(BaseSettings):
     - ``data_dir``: folder of the store (SQLite file, vector folders, assembled models). Default: the platform's
       user data dir (``~/.local/share/aisac`` on Linux).
     - ``sql_url``: SQLAlchemy URL of the relational store; default ``sqlite:///<data_dir>/aisac.db``.
-    - ``vector_backend``: ``edge`` (Qdrant Edge, embedded, default) or ``qdrant`` (qdrant-client; ``qdrant_url``
-      names a server, else qdrant-client's local mode under ``<data_dir>/qdrant``).
+    - ``vector_backend``: ``edge`` (Qdrant Edge, embedded, default), ``qdrant`` (qdrant-client; ``qdrant_url``
+      names a server, else qdrant-client's local mode under ``<data_dir>/qdrant``) or ``postgres`` (pgvector).
+    - ``vector_url``: the PostgreSQL database of the vectors (``postgresql+psycopg://...``, or ``sql``: the SQL
+      store's own database); setting it selects the ``postgres`` backend (:mod:`aisac_core.store.pgvectors`).
+    - ``allow_private_vectors``: let one process use an embedded vector folder with a server SQL store (refused
+      otherwise: replicas would each see only their own vectors).
     - ``qdrant_*``: a Qdrant server's connection and collection layout (local mode ignores them; see the fields).
     - ``models_root``: folder of the assembled models when it is not ``<data_dir>/models`` (a project's store under
       ``<data_dir>/projects/<id>`` shares the machine's models).
@@ -294,7 +298,15 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("aisac")))
     sql_url: str | None = None
-    vector_backend: Literal["edge", "qdrant"] = "edge"
+    vector_backend: Literal["edge", "qdrant", "postgres"] = "edge"
+    #: PostgreSQL database of the vectors (pgvector): a postgresql+psycopg:// URL, or "sql" for the SQL store's own
+    #: database; setting it selects the postgres backend
+    vector_url: str | None = None
+    #: one process only: an embedded vector folder next to a server SQL store (refused by default; see server_store)
+    allow_private_vectors: bool = False
+    #: strict audit mode: a tool call fails when its trace event cannot be written to the SQL store (it is still
+    #: kept in the local journal, <data_dir>/trace-journal.jsonl); default: the call succeeds, the event waits
+    trace_strict: bool = False
     #: Qdrant REST URL (``http(s)://host:6333``, ``host:6333``; unset: local mode); API key (a secret) and TLS:
     #: https://qdrant.tech/documentation/security/ (TLS unset: the URL's scheme; none: TLS when a key is set;
     #: CA file: a PEM bundle or a folder of hashed certificates that signs the server's certificate)
@@ -402,17 +414,48 @@ class Settings(BaseSettings):
             raise ValueError(f"a write cannot wait for more copies than qdrant_replication_factor ({rf}) makes")
         return v
 
+    @field_validator("vector_url", mode="after")
+    @classmethod
+    def _vector_url(cls, v: str | None) -> str | None:
+        """``sql`` (any case) or a ``postgresql`` URL. Raises ValueError naming the accepted forms."""
+        if v is None or not v.strip():
+            return None
+        v = v.strip()
+        if v.lower() in ("sql", "same", "same-as-sql"):
+            return "sql"
+        if not v.startswith("postgresql"):
+            raise ValueError("give a postgresql+psycopg:// URL (pgvector), or 'sql' for the SQL store's database")
+        return v
+
+    @property
+    def vector_kind(self) -> Literal["edge", "qdrant", "postgres"]:
+        """The vector backend in force: ``postgres`` when ``vector_url`` is set, else ``vector_backend``."""
+        return "postgres" if self.vector_url else self.vector_backend
+
+    @property
+    def resolved_vector_url(self) -> str | None:
+        """The PostgreSQL URL of the vectors (``postgres`` backend): ``vector_url``, or the SQL store's URL when
+        it is ``sql`` or unset; None for the other backends."""
+        if self.vector_kind != "postgres":
+            return None
+        return self.resolved_sql_url if self.vector_url in (None, "sql") else self.vector_url
+
+    @property
+    def shared_vectors(self) -> bool:
+        """True when the vectors live on a server (PostgreSQL, or a Qdrant server): every process sees the same."""
+        return self.vector_kind == "postgres" or (self.vector_kind == "qdrant" and bool(self.qdrant_url))
+
+    @property
+    def server_sql(self) -> bool:
+        """True when the SQL store is a server (not the SQLite file)."""
+        return not self.resolved_sql_url.startswith("sqlite")
+
     @property
     def server_store(self) -> bool:
-        """True when both halves of the store live on servers (a non-SQLite ``sql_url`` and a Qdrant server
-        ``qdrant_url`` with the ``qdrant`` backend): nothing in the data dir needs one owner process, so any number
+        """True when both halves of the store live on servers (a non-SQLite ``sql_url`` and the vectors in
+        PostgreSQL or on a Qdrant server): nothing in the data dir needs one owner process, so any number
         of aisac processes (replicas) serve the store side by side."""
-        return (
-            bool(self.sql_url)
-            and not self.resolved_sql_url.startswith("sqlite")
-            and self.vector_backend == "qdrant"
-            and bool(self.qdrant_url)
-        )
+        return self.server_sql and self.shared_vectors
 
     @property
     def resolved_sql_url(self) -> str:

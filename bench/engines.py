@@ -183,4 +183,50 @@ def run(ctx: Context) -> dict[str, Any]:
             ("jobs claimed/s, 2 replicas", lambda r: r["claims"]["per_s"]),
         )
     ]
-    return {"status": "ok", **results, "summary": summary, "seconds": round(time.perf_counter() - t_start, 1)}
+    vectors: dict[str, Any]
+    try:  # the vector backends (issue 32): Qdrant Edge and PostgreSQL + pgvector on Cranfield
+        from .pgvectors import TARGET_NDCG_DELTA, run_vectors
+
+        vectors = run_vectors(ctx)
+    except Skip as exc:
+        vectors = {"status": "skipped", "reason": str(exc)}
+    if "delta" in vectors:
+        e, p = vectors["edge"], vectors["postgres"]
+        table(
+            "engines: vector backends on Cranfield (1,400 abstracts, 225 queries, hybrid)",
+            ["measure", "Qdrant Edge", "PostgreSQL + pgvector", "target", "status"],
+            [
+                ("index: chunks embedded per second", e["chunks_per_s"], p["chunks_per_s"], None, "-"),
+                ("index: whole run (s)", e["index_s"], p["index_s"], None, "-"),
+                (
+                    "query p50 (ms, embedding included)",
+                    e["search_latency"]["p50_ms"],
+                    p["search_latency"]["p50_ms"],
+                    None,
+                    "-",
+                ),
+                ("query p95 (ms)", e["search_latency"]["p95_ms"], p["search_latency"]["p95_ms"], None, "-"),
+                (
+                    "hybrid nDCG@10",
+                    e["ndcg@10"],
+                    p["ndcg@10"],
+                    f"|diff| <= {TARGET_NDCG_DELTA}",
+                    target_cell(vectors["met"]),
+                ),
+            ],
+        )
+        summary.append(
+            {
+                "metric": "hybrid nDCG@10 PostgreSQL vs Qdrant Edge (|diff|)",
+                "value": vectors["delta"],
+                "target": TARGET_NDCG_DELTA,
+                "met": vectors["met"],
+            }
+        )
+    return {
+        "status": "ok",
+        **results,
+        "vectors": vectors,
+        "summary": summary,
+        "seconds": round(time.perf_counter() - t_start, 1),
+    }

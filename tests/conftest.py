@@ -9,6 +9,7 @@
 - ``pg_server``: one throwaway PostgreSQL cluster for the test session (``initdb`` + ``pg_ctl`` of the installed
   server binaries; skipped with a message where they or the psycopg driver are missing). Test modules marked
   ``both_engines`` run every test that uses ``settings`` twice: on SQLite and on a fresh PostgreSQL database.
+- ``pgvector_server``: the same from the ``pgserver`` wheel's PostgreSQL 16 with pgvector (vectors in PostgreSQL).
 """
 
 from __future__ import annotations
@@ -132,6 +133,20 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 
     try:
         cluster = PgCluster.start()
+    except PgUnavailable as exc:
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """A PostgreSQL 16 cluster with the pgvector extension (the ``pgserver`` wheel's binaries) for the session;
+    ``create_database()`` gives a new empty database. Skipped with the reason where pgserver is missing."""
+    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
+
+    try:
+        cluster = PgCluster.start(pgvector_bin())
     except PgUnavailable as exc:
         pytest.skip(str(exc))
     yield cluster

@@ -22,6 +22,40 @@ class PgUnavailable(RuntimeError):
     """No PostgreSQL can be started here (the message says what is missing)."""
 
 
+def pgvector_bin() -> Path:
+    """Folder of the server binaries of the ``pgserver`` wheel (PostgreSQL 16 with the pgvector extension).
+    Raises :class:`PgUnavailable` when the package is not installed (``pip install -e '.[dev]'``)."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # pgserver reads XDG_RUNTIME_DIR on import; the cluster here does not use it
+            warnings.simplefilter("ignore")
+            from pgserver._commands import POSTGRES_BIN_PATH
+    except ImportError as exc:
+        raise PgUnavailable(
+            "the pgserver package (PostgreSQL with pgvector) is not installed: pip install pgserver"
+        ) from exc
+    bin_dir = Path(POSTGRES_BIN_PATH)
+    if os.geteuid() == 0 and not _traversable(bin_dir):
+        # as root the server runs as the postgres user, who cannot reach a venv under /root: a world-readable copy
+        src, dst = bin_dir.parent, Path("/tmp") / f"aisac-pgserver-{int(bin_dir.stat().st_mtime)}"
+        if not (dst / "bin" / "initdb").exists():
+            tmp = dst.with_name(f"{dst.name}.{os.getpid()}")
+            shutil.copytree(src, tmp, symlinks=True)
+            os.chmod(tmp, 0o755)
+            try:
+                tmp.rename(dst)
+            except OSError:  # another session copied it first
+                shutil.rmtree(tmp, ignore_errors=True)
+        bin_dir = dst / "bin"
+    return bin_dir
+
+
+def _traversable(path: Path) -> bool:
+    """Whether any user may reach ``path`` (every folder on the way has the others' execute bit)."""
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
+
+
 def pg_bin() -> Path | None:
     """Folder of the newest installed ``initdb`` and ``pg_ctl`` (Debian: /usr/lib/postgresql/<major>/bin)."""
     for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
@@ -41,8 +75,9 @@ class PgCluster:
     _names: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
-    def start(cls) -> PgCluster:
-        bin_dir = pg_bin()
+    def start(cls, bin_dir: Path | None = None) -> PgCluster:
+        """Start a cluster from ``bin_dir`` (default: the newest Debian server, :func:`pg_bin`)."""
+        bin_dir = bin_dir or pg_bin()
         if bin_dir is None:
             raise PgUnavailable("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
         try:
@@ -107,6 +142,30 @@ class PgCluster:
             err = getattr(exc, "stderr", b"") or b""
             raise PgUnavailable(f"could not start PostgreSQL: {err.decode(errors='replace')[-500:]}") from exc
         return cls(root=root, port=port, bin_dir=bin_dir, prefix=prefix)
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), *args],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def server_stop(self) -> None:
+        """Stop the server (fast shutdown: open connections are cut), keeping its data (:meth:`server_start`)."""
+        self._ctl("-w", "-m", "fast", "stop")
+
+    def server_start(self) -> None:
+        """Start the stopped server again, same port and settings."""
+        self._ctl(
+            "-w",
+            "-l",
+            str(self.root / "log"),
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off -c max_connections=300",
+            "start",
+        )
 
     def url(self, db: str = "postgres") -> str:
         """SQLAlchemy URL (psycopg 3 driver) of database ``db``."""

@@ -189,7 +189,11 @@ def test_a_new_service_reconciles_on_first_use_and_holds_its_own_state(fast_core
     vs = fast_core.vectors()
     first = svc.get_history(sid)["turns"][1]["turn_id"]
     vs.delete(mem.DIALOGUE, [Cond("assistant_turn_id", eq=first)])
-    svc.recall(sid, "first", last_n=0, k=1)  # reconciled once already: the loss stays until a new service starts
+    # reconciled once already, but every use syncs the recent pairs by id (a replica sharing the SQL store records
+    # pairs too): the lost pair is embedded again by this service
+    svc.recall(sid, "first", last_n=0, k=1)
+    assert vs.count(mem.DIALOGUE) == 2
+    vs.delete(mem.DIALOGUE, [Cond("assistant_turn_id", eq=first)])
     assert vs.count(mem.DIALOGUE) == 1
     fresh = MemoryService(fast_core.engine, fast_core.vectors, fast_core.embedder)
     assert fresh.upsert_lock is not svc.upsert_lock

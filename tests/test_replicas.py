@@ -1,8 +1,9 @@
 """Several aisac processes on one PostgreSQL database: background jobs claimed exactly once, a dead process's job
 re-claimed by another after its lease expires, and concurrent SQL-only writes through both with none lost.
 
-Each process has its own data dir (so its own embedded vector folder: no Qdrant server can run on the test machines);
-the SQL store, where jobs, facts and the trace live, is shared. Skipped where no PostgreSQL can be started.
+Each process has its own data dir (so its own embedded vector folder, which ``aisac serve`` refuses on a server SQL
+store unless ``AISAC_ALLOW_PRIVATE_VECTORS`` is set, as here); the SQL store, where jobs, facts and the trace live,
+is shared. Vectors shared too: tests/test_pg_replicas.py. Skipped where no PostgreSQL can be started.
 """
 
 from __future__ import annotations
@@ -34,7 +35,15 @@ def replicas(tmp_path: Path, models_dir: Path, pg_server):
     for name in ("a", "b"):
         s = make_settings(tmp_path / f"replica-{name}", models_dir, sql_url=url)
         envs.append(
-            store_env(s, AISAC_JOB_LEASE_SECONDS=str(LEASE_S), AISAC_JOB_POLL_SECONDS="0.2", AISAC_WARM="false")
+            store_env(
+                s,
+                AISAC_JOB_LEASE_SECONDS=str(LEASE_S),
+                AISAC_JOB_POLL_SECONDS="0.2",
+                AISAC_WARM="false",
+                # jobs and SQL writes are what is shared here; the vectors stay private on purpose (Debian's
+                # PostgreSQL has no pgvector): tests/test_pg_replicas.py shares them too
+                AISAC_ALLOW_PRIVATE_VECTORS="true",
+            )
         )
     return url, envs
 

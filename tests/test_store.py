@@ -11,11 +11,13 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import Session, select
 
 from aisac_core.hashing import dumps
+from aisac_core.store.pgvectors import PgVectorStore
 from aisac_core.store.sql import StoreError, get_meta, make_engine, set_meta
 from aisac_core.store.tables import StoreMeta, TraceEvent
 from aisac_core.store.vectors import (
@@ -177,16 +179,24 @@ def test_meta_and_canonical_json(db_url: str) -> None:
 
 # ---- vector stores (both backends) -------------------------------------------------------------------
 
-BACKENDS = ["edge", "qdrant"]
+BACKENDS = ["edge", "qdrant", "postgres"]
 DIM = 8
+#: postgres backend: the database standing in for each store folder, and the cluster (set by ``backend``)
+_PG: dict[Any, Any] = {}
 
 
 def _open(backend: str, root: Path) -> VectorStore:
+    if backend == "postgres":  # one database per "folder": reopening the folder reopens the database
+        if root not in _PG:
+            _PG[root] = _PG["cluster"].create_database()
+        return PgVectorStore(_PG[root])
     return EdgeVectorStore(root) if backend == "edge" else QdrantClientVectorStore(path=root)
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        _PG["cluster"] = request.getfixturevalue("pgvector_server")
     return request.param
 
 
@@ -400,6 +410,13 @@ def test_second_store_on_a_locked_folder(backend: str, tmp_path: Path) -> None:
     first = _open(backend, root)
     first.ensure_collection("c", DIM)
     first.upsert("c", _points())
+    if backend == "postgres":  # a database is shared, not locked: a second process sees the first one's points
+        second = _open(backend, root)
+        assert second.ensure_collection("c", DIM) is False
+        assert second.count("c") == len(DOCS)
+        second.close()
+        first.close()
+        return
     with pytest.raises(VectorStoreError) as ei:
         second = _open(backend, root)
         second.ensure_collection("c", DIM)

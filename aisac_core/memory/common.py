@@ -60,8 +60,9 @@ class MemoryParts(Protocol):
     def upsert_lock(self) -> threading.Lock:
         """Serialises this store's writes to the ``dialogue`` collection."""
 
-    def dialogue(self) -> VectorStore:
-        """The vector store holding the ``dialogue`` collection, reconciled with the turns once per store."""
+    def dialogue(self, sync: bool = True) -> VectorStore:
+        """The vector store holding the ``dialogue`` collection, reconciled with the turns (by ids: all of them on
+        the first call, the recent ones on later calls unless ``sync`` is False)."""
 
 
 def _utc(dt: datetime) -> datetime:

@@ -12,6 +12,7 @@ import re
 import threading
 import time
 import uuid
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import func, or_
@@ -83,33 +84,51 @@ def embed_pairs(embedder: Embedder, pairs: list[tuple[Turn, Turn]]) -> list[Vect
     ]
 
 
-def reconcile_dialogue(
-    engine: Engine, embedder: Embedder, vs: VectorStore, lock: threading.Lock, batch: int = 256
-) -> int:
-    """Upsert every pair recorded in SQL that the ``dialogue`` collection of ``vs`` lacks (embedded ``batch`` at a
-    time, each upsert under ``lock``); returns how many.
+#: seconds of look-back of an incremental sync: a pair whose transaction took a lower turn id but committed after
+#: a higher one was seen is still caught (transactions of add_turn last milliseconds)
+SYNC_LOOKBACK_S = 60.0
 
-    Cheap when nothing is missing (one count on each side). Runs after a crash between the SQL commit
-    and the vector upsert, and after the collection was recreated (another embedding model)."""
-    with Session(engine) as db:
-        n_sql = db.exec(select(func.count()).select_from(Turn).where(col(Turn.pair_user_id).is_not(None))).one()
-    if vs.count(DIALOGUE) >= n_sql:
-        return 0
-    present = {pid for pid, _ in vs.scroll_ids(DIALOGUE)}
+
+def reconcile_dialogue(
+    engine: Engine,
+    embedder: Embedder,
+    vs: VectorStore,
+    lock: threading.Lock,
+    batch: int = 256,
+    after_id: int = 0,
+    since: datetime | None = None,
+) -> tuple[int, int]:
+    """Upsert every pair recorded in SQL whose point (by id, :func:`point_id`) the ``dialogue`` collection of ``vs``
+    lacks, embedded ``batch`` at a time, each upsert under ``lock``; returns ``(pairs added, highest assistant turn
+    id seen)``.
+
+    Compared by ids, not counts: equal counts can hide a missing pair behind an orphan point, and another process
+    sharing the vectors adds pairs on its own. ``after_id`` 0: every pair in SQL against every point id in the
+    collection (a process's first use; after a crash between the SQL commit and the vector upsert; after the
+    collection was recreated for another embedding model). ``after_id`` > 0: only pairs with a higher assistant
+    turn id, or created at or after ``since`` (the look-back for transactions that committed out of id order),
+    looked up by id in the collection (cheap: run before every recall, so one replica's recall sees the pairs
+    another replica recorded even when that replica died before embedding them)."""
+    present: set[str] | None = {pid for pid, _ in vs.scroll_ids(DIALOGUE)} if after_id <= 0 else None
     added = 0
     last_id = 0
+    high = max(after_id, 0)
     while True:
         with Session(engine) as db:
-            rows = db.exec(
-                select(Turn)
-                .where(col(Turn.pair_user_id).is_not(None), col(Turn.id) > last_id)
-                .order_by(col(Turn.id))
-                .limit(batch * 8)
-            ).all()
+            q = select(Turn).where(col(Turn.pair_user_id).is_not(None), col(Turn.id) > last_id)
+            if after_id > 0:
+                newer = col(Turn.id) > after_id
+                q = q.where(or_(newer, col(Turn.created_at) >= since) if since is not None else newer)
+            rows = db.exec(q.order_by(col(Turn.id)).limit(batch * 8)).all()
             if not rows:
                 break
             last_id = stored_id(rows[-1].id)
-            missing = [a for a in rows if point_id(stored_id(a.id)) not in present]
+            high = max(high, last_id)
+            if present is None:
+                have = {h.id for h in vs.retrieve(DIALOGUE, [point_id(stored_id(a.id)) for a in rows])}
+            else:
+                have = present
+            missing = [a for a in rows if point_id(stored_id(a.id)) not in have]
             users = (
                 {
                     u.id: u
@@ -126,7 +145,7 @@ def reconcile_dialogue(
             added += len(pts)
     if added:
         vs.flush()
-    return added
+    return added, high
 
 
 def count_tokens(embedder: Embedder, texts: list[str]) -> list[int]:

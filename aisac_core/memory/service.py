@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.memory import facts, sessions
-from aisac_core.memory.recall import count_tokens, reconcile_dialogue
+from aisac_core.memory.recall import SYNC_LOOKBACK_S, count_tokens, reconcile_dialogue
 from aisac_core.memory.recall import recall as recall_context
 from aisac_core.memory.recall import search as search_turns
 from aisac_core.memory.results import (
@@ -30,6 +31,7 @@ from aisac_core.memory.results import (
     Sessions,
     Timeline,
 )
+from aisac_core.store.tables import utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -58,17 +60,23 @@ class MemoryService:
         self.upsert_lock = threading.Lock()
         self._reconcile_lock = threading.Lock()
         self._reconciled = False
+        #: highest assistant turn id synced into the dialogue collection, and when (the incremental sync's start)
+        self._synced_id = 0
+        self._synced_at: datetime | None = None
 
     # the dialogue index
 
-    def dialogue(self) -> VectorStore:
-        """The vector store holding the ``dialogue`` collection; on the first call, the pairs recorded in SQL that
-        it lacks are embedded into it (:meth:`reconcile_dialogue`), once per service."""
+    def dialogue(self, sync: bool = True) -> VectorStore:
+        """The vector store holding the ``dialogue`` collection, in sync with the pairs recorded in SQL: on the first
+        call every pair is compared by id (:meth:`reconcile_dialogue`); on later calls the pairs recorded since the
+        last sync (by any process sharing the SQL store) are looked up by id and the missing ones embedded, unless
+        ``sync`` is False (a write that adds its own pair: reads - recall, search - sync)."""
         vs = self._vectors()
-        if not self._reconciled:
-            with self._reconcile_lock:
-                if not self._reconciled:
-                    self._reconcile(vs, 256)
+        with self._reconcile_lock:
+            if not self._reconciled:
+                self._reconcile(vs, 256)
+            elif sync:
+                self._sync(vs, 256)
         return vs
 
     def reconcile_dialogue(self, batch: int = 256) -> int:
@@ -80,8 +88,19 @@ class MemoryService:
             return self._reconcile(vs, batch)
 
     def _reconcile(self, vs: VectorStore, batch: int) -> int:
-        added = reconcile_dialogue(self.engine, self.embedder, vs, self.upsert_lock, batch)
+        started = utcnow()
+        added, self._synced_id = reconcile_dialogue(self.engine, self.embedder, vs, self.upsert_lock, batch)
+        self._synced_at = started
         self._reconciled = True
+        return added
+
+    def _sync(self, vs: VectorStore, batch: int) -> int:
+        started = utcnow()
+        since = self._synced_at - timedelta(seconds=SYNC_LOOKBACK_S) if self._synced_at else None
+        added, self._synced_id = reconcile_dialogue(
+            self.engine, self.embedder, vs, self.upsert_lock, batch, after_id=max(self._synced_id, 1), since=since
+        )
+        self._synced_at = started
         return added
 
     def count_tokens(self, texts: list[str]) -> list[int]:

@@ -79,7 +79,8 @@ def add_turn(
     meta = _check_json(metadata, "metadata")
     if parent_id is not None and (isinstance(parent_id, bool) or not isinstance(parent_id, int)):
         raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
-    vs = mem.dialogue() if role == "assistant" else None  # open (and reconcile) before this turn commits
+    # open (and reconcile, the first time) before this turn commits; reads sync the other processes' pairs
+    vs = mem.dialogue(sync=False) if role == "assistant" else None
     with Session(mem.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
         lock(db, "turn", session_id)
         _session(db, session_id)
@@ -404,7 +405,7 @@ def delete_session(mem: MemoryParts, session_id: str, confirm: bool = False) -> 
         db.exec(delete(Turn).where(col(Turn.session_id) == session_id))
         db.exec(delete(MemorySession).where(col(MemorySession.id) == session_id))
         db.commit()
-    vs = mem.dialogue()
+    vs = mem.dialogue(sync=False)
     with mem.upsert_lock:
         vs.delete(DIALOGUE, [Cond("session_id", eq=session_id)])
     return {"deleted": session_id, "turns_deleted": int(n_turns), "pairs_deleted": int(n_pairs), "facts_kept": True}

@@ -252,6 +252,23 @@ class IndexJobList(TypedDict, total=False):
 
 
 @with_config(CLOSED)
+class MissingIn(TypedDict):
+    doc_id: str
+    path: str
+    missing: int
+    chunks: int
+
+
+@with_config(CLOSED)
+class VectorCheck(TypedDict):
+    missing_vectors: Annotated[int, Field(description="chunks in the manifest without a vector")]
+    orphan_vectors: Annotated[int, Field(description="vectors of no manifest chunk")]
+    documents_missing_vectors: int
+    missing_in: Annotated[list[MissingIn], Field(description="up to 20; repair: aisac index --repair")]
+    checked_chunks: int
+
+
+@with_config(CLOSED)
 class StoreStatus(TypedDict):
     data_dir: str
     sql_url: str
@@ -265,6 +282,7 @@ class StoreStatus(TypedDict):
     documents_by_type: dict[str, int]
     chunks_in_manifest: int
     chunks_in_vector_store: int | None
+    vector_check: VectorCheck
     stale_documents: int
     catalogued_files: int
     trace_events: int

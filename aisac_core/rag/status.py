@@ -10,6 +10,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from aisac_core.rag.indexer import fingerprint
+from aisac_core.rag.vectorcheck import check_vectors
 from aisac_core.store.collections import CHUNKS
 from aisac_core.store.files import permission_warnings
 from aisac_core.store.sql import redact_url, schema_revision
@@ -18,6 +19,7 @@ from aisac_core.store.tables import CatalogEntry, Document, TraceEvent
 if TYPE_CHECKING:
     from aisac_core.rag.parts import RagParts
     from aisac_core.rag.results import IndexJob, StoreStatus
+    from aisac_core.settings import Settings
 
 
 class JobList(Protocol):
@@ -40,10 +42,19 @@ def _dir_size(path: Path) -> int:
     return total
 
 
+def _vectors_where(s: Settings) -> str:
+    """Where the vectors are: the embedded folder, the Qdrant server URL, or the PostgreSQL URL (no password)."""
+    if s.vector_kind == "postgres":
+        return redact_url(s.resolved_vector_url or "")
+    return s.qdrant_url if s.vector_kind == "qdrant" and s.qdrant_url else str(s.vectors_dir)
+
+
 def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, the 5 most recent
     ``jobs``, store location and size in bytes, the SQL schema revision, the embedding model, and whether documents
-    await re-embedding (``stale_documents``: indexed with another fingerprint), of the store ``parts``.
+    await re-embedding (``stale_documents``: indexed with another fingerprint), of the store ``parts``;
+    ``vector_check``: the manifest against the vector store by chunk id (:func:`aisac_core.rag.vectorcheck.check_vectors`:
+    missing and orphan vectors, per document).
 
     ``parts.vectors().count`` may give None (the vector store is held by another process: ``aisac status``
     through the owner daemon). Raises what opening the store raises (:class:`~aisac_core.store.sql.StoreError`)."""
@@ -60,8 +71,8 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "data_dir": str(s.data_dir),
         "sql_url": redact_url(s.resolved_sql_url),
         "schema_revision": schema_revision(parts.engine),
-        "vector_backend": s.vector_backend,
-        "vectors_dir": str(s.vectors_dir) if not s.qdrant_url else s.qdrant_url,
+        "vector_backend": s.vector_kind,
+        "vectors_dir": _vectors_where(s),
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
         "embedding_model": parts.embedder.model_id,
         "fingerprint": fp,
@@ -69,6 +80,7 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "documents_by_type": by_type,
         "chunks_in_manifest": int(manifest_chunks),
         "chunks_in_vector_store": parts.vectors().count(CHUNKS),
+        "vector_check": check_vectors(parts),
         "stale_documents": sum(1 for f in fps if f != fp),
         "catalogued_files": int(catalogued),
         "trace_events": int(events),

@@ -15,6 +15,7 @@ score(d) = sum_i w_i / (k + rank_i(d)) (Cormack, Clarke & Buettcher, SIGIR 2009,
 
 from __future__ import annotations
 
+import os
 import shutil
 import ssl
 import threading
@@ -28,6 +29,11 @@ from aisac_core.errors import AisacError
 
 if TYPE_CHECKING:
     from aisac_core.settings import Settings
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the embedded stores take their own folder locks there
+    fcntl = None  # type: ignore[assignment]
 
 #: Payload fields with an index, created with every collection by both backends (filters on them are cheap):
 #: keyword indexes (exact match, match-any) and integer indexes (match, range). Other payload fields (``text``) can
@@ -126,8 +132,10 @@ class VectorStore(ABC):
         """Exact number of points matching ``conds`` (all points when None)."""
 
     @abstractmethod
-    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterable[tuple[str, dict[str, Any]]]:
-        """Every (id, payload) matching ``conds``."""
+    def scroll_ids(
+        self, name: str, conds: list[Cond] | None = None, keys: list[str] | None = None
+    ) -> Iterable[tuple[str, dict[str, Any]]]:
+        """Every (id, payload) matching ``conds``; with ``keys``, the payload holds those fields only (cheap)."""
 
     @abstractmethod
     def flush(self) -> None:
@@ -136,6 +144,41 @@ class VectorStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the store (and its folder lock)."""
+
+
+class FolderLock:
+    """An exclusive, non-blocking ``flock`` on ``folder/aisac.lock`` (holding the holder's pid), until :meth:`release`.
+
+    Raises :class:`~aisac_core.store.vectors.VectorStoreError` when another process (or another open store in this
+    process) holds it; the message names the folder, the holder's pid and what to do."""
+
+    def __init__(self, folder: Path) -> None:
+        self.fd: int | None = None
+        if fcntl is None:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "aisac.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise VectorStoreError(
+                f"the vector store {folder} is in use by another aisac process (pid {holder}): a local vector "
+                "folder is locked while another process uses it. Stop that process, or reach the store through it "
+                "(aisac serve over HTTP); several processes share vectors only in PostgreSQL (AISAC_VECTOR_URL) or "
+                "on a Qdrant server"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        """Drop the lock (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -152,6 +195,7 @@ class EdgeVectorStore(VectorStore):
         self._qe = qe
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self._folder_lock = FolderLock(root)  # one process per folder, whatever AISAC_OWNER_MODE says
         self._shards: dict[str, Any] = {}
         self._lock = threading.RLock()
 
@@ -293,12 +337,18 @@ class EdgeVectorStore(VectorStore):
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self._shard(name).count(self._qe.CountRequest(exact=True, filter=self._filter(conds))))
 
-    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def scroll_ids(
+        self, name: str, conds: list[Cond] | None = None, keys: list[str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         qe = self._qe
         offset = None
         while True:
             req = qe.ScrollRequest(
-                offset=offset, limit=1000, filter=self._filter(conds), with_payload=True, with_vector=False
+                offset=offset,
+                limit=1000,
+                filter=self._filter(conds),
+                with_payload=list(keys) if keys is not None else True,
+                with_vector=False,
             )
             recs, offset = self._shard(name).scroll(req)
             for r in recs:
@@ -320,6 +370,7 @@ class EdgeVectorStore(VectorStore):
                 except Exception:
                     pass
             self._shards.clear()
+            self._folder_lock.release()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -402,14 +453,20 @@ class QdrantClientVectorStore(VectorStore):
 
         self.m = models
         self.collection_options = dict(collection_options or {}) if url else {}
+        self._folder_lock: FolderLock | None = None
         try:
             if url:
                 self.client = QdrantClient(url=url, api_key=api_key, **(options or {}))
             else:
                 assert path is not None
                 path.mkdir(parents=True, exist_ok=True)
+                self._folder_lock = FolderLock(path)
                 self.client = QdrantClient(path=str(path))
+        except VectorStoreError:
+            raise
         except Exception as exc:
+            if self._folder_lock is not None:
+                self._folder_lock.release()
             where = url or path
             raise VectorStoreError(
                 f"cannot open the Qdrant store {where}: {exc}. A local-mode folder is locked while another "
@@ -552,7 +609,9 @@ class QdrantClientVectorStore(VectorStore):
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self.client.count(name, count_filter=self._filter(conds), exact=True).count)
 
-    def scroll_ids(self, name: str, conds: list[Cond] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def scroll_ids(
+        self, name: str, conds: list[Cond] | None = None, keys: list[str] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         offset = None
         while True:
             recs, offset = self.client.scroll(
@@ -560,7 +619,7 @@ class QdrantClientVectorStore(VectorStore):
                 scroll_filter=self._filter(conds),
                 limit=1000,
                 offset=offset,
-                with_payload=True,
+                with_payload=list(keys) if keys is not None else True,
                 with_vectors=False,
             )
             for r in recs:
@@ -576,18 +635,21 @@ class QdrantClientVectorStore(VectorStore):
             self.client.close()
         except Exception:
             pass
+        if self._folder_lock is not None:
+            self._folder_lock.release()
 
 
 def open_vector_store(
     backend: str, *, root: Path, url: str | None = None, api_key: str | None = None, settings: Settings | None = None
 ) -> VectorStore:
-    """The configured backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``. With
+    """The configured Qdrant backend: ``edge`` in ``root``; ``qdrant`` at ``url`` or in local mode in ``root``. With
     ``settings``, ``qdrant`` is built from them instead (:meth:`QdrantClientVectorStore.from_settings`: URL, key,
-    TLS, timeout, sharding; local mode in ``settings.vectors_dir``)."""
+    TLS, timeout, sharding; local mode in ``settings.vectors_dir``). The ``postgres`` backend is
+    :func:`aisac_core.store.pgvectors.open_pg_vectors`. Raises ValueError (another backend)."""
     if backend == "edge":
         return EdgeVectorStore(root)
     if backend == "qdrant":
         if settings is not None:
             return QdrantClientVectorStore.from_settings(settings)
         return QdrantClientVectorStore(url=url, path=None if url else root, api_key=api_key)
-    raise ValueError(f"unknown vector backend {backend!r}: use 'edge' or 'qdrant'")
+    raise ValueError(f"unknown vector backend {backend!r}: use 'edge' or 'qdrant' (postgres: open_pg_vectors)")

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 import uuid
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert
@@ -133,8 +134,10 @@ def record_tool_call(
     latency_ms: float,
     kind: str = "tool_call",
     parent_id: int | None = None,
+    created_at: datetime | None = None,
 ) -> int:
-    """Write one trace event; returns its id.
+    """Write one trace event; returns its id. ``created_at``: when the call ended (default now; an event written
+    late from the local journal, :mod:`aisac_core.trace.journal`, keeps its own time).
 
     ``result`` is the JSON-ready result (None on error), stored as canonical JSON (truncated past
     ``MAX_STORED_RESULT`` characters; ``result_sha256`` is of the whole). ``kind`` is ``tool_call`` (the
@@ -158,7 +161,7 @@ def record_tool_call(
         anchor_ids_json=dumps(anchor_ids(result) if result is not None else []),
         kind=kind,
         parent_id=parent_id,
-        created_at=utcnow(),
+        created_at=created_at or utcnow(),
         result_json=None if result_json is None else result_json[:MAX_STORED_RESULT],
     )
     # the middleware pays this on every tool call: one DBAPI insert (SQLite 0.06 ms CPU, against 0.5 ms for a

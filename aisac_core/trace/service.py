@@ -18,6 +18,7 @@ from aisac_core.rag.verify import verify_anchor
 from aisac_core.trace.diff import diff_runs
 from aisac_core.trace.evidence_images import EvidenceImages
 from aisac_core.trace.exports import export_html, export_run
+from aisac_core.trace.journal import TraceJournal
 from aisac_core.trace.otel import Otel
 from aisac_core.trace.pins import config_pins, write_run_pins
 from aisac_core.trace.queries import Summaries, get_event, get_run, list_runs, run_headlines
@@ -75,6 +76,7 @@ class TraceService:
         self.summaries = Summaries()
         self._pinned: set[str] = set()
         self._lock = threading.Lock()
+        self._journal: TraceJournal | None = None  # built on the first record
 
     @property
     def engine(self) -> Engine:
@@ -94,8 +96,18 @@ class TraceService:
 
     def record(self, **event: Any) -> int:
         """Write one trace event (:func:`aisac_core.trace.recorder.record_tool_call`: keyword arguments ``run_id,
-        server, tool, arguments, result, status, error, latency_ms, kind, parent_id``); returns its id."""
-        return record_tool_call(self.engine, **event)
+        server, tool, arguments, result, status, error, latency_ms, kind, parent_id``); returns its id, or 0 when the
+        SQL store is unreachable and the event waits in the local journal (:mod:`aisac_core.trace.journal`; written
+        by a later call). Raises :class:`~aisac_core.trace.journal.TraceUnavailableError` then in strict audit mode
+        (``AISAC_TRACE_STRICT``)."""
+        with self._lock:
+            if self._journal is None:
+                self._journal = TraceJournal(
+                    self.settings.data_dir,
+                    lambda **ev: record_tool_call(self.engine, **ev),
+                    strict=self.settings.trace_strict,
+                )
+        return int(self._journal.record(**event))
 
     def config_pins(self) -> dict[str, Any]:
         """The store's configuration now (:func:`aisac_core.trace.pins.config_pins`), JSON-ready."""

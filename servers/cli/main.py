@@ -109,8 +109,16 @@ def _fail(msg: str, code: int = 1) -> NoReturn:
 
 @app.command()
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="files or folders to index")],
+    paths: Annotated[list[Path] | None, typer.Argument(help="files or folders to index")] = None,
     catalog: Annotated[bool, typer.Option("--catalog", help="catalog only: list, do not embed")] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="compare the manifest with the vector store by chunk id: delete orphan vectors and re-embed "
+            "exactly the documents whose vectors are missing (then PATHS, if any, as usual)",
+        ),
+    ] = False,
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
     no_owner: NoOwner = False,
@@ -122,10 +130,18 @@ def index(
     from aisac_core.rag.indexer import Counters
     from aisac_core.rag.planning import IndexingError
 
+    if not paths and not repair:
+        _fail("give files or folders to index (or --repair alone to repair the vector store)", 2)
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
+    if repair and info is not None:
+        _fail(
+            f"the store's owner process (pid {info.pid}) holds the vector store: stop it (aisac owner stop) and run "
+            "aisac index --repair again"
+        )
     failures: list[dict[str, str]] = []
     counters = Counters()
+    repaired: dict[str, Any] | None = None
     core = AppContext(settings) if info is None else None
     try:
         with Progress(
@@ -143,12 +159,17 @@ def index(
                 bar.update(task, completed=done, total=total, description=(name or "")[:60])
 
             if core is not None:
-                core.rag.indexer.run(
-                    paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters
-                )
+                if repair:
+                    from aisac_core.rag.vectorcheck import repair_vectors
+
+                    repaired = repair_vectors(core.rag, core.rag.indexer, counters, failures)
+                if paths:
+                    core.rag.indexer.run(
+                        paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters
+                    )
             else:
                 assert info is not None
-                got = index_via_owner(info, paths, catalog, progress)
+                got = index_via_owner(info, paths or [], catalog, progress)
                 counters = Counters(**{k: v for k, v in got["counters"].items() if k in Counters.__dataclass_fields__})
                 failures = got["failures"]
     except IndexingError as exc:
@@ -159,8 +180,17 @@ def index(
         if core is not None:
             core.close()
     if as_json:
-        safe_print(json.dumps({"counters": counters.as_dict(), "failures": failures}, indent=1))
+        out_json: dict[str, Any] = {"counters": counters.as_dict(), "failures": failures}
+        if repaired is not None:
+            out_json["repair"] = repaired
+        safe_print(json.dumps(out_json, indent=1))
         return
+    if repaired is not None:
+        err.print(
+            f"repair: {repaired['orphans_deleted']} orphan vectors deleted, {repaired['documents_reembedded']} "
+            f"documents re-embedded ({repaired['missing_before']} missing vectors); now "
+            f"{repaired['missing_after']} missing, {repaired['orphan_after']} orphan"
+        )
     c = counters
     err.print(
         f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
@@ -317,6 +347,12 @@ def serve(
         profile = resolve(profile_value, names or [*available, *(["project"] if project is not None else [])])
     except ToolProfileError as exc:
         _fail(str(exc))
+    from aisac_core.store.guards import SplitStoreError, check_replica_store
+
+    try:  # a server SQL store with vectors private to this process: refused unless opted in
+        check_replica_store(settings)
+    except SplitStoreError as exc:
+        _fail(str(exc))
     # Windows: no flock, in-process; a store wholly on database servers has nothing to own: every process opens it
     use_owner = settings.owner.mode and not no_owner and SUPPORTED and not settings.server_store
     base_settings = settings
@@ -453,6 +489,14 @@ def status(
         if key != "recent_jobs":
             t.add_row(key, json.dumps(val) if isinstance(val, (dict, list)) else str(val))
     out.print(t)
+    vc = st.get("vector_check") or {}
+    if vc.get("missing_vectors") or vc.get("orphan_vectors"):
+        err.print(
+            f"[yellow]warning:[/yellow] the vector store does not match the manifest: {vc['missing_vectors']} "
+            f"vectors missing in {vc['documents_missing_vectors']} documents, {vc['orphan_vectors']} orphan vectors; "
+            "run: aisac index --repair",
+            soft_wrap=True,
+        )
     for j in st["recent_jobs"]:
         out.print(f"job {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})")
 

@@ -26,6 +26,7 @@ from aisac_core.context import AppContext
 from aisac_core.plugins import PluginError, collect_from, plugins_of, register, skip_installed
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
 from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
+from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
 from ..adapters import builtin
@@ -184,7 +185,9 @@ class ProvenanceMiddleware(Middleware):
                         event_id=event_id,
                         parent_id=parent_id,
                     )
-            except Exception:  # a trace write must never break the call itself
+            except Exception as exc:  # a trace write must never break the call itself ...
+                if isinstance(exc.__cause__, TraceUnavailableError):  # ... but in strict audit mode (call_core wraps)
+                    raise ToolError(str(exc.__cause__)) from exc
                 log.exception("could not record the trace event of %s", name)
 
 

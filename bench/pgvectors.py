@@ -1,0 +1,68 @@
+"""The vector backends side by side on the shared Cranfield collection: Qdrant Edge (embedded, the default) and
+PostgreSQL with pgvector (the ``pgserver`` wheel's PostgreSQL 16, a throwaway cluster, ``fsync`` off; vectors in the
+SQL store's database, ``AISAC_VECTOR_URL=sql``). Part of ``python -m bench --only engines``.
+
+Per backend: index throughput (the 1,400 abstracts, chunks embedded per second of the whole index run, models
+loaded before), hybrid nDCG@10 of the 225 queries (:func:`bench.quality.run_aisac`, the shipped fusion: the fusion
+is shared, only the vector port differs), and the query latency p50/p95 of those searches (embedding included).
+Acceptance (issue 32): |nDCG@10(PostgreSQL) - nDCG@10(Edge)| <= 0.01. Skipped when the collection or pgserver is
+missing.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .common import REPO_ROOT, Context, Skip, isolated_settings, latency_summary, temp_dir
+from .quality import evaluate, index_collection, run_aisac, write_collection
+
+#: largest nDCG@10 difference between the PostgreSQL and the embedded backend (issue 32, acceptance 2)
+TARGET_NDCG_DELTA = 0.01
+
+
+def run_vectors(ctx: Context) -> dict[str, Any]:
+    """Index and search Cranfield on both backends; returns ``{"edge": {...}, "postgres": {...}, "delta": x}``.
+    Raises :class:`Skip` when the collection or the pgserver package is missing."""
+    from aisac_core.context import AppContext
+
+    from . import cranfield
+
+    folder = ctx.data_dir / "retrieval" / "cranfield"
+    if not (folder / "cran.all.1400").exists():
+        raise Skip(f"Cranfield collection not found in {folder}")
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
+
+    try:
+        cluster = PgCluster.start(pgvector_bin())
+    except PgUnavailable as exc:
+        raise Skip(str(exc)) from exc
+    col = cranfield.load(folder)
+    out: dict[str, Any] = {}
+    try:
+        with temp_dir(ctx, "pgvectors") as tmp:
+            write_collection(col, tmp / "cranfield")
+            for backend in ("edge", "postgres"):
+                s = isolated_settings(tmp / backend)
+                if backend == "postgres":
+                    s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
+                core = AppContext(s)
+                try:
+                    idx = index_collection(core, tmp / "cranfield")
+                    runs, lat = run_aisac(core, col, "hybrid")
+                finally:
+                    core.close()
+                chunks = idx["counters"]["chunks_embedded"]
+                out[backend] = {
+                    "index_s": idx["index_s"],
+                    "chunks": chunks,
+                    "chunks_per_s": round(chunks / idx["index_s"], 1) if idx["index_s"] else None,
+                    "ndcg@10": evaluate(runs, col)["ndcg@10"],
+                    "search_latency": latency_summary(lat),
+                }
+    finally:
+        cluster.stop()
+    out["delta"] = round(abs(out["postgres"]["ndcg@10"] - out["edge"]["ndcg@10"]), 4)
+    out["met"] = out["delta"] <= TARGET_NDCG_DELTA
+    return out
