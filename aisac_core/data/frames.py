@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlmodel import Session, col, select
 
@@ -357,10 +357,9 @@ class FrameRegistry:
         if not p.is_file():
             raise DataError(f"no file at {quote_path(p)}")
         s = self.settings
-        res: InspectResult = inspect_workbook(  # type: ignore[assignment]  # a plain dict of the InspectResult shape
-            p, sheet, SheetLimits(int(s.max_sheet_cells), int(s.max_merged_cells))
+        return cast(  # a plain dict of the InspectResult shape
+            InspectResult, inspect_workbook(p, sheet, SheetLimits(int(s.max_sheet_cells), int(s.max_merged_cells)))
         )
-        return res
 
     def preview(self, name: str, n: int = 10, where: str = "head") -> PreviewResult:
         """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample

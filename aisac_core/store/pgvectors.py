@@ -88,7 +88,7 @@ class PgVectorStore(VectorStore):
         self._lock = threading.RLock()
         try:
             with self.engine.begin() as c:
-                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]
+                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]  # open inside begin()
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
                 cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
                 if cur.fetchone() is None:
@@ -125,7 +125,7 @@ class PgVectorStore(VectorStore):
         """``fn(cursor)`` in one transaction; a database error becomes a :class:`VectorStoreError`."""
         try:
             with self.engine.begin() as c:
-                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]
+                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]  # open inside begin()
                 return fn(cur)
         except SQLAlchemyError as exc:
             raise VectorStoreError(
@@ -318,14 +318,14 @@ class PgVectorStore(VectorStore):
 
         def go(cur: Any) -> list[tuple[str, float]]:
             if mode == "sparse":
-                return self._sparse(cur, pts, terms, sparse, limit, where, args) if has_sparse else []  # type: ignore[arg-type]
+                return self._sparse(cur, pts, terms, sparse, limit, where, args) if has_sparse else []  # type: ignore[arg-type]  # has_sparse: not None
             if dense is None:
                 raise VectorStoreError(f"a {mode} query needs a dense vector")
             if mode == "dense" or not has_sparse:
                 return self._dense(cur, f"{pts} p", dense, limit, where, args, exact)
             lists = [
                 self._dense(cur, f"{pts} p", dense, prefetch_limit, where, args, exact),
-                self._sparse(cur, pts, terms, sparse, prefetch_limit, where, args),  # type: ignore[arg-type]
+                self._sparse(cur, pts, terms, sparse, prefetch_limit, where, args),  # type: ignore[arg-type]  # has_sparse: not None
             ]
             w = weights or (1.0, 1.0)
             fused: dict[str, float] = {}

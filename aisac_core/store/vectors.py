@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 try:
     import fcntl
 except ImportError:  # Windows: no flock; the embedded stores take their own folder locks there
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module does not exist there
 
 #: Payload fields with an index, created with every collection by both backends (filters on them are cheap):
 #: keyword indexes (exact match, match-any) and integer indexes (match, range). Other payload fields (``text``) can
