@@ -73,6 +73,8 @@ async def test_progress_of_rag_index_reaches_the_caller(owned_store, corpus, leg
         assert r.structured_content["status"] == "done"
     assert seen, "no progress notification reached the host"
     assert seen[-1][0] == r.structured_content["done"]
+    values = [p for p, _ in seen]
+    assert all(b > a for a, b in zip(values, values[1:], strict=False)), f"progress not increasing: {values}"
 
 
 @pytest.mark.anyio

@@ -127,3 +127,59 @@ async def test_http_client_without_get_stream_gets_sampling_on_the_call_stream(o
     assert len(seen) == 1 and "You are the Router" in seen[0]
     assert result is not None and not result["result"].get("isError"), result
     assert result["result"]["structuredContent"]["by"] == "model"
+
+
+async def test_no_reply_to_a_cancelled_request_through_the_relay(owned_store):  # noqa: F811
+    """A host cancels a call waiting for its own model (it never answers the sampling request): the relay sends no
+    response for the cancelled id (MCP "Cancellation"), and the session goes on."""
+    proc = await anyio.open_process([AISAC, "serve"], env=serve_env(owned_store))
+    assert proc.stdin is not None and proc.stdout is not None
+    buf = b""
+
+    async def send(m: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        await proc.stdin.send(json.dumps(m).encode() + b"\n")
+
+    async def read_until(pred: Any, seen: list[dict[str, Any]]) -> dict[str, Any]:
+        nonlocal buf
+        assert proc.stdout is not None
+        while True:
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                m = json.loads(line)
+                seen.append(m)
+                if pred(m):
+                    return m
+            buf += await proc.stdout.receive()
+
+    seen: list[dict[str, Any]] = []
+    try:
+        with anyio.fail_after(180):
+            await send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"sampling": {}},
+                        "clientInfo": {"name": "raw-stdio", "version": "0"},
+                    },
+                }
+            )
+            await read_until(lambda m: m.get("id") == 1, seen)
+            await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "roles_route", "arguments": {"task": "Compare the notes", "llm": "sampling"}}
+            await send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            await read_until(lambda m: m.get("method") == "sampling/createMessage", seen)
+            await send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+            await anyio.sleep(2)  # time for the owner to cancel the call and for any (wrong) answer to arrive
+            await send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+            await read_until(lambda m: m.get("id") == 3, seen)
+    finally:
+        await proc.stdin.aclose()
+        with anyio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+    assert not [m for m in seen if m.get("id") == 2 and ("result" in m or "error" in m)], seen

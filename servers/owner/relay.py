@@ -99,6 +99,10 @@ class StdioRelay:
         self._http: httpx.AsyncClient | None = None
         self._replays = 0
         self.drift: str | None = None  # the drift error while the owner serves other settings than this host's
+        # ids of the host's requests it cancelled (notifications/cancelled): their answers are not relayed (MCP
+        # 2025-11-25, "Cancellation": the receiver must not send a response for a cancelled request)
+        self._cancelled: set[Any] = set()
+        self._inflight: set[Any] = set()  # ids of the host's requests under way
 
     # ---------------------------------------------------------------------------------------------- output
 
@@ -112,7 +116,7 @@ class StdioRelay:
 
     def _error(self, msg: dict[str, Any], text: str) -> None:
         """Answer request ``msg`` with ``text``: a tool error for ``tools/call``, a JSON-RPC error otherwise."""
-        if "id" not in msg:
+        if "id" not in msg or msg["id"] in self._cancelled:
             return
         if msg.get("method") == "tools/call":
             result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
@@ -313,14 +317,20 @@ class StdioRelay:
             async for m in self._messages(r):
                 if "id" in msg and m.get("id") == msg["id"] and ("result" in m or "error" in m):
                     got_answer = True
+                    if msg["id"] in self._cancelled:
+                        continue
                     if method == "initialize" and isinstance(m.get("result"), dict):
                         self.protocol_version = m["result"].get("protocolVersion")
                     m = self._filter(str(method), m)
                 self._emit(m)
-            if "id" in msg and "method" in msg and not got_answer:
+            if "id" in msg and "method" in msg and not got_answer and msg["id"] not in self._cancelled:
                 self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
 
     async def _handle(self, msg: dict[str, Any]) -> None:
+        if msg.get("method") == "notifications/cancelled":
+            rid = (msg.get("params") or {}).get("requestId")
+            if rid in self._inflight:
+                self._cancelled.add(rid)
         refused = self._refused(msg)
         if refused is not None:
             if msg.get("method") == "tools/call":
@@ -328,7 +338,15 @@ class StdioRelay:
             elif "id" in msg:
                 self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": refused}})
             return
-        await self._send(msg)
+        rid = msg.get("id") if "method" in msg else None
+        if rid is not None:
+            self._inflight.add(rid)
+        try:
+            await self._send(msg)
+        finally:
+            if rid is not None:
+                self._inflight.discard(rid)
+                self._cancelled.discard(rid)
         # remembered once sent (a replay before the first session would open a second one)
         if msg.get("method") == "initialize":
             self._init_body = msg
