@@ -29,7 +29,9 @@ from typing import Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.transforms.search import BM25SearchTransform
+from fastmcp.utilities.tasks import TaskConfig
 from mcp.types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
@@ -170,18 +172,21 @@ def _listed_class(cls: type) -> type:
     return sub
 
 
-def listed(tool: Any) -> Any:
-    """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged."""
+def listed(tool: Any, *, tasks: bool = True) -> Any:
+    """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged.
+    ``tasks=False``: without ``execution.taskSupport`` (a client whose protocol version has no tasks: the long
+    tools answer it in the foreground, with a job id to poll)."""
     ann = tool.annotations
     title = tool.title or (ann.get("title") if isinstance(ann, dict) else getattr(ann, "title", None))
-    out = tool.model_copy(
-        update={
-            "parameters": compact_input_schema(tool.parameters),
-            "output_schema": compact_output_schema(tool.output_schema),
-            "annotations": compact_annotations(ann),
-            "title": title,
-        }
-    )
+    update = {
+        "parameters": compact_input_schema(tool.parameters),
+        "output_schema": compact_output_schema(tool.output_schema),
+        "annotations": compact_annotations(ann),
+        "title": title,
+    }
+    if not tasks and getattr(tool, "task_config", None) is not None:
+        update |= {"task_config": TaskConfig(mode="forbidden"), "execution": None}
+    out = tool.model_copy(update=update)
     out.__class__ = _listed_class(tool.__class__)
     return out
 
@@ -200,7 +205,20 @@ class CompactToolList(Middleware):
 
     async def on_list_tools(self, context: MiddlewareContext, call_next: Any) -> Any:
         tools = await call_next(context)
-        return [listed(t) for t in tools if self.keep is None or self.keep(t.name)]
+        tasks = tasks_negotiable(context.fastmcp_context)
+        return [listed(t, tasks=tasks) for t in tools if self.keep is None or self.keep(t.name)]
+
+
+def tasks_negotiable(ctx: Any) -> bool:
+    """Whether the client of ``ctx`` (a fastmcp Context, or None) speaks a protocol version at which aisac's tasks
+    (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663) can be requested: 2026-07-28 and later. The
+    handshake-era versions (2025-11-25 and before) get no ``execution.taskSupport`` in ``tools/list`` (aisac does not
+    serve the earlier draft's ``tasks/result``, ``tasks/list`` or the ``tasks`` capability) and poll the job tools
+    (``rag_job_status``, ``data_code_job_status``, ``roles_job_status``) instead. No request context (an in-process
+    call): True."""
+    rc = getattr(ctx, "request_context", None) if ctx is not None else None
+    version = getattr(rc, "protocol_version", None) if rc is not None else None
+    return version is None or version in MODERN_PROTOCOL_VERSIONS
 
 
 class ToolSearch(BM25SearchTransform):
