@@ -35,7 +35,7 @@ from aisac_core.owner import (
     stop_owner,
 )
 from aisac_core.security import is_loopback, new_token
-from aisac_core.settings import Settings
+from aisac_core.settings import Settings, host_settings
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
 from .owner import (
@@ -147,7 +147,7 @@ def index(
                 )
             else:
                 assert info is not None
-                got = index_via_owner(info, paths, catalog, progress)
+                got = index_via_owner(info, paths, catalog, progress, host_settings(settings))
                 counters = Counters(**{k: v for k, v in got["counters"].items() if k in Counters.__dataclass_fields__})
                 failures = got["failures"]
     except IndexingError as exc:
@@ -308,7 +308,10 @@ def serve(
             AISAC_PROJECT=str(Path(project).expanduser().resolve()), AISAC_MODELS_ROOT=str(settings.models_dir)
         )  # read by the store's owner daemon
 
-    def in_process() -> FastMCP:
+    def in_process(owner: bool = False) -> FastMCP:
+        """The suite served in this process; ``owner``: as the store's owner over HTTP on ``host`` (every tool for
+        the relays of other hosts, each with its own profile and roots; the ``--tools`` profile for direct
+        clients)."""
         if project is not None:
             from aisac_core.projects import BootstrapError
 
@@ -322,6 +325,12 @@ def serve(
         # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
         from ..serving.suite import build
 
+        if owner:
+            # the hosts' own settings are honoured only on a loopback server (whose token only the user can read)
+            local = host.strip("[]") in ("127.0.0.1", "localhost", "::1")
+            return build(
+                names, app=AppContext(settings), catalog=True, host_settings=local, served_profile=profile_value
+            )
         return build(names, app=AppContext(settings), tools=profile_value)
 
     try:
@@ -349,7 +358,9 @@ def serve(
         if fd is not None:
             # this process owns the store; proxies of other hosts reach it with the token in owner.json
             try:
-                serve_http(settings, in_process(), host=host, port=port, token=token, register_fd=fd, kind="http")
+                serve_http(
+                    settings, in_process(owner=True), host=host, port=port, token=token, register_fd=fd, kind="http"
+                )
             finally:
                 os.close(fd)
         else:

@@ -85,13 +85,20 @@ def cli_owner(
     return info
 
 
-def _client(info: OwnerInfo, timeout: float = 3600) -> Client[StreamableHttpTransport]:
+def _client(
+    info: OwnerInfo, timeout: float = 3600, host: dict[str, Any] | None = None
+) -> Client[StreamableHttpTransport]:
+    """A client of the owner; ``host``: this command's per-host settings (roots...), applied by the owner to its
+    requests (:func:`aisac_core.settings.host_settings`)."""
     # fastmcp loads here, only for a command sent to the owner (~0.6 s of imports): `aisac --help` and the stdio
     # proxy never need it
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    return Client(StreamableHttpTransport(info.url, auth=info.token), timeout=timeout)
+    from ..owner.proxying import HOST_HEADER
+
+    headers = {HOST_HEADER: json.dumps(host, separators=(",", ":"))} if host is not None else None
+    return Client(StreamableHttpTransport(info.url, auth=info.token, headers=headers), timeout=timeout)
 
 
 async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -105,7 +112,11 @@ async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str,
 
 
 def index_via_owner(
-    info: OwnerInfo, paths: list[Path], catalog_only: bool, progress: Callable[[float, float | None, str | None], None]
+    info: OwnerInfo,
+    paths: list[Path],
+    catalog_only: bool,
+    progress: Callable[[float, float | None, str | None], None],
+    host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``rag_index`` of ``paths`` (made absolute here: the owner has another working folder) on the owner, with
     ``wait=true``; every MCP progress notification goes to ``progress(done, total, message)``; a job still running
@@ -116,7 +127,7 @@ def index_via_owner(
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             progress(done, total, message)
 
-        async with _client(info) as c:
+        async with _client(info, host=host) as c:
             st = await _call(
                 c,
                 "rag_index",

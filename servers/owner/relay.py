@@ -11,6 +11,9 @@ Around the bytes the relay adds only:
 
 - ``X-Aisac-Client``: a random id made at start, sent with every request, so the owner groups this host's calls
   into runs of their own (:class:`aisac_servers.serving.suite.ProvenanceMiddleware`);
+- ``X-Aisac-Host``: this host's own settings (:data:`aisac_core.settings.PER_HOST`: roots, tool profile, roles
+  LLM and mode), which the owner applies to each of its requests (:mod:`aisac_servers.serving.hosts`): two hosts
+  with other roots or profiles share one owner, each seeing its own;
 - the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
   did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
@@ -40,7 +43,7 @@ import httpx
 from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
 
-from .proxying import CLIENT_HEADER, OWNER_STOPPED
+from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     from aisac_core.settings import Settings
@@ -89,6 +92,10 @@ class StdioRelay:
         # filtered even for ``all``: the owner also serves tools_search / tools_call, which only ``full`` lists
         self.profile = profile
         self.client_id = client_id or uuid.uuid4().hex
+        from aisac_core.settings import host_settings  # loaded with ``settings`` already
+
+        # this host's own settings (roots, profile, roles LLM and mode), applied by the owner to each request
+        self.host_header = json.dumps(host_settings(settings), separators=(",", ":"), ensure_ascii=True)
         self.info: OwnerInfo | None = None
         self._stamp: tuple[int, int] | None = None
         self.session_id: str | None = None
@@ -233,6 +240,7 @@ class StdioRelay:
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
             CLIENT_HEADER: self.client_id,
+            HOST_HEADER: self.host_header,
         }
         if info.token:
             h["authorization"] = f"Bearer {info.token}"

@@ -33,6 +33,7 @@ from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
 from ..shapes.completions import chain_completions
 from ..shapes.toollist import CompactToolList, ToolSearch
 from .dashboard import mount_dashboard
+from .hosts import HostView
 from .tasks import add_tasks
 
 log = logging.getLogger("aisac.suite")
@@ -314,6 +315,8 @@ def build(
     lifespan: bool = True,
     tools: str | None = None,
     catalog: bool = False,
+    host_settings: bool = False,
+    served_profile: str | None = None,
 ) -> FastMCP:
     """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
     :class:`~aisac_core.context.AppContext` from the environment's settings).
@@ -327,6 +330,11 @@ def build(
     ``catalog``: add ``tools_search`` / ``tools_call`` (:class:`~aisac_servers.shapes.toollist.ToolSearch`) to a suite that
     lists every tool (the owner daemon's, whose stdio relays apply each host's profile); the ``full`` profile adds
     them itself and lists only its core tools next to them.
+
+    ``host_settings``: honour the per-host settings a relay sends with each request (roots, roles LLM and mode:
+    :class:`~aisac_servers.serving.hosts.HostView`), for an owner serving several hosts. ``served_profile``: with
+    ``tools=None``, the profile the server's direct clients see, while a proxy's requests reach every tool (the
+    proxy applies its host's profile): a user-started HTTP owner.
 
     ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
     and no ``app.close()`` at exit.
@@ -363,6 +371,9 @@ def build(
     searchable = catalog or (profile is not None and profile.search)
     if searchable:
         main.add_transform(ToolSearch())
+    served = resolve(served_profile, chosen) if served_profile is not None and profile is None else None
+    # outermost: the host's roots and roles defaults hold for the whole call (and the trace records the filled call)
+    main.add_middleware(HostView(app, served, accept_host_settings=host_settings))
     main.add_middleware(ProvenanceMiddleware(app))
     # the lean wire form of tools/list (aisac_servers.shapes.toollist); the full profile lists its core tools only
     main.add_middleware(CompactToolList(profile.lists if profile is not None and profile.search else None))
