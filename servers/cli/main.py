@@ -527,6 +527,10 @@ def init(
     )
 
 
+#: the variable VS Code and Cursor replace by the open workspace folder in an MCP server's configuration
+WORKSPACE_FOLDER = "${workspaceFolder}"
+
+
 @app.command()
 def install(
     host: Annotated[str, typer.Argument(help="claude-desktop, vscode or cursor")],
@@ -550,8 +554,19 @@ def install(
             "(docs/hosts.md); asked when omitted on a terminal",
         ),
     ] = None,
+    roots: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--roots",
+            help="a folder the host's tools may read (repeat for several); default: the current folder, or for "
+            "vscode and cursor the open workspace folder (${workspaceFolder})",
+        ),
+    ] = None,
 ) -> None:
-    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
+    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it. The host's
+    roots (the folders its tools may index and load from) are written into its entry: ``--roots``, else roots set
+    in the environment or the store's aisac.toml, else the current folder (the workspace folder for VS Code and
+    Cursor)."""
     from aisac_core.projects import BootstrapError
     from aisac_core.projects.hosts import HostConfigError, host_env, render, server_entry
     from aisac_core.projects.hosts import install as install_host
@@ -569,7 +584,15 @@ def install(
             from ..adapters.builtin import aisac_register_servers
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
-        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
+        env = host_env(settings)
+        if roots:
+            missing = [str(r) for r in roots if not r.expanduser().is_dir()]
+            if missing:
+                _fail(f"--roots: not a folder: {', '.join(missing)}; give existing folders")
+            env["AISAC_ROOTS"] = json.dumps([str(r.expanduser().resolve()) for r in roots])
+        elif not settings.rag.roots and project is None:  # nothing set anywhere (a project brings its own data)
+            env["AISAC_ROOTS"] = json.dumps([WORKSPACE_FOLDER if host in ("vscode", "cursor") else str(Path.cwd())])
+        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=env, tools=tools)
         if print_:
             print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return
@@ -578,6 +601,7 @@ def install(
         _fail(str(exc))
     err.print(
         f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
+        + (f" with roots {env['AISAC_ROOTS']}" if "AISAC_ROOTS" in env else "")
         + (f" (previous file kept as {res.backup})" if res.backup else "")
         + "; restart the host",
         soft_wrap=True,
