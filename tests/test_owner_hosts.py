@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import stop_process
+from mcp.shared.exceptions import MCPError
 from test_owner import AISAC, owned_store, owner_info, serve_env, stdio  # noqa: F401 - owned_store is a fixture
 
 pytestmark = pytest.mark.anyio
@@ -40,8 +41,10 @@ async def test_two_hosts_with_their_own_roots_and_profiles(owned_store, tmp_path
         for c, other in ((a, b_dir / "beta.csv"), (b, a_dir / "alpha.csv")):
             r = await c.call_tool("data_load", {"path": str(other), "name": "other"}, raise_on_error=False)
             assert r.is_error and "outside" in r.content[0].text.lower(), r.content[0].text
-        r = await b.call_tool("lit_search", {"query": "x"}, raise_on_error=False)
-        assert r.is_error and "unknown tool" in r.content[0].text
+        # an unknown tool (outside the host's profile) is a protocol error, -32602 (MCP "Tools", error handling)
+        with pytest.raises(MCPError, match="unknown tool") as err:
+            await b.call_tool("lit_search", {"query": "x"})
+        assert err.value.code == -32602
         listed = (await a.call_tool("data_list", {})).structured_content
         assert {"alpha", "beta"} <= {f["name"] for f in listed["frames"]}, listed
     assert owner_info(owned_store)["kind"] == "daemon"

@@ -41,7 +41,7 @@ import anyio
 import httpx
 
 from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
-from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
+from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
 from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED
 
@@ -173,7 +173,16 @@ class StdioRelay:
                 return pr.allows_prompt(val)
             return pr.allows_uri(val)
 
-        return {**msg, "result": {**result, field: [i for i in result[field] if ok(i)]}}
+        items = [i for i in result[field] if ok(i)]
+        if method == "tools/list":  # descriptions name no tool this host cannot call
+            kept = {str(i.get("name")) for i in items}
+            hidden = {
+                str(i.get("name"))
+                for i in result[field]
+                if str(i.get("name")) not in kept and not (pr.search and pr.allows(str(i.get("name"))))
+            }
+            items = [_scrub_tool(i, hidden) for i in items]
+        return {**msg, "result": {**result, field: items}}
 
     # ---------------------------------------------------------------------------------------------- the owner
 
@@ -341,10 +350,9 @@ class StdioRelay:
                 self._cancelled.add(rid)
         refused = self._refused(msg)
         if refused is not None:
-            if msg.get("method") == "tools/call":
-                self._error(msg, refused)
-            elif "id" in msg:
-                self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": refused}})
+            if "id" in msg:  # an unknown tool, prompt or resource is a protocol error (MCP "Tools"/"Resources")
+                code = -32002 if msg.get("method") == "resources/read" and not _modern(msg) else -32602
+                self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": code, "message": refused}})
             return
         rid = msg.get("id") if "method" in msg else None
         if rid is not None:
@@ -405,6 +413,23 @@ def _modern(msg: dict[str, Any]) -> str | None:
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return str(meta[_MODERN_VERSION_KEY]) if isinstance(meta, dict) and meta.get(_MODERN_VERSION_KEY) else None
+
+
+def _scrub_tool(tool: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """A ``tools/list`` entry whose description and argument descriptions name no tool of ``hidden``."""
+    if not hidden:
+        return tool
+    out = {**tool, "description": scrub_text(str(tool.get("description") or ""), hidden)}
+    schema = tool.get("inputSchema")
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        props = {
+            k: {**v, "description": scrub_text(v["description"], hidden)}
+            if isinstance(v, dict) and isinstance(v.get("description"), str)
+            else v
+            for k, v in schema["properties"].items()
+        }
+        out["inputSchema"] = {**schema, "properties": props}
+    return out
 
 
 def _header_value(value: str) -> str:

@@ -24,22 +24,31 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastmcp.exceptions import NotFoundError, ToolError
+from fastmcp.exceptions import DisabledError, NotFoundError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.context import AppContext
-from aisac_core.owner import aisac_version
 from aisac_core.settings import HOST_ROOTS, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
 from ..owner.proxying import CLIENT_HEADER, HOST_HEADER
+from ..shapes.toollist import scrubbed
 
 log = logging.getLogger("aisac.owner")
+
+#: JSON-RPC "invalid params": an unknown tool or prompt, a prompt's missing argument (MCP 2025-11-25, error handling)
+INVALID_PARAMS = -32602
+#: "resource not found" up to MCP 2025-11-25 (retired at 2026-07-28, which uses :data:`INVALID_PARAMS`)
+RESOURCE_NOT_FOUND = -32002
+_MISSING = re.compile(r"Missing required arguments?: \{?([^}]*)\}?")
 
 #: the roles tools' arguments whose default a host setting gives (argument -> flat setting name)
 _ROLES_DEFAULTS = {"llm": "roles_llm", "mode": "roles_mode"}
@@ -85,8 +94,13 @@ class HostView(Middleware):
 
     async def on_list_tools(self, context: MiddlewareContext, call_next: CallNext) -> Sequence[Any]:
         pr = self._profile()
-        tools = await call_next(context)
-        return tools if pr is None else [t for t in tools if pr.lists(t.name)]
+        tools: Sequence[Any] = await call_next(context)
+        if pr is None:
+            return tools
+        kept = [t for t in tools if pr.lists(t.name)]
+        names = {t.name for t in kept}
+        hidden = {t.name for t in tools if t.name not in names and not (pr.search and pr.allows(t.name))}
+        return [scrubbed(t, hidden) for t in kept]
 
     async def on_list_prompts(self, context: MiddlewareContext, call_next: CallNext) -> Sequence[Any]:
         pr = self._profile()
@@ -104,10 +118,15 @@ class HostView(Middleware):
         return res if pr is None else [r for r in res if pr.allows_uri(str(r.uri_template))]
 
     async def on_initialize(self, context: MiddlewareContext, call_next: CallNext) -> Any:
-        return _server_info(self._instructions(await call_next(context)))
+        return self._instructions(await call_next(context))
 
     async def on_discover(self, context: MiddlewareContext, call_next: CallNext) -> Any:
-        return _server_info(self._instructions(await call_next(context)))
+        """The 2026-07-28 discovery result, without the ``logging`` capability (deprecated at that version)."""
+        result = self._instructions(await call_next(context))
+        caps = getattr(result, "capabilities", None)
+        if caps is not None and getattr(caps, "logging", None) is not None:
+            result = result.model_copy(update={"capabilities": caps.model_copy(update={"logging": None})})
+        return result
 
     def _instructions(self, result: Any) -> Any:
         pr = self._profile()
@@ -128,7 +147,7 @@ class HostView(Middleware):
         pr = self._profile()
         name = context.message.name
         if pr is not None and not pr.allows(name):
-            raise ToolError(f"unknown tool {name!r}: this server exposes the tool profile {pr.value!r}")
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}: this server exposes the tool profile {pr.value!r}")
         host = host_of_request(self.accept)
         if host is not None and name.startswith("roles_"):
             args = dict(context.message.arguments or {})
@@ -139,24 +158,44 @@ class HostView(Middleware):
         token = HOST_ROOTS.set(self._roots(host))
         try:
             return await call_next(context)
+        except (NotFoundError, DisabledError) as exc:  # MCP "Tools", error handling: an unknown tool is a protocol
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; list the tools with tools/list") from exc
         finally:
             HOST_ROOTS.reset(token)
 
     async def on_read_resource(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
-        if pr is not None and not pr.allows_uri(str(context.message.uri)):
-            raise NotFoundError(f"unknown resource {context.message.uri}")
+        uri = str(context.message.uri)
+        if pr is not None and not pr.allows_uri(uri):
+            raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}")
         token = HOST_ROOTS.set(self._roots(host_of_request(self.accept)))
         try:
             return await call_next(context)
+        except MCPError as exc:
+            if exc.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND) and "not found" in exc.message.lower():
+                raise MCPError(_not_found_code(context), exc.message) from exc
+            raise
+        except (NotFoundError, DisabledError) as exc:
+            raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}") from exc
         finally:
             HOST_ROOTS.reset(token)
 
     async def on_get_prompt(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
-        if pr is not None and not pr.allows_prompt(context.message.name):
-            raise NotFoundError(f"unknown prompt {context.message.name!r}")
-        return await call_next(context)
+        name = context.message.name
+        if pr is not None and not pr.allows_prompt(name):
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}; list the prompts with prompts/list")
+        try:
+            return await call_next(context)
+        except (NotFoundError, DisabledError) as exc:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}; list the prompts with prompts/list") from exc
+        except Exception as exc:
+            # fastmcp names the prompt by its unprefixed function name and answers -32603: name the listed prompt
+            # and the missing arguments, as invalid params (MCP "Prompts", error handling)
+            missing = _MISSING.search(str(exc))
+            if missing is None:
+                raise
+            raise MCPError(INVALID_PARAMS, f"prompt {name!r}: missing required argument(s) {missing.group(1)}") from exc
 
 
 #: the roles tools and which of the host-defaulted arguments each takes
@@ -173,12 +212,9 @@ def _takes(context: MiddlewareContext, arg: str) -> bool:
     return arg in _ROLES_ARGS.get(context.message.name, ())
 
 
-def _server_info(result: Any) -> Any:
-    """``result`` (an initialize or discover result) naming aisac and its version as the server (fastmcp names the
-    server by its own name and fastmcp's version)."""
-    info = getattr(result, "server_info", None)
-    if info is None:
-        return result
-    return result.model_copy(
-        update={"server_info": info.model_copy(update={"name": "aisac", "version": aisac_version()})}
-    )
+def _not_found_code(context: MiddlewareContext) -> int:
+    """The code of "resource not found" at the request's protocol version (-32002 up to 2025-11-25, -32602 after)."""
+    ctx = context.fastmcp_context
+    rc = ctx.request_context if ctx is not None else None
+    version = getattr(rc, "protocol_version", None)
+    return INVALID_PARAMS if version is None or version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND

@@ -23,9 +23,10 @@ from fastmcp.server.transforms import Visibility
 from fastmcp.tools import ToolResult
 
 from aisac_core.context import AppContext
+from aisac_core.owner import aisac_version
 from aisac_core.plugins import PluginError, collect_from, plugins_of, register, skip_installed
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
-from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
+from aisac_core.tool_profiles import CATALOG_TOOLS, ToolProfile, compose_instructions, resolve
 from aisac_core.trace.recorder import RunAssigner
 
 from ..adapters import builtin
@@ -308,6 +309,17 @@ class ProfileFilter(Visibility):
         return component.key.startswith("tool:") and not self.profile.allows(component.name)
 
 
+async def every_tool_name(available: dict[str, Callable[[], FastMCP | None]]) -> frozenset[str]:
+    """The names of every tool of the servers ``available`` (:func:`suite_servers`) and the catalog tools: what a
+    profile's descriptions may name only when it offers them."""
+    names = set(CATALOG_TOOLS)
+    for ns, load in available.items():
+        server = load()
+        if server is not None:
+            names |= {f"{ns}_{t.name}" for t in await server.list_tools()}
+    return frozenset(names)
+
+
 def build(
     names: list[str] | None = None,
     *,
@@ -359,6 +371,7 @@ def build(
     mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
     main = FastMCP(
         "aisac",
+        version=aisac_version(),  # serverInfo names aisac's version, not fastmcp's
         lifespan=_lifespan(app, own=lifespan),
         instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}),
     )
@@ -376,7 +389,13 @@ def build(
     main.add_middleware(HostView(app, served, accept_host_settings=host_settings))
     main.add_middleware(ProvenanceMiddleware(app))
     # the lean wire form of tools/list (aisac_servers.shapes.toollist); the full profile lists its core tools only
-    main.add_middleware(CompactToolList(profile.lists if profile is not None and profile.search else None))
+    main.add_middleware(
+        CompactToolList(
+            profile.lists if profile is not None and profile.search else None,
+            profile=profile if profile is not None and not profile.is_full else None,
+            every=functools.partial(every_tool_name, available),
+        )
+    )
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool
     # error at most 1,900 characters, no SQL (call_core applies the same net to core calls, with the core function's
     # name; this one also covers errors raised outside call_core)

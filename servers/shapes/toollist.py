@@ -33,6 +33,7 @@ from fastmcp.utilities.tasks import TaskConfig
 from mcp.types import ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from aisac_core.tool_profiles import scrub_text
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
 from ..adapters.common import hints
@@ -195,18 +196,49 @@ def _listed_json(tools: Any) -> list[dict[str, Any]]:
     return [listed(t).to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
 
 
+def scrubbed(tool: Any, hidden: set[str] | frozenset[str]) -> Any:
+    """A listed tool (:func:`listed`) whose description and argument descriptions name no tool of ``hidden``
+    (:func:`aisac_core.tool_profiles.scrub_text`)."""
+    if not hidden:
+        return tool
+    params = tool.parameters
+    if isinstance(params, dict) and isinstance(params.get("properties"), dict):
+        props = {
+            k: {**v, "description": scrub_text(v["description"], hidden)}
+            if isinstance(v, dict) and isinstance(v.get("description"), str)
+            else v
+            for k, v in params["properties"].items()
+        }
+        params = {**params, "properties": props}
+    return tool.model_copy(update={"description": scrub_text(tool.description or "", hidden), "parameters": params})
+
+
 class CompactToolList(Middleware):
     """Lists every tool in its compact wire form (module docstring); calls are not affected. ``keep``: a predicate
     on tool names; the others are left out of the list but stay callable (the ``full`` profile lists only its core
-    tools and finds the rest with ``tools_search``)."""
+    tools and finds the rest with ``tools_search``). ``profile`` and ``every`` (an async function naming every tool
+    of the whole suite): the descriptions name no tool the profile does not offer (:func:`scrubbed`)."""
 
-    def __init__(self, keep: Any = None) -> None:
+    def __init__(self, keep: Any = None, profile: Any = None, every: Any = None) -> None:
         self.keep = keep
+        self.profile = profile
+        self.every = every
+        self._hidden: frozenset[str] | None = None
+
+    async def _hide(self, listed_names: set[str]) -> frozenset[str]:
+        if self.profile is None or self.every is None:
+            return frozenset()
+        if self._hidden is None:
+            every = await self.every()
+            pr = self.profile
+            self._hidden = frozenset(n for n in every if n not in listed_names and not (pr.search and pr.allows(n)))
+        return self._hidden
 
     async def on_list_tools(self, context: MiddlewareContext, call_next: Any) -> Any:
-        tools = await call_next(context)
+        tools = [t for t in await call_next(context) if self.keep is None or self.keep(t.name)]
         tasks = tasks_negotiable(context.fastmcp_context)
-        return [listed(t, tasks=tasks) for t in tools if self.keep is None or self.keep(t.name)]
+        hidden = await self._hide({t.name for t in tools})
+        return [scrubbed(listed(t, tasks=tasks), hidden) for t in tools]
 
 
 def tasks_negotiable(ctx: Any) -> bool:
@@ -266,6 +298,7 @@ class ToolSearch(BM25SearchTransform):
             update={
                 "description": "Call a tool found with tools_search by its name, with its arguments; returns that "
                 "tool's result.",
-                "annotations": ToolAnnotations(**hints("Call a found tool", open_world=True)),
+                # the most cautious hints: it may call any tool, destructive and open-world ones included
+                "annotations": ToolAnnotations(**hints("Call a found tool", destructive=True, open_world=True)),
             }
         )
