@@ -336,10 +336,15 @@ def serve(
     try:
         if transport == "stdio":
             if use_owner:
-                try:  # fail fast (version mismatch, daemon cannot start); re-checked per request
-                    ensure_owner(settings)
-                except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it until the owner is free
-                    err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
+                from ..owner.catalog import has_catalog
+
+                # with the store's answer catalogue the relay answers the host's first requests at once and finds
+                # or starts the owner in the background; without it (a first start), fail fast
+                if not has_catalog(settings.data_dir):
+                    try:  # version mismatch, daemon cannot start; re-checked per request
+                        ensure_owner(settings)
+                    except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it
+                        err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
                 build_proxy(settings, names, profile).run(transport="stdio", show_banner=False)
             else:
                 in_process().run(transport="stdio", show_banner=False)

@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
-from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
+from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, aisac_version, ensure_owner
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
+from .catalog import CACHEABLE, AnswerCatalog
 from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
@@ -110,6 +111,12 @@ class StdioRelay:
         # 2025-11-25, "Cancellation": the receiver must not send a response for a cancelled request)
         self._cancelled: set[Any] = set()
         self._inflight: set[Any] = set()  # ids of the host's requests under way
+        # the owner's listing answers kept in the store: initialize and tools/list answered at once (catalog.py)
+        self.catalog = AnswerCatalog(settings.data_dir, aisac_version())
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._warming = False
+        self._warm_done = False
+        self._init_from_catalog = False
 
     # ---------------------------------------------------------------------------------------------- output
 
@@ -227,8 +234,9 @@ class StdioRelay:
             if r.status_code >= 400:
                 raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
             self.session_id = r.headers.get("mcp-session-id")
-            async for _ in self._messages(r):
-                pass
+            async for m in self._messages(r):
+                if isinstance(m, dict) and "result" in m:
+                    self._remember(init_body, m)
         if self._initialized is not None:
             await (
                 await self._client().post(
@@ -336,6 +344,7 @@ class StdioRelay:
                     got_answer = True
                     if msg["id"] in self._cancelled:
                         continue
+                    self._remember(msg, m)
                     if method == "initialize" and isinstance(m.get("result"), dict):
                         self.protocol_version = m["result"].get("protocolVersion")
                     m = self._filter(str(method), m)
@@ -343,7 +352,63 @@ class StdioRelay:
             if "id" in msg and "method" in msg and not got_answer and msg["id"] not in self._cancelled:
                 self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
 
+    def _version_of(self, msg: dict[str, Any]) -> str | None:
+        if msg.get("method") == "initialize":
+            return str((msg.get("params") or {}).get("protocolVersion") or "") or None
+        return _modern(msg) or self.protocol_version
+
+    def _from_catalog(self, msg: dict[str, Any]) -> bool:
+        """Answer a listing request from the store's answer catalogue (and connect to the owner in the background);
+        False when it has no answer for it, or the owner's session is already open (then the owner answers)."""
+        method = msg.get("method")
+        if method not in CACHEABLE or "id" not in msg or (msg.get("params") or {}).get("cursor"):
+            return False
+        if method == "tools/list" and self.info is not None and self._warm_done:
+            return False
+        result = self.catalog.get(str(method), self._version_of(msg))
+        if not isinstance(result, dict):
+            return False
+        self._emit(self._filter(str(method), {"jsonrpc": "2.0", "id": msg["id"], "result": result}))
+        if method == "initialize":
+            self._init_body, self._init_from_catalog = msg, True
+            self.protocol_version = result.get("protocolVersion")
+        self._start_warm()
+        return True
+
+    def _start_warm(self) -> None:
+        if not self._warming and self._tg is not None:
+            self._warming = True
+            self._tg.start_soon(self._warm)
+
+    async def _warm(self) -> None:
+        """Find or start the owner (and open this host's session with it) in the background."""
+        try:
+            await self._owner()
+        except Exception as exc:  # noqa: BLE001 - each request reports the owner's trouble itself
+            log.warning("the owner is not ready (%s); the next request tries again", exc)
+        finally:
+            self._warm_done = True
+
+    def _remember(self, msg: dict[str, Any], answer: dict[str, Any]) -> None:
+        method = str(msg.get("method"))
+        if (
+            method in CACHEABLE
+            and isinstance(answer.get("result"), dict)
+            and not (msg.get("params") or {}).get("cursor")
+        ):
+            self.catalog.put(method, self._version_of(msg), answer["result"])
+
     async def _handle(self, msg: dict[str, Any]) -> None:
+        if (
+            msg.get("method") == "notifications/initialized"
+            and self._init_from_catalog
+            and not self._warm_done
+            and self.session_id is None
+        ):
+            self._initialized = msg  # sent by the initialize replay that opens the session with the owner
+            return
+        if self._from_catalog(msg):
+            return
         if msg.get("method") == "notifications/cancelled":
             rid = (msg.get("params") or {}).get("requestId")
             if rid in self._inflight:
@@ -375,6 +440,7 @@ class StdioRelay:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         try:
             async with anyio.create_task_group() as tg:
+                self._tg = tg
                 while line := await reader.readline():
                     if not line.strip():
                         continue
