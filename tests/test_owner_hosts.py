@@ -86,3 +86,21 @@ async def test_http_owner_profile_does_not_change_a_stdio_hosts_view(owned_store
             assert not found.is_error
     finally:
         stop_process(proc)
+
+
+async def test_a_relay_lists_from_the_answer_catalogue_while_the_owner_starts(owned_store):  # noqa: F811
+    """After a first host, the store keeps the owner's listing answers: the next host, with no owner running, gets
+    initialize and tools/list from them (its profile applied) and its first call once the owner is up."""
+    from aisac_core.owner import stop_owner
+
+    async with stdio(owned_store) as c:
+        every = {t.name for t in await c.list_tools()}
+    assert (owned_store / "answer-catalog.json").exists()
+    await anyio.to_thread.run_sync(stop_owner, owned_store)
+    assert not (owned_store / "owner.json").exists()
+    async with stdio(owned_store, "--tools", "core") as c:
+        names = {t.name for t in await c.list_tools()}
+        assert names and names < every and "rag_search" in names and "lit_search" not in names
+        r = await c.call_tool("rag_list_documents", {})  # answered by the owner started in the background
+        assert not r.is_error
+    assert owner_info(owned_store)["kind"] == "daemon"
