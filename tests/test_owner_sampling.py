@@ -38,6 +38,10 @@ async def test_stdio_host_answers_sampling_through_the_relay(owned_store):  # no
         seen.append(messages[-1].content.text)
         return json.dumps(load_fixture("route_plan.json"))
 
+    async with _host(owned_store) as first:  # a first host: the store keeps the owner's listing answers
+        await first.list_tools()
+    # this host's initialize is answered from that catalogue while its session with the owner opens: its first call
+    # must still reach the owner in that session
     async with _host(owned_store, handler) as c:
         with anyio.fail_after(120):
             r = await c.call_tool("roles_route", {"task": "Compare the two notes", "llm": "sampling"})

@@ -215,14 +215,16 @@ class StdioRelay:
                 if exc.info is None:
                     raise
                 info, self.drift = exc.info, str(exc)  # listing works; calls get the drift error (below)
-            self._stamp = None if self.drift else self._owner_stamp()  # drift: check again at every request
+            stamp = None if self.drift else self._owner_stamp()  # drift: check again at every request
             if force or old is None or (info.pid, info.url, info.token) != (old.pid, old.url, old.token):
                 if old is not None:
                     log.warning("the store's owner changed (pid %s -> %s): reconnecting", old.pid, info.pid)
-                self.info, self.session_id = info, None
+                self.session_id = None
                 if self._init_body is not None:
                     await self._replay_initialize(info, self._init_body)
-            self.info = info
+            # published once the session is open: a concurrent request (the relay answered initialize from the
+            # answer catalogue) must not reach the owner before it
+            self.info, self._stamp = info, stamp
             return info
 
     async def _replay_initialize(self, info: OwnerInfo, init_body: dict[str, Any]) -> None:
@@ -350,6 +352,7 @@ class StdioRelay:
                     m = self._filter(str(method), m)
                 self._emit(m)
             if "id" in msg and "method" in msg and not got_answer and msg["id"] not in self._cancelled:
+                log.warning("owner answered HTTP %s to %s: %r", r.status_code, method, (await r.aread())[:300])
                 self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
 
     def _version_of(self, msg: dict[str, Any]) -> str | None:
