@@ -233,6 +233,15 @@ class SettingsFileError(AisacError):
     invalid; the message names the file or setting and the accepted form."""
 
 
+def _known_names(name: str) -> str:
+    """What to say about an unknown setting ``name``: the closest names (difflib) and every valid one."""
+    import difflib
+
+    names = [n for n in Settings.setting_names() if n != "data_dir"]
+    close = difflib.get_close_matches(name, names, n=3)
+    return (f"did you mean {', '.join(close)}? " if close else "") + "valid names: " + ", ".join(sorted(names))
+
+
 def set_setting(data_dir: Path, name: str, value: str) -> Any:
     """Validate ``value`` (text, read like the environment variable) for the flat setting ``name`` and store it in
     ``<data_dir>/aisac.toml``; returns the stored value (paths resolved).
@@ -241,11 +250,7 @@ def set_setting(data_dir: Path, name: str, value: str) -> Any:
         SettingsFileError: unknown name, ``data_dir``, an invalid value (one line: name, value, accepted form), or
             an unreadable / unwritable file."""
     if name == "data_dir" or name not in Settings.setting_names():
-        why = (
-            "the data dir is chosen with AISAC_DATA_DIR or --data-dir"
-            if name == "data_dir"
-            else "see `aisac config show` for the names"
-        )
+        why = "the data dir is chosen with AISAC_DATA_DIR or --data-dir" if name == "data_dir" else _known_names(name)
         raise SettingsFileError(f"unknown setting {name!r}: {why}")
     current = _file_values(data_dir)
     try:
