@@ -154,3 +154,16 @@ def test_install_writes_the_settings_the_user_set(tmp_path):
     assert json.loads(env["AISAC_ROOTS"]) == [str(tmp_path)] and env["AISAC_ROLES_MODE"] == "strict"
     assert "AISAC_LIT_RETRIES" not in env and "AISAC_HTTP_TOKEN" not in env  # the default; a secret
     assert env["AISAC_DATA_DIR"] == str(tmp_path / "store")
+
+
+def test_config_set_unknown_name_lists_the_valid_names(tmp_path):
+    out = run(["config", "set", "rootz", "/x"], tmp_path / "store")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "did you mean roots?" in out.stderr and "valid names:" in out.stderr and "lit_replay" in out.stderr
+
+
+def test_ask_rejects_a_bad_mode_before_any_owner_starts(tmp_path):
+    store = tmp_path / "store"
+    out = run(["ask", "What is Km?", "--mode", "ultra"], store)
+    assert out.returncode != 0 and "mode 'ultra' is not one of lite, standard, strict" in out.stderr
+    assert not (store / "owner.json").exists() and not (store / "owner.log").exists()
