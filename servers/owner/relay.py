@@ -352,7 +352,11 @@ class StdioRelay:
                     m = self._filter(str(method), m)
                 self._emit(m)
             if "id" in msg and "method" in msg and not got_answer and msg["id"] not in self._cancelled:
-                log.warning("owner answered HTTP %s to %s: %r", r.status_code, method, (await r.aread())[:300])
+                try:
+                    body = (await r.aread())[:300]
+                except httpx.StreamConsumed:  # an event stream, read above
+                    body = b""
+                log.warning("owner answered HTTP %s to %s without a result: %r", r.status_code, method, body)
                 self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
 
     def _version_of(self, msg: dict[str, Any]) -> str | None:
