@@ -167,3 +167,15 @@ def test_ask_rejects_a_bad_mode_before_any_owner_starts(tmp_path):
     out = run(["ask", "What is Km?", "--mode", "ultra"], store)
     assert out.returncode != 0 and "mode 'ultra' is not one of lite, standard, strict" in out.stderr
     assert not (store / "owner.json").exists() and not (store / "owner.log").exists()
+
+
+def test_index_of_nothing_indexable_says_why_and_fails(tmp_path):
+    empty, junk = tmp_path / "empty", tmp_path / "junk"
+    empty.mkdir()
+    junk.mkdir()
+    (junk / "a.xyz").write_text("x")
+    (junk / "b.xyz").write_text("y")
+    out = run(["index", str(empty), "--no-owner"], tmp_path / "store")
+    assert out.returncode == 2 and "holds no files" in out.stderr and ".pdf" in out.stderr
+    out = run(["index", str(junk), "--no-owner"], tmp_path / "store")
+    assert out.returncode == 2 and "2 file(s) skipped as unsupported (2 .xyz)" in out.stderr

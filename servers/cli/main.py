@@ -168,6 +168,31 @@ def index(
     )
     for f in failures:
         err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
+    if c.files_seen == 0 and not failures:  # nothing could be indexed: say what was there and why it was skipped
+        _fail(_nothing_indexed(paths), code=2)
+
+
+def _nothing_indexed(paths: list[Path]) -> str:
+    """Why an index run saw no file: the given folders are empty, or hold only files of unsupported types (named
+    with their counts, up to 10,000 files looked at), and the supported types."""
+    from collections import Counter
+
+    from aisac_core.rag.formats import FILE_FORMATS
+
+    found: Counter[str] = Counter()
+    looked = 0
+    for p in paths:
+        for f in [p] if p.is_file() else (x for x in p.rglob("*") if x.is_file()) if p.is_dir() else []:
+            found[f.suffix.lower() or "(no extension)"] += 1
+            looked += 1
+            if looked >= 10_000:
+                break
+    supported = ", ".join(sorted(FILE_FORMATS))
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        return f"nothing to index: {where} holds no files; supported types: {supported}"
+    kinds = ", ".join(f"{n} {ext}" for ext, n in found.most_common(8))
+    return f"nothing indexed: {looked} file(s) skipped as unsupported ({kinds}); supported types: {supported}"
 
 
 @app.command()
