@@ -179,3 +179,14 @@ def test_index_of_nothing_indexable_says_why_and_fails(tmp_path):
     assert out.returncode == 2 and "holds no files" in out.stderr and ".pdf" in out.stderr
     out = run(["index", str(junk), "--no-owner"], tmp_path / "store")
     assert out.returncode == 2 and "2 file(s) skipped as unsupported (2 .xyz)" in out.stderr
+
+
+def test_help_texts_flow_without_gaps(tmp_path):
+    """Command help is the docstring with its paragraphs' line breaks joined: no wide gaps inside a sentence."""
+    import re
+
+    out = run(["--help"], tmp_path / "store", COLUMNS="220")
+    assert out.returncode == 0
+    # wide enough for every summary: each stays on one line, its words one space apart
+    assert "While the store's owner process runs, the owner indexes them" in out.stdout, out.stdout
+    assert re.search(r"in the store's owner process while it runs\)", out.stdout), out.stdout

@@ -594,7 +594,7 @@ def install(
     ] = None,
 ) -> None:
     """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it. The host's
-    roots (the folders its tools may index and load from) are written into its entry: ``--roots``, else roots set
+    roots (the folders its tools may index and load from) are written into its entry: --roots, else roots set
     in the environment or the store's aisac.toml, else the current folder (the workspace folder for VS Code and
     Cursor)."""
     from aisac_core.projects import BootstrapError
@@ -687,6 +687,22 @@ def ask(
         core.close()
     if code:
         raise typer.Exit(code)
+
+
+def _flow_help(*apps: typer.Typer) -> None:
+    """Give each command of ``apps`` its docstring as help with the source's line breaks inside a paragraph
+    joined (rich keeps them, which left wide gaps in ``aisac --help``); paragraphs stay apart."""
+    import inspect
+    import re
+
+    for a in apps:
+        for cmd in a.registered_commands:
+            doc = cmd.help or (inspect.getdoc(cmd.callback) if cmd.callback is not None else None)
+            if doc:
+                cmd.help = re.sub(r"(?<!\n)\n(?!\n)", " ", doc)
+
+
+_flow_help(app, config_app, store_app)
 
 
 def main() -> None:  # pragma: no cover
