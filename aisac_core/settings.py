@@ -36,8 +36,9 @@ import hashlib
 import json
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from platformdirs import user_data_dir
 from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
@@ -625,11 +626,45 @@ NON_BEHAVIOUR = (
 )
 
 
+#: the flat settings that belong to a host connection, not to the store: two hosts on one owner may differ in them
+#: (the stdio relay sends them with each request, the owner applies them per request: :data:`HOST_ROOTS`, the roles
+#: tools' ``llm`` and ``mode`` defaults, the tool profile). Every other behaviour setting must agree with the
+#: owner's (embedding model, chunking, parser, SQL and vector stores...): the owner refuses a mismatch.
+PER_HOST = frozenset({"roots", "tools", "roles_llm", "roles_mode"})
+
+
+class HostRoots(NamedTuple):
+    """The root folders in force for the request being served: the host's ``roots`` and the store's
+    ``catalog_roots``."""
+
+    roots: tuple[Path, ...]
+    catalog_roots: tuple[Path, ...]
+
+
+#: the roots of the host whose request the owner is serving (set per request by the owner's host view,
+#: ``aisac_servers.serving.hosts``, reset after it); None: the settings' own roots. A context variable, so each
+#: request (and the worker threads it hands work to) sees its own host's roots.
+HOST_ROOTS: ContextVar[HostRoots | None] = ContextVar("aisac_host_roots", default=None)
+
+
+def roots_in_force(roots: list[Path] | tuple[Path, ...]) -> list[Path]:
+    """The corpus roots for the request being served: the requesting host's (:data:`HOST_ROOTS`), else ``roots``
+    (the settings' ``roots``)."""
+    host = HOST_ROOTS.get()
+    return list(roots) if host is None else list(host.roots)
+
+
+def host_settings(settings: Settings) -> dict[str, Any]:
+    """The per-host settings (:data:`PER_HOST`) of ``settings`` as ``{flat name: JSON value}``: what a relay sends
+    its owner with each request."""
+    return {k: plain_value(settings.get(k)) for k in sorted(PER_HOST)}
+
+
 def behaviour_settings(settings: Settings) -> tuple[dict[str, Any], str]:
     """The settings that change what the tools do - roots, catalog roots, models and chunking, stores, literature
     (replay, services, limits), roles, data and sandbox limits, provenance window - as ``{flat name: JSON value}``,
-    and their digest (sha256 hex of the sorted JSON). Secrets (tokens, API keys) are not among them; the API key
+    without the per-host ones (:data:`PER_HOST`: roots, tool profile, roles LLM and mode), and their digest (sha256 hex of the sorted JSON). Secrets (tokens, API keys) are not among them; the API key
     settings are names of environment variables. The owner daemon records both (``owner.json``)."""
-    values = {k: plain_value(v) for k, v in settings.flat().items() if k not in NON_BEHAVIOUR}
+    values = {k: plain_value(v) for k, v in settings.flat().items() if k not in NON_BEHAVIOUR | PER_HOST}
     blob = json.dumps(values, sort_keys=True, default=str, separators=(",", ":"))
     return values, hashlib.sha256(blob.encode()).hexdigest()

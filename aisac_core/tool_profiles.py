@@ -164,3 +164,24 @@ def filter_instructions(text: str | None, servers: tuple[str, ...] | list[str]) 
         return text
     keep = tuple(f"[{ns}] " for ns in servers)
     return "\n".join(line for line in text.split("\n") if not line.startswith("[") or line.startswith(keep))
+
+
+_PAREN = re.compile(r"\s*\([^()]*\)")
+_CLAUSE = re.compile(r"(?<=[.;])\s+")
+
+
+def scrub_text(text: str, hidden: set[str] | frozenset[str]) -> str:
+    """``text`` (a tool's description) without what names a tool in ``hidden`` (tools a profile does not offer): a
+    parenthesis naming one goes, then each clause (up to ``.`` or ``;``) still naming one. A host is then never
+    pointed to a tool it cannot call. ``text`` unchanged when nothing in it is hidden."""
+    if not text or not hidden:
+        return text
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, hidden), key=len, reverse=True)) + r")\b")
+    if not pattern.search(text):
+        return text
+    text = _PAREN.sub(lambda m: "" if pattern.search(m.group(0)) else m.group(0), text)
+    kept = [c for c in _CLAUSE.split(text) if not pattern.search(c)]
+    out = " ".join(kept).strip()
+    if out.endswith(";"):
+        out = out[:-1] + "."
+    return out

@@ -3,8 +3,10 @@
 Measured on a private empty store, printed as one table:
 
 - start: spawn ``aisac serve`` (stdio) -> ``tools/list`` answered, in-process (``--no-owner``), with the owner
-  already running (the stdio proxy only), and with no owner (the proxy starts the daemon); median of
-  ``--repeats`` spawns (default 3);
+  already running (the stdio proxy only), and with no owner (the relay answers from the store's answer catalogue
+  and starts the daemon in the background); median of ``--repeats`` spawns (default 5);
+- sampling round trip: a handshake-era stdio host answering ``sampling/createMessage`` with a stub, through the
+  relay and the owner, for one ``roles_route(llm="sampling")`` call (median of 5, after one unmeasured);
 - per call: ``memory_list_sessions`` (a small SQLite read plus the trace write), p50/p95 of ``--queries`` calls
   (default 100, after 20 unmeasured) over stdio in-process, over stdio through the proxy to the owner, and over HTTP straight to the
   owner (a fastmcp client, one session);
@@ -24,8 +26,8 @@ from .common import AISAC_BIN, Context, Skip, percentile, server_env, table, tem
 
 #: targets (docs/processes.md): per-call overhead of the stdio proxy over in-process, and spawn -> tools/list
 OVERHEAD_TARGET_MS = 10.0
-LIST_TARGET_WARM_S = 1.5
-LIST_TARGET_COLD_S = 2.5
+LIST_TARGET_WARM_S = 0.5
+LIST_TARGET_COLD_S = 1.5
 #: unmeasured calls before each latency series; seconds left to a freshly started owner to load its models
 WARMUP = 20
 SETTLE_S = 5.0
@@ -70,6 +72,29 @@ async def _http_calls(store: Path, n: int) -> list[float]:
     return lat
 
 
+async def _sampling_rtt(store: Path, n: int = 5) -> list[float]:
+    """Seconds of ``roles_route(llm="sampling")`` calls through the relay, the host's model a stub (one route)."""
+    import json
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    route = json.dumps({"intent": "analytical", "complexity": "medium", "decision": "plan", "rationale": "stub"})
+
+    def handler(messages: Any, params: Any, _ctx: Any) -> str:
+        return route
+
+    lat = []
+    transport = StdioTransport(command=str(AISAC_BIN), args=["serve"], env=server_env(store), keep_alive=False)
+    async with Client(transport, mode="legacy", sampling_handler=handler) as c:
+        for i in range(n + 1):
+            t = time.perf_counter()
+            await c.call_tool("roles_route", {"task": f"What is the Km of enzyme {i}?", "llm": "sampling"})
+            if i:
+                lat.append(time.perf_counter() - t)
+    return lat
+
+
 def run(ctx: Context) -> dict[str, Any]:
     """The owner part; returns the JSON-ready result."""
     import anyio
@@ -79,7 +104,7 @@ def run(ctx: Context) -> dict[str, Any]:
     if not AISAC_BIN.exists():
         raise Skip(f"{AISAC_BIN} not found (install the project: make install)")
     n = int(ctx.options.get("queries") or 100)
-    repeats = int(ctx.options.get("repeats") or 3)
+    repeats = int(ctx.options.get("repeats") or 5)
     t0 = time.perf_counter()
     with temp_dir(ctx, "owner") as tmp:
         store = tmp / "store"
@@ -99,6 +124,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 s, proxied = anyio.run(_stdio_calls, store, [], n if i == repeats - 1 else 0)
                 warm_starts.append(s)
             direct = anyio.run(_http_calls, store, n)
+            sampling = anyio.run(_sampling_rtt, store)
         finally:
             stop_owner(store)
 
@@ -129,6 +155,13 @@ def run(ctx: Context) -> dict[str, Any]:
         ("call, stdio -> owner (ms)", ms(proxied, 50), ms(proxied, 95), None, None),
         ("call, HTTP straight to the owner (ms)", ms(direct, 50), ms(direct, 95), None, None),
         (
+            "sampling round trip: roles_route(llm=sampling) via relay (ms)",
+            ms(sampling, 50),
+            ms(sampling, 95),
+            None,
+            None,
+        ),
+        (
             "overhead stdio -> owner minus in-process (ms)",
             overhead,
             None,
@@ -148,10 +181,11 @@ def run(ctx: Context) -> dict[str, Any]:
             {"metric": "proxied call p50 ms", "value": ms(proxied, 50)},
             {"metric": "in-process call p50 ms", "value": ms(inproc, 50)},
             {"metric": "proxy overhead p50 ms", "value": overhead},
+            {"metric": "sampling round trip p50 ms", "value": ms(sampling, 50)},
             {"metric": "tools/list, owner running s", "value": med(warm_starts)},
             {"metric": "tools/list, owner must start s", "value": med(cold_starts)},
         ],
-        "latency_ms": {r[0]: {"p50": r[1], "p95": r[2]} for r in rows[3:6]},
+        "latency_ms": {r[0]: {"p50": r[1], "p95": r[2]} for r in rows[3:7]},
         "start_s": {
             "in_process": med(inproc_starts),
             "owner_must_start": med(cold_starts),

@@ -264,7 +264,8 @@ async def mcp_session(ddir: Path, run_id: str, log_path: Path) -> dict[str, Any]
             tt.add_column("tool")
             tt.add_column("what it does", overflow="fold")
             for tool in tools:
-                first = (tool.description or "").split("\n\n")[0].split("``")[0].rstrip(" :;,")
+                # the first paragraph as one line (descriptions wrap), inline-code marks dropped
+                first = " ".join((tool.description or "").split("\n\n")[0].replace("``", "").split()).rstrip(" :;,")
                 tt.add_row(tool.name, escape(short(first, 110)))
             console.print(tt)
             names = {tool.name for tool in tools}

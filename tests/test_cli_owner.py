@@ -128,15 +128,19 @@ async def test_an_idle_owner_with_other_settings_is_restarted_for_the_new_host(o
     async with stdio(owned_store) as a:
         await a.call_tool("memory_list_sessions", {})
     old = owner_info(owned_store)
-    assert old["settings_digest"] and old["settings"]["roots"] == [] and "http_token" not in old["settings"]
+    # roots are a per-host setting (sent with each request, not part of the owner's digest): a store setting
+    # (chunking) makes the difference here
+    assert old["settings_digest"] and "roots" not in old["settings"] and "http_token" not in old["settings"]
+    assert old["settings"]["chunk_max_tokens"] != 300
     # what the daemon publishes when it has been idle for a minute with no job pending
     now = time.time()
     write_owner_file(
         owned_store, OwnerInfo(**{**old, "last_request_at": now - 60, "jobs_pending": False, "activity_at": now})
     )
-    assert await _data_load(owned_store, csv, AISAC_ROOTS=json.dumps([str(csv.parent)])) == "ok"
+    roots = json.dumps([str(csv.parent)])
+    assert await _data_load(owned_store, csv, AISAC_ROOTS=roots, AISAC_CHUNK_MAX_TOKENS="300") == "ok"
     new = owner_info(owned_store)
-    assert new["pid"] != old["pid"] and new["settings"]["roots"] == [str(csv.parent.resolve())]
+    assert new["pid"] != old["pid"] and new["settings"]["chunk_max_tokens"] == 300
 
 
 @pytest.mark.anyio
@@ -146,5 +150,4 @@ async def test_config_set_roots_reaches_every_new_host(owned_store, tmp_path):
     assert out.returncode == 0, out.stderr
     shown = json.loads(cli(owned_store, "config", "show").stdout)["settings"]
     assert shown["roots"] == {"value": [str(csv.parent.resolve())], "source": "aisac.toml"}
-    assert await _data_load(owned_store, csv) == "ok"  # a host without AISAC_ROOTS
-    assert owner_info(owned_store)["settings"]["roots"] == [str(csv.parent.resolve())]
+    assert await _data_load(owned_store, csv) == "ok"  # a host without AISAC_ROOTS: the store file's roots

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 from aisac_core.memory import count_tokens
 from aisac_core.tool_profiles import CORE_TOOLS, ToolProfileError, resolve
@@ -131,8 +132,10 @@ async def test_profiles_expose_what_they_name(fast_core):
     mixed, _, _ = await _listing(fast_core, "core,trace")
     assert "trace_list_runs" in {t.name for t in mixed} and "roles_plan" not in {t.name for t in mixed}
     async with Client(_suite(fast_core, "core")) as c:
-        with pytest.raises(ToolError, match="Unknown tool"):  # hidden: not listed and not callable
+        # hidden: not listed and not callable; an unknown tool is a protocol error (-32602, MCP "Tools")
+        with pytest.raises(MCPError, match="unknown tool") as err:
             await c.call_tool("rag_remove", {"doc_id": "x"})
+        assert err.value.code == -32602
         uris = [str(r.uri) for r in await c.list_resources()] + [
             r.uri_template for r in await c.list_resource_templates()
         ]

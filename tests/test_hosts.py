@@ -230,3 +230,23 @@ def test_install_writes_the_tool_profile(tmp_path):
     ]
     out = run(["install", "cursor", "--tools", "core,bogus", "--print"], tmp_path / "store", work, home)
     assert out.returncode == 1 and "bogus" in out.stderr and "core, full" in out.stderr, out.stderr
+
+
+def test_install_writes_the_hosts_roots(tmp_path):
+    """Roots go into the host's entry: the current folder by default (VS Code and Cursor: their workspace folder
+    variable), ``--roots`` to choose; a folder that does not exist is refused."""
+    work, other = tmp_path / "work", tmp_path / "papers"
+    work.mkdir()
+    other.mkdir()
+    out = run(["install", "claude-desktop", "--print"], tmp_path / "store", work, tmp_path)
+    assert out.returncode == 0, out.stderr
+    env = json.loads(out.stdout)["mcpServers"]["aisac"]["env"]
+    assert json.loads(env["AISAC_ROOTS"]) == [str(work)]
+    for host in ("vscode", "cursor"):
+        out = run(["install", host, "--print"], tmp_path / "store", work, tmp_path)
+        key = "servers" if host == "vscode" else "mcpServers"
+        assert json.loads(json.loads(out.stdout)[key]["aisac"]["env"]["AISAC_ROOTS"]) == ["${workspaceFolder}"]
+    out = run(["install", "vscode", "--print", "--roots", str(other), "--roots", str(work)], tmp_path / "s", work, work)
+    assert json.loads(json.loads(out.stdout)["servers"]["aisac"]["env"]["AISAC_ROOTS"]) == [str(other), str(work)]
+    out = run(["install", "vscode", "--print", "--roots", str(tmp_path / "nowhere")], tmp_path / "s", work, work)
+    assert out.returncode != 0 and "not a folder" in out.stderr and "Traceback" not in out.stderr

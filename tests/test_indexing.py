@@ -316,13 +316,14 @@ def test_failed_files_are_recorded_and_the_run_goes_on(core: AppContext, corpus_
         r = rows[str(p)]
         assert r.status == "failed" and r.error == by_path[str(p)] and r.chunk_count == 0
     assert_consistent(core)
-    # failed files are not retried while unchanged...
+    # failed files are not retried while unchanged, but still reported as failed (not "unchanged")...
     c, failures = run(core, corpus_copy)
-    assert c.files_read == 0 and failures == []
+    assert c.files_read == 0 and c.files_failed == 3 and c.files_skipped == len(DOCS)
+    assert all("unchanged since indexing it failed" in f["error"] for f in failures)
     # ...and are indexed once fixed
     make_pdf(bad["truncated"])
     c, failures = run(core, corpus_copy)
-    assert c.files_indexed == 1 and failures == []
+    assert c.files_indexed == 1 and {f["path"] for f in failures} == {str(bad["empty"]), str(bad["binary"])}
     assert manifest(core)[str(bad["truncated"])].status == "indexed"
     assert_consistent(core)
 
@@ -568,7 +569,9 @@ def test_shared_data_indexes_and_reindexes_nothing(core: AppContext, shared_data
     t1 = time.perf_counter()
     c2, failures2 = run(core, *paths)
     again = time.perf_counter() - t1
-    assert c2.files_read == 0 and c2.chunks_embedded == 0 and failures2 == []
-    assert c2.files_skipped == c.files_seen
+    assert c2.files_read == 0 and c2.chunks_embedded == 0
+    # a file that failed and did not change is reported failed again (not "unchanged"), without being re-parsed
+    assert {f["path"] for f in failures2} == {f["path"] for f in failures}
+    assert c2.files_failed == c.files_failed and c2.files_skipped + c2.files_failed == c.files_seen
     assert again < max(1.0, 0.02 * took), (again, took)
     print(f"indexed {len(docs)} shared files, {c.chunks_embedded} chunks in {took:.1f} s; re-run {again:.2f} s")

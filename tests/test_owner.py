@@ -20,6 +20,7 @@ import pytest
 from conftest import make_settings
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
 
 AISAC = str(Path(sys.executable).parent / "aisac")
 
@@ -94,8 +95,10 @@ async def test_first_serve_starts_the_owner_and_the_next_proxies(owned_store):
             names = {t.name for t in await b.list_tools()}
             assert names and all(n.startswith("memory_") for n in names)
             await b.call_tool("memory_add_turn", {"session_id": ses, "role": "user", "content": "from host b"})
-            r = await b.call_tool("rag_search", {"query": "x"}, raise_on_error=False)
-            assert r.is_error and "unknown tool" in r.content[0].text
+            # an unknown tool (outside the host's profile) is a protocol error, -32602 (MCP "Tools", error handling)
+            with pytest.raises(MCPError, match="unknown tool") as err:
+                await b.call_tool("rag_search", {"query": "x"})
+            assert err.value.code == -32602
         hist = (await a.call_tool("memory_get_history", {"session_id": ses})).structured_content
         assert [t["content"] for t in hist["turns"]] == ["from host b"]
     assert owner_info(owned_store)["pid"] == info["pid"] and daemon_starts(owned_store) == 1

@@ -18,6 +18,7 @@ import pytest
 from conftest import stop_process
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
 from test_owner import AISAC, owned_store, owner_info, serve_env, stdio  # noqa: F401 - owned_store is a fixture
 
 
@@ -73,6 +74,8 @@ async def test_progress_of_rag_index_reaches_the_caller(owned_store, corpus, leg
         assert r.structured_content["status"] == "done"
     assert seen, "no progress notification reached the host"
     assert seen[-1][0] == r.structured_content["done"]
+    values = [p for p, _ in seen]
+    assert all(b > a for a, b in zip(values, values[1:], strict=False)), f"progress not increasing: {values}"
 
 
 @pytest.mark.anyio
@@ -96,8 +99,10 @@ async def test_namespace_filter_of_the_relay(owned_store):  # noqa: F811
     async with legacy_stdio(owned_store, "memory") as c:
         names = {t.name for t in await c.list_tools()}
         assert names and all(n.startswith("memory_") for n in names)
-        r = await c.call_tool("trace_list_runs", {}, raise_on_error=False)
-        assert r.is_error and "unknown tool" in r.content[0].text
+        # an unknown tool (outside the host's profile) is a protocol error, -32602 (MCP "Tools", error handling)
+        with pytest.raises(MCPError, match="unknown tool") as err:
+            await c.call_tool("trace_list_runs", {})
+        assert err.value.code == -32602
 
 
 def _free_port() -> int:

@@ -154,3 +154,39 @@ def test_install_writes_the_settings_the_user_set(tmp_path):
     assert json.loads(env["AISAC_ROOTS"]) == [str(tmp_path)] and env["AISAC_ROLES_MODE"] == "strict"
     assert "AISAC_LIT_RETRIES" not in env and "AISAC_HTTP_TOKEN" not in env  # the default; a secret
     assert env["AISAC_DATA_DIR"] == str(tmp_path / "store")
+
+
+def test_config_set_unknown_name_lists_the_valid_names(tmp_path):
+    out = run(["config", "set", "rootz", "/x"], tmp_path / "store")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "did you mean roots?" in out.stderr and "valid names:" in out.stderr and "lit_replay" in out.stderr
+
+
+def test_ask_rejects_a_bad_mode_before_any_owner_starts(tmp_path):
+    store = tmp_path / "store"
+    out = run(["ask", "What is Km?", "--mode", "ultra"], store)
+    assert out.returncode != 0 and "mode 'ultra' is not one of lite, standard, strict" in out.stderr
+    assert not (store / "owner.json").exists() and not (store / "owner.log").exists()
+
+
+def test_index_of_nothing_indexable_says_why_and_fails(tmp_path):
+    empty, junk = tmp_path / "empty", tmp_path / "junk"
+    empty.mkdir()
+    junk.mkdir()
+    (junk / "a.xyz").write_text("x")
+    (junk / "b.xyz").write_text("y")
+    out = run(["index", str(empty), "--no-owner"], tmp_path / "store")
+    assert out.returncode == 2 and "holds no files" in out.stderr and ".pdf" in out.stderr
+    out = run(["index", str(junk), "--no-owner"], tmp_path / "store")
+    assert out.returncode == 2 and "2 file(s) skipped as unsupported (2 .xyz)" in out.stderr
+
+
+def test_help_texts_flow_without_gaps(tmp_path):
+    """Command help is the docstring with its paragraphs' line breaks joined: no wide gaps inside a sentence."""
+    import re
+
+    out = run(["--help"], tmp_path / "store", COLUMNS="220")
+    assert out.returncode == 0
+    # wide enough for every summary: each stays on one line, its words one space apart
+    assert "While the store's owner process runs, the owner indexes them" in out.stdout, out.stdout
+    assert re.search(r"in the store's owner process while it runs\)", out.stdout), out.stdout

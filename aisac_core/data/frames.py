@@ -42,7 +42,7 @@ from aisac_core.data.results import (
 from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
-from aisac_core.settings import DataSettings
+from aisac_core.settings import HOST_ROOTS, DataSettings
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import DataFrameEntry
 
@@ -98,7 +98,7 @@ class FrameRegistry:
         self.dir = frames_dir
         self.loaders = dict(loaders)
         self.settings = settings
-        self.roots = list(roots)
+        self._roots = list(roots)
         self.limits = ArchiveLimits(
             max_unpacked_mb=float(settings.max_unpacked_mb), max_ratio=float(settings.max_unpack_ratio)
         )
@@ -108,6 +108,13 @@ class FrameRegistry:
             OrderedDict()
         )  # query/aggregate results by id
         self._lock = threading.RLock()
+
+    @property
+    def roots(self) -> list[Path]:
+        """The folders files are loaded from: the registered ``roots`` + ``catalog_roots``, or, while an owner serves
+        a host with roots of its own, that host's (:data:`aisac_core.settings.HOST_ROOTS`)."""
+        host = HOST_ROOTS.get()
+        return list(self._roots) if host is None else [*host.roots, *host.catalog_roots]
 
     # -- helpers
     def _check_name(self, name: str) -> str:

@@ -39,6 +39,7 @@ from aisac_core.literature.results import (
     SourceStatus,
 )
 from aisac_core.literature.sources import aliases, literature_sources, max_results, routes
+from aisac_core.settings import roots_in_force
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -167,10 +168,16 @@ class LiteratureService:
     ) -> None:
         self.sources: dict[str, Any] = dict(sources)
         self.lit = lit
-        self.roots = list(roots)
+        self._roots = list(roots)
         self.http = http if http is not None else HttpState(lit)
         self._engine = engine
         self._corpus = corpus
+
+    @property
+    def roots(self) -> list[Path]:
+        """The corpus roots ``lit_import`` saves into: the registered ones, or, while an owner serves a host with
+        roots of its own, that host's (:func:`aisac_core.settings.roots_in_force`)."""
+        return roots_in_force(self._roots)
 
     def fetcher(self, cache: bool = True) -> Fetcher:
         """A :class:`~.http.Fetcher` on this service's budgets (and its cache unless ``cache`` is False or it has

@@ -292,6 +292,7 @@ class Indexer:
             row = s.get(Document, did)
             unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
             if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
+                _still_failed(row)
                 c.files_skipped += 1
                 return None
             c.files_read += 1
@@ -300,6 +301,7 @@ class Indexer:
                 row.size, row.mtime_ns = st.st_size, st.st_mtime_ns
                 s.add(row)
                 s.commit()
+                _still_failed(row)
                 c.files_skipped += 1
                 return None
             had_chunks = row is not None and row.status == "indexed"
@@ -577,3 +579,10 @@ def document_dict(r: Document) -> DocumentRow:
         "size": r.size,
         "indexed_at": r.indexed_at.isoformat() if r.indexed_at else None,
     }
+
+
+def _still_failed(row: Document) -> None:
+    """An unchanged file whose last indexing failed is not re-parsed (it would fail again) but is reported as failed
+    again, with its stored error, rather than counted as unchanged. Raises DocumentError for such a row."""
+    if row.status == "failed":
+        raise DocumentError(f"unchanged since indexing it failed: {row.error or 'unknown error'}")

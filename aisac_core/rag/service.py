@@ -22,6 +22,7 @@ from aisac_core.rag.search import SearchResult, get_chunk, search
 from aisac_core.rag.sections import get_overview, read_sections
 from aisac_core.rag.status import store_status
 from aisac_core.rag.verify import verify_anchor
+from aisac_core.settings import roots_in_force
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -205,14 +206,15 @@ class RagService:
             PathOutsideRootsError: with registered roots, a path resolving outside them.
         """
         s = self.settings
-        roots = list(s.rag.roots) + list(s.rag.catalog_roots)
+        host_roots = roots_in_force(s.rag.roots)  # the requesting host's roots when an owner serves several
+        roots = host_roots + list(s.rag.catalog_roots)
         if path is None:
             if not roots:
                 raise BadPathError(
                     "no path given and no registered roots: pass path='/folder/of/papers' or set "
                     "AISAC_ROOTS='[\"/folder\"]'"
                 )
-            groups = [(list(s.rag.roots), False), (list(s.rag.catalog_roots), True)]
+            groups = [(host_roots, False), (list(s.rag.catalog_roots), True)]
             return [(paths, cat) for paths, cat in groups if paths]
         items = [path] if isinstance(path, str) else list(path)
         if not items:

@@ -251,7 +251,7 @@ async def frame_resource(name: str, app: AppContext = App) -> str:
     return json.dumps(res, ensure_ascii=False, default=str)
 
 
-@server.resource(SESSION_URI, mime_type="application/json")
+@server.resource(SESSION_URI, name="code_session", mime_type="application/json")
 async def session_resource(session: str, app: AppContext = App) -> str:
     """A code session's variables (as data_code_variables returns them), as JSON."""
     try:

@@ -197,7 +197,7 @@ async def fact_timeline(
 LOCAL_SESSION_URI = "aisac://sessions/{session_id}"
 
 
-@server.resource(LOCAL_SESSION_URI, mime_type="text/markdown")
+@server.resource(LOCAL_SESSION_URI, name="memory_session", mime_type="text/markdown")
 async def session_resource(session_id: str, app: AppContext = App) -> str:
     """A memory session as Markdown (its first 1,000 turns; memory_export_session pages through longer ones)."""
     try:

@@ -43,8 +43,8 @@ from .trace import report_uri
 server = FastMCP(
     "roles",
     instructions=(
-        "roles_run answers a question end to end (route, plan, execute, evaluate) with cited anchors; or "
-        "submit your own plan (prompt roles_planner, roles_submit_plan)."
+        "roles_run answers a question end to end (route, plan, execute, evaluate) with cited anchors; the "
+        "roles_* prompts let your own model route, plan and evaluate."
     ),
 )
 

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+#: the accepted ``--mode`` and ``--llm`` values (as roles_run takes them)
+MODES = ("lite", "standard", "strict")
+LLMS = ("auto", "none", "openai", "replay")
+
+
 def ask(
     core: AppContext,
     question: str,
@@ -42,6 +47,11 @@ def ask(
     When the store has a running owner process (``aisac serve``, docs/processes.md), which holds the store's
     lock, the run goes to that process as a ``roles_run`` call instead of opening the store here (unless
     ``use_owner`` is False or ``AISAC_OWNER_MODE=0``)."""
+    # bad values are refused here, before an owner process is looked for or started
+    if mode is not None and mode not in MODES:
+        raise RolesError(f"mode {mode!r} is not one of {', '.join(MODES)} (minimum cited anchors 1/2/3)")
+    if llm is not None and llm not in LLMS:
+        raise RolesError(f"llm {llm!r} is not one of {', '.join(LLMS)}")
     owner = _live_owner(core) if use_owner and core.settings.owner.mode else None
     err.print(
         "[dim]running router -> planner -> coordinator -> evaluator"

@@ -14,10 +14,9 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from aisac_core.context import AppContext
@@ -25,7 +24,6 @@ from aisac_core.errors import AisacError
 from aisac_core.owner import (
     SUPPORTED,
     OwnerError,
-    OwnerInfo,
     OwnerSettingsDriftError,
     claim_store,
     ensure_owner,
@@ -34,19 +32,12 @@ from aisac_core.owner import (
     stop_owner,
 )
 from aisac_core.security import DashboardGuard, is_loopback, new_token
-from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
-from .owner import (
-    OwnerCallError,
-    cli_owner,
-    config_app,
-    index_via_owner,
-    load_settings,
-    search_via_owner,
-    status_via_owner,
-)
-from .safe import SafeConsole, safe_print
+from .common import DataDir, NoOwner, _app, _fail, _owner, _settings, err, out
+from .corpus import index, search
+from .owner import config_app, status_via_owner
+from .safe import safe_print
 from .store import store_app
 
 if TYPE_CHECKING:
@@ -60,203 +51,11 @@ app = typer.Typer(
     no_args_is_help=True,
     help="aisac: MCP servers for transparent, retrieval-grounded scientific assistance.",
 )
-err = SafeConsole(stderr=True)
-out = SafeConsole()
 
+app.command()(index)
+app.command()(search)
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="store folder (default: $AISAC_DATA_DIR or the user data dir)", envvar="AISAC_DATA_DIR"
-    ),
-]
-NoOwner = Annotated[
-    bool,
-    typer.Option(
-        "--no-owner",
-        help="open the store in this process even while its owner "
-        "process runs (which then holds it: the command fails)",
-    ),
-]
-
-
-def _settings(data_dir: Path | None) -> Settings:
-    """The command's settings; an invalid one prints one line per value and exits with code 2."""
-    return load_settings(data_dir)
-
-
-def _owner(settings: Settings, no_owner: bool) -> OwnerInfo | None:
-    """The running owner to send the command to (None: open the store here); warns on other settings."""
-    try:
-        return cli_owner(
-            settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}", soft_wrap=True)
-        )
-    except OwnerCallError as exc:
-        _fail(str(exc))
-
-
-def _app(data_dir: Path | None) -> AppContext:
-    """The application context of the store in ``data_dir`` (default: the configured one); close it when done."""
-    return AppContext(_settings(data_dir))
-
-
-def _fail(msg: str, code: int = 1) -> NoReturn:
-    err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
-    raise typer.Exit(code)
-
-
-@app.command()
-def index(
-    paths: Annotated[list[Path] | None, typer.Argument(help="files or folders to index")] = None,
-    catalog: Annotated[bool, typer.Option("--catalog", help="catalog only: list, do not embed")] = False,
-    repair: Annotated[
-        bool,
-        typer.Option(
-            "--repair",
-            help="compare the manifest with the vector store by chunk id: delete orphan vectors and re-embed "
-            "exactly the documents whose vectors are missing (then PATHS, if any, as usual)",
-        ),
-    ] = False,
-    data_dir: DataDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
-    no_owner: NoOwner = False,
-) -> None:
-    """Index files and folders incrementally (unchanged files are skipped without being read). While the store's
-    owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from aisac_core.rag.indexer import Counters
-    from aisac_core.rag.planning import IndexingError
-
-    if not paths and not repair:
-        _fail("give files or folders to index (or --repair alone to repair the vector store)", 2)
-    settings = _settings(data_dir)
-    info = _owner(settings, no_owner)
-    if repair and info is not None:
-        _fail(
-            f"the store's owner process (pid {info.pid}) holds the vector store: stop it (aisac owner stop) and run "
-            "aisac index --repair again"
-        )
-    failures: list[dict[str, str]] = []
-    counters = Counters()
-    repaired: dict[str, Any] | None = None
-    core = AppContext(settings) if info is None else None
-    try:
-        with Progress(
-            TextColumn("[bold]indexing[/bold]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=err,
-            transient=not err.is_terminal,
-        ) as bar:
-            task = bar.add_task("", total=None)
-
-            def progress(done: float, total: float | None, name: str | None) -> None:
-                bar.update(task, completed=done, total=total, description=(name or "")[:60])
-
-            if core is not None:
-                if repair:
-                    from aisac_core.rag.vectorcheck import repair_vectors
-
-                    repaired = repair_vectors(core.rag, core.rag.indexer, counters, failures)
-                if paths:
-                    core.rag.indexer.run(
-                        paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters
-                    )
-            else:
-                assert info is not None
-                got = index_via_owner(info, paths or [], catalog, progress)
-                counters = Counters(**{k: v for k, v in got["counters"].items() if k in Counters.__dataclass_fields__})
-                failures = got["failures"]
-    except IndexingError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # store errors carry their recovery step; the owner's errors its message
-        _fail(str(exc))
-    finally:
-        if core is not None:
-            core.close()
-    if as_json:
-        out_json: dict[str, Any] = {"counters": counters.as_dict(), "failures": failures}
-        if repaired is not None:
-            out_json["repair"] = repaired
-        safe_print(json.dumps(out_json, indent=1))
-        return
-    if repaired is not None:
-        err.print(
-            f"repair: {repaired['orphans_deleted']} orphan vectors deleted, {repaired['documents_reembedded']} "
-            f"documents re-embedded ({repaired['missing_before']} missing vectors); now "
-            f"{repaired['missing_after']} missing, {repaired['orphan_after']} orphan"
-        )
-    c = counters
-    err.print(
-        f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
-        f"{c.files_failed} failed, {c.files_pruned} removed, {c.files_catalogued} catalogued; "
-        f"chunks: {c.chunks_embedded} embedded, {c.chunks_deleted} deleted; pages parsed: {c.pages_parsed}"
-    )
-    for f in failures:
-        err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
-
-
-@app.command()
-def search(
-    query: Annotated[str, typer.Argument(help="what to find")],
-    k: Annotated[int, typer.Option("-k", help="number of hits (1-100)")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid, dense or sparse")] = "hybrid",
-    filter_: Annotated[
-        list[str] | None, typer.Option("--filter", help="key=value, e.g. path_glob=*.pdf, page_from=2 (repeatable)")
-    ] = None,
-    data_dir: DataDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
-    no_owner: NoOwner = False,
-) -> None:
-    """Search the index and print a table of hits with their anchors (through the store's owner process while it
-    runs)."""
-    filters: dict[str, object] = {}
-    for f in filter_ or []:
-        if "=" not in f:
-            _fail(f"--filter takes key=value, got {f!r}")
-        key, val = f.split("=", 1)
-        filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
-    settings = _settings(data_dir)
-    info = _owner(settings, no_owner)
-    core = AppContext(settings) if info is None else None
-    res: Mapping[str, Any]
-    try:
-        if core is not None:
-            res = core.rag.search(query, k, filters or None, mode).as_dict()
-        else:
-            assert info is not None  # no core exactly when the owner runs
-            res = search_via_owner(info, query, k, filters or None, mode)
-    except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
-        _fail(str(exc))
-    finally:
-        if core is not None:
-            core.close()
-    if as_json:
-        safe_print(json.dumps(res, indent=1, ensure_ascii=False))
-        return
-    hits = res["hits"]
-    if not hits:
-        out.print(res.get("message") or "no hits")
-        return
-    t = Table(title=f"{len(hits)} hits for {query!r} ({res['mode']}, {res['took_ms']:.0f} ms)", show_lines=True)
-    for col in ("#", "score", "document", "page", "section", "text"):
-        t.add_column(col, overflow="fold")
-    for i, h in enumerate(hits, 1):
-        text = " ".join((h.get("text") or "").split())
-        t.add_row(
-            str(i),
-            f"{h['score']:.4f}",
-            f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
-            str(h.get("page") or "-"),
-            h.get("section") or "-",
-            text[:300] + ("…" if len(text) > 300 else ""),
-        )
-    out.print(t)
 
 
 def http_host_config(host: str, port: int, token: str) -> str:
@@ -367,7 +166,10 @@ def serve(
             AISAC_PROJECT=str(Path(project).expanduser().resolve()), AISAC_MODELS_ROOT=str(settings.models_dir)
         )  # read by the store's owner daemon
 
-    def in_process() -> FastMCP:
+    def in_process(owner: bool = False) -> FastMCP:
+        """The suite served in this process; ``owner``: as the store's owner over HTTP on ``host`` (every tool for
+        the relays of other hosts, each with its own profile and roots; the ``--tools`` profile for direct
+        clients)."""
         if project is not None:
             from aisac_core.projects import BootstrapError
 
@@ -381,15 +183,26 @@ def serve(
         # the suite loads here, not at the top: a stdio proxy to the owner daemon never needs it (~0.3 s of imports)
         from ..serving.suite import build
 
+        if owner:
+            # the hosts' own settings are honoured only on a loopback server (whose token only the user can read)
+            local = host.strip("[]") in ("127.0.0.1", "localhost", "::1")
+            return build(
+                names, app=AppContext(settings), catalog=True, host_settings=local, served_profile=profile_value
+            )
         return build(names, app=AppContext(settings), tools=profile_value)
 
     try:
         if transport == "stdio":
             if use_owner:
-                try:  # fail fast (version mismatch, daemon cannot start); re-checked per request
-                    ensure_owner(settings)
-                except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it until the owner is free
-                    err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
+                from ..owner.catalog import has_catalog
+
+                # with the store's answer catalogue the relay answers the host's first requests at once and finds
+                # or starts the owner in the background; without it (a first start), fail fast
+                if not has_catalog(settings.data_dir):
+                    try:  # version mismatch, daemon cannot start; re-checked per request
+                        ensure_owner(settings)
+                    except OwnerSettingsDriftError as exc:  # serve anyway: each call reports it
+                        err.print(f"aisac: {exc}", soft_wrap=True, markup=False)
                 build_proxy(settings, names, profile).run(transport="stdio", show_banner=False)
             else:
                 in_process().run(transport="stdio", show_banner=False)
@@ -414,7 +227,9 @@ def serve(
         if fd is not None:
             # this process owns the store; proxies of other hosts reach it with the token in owner.json
             try:
-                serve_http(settings, in_process(), host=host, port=port, token=token, register_fd=fd, kind="http")
+                serve_http(
+                    settings, in_process(owner=True), host=host, port=port, token=token, register_fd=fd, kind="http"
+                )
             finally:
                 os.close(fd)
         else:
@@ -600,6 +415,10 @@ def init(
     )
 
 
+#: the variable VS Code and Cursor replace by the open workspace folder in an MCP server's configuration
+WORKSPACE_FOLDER = "${workspaceFolder}"
+
+
 @app.command()
 def install(
     host: Annotated[str, typer.Argument(help="claude-desktop, vscode or cursor")],
@@ -623,8 +442,19 @@ def install(
             "(docs/hosts.md); asked when omitted on a terminal",
         ),
     ] = None,
+    roots: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--roots",
+            help="a folder the host's tools may read (repeat for several); default: the current folder, or for "
+            "vscode and cursor the open workspace folder (${workspaceFolder})",
+        ),
+    ] = None,
 ) -> None:
-    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it."""
+    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it. The host's
+    roots (the folders its tools may index and load from) are written into its entry: --roots, else roots set
+    in the environment or the store's aisac.toml, else the current folder (the workspace folder for VS Code and
+    Cursor)."""
     from aisac_core.projects import BootstrapError
     from aisac_core.projects.hosts import HostConfigError, host_env, render, server_entry
     from aisac_core.projects.hosts import install as install_host
@@ -642,7 +472,15 @@ def install(
             from ..adapters.builtin import aisac_register_servers
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
-        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=host_env(settings), tools=tools)
+        env = host_env(settings)
+        if roots:
+            missing = [str(r) for r in roots if not r.expanduser().is_dir()]
+            if missing:
+                _fail(f"--roots: not a folder: {', '.join(missing)}; give existing folders")
+            env["AISAC_ROOTS"] = json.dumps([str(r.expanduser().resolve()) for r in roots])
+        elif not settings.rag.roots and project is None:  # nothing set anywhere (a project brings its own data)
+            env["AISAC_ROOTS"] = json.dumps([WORKSPACE_FOLDER if host in ("vscode", "cursor") else str(Path.cwd())])
+        entry = server_entry(host, data_dir=settings.data_dir, project=project, env=env, tools=tools)
         if print_:
             safe_print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
             return
@@ -651,6 +489,7 @@ def install(
         _fail(str(exc))
     err.print(
         f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
+        + (f" with roots {env['AISAC_ROOTS']}" if "AISAC_ROOTS" in env else "")
         + (f" (previous file kept as {res.backup})" if res.backup else "")
         + "; restart the host",
         soft_wrap=True,
@@ -706,6 +545,22 @@ def ask(
         core.close()
     if code:
         raise typer.Exit(code)
+
+
+def _flow_help(*apps: typer.Typer) -> None:
+    """Give each command of ``apps`` its docstring as help with the source's line breaks inside a paragraph
+    joined (rich keeps them, which left wide gaps in ``aisac --help``); paragraphs stay apart."""
+    import inspect
+    import re
+
+    for a in apps:
+        for cmd in a.registered_commands:
+            doc = cmd.help or (inspect.getdoc(cmd.callback) if cmd.callback is not None else None)
+            if doc:
+                cmd.help = re.sub(r"(?<!\n)\n(?!\n)", " ", doc)
+
+
+_flow_help(app, config_app, store_app)
 
 
 def main() -> None:  # pragma: no cover

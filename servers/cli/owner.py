@@ -87,13 +87,20 @@ def cli_owner(
     return info
 
 
-def _client(info: OwnerInfo, timeout: float = 3600) -> Client[StreamableHttpTransport]:
+def _client(
+    info: OwnerInfo, timeout: float = 3600, host: dict[str, Any] | None = None
+) -> Client[StreamableHttpTransport]:
+    """A client of the owner; ``host``: this command's per-host settings (roots...), applied by the owner to its
+    requests (:func:`aisac_core.settings.host_settings`)."""
     # fastmcp loads here, only for a command sent to the owner (~0.6 s of imports): `aisac --help` and the stdio
     # proxy never need it
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    return Client(StreamableHttpTransport(info.url, auth=info.token), timeout=timeout)
+    from ..owner.proxying import HOST_HEADER
+
+    headers = {HOST_HEADER: json.dumps(host, separators=(",", ":"))} if host is not None else None
+    return Client(StreamableHttpTransport(info.url, auth=info.token, headers=headers), timeout=timeout)
 
 
 async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -107,7 +114,11 @@ async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str,
 
 
 def index_via_owner(
-    info: OwnerInfo, paths: list[Path], catalog_only: bool, progress: Callable[[float, float | None, str | None], None]
+    info: OwnerInfo,
+    paths: list[Path],
+    catalog_only: bool,
+    progress: Callable[[float, float | None, str | None], None],
+    host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``rag_index`` of ``paths`` (made absolute here: the owner has another working folder) on the owner, with
     ``wait=true``; every MCP progress notification goes to ``progress(done, total, message)``; a job still running
@@ -118,7 +129,7 @@ def index_via_owner(
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             progress(done, total, message)
 
-        async with _client(info) as c:
+        async with _client(info, host=host) as c:
             st = await _call(
                 c,
                 "rag_index",
@@ -224,6 +235,15 @@ class SettingsFileError(AisacError):
     invalid; the message names the file or setting and the accepted form."""
 
 
+def _known_names(name: str) -> str:
+    """What to say about an unknown setting ``name``: the closest names (difflib) and every valid one."""
+    import difflib
+
+    names = [n for n in Settings.setting_names() if n != "data_dir"]
+    close = difflib.get_close_matches(name, names, n=3)
+    return (f"did you mean {', '.join(close)}? " if close else "") + "valid names: " + ", ".join(sorted(names))
+
+
 def set_setting(data_dir: Path, name: str, value: str) -> Any:
     """Validate ``value`` (text, read like the environment variable) for the flat setting ``name`` and store it in
     ``<data_dir>/aisac.toml``; returns the stored value (paths resolved).
@@ -232,11 +252,7 @@ def set_setting(data_dir: Path, name: str, value: str) -> Any:
         SettingsFileError: unknown name, ``data_dir``, an invalid value (one line: name, value, accepted form), or
             an unreadable / unwritable file."""
     if name == "data_dir" or name not in Settings.setting_names():
-        why = (
-            "the data dir is chosen with AISAC_DATA_DIR or --data-dir"
-            if name == "data_dir"
-            else "see `aisac config show` for the names"
-        )
+        why = "the data dir is chosen with AISAC_DATA_DIR or --data-dir" if name == "data_dir" else _known_names(name)
         raise SettingsFileError(f"unknown setting {name!r}: {why}")
     current = _file_values(data_dir)
     try:

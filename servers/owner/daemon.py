@@ -238,7 +238,8 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
     if project:
         return serve_project(project, settings, store_dir=settings.data_dir)
     app = AppContext(settings)
-    return build(app=app, catalog=True), app  # every tool listed, plus tools_search: relays apply profiles
+    # every tool listed, plus tools_search: relays apply profiles; each relay's roots and roles defaults per request
+    return build(app=app, catalog=True, host_settings=True), app
 
 
 def run_daemon() -> None:

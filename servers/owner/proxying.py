@@ -2,6 +2,7 @@
 (:mod:`aisac_servers.owner.http`) and the daemon's module (:mod:`aisac_servers.owner.daemon`) all import it; it imports none
 of them, and no MCP library at import time (the stdio relay must start fast).
 
+- :data:`HOST_HEADER`: the header carrying a relay's per-host settings (roots, profile, roles LLM and mode);
 - :data:`CLIENT_HEADER`: the header carrying a proxy's client id to the owner (the owner groups that client's calls
   into trace runs of their own);
 - :data:`OWNER_STOPPED` and :func:`owner_stopped`: what a caller is told when the owner process died while serving
@@ -13,6 +14,10 @@ from __future__ import annotations
 
 #: the header carrying a proxy's client id (one per stdio process, one per front MCP session over HTTP) to the owner
 CLIENT_HEADER = "X-Aisac-Client"
+#: the header carrying a relay's per-host settings (JSON ``{roots, tools, roles_llm, roles_mode}``,
+#: :data:`aisac_core.settings.PER_HOST`) to the owner, which applies them to that request
+#: (:class:`aisac_servers.serving.hosts.HostView`)
+HOST_HEADER = "X-Aisac-Host"
 
 #: what a caller is told when the owner process died while serving its call
 OWNER_STOPPED = (

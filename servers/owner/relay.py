@@ -11,6 +11,9 @@ Around the bytes the relay adds only:
 
 - ``X-Aisac-Client``: a random id made at start, sent with every request, so the owner groups this host's calls
   into runs of their own (:class:`aisac_servers.serving.suite.ProvenanceMiddleware`);
+- ``X-Aisac-Host``: this host's own settings (:data:`aisac_core.settings.PER_HOST`: roots, tool profile, roles
+  LLM and mode), which the owner applies to each of its requests (:mod:`aisac_servers.serving.hosts`): two hosts
+  with other roots or profiles share one owner, each seeing its own;
 - the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
   did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
@@ -37,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 
-from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, ensure_owner
-from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers
+from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, aisac_version, ensure_owner
+from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
-from .proxying import CLIENT_HEADER, OWNER_STOPPED
+from .catalog import CACHEABLE, AnswerCatalog
+from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     from aisac_core.settings import Settings
@@ -89,6 +93,10 @@ class StdioRelay:
         # filtered even for ``all``: the owner also serves tools_search / tools_call, which only ``full`` lists
         self.profile = profile
         self.client_id = client_id or uuid.uuid4().hex
+        from aisac_core.settings import host_settings  # loaded with ``settings`` already
+
+        # this host's own settings (roots, profile, roles LLM and mode), applied by the owner to each request
+        self.host_header = json.dumps(host_settings(settings), separators=(",", ":"), ensure_ascii=True)
         self.info: OwnerInfo | None = None
         self._stamp: tuple[int, int] | None = None
         self.session_id: str | None = None
@@ -99,6 +107,16 @@ class StdioRelay:
         self._http: httpx.AsyncClient | None = None
         self._replays = 0
         self.drift: str | None = None  # the drift error while the owner serves other settings than this host's
+        # ids of the host's requests it cancelled (notifications/cancelled): their answers are not relayed (MCP
+        # 2025-11-25, "Cancellation": the receiver must not send a response for a cancelled request)
+        self._cancelled: set[Any] = set()
+        self._inflight: set[Any] = set()  # ids of the host's requests under way
+        # the owner's listing answers kept in the store: initialize and tools/list answered at once (catalog.py)
+        self.catalog = AnswerCatalog(settings.data_dir, aisac_version())
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._warming = False
+        self._warm_done = False
+        self._init_from_catalog = False
 
     # ---------------------------------------------------------------------------------------------- output
 
@@ -112,7 +130,7 @@ class StdioRelay:
 
     def _error(self, msg: dict[str, Any], text: str) -> None:
         """Answer request ``msg`` with ``text``: a tool error for ``tools/call``, a JSON-RPC error otherwise."""
-        if "id" not in msg:
+        if "id" not in msg or msg["id"] in self._cancelled:
             return
         if msg.get("method") == "tools/call":
             result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
@@ -162,7 +180,16 @@ class StdioRelay:
                 return pr.allows_prompt(val)
             return pr.allows_uri(val)
 
-        return {**msg, "result": {**result, field: [i for i in result[field] if ok(i)]}}
+        items = [i for i in result[field] if ok(i)]
+        if method == "tools/list":  # descriptions name no tool this host cannot call
+            kept = {str(i.get("name")) for i in items}
+            hidden = {
+                str(i.get("name"))
+                for i in result[field]
+                if str(i.get("name")) not in kept and not (pr.search and pr.allows(str(i.get("name"))))
+            }
+            items = [_scrub_tool(i, hidden) for i in items]
+        return {**msg, "result": {**result, field: items}}
 
     # ---------------------------------------------------------------------------------------------- the owner
 
@@ -188,14 +215,16 @@ class StdioRelay:
                 if exc.info is None:
                     raise
                 info, self.drift = exc.info, str(exc)  # listing works; calls get the drift error (below)
-            self._stamp = None if self.drift else self._owner_stamp()  # drift: check again at every request
+            stamp = None if self.drift else self._owner_stamp()  # drift: check again at every request
             if force or old is None or (info.pid, info.url, info.token) != (old.pid, old.url, old.token):
                 if old is not None:
                     log.warning("the store's owner changed (pid %s -> %s): reconnecting", old.pid, info.pid)
-                self.info, self.session_id = info, None
+                self.session_id = None
                 if self._init_body is not None:
                     await self._replay_initialize(info, self._init_body)
-            self.info = info
+            # published once the session is open: a concurrent request (the relay answered initialize from the
+            # answer catalogue) must not reach the owner before it
+            self.info, self._stamp = info, stamp
             return info
 
     async def _replay_initialize(self, info: OwnerInfo, init_body: dict[str, Any]) -> None:
@@ -207,8 +236,9 @@ class StdioRelay:
             if r.status_code >= 400:
                 raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
             self.session_id = r.headers.get("mcp-session-id")
-            async for _ in self._messages(r):
-                pass
+            async for m in self._messages(r):
+                if isinstance(m, dict) and "result" in m:
+                    self._remember(init_body, m)
         if self._initialized is not None:
             await (
                 await self._client().post(
@@ -229,6 +259,7 @@ class StdioRelay:
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
             CLIENT_HEADER: self.client_id,
+            HOST_HEADER: self.host_header,
         }
         if info.token:
             h["authorization"] = f"Bearer {info.token}"
@@ -313,22 +344,97 @@ class StdioRelay:
             async for m in self._messages(r):
                 if "id" in msg and m.get("id") == msg["id"] and ("result" in m or "error" in m):
                     got_answer = True
+                    if msg["id"] in self._cancelled:
+                        continue
+                    self._remember(msg, m)
                     if method == "initialize" and isinstance(m.get("result"), dict):
                         self.protocol_version = m["result"].get("protocolVersion")
                     m = self._filter(str(method), m)
                 self._emit(m)
-            if "id" in msg and "method" in msg and not got_answer:
+            if "id" in msg and "method" in msg and not got_answer and msg["id"] not in self._cancelled:
+                try:
+                    body = (await r.aread())[:300]
+                except httpx.StreamConsumed:  # an event stream, read above
+                    body = b""
+                log.warning("owner answered HTTP %s to %s without a result: %r", r.status_code, method, body)
                 self._error(msg, f"the aisac owner answered HTTP {r.status_code} without a result")
 
+    def _version_of(self, msg: dict[str, Any]) -> str | None:
+        if msg.get("method") == "initialize":
+            return str((msg.get("params") or {}).get("protocolVersion") or "") or None
+        return _modern(msg) or self.protocol_version
+
+    def _from_catalog(self, msg: dict[str, Any]) -> bool:
+        """Answer a listing request from the store's answer catalogue (and connect to the owner in the background);
+        False when it has no answer for it, or the owner's session is already open (then the owner answers)."""
+        method = msg.get("method")
+        if method not in CACHEABLE or "id" not in msg or (msg.get("params") or {}).get("cursor"):
+            return False
+        if method == "tools/list" and self.info is not None and self._warm_done:
+            return False
+        result = self.catalog.get(str(method), self._version_of(msg))
+        if not isinstance(result, dict):
+            return False
+        self._emit(self._filter(str(method), {"jsonrpc": "2.0", "id": msg["id"], "result": result}))
+        if method == "initialize":
+            self._init_body, self._init_from_catalog = msg, True
+            self.protocol_version = result.get("protocolVersion")
+        self._start_warm()
+        return True
+
+    def _start_warm(self) -> None:
+        if not self._warming and self._tg is not None:
+            self._warming = True
+            self._tg.start_soon(self._warm)
+
+    async def _warm(self) -> None:
+        """Find or start the owner (and open this host's session with it) in the background."""
+        try:
+            await self._owner()
+        except Exception as exc:  # noqa: BLE001 - each request reports the owner's trouble itself
+            log.warning("the owner is not ready (%s); the next request tries again", exc)
+        finally:
+            self._warm_done = True
+
+    def _remember(self, msg: dict[str, Any], answer: dict[str, Any]) -> None:
+        method = str(msg.get("method"))
+        if (
+            method in CACHEABLE
+            and isinstance(answer.get("result"), dict)
+            and not (msg.get("params") or {}).get("cursor")
+        ):
+            self.catalog.put(method, self._version_of(msg), answer["result"])
+
     async def _handle(self, msg: dict[str, Any]) -> None:
+        if (
+            msg.get("method") == "notifications/initialized"
+            and self._init_from_catalog
+            and not self._warm_done
+            and self.session_id is None
+        ):
+            self._initialized = msg  # sent by the initialize replay that opens the session with the owner
+            return
+        if self._from_catalog(msg):
+            return
+        if msg.get("method") == "notifications/cancelled":
+            rid = (msg.get("params") or {}).get("requestId")
+            if rid in self._inflight:
+                self._cancelled.add(rid)
         refused = self._refused(msg)
         if refused is not None:
-            if msg.get("method") == "tools/call":
-                self._error(msg, refused)
-            elif "id" in msg:
-                self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": refused}})
+            if "id" in msg:  # an unknown tool, prompt or resource is a protocol error (MCP "Tools"/"Resources")
+                code = -32002 if msg.get("method") == "resources/read" and not _modern(msg) else -32602
+                self._emit({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": code, "message": refused}})
             return
-        await self._send(msg)
+        rid = msg.get("id") if "method" in msg else None
+        if rid is not None:
+            self._inflight.add(rid)
+        try:
+            await self._send(msg)
+        finally:
+            if rid is not None:
+                self._inflight.discard(rid)
+                self._cancelled.discard(rid)
         # remembered once sent (a replay before the first session would open a second one)
         if msg.get("method") == "initialize":
             self._init_body = msg
@@ -341,6 +447,7 @@ class StdioRelay:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         try:
             async with anyio.create_task_group() as tg:
+                self._tg = tg
                 while line := await reader.readline():
                     if not line.strip():
                         continue
@@ -379,6 +486,23 @@ def _modern(msg: dict[str, Any]) -> str | None:
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return str(meta[_MODERN_VERSION_KEY]) if isinstance(meta, dict) and meta.get(_MODERN_VERSION_KEY) else None
+
+
+def _scrub_tool(tool: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """A ``tools/list`` entry whose description and argument descriptions name no tool of ``hidden``."""
+    if not hidden:
+        return tool
+    out = {**tool, "description": scrub_text(str(tool.get("description") or ""), hidden)}
+    schema = tool.get("inputSchema")
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        props = {
+            k: {**v, "description": scrub_text(v["description"], hidden)}
+            if isinstance(v, dict) and isinstance(v.get("description"), str)
+            else v
+            for k, v in schema["properties"].items()
+        }
+        out["inputSchema"] = {**schema, "properties": props}
+    return out
 
 
 def _header_value(value: str) -> str:

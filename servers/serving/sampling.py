@@ -50,8 +50,14 @@ class SamplingBackend(Backend):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                # the id of the call that asks: the request rides that call's stream (an HTTP client needs no
+                # GET stream; the stdio relay, which reads only its calls' streams, forwards it to its host)
                 r = await self.ctx.session.create_message(
-                    sm, max_tokens=MAX_TOKENS, system_prompt=system, temperature=0
+                    sm,
+                    max_tokens=MAX_TOKENS,
+                    system_prompt=system,
+                    temperature=0,
+                    related_request_id=self.ctx.origin_request_id,
                 )
         except Exception as exc:
             raise RoleModelError(

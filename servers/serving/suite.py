@@ -23,9 +23,10 @@ from fastmcp.server.transforms import Visibility
 from fastmcp.tools import ToolResult
 
 from aisac_core.context import AppContext
+from aisac_core.owner import aisac_version
 from aisac_core.plugins import PluginError, collect_from, plugins_of, register, skip_installed
 from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError
-from aisac_core.tool_profiles import ToolProfile, compose_instructions, resolve
+from aisac_core.tool_profiles import CATALOG_TOOLS, ToolProfile, compose_instructions, resolve
 from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
@@ -34,6 +35,7 @@ from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
 from ..shapes.completions import chain_completions
 from ..shapes.toollist import CompactToolList, ToolSearch
 from .dashboard import mount_dashboard
+from .hosts import HostView
 from .tasks import add_tasks
 
 log = logging.getLogger("aisac.suite")
@@ -310,6 +312,17 @@ class ProfileFilter(Visibility):
         return component.key.startswith("tool:") and not self.profile.allows(component.name)
 
 
+async def every_tool_name(available: dict[str, Callable[[], FastMCP | None]]) -> frozenset[str]:
+    """The names of every tool of the servers ``available`` (:func:`suite_servers`) and the catalog tools: what a
+    profile's descriptions may name only when it offers them."""
+    names = set(CATALOG_TOOLS)
+    for ns, load in available.items():
+        server = load()
+        if server is not None:
+            names |= {f"{ns}_{t.name}" for t in await server.list_tools()}
+    return frozenset(names)
+
+
 def build(
     names: list[str] | None = None,
     *,
@@ -317,6 +330,8 @@ def build(
     lifespan: bool = True,
     tools: str | None = None,
     catalog: bool = False,
+    host_settings: bool = False,
+    served_profile: str | None = None,
 ) -> FastMCP:
     """The suite server with the named servers mounted (all when None), serving ``app`` (default: a new
     :class:`~aisac_core.context.AppContext` from the environment's settings).
@@ -330,6 +345,11 @@ def build(
     ``catalog``: add ``tools_search`` / ``tools_call`` (:class:`~aisac_servers.shapes.toollist.ToolSearch`) to a suite that
     lists every tool (the owner daemon's, whose stdio relays apply each host's profile); the ``full`` profile adds
     them itself and lists only its core tools next to them.
+
+    ``host_settings``: honour the per-host settings a relay sends with each request (roots, roles LLM and mode:
+    :class:`~aisac_servers.serving.hosts.HostView`), for an owner serving several hosts. ``served_profile``: with
+    ``tools=None``, the profile the server's direct clients see, while a proxy's requests reach every tool (the
+    proxy applies its host's profile): a user-started HTTP owner.
 
     ``lifespan=False`` builds a suite that borrows ``app`` (an in-process client inside a running server): no warm-up
     and no ``app.close()`` at exit.
@@ -354,6 +374,7 @@ def build(
     mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
     main = FastMCP(
         "aisac",
+        version=aisac_version(),  # serverInfo names aisac's version, not fastmcp's
         lifespan=_lifespan(app, own=lifespan),
         instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}),
     )
@@ -366,9 +387,18 @@ def build(
     searchable = catalog or (profile is not None and profile.search)
     if searchable:
         main.add_transform(ToolSearch())
+    served = resolve(served_profile, chosen) if served_profile is not None and profile is None else None
+    # outermost: the host's roots and roles defaults hold for the whole call (and the trace records the filled call)
+    main.add_middleware(HostView(app, served, accept_host_settings=host_settings))
     main.add_middleware(ProvenanceMiddleware(app))
     # the lean wire form of tools/list (aisac_servers.shapes.toollist); the full profile lists its core tools only
-    main.add_middleware(CompactToolList(profile.lists if profile is not None and profile.search else None))
+    main.add_middleware(
+        CompactToolList(
+            profile.lists if profile is not None and profile.search else None,
+            profile=profile if profile is not None and not profile.is_full else None,
+            every=functools.partial(every_tool_name, available),
+        )
+    )
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool
     # error at most 1,900 characters, no SQL (call_core applies the same net to core calls, with the core function's
     # name; this one also covers errors raised outside call_core)

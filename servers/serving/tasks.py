@@ -147,14 +147,25 @@ def app_of(ctx: Context | None) -> AppContext:
 
 
 async def report(ctx: Context | None, done: float, total: float | None, message: str | None = None) -> None:
-    """Report progress: an MCP progress notification when the caller sent a progress token, the task's status
-    message (read by ``tasks/get``) when tasked; never fails the tool."""
+    """Report progress: an MCP progress notification when the caller sent a progress token (only when ``done`` is
+    above the last value sent for this call: MCP 2025-11-25, "Progress": the value MUST increase with each
+    notification), the task's status message (read by ``tasks/get``) when tasked; never fails the tool."""
     if ctx is None:
         return
     try:
+        # the specification requires progress to increase with each notification of a token: a value that does not
+        # (a job still on the same file) is not sent; the task's status message still gets it
+        last = await ctx.get_state(_LAST_PROGRESS)
+        if last is not None and done <= last and not in_task(ctx):
+            return
+        await ctx.set_state(_LAST_PROGRESS, done, serializable=False)
         await ctx.report_progress(done, total, message)
     except Exception as exc:  # noqa: BLE001 - a closed connection must not stop the work
         log.debug("progress not reported: %s", exc)
+
+
+#: the request-scoped state key of the last progress value sent for the current call (see :func:`report`)
+_LAST_PROGRESS = "aisac.last_progress"
 
 
 def _index_message(st: IndexJob) -> str:

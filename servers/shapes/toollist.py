@@ -29,8 +29,11 @@ from typing import Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.server.transforms.search import BM25SearchTransform
+from fastmcp.utilities.tasks import TaskConfig
 from mcp.types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from aisac_core.tool_profiles import scrub_text
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
 from ..adapters.common import hints
@@ -170,18 +173,21 @@ def _listed_class(cls: type) -> type:
     return sub
 
 
-def listed(tool: Any) -> Any:
-    """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged."""
+def listed(tool: Any, *, tasks: bool = True) -> Any:
+    """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged.
+    ``tasks=False``: without ``execution.taskSupport`` (a client whose protocol version has no tasks: the long
+    tools answer it in the foreground, with a job id to poll)."""
     ann = tool.annotations
     title = tool.title or (ann.get("title") if isinstance(ann, dict) else getattr(ann, "title", None))
-    out = tool.model_copy(
-        update={
-            "parameters": compact_input_schema(tool.parameters),
-            "output_schema": compact_output_schema(tool.output_schema),
-            "annotations": compact_annotations(ann),
-            "title": title,
-        }
-    )
+    update = {
+        "parameters": compact_input_schema(tool.parameters),
+        "output_schema": compact_output_schema(tool.output_schema),
+        "annotations": compact_annotations(ann),
+        "title": title,
+    }
+    if not tasks and getattr(tool, "task_config", None) is not None:
+        update |= {"task_config": TaskConfig(mode="forbidden"), "execution": None}
+    out = tool.model_copy(update=update)
     out.__class__ = _listed_class(tool.__class__)
     return out
 
@@ -190,17 +196,61 @@ def _listed_json(tools: Any) -> list[dict[str, Any]]:
     return [listed(t).to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
 
 
+def scrubbed(tool: Any, hidden: set[str] | frozenset[str]) -> Any:
+    """A listed tool (:func:`listed`) whose description and argument descriptions name no tool of ``hidden``
+    (:func:`aisac_core.tool_profiles.scrub_text`)."""
+    if not hidden:
+        return tool
+    params = tool.parameters
+    if isinstance(params, dict) and isinstance(params.get("properties"), dict):
+        props = {
+            k: {**v, "description": scrub_text(v["description"], hidden)}
+            if isinstance(v, dict) and isinstance(v.get("description"), str)
+            else v
+            for k, v in params["properties"].items()
+        }
+        params = {**params, "properties": props}
+    return tool.model_copy(update={"description": scrub_text(tool.description or "", hidden), "parameters": params})
+
+
 class CompactToolList(Middleware):
     """Lists every tool in its compact wire form (module docstring); calls are not affected. ``keep``: a predicate
     on tool names; the others are left out of the list but stay callable (the ``full`` profile lists only its core
-    tools and finds the rest with ``tools_search``)."""
+    tools and finds the rest with ``tools_search``). ``profile`` and ``every`` (an async function naming every tool
+    of the whole suite): the descriptions name no tool the profile does not offer (:func:`scrubbed`)."""
 
-    def __init__(self, keep: Any = None) -> None:
+    def __init__(self, keep: Any = None, profile: Any = None, every: Any = None) -> None:
         self.keep = keep
+        self.profile = profile
+        self.every = every
+        self._hidden: frozenset[str] | None = None
+
+    async def _hide(self, listed_names: set[str]) -> frozenset[str]:
+        if self.profile is None or self.every is None:
+            return frozenset()
+        if self._hidden is None:
+            every = await self.every()
+            pr = self.profile
+            self._hidden = frozenset(n for n in every if n not in listed_names and not (pr.search and pr.allows(n)))
+        return self._hidden
 
     async def on_list_tools(self, context: MiddlewareContext, call_next: Any) -> Any:
-        tools = await call_next(context)
-        return [listed(t) for t in tools if self.keep is None or self.keep(t.name)]
+        tools = [t for t in await call_next(context) if self.keep is None or self.keep(t.name)]
+        tasks = tasks_negotiable(context.fastmcp_context)
+        hidden = await self._hide({t.name for t in tools})
+        return [scrubbed(listed(t, tasks=tasks), hidden) for t in tools]
+
+
+def tasks_negotiable(ctx: Any) -> bool:
+    """Whether the client of ``ctx`` (a fastmcp Context, or None) speaks a protocol version at which aisac's tasks
+    (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663) can be requested: 2026-07-28 and later. The
+    handshake-era versions (2025-11-25 and before) get no ``execution.taskSupport`` in ``tools/list`` (aisac does not
+    serve the earlier draft's ``tasks/result``, ``tasks/list`` or the ``tasks`` capability) and poll the job tools
+    (``rag_job_status``, ``data_code_job_status``, ``roles_job_status``) instead. No request context (an in-process
+    call): True."""
+    rc = getattr(ctx, "request_context", None) if ctx is not None else None
+    version = getattr(rc, "protocol_version", None) if rc is not None else None
+    return version is None or version in MODERN_PROTOCOL_VERSIONS
 
 
 class ToolSearch(BM25SearchTransform):
@@ -248,6 +298,7 @@ class ToolSearch(BM25SearchTransform):
             update={
                 "description": "Call a tool found with tools_search by its name, with its arguments; returns that "
                 "tool's result.",
-                "annotations": ToolAnnotations(**hints("Call a found tool", open_world=True)),
+                # the most cautious hints: it may call any tool, destructive and open-world ones included
+                "annotations": ToolAnnotations(**hints("Call a found tool", destructive=True, open_world=True)),
             }
         )

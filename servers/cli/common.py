@@ -1,0 +1,61 @@
+"""What the ``aisac`` commands share: the two consoles (results to stdout, everything else to stderr, control
+characters escaped), the ``--data-dir`` / ``--no-owner`` options, settings, the running owner and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.markup import escape
+
+from aisac_core.context import AppContext
+from aisac_core.owner import OwnerInfo
+from aisac_core.settings import Settings
+
+from .owner import OwnerCallError, cli_owner, load_settings
+from .safe import SafeConsole
+
+err = SafeConsole(stderr=True)
+out = SafeConsole()
+
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="store folder (default: $AISAC_DATA_DIR or the user data dir)", envvar="AISAC_DATA_DIR"
+    ),
+]
+NoOwner = Annotated[
+    bool,
+    typer.Option(
+        "--no-owner",
+        help="open the store in this process even while its owner "
+        "process runs (which then holds it: the command fails)",
+    ),
+]
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    """The command's settings; an invalid one prints one line per value and exits with code 2."""
+    return load_settings(data_dir)
+
+
+def _owner(settings: Settings, no_owner: bool) -> OwnerInfo | None:
+    """The running owner to send the command to (None: open the store here); warns on other settings."""
+    try:
+        return cli_owner(
+            settings, no_owner, warn=lambda m: err.print(f"[yellow]note:[/yellow] {escape(m)}", soft_wrap=True)
+        )
+    except OwnerCallError as exc:
+        _fail(str(exc))
+
+
+def _app(data_dir: Path | None) -> AppContext:
+    """The application context of the store in ``data_dir`` (default: the configured one); close it when done."""
+    return AppContext(_settings(data_dir))
+
+
+def _fail(msg: str, code: int = 1) -> NoReturn:
+    err.print(f"[red]error:[/red] {escape(msg)}", soft_wrap=True)  # one line; '[data]' in a message is not markup
+    raise typer.Exit(code)

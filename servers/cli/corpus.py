@@ -1,0 +1,193 @@
+"""``aisac index`` and ``aisac search``: the corpus commands (through the store's owner while one runs)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from aisac_core.context import AppContext
+from aisac_core.settings import host_settings
+
+from .common import DataDir, NoOwner, _fail, _owner, _settings, err, out
+from .owner import index_via_owner, search_via_owner
+from .safe import safe_print
+
+
+def index(
+    paths: Annotated[list[Path] | None, typer.Argument(help="files or folders to index")] = None,
+    catalog: Annotated[bool, typer.Option("--catalog", help="catalog only: list, do not embed")] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="compare the manifest with the vector store by chunk id: delete orphan vectors and re-embed "
+            "exactly the documents whose vectors are missing (then PATHS, if any, as usual)",
+        ),
+    ] = False,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the run's counters and failures as JSON")] = False,
+    no_owner: NoOwner = False,
+) -> None:
+    """Index files and folders incrementally (unchanged files are skipped without being read). While the store's
+    owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from aisac_core.rag.indexer import Counters
+    from aisac_core.rag.planning import IndexingError
+
+    if not paths and not repair:
+        _fail("give files or folders to index (or --repair alone to repair the vector store)", 2)
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
+    if repair and info is not None:
+        _fail(
+            f"the store's owner process (pid {info.pid}) holds the vector store: stop it (aisac owner stop) and run "
+            "aisac index --repair again"
+        )
+    failures: list[dict[str, str]] = []
+    counters = Counters()
+    repaired: dict[str, Any] | None = None
+    core = AppContext(settings) if info is None else None
+    try:
+        with Progress(
+            TextColumn("[bold]indexing[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=not err.is_terminal,
+        ) as bar:
+            task = bar.add_task("", total=None)
+
+            def progress(done: float, total: float | None, name: str | None) -> None:
+                bar.update(task, completed=done, total=total, description=(name or "")[:60])
+
+            if core is not None:
+                if repair:
+                    from aisac_core.rag.vectorcheck import repair_vectors
+
+                    repaired = repair_vectors(core.rag, core.rag.indexer, counters, failures)
+                if paths:
+                    core.rag.indexer.run(
+                        paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters
+                    )
+            else:
+                assert info is not None
+                got = index_via_owner(info, paths or [], catalog, progress, host_settings(settings))
+                counters = Counters(**{k: v for k, v in got["counters"].items() if k in Counters.__dataclass_fields__})
+                failures = got["failures"]
+    except IndexingError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # store errors carry their recovery step; the owner's errors its message
+        _fail(str(exc))
+    finally:
+        if core is not None:
+            core.close()
+    if as_json:
+        out_json: dict[str, Any] = {"counters": counters.as_dict(), "failures": failures}
+        if repaired is not None:
+            out_json["repair"] = repaired
+        safe_print(json.dumps(out_json, indent=1))
+        return
+    if repaired is not None:
+        err.print(
+            f"repair: {repaired['orphans_deleted']} orphan vectors deleted, {repaired['documents_reembedded']} "
+            f"documents re-embedded ({repaired['missing_before']} missing vectors); now "
+            f"{repaired['missing_after']} missing, {repaired['orphan_after']} orphan"
+        )
+    c = counters
+    err.print(
+        f"files: {c.files_seen} seen, {c.files_indexed} indexed, {c.files_skipped} unchanged, "
+        f"{c.files_failed} failed, {c.files_pruned} removed, {c.files_catalogued} catalogued; "
+        f"chunks: {c.chunks_embedded} embedded, {c.chunks_deleted} deleted; pages parsed: {c.pages_parsed}"
+    )
+    for f in failures:
+        err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
+    if c.files_seen == 0 and not failures and repaired is None:  # nothing could be indexed: say what was there and why it was skipped
+        _fail(_nothing_indexed(paths or []), code=2)
+
+
+def _nothing_indexed(paths: list[Path]) -> str:
+    """Why an index run saw no file: the given folders are empty, or hold only files of unsupported types (named
+    with their counts, up to 10,000 files looked at), and the supported types."""
+    from collections import Counter
+
+    from aisac_core.rag.formats import FILE_FORMATS
+
+    found: Counter[str] = Counter()
+    looked = 0
+    for p in paths:
+        for f in [p] if p.is_file() else (x for x in p.rglob("*") if x.is_file()) if p.is_dir() else []:
+            found[f.suffix.lower() or "(no extension)"] += 1
+            looked += 1
+            if looked >= 10_000:
+                break
+    supported = ", ".join(sorted(FILE_FORMATS))
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        return f"nothing to index: {where} holds no files; supported types: {supported}"
+    kinds = ", ".join(f"{n} {ext}" for ext, n in found.most_common(8))
+    return f"nothing indexed: {looked} file(s) skipped as unsupported ({kinds}); supported types: {supported}"
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="what to find")],
+    k: Annotated[int, typer.Option("-k", help="number of hits (1-100)")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, dense or sparse")] = "hybrid",
+    filter_: Annotated[
+        list[str] | None, typer.Option("--filter", help="key=value, e.g. path_glob=*.pdf, page_from=2 (repeatable)")
+    ] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw result as JSON")] = False,
+    no_owner: NoOwner = False,
+) -> None:
+    """Search the index and print a table of hits with their anchors (through the store's owner process while it
+    runs)."""
+    filters: dict[str, object] = {}
+    for f in filter_ or []:
+        if "=" not in f:
+            _fail(f"--filter takes key=value, got {f!r}")
+        key, val = f.split("=", 1)
+        filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
+    core = AppContext(settings) if info is None else None
+    res: Mapping[str, Any]
+    try:
+        if core is not None:
+            res = core.rag.search(query, k, filters or None, mode).as_dict()
+        else:
+            assert info is not None  # no core exactly when the owner runs
+            res = search_via_owner(info, query, k, filters or None, mode)
+    except Exception as exc:  # noqa: BLE001 - a search error (or the owner's tool error) is one line for the user
+        _fail(str(exc))
+    finally:
+        if core is not None:
+            core.close()
+    if as_json:
+        safe_print(json.dumps(res, indent=1, ensure_ascii=False))
+        return
+    hits = res["hits"]
+    if not hits:
+        out.print(res.get("message") or "no hits")
+        return
+    t = Table(title=f"{len(hits)} hits for {query!r} ({res['mode']}, {res['took_ms']:.0f} ms)", show_lines=True)
+    for col in ("#", "score", "document", "page", "section", "text"):
+        t.add_column(col, overflow="fold")
+    for i, h in enumerate(hits, 1):
+        text = " ".join((h.get("text") or "").split())
+        t.add_row(
+            str(i),
+            f"{h['score']:.4f}",
+            f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
+            str(h.get("page") or "-"),
+            h.get("section") or "-",
+            text[:300] + ("…" if len(text) > 300 else ""),
+        )
+    out.print(t)
