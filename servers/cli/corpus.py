@@ -109,7 +109,8 @@ def index(
     )
     for f in failures:
         err.print(f"[yellow]failed[/yellow] {f['path']}: {f['error']}")
-    if c.files_seen == 0 and not failures and repaired is None:  # nothing could be indexed: say what was there and why it was skipped
+    # nothing could be indexed: say what was there and why it was skipped
+    if c.files_seen == 0 and not failures and repaired is None:
         _fail(_nothing_indexed(paths or []), code=2)
 
 
