@@ -73,7 +73,8 @@ async def test_http_owner_profile_does_not_change_a_stdio_hosts_view(owned_store
         assert owner_info(owned_store)["kind"] == "http"
         from fastmcp import Client
 
-        async with Client(f"http://127.0.0.1:{port}/mcp") as direct:  # the owner's own clients: its profile
+        token = owner_info(owned_store)["token"]  # every TCP listener needs its token (issue 30)
+        async with Client(f"http://127.0.0.1:{port}/mcp", auth=token) as direct:  # the owner's own clients: its profile
             direct_names = {t.name for t in await direct.list_tools()}
             assert direct_names and "lit_search" not in direct_names and "rag_search" in direct_names
         async with stdio(owned_store, "--tools", "all") as c:
