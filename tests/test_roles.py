@@ -354,7 +354,10 @@ def test_ask_cli_rejects_bad_input_with_a_message(tmp_path):
     env.pop("AISAC_ROLES_LLM_BASE_URL", None)
     for args, msg in (
         (["  "], "task is empty"),
-        (["What?", "--mode", "extreme"], "mode must be one of"),
+        (
+            ["What?", "--mode", "extreme"],
+            "mode 'extreme' is not one of lite, standard, strict",
+        ),  # checked before any owner starts (issue 31)
         (["What?", "--llm", "openai"], "AISAC_ROLES_LLM_BASE_URL"),
         (["What?", "--llm", "sampling"], "offers sampling"),
     ):

@@ -50,6 +50,11 @@ def ask(
     # bad values are refused here, before an owner process is looked for or started
     if mode is not None and mode not in MODES:
         raise RolesError(f"mode {mode!r} is not one of {', '.join(MODES)} (minimum cited anchors 1/2/3)")
+    if llm == "sampling":  # a tool argument of roles_run; the command line has no MCP client to sample from
+        raise RolesError(
+            "llm='sampling' needs an MCP client that offers sampling, and aisac ask has none: use "
+            f"{', '.join(LLMS)}, or call roles_run from a host that offers sampling"
+        )
     if llm is not None and llm not in LLMS:
         raise RolesError(f"llm {llm!r} is not one of {', '.join(LLMS)}")
     owner = _live_owner(core) if use_owner and core.settings.owner.mode else None
