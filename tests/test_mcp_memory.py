@@ -290,7 +290,8 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 
 @pytest.mark.slow
 async def test_two_processes_add_500_turns_each(settings):
-    env = store_env(settings)
+    # one server process: on PostgreSQL its private embedded vector folder is the explicit single-process opt-in
+    env = {**store_env(settings), "AISAC_ALLOW_PRIVATE_VECTORS": "true"}
     n = 500
     with http_server(env) as url:
         async with Client(url) as c:

@@ -131,12 +131,15 @@ def test_config_set_unset_show(tmp_path):
     assert read_settings_file(d) == {"roots": [str(tmp_path), "/tmp"]}
 
 
-def test_behaviour_settings_hold_no_secrets_and_change_with_roots(tmp_path, clean_env):
+def test_behaviour_settings_hold_no_secrets_and_no_per_host_settings(tmp_path, clean_env):
+    """Roots are a host's own since issue 31 (two hosts with other roots share one owner): they are not among the
+    store's behaviour settings and do not change the digest; a store setting (chunk size) does."""
     clean_env.setenv("AISAC_HTTP_TOKEN", "s3cret")
     values, digest = behaviour_settings(Settings(data_dir=tmp_path))
-    assert "s3cret" not in json.dumps(values) and "roots" in values and "lit_replay" in values
-    assert "owner_idle_seconds" not in values
-    assert behaviour_settings(Settings(data_dir=tmp_path, roots=[tmp_path]))[1] != digest
+    assert "s3cret" not in json.dumps(values) and "lit_replay" in values
+    assert "roots" not in values and "owner_idle_seconds" not in values
+    assert behaviour_settings(Settings(data_dir=tmp_path, roots=[tmp_path]))[1] == digest
+    assert behaviour_settings(Settings(data_dir=tmp_path, chunk_max_tokens=128))[1] != digest
     assert behaviour_settings(Settings(data_dir=tmp_path, warm=False))[1] == digest
 
 

@@ -263,7 +263,12 @@ class Indexer:
                     pending = []
                 done += 1
                 if progress:
-                    progress(done, total, f.name)
+                    try:
+                        progress(done, total, f.name)
+                    except BaseException:  # a cancel between two files: the files prepared so far are stored whole
+                        if pending:
+                            self._embed_and_store(pending, fp, c, fails)
+                        raise
             for f, root in plan.catalog:
                 try:
                     self._catalogue(f, root)
