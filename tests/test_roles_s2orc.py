@@ -77,7 +77,10 @@ def test_ask_without_model_cites_the_s2orc_paper(s2orc_store):
     assert "run id: run-" in out and "citations:" in out and "2020.acl-main.447" not in out.split("citations:")[0]
     assert "evaluation (strict" in out and "evidence gate:" in out and "S2ORC" in out
     verdict_line = out.split("evaluation (strict")[1].splitlines()[0]
-    assert "evidence verified" in verdict_line and "passed" not in verdict_line
+    # strict asks for 3 cited anchors; the extractive answer quotes only the sentences that answer (issue 28), so
+    # strict may rightly fail its gate: the verdict then says so, and never claims a content check ("passed")
+    assert "evidence verified" in verdict_line or "evidence not verified" in verdict_line, verdict_line
+    assert "passed" not in verdict_line
     assert "content: not judged (no model)" in out
 
     # every step of the run is in the trace
