@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra tests
+	$(PY) -m pytest -q -ra --durations=20 tests
 
 bench: $(STAMP)
 	$(PY) -m bench
