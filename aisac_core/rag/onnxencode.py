@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,18 +116,7 @@ class OnnxEncoder:
                     and len(ids[order[end]]) * (end + 1 - start) <= max_batch_tokens
                 ):
                     end += 1
-                batch = [ids[i] for i in order[start:end]]
-                width = max(1, max(len(b) for b in batch))
-                input_ids = np.zeros((len(batch), width), dtype=np.int64)
-                mask = np.zeros((len(batch), width), dtype=np.int64)
-                for j, b in enumerate(batch):
-                    input_ids[j, : len(b)] = b
-                    mask[j, : len(b)] = 1
-                feed: dict[str, Any] = {"input_ids": input_ids}
-                if "attention_mask" in self.inputs:
-                    feed["attention_mask"] = mask
-                if "token_type_ids" in self.inputs:
-                    feed["token_type_ids"] = np.zeros_like(input_ids)
+                feed, mask = padded_feed([ids[i] for i in order[start:end]], self.inputs)
                 hidden = self.session.run(None, feed)[0]
                 vecs = _mean_pool_normalise(hidden, mask)
                 if out is None:
@@ -138,6 +127,24 @@ class OnnxEncoder:
                 st.batches += 1
                 start = end
         return out if out is not None else np.empty((0, 0), dtype=np.float32)
+
+
+def padded_feed(batch: Sequence[Sequence[int]], inputs: Collection[str]) -> tuple[dict[str, Any], np.ndarray]:
+    """The ONNX feed of one batch of token-id lists, right-padded with 0 to the longest (at least 1 column):
+    ``input_ids``, plus ``attention_mask`` / ``token_type_ids`` (zeros) where the model has those ``inputs``.
+    Returns ``(feed, mask)``; the mask is 1 over real tokens (BERT's input convention)."""
+    width = max(1, max(len(b) for b in batch))
+    input_ids = np.zeros((len(batch), width), dtype=np.int64)
+    mask = np.zeros((len(batch), width), dtype=np.int64)
+    for j, b in enumerate(batch):
+        input_ids[j, : len(b)] = b
+        mask[j, : len(b)] = 1
+    feed: dict[str, Any] = {"input_ids": input_ids}
+    if "attention_mask" in inputs:
+        feed["attention_mask"] = mask
+    if "token_type_ids" in inputs:
+        feed["token_type_ids"] = np.zeros_like(input_ids)
+    return feed, mask
 
 
 def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -162,18 +169,7 @@ def raw_throughput(encoder: OnnxEncoder, texts: Sequence[str], batch_size: int =
     feeds = []
     tokens = 0
     for i in range(0, len(ids), batch_size):
-        batch = ids[i : i + batch_size]
-        width = max(1, max(len(b) for b in batch))
-        input_ids = np.zeros((len(batch), width), dtype=np.int64)
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for j, b in enumerate(batch):
-            input_ids[j, : len(b)] = b
-            mask[j, : len(b)] = 1
-        feed: dict[str, Any] = {"input_ids": input_ids}
-        if "attention_mask" in encoder.inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in encoder.inputs:
-            feed["token_type_ids"] = np.zeros_like(input_ids)
+        feed, mask = padded_feed(ids[i : i + batch_size], encoder.inputs)
         feeds.append(feed)
         tokens += int(mask.sum())
     t0 = time.process_time()
