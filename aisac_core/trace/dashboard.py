@@ -9,8 +9,9 @@ Two ways to open it:
 
 Pages (paths relative to the prefix): ``/`` the run list: each run's question, start, duration, status and
 verdict, citations and how many of them verified (filters ``server``, ``status``, ``text``: question, run id, tool
-or argument; paging); ``/run?id=RUN`` a run (:mod:`aisac_core.trace.runpage`: question, verdict, answer with linked
-citations, cited evidence on its page images, plan DAG, timeline, every step). Evidence verification runs when
+or argument; paging), with a warning line when the trace has a gap (:mod:`aisac_core.trace.gaps`: events lost or
+still waiting in the local journal); ``/run?id=RUN`` a run, with the run's gap warning
+(:mod:`aisac_core.trace.runpage`: question, verdict, answer with linked citations, cited evidence on its page images, plan DAG, timeline, every step). Evidence verification runs when
 the page is rendered (cached until the run changes). ``/evidence/page?run=RUN&chunk=ID`` is a cited passage's PDF
 page as PNG with the passage highlighted. ``/run/stream?id=RUN&after=ID`` and ``/stream?after=ID`` are
 ``text/event-stream`` endpoints: an ``update`` event whenever newer trace events exist (the store is polled every
@@ -102,10 +103,19 @@ def render_runs(
     query: dict[str, str],
     last_id: int,
     heads: dict[str, dict[str, Any]] | None = None,
+    gaps: dict[str, Any] | None = None,
 ) -> str:
     """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.queries.list_runs` result, with
-    each run's question, citations and verdict from :func:`~aisac_core.trace.queries.run_headlines` (``heads``)."""
+    each run's question, citations and verdict from :func:`~aisac_core.trace.queries.run_headlines` (``heads``);
+    ``gaps``: the store's :class:`~aisac_core.trace.results.TraceGap`, shown as a warning line (with links to the
+    runs concerned) when it has a ``detail``."""
     heads = heads or {}
+    warn = ""
+    if gaps and gaps.get("detail"):
+        runs = ", ".join(f"<a href='{_e(run_link(prefix, x))}'>{_e(x)}</a>" for x in gaps.get("runs") or [])
+        warn = f"<p class=gapwarn id=trace-gap role=alert>⚠ trace gap: {_e(gaps['detail'])}" + (
+            f" (runs: {runs})</p>" if runs else "</p>"
+        )
     rows = []
     for r in data["runs"]:
         h = heads.get(r["run_id"]) or {}
@@ -142,7 +152,7 @@ def render_runs(
         if rows
         else "<p class=mut>No runs yet: tool calls through the aisac suite are recorded here as they happen.</p>"
     )
-    return f"<div id=body data-last-id='{last_id}'><p class=mut>{data['total']} runs</p>{table}{pager}</div>"
+    return f"<div id=body data-last-id='{last_id}'>{warn}<p class=mut>{data['total']} runs</p>{table}{pager}</div>"
 
 
 def _duration(start: str, end: str) -> str:
@@ -189,7 +199,9 @@ class Dashboard:
             offset=int(q.get("offset", 0) or 0),
         )
         heads = await self._run(t.run_headlines, [r["run_id"] for r in data["runs"]])
-        return render_runs(dict(data), self.prefix, q, await self._run(lambda: max_event_id(t.engine, None)), heads)
+        gaps = dict(await self._run(t.gaps))
+        last = await self._run(lambda: max_event_id(t.engine, None))
+        return render_runs(dict(data), self.prefix, q, last, heads, gaps)
 
     async def index(self, request: Request) -> Response:
         """GET / : the run list."""

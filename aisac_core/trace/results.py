@@ -184,6 +184,17 @@ class InputCheck(TypedDict):
     event_id: int | None
 
 
+class TraceGap(TypedDict):
+    """Trace events not in the store (:mod:`aisac_core.trace.gaps`): ``lost`` never will be (journal full, event
+    rejected), ``pending`` still wait in the local journal; ``runs``: the runs concerned (at most 20); ``detail``:
+    one line for a person, empty when there is no gap."""
+
+    lost: int
+    pending: int
+    runs: list[str]
+    detail: str
+
+
 @with_config(FORBID)
 class Verified(TypedDict):
     run_id: str
@@ -191,6 +202,7 @@ class Verified(TypedDict):
     counts: dict[str, int]
     anchors: list[AnchorCheck]
     inputs: list[InputCheck]
+    gap: TraceGap
 
 
 class ReplayStep(TypedDict):

@@ -41,7 +41,7 @@ h2{font-size:1.05em;margin:1.4em 0 .5em;border-bottom:1px solid var(--bd);paddin
 table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--bd);padding:.3em .5em;text-align:left;vertical-align:top}
 .badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:.85em;background:var(--bg);border:1px solid var(--bd)}
 .st-ok,.v-unchanged,.g-pass{color:var(--ok);border-color:var(--ok)} .st-tool_error,.st-exception,.st-errors,.v-missing,.g-fail{color:var(--err);border-color:var(--err)}
-.v-changed{color:var(--warn);border-color:var(--warn)} .st-running{color:var(--acc);border-color:var(--acc)} .live{color:#3fb950} .mut{color:var(--mut)}
+.gapwarn{color:var(--warn);border-left:3px solid var(--warn);padding-left:.5em;font-weight:600} .v-changed{color:var(--warn);border-color:var(--warn)} .st-running{color:var(--acc);border-color:var(--acc)} .live{color:#3fb950} .mut{color:var(--mut)}
 .errors{background:#ffebe9;border:1px solid var(--err);padding:.5em 1em;border-radius:6px}
 .verdict{display:flex;flex-wrap:wrap;gap:.5em;align-items:center} .verdict .label{font-size:1.05em;font-weight:600;padding:.1em .7em}
 details.event{border:1px solid var(--bd);border-radius:6px;margin:.3em 0;padding:.2em .6em;background:#fff}
@@ -377,6 +377,9 @@ def render_run(
         f"({e(', '.join(f'{k} {v}' for k, v in run['by_kind'].items()))}) · servers {e(', '.join(run['servers']))}"
         f"{' · question from ' + e(r['question_source']) if r['question_source'] else ''}</p>"
     )
+    gap = (verify or {}).get("gap") or {}
+    if gap.get("detail"):
+        parts.append(f"<p class=gapwarn id=trace-gap role=alert>⚠ trace gap: {e(gap['detail'])}</p>")
     if r["linked_runs"]:
         links = ", ".join(f"<a href='{e(run_href(x))}'>{e(x)}</a>" for x in r["linked_runs"])
         parts.append(

@@ -18,13 +18,25 @@ from aisac_core.rag.verify import verify_anchor
 from aisac_core.trace.diff import diff_runs
 from aisac_core.trace.evidence_images import EvidenceImages
 from aisac_core.trace.exports import export_html, export_run
+from aisac_core.trace.gaps import StoreGaps
 from aisac_core.trace.journal import TraceJournal
 from aisac_core.trace.otel import Otel
 from aisac_core.trace.pins import config_pins, write_run_pins
 from aisac_core.trace.queries import Summaries, get_event, get_run, list_runs, run_headlines
 from aisac_core.trace.recorder import record_tool_call
 from aisac_core.trace.replay import replay_run
-from aisac_core.trace.results import Diff, EventDetail, Exported, Pruned, Replayed, RunData, Runs, Stats, Verified
+from aisac_core.trace.results import (
+    Diff,
+    EventDetail,
+    Exported,
+    Pruned,
+    Replayed,
+    RunData,
+    Runs,
+    Stats,
+    TraceGap,
+    Verified,
+)
 from aisac_core.trace.retention import prune_runs, trace_stats
 from aisac_core.trace.verify import verify_run
 
@@ -77,6 +89,7 @@ class TraceService:
         self._pinned: set[str] = set()
         self._lock = threading.Lock()
         self._journal: TraceJournal | None = None  # built on the first record
+        self._gaps = StoreGaps()
 
     @property
     def engine(self) -> Engine:
@@ -167,7 +180,14 @@ class TraceService:
         def check(anchor: dict[str, Any]) -> dict[str, Any]:
             return cast("dict[str, Any]", verify_anchor(self._rag(), anchor))  # a Verification, read as a dict
 
-        return verify_run(self.engine, run_id, check_anchor=check if use_index else None)
+        return verify_run(
+            self.engine, run_id, check_anchor=check if use_index else None, data_dir=self.settings.data_dir
+        )
+
+    def gaps(self) -> TraceGap:
+        """Every trace event of this store that is not in it (:class:`aisac_core.trace.gaps.StoreGaps`): lost ones
+        (``trace_gap`` events, counts not yet written) and those pending in this data dir's local journal."""
+        return self._gaps.read(self.engine, self.settings.data_dir)
 
     async def replay(
         self, run_id: str, tools: ToolPort, *, force: list[str] | None = None, replay_run_id: str | None = None

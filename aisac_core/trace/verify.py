@@ -13,6 +13,7 @@ from sqlalchemy import case, func, inspect, literal, select
 
 from aisac_core.hashing import sha256_file
 from aisac_core.store.tables import TraceEvent
+from aisac_core.trace.gaps import run_gap
 from aisac_core.trace.queries import count_by, require_events, run_anchors, run_inputs
 from aisac_core.trace.results import AnchorCheck, InputCheck, Verified
 
@@ -60,7 +61,9 @@ def _file_level(now: str | None, anchor: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def verify_run(engine: Engine, run_id: str, *, check_anchor: AnchorChecker | None = None) -> Verified:
+def verify_run(
+    engine: Engine, run_id: str, *, check_anchor: AnchorChecker | None = None, data_dir: Path | None = None
+) -> Verified:
     """Re-hash every evidence anchor a run cited and every input file it pinned.
 
     With ``check_anchor`` (:func:`aisac_core.rag.verify.verify_anchor` on the store's index: file sha256 and chunk
@@ -74,9 +77,13 @@ def verify_run(engine: Engine, run_id: str, *, check_anchor: AnchorChecker | Non
     taking the store's lock; a changed file is then reported ``changed`` / ``file_changed`` without looking for the
     passage.
 
+    ``gap`` reports the run's trace events that are not in the store (:func:`aisac_core.trace.gaps.run_gap`: lost
+    ones from its ``trace_gap`` events, and with ``data_dir`` the lost counts and pending events of that data dir's
+    local journal); it does not change ``status``, which is about the evidence.
+
     Returns ``{run_id, status (unchanged | changed | missing: the worst item), counts, anchors: [{chunk_id,
     path, page, status, anchor_status, detail, event_id}], inputs: [{path, status, sha256, sha256_now, source,
-    event_id}]}``. Raises TraceError for an unknown run."""
+    event_id}], gap: {lost, pending, runs, detail}}``. Raises TraceError for an unknown run."""
     rows = require_events(engine, run_id)
     hashes: dict[str, str | None] = {}
 
@@ -138,4 +145,11 @@ def verify_run(engine: Engine, run_id: str, *, check_anchor: AnchorChecker | Non
         )
     counts = count_by([*anchors_out, *inputs_out])
     overall = "missing" if counts.get("missing") else "changed" if counts.get("changed") else "unchanged"
-    return {"run_id": run_id, "status": overall, "counts": counts, "anchors": anchors_out, "inputs": inputs_out}
+    return {
+        "run_id": run_id,
+        "status": overall,
+        "counts": counts,
+        "anchors": anchors_out,
+        "inputs": inputs_out,
+        "gap": run_gap(rows, run_id, data_dir),
+    }

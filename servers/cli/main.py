@@ -43,6 +43,8 @@ from .store import store_app
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from aisac_core.settings import Settings
+
 # Each command imports the domain it runs (and fastmcp) in its body: `aisac --help` and the stdio proxy of
 # `aisac serve` start without loading the store, the models or the MCP servers they do not use.
 
@@ -267,6 +269,17 @@ def owner(
         _fail(f"action must be status or stop, got {action!r}")
 
 
+def _trace_gap(settings: Settings) -> dict[str, Any]:
+    """The store's trace gap (:meth:`aisac_core.trace.service.TraceService.gaps`; reads SQL only, never the vectors)."""
+    core = AppContext(settings)
+    try:
+        return dict(core.trace.gaps())
+    except Exception as exc:  # the status of the rest must still print
+        return {"lost": None, "pending": None, "runs": [], "detail": f"could not read the trace: {exc}"}
+    finally:
+        core.close()
+
+
 @app.command()
 def status(
     data_dir: DataDir = None,
@@ -293,7 +306,7 @@ def status(
     from aisac_core.data.isolation import detect_isolation
 
     mode, note = detect_isolation(settings.sandbox.isolation)  # what code sessions run under on this machine
-    st = {**st, "code_isolation": {"mode": mode, "note": note}}
+    st = {**st, "code_isolation": {"mode": mode, "note": note}, "trace_gap": _trace_gap(settings)}
     if as_json:
         safe_print(json.dumps(st, indent=1))
         return
@@ -312,6 +325,8 @@ def status(
             "run: aisac index --repair",
             soft_wrap=True,
         )
+    if st["trace_gap"].get("detail"):
+        err.print(f"[yellow]warning:[/yellow] trace gap: {st['trace_gap']['detail']}", soft_wrap=True)
     for j in st["recent_jobs"]:
         out.print(f"job {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})")
 
