@@ -263,3 +263,35 @@ def test_times_stay_utc_whatever_the_servers_zone(source_store, pg_target: str) 
     finally:
         pg.dispose()
     assert got == want
+
+
+def test_cli_copies_the_vectors_into_pgvector(
+    source_store, models_dir: Path, shared_embedder, pgvector_server, tmp_path: Path
+) -> None:
+    """``--vectors sql``: the SQL rows and the vectors (chunks and dialogue, as stored) move into one PostgreSQL
+    database; the store then answers with the same hits over pgvector, nothing re-embedded."""
+    from aisac_core.context import AppContext
+    from aisac_core.rag.search import search
+    from aisac_core.store.collections import CHUNKS, DIALOGUE
+
+    data_dir, snap = source_store
+    url = pgvector_server.create_database().replace("//aisac@", f"//aisac:{SECRET}@")
+    bad = _cli(data_dir, "--to", url, "--vectors", "http://qdrant:6333")
+    assert bad.returncode == 1 and "--vectors" in bad.stderr and "Traceback" not in bad.stderr
+    res = _cli(data_dir, "--to", url, "--vectors", "sql")
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    assert SECRET not in out and "Traceback" not in out
+    assert "export AISAC_VECTOR_URL=sql" in out and "aisac config set vector_url sql" in out
+    assert "dialogue 1)" in out
+    core = AppContext(make_settings(data_dir, models_dir, sql_url=url, vector_url="sql"), embedder=shared_embedder)
+    try:
+        vs = core.vectors()
+        assert type(vs).__name__ == "PgVectorStore" and vs.count(DIALOGUE) == 1
+        with core.engine.connect() as db:
+            chunks = db.exec_driver_sql("select sum(chunk_count) from document where status = 'indexed'").scalar()
+        assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue 1)" in out
+        for q, hits in snap["hits"].items():  # the same chunks, in the same order
+            assert [h.as_dict()["chunk_id"] for h in search(core, q, 5).hits] == [h["chunk_id"] for h in hits]
+    finally:
+        core.close()

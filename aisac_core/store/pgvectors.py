@@ -387,6 +387,59 @@ class PgVectorStore(VectorStore):
                 break
             after = page[-1][0]
 
+    def existing_dim(self, name: str) -> int | None:
+        self._tables(name)
+
+        def go(cur: Any) -> int | None:
+            cur.execute(f"SELECT dim FROM {SCHEMA}.collection WHERE name = %s", (name,))
+            row = cur.fetchone()
+            return None if row is None else int(row[0])
+
+        dim: int | None = self._run(go)
+        if dim is not None:
+            self._dims[name] = dim
+        return dim
+
+    def clear(self, name: str) -> None:
+        """Delete every point of collection ``name`` (kept, empty)."""
+        pts, terms = self._check(name)
+        self._run(lambda cur: cur.execute(f"TRUNCATE {pts}, {terms}"))
+
+    def scroll_points(self, name: str, batch: int = 256) -> Iterator[list[VectorPoint]]:
+        pts, terms = self._check(name)
+        after = "00000000-0000-0000-0000-000000000000"
+        while True:
+
+            def go(cur: Any, after: str = after) -> list[VectorPoint]:
+                cur.execute(
+                    f"SELECT id::text, dense::text, payload FROM {pts} WHERE id > %s::uuid ORDER BY id LIMIT %s",
+                    (after, batch),
+                )
+                rows = cur.fetchall()
+                cur.execute(
+                    f"SELECT id::text, array_agg(term ORDER BY term), array_agg(weight ORDER BY term) FROM {terms} "
+                    "WHERE id = ANY(%s::uuid[]) GROUP BY id",
+                    ([r[0] for r in rows],),
+                )
+                sparse = {r[0]: (list(r[1]), list(r[2])) for r in cur.fetchall()}
+                return [
+                    VectorPoint(
+                        str(r[0]),
+                        [float(x) for x in json.loads(r[1])],
+                        [int(t) for t in sparse.get(r[0], ([], []))[0]],
+                        [float(w) for w in sparse.get(r[0], ([], []))[1]],
+                        dict(r[2] or {}),
+                    )
+                    for r in rows
+                ]
+
+            page: list[VectorPoint] = self._run(go)
+            if page:
+                yield page
+            if len(page) < batch:
+                break
+            after = page[-1].id
+
     def flush(self) -> None:  # every write commits its transaction
         return None
 

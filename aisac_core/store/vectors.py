@@ -137,6 +137,17 @@ class VectorStore(ABC):
     ) -> Iterable[tuple[str, dict[str, Any]]]:
         """Every (id, payload) matching ``conds``; with ``keys``, the payload holds those fields only (cheap)."""
 
+    def existing_dim(self, name: str) -> int | None:
+        """Open collection ``name`` if it exists (without creating it); its dense dimension, None when it does not
+        exist. Raises :class:`VectorStoreError` where a backend cannot tell (then :meth:`ensure_collection`)."""
+        raise VectorStoreError(f"{type(self).__name__} cannot open a collection without its dimension")
+
+    def scroll_points(self, name: str, batch: int = 256) -> Iterator[list[VectorPoint]]:
+        """Every point of ``name`` whole (dense and sparse vectors, payload), ``batch`` points at a time: what
+        :func:`aisac_core.store.vectorcopy.copy_vectors` reads. Raises :class:`VectorStoreError` where a backend
+        cannot read its vectors back."""
+        raise VectorStoreError(f"{type(self).__name__} cannot read its vectors back; re-index into the target")
+
     @abstractmethod
     def flush(self) -> None:
         """Make every write durable."""
@@ -144,6 +155,19 @@ class VectorStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the store (and its folder lock)."""
+
+
+def _point(pid: str, vector: Any, payload: Any) -> VectorPoint:
+    """A :class:`VectorPoint` from a Qdrant record's named vectors (``{dense: [...], bm25: SparseVector}``)."""
+    vec = vector if isinstance(vector, dict) else {}
+    sp = vec.get(SPARSE)
+    return VectorPoint(
+        pid,
+        [float(x) for x in vec.get(DENSE) or []],
+        [int(i) for i in getattr(sp, "indices", None) or []],
+        [float(v) for v in getattr(sp, "values", None) or []],
+        dict(payload or {}),
+    )
 
 
 class FolderLock:
@@ -353,6 +377,25 @@ class EdgeVectorStore(VectorStore):
             recs, offset = self._shard(name).scroll(req)
             for r in recs:
                 yield str(r.id), dict(r.payload or {})
+            if offset is None or not recs:
+                break
+
+    def existing_dim(self, name: str) -> int | None:
+        with self._lock:
+            shard = self._shards.get(name) or self._open(name)
+            dim = None if shard is None else self._dense_dim(name, shard)
+            if shard is not None and dim is not None:
+                self._shards[name] = shard
+            return dim
+
+    def scroll_points(self, name: str, batch: int = 256) -> Iterator[list[VectorPoint]]:
+        qe = self._qe
+        offset = None
+        while True:
+            req = qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=True)
+            recs, offset = self._shard(name).scroll(req)
+            if recs:
+                yield [_point(str(r.id), r.vector, r.payload) for r in recs]
             if offset is None or not recs:
                 break
 

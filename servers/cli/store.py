@@ -1,9 +1,12 @@
 """``aisac store``: operations on the store as a whole. ``aisac store migrate --to URL`` copies the store's SQL
-database into another database (typically PostgreSQL) with :func:`aisac_core.store.copy.copy_store`.
+database into another database (typically PostgreSQL) with :func:`aisac_core.store.copy.copy_store`, and with
+``--vectors sql`` (or a PostgreSQL URL) the vectors into the PostgreSQL vector backend with
+:func:`aisac_core.store.vectorcopy.copy_vectors`.
 
-Only the SQL store is read (never the vector store, which the owner process may hold), so the command runs while the
-store's owner process serves it; rows the owner writes after the copy began are not copied, so stop it first
-(``aisac owner stop``) for an exact copy.
+Without ``--vectors`` only the SQL store is read (never the vector store, which the owner process may hold), so the
+command runs while the store's owner process serves it; rows the owner writes after the copy began are not copied,
+so stop it first (``aisac owner stop``) for an exact copy. With ``--vectors`` the owner must be stopped (the local
+vector folder is locked by one process).
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from .owner import load_settings
 from .safe import SafeConsole
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.progress import Progress, TaskID
+
+    from aisac_core.settings import Settings
+    from aisac_core.store.vectorcopy import VectorsCopied
+    from aisac_core.store.vectors import VectorStore
 
 store_app = typer.Typer(
     add_completion=False,
@@ -60,16 +69,26 @@ def migrate(
         typer.Option("--replace", help="delete the target's store rows first (in the same transaction as the copy)"),
     ] = False,
     batch: Annotated[int, typer.Option("--batch", min=1, help="rows per batch")] = 1000,
+    vectors: Annotated[
+        str,
+        typer.Option(
+            "--vectors",
+            help="keep: the vectors stay where they are; sql: copy them into the --to database (pgvector, "
+            "AISAC_VECTOR_URL=sql); or a postgresql+psycopg:// URL to copy them there",
+        ),
+    ] = "keep",
     data_dir: _DataDir = None,
 ) -> None:
-    """Copy the store's SQL database (every table, one transaction on the target) into the database at --to.
+    """Copy the store's SQL database (every table, one transaction on the target) into the database at --to,
+    and with --vectors the vectors too (copied as stored, not re-embedded: the same search hits).
 
-    The vectors stay where they are; only the SQL store is read.
+    With --vectors keep (the default) the vectors stay where they are and only the SQL store is read.
     Afterwards point the store at the copy (same data dir, same search hits):
 
     export AISAC_SQL_URL='postgresql+psycopg://aisac:SECRET@localhost/aisac'
+    export AISAC_VECTOR_URL=sql   # after --vectors sql: the vectors are in the same database
 
-    Example: aisac store migrate --to 'postgresql+psycopg://aisac:SECRET@localhost/aisac'
+    Example: aisac store migrate --to 'postgresql+psycopg://aisac:SECRET@localhost/aisac' --vectors sql
     """
     # loaded by this command only: `aisac --help` and `aisac serve` start without SQLAlchemy
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -85,10 +104,16 @@ def migrate(
             soft_wrap=True,
             markup=False,
         )
+    vec_url = None if vectors == "keep" else to if vectors.lower() == "sql" else vectors
+    if vec_url is not None and not vec_url.startswith("postgresql"):
+        _fail(f"--vectors {vectors!r}: give keep, sql (the --to database) or a postgresql+psycopg:// URL")
+    vec_source = _open_source_vectors(settings) if vec_url is not None else None  # its folder lock: fail early
     source_url = settings.resolved_sql_url
     try:
         source = make_engine(source_url)
     except StoreError as exc:
+        if vec_source is not None:
+            vec_source.close()
         _fail(str(exc).replace(source_url, redact_url(source_url)))
     bar: Progress | None = None
     tasks: dict[str, TaskID] = {}
@@ -117,12 +142,12 @@ def migrate(
 
     try:
         res = copy_store(source, to, batch=batch, replace=replace, progress=progress)
-    except StoreError as exc:
-        stop_bar()
-        _fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback; copy_store redacts its own messages
         stop_bar()
-        _fail(f"the copy failed: {type(exc).__name__}: {str(exc).replace(to, redact_url(to))}")
+        if vec_source is not None:
+            vec_source.close()
+        why = str(exc) if isinstance(exc, StoreError) else f"the copy failed: {type(exc).__name__}: {exc}"
+        _fail(why.replace(to, redact_url(to)))
     finally:
         stop_bar()
         source.dispose()
@@ -131,6 +156,16 @@ def migrate(
         soft_wrap=True,
         markup=False,
     )
+    moved = None
+    if vec_source is not None and vec_url is not None:
+        moved = _copy_vectors(vec_source, vec_url, replace, progress, stop_bar)
+        err.print(
+            f"copied {moved['points']} vectors in {moved['seconds']:.1f} s ("
+            + ", ".join(f"{k} {v}" for k, v in moved["collections"].items())
+            + f") to {redact_url(vec_url)}",
+            soft_wrap=True,
+            markup=False,
+        )
     t = Table(title="rows per table")
     t.add_column("table")
     t.add_column("rows", justify="right")
@@ -139,13 +174,65 @@ def migrate(
     err.print(t)
     url = shlex.quote(res["target"])
     pw = "; put the password in place of ***" if "***" in res["target"] else ""
-    vectors = settings.qdrant_url or settings.vectors_dir
+    where = settings.resolved_vector_url or settings.qdrant_url or settings.vectors_dir
+    dd = f" --data-dir {shlex.quote(str(settings.data_dir))}" if data_dir else ""
+    if moved is None:
+        vec_env, vec_cfg, note = "", "", f"the vectors stay in {where}"
+    else:
+        vurl = "sql" if vec_url == to else shlex.quote(redact_url(vec_url or ""))
+        vec_env, vec_cfg = f"\n  export AISAC_VECTOR_URL={vurl}", f"\n  aisac config set vector_url {vurl}{dd}"
+        note = "the vectors are copied too"
     err.print(
-        f"next: point this store at the copy (the vectors stay in {vectors}){pw}:\n"
-        f"  export AISAC_SQL_URL={url}\n"
+        f"next: point this store at the copy ({note}){pw}:\n"
+        f"  export AISAC_SQL_URL={url}{vec_env}\n"
         f"or, kept in the store's settings file:\n"
-        f"  aisac config set sql_url {url}"
-        + (f" --data-dir {shlex.quote(str(settings.data_dir))}" if data_dir else ""),
+        f"  aisac config set sql_url {url}{dd}{vec_cfg}",
         soft_wrap=True,
         markup=False,
     )
+
+
+def _open_source_vectors(settings: Settings) -> VectorStore:
+    """The store's vector store as configured (its folder lock taken: the owner process must be stopped)."""
+    from aisac_core.store.pgvectors import open_pg_vectors
+    from aisac_core.store.vectors import VectorStoreError, open_vector_store
+
+    try:
+        if settings.vector_kind == "postgres":
+            return open_pg_vectors(settings)
+        return open_vector_store(settings.vector_kind, root=settings.vectors_dir, settings=settings)
+    except VectorStoreError as exc:
+        _fail(f"{exc} (copying the vectors needs the store's vector store: `aisac owner stop` first)")
+        raise  # unreachable: _fail exits
+
+
+def _copy_vectors(
+    source: VectorStore,
+    url: str,
+    replace: bool,
+    progress: Callable[[str, int, int], None],
+    stop_bar: Callable[[], None],
+) -> VectorsCopied:
+    """Copy the vectors into the PostgreSQL vector store at ``url``; a failure exits with what to do."""
+    from aisac_core.store.pgvectors import PgVectorStore
+    from aisac_core.store.sql import redact_url
+    from aisac_core.store.vectorcopy import copy_vectors
+    from aisac_core.store.vectors import VectorStoreError
+
+    target = None
+    try:
+        target = PgVectorStore(url)
+        return copy_vectors(source, target, replace=replace, progress=progress)
+    except VectorStoreError as exc:
+        stop_bar()
+        _fail(
+            f"the SQL store was copied, the vectors were not: {str(exc).replace(url, redact_url(url))}. Run the "
+            "migration again with --replace, or point the store at the copy with AISAC_VECTOR_URL and run "
+            "`aisac index --repair` (re-embeds the missing vectors)"
+        )
+        raise  # unreachable: _fail exits
+    finally:
+        stop_bar()
+        source.close()
+        if target is not None:
+            target.close()
