@@ -24,7 +24,9 @@ Parts (each selectable with ``--only``):
   ``aisac serve --project`` to ``tools/list`` next to plain ``aisac serve``.
 
 - ``engines``  (:mod:`bench.engines`): SQLite and PostgreSQL side by side: ``memory_add_turn`` p50, trace
-  middleware overhead, ``trace_get_run`` of 1,000 events, jobs claimed per second by two replicas.
+  middleware overhead, ``trace_get_run`` of 1,000 events, jobs claimed per second by two replicas; the vector
+  backends (Qdrant Edge, PostgreSQL + pgvector) on Cranfield; 8 clients on one process and on two replicas sharing
+  one PostgreSQL with pgvector; a PostgreSQL restart during 60 s of load (trace gap, :mod:`bench.replicas`).
 - ``pageimage`` (:mod:`bench.pageimage`): a cited passage's PDF page rendered with its highlight (first view and
   cached), the dashboard's evidence cards.
 - ``owner``    (:mod:`bench.owner`): what sharing a store costs: proxied vs in-process call latency, daemon

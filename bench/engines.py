@@ -12,6 +12,11 @@ disk). The part is skipped when no PostgreSQL binaries or no psycopg driver are 
 4. Jobs claimed per second with two replicas: two processes, each with its own engine, claim and finish 1,000
    queued jobs of a no-op kind through :class:`aisac_core.store.jobqueue.JobQueue` as fast as they can; the figure
    is jobs / wall time, and every job must end ``done`` after exactly one claim.
+5. The vector backends on Cranfield (:mod:`bench.pgvectors`): Qdrant Edge and PostgreSQL + pgvector, index
+   throughput and CPU, query p50/p95 and CPU, hybrid nDCG@10.
+6. Replicas on one PostgreSQL with pgvector (:mod:`bench.replicas`): 8 MCP clients against one process and two
+   replicas (calls/s, p50/p95, CPU), and a PostgreSQL restart during 60 s of load (successful calls without a
+   trace event: target 0).
 """
 
 from __future__ import annotations
@@ -206,6 +211,10 @@ def run(ctx: Context) -> dict[str, Any]:
                     "-",
                 ),
                 ("query p95 (ms)", e["search_latency"]["p95_ms"], p["search_latency"]["p95_ms"], None, "-"),
+                ("index: CPU s, aisac process", e["index_cpu_s"], p["index_cpu_s"], None, "-"),
+                ("index: CPU s, PostgreSQL", "-", p["index_db_cpu_s"], None, "-"),
+                ("query CPU ms, aisac process", e["query_cpu_ms"], p["query_cpu_ms"], None, "-"),
+                ("query CPU ms, PostgreSQL", "-", p["query_db_cpu_ms"], None, "-"),
                 (
                     "hybrid nDCG@10",
                     e["ndcg@10"],
@@ -223,10 +232,38 @@ def run(ctx: Context) -> dict[str, Any]:
                 "met": vectors["met"],
             }
         )
+    replicas: dict[str, Any] = {}
+    from .replicas import run_restart, run_throughput
+
+    for name, part in (("throughput", run_throughput), ("restart", run_restart)):
+        try:  # two replicas on one PostgreSQL with pgvector; a PostgreSQL restart under load (issue 32)
+            replicas[name] = part(ctx)
+        except Skip as exc:
+            replicas[name] = {"status": "skipped", "reason": str(exc)}
+    if "replicas_2" in replicas["throughput"]:
+        summary.append(
+            {
+                "metric": "mixed calls/s, 8 clients: 1 process / 2 replicas on one PostgreSQL with pgvector",
+                "value": f"{replicas['throughput']['replicas_1']['calls_per_s']} / "
+                f"{replicas['throughput']['replicas_2']['calls_per_s']}",
+                "target": None,
+                "met": None,
+            }
+        )
+    if "gap" in replicas["restart"]:
+        summary.append(
+            {
+                "metric": "successful calls without a trace event, PostgreSQL restart in 60 s of load",
+                "value": replicas["restart"]["gap"],
+                "target": 0,
+                "met": replicas["restart"]["met"],
+            }
+        )
     return {
         "status": "ok",
         **results,
         "vectors": vectors,
+        "replicas": replicas,
         "summary": summary,
         "seconds": round(time.perf_counter() - t_start, 1),
     }

@@ -4,7 +4,8 @@ SQL store's database, ``AISAC_VECTOR_URL=sql``). Part of ``python -m bench --onl
 
 Per backend: index throughput (the 1,400 abstracts, chunks embedded per second of the whole index run, models
 loaded before), hybrid nDCG@10 of the 225 queries (:func:`bench.quality.run_aisac`, the shipped fusion: the fusion
-is shared, only the vector port differs), and the query latency p50/p95 of those searches (embedding included).
+is shared, only the vector port differs), and the query latency p50/p95 of those searches (embedding included); CPU seconds of this process and of
+the PostgreSQL cluster (:func:`bench.replicas.cluster_cpu_s`) for the index run and per query.
 Acceptance (issue 32): |nDCG@10(PostgreSQL) - nDCG@10(Edge)| <= 0.01. Skipped when the collection or pgserver is
 missing.
 """
@@ -14,8 +15,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import REPO_ROOT, Context, Skip, isolated_settings, latency_summary, temp_dir
+from .common import REPO_ROOT, Context, Skip, cpu_seconds, isolated_settings, latency_summary, temp_dir
 from .quality import evaluate, index_collection, run_aisac, write_collection
+from .replicas import cluster_cpu_s
 
 #: largest nDCG@10 difference between the PostgreSQL and the embedded backend (issue 32, acceptance 2)
 TARGET_NDCG_DELTA = 0.01
@@ -49,12 +51,21 @@ def run_vectors(ctx: Context) -> dict[str, Any]:
                     s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
                 core = AppContext(s)
                 try:
+                    db0 = cluster_cpu_s(cluster)
                     idx = index_collection(core, tmp / "cranfield")
+                    db1 = cluster_cpu_s(cluster)
+                    cpu0 = cpu_seconds()
                     runs, lat = run_aisac(core, col, "hybrid")
+                    query_cpu = cpu_seconds() - cpu0
+                    db2 = cluster_cpu_s(cluster)
                 finally:
                     core.close()
                 chunks = idx["counters"]["chunks_embedded"]
                 out[backend] = {
+                    "index_cpu_s": idx["index_cpu_s"],
+                    "index_db_cpu_s": round(db1 - db0, 2),
+                    "query_cpu_ms": round(1000 * query_cpu / max(len(lat), 1), 1),
+                    "query_db_cpu_ms": round(1000 * (db2 - db1) / max(len(lat), 1), 1),
                     "index_s": idx["index_s"],
                     "chunks": chunks,
                     "chunks_per_s": round(chunks / idx["index_s"], 1) if idx["index_s"] else None,
