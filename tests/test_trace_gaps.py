@@ -1,5 +1,5 @@
 """A hole in the trace is reported: events lost while the SQL store was unreachable (a full local journal, a torn
-journal line) and events still waiting in the journal show in ``trace_verify``'s ``gap``, in ``TraceService.gaps``
+journal line, an event the store rejects) and events still waiting in the journal show in ``trace_verify``'s ``gap``, in ``TraceService.gaps``
 and as a warning line on the dashboard's run list and run page.
 
 The store is a real SQLite store; "unreachable" is a real PostgreSQL URL on a port nothing listens on (connection
@@ -98,3 +98,10 @@ def test_lost_counts_survive_a_restart_of_the_process(fast_core, monkeypatch) ->
     second.record(**_event("r4", 0))
     assert second.verify("r3", use_index=False)["gap"]["lost"] == 2
     assert second.gaps()["runs"] == ["r3"]
+    # an event the store itself rejects (SQLite stores NaN as NULL: NOT NULL fails) is raised and counted as lost
+    with pytest.raises(Exception, match="NOT NULL"):
+        second.record(**{**_event("r5", 0), "latency_ms": float("nan")})
+    assert "rejected the event (IntegrityError" in journal.read_lost(fast_core.settings.data_dir)["r5"][3]
+    second.record(**_event("r5", 1))
+    assert second.verify("r5", use_index=False)["gap"]["lost"] == 1
+    assert second.get_run("r5")["run"]["by_kind"] == {"tool_call": 1, "trace_gap": 1}
