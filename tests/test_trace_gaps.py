@@ -1,6 +1,6 @@
 """A hole in the trace is reported: events lost while the SQL store was unreachable (a full local journal, a torn
-journal line, an event the store rejects) and events still waiting in the journal show in ``trace_verify``'s ``gap``, in ``TraceService.gaps``
-and as a warning line on the dashboard's run list and run page.
+journal line, an event the store rejects) and events still waiting in the journal show in ``trace_verify``'s
+``gap``, in ``TraceService.gaps`` and as a warning line on the dashboard's run list and run page.
 
 The store is a real SQLite store; "unreachable" is a real PostgreSQL URL on a port nothing listens on (connection
 refused), so the recorder's own error path runs. The journal is made small (3 events) to force drops.
