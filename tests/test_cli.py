@@ -55,6 +55,7 @@ def test_status_reports_documents_chunks_and_store(cli_store):
     assert st["catalogued_files"] == 1 and st["stale_documents"] == 0
     assert st["data_dir"] == str(cli_store) and st["store_bytes"] > 0
     assert st["code_isolation"]["mode"] in ("bwrap", "unshare", "none", "unavailable") and st["code_isolation"]["note"]
+    assert st["trace_gap"] == {"lost": 0, "pending": 0, "runs": [], "detail": ""}  # no trace event lost or waiting
 
 
 def test_cli_errors_are_clear(cli_store, tmp_path):
