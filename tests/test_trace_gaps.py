@@ -105,3 +105,11 @@ def test_lost_counts_survive_a_restart_of_the_process(fast_core, monkeypatch) ->
     second.record(**_event("r5", 1))
     assert second.verify("r5", use_index=False)["gap"]["lost"] == 1
     assert second.get_run("r5")["run"]["by_kind"] == {"tool_call": 1, "trace_gap": 1}
+    # a journaled event the store refuses once it is back is lost; the events after it are still written
+    monkeypatch.setattr(journal, "MAX_EVENTS", 10)
+    first.record(**{**_event("r6", 0), "latency_ms": float("nan")})
+    first.record(**_event("r6", 1))
+    second.record(**_event("r7", 0))
+    assert not (fast_core.settings.data_dir / journal.JOURNAL).exists()
+    assert second.verify("r6", use_index=False)["gap"]["lost"] == 1
+    assert second.get_run("r6")["run"]["by_kind"] == {"tool_call": 1, "trace_gap": 1}

@@ -75,6 +75,11 @@ def _unreachable(exc: BaseException | None) -> bool:
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
+def _rejected(exc: BaseException) -> str:
+    """The reason recorded for an event the store refused."""
+    return f"the SQL store rejected the event ({type(exc).__name__}: {exc})"[:300]
+
+
 def _write_private(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` atomically (0600, fsync'd)."""
     tmp = path.with_suffix(".tmp")
@@ -165,7 +170,7 @@ class TraceJournal:
                 return self._write(**event)
             except Exception as exc:
                 if not _unreachable(exc):
-                    self._lose(event, f"the SQL store rejected the event ({type(exc).__name__}: {exc})"[:300])
+                    self._lose(event, _rejected(exc))
                     if self.strict:
                         raise TraceUnavailableError(
                             f"strict audit mode: the trace event of {event.get('tool')} could not be written "
@@ -236,7 +241,10 @@ class TraceJournal:
                     continue
                 try:
                     self._write(**ev)
-                except Exception:
+                except Exception as exc:
+                    if not _unreachable(exc):  # this event itself is refused: lost, and the others still go
+                        self._lose_locked(ev, _rejected(exc))
+                        continue
                     _write_private(self.path, "".join(x + "\n" for x in lines[i:]))
                     raise
                 written += 1
