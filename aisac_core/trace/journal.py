@@ -20,10 +20,10 @@ In strict audit mode (``AISAC_TRACE_STRICT=true``) a call whose event cannot be 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +36,11 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from aisac_core.errors import AisacError
 from aisac_core.store.sql import StoreError
 from aisac_core.store.tables import utcnow
+
+if sys.platform != "win32":
+    import fcntl
+else:  # pragma: no cover - Windows: one process per data dir (no owner daemon), the thread lock suffices
+    fcntl = None
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -149,6 +154,9 @@ class TraceJournal:
     @contextmanager
     def _file_lock(self) -> Iterator[None]:
         """Exclusive ``flock`` of the data dir's journal files (processes sharing the data dir take turns)."""
+        if fcntl is None:  # pragma: no cover - Windows
+            yield
+            return
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
