@@ -148,7 +148,7 @@ class OwnerInfo:
     def listening(self) -> str:
         """One line for ``aisac status``: the owner's pid and transport (and, for TCP, why not the socket)."""
         if self.socket:
-            return f"pid {self.pid}, Unix socket {self.socket} (0600, in the 0700 data dir; bearer token too)"
+            return f"pid {self.pid}, Unix socket {self.socket} (mode 0600; bearer token too)"
         why = f": {self.socket_note}" if self.socket_note else ""
         return f"pid {self.pid}, loopback TCP {self.url} with a bearer token{why}"
 
