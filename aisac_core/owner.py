@@ -1,8 +1,10 @@
 """One owner process per store: the daemon that opens the store, and the proxies that share it.
 
 Embedded Qdrant locks its folder, so only one process may open a store. aisac therefore
-gives each data dir a single *owner*: a process that serves the whole suite over streamable HTTP on loopback with
-a random bearer token. Every other ``aisac serve`` on the same data dir (stdio for a host, or HTTP) is a thin
+gives each data dir a single *owner*: a process that serves the whole suite over streamable HTTP on a Unix domain
+socket inside the data dir (``owner.sock``: the 0700 folder and the 0600 socket keep other local users out) with a
+random bearer token as well (defence in depth); where the socket's path is too long for ``sun_path`` (107 bytes) it
+listens on loopback TCP with the token instead and says so in ``owner.json``. Every other ``aisac serve`` on the same data dir (stdio for a host, or HTTP) is a thin
 proxy to it. This module manages the locks, ``owner.json`` and the daemon process; serving (the daemon's HTTP
 server and the proxies) lives in :mod:`aisac_servers.owner.daemon`. See docs/processes.md.
 
@@ -18,6 +20,8 @@ Files in the data dir (all mode 0600):
 - ``owner.start.lock``: held by a process while it checks for an owner and, if there is none, starts one, so two
   hosts starting at once elect a single owner; an idle daemon also takes it while it shuts down.
 - ``owner.log``: stderr of the daemon (appended).
+- ``owner.sock``: the owner's Unix domain socket (mode 0600), bound while it serves and removed when it stops; a
+  leftover of a killed owner is replaced by the next owner (which holds ``owner.lock``).
 
 The daemon (``python -m aisac_servers.owner.daemon daemon``) exits after ``Settings.owner.idle_seconds`` without requests
 and with no indexing job queued or running; the next proxy request starts a new one. A proxy of another aisac
@@ -35,6 +39,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -65,6 +70,10 @@ OWNER_FILE = "owner.json"
 LOCK_FILE = "owner.lock"
 START_LOCK_FILE = "owner.start.lock"
 LOG_FILE = "owner.log"
+SOCKET_FILE = "owner.sock"
+#: the longest Unix socket path: ``sun_path`` of ``struct sockaddr_un`` holds 108 bytes, the last one the NUL
+#: (Linux unix(7); macOS allows 103)
+SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 #: the module run as ``python -m <DAEMON_MODULE> daemon`` to start a store's owner daemon
 DAEMON_MODULE = "aisac_servers.owner.daemon"
 
@@ -106,9 +115,12 @@ def aisac_version() -> str:
 class OwnerInfo:
     """What ``owner.json`` says about the running owner.
 
-    ``url``: the MCP endpoint (``http://127.0.0.1:<port>/mcp``); ``token``: its bearer token (None only for a
-    user-started loopback HTTP server without a token); ``kind``: ``daemon`` (auto-started, idles out) or
-    ``http`` (a user's ``aisac serve --transport http``)."""
+    ``url``: the MCP endpoint: ``http://localhost/mcp`` (path and ``Host`` header only) when the owner listens on
+    its Unix socket alone, else its TCP address (``http://127.0.0.1:<port>/mcp``); ``socket``: the path of the Unix
+    domain socket to connect to (None: connect to ``url`` over TCP); ``socket_note``: why there is no socket (the
+    data dir's path is too long); ``token``: its bearer token (None only for a user-started loopback HTTP server
+    without a token), sent over the socket too; ``kind``: ``daemon`` (auto-started, idles out) or ``http`` (a
+    user's ``aisac serve --transport http``, which also listens on the socket for the other hosts' proxies)."""
 
     pid: int
     url: str
@@ -122,9 +134,23 @@ class OwnerInfo:
     last_request_at: float | None = None  # epoch seconds of the last request (published by the daemon)
     jobs_pending: bool | None = None  # an indexing job is queued or running
     activity_at: float | None = None  # epoch seconds when the two fields above were published
+    socket: str | None = None
+    socket_note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def address(self) -> str:
+        """Where the owner listens, for messages: ``unix:<path>`` or its TCP URL."""
+        return f"unix:{self.socket}" if self.socket else self.url
+
+    def listening(self) -> str:
+        """One line for ``aisac status``: the owner's pid and transport (and, for TCP, why not the socket)."""
+        if self.socket:
+            return f"pid {self.pid}, Unix socket {self.socket} (mode 0600; bearer token too)"
+        why = f": {self.socket_note}" if self.socket_note else ""
+        return f"pid {self.pid}, loopback TCP {self.url} with a bearer token{why}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -324,16 +350,22 @@ def _check_version(info: OwnerInfo, data_dir: Path) -> None:
     mine = aisac_version()
     if info.version != mine:
         raise OwnerVersionError(
-            f"the store {data_dir} is owned by an aisac {info.version} process (pid {info.pid}, {info.url}), but "
+            f"the store {data_dir} is owned by an aisac {info.version} process (pid {info.pid}, {info.address}), but "
             f"this is aisac {mine}: they must not share a store. Stop the old owner (`aisac owner stop "
             f"--data-dir {data_dir}`, or `kill {info.pid}`) once its hosts are done, then restart this host; "
             "the next `aisac serve` starts an owner of the installed version."
         )
 
 
-def _reachable(url: str, timeout: float = 1.0) -> bool:
-    u = urlsplit(url)
+def _reachable(info: OwnerInfo, timeout: float = 1.0) -> bool:
+    """True when the owner ``info`` accepts a connection (on its Unix socket, else its TCP address)."""
     try:
+        if info.socket:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout)
+                s.connect(info.socket)
+            return True
+        u = urlsplit(info.url)
         with socket.create_connection((u.hostname or "127.0.0.1", u.port or 80), timeout=timeout):
             return True
     except OSError:
@@ -426,7 +458,7 @@ def _start_daemon(settings: Settings, deadline: float) -> OwnerInfo:
         os.close(logf)
     while time.monotonic() < deadline:
         info = read_owner_file(data_dir)
-        if info is not None and info.pid == proc.pid and _reachable(info.url):
+        if info is not None and info.pid == proc.pid and _reachable(info):
             return info
         if proc.poll() is not None:
             raise OwnerError(
@@ -519,3 +551,51 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.set_inheritable(False)
     return sock
+
+
+def owner_socket_path(data_dir: Path) -> tuple[Path | None, str | None]:
+    """Where the owner of ``data_dir`` listens: ``(<data_dir>/owner.sock, None)``, or ``(None, why)`` when that
+    path is longer than :data:`SUN_PATH_MAX` bytes (the owner then listens on loopback TCP with its token), or the
+    platform has no Unix sockets."""
+    if not hasattr(socket, "AF_UNIX"):  # pragma: no cover - Windows
+        return None, "this platform has no Unix domain sockets: the owner listens on loopback TCP with its token"
+    path = Path(data_dir).absolute() / SOCKET_FILE
+    size = len(os.fsencode(path))
+    if size > SUN_PATH_MAX:
+        return None, (
+            f"the data dir's path is too long for a Unix socket ({path}: {size} bytes, at most {SUN_PATH_MAX}): "
+            "the owner listens on loopback TCP with its bearer token instead, which every local account can "
+            "connect to (the token keeps them out); a shorter --data-dir gives the owner its Unix socket"
+        )
+    return path, None
+
+
+def bind_unix_socket(path: Path) -> socket.socket:
+    """A listening Unix domain socket at ``path``, mode 0600 from the start (``fchmod`` before ``bind``: Linux gives
+    the socket file the socket's mode, then ``chmod`` for other systems). The caller holds ``owner.lock``, so a
+    socket file found there is a dead owner's leftover and is replaced. Raises OwnerError when it cannot bind or
+    something other than a socket is in the way."""
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise OwnerError(f"{path} exists and is not a socket: remove it (the owner listens there)")
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.fchmod(sock.fileno(), 0o600)
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        sock.close()
+        raise OwnerError(f"cannot listen on the Unix socket {path}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+def remove_socket(path: Path, sock: socket.socket) -> None:
+    """Remove the socket file ``path`` that ``sock`` is bound to. Call it while still holding ``owner.lock`` (no
+    other owner can have bound the path since). Never raises."""
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if stat.S_ISSOCK(st.st_mode) and sock.getsockname() == str(path):
+            path.unlink()

@@ -58,11 +58,12 @@ async def _http_calls(store: Path, n: int) -> list[float]:
     from fastmcp import Client
 
     from aisac_core.owner import live_owner
+    from aisac_servers.owner.proxying import owner_mcp_transport
 
     info = live_owner(store)
     assert info is not None
     lat = []
-    async with Client(info.url, auth=info.token) as c:
+    async with Client(owner_mcp_transport(info)) as c:  # over the owner's Unix socket
         for _ in range(WARMUP):
             await c.call_tool("memory_list_sessions", {"limit": 1})
         for _ in range(n):

@@ -89,7 +89,11 @@ async def test_first_serve_starts_the_owner_and_the_next_proxies(owned_store):
     async with stdio(owned_store) as a:
         info = owner_info(owned_store)
         assert stat.S_IMODE((owned_store / "owner.json").stat().st_mode) == 0o600
-        assert info["kind"] == "daemon" and info["url"].startswith("http://127.0.0.1:") and len(info["token"]) >= 40
+        # the daemon listens on its Unix socket in the data dir (0600), not on TCP; the token is checked there too
+        assert info["kind"] == "daemon" and info["url"] == "http://localhost/mcp" and len(info["token"]) >= 40
+        assert info["socket"] == str(owned_store / "owner.sock") and info["socket_note"] is None
+        assert stat.S_ISSOCK((owned_store / "owner.sock").stat().st_mode)
+        assert stat.S_IMODE((owned_store / "owner.sock").stat().st_mode) == 0o600
         ses = (await a.call_tool("memory_start_session", {"title": "shared"})).structured_content["session_id"]
         async with stdio(owned_store, "memory") as b:  # a second host on the same store, one server only
             names = {t.name for t in await b.list_tools()}

@@ -138,10 +138,12 @@ async def test_dashboard_through_an_http_proxy(owned_store):  # noqa: F811
                         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
                         await anyio.sleep(0.1)
                 assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-                direct = await http.get(
-                    owner["url"].rsplit("/mcp", 1)[0] + "/dashboard",
-                    headers={"Authorization": f"Bearer {owner['token']}"},
-                )
+                # the owner itself, over its Unix socket (issue 30)
+                async with httpx.AsyncClient(timeout=30, transport=httpx.AsyncHTTPTransport(uds=owner["socket"])) as o:
+                    direct = await o.get(
+                        owner["url"].rsplit("/mcp", 1)[0] + "/dashboard",
+                        headers={"Authorization": f"Bearer {owner['token']}"},
+                    )
                 assert direct.status_code == 200
                 assert "<html" in r.text.lower() and r.text[:200] == direct.text[:200]
                 assert (await http.get(base + "/dashboard")).status_code == 401  # the proxy's own token guards it

@@ -84,7 +84,9 @@ async def test_http_client_without_get_stream_gets_sampling_on_the_call_stream(o
         h = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         if info.get("token"):
             h["authorization"] = f"Bearer {info['token']}"
-        async with httpx.AsyncClient(timeout=120) as http:
+        # the owner's Unix socket (its TCP address where the data dir's path is too long for one)
+        transport = httpx.AsyncHTTPTransport(uds=info["socket"]) if info.get("socket") else None
+        async with httpx.AsyncClient(timeout=120, transport=transport) as http:
             init = {
                 "jsonrpc": "2.0",
                 "id": 1,

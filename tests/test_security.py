@@ -149,13 +149,19 @@ async def test_loopback_server_refuses_foreign_host_header(store):
 async def test_owner_daemon_requires_its_token(store):
     from aisac_core.owner import ensure_owner, stop_owner
     from aisac_core.settings import Settings
+    from aisac_servers.owner.proxying import owner_mcp_transport
 
     info = ensure_owner(Settings(data_dir=store))
     try:
         assert oct((store / "owner.json").stat().st_mode & 0o777) == "0o600"
-        async with httpx.AsyncClient(timeout=30) as http:
+        # the daemon listens on its Unix socket (0600); the token is still required there (defence in depth)
+        assert (
+            info.socket == str(store / "owner.sock") and oct((store / "owner.sock").stat().st_mode & 0o777) == "0o600"
+        )
+        transport = httpx.AsyncHTTPTransport(uds=info.socket)
+        async with httpx.AsyncClient(timeout=30, transport=transport) as http:
             assert (await http.post(info.url, json=INIT, headers=MCP_HEADERS)).status_code == 401
-        async with Client(info.url, auth=info.token) as c:
+        async with Client(owner_mcp_transport(info)) as c:
             assert await c.list_tools()
     finally:
         stop_owner(store)

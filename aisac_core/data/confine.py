@@ -28,8 +28,10 @@ headers ``linux/seccomp.h``, ``linux/filter.h``, ``linux/landlock.h`` and the pe
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
+import stat
 import struct
 
 # -- seccomp ------------------------------------------------------------------------------------------------
@@ -415,3 +417,44 @@ def mount_tmpfs(path: str, size_bytes: int, inodes: int) -> str | None:
     if libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", ctypes.c_ulong(_MS_NOSUID | _MS_NODEV), opts) != 0:
         return f"mounting the session tmpfs failed: {os.strerror(ctypes.get_errno())}"
     return None
+
+
+def copy_tree(src: int, dst: int, depth: int = 0) -> None:
+    """Copy the plain folders and regular files below directory descriptor ``src`` to ``dst`` with their times,
+    never following a link and skipping every other kind of entry (a FIFO is not opened); stops quietly when the
+    tmpfs is full (the quota) or below 64 levels. The worker fills its session tmpfs (:func:`mount_tmpfs`) with
+    it from the folder on disk."""
+    if depth > 64:
+        return
+    with os.scandir(src) as it:
+        names = [e.name for e in it]
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=src, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                os.mkdir(name, 0o700, dir_fd=dst)
+                a = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src)
+                b = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dst)
+                try:
+                    copy_tree(a, b, depth + 1)
+                    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+                finally:
+                    os.close(a)
+                    os.close(b)
+            elif stat.S_ISREG(st.st_mode):
+                a = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src)
+                try:
+                    if not stat.S_ISREG(os.fstat(a).st_mode):
+                        continue
+                    b = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst)
+                    try:
+                        while os.sendfile(b, a, None, 1 << 24) > 0:
+                            pass
+                        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+                    finally:
+                        os.close(b)
+                finally:
+                    os.close(a)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EFBIG):
+                return

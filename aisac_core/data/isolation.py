@@ -264,6 +264,45 @@ class Worker:
     pid: int
     started_at: str
     log: Any = None
+    #: the signals the worker had handlers for when it was ready (:func:`caught_signals`)
+    base: int | None = None
+
+
+def caught_signals(pid: int) -> int | None:
+    """The mask of signals process ``pid`` has handlers for, as the kernel reports it (``/proc/<pid>/status``
+    ``SigCgt``, ``proc(5)``; bit ``n - 1`` for signal ``n``), without glibc's own two (32 and 33, ``SIGCANCEL``
+    and ``SIGSETXID``, set up with the first thread): what a cell cannot forge, even with every Python guard of the
+    worker switched off. None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigCgt:"):
+                    return int(line.split(b":", 1)[1], 16) & ~(0b11 << 31)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def left_behind(w: Worker) -> str | None:
+    """Signal handlers a request left in the worker ``w`` beyond its own at start (:attr:`Worker.base`, the
+    kernel's view, :func:`caught_signals`): the worker puts its own handlers back after each request, so one left
+    means the worker was tampered with. Returns a description for the result, or None. (Threads a request leaves
+    are ended by the worker and reported as ``stray_threads``: the kernel cannot tell a cell's thread from a
+    library's pool thread.)"""
+    if w.base is None:
+        return None
+    now = caught_signals(w.pid)
+    extra = 0 if now is None else now & ~w.base
+    if not extra:
+        return None
+    return "signal handler(s) installed for " + ", ".join(_signame(n) for n in range(1, 65) if extra >> (n - 1) & 1)
+
+
+def _signame(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
 
 
 def find_worker_pid(root: int) -> int:

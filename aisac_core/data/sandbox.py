@@ -12,8 +12,10 @@ The boundary (docs/data.md "Threat model" says the same to users):
    ptrace, mounts) and Landlock (reads beneath the Python installation and system libraries, writes beneath the
    session directory), applied by the worker to itself before its first request.
 4. **Resource limits** (``resource.setrlimit`` in the worker: memory, CPU per run and per worker life, file size,
-   no core dumps), a disk quota per session folder checked during and after each run, threads left running by a
-   cell stopped at its end, output capped per stream.
+   no core dumps), a disk quota per session folder checked during and after each run, output capped per stream;
+   the worker is stopped (SIGSTOP) between requests, and a request that leaves a thread running (the worker ends
+   them and reports the ones that would not end) or a signal handler installed (the kernel's list,
+   ``/proc/<pid>/status``) has its worker killed: nothing a cell starts outlives its run.
 5. **Python-level guards** (tripwires): the import allow-list as ``builtins.__import__``, refused dunder
    attributes in the source, a PEP 578 audit hook refusing processes, sockets, ctypes and file access outside the
    session directory.
@@ -52,10 +54,12 @@ from aisac_core.data.isolation import (
     WorkerGone,
     WorkerProtocolError,
     WorkerTimeout,
+    caught_signals,
     detect_isolation,
     exit_text,
     find_worker_pid,
     kill,
+    left_behind,
     pause,
     read,
     reply_limit,
@@ -293,6 +297,7 @@ class SandboxManager:
             tail = log_path.read_text(errors="replace")[-1500:]
             raise SandboxError(f"the session worker could not start ({exc}); worker log: {tail or '(empty)'}") from exc
         w.pid = find_worker_pid(proc.pid)  # the host pid (inside a PID namespace the worker is pid 1)
+        w.base = caught_signals(w.pid)  # its own signal handlers: a request may leave no other
         pause(w)  # between requests the worker is stopped: nothing a cell left behind runs
         s.confinement = {
             k: ready.get(k)
@@ -353,7 +358,12 @@ class SandboxManager:
                     break
             else:
                 raise WorkerProtocolError("the worker keeps sending replies to other requests")
+            left = left_behind(w)  # signal handlers beyond the worker's own (the kernel's view)
             pause(w)  # the run is over: whatever it left behind stops with it (SIGSTOP lands within microseconds)
+            if left:  # ... and is killed with the worker: nothing a cell started outlives its run
+                what = f"cell {req.get('cell')}" if req.get("op") == "run" else f"the {req.get('op')} request"
+                self._lose(s, w, f"{what} left {left}; the worker was stopped and restarts on the next call", "", "")
+                notes.append(f"session state lost: {s.lost}; its variables are gone, its files are kept")
         except WorkerProtocolError as exc:
             reply = self._lose(
                 s,

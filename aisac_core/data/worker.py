@@ -24,7 +24,8 @@ available, bubblewrap / unshare for the file system and network namespaces):
 - an import allow-list installed as ``builtins.__import__`` (imports by library code pass through);
 - a ``sys.addaudithook`` hook (PEP 578) that refuses process creation, sockets, ctypes, prlimit, writes
   outside the session directory and reads outside the session directory and the Python installation;
-- after each run, threads the cell left running are stopped (or reported, so that the parent stops the worker).
+- after each run, threads the cell left running are stopped (or reported, so that the parent stops the worker),
+  and the worker's own signal handlers are put back; the parent checks both in the kernel's view afterwards.
 
 Every request carries a ``seq`` tag that the reply echoes; figures travel as base64 PNG bytes in the reply.
 """
@@ -35,14 +36,12 @@ import ast
 import base64
 import builtins
 import ctypes  # numpy imports it; its module-level dlopen must happen before the audit hook is set
-import errno
 import io
 import json
 import os
 import random
 import resource
 import signal
-import stat as stat_mod
 import struct
 import sys
 import threading
@@ -227,6 +226,7 @@ class Worker:
         self.own = threading.local()  # .trusted: the worker's own calls, exempt from the audit hook
         self.ns: dict[str, Any] = {}
         self.base_threads: set[int | None] = set()  # threads running before the first request (set by main)
+        self.base_handlers: dict[int, Any] = {}  # the worker's own signal handlers (set by main)
         self.reset_namespace()
 
     # -- namespace and imports ------------------------------------------------------------------------------
@@ -328,6 +328,23 @@ class Worker:
 
     # -- requests -------------------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._handle(req)
+        finally:
+            self.restore_signals()
+
+    def restore_signals(self) -> None:
+        """Put the worker's own signal handlers back: a handler a cell (or a ``__repr__`` it defined) installed ends
+        with the request. The parent checks the kernel's list of caught signals afterwards and stops a worker that
+        still has one (:func:`aisac_core.data.isolation.left_behind`)."""
+        for sig, handler in self.base_handlers.items():
+            try:
+                if signal.getsignal(sig) is not handler:
+                    signal.signal(sig, handler)
+            except (OSError, ValueError, TypeError):
+                pass
+
+    def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req.get("op")
         if op == "run":
             reply = self.run(req["code"], float(req.get("cpu_s") or 60), int(req.get("cell") or self.cell + 1))
@@ -488,25 +505,32 @@ class Worker:
         return reply
 
     def reap_threads(self) -> tuple[int, int]:
-        """Stop the Python threads a run left behind: raise SystemExit in each thread started since the worker
-        began (``PyThreadState_SetAsyncExc``), wait up to a second, and return ``(stopped, still running)``; the
-        parent stops the worker when any still runs, since a thread must not outlive its run. Native threads of
-        libraries (a memory allocator's background thread, BLAS pools) are not the session's and are left alone."""
-        extra = [t for t in threading.enumerate() if t.ident not in self.base_threads]
-        if not extra:
-            return 0, 0
-        self.own.trusted = True
+        """Stop the Python threads a request left behind: every thread with a Python thread state that was not
+        running when the worker began - also those ``threading.enumerate()`` does not list (``_thread``), found
+        through ``sys._current_frames()`` - gets SystemExit raised in it (``PyThreadState_SetAsyncExc``); wait up
+        to a second for them to end and return ``(stopped, still running)``. The parent kills the worker when any
+        still runs. Native threads of libraries (Arrow's pools, a memory allocator's background thread) hold no
+        Python thread state and are left alone."""
+        self.own.trusted = True  # sys._current_frames raises an audit event
         try:
+            current = sys._current_frames
+            extra = {i for i in current() if i not in self.base_threads} | {
+                t.ident for t in threading.enumerate() if t.ident not in self.base_threads
+            }
+            extra.discard(threading.get_ident())
+            if not extra:
+                return 0, 0
             import ctypes  # noqa: PLC0415 - already loaded before the audit hook
 
-            for t in extra:
-                if t.ident is not None:  # always set: enumerate() lists started threads only
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(SystemExit))
+            for ident in extra:
+                if ident is not None:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(SystemExit))
             deadline = time.monotonic() + 1.0
-            for t in extra:
-                t.join(max(0.0, deadline - time.monotonic()))
-            alive = sum(1 for t in extra if t.is_alive())
-            return len(extra) - alive, alive
+            alive = extra
+            while alive and time.monotonic() < deadline:
+                time.sleep(0.005)
+                alive = extra & set(current())
+            return len(extra) - len(alive), len(alive)
         finally:
             self.own.trusted = False
 
@@ -594,46 +618,6 @@ def _set_limits(cfg: dict[str, Any]) -> None:
         lim(resource.RLIMIT_NPROC, int(cfg["nproc"]))
 
 
-def _copy_tree(src: int, dst: int, depth: int = 0) -> None:
-    """Copy the plain folders and regular files below directory descriptor ``src`` to ``dst`` with their times,
-    never following a link and skipping every other kind of entry (a FIFO is not opened); stops quietly when the
-    tmpfs is full (the quota) or below 64 levels."""
-    if depth > 64:
-        return
-    with os.scandir(src) as it:
-        names = [e.name for e in it]
-    for name in names:
-        try:
-            st = os.stat(name, dir_fd=src, follow_symlinks=False)
-            if stat_mod.S_ISDIR(st.st_mode):
-                os.mkdir(name, 0o700, dir_fd=dst)
-                a = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src)
-                b = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dst)
-                try:
-                    _copy_tree(a, b, depth + 1)
-                    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
-                finally:
-                    os.close(a)
-                    os.close(b)
-            elif stat_mod.S_ISREG(st.st_mode):
-                a = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src)
-                try:
-                    if not stat_mod.S_ISREG(os.fstat(a).st_mode):
-                        continue
-                    b = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst)
-                    try:
-                        while os.sendfile(b, a, None, 1 << 24) > 0:
-                            pass
-                        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
-                    finally:
-                        os.close(b)
-                finally:
-                    os.close(a)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EFBIG):
-                return
-
-
 def _scratch(cfg: dict[str, Any]) -> str | None:
     """Mount a tmpfs of ``scratch.bytes`` bytes and ``scratch.inodes`` entries (the disk quota, held by the kernel)
     over the session folder and fill it with the folder's files on disk, read through a descriptor opened before
@@ -655,7 +639,7 @@ def _scratch(cfg: dict[str, Any]) -> str | None:
         os.chdir(target)  # the tmpfs now mounted there, not the folder beneath
         dst = os.open(target, flags)
         try:
-            _copy_tree(src, dst)
+            confine.copy_tree(src, dst)
         finally:
             os.close(dst)
     except OSError as exc:
@@ -720,6 +704,10 @@ def main() -> int:
     except ImportError:
         pass
     worker.base_threads = {t.ident for t in threading.enumerate()}
+    for sig in signal.valid_signals():
+        handler = signal.getsignal(sig)
+        if handler is not None:  # None: a handler not set from Python (none in this worker)
+            worker.base_handlers[sig] = handler
     builtins.__import__ = worker.guarded_import
     sys.addaudithook(worker.audit)
     _send(proto_out, {"ok": True, "ready": True, "pid": os.getpid(), "uid": os.getuid(), **confined})

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 from rich.markup import escape
 
@@ -17,6 +16,7 @@ from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
 
+from ..owner.proxying import owner_mcp_transport
 from ..serving.toolclient import SuiteTools
 from .safe import safe_print
 
@@ -60,7 +60,7 @@ def ask(
     owner = _live_owner(core) if use_owner and core.settings.owner.mode else None
     err.print(
         "[dim]running router -> planner -> coordinator -> evaluator"
-        + (f" in the store's owner process ({owner.url})" if owner else "")
+        + (f" in the store's owner process ({owner.address})" if owner else "")
         + " ...[/dim]"
     )
     if owner is not None:
@@ -97,7 +97,7 @@ async def _ask_owner(
     for k, v in (("mode", mode), ("llm", llm), ("session_id", session_id)):
         if v is not None:
             args[k] = v
-    async with Client(StreamableHttpTransport(owner.url, auth=owner.token), timeout=900) as c:
+    async with Client(owner_mcp_transport(owner), timeout=900) as c:
         try:
             res: dict[str, Any] = (await c.call_tool("roles_run", args)).structured_content
             while res.get("status") == "running":

@@ -236,7 +236,7 @@ def serve(
                 os.close(fd)
         else:
             assert info is not None
-            err.print(f"aisac: the store is owned by pid {info.pid} ({info.url}); serving as a proxy to it")
+            err.print(f"aisac: the store is owned by pid {info.pid} ({info.address}); serving as a proxy to it")
             serve_http(settings, build_proxy(settings, names, profile), host=host, port=port, token=token)
     except OwnerError as exc:
         _fail(str(exc))
@@ -307,6 +307,8 @@ def status(
 
     mode, note = detect_isolation(settings.sandbox.isolation)  # what code sessions run under on this machine
     st = {**st, "code_isolation": {"mode": mode, "note": note}, "trace_gap": _trace_gap(settings)}
+    if info is not None:  # where the owner listens: its Unix socket, or loopback TCP and why
+        st = {**st, "owner": info.listening()}
     if as_json:
         safe_print(json.dumps(st, indent=1))
         return
@@ -366,9 +368,10 @@ def dashboard(
     )
     if SUPPORTED and (info := live_owner(core.settings.data_dir)) is not None:
         # this dashboard only reads the trace (SQLite), so it runs next to the owner, which holds the vector store
+        where = f"Unix socket {info.socket}" if info.socket else info.url.rsplit("/mcp", 1)[0]
         err.print(
             f"the store's owner process (pid {info.pid}) runs; this dashboard reads the same trace. The owner's "
-            f"own {info.url.rsplit('/mcp', 1)[0]}/dashboard needs its bearer token (owner.json)",
+            f"own /dashboard (on its {where}) needs its bearer token (owner.json)",
             soft_wrap=True,
             markup=False,
         )

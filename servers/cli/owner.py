@@ -95,12 +95,11 @@ def _client(
     # fastmcp loads here, only for a command sent to the owner (~0.6 s of imports): `aisac --help` and the stdio
     # proxy never need it
     from fastmcp import Client
-    from fastmcp.client.transports import StreamableHttpTransport
 
-    from ..owner.proxying import HOST_HEADER
+    from ..owner.proxying import HOST_HEADER, owner_mcp_transport
 
     headers = {HOST_HEADER: json.dumps(host, separators=(",", ":"))} if host is not None else None
-    return Client(StreamableHttpTransport(info.url, auth=info.token, headers=headers), timeout=timeout)
+    return Client(owner_mcp_transport(info, headers), timeout=timeout)
 
 
 async def _call(c: Any, tool: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:

@@ -32,10 +32,13 @@ from aisac_core.owner import (
     acquire_lock,
     aisac_version,
     bind_socket,
+    bind_unix_socket,
     connect_host,
+    owner_socket_path,
     publish_activity,
     read_owner_file,
     remove_owner_file,
+    remove_socket,
     write_owner_file,
 )
 from aisac_core.security import Activity, HttpGuard, new_token
@@ -157,20 +160,34 @@ def serve_http(
     idle_seconds: float = 0.0,
     sock: socket.socket | None = None,
     app: AppContext | None = None,
+    tcp: bool = True,
 ) -> None:
     """Serve ``mcp`` over streamable HTTP behind :class:`~aisac_core.security.HttpGuard` (token, size limit).
 
-    With ``register_fd`` (this process holds ``owner.lock``) the server also writes ``owner.json`` once it listens
-    and removes it when it stops; with ``kind="daemon"`` and ``idle_seconds`` > 0 it stops after that long without
-    requests (``app``: the served context, whose pending index jobs keep it alive). Blocks until the server stops
-    (SIGTERM/SIGINT or idle). ``mcp`` may be an :class:`OwnerProxy` (a proxy to the running owner, which also
-    forwards ``/dashboard``). Raises :class:`~aisac_core.owner.OwnerError` when ``host:port`` is taken."""
+    With ``register_fd`` (this process holds ``owner.lock``) the server is the store's owner: it also listens on the
+    owner's Unix socket (``<data_dir>/owner.sock``, 0600, :func:`~aisac_core.owner.owner_socket_path`), where the
+    other hosts' proxies connect, writes ``owner.json`` once it listens and removes both when it stops; ``tcp=False``
+    (the daemon): the socket only, unless the data dir's path is too long for one (then loopback TCP on
+    ``host:port``, the reason in ``owner.json``). With ``kind="daemon"`` and ``idle_seconds`` > 0 it stops after
+    that long without requests (``app``: the served context, whose pending index jobs keep it alive). Every
+    listener requires ``token`` (the socket too: defence in depth). Blocks until the server stops (SIGTERM/SIGINT
+    or idle). ``mcp`` may be an :class:`OwnerProxy` (a proxy to the running owner, which also forwards
+    ``/dashboard``). Raises :class:`~aisac_core.owner.OwnerError` when ``host:port`` or the socket is taken."""
     if isinstance(mcp, OwnerProxy):
         mcp = mcp.http_server()
 
-    sock = sock or bind_socket(host, port)
-    real_port = sock.getsockname()[1]
-    url = f"http://{connect_host(host)}:{real_port}/mcp"
+    unix_path, unix_note = owner_socket_path(settings.data_dir) if register_fd is not None else (None, None)
+    if unix_note:
+        log.warning("%s", unix_note)
+    if sock is None and (tcp or unix_path is None):
+        sock = bind_socket(host, port)
+    unix = bind_unix_socket(unix_path) if unix_path is not None else None
+    if sock is not None:
+        real_port = sock.getsockname()[1]
+        url = f"http://{connect_host(host)}:{real_port}/mcp"
+    else:  # the Unix socket only: the URL carries the path and the Host header (a loopback name)
+        real_port, url = 0, "http://localhost/mcp"
+    sockets = [s for s in (sock, unix) if s is not None]
     activity = Activity()
     stop = threading.Event()
     if register_fd is not None:
@@ -184,6 +201,8 @@ def serve_http(
                 data_dir=str(settings.data_dir),
                 started_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 kind=kind,
+                socket=str(unix_path) if unix_path is not None else None,
+                socket_note=unix_note,
             ),
         )
         if kind == "daemon":
@@ -193,7 +212,12 @@ def serve_http(
                 name="aisac-owner-idle",
                 daemon=True,
             ).start()
-    log.info("serving %s on %s (%s)", settings.data_dir, url, kind)
+    log.info(
+        "serving %s on %s (%s)",
+        settings.data_dir,
+        " and ".join(([url] if sock is not None else []) + ([f"unix:{unix_path}"] if unix is not None else [])),
+        kind,
+    )
     # uvicorn turns SIGTERM into a graceful shutdown, then re-raises it once it has stopped: with the default
     # handler that would kill the process before the suite's lifespan closes the store. Ignore that re-raise.
     previous = (
@@ -205,9 +229,9 @@ def serve_http(
         # host_origin_protection "auto": a loopback server refuses foreign Host/Origin headers (DNS rebinding)
         mcp.run(
             transport="http",
-            host=host.strip("[]"),
+            host=host.strip("[]") if sock is not None else "127.0.0.1",
             port=real_port,
-            sockets=[sock],
+            sockets=sockets,
             show_banner=False,
             host_origin_protection="auto",
             middleware=[
@@ -219,7 +243,10 @@ def serve_http(
         stop.set()
         if register_fd is not None:
             remove_owner_file(settings.data_dir, os.getpid())
-        sock.close()
+        if unix is not None and unix_path is not None:
+            remove_socket(unix_path, unix)
+        for s in sockets:
+            s.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -243,9 +270,10 @@ def _daemon_suite(settings: Settings) -> tuple[FastMCP, AppContext]:
 
 
 def run_daemon() -> None:
-    """Body of ``python -m aisac_servers.owner.daemon daemon``: take ``owner.lock``, serve the whole suite on a free
-    loopback port with a fresh token, write ``owner.json``, idle out after ``owner_idle_seconds``. Exits with
-    code 3 when another owner holds the lock."""
+    """Body of ``python -m aisac_servers.owner.daemon daemon``: take ``owner.lock``, serve the whole suite on the
+    store's Unix socket (a free loopback port when the data dir's path is too long for one) with a fresh token,
+    write ``owner.json``, idle out after ``owner_idle_seconds``. Exits with code 3 when another owner holds the
+    lock."""
     logging.basicConfig(
         level=os.environ.get("AISAC_LOG_LEVEL", "WARNING"),
         stream=sys.stderr,
@@ -268,6 +296,7 @@ def run_daemon() -> None:
         kind="daemon",
         idle_seconds=settings.owner.idle_seconds,
         app=app,
+        tcp=False,
     )
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import mcp_types as mt
 from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import NotFoundError, ToolError
 from fastmcp.prompts.base import Prompt
 from fastmcp.resources.base import Resource, ResourceResult
@@ -31,7 +30,7 @@ from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfile, of_servers
 
 from ..serving.dashboard import forward_dashboard
-from .proxying import CLIENT_HEADER, OWNER_STOPPED, owner_stopped
+from .proxying import CLIENT_HEADER, OWNER_STOPPED, owner_mcp_transport, owner_stopped
 
 log = logging.getLogger("aisac.owner")
 
@@ -142,11 +141,11 @@ def http_proxy(
         info = await anyio.to_thread.run_sync(ensure_owner, settings)
         front = get_http_headers(include={"mcp-session-id"})
         client = front.get(CLIENT_HEADER.lower()) or front.get("mcp-session-id") or "http-proxy"
-        key = (info.url, info.token, f"http-proxy:{client}")
+        key = (info.address, info.token, f"http-proxy:{client}")
         if key not in factories:
             # fastmcp's own per-request client factory for this owner (a fresh session per request, the backend
             # speaking the front connection's protocol era)
-            transport = StreamableHttpTransport(info.url, auth=info.token, headers={CLIENT_HEADER: key[2]})
+            transport = owner_mcp_transport(info, headers={CLIENT_HEADER: key[2]})  # its Unix socket, else TCP
             factories[key] = create_proxy(transport).client_factory
             while len(factories) > 256:
                 factories.popitem(last=False)

@@ -7,10 +7,20 @@ of them, and no MCP library at import time (the stdio relay must start fast).
   into trace runs of their own);
 - :data:`OWNER_STOPPED` and :func:`owner_stopped`: what a caller is told when the owner process died while serving
   its call, and whether an error means that (the HTTP proxy's tool error is
-  :func:`aisac_servers.owner.http.owner_stopped_error`).
+  :func:`aisac_servers.owner.http.owner_stopped_error`);
+- :func:`owner_http_client` and :func:`owner_mcp_transport`: an ``httpx`` client and a fastmcp client transport
+  that reach the owner where it listens (its Unix socket, else its loopback TCP URL) with its bearer token.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from aisac_core.owner import OwnerInfo
 
 #: the header carrying a proxy's client id (one per stdio process, one per front MCP session over HTTP) to the owner
 CLIENT_HEADER = "X-Aisac-Client"
@@ -71,3 +81,43 @@ def owner_stopped(exc: BaseException) -> bool:
         ):
             return True
     return False
+
+
+def owner_http_client(info: OwnerInfo, **kwargs: Any) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` (``kwargs``: its options, e.g. ``timeout``, ``limits``) whose connections go to the
+    owner ``info``: over its Unix socket when it has one (``info.socket``; the request URLs stay ``info.url``'s,
+    which give the path and the ``Host`` header), else over TCP. Requests still need the bearer token
+    (``authorization`` header): the owner checks it on the socket too. Close it with ``aclose``."""
+    import httpx  # loaded with the relay or the dashboard forwarder, which import it anyway
+
+    limits = kwargs.pop("limits", httpx.Limits(max_keepalive_connections=8, keepalive_expiry=600))
+    transport = httpx.AsyncHTTPTransport(uds=info.socket, limits=limits) if info.socket else None
+    return httpx.AsyncClient(transport=transport, limits=limits, **kwargs)
+
+
+def owner_mcp_transport(info: OwnerInfo, headers: dict[str, str] | None = None) -> StreamableHttpTransport:
+    """A fastmcp streamable-HTTP client transport to the owner ``info`` (bearer token ``info.token``, extra
+    ``headers``): over its Unix socket when it has one, else its TCP URL. Loads fastmcp (HTTP and CLI paths only)."""
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    if not info.socket:
+        return StreamableHttpTransport(info.url, auth=info.token, headers=headers)
+    import httpx2  # the HTTP library of fastmcp's client transports
+
+    path = info.socket
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **_: Any,  # follow_redirects: the owner never redirects
+    ) -> httpx2.AsyncClient:
+        # the MCP SDK's defaults (mcp.shared._httpx_utils.create_mcp_http_client): 30 s, 300 s to read a stream
+        return httpx2.AsyncClient(
+            headers=headers,
+            auth=auth,
+            timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+            transport=httpx2.AsyncHTTPTransport(uds=path),
+        )
+
+    return StreamableHttpTransport(info.url, auth=info.token, headers=headers, httpx_client_factory=factory)

@@ -2,6 +2,7 @@
 
 ``aisac serve`` over stdio, while another process owns the store, runs :class:`StdioRelay`: every JSON-RPC message
 the host writes on stdin is POSTed as is to the owner's streamable HTTP endpoint (bearer token from ``owner.json``)
+over the owner's Unix socket (loopback TCP when it has none, :func:`aisac_servers.owner.proxying.owner_http_client`)
 through one pooled keep-alive ``httpx`` client and one MCP session, and every message of the answer (a JSON body or
 the events of a server-sent-event stream: progress, log messages, server requests, the response) is written back
 to stdout as one line. The relay never decodes tool results, so progress notifications reach the caller that asked
@@ -44,7 +45,7 @@ from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDri
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
 from .catalog import CACHEABLE, AnswerCatalog
-from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED
+from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED, owner_http_client
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     from aisac_core.settings import Settings
@@ -105,6 +106,8 @@ class StdioRelay:
         self._initialized: dict[str, Any] | None = None
         self._owner_lock = anyio.Lock()
         self._http: httpx.AsyncClient | None = None
+        self._http_where: str | None = None  # the owner's socket (or "" for TCP) the client connects to
+        self._old_http: list[httpx.AsyncClient] = []  # clients of an earlier owner address, closed at the end
         self._replays = 0
         self.drift: str | None = None  # the drift error while the owner serves other settings than this host's
         # ids of the host's requests it cancelled (notifications/cancelled): their answers are not relayed (MCP
@@ -232,7 +235,7 @@ class StdioRelay:
         relayed)."""
         self._replays += 1
         body = {**init_body, "id": f"aisac-relay-init-{self._replays}"}
-        async with self._client().stream("POST", info.url, json=body, headers=self._headers(info, body)) as r:
+        async with self._client(info).stream("POST", info.url, json=body, headers=self._headers(info, body)) as r:
             if r.status_code >= 400:
                 raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
             self.session_id = r.headers.get("mcp-session-id")
@@ -241,17 +244,23 @@ class StdioRelay:
                     self._remember(init_body, m)
         if self._initialized is not None:
             await (
-                await self._client().post(
+                await self._client(info).post(
                     info.url, json=self._initialized, headers=self._headers(info, self._initialized)
                 )
             ).aclose()
 
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(
+    def _client(self, info: OwnerInfo) -> httpx.AsyncClient:
+        """The pooled client reaching the owner ``info`` where it listens (its Unix socket, else TCP)."""
+        where = info.socket or ""
+        if self._http is None or self._http_where != where:
+            if self._http is not None:
+                self._old_http.append(self._http)
+            self._http = owner_http_client(
+                info,
                 timeout=httpx.Timeout(None, connect=10.0, write=60.0),
                 limits=httpx.Limits(max_keepalive_connections=8, keepalive_expiry=600),
             )
+            self._http_where = where
         return self._http
 
     def _headers(self, info: OwnerInfo, msg: dict[str, Any]) -> dict[str, str]:
@@ -328,7 +337,7 @@ class StdioRelay:
 
     async def _post(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
         method = msg.get("method")
-        async with self._client().stream("POST", info.url, json=msg, headers=self._headers(info, msg)) as r:
+        async with self._client(info).stream("POST", info.url, json=msg, headers=self._headers(info, msg)) as r:
             if (
                 "id" in msg
                 and method not in (None, "initialize")
@@ -475,6 +484,8 @@ class StdioRelay:
                     with contextlib.suppress(Exception), anyio.fail_after(2):  # the owner may be gone already
                         await self._http.delete(self.info.url, headers=self._headers(self.info, {}))
                 await self._http.aclose()
+            for old in self._old_http:
+                await old.aclose()
 
     def run(self) -> None:
         """Relay until the host closes stdin. Raises nothing for owner trouble (each request gets an error)."""

@@ -83,8 +83,8 @@ def forward_path(path: str, prefix: str = "/dashboard") -> str | None:
 
 def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], prefix: str = "/dashboard") -> None:
     """Serve the owner's dashboard on ``mcp`` (a proxy's HTTP server): every GET under ``prefix`` is sent to the
-    same path and query of the owner (``owner()``: the current :class:`~aisac_core.owner.OwnerInfo`; its URL and
-    bearer token) and its answer streamed back unchanged (status, body, content headers), so pages, fragments and
+    same path and query of the owner (``owner()``: the current :class:`~aisac_core.owner.OwnerInfo`; its Unix
+    socket or URL, and bearer token) and its answer streamed back unchanged (status, body, content headers), so pages, fragments and
     the server-sent-event streams work as on the owner. The caller's own token was checked by the proxy's
     :class:`~aisac_core.security.HttpGuard`. An unreachable owner answers ``502`` with the reason as text."""
     import httpx
@@ -92,11 +92,11 @@ def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], p
     from starlette.requests import Request
     from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
-    client: dict[str, httpx.AsyncClient] = {}
+    from ..owner.proxying import owner_http_client
+
+    client: dict[str, httpx.AsyncClient] = {}  # per owner address (its Unix socket, or TCP)
 
     async def handler(request: Request) -> Response:
-        if "http" not in client:
-            client["http"] = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
         path = forward_path(request.url.path, prefix)
         if path is None:
             return PlainTextResponse(
@@ -106,12 +106,15 @@ def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], p
             )
         try:
             info = await owner()
+            http = client.get(info.address)
+            if http is None:
+                http = client[info.address] = owner_http_client(info, timeout=httpx.Timeout(None, connect=10.0))
             base = info.url.rsplit("/mcp", 1)[0]
             url = base + path + (f"?{request.url.query}" if request.url.query else "")
             headers: dict[str, Any] = {k: v for k, v in request.headers.items() if k in _PASS}
             if info.token:
                 headers["authorization"] = f"Bearer {info.token}"
-            upstream = await client["http"].send(client["http"].build_request("GET", url, headers=headers), stream=True)
+            upstream = await http.send(http.build_request("GET", url, headers=headers), stream=True)
         except Exception as exc:  # noqa: BLE001 - the owner cannot be reached or started: say so
             return PlainTextResponse(f"the store's owner process cannot be reached: {exc}", status_code=502)
         out = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP}
