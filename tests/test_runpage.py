@@ -54,7 +54,7 @@ def test_report_separates_cited_from_retrieved(roles_run) -> None:  # noqa: ANN0
     assert not cited & {c["chunk_id"] for c in r["retrieved"]}
     markers = {int(n) for n in re.findall(r"\[(\d+)\]", r["answer"]["text"])}
     assert markers <= {c["n"] for c in r["cited"]}
-    assert r["verdict"]["label"] == "evidence verified" and not r["verdict"]["content_judged"]
+    assert r["verdict"]["label"] == "automatic checks passed" and not r["verdict"]["content_judged"]
     assert r["timeline"] and all(t["duration_ms"] >= 0 and t["start_ms"] >= 0 for t in r["timeline"])
 
 
@@ -67,7 +67,7 @@ def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # n
     table = md[ev : md.index("\n\n", ev + 12)]
     rows = [ln for ln in table.splitlines() if re.match(r"\| \d+ \|", ln)]
     assert len(rows) == len(r["cited"])  # cited evidence only
-    assert all("unchanged" in ln for ln in rows)
+    assert all("intact" in ln for ln in rows)
     for c in r["retrieved"]:
         assert (c["text"] or "")[:60] not in table
     assert "content: not judged (no model)" in md
@@ -97,12 +97,12 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         page.goto(f"{base}/")
         row = page.locator(f"tr[data-run='{run}']")
         expect(row.locator("td.q a")).to_have_text(QUESTION)
-        expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} verified")
+        expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} anchors intact")
         page.screenshot(path=str(ARTIFACTS / "run-list.png"))
         row.locator("td.q a").click()
         page.wait_for_url(f"**/run?id={run}")
         expect(page.locator("#question")).to_have_text(QUESTION)
-        expect(page.locator("#verdict")).to_contain_text("evidence verified")
+        expect(page.locator("#verdict")).to_contain_text("automatic checks passed")
         expect(page.locator("#verdict")).to_contain_text("content: not judged (no model)")
         page.screenshot(path=str(ARTIFACTS / "run-page.png"))
         # [1] in the answer scrolls to the first cited card
@@ -112,7 +112,7 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         box = first.bounding_box()
         assert box is not None and 0 <= box["y"] < 900, box
         _highlight_inside_image(page, first)
-        expect(first.locator(".verify")).to_have_text("unchanged")
+        expect(first.locator(".verify")).to_have_text("anchor: intact")
         first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
         # the waterfall has one bar per event, the plan a node per step
         assert page.locator("#timeline rect.bar").count() == n_events
@@ -170,12 +170,12 @@ def test_a_hosts_roles_run_call_shows_the_answer_and_links_the_graph_run(roles_r
     assert r["question"] == QUESTION and r["answer"]["text"] == graph["answer"]["text"]
     assert [c["chunk_id"] for c in r["cited"]] == [c["chunk_id"] for c in graph["cited"]]
     assert all(c["text"] or c["quote"] for c in r["cited"]) and r["cited"][0]["path"].endswith("report.pdf")
-    assert r["verdict"]["label"] == "evidence verified" and r["linked_runs"] == [run]
+    assert r["verdict"]["label"] == "automatic checks passed" and r["linked_runs"] == [run]
     page = render_run(get_run(core.engine, host, include_results=True))
     assert f"run?id={run}" in page and "id=answer" in page and "id='cite-1'" in page
     heads = run_headlines(core.engine, [host, run])
     assert heads[host]["question"] == heads[run]["question"] == QUESTION
-    assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "evidence verified"
+    assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "automatic checks passed"
 
 
 def test_report_resource_inside_the_host(roles_run) -> None:  # noqa: ANN001

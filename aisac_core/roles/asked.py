@@ -3,7 +3,7 @@ model-free support judge.
 
 - **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what mass / probability /
   percentage / rate ...", "when", "which year"), ``yesno`` (a question starting with is / does / did / can ...),
-  ``name`` ("which / what model / simulator / tool / library / dataset ...", "who"), ``definition`` ("what is X",
+  ``name`` (an interrogative "which", "who", "where", or "what" + a noun: :func:`asked_head`), ``definition`` ("what is X",
   "how does ... define"), else ``other``.
 - **has the type** (:func:`has_type`): a ``number`` sentence states a number (digits, or a number word such as
   "five", "three times", "twice") that is not a citation marker, a section / figure / table / page number or a
@@ -69,17 +69,23 @@ _NUMBER_Q = re.compile(
 )
 _YEAR_Q = re.compile(r"^\s*when\b|\byear\b|\bdate\b", re.I)
 _YESNO_Q = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
-_NAME_Q = re.compile(
-    r"\b(?:which|what|who|whom)\b[^?]{0,30}?\b(?:model|models|simulator|tool|tools|library|libraries|framework|"
-    r"dataset|datasets|corpus|software|package|method|algorithm|language|cpu|gpu|processor|system|database|"
-    r"journal|operating system|protocol|platform|code|compiler|solver|instrument|telescope|detector|network|"
-    r"architecture|optimizer|parser|benchmark|organisation|organization|company|institution|country|city|"
-    r"university|author|authors|sources?|baseline|baselines|technique|device|material|catalyst|species|gene|"
-    r"protein|drug|metric|loss)\b|^\s*who\b|^\s*where\b|\bwhere\b",
-    re.I,
+#: "who / whom / where" ask for a name whatever follows
+_WHO_Q = re.compile(r"^\s*(?:who|whom|whose)\b|\bwhere\b", re.I)
+#: an interrogative "which" (first, after a preposition, or after a comma): asks to pick a named thing
+_WHICH_Q = re.compile(r"(?:^|,)\s*(?:(?:in|on|for|at|from|by|with|to|of|under|during|into|between)\s+)?which\b", re.I)
+#: a "which / what" followed by its noun phrase: the words up to the first auxiliary, preposition or verb-like word
+_WH_PHRASE = re.compile(r"\b(which|what|whose)\s+((?:[\w/.+-]+\s*){1,6})", re.I)
+_AUX = set(
+    """is are was were be been being does do did has have had can could will would should may might must shall
+    am""".split()
 )
+_PHRASE_END = _AUX | set(
+    """of in on for to from by with at as that which who whom than into about over under between during after
+    before per when where if whether and or used""".split()
+)
+_DETERMINERS = set("the a an this that these those its their his her our my your it them us one each".split())
 _DEFINITION_Q = re.compile(r"^\s*what\s+(?:is|are|was|were|does|do|did)\b|\bdefine[sd]?\b|\bdefinition\b", re.I)
-_NUMBER_WORD = re.compile(
+NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
     r"thousand|thousands|million|millions|billion|dozen|twice|double|triple|half|single)\b",
@@ -97,13 +103,54 @@ _NAME_TOKEN = re.compile(r"\b(?:[A-Za-z]+[-/]?\d[\w.-]*|[a-z]+[A-Z][\w-]*|[A-Z][
 _INTRO_NAME = re.compile(r"\b(?:using|called|named|with|via|by|on|in)\s+([A-Za-z][\w.-]+)")
 
 
+def _verb(toks: list[str], i: int) -> bool:
+    """Whether ``toks[i]`` reads as a verb: -ed, or -s followed by a determiner, a non-auxiliary function word or
+    nothing ("what causes the ...", "what happens when ...")."""
+    w, nxt = toks[i].lower(), (toks[i + 1].lower() if i + 1 < len(toks) else "")
+    if w.endswith("ed") and len(w) > 4:
+        return True
+    return w.endswith("s") and not w.endswith("ss") and (nxt in _DETERMINERS or nxt in _PHRASE_END - _AUX)
+
+
+def asked_head(question: str) -> str | None:
+    """The noun a "which / what X ..." question asks for (lower case), or None: the last word of the phrase after
+    *which* / *what* / *whose*, the phrase ending at the first auxiliary ("is", "was", "does"), preposition or
+    "used" ("Which web framework was ..." -> ``framework``, "On which two summarization datasets was ..." ->
+    ``datasets``, "What kind of catalyst ..." -> ``catalyst``). None when *what* is followed by an auxiliary ("What
+    is X?": a definition) or by a verb (a word ending in -ed, or in -s followed by a determiner: "what causes the
+    ...") — a small part-of-speech heuristic, no word list of nouns."""
+    for m in _WH_PHRASE.finditer(question):
+        wh = m.group(1).lower()
+        toks: list[str] = re.findall(r"[\w/.+-]+", m.group(2))
+        if not toks:
+            continue
+        first = toks[0].lower()
+        if first in _AUX or first in _PHRASE_END:
+            continue
+
+        if wh == "what" and _verb(toks, 0):
+            continue
+        phrase: list[str] = []
+        for i, t in enumerate(toks):
+            if t.lower() in _PHRASE_END or (phrase and (t.lower() in _DETERMINERS or _verb(toks, i))):
+                break
+            phrase.append(t.lower())
+        if phrase and phrase[-1] not in ("kind", "type", "sort"):
+            return phrase[-1].strip(".")
+        if phrase:  # "what kind of X": the noun after "of"
+            rest = toks[len(phrase) :]
+            if len(rest) > 1 and rest[0].lower() == "of":
+                return str(rest[1]).lower().strip(".")
+    return None
+
+
 def asked_type(question: str) -> str:
     """``number``, ``yesno``, ``name``, ``definition`` or ``other`` (module docstring)."""
     if _YESNO_Q.search(question):
         return "yesno"
     if _NUMBER_Q.search(question):
         return "number"
-    if _NAME_Q.search(question):
+    if _WHO_Q.search(question) or _WHICH_Q.search(question) or asked_head(question) is not None:
         return "name"
     if _DEFINITION_Q.search(question):
         return "definition"
@@ -186,7 +233,7 @@ def quantities(text: str) -> set[tuple[str, str]]:
 def has_number(sentence: str, *, years: bool = False) -> bool:
     """Whether ``sentence`` states a number (module docstring): digits other than markers, section / figure numbers
     and (unless ``years``) years, or a number word."""
-    return bool(numbers(sentence, years=years)) or bool(_NUMBER_WORD.search(sentence))
+    return bool(numbers(sentence, years=years)) or bool(NUMBER_WORD.search(sentence))
 
 
 def entities(text: str) -> set[str]:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from aisac_core.trace.report import run_report, walk
+from aisac_core.trace.report import anchor_label, run_report, walk
 from aisac_core.trace.svg import plan_svg, waterfall_svg
 
 #: characters of a stored result shown in an expanded entry (its raw JSON)
@@ -188,7 +188,10 @@ def _verify_badge(v: dict[str, Any] | None) -> str:
         return "<span class='badge verify mut' title='not checked'>not checked</span>"
     st = v.get("status") or "?"
     extra = f" ({v['anchor_status']})" if v.get("anchor_status") not in (None, "ok") else ""
-    return f"<span class='badge verify v-{e(st)}' title='{e(v.get('detail'))}'>{e(st)}{e(extra)}</span>"
+    return (
+        f"<span class='badge verify v-{e(st)}' title='{e(v.get('detail'))}'>anchor: {e(anchor_label(st))}{e(extra)}"
+        "</span>"
+    )
 
 
 def _page_html(img: dict[str, Any] | None, card: dict[str, Any]) -> str:

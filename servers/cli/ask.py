@@ -113,8 +113,8 @@ async def _ask_owner(
 
 
 def print_result(res: dict[str, Any], out: Console) -> None:
-    """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("evidence
-    verified" / "evidence not verified" and ``content: not judged (no model)`` when no model judged the content,
+    """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("automatic checks
+    passed" / "automatic checks failed" and ``content: not judged (no model)`` when no model judged the content,
     "passed" / "failed" when one did), its gates and critiques."""
     ans = res["answer"] or {}
     ev = res["evaluation"] or {}
@@ -164,7 +164,7 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}
     out.print(
-        f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "
+        f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} intact anchors "
         f">= score {g.get('min_score')}, need {g.get('required')})"
     )
     out.print(
