@@ -86,8 +86,14 @@ def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
         assert ib["y"] - 1 <= b["y"] and b["y"] + b["height"] <= ib["y"] + ib["height"] + 1
 
 
-def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: ANN001
+def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
+    """One browser session: the run list, the run page ([1] scrolls to its card, the span highlighted on the page
+    image), a click on the page image opening it full size with the cited span scrolled into view, and a run with
+    two code cells: the figure of the one that ran shown inline, the one whose code failed badged failed."""
+    import hashlib
+
     from playwright.sync_api import expect
+    from test_dashboard import _record
 
     core, run, r = roles_run
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -122,11 +128,55 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
         png = httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, timeout=30)
         assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # click the page image: the page full size (wider than on the card), the cited span scrolled into view
+        small = first.locator(".page img").bounding_box()
+        first.locator(".page a").click()
+        page.wait_for_function("location.hash === '#page-1-span'")
+        zoom = page.locator("#page-1")
+        expect(zoom).to_be_visible()
+        big = zoom.locator("img").bounding_box()
+        assert big["width"] > 1.5 * small["width"], (big, small)
+        lines = zoom.locator(".hl")
+        assert lines.count() == first.locator(".page .hl").count() >= 1
+        hl = lines.first.bounding_box()
+        assert 0 <= hl["y"] and hl["y"] + hl["height"] <= 900, hl  # the highlighted span is in the viewport
+        page.screenshot(path=str(ARTIFACTS / "page-full-size.png"))
+        zoom.locator("a.close").click()
+        expect(zoom).to_be_hidden()
+
+        # code cells: a figure shown inline (outside the collapsed entry), a failed cell badged failed
+        fig = tmp_path / "sandbox" / ".state" / "figures" / "fig-1.png"
+        fig.parent.mkdir(parents=True)
+        fig.write_bytes(png.content)  # a real PNG (the page image above), as the data server stores a figure
+        figure = {"name": "fig-1.png", "path": str(fig), "sha256": hashlib.sha256(png.content).hexdigest()}
+        cells = "run-cells"
+        ran = _record(
+            core,
+            cells,
+            "data_code_run",
+            arguments={"code": "plt.plot([1, 2])"},
+            result={"ok": True, "figures": [figure]},
+        )
+        bad = _record(
+            core,
+            cells,
+            "data_code_run",
+            arguments={"code": "1/0"},
+            result={"ok": False, "error": "division by zero", "error_type": "ZeroDivisionError"},
+        )
+        page.goto(f"{base}/run?id={cells}")
+        expect(page.locator(f"#ev-{bad} > summary .cell-failed")).to_have_text("failed")
+        expect(page.locator(f"#ev-{ran} > summary .cell-failed")).to_have_count(0)
+        img = page.locator(f"#ev-{ran} + .figs img")
+        expect(img).to_be_visible()  # without expanding the entry
+        page.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+        page.screenshot(path=str(ARTIFACTS / "code-cells.png"))
         # a chunk the run does not cite, or another run's: no image
         other = r["retrieved"][0]["chunk_id"] if r["retrieved"] else "nope"
         assert httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": other}, timeout=30).status_code == 404
         assert httpx.get(f"{base}/evidence/page", params={"run": "no-run", "chunk": "x"}, timeout=30).status_code == 404
-    for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full"):
+    for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full", "page-full-size"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 2_000
 
 
