@@ -171,7 +171,7 @@ def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  
         img = page.locator(f"#ev-{ran} + .figs img")
         expect(img).to_be_visible()  # without expanding the entry
         page.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=img.element_handle())
-        page.screenshot(path=str(ARTIFACTS / "code-cells.png"))
+        page.screenshot(path=str(ARTIFACTS / "code-cells.png"), full_page=True)
         # a chunk the run does not cite, or another run's: no image
         other = r["retrieved"][0]["chunk_id"] if r["retrieved"] else "nope"
         assert httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": other}, timeout=30).status_code == 404

@@ -144,6 +144,49 @@ def asked_head(question: str) -> str | None:
     return None
 
 
+_HOW_MANY = re.compile(r"\bhow\s+many\s+((?:[\w-]+\s+){0,5})", re.I)
+_COUNT = re.compile(
+    r"(?:(?<![\w.])\d[\d,]*(?:\.\d+)?[kKMB]?|" + NUMBER_WORD.pattern + r")\s+((?:[A-Za-z][\w-]*[,.;:)]?\s*){0,5})", re.I
+)
+
+
+def counted_noun(question: str) -> str | None:
+    """The noun a "how many X" question counts, as a :func:`stem`: the first plural word (ending in -s, not a
+    function word) of the five after "how many" ("How many full-text LaTeX parses ..." -> ``parses``, "How many of
+    the surveyed papers ..." -> ``papers``); None when there is none."""
+    m = _HOW_MANY.search(question)
+    if not m:
+        return None
+    for w in m.group(1).split():
+        lw = w.lower()
+        if len(lw) > 3 and lw.endswith("s") and not lw.endswith("ss") and lw not in _AUX | _DETERMINERS:
+            return stem(lw)
+    return None
+
+
+def counts_what(sentence: str, counted: str) -> str | None:
+    """For a "how many X" question (``counted``: X's :func:`stem`): ``"asked"`` when a number of ``sentence`` is
+    followed by X after at most three modifiers ("12 participants", "five researcher participants"; not "1 hour and
+    each participant"), ``"other"`` when every
+    number is directly followed by another plural noun ("three baselines": a count of something else), else None
+    (a number alone, "N=10")."""
+    found = list(_COUNT.finditer(sentence))
+    if not found:
+        return None
+    other = 0
+    for m in found:
+        after = m.group(1).split()
+        for w in after[:4]:  # the counted noun, after modifiers only: "1.5M full-text LaTeX parses"
+            if stem(w.strip(",.;:()")) == counted:
+                return "asked"
+            if w.lower() in _STOP or w.lower() in _DETERMINERS or w[-1:] in ",.;:)":
+                break
+        nxt = after[0].lower().strip(",.;:()") if after else ""
+        if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _STOP:
+            other += 1
+    return "other" if other == len(found) else None
+
+
 def asked_type(question: str) -> str:
     """``number``, ``yesno``, ``name``, ``definition`` or ``other`` (module docstring)."""
     if _YESNO_Q.search(question):

@@ -119,7 +119,7 @@ def focus_tokens(task: str) -> list[str]:
     CO2), which usually name a paper, dataset or system; and runs of capitalised words not first in the question
     ("Paper Plain", "Hamburg"), which name one too."""
     out = [w for w in re.findall(r"[A-Za-z0-9][\w-]*", task) if re.search(r"\d|[A-Z]", w[1:]) and len(w) > 1]
-    for m in re.finditer(r"(?<=[\w,;:)'] )[A-Z][a-z]+(?:[ -][A-Z][\w-]*)*", task):
+    for m in re.finditer(r"(?<=[\w,;:)'] )[A-Z][a-z]+\b(?![\w-])(?:[ -][A-Z][\w-]*)*", task):
         phrase = m.group(0)
         if phrase.lower() not in _STOP and phrase not in out:
             out.append(phrase)
@@ -367,7 +367,9 @@ def extractive_answer(
     question's key terms in the sentence, its document's title and section + 0.3 x the share of their
     :func:`term_weights` (idf among the candidates) in the sentence + 0.2 when the sentence has the asked type
     (:func:`aisac_core.roles.asked.has_type`) + 0.1 when a name question's asked noun
-    (:func:`aisac_core.roles.asked.asked_head`: "which *simulator*") is in the sentence. Prose glued after a code
+    (:func:`aisac_core.roles.asked.asked_head`: "which *simulator*") is in the sentence; for "how many X", +0.2
+    when a number of the sentence counts X and -0.3 when its numbers all count other things
+    (:func:`aisac_core.roles.asked.counts_what`). Prose glued after a code
     listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one (a
     name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
     sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
@@ -376,7 +378,17 @@ def extractive_answer(
     question is answered with its best sentence (plus one from another passage scoring at least
     :data:`SECOND_SHARE` of it), others with up to three (``max_sentences`` overrides);
     near-duplicates are merged (one sentence, the citations of both)."""
-    from aisac_core.roles.asked import asked_head, asked_type, coverage, has_type, key_terms, stem, text_stems
+    from aisac_core.roles.asked import (
+        asked_head,
+        asked_type,
+        counted_noun,
+        counts_what,
+        coverage,
+        has_type,
+        key_terms,
+        stem,
+        text_stems,
+    )
 
     ranked = rank_evidence(task, items)
     if not ranked:
@@ -389,6 +401,7 @@ def extractive_answer(
         }
     kind = asked_type(task)
     head = asked_head(task) if kind == "name" else None
+    counted = counted_noun(task) if kind == "number" else None
     precise = kind in ("number", "name", "yesno") and not max_sentences
     limit = max_sentences or (2 if precise else 3)
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
@@ -413,6 +426,8 @@ def extractive_answer(
             cov = coverage(terms, f"{sent} {context}")
             if head and stem(head) in text_stems(sent):  # the asked kind of thing named: "the simulator ns-2"
                 base += 0.1
+            if counted:  # "how many participants": "12 participants" counts them, "three baselines" other things
+                base += {"asked": 0.2, "other": -0.3}.get(counts_what(sent, counted) or "", 0.0)
             cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov))
     # key terms weighted by rarity among the candidates (idf): the term that sets the asked fact apart ("tiny" in
     # "how long are the tiny summaries of X") counts more than the ones every candidate shares ("summaries", "X")

@@ -403,7 +403,9 @@ def render_run(
         )
         head = ""
         if v:
-            cls = "g-pass" if v["passed"] else "g-fail" if v["passed"] is False else ""
+            # green only for what was checked: without a model, a pass whose support is not "supported" is amber
+            full = v["content_judged"] or v.get("support") == "supported"
+            cls = ("g-pass" if full else "s-partly") if v["passed"] else "g-fail" if v["passed"] is False else ""
             judged = "" if v["content_judged"] else "<span class='badge mut'>content: not judged (no model)</span>"
             av, sv = v.get("anchors"), v.get("support") or "not judged"
             two = (

@@ -142,13 +142,15 @@ def print_result(res: dict[str, Any], out: Console) -> None:
             out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
     judged = ev.get("content_judged", (ev.get("by") or "automatic") != "automatic")
     word = ev.get("verdict") or verdict(bool(ev.get("passed")), judged)
-    colour = "green" if ev.get("passed") else "red"
+    sup = ev.get("support") or {}
+    # green only for what was checked: without a model, a pass whose support is not "supported" is yellow
+    full = judged or sup.get("verdict") == "supported"
+    colour = ("green" if full else "yellow") if ev.get("passed") else "red"
     out.print(
         f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): [{colour}]{word}[/{colour}] · mean "
         f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
         f"{ev.get('thresholds')}"
     )
-    sup = ev.get("support") or {}
     sv = sup.get("verdict") or "not judged"
     sc = {"supported": "green", "partly": "yellow", "not supported": "red"}.get(sv, "dim")
     av = ev.get("anchors") or "-"
