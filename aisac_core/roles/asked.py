@@ -150,8 +150,19 @@ _COUNT = re.compile(
 )
 
 
+def noun_stem(word: str) -> str:
+    """:func:`stem` of ``word`` without a plural -s ("GPUs" and "GPU" -> ``gpu``, "papers" -> ``paper``)."""
+    w = word.lower()
+    return stem(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+
+
+def mentions_noun(text: str, noun: str) -> bool:
+    """Whether ``text`` has a word whose :func:`noun_stem` is ``noun`` (a :func:`noun_stem` itself)."""
+    return any(noun_stem(w) == noun for w in words(text))
+
+
 def counted_noun(question: str) -> str | None:
-    """The noun a "how many X" question counts, as a :func:`stem`: the first plural word (ending in -s, not a
+    """The noun a "how many X" question counts, as a :func:`noun_stem`: the first plural word (ending in -s, not a
     function word) of the five after "how many" ("How many full-text LaTeX parses ..." -> ``parses``, "How many of
     the surveyed papers ..." -> ``papers``); None when there is none."""
     m = _HOW_MANY.search(question)
@@ -160,12 +171,12 @@ def counted_noun(question: str) -> str | None:
     for w in m.group(1).split():
         lw = w.lower()
         if len(lw) > 3 and lw.endswith("s") and not lw.endswith("ss") and lw not in _AUX | _DETERMINERS:
-            return stem(lw)
+            return noun_stem(lw)
     return None
 
 
 def counts_what(sentence: str, counted: str) -> str | None:
-    """For a "how many X" question (``counted``: X's :func:`stem`): ``"asked"`` when a number of ``sentence`` is
+    """For a "how many X" question (``counted``: X's :func:`noun_stem`): ``"asked"`` when a number of ``sentence`` is
     followed by X after at most three modifiers ("12 participants", "five researcher participants"; not "1 hour and
     each participant"), ``"other"`` when every
     number is directly followed by another plural noun ("three baselines": a count of something else), else None
@@ -177,7 +188,7 @@ def counts_what(sentence: str, counted: str) -> str | None:
     for m in found:
         after = m.group(1).split()
         for w in after[:4]:  # the counted noun, after modifiers only: "1.5M full-text LaTeX parses"
-            if stem(w.strip(",.;:()")) == counted:
+            if noun_stem(w.strip(",.;:()")) == counted:
                 return "asked"
             if w.lower() in _STOP or w.lower() in _DETERMINERS or w[-1:] in ",.;:)":
                 break

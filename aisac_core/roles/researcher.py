@@ -369,7 +369,9 @@ def extractive_answer(
     (:func:`aisac_core.roles.asked.has_type`) + 0.1 when a name question's asked noun
     (:func:`aisac_core.roles.asked.asked_head`: "which *simulator*") is in the sentence; for "how many X", +0.2
     when a number of the sentence counts X and -0.3 when its numbers all count other things
-    (:func:`aisac_core.roles.asked.counts_what`). Prose glued after a code
+    (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
+    gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
+    only from the documents that name it. Prose glued after a code
     listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one (a
     name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
     sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
@@ -386,6 +388,7 @@ def extractive_answer(
         coverage,
         has_type,
         key_terms,
+        mentions_noun,
         stem,
         text_stems,
     )
@@ -413,6 +416,14 @@ def extractive_answer(
             continue
         text = item.get("text") or ""
         context = f"{item.get('title') or ''} {item.get('section') or ''} {PurePath(str(item.get('path') or '')).stem}"
+        # "how many X": a passage that never names X cannot state their count ("how many GPUs" over a page
+        # that never mentions a GPU)
+        if counted and not mentions_noun(f"{text} {context}", counted):
+            continue
+        # a precise question that names a paper / system ("How many GPUs trained the OTSL models?") is answered
+        # from the documents that name it, not from another paper's "two GPUs"
+        if precise and docs and item.get("doc_id") not in docs:
+            continue
         for a, b in sentence_spans(text):
             sent = " ".join(text[a:b].split())
             why = reject_reason(sent)
