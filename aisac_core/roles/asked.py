@@ -144,7 +144,7 @@ def asked_head(question: str) -> str | None:
     return None
 
 
-_HOW_MANY = re.compile(r"\bhow\s+many\s+((?:[\w-]+\s+){0,5})", re.I)
+_HOW_MANY = re.compile(r"\bhow\s+many\s+((?:[\w-]+(?:\s+|[?.!]*$)){0,5})", re.I)
 _COUNT = re.compile(
     r"(?:(?<![\w.])\d[\d,]*(?:\.\d+)?[kKMB]?|" + NUMBER_WORD.pattern + r")\s+((?:[A-Za-z][\w-]*[,.;:)]?\s*){0,5})", re.I
 )
@@ -169,7 +169,7 @@ def counted_noun(question: str) -> str | None:
     if not m:
         return None
     for w in m.group(1).split():
-        lw = w.lower()
+        lw = w.lower().strip("?.!,")
         if len(lw) > 3 and lw.endswith("s") and not lw.endswith("ss") and lw not in _AUX | _DETERMINERS:
             return noun_stem(lw)
     return None

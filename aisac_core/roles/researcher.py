@@ -183,6 +183,21 @@ def _named_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
     return out
 
 
+def subject_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
+    """doc ids of the rag items whose document names the most of the question's :func:`focus_tokens` (in its
+    items' titles, paths and texts): "How many GPUs trained the OTSL TableFormer models?" -> the document naming
+    OTSL and TableFormer, not the one that only mentions GPUs. Empty when no document names any."""
+    focus = {f.lower() for f in focus_tokens(task)}
+    found: dict[Any, set[str]] = {}
+    for i in items:
+        if i["kind"] != "rag":
+            continue
+        hay = " ".join(str(i.get(k) or "") for k in ("title", "path", "text")).lower()
+        found.setdefault(i.get("doc_id"), set()).update(f for f in focus if f in hay)
+    best = max((len(v) for v in found.values()), default=0)
+    return {d for d, v in found.items() if best and len(v) == best}
+
+
 def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rag items ordered for citing: items of documents the question names (:func:`_named_docs`) first (for a
     definition question their abstract / introduction items first), then by score; reference-list items last;
@@ -371,7 +386,7 @@ def extractive_answer(
     when a number of the sentence counts X and -0.3 when its numbers all count other things
     (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
     gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
-    only from the documents that name it. Prose glued after a code
+    only from the documents that name most of its names (:func:`subject_docs`). Prose glued after a code
     listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one (a
     name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
     sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
@@ -409,6 +424,8 @@ def extractive_answer(
     limit = max_sentences or (2 if precise else 3)
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
     docs = _named_docs(task, rag)
+    subjects = subject_docs(task, rag)
+    skipped = 0  # passages left out by the two rules above (they cannot answer this question)
     terms = key_terms(task)
     cands: list[tuple[float, int, str, tuple[int, int], bool, float]] = []
     for rank, item in enumerate(rag):
@@ -419,10 +436,12 @@ def extractive_answer(
         # "how many X": a passage that never names X cannot state their count ("how many GPUs" over a page
         # that never mentions a GPU)
         if counted and not mentions_noun(f"{text} {context}", counted):
+            skipped += 1
             continue
         # a precise question that names a paper / system ("How many GPUs trained the OTSL models?") is answered
         # from the documents that name it, not from another paper's "two GPUs"
-        if precise and docs and item.get("doc_id") not in docs:
+        if precise and subjects and item.get("doc_id") not in subjects:
+            skipped += 1
             continue
         for a, b in sentence_spans(text):
             sent = " ".join(text[a:b].split())
@@ -462,7 +481,7 @@ def extractive_answer(
         scored = [t for t in scored if t[4] >= ANSWER_MIN_COVERAGE and t[5] >= ANSWER_MIN_SIM]
         if scored:
             check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
-    if cands and not scored:
+    if (cands or skipped) and not scored:
         return {**_not_stated(task, items, rag, kind), "check": check}
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
