@@ -265,3 +265,48 @@ def test_page_image_highlights_exactly_the_quoted_span(tmp_path, models_dir, sha
     assert covered == words, words - covered
     assert lines_without_span <= 1 and len(img.rects) <= 3, img.rects
     doc.close()
+
+
+def test_support_judging_does_not_block_the_event_loop():
+    """The rules' embedding call runs in a worker thread: a ticker on the same event loop keeps ticking while a
+    slow embedder judges a citation, and the verdict is what the synchronous rules give."""
+    import time
+
+    from aisac_core.roles.support import judge_answer
+
+    chunk = "The lipase has a Michaelis constant Km of 0.42 mM at pH 7.5 and 30 degrees."
+    answer = {
+        "text": "- The Km of the lipase is 0.42 mM [1]",
+        "citations": [{"n": 1, "kind": "rag", "anchor": {"chunk_id": "c1", "quote_span": [0, len(chunk)]}}],
+    }
+
+    def slow_embed(texts: list[str]) -> list[list[float]]:
+        time.sleep(0.4)  # CPU-bound work in the real embedder
+        return [[1.0, 0.0] for _ in texts]
+
+    ticks = []
+
+    async def main() -> dict:
+        async def ticker() -> None:
+            for _ in range(8):
+                ticks.append(time.perf_counter())
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            got = await judge_answer(
+                None,  # type: ignore[arg-type]  (no model: the environment is not used)
+                "What is the Km of the lipase?",
+                answer,
+                None,
+                chunk_text=lambda _cid: chunk,
+                embed=slow_embed,
+                run_id="r",
+                parent_id=None,
+            )
+        return got
+
+    got = anyio.run(main)
+    assert len(ticks) == 8 and ticks[-1] - ticks[0] < 0.6  # the loop was free while the embedder slept
+    want = judge_citation("What is the Km of the lipase?", "The Km of the lipase is 0.42 mM", chunk, slow_embed)
+    assert got["citations"][0]["verdict"] == want["verdict"] == "supported"
