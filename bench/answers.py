@@ -104,6 +104,7 @@ def run(ctx: Context) -> dict[str, Any]:
                     {
                         "q": q["q"],
                         "type": q["type"],
+                        "set": q.get("set", "original"),
                         "stated": stated,
                         "supported_shown": sup,
                         "support": support.get("verdict"),
@@ -130,6 +131,11 @@ def run(ctx: Context) -> dict[str, Any]:
         for t, ps in sorted(by_type.items())
     ]
     rows.append(("all", len(per_q), stated_all, f"{100 * stated_all / len(per_q):.0f} %"))
+    for name in sorted({p["set"] for p in per_q}):  # the first 41 and the questions added later, apart
+        ps = [p for p in per_q if p["set"] == name]
+        if len(ps) < len(per_q):
+            n_ok = sum(p["stated"] for p in ps)
+            rows.append((f"set: {name}", len(ps), n_ok, f"{100 * n_ok / len(ps):.0f} %"))
     secs = sorted(p["seconds"] for p in per_q)
     sup_ms = [p["support_ms_per_citation"] for p in per_q if p["support_ms_per_citation"] is not None]
     precision = (n_sup - false_sup) / n_sup if n_sup else None

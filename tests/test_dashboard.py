@@ -272,7 +272,7 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
         expect(card).to_be_visible()
         expect(card).to_contain_text("perovskite")
         expect(card).to_contain_text("page 1")
-        expect(card.locator(".verify")).to_have_text("unchanged")  # checked when the page was rendered
+        expect(card.locator(".verify")).to_have_text("anchor: intact")  # checked when the page was rendered
         expect(page.locator("#critiques .sev-high")).to_be_visible()
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
         assert (tmp_path / "run.png").stat().st_size > 10_000

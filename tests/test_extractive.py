@@ -300,7 +300,7 @@ def test_extractive_answer_with_only_tables_points_to_them_without_quoting():
 
 
 def test_verdict_wording():
-    assert verdict(True, False) == "evidence verified" and verdict(False, False) == "evidence not verified"
+    assert verdict(True, False) == "automatic checks passed" and verdict(False, False) == "automatic checks failed"
     assert verdict(True, True) == "passed" and verdict(False, True) == "failed"
     assert NOT_JUDGED == "not judged (no model)"
 
@@ -379,7 +379,7 @@ def _check(q: dict[str, Any], res: dict[str, Any]) -> None:
         f"{q['question']}: expected one of {q['expect_any']} in\n{text}"
     )
     assert not answer_problems(text), answer_problems(text)
-    assert ev["passed"] and ev["verdict"] == "evidence verified" and ev["content_judged"] is False
+    assert ev["passed"] and ev["verdict"] == "automatic checks passed" and ev["content_judged"] is False
     assert ev["content"] == NOT_JUDGED
 
 
@@ -401,5 +401,5 @@ def test_aisac_ask_json_and_human_output(paper_store, shared_data):
     assert p2.returncode == 0, p2.stderr
     out = p2.stdout
     assert "81.1M" in out.split("citations:")[0]
-    assert "evidence verified" in out and "content: not judged (no model)" in out, out
-    assert "passed" not in out.split("evaluation")[1].splitlines()[0]
+    assert "automatic checks passed" in out and "content: not judged (no model)" in out, out
+    assert ": passed" not in out.split("evaluation")[1].splitlines()[0]  # not the with-a-model verdict

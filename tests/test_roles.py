@@ -423,7 +423,7 @@ def test_roles_service_built_from_its_parts(tmp_path):
         ev = anyio.run(
             lambda: roles.evaluate("What is Km?", "Km = 0.42 mM [1]", run_id="run-svc", citations=[hit], mode="lite")
         )
-        assert ev["gates"]["evidence"]["passed"] and verified and ev["verdict"] == "evidence verified"
+        assert ev["gates"]["evidence"]["passed"] and verified and ev["verdict"] == "automatic checks passed"
         with pytest.raises(RolesError, match="not valid"):
             anyio.run(lambda: roles.submit_route({"intent": "mood"}, run_id="run-svc"))
         assert len(submissions(engine, "run-svc")) == 1

@@ -54,7 +54,7 @@ def test_report_separates_cited_from_retrieved(roles_run) -> None:  # noqa: ANN0
     assert not cited & {c["chunk_id"] for c in r["retrieved"]}
     markers = {int(n) for n in re.findall(r"\[(\d+)\]", r["answer"]["text"])}
     assert markers <= {c["n"] for c in r["cited"]}
-    assert r["verdict"]["label"] == "evidence verified" and not r["verdict"]["content_judged"]
+    assert r["verdict"]["label"] == "automatic checks passed" and not r["verdict"]["content_judged"]
     assert r["timeline"] and all(t["duration_ms"] >= 0 and t["start_ms"] >= 0 for t in r["timeline"])
 
 
@@ -67,7 +67,7 @@ def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # n
     table = md[ev : md.index("\n\n", ev + 12)]
     rows = [ln for ln in table.splitlines() if re.match(r"\| \d+ \|", ln)]
     assert len(rows) == len(r["cited"])  # cited evidence only
-    assert all("unchanged" in ln for ln in rows)
+    assert all("intact" in ln for ln in rows)
     for c in r["retrieved"]:
         assert (c["text"] or "")[:60] not in table
     assert "content: not judged (no model)" in md
@@ -86,8 +86,14 @@ def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
         assert ib["y"] - 1 <= b["y"] and b["y"] + b["height"] <= ib["y"] + ib["height"] + 1
 
 
-def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: ANN001
+def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
+    """One browser session: the run list, the run page ([1] scrolls to its card, the span highlighted on the page
+    image), a click on the page image opening it full size with the cited span scrolled into view, and a run with
+    two code cells: the figure of the one that ran shown inline, the one whose code failed badged failed."""
+    import hashlib
+
     from playwright.sync_api import expect
+    from test_dashboard import _record
 
     core, run, r = roles_run
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -97,12 +103,12 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         page.goto(f"{base}/")
         row = page.locator(f"tr[data-run='{run}']")
         expect(row.locator("td.q a")).to_have_text(QUESTION)
-        expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} verified")
+        expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} anchors intact")
         page.screenshot(path=str(ARTIFACTS / "run-list.png"))
         row.locator("td.q a").click()
         page.wait_for_url(f"**/run?id={run}")
         expect(page.locator("#question")).to_have_text(QUESTION)
-        expect(page.locator("#verdict")).to_contain_text("evidence verified")
+        expect(page.locator("#verdict")).to_contain_text("automatic checks passed")
         expect(page.locator("#verdict")).to_contain_text("content: not judged (no model)")
         page.screenshot(path=str(ARTIFACTS / "run-page.png"))
         # [1] in the answer scrolls to the first cited card
@@ -112,7 +118,7 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         box = first.bounding_box()
         assert box is not None and 0 <= box["y"] < 900, box
         _highlight_inside_image(page, first)
-        expect(first.locator(".verify")).to_have_text("unchanged")
+        expect(first.locator(".verify")).to_have_text("anchor: intact")
         first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
         # the waterfall has one bar per event, the plan a node per step
         assert page.locator("#timeline rect.bar").count() == n_events
@@ -122,11 +128,55 @@ def test_browser_run_list_and_run_page(roles_run, chromium) -> None:  # noqa: AN
         page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
         png = httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, timeout=30)
         assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # click the page image: the page full size (wider than on the card), the cited span scrolled into view
+        small = first.locator(".page img").bounding_box()
+        first.locator(".page a").click()
+        page.wait_for_function("location.hash === '#page-1-span'")
+        zoom = page.locator("#page-1")
+        expect(zoom).to_be_visible()
+        big = zoom.locator("img").bounding_box()
+        assert big["width"] > 1.5 * small["width"], (big, small)
+        lines = zoom.locator(".hl")
+        assert lines.count() == first.locator(".page .hl").count() >= 1
+        hl = lines.first.bounding_box()
+        assert 0 <= hl["y"] and hl["y"] + hl["height"] <= 900, hl  # the highlighted span is in the viewport
+        page.screenshot(path=str(ARTIFACTS / "page-full-size.png"))
+        zoom.locator("a.close").click()
+        expect(zoom).to_be_hidden()
+
+        # code cells: a figure shown inline (outside the collapsed entry), a failed cell badged failed
+        fig = tmp_path / "sandbox" / ".state" / "figures" / "fig-1.png"
+        fig.parent.mkdir(parents=True)
+        fig.write_bytes(png.content)  # a real PNG (the page image above), as the data server stores a figure
+        figure = {"name": "fig-1.png", "path": str(fig), "sha256": hashlib.sha256(png.content).hexdigest()}
+        cells = "run-cells"
+        ran = _record(
+            core,
+            cells,
+            "data_code_run",
+            arguments={"code": "plt.plot([1, 2])"},
+            result={"ok": True, "figures": [figure]},
+        )
+        bad = _record(
+            core,
+            cells,
+            "data_code_run",
+            arguments={"code": "1/0"},
+            result={"ok": False, "error": "division by zero", "error_type": "ZeroDivisionError"},
+        )
+        page.goto(f"{base}/run?id={cells}")
+        expect(page.locator(f"#ev-{bad} > summary .cell-failed")).to_have_text("failed")
+        expect(page.locator(f"#ev-{ran} > summary .cell-failed")).to_have_count(0)
+        img = page.locator(f"#ev-{ran} + .figs img")
+        expect(img).to_be_visible()  # without expanding the entry
+        page.wait_for_function("(i) => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+        page.screenshot(path=str(ARTIFACTS / "code-cells.png"), full_page=True)
         # a chunk the run does not cite, or another run's: no image
         other = r["retrieved"][0]["chunk_id"] if r["retrieved"] else "nope"
         assert httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": other}, timeout=30).status_code == 404
         assert httpx.get(f"{base}/evidence/page", params={"run": "no-run", "chunk": "x"}, timeout=30).status_code == 404
-    for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full"):
+    for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full", "page-full-size"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 2_000
 
 
@@ -170,12 +220,12 @@ def test_a_hosts_roles_run_call_shows_the_answer_and_links_the_graph_run(roles_r
     assert r["question"] == QUESTION and r["answer"]["text"] == graph["answer"]["text"]
     assert [c["chunk_id"] for c in r["cited"]] == [c["chunk_id"] for c in graph["cited"]]
     assert all(c["text"] or c["quote"] for c in r["cited"]) and r["cited"][0]["path"].endswith("report.pdf")
-    assert r["verdict"]["label"] == "evidence verified" and r["linked_runs"] == [run]
+    assert r["verdict"]["label"] == "automatic checks passed" and r["linked_runs"] == [run]
     page = render_run(get_run(core.engine, host, include_results=True))
     assert f"run?id={run}" in page and "id=answer" in page and "id='cite-1'" in page
     heads = run_headlines(core.engine, [host, run])
     assert heads[host]["question"] == heads[run]["question"] == QUESTION
-    assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "evidence verified"
+    assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "automatic checks passed"
 
 
 def test_report_resource_inside_the_host(roles_run) -> None:  # noqa: ANN001

@@ -44,6 +44,51 @@ def test_asked_types_and_numbers():
     assert not has_number("As shown in Table 2 and Section 4.1, the results hold [3, 4].")
 
 
+def test_name_questions_by_a_general_rule_not_a_noun_list():
+    """The noun asked for is read off the question (the phrase after which / what), so a noun no list holds works;
+    "what" + a verb is not a name question."""
+    from aisac_core.roles.asked import asked_head
+
+    assert asked_type("Which spectrometer recorded the Raman spectra?") == "name"  # a noun in no list
+    assert asked_head("Which spectrometer recorded the Raman spectra?") == "spectrometer"
+    assert asked_head("On which two long-form summarization datasets was LongEval evaluated?") == "datasets"
+    assert asked_head("What kind of catalyst was used?") == "catalyst"
+    assert asked_head("What solvent was used for the extraction?") == "solvent"
+    assert asked_head("What enzyme cleaves the bond?") == "enzyme"
+    assert asked_type("What causes the drift in the sensor?") == "other"  # "causes the": a verb
+    assert asked_type("What happens when the cell dries?") == "other"
+    assert asked_type("Which is faster, A or B?") == "name" and asked_type("Who wrote the paper?") == "name"
+    assert asked_type("What is S2ORC?") == "definition"
+
+
+def test_how_many_counts_the_asked_noun():
+    from aisac_core.roles.asked import counted_noun, counts_what, mentions_noun
+
+    assert counted_noun("How many of the surveyed summarization papers report agreement?") == "paper"
+    assert counted_noun("How many GPUs were used?") == "gpu" and mentions_noun("on a single GPU", "gpu")
+    c = counted_noun("How many participants took part in the lab study?")
+    assert counts_what("We recruited 12 participants for the study.", c) == "asked"
+    assert counts_what("interviews with five researcher participants", counted_noun("How many researchers?"))
+    assert counts_what("It is more effective than three baselines.", c) == "other"
+    assert counts_what("The study took 1 hour and each participant was paid.", c) is None
+
+
+def test_sentence_rules_keep_counts_and_prose_after_code():
+    from aisac_core.roles.researcher import prose_after_code, subject_docs
+    from aisac_core.roles.sentences import reject_reason
+
+    assert reject_reason("13 papers mention that expert annotators are necessary for human evaluation here.") is None
+    assert reject_reason("2 We exclude five papers from the survey because they were not relevant.") == "footnote"
+    text = "12 >>> doc.images 13 [Image(np.array(...)), ...] In this example, papermage runs PDF2TextParser (using pdfplumber) to extract the text."
+    a, b, sent = prose_after_code(text, 0, len(text))
+    assert sent.startswith("In this example") and text[a:b] == sent
+    items = [
+        {"kind": "rag", "doc_id": "otsl", "title": "Table tokenization", "text": "OTSL and TableFormer ..."},
+        {"kind": "rag", "doc_id": "other", "title": "Summaries", "text": "trained on two GPUs"},
+    ]
+    assert subject_docs("How many GPUs were used to train the OTSL TableFormer models?", items) == {"otsl"}
+
+
 def test_judge_rules():
     q = "What is the size of the S2ORC corpus in papers?"
     right = "We introduce S2ORC, a large corpus of 81.1M English-language academic papers."
@@ -220,3 +265,48 @@ def test_page_image_highlights_exactly_the_quoted_span(tmp_path, models_dir, sha
     assert covered == words, words - covered
     assert lines_without_span <= 1 and len(img.rects) <= 3, img.rects
     doc.close()
+
+
+def test_support_judging_does_not_block_the_event_loop():
+    """The rules' embedding call runs in a worker thread: a ticker on the same event loop keeps ticking while a
+    slow embedder judges a citation, and the verdict is what the synchronous rules give."""
+    import time
+
+    from aisac_core.roles.support import judge_answer
+
+    chunk = "The lipase has a Michaelis constant Km of 0.42 mM at pH 7.5 and 30 degrees."
+    answer = {
+        "text": "- The Km of the lipase is 0.42 mM [1]",
+        "citations": [{"n": 1, "kind": "rag", "anchor": {"chunk_id": "c1", "quote_span": [0, len(chunk)]}}],
+    }
+
+    def slow_embed(texts: list[str]) -> list[list[float]]:
+        time.sleep(0.4)  # CPU-bound work in the real embedder
+        return [[1.0, 0.0] for _ in texts]
+
+    ticks = []
+
+    async def main() -> dict:
+        async def ticker() -> None:
+            for _ in range(8):
+                ticks.append(time.perf_counter())
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            got = await judge_answer(
+                None,  # type: ignore[arg-type]  (no model: the environment is not used)
+                "What is the Km of the lipase?",
+                answer,
+                None,
+                chunk_text=lambda _cid: chunk,
+                embed=slow_embed,
+                run_id="r",
+                parent_id=None,
+            )
+        return got
+
+    got = anyio.run(main)
+    assert len(ticks) == 8 and ticks[-1] - ticks[0] < 0.6  # the loop was free while the embedder slept
+    want = judge_citation("What is the Km of the lipase?", "The Km of the lipase is 0.42 mM", chunk, slow_embed)
+    assert got["citations"][0]["verdict"] == want["verdict"] == "supported"

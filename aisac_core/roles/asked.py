@@ -3,7 +3,7 @@ model-free support judge.
 
 - **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what mass / probability /
   percentage / rate ...", "when", "which year"), ``yesno`` (a question starting with is / does / did / can ...),
-  ``name`` ("which / what model / simulator / tool / library / dataset ...", "who"), ``definition`` ("what is X",
+  ``name`` (an interrogative "which", "who", "where", or "what" + a noun: :func:`asked_head`), ``definition`` ("what is X",
   "how does ... define"), else ``other``.
 - **has the type** (:func:`has_type`): a ``number`` sentence states a number (digits, or a number word such as
   "five", "three times", "twice") that is not a citation marker, a section / figure / table / page number or a
@@ -69,17 +69,23 @@ _NUMBER_Q = re.compile(
 )
 _YEAR_Q = re.compile(r"^\s*when\b|\byear\b|\bdate\b", re.I)
 _YESNO_Q = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should|may)\b", re.I)
-_NAME_Q = re.compile(
-    r"\b(?:which|what|who|whom)\b[^?]{0,30}?\b(?:model|models|simulator|tool|tools|library|libraries|framework|"
-    r"dataset|datasets|corpus|software|package|method|algorithm|language|cpu|gpu|processor|system|database|"
-    r"journal|operating system|protocol|platform|code|compiler|solver|instrument|telescope|detector|network|"
-    r"architecture|optimizer|parser|benchmark|organisation|organization|company|institution|country|city|"
-    r"university|author|authors|sources?|baseline|baselines|technique|device|material|catalyst|species|gene|"
-    r"protein|drug|metric|loss)\b|^\s*who\b|^\s*where\b|\bwhere\b",
-    re.I,
+#: "who / whom / where" ask for a name whatever follows
+_WHO_Q = re.compile(r"^\s*(?:who|whom|whose)\b|\bwhere\b", re.I)
+#: an interrogative "which" (first, after a preposition, or after a comma): asks to pick a named thing
+_WHICH_Q = re.compile(r"(?:^|,)\s*(?:(?:in|on|for|at|from|by|with|to|of|under|during|into|between)\s+)?which\b", re.I)
+#: a "which / what" followed by its noun phrase: the words up to the first auxiliary, preposition or verb-like word
+_WH_PHRASE = re.compile(r"\b(which|what|whose)\s+((?:[\w/.+-]+\s*){1,6})", re.I)
+_AUX = set(
+    """is are was were be been being does do did has have had can could will would should may might must shall
+    am""".split()
 )
+_PHRASE_END = _AUX | set(
+    """of in on for to from by with at as that which who whom than into about over under between during after
+    before per when where if whether and or used""".split()
+)
+_DETERMINERS = set("the a an this that these those its their his her our my your it them us one each".split())
 _DEFINITION_Q = re.compile(r"^\s*what\s+(?:is|are|was|were|does|do|did)\b|\bdefine[sd]?\b|\bdefinition\b", re.I)
-_NUMBER_WORD = re.compile(
+NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
     r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
     r"thousand|thousands|million|millions|billion|dozen|twice|double|triple|half|single)\b",
@@ -97,13 +103,108 @@ _NAME_TOKEN = re.compile(r"\b(?:[A-Za-z]+[-/]?\d[\w.-]*|[a-z]+[A-Z][\w-]*|[A-Z][
 _INTRO_NAME = re.compile(r"\b(?:using|called|named|with|via|by|on|in)\s+([A-Za-z][\w.-]+)")
 
 
+def _verb(toks: list[str], i: int) -> bool:
+    """Whether ``toks[i]`` reads as a verb: -ed, or -s followed by a determiner, a non-auxiliary function word or
+    nothing ("what causes the ...", "what happens when ...")."""
+    w, nxt = toks[i].lower(), (toks[i + 1].lower() if i + 1 < len(toks) else "")
+    if w.endswith("ed") and len(w) > 4:
+        return True
+    return w.endswith("s") and not w.endswith("ss") and (nxt in _DETERMINERS or nxt in _PHRASE_END - _AUX)
+
+
+def asked_head(question: str) -> str | None:
+    """The noun a "which / what X ..." question asks for (lower case), or None: the last word of the phrase after
+    *which* / *what* / *whose*, the phrase ending at the first auxiliary ("is", "was", "does"), preposition or
+    "used" ("Which web framework was ..." -> ``framework``, "On which two summarization datasets was ..." ->
+    ``datasets``, "What kind of catalyst ..." -> ``catalyst``). None when *what* is followed by an auxiliary ("What
+    is X?": a definition) or by a verb (a word ending in -ed, or in -s followed by a determiner: "what causes the
+    ...") — a small part-of-speech heuristic, no word list of nouns."""
+    for m in _WH_PHRASE.finditer(question):
+        wh = m.group(1).lower()
+        toks: list[str] = re.findall(r"[\w/.+-]+", m.group(2))
+        if not toks:
+            continue
+        first = toks[0].lower()
+        if first in _AUX or first in _PHRASE_END:
+            continue
+
+        if wh == "what" and _verb(toks, 0):
+            continue
+        phrase: list[str] = []
+        for i, t in enumerate(toks):
+            if t.lower() in _PHRASE_END or (phrase and (t.lower() in _DETERMINERS or _verb(toks, i))):
+                break
+            phrase.append(t.lower())
+        if phrase and phrase[-1] not in ("kind", "type", "sort"):
+            return phrase[-1].strip(".")
+        if phrase:  # "what kind of X": the noun after "of"
+            rest = toks[len(phrase) :]
+            if len(rest) > 1 and rest[0].lower() == "of":
+                return str(rest[1]).lower().strip(".")
+    return None
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\s+((?:[\w-]+(?:\s+|[?.!]*$)){0,5})", re.I)
+_COUNT = re.compile(
+    r"(?:(?<![\w.])\d[\d,]*(?:\.\d+)?[kKMB]?|" + NUMBER_WORD.pattern + r")\s+((?:[A-Za-z][\w-]*[,.;:)]?\s*){0,5})", re.I
+)
+
+
+def noun_stem(word: str) -> str:
+    """:func:`stem` of ``word`` without a plural -s ("GPUs" and "GPU" -> ``gpu``, "papers" -> ``paper``)."""
+    w = word.lower()
+    return stem(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+
+
+def mentions_noun(text: str, noun: str) -> bool:
+    """Whether ``text`` has a word whose :func:`noun_stem` is ``noun`` (a :func:`noun_stem` itself)."""
+    return any(noun_stem(w) == noun for w in words(text))
+
+
+def counted_noun(question: str) -> str | None:
+    """The noun a "how many X" question counts, as a :func:`noun_stem`: the first plural word (ending in -s, not a
+    function word) of the five after "how many" ("How many full-text LaTeX parses ..." -> ``parses``, "How many of
+    the surveyed papers ..." -> ``papers``); None when there is none."""
+    m = _HOW_MANY.search(question)
+    if not m:
+        return None
+    for w in m.group(1).split():
+        lw = w.lower().strip("?.!,")
+        if len(lw) > 3 and lw.endswith("s") and not lw.endswith("ss") and lw not in _AUX | _DETERMINERS:
+            return noun_stem(lw)
+    return None
+
+
+def counts_what(sentence: str, counted: str) -> str | None:
+    """For a "how many X" question (``counted``: X's :func:`noun_stem`): ``"asked"`` when a number of ``sentence`` is
+    followed by X after at most three modifiers ("12 participants", "five researcher participants"; not "1 hour and
+    each participant"), ``"other"`` when every
+    number is directly followed by another plural noun ("three baselines": a count of something else), else None
+    (a number alone, "N=10")."""
+    found = list(_COUNT.finditer(sentence))
+    if not found:
+        return None
+    other = 0
+    for m in found:
+        after = m.group(1).split()
+        for w in after[:4]:  # the counted noun, after modifiers only: "1.5M full-text LaTeX parses"
+            if noun_stem(w.strip(",.;:()")) == counted:
+                return "asked"
+            if w.lower() in _STOP or w.lower() in _DETERMINERS or w[-1:] in ",.;:)":
+                break
+        nxt = after[0].lower().strip(",.;:()") if after else ""
+        if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _STOP:
+            other += 1
+    return "other" if other == len(found) else None
+
+
 def asked_type(question: str) -> str:
     """``number``, ``yesno``, ``name``, ``definition`` or ``other`` (module docstring)."""
     if _YESNO_Q.search(question):
         return "yesno"
     if _NUMBER_Q.search(question):
         return "number"
-    if _NAME_Q.search(question):
+    if _WHO_Q.search(question) or _WHICH_Q.search(question) or asked_head(question) is not None:
         return "name"
     if _DEFINITION_Q.search(question):
         return "definition"
@@ -186,7 +287,7 @@ def quantities(text: str) -> set[tuple[str, str]]:
 def has_number(sentence: str, *, years: bool = False) -> bool:
     """Whether ``sentence`` states a number (module docstring): digits other than markers, section / figure numbers
     and (unless ``years``) years, or a number word."""
-    return bool(numbers(sentence, years=years)) or bool(_NUMBER_WORD.search(sentence))
+    return bool(numbers(sentence, years=years)) or bool(NUMBER_WORD.search(sentence))
 
 
 def entities(text: str) -> set[str]:

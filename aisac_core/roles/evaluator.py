@@ -22,8 +22,10 @@ supported is a critique of severity 0.9, partly 0.3; citations of front matter, 
 never count toward the evidence gate.
 
 Wording: without a model nothing judged the content as a whole, so the report says ``content: not judged (no model)`` and its
-``verdict`` is "evidence verified" (gates passed) or "evidence not verified"; with a model it is "passed" or
-"failed". The ``passed`` key keeps the machine-readable outcome in both cases.
+``verdict`` is "automatic checks passed" or "automatic checks failed" (never "verified": the gates check that the
+cited bytes are there, the support rules that the cited sentence shares the claim's numbers, names and terms; the
+two verdicts ``anchors`` and ``support`` say which); with a model it is "passed" or "failed". The ``passed`` key
+keeps the machine-readable outcome in both cases.
 
 Pass/fail: ``mean_severity <= roles_max_mean_severity`` (default 0.4) and ``max_severity <= roles_max_severity``
 (default 0.8), over at most 10 critiques (highest severity kept); no critiques means mean = max = 0. These
@@ -35,6 +37,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
@@ -117,7 +121,7 @@ def evidence_gate(
                 "aspect": "grounding",
                 "severity": 0.9,
                 "evidence_refs": [a["chunk_id"] for a in anchors],
-                "text": f"the answer cites {counted} verified anchor(s) with score >= {gate['min_score']}; mode "
+                "text": f"the answer cites {counted} intact anchor(s) with score >= {gate['min_score']}; mode "
                 f"{mode} needs {gate['min_anchors']}: gather more evidence (wider or other searches)",
             }
         )
@@ -264,17 +268,20 @@ def support_critiques(support: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+#: the no-model verdicts (:func:`verdict`)
+AUTO_PASSED, AUTO_FAILED = "automatic checks passed", "automatic checks failed"
 #: the report's ``content`` field when no model judged the answer's content (only the automatic gates ran)
 NOT_JUDGED = "not judged (no model)"
 
 
 def verdict(passed: bool, content_judged: bool) -> str:
-    """The report's wording: ``"passed"`` / ``"failed"`` when a model judged the content, else ``"evidence
-    verified"`` / ``"evidence not verified"`` (the automatic gates say nothing about whether the answer is right,
-    only that its evidence is there and unchanged)."""
+    """The report's wording: ``"passed"`` / ``"failed"`` when a model judged the content, else ``"automatic checks
+    passed"`` / ``"automatic checks failed"`` (the automatic gates and support rules say nothing about whether the
+    answer is right, only that its cited bytes are there and the cited sentences share its numbers, names and
+    terms: the ``anchors`` and ``support`` verdicts)."""
     if content_judged:
         return "passed" if passed else "failed"
-    return "evidence verified" if passed else "evidence not verified"
+    return AUTO_PASSED if passed else AUTO_FAILED
 
 
 def automatic_checks(
@@ -337,7 +344,7 @@ async def evaluate(
     Automatic gates run first; with ``backend`` the model adds critiques (the schema allows 10). ``passed`` is
     the machine-readable outcome (the graph re-plans on False); ``content_judged`` says whether a model judged
     the content, ``content`` is ``"judged by model"`` or :data:`NOT_JUDGED`, and ``verdict`` the wording of
-    :func:`verdict` ("passed" / "failed" with a model, "evidence verified" / "evidence not verified" without).
+    :func:`verdict` ("passed" / "failed" with a model, "automatic checks passed" / "automatic checks failed" without).
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     s = env.settings
     support = await judge_answer(
@@ -351,7 +358,8 @@ async def evaluate(
         parent_id=parent_id,
     )
     skip = {r["n"] for r in support["citations"] if r.get("evidence") is False}
-    gates, crit = automatic_checks(env, answer, events, mode, skip)
+    # the gates re-hash cited files: a worker thread, not the event loop
+    gates, crit = await anyio.to_thread.run_sync(lambda: automatic_checks(env, answer, events, mode, skip))
     crit += support_critiques(support)
     by = "automatic"
     extra: dict[str, Any] = {}

@@ -23,8 +23,10 @@ import re
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from aisac_core.evidence.anchor import is_anchor
-from aisac_core.roles.asked import is_boilerplate, sentence_spans
+from aisac_core.roles.asked import NUMBER_WORD, is_boilerplate, sentence_spans, text_stems
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
@@ -114,8 +116,14 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
 
 def focus_tokens(task: str) -> list[str]:
     """Distinctive tokens of a question: words with a capital after the first letter or a digit (S2ORC, BERT,
-    CO2), which usually name a paper, dataset or system."""
-    return [w for w in re.findall(r"[A-Za-z0-9][\w-]*", task) if re.search(r"\d|[A-Z]", w[1:]) and len(w) > 1]
+    CO2), which usually name a paper, dataset or system; and runs of capitalised words not first in the question
+    ("Paper Plain", "Hamburg"), which name one too."""
+    out = [w for w in re.findall(r"[A-Za-z0-9][\w-]*", task) if re.search(r"\d|[A-Z]", w[1:]) and len(w) > 1]
+    for m in re.finditer(r"(?<=[\w,;:)'] )[A-Z][a-z]+\b(?![\w-])(?:[ -][A-Z][\w-]*)*", task):
+        phrase = m.group(0)
+        if phrase.lower() not in _STOP and phrase not in out:
+            out.append(phrase)
+    return out
 
 
 #: near-synonyms that count as the same query term (6-character prefixes), so "datasets" matches "corpus"
@@ -173,6 +181,21 @@ def _named_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
         if any(f in hay for f in focus) or (subject and mentions(head, subject)):
             out.add(i.get("doc_id"))
     return out
+
+
+def subject_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
+    """doc ids of the rag items whose document names the most of the question's :func:`focus_tokens` (in its
+    items' titles, paths and texts): "How many GPUs trained the OTSL TableFormer models?" -> the document naming
+    OTSL and TableFormer, not the one that only mentions GPUs. Empty when no document names any."""
+    focus = {f.lower() for f in focus_tokens(task)}
+    found: dict[Any, set[str]] = {}
+    for i in items:
+        if i["kind"] != "rag":
+            continue
+        hay = " ".join(str(i.get(k) or "") for k in ("title", "path", "text")).lower()
+        found.setdefault(i.get("doc_id"), set()).update(f for f in focus if f in hay)
+    best = max((len(v) for v in found.values()), default=0)
+    return {d for d, v in found.items() if best and len(v) == best}
 
 
 def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,16 +260,18 @@ def citation(n: int, item: dict[str, Any], spans: list[tuple[int, int]] | None =
 
 def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int, named: bool) -> float:
     """How well ``sentence`` (of rag evidence ``item``, ``rank`` in :func:`rank_evidence` order, ``named``: its
-    document is named by the question) answers ``task``: query-term overlap (0..1), +0.3 for a focus token, +0.2
+    document is named by the question) answers ``task``: query-term overlap (0..1), +0.3 for a focus token or a
+    sentence of a document the question names, +0.2
     x the item's score, -0.02 x rank; a definition question adds +0.8 for a defining sentence
     (:func:`~aisac_core.roles.sentences.is_definition`) and +0.3 / +0.15 for the abstract / introduction; a
-    quantity question adds +0.4 for a number (:func:`~aisac_core.roles.sentences.has_quantity`) and -0.4
-    without one; -0.4 in back matter (acknowledgements, author contributions, funding, ethics), -0.3 for a URL,
-    -0.15 for a fragment starting in lower case."""
+    quantity question adds +0.4 for a number (:func:`~aisac_core.roles.sentences.has_quantity`, or a number word:
+    "four features") and -0.4 without one; -0.4 in back matter (acknowledgements, author contributions, funding,
+    ethics), -0.3 for a URL, -0.15 for a fragment starting in lower case, -0.3 for one without a sentence end (a
+    sentence cut at a chunk or page end)."""
     q, n_terms = _query_terms(task), max(1, len(_terms(task)))
     focus = {f.lower() for f in focus_tokens(task)}
     score = min(1.0, len(q & _terms(sentence)) / n_terms)
-    score += 0.3 if any(f in sentence.lower() for f in focus) else 0.0
+    score += 0.3 if named or any(f in sentence.lower() for f in focus) else 0.0
     score += 0.2 * (item.get("score") or 0) - 0.02 * rank
     kind = question_kind(task)
     if kind == "definition":
@@ -254,7 +279,7 @@ def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int,
             score += 0.8
         score += {"abstract": 0.3, "introduction": 0.15}.get(item.get("label") or "", 0.0)
     elif kind == "quantity":
-        score += 0.4 if has_quantity(sentence) else -0.4
+        score += 0.4 if has_quantity(sentence) or NUMBER_WORD.search(sentence) else -0.4
         score += {"abstract": 0.15, "introduction": 0.1}.get(item.get("label") or "", 0.0)
     if _BACK_MATTER.search(str(item.get("section") or "")):
         score -= 0.4
@@ -262,6 +287,8 @@ def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int,
         score -= 0.3
     if sentence[:1].islower():
         score -= 0.15
+    if not re.search(r"[.!?:;][\"”')\]]*$", sentence):  # cut at a chunk or page end: "improving readers' 26"
+        score -= 0.3
     return score
 
 
@@ -282,6 +309,42 @@ SECOND_SHARE = 0.0
 EMBED_TOP = 40
 #: weight of the question-sentence cosine similarity (MiniLM, unit vectors) in a sentence's score
 SIM_WEIGHT = 0.8
+
+
+def prose_after_code(text: str, a: int, b: int) -> tuple[int, int, str]:
+    """The prose that follows a code listing inside the sentence span ``(a, b)`` of ``text``: from the first capital
+    after the listing's last code line (a ``>>>`` prompt, ``import``, an assignment) that starts a run of words (a
+    capitalised word and two lower-case ones: "In this example, ..."); ``(a, b, "")`` when there is none."""
+    seg = text[a:b]
+    ends = [m.end() for m in re.finditer(r">>>|\bimport\s+\w+|\w\s=\s", seg)]
+    if not ends:
+        return a, b, ""
+    m = re.compile(r"\s+(?=[A-Z][a-z]*,?\s+[a-z]+,?\s+[a-z]+)").search(seg, ends[-1])
+    if not m:
+        return a, b, ""
+    start = a + m.end()
+    sent = " ".join(text[start:b].split())
+    return (start, b, sent) if len(sent) >= 40 else (a, b, "")
+
+
+def term_weights(terms: set[str], sentences: list[str]) -> dict[str, float]:
+    """Weight of each key term (6-character prefix): its inverse document frequency among ``sentences``,
+    ``log((n + 1) / (df + 0.5))`` (the BM25 form, Robertson & Zaragoza 2009, kept positive), so a term most
+    candidates share weighs little."""
+    import math
+
+    sets = [text_stems(s) for s in sentences]
+    n = len(sets)
+    return {t: math.log((n + 1) / (sum(t in st for st in sets) + 0.5)) for t in terms}
+
+
+def weighted_coverage(weight: dict[str, float], sentence: str) -> float:
+    """Share of the key terms' total :func:`term_weights` weight found in ``sentence`` (1.0 without terms)."""
+    total = sum(weight.values())
+    if total <= 0:
+        return 1.0
+    have = text_stems(sentence)
+    return sum(w for t, w in weight.items() if t in have) / total
 
 
 def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
@@ -316,8 +379,15 @@ def extractive_answer(
     matter / running headers (:func:`is_boilerplate`) never) of all retrieved rag passages (at most
     :data:`MAX_EVIDENCE`). Score: :func:`score_sentence` + :data:`SIM_WEIGHT` x the cosine similarity of question
     and sentence (``embed``: texts -> unit vectors, the store's MiniLM embedder; none: 0) + 0.3 x the share of the
-    question's key terms in the sentence, its document's title and section + 0.2 when the sentence has the asked
-    type (:func:`aisac_core.roles.asked.has_type`). A question asking for a number keeps only sentences with one (a
+    question's key terms in the sentence, its document's title and section + 0.3 x the share of their
+    :func:`term_weights` (idf among the candidates) in the sentence + 0.2 when the sentence has the asked type
+    (:func:`aisac_core.roles.asked.has_type`) + 0.1 when a name question's asked noun
+    (:func:`aisac_core.roles.asked.asked_head`: "which *simulator*") is in the sentence; for "how many X", +0.2
+    when a number of the sentence counts X and -0.3 when its numbers all count other things
+    (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
+    gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
+    only from the documents that name most of its names (:func:`subject_docs`). Prose glued after a code
+    listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one (a
     name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
     sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
     similar (only the :data:`EMBED_TOP` best by the other terms are embedded), the answer says :data:`NOT_STATED`. ``check`` in the result gives the best
@@ -325,7 +395,18 @@ def extractive_answer(
     question is answered with its best sentence (plus one from another passage scoring at least
     :data:`SECOND_SHARE` of it), others with up to three (``max_sentences`` overrides);
     near-duplicates are merged (one sentence, the citations of both)."""
-    from aisac_core.roles.asked import asked_type, coverage, has_type, key_terms
+    from aisac_core.roles.asked import (
+        asked_head,
+        asked_type,
+        counted_noun,
+        counts_what,
+        coverage,
+        has_type,
+        key_terms,
+        mentions_noun,
+        stem,
+        text_stems,
+    )
 
     ranked = rank_evidence(task, items)
     if not ranked:
@@ -337,10 +418,14 @@ def extractive_answer(
             "evidence_count": 0,
         }
     kind = asked_type(task)
+    head = asked_head(task) if kind == "name" else None
+    counted = counted_noun(task) if kind == "number" else None
     precise = kind in ("number", "name", "yesno") and not max_sentences
     limit = max_sentences or (2 if precise else 3)
     rag = [i for i in ranked if i["kind"] == "rag"][:MAX_EVIDENCE]
     docs = _named_docs(task, rag)
+    subjects = subject_docs(task, rag)
+    skipped = 0  # passages left out by the two rules above (they cannot answer this question)
     terms = key_terms(task)
     cands: list[tuple[float, int, str, tuple[int, int], bool, float]] = []
     for rank, item in enumerate(rag):
@@ -348,21 +433,43 @@ def extractive_answer(
             continue
         text = item.get("text") or ""
         context = f"{item.get('title') or ''} {item.get('section') or ''} {PurePath(str(item.get('path') or '')).stem}"
+        # "how many X": a passage that never names X cannot state their count ("how many GPUs" over a page
+        # that never mentions a GPU)
+        if counted and not mentions_noun(f"{text} {context}", counted):
+            skipped += 1
+            continue
+        # a precise question that names a paper / system ("How many GPUs trained the OTSL models?") is answered
+        # from the documents that name it, not from another paper's "two GPUs"
+        if precise and subjects and item.get("doc_id") not in subjects:
+            skipped += 1
+            continue
         for a, b in sentence_spans(text):
             sent = " ".join(text[a:b].split())
-            if reject_reason(sent) is not None or is_boilerplate(sent):
+            why = reject_reason(sent)
+            if why == "code":  # prose glued after a code listing: "... 13 [Image(...)] In this example, ..."
+                a, b, sent = prose_after_code(text, a, b)
+                why = reject_reason(sent) if sent else why
+            if why is not None or is_boilerplate(sent):
                 continue
             named = item.get("doc_id") in docs
             base = score_sentence(task, sent, item, rank=rank, named=named)
             cov = coverage(terms, f"{sent} {context}")
+            if head and stem(head) in text_stems(sent):  # the asked kind of thing named: "the simulator ns-2"
+                base += 0.1
+            if counted:  # "how many participants": "12 participants" counts them, "three baselines" other things
+                base += {"asked": 0.2, "other": -0.3}.get(counts_what(sent, counted) or "", 0.0)
             cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov))
+    # key terms weighted by rarity among the candidates (idf): the term that sets the asked fact apart ("tiny" in
+    # "how long are the tiny summaries of X") counts more than the ones every candidate shares ("summaries", "X")
+    weight = term_weights(terms, [c[2] for c in cands])
+    wcov = {c[2]: weighted_coverage(weight, c[2]) for c in cands}
     # only the best candidates by the other terms are embedded (the similarity term is at most SIM_WEIGHT)
     order = sorted(range(len(cands)), key=lambda i: -(cands[i][0] + 0.3 * cands[i][5]))[:EMBED_TOP]
     if embed is not None:
         cands = [cands[i] for i in order]
     sims = _cosines(embed, task, [c[2] for c in cands])
     scored = [
-        (base + SIM_WEIGHT * sim + 0.3 * cov + (0.2 if typed else 0.0), rank, sent, span, cov, sim)
+        (base + SIM_WEIGHT * sim + 0.3 * cov + 0.3 * wcov[sent] + (0.2 if typed else 0.0), rank, sent, span, cov, sim)
         for (base, rank, sent, span, typed, cov), sim in zip(cands, sims)
         if typed or kind != "number"
     ]
@@ -374,7 +481,7 @@ def extractive_answer(
         scored = [t for t in scored if t[4] >= ANSWER_MIN_COVERAGE and t[5] >= ANSWER_MIN_SIM]
         if scored:
             check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
-    if cands and not scored:
+    if (cands or skipped) and not scored:
         return {**_not_stated(task, items, rag, kind), "check": check}
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
@@ -448,7 +555,9 @@ async def write_answer(
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
-        return extractive_answer(task, items, embed=getattr(env, "embed_texts", None))
+        # embeds up to EMBED_TOP sentences: a worker thread, not the event loop
+        embed = getattr(env, "embed_texts", None)
+        return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
     def check(obj: Any) -> list[str]:

@@ -8,7 +8,8 @@ Rules (measured on the papermage PDFs of the shared test data, tests/fixtures/pa
   "[20] A. Author ..."), caption fragments ("Figure 1: ...", "Table 2: ..." anywhere in the sentence, since a
   chunk boundary may glue a caption to body text), sentences that are mostly markers or symbols, and
   sentences with fewer than six words once markers are removed, footnote text glued into the body (a sentence
-  starting with a lone footnote number: "7 pronounced ...", "1 The dataset can be accessed via ..."), and code
+  starting with a lone footnote number: "7 pronounced ...", "1 The dataset can be accessed via ...", but not a
+  count: a number, a plural noun and a lower-case word, "13 papers mention that ..."), and code
   listings glued to a sentence ("... Recipes: 1 from papermage import CoreRecipe 2 recipe = ...").
 - **cleaning** also drops section pointers "(§2)" and re-joins words broken at a line end ("guide- lines").
 - **cleaning** (:func:`strip_markers`): numeric citation markers ``[12]``, ``[3, 4]``, ``[3-5]``, unicode
@@ -37,8 +38,9 @@ _CODE = re.compile(r"\bfrom [\w.]+ import \w|^\s*import \w|\b[a-z_]\w* = [A-Za-z
 _GLUED_FOOTNOTE = re.compile(r"(?<=[A-Za-z)][.,;:])\d{1,2}(?=\s|$)")
 #: a footnote number after a comma, followed by an article or relative pronoun: "S2ORC, 1 a large corpus"
 _SPACED_FOOTNOTE = re.compile(r"(?<=[A-Za-z)],)\s\d{1,2}(?=\s+(?:a|an|the|which|who|that)\b)")
-#: a footnote's text glued into the body: "7 pronounced ...", "2 We exclude five papers ..." (a lone number first)
-_FOOTNOTE_START = re.compile(r"^\d{1,2}\s+(?![%x×]|[A-Z]?[a-z]*\s*(?:of|out)\b)[A-Za-z\"“]")
+#: a footnote's text glued into the body: "7 pronounced ...", "2 We exclude five papers ..." (a lone number first);
+#: not a count that starts a sentence: a number, a plural noun, a lower-case word ("13 papers mention that ...")
+_FOOTNOTE_START = re.compile(r"^\d{1,2}\s+(?![%x×]|[A-Z]?[a-z]*\s*(?:of|out)\b|[a-z]+[^s\W]?s\s+[a-z])[A-Za-z\"“]")
 _TRAILING_FOOTNOTE = re.compile(r"(?<=[a-z][.!?])\s?\d{1,2}$")
 _NUMERIC_CELL = re.compile(r"^[-+±~<>≈]?\(?\d[\d,.]*%?\)?$|^n/a$|^-$")
 _CAPTION = re.compile(r"(^|\s)(Figure|Fig\.|Table|Tab\.)\s*[A-Z]?\d+[a-z]?\s*[:.|]", re.I)

@@ -43,6 +43,8 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from aisac_core.roles.asked import (
     asked_type,
     coverage,
@@ -182,6 +184,12 @@ def judge_citation(question: str, claim: str, cited: str, embed: Any = None, tit
     return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
 
 
+async def _judge_in_thread(question: str, claim: str, cited: str, embed: Any, title: str) -> dict[str, Any]:
+    """:func:`judge_citation` in a worker thread (it embeds three texts: CPU-bound, and must not block the event
+    loop); same result."""
+    return await anyio.to_thread.run_sync(lambda: judge_citation(question, claim, cited, embed, title))
+
+
 def answer_verdict(verdicts: list[str]) -> str:
     """The answer's support verdict from its citations' (module docstring)."""
     judged = [v for v in verdicts if v != "not judged"]
@@ -209,6 +217,7 @@ async def judge_answer(
     rules|model, citations: [{n, verdict, reasons, sentence, quote_span, evidence: bool, by?}], ms_per_citation}``.
 
     ``chunk_text``: chunk id -> the chunk's text in the index (None: unknown, the citation is not judged);
+    it and the rules (their embedding call) run in a worker thread, never on the event loop;
     ``embed``: texts -> unit vectors or None. With ``backend`` the model judges each citation (``support`` prompt);
     when the model fails for a citation, the rules judge it (its ``by`` says ``rules``, a reason says why)."""
     from aisac_core.roles import RoleModelError
@@ -225,7 +234,8 @@ async def judge_answer(
             continue
         n = c.get("n")
         rec: dict[str, Any] = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
-        chunk = chunk_text(c["anchor"].get("chunk_id") or c.get("chunk_id"))
+        # index reads and embedding run in a worker thread: the event loop keeps serving other calls meanwhile
+        chunk = await anyio.to_thread.run_sync(chunk_text, c["anchor"].get("chunk_id") or c.get("chunk_id"))
         claim = " ".join(claims.get(int(n), [])) if isinstance(n, int) else ""
         if chunk is None:
             rec["reasons"] = ["the cited chunk is not in the index"]
@@ -238,7 +248,7 @@ async def judge_answer(
                 rec["reasons"] = ["no answer sentence carries this citation"]
             elif bad or backend is None:
                 n_judged += 1
-                rec.update(judge_citation(task, claim, sent, embed, str(c.get("title") or "")))
+                rec.update(await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or "")))
             else:
                 n_judged += 1
                 text, version = render(
@@ -258,7 +268,7 @@ async def judge_answer(
                         parent_id=parent_id,
                     )
                 except RoleModelError as exc:  # the rules judge instead, and say so
-                    rec.update(judge_citation(task, claim, sent, embed, str(c.get("title") or "")))
+                    rec.update(await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or "")))
                     rec["reasons"] = [*rec["reasons"], f"model failed ({str(exc)[:200]}): judged by the rules"]
                     rec["by"] = "rules"
                 else:

@@ -132,7 +132,7 @@ def render_runs(
         cites = "-" if h.get("citations") is None else str(h["citations"])
         if h.get("anchors"):
             ok = h["verified"] == h["anchors"]
-            cites += f" <span class='badge {'v-unchanged' if ok else 'v-changed'}'>{h['verified']}/{h['anchors']} verified</span>"
+            cites += f" <span class='badge {'v-unchanged' if ok else 'v-changed'}'>{h['verified']}/{h['anchors']} anchors intact</span>"
         verdict = f"<span class=badge>{_e(h['verdict'])}</span>" if h.get("verdict") else ""
         rows.append(
             f"<tr data-run='{_e(r['run_id'])}'><td class=q><a href='{_e(link)}'>{label}</a>{active}<div class='mut rid'>"

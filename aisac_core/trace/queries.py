@@ -478,7 +478,7 @@ def run_headlines(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, Any
     """What the run list shows of each run beyond counts: ``{run_id: {question, citations, verdict, verified,
     anchors}}``. ``question``: see :mod:`aisac_core.trace.report` (from the run's first
     :data:`HEADLINE_EVENTS` events); ``citations``: the number the run's last answer cites (None without an
-    answer); ``verdict``: the last evaluator's label (``passed`` / ``evidence verified`` / ``failed``; None when no
+    answer); ``verdict``: the last evaluator's label (``passed`` / ``automatic checks passed`` / ``failed``; None when no
     evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
     (None without one). Two queries whatever the number of runs (the first events by a window function)."""
     out: dict[str, dict[str, Any]] = {

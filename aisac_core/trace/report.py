@@ -17,8 +17,9 @@ Where the pieces come from:
   the answer cites (in ``[n]`` order) and the others (first appearance order, once each);
 - **verdict**: the last evaluator result: ``passed`` with its gates, and its two verdicts: ``anchors`` (intact /
   changed / missing) and ``support`` (supported / partly / not supported / not judged, per citation too). Without a model judging the content
-  (``by`` = ``automatic``), a pass only says the evidence checked out: the label is "evidence verified" (a
-  failure "evidence not verified"), as in the evaluator's own ``verdict``;
+  (``by`` = ``automatic``), a pass only says the automatic checks passed: the label is "automatic checks passed"
+  (a failure "automatic checks failed"), as in the evaluator's own ``verdict``; a trace recorded before this
+  wording gets the same label (it is derived from ``passed`` and ``content_judged``, not read);
 - **plan**: the last planner result's steps (``{id, goal, tool|helper, depends_on}``, roles' ``schemas/plan.json``)
   as nodes and edges; a plan without ids becomes a chain; a coordinator's ``steps`` list when no planner ran;
 - **timeline**: one span per event: start offset and duration (ms) from the event's own ``started_at`` and
@@ -37,6 +38,13 @@ from aisac_core.evidence.anchor import find_anchors
 QUESTION_KEYS = ("task", "question", "query", "q")
 #: an answer's citation markers: [1], [2][3], [1, 4]
 MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+
+
+def anchor_label(status: str | None) -> str:
+    """The anchors verdict word shown for a trace verification status (:func:`aisac_core.trace.verify.verify_run`):
+    ``unchanged`` reads ``intact`` (the cited bytes are still there, as in the evaluator's ``anchors`` verdict);
+    ``changed`` / ``missing`` as they are; ``-`` when not checked."""
+    return "intact" if status == "unchanged" else str(status or "-")
 
 
 def walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -188,9 +196,9 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     if passed is None:
         label = "not evaluated"
     elif passed:
-        label = "passed" if judged else "evidence verified"
+        label = "passed" if judged else "automatic checks passed"
     else:
-        label = "failed" if judged else "evidence not verified"
+        label = "failed" if judged else "automatic checks failed"
     gates = r.get("gates") if isinstance(r.get("gates"), dict) else {}
     sup = r.get("support") if isinstance(r.get("support"), dict) else {}
     return {

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from aisac_core.trace.report import run_report, walk
+from aisac_core.trace.report import anchor_label, run_report, walk
 from aisac_core.trace.svg import plan_svg, waterfall_svg
 
 #: characters of a stored result shown in an expanded entry (its raw JSON)
@@ -188,7 +188,10 @@ def _verify_badge(v: dict[str, Any] | None) -> str:
         return "<span class='badge verify mut' title='not checked'>not checked</span>"
     st = v.get("status") or "?"
     extra = f" ({v['anchor_status']})" if v.get("anchor_status") not in (None, "ok") else ""
-    return f"<span class='badge verify v-{e(st)}' title='{e(v.get('detail'))}'>{e(st)}{e(extra)}</span>"
+    return (
+        f"<span class='badge verify v-{e(st)}' title='{e(v.get('detail'))}'>anchor: {e(anchor_label(st))}{e(extra)}"
+        "</span>"
+    )
 
 
 def _page_html(img: dict[str, Any] | None, card: dict[str, Any]) -> str:
@@ -403,7 +406,9 @@ def render_run(
         )
         head = ""
         if v:
-            cls = "g-pass" if v["passed"] else "g-fail" if v["passed"] is False else ""
+            # green only for what was checked: without a model, a pass whose support is not "supported" is amber
+            full = v["content_judged"] or v.get("support") == "supported"
+            cls = ("g-pass" if full else "s-partly") if v["passed"] else "g-fail" if v["passed"] is False else ""
             judged = "" if v["content_judged"] else "<span class='badge mut'>content: not judged (no model)</span>"
             av, sv = v.get("anchors"), v.get("support") or "not judged"
             two = (

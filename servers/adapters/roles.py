@@ -141,7 +141,7 @@ async def evaluate(
     app: AppContext = App,
 ) -> AsIs[R.EvaluateResult] | mt.InputRequiredResult:
     """Check an answer before giving it: re-verifies its cited anchors, data files and code runs; a model (llm)
-    also critiques the content. Without one the verdict is "evidence verified" or "evidence not verified" and the
+    also critiques the content. Without one the verdict is "automatic checks passed" or "automatic checks failed" and the
     content is "not judged (no model)"."""
     return await _guard(
         app.roles.evaluate(

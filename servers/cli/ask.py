@@ -113,8 +113,8 @@ async def _ask_owner(
 
 
 def print_result(res: dict[str, Any], out: Console) -> None:
-    """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("evidence
-    verified" / "evidence not verified" and ``content: not judged (no model)`` when no model judged the content,
+    """Human rendering of a run result: the answer, its citations, then the evaluator's verdict ("automatic checks
+    passed" / "automatic checks failed" and ``content: not judged (no model)`` when no model judged the content,
     "passed" / "failed" when one did), its gates and critiques."""
     ans = res["answer"] or {}
     ev = res["evaluation"] or {}
@@ -142,13 +142,15 @@ def print_result(res: dict[str, Any], out: Console) -> None:
             out.print(escape(f"  [{c['n']}] {c.get('title')} ({c.get('ref')})"))
     judged = ev.get("content_judged", (ev.get("by") or "automatic") != "automatic")
     word = ev.get("verdict") or verdict(bool(ev.get("passed")), judged)
-    colour = "green" if ev.get("passed") else "red"
+    sup = ev.get("support") or {}
+    # green only for what was checked: without a model, a pass whose support is not "supported" is yellow
+    full = judged or sup.get("verdict") == "supported"
+    colour = ("green" if full else "yellow") if ev.get("passed") else "red"
     out.print(
         f"[bold]evaluation[/bold] ({ev.get('mode')}, {ev.get('by')}): [{colour}]{word}[/{colour}] · mean "
         f"severity {ev.get('mean_severity')} · max {ev.get('max_severity')} · thresholds "
         f"{ev.get('thresholds')}"
     )
-    sup = ev.get("support") or {}
     sv = sup.get("verdict") or "not judged"
     sc = {"supported": "green", "partly": "yellow", "not supported": "red"}.get(sv, "dim")
     av = ev.get("anchors") or "-"
@@ -164,7 +166,7 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}
     out.print(
-        f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} verified anchors "
+        f"  evidence gate: {'ok' if g.get('passed') else 'FAILED'} ({g.get('verified_counted')} intact anchors "
         f">= score {g.get('min_score')}, need {g.get('required')})"
     )
     out.print(

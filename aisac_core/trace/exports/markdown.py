@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.trace.pins import run_pins
 from aisac_core.trace.queries import get_run, run_inputs
-from aisac_core.trace.report import run_report
+from aisac_core.trace.report import anchor_label, run_report
 from aisac_core.trace.verify import verify_run
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def export_markdown(engine: Engine, run_id: str) -> str:
         ]
         for i, c in enumerate(cards, 1):
             chk: dict[str, Any] = dict(checked.get(c["chunk_id"]) or {})
-            status = chk.get("status") or "-"
+            status = anchor_label(chk.get("status"))
             if chk.get("anchor_status") not in (None, "ok"):
                 status += f" ({chk['anchor_status']})"
             source = c.get("title") or Path(c.get("path") or "?").name
