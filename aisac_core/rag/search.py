@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag.chunking import indexed_text
@@ -79,6 +81,11 @@ PRF_QUERY_WEIGHT = 0.5
 #: pass (Aslam & Pavlu, ECIR 2007). Measured: SciFact dev 0.893 vs 0.884, Cranfield 0.429 vs 0.437 (neither
 #: significant): it helps one collection and hurts the other, so it is off by default (docs/retrieval.md).
 PRF_GATE = "always"
+#: Dense pseudo-relevance feedback of hybrid mode (Rocchio on the embedding, :func:`dense_feedback`): the
+#: query vector moves towards the mean of the stored vectors of the best fused chunks of the first pass,
+#: ``q' = w q + (1 - w) mean(v)``, w = ``DENSE_PRF_QUERY_WEIGHT``; 0 chunks switches it off.
+DENSE_PRF_CHUNKS = 3
+DENSE_PRF_QUERY_WEIGHT = 0.25
 #: RRF settings (``FUSION = "rrf"``): the usual k = 60 and equal weights (dense, BM25).
 RRF_K = 60
 HYBRID_WEIGHTS = (1.0, 1.0)
@@ -229,7 +236,13 @@ def search(
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
         raw = convex_fusion(
-            vs, dense, sparse, k, conds, max(PREFETCH, 2 * k), feedback=emb.sparse_documents if PRF_CHUNKS else None
+            vs,
+            dense,
+            sparse,
+            k,
+            conds,
+            max(PREFETCH, 2 * k),
+            feedback=emb.sparse_documents if PRF_CHUNKS or DENSE_PRF_CHUNKS else None,
         )
     else:
         raw = vs.query(
@@ -412,6 +425,26 @@ def agreement(d_score: dict[str, float], s_score: dict[str, float], n: int) -> f
     return len(set(top_d) & set(top_s)) / n
 
 
+def dense_feedback(vs: Any, collection: str, dense: list[float] | None, order: list[str]) -> list[float] | None:
+    """The dense query moved towards its :data:`DENSE_PRF_CHUNKS` best fused chunks, or None (feedback off, no
+    dense query, no candidates).
+
+    Rocchio's rule on embeddings (Rocchio 1971; for dense retrievers Li et al., "Improving Query Representations
+    for Dense Retrieval with Pseudo Relevance Feedback: A Reproducibility Study", ECIR 2022):
+    ``q' = w * q + (1 - w) * mean(v_1 .. v_n)``, renormalised to unit length, where ``v_i`` are the stored dense
+    vectors of the ``n`` best chunks of the first (fused) pass and ``w`` = :data:`DENSE_PRF_QUERY_WEIGHT`.
+    """
+    if dense is None or DENSE_PRF_CHUNKS <= 0 or not order:
+        return None
+    vecs = vs.dense_vectors(collection, order[:DENSE_PRF_CHUNKS])
+    if not vecs:
+        return None
+    fb = np.asarray(list(vecs.values()), dtype=np.float32).mean(axis=0)
+    q = DENSE_PRF_QUERY_WEIGHT * np.asarray(dense, dtype=np.float32) + (1.0 - DENSE_PRF_QUERY_WEIGHT) * fb
+    norm = float(np.linalg.norm(q))
+    return [float(x) for x in q / norm] if norm > 0 else None
+
+
 def convex_fusion(
     vs: Any,
     dense: list[float] | None,
@@ -439,6 +472,7 @@ def convex_fusion(
     d_score, s_score = _both_scores(vs, collection, dense, sparse, conds, prefetch)
     order, fused = _fuse(d_score, s_score)
     trust = 0.0
+    expanded = sparse
     if feedback is not None and PRF_CHUNKS > 0 and sparse is not None and sparse[0] and order:
         trust = agreement(d_score, s_score, PRF_CHUNKS) if PRF_GATE == "agreement" else 1.0
     if feedback is not None and sparse is not None and trust > 0:
@@ -455,9 +489,13 @@ def convex_fusion(
         ]
         keep = 1.0 - (1.0 - PRF_QUERY_WEIGHT) * trust
         expanded = expand_query(sparse, feedback(texts) if texts else [], [fused[i] for i in fb], keep=keep)
-        if expanded is not sparse:
-            d_score, s_score = _both_scores(vs, collection, dense, expanded, conds, prefetch, d_score)
-            order, fused = _fuse(d_score, s_score)
+    new_dense = dense_feedback(vs, collection, dense, order) if feedback is not None else None
+    if new_dense is not None:
+        d_score, s_score = _both_scores(vs, collection, new_dense, expanded, conds, prefetch)
+        order, fused = _fuse(d_score, s_score)
+    elif expanded is not sparse:
+        d_score, s_score = _both_scores(vs, collection, dense, expanded, conds, prefetch, d_score)
+        order, fused = _fuse(d_score, s_score)
     best = order[:k]
     payloads = {h.id: h.payload for h in vs.retrieve(collection, best)} if best else {}
     return [VectorHit(i, fused[i], payloads[i]) for i in best if i in payloads]
