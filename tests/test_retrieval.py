@@ -95,6 +95,7 @@ def test_dense_feedback_moves_the_query_towards_the_best_chunks(
 
     from aisac_core.rag import search as retrieval
 
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)  # off by default: see docs/retrieval.md
     vs = indexed_core.vectors()
     query = next(iter(QUERIES))
     q = indexed_core.embedder.embed_query(query)
