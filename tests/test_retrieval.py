@@ -95,7 +95,7 @@ def test_dense_feedback_moves_the_query_towards_the_best_chunks(
 
     from aisac_core.rag import search as retrieval
 
-    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)  # off by default: see docs/retrieval.md
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)
     vs = indexed_core.vectors()
     query = next(iter(QUERIES))
     q = indexed_core.embedder.embed_query(query)
@@ -110,6 +110,31 @@ def test_dense_feedback_moves_the_query_towards_the_best_chunks(
     assert retrieval.dense_feedback(vs, "chunks", q, []) is None
     monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 0)
     assert retrieval.dense_feedback(vs, "chunks", q, order) is None
+
+
+def test_dense_feedback_is_skipped_when_the_dense_first_pass_has_a_clear_winner(
+    indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Selective feedback: no Rocchio when the best dense cosine beats the second by DENSE_PRF_CLEAR_GAP."""
+    from aisac_core.rag import search as retrieval
+
+    gap = retrieval.DENSE_PRF_CLEAR_GAP
+    assert gap is not None and 0 < gap < 1
+    assert retrieval.clear_winner({"a": 0.80, "b": 0.80 - gap}, gap)  # the boundary counts as clear
+    assert not retrieval.clear_winner({"a": 0.80, "b": 0.80 - gap / 2, "c": 0.1}, gap)
+    assert retrieval.clear_winner({"a": 0.3}, gap) and not retrieval.clear_winner({}, gap)
+    assert not retrieval.clear_winner({"a": 0.9, "b": 0.1}, None)  # None: feedback always
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)
+    vs = indexed_core.vectors()
+    query = next(iter(QUERIES))
+    q = indexed_core.embedder.embed_query(query)
+    order = [h.chunk_id for h in indexed_core.rag.search(query, k=5, mode="dense").hits]
+    clear = {order[0]: 0.9, order[1]: 0.9 - 2 * gap}
+    flat = {order[0]: 0.9, order[1]: 0.9 - gap / 2}
+    assert retrieval.dense_feedback(vs, "chunks", q, order, clear) is None
+    assert retrieval.dense_feedback(vs, "chunks", q, order, flat) is not None
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CLEAR_GAP", None)
+    assert retrieval.dense_feedback(vs, "chunks", q, order, clear) is not None
 
 
 def test_page_marker_hits_its_page(indexed_core: AppContext) -> None:
