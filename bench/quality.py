@@ -179,8 +179,10 @@ def _variants(shipped: str, other: str) -> tuple[tuple[str, str, str | None, dic
         ("aisac dense (MiniLM)", "dense", None, None),
         ("aisac sparse (BM25)", "sparse", None, None),
         (f"aisac hybrid ({other})", "hybrid", other, None),
-        (EARLIER, "hybrid", "convex", {"NORMALISATION": "minmax", "PRF_CHUNKS": 0}),
+        (EARLIER, "hybrid", "convex", {"NORMALISATION": "minmax", "PRF_CHUNKS": 0, "DENSE_PRF_CHUNKS": 0}),
         ("hybrid, TM2C2 off (min-max)", "hybrid", "convex", {"NORMALISATION": "minmax"}),
+        ("hybrid, dense feedback off (RM3 only, shipped before)", "hybrid", "convex", {"DENSE_PRF_CHUNKS": 0}),
+        ("hybrid, dense feedback ungated", "hybrid", "convex", {"DENSE_PRF_CLEAR_GAP": None}),
         ("hybrid, RM3 off", "hybrid", "convex", {"PRF_CHUNKS": 0}),
         ("hybrid, RM3 gated by dense/BM25 agreement", "hybrid", "convex", {"PRF_GATE": "agreement"}),
     )

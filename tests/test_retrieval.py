@@ -74,6 +74,7 @@ def test_hybrid_scores(indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
         assert all(0.0 <= h.score <= 1.0 + 1e-9 for h in indexed_core.rag.search(query, k=10).hits)
     # without pseudo-relevance feedback the BM25 list is the query's own: best on both lists -> 1.0
     monkeypatch.setattr(retrieval, "PRF_CHUNKS", 0)
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 0)
     for query in QUERIES:
         hits = indexed_core.rag.search(query, k=10).hits
         dense = indexed_core.rag.search(query, k=1, mode="dense").hits[0]
@@ -84,6 +85,56 @@ def test_hybrid_scores(indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
             assert all(0.0 <= h.score <= 1.0 + 1e-9 for h in hits)
             if dense.chunk_id == sparse.chunk_id:
                 assert hits[0].score == pytest.approx(1.0)
+
+
+def test_dense_feedback_moves_the_query_towards_the_best_chunks(
+    indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rocchio on the embedding: q' = w q + (1 - w) mean(v of the best chunks), unit length; off at 0 chunks."""
+    import numpy as np
+
+    from aisac_core.rag import search as retrieval
+
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)
+    vs = indexed_core.vectors()
+    query = next(iter(QUERIES))
+    q = indexed_core.embedder.embed_query(query)
+    order = [h.chunk_id for h in indexed_core.rag.search(query, k=5, mode="dense").hits]
+    new = retrieval.dense_feedback(vs, "chunks", q, order)
+    assert new is not None and np.linalg.norm(new) == pytest.approx(1.0, abs=1e-5)
+    fb = np.mean([vs.dense_vectors("chunks", [i])[i] for i in order[: retrieval.DENSE_PRF_CHUNKS]], axis=0)
+    w = retrieval.DENSE_PRF_QUERY_WEIGHT
+    want = w * np.asarray(q) + (1 - w) * fb
+    assert np.allclose(new, want / np.linalg.norm(want), atol=1e-5)
+    assert float(np.dot(new, fb)) > float(np.dot(q, fb))  # closer to the feedback chunks than the query was
+    assert retrieval.dense_feedback(vs, "chunks", q, []) is None
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 0)
+    assert retrieval.dense_feedback(vs, "chunks", q, order) is None
+
+
+def test_dense_feedback_is_skipped_when_the_dense_first_pass_has_a_clear_winner(
+    indexed_core: AppContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Selective feedback: no Rocchio when the best dense cosine beats the second by DENSE_PRF_CLEAR_GAP."""
+    from aisac_core.rag import search as retrieval
+
+    gap = retrieval.DENSE_PRF_CLEAR_GAP
+    assert gap is not None and 0 < gap < 1
+    assert retrieval.clear_winner({"a": 0.80, "b": 0.80 - gap}, gap)  # the boundary counts as clear
+    assert not retrieval.clear_winner({"a": 0.80, "b": 0.80 - gap / 2, "c": 0.1}, gap)
+    assert retrieval.clear_winner({"a": 0.3}, gap) and not retrieval.clear_winner({}, gap)
+    assert not retrieval.clear_winner({"a": 0.9, "b": 0.1}, None)  # None: feedback always
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CHUNKS", 3)
+    vs = indexed_core.vectors()
+    query = next(iter(QUERIES))
+    q = indexed_core.embedder.embed_query(query)
+    order = [h.chunk_id for h in indexed_core.rag.search(query, k=5, mode="dense").hits]
+    clear = {order[0]: 0.9, order[1]: 0.9 - 2 * gap}
+    flat = {order[0]: 0.9, order[1]: 0.9 - gap / 2}
+    assert retrieval.dense_feedback(vs, "chunks", q, order, clear) is None
+    assert retrieval.dense_feedback(vs, "chunks", q, order, flat) is not None
+    monkeypatch.setattr(retrieval, "DENSE_PRF_CLEAR_GAP", None)
+    assert retrieval.dense_feedback(vs, "chunks", q, order, clear) is not None
 
 
 def test_page_marker_hits_its_page(indexed_core: AppContext) -> None:

@@ -376,6 +376,15 @@ def test_upsert_replaces_by_id_and_retrieve(vs: VectorStore) -> None:
     vs.upsert("c", [])  # no-op
 
 
+def test_dense_vectors_by_id(vs: VectorStore) -> None:
+    """The stored dense vectors, by id (the dense feedback of hybrid search reads them); unknown ids left out."""
+    vs.upsert("c", _points())
+    got = vs.dense_vectors("c", [_pid("b"), _pid("e"), str(uuid.uuid4())])
+    assert set(got) == {_pid("b"), _pid("e")}
+    assert got[_pid("b")] == pytest.approx(_unit(1)) and got[_pid("e")] == pytest.approx(_unit(4))
+    assert vs.dense_vectors("c", []) == {}
+
+
 def test_delete_by_condition_and_count(vs: VectorStore) -> None:
     vs.upsert("c", _points())
     assert vs.count("c") == 5

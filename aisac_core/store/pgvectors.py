@@ -351,6 +351,18 @@ class PgVectorStore(VectorStore):
 
         return list(self._run(go))
 
+    def dense_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        pts, _ = self._check(name)
+        if not ids:
+            return {}
+
+        def go(cur: Any) -> dict[str, list[float]]:
+            # pgvector's text form is "[x,y,...]", which is JSON
+            cur.execute(f"SELECT id::text, dense::text FROM {pts} WHERE id = ANY(%s::uuid[])", (list(ids),))
+            return {str(r[0]): [float(x) for x in json.loads(r[1])] for r in cur.fetchall()}
+
+        return dict(self._run(go))
+
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         pts, _ = self._check(name)
         where, args = self._where_sql(conds, None)

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from aisac_core.errors import AisacError
 
@@ -126,6 +126,11 @@ class VectorStore(ABC):
     @abstractmethod
     def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
         """Points by id (score 0), payload included; unknown ids are left out."""
+
+    @abstractmethod
+    def dense_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        """The stored dense vector of each point of ``ids`` (``{id: vector}``; unknown ids are left out).
+        Used by the dense pseudo-relevance feedback of hybrid search (:mod:`aisac_core.rag.search`)."""
 
     @abstractmethod
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
@@ -357,6 +362,12 @@ class EdgeVectorStore(VectorStore):
             return []
         recs = self._shard(name).retrieve(list(ids), with_payload=True, with_vector=False)
         return [VectorHit(str(r.id), 0.0, dict(r.payload or {})) for r in recs]
+
+    def dense_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        recs = self._shard(name).retrieve(list(ids), with_payload=False, with_vector=True)
+        return {str(r.id): list(r.vector[DENSE] if isinstance(r.vector, dict) else r.vector) for r in recs}
 
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self._shard(name).count(self._qe.CountRequest(exact=True, filter=self._filter(conds))))
@@ -648,6 +659,16 @@ class QdrantClientVectorStore(VectorStore):
             return []
         recs = self.client.retrieve(name, ids=list(ids), with_payload=True)
         return [VectorHit(str(r.id), 0.0, dict(r.payload or {})) for r in recs]
+
+    def dense_vectors(self, name: str, ids: list[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        recs = self.client.retrieve(name, ids=list(ids), with_payload=False, with_vectors=[DENSE])
+        out: dict[str, list[float]] = {}
+        for r in recs:
+            v = r.vector[DENSE] if isinstance(r.vector, dict) else r.vector
+            out[str(r.id)] = [float(x) for x in cast(list[float], v)]
+        return out
 
     def count(self, name: str, conds: list[Cond] | None = None) -> int:
         return int(self.client.count(name, count_filter=self._filter(conds), exact=True).count)
