@@ -321,7 +321,7 @@ class StdioRelay:
         and lists, but every call is answered with the drift error naming the settings and the fix."""
         import httpx
 
-        not_sent = _not_sent()
+        retry_on: tuple[type[Exception], ...] = (_Retry, *_not_sent())  # never reached the owner: send again
         for attempt in range(3):
             try:
                 info = await self._owner(force=attempt > 0)
@@ -330,7 +330,7 @@ class StdioRelay:
                     return
                 await self._post(info, msg)
                 return
-            except (_Retry, *not_sent) as exc:
+            except retry_on as exc:
                 log.warning("owner unreachable (%s): reconnecting", type(exc).__name__)
                 self._stamp = None
                 if attempt == 2:
