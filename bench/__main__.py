@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--study", action="store_true", help="quality: add the fusion study of docs/retrieval.md")
     ap.add_argument("--queries", type=int, default=0, help="latency, memory: number of queries (default: all 225)")
     ap.add_argument("--min-chunks", type=int, default=10_240, help="latency: chunks in the store (default 10240)")
-    ap.add_argument("--runs", type=int, default=5, help="startup: number of spawns (default 5)")
+    ap.add_argument("--runs", type=int, default=5, help="startup, owner: number of spawns per start case (default 5)")
     args = ap.parse_args(argv)
     parts: list[str] = []
     for item in args.only or []:

@@ -8,7 +8,8 @@ the interpreter start, imports, and whatever handshake the client performs. Medi
 waits for the models (loaded in the background). Before that, the import time of the suite (what a
 ``--no-owner`` server and the owner daemon load) and of the stdio relay (what every host spawns when an
 owner serves the store): each the median of 3 fresh interpreters, the wall clock of the ``import``
-statement alone.
+statement alone. The start cases one by one (no owner with and without the store's answer catalogue, owner
+running, ``--no-owner``), each with the CPU time of the spawned process: ``python -m bench --only owner``.
 """
 
 from __future__ import annotations

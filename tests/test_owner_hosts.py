@@ -89,6 +89,18 @@ async def test_http_owner_profile_does_not_change_a_stdio_hosts_view(owned_store
         stop_process(proc)
 
 
+def test_the_stdio_relay_path_imports_no_mcp_library_no_suite_and_no_httpx():
+    """What `aisac serve` loads before its relay answers from the answer catalogue: the command line, the settings and
+    the relay, but no MCP library, no suite or store layer, and no httpx (loaded once the catalogue has answered)."""
+    import sys
+
+    modules = ("aisac_servers.cli.main", "aisac_servers.owner.daemon", "aisac_servers.adapters.builtin")
+    heavy = ("fastmcp", "mcp", "httpx", "sqlalchemy", "numpy", "aisac_servers.serving", "aisac_core.rag")
+    code = f"import sys, {', '.join(modules)}; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 async def test_a_relay_lists_from_the_answer_catalogue_while_the_owner_starts(owned_store):  # noqa: F811
     """After a first host, the store keeps the owner's listing answers: the next host, with no owner running, gets
     initialize and tools/list from them (its profile applied) and its first call once the owner is up."""

@@ -23,7 +23,9 @@ Around the bytes the relay adds only:
   listed or callable; ``profile``: likewise for a tool profile (``aisac serve --tools core``,
   :mod:`aisac_core.tool_profiles`), whose instructions keep only the lines of its servers.
 
-This module imports neither fastmcp nor the suite: a stdio proxy starts in a few hundred milliseconds.
+This module imports neither fastmcp nor the suite, and httpx (~0.13 s of CPU, with its TLS stack) only when the relay
+first talks to the owner: a relay whose store has an answer catalogue answers ``initialize`` and ``tools/list``
+before it loads httpx or looks for the owner (:meth:`StdioRelay._warm`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, aisac_version, ensure_owner
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
@@ -48,6 +49,8 @@ from .catalog import CACHEABLE, AnswerCatalog
 from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED, owner_http_client
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
+    import httpx
+
     from aisac_core.settings import Settings
 
 log = logging.getLogger("aisac.owner")
@@ -61,8 +64,17 @@ _LISTS = {
     "resources/list": ("resources", "uri"),
     "resources/templates/list": ("resourceTemplates", "uriTemplate"),
 }
-#: httpx errors raised before the request reached the owner (safe to send again to a new owner)
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: seconds the background start of the owner waits for the host's ``tools/list`` (answered from the catalogue first)
+WARM_AFTER_LIST_S = 0.5
+
+
+def _not_sent() -> tuple[type[Exception], ...]:
+    """httpx errors raised before the request reached the owner (safe to send again to a new owner)."""
+    import httpx
+
+    return (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
 #: requests refused while the owner serves other settings than this host's (listing and pinging still work)
 DRIFT_REFUSED = ("tools/call", "resources/read", "prompts/get", "completion/complete")
 
@@ -120,6 +132,7 @@ class StdioRelay:
         self._warming = False
         self._warm_done = False
         self._init_from_catalog = False
+        self._listed: anyio.Event | None = None  # set once the host's first tools/list is answered (made in _main)
 
     # ---------------------------------------------------------------------------------------------- output
 
@@ -253,6 +266,8 @@ class StdioRelay:
         """The pooled client reaching the owner ``info`` where it listens (its Unix socket, else TCP)."""
         where = info.socket or ""
         if self._http is None or self._http_where != where:
+            import httpx  # here, not at the top: see the module docstring
+
             if self._http is not None:
                 self._old_http.append(self._http)
             self._http = owner_http_client(
@@ -313,6 +328,9 @@ class StdioRelay:
         """POST one message and relay the answer; reconnects and sends again when it never reached the owner. While
         the owner runs with other settings than this host's (and could not be restarted), the session still opens
         and lists, but every call is answered with the drift error naming the settings and the fix."""
+        import httpx
+
+        retry_on: tuple[type[Exception], ...] = (_Retry, *_not_sent())  # never reached the owner: send again
         for attempt in range(3):
             try:
                 info = await self._owner(force=attempt > 0)
@@ -321,7 +339,7 @@ class StdioRelay:
                     return
                 await self._post(info, msg)
                 return
-            except (_Retry, *_NOT_SENT) as exc:
+            except retry_on as exc:
                 log.warning("owner unreachable (%s): reconnecting", type(exc).__name__)
                 self._stamp = None
                 if attempt == 2:
@@ -336,6 +354,8 @@ class StdioRelay:
                 return
 
     async def _post(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
+        import httpx
+
         method = msg.get("method")
         async with self._client(info).stream("POST", info.url, json=msg, headers=self._headers(info, msg)) as r:
             if (
@@ -388,6 +408,8 @@ class StdioRelay:
         if method == "initialize":
             self._init_body, self._init_from_catalog = msg, True
             self.protocol_version = result.get("protocolVersion")
+        elif method == "tools/list" and self._listed is not None:
+            self._listed.set()
         self._start_warm()
         return True
 
@@ -397,7 +419,13 @@ class StdioRelay:
             self._tg.start_soon(self._warm)
 
     async def _warm(self) -> None:
-        """Find or start the owner (and open this host's session with it) in the background."""
+        """Find or start the owner (and open this host's session with it) in the background, once the host's first
+        ``tools/list`` is answered (or :data:`WARM_AFTER_LIST_S` after ``initialize``): its CPU (finding the owner,
+        loading httpx, the session's handshake) then never delays the answers a host waits for to show its tools.
+        A request that needs the owner before that finds it itself (:meth:`_owner`)."""
+        if self._listed is not None:
+            with anyio.move_on_after(WARM_AFTER_LIST_S):
+                await self._listed.wait()
         try:
             await self._owner()
         except Exception as exc:  # noqa: BLE001 - each request reports the owner's trouble itself
@@ -454,6 +482,7 @@ class StdioRelay:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        self._listed = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg

@@ -2,7 +2,10 @@
 
 - the official conformance suite (``@modelcontextprotocol/conformance server --url``) over streamable HTTP;
 - the MCP Inspector CLI calling one tool of every server over stdio;
-- the TypeScript SDK client (``sdk_client.mjs``) calling one tool of every server over stdio.
+- the TypeScript SDK client (``sdk_client.mjs``) calling one tool of every server over stdio;
+- the TypeScript SDK client at protocol 2025-11-25 (``sdk_polled_job.mjs``) running index jobs over stdio the way
+  that version allows: a polled job (rag_index, then rag_job_status) and a foreground call with progress.
+  (At 2026-07-28 the same SDK runs the index job as a task: tests/test_tasks.py.)
 
 Needs Node.js and npm: ``npm ci`` runs here once (about 40 s, then cached in ~/.npm); without Node, or when the
 npm registry is unreachable, the tests skip with a message. Versions are the newest that run on Node 20
@@ -152,6 +155,54 @@ def test_typescript_sdk_client_calls_every_server(node_tools, interop_store):
         assert not x["isError"] and all(t.startswith(x["server"] + "_") for t in x["tools"]), x
     rag = next(x for x in lines if x["server"] == "rag")
     assert rag["structured"]["hits"][0]["path"].endswith("report.pdf")
+
+
+#: a tiny corpus per index job of the 2025-11-25 scenario (a few small Markdown files, so the jobs take ~1 s)
+POLLED_NOTES = {
+    "polled": {
+        "pumps.md": "# Pump curves\n\nA centrifugal pump delivers less head as the flow rises; the duty point lies "
+        "where the pump curve meets the system curve.\n",
+        "valves.md": "# Control valves\n\nThe valve flow coefficient Cv is the flow of water in US gallons per "
+        "minute at a pressure drop of 1 psi.\n",
+    },
+    "waited": {
+        "fouling.md": "# Fouling\n\nDeposits on a heat exchanger wall add a fouling resistance in series with "
+        "the film resistances.\n",
+        "baffles.md": "# Baffles\n\nSegmental baffles in a shell-and-tube exchanger raise the shell-side "
+        "velocity and the heat transfer coefficient.\n",
+        "tubes.md": "# Tube pitch\n\nA triangular tube pitch packs more tubes in the shell than a square one.\n",
+    },
+}
+
+
+def test_typescript_sdk_2025_11_25_runs_an_index_job_as_a_polled_job(node_tools, interop_store, tmp_path):
+    """TypeScript SDK 1.32 at 2025-11-25 over stdio (relay to the owner): no tasks at that version, so a polled job
+    (rag_index answers a job id, rag_job_status is polled to done) and a wait=true call whose progress strictly
+    increases. The host's roots are the two tiny folders (sent by the relay as this host's own settings)."""
+    folders = []
+    for name, files in POLLED_NOTES.items():
+        (tmp_path / name).mkdir()
+        for fname, text in files.items():
+            (tmp_path / name / fname).write_text(text, encoding="utf-8")
+        folders.append(str(tmp_path / name))
+    env = {**_env(interop_store), "AISAC_ROOTS": os.pathsep.join(folders)}
+    out = subprocess.run(
+        ["node", str(HERE / "sdk_polled_job.mjs"), AISAC, *folders],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=HERE,
+    )
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    assert out.returncode == 0 and lines and all(x["ok"] for x in lines), out.stdout[-3000:] + out.stderr[-2000:]
+    assert {x["check"] for x in lines} >= {
+        "the server answers protocol 2025-11-25",
+        "tools/list: the poll-style job tools, no taskSupport",
+        "rag_job_status polled until done, every file indexed",
+        "rag_index wait=true ends done, every file indexed",
+        "progress notifications strictly increase to done",
+    }
 
 
 def _free_port() -> int:
