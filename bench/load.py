@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import secrets
 import socket
 import subprocess
 import sys
@@ -44,14 +45,16 @@ def _server_cpu_s(pid: int) -> float:
         return 0.0
 
 
-async def _client(url: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]) -> int:
+async def _client(
+    url: str, token: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]
+) -> int:
     """One client: a session, then up to CALLS_PER_CLIENT mixed calls before ``deadline``; returns calls made."""
     from fastmcp import Client
 
     rng = random.Random(idx)
     names, weights = zip(*MIX)
     done = 0
-    async with Client(url) as client:
+    async with Client(url, auth=token) as client:
         sess = await client.call_tool("memory_start_session", {"title": f"load client {idx}"})
         sid = (sess.structured_content or {})["session_id"]
         for i in range(CALLS_PER_CLIENT):
@@ -74,12 +77,12 @@ async def _client(url: str, idx: int, deadline: float, lat: dict[str, list[float
     return done
 
 
-async def _drive(url: str) -> tuple[dict[str, list[float]], list[str], float, int]:
+async def _drive(url: str, token: str) -> tuple[dict[str, list[float]], list[str], float, int]:
     lat: dict[str, list[float]] = {}
     errors: list[str] = []
     t0 = time.perf_counter()
     deadline = time.monotonic() + DEADLINE_S
-    done = await asyncio.gather(*(_client(url, i, deadline, lat, errors) for i in range(CLIENTS)))
+    done = await asyncio.gather(*(_client(url, token, i, deadline, lat, errors) for i in range(CLIENTS)))
     return lat, errors, time.perf_counter() - t0, sum(done)
 
 
@@ -95,12 +98,13 @@ def run(ctx: Context) -> dict[str, Any]:
             Indexer(core.rag).run([example_notes(tmp)])
         finally:
             core.close()
+        token = secrets.token_urlsafe(32)  # every HTTP server requires a bearer token, loopback included
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         proc = subprocess.Popen(
             [aisac, "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), "--tools", "all"],
-            env=server_env(store),
+            env={**server_env(store), "AISAC_HTTP_TOKEN": token},
             stdout=subprocess.DEVNULL,
             stderr=open(tmp / "server-stderr.log", "wb"),  # noqa: SIM115 - closed with the process
         )
@@ -114,9 +118,9 @@ def run(ctx: Context) -> dict[str, Any]:
             else:
                 raise Skip(f"aisac serve did not listen: {(tmp / 'server-stderr.log').read_text()[-500:]}")
             url = f"http://127.0.0.1:{port}/mcp"
-            asyncio.run(_drive_warm(url))
+            asyncio.run(_drive_warm(url, token))
             cpu0 = _server_cpu_s(proc.pid)
-            lat, errors, wall, calls = asyncio.run(_drive(url))
+            lat, errors, wall, calls = asyncio.run(_drive(url, token))
             cpu = _server_cpu_s(proc.pid) - cpu0
         finally:
             proc.terminate()
@@ -169,10 +173,10 @@ def run(ctx: Context) -> dict[str, Any]:
     }
 
 
-async def _drive_warm(url: str) -> None:
+async def _drive_warm(url: str, token: str) -> None:
     """One search and one trace listing before the measured phase (loads the model in the server)."""
     from fastmcp import Client
 
-    async with Client(url) as client:
+    async with Client(url, auth=token) as client:
         await client.call_tool("rag_search", {"query": "warm up", "k": 1})
         await client.call_tool("trace_list_runs", {"limit": 1})
