@@ -42,6 +42,7 @@ server = FastMCP(
         "Load tables (CSV, Excel, Parquet, JSON) from the allowed roots; preview, query, aggregate; run "
         "Python in sandboxed sessions."
     ),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 FrameName = Annotated[str, Field(description="frame name, or a result_id")]

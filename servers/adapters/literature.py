@@ -32,6 +32,7 @@ server = FastMCP(
         "Search scholarly literature (arXiv, PubMed, Crossref, OpenAlex, Semantic Scholar), follow citations, "
         "import open-access PDFs into rag."
     ),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 

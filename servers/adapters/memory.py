@@ -33,6 +33,7 @@ server = FastMCP(
         "Conversation memory: memory_start_session, memory_add_turn per turn, memory_recall for a question's "
         "context; temporal facts."
     ),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 

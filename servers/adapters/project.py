@@ -95,6 +95,7 @@ def build_project_server(b: Bootstrapped) -> FastMCP:
         PROJECT_NAMESPACE,
         instructions=f"Tools of the project {m.project.name!r} "
         f"({m.project.category}; {m.project.domain or 'no domain given'}).",
+        dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
     )
     for fn in b.tools:
         try:

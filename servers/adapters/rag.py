@@ -51,6 +51,7 @@ server = FastMCP(
         "Search the user's indexed documents (rag_search), then read one (rag_get_overview, "
         "rag_read_sections). Every hit has an evidence anchor: cite anchors in answers."
     ),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 

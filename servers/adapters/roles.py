@@ -46,6 +46,7 @@ server = FastMCP(
         "roles_run answers a question end to end (route, plan, execute, evaluate) with cited anchors; the "
         "roles_* prompts let your own model route, plan and evaluate."
     ),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 Mode = Annotated[

@@ -30,7 +30,9 @@ from ..shapes.results_schema import schema
 from .common import App, call_core, hints, tool_error
 
 server = FastMCP(
-    "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
+    "trace",
+    instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff."),
+    dereference_schemas=False,  # the suite's tools/list inlines $ref once (shapes/toollist.py)
 )
 
 RunId = Annotated[str, Field(description="a run id (trace_list_runs)")]

@@ -383,6 +383,9 @@ def build(
         version=aisac_version(),  # serverInfo names aisac's version, not fastmcp's
         lifespan=_lifespan(app, own=lifespan),
         instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}),
+        # CompactToolList (below) inlines every $ref of the listed schemas once; fastmcp's own dereferencing, here
+        # and in each mounted server, cost ~65 % of a tools/list (docs/deployment.md, "Serving under load")
+        dereference_schemas=False,
     )
     add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)
     for n, server in mounted.items():
