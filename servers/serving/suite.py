@@ -32,7 +32,7 @@ from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
 from ..adapters import builtin
-from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
+from ..adapters.common import FULL_RESULT_META, AisacServer, SafeErrors, call_core
 from ..shapes.completions import chain_completions
 from ..shapes.toollist import CompactToolList, ToolSearch
 from .dashboard import mount_dashboard
@@ -378,14 +378,11 @@ def build(
         chosen = list(profile.servers)
     loaded = {n: available[n]() for n in chosen}
     mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
-    main = FastMCP(
+    main = AisacServer(
         "aisac",
         version=aisac_version(),  # serverInfo names aisac's version, not fastmcp's
         lifespan=_lifespan(app, own=lifespan),
         instructions=compose_instructions({n: s.instructions for n, s in mounted.items()}),
-        # CompactToolList (below) inlines every $ref of the listed schemas once; fastmcp's own dereferencing, here
-        # and in each mounted server, cost ~65 % of a tools/list (docs/deployment.md, "Serving under load")
-        dereference_schemas=False,
     )
     add_tasks(main, app, enabled=lifespan)  # long tools as MCP tasks (an in-process suite runs them in the foreground)
     for n, server in mounted.items():
