@@ -8,8 +8,9 @@ of issue 33 with a fixed seed: ``rag_search`` 40 %, ``memory_add_turn`` 20 %, ``
 
 Figures: mixed calls per second (calls completed over the wall time of the loaded phase), p50 / p95 latency
 per tool and overall, and the server's CPU seconds (``/proc/<pid>/stat`` utime + stime) per call, which says
-how much of a call's time is the server's work rather than waiting for a core on a busy machine. Targets
-(issue 33): >= 60 calls/s, p95 <= 250 ms.
+how much of a call's time is the server's work rather than waiting for a core on a busy machine, with the rate
+that CPU allows on idle cores (cores x 1000 / CPU ms per call). Targets: >= 60 calls/s, p95 <= 250 ms. Where the
+server's CPU goes: docs/retrieval.md, "Serving under load".
 """
 
 from __future__ import annotations
@@ -131,6 +132,10 @@ def run(ctx: Context) -> dict[str, Any]:
                 proc.wait(timeout=30)
     every = [x for v in lat.values() for x in v]
     rate = calls / wall if wall else 0.0
+    cpu_ms = 1000 * cpu / max(calls, 1)
+    # what the server's own CPU allows on idle cores: 2 cores' CPU-ms per second over its CPU-ms per call (a bound:
+    # the clients' CPU and the GIL are left out; the measured rate on a shared machine says little)
+    projected = (1000 * (os.cpu_count() or 1)) / cpu_ms if cpu_ms else 0.0
     overall = latency_summary(every)
     ok = rate >= TARGET_RATE and overall["p95_ms"] <= TARGET_P95_MS and not errors
     rows = [(tool, len(v), latency_summary(v)["p50_ms"], latency_summary(v)["p95_ms"]) for tool, v in lat.items()]
@@ -140,7 +145,8 @@ def run(ctx: Context) -> dict[str, Any]:
         ["tool", "calls", "p50 ms", "p95 ms"],
         rows,
         caption=f"{calls} calls in {wall:.1f} s = {rate:.1f} calls/s (target >= {TARGET_RATE}); server CPU "
-        f"{cpu:.1f} s = {1000 * cpu / max(calls, 1):.1f} ms per call; errors: {len(errors)} "
+        f"{cpu:.1f} s = {cpu_ms:.1f} ms per call, i.e. at most {projected:.0f} calls/s on {os.cpu_count()} idle "
+        f"cores; errors: {len(errors)} "
         f"{errors[:3] if errors else ''}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
     )
     table(
@@ -148,6 +154,13 @@ def run(ctx: Context) -> dict[str, Any]:
         ["check", "measured", "target", "status"],
         [
             ("mixed calls/s", round(rate, 1), f">= {TARGET_RATE}", target_cell(rate >= TARGET_RATE)),
+            ("server CPU ms per call", round(cpu_ms, 2), "-", "-"),
+            (
+                f"calls/s the server CPU allows on {os.cpu_count()} idle cores",
+                round(projected),
+                f">= {TARGET_RATE}",
+                target_cell(projected >= TARGET_RATE),
+            ),
             ("p95 ms", overall["p95_ms"], f"<= {TARGET_P95_MS}", target_cell(overall["p95_ms"] <= TARGET_P95_MS)),
         ],
     )
@@ -165,7 +178,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "calls": calls,
         "wall_s": round(wall, 2),
         "server_cpu_s": round(cpu, 2),
-        "server_cpu_ms_per_call": round(1000 * cpu / max(calls, 1), 2),
+        "server_cpu_ms_per_call": round(cpu_ms, 2),
+        "projected_calls_per_s_idle_cores": round(projected, 1),
         "latency": {tool: latency_summary(v) for tool, v in lat.items()},
         "overall": overall,
         "errors": errors[:20],

@@ -1,4 +1,4 @@
-"""Per-call overhead of the suite over streamable HTTP (docs/deployment.md, "Serving under load"): a real MCP
+"""Per-call overhead of the suite over streamable HTTP (docs/retrieval.md, "Serving under load"): a real MCP
 client drives the suite's ASGI app in process. The transport's per-call header check finds each tool's input
 schema in the table the suite fills at start, instead of listing every tool on every call."""
 

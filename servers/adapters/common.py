@@ -175,7 +175,7 @@ class _LookupInTurn(AggregateProvider):
 
 
 class AisacServer(FastMCP, _LookupInTurn):
-    """A fastmcp server as aisac's servers and the suite use it (per-call overhead, docs/deployment.md "Serving
+    """A fastmcp server as aisac's servers and the suite use it (per-call overhead, docs/retrieval.md "Serving
     under load"): tools are looked up in turn (:class:`_LookupInTurn`), and schemas are not dereferenced by fastmcp
     (``dereference_schemas=False`` unless given): the suite's ``tools/list`` inlines every ``$ref`` once
     (:mod:`aisac_servers.shapes.toollist`); fastmcp's dereferencing, in the suite and again in each mounted server,

@@ -4,7 +4,7 @@ The MCP SDK (``mcp`` 2.x, streamable HTTP of the stateless protocol era) checks 
 arguments against its tool's input schema (``Mcp-Param-*`` headers, SEP-2243). It asks the low-level server's
 ``get_tool_input_schema(name)``; when a server sets none (fastmcp 4.1 does not), it runs a whole ``tools/list``
 through the middleware instead - for aisac's suite, every mounted server's listing and the dereferencing of every
-schema, about 80 % of the server CPU of a mixed call under load (docs/deployment.md, "Serving under load").
+schema, about 80 % of the server CPU of a mixed call under load (docs/retrieval.md, "Serving under load").
 
 :func:`install_schema_lookup` fills a name -> input schema table once, when the suite starts (its lifespan), from the
 suite's own unfiltered listing with ``$ref`` inlined as the listing does, and only then sets the lookup: before, and

@@ -96,7 +96,7 @@ class AisacTasks(TasksExtension):
         """Run the call as a task when the client opted in and this suite's worker runs; else in the foreground.
 
         A tool that never runs as a task (all but the long ones; :meth:`foreground_tools`) goes straight to its
-        body: the extension's own check looks the tool up again (a second lookup per call, docs/deployment.md
+        body: the extension's own check looks the tool up again (a second lookup per call, docs/retrieval.md
         "Serving under load")."""
         if not self.enabled or getattr(context.fastmcp, "_docket", None) is None:
             return await call_next()
