@@ -8,8 +8,9 @@ of issue 33 with a fixed seed: ``rag_search`` 40 %, ``memory_add_turn`` 20 %, ``
 
 Figures: mixed calls per second (calls completed over the wall time of the loaded phase), p50 / p95 latency
 per tool and overall, and the server's CPU seconds (``/proc/<pid>/stat`` utime + stime) per call, which says
-how much of a call's time is the server's work rather than waiting for a core on a busy machine. Targets
-(issue 33): >= 60 calls/s, p95 <= 250 ms.
+how much of a call's time is the server's work rather than waiting for a core on a busy machine, with the rate
+that CPU allows on idle cores (cores x 1000 / CPU ms per call). Targets: >= 60 calls/s, p95 <= 250 ms. Where the
+server's CPU goes: docs/retrieval.md, "Serving under load".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import secrets
 import socket
 import subprocess
 import sys
@@ -44,14 +46,16 @@ def _server_cpu_s(pid: int) -> float:
         return 0.0
 
 
-async def _client(url: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]) -> int:
+async def _client(
+    url: str, token: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]
+) -> int:
     """One client: a session, then up to CALLS_PER_CLIENT mixed calls before ``deadline``; returns calls made."""
     from fastmcp import Client
 
     rng = random.Random(idx)
     names, weights = zip(*MIX)
     done = 0
-    async with Client(url) as client:
+    async with Client(url, auth=token) as client:
         sess = await client.call_tool("memory_start_session", {"title": f"load client {idx}"})
         sid = (sess.structured_content or {})["session_id"]
         for i in range(CALLS_PER_CLIENT):
@@ -74,12 +78,12 @@ async def _client(url: str, idx: int, deadline: float, lat: dict[str, list[float
     return done
 
 
-async def _drive(url: str) -> tuple[dict[str, list[float]], list[str], float, int]:
+async def _drive(url: str, token: str) -> tuple[dict[str, list[float]], list[str], float, int]:
     lat: dict[str, list[float]] = {}
     errors: list[str] = []
     t0 = time.perf_counter()
     deadline = time.monotonic() + DEADLINE_S
-    done = await asyncio.gather(*(_client(url, i, deadline, lat, errors) for i in range(CLIENTS)))
+    done = await asyncio.gather(*(_client(url, token, i, deadline, lat, errors) for i in range(CLIENTS)))
     return lat, errors, time.perf_counter() - t0, sum(done)
 
 
@@ -95,12 +99,13 @@ def run(ctx: Context) -> dict[str, Any]:
             Indexer(core.rag).run([example_notes(tmp)])
         finally:
             core.close()
+        token = secrets.token_urlsafe(32)  # every HTTP server requires a bearer token, loopback included
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         proc = subprocess.Popen(
             [aisac, "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), "--tools", "all"],
-            env=server_env(store),
+            env={**server_env(store), "AISAC_HTTP_TOKEN": token},
             stdout=subprocess.DEVNULL,
             stderr=open(tmp / "server-stderr.log", "wb"),  # noqa: SIM115 - closed with the process
         )
@@ -114,9 +119,9 @@ def run(ctx: Context) -> dict[str, Any]:
             else:
                 raise Skip(f"aisac serve did not listen: {(tmp / 'server-stderr.log').read_text()[-500:]}")
             url = f"http://127.0.0.1:{port}/mcp"
-            asyncio.run(_drive_warm(url))
+            asyncio.run(_drive_warm(url, token))
             cpu0 = _server_cpu_s(proc.pid)
-            lat, errors, wall, calls = asyncio.run(_drive(url))
+            lat, errors, wall, calls = asyncio.run(_drive(url, token))
             cpu = _server_cpu_s(proc.pid) - cpu0
         finally:
             proc.terminate()
@@ -127,6 +132,10 @@ def run(ctx: Context) -> dict[str, Any]:
                 proc.wait(timeout=30)
     every = [x for v in lat.values() for x in v]
     rate = calls / wall if wall else 0.0
+    cpu_ms = 1000 * cpu / max(calls, 1)
+    # what the server's own CPU allows on idle cores: 2 cores' CPU-ms per second over its CPU-ms per call (a bound:
+    # the clients' CPU and the GIL are left out; the measured rate on a shared machine says little)
+    projected = (1000 * (os.cpu_count() or 1)) / cpu_ms if cpu_ms else 0.0
     overall = latency_summary(every)
     ok = rate >= TARGET_RATE and overall["p95_ms"] <= TARGET_P95_MS and not errors
     rows = [(tool, len(v), latency_summary(v)["p50_ms"], latency_summary(v)["p95_ms"]) for tool, v in lat.items()]
@@ -136,7 +145,8 @@ def run(ctx: Context) -> dict[str, Any]:
         ["tool", "calls", "p50 ms", "p95 ms"],
         rows,
         caption=f"{calls} calls in {wall:.1f} s = {rate:.1f} calls/s (target >= {TARGET_RATE}); server CPU "
-        f"{cpu:.1f} s = {1000 * cpu / max(calls, 1):.1f} ms per call; errors: {len(errors)} "
+        f"{cpu:.1f} s = {cpu_ms:.1f} ms per call, i.e. at most {projected:.0f} calls/s on {os.cpu_count()} idle "
+        f"cores; errors: {len(errors)} "
         f"{errors[:3] if errors else ''}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
     )
     table(
@@ -144,6 +154,13 @@ def run(ctx: Context) -> dict[str, Any]:
         ["check", "measured", "target", "status"],
         [
             ("mixed calls/s", round(rate, 1), f">= {TARGET_RATE}", target_cell(rate >= TARGET_RATE)),
+            ("server CPU ms per call", round(cpu_ms, 2), "-", "-"),
+            (
+                f"calls/s the server CPU allows on {os.cpu_count()} idle cores",
+                round(projected),
+                f">= {TARGET_RATE}",
+                target_cell(projected >= TARGET_RATE),
+            ),
             ("p95 ms", overall["p95_ms"], f"<= {TARGET_P95_MS}", target_cell(overall["p95_ms"] <= TARGET_P95_MS)),
         ],
     )
@@ -161,7 +178,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "calls": calls,
         "wall_s": round(wall, 2),
         "server_cpu_s": round(cpu, 2),
-        "server_cpu_ms_per_call": round(1000 * cpu / max(calls, 1), 2),
+        "server_cpu_ms_per_call": round(cpu_ms, 2),
+        "projected_calls_per_s_idle_cores": round(projected, 1),
         "latency": {tool: latency_summary(v) for tool, v in lat.items()},
         "overall": overall,
         "errors": errors[:20],
@@ -169,10 +187,10 @@ def run(ctx: Context) -> dict[str, Any]:
     }
 
 
-async def _drive_warm(url: str) -> None:
+async def _drive_warm(url: str, token: str) -> None:
     """One search and one trace listing before the measured phase (loads the model in the server)."""
     from fastmcp import Client
 
-    async with Client(url) as client:
+    async with Client(url, auth=token) as client:
         await client.call_tool("rag_search", {"query": "warm up", "k": 1})
         await client.call_tool("trace_list_runs", {"limit": 1})

@@ -11,11 +11,13 @@ from typing import Any, TypeVar
 
 import anyio
 import mcp_types as mt
+from fastmcp import FastMCP
 from fastmcp.dependencies import Depends
 from fastmcp.exceptions import ResourceError, ToolError
 from fastmcp.resources.base import ResourceResult
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers.aggregate import AggregateProvider
 from fastmcp.tools.base import ToolResult
 
 from aisac_core.context import AppContext
@@ -153,6 +155,35 @@ class SafeErrors(Middleware):
             if safe != msg:
                 raise ResourceError(safe) from exc
             raise
+
+
+class _LookupInTurn(AggregateProvider):
+    """Finds a tool by asking each provider in turn instead of all at once: fastmcp's aggregate provider runs one
+    task per provider (an anyio task group) for every lookup, and each ``tools/call`` looks its tool up in the suite
+    and again in the mounted server. aisac's providers answer from memory at once (a mounted server under another
+    namespace returns None without work), so the same answer costs no tasks. The answer is the same: the highest
+    version among the providers that have the tool, a provider's error handled as the aggregate does."""
+
+    async def _get_tool(self, name: str, version: Any = None) -> Any:
+        results: list[Any] = []
+        for provider in self.providers:
+            try:
+                results.append(await provider.get_tool(name, version))
+            except Exception as exc:  # noqa: BLE001 - handed to the aggregate's own error policy below
+                results.append(exc)
+        return self._get_highest_version_result(results, f"get_tool({name!r})")
+
+
+class AisacServer(FastMCP, _LookupInTurn):
+    """A fastmcp server as aisac's servers and the suite use it (per-call overhead, docs/retrieval.md "Serving
+    under load"): tools are looked up in turn (:class:`_LookupInTurn`), and schemas are not dereferenced by fastmcp
+    (``dereference_schemas=False`` unless given): the suite's ``tools/list`` inlines every ``$ref`` once
+    (:mod:`aisac_servers.shapes.toollist`); fastmcp's dereferencing, in the suite and again in each mounted server,
+    was about 65 % of a ``tools/list``. Takes :class:`~fastmcp.FastMCP` 's arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("dereference_schemas", False)
+        super().__init__(*args, **kwargs)
 
 
 def current_app() -> AppContext:

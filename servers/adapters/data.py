@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from fastmcp import Context, FastMCP
+from fastmcp import Context
 from fastmcp.exceptions import ResourceError
 from fastmcp.tools.base import ToolResult
 from mcp.types import ImageContent, TextContent
@@ -34,9 +34,9 @@ from aisac_core.data import results as R
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 from ..shapes.completions import by_prefix
 from ..shapes.results_data import AsIs, lean_schema
-from .common import App, call_core, hints
+from .common import AisacServer, App, call_core, hints
 
-server = FastMCP(
+server = AisacServer(
     "data",
     instructions=(
         "Load tables (CSV, Excel, Parquet, JSON) from the allowed roots; preview, query, aggregate; run "

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
-from fastmcp import Context, FastMCP
+from fastmcp import Context
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
@@ -21,12 +21,12 @@ from aisac_core.literature import results as R
 
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes.results_data import AsIs, lean_schema
-from .common import App, hints
+from .common import AisacServer, App, hints
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
 
-server = FastMCP(
+server = AisacServer(
     "literature",
     instructions=(
         "Search scholarly literature (arXiv, PubMed, Crossref, OpenAlex, Semantic Scholar), follow citations, "

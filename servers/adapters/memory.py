@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastmcp import FastMCP
 from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
@@ -25,9 +24,9 @@ from aisac_core.memory.common import MemoryInputError
 
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
-from .common import App, call_core, hints
+from .common import AisacServer, App, call_core, hints
 
-server = FastMCP(
+server = AisacServer(
     "memory",
     instructions=(
         "Conversation memory: memory_start_session, memory_add_turn per turn, memory_recall for a question's "

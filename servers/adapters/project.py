@@ -28,7 +28,7 @@ from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
 from ..serving.suite import build
-from .common import hints
+from .common import AisacServer, hints
 
 #: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
 #: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)
@@ -91,7 +91,7 @@ def build_project_server(b: Bootstrapped) -> FastMCP:
         BootstrapError: a function fastmcp cannot serve (an unsupported signature or annotation).
     """
     m = b.project.manifest
-    srv = FastMCP(
+    srv = AisacServer(
         PROJECT_NAMESPACE,
         instructions=f"Tools of the project {m.project.name!r} "
         f"({m.project.category}; {m.project.domain or 'no domain given'}).",

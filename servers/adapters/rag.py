@@ -15,7 +15,7 @@ import re
 from typing import Annotated, Any, Literal, cast
 
 import anyio
-from fastmcp import Context, FastMCP
+from fastmcp import Context
 from fastmcp.exceptions import ResourceError, ToolError
 from fastmcp.server.dependencies import fastmcp_request_ctx
 from fastmcp.tools import ToolResult
@@ -43,9 +43,9 @@ from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
 from ..shapes.results_data import AsIs, lean_schema
-from .common import FULL_RESULT_META, App, call_core, hints, log, request_meta
+from .common import FULL_RESULT_META, AisacServer, App, call_core, hints, log, request_meta
 
-server = FastMCP(
+server = AisacServer(
     "rag",
     instructions=(
         "Search the user's indexed documents (rag_search), then read one (rag_get_overview, "

@@ -20,7 +20,7 @@ from collections.abc import Awaitable
 from typing import Annotated, Any, Literal, TypeVar
 
 import mcp_types as mt
-from fastmcp import Context, FastMCP
+from fastmcp import Context
 from fastmcp.apps.config import AppConfig
 from fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -37,10 +37,10 @@ from ..serving.suite import current_run_id
 from ..serving.tasks import app_of, follow_roles_job, in_task, task_on
 from ..serving.toolclient import SuiteTools
 from ..shapes.results_data import AsIs, lean_schema
-from .common import App, call_core, hints
+from .common import AisacServer, App, call_core, hints
 from .trace import report_uri
 
-server = FastMCP(
+server = AisacServer(
     "roles",
     instructions=(
         "roles_run answers a question end to end (route, plan, execute, evaluate) with cited anchors; the "

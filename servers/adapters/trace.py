@@ -14,7 +14,6 @@ import json
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
-from fastmcp import FastMCP
 from fastmcp.apps.config import AppConfig
 from fastmcp.exceptions import ResourceError
 from pydantic import Field
@@ -27,9 +26,9 @@ from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
-from .common import App, call_core, hints, tool_error
+from .common import AisacServer, App, call_core, hints, tool_error
 
-server = FastMCP(
+server = AisacServer(
     "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
 )
 

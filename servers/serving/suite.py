@@ -6,6 +6,7 @@ run alone keeps the same tool names (``rag_search``) as in the suite.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import logging
@@ -31,11 +32,12 @@ from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
 from ..adapters import builtin
-from ..adapters.common import FULL_RESULT_META, SafeErrors, call_core
+from ..adapters.common import FULL_RESULT_META, AisacServer, SafeErrors, call_core
 from ..shapes.completions import chain_completions
 from ..shapes.toollist import CompactToolList, ToolSearch
 from .dashboard import mount_dashboard
 from .hosts import HostView
+from .schemas import install_schema_lookup
 from .tasks import add_tasks
 
 log = logging.getLogger("aisac.suite")
@@ -286,14 +288,18 @@ def _lifespan(app: AppContext, *, own: bool) -> Any:
     ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
 
     @asynccontextmanager
-    async def lifespan(_server: FastMCP) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(server: FastMCP) -> AsyncIterator[dict[str, Any]]:
         if own and app.settings.warm:
             app.warm()  # models and vector store load in the background; tools/list answers at once
         if own:
             app.resume_jobs()  # jobs queued or left by a process that died (or, on a server database, by a replica)
+        # the transport's per-call schema lookup, tabled in the background (servers/serving/schemas.py)
+        tabling = asyncio.get_running_loop().create_task(install_schema_lookup(server)) if own else None
         try:
             yield {"app": app}
         finally:
+            if tabling is not None and not tabling.done():
+                tabling.cancel()
             if own:
                 app.close()
 
@@ -372,7 +378,7 @@ def build(
         chosen = list(profile.servers)
     loaded = {n: available[n]() for n in chosen}
     mounted = {n: server for n, server in loaded.items() if server is not None}  # a broken installed plugin: skipped
-    main = FastMCP(
+    main = AisacServer(
         "aisac",
         version=aisac_version(),  # serverInfo names aisac's version, not fastmcp's
         lifespan=_lifespan(app, own=lifespan),

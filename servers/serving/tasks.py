@@ -30,6 +30,7 @@ import fastmcp_tasks  # noqa: F401 - registers the client half; undone below
 from fastmcp import Context, FastMCP
 from fastmcp.client.extension_hooks import _internal_client_extension_factories
 from fastmcp.exceptions import ToolError
+from fastmcp.server.dependencies import extract_version_spec
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID, TaskConfig
 from fastmcp_tasks import TasksExtension
 from fastmcp_tasks.client import TasksClientExtension, _build_tasks_client_extension
@@ -89,12 +90,27 @@ class AisacTasks(TasksExtension):
             self._settings = self._settings.model_copy(update={"name": f"aisac-{uuid.uuid4().hex[:12]}"})
         self.app = app
         self.enabled = enabled
+        self._foreground: frozenset[str] | None = None
 
     async def intercept_tool_call(self, params: Any, context: Any, call_next: Any) -> Any:
-        """Run the call as a task when the client opted in and this suite's worker runs; else in the foreground."""
+        """Run the call as a task when the client opted in and this suite's worker runs; else in the foreground.
+
+        A tool that never runs as a task (all but the long ones; :meth:`foreground_tools`) goes straight to its
+        body: the extension's own check looks the tool up again (a second lookup per call, docs/retrieval.md
+        "Serving under load")."""
         if not self.enabled or getattr(context.fastmcp, "_docket", None) is None:
             return await call_next()
+        if not extract_version_spec(params.meta) and params.name in await self.foreground_tools(context.fastmcp):
+            return await call_next()
         return await super().intercept_tool_call(params, context, call_next)
+
+    async def foreground_tools(self, server: FastMCP) -> frozenset[str]:
+        """The names of ``server``'s tools without task support (listed once, without middleware; a tool added
+        later is not among them and takes the extension's own check)."""
+        if self._foreground is None:
+            tools = await server.list_tools(run_middleware=False)
+            self._foreground = frozenset(t.name for t in tools if not t.task_config.supports_tasks())
+        return self._foreground
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
