@@ -46,16 +46,19 @@ def _server_cpu_s(pid: int) -> float:
         return 0.0
 
 
-async def _client(
-    url: str, token: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]
+async def mixed_client(
+    url: str, token: str | None, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]
 ) -> int:
-    """One client: a session, then up to CALLS_PER_CLIENT mixed calls before ``deadline``; returns calls made."""
+    """One client of the :data:`MIX` load (also :mod:`bench.replicas`): a session, then up to
+    :data:`CALLS_PER_CLIENT` mixed calls before ``deadline`` (``time.monotonic``); ``token``: the server's bearer
+    token (None: none sent). Latencies (ms) go to ``lat`` per tool, tool errors and failures to ``errors``; returns
+    the calls made."""
     from fastmcp import Client
 
     rng = random.Random(idx)
-    names, weights = zip(*MIX)
+    names, weights = zip(*MIX, strict=True)
     done = 0
-    async with Client(url, auth=token) as client:
+    async with Client(url, auth=token, timeout=120) as client:
         sess = await client.call_tool("memory_start_session", {"title": f"load client {idx}"})
         sid = (sess.structured_content or {})["session_id"]
         for i in range(CALLS_PER_CLIENT):
@@ -70,9 +73,11 @@ async def _client(
             }[tool]
             t = time.perf_counter()
             try:
-                await client.call_tool(tool, args)
-            except Exception as exc:  # counted and reported, the run goes on
-                errors.append(f"{tool}: {exc}")
+                r = await client.call_tool(tool, args, raise_on_error=False)
+                if r.is_error:
+                    errors.append(f"{tool}: {r.content[0].text if r.content else ''}"[:300])
+            except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
+                errors.append(f"{tool}: {exc}"[:300])
             lat.setdefault(tool, []).append((time.perf_counter() - t) * 1000)
             done += 1
     return done
@@ -83,7 +88,7 @@ async def _drive(url: str, token: str) -> tuple[dict[str, list[float]], list[str
     errors: list[str] = []
     t0 = time.perf_counter()
     deadline = time.monotonic() + DEADLINE_S
-    done = await asyncio.gather(*(_client(url, token, i, deadline, lat, errors) for i in range(CLIENTS)))
+    done = await asyncio.gather(*(mixed_client(url, token, i, deadline, lat, errors) for i in range(CLIENTS)))
     return lat, errors, time.perf_counter() - t0, sum(done)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -40,12 +39,9 @@ from .common import (
     target_cell,
     temp_dir,
 )
+from .load import CLIENTS, mixed_client
 
-CLIENTS = 8
-CALLS_PER_CLIENT = 40
 DEADLINE_S = 150.0
-MIX = (("rag_search", 0.4), ("memory_add_turn", 0.2), ("memory_recall", 0.2), ("trace_list_runs", 0.2))
-QUERIES = ("enzyme kinetics", "heat transfer coefficient", "how was the sample prepared", "results of the study")
 RESTART_RUN_S = 60.0
 OUTAGE_AT_S = 15.0
 OUTAGE_S = 10.0
@@ -116,37 +112,6 @@ class _Server:
             self.proc.wait(timeout=30)
 
 
-async def _mixed_client(url: str, idx: int, deadline: float, lat: dict[str, list[float]], errors: list[str]) -> int:
-    from fastmcp import Client
-
-    rng = random.Random(idx)
-    names, weights = zip(*MIX, strict=True)
-    done = 0
-    async with Client(url, timeout=120) as client:
-        sess = await client.call_tool("memory_start_session", {"title": f"replica load client {idx}"})
-        sid = (sess.structured_content or {})["session_id"]
-        for i in range(CALLS_PER_CLIENT):
-            if time.monotonic() > deadline:
-                break
-            tool = rng.choices(names, weights)[0]
-            args: dict[str, Any] = {
-                "rag_search": {"query": QUERIES[i % len(QUERIES)], "k": 5},
-                "memory_add_turn": {"session_id": sid, "role": "user", "content": f"note {i} from client {idx}"},
-                "memory_recall": {"session_id": sid, "query": QUERIES[i % len(QUERIES)]},
-                "trace_list_runs": {"limit": 10},
-            }[tool]
-            t = time.perf_counter()
-            try:
-                r = await client.call_tool(tool, args, raise_on_error=False)
-                if r.is_error:
-                    errors.append(f"{tool}: {r.content[0].text if r.content else ''}"[:300])
-            except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
-                errors.append(f"{tool}: {exc}"[:300])
-            lat.setdefault(tool, []).append((time.perf_counter() - t) * 1000)
-            done += 1
-    return done
-
-
 async def _warm(url: str) -> None:
     from fastmcp import Client
 
@@ -165,7 +130,7 @@ def _mixed(servers: list[_Server], cluster: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
         deadline = time.monotonic() + DEADLINE_S
         done = await asyncio.gather(
-            *(_mixed_client(servers[i % len(servers)].url, i, deadline, lat, errors) for i in range(CLIENTS))
+            *(mixed_client(servers[i % len(servers)].url, None, i, deadline, lat, errors) for i in range(CLIENTS))
         )
         return lat, errors, time.perf_counter() - t0, sum(done)
 
