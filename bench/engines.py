@@ -13,7 +13,8 @@ disk). The part is skipped when no PostgreSQL binaries or no psycopg driver are 
    queued jobs of a no-op kind through :class:`aisac_core.store.jobqueue.JobQueue` as fast as they can; the figure
    is jobs / wall time, and every job must end ``done`` after exactly one claim.
 5. The vector backends on Cranfield (:mod:`bench.pgvectors`): Qdrant Edge and PostgreSQL + pgvector, index
-   throughput and CPU, query p50/p95 and CPU, hybrid nDCG@10.
+   throughput and CPU, query p50/p95 and CPU, hybrid nDCG@10; and the query latency of both at the corpus size of
+   docs/retrieval.md's Latency section (10,240 chunks, :func:`bench.pgvectors.run_latency`).
 6. Replicas on one PostgreSQL with pgvector (:mod:`bench.replicas`): 8 MCP clients against one process and two
    replicas (calls/s, p50/p95, CPU), and a PostgreSQL restart during 60 s of load (successful calls without a
    trace event: target 0).
@@ -232,6 +233,22 @@ def run(ctx: Context) -> dict[str, Any]:
                 "met": vectors["met"],
             }
         )
+    try:  # the same backends at the corpus size of docs/retrieval.md's Latency section (10,240 chunks)
+        from .pgvectors import run_latency
+
+        vectors["latency"] = lat = run_latency(ctx)
+        table(
+            f"engines: hybrid query latency over {lat['chunks']:,} chunks (225 Cranfield queries, k = 10)",
+            ["measure", "Qdrant Edge", "PostgreSQL + pgvector"],
+            [
+                ("p50 ms (embedding included)", lat["edge"]["p50_ms"], lat["postgres"]["p50_ms"]),
+                ("p95 ms", lat["edge"]["p95_ms"], lat["postgres"]["p95_ms"]),
+                ("CPU ms per query, aisac process", lat["edge"]["cpu_ms"], lat["postgres"]["cpu_ms"]),
+                ("CPU ms per query, PostgreSQL", "-", lat["postgres"]["db_cpu_ms"]),
+            ],
+        )
+    except Skip as exc:
+        vectors["latency"] = {"status": "skipped", "reason": str(exc)}
     replicas: dict[str, Any] = {}
     from .replicas import run_restart, run_throughput
 

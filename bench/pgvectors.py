@@ -77,3 +77,66 @@ def run_vectors(ctx: Context) -> dict[str, Any]:
     out["delta"] = round(abs(out["postgres"]["ndcg@10"] - out["edge"]["ndcg@10"]), 4)
     out["met"] = out["delta"] <= TARGET_NDCG_DELTA
     return out
+
+
+def run_latency(ctx: Context) -> dict[str, Any]:
+    """Query latency of both backends at the corpus size of ``docs/retrieval.md``'s Latency section: the same
+    Cranfield sentence corpus as :mod:`bench.latency` (``--min-chunks``, 10,240 by default), embedded once per
+    backend with aisac's Embedder and upserted with the Indexer's payload schema (:func:`bench.latency.fill_store`),
+    then every Cranfield query once through :func:`aisac_core.rag.search.search` (hybrid, k = 10, query cache
+    cleared; :func:`bench.latency.in_process`). Returns ``{"chunks": n, "edge": summary, "postgres": summary}``
+    (summaries from :func:`bench.common.latency_summary`, ms; plus CPU ms per query of this process and of the
+    cluster). Raises :class:`Skip` when the collection or pgserver is missing."""
+    from aisac_core.context import AppContext
+
+    from . import cranfield
+    from .latency import WARMUP, build_corpus, fill_store, in_process
+
+    folder = ctx.data_dir / "retrieval" / "cranfield"
+    if not (folder / "cran.all.1400").exists():
+        raise Skip(f"Cranfield collection not found in {folder}")
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
+
+    try:
+        cluster = PgCluster.start(pgvector_bin())
+    except PgUnavailable as exc:
+        raise Skip(str(exc)) from exc
+    col = cranfield.load(folder)
+    chunks = build_corpus(col, int(ctx.options.get("min_chunks", 10_240)))
+    queries = list(col.queries.values())
+    warm = [d.title for d in col.docs if d.title][:WARMUP]
+    out: dict[str, Any] = {"chunks": len(chunks)}
+    try:
+        with temp_dir(ctx, "pgvectors-latency") as tmp:
+            for backend in ("edge", "postgres"):
+                s = isolated_settings(tmp / backend)
+                if backend == "postgres":
+                    s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
+                core = AppContext(s)
+                try:
+                    core.vectors()
+                    fill_store(core, chunks, tmp / "sentences")
+                    db0, cpu0 = cluster_cpu_s(cluster), cpu_seconds()
+                    lat = in_process(core, queries, warm, "hybrid")
+                    cpu, db = cpu_seconds() - cpu0, cluster_cpu_s(cluster) - db0
+                finally:
+                    core.close()
+                out[backend] = {
+                    **latency_summary(lat),
+                    "cpu_ms": round(1000 * cpu / len(lat), 1),
+                    "db_cpu_ms": round(1000 * db / len(lat), 1) if backend == "postgres" else None,
+                }
+    finally:
+        cluster.stop()
+    return out
+
+
+if __name__ == "__main__":  # python -m bench.pgvectors [--min-chunks N]: the latency part alone
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="query latency of Qdrant Edge and PostgreSQL + pgvector")
+    ap.add_argument("--min-chunks", type=int, default=10_240)
+    args = ap.parse_args()
+    print(json.dumps(run_latency(Context(options={"min_chunks": args.min_chunks})), indent=1))
