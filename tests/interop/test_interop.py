@@ -201,7 +201,7 @@ def test_typescript_sdk_2025_11_25_runs_an_index_job_as_a_polled_job(node_tools,
         "tools/list: the poll-style job tools, no taskSupport",
         "rag_job_status polled until done, every file indexed",
         "rag_index wait=true ends done, every file indexed",
-        "progress notifications strictly increase to done",
+        "progress notifications strictly increase, up to done",
     }
 
 
