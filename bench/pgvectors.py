@@ -23,11 +23,9 @@ from .replicas import cluster_cpu_s
 TARGET_NDCG_DELTA = 0.01
 
 
-def run_vectors(ctx: Context) -> dict[str, Any]:
-    """Index and search Cranfield on both backends; returns ``{"edge": {...}, "postgres": {...}, "delta": x}``.
-    Raises :class:`Skip` when the collection or the pgserver package is missing."""
-    from aisac_core.context import AppContext
-
+def _cranfield_and_cluster(ctx: Context) -> tuple[Any, Any]:
+    """The Cranfield collection (:func:`bench.cranfield.load`) and a started throwaway PostgreSQL-with-pgvector
+    cluster (``tests/pg_cluster.py``; stop it when done). Raises :class:`Skip` when either is missing."""
     from . import cranfield
 
     folder = ctx.data_dir / "retrieval" / "cranfield"
@@ -40,7 +38,15 @@ def run_vectors(ctx: Context) -> dict[str, Any]:
         cluster = PgCluster.start(pgvector_bin())
     except PgUnavailable as exc:
         raise Skip(str(exc)) from exc
-    col = cranfield.load(folder)
+    return cranfield.load(folder), cluster
+
+
+def run_vectors(ctx: Context) -> dict[str, Any]:
+    """Index and search Cranfield on both backends; returns ``{"edge": {...}, "postgres": {...}, "delta": x}``.
+    Raises :class:`Skip` when the collection or the pgserver package is missing."""
+    from aisac_core.context import AppContext
+
+    col, cluster = _cranfield_and_cluster(ctx)
     out: dict[str, Any] = {}
     try:
         with temp_dir(ctx, "pgvectors") as tmp:
@@ -89,20 +95,9 @@ def run_latency(ctx: Context) -> dict[str, Any]:
     cluster). Raises :class:`Skip` when the collection or pgserver is missing."""
     from aisac_core.context import AppContext
 
-    from . import cranfield
     from .latency import WARMUP, build_corpus, fill_store, in_process
 
-    folder = ctx.data_dir / "retrieval" / "cranfield"
-    if not (folder / "cran.all.1400").exists():
-        raise Skip(f"Cranfield collection not found in {folder}")
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
-
-    try:
-        cluster = PgCluster.start(pgvector_bin())
-    except PgUnavailable as exc:
-        raise Skip(str(exc)) from exc
-    col = cranfield.load(folder)
+    col, cluster = _cranfield_and_cluster(ctx)
     chunks = build_corpus(col, int(ctx.options.get("min_chunks", 10_240)))
     queries = list(col.queries.values())
     warm = [d.title for d in col.docs if d.title][:WARMUP]
