@@ -156,6 +156,26 @@ WRITE_PATH_EVENTS = {
 }
 
 
+_api = ctypes.pythonapi
+_api.PyInterpreterState_Get.restype = ctypes.c_void_p
+_api.PyInterpreterState_ThreadHead.argtypes = [ctypes.c_void_p]
+_api.PyInterpreterState_ThreadHead.restype = ctypes.c_void_p
+_api.PyThreadState_Next.argtypes = [ctypes.c_void_p]
+_api.PyThreadState_Next.restype = ctypes.c_void_p
+
+
+def thread_states() -> int:
+    """The number of Python thread states of this interpreter, those of threads started but not yet running a
+    line included (C API ``PyInterpreterState_ThreadHead`` / ``PyThreadState_Next``, "advanced debugger
+    support"; the list is read with the GIL held, as the API requires)."""
+    n = 0
+    ts = _api.PyInterpreterState_ThreadHead(_api.PyInterpreterState_Get())
+    while ts:
+        n += 1
+        ts = _api.PyThreadState_Next(ts)
+    return n
+
+
 class CpuLimitExceeded(Exception):
     """The run used up its CPU seconds (SIGXCPU from the soft RLIMIT_CPU)."""
 
@@ -226,6 +246,7 @@ class Worker:
         self.own = threading.local()  # .trusted: the worker's own calls, exempt from the audit hook
         self.ns: dict[str, Any] = {}
         self.base_threads: set[int | None] = set()  # threads running before the first request (set by main)
+        self.base_states = 1  # Python thread states before the first request (set by main)
         self.base_handlers: dict[int, Any] = {}  # the worker's own signal handlers (set by main)
         self.reset_namespace()
 
@@ -505,32 +526,36 @@ class Worker:
         return reply
 
     def reap_threads(self) -> tuple[int, int]:
-        """Stop the Python threads a request left behind: every thread with a Python thread state that was not
-        running when the worker began - also those ``threading.enumerate()`` does not list (``_thread``), found
-        through ``sys._current_frames()`` - gets SystemExit raised in it (``PyThreadState_SetAsyncExc``); wait up
-        to a second for them to end and return ``(stopped, still running)``. The parent kills the worker when any
-        still runs. Native threads of libraries (Arrow's pools, a memory allocator's background thread) hold no
-        Python thread state and are left alone."""
+        """Stop the Python threads a request left behind and return ``(stopped, still running)``; the parent kills
+        the worker when any still runs.
+
+        A leftover is any Python thread state beyond those the worker began with. Those that run Python code are
+        found through ``sys._current_frames()`` (also ``_thread`` threads, which ``threading.enumerate()`` does
+        not list) and get SystemExit raised in them (``PyThreadState_SetAsyncExc``), again every 5 ms until they
+        end. A thread started as the cell's last act may not have run a line yet: it has a thread state but no
+        frame, so the worker counts the interpreter's thread states (``PyInterpreterState_ThreadHead`` /
+        ``PyThreadState_Next``, the C API's thread-state iteration) and, while the count is above the starting
+        one, releases the GIL so that such a thread shows up and is stopped too. It waits at most a second.
+        Native threads of libraries (Arrow's pools, a memory allocator's background thread) hold no Python thread
+        state and are left alone."""
         self.own.trusted = True  # sys._current_frames raises an audit event
         try:
             current = sys._current_frames
-            extra = {i for i in current() if i not in self.base_threads} | {
-                t.ident for t in threading.enumerate() if t.ident not in self.base_threads
-            }
-            extra.discard(threading.get_ident())
-            if not extra:
-                return 0, 0
-            import ctypes  # noqa: PLC0415 - already loaded before the audit hook
-
-            for ident in extra:
-                if ident is not None:
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(SystemExit))
+            me = threading.get_ident()
+            seen: set[int] = set()
             deadline = time.monotonic() + 1.0
-            alive = extra
-            while alive and time.monotonic() < deadline:
+            while True:
+                extra = {i for i in current() if i not in self.base_threads} | {
+                    t.ident for t in threading.enumerate() if t.ident is not None and t.ident not in self.base_threads
+                }
+                extra.discard(me)
+                for ident in extra:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(SystemExit))
+                seen |= extra
+                left = max(thread_states() - self.base_states, len(extra))
+                if left <= 0 or time.monotonic() >= deadline:
+                    return len(seen) - min(left, len(seen)), left
                 time.sleep(0.005)
-                alive = extra & set(current())
-            return len(extra) - len(alive), len(alive)
         finally:
             self.own.trusted = False
 
@@ -704,6 +729,7 @@ def main() -> int:
     except ImportError:
         pass
     worker.base_threads = {t.ident for t in threading.enumerate()}
+    worker.base_states = thread_states()
     for sig in signal.valid_signals():
         handler = signal.getsignal(sig)
         if handler is not None:  # None: a handler not set from Python (none in this worker)

@@ -360,6 +360,32 @@ def test_nothing_burns_cpu_after_the_run(box: SandboxManager) -> None:
     assert r["ok"] and cpu_ticks(pid) - t0 <= 10, "threads of an earlier run burnt CPU inside a later one"
 
 
+def test_threads_not_yet_started_when_the_run_ends_are_stopped_too(box: SandboxManager) -> None:
+    """A thread started as the cell's last act may not have run a line yet when the worker looks for leftovers:
+    it then has a Python thread state but no frame, so ``sys._current_frames()`` and ``threading.enumerate()``
+    miss it (seen in CI: it began burning CPU inside a later run). The worker counts the interpreter's thread
+    states instead and waits for such threads to show before it stops them (or reports them, and is killed)."""
+    code = (
+        "th = imp('_thread')\nth.stack_size(1 << 18)\n"  # small stacks: the threads fit the memory limit
+        "def burn(*a):\n    while True:\n        pass\n"
+        "n = 0\n"
+        "for _ in range(6):\n"  # as many as the session's limits allow (RLIMIT_NPROC counts the user's tasks)
+        "    try:\n        th.start_new_thread(burn, ())\n        n += 1\n"
+        "    except RuntimeError:\n        break\n"
+        "print(n)\n"
+    )
+    r = attack(box, "late", code)
+    assert r["ok"], {k: r.get(k) for k in ("error", "stdout")}
+    assert int(r["stdout"].split()[-1]) >= 1, r  # at least one thread started, the case of the test
+    box.run("late", "1")
+    pid = box.worker_pid("late")
+    assert pid is not None
+    t0 = cpu_ticks(pid)
+    r, _ = box.run("late", "import time\ntime.sleep(1.0)")
+    used = cpu_ticks(pid) - t0
+    assert r["ok"] and used <= 10, f"threads started at the end of a run burnt {used} ticks in a later one: {r}"
+
+
 def test_idle_worker_uses_no_cpu(box: SandboxManager) -> None:
     box.run("idle", "x = [i * i for i in range(100_000)]")
     pid = box.worker_pid("idle")
