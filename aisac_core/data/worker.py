@@ -156,23 +156,16 @@ WRITE_PATH_EVENTS = {
 }
 
 
-_api = ctypes.pythonapi
-_api.PyInterpreterState_Get.restype = ctypes.c_void_p
-_api.PyInterpreterState_ThreadHead.argtypes = [ctypes.c_void_p]
-_api.PyInterpreterState_ThreadHead.restype = ctypes.c_void_p
-_api.PyThreadState_Next.argtypes = [ctypes.c_void_p]
-_api.PyThreadState_Next.restype = ctypes.c_void_p
-
-
 def thread_states() -> int:
-    """The number of Python thread states of this interpreter, those of threads started but not yet running a
-    line included (C API ``PyInterpreterState_ThreadHead`` / ``PyThreadState_Next``, "advanced debugger
-    support"; the list is read with the GIL held, as the API requires)."""
-    n = 0
-    ts = _api.PyInterpreterState_ThreadHead(_api.PyInterpreterState_Get())
+    """The number of Python thread states of this interpreter, also of threads started but not yet running a line
+    (C API ``PyInterpreterState_ThreadHead`` / ``PyThreadState_Next``, read with the GIL held as it requires)."""
+    api, ptr = ctypes.pythonapi, ctypes.c_void_p
+    api.PyInterpreterState_Get.restype = api.PyInterpreterState_ThreadHead.restype = ptr
+    api.PyThreadState_Next.restype = ptr
+    api.PyInterpreterState_ThreadHead.argtypes = api.PyThreadState_Next.argtypes = [ptr]
+    n, ts = 0, api.PyInterpreterState_ThreadHead(api.PyInterpreterState_Get())
     while ts:
-        n += 1
-        ts = _api.PyThreadState_Next(ts)
+        n, ts = n + 1, api.PyThreadState_Next(ts)
     return n
 
 
@@ -526,18 +519,12 @@ class Worker:
         return reply
 
     def reap_threads(self) -> tuple[int, int]:
-        """Stop the Python threads a request left behind and return ``(stopped, still running)``; the parent kills
-        the worker when any still runs.
-
-        A leftover is any Python thread state beyond those the worker began with. Those that run Python code are
-        found through ``sys._current_frames()`` (also ``_thread`` threads, which ``threading.enumerate()`` does
-        not list) and get SystemExit raised in them (``PyThreadState_SetAsyncExc``), again every 5 ms until they
-        end. A thread started as the cell's last act may not have run a line yet: it has a thread state but no
-        frame, so the worker counts the interpreter's thread states (``PyInterpreterState_ThreadHead`` /
-        ``PyThreadState_Next``, the C API's thread-state iteration) and, while the count is above the starting
-        one, releases the GIL so that such a thread shows up and is stopped too. It waits at most a second.
-        Native threads of libraries (Arrow's pools, a memory allocator's background thread) hold no Python thread
-        state and are left alone."""
+        """Stop the Python threads a request left behind; return ``(stopped, still running)`` (the parent kills the
+        worker when any still runs). A leftover is a Python thread state beyond those the worker began with
+        (:func:`thread_states`). Those running Python code, found through ``sys._current_frames()`` (also ``_thread``
+        threads), get SystemExit raised in them (``PyThreadState_SetAsyncExc``) every 5 ms until they end; between
+        tries the GIL is released so that a thread started but not yet running shows up too. At most a second.
+        Native threads of libraries (Arrow's pools) hold no Python thread state and are left alone."""
         self.own.trusted = True  # sys._current_frames raises an audit event
         try:
             current = sys._current_frames
