@@ -155,7 +155,7 @@ class AppContext:
     def roles(self) -> RolesService:
         """The roles (router, planner, evaluator, the whole graph and its background runs) on this store, with the
         served project's graph augmentation."""
-        from aisac_core.rag.search import get_chunk, search
+        from aisac_core.rag.search import adjacent_chunk, get_chunk, search
         from aisac_core.rag.verify import verify_anchor
         from aisac_core.roles.service import RolesService
 
@@ -168,6 +168,9 @@ class AppContext:
             verify_anchor=lambda anchor: cast("dict[str, Any]", verify_anchor(self.rag, anchor)),
             search=lambda query, k: cast("list[dict[str, Any]]", search(self.rag, query, k).as_dict()["hits"]),
             get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
+            adjacent_chunk=lambda chunk_id, delta: cast(
+                "dict[str, Any] | None", adjacent_chunk(self.rag, chunk_id, delta)
+            ),
             graph_augment=augment,
             lease_s=self.settings.job_lease_seconds,
             embed=lambda texts: self.embedder.embed_documents(texts),

@@ -291,6 +291,75 @@ def test_extractive_answer_for_a_quantity_question_quotes_the_number():
     assert "35k" in quoted(ans["text"])[0]
 
 
+def test_a_sentence_cut_by_a_chunk_boundary_is_quoted_whole_and_cites_both_chunks():
+    """The fact sits in the second half of a sentence whose first half ends the previous chunk ("... pretraining
+    cor-" / "pus contains 16.4B tokens ..."): the answer quotes the whole sentence, re-joins the hyphenated word
+    and cites both chunks, each with the span of its part; the adjacent chunk is fetched when it was not
+    retrieved, and not when the edge sentence is whole."""
+    a_text = (
+        "We also remove paragraphs with too many symbols using heuristic filters. The resulting pretraining "
+        "corpus of the Open Research Corpus is then tokenized, and its size is reported below. The resulting cor-"
+    )
+    b_text = (
+        "pus contains 16.4B tokens, nearly five times larger than the corpus used for SciBERT. The vocabulary "
+        "is built with SentencePiece on the same corpus."
+    )
+    a, b = _item("a", a_text, score=0.9), _item("b", b_text, score=0.3)
+    calls: list[tuple[str, int]] = []
+
+    def neighbour(cid: str, delta: int) -> dict[str, Any] | None:
+        calls.append((cid, delta))
+        return {"a": {1: b}, "b": {-1: a}}.get(cid, {}).get(delta)
+
+    q = "How many tokens does the resulting pretraining corpus contain?"
+    ans = extractive_answer(q, [a], neighbour=neighbour)
+    first = ans["text"].splitlines()[1]
+    assert "The resulting corpus contains 16.4B tokens, nearly five times larger" in first, ans["text"]
+    assert first.endswith("[1][2]"), first
+    by_chunk = {c["chunk_id"]: c for c in ans["citations"]}
+    assert set(by_chunk) == {"a", "b"}
+    qa, qb = by_chunk["a"]["anchor"]["quote_span"], by_chunk["b"]["anchor"]["quote_span"]
+    assert a_text[qa[0] : qa[1]] == "The resulting cor-" and qa[1] == len(a_text)
+    assert b_text[qb[0] : qb[1]].startswith("pus contains 16.4B") and qb[0] == 0
+    # retrieved the other way round (only the second chunk): the same sentence, in reading order
+    ans = extractive_answer(q, [b], neighbour=neighbour)
+    assert "The resulting corpus contains 16.4B tokens" in ans["text"], ans["text"]
+    assert [c["chunk_id"] for c in ans["citations"]] == ["a", "b"]
+    # a chunk whose edge sentences are whole asks for no neighbour
+    calls.clear()
+    extractive_answer(
+        q, [_item("c", "The corpus contains 16.4B tokens. It is five times larger than before.")], neighbour=neighbour
+    )
+    assert calls == []
+
+
+def test_a_name_question_is_answered_only_by_a_sentence_naming_something_in_the_answer_slot():
+    """ "Which X ..." needs a sentence that names X or has a new name where the answer goes (after "using", "with",
+    "by", or the question's own verb): a sentence that only mentions another name elsewhere is no answer, and
+    without one the answer says the sources do not state it."""
+    from aisac_core.roles.asked import has_type, names_the_asked
+
+    q = "Which GPU was used to pretrain SciBERT?"
+    assert not names_the_asked("As the corpus for SciBERT is not public, S2ORC can serve as a corpus.", q)
+    assert names_the_asked("We pretrain SciBERT on 8 NVIDIA V100 GPUs for a week.", q)
+    assert names_the_asked("SciBERT was pretrained using Megatron on a cluster.", q)  # the slot, not the type
+    assert not has_type("SciBERT is pretrained on a single TPU v3-8 for a week.", "name", q)  # another kind
+    assert not has_type("S2ORC-SCIBERT and BERT-Base are pretrained for a week.", "name", q)  # the subject's kin
+    wf = "What correlation does the wall heat transfer coefficient follow?"
+    assert has_type("The wall heat transfer coefficient followed Nu = 0.17 Re^0.79 within 8 percent.", "name", wf)
+    ans = extractive_answer(
+        "Which JavaScript framework was used to build the Paper Plain interface?",
+        [
+            _item(
+                "p",
+                "Shown is the Paper Plain interface and the features it provides to readers. We built the "
+                "interface iteratively with twelve participants over four design rounds.",
+            )
+        ],
+    )
+    assert "The sources do not state it" in ans["text"] and not ans["citations"], ans["text"]
+
+
 def test_extractive_answer_with_only_tables_points_to_them_without_quoting():
     ans = extractive_answer(
         "What is the F1 of SciBERT?",

@@ -310,3 +310,42 @@ def test_support_judging_does_not_block_the_event_loop():
     assert len(ticks) == 8 and ticks[-1] - ticks[0] < 0.6  # the loop was free while the embedder slept
     want = judge_citation("What is the Km of the lipase?", "The Km of the lipase is 0.42 mM", chunk, slow_embed)
     assert got["citations"][0]["verdict"] == want["verdict"] == "supported"
+
+
+def test_a_sentence_cut_by_a_chunk_boundary_is_judged_whole():
+    """Two citations of one claim whose spans are the two parts of a sentence cut by a chunk boundary (the first
+    running to its chunk's end without a sentence end, the second starting its chunk inside a sentence) are each
+    judged against the whole sentence; the same parts of two different documents are not joined."""
+    from aisac_core.roles.support import judge_answer
+
+    first = "We filtered the corpus with heuristics. The resulting pretraining cor-"
+    second = "pus contains 16.4B tokens, nearly five times larger than before. The vocabulary is new."
+    chunks = {"c1": first, "c2": second}
+    claim = "The resulting pretraining corpus contains 16.4B tokens, nearly five times larger than before."
+    q = "How many tokens does the resulting pretraining corpus contain?"
+
+    def judge(doc2: str) -> list[str]:
+        answer = {
+            "text": f"- {claim} [1][2]",
+            "citations": [
+                {"n": 1, "kind": "rag", "anchor": {"chunk_id": "c1", "doc_id": "d", "quote_span": [40, len(first)]}},
+                {"n": 2, "kind": "rag", "anchor": {"chunk_id": "c2", "doc_id": doc2, "quote_span": [0, 65]}},
+            ],
+        }
+        got = anyio.run(
+            lambda: judge_answer(
+                None,  # type: ignore[arg-type]  (no model: the environment is not used)
+                q,
+                answer,
+                None,
+                chunk_text=chunks.get,
+                embed=None,
+                run_id="r",
+                parent_id=None,
+            )
+        )
+        assert got["citations"][0]["sentence"] == "The resulting pretraining cor-"  # each keeps its own part
+        return [c["verdict"] for c in got["citations"]]
+
+    assert judge("d") == ["supported", "supported"]
+    assert judge("other")[0] == "not supported"  # "16.4B" is not in the first part alone

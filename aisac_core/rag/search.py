@@ -35,7 +35,7 @@ import numpy as np
 from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag.chunking import indexed_text
-from aisac_core.rag.indexer import documents_matching, get_document, is_point_id
+from aisac_core.rag.indexer import documents_matching, get_document, is_point_id, point_id
 from aisac_core.rag.results import AnchorDict, HitDict, SearchResultDict
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.vectors import Cond, Mode, VectorHit
@@ -538,3 +538,16 @@ def get_chunk(parts: RagParts, chunk_id: str) -> HitDict | None:
     h["score"] = None
     h["anchor"]["score"] = None
     return h
+
+
+def adjacent_chunk(parts: RagParts, chunk_id: str, delta: int) -> HitDict | None:
+    """The chunk ``delta`` places after (negative: before) chunk ``chunk_id`` in the same version of the same
+    document, with its anchor (score None); None when either is unknown or the document has no such chunk. A
+    sentence cut by a chunk boundary is completed from it (the extractive answer)."""
+    got = get_chunk(parts, chunk_id)
+    if got is None or got.get("chunk_index") is None:
+        return None
+    a = got["anchor"]
+    if not a.get("doc_id") or not a.get("sha256") or int(got["chunk_index"] or 0) + delta < 0:
+        return None
+    return get_chunk(parts, point_id(str(a["doc_id"]), str(a["sha256"]), int(got["chunk_index"] or 0) + delta))

@@ -100,7 +100,7 @@ _MARKER = re.compile(r"\[\d+(?:\s*[,;–-]\s*\d+)*\]")
 _NUM = re.compile(r"(?<![\w.])[-+±~≈<>]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|[KMBkx]\b|×))?")
 _YEAR = re.compile(r"^(?:1[6-9]|20)\d\d$")
 _NAME_TOKEN = re.compile(r"\b(?:[A-Za-z]+[-/]?\d[\w.-]*|[a-z]+[A-Z][\w-]*|[A-Z][A-Z0-9]{1,}[\w-]*|[A-Z][a-z][\w-]*)")
-_INTRO_NAME = re.compile(r"\b(?:using|called|named|with|via|by|on|in)\s+([A-Za-z][\w.-]+)")
+_INTRO_NAME = re.compile(r"\b(?:using|called|named|via)\s+([A-Za-z][\w.-]+)")
 
 
 def _verb(toks: list[str], i: int) -> bool:
@@ -304,17 +304,85 @@ def entities(text: str) -> set[str]:
             continue
         if plain_cap and tok.lower() in _STOP:
             continue
+        if re.fullmatch(r"[A-Z]{2,}-[a-z]{3,}", tok):  # a compound adjective: "PDF-parsed", "LSTM-based"
+            continue
         out.add(tok.lower())
     return out
 
 
 def has_name(sentence: str, question: str) -> bool:
-    """Whether ``sentence`` holds a name-like token (module docstring) the question does not."""
+    """Whether ``sentence`` holds a name-like token the question does not (module docstring). A token that is a
+    variant of one of the question's names does not count: it shares a part of four or more characters with it
+    ("S2ORC-SCIBERT" or "BERT-Base" for a question about SciBERT): that is the question's subject, not an answer
+    to it."""
     q = {w.lower() for w in words(question)}
-    new = {e for e in entities(sentence) if not set(words(e.lower())) <= q}
+    q_names = {p for e in entities(question) for p in re.split(r"[-/.]", e) if len(p) >= 4}
+
+    def variant(e: str) -> bool:
+        return any(len(p) >= 4 and (p in n or n in p) for p in re.split(r"[-/.]", e) for n in q_names)
+
+    new = {e for e in entities(sentence) if not set(words(e.lower())) <= q and not variant(e)}
     if new:
         return True
-    return any(m.group(1).lower() not in q and m.group(1).lower() not in _STOP for m in _INTRO_NAME.finditer(sentence))
+    return any(
+        m.group(1).lower() not in q and m.group(1).lower() not in _STOP and not variant(m.group(1).lower())
+        for m in _INTRO_NAME.finditer(sentence)
+    )
+
+
+def names_other_kind(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` names a thing of another kind than the one a "which X" question asks for, where X is an
+    acronym (GPU, CPU, LLM): the sentence has an acronym of the same length one letter away from X (a "TPU" for a
+    "which GPU" question) and not X itself. It then answers a neighbouring question, not this one."""
+    m = _WH_PHRASE.search(question)
+    head = asked_head(question)
+    if not m or not head:
+        return False
+    asked = next((t for t in re.findall(r"[A-Za-z]+", m.group(2)) if t.lower() == head.rstrip("s")), None)
+    if asked is None or not re.fullmatch(r"[A-Z]{2,6}", asked):
+        return False
+    found = set(re.findall(r"\b[A-Z]{2,6}(?=s?\b)", sentence))
+    if asked in found:
+        return False
+    return any(len(f) == len(asked) and sum(a != b for a, b in zip(f, asked)) == 1 for f in found)
+
+
+#: words that introduce what was used, by whom or where ("using GPT-3", "by Google", "on a single AMD EPYC")
+_INSTRUMENT = set("using use uses used with by via on in from called named".split())
+#: words that name a part of the document, not a thing it used ("in Table 5", "in Section 3")
+_REFERENCES = set("table tables figure figures fig section sections sec eq equation appendix chapter page".split())
+
+
+def names_the_asked(sentence: str, question: str) -> bool:
+    """For a "which / what X" question: whether ``sentence`` names X ("the CP/M operating system") or has a new
+    name-like token (:func:`entities`; after "using / called / named / via" any word) in the slot of the answer:
+    within the three words after a word that introduces an instrument, agent or place ("using", "with", "by",
+    "on", "in", "from") or after one of the question's own words ("followed Nu = 0.17 Re^0.79" for "what
+    correlation does it follow"), determiners and numbers skipped. A sentence that only mentions some other new
+    name elsewhere ("S2ORC can serve as a corpus" for "which GPU was used") does not answer it. Questions
+    without an asked noun (who, where) pass."""
+    head = asked_head(question)
+    if not head:
+        return True
+    if mentions_noun(sentence, noun_stem(head)):
+        return True
+    q = {w.lower() for w in words(question)}
+    relation = {stem(w) for w in q if w not in _STOP and len(w) > 2 and noun_stem(w) != noun_stem(head)}
+    toks = re.findall(r"[A-Za-z][\w./+-]*|\S", sentence)
+    for i, t in enumerate(toks):
+        low = t.lower()
+        if low not in _INSTRUMENT and stem(low) not in relation:
+            continue
+        for nxt in toks[i + 1 : i + 4]:
+            nl = nxt.lower().rstrip(".,;:")
+            if nl in _DETERMINERS or nl == "single" or nl.isdigit():
+                continue
+            if nl in q or nl in _STOP or nl in _REFERENCES:
+                break
+            if entities(f"x {nxt}") or low in ("using", "called", "named", "via"):
+                return True
+            break
+    return False
 
 
 def has_type(sentence: str, kind: str, question: str) -> bool:
@@ -322,17 +390,31 @@ def has_type(sentence: str, kind: str, question: str) -> bool:
     if kind == "number":
         return has_number(sentence, years=bool(_YEAR_Q.search(question)))
     if kind == "name":
-        return has_name(sentence, question)
+        return (
+            has_name(sentence, question)
+            and names_the_asked(sentence, question)
+            and not names_other_kind(sentence, question)
+        )
     return True
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+#: a sentence ends after ``.!?`` and white space before a capital, digit, bracket or bullet - not after an
+#: abbreviation that is followed by one ("Beltagy et al. (2019)", "e.g. BERT", "Fig. 3", "vs. 14.0") - and before a
+#: bullet
+_SENTENCE_BREAK = re.compile(
+    r"(?<!\bal\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bFig\.)(?<!\bEq\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bNo\.)"
+    r"(?<=[.!?])\s+(?=[A-Z0-9(\[•])|\s+(?=[•▪◦]\s)"
+)
+
+
+def sentence_spans(text: str, min_chars: int = 40) -> list[tuple[int, int]]:
     """Character spans ``(start, end)`` of the sentences of ``text`` (split after ``.!?`` followed by white space
-    and a capital, digit or bracket), 40-600 characters long once whitespace is collapsed, offsets into ``text``
+    and a capital, digit or bracket, not after an abbreviation such as "et al.", and before a bullet ``•``),
+    ``min_chars``-600 characters long once whitespace is collapsed, offsets into ``text``
     itself."""
     out = []
     start = 0
-    for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])", text):
+    for m in re.finditer(_SENTENCE_BREAK, text):
         out.append((start, m.start()))
         start = m.end()
     out.append((start, len(text.rstrip())))
@@ -341,7 +423,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         while a < b and text[a].isspace():
             a += 1
         n = len(" ".join(text[a:b].split()))
-        if 40 <= n <= 600:
+        if min_chars <= n <= 600:
             res.append((a, b))
     return res
 

@@ -31,8 +31,11 @@ from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 from aisac_core.roles.sentences import (
+    cut_at_end,
+    cut_at_start,
     has_quantity,
     is_definition,
+    join_cut,
     mentions,
     near_duplicate,
     question_kind,
@@ -368,8 +371,47 @@ def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]
     return {"text": text, "citations": [], "by": "extractive", "evidence_count": len(items), "stated": False}
 
 
+def continuations(
+    item: dict[str, Any], neighbour: Any, pool: list[dict[str, Any]]
+) -> dict[tuple[int, int], tuple[str, int, tuple[int, int], bool]]:
+    """Sentences of rag ``item`` cut by its chunk's boundaries, completed from the adjacent chunk: ``{span of the
+    part in this chunk: (whole sentence, rank of the other chunk in pool, the other part's span in it, other part
+    first)}``. The chunk's first words are completed when they begin inside a sentence (:func:`cut_at_start`) and
+    the previous chunk's last words stop without a sentence end (:func:`cut_at_end`); its last words likewise with
+    the next chunk. Parts of any length count ("cor-" + "pus contains ..."). ``neighbour(chunk_id, delta)`` gives
+    the adjacent chunk (a rag hit) or None; a chunk already among the evidence is reused, another is appended to
+    ``pool`` (the evidence list) so that it can be cited."""
+    out: dict[tuple[int, int], tuple[str, int, tuple[int, int], bool]] = {}
+    text, cid = item.get("text") or "", item.get("chunk_id")
+    spans = sentence_spans(text, min_chars=1)
+    if neighbour is None or not spans or not cid:
+        return out
+    for (a, b), delta in ((spans[0], -1), (spans[-1], 1)):
+        mine = " ".join(text[a:b].split())
+        if not (cut_at_start(mine) if delta < 0 else cut_at_end(mine)):
+            continue
+        hit = neighbour(cid, delta)
+        if not hit:
+            continue
+        got = next((i for i in pool if i.get("chunk_id") == hit.get("chunk_id")), None)
+        if got is None:
+            got = collect_evidence({item.get("step") or "adjacent": [hit]})[0]
+            pool.append(got)
+        other = got.get("text") or ""
+        o_spans = sentence_spans(other, min_chars=1)
+        if not o_spans:
+            continue
+        oa, ob = o_spans[-1] if delta < 0 else o_spans[0]
+        theirs = " ".join(other[oa:ob].split())
+        if not (cut_at_end(theirs) if delta < 0 else cut_at_start(theirs)):
+            continue
+        whole = join_cut(theirs, mine) if delta < 0 else join_cut(mine, theirs)
+        out[(a, b)] = (whole, pool.index(got), (oa, ob), delta < 0)
+    return out
+
+
 def extractive_answer(
-    task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None
+    task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None, neighbour: Any = None
 ) -> dict[str, Any]:
     """The no-model answer: the sentences of the retrieved passages that best answer ``task``, each followed by its
     citation number(s), each citation carrying the sentence's span in its chunk (``anchor.quote_span``, ``quote``);
@@ -427,24 +469,25 @@ def extractive_answer(
     subjects = subject_docs(task, rag)
     skipped = 0  # passages left out by the two rules above (they cannot answer this question)
     terms = key_terms(task)
-    cands: list[tuple[float, int, str, tuple[int, int], bool, float]] = []
-    for rank, item in enumerate(rag):
+    cands: list[tuple[float, int, str, tuple[int, int], bool, float, Any]] = []
+    for rank, item in enumerate(list(rag)):
         if is_reference_item(item):
             continue
         text = item.get("text") or ""
         context = f"{item.get('title') or ''} {item.get('section') or ''} {PurePath(str(item.get('path') or '')).stem}"
-        # "how many X": a passage that never names X cannot state their count ("how many GPUs" over a page
-        # that never mentions a GPU)
-        if counted and not mentions_noun(f"{text} {context}", counted):
-            skipped += 1
-            continue
         # a precise question that names a paper / system ("How many GPUs trained the OTSL models?") is answered
         # from the documents that name it, not from another paper's "two GPUs"
         if precise and subjects and item.get("doc_id") not in subjects:
             skipped += 1
             continue
-        for a, b in sentence_spans(text):
-            sent = " ".join(text[a:b].split())
+        joined = continuations(item, neighbour, rag)  # sentences cut by the chunk's edges, completed
+        # "how many X": a passage that never names X cannot state their count ("how many GPUs" over a page
+        # that never mentions a GPU)
+        if counted and not mentions_noun(f"{text} {context} {' '.join(j[0] for j in joined.values())}", counted):
+            skipped += 1
+            continue
+        for a, b in sorted(set(sentence_spans(text)) | set(joined)):
+            sent = joined[(a, b)][0] if (a, b) in joined else " ".join(text[a:b].split())
             why = reject_reason(sent)
             if why == "code":  # prose glued after a code listing: "... 13 [Image(...)] In this example, ..."
                 a, b, sent = prose_after_code(text, a, b)
@@ -458,7 +501,8 @@ def extractive_answer(
                 base += 0.1
             if counted:  # "how many participants": "12 participants" counts them, "three baselines" other things
                 base += {"asked": 0.2, "other": -0.3}.get(counts_what(sent, counted) or "", 0.0)
-            cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov))
+            rest = joined[(a, b)][1:] if (a, b) in joined else None
+            cands.append((base, rank, sent, (a, b), has_type(sent, kind, task), cov, rest))
     # key terms weighted by rarity among the candidates (idf): the term that sets the asked fact apart ("tiny" in
     # "how long are the tiny summaries of X") counts more than the ones every candidate shares ("summaries", "X")
     weight = term_weights(terms, [c[2] for c in cands])
@@ -469,9 +513,17 @@ def extractive_answer(
         cands = [cands[i] for i in order]
     sims = _cosines(embed, task, [c[2] for c in cands])
     scored = [
-        (base + SIM_WEIGHT * sim + 0.3 * cov + 0.3 * wcov[sent] + (0.2 if typed else 0.0), rank, sent, span, cov, sim)
-        for (base, rank, sent, span, typed, cov), sim in zip(cands, sims)
-        if typed or kind != "number"
+        (
+            base + SIM_WEIGHT * sim + 0.3 * cov + 0.3 * wcov[sent] + (0.2 if typed else 0.0),
+            rank,
+            sent,
+            span,
+            cov,
+            sim,
+            rest,
+        )
+        for (base, rank, sent, span, typed, cov, rest), sim in zip(cands, sims)
+        if typed or kind not in ("number", "name")
     ]
     scored.sort(key=lambda t: -t[0])
     check: dict[str, Any] = {"kind": kind, "coverage": None, "similarity": None}
@@ -485,8 +537,8 @@ def extractive_answer(
         return {**_not_stated(task, items, rag, kind), "check": check}
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
-    for score, rank, sent, span, _cov, _sim in scored:
-        clean = strip_markers(sent)
+    for score, rank, sent, span, _cov, _sim, rest in scored:
+        clean = strip_markers(sent).lstrip("•▪◦ ")
         dup = next((c for c in chosen if near_duplicate(c[1], clean)), None)
         if dup is not None:  # one sentence, the citations of both; the longer wording is kept
             if rank not in dup[0] and len(dup[0]) < 3:
@@ -500,7 +552,11 @@ def extractive_answer(
         # a precise question: the best sentence, and a second only from another passage scoring nearly as well
         if precise and chosen and (rank in per_chunk or score < SECOND_SHARE * scored[0][0]):
             continue
-        chosen.append(([rank], clean, {rank: span}))
+        if rest is not None:  # a sentence completed from the adjacent chunk cites both, in reading order
+            other, o_span, first = rest
+            chosen.append(([other, rank] if first else [rank, other], clean, {rank: span, other: o_span}))
+        else:
+            chosen.append(([rank], clean, {rank: span}))
         per_chunk[rank] = per_chunk.get(rank, 0) + 1
     numbers: dict[int, int] = {}
     spans: dict[int, list[tuple[int, int]]] = {}
@@ -557,7 +613,8 @@ async def write_answer(
     if backend is None or not items:
         # embeds up to EMBED_TOP sentences: a worker thread, not the event loop
         embed = getattr(env, "embed_texts", None)
-        return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed))
+        neighbour = getattr(env, "adjacent_chunk", None)
+        return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed, neighbour=neighbour))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
     def check(obj: Any) -> list[str]:

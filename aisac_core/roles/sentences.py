@@ -258,3 +258,30 @@ def has_quantity(sentence: str) -> bool:
         if not re.fullmatch(r"(19|20[0-4])\d", num) and len(num) >= 2:
             return True
     return False
+
+
+_SENTENCE_END = re.compile(r"[.!?:;][\"”')\]]*$")
+#: an abbreviation that ends no sentence ("Beltagy et al." before "(2019) report ...")
+_ABBREVIATION_END = re.compile(r"\b(?:et al|e\.g|i\.e|Fig|Eq|vs|cf|No)\.$")
+
+
+def cut_at_end(sentence: str) -> bool:
+    """Whether ``sentence`` stops without a sentence end (``.!?:;``, closing quotes or brackets allowed) or with an
+    abbreviation ("et al."): a sentence cut at a chunk or page end ("The resulting corpus cor-")."""
+    s = sentence.rstrip()
+    return not _SENTENCE_END.search(s) or bool(_ABBREVIATION_END.search(s))
+
+
+def cut_at_start(sentence: str) -> bool:
+    """Whether ``sentence`` begins inside a sentence: with a lower-case letter ("pus contains 16.4B tokens") or a
+    parenthesised year or number ("(2019) report ...")."""
+    return bool(re.match(r"[a-z]|\(\d", sentence.lstrip()))
+
+
+def join_cut(head: str, tail: str) -> str:
+    """The two parts of a sentence cut by a chunk boundary as one: a word hyphenated at the cut is re-joined
+    ("cor-" + "pus" -> "corpus"), other parts are joined with a space."""
+    head, tail = head.rstrip(), tail.lstrip()
+    if re.search(r"[A-Za-z]-$", head) and tail[:1].islower():
+        return head[:-1] + tail
+    return f"{head} {tail}"

@@ -103,6 +103,7 @@ class RolesService:
         graph_augment: GraphAugment | None = None,
         lease_s: float = 30.0,
         embed: Callable[[list[str]], list[list[float]]] | None = None,
+        adjacent_chunk: Callable[[str, int], dict[str, Any] | None] | None = None,
     ) -> None:
         self.settings = settings
         self._engine = engine
@@ -112,6 +113,7 @@ class RolesService:
         self.graph_augment = graph_augment
         self.lease_s = lease_s
         self._embed = embed
+        self._adjacent = adjacent_chunk
 
     def chunk_text(self, chunk_id: str | None) -> str | None:
         """The text of chunk ``chunk_id`` as the index holds it (None: not in the index): what a citation's
@@ -120,6 +122,11 @@ class RolesService:
             return None
         got = self._get_chunk(chunk_id)
         return str(got.get("text") or "") if got else None
+
+    def adjacent_chunk(self, chunk_id: str, delta: int) -> dict[str, Any] | None:
+        """The chunk ``delta`` places from ``chunk_id`` in the same document version (a rag hit dict), or None:
+        what completes a sentence cut by a chunk boundary in the extractive answer."""
+        return self._adjacent(chunk_id, delta) if self._adjacent is not None else None
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Unit dense vectors of ``texts`` (the store's MiniLM embedder), for the extractive answer's and the support

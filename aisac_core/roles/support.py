@@ -57,7 +57,7 @@ from aisac_core.roles.asked import (
     sentence_spans,
     text_stems,
 )
-from aisac_core.roles.sentences import is_reference_entry, strip_markers
+from aisac_core.roles.sentences import cut_at_end, cut_at_start, is_reference_entry, join_cut, strip_markers
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
@@ -202,6 +202,25 @@ def answer_verdict(verdicts: list[str]) -> str:
     return "not supported"
 
 
+def joined_across_chunks(cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]]) -> dict[int, str]:
+    """Cited sentences that are two parts of one sentence cut by a chunk boundary: two citations of the same claim
+    and document, the first's span running to its chunk's end without a sentence end, the second's starting at its
+    chunk's start inside a sentence (:func:`aisac_core.roles.sentences.cut_at_end` / ``cut_at_start``). Returns
+    ``{index in cited: the whole sentence}`` for both, so that each is judged against the whole."""
+    out: dict[int, str] = {}
+    for i, (c1, claim1, chunk1, sent1, span1) in enumerate(cited):
+        for j, (c2, claim2, chunk2, sent2, span2) in enumerate(cited):
+            if i == j or not claim1 or claim1 != claim2 or not chunk1 or not chunk2 or len(span1) != 2:
+                continue
+            if len(span2) != 2 or c1["anchor"].get("doc_id") != c2["anchor"].get("doc_id"):
+                continue
+            if chunk1[span1[1] :].strip() or chunk2[: span2[0]].strip():
+                continue
+            if cut_at_end(sent1) and cut_at_start(sent2):
+                out[i] = out[j] = join_cut(sent1, sent2)
+    return out
+
+
 async def judge_answer(
     env: RoleEnv,
     task: str,
@@ -229,19 +248,25 @@ async def judge_answer(
     out: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     n_judged = 0
+    cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]] = []
     for c in answer.get("citations") or []:
         if c.get("kind", "rag") != "rag" or not isinstance(c.get("anchor"), dict):
             continue
         n = c.get("n")
-        rec: dict[str, Any] = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
         # index reads and embedding run in a worker thread: the event loop keeps serving other calls meanwhile
         chunk = await anyio.to_thread.run_sync(chunk_text, c["anchor"].get("chunk_id") or c.get("chunk_id"))
         claim = " ".join(claims.get(int(n), [])) if isinstance(n, int) else ""
+        sent, span = cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task) if chunk else ("", [])
+        cited.append((c, claim, chunk, sent, span))
+    whole = joined_across_chunks(cited)
+    for i, (c, claim, chunk, sent, span) in enumerate(cited):
+        n = c.get("n")
+        rec: dict[str, Any] = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
         if chunk is None:
             rec["reasons"] = ["the cited chunk is not in the index"]
         else:
-            sent, span = cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task)
             rec.update(sentence=sent, quote_span=span)
+            sent = whole.get(i, sent)  # a sentence cut by a chunk boundary is judged whole
             bad = is_not_evidence(sent)
             rec["evidence"] = bad is None
             if not claim:
