@@ -358,7 +358,8 @@ def names_the_asked(sentence: str, question: str) -> bool:
     name-like token (:func:`entities`; after "using / called / named / via" any word) in the slot of the answer:
     within the three words after a word that introduces an instrument, agent or place ("using", "with", "by",
     "on", "in", "from") or after one of the question's own words ("followed Nu = 0.17 Re^0.79" for "what
-    correlation does it follow"), determiners and numbers skipped. A sentence that only mentions some other new
+    correlation does it follow"), determiners and numbers skipped; or as the subject right before one of the
+    question's own verbs or "used" ("GROBID is used to process each PDF"). A sentence that only mentions some other new
     name elsewhere ("S2ORC can serve as a corpus" for "which GPU was used") does not answer it. Questions
     without an asked noun (who, where) pass."""
     head = asked_head(question)
@@ -369,10 +370,19 @@ def names_the_asked(sentence: str, question: str) -> bool:
     q = {w.lower() for w in words(question)}
     relation = {stem(w) for w in q if w not in _STOP and len(w) > 2 and noun_stem(w) != noun_stem(head)}
     toks = re.findall(r"[A-Za-z][\w./+-]*|\S", sentence)
+
+    def new_name(tok: str) -> bool:
+        nl = tok.lower().rstrip(".,;:")
+        return nl not in q and nl not in _STOP and nl not in _REFERENCES and bool(entities(f"x {tok}"))
+
     for i, t in enumerate(toks):
         low = t.lower()
         if low not in _INSTRUMENT and stem(low) not in relation:
             continue
+        if stem(low) in relation or low in ("used", "uses"):  # the subject before the verb: "GROBID is used to"
+            before = [b for b in toks[max(0, i - 4) : i] if b.lower() not in _AUX and b.lower() not in ("then", "also")]
+            if before and new_name(before[-1]):
+                return True
         for nxt in toks[i + 1 : i + 4]:
             nl = nxt.lower().rstrip(".,;:")
             if nl in _DETERMINERS or nl == "single" or nl.isdigit():
