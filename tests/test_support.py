@@ -349,3 +349,29 @@ def test_a_sentence_cut_by_a_chunk_boundary_is_judged_whole():
 
     assert judge("d") == ["supported", "supported"]
     assert judge("other")[0] == "not supported"  # "16.4B" is not in the first part alone
+
+
+def test_adjacent_chunk_reads_the_neighbour_in_the_same_document_version(rcore):
+    """``adjacent_chunk`` (what completes a sentence cut by a chunk boundary) gives chunk index ± 1 of the same
+    document version from the real index, None before the first and after the last chunk and for an unknown id."""
+    from aisac_core.rag.search import adjacent_chunk, get_chunk
+
+    hits = rcore.rag.search("wall heat transfer coefficient Nusselt", 10).as_dict()["hits"]
+    heat = sorted(
+        (get_chunk(rcore.rag, h["chunk_id"]) for h in hits if h["anchor"]["path"].endswith("heat_transfer.md")),
+        key=lambda h: h["chunk_index"],
+    )
+    assert len(heat) >= 2, [h["chunk_index"] for h in heat]
+    first, second = heat[0], heat[1]
+    assert first["chunk_index"] == 0 and second["chunk_index"] == 1
+    nxt = adjacent_chunk(rcore.rag, first["chunk_id"], 1)
+    assert nxt is not None and nxt["chunk_id"] == second["chunk_id"] and nxt["text"] == second["text"]
+    prev = adjacent_chunk(rcore.rag, second["chunk_id"], -1)
+    assert prev is not None and prev["chunk_id"] == first["chunk_id"]
+    assert adjacent_chunk(rcore.rag, first["chunk_id"], -1) is None
+    count = rcore.rag.overview(first["anchor"]["doc_id"])["chunk_count"]
+    last = adjacent_chunk(rcore.rag, first["chunk_id"], count - 1)
+    assert last is not None and last["chunk_index"] == count - 1
+    assert adjacent_chunk(rcore.rag, last["chunk_id"], 1) is None
+    assert adjacent_chunk(rcore.rag, "00000000-0000-0000-0000-000000000000", 1) is None
+    assert rcore.roles.adjacent_chunk(first["chunk_id"], 1)["chunk_id"] == second["chunk_id"]  # the roles' hook

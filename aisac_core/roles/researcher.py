@@ -429,8 +429,10 @@ def extractive_answer(
     (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
     gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
     only from the documents that name most of its names (:func:`subject_docs`). Prose glued after a code
-    listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one (a
-    name question prefers those with a name). When no sentence has the asked type, or (with ``embed``) no such
+    listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one, a
+    name question only those naming something in the answer's slot (:func:`aisac_core.roles.asked.has_type`). A
+    sentence cut by the chunk's boundary is completed from the adjacent chunk (:func:`continuations`;
+    ``neighbour(chunk_id, delta)`` reads it from the index, None: no completion) and cites both. When no sentence has the asked type, or (with ``embed``) no such
     sentence covers at least :data:`ANSWER_MIN_COVERAGE` of the key terms and is at least :data:`ANSWER_MIN_SIM`
     similar (only the :data:`EMBED_TOP` best by the other terms are embedded), the answer says :data:`NOT_STATED`. ``check`` in the result gives the best
     sentence's coverage and similarity. A number / name / yes-no
@@ -470,7 +472,8 @@ def extractive_answer(
     skipped = 0  # passages left out by the two rules above (they cannot answer this question)
     terms = key_terms(task)
     cands: list[tuple[float, int, str, tuple[int, int], bool, float, Any]] = []
-    for rank, item in enumerate(list(rag)):
+    retrieved = list(rag)  # the adjacent chunks that complete cut sentences are appended to rag (to be cited)
+    for rank, item in enumerate(retrieved):
         if is_reference_item(item):
             continue
         text = item.get("text") or ""
@@ -534,7 +537,7 @@ def extractive_answer(
         if scored:
             check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
     if (cands or skipped) and not scored:
-        return {**_not_stated(task, items, rag, kind), "check": check}
+        return {**_not_stated(task, items, retrieved, kind), "check": check}
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
     for score, rank, sent, span, _cov, _sim, rest in scored:
