@@ -34,6 +34,8 @@ def test_asked_types_and_numbers():
     assert asked_type("Which tool is used to process each PDF when building S2ORC?") == "name"
     assert asked_type("Is CiteSee implemented as a Chrome extension?") == "yesno"
     assert asked_type("What is S2ORC?") == "definition"
+    assert asked_type("What average standard deviation did the FINE annotations have?") == "number"
+    assert asked_type("What does the average user prefer?") != "number"  # "average" asked for only after what
     assert numbers("a corpus of 81.1M papers and 9,280 summaries, 16 % of pairs [12] (Section 3)") == {
         "81.1m",
         "9280",
@@ -71,6 +73,8 @@ def test_how_many_counts_the_asked_noun():
     assert counts_what("interviews with five researcher participants", counted_noun("How many researchers?"))
     assert counts_what("It is more effective than three baselines.", c) == "other"
     assert counts_what("The study took 1 hour and each participant was paid.", c) is None
+    # "(N=10)" stands alone: the sentence does not only count other things
+    assert counts_what("A lab study (N=10) shows it beats three baselines.", c) is None
 
 
 def test_sentence_rules_keep_counts_and_prose_after_code():

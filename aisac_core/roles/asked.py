@@ -1,7 +1,7 @@
 """What a question asks for, and whether a sentence has it: the rules shared by the extractive answer and the
 model-free support judge.
 
-- **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what mass / probability /
+- **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what average / median ...", "what mass / probability /
   percentage / rate ...", "when", "which year"), ``yesno`` (a question starting with is / does / did / can ...),
   ``name`` (an interrogative "which", "who", "where", or "what" + a noun: :func:`asked_head`), ``definition`` ("what is X",
   "how does ... define"), else ``other``.
@@ -59,12 +59,13 @@ _MEASURE = (
     r"duration|time|frequency|density|concentration|weight|distance|radius|diameter|width|height|depth|voltage|"
     r"current|power|pressure|velocity|speed|efficiency|yield|dose|range|threshold|budget|latency|"
     r"precision|recall|error|loss|improvement|increase|decrease|reduction|boiling point|melting point|"
+    r"deviation|variance|"
     r"how many|how much"
 )
 _NUMBER_Q = re.compile(
     r"\bhow\s+(?:many|much|long|large|big|old|fast|often|far|high|heavy|small|wide|deep|tall)\b|"
     r"\b(?:what|which)\b[^?]{0,40}?\b(?:" + _MEASURE + r")\b|^\s*when\b|\bin\s+(?:which|what)\s+year\b|"
-    r"\b(?:what|which)\s+year\b",
+    r"\b(?:what|which)\s+year\b|\b(?:what|which)\s+(?:average|mean|median|maximum|minimum|total)\b",
     re.I,
 )
 _YEAR_Q = re.compile(r"^\s*when\b|\byear\b|\bdate\b", re.I)
@@ -179,8 +180,8 @@ def counts_what(sentence: str, counted: str) -> str | None:
     """For a "how many X" question (``counted``: X's :func:`noun_stem`): ``"asked"`` when a number of ``sentence`` is
     followed by X after at most three modifiers ("12 participants", "five researcher participants"; not "1 hour and
     each participant"), ``"other"`` when every
-    number is directly followed by another plural noun ("three baselines": a count of something else), else None
-    (a number alone, "N=10")."""
+    number is directly followed by another plural noun ("three baselines": a count of something else; a sentence
+    that also has a number alone, "(N=10) ... three baselines", is not), else None (a number alone, "N=10")."""
     found = list(_COUNT.finditer(sentence))
     if not found:
         return None
@@ -195,7 +196,9 @@ def counts_what(sentence: str, counted: str) -> str | None:
         nxt = after[0].lower().strip(",.;:()") if after else ""
         if len(nxt) > 3 and nxt.endswith("s") and not nxt.endswith("ss") and nxt not in _STOP:
             other += 1
-    return "other" if other == len(found) else None
+    # a number the _COUNT pattern does not see (no word after it: "(N=10)") is not a count of something else
+    stated = len(numbers(sentence)) + len(NUMBER_WORD.findall(sentence))
+    return "other" if other == len(found) and stated <= len(found) else None
 
 
 def asked_type(question: str) -> str:
