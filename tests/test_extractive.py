@@ -343,6 +343,9 @@ def test_a_name_question_is_answered_only_by_a_sentence_naming_something_in_the_
     assert not names_the_asked("As the corpus for SciBERT is not public, S2ORC can serve as a corpus.", q)
     assert names_the_asked("We pretrain SciBERT on 8 NVIDIA V100 GPUs for a week.", q)
     assert names_the_asked("SciBERT was pretrained using Megatron on a cluster.", q)  # the slot, not the type
+    # an instrument of another action is no answer: "using Adam" while finetuning, for a question on pretraining
+    assert not names_the_asked("S2ORC-SCIBERT is finetuned on all tasks using Adam (Kingma and Ba, 2014).", q)
+    assert not names_the_asked("The resulting S2ORC pretraining corpus contains 16.4B tokens.", q)  # a modifier
     assert names_the_asked("GROBID is then used to process each PDF.", "Which tool is used to process each PDF?")
     assert not has_type("SciBERT is pretrained on a single TPU v3-8 for a week.", "name", q)  # another kind
     assert not has_type("S2ORC-SCIBERT and BERT-Base are pretrained for a week.", "name", q)  # the subject's kin

@@ -372,6 +372,12 @@ def names_the_asked(sentence: str, question: str) -> bool:
         return True
     q = {w.lower() for w in words(question)}
     relation = {stem(w) for w in q if w not in _STOP and len(w) > 2 and noun_stem(w) != noun_stem(head)}
+    # the question's action, without its names and the generic "use": "pretrain" in "Which GPU was used to
+    # pretrain SciBERT?". An instrument answers it only in a sentence about that action ("using Adam" in a
+    # sentence about finetuning does not)
+    q_names = {p for e in entities(question) for p in re.split(r"[-/.\s]", e)}
+    action = {stem(w) for w in q - q_names if w not in _STOP and len(w) > 2 and not w.startswith("us")} - {stem(head)}
+    about_action = not action or bool(action & text_stems(sentence))
     toks = re.findall(r"[A-Za-z][\w./+-]*|\S", sentence)
 
     def new_name(tok: str) -> bool:
@@ -380,11 +386,15 @@ def names_the_asked(sentence: str, question: str) -> bool:
 
     for i, t in enumerate(toks):
         low = t.lower()
-        if low not in _INSTRUMENT and stem(low) not in relation:
+        if (low not in _INSTRUMENT or not about_action) and stem(low) not in relation:
             continue
-        if stem(low) in relation or low in ("used", "uses"):  # the subject before the verb: "GROBID is used to"
-            before = [b for b in toks[max(0, i - 4) : i] if b.lower() not in _AUX and b.lower() not in ("then", "also")]
-            if before and new_name(before[-1]):
+        # the subject before the verb: "GROBID is then used to", "Flask serves"; a verb is a word after an
+        # auxiliary or one ending in -s / -ed ("S2ORC pretraining corpus" has none)
+        if stem(low) in relation or low in ("used", "uses"):
+            window = toks[max(0, i - 4) : i]
+            before = [b for b in window if b.lower() not in _AUX and b.lower() not in ("then", "also")]
+            verb = len(before) < len(window) or (low.endswith(("s", "ed")) and not low.endswith("ss"))
+            if verb and before and new_name(before[-1]):
                 return True
         for nxt in toks[i + 1 : i + 4]:
             nl = nxt.lower().rstrip(".,;:")
