@@ -1,15 +1,17 @@
 """What a question asks for, and whether a sentence has it: the rules shared by the extractive answer and the
 model-free support judge.
 
-- **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what average / median ...", "what mass / probability /
-  percentage / rate ...", "when", "which year"), ``yesno`` (a question starting with is / does / did / can ...),
+- **asked type** (:func:`asked_type`): ``number`` ("how many / how much / how long ...", "what average / median
+  ...", "what mass / probability / percentage / rate ...", "when", "which year"), ``yesno`` (a question starting
+  with is / does / did / can ...),
   ``name`` (an interrogative "which", "who", "where", or "what" + a noun: :func:`asked_head`), ``definition`` ("what is X",
   "how does ... define"), else ``other``.
 - **has the type** (:func:`has_type`): a ``number`` sentence states a number (digits, or a number word such as
   "five", "three times", "twice") that is not a citation marker, a section / figure / table / page number or a
   year (years count for "when / which year" questions); a ``name`` sentence holds a name-like token the question
   does not (a capital inside a word or a digit with letters: GPT-3, scispaCy, ns-2; a capitalised word not first in
-  the sentence; a word in parentheses or after "using / called / named"). Other types: any sentence.
+  the sentence; a word after "using / called / named / via") in the answer's slot (:func:`names_the_asked`). Other
+  types: any sentence.
 - **key terms** (:func:`key_terms`): the question's content words (6-character prefixes, stop words and the words
   that only say what type is asked dropped), so "How many papers does S2ORC contain?" -> {papers, s2orc}.
 - **numbers and entities** of a claim (:func:`numbers`, :func:`entities`): the digits-numbers (thousand separators
@@ -360,11 +362,14 @@ def names_the_asked(sentence: str, question: str) -> bool:
     """For a "which / what X" question: whether ``sentence`` names X ("the CP/M operating system") or has a new
     name-like token (:func:`entities`; after "using / called / named / via" any word) in the slot of the answer:
     within the three words after a word that introduces an instrument, agent or place ("using", "with", "by",
-    "on", "in", "from") or after one of the question's own words ("followed Nu = 0.17 Re^0.79" for "what
-    correlation does it follow"), determiners and numbers skipped; or as the subject right before one of the
-    question's own verbs or "used" ("GROBID is used to process each PDF"). A sentence that only mentions some other new
-    name elsewhere ("S2ORC can serve as a corpus" for "which GPU was used") does not answer it. Questions
-    without an asked noun (who, where) pass."""
+    "on", "in", "from") in a sentence about the question's action (one of its words other than its names, X and
+    "use": "using Adam" in a sentence on finetuning does not answer "which GPU was used to pretrain SciBERT"); or
+    after one of the question's own words ("followed Nu = 0.17 Re^0.79" for "what correlation does it follow"),
+    determiners and numbers skipped; or as the subject right before one of the question's own words or "used" in a
+    verb form (after an auxiliary, or ending in -s / -ed: "GROBID is then used to process each PDF"; not the
+    modifier in "the S2ORC pretraining corpus"). A sentence that only mentions some other new name elsewhere
+    ("S2ORC can serve as a corpus" for "which GPU was used") does not answer it. Questions without an asked noun
+    (who, where) pass."""
     head = asked_head(question)
     if not head:
         return True

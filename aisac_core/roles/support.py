@@ -256,7 +256,9 @@ async def judge_answer(
         # index reads and embedding run in a worker thread: the event loop keeps serving other calls meanwhile
         chunk = await anyio.to_thread.run_sync(chunk_text, c["anchor"].get("chunk_id") or c.get("chunk_id"))
         claim = " ".join(claims.get(int(n), [])) if isinstance(n, int) else ""
-        sent, span = cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task) if chunk else ("", [])
+        sent, span = (
+            cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task) if chunk is not None else ("", [])
+        )
         cited.append((c, claim, chunk, sent, span))
     whole = joined_across_chunks(cited)
     for i, (c, claim, chunk, sent, span) in enumerate(cited):
