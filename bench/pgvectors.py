@@ -41,21 +41,27 @@ def _cranfield_and_cluster(ctx: Context) -> tuple[Any, Any]:
     return cranfield.load(folder), cluster
 
 
+def _backend_context(folder: Any, backend: str, cluster: Any) -> Any:
+    """An application context on a fresh store in ``folder``: embedded SQLite + Qdrant Edge (``edge``), or a new
+    database of ``cluster`` holding both SQL and vectors (``postgres``)."""
+    from aisac_core.context import AppContext
+
+    s = isolated_settings(folder)
+    if backend == "postgres":
+        s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
+    return AppContext(s)
+
+
 def run_vectors(ctx: Context) -> dict[str, Any]:
     """Index and search Cranfield on both backends; returns ``{"edge": {...}, "postgres": {...}, "delta": x}``.
     Raises :class:`Skip` when the collection or the pgserver package is missing."""
-    from aisac_core.context import AppContext
-
     col, cluster = _cranfield_and_cluster(ctx)
     out: dict[str, Any] = {}
     try:
         with temp_dir(ctx, "pgvectors") as tmp:
             write_collection(col, tmp / "cranfield")
             for backend in ("edge", "postgres"):
-                s = isolated_settings(tmp / backend)
-                if backend == "postgres":
-                    s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
-                core = AppContext(s)
+                core = _backend_context(tmp / backend, backend, cluster)
                 try:
                     db0 = cluster_cpu_s(cluster)
                     idx = index_collection(core, tmp / "cranfield")
@@ -93,8 +99,6 @@ def run_latency(ctx: Context) -> dict[str, Any]:
     cleared; :func:`bench.latency.in_process`). Returns ``{"chunks": n, "edge": summary, "postgres": summary}``
     (summaries from :func:`bench.common.latency_summary`, ms; plus CPU ms per query of this process and of the
     cluster). Raises :class:`Skip` when the collection or pgserver is missing."""
-    from aisac_core.context import AppContext
-
     from .latency import WARMUP, build_corpus, fill_store, in_process
 
     col, cluster = _cranfield_and_cluster(ctx)
@@ -105,10 +109,7 @@ def run_latency(ctx: Context) -> dict[str, Any]:
     try:
         with temp_dir(ctx, "pgvectors-latency") as tmp:
             for backend in ("edge", "postgres"):
-                s = isolated_settings(tmp / backend)
-                if backend == "postgres":
-                    s = s.updated(sql_url=cluster.create_database(), vector_url="sql")
-                core = AppContext(s)
+                core = _backend_context(tmp / backend, backend, cluster)
                 try:
                     core.vectors()
                     fill_store(core, chunks, tmp / "sentences")
