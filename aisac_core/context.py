@@ -67,6 +67,11 @@ class AppContext:
         #: job in the job table for the next process instead of cancelling it
         self.stopping = False
         self._lock = threading.RLock()
+        #: a leaf lock (nothing else is taken while it is held): ``engine`` runs under functools.cached_property's
+        #: lock (Python 3.11 holds one per property while computing) and calls :meth:`secure_store`, while
+        #: :meth:`vectors` holds ``_lock`` and then reads ``engine``; with one lock for both, the two orders deadlock
+        #: (seen when the SQL file is corrupt, so ``engine`` is never cached and every call re-enters it)
+        self._secure_lock = threading.Lock()
         self._vectors: VectorStore | None = None
         self._warm_thread: threading.Thread | None = None
         self._closed = False
@@ -201,7 +206,7 @@ class AppContext:
     def secure_store(self) -> None:
         """Before anything is written to the store: umask 077 for this process, the data dir created 0700, and
         warnings (logged once, kept in ``permission_warnings``) when a user widened it (:mod:`aisac_core.store.files`)."""
-        with self._lock:
+        with self._secure_lock:
             if not self._secured:
                 from aisac_core.store.files import secure_data_dir
 

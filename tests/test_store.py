@@ -554,3 +554,42 @@ def test_run_assigner_renews_after_idle_gap() -> None:
     assert r2 != r1 and r2.startswith("run-")
     assert ra.run_for("client-1") == r2
     assert len({new_run_id() for _ in range(50)}) == 50
+
+
+@pytest.mark.sqlite_only
+def test_corrupt_store_opened_from_two_threads_never_deadlocks(settings) -> None:  # noqa: ANN001
+    """The owner's warm-up thread opens the vectors (and, for a new vector folder, marks every document stale
+    through ``engine``) while a tool call's thread opens ``engine`` for its trace event. On a store whose SQL file is
+    corrupt, ``engine`` never gets cached, so both threads keep re-entering it: the two must never wait on each other
+    (seen as an owner that answered the tool error and then hung recording its trace event, so the host waited
+    forever). Each round opens both at once on a new context and must end, with the store error, within seconds."""
+    import threading
+
+    from aisac_core.context import AppContext
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    (settings.data_dir / "aisac.db").write_bytes(b"not a database " * 200 + os.urandom(2048))
+    errors: list[BaseException] = []
+    for _ in range(30):
+        core = AppContext(settings)
+        start = threading.Barrier(3)
+
+        def run(fn, start=start) -> None:  # noqa: ANN001
+            start.wait()
+            try:
+                fn()
+            except StoreError as exc:
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=run, args=(core.vectors,), daemon=True),
+            threading.Thread(target=run, args=(lambda core=core: core.engine,), daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        start.wait()
+        for t in threads:
+            t.join(20)
+        assert not any(t.is_alive() for t in threads), "opening a corrupt store from two threads deadlocked"
+        core.close()
+    assert errors and all("move it aside" in str(e) for e in errors)
