@@ -226,6 +226,31 @@ def read_owner_file(data_dir: Path) -> OwnerInfo | None:
         return None
 
 
+def process_running(pid: int) -> bool:
+    """True while process ``pid`` exists and has not exited (a zombie, exited but not yet reaped by its parent, counts
+    as exited: Linux ``/proc/PID/stat`` state ``Z``; proc(5))."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # no /proc: os.kill said it exists
+
+
+def wait_for_exit(pid: int, timeout: float) -> bool:
+    """Poll (every 20 ms) until process ``pid`` has exited or ``timeout`` seconds passed; True when it exited."""
+    deadline = time.monotonic() + timeout
+    while process_running(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def live_owner(data_dir: Path) -> OwnerInfo | None:
     """The running owner of ``data_dir``: ``owner.json`` while ``owner.lock`` is held, else None."""
     info = read_owner_file(data_dir)

@@ -42,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from aisac_core.owner import OWNER_FILE, OwnerError, OwnerInfo, OwnerSettingsDriftError, aisac_version, ensure_owner
+from aisac_core.owner import (
+    OWNER_FILE,
+    OwnerError,
+    OwnerInfo,
+    OwnerSettingsDriftError,
+    aisac_version,
+    ensure_owner,
+    wait_for_exit,
+)
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
 from .catalog import CACHEABLE, AnswerCatalog
@@ -112,6 +120,9 @@ class StdioRelay:
         self.host_header = json.dumps(host_settings(settings), separators=(",", ":"), ensure_ascii=True)
         self.info: OwnerInfo | None = None
         self._stamp: tuple[int, int] | None = None
+        #: a call was cut by the owner (connection lost mid-answer): the next lookup checks that the owner it finds is
+        #: not the one dying (a process killed with SIGKILL holds its lock until its last thread is gone)
+        self._cut = False
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._init_body: dict[str, Any] | None = None  # the host's initialize request, replayed to a new owner
@@ -226,6 +237,9 @@ class StdioRelay:
             old = self.info
             try:
                 info = await anyio.to_thread.run_sync(ensure_owner, self.settings)
+                if self._cut and old is not None and info.pid == old.pid:
+                    info = await anyio.to_thread.run_sync(self._unless_dying, info)
+                self._cut = False
                 self.drift = None
             except OwnerSettingsDriftError as exc:
                 if exc.info is None:
@@ -242,6 +256,15 @@ class StdioRelay:
             # answer catalogue) must not reach the owner before it
             self.info, self._stamp = info, stamp
             return info
+
+    def _unless_dying(self, info: OwnerInfo) -> OwnerInfo:
+        """After a cut call, ``info`` (still named by ``owner.json``, its lock still held) may be an owner in the middle
+        of exiting: sending to it would cut the next call too. Wait up to 2 s for it to exit; when it does, find or
+        start the next owner (:func:`ensure_owner`), else it is alive and ``info`` stands."""
+        if wait_for_exit(info.pid, 2.0):
+            log.warning("the store's owner (pid %s) has exited: finding the next one", info.pid)
+            return ensure_owner(self.settings)
+        return info
 
     async def _replay_initialize(self, info: OwnerInfo, init_body: dict[str, Any]) -> None:
         """Open a new MCP session on a new owner with the host's own initialize request ``init_body`` (answer not
@@ -350,6 +373,7 @@ class StdioRelay:
             except (httpx.TransportError, anyio.EndOfStream, anyio.ClosedResourceError) as exc:
                 log.warning("call cut: the owner process stopped (%s)", type(exc).__name__)
                 self._stamp = None  # check the owner again before the next request
+                self._cut = True
                 self._error(msg, OWNER_STOPPED)
                 return
 
