@@ -32,6 +32,17 @@ from aisac_core.data.errors import DataError
 from aisac_core.data.layout import unpivot
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_sheet
+from aisac_core.data.structure import classify
+from aisac_core.data.tablemodel import (
+    MODEL_CSV_CHARS,
+    all_rows,
+    apply_decision,
+    csv_decision,
+    csv_dialect,
+    frame_of_rows,
+    numbers_and_markers,
+    report_structure,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -251,10 +262,14 @@ def load_csv(
         enc, text = "latin-1", raw.decode("latin-1")
     del raw
     sample = text[:64_000]
-    try:
-        delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        delim = "\t" if suffix in (".tsv", ".tab") else ","
+    dialect = csv_dialect(text)
+    if dialect is not None:
+        delim = dialect[0]
+    else:
+        try:
+            delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        except csv.Error:
+            delim = "\t" if suffix in (".tsv", ".tab") else ","
     grid = _detect_grid(text, delim, path)
     notes: list[str] = []
     seen_width = max((len(r) for r in grid), default=0)
@@ -273,16 +288,25 @@ def load_csv(
             )
         grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
     t = detect_table(grid, header_rows)
+    st, decision, full, rows = None, None, None, None
+    if header_rows is None and not skip_rows and usecols is None:
+        full = all_rows(text, delim) if len(text) <= MODEL_CSV_CHARS else None
+        st = classify(full if full is not None else grid)
+        decision = csv_decision(st, t)
+        t, rows = apply_decision(decision, grid, t, full, detect_table)
     try:
-        body = pd.read_csv(
-            io.StringIO(text),
-            sep=delim,
-            header=None,
-            skiprows=t["data_start"],
-            skip_blank_lines=True,
-            on_bad_lines="error",
-            usecols=usecols,
-        )
+        if decision is not None and rows is not None:
+            body = frame_of_rows(rows)
+        else:
+            body = pd.read_csv(
+                io.StringIO(text),
+                sep=delim,
+                header=None,
+                skiprows=t["data_start"],
+                skip_blank_lines=True,
+                on_bad_lines="error",
+                usecols=usecols,
+            )
     except pd.errors.EmptyDataError:
         body = pd.DataFrame()
     except (pd.errors.ParserError, ValueError, csv.Error) as exc:
@@ -321,6 +345,8 @@ def load_csv(
     body = body.dropna(how="all").reset_index(drop=True)
     if before - len(body):
         notes.append(f"{before - len(body)} empty row(s) dropped")
+    body, markers, more = numbers_and_markers(body)
+    notes.extend(more)
     above = [n.split(": ", 1)[-1].strip("'\"") for n in t["notes"] if "skipped as a title" in n]
     opts = {
         "encoding": enc,
@@ -338,6 +364,10 @@ def load_csv(
             "tidy": False,
         },
     }
+    if markers:
+        opts["detected"]["markers"] = markers
+    if st is not None and decision is not None:
+        report_structure(opts, notes, st, decision, full if full is not None else grid)
     if skip_rows:
         opts["skip_rows"] = skip_rows
     return body, opts, notes

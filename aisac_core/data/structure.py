@@ -564,6 +564,34 @@ def classify(grid: Sequence[Sequence[Any]], booster: Any = None, meta: dict[str,
     return st
 
 
+def reading_confidence(st: Structure, header: Sequence[int], body_start: int, body_end: int | None = None) -> float:
+    """The calibrated confidence of another reading of the same lines: rows above ``header`` (or above
+    ``body_start`` when there is no header) are the top, ``header`` the header, ``body_start..body_end`` the body
+    (default: to the model's last body line), the rest the bottom; scored with the model's line probabilities
+    and the same Platt scaling as the model's own reading (:func:`sheet_scores`, :func:`calibrate`)."""
+    if not st.rows:
+        return 0.0
+    _, meta = _model()
+    hs = set(header)
+    first = min([*hs, body_start])
+    if body_end is None:
+        body_end = max((r for r, lab in zip(st.rows, st.labels) if PART[lab] == "body"), default=body_start)
+    logs, low = 0.0, 1.0
+    for r, p in zip(st.rows, st.probs):
+        if r in hs:
+            part = "header"
+        elif r < first:
+            part = "top"
+        elif body_start <= r <= body_end:
+            part = "body"
+        else:
+            part = "bottom" if r > body_end else "header"
+        x = sum(p[c] for c in CLASSES if PART[c] == part)
+        logs += math.log(max(x, 1e-9))
+        low = min(low, x)
+    return calibrate((logs, low), meta["platt"])
+
+
 def _alternatives(st: Structure) -> list[dict[str, Any]]:
     """Other readings of the header: lines whose header probability is between 0.2 and 0.5 (so not chosen) or a
     chosen header line whose probability is below 0.8."""
