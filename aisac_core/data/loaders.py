@@ -32,7 +32,7 @@ from aisac_core.data.errors import DataError
 from aisac_core.data.layout import unpivot
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_sheet
-from aisac_core.data.structure import classify
+from aisac_core.data.structure import CONFIDENT_SHEET, classify
 from aisac_core.data.tablemodel import (
     MODEL_CSV_CHARS,
     all_rows,
@@ -42,6 +42,7 @@ from aisac_core.data.tablemodel import (
     frame_of_rows,
     numbers_and_markers,
     report_structure,
+    sheet_structure,
 )
 
 if TYPE_CHECKING:
@@ -614,6 +615,17 @@ def sheet_frame(
         "other_tables": t.get("other_tables", [])[:10],
         "confidence": t.get("confidence", 1.0),
     }
+    if header_rows is None and skip_rows is None and cell_range is None:
+        learned = sheet_structure(grid, merged, t, rmap)
+        if learned is not None:
+            detected["structure"], conf, more = learned
+            detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)
+            notes.extend(more)
+            if detected["confidence"] < CONFIDENT_SHEET and not t.get("ambiguous"):
+                t["ambiguous"] = {
+                    "reasons": [f"the table-structure model gives this reading confidence {conf:.2f}"],
+                    "alternatives": [detected["structure"].get("model_reading") or {"header_rows": "as loaded"}],
+                }
     if t.get("ambiguous"):
         detected["ambiguous"] = t["ambiguous"]
     if t.get("ambiguous") or detected["other_tables"]:

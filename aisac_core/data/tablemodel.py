@@ -250,3 +250,59 @@ def report_structure(
             )
         if st.uncertain:
             notes.append(f"layout uncertain (table-structure confidence {st.confidence:.2f})")
+
+
+def sheet_structure(
+    grid: Sequence[Sequence[Any]],
+    merged: Sequence[tuple[int, int, int, int]],
+    t: dict[str, Any],
+    rows_map: Sequence[int] | None,
+) -> tuple[dict[str, Any], float | None, list[str]] | None:
+    """The model's reading of a workbook sheet's table block beside the rules' (``t``: the result of
+    :func:`aisac_core.data.regions.detect_region`): ``(structure, confidence, notes)`` or None when the block is
+    empty. The block is classified with merged ranges un-filled (the model was trained on cell strings without
+    merges).
+
+    ``confidence``: the model's calibrated confidence of the rules' reading: its own when both agree on the header
+    rows and the first body row; else the larger of the confidence it gives the rules' reading
+    (:func:`aisac_core.data.structure.reading_confidence`) and one minus its confidence in its own, different,
+    reading (a model unsure of its own reading does not outvote the rules). The loader takes the lower of it and
+    the rules' own.
+    The rules keep deciding the layout of workbooks (they read merges, bold and alignment, which the model
+    cannot)."""
+    from aisac_core.data.structure import classify
+
+    top, left, bottom, right = t["box"]
+    if not t["body"]:
+        return None
+    filled = {(i, j) for (a, b, c, d) in merged for i in range(a, c + 1) for j in range(b, d + 1) if (i, j) != (a, b)}
+    block = [
+        [None if (i, j) in filled else (grid[i][j] if j < len(grid[i]) else None) for j in range(left, right + 1)]
+        for i in range(top, bottom + 1)
+    ]
+    st = classify(block)
+    rd = reading(st)
+    if rd is None:
+        return None
+    rmap = [(rows_map[i] if rows_map is not None and i < len(rows_map) else i) for i in range(top, bottom + 1)]
+    out = summary(st, rmap)
+    header = [h - top for h in t["header"]]
+    start = t["body"][0] - top
+    agree = rd["header"] == header and bool(rd["body"]) and rd["body"][0] == start
+    if agree:
+        conf = st.confidence
+    else:  # the rules' reading is right at most when the model's own (different) reading is wrong
+        conf = round(max(reading_confidence(st, header, start, t["body"][-1] - top), 1.0 - st.confidence), 4)
+    out["agrees_with_rules"] = agree
+    notes = []
+    if not agree:
+        out["model_reading"] = {
+            "header_rows": [rmap[h] + 1 for h in rd["header"]],
+            "data_start_row": rmap[rd["body"][0]] + 1 if rd["body"] else None,
+        }
+        notes.append(
+            f"the table-structure model reads this sheet differently (header row(s) "
+            f"{', '.join(str(rmap[h] + 1) for h in rd['header']) or 'none'}, data from row "
+            f"{out['model_reading']['data_start_row']}); its confidence in the loaded reading: {conf:.2f}"
+        )
+    return out, conf, notes
