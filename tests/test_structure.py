@@ -99,3 +99,96 @@ def test_held_out_figures_on_the_shared_cell_types() -> None:
     assert s["data_accuracy"] >= 0.95 and s["header_accuracy"] >= 0.95
     assert s["tables_right"] >= 0.85
     assert s["ece"] <= 0.05
+
+
+# -- the loaders with the model (issue 47: never lose a workbook, a CSV's preamble, markers) ---------------------
+def _broken_xlsx(path: Path) -> Path:
+    """An .xlsx whose workbook names an external-link part that the archive lacks (openpyxl: KeyError)."""
+    import zipfile
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Data"
+    for row in (["Table 1. Widgets sold"], [], ["Region", 2019, 2020], ["North", 10, 12], ["South", 7, 9]):
+        ws.append(row)
+    wb.create_sheet("More").append(["a", "b"])
+    wb["More"].append([1, 2])
+    buf = io.BytesIO()
+    wb.save(buf)
+    rel = b"http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as zin, zipfile.ZipFile(path, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == "xl/_rels/workbook.xml.rels":
+                data = data.replace(
+                    b"</Relationships>",
+                    b'<Relationship Id="rId99" Type="' + rel + b'/externalLink" '
+                    b'Target="externalLinks/externalLink1.xml"/></Relationships>',
+                )
+            elif item.filename == "xl/workbook.xml":
+                data = data.replace(
+                    b"</sheets>",
+                    b'</sheets><externalReferences><externalReference xmlns:r="' + rel + b'" r:id="rId99"/>'
+                    b"</externalReferences>",
+                )
+            zout.writestr(item, data)
+    return path
+
+
+def test_a_workbook_openpyxl_cannot_open_loads_through_calamine(tmp_path: Path) -> None:
+    import openpyxl
+
+    path = _broken_xlsx(tmp_path / "broken.xlsx")
+    with pytest.raises(KeyError):
+        openpyxl.load_workbook(path, read_only=True)
+    from aisac_core.data.errors import WorkbookOpenError
+    from aisac_core.data.loaders import load_excel
+    from aisac_core.data.readers import _read_excel
+
+    with pytest.raises(WorkbookOpenError):
+        load_excel(path, None, None)
+    out = {title: (df, opts, notes) for title, df, opts, notes in _read_excel(path)}
+    assert set(out) == {"Data", "More"}
+    df, opts, notes = out["Data"]
+    # the header of years (numbers) under a title is read as the header: the model's reading, not col_N
+    assert list(df.columns) == ["Region", "2019", "2020"] and len(df) == 2
+    assert opts["detected"]["fallback"]["reader"] == "calamine"
+    assert "openpyxl cannot open" in notes[0] and "lost" in notes[0]
+    assert list(out["More"][0].columns) == ["a", "b"]
+
+
+def test_a_csv_with_a_ragged_preamble_loads_from_its_header(tmp_path: Path) -> None:
+    from aisac_core.data.loaders import load_csv
+
+    cols = ",".join(f"c{k}" for k in range(1, 9))
+    rows = "\n".join(",".join(str(r * 10 + k) for k in range(1, 9)) for r in range(1, 13))
+    text = (
+        "Survey of widgets, 2024\n"
+        "Produced by the Office of Widget Statistics; provisional figures\n"
+        "Contact: stats@example.org, Tel. 555-0100\n"
+        "\n"
+        f"{cols}\n{rows}\n\n"
+        "Source: Widget survey.\n"
+    )
+    path = tmp_path / "preamble.csv"
+    path.write_text(text, encoding="utf-8")
+    df, opts, notes = load_csv(path, None, ".csv")
+    assert list(df.columns) == [f"c{k}" for k in range(1, 9)]
+    assert len(df) == 12 and df.iloc[0, 0] == 11 and df.iloc[-1, -1] == 128
+    assert opts["detected"]["skipped_below"] == ["Source: Widget survey."]
+    assert 0.0 <= opts["detected"]["confidence"] <= 1.0
+
+
+def test_a_statistical_csv_gets_its_header_numbers_and_markers(tmp_path: Path) -> None:
+    from aisac_core.data.loaders import load_csv
+
+    path = tmp_path / "stat.csv"
+    path.write_text(STAT_CSV.replace('"53,667"', "[c]"), encoding="utf-8")
+    df, opts, notes = load_csv(path, None, ".csv")
+    assert list(df.columns) == ["Region", "2000", "2005", "2007", "2008"]
+    assert len(df) == 5 and df["2008"].iloc[0] == 304060.0
+    assert df["2000"].isna().sum() == 1  # [c] is a missing value ...
+    assert opts["detected"]["markers"]["2000"] == {"[c]": "confidential"}  # ... with its meaning kept
+    assert len(opts["detected"]["skipped_below"]) == 2

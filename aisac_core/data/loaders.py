@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
-from aisac_core.data.errors import DataError
+from aisac_core.data.errors import DataError, WorkbookOpenError
 from aisac_core.data.layout import unpivot
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_sheet
@@ -40,7 +40,9 @@ from aisac_core.data.tablemodel import (
     csv_decision,
     csv_dialect,
     frame_of_rows,
+    model_override,
     numbers_and_markers,
+    ragged_top,
     report_structure,
     sheet_structure,
 )
@@ -288,10 +290,19 @@ def load_csv(
                 f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is left to load"
             )
         grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
+    preamble = ragged_top(grid) if header_rows is None and not skip_rows else 0
+    if preamble:
+        notes.append(
+            f"{preamble} preamble line(s) (titles/notes with fewer fields than the table) skipped: "
+            f"{' '.join(v.strip() for v in grid[0] if v.strip())[:80]!r}" + (" ..." if preamble > 1 else "")
+        )
+        grid = [[] for _ in grid[:preamble]] + grid[preamble:]
     t = detect_table(grid, header_rows)
     st, decision, full, rows = None, None, None, None
     if header_rows is None and not skip_rows and usecols is None:
         full = all_rows(text, delim) if len(text) <= MODEL_CSV_CHARS else None
+        if full is not None and preamble:
+            full = [[] for _ in full[:preamble]] + full[preamble:]
         st = classify(full if full is not None else grid)
         decision = csv_decision(st, t)
         t, rows = apply_decision(decision, grid, t, full, detect_table)
@@ -422,9 +433,10 @@ def load_excel(
         try:  # read-only: sheets streamed, merged ranges not expanded into cell objects (sheetgrid)
             wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
         except Exception as exc:  # noqa: BLE001 - zipfile.BadZipFile, KeyError, InvalidFileException ...
-            raise DataError(
+            raise WorkbookOpenError(
                 f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); .xlsx/.xlsm are read "
-                "with openpyxl, .xls/.ods with calamine"
+                "with openpyxl, .xls/.ods with calamine",
+                f"{type(exc).__name__}: {str(exc)[:200]}",
             ) from exc
     try:
         sheets = _pick_sheets(path, list(wb.worksheets), list(wb.sheetnames), sheet, cell_range)
@@ -547,6 +559,22 @@ def sheet_frame(
         cols_map=sheet.cols if sheet is not None else None,
         halign=sheet.halign() if sheet is not None else None,
     )
+    learned = None
+    if header_rows is None and skip_rows is None and cell_range is None:
+        learned = sheet_structure(grid, merged, t, rmap)
+        reread = model_override(learned, rmap) if not t.get("ambiguous") else None
+        if reread is not None and learned is not None:  # the model's confident reading replaces the rules'
+            t = detect_region(
+                grid,
+                merged,
+                bold,
+                header_rows=reread[0],
+                skip_rows=reread[1],
+                rows_map=rmap,
+                cols_map=sheet.cols if sheet is not None else None,
+                halign=sheet.halign() if sheet is not None else None,
+            )
+            learned = (learned[0], learned[0]["confidence"], [reread[2]])
     cols, names = t["columns"], t["names"]
     rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
     notes = list(t["notes"])
@@ -615,17 +643,15 @@ def sheet_frame(
         "other_tables": t.get("other_tables", [])[:10],
         "confidence": t.get("confidence", 1.0),
     }
-    if header_rows is None and skip_rows is None and cell_range is None:
-        learned = sheet_structure(grid, merged, t, rmap)
-        if learned is not None:
-            detected["structure"], conf, more = learned
-            detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)
-            notes.extend(more)
-            if detected["confidence"] < CONFIDENT_SHEET and not t.get("ambiguous"):
-                t["ambiguous"] = {
-                    "reasons": [f"the table-structure model gives this reading confidence {conf:.2f}"],
-                    "alternatives": [detected["structure"].get("model_reading") or {"header_rows": "as loaded"}],
-                }
+    if learned is not None:
+        detected["structure"], conf, more = learned
+        detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)
+        notes.extend(more)
+        if detected["confidence"] < CONFIDENT_SHEET and not t.get("ambiguous"):
+            t["ambiguous"] = {
+                "reasons": [f"the table-structure model gives this reading confidence {conf:.2f}"],
+                "alternatives": [detected["structure"].get("model_reading") or {"header_rows": "as loaded"}],
+            }
     if t.get("ambiguous"):
         detected["ambiguous"] = t["ambiguous"]
     if t.get("ambiguous") or detected["other_tables"]:

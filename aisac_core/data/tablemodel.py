@@ -294,6 +294,7 @@ def sheet_structure(
     else:  # the rules' reading is right at most when the model's own (different) reading is wrong
         conf = round(max(reading_confidence(st, header, start, t["body"][-1] - top), 1.0 - st.confidence), 4)
     out["agrees_with_rules"] = agree
+    out["rules_data_start_row"] = rmap[start] + 1
     notes = []
     if not agree:
         out["model_reading"] = {
@@ -306,3 +307,54 @@ def sheet_structure(
             f"{out['model_reading']['data_start_row']}); its confidence in the loaded reading: {conf:.2f}"
         )
     return out, conf, notes
+
+
+#: a workbook table is read as the model reads it, not as the rules do, when the model disagrees with the rules and
+#: its calibrated confidence in its own reading is at least this (among the held-out tables at >= 0.9, 91 % were
+#: right: docs/data.md "Learned table structure")
+MODEL_OVERRIDES = 0.9
+
+
+def model_override(
+    learned: tuple[dict[str, Any], float | None, list[str]] | None, rows_map: Sequence[int]
+) -> tuple[int, int, str] | None:
+    """``(header_rows, skip_rows, note)`` for re-reading a sheet as the model reads it (the options of
+    :func:`aisac_core.data.regions.detect_region`), or None when the rules' reading stands (the model agrees, or
+    its confidence is below :data:`MODEL_OVERRIDES`, or its header rows are all above the rules' first body row: the
+    rules read merges, bold and alignment the model cannot, and the model overrides them only where they took a
+    header for data, as with header labels that are numbers)."""
+    if learned is None:
+        return None
+    st = learned[0]
+    mr = st.get("model_reading")
+    if not mr or st["confidence"] < MODEL_OVERRIDES or not mr.get("data_start_row") or not mr["header_rows"]:
+        return None
+    if not any(h >= st["rules_data_start_row"] for h in mr["header_rows"]):
+        return None  # only a header the rules took for data (labels that are numbers) overrides them
+    first = (mr["header_rows"][0] if mr["header_rows"] else mr["data_start_row"]) - 1
+    base = rows_map[0] if rows_map else 0
+    note = (
+        f"table read as the table-structure model reads it (confidence {st['confidence']:.2f}): header row(s) "
+        f"{', '.join(str(h) for h in mr['header_rows']) or 'none'}, data from row {mr['data_start_row']}"
+    )
+    return len(mr["header_rows"]), first - base, note
+
+
+def ragged_top(grid: Sequence[Sequence[str]]) -> int:
+    """The number of leading records of delimited text that are a preamble: records with fewer fields than the
+    table's (the most common field count of the records read, at least 2), before the first record that has that
+    many. A table's header row carries every field (empty ones as empty strings); a preamble of free text lines
+    (a title, a producer, a contact) does not. 0 when the first non-empty record is already full width."""
+    counts: dict[int, int] = {}
+    for r in grid:
+        if any(v.strip() for v in r):
+            counts[len(r)] = counts.get(len(r), 0) + 1
+    if not counts:
+        return 0
+    width = max(counts, key=lambda w: (counts[w], w))
+    if width < 2:
+        return 0
+    for i, r in enumerate(grid):
+        if len(r) >= width:
+            return i if any(any(v.strip() for v in x) for x in grid[:i]) else 0
+    return 0
