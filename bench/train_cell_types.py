@@ -174,6 +174,11 @@ def main() -> int:
     meta["validation"] = {k: v for k, v in val.items() if k not in ("wrong_tables",)}
     meta["test"] = {k: v for k, v in test.items() if k not in ("wrong_tables",)}
     print("held-out tables not right:", ", ".join(test["wrong_tables"]))
+    # the package evaluates the trees itself (aisac_core.data.structure.Forest: no LightGBM import at load time)
+    Xv, _, _ = xy(part["val"] + part["test"])
+    diff = float(abs(S.Forest(booster.model_to_string()).predict(Xv) - booster.predict(Xv)).max())
+    print(f"Forest vs lightgbm.Booster.predict on {len(Xv)} lines: max |difference| {diff:.2e}")
+    assert diff < 1e-9, diff
     if not a.no_write:
         MODELS.mkdir(parents=True, exist_ok=True)
         (MODELS / S.MODEL_FILE).write_text(booster.model_to_string(), encoding="utf-8")

@@ -457,11 +457,89 @@ class Structure:
         return [r for r, lab in zip(self.rows, self.labels) if lab in classes]
 
 
-@functools.lru_cache(maxsize=1)
-def _model() -> tuple[Any, dict[str, Any]]:
-    """The shipped booster and its metadata (loaded once, lazily). Raises DataError when the model file is absent."""
-    import lightgbm as lgb
+class Forest:
+    """A LightGBM multiclass tree ensemble read from LightGBM's text model format and evaluated with numpy.
 
+    Importing LightGBM costs about 1.7 s and 80 MB here (it pulls in scikit-learn and scipy), more than a whole
+    workbook load; the shipped model's trees are numerical splits only, so they are evaluated directly: at each
+    node ``x[feature] <= threshold`` goes to the left child (LightGBM's rule for a numerical split without
+    missing-value handling, ``decision_type`` 0 or 2: no NaN reaches the model), a negative child ``~k`` is leaf
+    ``k``; a class's raw score is the sum of its trees' leaves (divided by the number of iterations for a random
+    forest, ``average_output``) and the probabilities their softmax. ``bench/train_cell_types.py`` checks the
+    result against ``lightgbm.Booster.predict``.
+
+    Raises (constructor): DataError for a model text this reader does not handle (categorical splits, missing-value
+    handling, another objective)."""
+
+    def __init__(self, text: str) -> None:
+        import numpy as np
+
+        head, _, body = text.partition("\nTree=")
+        meta = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
+        if not meta.get("objective", "").startswith("multiclass"):
+            raise DataError(f"table-structure model: objective {meta.get('objective')!r} is not multiclass")
+        self.n_class = int(meta["num_class"])
+        self.average = "\naverage_output" in head
+        self.trees: list[tuple[Any, Any, Any, Any, Any]] = []
+        for block in ("Tree=" + body).split("\nTree="):
+            if "num_leaves=" not in block:
+                continue
+            kv = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+            if int(kv.get("num_cat", "0")):
+                raise DataError("table-structure model: categorical splits are not supported")
+            leaves = np.array(kv["leaf_value"].split(), dtype=float)
+            if int(kv["num_leaves"]) == 1:
+                self.trees.append((None, None, None, None, leaves))
+                continue
+            dt = np.array(kv["decision_type"].split(), dtype=int)
+            if np.any(dt & 1) or np.any((dt >> 2) & 3):
+                raise DataError("table-structure model: categorical or missing-value splits are not supported")
+            self.trees.append(
+                (
+                    np.array(kv["split_feature"].split(), dtype=int),
+                    np.array(kv["threshold"].split(), dtype=float),
+                    np.array(kv["left_child"].split(), dtype=int),
+                    np.array(kv["right_child"].split(), dtype=int),
+                    leaves,
+                )
+            )
+        if not self.trees or len(self.trees) % self.n_class:
+            raise DataError("table-structure model: the tree count is not a multiple of the class count")
+
+    def predict(self, X: Any) -> Any:
+        """Class probabilities, shape (rows, classes), of feature rows ``X`` (shape (rows, features))."""
+        import numpy as np
+
+        X = np.asarray(X, dtype=float)
+        n = X.shape[0]
+        raw = np.zeros((n, self.n_class))
+        idx = np.arange(n)
+        for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
+            if feat is None:
+                raw[:, t % self.n_class] += leaves[0]
+                continue
+            node = np.zeros(n, dtype=int)
+            active = np.ones(n, dtype=bool)
+            while active.any():
+                cur = node[active]
+                go_left = X[idx[active], feat[cur]] <= thr[cur]
+                node[active] = np.where(go_left, left[cur], right[cur])
+                active = node >= 0
+            raw[:, t % self.n_class] += leaves[~node]
+        if self.average:
+            raw /= len(self.trees) // self.n_class
+        raw -= raw.max(axis=1, keepdims=True)
+        e = np.exp(raw)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def num_feature(self) -> int:
+        """The largest feature index a split uses, plus one."""
+        return max((int(f.max()) + 1 for f, *_ in self.trees if f is not None), default=0)
+
+
+@functools.lru_cache(maxsize=1)
+def _model() -> tuple[Forest, dict[str, Any]]:
+    """The shipped model and its metadata (loaded once, lazily). Raises DataError when the model file is absent."""
     pkg = resources.files("aisac_core.data") / "models"
     try:
         text = (pkg / MODEL_FILE).read_text(encoding="utf-8")
@@ -471,7 +549,7 @@ def _model() -> tuple[Any, dict[str, Any]]:
             f"the table-structure model ({MODEL_FILE}) is missing from the package: reinstall aisac, or rebuild it "
             "with python bench/train_cell_types.py"
         ) from exc
-    return lgb.Booster(model_str=text), meta
+    return Forest(text), meta
 
 
 def model_sha256() -> str:
