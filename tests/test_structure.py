@@ -192,3 +192,29 @@ def test_a_statistical_csv_gets_its_header_numbers_and_markers(tmp_path: Path) -
     assert df["2000"].isna().sum() == 1  # [c] is a missing value ...
     assert opts["detected"]["markers"]["2000"] == {"[c]": "confidential"}  # ... with its meaning kept
     assert len(opts["detected"]["skipped_below"]) == 2
+
+
+def test_data_inspect_shows_every_populated_column_and_the_row_classes(tmp_path: Path) -> None:
+    """A header that starts in column B (nothing in column A) is listed, and the rows a load sets aside are named;
+    a workbook openpyxl cannot open is still mapped (through calamine)."""
+    import openpyxl
+
+    from aisac_core.data.inspect import inspect_workbook
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "Table 3. Percentiles of income"
+    for j, v in enumerate(["Group", 10, 20, 25, 50, 75, 90], start=2):
+        ws.cell(row=3, column=j, value=v)
+    for i, g in enumerate(["A", "B", "C", "D"], start=4):
+        ws.cell(row=i, column=2, value=g)
+        for j in range(3, 9):
+            ws.cell(row=i, column=j, value=100 * i + j)
+    ws["A9"] = "Source: survey of incomes."
+    wb.save(tmp_path / "pct.xlsx")
+    text = inspect_workbook(tmp_path / "pct.xlsx")["sheets"][0]["map"]
+    assert "columns (8, first cell and cell count): A1=" in text and "H3=90(5)" in text
+    assert "rows by the table-structure model" in text and "1 metadata" in text and "9 notes" in text
+    broken = inspect_workbook(_broken_xlsx(tmp_path / "broken.xlsx"))
+    assert [s["sheet"] for s in broken["sheets"]] == ["Data", "More"]
+    assert "calamine" in broken["notes"][0]
