@@ -505,29 +505,56 @@ class Forest:
             )
         if not self.trees or len(self.trees) % self.n_class:
             raise DataError("table-structure model: the tree count is not a multiple of the class count")
+        # all trees as padded (tree, node) arrays, evaluated together one depth level at a time
+        T = len(self.trees)
+        M = max((len(x[0]) for x in self.trees if x[0] is not None), default=1)
+        L = max(len(x[4]) for x in self.trees)
+        self.feat = np.zeros((T, M), dtype=np.int64)
+        self.thr = np.zeros((T, M))
+        self.left = np.full((T, M), -1, dtype=np.int64)
+        self.right = np.full((T, M), -1, dtype=np.int64)
+        self.leaf = np.zeros((T, L))
+        self.start = np.zeros(T, dtype=np.int64)
+        for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
+            self.leaf[t, : len(leaves)] = leaves
+            if feat is None:
+                self.start[t] = -1  # a single leaf
+                continue
+            k = len(feat)
+            self.feat[t, :k], self.thr[t, :k], self.left[t, :k], self.right[t, :k] = feat, thr, left, right
 
     def predict(self, X: Any) -> Any:
         """Class probabilities, shape (rows, classes), of feature rows ``X`` (shape (rows, features))."""
         import numpy as np
 
         X = np.asarray(X, dtype=float)
-        n = X.shape[0]
-        raw = np.zeros((n, self.n_class))
-        idx = np.arange(n)
-        for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
-            if feat is None:
-                raw[:, t % self.n_class] += leaves[0]
-                continue
-            node = np.zeros(n, dtype=int)
-            active = np.ones(n, dtype=bool)
-            while active.any():
-                cur = node[active]
-                go_left = X[idx[active], feat[cur]] <= thr[cur]
-                node[active] = np.where(go_left, left[cur], right[cur])
-                active = node >= 0
-            raw[:, t % self.n_class] += leaves[~node]
+        n, T = X.shape[0], len(self.trees)
+        if n <= 256:  # few rows: every tree at once, one depth level per step
+            cols = np.arange(T)[None, :]
+            rows = np.arange(n)[:, None]
+            node = np.broadcast_to(self.start, (n, T)).copy()
+            while (node >= 0).any():
+                nd = np.maximum(node, 0)
+                go_left = X[rows, self.feat[cols, nd]] <= self.thr[cols, nd]
+                nxt = np.where(go_left, self.left[cols, nd], self.right[cols, nd])
+                node = np.where(node >= 0, nxt, node)
+            raw = self.leaf[cols, ~node].reshape(n, T // self.n_class, self.n_class).sum(axis=1)
+        else:  # many rows: tree by tree, the rows still inside the tree per step
+            raw = np.zeros((n, self.n_class))
+            idx = np.arange(n)
+            for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
+                if feat is None:
+                    raw[:, t % self.n_class] += leaves[0]
+                    continue
+                node1 = np.zeros(n, dtype=np.int64)
+                active = idx
+                while active.size:
+                    cur = node1[active]
+                    node1[active] = np.where(X[active, feat[cur]] <= thr[cur], left[cur], right[cur])
+                    active = active[node1[active] >= 0]
+                raw[:, t % self.n_class] += leaves[~node1]
         if self.average:
-            raw /= len(self.trees) // self.n_class
+            raw /= T // self.n_class
         raw -= raw.max(axis=1, keepdims=True)
         e = np.exp(raw)
         return e / e.sum(axis=1, keepdims=True)
