@@ -129,7 +129,7 @@ def run(ctx: Context) -> dict[str, Any]:
         {"metric": f"{k} s / peak MB", "value": f"{v['s']:.2f} / {v.get('peak_mb', 0):.0f}", "met": v["met"]}
         for k, v in bombs.items()
     ]
-    if largest is not None:  # issue 47: the largest shared workbook, the table-structure classifier included
+    if largest is not None:  # the largest shared workbook against 2 s, the table-structure classifier included
         m = per[largest.name]
         summary.insert(
             0,

@@ -84,7 +84,7 @@ def test_the_model_ships_with_its_calibration_and_hash() -> None:
 
 
 def test_held_out_figures_on_the_shared_cell_types() -> None:
-    """Acceptance of issue 47 on the held-out workbooks (those the model neither saw nor was calibrated on)."""
+    """The acceptance figures on the held-out workbooks (those the model neither saw nor was calibrated on)."""
     if not (CELL_TYPES / "truth").is_dir():
         pytest.skip("../shared/data/tabular/cell_types is absent")
     sys.path.insert(0, str(REPO))
@@ -101,7 +101,7 @@ def test_held_out_figures_on_the_shared_cell_types() -> None:
     assert s["ece"] <= 0.05
 
 
-# -- the loaders with the model (issue 47: never lose a workbook, a CSV's preamble, markers) ---------------------
+# -- the loaders with the model: never lose a workbook, a CSV's preamble, markers ------------------------------
 def _broken_xlsx(path: Path) -> Path:
     """An .xlsx whose workbook names an external-link part that the archive lacks (openpyxl: KeyError)."""
     import zipfile

@@ -576,6 +576,7 @@ def _model() -> tuple[Forest, dict[str, Any]]:
             f"the table-structure model ({MODEL_FILE}) is missing from the package: reinstall aisac, or rebuild it "
             "with python bench/train_cell_types.py"
         ) from exc
+    meta["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Forest(text), meta
 
 
