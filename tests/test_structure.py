@@ -178,6 +178,9 @@ def test_a_csv_with_a_ragged_preamble_loads_from_its_header(tmp_path: Path) -> N
     assert list(df.columns) == [f"c{k}" for k in range(1, 9)]
     assert len(df) == 12 and df.iloc[0, 0] == 11 and df.iloc[-1, -1] == 128
     assert opts["detected"]["skipped_below"] == ["Source: Widget survey."]
+    assert (
+        opts["detected"]["skipped_above"][0] == "Survey of widgets 2024" and len(opts["detected"]["skipped_above"]) == 3
+    )
     assert 0.0 <= opts["detected"]["confidence"] <= 1.0
 
 

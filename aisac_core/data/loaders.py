@@ -42,9 +42,9 @@ from aisac_core.data.tablemodel import (
     frame_of_rows,
     model_override,
     numbers_and_markers,
-    ragged_top,
     report_structure,
     sheet_structure,
+    skip_preamble,
 )
 
 if TYPE_CHECKING:
@@ -290,13 +290,11 @@ def load_csv(
                 f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is left to load"
             )
         grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
-    preamble = ragged_top(grid) if header_rows is None and not skip_rows else 0
-    if preamble:
+    grid, preamble, pre_text = skip_preamble(grid) if header_rows is None and not skip_rows else (grid, 0, [])
+    if pre_text:
         notes.append(
-            f"{preamble} preamble line(s) (titles/notes with fewer fields than the table) skipped: "
-            f"{' '.join(v.strip() for v in grid[0] if v.strip())[:80]!r}" + (" ..." if preamble > 1 else "")
+            f"{preamble} preamble line(s) (titles/notes, fewer fields than the table) skipped: {pre_text[0]!r}"
         )
-        grid = [[] for _ in grid[:preamble]] + grid[preamble:]
     t = detect_table(grid, header_rows)
     st, decision, full, rows = None, None, None, None
     if header_rows is None and not skip_rows and usecols is None:
@@ -360,6 +358,8 @@ def load_csv(
     body, markers, more = numbers_and_markers(body)
     notes.extend(more)
     above = [n.split(": ", 1)[-1].strip("'\"") for n in t["notes"] if "skipped as a title" in n]
+    if preamble:
+        above = pre_text + above
     opts = {
         "encoding": enc,
         "delimiter": delim,

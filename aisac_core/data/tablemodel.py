@@ -363,3 +363,12 @@ def ragged_top(grid: Sequence[Sequence[str]]) -> int:
         if len(r) >= width:
             return i if any(any(v.strip() for v in x) for x in grid[:i]) else 0
     return 0
+
+
+def skip_preamble(grid: list[list[str]]) -> tuple[list[list[str]], int, list[str]]:
+    """``grid`` with its preamble (:func:`ragged_top`) blanked, the number of preamble records and their text."""
+    n = ragged_top(grid)
+    if not n:
+        return grid, 0, []
+    text = [" ".join(v.strip() for v in r if v.strip())[:200] for r in grid[:n] if any(v.strip() for v in r)]
+    return [[] for _ in grid[:n]] + grid[n:], n, text
