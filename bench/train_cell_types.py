@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from aisac_core.data import structure as S  # noqa: E402
+from aisac_core.data.forest import Forest  # noqa: E402
 from bench.cell_types import Table, print_figures, read_tables, score, split_keys  # noqa: E402
 
 MODELS = REPO / "aisac_core" / "data" / "models"
@@ -174,9 +175,9 @@ def main() -> int:
     meta["validation"] = {k: v for k, v in val.items() if k not in ("wrong_tables",)}
     meta["test"] = {k: v for k, v in test.items() if k not in ("wrong_tables",)}
     print("held-out tables not right:", ", ".join(test["wrong_tables"]))
-    # the package evaluates the trees itself (aisac_core.data.structure.Forest: no LightGBM import at load time)
+    # the package evaluates the trees itself (aisac_core.data.forest.Forest: no LightGBM import at load time)
     Xv, _, _ = xy(part["val"] + part["test"])
-    diff = float(abs(S.Forest(booster.model_to_string()).predict(Xv) - booster.predict(Xv)).max())
+    diff = float(abs(Forest(booster.model_to_string()).predict(Xv) - booster.predict(Xv)).max())
     print(f"Forest vs lightgbm.Booster.predict on {len(Xv)} lines: max |difference| {diff:.2e}")
     assert diff < 1e-9, diff
     if not a.no_write:

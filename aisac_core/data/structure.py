@@ -16,9 +16,9 @@ the first numeric column is a ``LeftAttribute``; statistical markers (``..``, ``
 missing values (:func:`marker_meaning`), never labels.
 
 **Sheet confidence** (:func:`classify`): the probability that the table's header rows and body rows are all
-right, Platt-scaled (logistic regression, J. Platt 1999) on the validation workbooks from two scores of the line
-probabilities (the sum of log-probabilities of the chosen top/header/body/bottom part of each line, and the lowest
-one). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
+right, Platt-scaled (logistic regression, J. Platt 1999) on out-of-fold scores of the train and validation
+workbooks from two scores of the line probabilities (:func:`sheet_scores`: the sum of log-probabilities of the
+chosen top/header/body/bottom part over the lines at the table's boundaries, and the lowest part probability). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
 
 Formatting (bold, merges, fonts) is not among the features: the annotated tables are CSV renderings without it.
 """
@@ -36,6 +36,7 @@ from importlib import resources
 from typing import Any
 
 from aisac_core.data.errors import DataError
+from aisac_core.data.forest import Forest
 
 #: the line classes (Strudel's six; empty lines are not classified)
 CLASSES = ("metadata", "header", "group", "data", "derived", "notes")
@@ -48,6 +49,10 @@ CONFIDENT_SHEET = 0.5
 #: are body lines of the same classifier run over a window around each (see :func:`classify`)
 HEAD_LINES = 1500
 TAIL_LINES = 300
+#: rows beyond each window classified with it (context features look at most 20 non-empty lines away)
+MARGIN = 60
+#: columns the classifier reads (the features of a wider table are those of its first columns)
+MAX_COLUMNS = 256
 #: rows above a line searched for the block it may total (computational features)
 SUM_WINDOW = 40
 
@@ -92,6 +97,7 @@ MARKERS: dict[str, str] = {
 }
 _MARKER_RE = re.compile(r"^(\[[a-z]{1,4}\]|\([A-Z]{1,2}\)|\.{1,3}|…|[-–—]{1,2}|\*{1,3}|:|[xX]|n\.?/?a\.?|N/?A)$")
 _NUM_RE = re.compile(r"^[-+\u2212\u2013]?\(?[-+]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0'\u202f]*%?\)?(\s?[a-zA-Z*]{1,2})?$")
+_PLAIN_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _YEAR_RE = re.compile(r"^(1[89]\d\d|20\d\d)(\.0)?$")
 _WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
@@ -129,6 +135,8 @@ def value_kind(v: Any) -> str:
     s = v.strip().replace("\u00a0", " ")
     if not s:
         return "empty"
+    if _PLAIN_RE.match(s):  # the common case, decided without the slower patterns below
+        return "year" if _YEAR_RE.match(s) else "num"
     if marker_meaning(s) is not None:
         return "marker"
     if _YEAR_RE.match(s):
@@ -146,6 +154,8 @@ def parse_number(v: Any) -> float | None:
         return None if v != v else float(v)
     if not isinstance(v, str):
         return None
+    if _PLAIN_RE.match(v.strip()):
+        return float(v)
     s = v.strip().replace("\u00a0", "").replace("\u202f", "").replace(" ", "").replace("'", "")
     s = re.sub(r"[a-zA-Z*]{1,2}$", "", s).rstrip("%").replace("$", "").replace("€", "").replace("£", "")
     neg = s.startswith("(") and s.endswith(")")
@@ -261,12 +271,15 @@ FEATURES: tuple[str, ...] = (
 )
 
 
-def line_features(grid: Sequence[Sequence[Any]]) -> tuple[list[int], list[list[float]]]:
+def line_features(
+    grid: Sequence[Sequence[Any]], n_total: int | None = None, offset: int = 0
+) -> tuple[list[int], list[list[float]]]:
     """Features of every non-empty line of ``grid`` (rows of cell values: CSV strings or typed workbook values).
 
     Returns ``(rows, X)``: the 0-based indices of the non-empty rows and one feature vector per such row, in the
     order of :data:`FEATURES` (content, context and computational features after Strudel, Jiang et al. EDBT 2021,
-    section 4.1)."""
+    section 4.1). ``n_total``, ``offset``: for a window of a longer grid, the grid's length and the window's first
+    row (the relative position is the grid's)."""
     width = max((len(r) for r in grid), default=0)
     # trailing empty columns do not count
     lines = _lines(grid, width)
@@ -296,8 +309,15 @@ def line_features(grid: Sequence[Sequence[Any]]) -> tuple[list[int], list[list[f
     total_num = acc
     first_num = next((p for p in range(len(rows)) if numrow[p]), len(rows))
     last_num = max((p for p in range(len(rows)) if numrow[p]), default=-1)
+    import numpy as np
+
+    V = np.full((len(rows), max(width, 1)), np.nan)
+    for p, i in enumerate(rows):
+        for j, x in lines[i].nums.items():
+            if j < width:
+                V[p, j] = x
     X: list[list[float]] = []
-    n_rows = len(grid)
+    n_rows = len(grid) if n_total is None else n_total
     for p, i in enumerate(rows):
         ln = lines[i]
         n = ln.n
@@ -358,7 +378,7 @@ def line_features(grid: Sequence[Sequence[Any]]) -> tuple[list[int], list[list[f
                 float(n == 1 and len(ft) > 40),
                 match / n,
                 float(num_cols_text),
-                i / max(n_rows - 1, 1),
+                (i + offset) / max(n_rows - 1, 1),
                 float(min(p, 20)),
                 float(min(len(rows) - 1 - p, 20)),
                 float(min(empty_above, 5)),
@@ -376,8 +396,8 @@ def line_features(grid: Sequence[Sequence[Any]]) -> tuple[list[int], list[list[f
                 frac_num(nxt2),
                 same_cols(prev),
                 same_cols(nxt),
-                _sum_of(lines, rows, p, -1),
-                _sum_of(lines, rows, p, +1),
+                _sum_of(lines, rows, p, -1, V),
+                _sum_of(lines, rows, p, +1, V),
                 _row_sum_col(ln),
                 float(min(width, 60)),
             ]
@@ -389,37 +409,35 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= max(0.011 * max(abs(a), abs(b)), 1.01)
 
 
-def _sum_of(lines: list[_Line], rows: list[int], p: int, step: int) -> float:
+def _sum_of(lines: list[_Line], rows: list[int], p: int, step: int, V: Any) -> float:
     """Share of the line's numeric cells equal to the sum of k >= 2 consecutive non-empty lines above (``step``
-    -1) or below (+1) it, in the same column; the best k (the computational feature of Strudel)."""
+    -1) or below (+1) it, in the same column; the best k (the computational feature of Strudel). The lines summed:
+    after any lines without numbers next to it, the following lines with numbers, up to :data:`SUM_WINDOW` of them
+    and the next line without numbers. ``V``: the numbers of every non-empty line (NaN: none), shape (lines,
+    columns). Equal within 1.1 % (or 1.01 in absolute value, for rounded published figures)."""
+    import numpy as np
+
     ln = lines[rows[p]]
     cols = [j for j in ln.nums if j > 0 or len(ln.nums) == 1]
-    if len(cols) < 1:
+    if not cols:
         return 0.0
-    sums = dict.fromkeys(cols, 0.0)
-    seen = dict.fromkeys(cols, 0)
-    best = 0.0
+    has = ~np.isnan(V).all(axis=1)
     q = p + step
-    k = 0
-    while 0 <= q < len(rows) and k < SUM_WINDOW:
-        other = lines[rows[q]]
-        if not other.nums:
-            if k >= 1:
-                break
-            q += step
-            continue
-        for j in cols:
-            if j in other.nums:
-                sums[j] += other.nums[j]
-                seen[j] += 1
-        k += 1
-        if k >= 2:
-            ok = sum(1 for j in cols if seen[j] >= 2 and _close(sums[j], ln.nums[j]))
-            best = max(best, ok / len(cols))
-            if best >= 0.999:
-                break
+    while 0 <= q < len(rows) and not has[q]:
         q += step
-    return best
+    seg: list[int] = []
+    while 0 <= q < len(rows) and has[q] and len(seg) < SUM_WINDOW:
+        seg.append(q)
+        q += step
+    if len(seg) < 2:
+        return 0.0
+    S = V[np.ix_(seg, cols)]
+    seen = np.cumsum(~np.isnan(S), axis=0)
+    sums = np.cumsum(np.nan_to_num(S), axis=0)
+    target = np.array([ln.nums[j] for j in cols])
+    tol = np.maximum(0.011 * np.maximum(np.abs(sums), np.abs(target)), 1.01)
+    ok = (seen >= 2) & (np.abs(sums - target) <= tol)
+    return float(ok[1:].sum(axis=1).max() / len(cols))
 
 
 def _row_sum_col(ln: _Line) -> float:
@@ -455,113 +473,6 @@ class Structure:
     def rows_of(self, *classes: str) -> list[int]:
         """The rows of the given classes, in order."""
         return [r for r, lab in zip(self.rows, self.labels) if lab in classes]
-
-
-class Forest:
-    """A LightGBM multiclass tree ensemble read from LightGBM's text model format and evaluated with numpy.
-
-    Importing LightGBM costs about 1.7 s and 80 MB here (it pulls in scikit-learn and scipy), more than a whole
-    workbook load; the shipped model's trees are numerical splits only, so they are evaluated directly: at each
-    node ``x[feature] <= threshold`` goes to the left child (LightGBM's rule for a numerical split without
-    missing-value handling, ``decision_type`` 0 or 2: no NaN reaches the model), a negative child ``~k`` is leaf
-    ``k``; a class's raw score is the sum of its trees' leaves (divided by the number of iterations for a random
-    forest, ``average_output``) and the probabilities their softmax. ``bench/train_cell_types.py`` checks the
-    result against ``lightgbm.Booster.predict``.
-
-    Raises (constructor): DataError for a model text this reader does not handle (categorical splits, missing-value
-    handling, another objective)."""
-
-    def __init__(self, text: str) -> None:
-        import numpy as np
-
-        head, _, body = text.partition("\nTree=")
-        meta = dict(line.split("=", 1) for line in head.splitlines() if "=" in line)
-        if not meta.get("objective", "").startswith("multiclass"):
-            raise DataError(f"table-structure model: objective {meta.get('objective')!r} is not multiclass")
-        self.n_class = int(meta["num_class"])
-        self.average = "\naverage_output" in head
-        self.trees: list[tuple[Any, Any, Any, Any, Any]] = []
-        for block in ("Tree=" + body).split("\nTree="):
-            if "num_leaves=" not in block:
-                continue
-            kv = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-            if int(kv.get("num_cat", "0")):
-                raise DataError("table-structure model: categorical splits are not supported")
-            leaves = np.array(kv["leaf_value"].split(), dtype=float)
-            if int(kv["num_leaves"]) == 1:
-                self.trees.append((None, None, None, None, leaves))
-                continue
-            dt = np.array(kv["decision_type"].split(), dtype=int)
-            if np.any(dt & 1) or np.any((dt >> 2) & 3):
-                raise DataError("table-structure model: categorical or missing-value splits are not supported")
-            self.trees.append(
-                (
-                    np.array(kv["split_feature"].split(), dtype=int),
-                    np.array(kv["threshold"].split(), dtype=float),
-                    np.array(kv["left_child"].split(), dtype=int),
-                    np.array(kv["right_child"].split(), dtype=int),
-                    leaves,
-                )
-            )
-        if not self.trees or len(self.trees) % self.n_class:
-            raise DataError("table-structure model: the tree count is not a multiple of the class count")
-        # all trees as padded (tree, node) arrays, evaluated together one depth level at a time
-        T = len(self.trees)
-        M = max((len(x[0]) for x in self.trees if x[0] is not None), default=1)
-        L = max(len(x[4]) for x in self.trees)
-        self.feat = np.zeros((T, M), dtype=np.int64)
-        self.thr = np.zeros((T, M))
-        self.left = np.full((T, M), -1, dtype=np.int64)
-        self.right = np.full((T, M), -1, dtype=np.int64)
-        self.leaf = np.zeros((T, L))
-        self.start = np.zeros(T, dtype=np.int64)
-        for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
-            self.leaf[t, : len(leaves)] = leaves
-            if feat is None:
-                self.start[t] = -1  # a single leaf
-                continue
-            k = len(feat)
-            self.feat[t, :k], self.thr[t, :k], self.left[t, :k], self.right[t, :k] = feat, thr, left, right
-
-    def predict(self, X: Any) -> Any:
-        """Class probabilities, shape (rows, classes), of feature rows ``X`` (shape (rows, features))."""
-        import numpy as np
-
-        X = np.asarray(X, dtype=float)
-        n, T = X.shape[0], len(self.trees)
-        if n <= 256:  # few rows: every tree at once, one depth level per step
-            cols = np.arange(T)[None, :]
-            rows = np.arange(n)[:, None]
-            node = np.broadcast_to(self.start, (n, T)).copy()
-            while (node >= 0).any():
-                nd = np.maximum(node, 0)
-                go_left = X[rows, self.feat[cols, nd]] <= self.thr[cols, nd]
-                nxt = np.where(go_left, self.left[cols, nd], self.right[cols, nd])
-                node = np.where(node >= 0, nxt, node)
-            raw = self.leaf[cols, ~node].reshape(n, T // self.n_class, self.n_class).sum(axis=1)
-        else:  # many rows: tree by tree, the rows still inside the tree per step
-            raw = np.zeros((n, self.n_class))
-            idx = np.arange(n)
-            for t, (feat, thr, left, right, leaves) in enumerate(self.trees):
-                if feat is None:
-                    raw[:, t % self.n_class] += leaves[0]
-                    continue
-                node1 = np.zeros(n, dtype=np.int64)
-                active = idx
-                while active.size:
-                    cur = node1[active]
-                    node1[active] = np.where(X[active, feat[cur]] <= thr[cur], left[cur], right[cur])
-                    active = active[node1[active] >= 0]
-                raw[:, t % self.n_class] += leaves[~node1]
-        if self.average:
-            raw /= T // self.n_class
-        raw -= raw.max(axis=1, keepdims=True)
-        e = np.exp(raw)
-        return e / e.sum(axis=1, keepdims=True)
-
-    def num_feature(self) -> int:
-        """The largest feature index a split uses, plus one."""
-        return max((int(f.max()) + 1 for f, *_ in self.trees if f is not None), default=0)
 
 
 @functools.lru_cache(maxsize=1)
@@ -616,16 +527,25 @@ def decode(probs: list[list[float]]) -> list[str]:
     return labels
 
 
+#: body lines at each end of the body counted in the sheet score (the boundary of the table)
+EDGE_LINES = 3
+
+
 def sheet_scores(probs: list[list[float]], labels: list[str]) -> tuple[float, float]:
-    """The two scores the sheet confidence is calibrated from: the mean log-probability of each line's chosen part
-    (top / header / body / bottom, summing the classes of a part) and the lowest such probability."""
+    """The two scores the sheet confidence is calibrated from, over the probability of each line's chosen part
+    (top / header / body / bottom, summing the classes of a part): the sum of its logarithm over the lines that
+    set the table's boundaries - every line outside the body and the first and last :data:`EDGE_LINES` body lines -
+    and its lowest value over all lines. Counting only the boundary lines keeps the score independent of the
+    table's length (a long body of plain data lines does not lower it)."""
     if not probs:
         return 0.0, 1.0
     part_p = []
     for p, lab in zip(probs, labels):
         part = PART[lab]
         part_p.append(sum(p[c] for c, name in enumerate(CLASSES) if PART[name] == part))
-    logs = [math.log(max(x, 1e-9)) for x in part_p]
+    body = [k for k, lab in enumerate(labels) if PART[lab] == "body"]
+    inner = set(body[EDGE_LINES:-EDGE_LINES]) if len(body) > 2 * EDGE_LINES else set()
+    logs = [math.log(max(x, 1e-9)) for k, x in enumerate(part_p) if k not in inner]
     return sum(logs), min(part_p)
 
 
@@ -641,19 +561,25 @@ def classify(grid: Sequence[Sequence[Any]], booster: Any = None, meta: dict[str,
     """The line classes of ``grid`` (rows of cell values, merged cells filled or not) with the calibrated sheet
     confidence. ``booster``/``meta`` default to the shipped model.
 
-    Long tables: only the first :data:`HEAD_LINES` and last :data:`TAIL_LINES` rows are classified; the rows
-    between are ``data`` with the probability of the body's median line.
+    Long tables: only the first :data:`HEAD_LINES` and last :data:`TAIL_LINES` rows are classified (the rows between
+    are body rows of the loaders' readings); only the first :data:`MAX_COLUMNS` columns are read.
 
     Raises:
         DataError: the shipped model is missing."""
     if booster is None or meta is None:
         booster, meta = _model()
+    grid = [r[:MAX_COLUMNS] for r in grid] if any(len(r) > MAX_COLUMNS for r in grid) else grid
     n = len(grid)
-    if n > HEAD_LINES + TAIL_LINES:
-        head_rows, head_x = line_features(grid[:HEAD_LINES])
-        tail_rows, tail_x = line_features(grid[n - TAIL_LINES :])
-        rows = head_rows + [r + n - TAIL_LINES for r in tail_rows]
-        X = head_x + tail_x
+    if n > HEAD_LINES + TAIL_LINES + 2 * MARGIN:
+        # each window is classified with MARGIN rows beyond it, so the context features of its last (first) lines
+        # are those of the whole table (they look at most 20 non-empty lines away)
+        head_rows, head_x = line_features(grid[: HEAD_LINES + MARGIN], n, 0)
+        start = n - TAIL_LINES - MARGIN
+        tail_rows, tail_x = line_features(grid[start:], n, start)
+        keep_h = [k for k, r in enumerate(head_rows) if r < HEAD_LINES]
+        keep_t = [k for k, r in enumerate(tail_rows) if r + start >= n - TAIL_LINES]
+        rows = [head_rows[k] for k in keep_h] + [tail_rows[k] + start for k in keep_t]
+        X = [head_x[k] for k in keep_h] + [tail_x[k] for k in keep_t]
     else:
         rows, X = line_features(grid)
     probs = predict_proba(X, booster)
@@ -682,20 +608,18 @@ def reading_confidence(st: Structure, header: Sequence[int], body_start: int, bo
     first = min([*hs, body_start])
     if body_end is None:
         body_end = max((r for r, lab in zip(st.rows, st.labels) if PART[lab] == "body"), default=body_start)
-    logs, low = 0.0, 1.0
-    for r, p in zip(st.rows, st.probs):
+    parts: list[str] = []
+    for r in st.rows:
         if r in hs:
-            part = "header"
+            parts.append("header")
         elif r < first:
-            part = "top"
+            parts.append("top")
         elif body_start <= r <= body_end:
-            part = "body"
+            parts.append("body")
         else:
-            part = "bottom" if r > body_end else "header"
-        x = sum(p[c] for c in CLASSES if PART[c] == part)
-        logs += math.log(max(x, 1e-9))
-        low = min(low, x)
-    return calibrate((logs, low), meta["platt"])
+            parts.append("bottom" if r > body_end else "header")
+    labels = [next(c for c in CLASSES if PART[c] == part) for part in parts]
+    return calibrate(sheet_scores([[p[c] for c in CLASSES] for p in st.probs], labels), meta["platt"])
 
 
 def _alternatives(st: Structure) -> list[dict[str, Any]]:

@@ -194,9 +194,13 @@ def apply_decision(
             t["data_start"] = max(t["data_start"], rd["body"][0])
     if full is None or decision["mode"] != "model":
         return t, None
-    keep = set(rd["body"])
+    lab = rd["labels"]
     last = rd["body"][-1] if rd["body"] else t["data_start"] - 1
-    return t, [r for i, r in enumerate(full) if t["data_start"] <= i <= last and (i in keep or not any(r))]
+    # every record from the first to the last body line but those the model reads as notes or titles (lines of a
+    # long file between the classified windows are body lines)
+    return t, [
+        r for i, r in enumerate(full) if t["data_start"] <= i <= last and lab.get(i) not in ("notes", "metadata")
+    ]
 
 
 def frame_of_rows(rows: list[list[str]]) -> pd.DataFrame:
