@@ -16,15 +16,16 @@ the first numeric column is a ``LeftAttribute``; statistical markers (``..``, ``
 missing values (:func:`marker_meaning`), never labels.
 
 **Sheet confidence** (:func:`classify`): the probability that the table's header rows and body rows are all
-right, Platt-scaled (logistic regression, J. Platt 1999) on out-of-fold scores of the train and validation
-workbooks from two scores of the line probabilities (:func:`sheet_scores`: the sum of log-probabilities of the
-chosen top/header/body/bottom part over the lines at the table's boundaries, and the lowest part probability). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
+right, calibrated by isotonic regression on out-of-fold scores of the train and validation workbooks
+(:func:`calibrate`) from the sum of log-probabilities of the chosen top/header/body/bottom part over the lines at
+the table's boundaries (:func:`sheet_scores`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
 
 Formatting (bold, merges, fonts) is not among the features: the annotated tables are CSV renderings without it.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
@@ -549,10 +550,23 @@ def sheet_scores(probs: list[list[float]], labels: list[str]) -> tuple[float, fl
     return sum(logs), min(part_p)
 
 
-def calibrate(scores: tuple[float, float], coef: Sequence[float]) -> float:
-    """Platt scaling: ``1 / (1 + exp(-(a * sum_log + b * log(min_p) + c)))`` with ``coef = (a, b, c)`` fitted on the
-    validation workbooks (J. Platt, "Probabilistic outputs for support vector machines", 1999)."""
-    a, b, c = coef
+def calibrate(scores: tuple[float, float], meta: dict[str, Any]) -> float:
+    """The calibrated sheet confidence of :func:`sheet_scores`: isotonic regression of "table right" on the first
+    score (``meta["isotonic"] = {x, y}``: its breakpoints, linear between them and constant beyond, as scikit-learn's
+    ``IsotonicRegression`` predicts; Zadrozny and Elkan, KDD 2002) or, for a model file without them, Platt scaling
+    ``1 / (1 + exp(-(a * score + b * log(lowest) + c)))`` with ``meta["platt"] = (a, b, c)`` (J. Platt 1999)."""
+    iso = meta.get("isotonic")
+    if iso:
+        xs, ys = iso["x"], iso["y"]
+        x = scores[0]
+        if x <= xs[0]:
+            return float(ys[0])
+        if x >= xs[-1]:
+            return float(ys[-1])
+        k = bisect.bisect_right(xs, x)
+        x0, x1, y0, y1 = xs[k - 1], xs[k], ys[k - 1], ys[k]
+        return float(y0 + (y1 - y0) * (x - x0) / (x1 - x0)) if x1 > x0 else float(y1)
+    a, b, c = meta["platt"]
     z = a * scores[0] + b * math.log(max(scores[1], 1e-9)) + c
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
@@ -584,7 +598,7 @@ def classify(grid: Sequence[Sequence[Any]], booster: Any = None, meta: dict[str,
         rows, X = line_features(grid)
     probs = predict_proba(X, booster)
     labels = decode(probs)
-    conf = calibrate(sheet_scores(probs, labels), meta["platt"]) if rows else 0.0
+    conf = calibrate(sheet_scores(probs, labels), meta) if rows else 0.0
     st = Structure(
         rows=rows,
         labels=labels,
@@ -600,7 +614,7 @@ def reading_confidence(st: Structure, header: Sequence[int], body_start: int, bo
     """The calibrated confidence of another reading of the same lines: rows above ``header`` (or above
     ``body_start`` when there is no header) are the top, ``header`` the header, ``body_start..body_end`` the body
     (default: to the model's last body line), the rest the bottom; scored with the model's line probabilities
-    and the same Platt scaling as the model's own reading (:func:`sheet_scores`, :func:`calibrate`)."""
+    and the same calibration as the model's own reading (:func:`sheet_scores`, :func:`calibrate`)."""
     if not st.rows:
         return 0.0
     _, meta = _model()
@@ -619,7 +633,7 @@ def reading_confidence(st: Structure, header: Sequence[int], body_start: int, bo
         else:
             parts.append("bottom" if r > body_end else "header")
     labels = [next(c for c in CLASSES if PART[c] == part) for part in parts]
-    return calibrate(sheet_scores([[p[c] for c in CLASSES] for p in st.probs], labels), meta["platt"])
+    return calibrate(sheet_scores([[p[c] for c in CLASSES] for p in st.probs], labels), meta)
 
 
 def _alternatives(st: Structure) -> list[dict[str, Any]]:
