@@ -223,3 +223,25 @@ def test_data_inspect_shows_every_populated_column_and_the_row_classes(tmp_path:
     broken = inspect_workbook(_broken_xlsx(tmp_path / "broken.xlsx"))
     assert [s["sheet"] for s in broken["sheets"]] == ["Data", "More"]
     assert "calamine" in broken["notes"][0]
+
+
+def test_markers_in_a_workbook_are_missing_values_not_labels(tmp_path: Path) -> None:
+    """Rows holding ``[c]`` are values: none is taken for a header or a footer, and the meaning is kept."""
+    import openpyxl
+
+    from aisac_core.data.loaders import load_excel
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.append(["Table 4. Enterprises by size band"])
+    ws.append([])
+    ws.append(["Band", "2021", "2022", "2023"])
+    rows = [["0-9", 120, "[c]", 131], ["10-49", "[c]", 88, 90], ["50-249", 41, 40, "[c]"], ["250+", "[c]", "[c]", 12]]
+    rows += [["Unknown", 3, 4, 5], ["All", 200, 210, 220], ["Other", 1, "[x]", 2], ["Total", 9, 9, 9]]
+    for r in rows:
+        ws.append(r)
+    wb.save(tmp_path / "bands.xlsx")
+    [(title, df, opts, notes)] = load_excel(tmp_path / "bands.xlsx", None, None)
+    assert list(df.columns) == ["Band", "2021", "2022", "2023"] and len(df) == 8
+    assert df["2022"].isna().sum() == 3 and df["2023"].iloc[0] == 131
+    assert opts["detected"]["markers"]["2022"] == {"[c]": "confidential", "[x]": "not available"}

@@ -39,6 +39,7 @@ from aisac_core.data.tablemodel import (
     apply_decision,
     csv_decision,
     csv_dialect,
+    detect_encoding,
     frame_of_rows,
     model_override,
     numbers_and_markers,
@@ -162,22 +163,6 @@ def _cell_text(v: Any) -> str:
 
 
 # -- loaders --------------------------------------------------------------------------------------------------
-def _detect_encoding(raw: bytes) -> str:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        return "utf-8-sig"
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "utf-16"
-    try:
-        raw.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(raw[:200_000]).best()
-    return best.encoding if best is not None else "latin-1"
-
-
 #: header detection reads whole rows: up to DETECT_ROWS, stopping after DETECT_CHARS characters once it has
 #: DETECT_MIN_ROWS rows (titles + a 10-row header + data), and after DETECT_MAX_CHARS once it has 3 (very wide files)
 DETECT_CHARS = 64_000
@@ -258,7 +243,7 @@ def load_csv(
     raw = path.read_bytes()
     if not raw.strip():
         raise DataError(f"{path} is empty (no bytes or only whitespace): nothing to load")
-    enc = _detect_encoding(raw)
+    enc = detect_encoding(raw)
     try:
         text = raw.decode(enc)
     except (UnicodeDecodeError, LookupError):
@@ -592,6 +577,8 @@ def sheet_frame(
         if before - len(rows):
             notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
     df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
+    df, markers, more = numbers_and_markers(df)
+    notes.extend(more)
     if t["skipped_above"]:
         notes.append(
             f"{len(t['skipped_above'])} row(s) above the table skipped as titles/notes: "
@@ -643,6 +630,8 @@ def sheet_frame(
         "other_tables": t.get("other_tables", [])[:10],
         "confidence": t.get("confidence", 1.0),
     }
+    if markers:
+        detected["markers"] = markers
     if learned is not None:
         detected["structure"], conf, more = learned
         detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)

@@ -19,8 +19,9 @@ from aisac_core.data.structure import Structure, marker_meaning, parse_number, r
 if TYPE_CHECKING:
     import pandas as pd
 
-#: a text column becomes numeric when at least this share of its non-empty, non-marker values are numbers
-NUMERIC_TEXT_SHARE = 0.9
+#: a text column becomes numeric when this share of its non-empty values that are not markers are numbers: all of
+#: them, so a text note in a column of numbers is never turned into a missing value (the column stays as it is)
+NUMERIC_TEXT_SHARE = 1.0
 #: characters of a delimited file given to clevercsv's dialect detection (its consistency measure is
 #: quadratic-ish in the sample: 16,000 characters take ~30 ms)
 DIALECT_SAMPLE = 16_000
@@ -78,9 +79,8 @@ def summary(st: Structure, rows_map: Sequence[int] | None = None, limit: int = 4
 
 def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[str, str]], list[str]]:
     """Text columns of numbers as statistical tables write them (``18 080``, ``1,234``, ``(12)``) and statistical
-    markers (``..``, ``[c]``, ``(NA)``, ``-``) made numeric: a column where at least :data:`NUMERIC_TEXT_SHARE` of
-    the non-empty values that are not markers are numbers (and at least one is) becomes float, each marker a
-    missing value. Returns ``(frame, markers, notes)``; ``markers``: {column: {marker: meaning}} (the meaning
+    markers (``..``, ``[c]``, ``(NA)``, ``-``) made numeric: a column whose non-empty values that are not markers
+    are all numbers (:data:`NUMERIC_TEXT_SHARE`; and at least one is) becomes float, each marker a missing value. Returns ``(frame, markers, notes)``; ``markers``: {column: {marker: meaning}} (the meaning
     kept, :func:`aisac_core.data.structure.marker_meaning`)."""
     import pandas as pd
 
@@ -90,18 +90,23 @@ def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[
         s = df.iloc[:, k]
         if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
             continue
-        vals = [v for v in s.tolist() if isinstance(v, str) and v.strip()]
-        if not vals or any(not isinstance(v, str) for v in s.dropna().tolist()):
+        values = s.dropna().tolist()
+        if any(isinstance(v, bool) or not isinstance(v, str | int | float) for v in values):
+            continue
+        vals = [v for v in values if isinstance(v, str) and v.strip()]
+        if not vals:
             continue
         found = {v.strip(): m for v in vals if (m := marker_meaning(v)) is not None}
         rest = [v for v in vals if v.strip() not in found]
-        if not rest:
-            continue
+        n_num = sum(1 for v in values if not isinstance(v, str))
         nums = [parse_number(v) if value_kind(v) in ("num", "year") else None for v in rest]
-        if sum(x is not None for x in nums) < NUMERIC_TEXT_SHARE * len(rest):
+        good = n_num + sum(x is not None for x in nums)
+        if not good or good < NUMERIC_TEXT_SHARE * (n_num + len(rest)):
             continue
 
         def conv(v: Any, found: dict[str, str] = found) -> float | None:
+            if isinstance(v, int | float):
+                return float(v)
             if not isinstance(v, str) or not v.strip() or v.strip() in found:
                 return None
             return parse_number(v) if value_kind(v) in ("num", "year") else None
@@ -376,3 +381,21 @@ def skip_preamble(grid: list[list[str]]) -> tuple[list[list[str]], int, list[str
         return grid, 0, []
     text = [" ".join(v.strip() for v in r if v.strip())[:200] for r in grid[:n] if any(v.strip() for v in r)]
     return [[] for _ in grid[:n]] + grid[n:], n, text
+
+
+def detect_encoding(raw: bytes) -> str:
+    """The encoding of a delimited file's bytes: a byte-order mark decides; else strict UTF-8; else
+    charset-normalizer's best guess over the first 200,000 bytes; else latin-1."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    try:
+        raw.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(raw[:200_000]).best()
+    return best.encoding if best is not None else "latin-1"
