@@ -6,19 +6,20 @@ labels), ``group`` (a section label leading a block of rows), ``data``, ``derive
 in Verbose CSV Files", EDBT 2021 (Strudel): one multi-class tree ensemble over *content* features (value types,
 string shape of the line's cells), *context* features (the neighbouring non-empty lines, empty lines around, the
 column's dominant type) and *computational* features (whether the line's numbers are the sum of the lines above
-or below it). Strudel uses a random forest; here a LightGBM gradient-boosted ensemble (same feature families) is
-trained by ``bench/train_cell_types.py`` on the dev portion of the SAUS and Troy annotations
+or below it). As in Strudel the model is a random forest (LightGBM's ``rf`` mode, chosen on validation over
+gradient boosting), trained by ``bench/train_cell_types.py`` on the dev portion of the SAUS and Troy annotations
 (``../shared/data/tabular/cell_types``, split by workbook) and shipped as ``models/cell_lines.lgb`` (LightGBM text
-model) with ``models/cell_lines.json`` (feature names, classes, the sheet-confidence calibration, held-out figures).
+model, evaluated by :class:`aisac_core.data.forest.Forest`) with ``models/cell_lines.json`` (feature names,
+classes, the sheet-confidence calibration, the workbooks it saw, held-out figures).
 
 Cells are then labelled from their line and column (:func:`cell_labels`): in a data/derived line a text cell left of
 the first numeric column is a ``LeftAttribute``; statistical markers (``..``, ``[c]``, ``(NA)``, ``-``, ``*``) are
 missing values (:func:`marker_meaning`), never labels.
 
 **Sheet confidence** (:func:`classify`): the probability that the table's header rows and body rows are all
-right, calibrated by isotonic regression on out-of-fold scores of the train and validation workbooks
-(:func:`calibrate`) from the sum of log-probabilities of the chosen top/header/body/bottom part over the lines at
-the table's boundaries (:func:`sheet_scores`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
+right, Platt-scaled (:func:`calibrate`) on out-of-fold scores of the train and validation workbooks from the sum
+of log-probabilities of the chosen top/header/body/bottom part over the lines at the table's boundaries and the
+lowest part probability (:func:`sheet_scores`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
 
 Formatting (bold, merges, fonts) is not among the features: the annotated tables are CSV renderings without it.
 """
@@ -456,7 +457,7 @@ class Structure:
     """A table's structure as the line classifier reads it.
 
     ``rows``: 0-based grid rows of the non-empty lines; ``labels``: their class (:data:`CLASSES`); ``probs``: the
-    calibrated-free class probabilities of each (the model's); ``confidence``: the calibrated probability that the
+    model's class probabilities of each (not calibrated); ``confidence``: the calibrated probability that the
     header and body rows are all right; ``uncertain``: confidence below :data:`CONFIDENT_SHEET`;
     ``alternatives``: other readings worth reporting (header rows / body start) with their probabilities."""
 
