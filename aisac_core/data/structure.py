@@ -494,11 +494,11 @@ def _model() -> tuple[Forest, dict[str, Any]]:
 
 
 def model_sha256() -> str:
-    """sha256 of the shipped model file (part of the fingerprint that decides re-loading), '' when absent."""
-    pkg = resources.files("aisac_core.data") / "models"
+    """sha256 (hex) of the shipped model file, recorded with every frame the model read (``detected.structure``);
+    '' when the model is absent."""
     try:
-        return hashlib.sha256((pkg / MODEL_FILE).read_bytes()).hexdigest()
-    except (FileNotFoundError, OSError):
+        return str(_model()[1]["sha256"])
+    except DataError:
         return ""
 
 

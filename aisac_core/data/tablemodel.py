@@ -14,7 +14,14 @@ import io
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.data.structure import Structure, marker_meaning, parse_number, reading_confidence, value_kind
+from aisac_core.data.structure import (
+    Structure,
+    marker_meaning,
+    model_sha256,
+    parse_number,
+    reading_confidence,
+    value_kind,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,21 +61,19 @@ def reading(st: Structure) -> dict[str, Any] | None:
 
 def summary(st: Structure, rows_map: Sequence[int] | None = None, limit: int = 40) -> dict[str, Any]:
     """The model's reading as the load result reports it (``detected.structure``, stored with the frame's source
-    options, so a frame records which model read it: ``model_sha256``, the first 16 hex digits): calibrated
-    ``confidence``,
-    ``uncertain``, ``header_rows`` (1-based sheet rows), ``row_labels`` ({1-based row: class} of the lines that are not
-    plain data: metadata, header, group, derived, notes; at most ``limit``) and ``alternatives``."""
+    options): ``model_sha256`` (its first 16 hex digits: which model read the frame), the calibrated
+    ``confidence``, ``uncertain``, ``header_rows`` (1-based sheet rows), ``row_labels`` ({1-based row: class} of
+    the lines that are not plain data: metadata, header, group, derived, notes; at most ``limit``) and
+    ``alternatives``."""
 
     def sheet_row(r: int) -> int:
         return (rows_map[r] if rows_map is not None and r < len(rows_map) else r) + 1
 
     rd = reading(st)
     labels = {sheet_row(r): c for r, c in zip(st.rows, st.labels) if c != "data"}
-    from aisac_core.data.structure import _model
-
     return {
         "model": "line classifier (Strudel-style; docs/data.md)",
-        "model_sha256": str(_model()[1]["sha256"])[:16],
+        "model_sha256": model_sha256()[:16],
         "confidence": st.confidence,
         "uncertain": st.uncertain,
         "header_rows": [sheet_row(r) for r in rd["header"]] if rd else [],
