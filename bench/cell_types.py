@@ -205,7 +205,8 @@ def score(tables: list[Table], structs: list[Any]) -> dict[str, Any]:
 def loader_figures(tables: list[Table]) -> dict[str, Any]:
     """The CSV tables loaded by ``data_load``'s CSV loader (:func:`aisac_core.data.loaders.load_csv`): the share
     whose header row count, first data row and row count are exactly those of the truth (header rows: the header
-    lines above the first body line; body: data, derived and group lines), next to the header rules alone
+    lines above the first body line; rows: the data, derived and group lines, but group lines of one cell, which
+    become the group column), next to the header rules alone
     (:func:`aisac_core.data.loaders.detect_table`: header rows and first data row; they never leave out notes
     below), and the loaded tables' wrong loads at confidence >= 0.9."""
     from aisac_core.data.loaders import detect_table, load_csv
@@ -218,7 +219,13 @@ def loader_figures(tables: list[Table]) -> dict[str, Any]:
         if not body:
             continue
         header = [i for i, lab in enumerate(t.truth) if lab == "header" and i < body[0]]
-        n_body = sum(1 for i in body if any(str(v).strip() for v in t.grid[i]))
+        # rows of the frame: the body's lines but the section labels (a group line of one cell: a column)
+        n_body = sum(
+            1
+            for i in body
+            if any(str(v).strip() for v in t.grid[i])
+            and not (t.truth[i] == "group" and sum(1 for v in t.grid[i] if str(v).strip()) == 1)
+        )
         df, opts, _ = load_csv(t.path, None, ".csv")
         right = opts["header_rows"] == len(header) and opts["data_start_row"] == body[0] + 1 and len(df) == n_body
         r = detect_table([[str(v) for v in row] for row in t.grid])

@@ -245,3 +245,22 @@ def test_markers_in_a_workbook_are_missing_values_not_labels(tmp_path: Path) -> 
     assert list(df.columns) == ["Band", "2021", "2022", "2023"] and len(df) == 8
     assert df["2022"].isna().sum() == 3 and df["2023"].iloc[0] == 131
     assert opts["detected"]["markers"]["2022"] == {"[c]": "confidential", "[x]": "not available"}
+
+
+def test_section_labels_of_a_statistical_csv_become_a_group_column() -> None:
+    """SAUS table 1124 (held out): 'Age:', 'Sex:' ... lead blocks of rows; they label the rows below them."""
+    path = CELL_TYPES / "files" / "saus" / "10s1124__Data.csv"
+    if not path.is_file():
+        pytest.skip("../shared/data/tabular/cell_types is absent")
+    from aisac_core.data.loaders import load_csv
+
+    df, opts, notes = load_csv(path, None, ".csv")
+    assert list(df.columns[:2]) == ["group", "Characteristic"]
+    assert opts["header_rows"] == 3 and opts["data_start_row"] == 10  # rows 5, 8, 9 (6-7 are empty)
+    by = dict(zip(df["Characteristic"], df["group"]))
+    assert by["18 to 29 years old"] == "Age:" and by["Female"] == "Sex:"
+    assert (
+        by["Total Adult Internet Users"] is None or by["Total Adult Internet Users"] != by["Total Adult Internet Users"]
+    )
+    assert "Age:" not in set(df["Characteristic"])  # the label lines are not rows
+    assert opts["detected"]["skipped_below"]  # the notes under the table

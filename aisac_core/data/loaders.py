@@ -281,14 +281,14 @@ def load_csv(
             f"{preamble} preamble line(s) (titles/notes, fewer fields than the table) skipped: {pre_text[0]!r}"
         )
     t = detect_table(grid, header_rows)
-    st, decision, full, rows = None, None, None, None
+    st, decision, full, rows, groups = None, None, None, None, None
     if header_rows is None and not skip_rows and usecols is None:
         full = all_rows(text, delim) if len(text) <= MODEL_CSV_CHARS else None
         if full is not None and preamble:
             full = [[] for _ in full[:preamble]] + full[preamble:]
         st = classify(full if full is not None else grid)
         decision = csv_decision(st, t)
-        t, rows = apply_decision(decision, grid, t, full, detect_table)
+        t, rows, groups = apply_decision(decision, grid, t, full, detect_table)
     try:
         if decision is not None and rows is not None:
             body = frame_of_rows(rows)
@@ -336,6 +336,11 @@ def load_csv(
             )
     else:
         body = pd.DataFrame(columns=t["names"])
+    if groups is not None and len(groups) == len(body):  # section labels (group lines) as a column
+        body.insert(0, "group" if "group" not in body.columns else "group_", groups)
+        notes.append(
+            f"section label line(s) moved into column {body.columns[0]!r}: {sorted(set(filter(None, groups)))[:5]}"
+        )
     before = len(body)
     body = body.dropna(how="all").reset_index(drop=True)
     if before - len(body):

@@ -192,7 +192,7 @@ def apply_decision(
     t: dict[str, Any],
     full: list[list[str]] | None,
     detect: Callable[..., dict[str, Any]],
-) -> tuple[dict[str, Any], list[list[str]] | None]:
+) -> tuple[dict[str, Any], list[list[str]] | None, list[str | None] | None]:
     """The table reading (``detect``: :func:`aisac_core.data.loaders.detect_table`, and its result) and, when the file was parsed whole, the body rows, for a
     decision of :func:`aisac_core.data.tablemodel.csv_decision`."""
     rd = decision["reading"]
@@ -203,14 +203,25 @@ def apply_decision(
         if rd["body"] and rd["body"][0] < len(grid):
             t["data_start"] = max(t["data_start"], rd["body"][0])
     if full is None or decision["mode"] != "model":
-        return t, None
+        return t, None, None
     lab = rd["labels"]
     last = rd["body"][-1] if rd["body"] else t["data_start"] - 1
     # every record from the first to the last body line but those the model reads as notes or titles (lines of a
-    # long file between the classified windows are body lines)
-    return t, [
-        r for i, r in enumerate(full) if t["data_start"] <= i <= last and lab.get(i) not in ("notes", "metadata")
-    ]
+    # long file between the classified windows are body lines); a group line of one cell (a section label) is not
+    # a record: its label goes into the group column of the records below it
+    rows: list[list[str]] = []
+    groups: list[str | None] = []
+    current: str | None = None
+    for i, r in enumerate(full):
+        if not t["data_start"] <= i <= last or lab.get(i) in ("notes", "metadata"):
+            continue
+        cells = [v.strip() for v in r if v.strip()]
+        if lab.get(i) == "group" and len(cells) == 1:
+            current = cells[0]
+            continue
+        rows.append(r)
+        groups.append(current if cells else None)  # an empty record stays empty (dropped with the others)
+    return t, rows, (groups if any(g is not None for g in groups) else None)
 
 
 def frame_of_rows(rows: list[list[str]]) -> pd.DataFrame:
