@@ -42,6 +42,10 @@ Parts (each selectable with ``--only``):
 - ``answers``  (:mod:`bench.answers`): the answers dev set (bench/data/answers_dev.json) through ``aisac ask``
   without a model: share of answers stating the fact, support precision, false "supported", time per question.
 
+- ``cell_types`` (:mod:`bench.cell_types`): the learned line classifier of table structure on annotated tables
+  (``--data DIR``: any folder in the shared ``cell_types`` format): line accuracy, macro F1 per class, tables
+  right, the sheet confidence's ECE and reliability table.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -63,6 +67,7 @@ PARTS = (
     "pageimage",
     "tools",
     "sheets",
+    "cell_types",
     "load",
     "answers",
 )

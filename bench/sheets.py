@@ -1,6 +1,7 @@
 """Sheets: load time per shared workbook and peak memory, and the two bombs of issue 29 (each in its own process).
 
-- per workbook of ../shared/data (tabular/tidyxl, formats/xlsx): wall time of
+- per workbook of ../shared/data (tabular/tidyxl, formats/xlsx): wall time (the largest against 2 s, the
+  table-structure classifier of :mod:`aisac_core.data.structure` included) of
   :func:`aisac_core.data.loaders.load_excel` over every sheet (open, sparse read, detection, frames) and the peak
   RSS of a fresh process doing it (``ru_maxrss``; the process's RSS after importing pandas and openpyxl is given too,
   so the load's own share is the difference);
@@ -124,14 +125,26 @@ def run(ctx: Context) -> dict[str, Any]:
         rows,
     )
     largest = max(books, key=lambda p: p.stat().st_size) if books else None
+    summary = [
+        {"metric": f"{k} s / peak MB", "value": f"{v['s']:.2f} / {v.get('peak_mb', 0):.0f}", "met": v["met"]}
+        for k, v in bombs.items()
+    ]
+    if largest is not None:  # the largest shared workbook against 2 s, the table-structure classifier included
+        m = per[largest.name]
+        summary.insert(
+            0,
+            {
+                "metric": f"largest shared workbook ({largest.name}) s / peak MB",
+                "value": f"{m.get('s', float('nan')):.2f} / {m.get('peak_mb', 0):.0f}",
+                "target": f"<= {TARGET_S:g} s",
+                "met": "error" not in m and m.get("s", 1e9) <= TARGET_S,
+            },
+        )
     return {
         "status": "ok",
         "seconds": round(time.perf_counter() - t0, 1),
         "code": str(code) if code else "this checkout",
-        "summary": [
-            {"metric": f"{k} s / peak MB", "value": f"{v['s']:.2f} / {v.get('peak_mb', 0):.0f}", "met": v["met"]}
-            for k, v in bombs.items()
-        ],
+        "summary": summary,
         "workbooks": per,
         "largest": largest.name if largest else None,
         "bombs": bombs,

@@ -200,6 +200,7 @@ STATE_ALLOWED = {
     "aisac_core/rag/formats.py:@lru_cache _converter": "one docling converter per format and PDF pipeline (parser configuration, no store data), at most 8",
     "aisac_core/rag/chunking.py:@lru_cache _make_chunker": "one HybridChunker per tokenizer and size (configuration, no store data), at most 8",
     "aisac_core/trace/pins.py:@lru_cache _file_sha256": "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
+    "aisac_core/data/structure.py:@lru_cache _model": "the shipped table-structure model (a LightGBM booster, read only) and its metadata, loaded once; the same for every store",
     "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
 }
 

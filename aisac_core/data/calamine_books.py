@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.data.cells import col_letters
-from aisac_core.data.errors import DataError
+from aisac_core.data.errors import DataError, WorkbookOpenError
 from aisac_core.data.loaders import _pick_sheets, _sheets_out
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_dense
 
@@ -83,3 +83,35 @@ def load_calamine(
         return _sheets_out(chosen, book.read, sheet is not None, header_rows, skip_rows, cell_range, tidy)
     finally:
         book.close()
+
+
+def openpyxl_fallback(
+    path: Path,
+    sheet: str | int | None,
+    header_rows: int | None,
+    skip_rows: int | None,
+    cell_range: str | None,
+    tidy: bool,
+    sheet_limits: SheetLimits | None,
+    exc: WorkbookOpenError,
+) -> list[tuple[str, pd.DataFrame | None, dict[str, Any], list[str]]]:
+    """A workbook openpyxl cannot open (a missing or damaged part: an external link, styles, a drawing) read by
+    calamine (:mod:`aisac_core.data.calamine_books`), which reads cell values only; each sheet's notes and
+    ``detected.fallback`` say so and what is lost. Raises DataError naming both failures when calamine cannot
+    read it either."""
+    why = exc.cause
+    try:
+        out = load_calamine(
+            path, sheet, header_rows, skip_rows=skip_rows, cell_range=cell_range, tidy=tidy, sheet_limits=sheet_limits
+        )
+    except DataError as exc2:
+        raise DataError(
+            f"cannot open {path} as an Excel workbook: openpyxl failed ({why}) and calamine failed ({exc2})"
+        ) from exc
+    lost = "cell styles (bold, alignment), formulas' text, comments; merged ranges only where calamine reads them"
+    note = f"openpyxl cannot open this workbook ({why}): values read with calamine instead; lost: {lost}"
+    for _, _, opts, notes in out:
+        notes.insert(0, note)
+        if isinstance(opts.get("detected"), dict):
+            opts["detected"]["fallback"] = {"reader": "calamine", "openpyxl_error": why, "lost": lost}
+    return out

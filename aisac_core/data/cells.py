@@ -14,8 +14,15 @@ NA_STRINGS = {"", "na", "n/a", "nan", "null", "none", "-", "--", "#n/a"}
 A1_RE = re.compile(r"^\s*\$?([A-Za-z]{1,3})\$?(\d{1,7})\s*(?::\s*\$?([A-Za-z]{1,3})\$?(\d{1,7}))?\s*$")
 
 
+#: statistical markers for a missing value that are never a label: ``[c]``, ``[x]``, ``[z]`` (ONS/GSS), ``(NA)``,
+#: ``(X)``, ``(D)``, ``(S)``, ``(Z)`` (US Census Bureau), ``..``, ``...`` (UN, ONS); :mod:`aisac_core.data.structure`
+#: keeps their meaning
+_STAT_MARKER = re.compile(r"\[[a-z]{1,4}\]|\((NA|X|D|S|Z|B|N|F)\)|\.{2,3}|…")
+
+
 def cell_kind(v: Any) -> str:
-    """'empty', 'num' (numbers, booleans, dates, numeric strings such as ``1,234.5`` or ``12 %``) or 'text'."""
+    """'empty', 'num' (numbers, booleans, dates, numeric strings such as ``1,234.5`` or ``12 %``) or 'text'.
+    Statistical markers of a missing value (``[c]``, ``(NA)``, ``..``) are 'empty': a missing value, not a label."""
     if v is None:
         return "empty"
     if isinstance(v, (bool, int, float, datetime, date, dtime)):
@@ -23,7 +30,7 @@ def cell_kind(v: Any) -> str:
             return "empty"
         return "num"
     s = str(v).strip()
-    if s.lower() in NA_STRINGS:
+    if s.lower() in NA_STRINGS or _STAT_MARKER.fullmatch(s):
         return "empty"
     try:
         float(s)

@@ -9,5 +9,14 @@ class DataError(AisacError):
     """Bad input to a data tool: unknown frame, unreadable file, refused query, bad argument."""
 
 
+class WorkbookOpenError(DataError):
+    """openpyxl cannot open a workbook (a missing or damaged part); ``cause`` says why. The table readers then read
+    its values with calamine (:func:`aisac_core.data.calamine_books.openpyxl_fallback`)."""
+
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 class SandboxError(AisacError):
     """Bad input to a code tool (unknown session or job, bad name, busy session, too many sessions)."""

@@ -20,6 +20,8 @@ from aisac_core.data.sheetgrid import SheetGrid, SheetLimits
 #: most characters of one sheet's map
 MAX_CHARS = 4000
 _SHOW_ROWS, _SHOW_COLS, _SHOW_BLOCKS = 4, 6, 8
+#: most columns listed per block (every populated column up to this many)
+_SHOW_COLUMNS = 40
 
 
 def _v(v: Any) -> str:
@@ -76,12 +78,59 @@ def sheet_map(g: SheetGrid) -> tuple[str, list[str]]:
         ]
         if first_col:
             lines.append("  first column further down: " + " ".join(first_col))
+        lines.extend(_columns_and_rows(g, occ, (t, l, b, r), a1))
     if len(blocks) > _SHOW_BLOCKS:
         lines.append(f"... {len(blocks) - _SHOW_BLOCKS} more block(s): pass sheet and look at the ranges above")
     text = "\n".join(lines)
     if len(text) > MAX_CHARS:
         text = text[: MAX_CHARS - 20].rsplit("\n", 1)[0] + "\n... (cut)"
     return text, names
+
+
+def _columns_and_rows(g: SheetGrid, occ: list[list[bool]], box: tuple[int, int, int, int], a1: Any) -> list[str]:
+    """Two lines of a block's map: every populated column (its first cell and how many cells it holds), so a
+    header or a column that starts below the first rows is visible; and the row classes the table-structure model
+    (:mod:`aisac_core.data.structure`) reads, runs of rows per class with its calibrated confidence, so the rows a
+    load sets aside (titles, notes, totals) are named."""
+    from aisac_core.data.structure import classify
+
+    t, l, b, r = box  # noqa: E741
+    cols = []
+    for j in range(l, r + 1):
+        filled = [i for i in range(t, b + 1) if occ[i][j]]
+        if filled:
+            cols.append(f"{a1(filled[0], j)}={_v(g.grid[filled[0]][j])}({len(filled)})")
+    out = [
+        f"  columns ({len(cols)}, first cell and cell count): "
+        + " ".join(cols[:_SHOW_COLUMNS])
+        + (f" ... (+{len(cols) - _SHOW_COLUMNS})" if len(cols) > _SHOW_COLUMNS else "")
+    ]
+    filled_merge = {
+        (i, j) for (a, c, e, f) in g.merged for i in range(a, e + 1) for j in range(c, f + 1) if (i, j) != (a, c)
+    }
+    block = [
+        [None if (i, j) in filled_merge else g.grid[i][j] for j in range(l, min(r + 1, len(g.grid[i])))]
+        for i in range(t, b + 1)
+    ]
+    try:
+        st = classify(block)
+    except DataError:
+        return out
+    runs: list[tuple[str, int, int]] = []
+    for row, lab in zip(st.rows, st.labels):
+        sheet_row = g.rows[t + row] + 1
+        if runs and runs[-1][0] == lab:
+            runs[-1] = (lab, runs[-1][1], sheet_row)
+        else:
+            runs.append((lab, sheet_row, sheet_row))
+    text = "; ".join(f"{a}-{z} {lab}" if z > a else f"{a} {lab}" for lab, a, z in runs[:16])
+    out.append(
+        f"  rows by the table-structure model (confidence {st.confidence:.2f}"
+        + (", uncertain" if st.uncertain else "")
+        + f"): {text}"
+        + (" ..." if len(runs) > 16 else "")
+    )
+    return out
 
 
 def inspect_workbook(path: Path, sheet: str | None = None, limits: SheetLimits | None = None) -> dict[str, Any]:
@@ -107,7 +156,14 @@ def inspect_workbook(path: Path, sheet: str | None = None, limits: SheetLimits |
         try:
             wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
         except Exception as exc:  # noqa: BLE001 - BadZipFile, KeyError, InvalidFileException ...
-            raise DataError(f"cannot open {path.name} as an Excel workbook ({type(exc).__name__}: {exc})") from exc
+            try:  # never lose a workbook: the values through calamine, as data_load reads it
+                res = _inspect_calamine(path, sheet, limits)
+            except DataError:
+                raise DataError(f"cannot open {path.name} as an Excel workbook ({type(exc).__name__}: {exc})") from exc
+            res["notes"] = [
+                f"openpyxl cannot open it ({type(exc).__name__}: {str(exc)[:160]}): values read with calamine, no styles"
+            ]
+            return res
         try:
             sheets = list(wb.worksheets)
             if sheet is not None:

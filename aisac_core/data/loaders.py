@@ -28,10 +28,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive
-from aisac_core.data.errors import DataError
+from aisac_core.data.errors import DataError, WorkbookOpenError
 from aisac_core.data.layout import unpivot
 from aisac_core.data.regions import cell_kind, detect_region, join_header_levels
 from aisac_core.data.sheetgrid import SheetGrid, SheetLimits, read_sheet
+from aisac_core.data.structure import CONFIDENT_SHEET, classify
+from aisac_core.data.tablemodel import (
+    MODEL_CSV_CHARS,
+    all_rows,
+    apply_decision,
+    csv_decision,
+    csv_dialect,
+    detect_encoding,
+    frame_of_rows,
+    model_override,
+    numbers_and_markers,
+    report_structure,
+    sheet_structure,
+    skip_preamble,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,22 +163,6 @@ def _cell_text(v: Any) -> str:
 
 
 # -- loaders --------------------------------------------------------------------------------------------------
-def _detect_encoding(raw: bytes) -> str:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        return "utf-8-sig"
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "utf-16"
-    try:
-        raw.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(raw[:200_000]).best()
-    return best.encoding if best is not None else "latin-1"
-
-
 #: header detection reads whole rows: up to DETECT_ROWS, stopping after DETECT_CHARS characters once it has
 #: DETECT_MIN_ROWS rows (titles + a 10-row header + data), and after DETECT_MAX_CHARS once it has 3 (very wide files)
 DETECT_CHARS = 64_000
@@ -244,17 +243,21 @@ def load_csv(
     raw = path.read_bytes()
     if not raw.strip():
         raise DataError(f"{path} is empty (no bytes or only whitespace): nothing to load")
-    enc = _detect_encoding(raw)
+    enc = detect_encoding(raw)
     try:
         text = raw.decode(enc)
     except (UnicodeDecodeError, LookupError):
         enc, text = "latin-1", raw.decode("latin-1")
     del raw
     sample = text[:64_000]
-    try:
-        delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
-    except csv.Error:
-        delim = "\t" if suffix in (".tsv", ".tab") else ","
+    dialect = csv_dialect(text)
+    if dialect is not None:
+        delim = dialect[0]
+    else:
+        try:
+            delim = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        except csv.Error:
+            delim = "\t" if suffix in (".tsv", ".tab") else ","
     grid = _detect_grid(text, delim, path)
     notes: list[str] = []
     seen_width = max((len(r) for r in grid), default=0)
@@ -272,17 +275,33 @@ def load_csv(
                 f"skip_rows={skip_rows} skips every line of {path.name} ({len(grid)} lines): nothing is left to load"
             )
         grid = [[] for _ in grid[:skip_rows]] + grid[skip_rows:]
-    t = detect_table(grid, header_rows)
-    try:
-        body = pd.read_csv(
-            io.StringIO(text),
-            sep=delim,
-            header=None,
-            skiprows=t["data_start"],
-            skip_blank_lines=True,
-            on_bad_lines="error",
-            usecols=usecols,
+    grid, preamble, pre_text = skip_preamble(grid) if header_rows is None and not skip_rows else (grid, 0, [])
+    if pre_text:
+        notes.append(
+            f"{preamble} preamble line(s) (titles/notes, fewer fields than the table) skipped: {pre_text[0]!r}"
         )
+    t = detect_table(grid, header_rows)
+    st, decision, full, rows, groups = None, None, None, None, None
+    if header_rows is None and not skip_rows and usecols is None:
+        full = all_rows(text, delim) if len(text) <= MODEL_CSV_CHARS else None
+        if full is not None and preamble:
+            full = [[] for _ in full[:preamble]] + full[preamble:]
+        st = classify(full if full is not None else grid)
+        decision = csv_decision(st, t)
+        t, rows, groups = apply_decision(decision, grid, t, full, detect_table)
+    try:
+        if decision is not None and rows is not None:
+            body = frame_of_rows(rows)
+        else:
+            body = pd.read_csv(
+                io.StringIO(text),
+                sep=delim,
+                header=None,
+                skiprows=t["data_start"],
+                skip_blank_lines=True,
+                on_bad_lines="error",
+                usecols=usecols,
+            )
     except pd.errors.EmptyDataError:
         body = pd.DataFrame()
     except (pd.errors.ParserError, ValueError, csv.Error) as exc:
@@ -317,11 +336,20 @@ def load_csv(
             )
     else:
         body = pd.DataFrame(columns=t["names"])
+    if groups is not None and len(groups) == len(body):  # section labels (group lines) as a column
+        body.insert(0, "group" if "group" not in body.columns else "group_", groups)
+        notes.append(
+            f"section label line(s) moved into column {body.columns[0]!r}: {sorted(set(filter(None, groups)))[:5]}"
+        )
     before = len(body)
     body = body.dropna(how="all").reset_index(drop=True)
     if before - len(body):
         notes.append(f"{before - len(body)} empty row(s) dropped")
+    body, markers, more = numbers_and_markers(body)
+    notes.extend(more)
     above = [n.split(": ", 1)[-1].strip("'\"") for n in t["notes"] if "skipped as a title" in n]
+    if preamble:
+        above = pre_text + above
     opts = {
         "encoding": enc,
         "delimiter": delim,
@@ -338,6 +366,10 @@ def load_csv(
             "tidy": False,
         },
     }
+    if markers:
+        opts["detected"]["markers"] = markers
+    if st is not None and decision is not None:
+        report_structure(opts, notes, st, decision, full if full is not None else grid)
     if skip_rows:
         opts["skip_rows"] = skip_rows
     return body, opts, notes
@@ -391,9 +423,10 @@ def load_excel(
         try:  # read-only: sheets streamed, merged ranges not expanded into cell objects (sheetgrid)
             wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
         except Exception as exc:  # noqa: BLE001 - zipfile.BadZipFile, KeyError, InvalidFileException ...
-            raise DataError(
+            raise WorkbookOpenError(
                 f"cannot open {path} as an Excel workbook ({type(exc).__name__}: {exc}); .xlsx/.xlsm are read "
-                "with openpyxl, .xls/.ods with calamine"
+                "with openpyxl, .xls/.ods with calamine",
+                f"{type(exc).__name__}: {str(exc)[:200]}",
             ) from exc
     try:
         sheets = _pick_sheets(path, list(wb.worksheets), list(wb.sheetnames), sheet, cell_range)
@@ -516,6 +549,22 @@ def sheet_frame(
         cols_map=sheet.cols if sheet is not None else None,
         halign=sheet.halign() if sheet is not None else None,
     )
+    learned = None
+    if header_rows is None and skip_rows is None and cell_range is None:
+        learned = sheet_structure(grid, merged, t, rmap)
+        reread = model_override(learned, rmap) if not t.get("ambiguous") else None
+        if reread is not None and learned is not None:  # the model's confident reading replaces the rules'
+            t = detect_region(
+                grid,
+                merged,
+                bold,
+                header_rows=reread[0],
+                skip_rows=reread[1],
+                rows_map=rmap,
+                cols_map=sheet.cols if sheet is not None else None,
+                halign=sheet.halign() if sheet is not None else None,
+            )
+            learned = (learned[0], learned[0]["confidence"], [reread[2]])
     cols, names = t["columns"], t["names"]
     rows = [[grid[i][j] if j < len(grid[i]) else None for j in cols] for i in t["body"]]
     notes = list(t["notes"])
@@ -533,6 +582,8 @@ def sheet_frame(
         if before - len(rows):
             notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
     df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
+    df, markers, more = numbers_and_markers(df)
+    notes.extend(more)
     if t["skipped_above"]:
         notes.append(
             f"{len(t['skipped_above'])} row(s) above the table skipped as titles/notes: "
@@ -584,6 +635,17 @@ def sheet_frame(
         "other_tables": t.get("other_tables", [])[:10],
         "confidence": t.get("confidence", 1.0),
     }
+    if markers:
+        detected["markers"] = markers
+    if learned is not None:
+        detected["structure"], conf, more = learned
+        detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)
+        notes.extend(more)
+        if detected["confidence"] < CONFIDENT_SHEET and not t.get("ambiguous"):
+            t["ambiguous"] = {
+                "reasons": [f"the table-structure model gives this reading confidence {conf:.2f}"],
+                "alternatives": [detected["structure"].get("model_reading") or {"header_rows": "as loaded"}],
+            }
     if t.get("ambiguous"):
         detected["ambiguous"] = t["ambiguous"]
     if t.get("ambiguous") or detected["other_tables"]:

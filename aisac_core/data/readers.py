@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveLimits
-from aisac_core.data.calamine_books import load_calamine
-from aisac_core.data.errors import DataError
+from aisac_core.data.calamine_books import load_calamine, openpyxl_fallback
+from aisac_core.data.errors import DataError, WorkbookOpenError
 from aisac_core.data.loaders import load_csv, load_excel, load_json, load_parquet
 from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import AisacError
@@ -73,18 +73,21 @@ def _read_excel(
     cell_range: str | None = None,
     tidy: bool = False,
 ) -> list[LoadedTable]:
-    return list(
-        load_excel(
-            path,
-            sheet,
-            header_rows,
-            limits,
-            skip_rows=skip_rows,
-            cell_range=cell_range,
-            tidy=bool(tidy),
-            sheet_limits=sheet_limits,
+    try:
+        return list(
+            load_excel(
+                path,
+                sheet,
+                header_rows,
+                limits,
+                skip_rows=skip_rows,
+                cell_range=cell_range,
+                tidy=bool(tidy),
+                sheet_limits=sheet_limits,
+            )
         )
-    )
+    except WorkbookOpenError as exc:  # never lose a workbook: its values through calamine
+        return list(openpyxl_fallback(path, sheet, header_rows, skip_rows, cell_range, bool(tidy), sheet_limits, exc))
 
 
 def _read_calamine(
