@@ -42,6 +42,10 @@ Parts (each selectable with ``--only``):
 - ``answers``  (:mod:`bench.answers`): the answers dev set (bench/data/answers_dev.json) through ``aisac ask``
   without a model: share of answers stating the fact, support precision, false "supported", time per question.
 
+- ``support``  (:mod:`bench.support`): the learned support judge on SciFact claims with their cited abstracts
+  (held-out part of the shared claims, or ``--claims FILE --corpus FILE``): rationale selection, sentence- and
+  abstract-level F1 beside VeriSci's, "supported" precision, ECE, no-evidence abstention, ms per citation.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -65,4 +69,5 @@ PARTS = (
     "sheets",
     "load",
     "answers",
+    "support",
 )
