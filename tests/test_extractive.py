@@ -476,3 +476,21 @@ def test_aisac_ask_json_and_human_output(paper_store, shared_data):
     assert "81.1M" in out.split("citations:")[0]
     assert "automatic checks passed" in out and "content: not judged (no model)" in out, out
     assert ": passed" not in out.split("evaluation")[1].splitlines()[0]  # not the with-a-model verdict
+
+
+def test_a_number_in_the_next_sentence_is_quoted_with_the_sentence_it_continues():
+    """'It' continues the subject of the sentence before it: the number it states is quoted with that sentence (one
+    citation whose span covers both), and the line-end hyphen of the PDF ("pa- pers") is repaired in the quote."""
+    text = (
+        "Background material is summarised in Section 2 of this paper, before the method. "
+        "We release the RealScholarQuery benchmark of scholarly queries written by researchers. "
+        "It contains 50 fine-grained queries collected from 12 AI pa- pers."
+    )
+    ans = extractive_answer("How many queries does the RealScholarQuery benchmark contain?", [_item("c1", text)])
+    lines = quoted(ans["text"])
+    assert lines[0] == (
+        "We release the RealScholarQuery benchmark of scholarly queries written by researchers. "
+        "It contains 50 fine-grained queries collected from 12 AI papers."
+    ), lines
+    span = ans["citations"][0]["anchor"]["quote_span"]
+    assert text[span[0] : span[1]].startswith("We release") and text[span[0] : span[1]].endswith("pa- pers.")

@@ -410,6 +410,25 @@ def continuations(
     return out
 
 
+#: a sentence that continues the subject of the one before it ("It", "These", "The latter" ...): anaphora, read
+#: with its antecedent sentence (Halliday & Hasan 1976, reference as cohesion)
+_CONTINUES = re.compile(
+    r"^(?:It|Its|They|Their|Them|These|This|Those|Such|Both|The latter|The former|Here|He|She|His|Her)\b"
+)
+
+
+def continued_from(
+    text: str, spans: list[tuple[int, int]], span: tuple[int, int], sentence: str
+) -> tuple[int, int] | None:
+    """The span of the sentence of ``text`` right before ``span`` when ``sentence`` continues its subject
+    (:data:`_CONTINUES`: it opens with a pronoun or "the latter" / "these"), else None. ``spans``: the sentence
+    spans of ``text`` in order."""
+    if not _CONTINUES.match(sentence):
+        return None
+    before = [s for s in spans if s[1] <= span[0]]
+    return before[-1] if before else None
+
+
 def extractive_answer(
     task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None, neighbour: Any = None
 ) -> dict[str, Any]:
@@ -429,7 +448,11 @@ def extractive_answer(
     (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
     gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
     only from the documents that name most of its names (:func:`subject_docs`). Prose glued after a code
-    listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one, a
+    listing is kept (:func:`prose_after_code`). A candidate is repaired before it is scored (line-end hyphens
+    "pa- pers", glued footnote marks, citation markers: :func:`aisac_core.roles.sentences.strip_markers`), and a
+    sentence with the asked number / name that continues the subject of the sentence before it ("It contains ...",
+    "The latter ...": :func:`continued_from`) is scored and quoted with that sentence (one span covering both).
+    A question asking for a number keeps only sentences with one, a
     name question only those naming something in the answer's slot (:func:`aisac_core.roles.asked.has_type`). A
     sentence cut by the chunk's boundary is completed from the adjacent chunk (:func:`continuations`;
     ``neighbour(chunk_id, delta)`` reads it from the index, None: no completion) and cites both. When no sentence has the asked type, or (with ``embed``) no such
@@ -489,14 +512,23 @@ def extractive_answer(
         if counted and not mentions_noun(f"{text} {context} {' '.join(j[0] for j in joined.values())}", counted):
             skipped += 1
             continue
-        for a, b in sorted(set(sentence_spans(text)) | set(joined)):
+        plain = sorted(set(sentence_spans(text)))
+        for a, b in sorted(set(plain) | set(joined)):
             sent = joined[(a, b)][0] if (a, b) in joined else " ".join(text[a:b].split())
+            # "It contains 81.1M papers.": a sentence with the asked number / name that continues the subject of
+            # the sentence before it is read (and quoted) with that sentence
+            prev = None
+            if kind in ("number", "name") and (a, b) not in joined and has_type(sent, kind, task):
+                prev = continued_from(text, plain, (a, b), sent)
+            if prev is not None:
+                a, sent = prev[0], f"{' '.join(text[prev[0] : prev[1]].split())} {sent}"
             why = reject_reason(sent)
             if why == "code":  # prose glued after a code listing: "... 13 [Image(...)] In this example, ..."
                 a, b, sent = prose_after_code(text, a, b)
                 why = reject_reason(sent) if sent else why
             if why is not None or is_boilerplate(sent):
                 continue
+            sent = strip_markers(sent)  # line-end hyphens, footnote marks repaired before scoring
             named = item.get("doc_id") in docs
             base = score_sentence(task, sent, item, rank=rank, named=named)
             cov = coverage(terms, f"{sent} {context}")

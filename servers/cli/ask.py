@@ -152,7 +152,7 @@ def print_result(res: dict[str, Any], out: Console) -> None:
         f"{ev.get('thresholds')}"
     )
     sv = sup.get("verdict") or "not judged"
-    sc = {"supported": "green", "partly": "yellow", "not supported": "red"}.get(sv, "dim")
+    sc = {"supported": "green", "partly": "yellow", "not supported": "red", "contradicted": "red"}.get(sv, "dim")
     av = ev.get("anchors") or "-"
     ac = "green" if av == "intact" else "red"
     out.print(
@@ -161,7 +161,13 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     )
     for r in sup.get("citations") or []:
         why = f": {'; '.join(r.get('reasons') or [])}" if r.get("reasons") else ""
-        out.print(escape(f"    [{r.get('n')}] {r.get('verdict')}{why}"))
+        prob = f" (P {r['probability']:.2f})" if isinstance(r.get("probability"), (int, float)) else ""
+        rc = {"supported": "green", "partly": "yellow", "not supported": "red", "contradicted": "red"}.get(
+            str(r.get("verdict")), "dim"
+        )
+        word = "CONTRADICTED" if r.get("verdict") == "contradicted" else str(r.get("verdict"))
+        head = escape(f"[{r.get('n')}] {word}{prob}")
+        out.print(f"    [{rc}]{head}[/{rc}]{escape(why)}")
     out.print(f"  content: {ev.get('content') or ('judged by model' if judged else NOT_JUDGED)}")
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}
