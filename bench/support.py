@@ -291,6 +291,10 @@ def evaluate(
             no_evidence.add(cid)
     e, rel = ece(probs, hits)
     e_con, _ = ece([v["p_contradict"] for v in verdicts], [int(r["label"] == "CONTRADICT") for r in records])
+    e_rat, _ = ece(
+        [s["p_rationale"] for v in verdicts for s in v["sentences"]],
+        [int(s["i"] in r["gold"]) for r, v in zip(records, verdicts) for s in v["sentences"]],
+    )
     abstain = [cid for cid in no_evidence if "supports" not in by_claim[cid]]
     abstain_all = [cid for cid in no_evidence if all(x == "does not address" for x in by_claim[cid])]
     return {
@@ -304,6 +308,7 @@ def evaluate(
         "contradicts": {**prf(con["tp"], con["pred"], con["gold"]), "n_pred": con["pred"], "n_gold": con["gold"]},
         "ece_support": e,
         "ece_contradict": e_con,
+        "ece_rationale": e_rat,
         "reliability": rel,
         "no_evidence_claims": len(no_evidence),
         "no_evidence_no_supported": len(abstain) / len(no_evidence) if no_evidence else None,
@@ -333,6 +338,7 @@ def print_figures(title: str, f: dict[str, Any]) -> None:
             ("label accuracy, 3 classes (%)", pct(f["label_accuracy"])),
             ("ECE of P(support), 10 bins", round(f["ece_support"], 4)),
             ("ECE of P(contradict), 10 bins", round(f["ece_contradict"], 4)),
+            ("ECE of P(rationale) per sentence, 10 bins", round(f["ece_rationale"], 4)),
             (
                 f"no-evidence claims ({f['no_evidence_claims']}): no 'supports' citation (%)",
                 pct(f["no_evidence_no_supported"]),
