@@ -494,3 +494,16 @@ def test_a_number_in_the_next_sentence_is_quoted_with_the_sentence_it_continues(
     ), lines
     span = ans["citations"][0]["anchor"]["quote_span"]
     assert text[span[0] : span[1]].startswith("We release") and text[span[0] : span[1]].endswith("pa- pers.")
+
+
+def test_the_kept_longer_wording_of_a_merged_sentence_is_the_quoted_span():
+    """A sentence and the same sentence read with its continuation are near-duplicates: the longer wording is kept,
+    and the citation's span is that wording's span, so the support judge reads what the answer quotes."""
+    text = (
+        "In all, we have submitted two runs, one run for English and the other for German. "
+        "They have achieved f-measures of 0.64 and 0.61 respectively."
+    )
+    ans = extractive_answer("How many runs were submitted?", [_item("c1", text)])
+    line = quoted(ans["text"])[0]
+    span = ans["citations"][0]["anchor"]["quote_span"]
+    assert " ".join(text[span[0] : span[1]].split()) == line, (line, span)

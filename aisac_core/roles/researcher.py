@@ -580,6 +580,8 @@ def extractive_answer(
                 dup[0].append(rank)
                 dup[2][rank] = span
             if len(clean) > len(dup[1]):
+                if rank in dup[2] and rest is None:  # the quote's span follows the wording kept (same chunk)
+                    dup[2][rank] = span
                 chosen[chosen.index(dup)] = (dup[0], clean, dup[2])
             continue
         if per_chunk.get(rank, 0) >= 2 or len(chosen) >= limit:
