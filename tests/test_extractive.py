@@ -507,3 +507,17 @@ def test_the_kept_longer_wording_of_a_merged_sentence_is_the_quoted_span():
     line = quoted(ans["text"])[0]
     span = ans["citations"][0]["anchor"]["quote_span"]
     assert " ".join(text[span[0] : span[1]].split()) == line, (line, span)
+
+
+def test_not_stated_lists_the_closest_passages_apart_from_the_answer():
+    """A number question that no sentence answers says the sources do not state it; the closest candidate sentences
+    are listed in ``closest`` (one per passage, at most three), never in the answer text."""
+    items = [
+        _item("c1", "PaSa is an agent that searches for papers with a large language model and reads them in turn."),
+        _item("c2", "The crawler of PaSa expands the citation network of the papers it has already read.", doc="d2"),
+    ]
+    ans = extractive_answer("How many GPUs trained the PaSa crawler?", items)
+    assert "The sources do not state it" in ans["text"] and ans["citations"] == []
+    closest = ans["closest"]
+    assert 1 <= len(closest) <= 3 and len({c["chunk_id"] for c in closest}) == len(closest)
+    assert all(c["sentence"] not in ans["text"] for c in closest)

@@ -360,6 +360,43 @@ def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
     return [float(sum(a * b for a, b in zip(q, v))) for v in vecs[1:]]
 
 
+#: closest passages listed with an answer that says the sources do not state it
+CLOSEST = 3
+
+
+def closest_passages(cands: list[tuple[Any, ...]], rag: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The :data:`CLOSEST` best candidate sentences (by their score without the similarity term) of an answer that
+    says the sources do not state it: ``[{sentence, title, page, section, chunk_id}]``, one per passage; without
+    candidates (every passage left out), the first sentence of each of the best retrieved passages. They are
+    listed apart from the answer (``closest``), never as its statement."""
+    out: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if not cands:
+        for rank, item in enumerate(rag):
+            text = item.get("text") or ""
+            spans = sentence_spans(text)
+            if spans and not is_reference_item(item):
+                a, b = spans[0]
+                cands = [*cands, (0.0, rank, " ".join(text[a:b].split()), (a, b), False, 0.0, None)]
+    for c in sorted(cands, key=lambda c: -(c[0] + 0.3 * c[5])):
+        if c[1] in seen:
+            continue
+        seen.add(c[1])
+        item = rag[c[1]]
+        out.append(
+            {
+                "sentence": c[2],
+                "title": item.get("title"),
+                "page": item.get("page"),
+                "section": item.get("section"),
+                "chunk_id": item.get("chunk_id"),
+            }
+        )
+        if len(out) >= CLOSEST:
+            break
+    return out
+
+
 def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
         kind, "an answer"
@@ -569,7 +606,11 @@ def extractive_answer(
         if scored:
             check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
     if (cands or skipped) and not scored:
-        return {**_not_stated(task, items, retrieved, kind), "check": check}
+        return {
+            **_not_stated(task, items, retrieved, kind),
+            "check": check,
+            "closest": closest_passages(cands, retrieved),
+        }
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
     for score, rank, sent, span, _cov, _sim, rest in scored:

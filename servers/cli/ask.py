@@ -123,6 +123,11 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     out.print(f"[bold]route:[/bold] {r.get('intent')} / {r.get('complexity')} -> {r.get('decision')} ({r.get('by')})")
     out.print(f"[bold]answer[/bold] ({ans.get('by')}, attempt {len(res['attempts'])}):")
     out.print(escape(ans.get("text") or ""))
+    if ans.get("closest"):  # an answer saying the sources do not state it lists what came closest, apart
+        out.print("[bold]closest passages[/bold] (they do not state it):")
+        for c in ans["closest"]:
+            out.print(escape(f"  - {c.get('title') or '-'} · p. {c.get('page')} · {c.get('section') or '-'}"))
+            out.print(escape(f"      “{str(c.get('sentence'))[:300]}”"))
     if ans.get("citations"):
         out.print("[bold]citations:[/bold]")
     for c in ans.get("citations") or []:
