@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -139,3 +140,16 @@ def test_judge_on_shared_scifact_claims(shared_data: Path, shared_embedder):
     assert f["rationale_selection"]["recall"] > 0  # some gold rationale sentences are found
     if f["no_evidence_claims"]:
         assert f["no_evidence_no_supported"] >= 0.8
+
+
+def test_a_contradicted_citation_is_shown_as_such_with_its_probability():
+    """The run page's evidence card shows a contradicted citation in the error colour with the judge's calibrated
+    probability; the CSS gives that class the error colour."""
+    from aisac_core.trace.runpage import CSS, _card_html
+
+    card = {"n": 2, "title": "Paper", "text": "Drug X increased the risk.", "quote": "Drug X increased the risk.",
+            "support": "contradicted", "support_probability": 0.62, "score": 0.5}  # fmt: skip
+    html = _card_html(card, None, None, link_event=False)
+    assert "badge support s-contradicted" in html and "support: contradicted (P 0.62)" in html
+    rule = re.search(r"[^}]*\.s-contradicted[^{]*\{([^}]*)\}", CSS)
+    assert rule and "color:var(--err)" in rule.group(1)
