@@ -362,8 +362,8 @@ def timing(records: list[dict[str, Any]], cache: VectorCache, n: int = 60) -> di
     beside a 5 ms ticker."""
     import anyio
 
-    from aisac_core.roles.support import CONTEXT_SENTENCES, judge_citation
-    from aisac_core.roles.support_model import judge_passage, load_model
+    from aisac_core.roles.support import CONTEXT_SENTENCES
+    from aisac_core.roles.support_model import judge_passage, judge_vectors, load_model
 
     emb = cache.embedder()
     embed = emb.embed_documents
@@ -372,12 +372,16 @@ def timing(records: list[dict[str, Any]], cache: VectorCache, n: int = 60) -> di
     sample = records[:: max(1, len(records) // n)][:n]
 
     def unit(r: dict[str, Any]) -> dict[str, Any]:
+        """What the evaluator's learned path does for one citation (``aisac_core.roles.support._learned``): one
+        embedding call of claim, question and window, then the judge for the claim and for the question."""
         at = min(r["gold"]) if r["gold"] else 0
         lo = max(0, at - CONTEXT_SENTENCES)
         window = r["sentences"][lo : at + CONTEXT_SENTENCES + 1]
         words = r["claim"].split()
         question = " ".join(words[: max(3, len(words) // 2)]) + "?"
-        return judge_citation(question, r["claim"], window[at - lo], embed, "", (window, at - lo))
+        vecs = embed([r["claim"], question, *window])
+        judge_vectors(question, window, vecs[1], vecs[2:])
+        return judge_vectors(r["claim"], window, vecs[0], vecs[2:])
 
     cost: dict[str, Any] = {}
     for name, fn in (
