@@ -397,6 +397,30 @@ def closest_passages(cands: list[tuple[Any, ...]], rag: list[dict[str, Any]]) ->
     return out
 
 
+def abstain_unsupported(answer: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The answer a run returns: ``answer`` itself, unless the evaluation's support verdict
+    (:func:`aisac_core.roles.support.answer_verdict`) is ``not supported`` or ``contradicted``: no cited passage
+    supports it above the support judge's threshold, so it is not an answer. Then the text says
+    :data:`NOT_STATED`, ``closest`` lists the cited sentences with their verdicts (the closest passages), the
+    withheld text is kept in ``withheld`` (and the trace keeps the attempt as written), ``stated`` is False."""
+    got = evaluation.get("support")
+    sup: dict[str, Any] = got if isinstance(got, dict) else {}
+    if sup.get("verdict") not in ("not supported", "contradicted") or not (answer.get("text") or "").strip():
+        return answer
+    closest = [
+        {"n": r.get("n"), "sentence": r.get("sentence"), "verdict": r.get("verdict"), "reasons": r.get("reasons")}
+        for r in sup.get("citations") or []
+        if r.get("sentence")
+    ][:CLOSEST]
+    why = "contradicts the answer" if sup["verdict"] == "contradicted" else "supports the answer"
+    text = (
+        f"{NOT_STATED}: no cited passage {why} above the support judge's threshold"
+        if sup["verdict"] == "not supported"
+        else f"{NOT_STATED}: a cited passage {why}"
+    )
+    return {**answer, "text": text + ".", "withheld": answer.get("text"), "closest": closest, "stated": False}
+
+
 def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
         kind, "an answer"

@@ -126,8 +126,16 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     if ans.get("closest"):  # an answer saying the sources do not state it lists what came closest, apart
         out.print("[bold]closest passages[/bold] (they do not state it):")
         for c in ans["closest"]:
-            out.print(escape(f"  - {c.get('title') or '-'} · p. {c.get('page')} · {c.get('section') or '-'}"))
+            where = (
+                f"[{c['n']}] {c.get('verdict')}"
+                if c.get("n") is not None
+                else f"{c.get('title') or '-'} · p. {c.get('page')} · {c.get('section') or '-'}"
+            )
+            out.print(escape(f"  - {where}"))
             out.print(escape(f"      “{str(c.get('sentence'))[:300]}”"))
+    if ans.get("withheld"):  # the written answer that no cited passage supports, shown as such
+        out.print("[dim]withheld (no cited passage supports it):[/dim]")
+        out.print(escape(str(ans["withheld"])), style="dim")
     if ans.get("citations"):
         out.print("[bold]citations:[/bold]")
     for c in ans.get("citations") or []:
