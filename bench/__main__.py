@@ -36,6 +36,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--runs", type=int, default=5, help="startup, owner: number of spawns per start case (default 5)")
     ap.add_argument("--claims", type=Path, default=None, help="support: a claims file in the SciFact format")
     ap.add_argument("--corpus", type=Path, default=None, help="support: the corpus of --claims (SciFact format)")
+    ap.add_argument(
+        "--llm",
+        default="none",
+        choices=("none", "openai"),
+        help="support: judge with the configured OpenAI-compatible model instead of the learned judge",
+    )
     args = ap.parse_args(argv)
     if (args.claims is None) != (args.corpus is None):
         ap.error("--claims and --corpus go together")
@@ -82,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": args.runs,
             "claims": args.claims,
             "corpus": args.corpus,
+            "llm": args.llm,
         },
     )
     m = machine_info()

@@ -23,6 +23,11 @@ gold abstracts: no retrieval step), as aisac's evaluator judges each cited passa
 
 The published figures beside them are VeriSci's on the SciFact test set (full pipeline with TF-IDF retrieval;
 shared README): sentence-level F1 39.5, abstract-level F1 46.5.
+
+``--llm openai`` (the roles settings' OpenAI-compatible endpoint, ``AISAC_ROLES_LLM_BASE_URL`` ...) judges every
+claim and cited abstract with the configured model instead, through the evaluator's ``support`` prompt
+(:func:`judge_records_model`), and reports the label figures (label accuracy, "supported" and "contradicts"
+precision / recall, no-evidence abstention); the model gives no rationale sentences and no probability.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import Context, Skip, table
+from .common import Context, Skip, table, temp_dir
 
 SCIFACT = ("claims", "scifact")
 #: published VeriSci figures (SciFact test set, full pipeline; shared README, allenai/scifact leaderboard)
@@ -234,6 +239,59 @@ def judge_records(records: list[dict[str, Any]], cache: VectorCache, model: Any 
         judge_vectors(r["claim"], r["sentences"], cache.get(r["claim"]), [cache.get(s) for s in r["sentences"]], model)
         for r in records
     ]
+
+
+def judge_records_model(records: list[dict[str, Any]], store: Path, llm: str) -> list[dict[str, Any]]:
+    """The configured model's verdict on every record (the evaluator's ``support`` prompt, one request per claim and
+    cited abstract, the abstract's sentences as the cited text), in the shape of
+    :func:`aisac_core.roles.support_model.judge_vectors`: ``supported`` -> supports, ``contradicted`` ->
+    contradicts, ``partly`` / ``not supported`` -> does not address. The model selects no rationale sentences and
+    gives no probability, so rationale selection, the sentence- and abstract-level F1 and the ECE do not apply
+    (``rationale`` empty; P(support) is 1.0 or 0.0). ``store``: a private store for the model-call cache and trace.
+    Raises :class:`aisac_core.roles.RolesError` when ``llm`` names no usable backend."""
+    import anyio
+
+    from aisac_core.roles.backends import ask_json, get_backend
+    from aisac_core.roles.prompts import render
+    from aisac_core.roles.schemas import load_schema
+
+    from .common import make_core
+
+    core = make_core(store)
+    try:
+        env = core.roles
+        backend = get_backend(env.settings, llm)
+        if backend is None:
+            raise Skip(f"--llm {llm}: no model backend")
+        to_verdict = {"supported": "supports", "contradicted": "contradicts"}
+        out = []
+        for n, r in enumerate(records):
+            text, version = render(
+                "support",
+                {"task": r["claim"], "n": 1, "claim": r["claim"], "cited": " ".join(r["sentences"]),
+                 "schema": load_schema("support")},
+                env.settings.prompt_dir,
+            )  # fmt: skip
+            got = anyio.run(
+                lambda text=text, version=version, n=n: ask_json(
+                    env, backend, role="support", schema="support", prompt=text, prompt_version=version,
+                    run_id=f"bench-support-{n}", parent_id=None,
+                )
+            )  # fmt: skip
+            verdict = to_verdict.get(got["output"]["verdict"], "does not address")
+            out.append(
+                {
+                    "verdict": verdict,
+                    "probability": 1.0,
+                    "p_support": float(verdict == "supports"),
+                    "p_contradict": float(verdict == "contradicts"),
+                    "rationale": [],
+                    "sentences": [{"i": i, "p_rationale": 0.0} for i in range(len(r["sentences"]))],
+                }
+            )
+        return out
+    finally:
+        core.close()
 
 
 def evaluate(
@@ -461,6 +519,33 @@ def run(ctx: Context) -> dict[str, Any]:
         setting = f"held-out part of the shared train claims ({len(claims)} claims, split by claim, seed {SPLIT_SEED})"
     corpus = load_corpus(corpus_path, {d for c in claims for d in c["cited_doc_ids"]})
     records = pairs(claims, corpus)
+    llm = str(ctx.options.get("llm") or "none")
+    if llm != "none":  # the configured model judges instead (the evaluator's support prompt)
+        with temp_dir(ctx, "support") as tmp:
+            verdicts = judge_records_model(records, tmp / "store", llm)
+        figures = evaluate(records, verdicts, 2.0)
+        print_figures(f"{setting}; judged by the model ({llm}): label figures only", figures)
+        return {
+            "status": "ok",
+            "seconds": round(time.perf_counter() - t0, 1),
+            "setting": setting,
+            "judged_by": llm,
+            "figures": figures,
+            "summary": [
+                {
+                    "metric": "'supported' precision (model)",
+                    "value": round(figures["supported"]["precision"], 3),
+                    "target": ">= 0.90",
+                    "met": figures["supported"]["precision"] >= 0.9,
+                },
+                {
+                    "metric": "no-evidence claims without 'supported' (model)",
+                    "value": figures["no_evidence_no_supported"],
+                    "target": ">= 0.80",
+                    "met": (figures["no_evidence_no_supported"] or 0) >= 0.8,
+                },
+            ],
+        }
     cache = VectorCache()
     cache.ensure(texts_of(records))
     model = load_model()

@@ -153,3 +153,36 @@ def test_a_contradicted_citation_is_shown_as_such_with_its_probability():
     assert "badge support s-contradicted" in html and "support: contradicted (P 0.62)" in html
     rule = re.search(r"[^}]*\.s-contradicted[^{]*\{([^}]*)\}", CSS)
     assert rule and "color:var(--err)" in rule.group(1)
+
+
+def test_bench_support_with_a_configured_model(tmp_path, monkeypatch):
+    """--llm openai: the configured OpenAI-compatible model (a local stub endpoint here) judges every claim and
+    cited abstract through the support prompt, and the bench reports its label figures."""
+    from roles_support import ChatStub
+
+    from bench.common import Context
+    from bench.support import run
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"doc_id": 1, "title": "", "abstract": ["Drug X lowers blood pressure.", "It was safe."]}) + "\n"
+        + json.dumps({"doc_id": 2, "title": "", "abstract": ["Weather was mild in May."]}) + "\n"
+    )  # fmt: skip
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text(
+        json.dumps({"id": 1, "claim": "Drug X lowers blood pressure.", "cited_doc_ids": [1],
+                    "evidence": {"1": [{"sentences": [0], "label": "SUPPORT"}]}}) + "\n"
+        + json.dumps({"id": 2, "claim": "Drug X cures colds.", "cited_doc_ids": [2], "evidence": {}}) + "\n"
+    )  # fmt: skip
+
+    def reply(prompt: str) -> str:
+        ok = "Drug X lowers blood pressure." in prompt.split("Cited sentence:")[1]
+        return json.dumps({"verdict": "supported" if ok else "not supported", "reason": "stub"})
+
+    with ChatStub({"support": [reply, reply]}) as stub:
+        monkeypatch.setenv("AISAC_ROLES_LLM_BASE_URL", stub.url)
+        got = run(Context(results_dir=tmp_path, options={"claims": claims, "corpus": corpus, "llm": "openai"}))
+    assert len([r for r in stub.requests if r["role"] == "support"]) == 2
+    f = got["figures"]
+    assert got["judged_by"] == "openai" and f["label_accuracy"] == 1.0
+    assert f["supported"]["precision"] == 1.0 and f["no_evidence_no_supported"] == 1.0
