@@ -31,6 +31,7 @@ from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 from aisac_core.roles.sentences import (
+    continued_from,
     cut_at_end,
     cut_at_start,
     has_quantity,
@@ -471,25 +472,6 @@ def continuations(
     return out
 
 
-#: a sentence that continues the subject of the one before it ("It", "These", "The latter" ...): anaphora, read
-#: with its antecedent sentence (Halliday & Hasan 1976, reference as cohesion)
-_CONTINUES = re.compile(
-    r"^(?:It|Its|They|Their|Them|These|This|Those|Such|Both|The latter|The former|Here|He|She|His|Her)\b"
-)
-
-
-def continued_from(
-    text: str, spans: list[tuple[int, int]], span: tuple[int, int], sentence: str
-) -> tuple[int, int] | None:
-    """The span of the sentence of ``text`` right before ``span`` when ``sentence`` continues its subject
-    (:data:`_CONTINUES`: it opens with a pronoun or "the latter" / "these"), else None. ``spans``: the sentence
-    spans of ``text`` in order."""
-    if not _CONTINUES.match(sentence):
-        return None
-    before = [s for s in spans if s[1] <= span[0]]
-    return before[-1] if before else None
-
-
 def extractive_answer(
     task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None, neighbour: Any = None
 ) -> dict[str, Any]:
@@ -512,7 +494,7 @@ def extractive_answer(
     listing is kept (:func:`prose_after_code`). A candidate is repaired before it is scored (line-end hyphens
     "pa- pers", glued footnote marks, citation markers: :func:`aisac_core.roles.sentences.strip_markers`), and a
     sentence with the asked number / name that continues the subject of the sentence before it ("It contains ...",
-    "The latter ...": :func:`continued_from`) is scored and quoted with that sentence (one span covering both).
+    "The latter ...": :func:`aisac_core.roles.sentences.continued_from`) is scored and quoted with that sentence (one span covering both).
     A question asking for a number keeps only sentences with one, a
     name question only those naming something in the answer's slot (:func:`aisac_core.roles.asked.has_type`). A
     sentence cut by the chunk's boundary is completed from the adjacent chunk (:func:`continuations`;
