@@ -45,6 +45,9 @@ Parts (each selectable with ``--only``):
 - ``cell_types`` (:mod:`bench.cell_types`): the learned line classifier of table structure on annotated tables
   (``--data DIR``: any folder in the shared ``cell_types`` format): line accuracy, macro F1 per class, tables
   right, the sheet confidence's ECE and reliability table.
+- ``support``  (:mod:`bench.support`): the learned support judge on SciFact claims with their cited abstracts
+  (held-out part of the shared claims, or ``--claims FILE --corpus FILE``): rationale selection, sentence- and
+  abstract-level F1 beside VeriSci's, "supported" precision, ECE, no-evidence abstention, ms per citation.
 
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
@@ -70,4 +73,5 @@ PARTS = (
     "cell_types",
     "load",
     "answers",
+    "support",
 )

@@ -34,7 +34,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--queries", type=int, default=0, help="latency, memory: number of queries (default: all 225)")
     ap.add_argument("--min-chunks", type=int, default=10_240, help="latency: chunks in the store (default 10240)")
     ap.add_argument("--runs", type=int, default=5, help="startup, owner: number of spawns per start case (default 5)")
+    ap.add_argument("--claims", type=Path, default=None, help="support: a claims file in the SciFact format")
+    ap.add_argument("--corpus", type=Path, default=None, help="support: the corpus of --claims (SciFact format)")
+    ap.add_argument(
+        "--llm",
+        default="none",
+        choices=("none", "openai"),
+        help="support: judge with the configured OpenAI-compatible model instead of the learned judge",
+    )
     args = ap.parse_args(argv)
+    if (args.claims is None) != (args.corpus is None):
+        ap.error("--claims and --corpus go together")
+    for f in (args.claims, args.corpus):
+        if f is not None and not f.is_file():
+            ap.error(f"no such file: {f}")
     parts: list[str] = []
     for item in args.only or []:
         for p in item.split(","):
@@ -69,7 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         results_dir=args.results or RESULTS_DIR,
         keep=args.keep,
         study=args.study,
-        options={"queries": args.queries, "min_chunks": args.min_chunks, "runs": args.runs},
+        options={
+            "queries": args.queries,
+            "min_chunks": args.min_chunks,
+            "runs": args.runs,
+            "claims": args.claims,
+            "corpus": args.corpus,
+            "llm": args.llm,
+        },
     )
     m = machine_info()
     console.print(

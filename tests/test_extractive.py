@@ -476,3 +476,48 @@ def test_aisac_ask_json_and_human_output(paper_store, shared_data):
     assert "81.1M" in out.split("citations:")[0]
     assert "automatic checks passed" in out and "content: not judged (no model)" in out, out
     assert ": passed" not in out.split("evaluation")[1].splitlines()[0]  # not the with-a-model verdict
+
+
+def test_a_number_in_the_next_sentence_is_quoted_with_the_sentence_it_continues():
+    """'It' continues the subject of the sentence before it: the number it states is quoted with that sentence (one
+    citation whose span covers both), and the line-end hyphen of the PDF ("pa- pers") is repaired in the quote."""
+    text = (
+        "Background material is summarised in Section 2 of this paper, before the method. "
+        "We release the RealScholarQuery benchmark of scholarly queries written by researchers. "
+        "It contains 50 fine-grained queries collected from 12 AI pa- pers."
+    )
+    ans = extractive_answer("How many queries does the RealScholarQuery benchmark contain?", [_item("c1", text)])
+    lines = quoted(ans["text"])
+    assert lines[0] == (
+        "We release the RealScholarQuery benchmark of scholarly queries written by researchers. "
+        "It contains 50 fine-grained queries collected from 12 AI papers."
+    ), lines
+    span = ans["citations"][0]["anchor"]["quote_span"]
+    assert text[span[0] : span[1]].startswith("We release") and text[span[0] : span[1]].endswith("pa- pers.")
+
+
+def test_the_kept_longer_wording_of_a_merged_sentence_is_the_quoted_span():
+    """A sentence and the same sentence read with its continuation are near-duplicates: the longer wording is kept,
+    and the citation's span is that wording's span, so the support judge reads what the answer quotes."""
+    text = (
+        "In all, we have submitted two runs, one run for English and the other for German. "
+        "They have achieved f-measures of 0.64 and 0.61 respectively."
+    )
+    ans = extractive_answer("How many runs were submitted?", [_item("c1", text)])
+    line = quoted(ans["text"])[0]
+    span = ans["citations"][0]["anchor"]["quote_span"]
+    assert " ".join(text[span[0] : span[1]].split()) == line, (line, span)
+
+
+def test_not_stated_lists_the_closest_passages_apart_from_the_answer():
+    """A number question that no sentence answers says the sources do not state it; the closest candidate sentences
+    are listed in ``closest`` (one per passage, at most three), never in the answer text."""
+    items = [
+        _item("c1", "PaSa is an agent that searches for papers with a large language model and reads them in turn."),
+        _item("c2", "The crawler of PaSa expands the citation network of the papers it has already read.", doc="d2"),
+    ]
+    ans = extractive_answer("How many GPUs trained the PaSa crawler?", items)
+    assert "The sources do not state it" in ans["text"] and ans["citations"] == []
+    closest = ans["closest"]
+    assert 1 <= len(closest) <= 3 and len({c["chunk_id"] for c in closest}) == len(closest)
+    assert all(c["sentence"] not in ans["text"] for c in closest)

@@ -379,3 +379,22 @@ def test_adjacent_chunk_reads_the_neighbour_in_the_same_document_version(rcore):
     assert adjacent_chunk(rcore.rag, last["chunk_id"], 1) is None
     assert adjacent_chunk(rcore.rag, "00000000-0000-0000-0000-000000000000", 1) is None
     assert rcore.roles.adjacent_chunk(first["chunk_id"], 1)["chunk_id"] == second["chunk_id"]  # the roles' hook
+
+
+def test_an_answer_no_cited_passage_supports_is_not_an_answer():
+    """roles_run / aisac ask return "the sources do not state it" for an answer whose support verdict is not
+    supported or contradicted, with the cited sentences as the closest passages and the written text withheld;
+    a partly supported answer is returned as written."""
+    from aisac_core.roles.researcher import NOT_STATED, abstain_unsupported
+
+    answer = {"text": "- The Km of the lipase is 7.5 mM [1]", "citations": [{"n": 1, "kind": "rag"}], "by": "model"}
+    cites = [{"n": 1, "verdict": "not supported", "reasons": ["the cited sentence does not state 7.5 mM"],
+              "sentence": "The lipase has Km = 0.42 mM."}]  # fmt: skip
+    got = abstain_unsupported(answer, {"support": {"verdict": "not supported", "citations": cites}})
+    assert got["text"].startswith(NOT_STATED) and got["withheld"] == answer["text"] and got["stated"] is False
+    assert got["closest"] == [{"n": 1, "sentence": "The lipase has Km = 0.42 mM.", "verdict": "not supported",
+                               "reasons": ["the cited sentence does not state 7.5 mM"]}]  # fmt: skip
+    against = abstain_unsupported(answer, {"support": {"verdict": "contradicted", "citations": cites}})
+    assert "contradicts" in against["text"]
+    for verdict in ("partly", "supported", "not judged"):
+        assert abstain_unsupported(answer, {"support": {"verdict": verdict, "citations": cites}}) is answer

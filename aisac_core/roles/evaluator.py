@@ -16,9 +16,9 @@ Gates (each failure is a critique with the severity given):
 An empty answer, or one without citations, is severity 1.0 (completeness / grounding).
 
 Two verdicts, named plainly (:mod:`aisac_core.roles.support`): ``anchors`` (intact / changed / missing: the cited
-bytes are still there) and ``support`` (supported / partly / not supported / not judged: the cited sentence states
-the claim; judged by documented rules without a model, by the model per citation with one). A citation judged not
-supported is a critique of severity 0.9, partly 0.3; citations of front matter, running headers or reference lists
+bytes are still there) and ``support`` (supported / partly / not supported / contradicted / not judged: the cited
+sentence states the claim; judged by the learned support judge and documented rules without a model, by the model
+per citation with one). A citation judged not supported or contradicted is a critique of severity 0.9, partly 0.3; citations of front matter, running headers or reference lists
 never count toward the evidence gate.
 
 Wording: without a model nothing judged the content as a whole, so the report says ``content: not judged (no model)`` and its
@@ -252,15 +252,15 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
 
 
 def support_critiques(support: dict[str, Any]) -> list[dict[str, Any]]:
-    """Critiques of the support verdicts: a citation judged ``not supported`` is severity 0.9 (it fails the run),
-    ``partly`` 0.3; front matter / reference citations say they do not count."""
+    """Critiques of the support verdicts: a citation judged ``not supported`` or ``contradicted`` is severity 0.9
+    (it fails the run), ``partly`` 0.3; front matter / reference citations say they do not count."""
     out = []
     for r in support["citations"]:
-        if r["verdict"] in ("not supported", "partly"):
+        if r["verdict"] in ("not supported", "partly", "contradicted"):
             out.append(
                 {
                     "aspect": "support",
-                    "severity": 0.9 if r["verdict"] == "not supported" else 0.3,
+                    "severity": 0.3 if r["verdict"] == "partly" else 0.9,
                     "evidence_refs": [str(r["n"])],
                     "text": f"citation [{r['n']}] {r['verdict']}: {'; '.join(r['reasons'])[:300]}",
                 }

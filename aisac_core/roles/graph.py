@@ -360,6 +360,8 @@ async def run_graph(
             break
         attempt += 1
         feedback = report["critiques"]
+    # an answer no cited passage supports is not an answer: "the sources do not state it" (the attempt keeps it)
+    answer = rs.abstain_unsupported(answer, report)
     # --- tool nodes after the evaluation
     for node_name, node in _tool_nodes(graph, _AFTER):
         with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:

@@ -31,6 +31,7 @@ from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 from aisac_core.roles.sentences import (
+    continued_from,
     cut_at_end,
     cut_at_start,
     has_quantity,
@@ -360,6 +361,67 @@ def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
     return [float(sum(a * b for a, b in zip(q, v))) for v in vecs[1:]]
 
 
+#: closest passages listed with an answer that says the sources do not state it
+CLOSEST = 3
+
+
+def closest_passages(cands: list[tuple[Any, ...]], rag: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The :data:`CLOSEST` best candidate sentences (by their score without the similarity term) of an answer that
+    says the sources do not state it: ``[{sentence, title, page, section, chunk_id}]``, one per passage; without
+    candidates (every passage left out), the first sentence of each of the best retrieved passages. They are
+    listed apart from the answer (``closest``), never as its statement."""
+    out: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    if not cands:
+        for rank, item in enumerate(rag):
+            text = item.get("text") or ""
+            spans = sentence_spans(text)
+            if spans and not is_reference_item(item):
+                a, b = spans[0]
+                cands = [*cands, (0.0, rank, " ".join(text[a:b].split()), (a, b), False, 0.0, None)]
+    for c in sorted(cands, key=lambda c: -(c[0] + 0.3 * c[5])):
+        if c[1] in seen:
+            continue
+        seen.add(c[1])
+        item = rag[c[1]]
+        out.append(
+            {
+                "sentence": c[2],
+                "title": item.get("title"),
+                "page": item.get("page"),
+                "section": item.get("section"),
+                "chunk_id": item.get("chunk_id"),
+            }
+        )
+        if len(out) >= CLOSEST:
+            break
+    return out
+
+
+def abstain_unsupported(answer: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The answer a run returns: ``answer`` itself, unless the evaluation's support verdict
+    (:func:`aisac_core.roles.support.answer_verdict`) is ``not supported`` or ``contradicted``: no cited passage
+    supports it above the support judge's threshold, so it is not an answer. Then the text says
+    :data:`NOT_STATED`, ``closest`` lists the cited sentences with their verdicts (the closest passages), the
+    withheld text is kept in ``withheld`` (and the trace keeps the attempt as written), ``stated`` is False."""
+    got = evaluation.get("support")
+    sup: dict[str, Any] = got if isinstance(got, dict) else {}
+    if sup.get("verdict") not in ("not supported", "contradicted") or not (answer.get("text") or "").strip():
+        return answer
+    closest = [
+        {"n": r.get("n"), "sentence": r.get("sentence"), "verdict": r.get("verdict"), "reasons": r.get("reasons")}
+        for r in sup.get("citations") or []
+        if r.get("sentence")
+    ][:CLOSEST]
+    why = "contradicts the answer" if sup["verdict"] == "contradicted" else "supports the answer"
+    text = (
+        f"{NOT_STATED}: no cited passage {why} above the support judge's threshold"
+        if sup["verdict"] == "not supported"
+        else f"{NOT_STATED}: a cited passage {why}"
+    )
+    return {**answer, "text": text + ".", "withheld": answer.get("text"), "closest": closest, "stated": False}
+
+
 def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
         kind, "an answer"
@@ -429,7 +491,11 @@ def extractive_answer(
     (:func:`aisac_core.roles.asked.counts_what`); a passage that never names X (nor do its title and section)
     gives no candidate. A number / name / yes-no question that names a document (:func:`_named_docs`) is answered
     only from the documents that name most of its names (:func:`subject_docs`). Prose glued after a code
-    listing is kept (:func:`prose_after_code`). A question asking for a number keeps only sentences with one, a
+    listing is kept (:func:`prose_after_code`). A candidate is repaired before it is scored (line-end hyphens
+    "pa- pers", glued footnote marks, citation markers: :func:`aisac_core.roles.sentences.strip_markers`), and a
+    sentence with the asked number / name that continues the subject of the sentence before it ("It contains ...",
+    "The latter ...": :func:`aisac_core.roles.sentences.continued_from`) is scored and quoted with that sentence (one span covering both).
+    A question asking for a number keeps only sentences with one, a
     name question only those naming something in the answer's slot (:func:`aisac_core.roles.asked.has_type`). A
     sentence cut by the chunk's boundary is completed from the adjacent chunk (:func:`continuations`;
     ``neighbour(chunk_id, delta)`` reads it from the index, None: no completion) and cites both. When no sentence has the asked type, or (with ``embed``) no such
@@ -489,14 +555,23 @@ def extractive_answer(
         if counted and not mentions_noun(f"{text} {context} {' '.join(j[0] for j in joined.values())}", counted):
             skipped += 1
             continue
-        for a, b in sorted(set(sentence_spans(text)) | set(joined)):
+        plain = sorted(set(sentence_spans(text)))
+        for a, b in sorted(set(plain) | set(joined)):
             sent = joined[(a, b)][0] if (a, b) in joined else " ".join(text[a:b].split())
+            # "It contains 81.1M papers.": a sentence with the asked number / name that continues the subject of
+            # the sentence before it is read (and quoted) with that sentence
+            prev = None
+            if kind in ("number", "name") and (a, b) not in joined and has_type(sent, kind, task):
+                prev = continued_from(text, plain, (a, b), sent)
+            if prev is not None:
+                a, sent = prev[0], f"{' '.join(text[prev[0] : prev[1]].split())} {sent}"
             why = reject_reason(sent)
             if why == "code":  # prose glued after a code listing: "... 13 [Image(...)] In this example, ..."
                 a, b, sent = prose_after_code(text, a, b)
                 why = reject_reason(sent) if sent else why
             if why is not None or is_boilerplate(sent):
                 continue
+            sent = strip_markers(sent)  # line-end hyphens, footnote marks repaired before scoring
             named = item.get("doc_id") in docs
             base = score_sentence(task, sent, item, rank=rank, named=named)
             cov = coverage(terms, f"{sent} {context}")
@@ -537,7 +612,11 @@ def extractive_answer(
         if scored:
             check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3))
     if (cands or skipped) and not scored:
-        return {**_not_stated(task, items, retrieved, kind), "check": check}
+        return {
+            **_not_stated(task, items, retrieved, kind),
+            "check": check,
+            "closest": closest_passages(cands, retrieved),
+        }
     chosen: list[tuple[list[int], str, dict[int, tuple[int, int]]]] = []
     per_chunk: dict[int, int] = {}
     for score, rank, sent, span, _cov, _sim, rest in scored:
@@ -548,6 +627,8 @@ def extractive_answer(
                 dup[0].append(rank)
                 dup[2][rank] = span
             if len(clean) > len(dup[1]):
+                if rank in dup[2] and rest is None:  # the quote's span follows the wording kept (same chunk)
+                    dup[2][rank] = span
                 chosen[chosen.index(dup)] = (dup[0], clean, dup[2])
             continue
         if per_chunk.get(rank, 0) >= 2 or len(chosen) >= limit:

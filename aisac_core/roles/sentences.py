@@ -285,3 +285,22 @@ def join_cut(head: str, tail: str) -> str:
     if re.search(r"[A-Za-z]-$", head) and tail[:1].islower():
         return head[:-1] + tail
     return f"{head} {tail}"
+
+
+#: a sentence that continues the subject of the one before it ("It", "These", "The latter" ...): anaphora, read
+#: with its antecedent sentence (Halliday & Hasan 1976, reference as cohesion)
+_CONTINUES = re.compile(
+    r"^(?:It|Its|They|Their|Them|These|This|Those|Such|Both|The latter|The former|Here|He|She|His|Her)\b"
+)
+
+
+def continued_from(
+    text: str, spans: list[tuple[int, int]], span: tuple[int, int], sentence: str
+) -> tuple[int, int] | None:
+    """The span of the sentence of ``text`` right before ``span`` when ``sentence`` continues its subject
+    (:data:`_CONTINUES`: it opens with a pronoun or "the latter" / "these"), else None. ``spans``: the sentence
+    spans of ``text`` in order."""
+    if not _CONTINUES.match(sentence):
+        return None
+    before = [s for s in spans if s[1] <= span[0]]
+    return before[-1] if before else None

@@ -13,6 +13,8 @@ Every role step is a ``role_step`` trace event of the caller's run (``run_id``),
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from functools import cached_property
@@ -75,6 +77,10 @@ def answer_object(
     return {"text": answer, "citations": cites, "files": files or [], "code_runs": code_runs or []}
 
 
+#: texts whose vectors :meth:`RolesService.embed_texts` keeps (about 1.5 MB of 384-float vectors)
+EMBED_CACHE_SIZE = 1024
+
+
 class RolesService:
     """The roles of one store.
 
@@ -113,6 +119,8 @@ class RolesService:
         self.graph_augment = graph_augment
         self.lease_s = lease_s
         self._embed = embed
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._vec_lock = threading.Lock()
         self._adjacent = adjacent_chunk
 
     def chunk_text(self, chunk_id: str | None) -> str | None:
@@ -130,8 +138,24 @@ class RolesService:
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Unit dense vectors of ``texts`` (the store's MiniLM embedder), for the extractive answer's and the support
-        judge's semantic similarity; ``[]`` vectors when the service was built without an embedder."""
-        return self._embed(texts) if self._embed is not None else [[] for _ in texts]
+        judge's semantic similarity; ``[]`` vectors when the service was built without an embedder. The last
+        :data:`EMBED_CACHE_SIZE` texts' vectors are kept, so the support judge reuses the sentences the extractive
+        answer embedded (the same question, the same candidate sentences)."""
+        if self._embed is None:
+            return [[] for _ in texts]
+        with self._vec_lock:
+            known = {t: self._vectors[t] for t in texts if t in self._vectors}
+        todo = list(dict.fromkeys(t for t in texts if t not in known))
+        if todo:
+            got = dict(zip(todo, self._embed(todo)))
+            with self._vec_lock:
+                for t, v in got.items():
+                    self._vectors[t] = v
+                    self._vectors.move_to_end(t)
+                while len(self._vectors) > EMBED_CACHE_SIZE:
+                    self._vectors.popitem(last=False)
+            known.update(got)
+        return [known[t] for t in texts]
 
     @property
     def engine(self) -> Engine:

@@ -8,7 +8,7 @@ Anchors (:func:`anchors_verdict`), from :func:`aisac_core.rag.verify.verify_anch
 Support, per rag citation (:func:`judge_citation`): the *claim* is the answer sentence(s) carrying the citation
 marker ``[n]``; the *cited sentence* is the text of the anchor's ``quote_span`` inside the chunk (the chunk text is
 read from the index, never from the caller), or, without a valid span, the chunk sentence that shares most numbers
-and words with the claim. Without a model the judgement is by rules, in this order:
+and words with the claim. Without a model the judgement is, in this order:
 
 1. the cited sentence is front matter, a running header / footer or a reference-list entry
    (:func:`aisac_core.roles.asked.is_boilerplate`, :func:`aisac_core.roles.sentences.is_reference_entry`):
@@ -18,19 +18,30 @@ and words with the claim. Without a model the judgement is by rules, in this ord
    :func:`aisac_core.roles.asked.quantities`): **not supported**;
 3. the question asks for a number / name (:func:`aisac_core.roles.asked.asked_type`) and the cited sentence has
    none: **not supported**;
-4. the claim's content words are mostly absent (coverage < 0.5) *and* the claim is semantically far from the
-   cited sentence (cosine < :data:`CLAIM_SIM`): **not supported**;
-5. a name-like token of the claim (GPT-3, SQuALITY, ...) absent from the cited sentence, or a key term of the
-   question absent from the cited sentence and its document's title (every one must be there: "how much does X
-   outperform Y on Z" is not answered by a sentence on Z that never says "outperform"), or question-sentence
-   cosine below :data:`QUESTION_SIM`: **partly**;
-6. otherwise **supported**.
+4. with the store's embedder, the **learned support judge** (:mod:`aisac_core.roles.support_model`, trained on
+   SciFact by ``bench/train_support.py``) reads the cited sentence with :data:`CONTEXT_SENTENCES` sentences on
+   each side (:func:`citation_context`) and gives calibrated P(support) and P(contradict) of the claim:
+   **contradicted** at or above its ``contradicts`` threshold; the claim is *stated* at or above its ``supported``
+   threshold, or when the claim carries numbers (all found with their units, rule 2) and P(support) is at least
+   ``UNCERTAIN_FLOOR`` (exact evidence the SciFact judge does not weigh: its claims seldom carry numbers); a stated
+   claim is then checked against the question (rule 5); not stated: **partly** when uncertain (P(support) or
+   P(contradict) >= ``UNCERTAIN_FLOOR``), else **not supported**. The record carries ``probability``,
+   ``p_support``, ``p_contradict``, ``question_relevance`` (the judge's rationale probability of the cited
+   sentence with the question as its claim; shown, not deciding) and the model's sha256; ``by`` is
+   ``support model``;
+5. a stated claim is **partly** supported when a name-like token of the claim is absent from the cited sentence,
+   or a key term of the question is absent from it and its document's title, or the question-sentence cosine is
+   below :data:`QUESTION_SIM` (it states something, not the answer to this question); otherwise **supported**;
+6. without an embedder, rule 4 is: the claim's content words mostly absent (coverage < 0.5) and the claim
+   semantically far (cosine < :data:`CLAIM_SIM`, not computed without an embedder): **not supported**; then rule 5
+   (``by``: ``rules``).
 
 With a model (``backend``), the ``support`` prompt shows the question, the claim and the cited sentence and the
-model answers ``{verdict: supported|partly|not supported, reason}`` per citation; rule 1 still applies first.
-A citation without a claim sentence, a literature citation, or an answer without rag citations is **not judged**.
-The answer's support verdict: ``supported`` when every judged citation is, ``not supported`` when none is
-``supported`` or ``partly``, else ``partly``; ``not judged`` when none was judged.
+model answers ``{verdict: supported|partly|not supported|contradicted, reason}`` per citation; rule 1 still
+applies first. A citation without a claim sentence, a literature citation, or an answer without rag citations is
+**not judged**. The answer's support verdict: ``contradicted`` when a judged citation contradicts its claim,
+``supported`` when every judged citation is, ``not supported`` when none is ``supported`` or ``partly``, else
+``partly``; ``not judged`` when none was judged.
 
 The similarity thresholds are calibrated on bench/data/answers_dev.json (MiniLM cosine of question and cited
 sentence: answers stating the fact mostly above 0.45, unrelated sentences mostly below 0.3); they are round
@@ -58,17 +69,20 @@ from aisac_core.roles.asked import (
     text_stems,
 )
 from aisac_core.roles.sentences import cut_at_end, cut_at_start, is_reference_entry, join_cut, strip_markers
+from aisac_core.roles.support_model import UNCERTAIN_FLOOR
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
 
-SUPPORT_VERDICTS = ("supported", "partly", "not supported", "not judged")
+SUPPORT_VERDICTS = ("supported", "partly", "not supported", "contradicted", "not judged")
 ANCHOR_VERDICTS = ("intact", "changed", "missing")
 #: question - cited sentence cosine below which support is at most "partly"
 QUESTION_SIM = 0.3
 #: claim - cited sentence cosine below which a claim with few shared words is "not supported"
 CLAIM_SIM = 0.5
+#: sentences on each side of the cited one that the learned judge reads with it
+CONTEXT_SENTENCES = 1
 _MARK = re.compile(r"\[(\d+)\]")
 
 
@@ -145,16 +159,103 @@ def is_not_evidence(sentence: str) -> str | None:
     return None
 
 
-def judge_citation(question: str, claim: str, cited: str, embed: Any = None, title: str = "") -> dict[str, Any]:
-    """Model-free support of ``claim`` by ``cited`` for ``question`` (rules of the module docstring):
-    ``{verdict, reasons: [str], question_similarity, claim_similarity}``. ``embed``: texts -> unit vectors (None: the
-    similarity rules are skipped); ``title``: the cited document's title (counts for the question's key terms)."""
+def _question_reasons(question: str, claim: str, cited: str, qsim: float | None, title: str) -> list[str]:
+    """Why the cited sentence does not answer ``question`` although it may state the claim (rule 5 of the module
+    docstring): names of the claim absent from it, key terms of the question absent from it and its title, or
+    question-sentence cosine below :data:`QUESTION_SIM`."""
+    reasons = []
+    cited_low = cited.lower()
+    lost = sorted(e for e in entities(claim) - entities(cited) if e not in cited_low and e not in question.lower())
+    if lost:
+        reasons.append(f"names of the claim absent from the cited sentence: {', '.join(lost[:5])}")
+    missing = sorted(key_terms(question) - text_stems(f"{cited} {title}"))
+    if missing:
+        reasons.append(f"key terms of the question absent from the cited sentence: {', '.join(missing)}")
+    if qsim is not None and qsim < QUESTION_SIM:
+        reasons.append(f"the cited sentence is far from the question (cosine {qsim:.2f} < {QUESTION_SIM})")
+    return reasons
+
+
+def _rules_rest(
+    question: str, claim: str, cited: str, qsim: float | None, csim: float | None, title: str
+) -> dict[str, Any]:
+    """Rule 6 of the module docstring (no embedder: the learned judge needs one), then rule 5."""
+    out = {"question_similarity": qsim, "claim_similarity": csim}
+    claim_cov = coverage(key_terms(claim), cited)
+    if claim_cov < 0.5 and (csim is None or csim < CLAIM_SIM):
+        why = f"the cited sentence shares {claim_cov:.0%} of the claim's words and is not close in meaning"
+        return {"verdict": "not supported", "reasons": [why], **out}
+    reasons = _question_reasons(question, claim, cited, qsim, title)
+    return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
+
+
+def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, title: str) -> dict[str, Any] | None:
+    """Rules 4 and 5 of the module docstring: the learned judge (:mod:`aisac_core.roles.support_model`) on the cited
+    sentence ``window[at]`` and its neighbours, then the question's checks: ``{verdict, reasons, probability,
+    p_support, p_contradict, question_relevance, rationale, question_similarity, claim_similarity,
+    model_sha256}``, or None when ``embed`` gives no vectors."""
+    from aisac_core.roles.support_model import judge_vectors, load_model
+
+    vecs = embed([claim, question, *window])
+    if len(vecs) != len(window) + 2 or any(not v for v in vecs):
+        return None
+    model = load_model()
+    got = judge_vectors(claim, window, vecs[0], vecs[2:], model)
+    asked = judge_vectors(question, window, vecs[1], vecs[2:], model)
+    cited = window[at]
+    qsim = float(sum(x * y for x, y in zip(vecs[1], vecs[2 + at])))
+    csim = float(sum(x * y for x, y in zip(vecs[0], vecs[2 + at])))
+    t = model.thresholds
+    rec: dict[str, Any] = {
+        "probability": got["p_support"],
+        "p_support": got["p_support"],
+        "p_contradict": got["p_contradict"],
+        "question_relevance": asked["sentences"][at]["p_rationale"],
+        "rationale": got["rationale"],
+        "question_similarity": round(qsim, 4),
+        "claim_similarity": round(csim, 4),
+        "model_sha256": got["model_sha256"],
+    }
+    if got["verdict"] == "contradicts":
+        why = f"the cited passage contradicts the claim (P(contradict) {got['p_contradict']:.2f})"
+        return {**rec, "verdict": "contradicted", "probability": got["p_contradict"], "reasons": [why]}
+    # every number of the claim is in the cited sentence with its unit (rule 2 passed): exact evidence that the
+    # SciFact-trained judge does not weigh (its claims seldom carry numbers)
+    exact = bool(numbers(claim)) and got["p_support"] >= UNCERTAIN_FLOOR
+    if got["verdict"] == "supports" or exact:
+        reasons = _question_reasons(question, claim, cited, qsim, title)
+        return {**rec, "verdict": "partly" if reasons else "supported", "reasons": reasons}
+    below = f"P(support) {got['p_support']:.2f} < {t['supported']:.2f}, the threshold chosen for high precision"
+    if got["uncertain"]:
+        return {**rec, "verdict": "partly", "reasons": [f"uncertain: {below}"]}
+    return {**rec, "verdict": "not supported", "reasons": [f"the cited passage does not address the claim ({below})"]}
+
+
+def judge_citation(
+    question: str,
+    claim: str,
+    cited: str,
+    embed: Any = None,
+    title: str = "",
+    context: tuple[list[str], int] | None = None,
+) -> dict[str, Any]:
+    """Support of ``claim`` by ``cited`` for ``question`` (rules of the module docstring): ``{verdict, reasons:
+    [str], question_similarity, claim_similarity, by}`` plus, when the learned judge decided, ``probability,
+    p_support, p_contradict, question_relevance, rationale, model_sha256``. ``embed``: texts -> unit vectors
+    (None: the model-free rules 4-6 decide); ``title``: the cited document's title (counts for the question's key
+    terms in those rules); ``context``: the passage around the cited sentence as ``(sentences, index of the cited
+    one)`` (default: the cited sentence alone)."""
     reasons: list[str] = []
     bad = is_not_evidence(cited)
     if bad:
-        return {"verdict": "not supported", "reasons": [bad], "question_similarity": None, "claim_similarity": None}
-    qsim, csim = _sims(embed, question, claim, cited)
-    out = {"question_similarity": qsim, "claim_similarity": csim}
+        return {
+            "verdict": "not supported",
+            "reasons": [bad],
+            "question_similarity": None,
+            "claim_similarity": None,
+            "by": "rules",
+        }
+    out: dict[str, Any] = {"question_similarity": None, "claim_similarity": None, "by": "rules"}
     missing_nums = sorted(numbers(claim) - numbers(cited))
     if missing_nums:
         reasons.append(f"the cited sentence does not state {', '.join(missing_nums)}")
@@ -167,27 +268,37 @@ def judge_citation(question: str, claim: str, cited: str, embed: Any = None, tit
     if kind in ("number", "name") and not has_type(cited, kind, question):
         reasons.append(f"the question asks for a {kind}; the cited sentence states none")
         return {"verdict": "not supported", "reasons": reasons, **out}
-    claim_cov = coverage(key_terms(claim), cited)
-    if claim_cov < 0.5 and (csim is None or csim < CLAIM_SIM):
-        reasons.append(f"the cited sentence shares {claim_cov:.0%} of the claim's words and is not close in meaning")
-        return {"verdict": "not supported", "reasons": reasons, **out}
-    cited_low = cited.lower()
-    lost = sorted(e for e in entities(claim) - entities(cited) if e not in cited_low and e not in question.lower())
-    if lost:
-        reasons.append(f"names of the claim absent from the cited sentence: {', '.join(lost[:5])}")
-    q_terms = key_terms(question)
-    missing = sorted(q_terms - text_stems(f"{cited} {title}"))
-    if missing:
-        reasons.append(f"key terms of the question absent from the cited sentence: {', '.join(missing)}")
-    if qsim is not None and qsim < QUESTION_SIM:
-        reasons.append(f"the cited sentence is far from the question (cosine {qsim:.2f} < {QUESTION_SIM})")
-    return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
+    if embed is not None:
+        window, at = context if context and 0 <= context[1] < len(context[0]) else ([cited], 0)
+        window = [" ".join(s.split()) for s in window]
+        window[at] = " ".join(cited.split())
+        got = _learned(question, " ".join(claim.split()), window, at, embed, title)
+        if got is not None:
+            return {**got, "by": "support model"}
+    qsim, csim = _sims(embed, question, claim, cited)
+    return {**_rules_rest(question, claim, cited, qsim, csim, title), "by": "rules"}
 
 
-async def _judge_in_thread(question: str, claim: str, cited: str, embed: Any, title: str) -> dict[str, Any]:
-    """:func:`judge_citation` in a worker thread (it embeds three texts: CPU-bound, and must not block the event
-    loop); same result."""
-    return await anyio.to_thread.run_sync(lambda: judge_citation(question, claim, cited, embed, title))
+def citation_context(chunk: str, span: list[int], width: int = CONTEXT_SENTENCES) -> tuple[list[str], int]:
+    """The sentences of ``chunk`` around the cited ``span`` (``width`` on each side, whitespace collapsed) and the
+    index of the cited one among them: the passage the learned judge reads (SciFact's unit is the cited abstract;
+    a chunk's neighbourhood keeps the cost per citation bounded)."""
+    spans = _spans(chunk)
+    if len(span) != 2 or not spans:
+        return [], 0
+    at = next((i for i, (a, b) in enumerate(spans) if a <= span[0] < b), None)
+    if at is None:
+        return [], 0
+    lo, hi = max(0, at - width), min(len(spans), at + width + 1)
+    return [" ".join(chunk[a:b].split()) for a, b in spans[lo:hi]], at - lo
+
+
+async def _judge_in_thread(
+    question: str, claim: str, cited: str, embed: Any, title: str, context: tuple[list[str], int] | None = None
+) -> dict[str, Any]:
+    """:func:`judge_citation` in a worker thread (it embeds the claim, the question and the passage: CPU-bound, and
+    must not block the event loop); same result."""
+    return await anyio.to_thread.run_sync(lambda: judge_citation(question, claim, cited, embed, title, context))
 
 
 def answer_verdict(verdicts: list[str]) -> str:
@@ -195,6 +306,8 @@ def answer_verdict(verdicts: list[str]) -> str:
     judged = [v for v in verdicts if v != "not judged"]
     if not judged:
         return "not judged"
+    if "contradicted" in judged:
+        return "contradicted"
     if all(v == "supported" for v in judged):
         return "supported"
     if any(v in ("supported", "partly") for v in judged):
@@ -275,7 +388,10 @@ async def judge_answer(
                 rec["reasons"] = ["no answer sentence carries this citation"]
             elif bad or backend is None:
                 n_judged += 1
-                rec.update(await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or "")))
+                ctx = citation_context(chunk, span) if i not in whole else ([], 0)
+                rec.update(
+                    await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None)
+                )
             else:
                 n_judged += 1
                 text, version = render(
@@ -294,17 +410,23 @@ async def judge_answer(
                         run_id=run_id,
                         parent_id=parent_id,
                     )
-                except RoleModelError as exc:  # the rules judge instead, and say so
-                    rec.update(await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or "")))
-                    rec["reasons"] = [*rec["reasons"], f"model failed ({str(exc)[:200]}): judged by the rules"]
-                    rec["by"] = "rules"
+                except RoleModelError as exc:  # the support model / rules judge instead, and say so
+                    ctx = citation_context(chunk, span) if i not in whole else ([], 0)
+                    rec.update(
+                        await _judge_in_thread(
+                            task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None
+                        )
+                    )
+                    rec["reasons"] = [*rec["reasons"], f"model failed ({str(exc)[:200]}): judged without it"]
                 else:
                     rec.update(verdict=got["output"]["verdict"], reasons=[got["output"]["reason"]], by="model")
         out.append(rec)
     ms = (time.perf_counter() - t0) * 1000
     return {
         "verdict": answer_verdict([r["verdict"] for r in out]),
-        "by": "model" if backend is not None else "rules",
+        "by": "model"
+        if backend is not None
+        else ("support model" if any(r.get("by") == "support model" for r in out) else "rules"),
         "citations": out,
         "ms_per_citation": round(ms / n_judged, 2) if n_judged else None,
     }

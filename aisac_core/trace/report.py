@@ -209,7 +209,13 @@ def _verdict(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         "support": sup.get("verdict") if isinstance(sup.get("verdict"), str) else "not judged",
         "support_by": sup.get("by"),
         "support_citations": {
-            c["n"]: {"verdict": c.get("verdict"), "reasons": c.get("reasons") or [], "quote_span": c.get("quote_span")}
+            c["n"]: {
+                "verdict": c.get("verdict"),
+                "reasons": c.get("reasons") or [],
+                "quote_span": c.get("quote_span"),
+                # the learned judge's calibrated probability of its verdict (aisac_core.roles.support_model)
+                "probability": c.get("probability"),
+            }
             for c in sup.get("citations") or []
             if isinstance(c, dict) and isinstance(c.get("n"), int)
         },
@@ -407,6 +413,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
         judged = (verdict or {}).get("support_citations", {}).get(card["n"])
         if judged:
             card["support"] = judged["verdict"]
+            card["support_probability"] = judged.get("probability")
             if card["quote_span"] is None and isinstance(judged.get("quote_span"), list):
                 card["quote_span"] = judged["quote_span"]
     return {

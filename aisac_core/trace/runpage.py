@@ -65,7 +65,7 @@ table.recs{font-size:.9em;margin:.2em 0} table.recs th{background:var(--bg)}
 .zoom .zpage{position:relative;margin:0 auto;background:#fff;line-height:0} .zoom .hl{position:absolute;border:2px solid #d4a72c;background:rgba(255,221,0,.18)}
 .zoom .spot{position:absolute;left:0;scroll-margin-top:30vh} .zoom .close{position:fixed;top:.3em;right:.6em;color:#fff;font-size:2em;text-decoration:none;z-index:11}
 .a-intact,.s-supported{color:var(--ok);border-color:var(--ok)} .a-changed,.s-partly{color:var(--warn);border-color:var(--warn)}
-.a-missing,.s-not-supported{color:var(--err);border-color:var(--err)} .s-not-judged{color:var(--mut)}
+.a-missing,.s-not-supported,.s-contradicted{color:var(--err);border-color:var(--err)} .s-not-judged{color:var(--mut)}
 .figs img{max-width:100%;border:1px solid var(--bd);margin:.3em 0} .cell-failed{color:var(--err);font-weight:600}
 td.q{max-width:38em} td.q a{font-weight:600;text-decoration:none;color:#1f2328} td.q .rid{font-size:.8em}
 """
@@ -232,8 +232,10 @@ def _card_html(
     body = highlight(text[:1500] + ("…" if len(text) > 1500 else ""), card.get("quote") if card.get("text") else None)
     anchor = f" id='cite-{n}'" if n is not None else ""
     sup = card.get("support")
+    prob = card.get("support_probability")
+    shown = f"{sup} (P {prob:.2f})" if isinstance(prob, (int, float)) else str(sup)
     sup_badge = (
-        f" · <span class='badge support s-{e(str(sup).replace(' ', '-'))}'>support: {e(sup)}</span>"
+        f" · <span class='badge support s-{e(str(sup).replace(' ', '-'))}'>support: {e(shown)}</span>"
         if n is not None
         else ""
     )

@@ -123,6 +123,19 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     out.print(f"[bold]route:[/bold] {r.get('intent')} / {r.get('complexity')} -> {r.get('decision')} ({r.get('by')})")
     out.print(f"[bold]answer[/bold] ({ans.get('by')}, attempt {len(res['attempts'])}):")
     out.print(escape(ans.get("text") or ""))
+    if ans.get("closest"):  # an answer saying the sources do not state it lists what came closest, apart
+        out.print("[bold]closest passages[/bold] (they do not state it):")
+        for c in ans["closest"]:
+            where = (
+                f"[{c['n']}] {c.get('verdict')}"
+                if c.get("n") is not None
+                else f"{c.get('title') or '-'} · p. {c.get('page')} · {c.get('section') or '-'}"
+            )
+            out.print(escape(f"  - {where}"))
+            out.print(escape(f"      “{str(c.get('sentence'))[:300]}”"))
+    if ans.get("withheld"):  # the written answer that no cited passage supports, shown as such
+        out.print("[dim]withheld (no cited passage supports it):[/dim]")
+        out.print(escape(str(ans["withheld"])), style="dim")
     if ans.get("citations"):
         out.print("[bold]citations:[/bold]")
     for c in ans.get("citations") or []:
@@ -152,7 +165,7 @@ def print_result(res: dict[str, Any], out: Console) -> None:
         f"{ev.get('thresholds')}"
     )
     sv = sup.get("verdict") or "not judged"
-    sc = {"supported": "green", "partly": "yellow", "not supported": "red"}.get(sv, "dim")
+    sc = {"supported": "green", "partly": "yellow", "not supported": "red", "contradicted": "red"}.get(sv, "dim")
     av = ev.get("anchors") or "-"
     ac = "green" if av == "intact" else "red"
     out.print(
@@ -161,7 +174,13 @@ def print_result(res: dict[str, Any], out: Console) -> None:
     )
     for r in sup.get("citations") or []:
         why = f": {'; '.join(r.get('reasons') or [])}" if r.get("reasons") else ""
-        out.print(escape(f"    [{r.get('n')}] {r.get('verdict')}{why}"))
+        prob = f" (P {r['probability']:.2f})" if isinstance(r.get("probability"), (int, float)) else ""
+        rc = {"supported": "green", "partly": "yellow", "not supported": "red", "contradicted": "red"}.get(
+            str(r.get("verdict")), "dim"
+        )
+        word = "CONTRADICTED" if r.get("verdict") == "contradicted" else str(r.get("verdict"))
+        head = escape(f"[{r.get('n')}] {word}{prob}")
+        out.print(f"    [{rc}]{head}[/{rc}]{escape(why)}")
     out.print(f"  content: {ev.get('content') or ('judged by model' if judged else NOT_JUDGED)}")
     gates = ev.get("gates") or {}
     g = gates.get("evidence") or {}

@@ -85,9 +85,12 @@ def export_markdown(engine: Engine, run_id: str) -> str:
                 status += f" ({chk['anchor_status']})"
             source = c.get("title") or Path(c.get("path") or "?").name
             score = f"{c['score']:.3f}" if isinstance(c.get("score"), (int, float)) else "-"
+            support = str(c.get("support") or "not judged")
+            if isinstance(c.get("support_probability"), (int, float)):  # the learned judge's calibrated P
+                support += f" (P {c['support_probability']:.2f})"
             lines.append(
                 f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
-                f"{_cell(c.get('section'), 120)} | {score} | {status} | {c.get('support') or 'not judged'} | "
+                f"{_cell(c.get('section'), 120)} | {score} | {status} | {support} | "
                 f"{_cell(c.get('quote') or c.get('text'))} |"
             )
         lines.append("")

@@ -1,0 +1,188 @@
+"""The learned support judge (aisac_core.roles.support_model) and its SciFact bench (bench/support.py): the shipped
+model loads and is what the verdicts name, features and verdicts on real MiniLM vectors, clear errors on bad input,
+and the bench's scoring on the shared SciFact claims (skipped without ../shared/data)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aisac_core.errors import AisacError
+from aisac_core.roles.support_model import (
+    FEATURES,
+    SupportModelError,
+    judge_passage,
+    judge_vectors,
+    load_model,
+    model_sha256,
+    passage_features,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the bench package (bench/support.py) is imported from the checkout
+    sys.path.insert(0, str(REPO))
+
+PASSAGE = [
+    "Chronic kidney disease affects about one in ten adults worldwide.",
+    "We followed 2,400 patients for five years.",
+    "Treatment with drug X reduced the risk of dialysis by 30% compared with placebo.",
+    "Adverse events were rare in both groups.",
+]
+
+
+def test_shipped_model_is_small_json_and_named_by_its_hash():
+    raw = resources.files("aisac_core.roles").joinpath("models", "support_scifact.json").read_bytes()
+    assert len(raw) < 1_000_000
+    data = json.loads(raw)
+    assert data["features"] == list(FEATURES)
+    m = load_model()
+    assert m.sha256 == hashlib.sha256(raw).hexdigest() == model_sha256()
+    assert 0 < m.thresholds["rationale"] < 1 and 0 < m.thresholds["supported"] <= 1.01
+    # the calibration maps are monotone probabilities (isotonic / Platt breakpoints)
+    for name in ("rationale", "support", "contradict"):
+        ys = np.asarray(data["isotonic"][name]["y"])
+        assert ys.min() >= 0 and ys.max() <= 1 and np.all(np.diff(ys) >= -1e-12)
+
+
+def test_features_and_bad_input():
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(5, 8))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    x = passage_features("Drug X reduces dialysis risk.", PASSAGE, vecs[0], vecs[1:])
+    assert x.shape == (4, len(FEATURES))
+    i = FEATURES.index
+    assert x[2, i("claim_coverage")] > x[0, i("claim_coverage")]  # "drug", "reduce", "dialys", "risk" are in 2
+    assert x[3, i("is_last")] == 1.0 and x[0, i("position")] == 0.0
+    with pytest.raises(SupportModelError, match="one vector each"):
+        passage_features("claim", PASSAGE, vecs[0], vecs[1:3])
+    with pytest.raises(SupportModelError) as err:
+        judge_passage("   ", PASSAGE, lambda texts: [[1.0] for _ in texts])
+    assert isinstance(err.value, AisacError)
+    with pytest.raises(SupportModelError, match="no vectors"):
+        judge_passage("claim", PASSAGE, lambda texts: [[] for _ in texts])
+
+
+def test_verdicts_on_real_vectors(shared_embedder):
+    embed = shared_embedder.embed_documents
+    stated = judge_passage(PASSAGE[2], PASSAGE, embed)
+    other = judge_passage("The Eiffel tower is repainted every seven years with 60 tonnes of paint.", PASSAGE, embed)
+    assert stated["p_support"] > other["p_support"]
+    assert stated["rationale"][0] == 2  # the sentence that states the claim is the best rationale
+    assert other["verdict"] == "does not address" and not other["uncertain"]
+    assert other["sentences"][0]["p_rationale"] < stated["sentences"][2]["p_rationale"]
+    for got in (stated, other):
+        assert 0 <= got["probability"] <= 1 and got["model_sha256"] == model_sha256()
+    # the same verdict from precomputed vectors
+    vecs = embed([PASSAGE[2], *PASSAGE])
+    assert judge_vectors(PASSAGE[2], PASSAGE, vecs[0], vecs[1:]) == stated
+
+
+def test_bench_scoring_and_split(tmp_path):
+    from bench.support import ece, evaluate, load_claims, split
+
+    probs, hits = [0.05] * 20 + [0.95] * 20, [0] * 19 + [1] + [1] * 19 + [0]
+    value, rows = ece(probs, hits)
+    assert value == pytest.approx(0.0) and [r["n"] for r in rows] == [20, 20]
+    assert ece([0.9] * 10, [0] * 10)[0] == pytest.approx(0.9)
+    bad = tmp_path / "claims.jsonl"
+    bad.write_text('{"id": 1, "claim": "x", "cited_doc_ids": [3]}\n{"id": 2}\n')
+    with pytest.raises(ValueError, match=r"claims.jsonl:2: not a SciFact claim"):
+        load_claims(bad)
+    claims = [{"id": i, "claim": f"c{i}", "evidence": {}, "cited_doc_ids": [i // 2]} for i in range(40)]
+    parts = split(claims)
+    assert sum(len(v) for v in parts.values()) == 40
+    docs = {k: {d for c in v for d in c["cited_doc_ids"]} for k, v in parts.items()}
+    assert not (docs["train"] & docs["test"]) and not (docs["validation"] & docs["test"])  # by claim group
+    # one supported abstract with its rationale first, one no-evidence claim abstained on
+    recs = [
+        {"claim_id": 1, "label": "SUPPORT", "gold": {1}, "rationales": [[1]], "sentences": ["a", "b"]},
+        {"claim_id": 2, "label": "NEI", "gold": set(), "rationales": [], "sentences": ["a", "b"]},
+    ]
+    verdicts = [
+        {"verdict": "supports", "rationale": [1], "p_support": 0.9, "p_contradict": 0.0,
+         "sentences": [{"i": 0, "p_rationale": 0.1}, {"i": 1, "p_rationale": 0.8}]},
+        {"verdict": "does not address", "rationale": [], "p_support": 0.1, "p_contradict": 0.0,
+         "sentences": [{"i": 0, "p_rationale": 0.1}, {"i": 1, "p_rationale": 0.2}]},
+    ]  # fmt: skip
+    f = evaluate(recs, verdicts, 0.5)
+    assert f["abstract_level"]["f1"] == 1.0 and f["sentence_level"]["f1"] == 1.0
+    assert f["supported"]["precision"] == 1.0 and f["no_evidence_no_supported"] == 1.0
+
+
+def test_bench_cli_needs_claims_and_corpus_together(tmp_path):
+    from bench.__main__ import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "support", "--claims", str(tmp_path / "c.jsonl")])
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "support", "--claims", str(tmp_path / "c"), "--corpus", str(tmp_path / "d")])
+
+
+def test_judge_on_shared_scifact_claims(shared_data: Path, shared_embedder):
+    """A few held-out SciFact claims judged against their cited abstracts with real vectors: the figures are
+    computed, and no claim without evidence gets a "supports" verdict more often than the bench's target allows."""
+    from bench.support import evaluate, load_claims, load_corpus, pairs, split
+
+    folder = shared_data / "claims" / "scifact"
+    test = split(load_claims(folder / "claims_train.jsonl"))["test"][:12]
+    recs = pairs(test, load_corpus(folder / "corpus.jsonl", {d for c in test for d in c["cited_doc_ids"]}))
+    embed = shared_embedder.embed_documents
+    verdicts = [judge_passage(r["claim"], r["sentences"], embed) for r in recs]
+    f = evaluate(recs, verdicts, load_model().thresholds["rationale"])
+    assert f["claims"] == 12 and 0 <= f["ece_support"] <= 1
+    assert f["rationale_selection"]["recall"] > 0  # some gold rationale sentences are found
+    if f["no_evidence_claims"]:
+        assert f["no_evidence_no_supported"] >= 0.8
+
+
+def test_a_contradicted_citation_is_shown_as_such_with_its_probability():
+    """The run page's evidence card shows a contradicted citation in the error colour with the judge's calibrated
+    probability; the CSS gives that class the error colour."""
+    from aisac_core.trace.runpage import CSS, _card_html
+
+    card = {"n": 2, "title": "Paper", "text": "Drug X increased the risk.", "quote": "Drug X increased the risk.",
+            "support": "contradicted", "support_probability": 0.62, "score": 0.5}  # fmt: skip
+    html = _card_html(card, None, None, link_event=False)
+    assert "badge support s-contradicted" in html and "support: contradicted (P 0.62)" in html
+    rule = re.search(r"[^}]*\.s-contradicted[^{]*\{([^}]*)\}", CSS)
+    assert rule and "color:var(--err)" in rule.group(1)
+
+
+def test_bench_support_with_a_configured_model(tmp_path, monkeypatch):
+    """--llm openai: the configured OpenAI-compatible model (a local stub endpoint here) judges every claim and
+    cited abstract through the support prompt, and the bench reports its label figures."""
+    from roles_support import ChatStub
+
+    from bench.common import Context
+    from bench.support import run
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"doc_id": 1, "title": "", "abstract": ["Drug X lowers blood pressure.", "It was safe."]}) + "\n"
+        + json.dumps({"doc_id": 2, "title": "", "abstract": ["Weather was mild in May."]}) + "\n"
+    )  # fmt: skip
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text(
+        json.dumps({"id": 1, "claim": "Drug X lowers blood pressure.", "cited_doc_ids": [1],
+                    "evidence": {"1": [{"sentences": [0], "label": "SUPPORT"}]}}) + "\n"
+        + json.dumps({"id": 2, "claim": "Drug X cures colds.", "cited_doc_ids": [2], "evidence": {}}) + "\n"
+    )  # fmt: skip
+
+    def reply(prompt: str) -> str:
+        ok = "Drug X lowers blood pressure." in prompt.split("Cited sentence:")[1]
+        return json.dumps({"verdict": "supported" if ok else "not supported", "reason": "stub"})
+
+    with ChatStub({"support": [reply, reply]}) as stub:
+        monkeypatch.setenv("AISAC_ROLES_LLM_BASE_URL", stub.url)
+        got = run(Context(results_dir=tmp_path, options={"claims": claims, "corpus": corpus, "llm": "openai"}))
+    assert len([r for r in stub.requests if r["role"] == "support"]) == 2
+    f = got["figures"]
+    assert got["judged_by"] == "openai" and f["label_accuracy"] == 1.0
+    assert f["supported"]["precision"] == 1.0 and f["no_evidence_no_supported"] == 1.0
