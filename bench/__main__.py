@@ -34,6 +34,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--queries", type=int, default=0, help="latency, memory: number of queries (default: all 225)")
     ap.add_argument("--min-chunks", type=int, default=10_240, help="latency: chunks in the store (default 10240)")
     ap.add_argument("--runs", type=int, default=5, help="startup, owner: number of spawns per start case (default 5)")
+    ap.add_argument(
+        "--pairs",
+        type=Path,
+        default=None,
+        help="headers: a folder of GROBID header pairs (raw/ + tei/, or pairs.tsv) to evaluate on "
+        "(default: the held-out split of shared/data/pdf_headers/grobid)",
+    )
     args = ap.parse_args(argv)
     parts: list[str] = []
     for item in args.only or []:
@@ -69,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         results_dir=args.results or RESULTS_DIR,
         keep=args.keep,
         study=args.study,
-        options={"queries": args.queries, "min_chunks": args.min_chunks, "runs": args.runs},
+        options={"queries": args.queries, "min_chunks": args.min_chunks, "runs": args.runs, "pairs": args.pairs},
     )
     m = machine_info()
     console.print(
