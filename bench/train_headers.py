@@ -9,9 +9,10 @@ Deterministic (fixed split, fixed CRFsuite settings; L-BFGS has no random state)
 3. fit a linear-chain CRF (python-crfsuite, L-BFGS with elastic-net c1/c2) on train, for each of a small grid of
    regularisation settings; keep the setting with the best validation title exact match + author-name F1;
 4. calibration: 5-fold cross-fitting over train + validation (folds by paper): each fold is read by a CRF fitted
-   on the other four, and isotonic regressions of "title exactly right" / "author list right" on the title's and
-   the author list's raw scores are fitted on these out-of-fold scores, so no probability is calibrated on a
-   document that fitted the CRF that scored it;
+   on the other four, and the maps of the title's and the author list's raw scores to "title exactly right" /
+   "author list right" are fitted on these out-of-fold scores (isotonic regression or Platt's sigmoid, the one
+   with the lower cross-validated ECE there), so no probability is calibrated on a document that fitted the CRF
+   that scored it;
 5. the shipped CRF is fitted on train + validation with the chosen setting; held-out test figures (title exact
    match, author P/R/F1, ECE, reliability tables) are printed, and ``aisac_core/rag/models/header.crfsuite`` and
    ``header_calibration.json`` written.
@@ -56,6 +57,45 @@ def fit_isotonic(raw: list[float], right: list[bool]) -> dict[str, list[float]]:
 
     iso = IsotonicRegression(y_min=0.01, y_max=0.99, out_of_bounds="clip").fit(raw, [float(b) for b in right])
     return {"x": [round(float(v), 6) for v in iso.X_thresholds_], "y": [round(float(v), 6) for v in iso.y_thresholds_]}
+
+
+def fit_platt(raw: list[float], right: list[bool]) -> list[float]:
+    """Platt's sigmoid (Platt 1999) on logit(raw): [a, b] with P(right) = 1 / (1 + exp(a * logit(raw) + b)), by
+    logistic regression (scikit-learn, C = 1e4: almost no regularisation)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    r = np.clip(np.array(raw, dtype=float), 1e-6, 1 - 1e-6)
+    x = np.log(r / (1 - r)).reshape(-1, 1)
+    y = np.array([int(b) for b in right])
+    if y.min() == y.max():
+        p = (y.sum() + 1) / (len(y) + 2)
+        return [0.0, float(-np.log(p / (1 - p)))]
+    lr = LogisticRegression(C=1e4, max_iter=1000).fit(x, y)
+    return [float(-lr.coef_[0][0]), float(-lr.intercept_[0])]
+
+
+def choose_calibration(raw: list[float], right: list[bool], k: int = 5) -> dict[str, Any]:
+    """The calibration map of one field: isotonic regression or Platt's sigmoid, whichever gives the lower ECE
+    under ``k``-fold cross-validation over these (out-of-fold) scores - each score calibrated by a map fitted on
+    the other folds; then fitted on all of them. Returns ``{"isotonic": {x, y}}`` or ``{"platt": [a, b]}`` with
+    ``chosen`` and ``cv_ece`` (both maps' cross-validated ECE)."""
+    from .headers import ece
+
+    fits = {"isotonic": lambda r, y: {"isotonic": fit_isotonic(r, y)}, "platt": lambda r, y: {"platt": fit_platt(r, y)}}
+    cv: dict[str, float] = {}
+    for name, fit in fits.items():
+        pred = [0.0] * len(raw)
+        for f in range(k):
+            tr = [i for i in range(len(raw)) if i % k != f]
+            m = fit([raw[i] for i in tr], [right[i] for i in tr])
+            for i in range(f, len(raw), k):
+                pred[i] = calibrate(raw[i], m)
+        cv[name] = ece(pred, right)[0]
+    chosen = min(cv, key=lambda n: (cv[n], n))
+    out: dict[str, Any] = fits[chosen](raw, right)
+    out.update(chosen=chosen, cv_ece=cv)
+    return out
 
 
 def _recal(r: dict[str, Any], cal: dict[str, Any]) -> dict[str, Any]:
@@ -158,13 +198,16 @@ def main(argv: list[str] | None = None) -> int:
         _, rows = evaluate(HeaderModel(str(p), flat), held)
         fold_rows += rows
         print(f"fold {k}: {len(held)} documents ({time.perf_counter() - t1:.0f} s)", flush=True)
-    # calibrated where a field is reported: documents without a predicted title / author list show no confidence
+    # calibrated where a field is reported: documents without a predicted title / author list show no confidence;
+    # isotonic or Platt, whichever has the lower cross-validated ECE on these out-of-fold scores
     t_rows = [r for r in fold_rows if r["title"]]
     a_rows = [r for r in fold_rows if r["n_pred"]]
     cal: dict[str, Any] = {
-        "title": {"isotonic": fit_isotonic([r["title_raw"] for r in t_rows], [r["title_ok"] for r in t_rows])},
-        "authors": {"isotonic": fit_isotonic([r["authors_raw"] for r in a_rows], [r["authors_ok"] for r in a_rows])},
+        "title": choose_calibration([r["title_raw"] for r in t_rows], [r["title_ok"] for r in t_rows]),
+        "authors": choose_calibration([r["authors_raw"] for r in a_rows], [r["authors_ok"] for r in a_rows]),
     }
+    for f in ("title", "authors"):
+        print(f"calibration of {f}: {cal[f]['chosen']} (cross-validated ECE {cal[f]['cv_ece']})", flush=True)
     chosen = tmp / "final.crfsuite"
     train(dev, c1, c2, chosen, iterations)
     model = HeaderModel(str(chosen), cal)

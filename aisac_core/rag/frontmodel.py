@@ -85,10 +85,22 @@ def clean_name(name: str) -> str | None:
     return re.sub(r"(?<=[A-Z]\.)(?=[A-Z][a-z\u00e0-\u017f]{2,})", " ", s)
 
 
+def _title_then_authors(fm: FrontMatter, model_title: str) -> bool:
+    """Whether the model's title is the rules' title followed by the author line the rules read (the model ran
+    the title on into the names under it): the readers agree on the title."""
+    kt, km = _key(fm.title or ""), _key(model_title)
+    if not kt or not km.startswith(kt) or km == kt or not fm.authors:
+        return False
+    rest = model_title[len(fm.title or "") :] if model_title.startswith(fm.title or "") else model_title
+    names = {_key(n) for n in author_names(rest)}
+    return bool(names) and names <= {_key(n) for n in fm.authors}
+
+
 def arbitrate(fm: FrontMatter, header: HeaderFields, first_lines: Sequence[Any]) -> FrontMatter:
     """The rules' answer ``fm`` and the header model's ``header`` made one (docs/rag.md, "Header model"):
 
-    - title: where both readers agree (same letters, or 90 % alike) the rules' text stays and its confidence is
+    - title: where both readers agree (same letters, or 90 % alike, or the model's title is the rules' title run
+      on into the rules' author line) the rules' text stays and its confidence is
       the model's calibrated probability; where the rules found none, or a different rules-only ("layout")
       title, the model's title is taken when its probability is at least :data:`MODEL_OVERRIDES` (a page
       extract has no title: a guess of the model stays out); otherwise the rules' title stays with confidence
@@ -101,7 +113,7 @@ def arbitrate(fm: FrontMatter, header: HeaderFields, first_lines: Sequence[Any])
     on it (the calibrated probability is then a conservative lower bound). Errors: none raised."""
     p_t = header.title_confidence if header.title else 0.0
     if header.title:
-        if fm.title and _same(fm.title, header.title):
+        if fm.title and (_same(fm.title, header.title) or _title_then_authors(fm, header.title)):
             fm.confidence, fm.title_reader = p_t, "both"
         elif not fm.title and p_t >= MODEL_OVERRIDES:
             fm.title, fm.title_lines, fm.title_source = header.title, _lines_of(header, first_lines), "layout"
