@@ -235,3 +235,16 @@ def test_affiliations_linked_by_marks() -> None:
         "Marie Curie": ["Lab Z, Warsaw"],
     }
     assert linked_affiliations(["Ada Lovelace, Carl Gauss"], ["Department of Physics"]) == {}  # no marks: no links
+
+
+def test_the_header_model_enters_the_index_fingerprint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new header model re-reads every PDF: its sha256 is part of the fingerprint."""
+    from types import SimpleNamespace
+
+    from aisac_core.rag import indexer
+    from aisac_core.settings import Settings
+
+    parts = SimpleNamespace(settings=Settings(data_dir=tmp_path / "store"), embedder=SimpleNamespace(model_id="m"))
+    before = indexer.fingerprint(parts)  # type: ignore[arg-type]
+    monkeypatch.setattr(indexer, "header_model_sha256", lambda: "0" * 64)
+    assert indexer.fingerprint(parts) != before  # type: ignore[arg-type]
