@@ -98,9 +98,13 @@ class AppContext:
     @cached_property
     def rag(self) -> RagService:
         """The rag service: indexing (background jobs), search, sections, anchor verification, catalogue, status."""
+        from aisac_core.literature.lookup import IdentifierLookup
         from aisac_core.rag.service import RagService
 
-        return RagService(self.settings, self.engine, self.vectors, self.embedder)
+        svc = RagService(self.settings, self.engine, self.vectors, self.embedder)
+        # identifiers first: rag looks DOIs / arXiv ids up through the literature service (built on first lookup)
+        svc.paper_lookup = IdentifierLookup(lambda: self.literature)
+        return svc
 
     @property
     def jobs(self) -> JobManager:

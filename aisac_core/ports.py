@@ -63,3 +63,16 @@ class ToolPort(Protocol):
         """Call ``name`` with ``arguments``. A tool error comes back as ``ToolOutcome(is_error=True, error=...)``,
         never raised."""
         ...
+
+
+@runtime_checkable
+class PaperLookup(Protocol):
+    """Look a paper up by an identifier printed on it (a DOI or an arXiv id), for rag's front matter. The
+    composition root (:mod:`aisac_core.context`) gives rag one backed by the literature service (cached,
+    rate-limited, replayable), so rag never imports the literature package."""
+
+    def lookup(self, identifier: str, wait_s: float = 3.0) -> dict[str, Any] | None:
+        """``{title, authors: [str], source}`` (``source``: "crossref", "arxiv", "openalex", ...) of the paper
+        ``identifier`` names, or None when it cannot be answered now (offline, throttled, not found, a request
+        still running after ``wait_s`` seconds: a later call answers). Never raises."""
+        ...

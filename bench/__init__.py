@@ -6,6 +6,8 @@ Parts (each selectable with ``--only``):
   search, indexed through aisac's own pipeline, next to a plain ``bm25s`` baseline.
 - ``pdf``      (:mod:`bench.pdf`): PDF parse time per page (docling + aisac's reconstruction) and section
   detection precision/recall on the shared PDFs.
+- ``headers``  (:mod:`bench.headers`): the paper-header model (title exact match, author-name F1, ECE and
+  reliability tables) on the held-out GROBID pairs, or on any folder of pairs (``--pairs DIR``).
 - ``indexing`` (:mod:`bench.indexing`): pages/s and chunks/s on the shared PDFs, full, no-op and
   one-file-changed re-index times.
 - ``latency``  (:mod:`bench.latency`): search p50/p95 over >= 10,000 chunks, in-process and over stdio.
@@ -65,6 +67,7 @@ PARTS = (
     "roles",
     "projects",
     "pdf",
+    "headers",
     "owner",
     "engines",
     "pageimage",

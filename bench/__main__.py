@@ -42,6 +42,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("none", "openai"),
         help="support: judge with the configured OpenAI-compatible model instead of the learned judge",
     )
+    ap.add_argument(
+        "--pairs",
+        type=Path,
+        default=None,
+        help="headers: a folder of GROBID header pairs (raw/ + tei/, or pairs.tsv) to evaluate on "
+        "(default: the held-out split of shared/data/pdf_headers/grobid)",
+    )
     args = ap.parse_args(argv)
     if (args.claims is None) != (args.corpus is None):
         ap.error("--claims and --corpus go together")
@@ -89,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             "claims": args.claims,
             "corpus": args.corpus,
             "llm": args.llm,
+            "pairs": args.pairs,
         },
     )
     m = machine_info()

@@ -188,7 +188,26 @@ def run(ctx: Context) -> dict[str, Any]:
     )
     front = _front_matter_table(ctx.data_dir, tok)
     layouts = _layouts_table(tok)
+    header = _header_figures(ctx.data_dir)
     summary = [
+        {
+            "metric": "header model, held-out GROBID pairs: title exact / author F1 / title ECE / authors ECE",
+            "value": (
+                f"{header['title_exact']} / {header['author_f1']} / {header['title_ece']} / {header['authors_ece']}"
+                if header
+                else "skipped (no corpus)"
+            ),
+            "target": ">= 0.85 / >= 0.90 / <= 0.05 / <= 0.05",
+            "met": bool(header)
+            and header["title_exact"] >= 0.85
+            and header["author_f1"] >= 0.90
+            and header["title_ece"] <= 0.05
+            and header["authors_ece"] <= 0.05,
+        },
+        {
+            "metric": "header model s per first page (features + CRF + marginals)",
+            "value": header.get("s_per_first_page") if header else None,
+        },
         {
             "metric": "titles / first authors / full author lists (pdf_truth.json)",
             "value": f"{front['titles']} / {front['first_authors']} / {front['full_authors']}",
@@ -220,6 +239,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "top_level": {"precision": pm_p, "recall": pm_r},
         "groundtruth_headings": {"precision": gt_p, "recall": gt_r},
         "front_matter": front,
+        "header_model": header,
         "generated_layouts": layouts,
         "targets": {
             "s_per_page": {
@@ -229,6 +249,29 @@ def run(ctx: Context) -> dict[str, Any]:
             }
         },
     }
+
+
+def _header_figures(data_dir: Path) -> dict[str, Any]:
+    """The header model's figures on the held-out split of the GROBID corpus (:mod:`bench.headers`) and its time
+    per first page; {} without the corpus or the model."""
+    from aisac_core.rag.headers import header_model
+
+    from .headers import evaluate, load_docs, split_of
+
+    folder = data_dir / "pdf_headers" / "grobid"
+    model = header_model()
+    if model is None or not folder.is_dir():
+        return {}
+    docs = load_docs(folder)
+    sp = split_of(docs)
+    test = [d for d in docs if sp[d.doc_id] == "test"]
+    with Timer() as t:
+        fig, _ = evaluate(model, test)
+    keys = ("documents", "title_exact", "author_precision", "author_recall", "author_f1", "title_ece", "authors_ece")
+    out = {k: fig[k] for k in keys}
+    out["s_per_first_page"] = round(t.seconds / max(1, len(test)), 4)
+    table("pdf: header model on the held-out GROBID pairs (bench.headers)", ["measure", "value"], list(out.items()))
+    return out
 
 
 def _front_matter_table(data_dir: Path, tok: Any) -> dict[str, str]:
@@ -258,11 +301,29 @@ def _front_matter_table(data_dir: Path, tok: Any) -> dict[str, str]:
             fa_ok += first
             full_ok += full
         rows.append(
-            (key, title_ok, m["title_source"], m["confidence"], f"{len(m['authors'])}/{len(tr['authors'])}", full)
+            (
+                key,
+                title_ok,
+                m["title_source"],
+                m["confidence"],
+                m.get("title_uncertain"),
+                f"{len(m['authors'])}/{len(tr['authors'])}",
+                full,
+                m.get("authors_confidence"),
+            )
         )
     table(
         "pdf: title and authors vs tests/fixtures/pdf_truth.json (read from the first pages)",
-        ["file", "title right", "title_source", "confidence", "authors found/true", "author list exact"],
+        [
+            "file",
+            "title right",
+            "title_source",
+            "title_confidence",
+            "uncertain",
+            "authors found/true",
+            "author list exact",
+            "authors_confidence",
+        ],
         rows,
     )
     return {

@@ -203,6 +203,8 @@ STATE_ALLOWED = {
     "aisac_core/trace/pins.py:@lru_cache _file_sha256": "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
     "aisac_core/data/structure.py:@lru_cache _model": "the shipped table-structure model (a LightGBM booster, read only) and its metadata, loaded once; the same for every store",
     "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
+    "aisac_core/rag/headers.py:@cache header_model": "the shipped header CRF and its calibration, loaded once and only read (a tagger behind a lock), the same for every store",
+    "aisac_core/rag/headers.py:@cache model_sha256": "the sha256 of the shipped header model files (a string)",
 }
 
 

@@ -185,6 +185,18 @@ class LiteratureService:
         engine = self._engine() if cache and self._engine is not None else None
         return Fetcher(self.lit, engine, self.http)
 
+    def cache_only(self) -> LiteratureService:
+        """A copy of this service that answers from its response cache alone (replay mode: never the network),
+        sharing its sources, cache and budgets (rag's identifier lookups read the cache first)."""
+        return LiteratureService(
+            self.sources,
+            self.lit.model_copy(update={"replay": True}),
+            engine=self._engine,
+            roots=self._roots,
+            corpus=self._corpus,
+            http=self.http,
+        )
+
     def reset(self) -> None:
         """Forget every budget and 429 window of this service."""
         self.http.reset()

@@ -26,7 +26,7 @@ from aisac_core.rag.pdf import has_text_layer, reconstruct_pdf
 from aisac_core.rag.structure import document_structure
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
-PARSER_REVISION = "aisac-parse-5"
+PARSER_REVISION = "aisac-parse-6"  # 6: the header model reads titles and authors
 
 
 @dataclass
@@ -106,6 +106,11 @@ def parse_document(
     except Exception:
         markdown = text
     structure = document_structure(doc, text, offsets, chunks, title if ftype != "pdf" else None)
+    meta = structure.get("metadata") or {}
+    if meta.get("title_uncertain") and meta.get("title"):
+        # below the header model's threshold a guess is not presented as the title (hits, citations): the file
+        # name, the guess beside it (aisac_core.rag.headers.UNCERTAIN_BELOW)
+        title = f"{path.name} (title uncertain: {meta['title']!r})"
     return ParsedDocument(
         file_type=ftype, text=text, markdown=markdown, title=title, pages=pages, chunks=chunks, structure=structure
     )

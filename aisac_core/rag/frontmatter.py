@@ -155,6 +155,15 @@ class FrontMatter:
     #: that is (0..1: 0.9 layout names the document info confirms, 0.75 layout alone, 0.6 document info alone)
     authors_source: str | None = None
     authors_confidence: float = 0.0
+    #: which reader gave the title / authors: "model" (the header CRF, aisac_core.rag.headers), "rules" (the
+    #: layout rules of this module), "both" (they agree) or None
+    title_reader: str | None = None
+    authors_reader: str | None = None
+    #: the confidence is below :data:`aisac_core.rag.headers.UNCERTAIN_BELOW`: show the field as uncertain
+    title_uncertain: bool = False
+    authors_uncertain: bool = False
+    #: author name -> the affiliations the page links to it by marks ("Ada Lovelace1" / "1 Department of ...")
+    affiliations: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _nfkc(t: str) -> str:
@@ -490,7 +499,8 @@ def front_matter(
         info: the PDF's document info (:func:`pdf_info`), or None.
 
     Returns:
-        a :class:`FrontMatter`. Errors: none raised.
+        a :class:`FrontMatter` of the layout rules (the header model joins in
+        :func:`aisac_core.rag.frontmodel.document_front_matter`). Errors: none raised.
     """
     _, H = page_size
     rows = _rows(first_lines)
@@ -568,23 +578,8 @@ def front_matter(
     elif fm.authors:
         fm.authors_source, fm.authors_confidence = "pdf_info", 0.6
     fm.confidence = round(min(1.0, fm.confidence), 2)
+    if fm.title:
+        fm.title_reader = "rules"
+    if fm.authors:
+        fm.authors_reader = "rules"
     return fm
-
-
-def document_front_matter(
-    lines: dict[int, list[Any]],
-    sizes: dict[int, tuple[float, float]],
-    body_h: float,
-    body_font: str,
-    path: str | Path | None,
-) -> FrontMatter:
-    """:func:`front_matter` of a parsed PDF: ``lines`` are the text lines per page (1-based page numbers, page
-    margins already stripped), ``sizes`` the page sizes, ``body_h`` / ``body_font`` the body text's line
-    height and font, ``path`` the PDF file (its document info is read; None: layout only). The top 12 % of
-    every other page gives the running headers and banners. Errors: none raised."""
-    if not sizes:
-        return FrontMatter()
-    first = min(sizes)
-    others = [x for p, ls in lines.items() if p != first for x in ls if x.top < 0.12 * sizes[p][1]]
-    info = pdf_info(path) if path else {}
-    return front_matter(lines.get(first, []), sizes[first], body_h, body_font, others, info)

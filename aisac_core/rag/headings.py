@@ -95,11 +95,30 @@ def math_like(text: str) -> bool:
     return math / len(s) >= 0.08 or (math >= 1 and re.search(r"\(\d{1,3}\)\s*$", text) is not None)
 
 
+#: an author in a reference entry: "Arbona V", "Smith JA", "Smith, J.", "J. Smith", "van der Berg A"
+_REF_AUTHOR = r"(?:[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?,?\s+[A-Z]{1,3}\.?|[A-Z]\.(?:\s?[A-Z]\.)*\s+[A-Z][\w'’-]+)"
+
+
+def reference_entry(text: str) -> bool:
+    """Whether ``text`` reads like an entry of a reference list: a list number ("40.", "[12]", "12)") followed by
+    two or more author names in citation form ("40. Arbona V, Manzi M, ..."), or an entry with "et al." or a
+    parenthesised year after the names. Such a line is never a heading."""
+    t = text.strip()
+    m = re.match(r"^(\[\d{1,3}\]|\d{1,3}[.)])\s+", t)
+    if not m:
+        return False
+    rest = t[m.end() :]
+    if re.match(rf"^{_REF_AUTHOR}\s*(?:[,;&]|\band\b)\s*{_REF_AUTHOR}", rest):
+        return True
+    return bool(re.match(rf"^{_REF_AUTHOR}", rest) and re.search(r"\bet al\b|\((19|20)\d\d[a-z]?\)", rest))
+
+
 def heading_problem(text: str) -> str | None:
     """Why ``text`` cannot be a section heading, or None. Reasons: ``long`` (over 120 characters),
     ``caption`` (starts like "Figure 3" / "Table 2"), ``math`` (:func:`math_like`), ``digits`` (under half
     letters), ``table-cell`` (holds " | "), ``fragment`` (ends with a lower-case function word or a comma,
-    or starts with a number and a lower-case word), ``run-in`` (a sentence break inside: "Data Classes. We
+    or starts with a number and a lower-case word), ``reference`` (a reference-list entry,
+    :func:`reference_entry`), ``run-in`` (a sentence break inside: "Data Classes. We
     ..."; numbered headings may hold "RQ1: ..."), ``missing-space`` (a number glued to a word,
     "2RelatedWork"). Used to reject heading candidates and, in tests, to check the headings of real papers."""
     t = text.strip()
@@ -123,6 +142,8 @@ def heading_problem(text: str) -> str | None:
         return "fragment"
     if re.match(r"^\d+(\.\d+)*\s+[a-z]", t):
         return "fragment"
+    if reference_entry(t):
+        return "reference"
     numbered = re.match(r"^(\d+(\.\d+)*\.?|[A-H](\.\d+)*\.?|[IVX]+\.)\s", t) is not None
     if (
         not numbered

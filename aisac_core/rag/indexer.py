@@ -49,6 +49,7 @@ from aisac_core.rag.documents import PARSER_REVISION, parse_document
 from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError
+from aisac_core.rag.headers import model_sha256 as header_model_sha256
 from aisac_core.rag.planning import Plan, allowed_roots, plan_paths
 from aisac_core.rag.results import DocumentRow, Documents
 from aisac_core.store.sql import StoreError, lock
@@ -104,7 +105,8 @@ def is_point_id(s: Any) -> bool:
 
 def fingerprint(parts: RagParts) -> str:
     """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
-    docling version + chunker settings + dense and sparse model ids."""
+    docling version + chunker settings + dense and sparse model ids + the sha256 of the header model
+    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors)."""
     try:
         dv = version("docling-slim")
     except Exception:
@@ -120,6 +122,7 @@ def fingerprint(parts: RagParts) -> str:
         f"dense={emb.model_id}",
         f"sparse={SPARSE_MODEL_ID}",
         f"context=title+headings@{CONTEXT_REVISION}",
+        f"header_model={header_model_sha256()[:16]}",
     ]
     return sha256_text("|".join(items))[:16]
 

@@ -17,7 +17,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from aisac_core.rag.frontmatter import document_front_matter, is_affiliation
+from aisac_core.rag.frontmatter import is_affiliation
+from aisac_core.rag.frontmodel import document_front_matter
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
 from aisac_core.rag.outline import (
     TOC_HEADING,
@@ -410,7 +411,9 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
 
     # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
     path = getattr(getattr(res, "input", None), "file", None)
-    front = document_front_matter(lines, sizes, body_h, body_font, path)
+    first_pno = min(sizes) if sizes else 1
+    ordered_first = [ln for _, ln in ordered_by_page.get(first_pno, [])]
+    front = document_front_matter(lines, sizes, body_h, body_font, path, ordered_first)
     # the PDF's own outline (bookmarks), when present and plausible, names the headings (aisac_core.rag.outline)
     entries = pdf_outline(path, front.title) if path else []
     if front.title:
@@ -497,6 +500,8 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
         doc.add_title(text=front.title)
         title_done = True
     in_refs = False
+    in_abstract = False  # the last top-level heading is "Abstract"
+    promoted_h: float | None = None  # size of a heading lifted out of the abstract
     seen_top = False
     seen_headings: set[str] = set()
     # figure text and captions right after a heading wait until the section's first body paragraph is out,
@@ -547,6 +552,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
             doc.add_heading(text=heading, level=o_level, prov=prov)
             if o_level == 1:
                 in_refs = section_label(heading) == "references"
+                in_abstract = section_label(heading) == "abstract"
             continue
         if headingish:
             num = numbering(text)
@@ -566,6 +572,11 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 and (text in seen_headings or not re.search(r"[^\W\d_]{5}|[^\W\d_A-Za-z]{2}", text))
             ):
                 level = None  # "Gold L" twice in a table is not a heading (and equal headings would merge chunks)
+            if level is not None and level > 1 and in_abstract:
+                level = 1  # the abstract has no subsections: the body's first heading ends it
+                promoted_h = h
+            elif level is not None and level > 1 and not num and promoted_h is not None and abs(h - promoted_h) <= 0.5:
+                level = 1  # the body's other headings of that size are its siblings ("Background", "Methods")
             if level is not None:
                 seen_top = seen_top or level == 1
                 seen_headings.add(text)
@@ -574,6 +585,7 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 doc.add_heading(text=repair_heading(text), level=level, prov=prov)
                 if level == 1:
                     in_refs = section_label(text) == "references"
+                    in_abstract = section_label(text) == "abstract"
                 continue
         label = (
             DocItemLabel.CAPTION if _CAPTION.match(text) else DocItemLabel.REFERENCE if in_refs else DocItemLabel.TEXT
@@ -600,6 +612,11 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 "title_source": front.title_source,
                 "authors_source": front.authors_source,
                 "authors_confidence": front.authors_confidence,
+                "title_reader": front.title_reader,
+                "authors_reader": front.authors_reader,
+                "title_uncertain": front.title_uncertain,
+                "authors_uncertain": front.authors_uncertain,
+                "affiliations": front.affiliations,
             },
             "outline": {
                 "source": "outline" if outline_of else "layout",

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from aisac_core.rag.identify import apply_identifier
 from aisac_core.rag.indexer import get_document
 from aisac_core.rag.results import Block, Overview, SectionInfo, SectionText
 from aisac_core.rag.search import SearchError
@@ -76,13 +78,24 @@ def get_overview(parts: RagParts, doc_id: str) -> Overview:
     not found is null (or []). ``metadata`` also says where the guessed fields come from and how sure they
     are: ``title_source`` / ``confidence``, ``authors_source`` / ``authors_confidence`` ("layout", "pdf_info",
     "layout+pdf_info"), ``outline_source`` / ``outline_confidence`` ("outline": the document's own bookmarks
-    or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"). ``page_*`` are null for formats without pages.
+    or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"); ``title_confidence`` /
+    ``authors_confidence`` are calibrated probabilities (docs/rag.md, "Header model") and below
+    :data:`aisac_core.rag.headers.UNCERTAIN_BELOW` the field is flagged ``title_uncertain`` / ``authors_uncertain``
+    and ``title`` shows the file name with the guess beside it. A DOI or arXiv id on the first pages is looked up
+    first (:func:`aisac_core.rag.identify.apply_identifier`): where it answers, its title and authors win
+    (``title_source``: "crossref", "arxiv", ...). ``page_*`` are null for formats without pages.
 
     Raises:
         DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
     """
-    row, _content, st = _structure_of(parts, doc_id)
+    row, content, st = _structure_of(parts, doc_id)
     ov = overview_of_structure(st)
+    # identifiers first (aisac_core.rag.identify): the registry's title and authors when the DOI / arXiv id answers
+    ov["metadata"] = apply_identifier(ov["metadata"], content.text[:8000], getattr(parts, "paper_lookup", None))
+    title = ov["metadata"].get("title") or row.title
+    if ov["metadata"].get("title_uncertain"):
+        # below the threshold a guess is not presented as the title: the file name, the guess beside it
+        title = f"{Path(row.path).name} (title uncertain: {title!r})"
     return {
         "doc_id": row.doc_id,
         "path": row.path,
@@ -91,7 +104,7 @@ def get_overview(parts: RagParts, doc_id: str) -> Overview:
         "chunk_count": row.chunk_count,
         "sha256": row.sha256,
         "indexed_at": row.indexed_at.isoformat() if row.indexed_at else None,
-        "title": ov["metadata"].get("title") or row.title,
+        "title": title,
         "metadata": ov["metadata"],
         "sections": ov["sections"],
         "labels": ov["labels"],

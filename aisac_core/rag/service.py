@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.errors import BadPathError, check_path_text, expand_user, quote_path, resolve_in_roots
+from aisac_core.ports import PaperLookup
 from aisac_core.rag.catalog import catalog_entries
 from aisac_core.rag.indexer import Indexer, doc_id_of_path, get_document, list_documents
 from aisac_core.rag.jobs import JobManager
@@ -79,6 +80,9 @@ class RagService:
         self.engine = engine
         self.embedder = embedder
         self._vectors = vectors
+        #: looks a paper up by the DOI / arXiv id printed on it (overviews: identifiers first); the composition
+        #: root sets one backed by the literature service, None: the layout reading alone
+        self.paper_lookup: PaperLookup | None = None
 
     def vectors(self) -> VectorStore:
         """The vector store (``chunks`` collection ready)."""

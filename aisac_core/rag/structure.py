@@ -98,11 +98,26 @@ def _metadata(doc: Any, text: str, title: str | None) -> dict[str, Any]:
         "title_source": None,
         "authors_source": None,
         "authors_confidence": None,
+        "title_confidence": None,
+        "title_uncertain": False,
+        "authors_uncertain": False,
     }
     if front is not None:
-        meta.update(title=front["title"], confidence=front["confidence"], title_source=front["title_source"])
+        meta.update(
+            title=front["title"],
+            confidence=front["confidence"],
+            title_confidence=front["confidence"] if front["title"] else None,
+            title_source=front["title_source"],
+            title_uncertain=bool(front.get("title_uncertain")),
+        )
         if front.get("authors_source"):
-            meta.update(authors_source=front["authors_source"], authors_confidence=front["authors_confidence"])
+            meta.update(
+                authors_source=front["authors_source"],
+                authors_confidence=front["authors_confidence"],
+                authors_uncertain=bool(front.get("authors_uncertain")),
+            )
+        if front.get("affiliations"):
+            meta["affiliations"] = dict(front["affiliations"])
     if m := _ARXIV.search(hay):
         meta["arxiv_id"] = m.group(1) + (m.group(2) or "")
     if m := _DOI.search(hay):

@@ -1,0 +1,368 @@
+"""Header model evaluation on GROBID-format pairs: ``python -m bench --only headers [--pairs DIR]``.
+
+``DIR`` holds pairs in the format of the shared corpus (``shared/data/pdf_headers/grobid``, see its README): a
+``pairs.tsv`` (``doc_id raw_file tei_file ...``) or, without it, ``raw/*.training.header`` paired with
+``tei/*.tei.xml`` by GROBID's rule. Without ``--pairs`` the held-out test documents of the shared corpus are used
+(the split of ``bench/train_headers.py``).
+
+Figures (docs/rag.md, "Header model"):
+
+- title exact match: the predicted title (tokens labelled ``title``) equals the annotated ``<titlePart>`` text,
+  compared on letters and digits (case-folded, NFKC; GROBID's "soft" matching ignores punctuation and case the
+  same way), over all documents with an annotated title;
+- author-name precision / recall / F1: names split from the predicted author fields and from the annotated
+  ``<docAuthor>`` elements by :func:`aisac_core.rag.headers.author_names`, matched one to one on their
+  letter keys; micro-averaged over documents;
+- full author list right (the predicted name list equals the annotated one as a set);
+- ECE (10 equal-width bins; Guo et al. 2017, "On Calibration of Modern Neural Networks") of ``title_confidence``
+  against "title exactly right" and of ``authors_confidence`` against "author list right", over the documents
+  where the model reports the field (a confidence comes with a field), with the reliability tables; the share of
+  fields reported >= 0.9 that are wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import unicodedata
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aisac_core.rag.headers import (
+    UNCERTAIN_BELOW,
+    HeaderFields,
+    HeaderModel,
+    HeaderToken,
+    header_model,
+    tokenize,
+    tokens_from_grobid,
+)
+from aisac_core.rag.people import author_names
+
+#: TEI element (tag, or tag[type]) -> label (the shared README's table; GROBID's labels outside LABELS -> other)
+_TEI_LABEL = {
+    "titlePart": "title",
+    "docAuthor": "author",
+    "affiliation": "affiliation",
+    "address": "address",
+    "email": "email",
+    "div[abstract]": "abstract",
+    "keyword": "keyword",
+    "keywords": "keyword",
+    "idno": "pubnum",
+}
+#: the documents the README names as one paper twice: kept on the same side of the split
+_SAME_PAPER = (("1093.", "1103."), ("1101.", "1110."), ("1042._IJDLS_V1.5", "SSRN-id1425692-2"))
+
+
+@dataclass
+class HeaderDoc:
+    """One pair: its id, the feature file's tokens, the labels aligned to them (None: unaligned token), the
+    annotated title and author texts."""
+
+    doc_id: str
+    tokens: list[HeaderToken]
+    labels: list[str | None]
+    title: str
+    authors: list[str] = field(default_factory=list)
+
+
+def _norm(t: str) -> str:
+    t = unicodedata.normalize("NFKC", t)
+    t = re.sub("[\u2010-\u2015\u2212]", "-", t)
+    t = re.sub("[\u2022\u2023\u25e6\u2043\u2219]", "•", t)
+    return t.replace("（", "(").replace("）", ")")
+
+
+def key(t: str) -> str:
+    """Letters and digits of ``t``, NFKC, case-folded: the comparison key of titles and names. A trailing
+    footnote mark (1-2 digits or a symbol after the last word: "Real-Time Scheduling 1", "Antibodies *") is no
+    part of the title a reader cites and is dropped first."""
+    t = re.sub(r"(?<=\w)\s+(\d{1,2}|[^\w\s()]+)\s*$", "", unicodedata.normalize("NFKC", t).strip())
+    return re.sub(r"[\W_]+", "", t.casefold())
+
+
+def _tei_spans(path: Path) -> tuple[list[tuple[str, str]], str, list[str]]:
+    """(label, text) pieces of a TEI file's ``<front>`` in document order, the title text, the author texts."""
+    root = ET.parse(path).getroot()
+    front = root.find(".//front")
+    if front is None:
+        raise ValueError(f"{path.name}: no <front> element")
+    pieces: list[tuple[str, str]] = []
+    titles: list[str] = []
+    authors: list[str] = []
+
+    def walk(el: ET.Element, label: str | None) -> None:
+        tag = el.tag.split("}")[-1]
+        lab = _TEI_LABEL.get(f"{tag}[{el.get('type')}]") or _TEI_LABEL.get(tag) if tag != "lb" else None
+        if tag == "title" and el.get("level") == "j":
+            lab = "other"
+        if tag == "div" and el.get("type") != "abstract":
+            lab = None
+        cur = lab or label
+        if lab == "title" and label is None:
+            titles.append(" ".join("".join(el.itertext()).split()))
+        if lab == "author":
+            authors.append(" ".join("".join(el.itertext()).split()))
+        if lab:  # a field starts: its first token is labelled "I-<label>" (GROBID's convention)
+            pieces.append(("I-" + lab, ""))
+        if el.text:
+            pieces.append((cur or "other", el.text))
+        for ch in el:
+            walk(ch, cur)
+            if ch.tail:
+                pieces.append((cur or "other", ch.tail))
+
+    walk(front, None)
+    return pieces, " ".join(titles[:1]), authors
+
+
+def align(tokens: Sequence[HeaderToken], pieces: Sequence[tuple[str, str]]) -> list[str | None]:
+    """Labels of the feature-file ``tokens`` from the TEI ``pieces``, by GROBID's trainer rule (shared README,
+    "Turning a pair into a labelled token sequence"): each token is compared with the next 7 TEI tokens; a match
+    takes that token's label and moves past it; a lone unlabelled token between two equal labels takes them."""
+    tei: list[tuple[str, str]] = []
+    start: str | None = None
+    for lab, text in pieces:
+        if lab.startswith("I-"):
+            start = lab
+            continue
+        for w in tokenize(_norm(text)):
+            tei.append((_norm(w), start if start and start[2:] == lab else lab))
+            start = None
+    out: list[str | None] = []
+    pos = 0
+    for t in tokens:
+        w = _norm(t.text)
+        got = None
+        for j in range(pos, min(pos + 7, len(tei))):
+            if tei[j][0] == w:
+                got = tei[j][1]
+                pos = j + 1
+                break
+        out.append(got)
+    for i in range(1, len(out) - 1):
+        a, b = out[i - 1], out[i + 1]
+        if out[i] is None and a is not None and b is not None and a.removeprefix("I-") == b.removeprefix("I-"):
+            out[i] = a.removeprefix("I-")
+    return out
+
+
+def _pairs(folder: Path) -> list[tuple[str, Path, Path]]:
+    raw, tei = folder / "raw", folder / "tei"
+    listing = folder / "pairs.tsv"
+    out: list[tuple[str, Path, Path]] = []
+    if listing.is_file():
+        for i, row in enumerate(listing.read_text(encoding="utf-8").splitlines()):
+            c = row.split("\t")
+            if i == 0 and c[0] == "doc_id" or len(c) < 3:
+                continue
+            out.append((c[0], raw / c[1], tei / c[2]))
+        return out
+    for tp in sorted(tei.glob("*.tei.xml")):  # GROBID's rule: xml:id without its leading "_", then file names
+        m = re.search(r'xml:id="_?([^"]+)"', tp.read_text(encoding="utf-8", errors="replace")[:2000])
+        n = m.group(1) if m else tp.name.removesuffix(".tei.xml")
+        cands = [raw / f"{n}.header", raw / f"{n}.training.header", *sorted(raw.glob(f"{n}._*"))]
+        cands.append(raw / tp.name.replace(".tei.xml", ""))
+        rp = next((c for c in cands if c.is_file()), None)
+        if rp is not None:
+            out.append((n, rp, tp))
+    return out
+
+
+def load_docs(folder: Path) -> list[HeaderDoc]:
+    """The aligned pairs of a GROBID-format ``folder``. Raises FileNotFoundError when it has no pairs."""
+    docs = []
+    for doc_id, rp, tp in _pairs(folder):
+        if not rp.is_file() or not tp.is_file():
+            continue
+        toks = tokens_from_grobid(rp.read_text(encoding="utf-8").splitlines())
+        pieces, title, authors = _tei_spans(tp)
+        docs.append(HeaderDoc(doc_id, toks, align(toks, pieces), title, authors))
+    if not docs:
+        raise FileNotFoundError(f"no GROBID header pairs (raw/ + tei/ or pairs.tsv) in {folder}")
+    return docs
+
+
+def group_of(d: HeaderDoc) -> str:
+    """The paper a document belongs to: its id, or the first id of a pair the README names as one paper twice."""
+    for a, b in _SAME_PAPER:
+        if d.doc_id.startswith((a, b)):
+            return a
+    return d.doc_id
+
+
+def split_of(docs: Sequence[HeaderDoc]) -> dict[str, str]:
+    """doc_id -> "train" / "validation" / "test" (60 / 20 / 20 % by a sha1 of the paper's group key; the
+    README's duplicate papers, and documents with identical feature files, share a group)."""
+    by_content: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for d in docs:
+        gkey = group_of(d)
+        content = hashlib.sha1(" ".join(t.text for t in d.tokens).encode()).hexdigest()
+        gkey = by_content.setdefault(content, gkey)
+        h = int(hashlib.sha1(("aisac-headers-1:" + gkey).encode()).hexdigest(), 16) % 10
+        out[d.doc_id] = "train" if h < 6 else "validation" if h < 8 else "test"
+    return out
+
+
+def ece(conf: Sequence[float], right: Sequence[bool], bins: int = 10) -> tuple[float, list[dict[str, Any]]]:
+    """Expected calibration error over ``bins`` equal-width bins (Guo et al. 2017: sum over bins of
+    |bin| / n * |accuracy - mean confidence|) and the reliability table (per non-empty bin: range, n, mean
+    confidence, accuracy)."""
+    n = len(conf)
+    table: list[dict[str, Any]] = []
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        idx = [i for i, c in enumerate(conf) if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if not idx:
+            continue
+        mc = sum(conf[i] for i in idx) / len(idx)
+        acc = sum(bool(right[i]) for i in idx) / len(idx)
+        total += len(idx) / n * abs(acc - mc)
+        table.append(
+            {"bin": f"{lo:.1f}-{hi:.1f}", "n": len(idx), "confidence": round(mc, 3), "accuracy": round(acc, 3)}
+        )
+    return (round(total, 4) if n else 0.0), table
+
+
+def judge(doc: HeaderDoc, hf: HeaderFields) -> dict[str, Any]:
+    """Per document: title right, author names (tp, predicted, annotated), author list right, confidences."""
+    title_ok = bool(hf.title) and key(hf.title or "") == key(doc.title)
+    gold = [key(n) for a in doc.authors for n in author_names(a)]
+    pred = [key(n) for a in hf.authors_text for n in author_names(a)]
+    left = list(gold)
+    tp = 0
+    for p in pred:
+        if p in left:
+            left.remove(p)
+            tp += 1
+    return {
+        "doc": doc.doc_id,
+        "title_ok": title_ok,
+        "title": hf.title,
+        "gold_title": doc.title,
+        "tp": tp,
+        "n_pred": len(pred),
+        "n_gold": len(gold),
+        "authors_ok": sorted(pred) == sorted(gold),
+        "title_confidence": hf.title_confidence,
+        "authors_confidence": hf.authors_confidence,
+        "title_raw": hf.title_raw,
+        "authors_raw": hf.authors_raw,
+    }
+
+
+def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Title exact match, author-name P/R/F1, author lists right, ECE and reliability tables of ``rows``
+    (:func:`judge` results)."""
+    n = len(rows)
+    tp = sum(r["tp"] for r in rows)
+    npred = sum(r["n_pred"] for r in rows)
+    ngold = sum(r["n_gold"] for r in rows)
+    p = tp / npred if npred else 0.0
+    rc = tp / ngold if ngold else 0.0
+    # a confidence is reported with a field: the ECE is over the documents where the model gives one
+    t_rep = [r for r in rows if r["title"]]
+    a_rep = [r for r in rows if r["n_pred"]]
+    t_ece, t_tab = ece([r["title_confidence"] for r in t_rep], [r["title_ok"] for r in t_rep])
+    a_ece, a_tab = ece([r["authors_confidence"] for r in a_rep], [r["authors_ok"] for r in a_rep])
+    hi_t = [r for r in rows if r["title_confidence"] >= 0.9]
+    hi_a = [r for r in rows if r["authors_confidence"] >= 0.9]
+    low_t = [r for r in rows if r["title_confidence"] < UNCERTAIN_BELOW]
+    return {
+        "documents": n,
+        "title_exact": round(sum(r["title_ok"] for r in rows) / n, 4) if n else 0.0,
+        "author_precision": round(p, 4),
+        "author_recall": round(rc, 4),
+        "author_f1": round(2 * p * rc / (p + rc), 4) if p + rc else 0.0,
+        "author_lists_right": round(sum(r["authors_ok"] for r in rows) / n, 4) if n else 0.0,
+        "titles_reported": len(t_rep),
+        "author_lists_reported": len(a_rep),
+        "title_ece": t_ece,
+        "authors_ece": a_ece,
+        "title_reliability": t_tab,
+        "authors_reliability": a_tab,
+        "title_wrong_at_0.9": round(sum(not r["title_ok"] for r in hi_t) / len(hi_t), 4) if hi_t else None,
+        "authors_wrong_at_0.9": round(sum(not r["authors_ok"] for r in hi_a) / len(hi_a), 4) if hi_a else None,
+        "title_uncertain": len(low_t),
+        "title_right_when_uncertain": sum(r["title_ok"] for r in low_t),
+    }
+
+
+def evaluate(model: HeaderModel, docs: Sequence[HeaderDoc]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Figures of ``model`` on ``docs`` and the per-document rows."""
+    rows = [judge(d, model.read(d.tokens)) for d in docs if d.title]
+    return figures(rows), rows
+
+
+def run(ctx: Any) -> dict[str, Any]:
+    """The headers part: figures on ``--pairs DIR`` (every pair) or on the shared corpus's held-out test split."""
+    from .common import DEFAULT_DATA_DIR, Skip, console, table
+
+    pairs = ctx.options.get("pairs")
+    model = header_model()
+    if model is None:
+        raise Skip("the header model is not installed (aisac_core/rag/models/header.crfsuite)")
+    if pairs:
+        folder = Path(pairs)
+        if not folder.is_dir():
+            raise Skip(f"--pairs {folder}: no such folder")
+        docs = load_docs(folder)
+        what = f"all {len(docs)} pairs of {folder}"
+    else:
+        folder = (ctx.data_dir or DEFAULT_DATA_DIR) / "pdf_headers" / "grobid"
+        if not folder.is_dir():
+            raise Skip(f"{folder} is absent")
+        alld = load_docs(folder)
+        sp = split_of(alld)
+        docs = [d for d in alld if sp[d.doc_id] == "test"]
+        what = f"held-out test split of the shared corpus ({len(docs)} of {len(alld)} documents)"
+    t0 = time.perf_counter()
+    fig, rows = evaluate(model, docs)
+    secs = time.perf_counter() - t0
+    console.print(f"header model on the {what}")
+    table(
+        "header model",
+        ["measure", "value"],
+        [
+            ("documents", fig["documents"]),
+            ("title exact match", fig["title_exact"]),
+            ("author-name precision", fig["author_precision"]),
+            ("author-name recall", fig["author_recall"]),
+            ("author-name F1", fig["author_f1"]),
+            ("full author list right", fig["author_lists_right"]),
+            ("title ECE (10 bins)", fig["title_ece"]),
+            ("authors ECE (10 bins)", fig["authors_ece"]),
+            ("titles >= 0.9 that are wrong", fig["title_wrong_at_0.9"]),
+            ("author lists >= 0.9 that are wrong", fig["authors_wrong_at_0.9"]),
+            (
+                f"titles below {UNCERTAIN_BELOW} (uncertain) / right among them",
+                f"{fig['title_uncertain']} / {fig['title_right_when_uncertain']}",
+            ),
+            ("seconds per document", round(secs / max(1, len(docs)), 4)),
+        ],
+    )
+    for name in ("title", "authors"):
+        table(
+            f"reliability: {name}",
+            ["bin", "n", "mean confidence", "accuracy"],
+            [(b["bin"], b["n"], b["confidence"], b["accuracy"]) for b in fig[f"{name}_reliability"]],
+        )
+    summary = [
+        {
+            "metric": "title exact match",
+            "value": fig["title_exact"],
+            "target": ">= 0.85",
+            "met": fig["title_exact"] >= 0.85,
+        },
+        {"metric": "author-name F1", "value": fig["author_f1"], "target": ">= 0.90", "met": fig["author_f1"] >= 0.90},
+        {"metric": "title ECE", "value": fig["title_ece"], "target": "<= 0.05", "met": fig["title_ece"] <= 0.05},
+        {"metric": "authors ECE", "value": fig["authors_ece"], "target": "<= 0.05", "met": fig["authors_ece"] <= 0.05},
+    ]
+    return {"status": "ok", "what": what, "figures": fig, "rows": rows, "seconds": round(secs, 2), "summary": summary}
