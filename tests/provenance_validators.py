@@ -125,7 +125,11 @@ def prov_schema_errors(doc: dict[str, Any]) -> list[str]:
     from jsonschema import Draft7Validator
 
     schema = json.loads(PROV_JSON_SCHEMA.read_text(encoding="utf-8"))
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in Draft7Validator(schema).iter_errors(doc)]
+    errors = []
+    for e in Draft7Validator(schema).iter_errors(doc):
+        # an anyOf (one record, or an array of records): the reasons of the branches whose type matched
+        why = "; ".join(c.message for c in e.context or [] if c.validator != "type")
+        errors.append(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" + (f" ({why})" if why else ""))
     declared = set((doc.get("prefix") or {}).keys()) | {"prov", "xsd", "_"}
 
     def check(qn: Any, where: str) -> None:

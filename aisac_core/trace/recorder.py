@@ -1,8 +1,8 @@
 """Recording: one trace event per tool call of every server (the trace server reads these rows).
 
 A :class:`~aisac_core.store.tables.TraceEvent` holds the run id, server, tool, the arguments (canonical JSON) and
-their sha256, the result's sha256, status (``ok`` / ``tool_error`` / ``exception``), latency in ms, the ids of the
-evidence anchors the result carried, and a timestamp. Vocabulary follows the OpenTelemetry GenAI and MCP semantic
+their sha256, the result's sha256, status (``ok`` / ``tool_error`` / ``exception`` / ``failed``: a result that
+reports ``ok: false``), latency in ms, the ids of the evidence anchors the result carried, and a timestamp. Vocabulary follows the OpenTelemetry GenAI and MCP semantic
 conventions (``gen_ai.operation.name = execute_tool``, ``gen_ai.tool.name``, ``mcp.method.name = tools/call``): see
 :func:`aisac_core.trace.otel.otel_attributes`.
 
