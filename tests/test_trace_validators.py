@@ -233,3 +233,55 @@ def test_prov_json_schema_refuses_what_the_old_export_wrote():
     assert any("prov:activity" in e for e in prov_schema_errors(bad_used))
     good = {"prefix": {"x": "https://x.invalid/"}, "used": {"_:u1": {"prov:activity": "x:a", "prov:entity": "x:e"}}}
     assert prov_schema_errors(good) == []
+
+
+def test_a_result_reporting_failure_is_recorded_failed_but_a_pending_cell_is_not(fast_core):
+    """``{ok: false, error}`` (a cell that raised) -> status ``failed`` with that error, counted among the run's
+    errors; ``{ok: false, pending: true}`` (a long cell still running) stays ``ok``."""
+    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.recorder import record_tool_call
+
+    def rec(result: dict) -> int:
+        return record_tool_call(
+            fast_core.engine,
+            run_id="run-status",
+            server="data",
+            tool="data_code_run",
+            arguments={"session": "s", "code": "1/0"},
+            result=result,
+            status="ok",
+            error=None,
+            latency_ms=3.0,
+        )
+
+    rec({"ok": False, "error_type": "ZeroDivisionError", "error": "ZeroDivisionError: division by zero"})
+    rec({"ok": False, "pending": True, "job_id": "j1", "status": "running"})
+    run = get_run(fast_core.engine, "run-status")
+    statuses = [(e["status"], e["error"]) for e in run["tree"]]
+    assert statuses == [("failed", "ZeroDivisionError: division by zero"), ("ok", None)]
+    assert run["run"]["errors"] == 1
+
+
+def test_lineage_follows_frames_into_the_cells_that_name_them():
+    """data_lineage: the CSV of a loaded frame is an input of data_to_session and of the cells whose code names
+    the frame's variable (not of a cell that does not); a failed cell used its frames and generated nothing; a
+    saved frame derives from its parent, so its users reach the parent's CSV."""
+    from aisac_core.trace.lineage import data_lineage
+
+    src = {"path": "/d/growth.csv", "sha256": "ab" * 32}
+    events = [
+        {"id": 1, "tool": "data_load", "status": "ok", "arguments": {}, "result": {"frames": [{"name": "g", "source": src}]}},
+        {"id": 2, "tool": "data_to_session", "status": "ok", "arguments": {"name": "g", "session": "s", "variable": "df"}, "result": {"variable": "df"}},
+        {"id": 3, "tool": "data_code_run", "status": "ok", "arguments": {"session": "s", "code": "df.od.max()"}, "result": {"ok": True, "figures": [{"path": "/f/1.png", "sha256": "cd" * 32}]}},
+        {"id": 4, "tool": "data_code_run", "status": "ok", "arguments": {"session": "s", "code": "x = 1  # dfx"}, "result": {"ok": True}},
+        {"id": 5, "tool": "data_code_run", "status": "failed", "arguments": {"session": "s", "code": "open('/x', 'w').write(str(df))"}, "result": {"ok": False, "figures": [{"path": "/f/2.png"}]}},
+        {"id": 6, "tool": "data_save", "status": "ok", "arguments": {"name": "g", "new_name": "h"}, "result": {"name": "h", "parent": "g"}},
+        {"id": 7, "tool": "data_describe", "status": "ok", "arguments": {"name": "h"}, "result": {}},
+    ]  # fmt: skip
+    lin = data_lineage(events)
+    assert [f.key for f in lin[1].frames_generated] == ["frame-1-g"] and lin[1].files_used == [src]
+    assert lin[2].files_used == [src] and lin[3].files_used == [src]
+    assert lin[3].files_generated == [{"path": "/f/1.png", "sha256": "cd" * 32}]
+    assert 4 not in lin
+    assert lin[5].files_used == [src] and lin[5].files_generated == []
+    assert lin[6].frames_generated[0].parent == "frame-1-g" and lin[7].files_used == [src]
