@@ -180,7 +180,7 @@ async def test_data_run_exports_validate_with_lineage_and_failed_cell(data_core,
     md = _export(core, run, "markdown")["markdown"]
     assert "data_code_run** (tool_call, failed" in md and "PermissionError" in md
     html = Path(_export(core, run, "html")["path"]).read_text(encoding="utf-8")
-    assert "failed" in html and "PermissionError" in html
+    assert "cell-failed'>failed</span>" in html and "PermissionError" in html
 
 
 async def test_ask_run_exports_validate_with_true_role_step_times(fast_core, corpus_copy, tmp_path):
