@@ -285,3 +285,36 @@ def test_lineage_follows_frames_into_the_cells_that_name_them():
     assert 4 not in lin
     assert lin[5].files_used == [src] and lin[5].files_generated == []
     assert lin[6].frames_generated[0].parent == "frame-1-g" and lin[7].files_used == [src]
+
+
+def test_a_step_still_running_has_no_action_status_in_the_crate(fast_core, tmp_path):
+    """A role step at work (status ``running``) has no outcome yet: its action carries no ``actionStatus`` (the
+    Process Run Crate allows only Completed and Failed) and the crate still validates."""
+    from rocrate.rocrate import ROCrate
+
+    from aisac_core.trace.recorder import record_tool_call
+
+    def rec(tool: str, kind: str, status: str, parent_id: int | None = None) -> int:
+        return record_tool_call(
+            fast_core.engine,
+            run_id="run-live",
+            server="roles" if kind == "role_step" else "memory",
+            tool=tool,
+            arguments={"task": "q"},
+            result={"route": "rag"} if status == "ok" else None,
+            status=status,
+            error=None,
+            latency_ms=2.0,
+            kind=kind,
+            parent_id=parent_id,
+        )
+
+    step = rec("planner", "role_step", "running")
+    rec("memory_search", "tool_call", "ok", step)
+    path = Path(_export(fast_core, "run-live", "rocrate")["path"])
+    actions = {a.id: a for a in ROCrate(path).get_entities() if a.type == "CreateAction"}
+    assert actions[f"#event-{step}"].get("actionStatus") is None and actions[f"#event-{step}"].get("error") is None
+    assert actions[f"#event-{step + 1}"]["actionStatus"] == "http://schema.org/CompletedActionStatus"
+    issues = roc_validate(path, "process-run-crate-0.5", preload_context_cache(tmp_path))
+    issues.pop("main_workflow_absolute_id", None)
+    assert issues == {"REQUIRED": [], "RECOMMENDED": []}, issues

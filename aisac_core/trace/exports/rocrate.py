@@ -42,6 +42,11 @@ BIOSCHEMAS_WORKFLOW = "https://bioschemas.org/profiles/ComputationalWorkflow/1.0
 COMPLETED, FAILED = "http://schema.org/CompletedActionStatus", "http://schema.org/FailedActionStatus"
 
 
+#: event statuses without an outcome yet (a role step at work, or waiting for the client's sampling reply): their
+#: actions carry no ``actionStatus`` (the Process Run Crate allows only Completed and Failed).
+UNFINISHED = ("running", "input_required")
+
+
 def _status_of(st: str) -> str:
     return COMPLETED if st == "ok" else FAILED
 
@@ -72,11 +77,12 @@ def export_rocrate(
     person who ran aisac; object: the cited documents, input files and the files of the frames it used, as
     ``File`` entities referenced by ``file://`` URI, not copied; result: a ``PropertyValue`` with the result's
     sha256 and the files a cell wrote; start and end time in milliseconds; ``actionStatus``
-    ``http://schema.org/CompletedActionStatus`` or ``FailedActionStatus`` with ``error``), each listed from the
-    root by ``mentions``. ``license``: the licence of the crate (an SPDX URI); ``author`` (a ``Person``, also each
-    action's ``agent``) and ``publisher`` (an ``Organization``, the author's affiliation, with ``publisher_url``): names (aisac records
-    neither: the defaults say so). Returns ``{path, zip, summary:
-    {events, actions, files, tools, conforms_to}}``. Raises TraceError for an unknown run."""
+    ``http://schema.org/CompletedActionStatus`` or ``FailedActionStatus`` with ``error``; none for a step still
+    running or waiting for the client), each listed from the root by ``mentions``. ``license``: the licence of
+    the crate (an SPDX URI); ``author`` (a ``Person``, also each action's ``agent``) and ``publisher`` (an
+    ``Organization``, the author's affiliation, at ``publisher_url``): names (aisac records neither: the defaults
+    say so). Returns ``{path, zip, summary: {events, actions, files, tools, conforms_to}}``. Raises TraceError
+    for an unknown run."""
     from rocrate.model.contextentity import ContextEntity  # heavy imports, needed only for this export
     from rocrate.rocrate import ROCrate
 
@@ -270,12 +276,13 @@ def export_rocrate(
                 "name": f"{e['tool']} (event {e['id']})",
                 "startTime": iso_ms(start_ms(e["started_at"])),
                 "endTime": iso_ms(end_ms(e["created_at"])),
-                "actionStatus": _status_of(e["status"]),
                 "description": f"{e['kind']} {e['tool']}: {e['status']}",
                 "agent": {"@id": operator.id},
             }
-            if e["status"] != "ok":
-                props["error"] = e["error"] or e["status"]
+            if e["status"] not in UNFINISHED:  # a step still running (or waiting for the client) has no outcome yet
+                props["actionStatus"] = _status_of(e["status"])
+                if e["status"] != "ok":
+                    props["error"] = e["error"] or e["status"]
             if e["parent_id"] is not None:
                 props["isPartOf"] = {"@id": f"#event-{e['parent_id']}"}
             act = crate.add_action(apps[key], identifier=f"#event-{e['id']}", properties=props)
