@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session, col, select
@@ -147,12 +148,16 @@ class Step:
 
 
 def finish_step(engine: Engine, event_id: int, result: Any, status: str, error: str | None, latency_ms: float) -> None:
-    """Complete a role-step event written by :func:`begin_step` / :class:`Step`."""
+    """Complete a role-step event written by :func:`begin_step` / :class:`Step`: status, error, result, the
+    measured ``latency_ms`` (ms, from entry to exit) and ``created_at`` moved from the step's start (when the row
+    was written) to its end (start + latency), so a role step's row, like a tool call's, holds its end time and
+    ``created_at - latency_ms`` is its true start."""
 
     with Session(engine) as s:
         ev = s.get(TraceEvent, event_id)
         if ev is None:
             return
+        ev.created_at = ev.created_at + timedelta(milliseconds=latency_ms)
         ev.status = status
         ev.error = (error or None) and error[:2000]
         ev.latency_ms = round(latency_ms, 3)

@@ -24,9 +24,10 @@ from aisac_core.trace.results import EventDetail, EventDict, RunData, RunRow, Ru
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-#: statuses that count as failures. A role step is ``running`` while it works and may end ``input_required``:
-#: neither is an error.
-ERROR_STATUSES = ("tool_error", "exception")
+#: statuses that count as failures: ``failed`` is a call that returned but whose result reports a failure
+#: (``{"ok": false, "error": ...}``: a code cell that raised; :func:`aisac_core.trace.recorder.record_tool_call`).
+#: A role step is ``running`` while it works and may end ``input_required``: neither is an error.
+ERROR_STATUSES = ("tool_error", "exception", "failed")
 #: a run whose last event is younger than this many seconds is shown as ``active`` (calls still arriving; a role
 #: step or tool call of a live run records an event at least every few seconds, so a finished run leaves the state
 #: within this time instead of looking alive for a minute).
@@ -157,8 +158,9 @@ def event_dict(r: Any, *, full: bool = True, summaries: Summaries | None = None)
     if summaries is not None:
         summaries.keep(key, summary)
     created = aware(r.created_at)
-    # a tool call (or model call) is written when it ends; a role step when it begins, then completed in place
-    started = created if r.kind == "role_step" else created - timedelta(milliseconds=r.latency_ms or 0)
+    # every event's row holds its end: a tool call (or model call) is written when it ends, a role step is written
+    # when it begins and completed in place with its end time (aisac_core.roles.store.finish_step)
+    started = created - timedelta(milliseconds=r.latency_ms or 0)
     d: EventDict = {
         "id": r.id,
         "run_id": r.run_id,
@@ -328,9 +330,12 @@ def list_runs(
 
 def run_summary(rows: list[Any]) -> RunSummary:
     """Counts and times of a run's events (rows ordered by id): ``{run_id, started_at, first_event_at,
-    last_event_at, duration_s, events, by_kind, by_status, errors, servers, status (ok | errors), active}``."""
-    first, last = aware(rows[0].created_at), aware(rows[-1].created_at)
-    start = min(aware(r.created_at) - timedelta(milliseconds=r.latency_ms or 0) for r in rows)
+    last_event_at, duration_s, events, by_kind, by_status, errors, servers, status (ok | errors), active}``.
+    ``started_at`` = ``first_event_at``: the earliest start of an event (``created_at - latency_ms``, every row
+    holding its end); ``last_event_at``: the latest end (ISO 8601, UTC)."""
+    first = min(aware(r.created_at) - timedelta(milliseconds=r.latency_ms or 0) for r in rows)
+    last = max(aware(r.created_at) for r in rows)  # a parent role step ends after its children (written before it)
+    start = first
     by_kind: dict[str, int] = {}
     by_status: dict[str, int] = {}
     for r in rows:

@@ -1,8 +1,8 @@
 """Recording: one trace event per tool call of every server (the trace server reads these rows).
 
 A :class:`~aisac_core.store.tables.TraceEvent` holds the run id, server, tool, the arguments (canonical JSON) and
-their sha256, the result's sha256, status (``ok`` / ``tool_error`` / ``exception``), latency in ms, the ids of the
-evidence anchors the result carried, and a timestamp. Vocabulary follows the OpenTelemetry GenAI and MCP semantic
+their sha256, the result's sha256, status (``ok`` / ``tool_error`` / ``exception`` / ``failed``: a result that
+reports ``ok: false``), latency in ms, the ids of the evidence anchors the result carried, and a timestamp. Vocabulary follows the OpenTelemetry GenAI and MCP semantic
 conventions (``gen_ai.operation.name = execute_tool``, ``gen_ai.tool.name``, ``mcp.method.name = tools/call``): see
 :func:`aisac_core.trace.otel.otel_attributes`.
 
@@ -142,10 +142,17 @@ def record_tool_call(
     ``result`` is the JSON-ready result (None on error), stored as canonical JSON (truncated past
     ``MAX_STORED_RESULT`` characters; ``result_sha256`` is of the whole). ``kind`` is ``tool_call`` (the
     middleware), ``role_step`` or ``model_call`` (the roles server: ``server="roles"``, ``tool`` = the role or
-    step name); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made). A
+    step name); a call whose result is a dict with ``ok: false`` (and no ``pending: true``) is recorded with
+    status ``failed`` and the result's ``error`` (a code cell that raised returns normally); ``parent_id`` is the id of the enclosing event (a role step for the tool calls it made). A
     successful tool call also pins the input files its arguments name (:func:`aisac_core.trace.pins.pin_inputs`,
     best effort).
     """
+    if status == "ok" and isinstance(result, dict) and result.get("ok") is False and not result.get("pending"):
+        # the call returned, but its result reports a failure (a code cell that raised: data_code_run's
+        # ``{ok: false, error_type, error}``): recorded as failed so every export says so. A long cell's
+        # ``{ok: false, pending: true, job_id}`` has not failed: its outcome is a later data_code_job_status
+        status = "failed"
+        error = error or str(result.get("error") or result.get("error_type") or "the result reports ok: false")
     args_json = dumps(arguments)
     result_json = None if result is None else dumps(result)
     row = dict(

@@ -40,7 +40,7 @@ h1.question{font-size:1.45em;margin:.2em 0 .3em;line-height:1.3} h1.question.non
 h2{font-size:1.05em;margin:1.4em 0 .5em;border-bottom:1px solid var(--bd);padding-bottom:.2em}
 table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--bd);padding:.3em .5em;text-align:left;vertical-align:top}
 .badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:.85em;background:var(--bg);border:1px solid var(--bd)}
-.st-ok,.v-unchanged,.g-pass{color:var(--ok);border-color:var(--ok)} .st-tool_error,.st-exception,.st-errors,.v-missing,.g-fail{color:var(--err);border-color:var(--err)}
+.st-ok,.v-unchanged,.g-pass{color:var(--ok);border-color:var(--ok)} .st-tool_error,.st-exception,.st-failed,.st-errors,.v-missing,.g-fail{color:var(--err);border-color:var(--err)}
 .gapwarn{color:var(--warn);border-left:3px solid var(--warn);padding-left:.5em;font-weight:600} .v-changed{color:var(--warn);border-color:var(--warn)} .st-running{color:var(--acc);border-color:var(--acc)} .live{color:#3fb950} .mut{color:var(--mut)}
 .errors{background:#ffebe9;border:1px solid var(--err);padding:.5em 1em;border-radius:6px}
 .verdict{display:flex;flex-wrap:wrap;gap:.5em;align-items:center} .verdict .label{font-size:1.05em;font-weight:600;padding:.1em .7em}

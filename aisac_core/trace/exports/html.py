@@ -13,6 +13,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.trace.exports.bundle import safe_name
+from aisac_core.trace.exports.software import aisac_version
 from aisac_core.trace.queries import get_run
 from aisac_core.trace.runpage import CSS, render_run
 from aisac_core.trace.verify import verify_run
@@ -49,10 +50,11 @@ def export_html(engine: Engine, run_id: str, *, images: EvidenceImages | None = 
         run_href=lambda rid: f"{safe_name(rid)}.html",
     )  # that run's export, beside this one
     title = html.escape(f"aisac run {run_id}")
+    software = html.escape(f"aisac {aisac_version({'pins': data.get('pins')})}")
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{title}</title><meta name=viewport content='width=device-width,initial-scale=1'>"
-        "<meta name=generator content=aisac>"
+        f"<meta name=generator content='{software}'>"
         f"<style>{CSS}</style></head><body><header><span>aisac run report</span><span class=mut>"
-        f"{html.escape(run_id)}</span></header><main>{body}</main></body></html>"
+        f"{html.escape(run_id)} · {software}</span></header><main>{body}</main></body></html>"
     )

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.trace.exports.software import aisac_version
 from aisac_core.trace.pins import run_pins
 from aisac_core.trace.queries import get_run, run_inputs
 from aisac_core.trace.report import anchor_label, run_report
@@ -54,6 +55,7 @@ def export_markdown(engine: Engine, run_id: str) -> str:
     lines += [
         f"- started: {run['started_at']} · {run['duration_s']} s · {run['events']} events ({kinds})",
         f"- status: {statuses} · servers: {', '.join(run['servers'])}",
+        f"- software: aisac {aisac_version({'pins': run_pins(engine, run_id)})}",
         "",
     ]
     v = r["verdict"]
