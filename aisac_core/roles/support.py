@@ -219,6 +219,16 @@ def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, 
     if got["verdict"] == "contradicts":
         why = f"the cited passage contradicts the claim (P(contradict) {got['p_contradict']:.2f})"
         return {**rec, "verdict": "contradicted", "probability": got["p_contradict"], "reasons": [why]}
+    # abstention is the same decision: a cited passage that does not bear on the question (the judge's calibrated
+    # rationale probability with the question as its claim below its ``relevant`` threshold) does not support an
+    # answer to it, whatever it states
+    relevance = float(rec["question_relevance"])
+    if relevance < t["relevant"]:
+        why = (
+            f"the cited passage does not bear on the question (P(rationale) {relevance:.2f} < {t['relevant']:.2f}, "
+            "the judge's relevance threshold)"
+        )
+        return {**rec, "verdict": "not supported", "reasons": [why]}
     # every number of the claim is in the cited sentence with its unit (rule 2 passed): exact evidence that the
     # SciFact-trained judge does not weigh (its claims seldom carry numbers)
     exact = bool(numbers(claim)) and got["p_support"] >= UNCERTAIN_FLOOR
