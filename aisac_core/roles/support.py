@@ -21,13 +21,17 @@ and words with the claim. Without a model the judgement is, in this order:
 4. with the store's embedder, the **learned support judge** (:mod:`aisac_core.roles.support_model`, trained on
    SciFact by ``bench/train_support.py``) reads the cited sentence with :data:`CONTEXT_SENTENCES` sentences on
    each side (:func:`citation_context`) and gives calibrated P(support) and P(contradict) of the claim:
-   **contradicted** at or above its ``contradicts`` threshold; the claim is *stated* at or above its ``supported``
+   **contradicted** at or above its ``contradicts`` threshold; **not supported** when the passage does not bear on
+   the question: the judge's calibrated rationale probability of the cited sentence with the question as its claim
+   (``question_relevance``) below its ``relevant`` threshold (the probability that keeps 90 % of SciFact's gold
+   rationale sentences out of fold; this is how the judge decides abstention: an answer none of whose citations
+   passes is withheld as "the sources do not state it" by
+   :func:`aisac_core.roles.researcher.abstain_unsupported`); the claim is *stated* at or above its ``supported``
    threshold, or when the claim carries numbers (all found with their units, rule 2) and P(support) is at least
    ``UNCERTAIN_FLOOR`` (exact evidence the SciFact judge does not weigh: its claims seldom carry numbers); a stated
    claim is then checked against the question (rule 5); not stated: **partly** when uncertain (P(support) or
    P(contradict) >= ``UNCERTAIN_FLOOR``), else **not supported**. The record carries ``probability``,
-   ``p_support``, ``p_contradict``, ``question_relevance`` (the judge's rationale probability of the cited
-   sentence with the question as its claim; shown, not deciding) and the model's sha256; ``by`` is
+   ``p_support``, ``p_contradict``, ``question_relevance`` and the model's sha256; ``by`` is
    ``support model``;
 5. a stated claim is **partly** supported when a name-like token of the claim is absent from the cited sentence,
    or a key term of the question is absent from it and its document's title, or the question-sentence cosine is

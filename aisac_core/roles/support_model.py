@@ -26,7 +26,9 @@ fitted on). The verdict (:func:`decide`):
 ``supports`` when P(support) >= the ``supported`` threshold, ``contradicts`` when P(contradict) >= the
 ``contradicts`` threshold, else ``does not address`` (``uncertain`` set when either probability is at least
 :data:`UNCERTAIN_FLOOR`: the passage is on the claim, the judge cannot say which way). Both thresholds were chosen on
-the validation claims for high precision; their values, the figures and the training data's hash are in the model
+the validation claims for high precision; a third, ``relevant``, is the rationale probability below which a passage
+does not bear on a claim (or a question: the evaluator's abstention) at all; their values, the figures and the
+training data's hash are in the model
 file (``models/support_scifact.json``), whose sha256 (:func:`model_sha256`) is reported with every verdict.
 """
 
