@@ -15,7 +15,13 @@ import pytest
 from roles_support import ChatStub, make_roles_core, release
 
 from aisac_core.roles.asked import asked_type, has_number, numbers
-from aisac_core.roles.support import anchors_verdict, answer_verdict, claims_by_citation, judge_citation
+from aisac_core.roles.support import (
+    anchors_verdict,
+    answer_verdict,
+    claims_by_citation,
+    judge_citation,
+    off_question_beside_answer,
+)
 
 
 @pytest.fixture(scope="module")
@@ -427,3 +433,11 @@ def test_a_passage_that_does_not_bear_on_the_question_supports_no_answer(shared_
     cites = [{"n": 1, "sentence": claim, **off}]
     got = abstain_unsupported(answer, {"support": {"verdict": answer_verdict([off["verdict"]]), "citations": cites}})
     assert got["text"].startswith(NOT_STATED) and got["closest"][0]["sentence"] == claim
+    # beside a citation that bears on the question, the off-question one is "partly" and the answer stands
+    records = [{"n": 1, **on}, {"n": 2, **off}]
+    off_question_beside_answer(records)
+    assert records[1]["verdict"] == "partly" and "does not bear on the question" in records[1]["reasons"][0]
+    assert answer_verdict([r["verdict"] for r in records]) in ("supported", "partly")
+    alone = [{"n": 2, **off}]
+    off_question_beside_answer(alone)
+    assert alone[0]["verdict"] == "not supported"

@@ -232,7 +232,8 @@ def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, 
             f"the cited passage does not bear on the question (P(rationale) {relevance:.2f} < {t['relevant']:.2f}, "
             "the judge's relevance threshold)"
         )
-        return {**rec, "verdict": "not supported", "reasons": [why]}
+        return {**rec, "verdict": "not supported", "reasons": [why], "off_question": True}
+    rec["off_question"] = False
     # every number of the claim is in the cited sentence with its unit (rule 2 passed): exact evidence that the
     # SciFact-trained judge does not weigh (its claims seldom carry numbers)
     exact = bool(numbers(claim)) and got["p_support"] >= UNCERTAIN_FLOOR
@@ -327,6 +328,19 @@ def answer_verdict(verdicts: list[str]) -> str:
     if any(v in ("supported", "partly") for v in judged):
         return "partly"
     return "not supported"
+
+
+def off_question_beside_answer(records: list[dict[str, Any]]) -> None:
+    """A citation judged ``not supported`` only because its passage does not bear on the question
+    (``off_question``, rule 4) fails the answer only when no other citation of it does: beside a citation that
+    bears on the question and is ``supported`` or ``partly``, it becomes ``partly`` (its reason kept), so the answer
+    stands and is not re-planned for a side sentence. Changes ``records`` (the citation records of one answer) in
+    place."""
+    if not any(r.get("off_question") is False and r["verdict"] in ("supported", "partly") for r in records):
+        return
+    for r in records:
+        if r.get("off_question") and r["verdict"] == "not supported":
+            r["verdict"] = "partly"
 
 
 def joined_across_chunks(cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]]) -> dict[int, str]:
@@ -435,6 +449,7 @@ async def judge_answer(
                 else:
                     rec.update(verdict=got["output"]["verdict"], reasons=[got["output"]["reason"]], by="model")
         out.append(rec)
+    off_question_beside_answer(out)
     ms = (time.perf_counter() - t0) * 1000
     return {
         "verdict": answer_verdict([r["verdict"] for r in out]),
