@@ -26,7 +26,8 @@ and words with the claim. Without a model the judgement is, in this order:
    (``question_relevance``) below its ``relevant`` threshold (the probability that keeps 90 % of SciFact's gold
    rationale sentences out of fold; this is how the judge decides abstention: an answer none of whose citations
    passes is withheld as "the sources do not state it" by
-   :func:`aisac_core.roles.researcher.abstain_unsupported`); the claim is *stated* at or above its ``supported``
+   :func:`aisac_core.roles.researcher.abstain_unsupported`; beside a citation of the same answer that bears on the
+   question, it is **partly** instead: :func:`off_question_beside_answer`); the claim is *stated* at or above its ``supported``
    threshold, or when the claim carries numbers (all found with their units, rule 2) and P(support) is at least
    ``UNCERTAIN_FLOOR`` (exact evidence the SciFact judge does not weigh: its claims seldom carry numbers); a stated
    claim is then checked against the question (rule 5); not stated: **partly** when uncertain (P(support) or
