@@ -197,7 +197,7 @@ def _rules_rest(
 def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, title: str) -> dict[str, Any] | None:
     """Rules 4 and 5 of the module docstring: the learned judge (:mod:`aisac_core.roles.support_model`) on the cited
     sentence ``window[at]`` and its neighbours, then the question's checks: ``{verdict, reasons, probability,
-    p_support, p_contradict, question_relevance, rationale, question_similarity, claim_similarity,
+    p_support, p_contradict, question_relevance, off_question, rationale, question_similarity, claim_similarity,
     model_sha256}``, or None when ``embed`` gives no vectors."""
     from aisac_core.roles.support_model import judge_vectors, load_model
 
