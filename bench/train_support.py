@@ -22,10 +22,14 @@ logistic regressions, no random state elsewhere). Steps:
    rationale probability -> P(rationale sentence), support score -> P(passage labelled SUPPORT), contradict score
    -> P(CONTRADICT); isotonic regression or Platt scaling, whichever has the lower cross-validated ECE
    (:func:`choose_calibration`);
-6. thresholds chosen on the out-of-fold predictions: rationale selection at the best F1; ``supported`` at the
+6. thresholds chosen on the **cross-fitted** calibrated probabilities (each passage's out-of-fold score mapped by
+   a calibration fitted on the other folds: neither its model nor its calibration saw it; the out-of-fold figures
+   printed, ECE included, are of these too): rationale selection at the best F1; ``supported`` at the
    lowest calibrated P(support) whose precision is >= :data:`TARGET_PRECISION` with at least :data:`MIN_ABOVE`
    passages above it, or, when no threshold reaches it, at the highest precision reached (:func:`precision_threshold`);
-   ``contradicts`` likewise;
+   ``contradicts`` likewise; ``relevant`` (below it a passage does not bear on a claim or question: the evaluator's
+   abstention) at the calibrated rationale probability that keeps :data:`RELEVANT_RECALL` of the gold rationale
+   sentences;
 7. the model file ``aisac_core/roles/models/support_scifact.json`` is written (coefficients, standardisation,
    isotonic breakpoints, thresholds, validation figures, sha256 of the training files) and the held-out test
    figures are printed (the same code as ``python -m bench --only support``).
@@ -70,6 +74,8 @@ TARGET_PRECISION = 0.9
 #: at least this many out-of-fold passages above a verdict threshold (a threshold on a handful proves nothing)
 MIN_ABOVE = 20
 FOLDS = 5
+#: share of the gold rationale sentences (out of fold) at or above the ``relevant`` threshold
+RELEVANT_RECALL = 0.9
 
 
 def features(records: list[dict[str, Any]], cache: VectorCache) -> list[np.ndarray]:
@@ -127,18 +133,22 @@ def ece_of(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     return ece(p.tolist(), y.astype(int).tolist(), bins)[0]
 
 
-def choose_calibration(raw: np.ndarray, y: np.ndarray, fold: np.ndarray) -> tuple[str, dict[str, list[float]], float]:
+def choose_calibration(
+    raw: np.ndarray, y: np.ndarray, fold: np.ndarray
+) -> tuple[str, dict[str, list[float]], float, np.ndarray]:
     """Isotonic or Platt, whichever has the lower ECE when fitted on four folds of the out-of-fold scores and
-    measured on the fifth (summed over the five): ``(kind, breakpoints fitted on all, cross-validated ECE)``."""
-    scores = {}
+    measured on the fifth (summed over the five): ``(kind, breakpoints fitted on all, cross-validated ECE,
+    cross-fitted probabilities)``; the cross-fitted probabilities (each item mapped by a calibration that never saw
+    it) are what the thresholds are chosen on and the out-of-fold figures report."""
+    scores, preds = {}, {}
     for kind, fit in (("isotonic", isotonic), ("platt", platt)):
         pred = np.zeros(len(raw))
         for k in range(FOLDS):
             bp = fit(raw[fold != k], y[fold != k])
             pred[fold == k] = np.interp(raw[fold == k], bp["x"], bp["y"])
-        scores[kind] = ece_of(pred, y)
+        scores[kind], preds[kind] = ece_of(pred, y), pred
     kind = min(scores, key=lambda k: scores[k])
-    return kind, (isotonic if kind == "isotonic" else platt)(raw, y), scores[kind]
+    return kind, (isotonic if kind == "isotonic" else platt)(raw, y), scores[kind], preds[kind]
 
 
 def precision_threshold(p: np.ndarray, hit: np.ndarray, target: float, min_n: int = 10) -> tuple[float, float]:
@@ -254,13 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     is_sup = (labels == "SUPPORT").astype(int)
     is_con = (labels == "CONTRADICT").astype(int)
     sent_fold = np.concatenate([[fold[i]] * len(y_sent[i]) for i in range(len(dev))])
-    iso, calibration = {}, {}
+    iso: dict[str, dict[str, list[float]]] = {}
+    calibration: dict[str, dict[str, Any]] = {}
+    cross: dict[str, np.ndarray] = {}
     for name, raw, y in (
         ("rationale", r_raw, np.concatenate(y_sent)),
         ("support", passage["support"]["oof"], is_sup),
         ("contradict", passage["contradict"]["oof"], is_con),
     ):
-        kind, iso[name], cv_ece = choose_calibration(raw, y, sent_fold if name == "rationale" else fold)
+        kind, iso[name], cv_ece, cross[name] = choose_calibration(raw, y, sent_fold if name == "rationale" else fold)
         calibration[name] = {"kind": kind, "cross_validated_ece": cv_ece}
         print(f"calibration of {name}: {kind} (cross-validated ECE {cv_ece:.4f})")
     draft = {
@@ -268,12 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         "support": rounded(s_model),
         "contradict": rounded(c_model),
         "isotonic": iso,
-        "thresholds": {"supported": 1.01, "contradicts": 1.01, "rationale": 0.5},
+        "thresholds": {"supported": 1.01, "contradicts": 1.01, "rationale": 0.5, "relevant": 0.0},
     }
-    cal = SupportModel(draft, "draft")
-    p_r = cal.calibrated("rationale", r_raw)
-    p_s = cal.calibrated("support", passage["support"]["oof"])
-    p_c = cal.calibrated("contradict", passage["contradict"]["oof"])
+    # thresholds on the cross-fitted probabilities: neither the models nor the calibration saw the items
+    p_r, p_s, p_c = cross["rationale"], cross["support"], cross["contradict"]
     y_r = np.concatenate(y_sent)
     best_f1, t_r = -1.0, 0.5
     for t in sorted(set(p_r.tolist())):
@@ -282,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         f1 = 2 * tp / (pred.sum() + y_r.sum()) if pred.sum() + y_r.sum() else 0.0
         if f1 > best_f1:
             best_f1, t_r = f1, float(t)
+    # the passage "bears on" a claim or question down to the probability that keeps RELEVANT_RECALL of the gold
+    # rationale sentences (below it the evaluator withholds an answer: abstention errs towards answering)
+    pos = np.sort(p_r[y_r == 1])
+    t_rel = float(pos[int(math.floor((1 - RELEVANT_RECALL) * len(pos)))])
+    print(f"relevance threshold (out of fold): {t_rel:.3f} keeps {float((pos >= t_rel).mean()):.3f} of the rationales")
     t_s, prec_s = precision_threshold(p_s, is_sup, TARGET_PRECISION, MIN_ABOVE)
     t_c, prec_c = precision_threshold(p_c, is_con, TARGET_PRECISION, MIN_ABOVE)
     print(
@@ -311,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         **draft,
         # floored to 6 decimals: a threshold rounded up would exclude the passages it was chosen for
         "thresholds": {
-            k: math.floor(v * 1e6) / 1e6 for k, v in (("supported", t_s), ("contradicts", t_c), ("rationale", t_r))
+            k: math.floor(v * 1e6) / 1e6
+            for k, v in (("supported", t_s), ("contradicts", t_c), ("rationale", t_r), ("relevant", t_rel))
         },
         "out_of_fold": {
             "rationale_average_precision": best_ap,
@@ -326,8 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     model = rounded(model)
     final = SupportModel(model, "final")
     oof_verdicts = []
+    bounds = np.concatenate([[0], np.cumsum([len(v) for v in y_sent])])
     for i in range(len(dev)):  # the out-of-fold verdicts: each passage judged by models that never saw it
-        sc = {"rationale": cal.calibrated("rationale", r_oof[i]), "p_s": float(p_s[i]), "p_c": float(p_c[i])}
+        sc = {"rationale": p_r[bounds[i] : bounds[i + 1]], "p_s": float(p_s[i]), "p_c": float(p_c[i])}
         verdict, _prob, _unc = decide(final, sc["p_s"], sc["p_c"])
         order = [int(j) for j in np.argsort(-sc["rationale"], kind="stable")]
         chosen = [j for j in order if sc["rationale"][j] >= t_r][:3] or (

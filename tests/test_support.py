@@ -15,7 +15,13 @@ import pytest
 from roles_support import ChatStub, make_roles_core, release
 
 from aisac_core.roles.asked import asked_type, has_number, numbers
-from aisac_core.roles.support import anchors_verdict, answer_verdict, claims_by_citation, judge_citation
+from aisac_core.roles.support import (
+    anchors_verdict,
+    answer_verdict,
+    claims_by_citation,
+    judge_citation,
+    off_question_beside_answer,
+)
 
 
 @pytest.fixture(scope="module")
@@ -398,3 +404,40 @@ def test_an_answer_no_cited_passage_supports_is_not_an_answer():
     assert "contradicts" in against["text"]
     for verdict in ("partly", "supported", "not judged"):
         assert abstain_unsupported(answer, {"support": {"verdict": verdict, "citations": cites}}) is answer
+
+
+def test_a_passage_that_does_not_bear_on_the_question_supports_no_answer(shared_embedder):
+    """Abstention is the support judge's decision: a cited sentence that states the claim (an extractive answer
+    quotes it) but is no rationale for the question (the judge's calibrated rationale probability with the question
+    as its claim below the model's rationale threshold) is "not supported", so the answer is withheld as "the
+    sources do not state it"; the same sentence for a question it answers is judged on."""
+    from aisac_core.roles.researcher import NOT_STATED, abstain_unsupported
+    from aisac_core.roles.support_model import load_model
+
+    embed = shared_embedder.embed_documents
+    window = [
+        "The lipase was purified from Candida rugosa by ammonium sulfate precipitation.",
+        "The purified lipase has a Km of 0.42 mM for p-nitrophenyl butyrate.",
+        "Activity was highest at 37 degrees and fell quickly above 50 degrees.",
+    ]
+    claim = window[1]
+    t = load_model().thresholds["relevant"]
+    off = judge_citation(
+        "What is the boiling point of liquid nitrogen in kelvin?", claim, claim, embed, "", (window, 1)
+    )
+    assert off["by"] == "support model" and off["question_relevance"] < t, off
+    assert off["verdict"] == "not supported" and "does not bear on the question" in off["reasons"][0]
+    on = judge_citation("What is the Km of the purified lipase?", claim, claim, embed, "", (window, 1))
+    assert on["question_relevance"] >= t and on["verdict"] in ("supported", "partly"), on
+    answer = {"text": f"- {claim} [1]", "citations": [{"n": 1, "kind": "rag"}], "by": "extractive"}
+    cites = [{"n": 1, "sentence": claim, **off}]
+    got = abstain_unsupported(answer, {"support": {"verdict": answer_verdict([off["verdict"]]), "citations": cites}})
+    assert got["text"].startswith(NOT_STATED) and got["closest"][0]["sentence"] == claim
+    # beside a citation that bears on the question, the off-question one is "partly" and the answer stands
+    records = [{"n": 1, **on}, {"n": 2, **off}]
+    off_question_beside_answer(records)
+    assert records[1]["verdict"] == "partly" and "does not bear on the question" in records[1]["reasons"][0]
+    assert answer_verdict([r["verdict"] for r in records]) in ("supported", "partly")
+    alone = [{"n": 2, **off}]
+    off_question_beside_answer(alone)
+    assert alone[0]["verdict"] == "not supported"

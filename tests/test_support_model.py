@@ -45,6 +45,9 @@ def test_shipped_model_is_small_json_and_named_by_its_hash():
     m = load_model()
     assert m.sha256 == hashlib.sha256(raw).hexdigest() == model_sha256()
     assert 0 < m.thresholds["rationale"] < 1 and 0 < m.thresholds["supported"] <= 1.01
+    # the relevance (abstention) threshold keeps more rationale sentences than the selection threshold
+    assert 0 < m.thresholds["relevant"] < m.thresholds["rationale"]
+    assert data["calibration"]["support"]["cross_validated_ece"] <= 0.1
     # the calibration maps are monotone probabilities (isotonic / Platt breakpoints)
     for name in ("rationale", "support", "contradict"):
         ys = np.asarray(data["isotonic"][name]["y"])
@@ -60,6 +63,17 @@ def test_features_and_bad_input():
     i = FEATURES.index
     assert x[2, i("claim_coverage")] > x[0, i("claim_coverage")]  # "drug", "reduce", "dialys", "risk" are in 2
     assert x[3, i("is_last")] == 1.0 and x[0, i("position")] == 0.0
+    # pairwise features: a claim of the opposite direction / a negated claim disagrees with the sentence in
+    # proportion to how much of the claim it covers; a claim of no effect against a finding of one
+    bp = ["Patients were recruited in two hospitals.", "Treatment with drug X lowered blood pressure in patients."]
+    up = passage_features("Drug X raises blood pressure in patients.", bp, vecs[0], vecs[1:3])
+    assert up[1, i("direction_differs_on_topic")] > 0.3 and up[0, i("direction_differs_on_topic")] == 0.0
+    assert up[1, i("direction_agrees_on_topic")] == 0.0
+    neg = passage_features("Drug X does not lower blood pressure in patients.", bp, vecs[0], vecs[1:3])
+    assert neg[1, i("negation_differs_on_topic")] > 0.3 and neg[1, i("direction_agrees_on_topic")] > 0.3
+    none = passage_features("Drug X has no effect on blood pressure in patients.", bp, vecs[0], vecs[1:3])
+    assert none[1, i("claim_no_effect")] == 1.0 and none[1, i("no_effect_differs_on_topic")] > 0.3
+    assert x[2, i("claim_no_effect")] == 0.0 and x[2, i("no_effect_differs")] == 0.0
     with pytest.raises(SupportModelError, match="one vector each"):
         passage_features("claim", PASSAGE, vecs[0], vecs[1:3])
     with pytest.raises(SupportModelError) as err:

@@ -21,13 +21,18 @@ and words with the claim. Without a model the judgement is, in this order:
 4. with the store's embedder, the **learned support judge** (:mod:`aisac_core.roles.support_model`, trained on
    SciFact by ``bench/train_support.py``) reads the cited sentence with :data:`CONTEXT_SENTENCES` sentences on
    each side (:func:`citation_context`) and gives calibrated P(support) and P(contradict) of the claim:
-   **contradicted** at or above its ``contradicts`` threshold; the claim is *stated* at or above its ``supported``
+   **contradicted** at or above its ``contradicts`` threshold; **not supported** when the passage does not bear on
+   the question: the judge's calibrated rationale probability of the cited sentence with the question as its claim
+   (``question_relevance``) below its ``relevant`` threshold (the probability that keeps 90 % of SciFact's gold
+   rationale sentences out of fold; this is how the judge decides abstention: an answer none of whose citations
+   passes is withheld as "the sources do not state it" by
+   :func:`aisac_core.roles.researcher.abstain_unsupported`; beside a citation of the same answer that bears on the
+   question, it is **partly** instead: :func:`off_question_beside_answer`); the claim is *stated* at or above its ``supported``
    threshold, or when the claim carries numbers (all found with their units, rule 2) and P(support) is at least
    ``UNCERTAIN_FLOOR`` (exact evidence the SciFact judge does not weigh: its claims seldom carry numbers); a stated
    claim is then checked against the question (rule 5); not stated: **partly** when uncertain (P(support) or
    P(contradict) >= ``UNCERTAIN_FLOOR``), else **not supported**. The record carries ``probability``,
-   ``p_support``, ``p_contradict``, ``question_relevance`` (the judge's rationale probability of the cited
-   sentence with the question as its claim; shown, not deciding) and the model's sha256; ``by`` is
+   ``p_support``, ``p_contradict``, ``question_relevance`` and the model's sha256; ``by`` is
    ``support model``;
 5. a stated claim is **partly** supported when a name-like token of the claim is absent from the cited sentence,
    or a key term of the question is absent from it and its document's title, or the question-sentence cosine is
@@ -192,7 +197,7 @@ def _rules_rest(
 def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, title: str) -> dict[str, Any] | None:
     """Rules 4 and 5 of the module docstring: the learned judge (:mod:`aisac_core.roles.support_model`) on the cited
     sentence ``window[at]`` and its neighbours, then the question's checks: ``{verdict, reasons, probability,
-    p_support, p_contradict, question_relevance, rationale, question_similarity, claim_similarity,
+    p_support, p_contradict, question_relevance, off_question, rationale, question_similarity, claim_similarity,
     model_sha256}``, or None when ``embed`` gives no vectors."""
     from aisac_core.roles.support_model import judge_vectors, load_model
 
@@ -219,6 +224,17 @@ def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, 
     if got["verdict"] == "contradicts":
         why = f"the cited passage contradicts the claim (P(contradict) {got['p_contradict']:.2f})"
         return {**rec, "verdict": "contradicted", "probability": got["p_contradict"], "reasons": [why]}
+    # abstention is the same decision: a cited passage that does not bear on the question (the judge's calibrated
+    # rationale probability with the question as its claim below its ``relevant`` threshold) does not support an
+    # answer to it, whatever it states
+    relevance = float(rec["question_relevance"])
+    if relevance < t["relevant"]:
+        why = (
+            f"the cited passage does not bear on the question (P(rationale) {relevance:.2f} < {t['relevant']:.2f}, "
+            "the judge's relevance threshold)"
+        )
+        return {**rec, "verdict": "not supported", "reasons": [why], "off_question": True}
+    rec["off_question"] = False
     # every number of the claim is in the cited sentence with its unit (rule 2 passed): exact evidence that the
     # SciFact-trained judge does not weigh (its claims seldom carry numbers)
     exact = bool(numbers(claim)) and got["p_support"] >= UNCERTAIN_FLOOR
@@ -313,6 +329,19 @@ def answer_verdict(verdicts: list[str]) -> str:
     if any(v in ("supported", "partly") for v in judged):
         return "partly"
     return "not supported"
+
+
+def off_question_beside_answer(records: list[dict[str, Any]]) -> None:
+    """A citation judged ``not supported`` only because its passage does not bear on the question
+    (``off_question``, rule 4) fails the answer only when no other citation of it does: beside a citation that
+    bears on the question and is ``supported`` or ``partly``, it becomes ``partly`` (its reason kept), so the answer
+    stands and is not re-planned for a side sentence. Changes ``records`` (the citation records of one answer) in
+    place."""
+    if not any(r.get("off_question") is False and r["verdict"] in ("supported", "partly") for r in records):
+        return
+    for r in records:
+        if r.get("off_question") and r["verdict"] == "not supported":
+            r["verdict"] = "partly"
 
 
 def joined_across_chunks(cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]]) -> dict[int, str]:
@@ -421,6 +450,7 @@ async def judge_answer(
                 else:
                     rec.update(verdict=got["output"]["verdict"], reasons=[got["output"]["reason"]], by="model")
         out.append(rec)
+    off_question_beside_answer(out)
     ms = (time.perf_counter() - t0) * 1000
     return {
         "verdict": answer_verdict([r["verdict"] for r in out]),

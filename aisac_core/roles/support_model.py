@@ -12,7 +12,11 @@ VeriSci pipeline does both steps with RoBERTa-large; here both are logistic regr
   sentence frequency inside the passage, Jaccard, rapidfuzz's token-set and partial ratios), number overlap;
 - negation, hedging, "no effect" and direction-of-effect cues (increase / decrease words) of claim and
   sentence, and whether they disagree;
-- the sentence's place in the passage and its section label in a structured abstract ("RESULTS", "CONCLUSIONS").
+- the sentence's place in the passage and its section label in a structured abstract ("RESULTS", "CONCLUSIONS");
+- pairwise claim x sentence features for contradiction: whether the claim states no effect
+  and whether claim and sentence differ in it, and the direction disagreement / agreement, negation-parity and
+  no-effect disagreements and the cosine each multiplied by the sentence's idf-weighted coverage of the claim (a
+  disagreement counts as much as the sentence is about the claim's terms).
 
 Three models: **rationale** (is this sentence a rationale of the claim?), then, on the passage's vector (its best
 rationale probabilities and the features of its most likely rationale sentences, :func:`passage_vector`),
@@ -22,7 +26,9 @@ fitted on). The verdict (:func:`decide`):
 ``supports`` when P(support) >= the ``supported`` threshold, ``contradicts`` when P(contradict) >= the
 ``contradicts`` threshold, else ``does not address`` (``uncertain`` set when either probability is at least
 :data:`UNCERTAIN_FLOOR`: the passage is on the claim, the judge cannot say which way). Both thresholds were chosen on
-the validation claims for high precision; their values, the figures and the training data's hash are in the model
+the validation claims for high precision; a third, ``relevant``, is the rationale probability below which a passage
+does not bear on a claim (or a question: the evaluator's abstention) at all; their values, the figures and the
+training data's hash are in the model
 file (``models/support_scifact.json``), whose sha256 (:func:`model_sha256`) is reported with every verdict.
 """
 
@@ -122,6 +128,15 @@ FEATURES = (
     "claim_log_words",
     "claim_hedges",
     "sentence_no_effect",
+    # pairwise (claim x sentence) features for contradiction: a disagreement counts in proportion to how much of
+    # the claim the sentence is about (the idf-weighted coverage)
+    "claim_no_effect",
+    "no_effect_differs",
+    "direction_differs_on_topic",
+    "direction_agrees_on_topic",
+    "negation_differs_on_topic",
+    "no_effect_differs_on_topic",
+    "cosine_on_topic",
 )
 
 Vector = Sequence[float]
@@ -182,6 +197,7 @@ def passage_features(
     c_words = [w for w in _WORD.findall(claim.lower()) if w not in _STOP]
     c_bigrams = {(a[:6], b[:6]) for a, b in zip(c_words, c_words[1:])}
     c_low = claim.lower()
+    c_no_effect = bool(_NO_EFFECT.search(claim))
     rows = np.zeros((n, len(FEATURES)), dtype=np.float64)
     for i, sent in enumerate(sentences):
         st = s_stems[i]
@@ -189,6 +205,9 @@ def passage_features(
         s_neg = _count(_NEGATION, sent)
         s_up, s_down = _direction(sent)
         neighbours = [cos[j] for j in (i - 1, i + 1) if 0 <= j < n]
+        s_no_effect = bool(_NO_EFFECT.search(sent))
+        on_topic = sum(idf[t] for t in shared) / idf_total if idf_total > 0 else 0.0
+        differs = bool((c_up and s_down and not s_up) or (c_down and s_up and not s_down))
         rows[i] = (
             cos[i],
             cos[i] - best,
@@ -196,7 +215,7 @@ def passage_features(
             rank[i] / max(n - 1, 1),
             max(neighbours) if neighbours else 0.0,
             len(shared) / len(c_stems) if c_stems else 0.0,
-            sum(idf[t] for t in shared) / idf_total if idf_total > 0 else 0.0,
+            on_topic,
             len(shared) / len(c_stems | st) if c_stems | st else 0.0,
             float(bool(c_nums)),
             len(c_nums & set(_NUM.findall(sent))) / len(c_nums) if c_nums else 0.0,
@@ -209,7 +228,7 @@ def passage_features(
             c_down,
             s_up,
             s_down,
-            float((c_up and s_down and not s_up) or (c_down and s_up and not s_down)),
+            float(differs),
             float((c_up and s_up) or (c_down and s_down)),
             i / max(n - 1, 1),
             float(i == n - 1),
@@ -223,7 +242,14 @@ def passage_features(
             len(c_bigrams & _bigrams(sent)) / len(c_bigrams) if c_bigrams else 0.0,
             math.log1p(len(c_words)),
             min(_count(_HEDGE, claim), 2),
-            float(bool(_NO_EFFECT.search(sent))),
+            float(s_no_effect),
+            float(c_no_effect),
+            float(c_no_effect != s_no_effect),
+            float(differs) * on_topic,
+            float((c_up and s_up) or (c_down and s_down)) * on_topic,
+            float((c_neg % 2) != (s_neg % 2)) * on_topic,
+            float(c_no_effect != s_no_effect) * on_topic,
+            cos[i] * on_topic,
         )
     return rows
 
@@ -252,7 +278,7 @@ class SupportModel:
                 name: (np.asarray(v["x"], dtype=np.float64), np.asarray(v["y"], dtype=np.float64))
                 for name, v in data["isotonic"].items()
             }
-            for key in ("supported", "contradicts", "rationale"):
+            for key in ("supported", "contradicts", "rationale", "relevant"):
                 _ = self.thresholds[key]
             for key in ("rationale", "support", "contradict"):
                 _ = self._iso[key]
