@@ -288,7 +288,10 @@ def load_csv(
             full = [[] for _ in full[:preamble]] + full[preamble:]
         st = classify(full if full is not None else grid)
         decision = csv_decision(st, t)
-        t, rows, groups = apply_decision(decision, grid, t, full, detect_table)
+        try:
+            t, rows, groups = apply_decision(decision, grid, t, full, detect_table)
+        except ValueError as exc:
+            raise _parse_error(path, delim, enc, exc) from exc
     try:
         if decision is not None and rows is not None:
             body = frame_of_rows(rows)

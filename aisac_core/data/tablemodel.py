@@ -194,7 +194,12 @@ def apply_decision(
     detect: Callable[..., dict[str, Any]],
 ) -> tuple[dict[str, Any], list[list[str]] | None, list[str | None] | None]:
     """The table reading (``detect``: :func:`aisac_core.data.loaders.detect_table`, and its result) and, when the file was parsed whole, the body rows, for a
-    decision of :func:`aisac_core.data.tablemodel.csv_decision`."""
+    decision of :func:`aisac_core.data.tablemodel.csv_decision`.
+
+    Raises:
+        ValueError: a body record has values in more fields than the first body record (pandas' message, "Expected
+            N fields in line L, saw M"): a ragged top is a preamble, a ragged body is a malformed file, never padded.
+    """
     rd = decision["reading"]
     if decision["mode"] == "model" and not decision["agree"]:
         start = rd["header"][0] if rd["header"] else rd["body"][0]
@@ -212,6 +217,7 @@ def apply_decision(
     rows: list[list[str]] = []
     groups: list[str | None] = []
     current: str | None = None
+    width = 0  # fields of the first body record: a later record with values past it is an error, as in read_csv
     for i, r in enumerate(full):
         if not t["data_start"] <= i <= last or lab.get(i) in ("notes", "metadata"):
             continue
@@ -219,6 +225,11 @@ def apply_decision(
         if lab.get(i) == "group" and len(cells) == 1:
             current = cells[0]
             continue
+        if cells and not width:
+            width = len(r)
+        elif width and len(r) > width and any(v.strip() for v in r[width:]):
+            # pandas' own wording, so the loader's parse-error message names the line the same way
+            raise ValueError(f"Expected {width} fields in line {i + 1}, saw {len(r)}")
         rows.append(r)
         groups.append(current if cells else None)  # an empty record stays empty (dropped with the others)
     return t, rows, (groups if any(g is not None for g in groups) else None)
