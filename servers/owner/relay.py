@@ -371,7 +371,12 @@ class StdioRelay:
                 self._error(msg, str(exc))
                 return
             except (httpx.TransportError, anyio.EndOfStream, anyio.ClosedResourceError) as exc:
-                log.warning("call cut: the owner process stopped (%s)", type(exc).__name__)
+                log.warning(
+                    "call cut: the owner process stopped (%s) during %s id=%s",
+                    type(exc).__name__,
+                    msg.get("method"),
+                    msg.get("id"),
+                )
                 self._stamp = None  # check the owner again before the next request
                 self._cut = True
                 self._error(msg, OWNER_STOPPED)
