@@ -26,7 +26,6 @@ Formatting (bold, merges, fonts) is not among the features: the annotated tables
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import json
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from aisac_core.calibration import isotonic
 from aisac_core.data.errors import DataError
 from aisac_core.data.forest import Forest
 
@@ -558,15 +558,7 @@ def calibrate(scores: tuple[float, float], meta: dict[str, Any]) -> float:
     ``1 / (1 + exp(-(a * score + b * log(lowest) + c)))`` with ``meta["platt"] = (a, b, c)`` (J. Platt 1999)."""
     iso = meta.get("isotonic")
     if iso:
-        xs, ys = iso["x"], iso["y"]
-        x = scores[0]
-        if x <= xs[0]:
-            return float(ys[0])
-        if x >= xs[-1]:
-            return float(ys[-1])
-        k = bisect.bisect_right(xs, x)
-        x0, x1, y0, y1 = xs[k - 1], xs[k], ys[k - 1], ys[k]
-        return float(y0 + (y1 - y0) * (x - x0) / (x1 - x0)) if x1 > x0 else float(y1)
+        return isotonic(scores[0], iso["x"], iso["y"])
     a, b, c = meta["platt"]
     z = a * scores[0] + b * math.log(max(scores[1], 1e-9)) + c
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))

@@ -20,7 +20,6 @@ whole author list is. Figures and the reliability table: docs/rag.md, "Header mo
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import json
@@ -32,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+from aisac_core.calibration import isotonic
 
 #: the labels the model gives (GROBID's header labels, the rare ones folded into ``other``)
 LABELS = ("title", "author", "affiliation", "address", "email", "abstract", "keyword", "pubnum", "other")
@@ -483,16 +484,7 @@ def calibrate(raw: float, cal: dict[str, Any]) -> float:
     """The calibrated probability of a raw score: piecewise linear between the isotonic breakpoints
     ``cal["isotonic"] = {x, y}`` (clipped at both ends), or Platt's sigmoid ``cal["platt"] = [a, b]``."""
     if "isotonic" in cal:
-        xs, ys = cal["isotonic"]["x"], cal["isotonic"]["y"]
-        if not xs:
-            return 0.0
-        if raw <= xs[0]:
-            return float(ys[0])
-        if raw >= xs[-1]:
-            return float(ys[-1])
-        j = bisect.bisect_right(xs, raw)
-        x0, x1, y0, y1 = xs[j - 1], xs[j], ys[j - 1], ys[j]
-        return float(y0 + (y1 - y0) * (raw - x0) / (x1 - x0)) if x1 > x0 else float(y1)
+        return isotonic(raw, cal["isotonic"]["x"], cal["isotonic"]["y"])
     return platt(raw, *cal["platt"])
 
 
