@@ -238,16 +238,16 @@ class AppContext:
                     vs = open_vector_store(
                         self.settings.vector_kind, root=self.settings.vectors_dir, settings=self.settings
                     )
-                try:
+                try:  # a store that fails to open lets go of its folder lock, so the next call may open it
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
                     vs.ensure_collection(DIALOGUE, self.embedder.dim)
+                    if recreated:
+                        from aisac_core.rag.indexer import mark_all_stale
+
+                        mark_all_stale(self.engine)
                 except Exception:
                     vs.close()
                     raise
-                if recreated:
-                    from aisac_core.rag.indexer import mark_all_stale
-
-                    mark_all_stale(self.engine)
                 self._vectors = vs
             return self._vectors
 

@@ -578,7 +578,7 @@ def test_corrupt_store_opened_from_two_threads_never_deadlocks(settings) -> None
             start.wait()
             try:
                 fn()
-            except StoreError as exc:
+            except BaseException as exc:  # noqa: BLE001 - any other error (a vector folder lock left held) fails below
                 errors.append(exc)
 
         threads = [
@@ -592,4 +592,4 @@ def test_corrupt_store_opened_from_two_threads_never_deadlocks(settings) -> None
             t.join(20)
         assert not any(t.is_alive() for t in threads), "opening a corrupt store from two threads deadlocked"
         core.close()
-    assert errors and all("move it aside" in str(e) for e in errors)
+    assert errors and all(isinstance(e, StoreError) and "move it aside" in str(e) for e in errors), errors

@@ -44,7 +44,7 @@ def sqlite_listeners(engine: Engine, *, read_only: bool = False) -> None:
         if read_only:
             cur.execute("PRAGMA query_only=ON")
         else:
-            cur.execute("PRAGMA journal_mode=WAL")
+            _set_wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
@@ -52,6 +52,33 @@ def sqlite_listeners(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def _set_wal(cur: Any, *, timeout: float = 30.0) -> None:
+    """Put the database of ``cur`` in WAL mode (persistent: a store already in it is left alone).
+
+    Switching a new database to WAL needs an exclusive lock, and SQLite answers ``SQLITE_BUSY`` at once, without
+    calling the busy handler, when another connection is switching it or reading it at that moment
+    (https://www.sqlite.org/wal.html, "Activating And Configuring WAL Mode"; seen when several processes open a new
+    store together). So the switch is retried for up to ``timeout`` seconds (the ``busy_timeout`` above), with
+    backoff from 1 ms to 50 ms; after that the ``database is locked`` error goes to the caller."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            mode = cur.execute("PRAGMA journal_mode").fetchone()
+            if mode and str(mode[0]).lower() == "wal":
+                return
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def make_engine(url: str) -> Engine:
