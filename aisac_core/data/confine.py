@@ -9,12 +9,15 @@ second wall; without bubblewrap they are the wall):
   ``execveat``), sockets, namespaces, mounts, ``ptrace`` and cross-process memory access fail with ``EPERM``;
   ``clone3`` fails with ``ENOSYS`` so glibc creates threads with ``clone`` (whose flags a filter can read).
   It also refuses, outright, what a cell has no need of and what reaches past the session: changing a file's mode,
-  owner or times (``chmod``/``fchmod*``/``chown*``/``utime*``), memory outside the address-space limit
+  owner or times (``chmod``/``fchmod*``/``chown*``/``utime*``), its inode flags (``ioctl`` ``FS_IOC_SETFLAGS``,
+  ``FS_IOC_FSSETXATTR``, ``file_setattr``), watching files (``inotify_*``, ``fanotify_*``), memory outside the address-space limit
   (``memfd_create``, ``memfd_secret``, System V and POSIX shared memory / queues), interval timers (``alarm``,
   ``setitimer``, ``timer_create``: nothing may fire after a run), device nodes (``mknod*``), file handles,
   priorities and NUMA placement of others; and it lets ``kill``/``tgkill``/``rt_*sigqueueinfo`` reach only the
   worker's own pid and ``prlimit64``/``sched_setaffinity`` only the worker itself (pid 0 or its own pid).
-  Calls of another ABI (x32, i386 on x86-64) fail too. Unlike ``RLIMIT_NPROC`` this also binds a worker whose
+  Extended attributes, every variant, fail with ``EOPNOTSUPP`` (an ACL in ``system.posix_acl_access`` changes
+  effective permissions). Calls of another ABI (x32, i386 on x86-64) fail too. The audit of the whole system-call
+  table behind these lists is in docs/data.md ("System calls: the audit"). Unlike ``RLIMIT_NPROC`` this also binds a worker whose
   user is root, and unlike a PEP 578 audit hook it also binds C code (``_posixsubprocess.fork_exec``).
 - **Landlock** (``landlock(7)``, ABI 1-7): the worker may read (and map, execute) only the Python installation,
   the system libraries and a few named files, and may write only inside its session directory; from ABI 6 on it
@@ -130,6 +133,21 @@ _DENY = {
         "clock_adjtime": 305,
         "syslog": 103,
         "vhangup": 153,
+        # mounts through the new mount API, namespaces of others (listns, Linux 6.18)
+        "fsconfig": 431,
+        "fspick": 433,
+        "open_tree_attr": 467,
+        "listns": 470,
+        "quotactl_fd": 443,
+        "uselib": 134,
+        # watching files and folders: inotify names the entries of a folder a cell may not list
+        "inotify_init": 253,
+        "inotify_init1": 294,
+        "inotify_add_watch": 254,
+        "inotify_rm_watch": 255,
+        "fanotify_mark": 301,
+        # a file's flags and project attributes by path (file_setattr, Linux 6.17)
+        "file_setattr": 469,
     },
     "aarch64": {
         "execve": 221,
@@ -206,7 +224,73 @@ _DENY = {
         "clock_adjtime": 266,
         "syslog": 116,
         "vhangup": 58,
+        "fsconfig": 431,
+        "fspick": 433,
+        "open_tree_attr": 467,
+        "listns": 470,
+        "quotactl_fd": 443,
+        "inotify_init1": 26,
+        "inotify_add_watch": 27,
+        "inotify_rm_watch": 28,
+        "fanotify_mark": 263,
+        "file_setattr": 469,
     },
+}
+#: extended attributes, every variant (by path, link, descriptor, and the ``*xattrat`` calls of Linux 6.13): they
+#: fail with ``EOPNOTSUPP``, as on a file system without xattrs, so that libraries that copy them (``shutil.copy2``)
+#: carry on. ``system.posix_acl_access`` is an ACL that changes a file's effective permissions (and its mode bits),
+#: and neither the mode calls above nor Landlock cover it (through it a data dir became 0755); reading
+#: is refused too (a cell has no use for another file's labels or ACLs).
+_XATTR = {
+    "x86_64": {
+        "setxattr": 188,
+        "lsetxattr": 189,
+        "fsetxattr": 190,
+        "getxattr": 191,
+        "lgetxattr": 192,
+        "fgetxattr": 193,
+        "listxattr": 194,
+        "llistxattr": 195,
+        "flistxattr": 196,
+        "removexattr": 197,
+        "lremovexattr": 198,
+        "fremovexattr": 199,
+        "setxattrat": 463,
+        "getxattrat": 464,
+        "listxattrat": 465,
+        "removexattrat": 466,
+    },
+    "aarch64": {
+        "setxattr": 5,
+        "lsetxattr": 6,
+        "fsetxattr": 7,
+        "getxattr": 8,
+        "lgetxattr": 9,
+        "fgetxattr": 10,
+        "listxattr": 11,
+        "llistxattr": 12,
+        "flistxattr": 13,
+        "removexattr": 14,
+        "lremovexattr": 15,
+        "fremovexattr": 16,
+        "setxattrat": 463,
+        "getxattrat": 464,
+        "listxattrat": 465,
+        "removexattrat": 466,
+    },
+}
+_IOCTL = {"x86_64": 16, "aarch64": 29}
+#: ``ioctl`` requests refused with EPERM (the kernel compares the request as a 32-bit number): a file's inode flags
+#: (``FS_IOC_SETFLAGS``, ``chattr``: append-only, immutable, no-dump...), its extended flags and project id
+#: (``FS_IOC_FSSETXATTR``), its generation (``FS_IOC_SETVERSION``), each also in its 32-bit spelling, and pushing
+#: input into a terminal (``TIOCSTI``). ``linux/fs.h``, ``asm-generic/ioctls.h``.
+DENIED_IOCTLS = {
+    "FS_IOC_SETFLAGS": 0x40086602,
+    "FS_IOC32_SETFLAGS": 0x40046602,
+    "FS_IOC_FSSETXATTR": 0x401C5820,
+    "FS_IOC_SETVERSION": 0x40087602,
+    "FS_IOC32_SETVERSION": 0x40047602,
+    "TIOCSTI": 0x5412,
 }
 #: system calls allowed only on the worker itself: the pid argument (args[0]) must be the worker's own pid
 #: (``kill``, ``tgkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``) or also 0, "this process" (``prlimit64``,
@@ -232,7 +316,7 @@ _SELF_ONLY = {
 _CLONE = {"x86_64": 56, "aarch64": 220}
 _CLONE3 = 435
 _CLONE_THREAD = 0x00010000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _ENOSYS, _EOPNOTSUPP = 1, 38, 95
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 # BPF opcodes (linux/filter.h): LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, JMP|JSET|K, RET|K
 _LD, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -262,6 +346,15 @@ def seccomp_program(machine: str | None = None, pid: int | None = None) -> bytes
         prog += [_insn(_JGE, 0x40000000, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
     for nr in deny:
         prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, _RET_ERRNO | _EPERM)]
+    for nr in sorted(_XATTR[machine].values()):
+        prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, _RET_ERRNO | _EOPNOTSUPP)]
+    # ioctl: the request is args[1]; its low 32 bits (offset 24, little endian) are what the kernel compares
+    reqs = sorted(DENIED_IOCTLS.values())
+    block = [_insn(_LD, 24)]
+    for i, req in enumerate(reqs):
+        block.append(_insn(_JEQ, req, len(reqs) - i, 0))  # to the EPERM return below
+    block += [_insn(_RET, _RET_ALLOW), _insn(_RET, _RET_ERRNO | _EPERM)]
+    prog += [_insn(_JEQ, _IOCTL[machine], 0, len(block)), *block]
     for nr, zero_ok in _SELF_ONLY[machine].values():
         # pid_t is 32 bits: the kernel reads only the low word of args[0] (offset 16, little endian)
         block = [_insn(_LD, 16), _insn(_JEQ, me & 0xFFFFFFFF, 1 + int(zero_ok), 0)]

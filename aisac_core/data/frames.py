@@ -26,6 +26,7 @@ from sqlmodel import Session, col, select
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
 from aisac_core.data.loaders import MAX_COLUMNS, MAX_HEADER_ROWS, WIDE_COLUMNS, arrow_safe
+from aisac_core.data.names import check_variable
 from aisac_core.data.query import AGG_FUNCS, aggregate_frame, check_columns, check_query, metric_spec, select_rows
 from aisac_core.data.readers import read_table, table_loader_for
 from aisac_core.data.results import (
@@ -60,7 +61,7 @@ TableLoader = Callable[[Path], Any]
 CACHE_FRAMES = 16
 #: columns a frame summary lists by name (the count is always complete; a note says when the list is cut)
 SUMMARY_COLUMNS = 100
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # matched whole (fullmatch)
 
 
 def _json_rows(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -118,7 +119,7 @@ class FrameRegistry:
 
     # -- helpers
     def _check_name(self, name: str) -> str:
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise DataError(
                 f"frame name {name!r} is invalid: 1-128 letters, digits, '_', '.', ':' or '-', starting "
                 "with a letter or digit"
@@ -497,8 +498,9 @@ class FrameRegistry:
         """Copy a frame into a code session as a pandas DataFrame variable (default: the frame name made an
         identifier). Result: ``{name, session, variable, shape, path}`` (the Parquet copy inside the session dir)."""
         df = self.frame(name)
-        var = variable or re.sub(r"\W", "_", name).lstrip("_0123456789") or "df"
+        var = variable or re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_0123456789")[:64] or "df"
         sb = self._sandbox()
+        check_variable(var)  # before anything is written: the variable names the Parquet copy
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
         path = sb.write_input(session, f"{var}.parquet", buf.getvalue())  # no link a cell planted is followed

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -69,6 +68,7 @@ from aisac_core.data.isolation import (
     worker_env,
 )
 from aisac_core.data.mplcache import FontLists
+from aisac_core.data.names import check_input_name, check_session_name, check_variable
 from aisac_core.data.replies import after_run, finish, stored_images, sync
 from aisac_core.data.results import CloseResult, CodeRun, ResetResult, SessionInfo, SessionListResult, VariablesResult
 from aisac_core.hashing import sha256_bytes
@@ -108,7 +108,6 @@ DEFAULT_ALLOWED_IMPORTS = (
     "time",
     "calendar",
 )
-SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_CODE_CHARS = 1_000_000
 MAX_TIMEOUT_S = 3600.0
 START_TIMEOUT_S = 60.0
@@ -202,11 +201,7 @@ class SandboxManager:
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _session(self, name: str, create: bool) -> Session:
-        if not isinstance(name, str) or not SESSION_RE.match(name):
-            raise SandboxError(
-                f"session name {name!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit (e.g. 'analysis-1')"
-            )
+        check_session_name(name)
         with self._lock:
             s = self._sessions.get(name)
             if s is None:
@@ -614,8 +609,7 @@ class SandboxManager:
 
     def load_frame(self, session: str, var: str, parquet: Path) -> dict[str, Any]:
         """Load the Parquet file ``parquet`` (inside the session dir) into variable ``var`` of ``session``."""
-        if not var.isidentifier() or var.startswith("_"):
-            raise SandboxError(f"variable name {var!r} is not a Python identifier (or starts with '_')")
+        check_variable(var)
         reply = self._call(session, {"op": "load_frame", "var": var, "path": str(parquet)})
         if not reply.get("ok"):
             raise SandboxError(f"cannot load the frame into session {session!r}: {reply.get('error')}")
@@ -625,6 +619,7 @@ class SandboxManager:
         """Write ``data`` as ``inputs/<name>`` in the folder of ``session`` (created with the session) without
         following any link a cell planted there (:func:`aisac_core.data.sessionfs.write_file`). Returns the path.
         Raises SandboxError for a bad session or file name."""
+        check_input_name(name)
         s = self._session(session, create=True)
         path = sessionfs.write_file(s.dir, f"inputs/{name}", data)
         w = s.worker

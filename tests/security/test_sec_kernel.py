@@ -17,6 +17,7 @@ import os
 import platform
 import resource
 import signal
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -170,6 +171,118 @@ def test_no_mode_change_inside_the_session_either(box: SandboxManager) -> None:
         )
     )
     assert out == ["refused 1", "refused 1"], out
+
+
+# -- files: extended attributes, inode flags, watches (issue 38) ---------------------------------------------
+#: a POSIX ACL (``system.posix_acl_access``, the xattr format of ``linux/posix_acl_xattr.h``: version 2, then
+#: tag/permission/id entries) that grants everyone read and execute: setting it changes the file's mode bits
+ACL = struct.pack("<I", 2) + b"".join(
+    struct.pack("<HHI", tag, perm, 0xFFFFFFFF) for tag, perm in ((0x01, 7), (0x04, 5), (0x20, 5))
+)
+#: a raw system call that reports its errno (x86-64 numbers)
+RAW = """
+def raw(nr, *a):
+    r = libc.syscall(ctypes.c_long(nr), *a)
+    return f'refused {ctypes.get_errno()}' if r < 0 else f'done {r}'
+"""
+
+
+def test_no_extended_attribute_change_of_the_store_or_outside(box: SandboxManager) -> None:
+    """Issue 38: ``setxattr(path, "system.posix_acl_access", ...)`` made the data dir 0755 and ``owner.json`` 0644
+    through the owner (isolation ``none``, ``unshare``), Python guards on or off. Every xattr call, by path, link,
+    descriptor and the ``*xattrat`` calls of Linux 6.13, fails with EOPNOTSUPP - on the store, outside, and in the
+    session folder alike."""
+    data, canary = box.test_data, box.test_canary  # type: ignore[attr-defined]
+    box.run("xattr", "open('mine.txt', 'w').write('x')")
+    targets = [data, data / "owner.json", data / "aisac.db", canary, canary / "victim.txt", box.root]
+    before = snapshot(targets), [sorted(os.listxattr(t)) for t in targets]
+    code = (
+        RAW
+        + f"targets = {[str(p) for p in targets] + ['mine.txt']!r}\nacl = {ACL!r}\nout = []\n"
+        + (
+            "args = ctypes.create_string_buffer(16)\n"  # struct xattr_args {u64 value; u32 size; u32 flags}
+            "for t in targets:\n"
+            "    out.append(attempt(os_.setxattr, t, 'system.posix_acl_access', acl))\n"
+            "    out.append(attempt(os_.setxattr, t, 'system.posix_acl_default', acl))\n"
+            "    out.append(attempt(os_.setxattr, t, 'user.aisac', b'x'))\n"
+            "    out.append(attempt(lambda: os_.setxattr(t, 'user.aisac', b'x', 0, follow_symlinks=False)))\n"  # lsetxattr
+            "    out.append(attempt(os_.removexattr, t, 'system.posix_acl_access'))\n"
+            "    out.append(attempt(lambda: os_.removexattr(t, 'user.aisac', follow_symlinks=False)))\n"
+            "    out.append(attempt(os_.getxattr, t, 'system.posix_acl_access'))\n"
+            "    out.append(attempt(os_.listxattr, t))\n"
+            "    b = t.encode()\n"
+            "    out.append(raw(188, b, b'system.posix_acl_access', acl, len(acl), 0))\n"  # setxattr
+            "    out.append(raw(189, b, b'user.aisac', b'x', 1, 0))\n"  # lsetxattr
+            "    out.append(raw(197, b, b'system.posix_acl_access'))\n"  # removexattr
+            "    out.append(raw(463, -100, b, 0, b'user.aisac', args, 16))\n"  # setxattrat (Linux 6.13)
+            "    out.append(raw(466, -100, b, 0, b'user.aisac'))\n"  # removexattrat
+            "    out.append(raw(464, -100, b, 0, b'user.aisac', args, 16))\n"  # getxattrat
+            "    out.append(raw(465, -100, b, 0, None, 0))\n"  # listxattrat
+            "    for flags in (os_.O_PATH, os_.O_RDONLY):\n"
+            "        try:\n"
+            "            fd = os_.open(t, flags)\n"
+            "        except OSError as e:\n"
+            "            out.append(f'refused {e.errno}')\n"
+            "            continue\n"
+            "        out.append(raw(190, fd, b'system.posix_acl_access', acl, len(acl), 0))\n"  # fsetxattr
+            "        out.append(raw(199, fd, b'user.aisac'))\n"  # fremovexattr
+            "        out.append(raw(196, fd, None, 0))\n"  # flistxattr
+            "        os_.close(fd)\n"
+            "print(mods['json'].dumps(out))\n"
+        )
+    )
+    out = result(attack(box, "xattr", code))
+    assert isinstance(out, list) and len(out) > 100
+    assert all(o == "refused 95" or o in ("refused 13", "refused 2") for o in out), out  # EOPNOTSUPP (EACCES,
+    assert out.count("refused 95") > 100, out  # ENOENT: the file cannot even be opened there)
+    assert (snapshot(targets), [sorted(os.listxattr(t)) for t in targets]) == before
+    assert oct(os.stat(data).st_mode & 0o777) == "0o700"
+    alive(box, "xattr")
+
+
+def test_libraries_that_copy_extended_attributes_carry_on(box: SandboxManager) -> None:
+    """EOPNOTSUPP reads as "this file system has no xattrs": the standard library's copier of extended attributes
+    (``shutil._copyxattr``, called by ``copystat``/``copy2``) returns quietly instead of raising."""
+    r = attack(
+        box,
+        "xattr-copy",
+        "open('a.txt', 'w').write('kept')\nimp('shutil').copyfile('a.txt', 'b.txt')\n"
+        "getattr(imp('shutil'), '_copyxattr')('a.txt', 'b.txt')\nprint(open('b.txt').read())\n",
+    )
+    assert r["ok"] and r["stdout"].strip() == "kept", r
+
+
+def test_no_inode_flags_and_no_watches(box: SandboxManager) -> None:
+    """``chattr`` through ``ioctl`` (``FS_IOC_SETFLAGS``, ``FS_IOC_FSSETXATTR``), ``file_setattr`` (Linux 6.17)
+    and every inotify/fanotify call are refused; an inotify watch on the data dir and the sessions folder showed the
+    names of other sessions and documents (issue 38; ``unshare``, ``none``). Other ioctls still work."""
+    data = box.test_data  # type: ignore[attr-defined]
+    code = (
+        RAW
+        + f"watch = {[str(data), str(box.root)]!r}\n"
+        + (
+            "open('mine.txt', 'w').write('x' * 10)\n"
+            "fd = os_.open('mine.txt', os_.O_RDONLY)\n"
+            "flag = ctypes.c_long(0x40)\n"  # FS_NODUMP_FL
+            "fsx = ctypes.create_string_buffer(28)\n"  # struct fsxattr
+            "out = [raw(16, fd, 0x40086602, ctypes.byref(flag)), raw(16, fd, 0x40046602, ctypes.byref(flag)),\n"
+            "       raw(16, fd, 0x401C5820, fsx), raw(16, fd, 0x40087602, ctypes.byref(flag))]\n"
+            "n = ctypes.c_int(-1)\n"
+            "ok = raw(16, fd, 0x541B, ctypes.byref(n))\n"  # FIONREAD: an ordinary ioctl, still allowed
+            "os_.close(fd)\n"
+            "out.append(raw(469, -100, b'mine.txt', fsx, 24, 0))\n"  # file_setattr
+            "out += [raw(253), raw(294, 0), raw(300, 0, 0)]\n"  # inotify_init, inotify_init1, fanotify_init
+            "for w in watch:\n"
+            "    out.append(raw(254, 3, w.encode(), 0x100 | 0x200))\n"  # inotify_add_watch(IN_CREATE | IN_DELETE)
+            "    out.append(raw(301, 3, 1, 0x100, -100, w.encode()))\n"  # fanotify_mark
+            "out.append(raw(255, 3, 1))\n"  # inotify_rm_watch
+            "print(mods['json'].dumps([out, ok, n.value]))\n"
+        )
+    )
+    out, ok, avail = result(attack(box, "watch", code))  # type: ignore[misc]
+    assert out == ["refused 1"] * len(out) and len(out) == 13, out
+    assert ok == "done 0" and avail == 10, (ok, avail)
+    alive(box, "watch")
 
 
 # -- other processes ----------------------------------------------------------------------------------------

@@ -123,3 +123,96 @@ def test_proxy_forwards_dashboard_paths_unchanged():
     assert forward_path("/dashboard") == "/dashboard" and forward_path("/dashboard/") == "/dashboard/"
     assert forward_path("/dashboard/run/run-1/event/3") == "/dashboard/run/run-1/event/3"
     assert forward_path("/dashboard/a b") == "/dashboard/a%20b"
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children's share is not counted: ``VmRSS`` of ``/proc/<pid>/status``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _upload(port: int, head: bytes, total: int, chunked: bool) -> tuple[bytes, float, int]:
+    """Send ``head`` and then up to ``total`` body bytes (1 MB writes; as HTTP/1.1 chunks when ``chunked``) like a
+    client that keeps uploading until the server answers or closes. Returns (answer, seconds to it, bytes sent)."""
+    import select
+
+    c = socket.create_connection(("127.0.0.1", port))
+    try:
+        c.sendall(head)
+        piece = b"x" * (1 << 20)
+        if chunked:
+            piece = b"%x\r\n" % len(piece) + piece + b"\r\n"
+        answer, sent, t0 = b"", 0, time.monotonic()
+        while sent < total and time.monotonic() - t0 < 60:
+            readable, writable, _ = select.select([c], [c], [], 1.0)
+            if readable:
+                data = c.recv(65536)
+                if not data:
+                    break
+                answer += data
+            if writable:
+                try:
+                    sent += c.send(piece)
+                except OSError:  # the server closed the connection: the upload ends here
+                    break
+        dt = time.monotonic() - t0
+        try:
+            c.settimeout(5)
+            while b"\r\n\r\n" not in answer and (data := c.recv(65536)):
+                answer += data
+        except OSError:
+            pass
+        return answer, dt, sent
+    finally:
+        c.close()
+
+
+def test_oversized_bodies_are_refused_before_reading_and_memory_stays_flat(tmp_path, models_dir):
+    """Issue 38: a 200 MB POST with ``Content-Length`` got its 413 only after 9-13 s and the server grew by
+    230-300 MB. A declared length over the limit is refused before a byte is read, and the answer closes the
+    connection, so the rest of the body is never read: the client's upload ends at once. Chunked bodies are cut at
+    the limit the same way."""
+    store = tmp_path / "store"
+    make_settings(store, models_dir)
+    port = _port()
+    token = "t" * 43
+    proc = subprocess.Popen(
+        [AISAC, "serve", "--transport", "http", "--port", str(port), "--no-owner"],
+        env={**_env(store), "AISAC_HTTP_TOKEN": token},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        base = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        )
+        size = 200 * 2**20
+        before = _rss_mb(proc.pid)
+        for chunked in (False, True):
+            framing = "Transfer-Encoding: chunked\r\n" if chunked else f"Content-Length: {size}\r\n"
+            answer, seconds, sent = _upload(port, (base + framing + "\r\n").encode(), size, chunked)
+            assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+            assert b"AISAC_MAX_REQUEST_BYTES" in answer and b"connection: close" in answer.lower()
+            assert seconds < 5, seconds
+            assert sent < 64 * 2**20, f"the server read {sent >> 20} MB of an oversized body before closing"
+        assert _rss_mb(proc.pid) - before < 40, (before, _rss_mb(proc.pid))
+        # a request within the limit still works on a fresh connection
+        r = httpx.post(
+            f"http://127.0.0.1:{port}/mcp",
+            json=INIT,
+            headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
+        assert r.status_code == 200
+    finally:
+        stop_process(proc)

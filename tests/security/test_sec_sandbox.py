@@ -380,9 +380,27 @@ def test_session_folders_are_private(box: SandboxManager) -> None:
 def test_session_name_cannot_escape(box: SandboxManager) -> None:
     from aisac_core.data.errors import SandboxError
 
-    for name in ("../x", ".state", "/etc", "a/b", "", "x" * 100, "a\x00b"):
-        with pytest.raises(SandboxError):
+    for name in ("../x", ".state", "/etc", "a/b", "", "x" * 100, "a\x00b", "s1\n", "s1\r", "s1\n\n", "\ns1", "sé"):
+        with pytest.raises(SandboxError, match="session name"):
             box.run(name, "1")
+    # issue 38: 's1\n' passed ``re.match`` with '$' (which allows a trailing newline) and made a folder named so
+    box.session_dir("named")  # the sessions folder exists: what a bad name would have made is visible
+    assert not [p.name for p in box.root.iterdir() if not p.name.isascii() or not p.name.isprintable()]
+
+
+def test_identifiers_that_become_file_names_are_matched_whole(box: SandboxManager) -> None:
+    """The variable a frame is loaded into names its Parquet copy, and ``write_input`` writes the name it is given:
+    both are matched whole against closed ASCII sets (no newline, no '/', no non-ASCII letter)."""
+    from aisac_core.data.errors import SandboxError
+
+    for var in ("df\n", "d/f", "dé", "_df", "1df", "", "x" * 65):
+        with pytest.raises(SandboxError, match="variable name"):
+            box.load_frame("names", var, box.root / "names" / "inputs" / "x.parquet")
+    for name in ("x.parquet\n", "../x", "a/b", ".hidden", "é.parquet", ""):
+        with pytest.raises(SandboxError, match="file name"):
+            box.write_input("names", name, b"data")
+    inputs = box.root / "names" / "inputs"
+    assert not inputs.exists() or not list(inputs.iterdir())
 
 
 def test_server_survives_everything(box: SandboxManager) -> None:
