@@ -246,3 +246,51 @@ def test_every_shared_file_parses(shared_data: Path, tokenizer) -> None:  # noqa
     assert types >= {"pdf", "docx", "pptx", "xlsx", "html", "md", "jats", "latex"}
     assert any(f.name == ENCRYPTED for f in files)
     print(f"parsed {len(files)} shared files in {time.perf_counter() - t0:.1f} s")
+
+
+JATS_BODY = (
+    '<article xmlns:xlink="http://www.w3.org/1999/xlink" article-type="research-article" dtd-version="1.2">'
+    "<front><article-meta><title-group><article-title>Sparse copies of session folders</article-title>"
+    "</title-group><abstract><p>We measure allocated disk blocks.</p></abstract></article-meta></front>"
+    "<body><sec><title>Introduction</title><p>Holes stay holes when files are copied.</p></sec>"
+    "<sec><title>Methods</title><p>We used lseek with SEEK_DATA and SEEK_HOLE.</p></sec></body></article>"
+)
+DOCTYPES = {
+    "none": "",
+    "jats-publishing": '<!DOCTYPE article PUBLIC "-//NLM//DTD JATS (Z39.96) Journal Publishing DTD v1.2 20190208//EN" '
+    '"JATS-journalpublishing1.dtd">',
+    "nlm-archiving-3": '<!DOCTYPE article PUBLIC "-//NLM//DTD Journal Archiving and Interchange DTD v3.0 20080202//EN" '
+    '"archivearticle3.dtd">',
+}
+
+
+@pytest.mark.parametrize("suffix", [".xml", ".nxml"])
+@pytest.mark.parametrize("doctype", sorted(DOCTYPES))
+def test_jats_is_parsed_whatever_its_doctype(tmp_path: Path, tokenizer, suffix: str, doctype: str) -> None:  # noqa: ANN001
+    """Issue 38: ``.xml`` JATS files were refused as "File format not allowed" although the docs list JATS (docling
+    detects JATS only by a DOCTYPE naming ``JATS-journalpublishing`` or ``JATS-archive``); a JATS article without a
+    DOCTYPE, or under the NLM DTDs JATS replaced, parses into its sections."""
+    f = tmp_path / f"paper{suffix}"
+    f.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n{DOCTYPES[doctype]}\n{JATS_BODY}', encoding="utf-8")
+    doc = parse_document(f, tokenizer)
+    assert doc.file_type == "jats" and doc.title == "Sparse copies of session folders", doc.title
+    assert "SEEK_DATA" in doc.text and {c.section_covers for c in doc.chunks} >= {"introduction", "methods"}
+
+
+def test_xml_that_is_not_jats_is_a_clear_error(tmp_path: Path, tokenizer) -> None:  # noqa: ANN001
+    (tmp_path / "plot.xml").write_text('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>')
+    with pytest.raises(DocumentError, match=r"plot.xml is XML but not a JATS article \(its root element is <svg>"):
+        parse_document(tmp_path / "plot.xml", tokenizer)
+    (tmp_path / "cut.xml").write_text("<article><body><p>unclosed")
+    with pytest.raises(DocumentError, match="cut.xml is not well-formed XML"):
+        parse_document(tmp_path / "cut.xml", tokenizer)
+    (tmp_path / "secret.txt").write_text("xxe-secret-7f3a")
+    (tmp_path / "xxe.xml").write_text(
+        f'<?xml version="1.0"?><!DOCTYPE article [<!ENTITY x SYSTEM "file://{tmp_path}/secret.txt">]>'
+        "<article><body><sec><title>Intro</title><p>&x; end</p></sec></body></article>"
+    )
+    try:
+        doc = parse_document(tmp_path / "xxe.xml", tokenizer)
+    except DocumentError:
+        return
+    assert "xxe-secret-7f3a" not in doc.text  # the external entity is never resolved

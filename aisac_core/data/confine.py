@@ -512,11 +512,47 @@ def mount_tmpfs(path: str, size_bytes: int, inodes: int) -> str | None:
     return None
 
 
-def copy_tree(src: int, dst: int, depth: int = 0) -> None:
+def copy_data(src: int, dst: int) -> int:
+    """Copy the regular file open as ``src`` into the empty file open (for writing) as ``dst``, hole for hole: only
+    the data segments are written, found with ``lseek(SEEK_DATA)``/``lseek(SEEK_HOLE)`` (``lseek(2)``), at their
+    offsets, and the size is set with ``ftruncate``; a file system without those answers is copied whole. So a
+    sparse file takes on the copy the blocks it takes on the original (a file truncated to 60 MB takes none).
+    Returns the bytes written. Raises OSError (ENOSPC/EFBIG when the copy does not fit)."""
+    size = os.fstat(src).st_size
+    written = off = 0
+    while off < size:
+        try:
+            start = os.lseek(src, off, os.SEEK_DATA)
+            end = os.lseek(src, start, os.SEEK_HOLE)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data past ``off``: the rest is a hole
+                break
+            if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            start, end = off, size
+        pos = start
+        os.lseek(dst, pos, os.SEEK_SET)
+        while pos < end:
+            n = os.sendfile(dst, src, pos, min(end - pos, 1 << 24))
+            if n <= 0:
+                break
+            pos += n
+            written += n
+        off = max(end, pos)
+    os.ftruncate(dst, size)
+    return written
+
+
+def copy_tree(src: int, dst: int) -> None:
     """Copy the plain folders and regular files below directory descriptor ``src`` to ``dst`` with their times,
-    never following a link and skipping every other kind of entry (a FIFO is not opened); stops quietly when the
-    tmpfs is full (the quota) or below 64 levels. The worker fills its session tmpfs (:func:`mount_tmpfs`) with
-    it from the folder on disk."""
+    never following a link and skipping every other kind of entry (a FIFO is not opened); holes stay holes
+    (:func:`copy_data`) and hard links stay links (one copy, linked again by its path below ``dst``); stops quietly
+    when the tmpfs is full (the quota) or below 64 levels. The worker fills its session tmpfs (:func:`mount_tmpfs`)
+    with it from the folder on disk."""
+    _copy_tree(src, dst, dst, 0, {}, "")
+
+
+def _copy_tree(src: int, dst: int, top: int, depth: int, links: dict[int, str], rel: str) -> None:
     if depth > 64:
         return
     with os.scandir(src) as it:
@@ -529,23 +565,27 @@ def copy_tree(src: int, dst: int, depth: int = 0) -> None:
                 a = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=src)
                 b = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dst)
                 try:
-                    copy_tree(a, b, depth + 1)
+                    _copy_tree(a, b, top, depth + 1, links, f"{rel}{name}/")
                     os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
                 finally:
                     os.close(a)
                     os.close(b)
             elif stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1 and st.st_ino in links:  # a second name of a file copied already
+                    os.link(links[st.st_ino], name, src_dir_fd=top, dst_dir_fd=dst, follow_symlinks=False)
+                    continue
                 a = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=src)
                 try:
                     if not stat.S_ISREG(os.fstat(a).st_mode):
                         continue
                     b = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst)
                     try:
-                        while os.sendfile(b, a, None, 1 << 24) > 0:
-                            pass
+                        copy_data(a, b)
                         os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
                     finally:
                         os.close(b)
+                    if st.st_nlink > 1:
+                        links[st.st_ino] = rel + name
                 finally:
                     os.close(a)
         except OSError as exc:

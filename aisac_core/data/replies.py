@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.data import sessionfs
 from aisac_core.data.errors import SandboxError
-from aisac_core.data.isolation import Worker, kill, pause, python_paths, session_view
+from aisac_core.data.isolation import Worker, deleted_but_open, kill, pause, python_paths, session_view
 from aisac_core.data.results import CodeRun, Figure
 from aisac_core.hashing import sha256_bytes
 
@@ -43,13 +43,19 @@ def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) ->
         return None
     pause(w, wait=wait)
     view = session_view(w, s.dir, m.isolation)
+    quota = m.settings.disk_mb * 1024 * 1024
     with s.sync_lock:
         try:
-            sessionfs.mirror(view, s.dir)
+            _copied, refused = sessionfs.mirror(view, s.dir, quota)
             fs = os.statvfs(view)
         except (OSError, SandboxError):
             return None
-    quota = m.settings.disk_mb * 1024 * 1024
+    if refused:
+        return (
+            f"disk quota exceeded: {refused} file(s) of the session were not copied to its folder on disk, where "
+            f"they would pass {quota / 2**20:,.0f} MB of allocated blocks (AISAC_SANDBOX_DISK_MB); they stay in "
+            "the live session only"
+        )
     if fs.f_favail == 0:
         return (
             f"disk quota exceeded: the session folder holds the most entries it may ({sessionfs.MAX_ENTRIES:,}); "
@@ -64,8 +70,11 @@ def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) ->
 
 
 def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[str], t_start: float) -> None:
-    """Checks after every run: threads the run left running stop the worker (state lost); a session folder over
-    its disk quota loses the files this run wrote (their inode change time is at or after ``t_start``)."""
+    """Checks after every run: threads the run left running stop the worker (state lost). Under isolation ``none``
+    (no tmpfs): a session folder over its disk quota (allocated blocks, any depth) loses the files this run wrote
+    (their inode change time is at or after ``t_start``); when files the worker deleted but keeps open
+    (:func:`~aisac_core.data.isolation.deleted_but_open`) still put it over, the worker is stopped, which releases
+    them (state lost)."""
     stray = reply.pop("stray_threads", 0)
     if stray and s.worker is not None:
         kill(s.worker)
@@ -81,16 +90,24 @@ def after_run(m: SandboxManager, s: Session, reply: dict[str, Any], notes: list[
     used = sessionfs.usage(s.dir)
     if used > quota:
         removed = sessionfs.remove_changed_since(s.dir, t_start)
-        held = (
-            f"more than {sessionfs.MAX_ENTRIES:,} entries or folders nested deeper than 64"
-            if used == sys.maxsize
-            else f"{used / 2**20:,.0f} MB"
-        )
+        held = f"more than {sessionfs.MAX_ENTRIES:,} entries" if used == sys.maxsize else f"{used / 2**20:,.0f} MB"
         notes.append(
             f"disk quota exceeded: the session folder held {held}, over the limit of "
             f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
             "removed"
         )
+        used = sessionfs.usage(s.dir)
+    w = s.worker
+    hidden = deleted_but_open(w.pid) if w is not None else 0
+    if hidden and used + hidden > quota and w is not None:  # only the worker's end releases those blocks
+        kill(w)
+        s.worker = None
+        s.lost = (
+            f"cell {reply.get('cell')} kept {hidden / 2**20:,.0f} MB in deleted files open, which with the "
+            f"session folder passes the disk quota of {quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the worker "
+            "was stopped to release them"
+        )
+        notes.append(f"session state lost: {s.lost}")
 
 
 def _install_paths() -> list[tuple[str, str]]:

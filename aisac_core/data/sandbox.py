@@ -54,6 +54,7 @@ from aisac_core.data.isolation import (
     WorkerProtocolError,
     WorkerTimeout,
     caught_signals,
+    deleted_but_open,
     detect_isolation,
     exit_text,
     find_worker_pid,
@@ -334,11 +335,13 @@ class SandboxManager:
                 return None
             t_check[0] = time.monotonic()
             used = sessionfs.usage(s.dir)
-            held = "too many entries" if used == sys.maxsize else f"{used / 2**20:,.0f} MB"
+            if used <= quota:  # files it deleted but holds open count too: no folder walk sees them
+                used += deleted_but_open(w.pid)
+            held = "too many entries" if used >= sys.maxsize else f"{used / 2**20:,.0f} MB"
             return (
                 (
-                    f"disk quota exceeded: the session folder holds {held}, over the limit of "
-                    f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)"
+                    f"disk quota exceeded: the session folder holds {held} (with files deleted but still open), "
+                    f"over the limit of {quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB)"
                 )
                 if used > quota
                 else None

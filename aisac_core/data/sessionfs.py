@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from aisac_core.data import confine
 from aisac_core.data.errors import SandboxError
 
 
-class _TooDeep(Exception):
-    """A session folder nested deeper than the walk goes."""
+class _Moved(Exception):
+    """A folder of the session moved while the server walked it (its ``..`` is no longer the folder above)."""
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -104,28 +105,64 @@ def write_file(session_dir: Path, rel: str, data: bytes) -> Path:
     return session_dir.joinpath(*parts)
 
 
-def _walk(dfd: int, depth: int = 0) -> Iterator[tuple[int, str, os.stat_result]]:
-    """(parent descriptor, name, lstat) of every entry below ``dfd``, depth first, children before their folder;
-    symlinks are reported, never followed. Raises _TooDeep for folders nested deeper than 64 levels."""
+def _names(dfd: int) -> list[str]:
     with os.scandir(dfd) as it:
-        entries = list(it)
-    for e in entries:
-        try:
-            st = os.stat(e.name, dir_fd=dfd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if depth >= 64:
-                raise _TooDeep(e.name)
-            try:
-                sub = os.open(e.name, _DIR_FLAGS, dir_fd=dfd)
-            except OSError:
+        return [e.name for e in it]
+
+
+def _walk(root: int) -> Iterator[tuple[int, str, os.stat_result]]:
+    """(parent descriptor, name, lstat) of every entry below ``root``, at any depth, children before their folder;
+    symlinks are reported, never followed. It holds two descriptors at a time whatever the depth: it goes down by
+    opening a sub-folder (``O_NOFOLLOW``, checked to be the entry it listed) and back up through ``..``, checked to
+    be the folder it came from (device and inode); a folder moved meanwhile raises :class:`_Moved`. The parent
+    descriptor is valid until the next item is taken."""
+    cur = os.dup(root)
+    try:
+        st0 = os.fstat(cur)
+        # per level: (device, inode) of the folder, its names still to visit, its name and lstat in its parent
+        stack: list[tuple[tuple[int, int], list[str], str, os.stat_result]] = [
+            ((st0.st_dev, st0.st_ino), _names(cur), "", st0)
+        ]
+        while stack:
+            names = stack[-1][1]
+            if names:
+                name = names.pop()
+                try:
+                    st = os.stat(name, dir_fd=cur, follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    yield cur, name, st
+                    continue
+                try:
+                    sub = os.open(name, _DIR_FLAGS, dir_fd=cur)
+                except OSError:
+                    continue
+                try:
+                    sst = os.fstat(sub)
+                    if (sst.st_dev, sst.st_ino) != (st.st_dev, st.st_ino):
+                        raise OSError(f"{name!r} changed while it was listed")
+                    children = _names(sub)
+                except OSError:
+                    os.close(sub)
+                    continue
+                os.close(cur)
+                cur = sub
+                stack.append(((st.st_dev, st.st_ino), children, name, st))
                 continue
-            try:
-                yield from _walk(sub, depth + 1)
-            finally:
-                os.close(sub)
-        yield dfd, e.name, st
+            _ident, _left, name, st = stack.pop()
+            if not stack:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=cur)
+            pst = os.fstat(parent)
+            if (pst.st_dev, pst.st_ino) != stack[-1][0]:
+                os.close(parent)
+                raise _Moved(name)
+            os.close(cur)
+            cur = parent
+            yield cur, name, st
+    finally:
+        os.close(cur)
 
 
 #: most entries (files, folders, links) a session folder may hold; each costs an inode, not a block
@@ -133,29 +170,36 @@ MAX_ENTRIES = 100_000
 
 
 def usage(session_dir: Path) -> int:
-    """Bytes the session folder occupies on disk: allocated blocks (``st_blocks * 512``, so sparse files count what
-    they use) of every entry, links not followed. A folder with more than :data:`MAX_ENTRIES` entries, or nested
-    deeper than 64 levels, counts as unbounded (``sys.maxsize``): empty files cost inodes, and the walk stops
-    there."""
-    total = entries = 0
-    try:
-        with open_session_dir(session_dir) as root:
-            for _dfd, _name, st in _walk(root):
-                total += st.st_blocks * 512
-                entries += 1
-                if entries > MAX_ENTRIES:
-                    return sys.maxsize
-    except _TooDeep:
-        return sys.maxsize
-    except (SandboxError, OSError):
-        pass
-    return total
+    """Bytes the session folder occupies on disk, as ``du`` counts them: allocated blocks (``st_blocks * 512``, so a
+    sparse file counts what it uses) of every entry at any depth, a file with several hard links once, links not
+    followed. A folder with more than :data:`MAX_ENTRIES` entries counts as unbounded (``sys.maxsize``): empty files
+    cost inodes; so does one whose folders keep moving while it is walked (three tries)."""
+    for _ in range(3):
+        total = entries = 0
+        seen: set[tuple[int, int]] = set()
+        try:
+            with open_session_dir(session_dir) as root:
+                for _dfd, _name, st in _walk(root):
+                    entries += 1
+                    if entries > MAX_ENTRIES:
+                        return sys.maxsize
+                    if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                        if (st.st_dev, st.st_ino) in seen:
+                            continue
+                        seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+        except _Moved:
+            continue
+        except (SandboxError, OSError):
+            pass
+        return total
+    return sys.maxsize
 
 
 def remove_changed_since(session_dir: Path, since: float) -> int:
-    """Remove every file (and then empty folder) of the session folder whose status changed at or after ``since``
-    (``time.time()``; the inode change time cannot be set back by the session's code). Returns how many entries
-    were removed."""
+    """Remove every file (and then empty folder) of the session folder, at any depth, whose status changed at or
+    after ``since`` (``time.time()``; the inode change time cannot be set back by the session's code). Returns how
+    many entries were removed."""
     removed = 0
     try:
         with open_session_dir(session_dir) as root:
@@ -170,105 +214,159 @@ def remove_changed_since(session_dir: Path, since: float) -> int:
                     removed += 1
                 except OSError:
                     pass
-    except (SandboxError, OSError, _TooDeep):
+    except (SandboxError, OSError, _Moved):
         pass
     return removed
 
 
-def _remove(dfd: int, name: str, depth: int = 0) -> None:
-    """Remove the entry ``name`` under ``dfd`` (a folder with its contents), never following a link."""
+def _remove(dfd: int, name: str) -> None:
+    """Remove the entry ``name`` under ``dfd`` (a folder with its contents, at any depth), never following a
+    link."""
     try:
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(name, dir_fd=dfd)
             return
-        if depth < 64:
-            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
-            try:
-                with os.scandir(sub) as it:
-                    children = [e.name for e in it]
-                for c in children:
-                    _remove(sub, c, depth + 1)
-            finally:
-                os.close(sub)
+        sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+        try:
+            for pfd, child, cst in _walk(sub):
+                try:
+                    if stat.S_ISDIR(cst.st_mode):
+                        os.rmdir(child, dir_fd=pfd)
+                    else:
+                        os.unlink(child, dir_fd=pfd)
+                except OSError:
+                    pass
+        finally:
+            os.close(sub)
         os.rmdir(name, dir_fd=dfd)
-    except OSError:
+    except (OSError, _Moved):
         pass
 
 
-def _copy_file(src: int, dst: int, name: str, st: os.stat_result) -> int:
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the listing
-            return 0
-        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst)
-        n = 0
-        try:
-            while (k := os.sendfile(out, fd, None, 1 << 24)) > 0:
-                n += k
-            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-        finally:
-            os.close(out)
-        return n
-    finally:
-        os.close(fd)
+class _Mirror:
+    """State of one :func:`mirror`: the top folder on disk (hard links are made by their path below it), the first
+    copy of each multiply-linked file (tmpfs inode -> path below the top), and the disk budget (bytes of allocated
+    blocks on disk, as ``du`` counts them)."""
 
+    def __init__(self, top: int, budget: int | None) -> None:
+        self.top = top
+        self.links: dict[int, str] = {}
+        self.budget = budget
+        self.used = os.fstat(top).st_blocks * 512
+        self.copied = 0
+        self.refused = 0
 
-def _mirror(src: int, dst: int, depth: int) -> int:
-    with os.scandir(src) as it:
-        names = [e.name for e in it]
-    kept: set[str] = set()
-    copied = 0
-    for name in names:
+    def fits(self, nbytes: int) -> bool:
+        """Charge ``nbytes`` to the budget; False (and nothing charged) when they do not fit."""
+        if self.budget is not None and self.used + nbytes > self.budget:
+            self.refused += 1
+            return False
+        self.used += nbytes
+        return True
+
+    def copy_file(self, src: int, dst: int, name: str, st: os.stat_result) -> bool:
+        """Copy the regular file ``name`` of ``src`` to ``dst`` hole for hole (:func:`confine.copy_data`) with its
+        times; a copy over the budget is removed again. True when the copy is kept."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src)
         try:
-            st = os.stat(name, dir_fd=src, follow_symlinks=False)
-        except OSError:
-            continue
-        try:
-            old: os.stat_result | None = os.stat(name, dir_fd=dst, follow_symlinks=False)
-        except FileNotFoundError:
-            old = None
-        if stat.S_ISDIR(st.st_mode) and depth < 64:
-            if old is not None and not stat.S_ISDIR(old.st_mode):
-                _remove(dst, name)
-                old = None
-            if old is None:
-                os.mkdir(name, 0o700, dir_fd=dst)
-            a = os.open(name, _DIR_FLAGS, dir_fd=src)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the listing
+                return False
+            if self.budget is not None and self.used + st.st_blocks * 512 > self.budget:  # known too big
+                self.refused += 1
+                return False
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst)
             try:
-                b = os.open(name, _DIR_FLAGS, dir_fd=dst)
-                try:
-                    copied += _mirror(a, b, depth + 1)
-                finally:
-                    os.close(b)
+                self.copied += confine.copy_data(fd, out)
+                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+                held = os.fstat(out).st_blocks * 512
             finally:
-                os.close(a)
-            kept.add(name)
-        elif stat.S_ISREG(st.st_mode):
-            kept.add(name)
-            if (
-                old is not None
-                and stat.S_ISREG(old.st_mode)
-                and old.st_nlink == 1
-                and (old.st_size, old.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
-            ):
-                continue
+                os.close(out)
+            if not self.fits(held):
+                os.unlink(name, dir_fd=dst)
+                return False
+            return True
+        finally:
+            os.close(fd)
+
+    def file(self, src: int, dst: int, name: str, rel: str, st: os.stat_result, old: os.stat_result | None) -> bool:
+        """Bring the regular file ``name`` to ``dst``; True when ``dst`` keeps it."""
+        if st.st_nlink > 1 and st.st_ino in self.links:  # a further name of a file copied in this mirror
+            target = self.links[st.st_ino]
+            first = os.stat(target, dir_fd=self.top, follow_symlinks=False)
+            if old is not None and (old.st_dev, old.st_ino) == (first.st_dev, first.st_ino):
+                return True
             if old is not None:
                 _remove(dst, name)
-            copied += _copy_file(src, dst, name, st)
-    with os.scandir(dst) as it:
-        gone = [e.name for e in it if e.name not in kept]
-    for name in gone:
-        _remove(dst, name)
-    return copied
+            os.link(target, name, src_dir_fd=self.top, dst_dir_fd=dst, follow_symlinks=False)
+            return True
+        keep = False
+        if (
+            old is not None
+            and stat.S_ISREG(old.st_mode)
+            and (old.st_size, old.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        ):  # unchanged since the last copy (a cell cannot set times: utime is refused)
+            keep = self.fits(old.st_blocks * 512)
+            if not keep:
+                _remove(dst, name)
+        else:
+            if old is not None:
+                _remove(dst, name)
+            keep = self.copy_file(src, dst, name, st)
+        if keep and st.st_nlink > 1:
+            self.links[st.st_ino] = rel + name
+        return keep
+
+    def tree(self, src: int, dst: int, depth: int, rel: str) -> None:
+        with os.scandir(src) as it:
+            names = [e.name for e in it]
+        kept: set[str] = set()
+        for name in names:
+            try:
+                st = os.stat(name, dir_fd=src, follow_symlinks=False)
+            except OSError:
+                continue
+            try:
+                old: os.stat_result | None = os.stat(name, dir_fd=dst, follow_symlinks=False)
+            except FileNotFoundError:
+                old = None
+            if stat.S_ISDIR(st.st_mode) and depth < 64:
+                if old is not None and not stat.S_ISDIR(old.st_mode):
+                    _remove(dst, name)
+                    old = None
+                if old is None:
+                    os.mkdir(name, 0o700, dir_fd=dst)
+                a = os.open(name, _DIR_FLAGS, dir_fd=src)
+                try:
+                    b = os.open(name, _DIR_FLAGS, dir_fd=dst)
+                    try:
+                        self.tree(a, b, depth + 1, f"{rel}{name}/")
+                        self.used += os.fstat(b).st_blocks * 512  # the folder's own blocks, once it is filled
+                    finally:
+                        os.close(b)
+                finally:
+                    os.close(a)
+                kept.add(name)
+            elif stat.S_ISREG(st.st_mode) and self.file(src, dst, name, rel, st, old):
+                kept.add(name)
+        with os.scandir(dst) as it:
+            gone = [e.name for e in it if e.name not in kept]
+        for name in gone:
+            _remove(dst, name)
 
 
-def mirror(src: Path, dst: Path) -> int:
+def mirror(src: Path, dst: Path, budget: int | None = None) -> tuple[int, int]:
     """Make the session folder on disk ``dst`` hold what the worker's view of it ``src`` holds (its tmpfs, seen
-    through ``/proc/<pid>/root``): plain folders and regular files with their modification times; entries of other
-    kinds (links, FIFOs, sockets) are not kept, and what ``src`` no longer holds is removed from ``dst``. Files whose
-    size and modification time are unchanged are not copied again. No link is followed on either side. Returns the
-    bytes copied. Raises SandboxError when either folder cannot be opened, OSError when ``dst`` cannot be
-    written."""
+    through ``/proc/<pid>/root``): plain folders and regular files with their modification times, sparse files
+    with their holes and hard links as links, so that the folder takes on disk what it takes in the tmpfs; entries
+    of other kinds (symlinks, FIFOs, sockets) and folders below 64 levels are not kept, and what ``src`` no longer
+    holds is removed from ``dst``. Files whose size and modification time are unchanged are not copied again. No
+    link is followed on either side. ``budget``: the most bytes of allocated blocks ``dst`` may hold (the disk
+    quota, counted as ``du`` does); a file that would pass it is not kept.
+
+    Returns ``(bytes copied, files refused over the budget)``. Raises SandboxError when either folder cannot be
+    opened, OSError when ``dst`` cannot be written."""
     with open_session_dir(src) as a, open_session_dir(dst) as b:
-        return _mirror(a, b, 0)
+        m = _Mirror(b, budget)
+        m.tree(a, b, 0, "")
+        return m.copied, m.refused

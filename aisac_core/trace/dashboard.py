@@ -19,8 +19,10 @@ page as PNG with the passage highlighted. ``/run/stream?id=RUN&after=ID`` and ``
 ``/fragment``) and swaps it in, keeping open entries open. ``/run/verify?id=RUN`` returns
 :func:`aisac_core.trace.verify.verify_run` as JSON; ``/event?id=N`` returns one event as JSON.
 
-No build step and no external resource: the CSS and the ~25 lines of JavaScript are inline strings; the page reads
-the same without JavaScript (it then does not update live).
+No build step and no external resource: the CSS and the ~25 lines of JavaScript are strings of this module, served
+as ``/static/dashboard.css`` and ``/static/dashboard.js`` (no inline script or style element, so the
+Content-Security-Policy needs no ``'unsafe-inline'`` for them); the page reads the same without JavaScript (it then
+does not update live).
 """
 
 from __future__ import annotations
@@ -82,15 +84,26 @@ JS = """
 """
 
 
+#: the version of :data:`JS` and :data:`CSS` in their URLs (the first 12 hex digits of their SHA-256), so a browser
+#: may keep them cached and still loads a changed one
+ASSET_VERSION = hashlib.sha256((JS + "\x00" + CSS).encode()).hexdigest()[:12]
+
+
 def _page(title: str, body: str, cfg: dict[str, Any], prefix: str) -> str:
+    """A whole dashboard page: no inline script or style element (the Content-Security-Policy allows scripts and
+    style sheets from the dashboard itself only): the script and the style sheet are files of the dashboard
+    (``/static/dashboard.js``, ``/static/dashboard.css``); the page's settings travel in a JSON data block, which a
+    browser never executes."""
     cfg_json = json.dumps(cfg).replace("</", "<\\/")
+    static = f"{_e(prefix)}/static/dashboard"
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
-        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"<link rel=stylesheet href='{static}.css?v={ASSET_VERSION}'></head><body>"
         f"<header><a href='{_e(prefix or '/')}'>aisac trace</a><span>{_e(title)}</span>"
         f"<span id=live class=mut>○ connecting</span></header><main>{body}</main>"
         f"<script id=cfg type=application/json>{cfg_json}</script>"
-        f"<script>{JS}</script></body></html>"
+        f"<script src='{static}.js?v={ASSET_VERSION}'></script></body></html>"
     )
 
 
@@ -378,6 +391,14 @@ class Dashboard:
         """GET /stream?after=ID : server-sent ``update`` events when any run gets new events."""
         return self._sse(self._stream(request, None))
 
+    async def script(self, request: Request) -> Response:
+        """GET /static/dashboard.js : the page script (:data:`JS`)."""
+        return Response(JS, media_type="text/javascript", headers={"Cache-Control": "private, max-age=86400"})
+
+    async def style(self, request: Request) -> Response:
+        """GET /static/dashboard.css : the style sheet (the run page's :data:`~aisac_core.trace.runpage.CSS`)."""
+        return Response(CSS, media_type="text/css", headers={"Cache-Control": "private, max-age=86400"})
+
     def routes(self) -> list[tuple[str, Callable[[Request], Any]]]:
         """(path relative to the prefix, handler) of every page and endpoint."""
         return [
@@ -391,6 +412,8 @@ class Dashboard:
             ("/evidence/page", self.evidence_page),
             ("/run/figure", self.run_figure),
             ("/event", self.event),
+            ("/static/dashboard.js", self.script),
+            ("/static/dashboard.css", self.style),
         ]
 
 
