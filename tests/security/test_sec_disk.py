@@ -121,6 +121,14 @@ def test_hard_links_are_counted_once_and_stay_links(box: SandboxManager) -> None
     assert r["ok"] and int(r["stdout"]) == 10 * 2**20 + 1, r  # still one file seen under every name
     assert (d / "link3.bin").read_bytes()[-1:] == b"!"
     assert max(footprint(box, "links")) <= QUOTA
+    box.reset("links")  # a fresh worker fills its tmpfs from the disk: links stay links there too
+    r = run(
+        box,
+        "links",
+        "print(os_.stat('link3.bin').st_nlink, os_.stat('big.bin').st_ino == os_.stat('link9.bin').st_ino)",
+    )
+    assert r["ok"] and r["stdout"].split() == ["31", "True"], r
+    assert max(footprint(box, "links")) <= QUOTA
 
 
 def test_deep_folders_do_not_stop_the_clean_up(box: SandboxManager) -> None:
@@ -213,3 +221,48 @@ def test_footprint_stays_within_the_quota_while_a_run_goes(box: SandboxManager) 
     done, _ = box.job_status(r["job_id"])
     assert done["ok"], done
     assert peak <= QUOTA and max(footprint(box, "during")) <= QUOTA, peak
+
+
+@pytest.mark.anyio
+async def test_the_attacks_through_data_code_run(tmp_path: Path) -> None:
+    """The same attacks as a host sends them: ``data_code_run`` over MCP, in the isolation this machine picks by
+    default (Python guards on). A bad session name is a tool error; the xattr call fails; sparse files and links
+    take on disk what they take in the session; nothing outside changes mode."""
+    from fastmcp import Client
+    from fastmcp.exceptions import ToolError
+
+    from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
+    from aisac_servers.serving.suite import build
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    core = AppContext(Settings(data_dir=store, warm=False, sandbox_disk_mb=QUOTA // 2**20, sandbox_file_mb=64))
+    try:
+        async with Client(build(["data"], app=core)) as client:
+            with pytest.raises(ToolError, match=r"session name 's1\\n' is invalid"):
+                await client.call_tool("data_code_run", {"session": "s1\n", "code": "1"})
+            code = OS + (
+                "out = []\n"
+                "for t in [os_.path.dirname(os_.getcwd()), '.']:\n"
+                "    try:\n"
+                "        os_.setxattr(t, 'system.posix_acl_access', b'\\x02\\x00\\x00\\x00')\n"
+                "        out.append('done')\n"
+                "    except OSError as e:\n"
+                "        out.append(e.errno)\n"
+                "for i in range(8):\n"
+                "    with open(f'sparse{i}.bin', 'wb') as fh:\n"
+                "        fh.truncate(60 * 2**20)\n"
+                "open('big.bin', 'wb').write(b'x' * (10 * 2**20))\n"
+                "for i in range(30):\n"
+                "    os_.link('big.bin', f'link{i}.bin')\n"
+                "out\n"
+            )
+            res = await client.call_tool("data_code_run", {"session": "s1", "code": code})
+            r = res.structured_content
+            assert r["ok"] and r["result"] in ("[95, 95]", "[13, 95]"), r  # EOPNOTSUPP (EACCES: not even visible)
+            d = store / "sessions" / "s1"
+            assert du(d) <= QUOTA and (d / "link5.bin").stat().st_nlink == 31
+            assert oct((store / "sessions").stat().st_mode & 0o777) == "0o700"
+    finally:
+        core.close()
