@@ -12,7 +12,9 @@ The boundary (docs/data.md "Threat model" says the same to users):
    ptrace, mounts) and Landlock (reads beneath the Python installation and system libraries, writes beneath the
    session directory), applied by the worker to itself before its first request.
 4. **Resource limits** (``resource.setrlimit`` in the worker: memory, CPU per run and per worker life, file size,
-   no core dumps), a disk quota per session folder checked during and after each run, output capped per stream;
+   no core dumps), a disk quota per session folder counted in allocated blocks (bwrap/unshare: a sized tmpfs the
+   kernel holds, copied to disk hole for hole and link for link; none: checked during and after each run, deleted
+   files held open included), output capped per stream;
    the worker is stopped (SIGSTOP) between requests, and a request that leaves a thread running (the worker ends
    them and reports the ones that would not end) or a signal handler installed (the kernel's list,
    ``/proc/<pid>/status``) has its worker killed: nothing a cell starts outlives its run.
