@@ -46,7 +46,7 @@ def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) ->
     quota = m.settings.disk_mb * 1024 * 1024
     with s.sync_lock:
         try:
-            _copied, refused = sessionfs.mirror(view, s.dir, quota)
+            _copied, refused, deep = sessionfs.mirror(view, s.dir, quota)
             fs = os.statvfs(view)
         except (OSError, SandboxError):
             return None
@@ -55,6 +55,11 @@ def sync(m: SandboxManager, s: Session, w: Worker | None, wait: bool = False) ->
             f"disk quota exceeded: {refused} file(s) of the session were not copied to its folder on disk, where "
             f"they would pass {quota / 2**20:,.0f} MB of allocated blocks (AISAC_SANDBOX_DISK_MB); they stay in "
             "the live session only"
+        )
+    if deep:
+        return (
+            f"{deep} folder(s) nested deeper than {sessionfs.MIRROR_DEPTH} levels stay in the live session only: "
+            "they are not copied to the session folder on disk and are gone when the worker restarts"
         )
     if fs.f_favail == 0:
         return (

@@ -256,6 +256,7 @@ class _Mirror:
         self.used = os.fstat(top).st_blocks * 512
         self.copied = 0
         self.refused = 0
+        self.deep = 0  # folders below :data:`MIRROR_DEPTH` levels, not copied
 
     def fits(self, nbytes: int) -> bool:
         """Charge ``nbytes`` to the budget; False (and nothing charged) when they do not fit."""
@@ -330,7 +331,9 @@ class _Mirror:
                 old: os.stat_result | None = os.stat(name, dir_fd=dst, follow_symlinks=False)
             except FileNotFoundError:
                 old = None
-            if stat.S_ISDIR(st.st_mode) and depth < 64:
+            if stat.S_ISDIR(st.st_mode) and depth >= MIRROR_DEPTH:
+                self.deep += 1
+            elif stat.S_ISDIR(st.st_mode):
                 if old is not None and not stat.S_ISDIR(old.st_mode):
                     _remove(dst, name)
                     old = None
@@ -355,7 +358,11 @@ class _Mirror:
             _remove(dst, name)
 
 
-def mirror(src: Path, dst: Path, budget: int | None = None) -> tuple[int, int]:
+#: folders nested deeper than this are not copied from a worker's tmpfs to the disk (the copy recurses)
+MIRROR_DEPTH = 64
+
+
+def mirror(src: Path, dst: Path, budget: int | None = None) -> tuple[int, int, int]:
     """Make the session folder on disk ``dst`` hold what the worker's view of it ``src`` holds (its tmpfs, seen
     through ``/proc/<pid>/root``): plain folders and regular files with their modification times, sparse files
     with their holes and hard links as links, so that the folder takes on disk what it takes in the tmpfs; entries
@@ -364,9 +371,9 @@ def mirror(src: Path, dst: Path, budget: int | None = None) -> tuple[int, int]:
     link is followed on either side. ``budget``: the most bytes of allocated blocks ``dst`` may hold (the disk
     quota, counted as ``du`` does); a file that would pass it is not kept.
 
-    Returns ``(bytes copied, files refused over the budget)``. Raises SandboxError when either folder cannot be
+    Returns ``(bytes copied, files refused over the budget, folders not copied for their depth)``. Raises SandboxError when either folder cannot be
     opened, OSError when ``dst`` cannot be written."""
     with open_session_dir(src) as a, open_session_dir(dst) as b:
         m = _Mirror(b, budget)
         m.tree(a, b, 0, "")
-        return m.copied, m.refused
+        return m.copied, m.refused, m.deep
