@@ -231,6 +231,42 @@ def ece(conf: Sequence[float], right: Sequence[bool], bins: int = 10) -> tuple[f
     return (round(total, 4) if n else 0.0), table
 
 
+def ece_interval(
+    conf: Sequence[float], right: Sequence[bool], reps: int = 1000, seed: int = 37
+) -> tuple[float, float] | None:
+    """A 95 % percentile-bootstrap interval of :func:`ece` (Efron & Tibshirani 1993): ``reps`` resamples of the
+    fields with replacement (fixed seed), the 2.5th and 97.5th percentiles; None for fewer than 10 fields. ECE is
+    biased upward in small samples (a perfectly calibrated reader still shows the binomial noise of each bin), so
+    the interval says how far a figure over ~100 documents can move by chance."""
+    import random
+
+    n = len(conf)
+    if n < 10:
+        return None
+    rnd = random.Random(seed)
+    vals = []
+    for _ in range(reps):
+        idx = [rnd.randrange(n) for _ in range(n)]
+        vals.append(ece([conf[i] for i in idx], [right[i] for i in idx])[0])
+    vals.sort()
+    return round(vals[int(0.025 * reps)], 4), round(vals[min(reps - 1, int(0.975 * reps))], 4)
+
+
+def ece_if_calibrated(conf: Sequence[float], reps: int = 1000, seed: int = 37) -> tuple[float, float] | None:
+    """The ECE a perfectly calibrated reader would show on fields with these confidences, from sampling noise
+    alone: each field drawn right with probability its confidence, ``reps`` times (fixed seed); returns the mean
+    and the 95th percentile. A measured ECE under that percentile is within chance of perfect calibration. None for
+    fewer than 10 fields."""
+    import random
+
+    n = len(conf)
+    if n < 10:
+        return None
+    rnd = random.Random(seed)
+    vals = sorted(ece(conf, [rnd.random() < c for c in conf])[0] for _ in range(reps))
+    return round(sum(vals) / reps, 4), round(vals[int(0.95 * reps)], 4)
+
+
 def judge(doc: HeaderDoc, hf: HeaderFields) -> dict[str, Any]:
     """Per document: title right, author names (tp, predicted, annotated), author list right, confidences."""
     title_ok = bool(hf.title) and key(hf.title or "") == key(doc.title)
@@ -255,6 +291,8 @@ def judge(doc: HeaderDoc, hf: HeaderFields) -> dict[str, Any]:
         "authors_confidence": hf.authors_confidence,
         "title_raw": hf.title_raw,
         "authors_raw": hf.authors_raw,
+        "title_features": hf.title_features,
+        "authors_features": hf.authors_features,
     }
 
 
@@ -286,6 +324,10 @@ def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "author_lists_reported": len(a_rep),
         "title_ece": t_ece,
         "authors_ece": a_ece,
+        "title_ece_95": ece_interval([r["title_confidence"] for r in t_rep], [r["title_ok"] for r in t_rep]),
+        "authors_ece_95": ece_interval([r["authors_confidence"] for r in a_rep], [r["authors_ok"] for r in a_rep]),
+        "title_ece_if_calibrated": ece_if_calibrated([r["title_confidence"] for r in t_rep]),
+        "authors_ece_if_calibrated": ece_if_calibrated([r["authors_confidence"] for r in a_rep]),
         "title_reliability": t_tab,
         "authors_reliability": a_tab,
         "title_wrong_at_0.9": round(sum(not r["title_ok"] for r in hi_t) / len(hi_t), 4) if hi_t else None,
@@ -337,8 +379,10 @@ def run(ctx: Any) -> dict[str, Any]:
             ("author-name recall", fig["author_recall"]),
             ("author-name F1", fig["author_f1"]),
             ("full author list right", fig["author_lists_right"]),
-            ("title ECE (10 bins)", fig["title_ece"]),
-            ("authors ECE (10 bins)", fig["authors_ece"]),
+            ("title ECE (10 bins) [bootstrap 95 %]", f"{fig['title_ece']} {fig['title_ece_95']}"),
+            ("authors ECE (10 bins) [bootstrap 95 %]", f"{fig['authors_ece']} {fig['authors_ece_95']}"),
+            ("title ECE of a calibrated reader by chance (mean, 95th pct)", fig["title_ece_if_calibrated"]),
+            ("authors ECE of a calibrated reader by chance (mean, 95th pct)", fig["authors_ece_if_calibrated"]),
             ("titles >= 0.9 that are wrong", fig["title_wrong_at_0.9"]),
             ("author lists >= 0.9 that are wrong", fig["authors_wrong_at_0.9"]),
             (
