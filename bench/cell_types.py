@@ -182,6 +182,8 @@ def score(tables: list[Table], structs: list[Any]) -> dict[str, Any]:
         per[c] = {"precision": p, "recall": r, "f1": f, "support": tp[c] + fn[c]}
     present = [c for c in CLASSES if per[c]["support"]]
     e, rel = ece(conf, parts_right)
+    from .headers import ece_if_calibrated, ece_interval
+
     return {
         "tables": len(tables),
         "lines": n_lines,
@@ -193,6 +195,8 @@ def score(tables: list[Table], structs: list[Any]) -> dict[str, Any]:
         "tables_right": sum(parts_right) / max(len(tables), 1),
         "tables_all_lines_right": sum(all_right) / max(len(tables), 1),
         "ece": e,
+        "ece_95": ece_interval(conf, parts_right),
+        "ece_if_calibrated": ece_if_calibrated(conf),
         "reliability": rel,
         "mean_confidence": sum(conf) / max(len(conf), 1),
         "wrong_at_0.9": sum(1 for c, r in zip(conf, parts_right) if c >= 0.9 and not r),
@@ -273,6 +277,8 @@ def print_figures(title: str, s: dict[str, Any]) -> None:
             ("tables right (header, body, notes rows)", s["tables_right"], f">= {TARGET_TABLES}"),
             ("tables with every line's class right", s["tables_all_lines_right"], None),
             ("sheet confidence ECE (10 bins)", s["ece"], f"<= {TARGET_ECE}"),
+            ("  its bootstrap 95 % interval", str(s["ece_95"]), None),
+            ("  ECE of a calibrated reader by chance (mean, 95th pct)", str(s["ece_if_calibrated"]), None),
             ("wrong tables at confidence >= 0.9", f"{s['wrong_at_0.9']} of {s['n_at_0.9']}", None),
             ("tables flagged uncertain", s["uncertain"], None),
         ],
