@@ -14,6 +14,7 @@ import io
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.data.layout import summary_block_start
 from aisac_core.data.structure import (
     Structure,
     marker_meaning,
@@ -211,6 +212,17 @@ def apply_decision(
         return t, None, None
     lab = rd["labels"]
     last = rd["body"][-1] if rd["body"] else t["data_start"] - 1
+    # a summary block under the body (Mean, SD, Min, Max ... after an empty record) is not data: set aside
+    cand = [
+        i
+        for i in range(t["data_start"], min(last, len(full) - 1) + 1)
+        if lab.get(i) not in ("notes", "metadata") and any(v.strip() for v in full[i])
+    ]
+    firsts = [next(v.strip() for v in full[i] if v.strip()) for i in cand]
+    cut = summary_block_start(firsts, [k > 0 and cand[k] - cand[k - 1] > 1 for k in range(len(cand))])
+    if cut is not None:
+        t = {**t, "summary_below": [" | ".join(v.strip() for v in full[i] if v.strip()) for i in cand[cut:]]}
+        last = cand[cut - 1]
     # every record from the first to the last body line but those the model reads as notes or titles (lines of a
     # long file between the classified windows are body lines); a group line of one cell (a section label) is not
     # a record: its label goes into the group column of the records below it
@@ -278,7 +290,10 @@ def report_structure(
         return
     if decision["mode"] == "model":
         below = [r for r in rd["below"] if r > (rd["body"][-1] if rd["body"] else -1)]
-        d["skipped_below"] = [" ".join(v.strip() for v in grid[r] if v.strip())[:200] for r in below][:20]
+        summary_rows = list(d.get("skipped_below") or [])  # a summary block set aside (apply_decision)
+        d["skipped_below"] = (summary_rows + [" ".join(v.strip() for v in grid[r] if v.strip())[:200] for r in below])[
+            :20
+        ]
         if not decision["agree"]:
             notes.append(
                 f"table read by the table-structure model (confidence {st.confidence:.2f}): header row(s) "
@@ -336,6 +351,8 @@ def sheet_structure(
         conf = round(max(reading_confidence(st, header, start, t["body"][-1] - top), 1.0 - st.confidence), 4)
     out["agrees_with_rules"] = agree
     out["rules_data_start_row"] = rmap[start] + 1
+    # the section-label lines the model reads (sheet rows, 1-based): the loader moves a one-cell one into a column
+    out["group_rows"] = [rmap[r] + 1 for r in st.rows_of("group") if r < len(rmap)][:5000]
     notes = []
     if not agree:
         out["model_reading"] = {
