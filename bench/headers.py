@@ -212,23 +212,51 @@ def split_of(docs: Sequence[HeaderDoc]) -> dict[str, str]:
 
 def ece(conf: Sequence[float], right: Sequence[bool], bins: int = 10) -> tuple[float, list[dict[str, Any]]]:
     """Expected calibration error over ``bins`` equal-width bins (Guo et al. 2017: sum over bins of
-    |bin| / n * |accuracy - mean confidence|) and the reliability table (per non-empty bin: range, n, mean
-    confidence, accuracy)."""
+    |bin| / n * |accuracy - mean confidence|; a confidence of exactly 1.0 falls in the last bin) and the
+    reliability table (per non-empty bin: range, n, mean confidence, accuracy)."""
     n = len(conf)
+    count = [0] * bins
+    csum = [0.0] * bins
+    hits = [0] * bins
+    for c, r in zip(conf, right):
+        b = min(max(int(c * bins), 0), bins - 1)
+        if b > 0 and c < b / bins:  # the same bin as lo <= c < hi where c * bins rounds across an edge
+            b -= 1
+        elif b < bins - 1 and c >= (b + 1) / bins:
+            b += 1
+        count[b] += 1
+        csum[b] += c
+        hits[b] += bool(r)
     table: list[dict[str, Any]] = []
     total = 0.0
     for b in range(bins):
-        lo, hi = b / bins, (b + 1) / bins
-        idx = [i for i, c in enumerate(conf) if lo <= c < hi or (b == bins - 1 and c == 1.0)]
-        if not idx:
+        if not count[b]:
             continue
-        mc = sum(conf[i] for i in idx) / len(idx)
-        acc = sum(bool(right[i]) for i in idx) / len(idx)
-        total += len(idx) / n * abs(acc - mc)
+        mc, acc = csum[b] / count[b], hits[b] / count[b]
+        total += count[b] / n * abs(acc - mc)
         table.append(
-            {"bin": f"{lo:.1f}-{hi:.1f}", "n": len(idx), "confidence": round(mc, 3), "accuracy": round(acc, 3)}
+            {
+                "bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}",
+                "n": count[b],
+                "confidence": round(mc, 3),
+                "accuracy": round(acc, 3),
+            }
         )
     return (round(total, 4) if n else 0.0), table
+
+
+def _ece_many(conf: Any, right: Any, bins: int = 10) -> Any:
+    """:func:`ece` of each row of the 2-D arrays ``conf`` / ``right`` (numpy; the same bins), unrounded."""
+    import numpy as np
+
+    reps, n = conf.shape
+    b = np.minimum((conf * bins).astype(int), bins - 1)
+    b = np.where((b > 0) & (conf < b / bins), b - 1, b)
+    b = np.where((b < bins - 1) & (conf >= (b + 1) / bins), b + 1, b)
+    flat = (b + bins * np.arange(reps)[:, None]).ravel()
+    csum = np.bincount(flat, weights=conf.ravel(), minlength=reps * bins).reshape(reps, bins)
+    hits = np.bincount(flat, weights=right.ravel().astype(float), minlength=reps * bins).reshape(reps, bins)
+    return np.abs(hits - csum).sum(axis=1) / n  # sum over bins of |bin|/n * |acc - conf| = |hits - csum| / n
 
 
 def ece_interval(
@@ -238,18 +266,14 @@ def ece_interval(
     fields with replacement (fixed seed), the 2.5th and 97.5th percentiles; None for fewer than 10 fields. ECE is
     biased upward in small samples (a perfectly calibrated reader still shows the binomial noise of each bin), so
     the interval says how far a figure over ~100 documents can move by chance."""
-    import random
+    import numpy as np
 
     n = len(conf)
     if n < 10:
         return None
-    rnd = random.Random(seed)
-    vals = []
-    for _ in range(reps):
-        idx = [rnd.randrange(n) for _ in range(n)]
-        vals.append(ece([conf[i] for i in idx], [right[i] for i in idx])[0])
-    vals.sort()
-    return round(vals[int(0.025 * reps)], 4), round(vals[min(reps - 1, int(0.975 * reps))], 4)
+    idx = np.random.default_rng(seed).integers(0, n, size=(reps, n))
+    vals = np.sort(_ece_many(np.asarray(conf, dtype=float)[idx], np.asarray(right, dtype=bool)[idx]))
+    return round(float(vals[int(0.025 * reps)]), 4), round(float(vals[min(reps - 1, int(0.975 * reps))]), 4)
 
 
 def ece_if_calibrated(conf: Sequence[float], reps: int = 1000, seed: int = 37) -> tuple[float, float] | None:
@@ -257,14 +281,15 @@ def ece_if_calibrated(conf: Sequence[float], reps: int = 1000, seed: int = 37) -
     alone: each field drawn right with probability its confidence, ``reps`` times (fixed seed); returns the mean
     and the 95th percentile. A measured ECE under that percentile is within chance of perfect calibration. None for
     fewer than 10 fields."""
-    import random
+    import numpy as np
 
     n = len(conf)
     if n < 10:
         return None
-    rnd = random.Random(seed)
-    vals = sorted(ece(conf, [rnd.random() < c for c in conf])[0] for _ in range(reps))
-    return round(sum(vals) / reps, 4), round(vals[int(0.95 * reps)], 4)
+    c = np.broadcast_to(np.asarray(conf, dtype=float), (reps, n))
+    drawn = np.random.default_rng(seed).random((reps, n)) < c
+    vals = np.sort(_ece_many(c, drawn))
+    return round(float(vals.mean()), 4), round(float(vals[int(0.95 * reps)]), 4)
 
 
 def judge(doc: HeaderDoc, hf: HeaderFields) -> dict[str, Any]:

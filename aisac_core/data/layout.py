@@ -217,7 +217,7 @@ def summary_block_start(firsts: Sequence[str], blank_before: Sequence[bool]) -> 
     (``blank_before``). A summary block follows an empty row after at least two body rows, and every row of it
     is a summary statistic (:data:`SUMMARY_LABEL`: "Mean", "SD", "Min", "Max", "N" ...), two at least, under an
     optional title ("Summary", "Descriptive statistics"). Such rows describe the table's rows; they are none of
-    them (issue 47: a summary block one empty row below the table was loaded as 6 data rows). Errors: none."""
+    them (a summary block one empty row below a table was once loaded as 6 data rows). Errors: none."""
     for k in range(2, len(firsts)):
         if not blank_before[k]:
             continue

@@ -44,6 +44,7 @@ from aisac_core.data.tablemodel import (
     model_override,
     numbers_and_markers,
     report_structure,
+    section_column,
     sheet_structure,
     skip_preamble,
 )
@@ -369,11 +370,6 @@ def load_csv(
             "tidy": False,
         },
     }
-    if t.get("summary_below"):
-        notes.append(
-            f"{len(t['summary_below'])} row(s) below the table set aside as a summary block, not data "
-            f"({', '.join(x.split(' | ')[0] for x in t['summary_below'][:6])}): listed in skipped_below"
-        )
     if markers:
         opts["detected"]["markers"] = markers
     if st is not None and decision is not None:
@@ -589,36 +585,8 @@ def sheet_frame(
         ]
         if before - len(rows):
             notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
-    group_rows = set(learned[0].get("group_rows", [])) if learned is not None and not tidy else set()
-    if group_rows:  # section labels ("Age:", "Northeast") the model reads as group lines: a column, not rows
-        # sections are sound when two labels at least lead rows, two rows a label on average (a label over each
-        # single row is a layout of label / values pairs: tidyxl's enron-nested "Comp"), and no label follows another directly
-        # (labels one under the other are form fields: "Team:" / "Cost Center:" over a report, tidyxl's
-        # enron-constants; those rows stay as they are)
-        kept_rows: list[list[Any]] = []
-        groups: list[str | None] = []
-        current: str | None = None
-        led: list[int] = []  # per label, the rows it leads
-        stacked = False
-        for i, r in zip(t["body"], rows):
-            cells = [v for v in r if _kind(v) != "empty"]
-            if rmap[i] + 1 in group_rows and len(cells) == 1 and _kind(r[0]) == "text":
-                stacked = stacked or (bool(led) and led[-1] == 0)
-                current = _cell_text(r[0]).strip()
-                led.append(0)
-                continue
-            if led and cells:
-                led[-1] += 1
-            kept_rows.append(r)
-            groups.append(current if cells else None)
-        if sum(n > 0 for n in led) >= 2 and not stacked and led[-1] > 0 and sum(led) >= 2 * len(led):
-            gname = "group" if "group" not in names else "group_"
-            rows = [[g, *r] for g, r in zip(groups, kept_rows)]
-            names = [gname, *names]
-            notes.append(
-                f"{len(t['body']) - len(kept_rows)} section label row(s) moved into column {gname!r}: "
-                f"{sorted(set(filter(None, groups)))[:5]}"
-            )
+    if learned is not None and not tidy:  # section labels the model reads as group lines: a column, not rows
+        rows, names = section_column(rows, t["body"], rmap, set(learned[0].get("group_rows", [])), names, notes)
     df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
     df, markers, more = numbers_and_markers(df)
     notes.extend(more)
