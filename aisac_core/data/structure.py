@@ -17,9 +17,11 @@ the first numeric column is a ``LeftAttribute``; statistical markers (``..``, ``
 missing values (:func:`marker_meaning`), never labels.
 
 **Sheet confidence** (:func:`classify`): the probability that the table's header rows and body rows are all
-right, Platt-scaled (:func:`calibrate`) on out-of-fold scores of the train and validation workbooks from the sum
-of log-probabilities of the chosen top/header/body/bottom part over the lines at the table's boundaries and the
-lowest part probability (:func:`sheet_scores`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
+right: a logistic map (:func:`calibrate`; chosen by cross-validated ECE over Platt scaling, isotonic regression
+and logistic maps by ``bench/train_cell_types.py``) fitted on out-of-fold scores of the train and validation
+workbooks, of the sum of log-probabilities of the chosen top/header/body/bottom part over the lines at the table's
+boundaries, the lowest part probability (:func:`sheet_scores`) and the smallest part margin on a boundary line
+(:func:`sheet_features`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
 
 Formatting (bold, merges, fonts) is not among the features: the annotated tables are CSV renderings without it.
 """

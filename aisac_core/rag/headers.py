@@ -12,8 +12,10 @@ capitalisation, digits, year, month, e-mail, URL, punctuation class and "largest
 PDF aisac parses; :func:`tokens_from_grobid` reads them from GROBID's feature files (training and evaluation).
 
 Confidences: the title's and the author list's raw score (the smallest CRF marginal of the field's tokens and of
-the tokens just around it) is mapped to a probability by an isotonic regression (Zadrozny & Elkan 2002) fitted on
-out-of-fold scores - each document scored by a CRF that did not see it (``header_calibration.json``):
+the tokens just around it), with the field's other :func:`calibration_features` for a logistic map, is mapped to a
+probability by the map ``bench/train_headers.py`` chose per field by cross-validated ECE (isotonic regression,
+Zadrozny & Elkan 2002; Platt's sigmoid; or a logistic regression over the features), fitted on out-of-fold scores -
+each document scored by a CRF that did not see it (``header_calibration.json``):
 ``title_confidence`` is the estimated probability that the title is exactly right, ``authors_confidence`` that the
 whole author list is. Figures and the reliability table: docs/rag.md, "Header model".
 """
