@@ -353,7 +353,8 @@ def sheet_structure(
     agree = rd["header"] == header and bool(rd["body"]) and rd["body"][0] == start
     if agree:
         conf = st.confidence
-    else:  # the rules' reading is right at most when the model's own (different) reading is wrong
+    else:  # not a fitted probability: the model's doubt in its own, different, reading is given to the rules
+        # (they read merges, bold and alignment it cannot), or its own estimate of their reading if higher
         conf = round(max(reading_confidence(st, header, start, t["body"][-1] - top), 1.0 - st.confidence), 4)
     out["agrees_with_rules"] = agree
     out["rules_data_start_row"] = rmap[start] + 1
