@@ -147,11 +147,56 @@ def test_held_out_figures_meet_the_acceptance(docs) -> None:  # noqa: ANN001
     assert all(0 <= r["title_confidence"] <= 1 for r in rows)
     # ECE <= 0.05 holds for the cross-validated estimate over the 401 out-of-fold documents the calibration was
     # fitted on (written by bench/train_headers.py); on the ~90 held-out documents it is NOT met (0.054 title,
-    # 0.107 authors; docs/rag.md, "Header model"): that bound guards against a worse model, it is no acceptance
+    # 0.098 authors; docs/rag.md, "Header model"), but both lie below what a perfectly calibrated reader shows by
+    # chance on these fields 95 % of the time (the held-out ECE is dominated by sampling noise at this size)
     cal = model.calibration
     assert cal["title"]["cv_ece"][cal["title"]["chosen"]] <= 0.05
     assert cal["authors"]["cv_ece"][cal["authors"]["chosen"]] <= 0.05
-    assert fig["title_ece"] <= 0.06 and fig["authors_ece"] <= 0.11, (fig["title_ece"], fig["authors_ece"])
+    assert fig["title_ece"] <= 0.06 and fig["authors_ece"] <= 0.10, (fig["title_ece"], fig["authors_ece"])
+    for f in ("title", "authors"):
+        assert fig[f"{f}_ece"] <= fig[f"{f}_ece_if_calibrated"][1], (f, fig[f"{f}_ece"], fig[f"{f}_ece_if_calibrated"])
+        lo, hi = fig[f"{f}_ece_95"]
+        assert 0 <= lo < hi <= 1
+
+
+def test_calibration_maps_and_the_noise_of_ece() -> None:
+    """The logistic calibration map over a field's features is the logistic function of its linear score; the
+    chance ECE of a calibrated reader at ~90 fields is itself above 0.05, and a reader 0.3 over-confident is
+    told apart from it."""
+    import math
+    import random
+
+    from aisac_core.rag.headers import calibrate
+    from bench.headers import ece, ece_if_calibrated, ece_interval
+
+    lg = {"logistic": {"features": ["logit_raw", "logit_mean"], "coef": [0.5, 1.0], "intercept": -0.25}}
+    p = calibrate(0.9, lg, {"logit_raw": 2.0, "logit_mean": 1.0})
+    assert p == pytest.approx(1 / (1 + math.exp(-(0.5 * 2.0 + 1.0 - 0.25))))
+    assert calibrate(0.9, lg) == pytest.approx(1 / (1 + math.exp(-(0.5 * math.log(9) - 0.25))))  # raw only
+    rnd = random.Random(5)
+    conf = [rnd.uniform(0.3, 1.0) for _ in range(90)]
+    mean, p95 = ece_if_calibrated(conf)
+    assert 0.04 < mean < p95 < 0.15
+    honest = [rnd.random() < c for c in conf]
+    over = [rnd.random() < c - 0.3 for c in conf]
+    assert ece(conf, over)[0] > p95 >= ece(conf, honest)[0]
+    lo, hi = ece_interval(conf, over)
+    assert lo < ece(conf, over)[0] < hi and hi - lo > 0.02
+    assert ece_if_calibrated(conf[:5]) is None and ece_interval(conf[:5], over[:5]) is None
+
+
+def test_calibration_features_of_a_read_header(docs) -> None:  # noqa: ANN001
+    """The shipped model reads a corpus header with the features its calibration maps take."""
+    model = header_model()
+    assert model is not None
+    d = next(d for d in docs if d.title)
+    hf = model.read(d.tokens)
+    assert hf.title and set(hf.title_features) >= {"logit_raw", "logit_mean", "log_tokens", "lines", "runs"}
+    assert hf.authors_text and set(hf.authors_features) >= {"logit_raw", "logit_mean", "log_names", "fields"}
+    for f in ("title", "authors"):
+        chosen = model.calibration[f]
+        names = chosen.get("logistic", {}).get("features", [])
+        assert set(names) <= set(getattr(hf, f"{f}_features"))
 
 
 def test_bench_headers_runs_on_any_folder_of_pairs(corpus: Path, tmp_path: Path) -> None:

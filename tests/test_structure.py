@@ -7,6 +7,7 @@ import csv
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,9 +99,36 @@ def test_held_out_figures_on_the_shared_cell_types() -> None:
     assert s["macro_f1"] >= 0.85
     assert s["data_accuracy"] >= 0.95 and s["header_accuracy"] >= 0.95
     assert s["tables_right"] >= 0.85
-    # the issue's target is 0.05; the held-out figure is 0.074 on 58 tables (docs/data.md "Learned table
-    # structure"): this bound guards against a calibration that has come apart, not the target
+    # the issue's target is 0.05; the held-out figure is 0.079 on 58 tables (docs/data.md "Learned table
+    # structure"): this bound guards against a calibration that has come apart, not the target. At 58 tables a
+    # perfectly calibrated confidence shows an ECE of ~0.07 by chance: the measured one must lie within that
     assert s["ece"] <= 0.08
+    assert s["ece"] <= s["ece_if_calibrated"][1], (s["ece"], s["ece_if_calibrated"])
+    assert 0 <= s["ece_95"][0] < s["ece_95"][1] <= 1
+
+
+def test_the_sheet_confidence_map_reads_the_sheet_features() -> None:
+    """The shipped calibration map is the one the training script chose by cross-validated ECE, and a logistic map
+    is the logistic function of its named sheet features (a reading with a near-miss line scores lower)."""
+    import math
+
+    _, meta = S._model()
+    cv = meta["calibration_cv"]
+    chosen = meta["calibration_map"]
+    assert cv[chosen]["brier"] <= cv["platt"]["brier"] and cv[chosen]["ece"] <= cv["platt"]["ece"]
+    sure = [[0.0, 0.98, 0.0, 0.02, 0.0, 0.0]] + [[0.0, 0.0, 0.0, 0.99, 0.01, 0.0]] * 8
+    near = [[0.0, 0.55, 0.0, 0.45, 0.0, 0.0]] + [[0.0, 0.0, 0.0, 0.99, 0.01, 0.0]] * 8
+    labels = ["header"] + ["data"] * 8
+    fs, fn = S.sheet_features(sure, labels), S.sheet_features(near, labels)
+    assert fs["margin"] == pytest.approx(0.96) and fn["margin"] == pytest.approx(0.10)
+    assert fs["no_header"] == 0.0 and fn["header_low"] == pytest.approx(0.55)
+    lg = {"logistic": {"features": ["score", "margin"], "coef": [1.0, 2.0], "intercept": 0.5}}
+    z = fs["score"] + 2.0 * fs["margin"] + 0.5
+    assert S.calibrate(S.sheet_scores(sure, labels), lg, fs) == pytest.approx(1 / (1 + math.exp(-z)))
+    p_sure = S.calibrate(S.sheet_scores(sure, labels), meta, fs)
+    p_near = S.calibrate(S.sheet_scores(near, labels), meta, fn)
+    assert 0.0 <= p_near < p_sure <= 1.0
+    assert S.sheet_features([], []) == {}
 
 
 # -- the loaders with the model: never lose a workbook, a CSV's preamble, markers ------------------------------
@@ -264,3 +292,96 @@ def test_section_labels_of_a_statistical_csv_become_a_group_column() -> None:
     )
     assert "Age:" not in set(df["Characteristic"])  # the label lines are not rows
     assert opts["detected"]["skipped_below"]  # the notes under the table
+
+
+def _summary_rows() -> list[list[Any]]:
+    rows: list[list[Any]] = [["Table 3. Yield by plot"], [], ["Plot", "Treatment", "Yield", "Height"]]
+    rows += [[f"P{i}", "A" if i % 2 else "B", 10.0 + i, 100 + 3 * i] for i in range(1, 9)]
+    rows += [[], ["Summary"], ["Mean", None, 14.5, 113.5], ["SD", None, 2.4, 7.3], ["Min", None, 11.0, 103]]
+    rows += [["Max", None, 18.0, 124], ["N", None, 8, 8]]
+    return rows
+
+
+def test_a_summary_block_below_a_workbook_table_is_not_data(tmp_path: Path) -> None:
+    """Issue 47: a summary block one empty row below the table (Mean, SD, Min, Max, N) was loaded as 6 data rows."""
+    import openpyxl
+
+    from aisac_core.data.loaders import load_excel
+
+    p = tmp_path / "summary.xlsx"
+    wb = openpyxl.Workbook()
+    for r in _summary_rows():
+        wb.active.append(r)
+    wb.save(p)
+    [(_, df, opts, notes)] = load_excel(p, None, None)
+    assert df is not None and list(df["Plot"]) == [f"P{i}" for i in range(1, 9)]
+    assert opts["detected"]["skipped_below"][:2] == ["Summary", "Mean | 14.5 | 113.5"]
+    assert any("summary block" in n for n in notes)
+
+
+def test_a_summary_block_below_a_csv_table_is_not_data(tmp_path: Path) -> None:
+    from aisac_core.data.loaders import load_csv
+
+    p = tmp_path / "summary.csv"
+    p.write_text("\n".join(",".join("" if v is None else str(v) for v in r) for r in _summary_rows()) + "\n")
+    df, opts, notes = load_csv(p, None, ".csv")
+    assert list(df["Plot"]) == [f"P{i}" for i in range(1, 9)] and "group" not in df.columns
+    assert opts["detected"]["skipped_below"][:2] == ["Summary", "Mean | 14.5 | 113.5"]
+    assert any("summary block" in n for n in notes)
+
+
+def test_summary_block_start_needs_an_empty_row_and_statistics_only() -> None:
+    from aisac_core.data.layout import summary_block_start
+
+    firsts = ["P1", "P2", "P3", "Mean", "SD"]
+    assert summary_block_start(firsts, [False, False, False, True, False]) == 3
+    assert summary_block_start(firsts, [False] * 5) is None  # no empty row: rows of the table
+    assert summary_block_start(["P1", "P2", "Total"], [False, False, True]) is None  # one total row stays
+    assert summary_block_start(["P1", "P2", "Mean", "Denmark"], [False, False, True, False]) is None
+    assert (
+        summary_block_start(
+            ["a", "b", "Descriptive statistics", "Std. Dev.", "25th percentile"], [False, False, True, False, False]
+        )
+        == 2
+    )
+
+
+def test_section_labels_of_a_workbook_become_a_group_column(tmp_path: Path) -> None:
+    """Issue 47: group labels ("Age:", "Sex:") of a workbook table are a column of the rows under them (as for a
+    CSV), not rows of their own with empty values."""
+    import openpyxl
+
+    from aisac_core.data.loaders import load_excel
+
+    rows: list[list[Any]] = [
+        ["Table 12. Voting-age population by characteristic, 2008"],
+        ["[In thousands]"],
+        [],
+        ["Characteristic", "Total", "Registered", "Voted"],
+        ["Age:"],
+        ["18 to 24 years", 28263, 16472, 12515],
+        ["25 to 44 years", 80420, 49108, 40891],
+        ["45 to 64 years", 78340, 55012, 49174],
+        ["Sex:"],
+        ["Male", 106525, 69101, 61553],
+        ["Female", 119190, 77543, 69593],
+        ["Region:"],
+        ["Northeast", 40683, 26433, 23296],
+        ["Midwest", 49083, 33659, 29614],
+        ["South", 82301, 54034, 46640],
+        [],
+        ["Source: U.S. Census Bureau."],
+    ]
+    p = tmp_path / "groups.xlsx"
+    wb = openpyxl.Workbook()
+    for r in rows:
+        wb.active.append(r)
+    wb.save(p)
+    [(_, df, opts, notes)] = load_excel(p, None, None)
+    assert df is not None and list(df.columns) == ["group", "Characteristic", "Total", "Registered", "Voted"]
+    assert len(df) == 8 and list(df["group"]) == ["Age:"] * 3 + ["Sex:"] * 2 + ["Region:"] * 3
+    assert df["Total"].dtype.kind in "if" and "group_rows" not in opts["detected"]["structure"]
+    assert any("section label" in n for n in notes)
+    # a range given by the user is read as given: no model, no group column
+    [(_, df2, _, _)] = load_excel(p, None, None, cell_range="A4:D15")
+    assert "group" not in df2.columns and len(df2) == 11

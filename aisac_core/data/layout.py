@@ -25,6 +25,7 @@ and registers the safest reading: the block as a plain grid with generated colum
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -194,3 +195,34 @@ def _unique(name: str, taken: list[str]) -> str:
     while name in taken:
         name += "_"
     return name
+
+
+#: the label of a summary-statistic row (descriptive statistics as lab sheets and survey exports print them under
+#: a table: "Mean", "SD", "Std. Dev.", "SEM", "Min", "Max", "N", "Median", "25th percentile", "CV %")
+SUMMARY_LABEL = re.compile(
+    r"^(mean|average|avg\.?|median|mode|geometric mean|harmonic mean|s\.?d\.?|std\.?( ?dev(\.|iation)?)?|"
+    r"st\.? ?dev\.?|standard (deviation|error)( of (the )?mean)?|s\.?e\.?(m\.?)?|variance|var\.?|"
+    r"min(\.|imum)?|max(\.|imum)?|range|n|count|sum|total|grand total|c\.?v\.?( ?%)?|coefficient of variation|"
+    r"iqr|interquartile range|q[13]|(lower|upper) quartile|\d{1,2}(st|nd|rd|th) percentile|p\d{1,2}|skewness|"
+    r"kurtosis|mad)\s*[:=]?$",
+    re.I,
+)
+#: the title of a summary block ("Summary", "Summary statistics", "Descriptive statistics")
+SUMMARY_TITLE = re.compile(r"^(summary( statistics)?|descriptive statistics|statistics|summary of .{1,60})\s*:?$", re.I)
+
+
+def summary_block_start(firsts: Sequence[str], blank_before: Sequence[bool]) -> int | None:
+    """Where a summary block under a table's body starts, or None: the body's non-empty rows are given by their
+    first non-empty cell's text (``firsts``) and whether an empty row separates each from the row above
+    (``blank_before``). A summary block follows an empty row after at least two body rows, and every row of it
+    is a summary statistic (:data:`SUMMARY_LABEL`: "Mean", "SD", "Min", "Max", "N" ...), two at least, under an
+    optional title ("Summary", "Descriptive statistics"). Such rows describe the table's rows; they are none of
+    them (a summary block one empty row below a table was once loaded as 6 data rows). Errors: none."""
+    for k in range(2, len(firsts)):
+        if not blank_before[k]:
+            continue
+        block = [f.strip() for f in firsts[k:]]
+        stats = block[1:] if SUMMARY_TITLE.match(block[0]) else block
+        if len(stats) >= 2 and all(SUMMARY_LABEL.match(x) for x in stats):
+            return k
+    return None

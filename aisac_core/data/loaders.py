@@ -44,6 +44,7 @@ from aisac_core.data.tablemodel import (
     model_override,
     numbers_and_markers,
     report_structure,
+    section_column,
     sheet_structure,
     skip_preamble,
 )
@@ -364,7 +365,7 @@ def load_csv(
             "range": None,
             "header_rows": len(t["header"]),
             "skipped_above": above,
-            "skipped_below": [],
+            "skipped_below": list(t.get("summary_below", []))[:20],
             "pivot": False,
             "tidy": False,
         },
@@ -584,6 +585,8 @@ def sheet_frame(
         ]
         if before - len(rows):
             notes.append(f"{before - len(rows)} repeat(s) of the header row inside the table dropped")
+    if learned is not None and not tidy:  # section labels the model reads as group lines: a column, not rows
+        rows, names = section_column(rows, t["body"], rmap, set(learned[0].get("group_rows", [])), names, notes)
     df = pd.DataFrame(rows, columns=names).dropna(how="all").reset_index(drop=True).infer_objects()
     df, markers, more = numbers_and_markers(df)
     notes.extend(more)
@@ -641,7 +644,8 @@ def sheet_frame(
     if markers:
         detected["markers"] = markers
     if learned is not None:
-        detected["structure"], conf, more = learned
+        structure, conf, more = learned
+        detected["structure"] = {k: v for k, v in structure.items() if k != "group_rows"}  # used above, not shown
         detected["confidence"] = round(min(detected["confidence"], conf if conf is not None else 1.0), 4)
         notes.extend(more)
         if detected["confidence"] < CONFIDENT_SHEET and not t.get("ambiguous"):

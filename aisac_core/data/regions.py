@@ -43,7 +43,7 @@ from typing import Any
 from aisac_core.data.cells import NA_STRINGS, cell_kind, cell_text, col_letters, parse_range, to_a1
 from aisac_core.data.errors import DataError
 from aisac_core.data.headers import MAX_HEADER_ROWS, _header_rows, header_names, join_header_levels
-from aisac_core.data.layout import CONFIDENT, fine_kind, layout_confidence
+from aisac_core.data.layout import CONFIDENT, fine_kind, layout_confidence, summary_block_start
 
 __all__ = [
     "MAX_HEADER_ROWS",
@@ -359,6 +359,18 @@ def detect_region(
                     end -= 1  # the next section's one-cell title
                 break
     body_rows = body[:end]
+    if not explicit and body_rows:  # a summary block under the table (Mean, SD, Min, Max ...) is not data
+        firsts = [
+            next((cell_text(grid[i][j]) for j in cols if occ[i][j] and (i, j) not in filled), "") for i in body_rows
+        ]
+        gaps = [k > 0 and body_rows[k] - body_rows[k - 1] > 1 for k in range(len(body_rows))]
+        cut = summary_block_start(firsts, gaps)
+        if cut is not None:
+            notes.append(
+                f"{len(body_rows) - cut} row(s) below the table set aside as a summary block, not data "
+                f"({', '.join(f for f in firsts[cut : cut + 6])}): listed in skipped_below"
+            )
+            body_rows = body_rows[:cut]
     skipped_below = [
         _row_text(grid, i, kinds)
         for i in range(body_rows[-1] + 1 if body_rows else rows[-1] + 1, n_rows)

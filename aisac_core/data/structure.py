@@ -17,9 +17,11 @@ the first numeric column is a ``LeftAttribute``; statistical markers (``..``, ``
 missing values (:func:`marker_meaning`), never labels.
 
 **Sheet confidence** (:func:`classify`): the probability that the table's header rows and body rows are all
-right, Platt-scaled (:func:`calibrate`) on out-of-fold scores of the train and validation workbooks from the sum
-of log-probabilities of the chosen top/header/body/bottom part over the lines at the table's boundaries and the
-lowest part probability (:func:`sheet_scores`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
+right: a logistic map (:func:`calibrate`; chosen by cross-validated ECE over Platt scaling, isotonic regression
+and logistic maps by ``bench/train_cell_types.py``) fitted on out-of-fold scores of the train and validation
+workbooks, of the sum of log-probabilities of the chosen top/header/body/bottom part over the lines at the table's
+boundaries, the lowest part probability (:func:`sheet_scores`) and the smallest part margin on a boundary line
+(:func:`sheet_features`). Below :data:`CONFIDENT_SHEET` a loader reports the table as uncertain.
 
 Formatting (bold, merges, fonts) is not among the features: the annotated tables are CSV renderings without it.
 """
@@ -551,14 +553,62 @@ def sheet_scores(probs: list[list[float]], labels: list[str]) -> tuple[float, fl
     return sum(logs), min(part_p)
 
 
-def calibrate(scores: tuple[float, float], meta: dict[str, Any]) -> float:
-    """The calibrated sheet confidence of :func:`sheet_scores`: isotonic regression of "table right" on the first
-    score (``meta["isotonic"] = {x, y}``: its breakpoints, linear between them and constant beyond, as scikit-learn's
-    ``IsotonicRegression`` predicts; Zadrozny and Elkan, KDD 2002) or, for a model file without them, Platt scaling
+def sheet_features(probs: list[list[float]], labels: list[str]) -> dict[str, float]:
+    """The inputs of the sheet-confidence calibration maps (``bench/train_cell_types.py`` chooses among maps over
+    subsets of them by cross-validated ECE; docs/data.md "Learned table structure"), from the probability of each
+    line's chosen part (top / header / body / bottom) over the boundary lines of :func:`sheet_scores`:
+
+    - ``score``, ``log_lowest``: the two :func:`sheet_scores`;
+    - ``mean_boundary``: the mean part probability of the boundary lines;
+    - ``margin``: the smallest gap, over the boundary lines, between the chosen part's probability and the best
+      other part's (a line the model nearly put in another part);
+    - ``log_boundary``: log of 1 + the number of boundary lines; ``no_header``: 1 when no line is a header;
+    - ``header_low``: the lowest part probability among the header lines (1 without header lines).
+
+    Empty ``probs``: ``{}``."""
+    if not probs:
+        return {}
+    parts = ("top", "header", "body", "bottom")
+    part_p: list[dict[str, float]] = []
+    for p in probs:
+        d = dict.fromkeys(parts, 0.0)
+        for c, name in enumerate(CLASSES):
+            d[PART[name]] += p[c]
+        part_p.append(d)
+    chosen = [part_p[k][PART[lab]] for k, lab in enumerate(labels)]
+    body = [k for k, lab in enumerate(labels) if PART[lab] == "body"]
+    inner = set(body[EDGE_LINES:-EDGE_LINES]) if len(body) > 2 * EDGE_LINES else set()
+    edge = [k for k in range(len(labels)) if k not in inner]
+    margins = [chosen[k] - max(v for q, v in part_p[k].items() if q != PART[labels[k]]) for k in edge]
+    header = [chosen[k] for k, lab in enumerate(labels) if PART[lab] == "header"]
+    score, lowest = sheet_scores(probs, labels)
+    return {
+        "score": score,
+        "log_lowest": math.log(max(lowest, 1e-9)),
+        "mean_boundary": sum(chosen[k] for k in edge) / len(edge),
+        "margin": min(margins),
+        "log_boundary": math.log1p(len(edge)),
+        "no_header": float(not header),
+        "header_low": min(header, default=1.0),
+    }
+
+
+def calibrate(scores: tuple[float, float], meta: dict[str, Any], features: dict[str, float] | None = None) -> float:
+    """The calibrated sheet confidence of :func:`sheet_scores` (and, for a logistic map, :func:`sheet_features`):
+    isotonic regression of "table right" on the first score (``meta["isotonic"] = {x, y}``: its breakpoints, linear
+    between them and constant beyond, as scikit-learn's ``IsotonicRegression`` predicts; Zadrozny and Elkan, KDD
+    2002); a logistic regression over named sheet features (``meta["logistic"] = {features, coef, intercept}``:
+    ``1 / (1 + exp(-(coef . x + intercept)))``, Platt's scaling with more inputs; without ``features`` only
+    ``score`` and ``log_lowest`` are known, the others count 0); or Platt scaling
     ``1 / (1 + exp(-(a * score + b * log(lowest) + c)))`` with ``meta["platt"] = (a, b, c)`` (J. Platt 1999)."""
     iso = meta.get("isotonic")
     if iso:
         return isotonic(scores[0], iso["x"], iso["y"])
+    lg = meta.get("logistic")
+    if lg:
+        f = features or {"score": scores[0], "log_lowest": math.log(max(scores[1], 1e-9))}
+        z = float(lg["intercept"]) + sum(float(c) * f.get(n, 0.0) for n, c in zip(lg["features"], lg["coef"]))
+        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
     a, b, c = meta["platt"]
     z = a * scores[0] + b * math.log(max(scores[1], 1e-9)) + c
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
@@ -591,7 +641,7 @@ def classify(grid: Sequence[Sequence[Any]], booster: Any = None, meta: dict[str,
         rows, X = line_features(grid)
     probs = predict_proba(X, booster)
     labels = decode(probs)
-    conf = calibrate(sheet_scores(probs, labels), meta) if rows else 0.0
+    conf = calibrate(sheet_scores(probs, labels), meta, sheet_features(probs, labels)) if rows else 0.0
     st = Structure(
         rows=rows,
         labels=labels,
@@ -626,7 +676,8 @@ def reading_confidence(st: Structure, header: Sequence[int], body_start: int, bo
         else:
             parts.append("bottom" if r > body_end else "header")
     labels = [next(c for c in CLASSES if PART[c] == part) for part in parts]
-    return calibrate(sheet_scores([[p[c] for c in CLASSES] for p in st.probs], labels), meta)
+    plist = [[p[c] for c in CLASSES] for p in st.probs]
+    return calibrate(sheet_scores(plist, labels), meta, sheet_features(plist, labels))
 
 
 def _alternatives(st: Structure) -> list[dict[str, Any]]:

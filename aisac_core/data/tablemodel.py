@@ -14,6 +14,8 @@ import io
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.data.cells import cell_kind, cell_text
+from aisac_core.data.layout import summary_block_start
 from aisac_core.data.structure import (
     Structure,
     marker_meaning,
@@ -211,6 +213,22 @@ def apply_decision(
         return t, None, None
     lab = rd["labels"]
     last = rd["body"][-1] if rd["body"] else t["data_start"] - 1
+    # a summary block under the body (Mean, SD, Min, Max ... after an empty record) is not data: set aside
+    cand = [
+        i
+        for i in range(t["data_start"], min(last, len(full) - 1) + 1)
+        if lab.get(i) not in ("notes", "metadata") and any(v.strip() for v in full[i])
+    ]
+    firsts = [next(v.strip() for v in full[i] if v.strip()) for i in cand]
+    cut = summary_block_start(firsts, [k > 0 and cand[k] - cand[k - 1] > 1 for k in range(len(cand))])
+    if cut is not None:
+        below = [" | ".join(v.strip() for v in full[i] if v.strip()) for i in cand[cut:]]
+        note = (
+            f"{len(below)} row(s) below the table set aside as a summary block, not data "
+            f"({', '.join(firsts[cut : cut + 6])}): listed in skipped_below"
+        )
+        t = {**t, "summary_below": below, "notes": [*t.get("notes", []), note]}
+        last = cand[cut - 1]
     # every record from the first to the last body line but those the model reads as notes or titles (lines of a
     # long file between the classified windows are body lines); a group line of one cell (a section label) is not
     # a record: its label goes into the group column of the records below it
@@ -278,7 +296,10 @@ def report_structure(
         return
     if decision["mode"] == "model":
         below = [r for r in rd["below"] if r > (rd["body"][-1] if rd["body"] else -1)]
-        d["skipped_below"] = [" ".join(v.strip() for v in grid[r] if v.strip())[:200] for r in below][:20]
+        summary_rows = list(d.get("skipped_below") or [])  # a summary block set aside (apply_decision)
+        d["skipped_below"] = (summary_rows + [" ".join(v.strip() for v in grid[r] if v.strip())[:200] for r in below])[
+            :20
+        ]
         if not decision["agree"]:
             notes.append(
                 f"table read by the table-structure model (confidence {st.confidence:.2f}): header row(s) "
@@ -332,10 +353,13 @@ def sheet_structure(
     agree = rd["header"] == header and bool(rd["body"]) and rd["body"][0] == start
     if agree:
         conf = st.confidence
-    else:  # the rules' reading is right at most when the model's own (different) reading is wrong
+    else:  # not a fitted probability: the model's doubt in its own, different, reading is given to the rules
+        # (they read merges, bold and alignment it cannot), or its own estimate of their reading if higher
         conf = round(max(reading_confidence(st, header, start, t["body"][-1] - top), 1.0 - st.confidence), 4)
     out["agrees_with_rules"] = agree
     out["rules_data_start_row"] = rmap[start] + 1
+    # the section-label lines the model reads (sheet rows, 1-based): the loader moves a one-cell one into a column
+    out["group_rows"] = [rmap[r] + 1 for r in st.rows_of("group") if r < len(rmap)][:5000]
     notes = []
     if not agree:
         out["model_reading"] = {
@@ -426,3 +450,47 @@ def detect_encoding(raw: bytes) -> str:
 
     best = from_bytes(raw[:200_000]).best()
     return best.encoding if best is not None else "latin-1"
+
+
+def section_column(
+    rows: list[list[Any]],
+    body: Sequence[int],
+    rmap: Sequence[int],
+    group_rows: set[int],
+    names: list[str],
+    notes: list[str],
+) -> tuple[list[list[Any]], list[str]]:
+    """A workbook table's section labels as a first column ``group``: ``rows`` are the body's rows (cells of the
+    kept columns) at grid rows ``body``, ``rmap`` maps grid rows to sheet rows, ``group_rows`` holds the sheet rows
+    (1-based) the model reads as group lines (:func:`sheet_structure`). A group line whose only value is a text in
+    the first column becomes the ``group`` value of the rows under it (as for a CSV, :func:`apply_decision`); a note
+    is added to ``notes``. Only where the sections are sound: two labels at least that lead rows, two rows a label
+    on average (a label over each single row is a label / values layout), and no label directly under another
+    (labels stacked one under the other are form fields: "Team:" / "Cost Center:" over a report). Otherwise
+    ``(rows, names)`` come back unchanged. Errors: none."""
+    if not group_rows:
+        return rows, names
+    kept: list[list[Any]] = []
+    groups: list[str | None] = []
+    current: str | None = None
+    led: list[int] = []  # per label, the rows it leads
+    stacked = False
+    for i, r in zip(body, rows):
+        cells = [v for v in r if cell_kind(v) != "empty"]
+        if rmap[i] + 1 in group_rows and len(cells) == 1 and r and cell_kind(r[0]) == "text":
+            stacked = stacked or (bool(led) and led[-1] == 0)
+            current = cell_text(r[0]).strip()
+            led.append(0)
+            continue
+        if led and cells:
+            led[-1] += 1
+        kept.append(r)
+        groups.append(current if cells else None)
+    if sum(n > 0 for n in led) < 2 or stacked or led[-1] == 0 or sum(led) < 2 * len(led):
+        return rows, names
+    gname = "group" if "group" not in names else "group_"
+    notes.append(
+        f"{len(rows) - len(kept)} section label row(s) moved into column {gname!r}: "
+        f"{sorted(set(filter(None, groups)))[:5]}"
+    )
+    return [[g, *r] for g, r in zip(groups, kept)], [gname, *names]

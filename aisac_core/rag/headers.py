@@ -12,8 +12,10 @@ capitalisation, digits, year, month, e-mail, URL, punctuation class and "largest
 PDF aisac parses; :func:`tokens_from_grobid` reads them from GROBID's feature files (training and evaluation).
 
 Confidences: the title's and the author list's raw score (the smallest CRF marginal of the field's tokens and of
-the tokens just around it) is mapped to a probability by an isotonic regression (Zadrozny & Elkan 2002) fitted on
-out-of-fold scores - each document scored by a CRF that did not see it (``header_calibration.json``):
+the tokens just around it), with the field's other :func:`calibration_features` for a logistic map, is mapped to a
+probability by the map ``bench/train_headers.py`` chose per field by cross-validated ECE (isotonic regression,
+Zadrozny & Elkan 2002; Platt's sigmoid; or a logistic regression over the features), fitted on out-of-fold scores -
+each document scored by a CRF that did not see it (``header_calibration.json``):
 ``title_confidence`` is the estimated probability that the title is exactly right, ``authors_confidence`` that the
 whole author list is. Figures and the reliability table: docs/rag.md, "Header model".
 """
@@ -33,6 +35,7 @@ from importlib import resources
 from typing import Any
 
 from aisac_core.calibration import isotonic
+from aisac_core.rag.people import author_names
 
 #: the labels the model gives (GROBID's header labels, the rare ones folded into ``other``)
 LABELS = ("title", "author", "affiliation", "address", "email", "abstract", "keyword", "pubnum", "other")
@@ -369,6 +372,9 @@ class HeaderFields:
     affiliations_text: list[str] = field(default_factory=list)
     title_raw: float = 0.0
     authors_raw: float = 0.0
+    #: the inputs of the fields' calibration maps (:func:`calibration_features`; empty without marginals)
+    title_features: dict[str, float] = field(default_factory=dict)
+    authors_features: dict[str, float] = field(default_factory=dict)
     title_confidence: float = 0.0
     authors_confidence: float = 0.0
     #: per token, the index of its line in ``zone_lines`` (``HeaderToken.line_no``), and those line objects
@@ -457,7 +463,55 @@ def fields_from_labels(
     if marginals is not None:
         hf.title_raw = _field_score(hf.title_tokens, "title", marginals)
         hf.authors_raw = _field_score(hf.author_tokens, "author", marginals)
+        hf.title_features, hf.authors_features = calibration_features(hf, tokens, marginals)
     return hf
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def calibration_features(
+    hf: HeaderFields, tokens: Sequence[HeaderToken], marginals: Sequence[dict[str, float]]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The inputs of the title's and the author list's calibration maps (``bench/train_headers.py`` chooses among
+    maps over subsets of them by cross-validated ECE; docs/rag.md "Header model"):
+
+    - ``logit_raw``: logit of the raw score (:func:`_field_score`, the weakest token of the field or its border);
+    - ``logit_mean``: logit of the field's mean token marginal (how sure the CRF is of the field as a whole);
+    - ``log_tokens``: log of the field's token count; ``lines``: how many lines it spans;
+    - title only: ``runs`` (title runs joined into one, minus one: a title interrupted by other labels),
+      ``largest`` (share of its tokens in the page's largest font);
+    - authors only: ``log_names`` (log of 1 + the names read), ``fields`` (author fields, log of 1 + their count).
+
+    Both dicts are empty for a missing field."""
+
+    def common(idx: Sequence[int], label: str, raw: float) -> dict[str, float]:
+        mean = sum(marginals[i].get(label, 0.0) for i in idx) / len(idx)
+        lines = len({tokens[i].line_no if tokens[i].line_no >= 0 else -1 for i in idx})
+        if tokens[idx[0]].line_no < 0:  # a GROBID feature file: lines counted from LINESTART tokens
+            lines = 1 + sum(tokens[i].line == "LINESTART" for i in idx[1:])
+        return {
+            "logit_raw": _logit(raw),
+            "logit_mean": _logit(mean),
+            "log_tokens": math.log(len(idx)),
+            "lines": float(lines),
+        }
+
+    t: dict[str, float] = {}
+    a: dict[str, float] = {}
+    if hf.title_tokens:
+        t = common(hf.title_tokens, "title", hf.title_raw)
+        idx = hf.title_tokens
+        t["runs"] = float(sum(1 for k in range(1, len(idx)) if idx[k] != idx[k - 1] + 1))
+        t["largest"] = sum(tokens[i].largest for i in idx) / len(idx)
+    if hf.author_tokens:
+        a = common(hf.author_tokens, "author", hf.authors_raw)
+        names = [n for x in hf.authors_text for n in author_names(x)]
+        a["log_names"] = math.log1p(len(names))
+        a["fields"] = math.log1p(len(hf.authors_text))
+    return t, a
 
 
 def _field_score(idx: Sequence[int], label: str, marginals: Sequence[dict[str, float]]) -> float:
@@ -480,11 +534,21 @@ def platt(raw: float, a: float, b: float) -> float:
     return 1.0 / (1.0 + math.exp(z)) if z > -700 else 1.0
 
 
-def calibrate(raw: float, cal: dict[str, Any]) -> float:
-    """The calibrated probability of a raw score: piecewise linear between the isotonic breakpoints
-    ``cal["isotonic"] = {x, y}`` (clipped at both ends), or Platt's sigmoid ``cal["platt"] = [a, b]``."""
+def calibrate(raw: float, cal: dict[str, Any], features: dict[str, float] | None = None) -> float:
+    """The calibrated probability of a field: piecewise linear between the isotonic breakpoints
+    ``cal["isotonic"] = {x, y}`` of the raw score (clipped at both ends), Platt's sigmoid ``cal["platt"] = [a, b]``
+    of it, or a logistic regression over the field's :func:`calibration_features`
+    ``cal["logistic"] = {features: [names], coef: [...], intercept: c}`` (P = 1 / (1 + exp(-(coef . x + c))); Platt's
+    scaling with more inputs than the score, Platt 1999). A logistic map without its features (None) falls back to
+    ``logit_raw`` alone, the others at 0."""
     if "isotonic" in cal:
         return isotonic(raw, cal["isotonic"]["x"], cal["isotonic"]["y"])
+    if "logistic" in cal:
+        lg = cal["logistic"]
+        f = features or {"logit_raw": _logit(raw)}
+        z = float(lg["intercept"]) + sum(float(c) * f.get(n, 0.0) for n, c in zip(lg["features"], lg["coef"]))
+        z = max(min(z, 50.0), -50.0)
+        return 1.0 / (1.0 + math.exp(-z))
     return platt(raw, *cal["platt"])
 
 
@@ -522,9 +586,9 @@ class HeaderModel:
         hf.token_lines = [t.line_no for t in tokens]
         cal = self.calibration
         if hf.title:
-            hf.title_confidence = round(calibrate(hf.title_raw, cal["title"]), 3)
+            hf.title_confidence = round(calibrate(hf.title_raw, cal["title"], hf.title_features), 3)
         if hf.authors_text:
-            hf.authors_confidence = round(calibrate(hf.authors_raw, cal["authors"]), 3)
+            hf.authors_confidence = round(calibrate(hf.authors_raw, cal["authors"], hf.authors_features), 3)
         return hf
 
 
