@@ -74,6 +74,24 @@ def test_features_and_bad_input():
     none = passage_features("Drug X has no effect on blood pressure in patients.", bp, vecs[0], vecs[1:3])
     assert none[1, i("claim_no_effect")] == 1.0 and none[1, i("no_effect_differs_on_topic")] > 0.3
     assert x[2, i("claim_no_effect")] == 0.0 and x[2, i("no_effect_differs")] == 0.0
+    # local polarity: the sentence reverses the claim next to the claim's object, although it also has a word of the
+    # claim's direction elsewhere (the global direction features see both directions and call it neither)
+    rev = ["DUSP4 overexpression increased chemotherapy-induced apoptosis, whereas DUSP4 depletion dampened it."]
+    got = passage_features("DUSP4 decreases apoptosis.", rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == -1.0 and got[0, i("sentence_polarity")] == 1.0
+    assert got[0, i("polarity_differs")] == 1.0 and got[0, i("polarity_differs_on_topic")] > 0.2
+    assert got[0, i("polarity_found")] == 1.0 and got[0, i("direction_differs")] == 0.0
+    # a negation before the object reverses its direction: "not associated with an increased risk" against a claim
+    # of an increased risk; and the same finding agrees with the claim stated in the negative
+    neg_rev = ["ADHD medication use was not associated with increased cardiovascular events."]
+    got = passage_features("ADHD medications increase cardiovascular events.", neg_rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == 1.0 and got[0, i("sentence_polarity")] == -1.0
+    assert got[0, i("polarity_differs")] == 1.0 and got[0, i("polarity_agrees")] == 0.0
+    got = passage_features("ADHD medications do not increase cardiovascular events.", neg_rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == -1.0 and got[0, i("polarity_agrees")] == 1.0
+    # a sentence that does not mention the claim's object has no polarity for it
+    got = passage_features("Drug X reduces dialysis risk.", PASSAGE[:1], vecs[0], vecs[1:2])
+    assert got[0, i("polarity_found")] == 0.0 and got[0, i("sentence_polarity")] == 0.0
     with pytest.raises(SupportModelError, match="one vector each"):
         passage_features("claim", PASSAGE, vecs[0], vecs[1:3])
     with pytest.raises(SupportModelError) as err:
