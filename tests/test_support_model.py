@@ -123,6 +123,19 @@ def test_bench_scoring_and_split(tmp_path):
     value, rows = ece(probs, hits)
     assert value == pytest.approx(0.0) and [r["n"] for r in rows] == [20, 20]
     assert ece([0.9] * 10, [0] * 10)[0] == pytest.approx(0.9)
+    # the ECE that sampling alone gives: none for certain probabilities, more for fewer items; outcomes drawn from
+    # their own probabilities stay below its 95th percentile far more often than not, a shifted one does not
+    from bench.support import ece_by_chance
+
+    assert ece_by_chance([0.0] * 5 + [1.0] * 5) == {"median": 0.0, "p95": 0.0}
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0, 1, 250).tolist()
+    small, large = ece_by_chance(p[:50], draws=300), ece_by_chance(p, draws=300)
+    assert 0 < large["median"] < large["p95"] < small["p95"]
+    calibrated = [ece(p, (rng.random(250) < np.array(p)).astype(int).tolist())[0] for _ in range(20)]
+    assert sum(v <= large["p95"] for v in calibrated) >= 15
+    shifted = (rng.random(250) < np.clip(np.array(p) + 0.2, 0, 1)).astype(int).tolist()
+    assert ece(p, shifted)[0] > large["p95"]
     bad = tmp_path / "claims.jsonl"
     bad.write_text('{"id": 1, "claim": "x", "cited_doc_ids": [3]}\n{"id": 2}\n')
     with pytest.raises(ValueError, match=r"claims.jsonl:2: not a SciFact claim"):
