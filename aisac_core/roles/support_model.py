@@ -26,8 +26,9 @@ VeriSci pipeline does both steps with RoBERTa-large; here both are logistic regr
 Three models: **rationale** (is this sentence a rationale of the claim?), then, on the passage's vector (its best
 rationale probabilities and the features of its most likely rationale sentences, :func:`passage_vector`),
 **support** (is the passage labelled SUPPORT?) and **contradict** (CONTRADICT?). Each passage probability is mapped
-to a calibrated one by an isotonic regression fitted on the validation claims (never on the claims the models were
-fitted on). The verdict (:func:`decide`):
+to a calibrated one by a calibration map (isotonic regression or Platt scaling, whichever had the lower
+cross-validated ECE; stored as breakpoints under ``isotonic``) fitted on out-of-fold scores (never on the claims
+the models were fitted on). The verdict (:func:`decide`):
 ``supports`` when P(support) >= the ``supported`` threshold, ``contradicts`` when P(contradict) >= the
 ``contradicts`` threshold, else ``does not address`` (``uncertain`` set when either probability is at least
 :data:`UNCERTAIN_FLOOR`: the passage is on the claim, the judge cannot say which way). Both thresholds were chosen on
@@ -367,7 +368,8 @@ def _sigmoid(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 class SupportModel:
     """The shipped model (``models/support_scifact.json``): three logistic regressions (coefficients over
-    standardised features) and three isotonic maps (breakpoints), with the thresholds chosen on validation."""
+    standardised features) and three calibration maps (breakpoints of an isotonic or Platt map), with the thresholds
+    chosen on out-of-fold predictions."""
 
     def __init__(self, data: dict[str, Any], sha256: str) -> None:
         try:
@@ -449,7 +451,7 @@ def passage_vector(r: npt.NDArray[np.float64], x: npt.NDArray[np.float64]) -> np
 def passage_scores(model: SupportModel, x: npt.NDArray[np.float64]) -> dict[str, Any]:
     """Raw and calibrated scores of one passage from its sentences' feature rows ``x``: ``{rationale_raw: [n],
     rationale: [n] (calibrated), support_raw, contradict_raw, p_support, p_contradict}``: the rationale model per
-    sentence, then the support and contradict models on :func:`passage_vector`, each mapped by its isotonic
+    sentence, then the support and contradict models on :func:`passage_vector`, each mapped by its
     calibration."""
     r = model.probability("rationale", x)
     v = passage_vector(r, x)[None, :]
