@@ -89,6 +89,14 @@ def test_features_and_bad_input():
     assert got[0, i("polarity_differs")] == 1.0 and got[0, i("polarity_agrees")] == 0.0
     got = passage_features("ADHD medications do not increase cardiovascular events.", neg_rev, vecs[0], vecs[1:2])
     assert got[0, i("claim_polarity")] == -1.0 and got[0, i("polarity_agrees")] == 1.0
+    # a sentence that repeats the claim agrees with it: the claim is read as a sentence is (the direction next to its
+    # object), not by its overall negation count (the dev-set answer judged "contradicted" by itself at P 0.90)
+    said = (
+        "While comprehension was not the primary objective of Paper Plain, improving readers' understanding of "
+        "medical papers is also important for ensuring they have productive conversations with their providers."
+    )
+    got = passage_features(said, [said], vecs[0], vecs[1:2])
+    assert got[0, i("polarity_differs")] == 0.0 and got[0, i("claim_polarity")] == got[0, i("sentence_polarity")]
     # a sentence that does not mention the claim's object has no polarity for it
     got = passage_features("Drug X reduces dialysis risk.", PASSAGE[:1], vecs[0], vecs[1:2])
     assert got[0, i("polarity_found")] == 0.0 and got[0, i("sentence_polarity")] == 0.0

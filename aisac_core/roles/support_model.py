@@ -290,7 +290,11 @@ def passage_features(
     c_bigrams = {(a[:6], b[:6]) for a, b in zip(c_words, c_words[1:])}
     c_low = claim.lower()
     c_no_effect = bool(_NO_EFFECT.search(claim))
-    c_pol, c_targets = claim_polarity(claim), claim_targets(claim)
+    c_targets = claim_targets(claim)
+    # the claim read the way a sentence is read (the direction next to its own object), so that a sentence that
+    # repeats the claim agrees with it; the claim's overall direction where its object has none
+    c_local, c_found = local_polarity(claim, c_targets)
+    c_pol = c_local if c_found else claim_polarity(claim)
     rows = np.zeros((n, len(FEATURES)), dtype=np.float64)
     for i, sent in enumerate(sentences):
         st = s_stems[i]
