@@ -15,7 +15,9 @@ gold abstracts: no retrieval step), as aisac's evaluator judges each cited passa
 - **label accuracy** with the gold abstracts (3 classes: supports / contradicts / does not address);
 - **"supported" precision** (of the abstracts judged ``supports``, the share whose gold label is SUPPORT) and
   recall, the same for ``contradicts``;
-- **ECE** (10 equal-width bins, Guo et al. 2017) of the calibrated P(support) per abstract and a reliability table;
+- **ECE** (10 equal-width bins, Guo et al. 2017) of the calibrated P(support) per abstract and a reliability table,
+  beside the ECE that sampling alone gives a perfectly calibrated probability on as many abstracts
+  (:func:`ece_by_chance`: median and 95th percentile), so that a figure can be read against its noise;
 - **no-evidence abstention**: of the claims without evidence, the share with no ``supports`` citation (and the
   share with neither ``supports`` nor ``contradicts``);
 - **cost**: ms per citation of :func:`aisac_core.roles.support_model.judge_passage` (embedding included, warm
@@ -224,6 +226,27 @@ def ece(probs: list[float], hits: list[int], bins: int = 10) -> tuple[float, lis
     return float(total), rows
 
 
+def ece_by_chance(probs: list[float], bins: int = 10, draws: int = 2000, seed: int = 7) -> dict[str, float]:
+    """The ECE that sampling alone gives a **perfectly calibrated** probability on this many items: each outcome
+    drawn as Bernoulli(p) from the same ``probs`` (``draws`` times, fixed ``seed``), the ECE of each draw measured as
+    :func:`ece` does. Returns ``{median, p95}``: an ECE above the 95th percentile is miscalibration that the sample
+    size does not explain; one below it cannot be told from sampling noise (a parametric bootstrap of the null
+    hypothesis of calibration; cf. Vaicenavicius et al., "Evaluating model calibration in classification",
+    AISTATS 2019, consistency resampling)."""
+    p = np.asarray(probs, dtype=float)
+    if len(p) == 0:
+        return {"median": 0.0, "p95": 0.0}
+    rng = np.random.default_rng(seed)
+    idx = np.minimum((p * bins).astype(int), bins - 1)
+    masks = [idx == b for b in range(bins)]
+    masks = [m for m in masks if m.any()]
+    got = np.empty(draws)
+    for k in range(draws):
+        y = (rng.random(len(p)) < p).astype(float)
+        got[k] = sum(m.sum() / len(p) * abs(float(p[m].mean()) - float(y[m].mean())) for m in masks)
+    return {"median": float(np.median(got)), "p95": float(np.quantile(got, 0.95))}
+
+
 def prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
     """Precision, recall and F1 (0 when undefined)."""
     p = tp / n_pred if n_pred else 0.0
@@ -365,6 +388,7 @@ def evaluate(
         "supported": {**prf(sup["tp"], sup["pred"], sup["gold"]), "n_pred": sup["pred"], "n_gold": sup["gold"]},
         "contradicts": {**prf(con["tp"], con["pred"], con["gold"]), "n_pred": con["pred"], "n_gold": con["gold"]},
         "ece_support": e,
+        "ece_support_by_chance": ece_by_chance(probs),
         "ece_contradict": e_con,
         "ece_rationale": e_rat,
         "reliability": rel,
@@ -395,6 +419,10 @@ def print_figures(title: str, f: dict[str, Any]) -> None:
         [
             ("label accuracy, 3 classes (%)", pct(f["label_accuracy"])),
             ("ECE of P(support), 10 bins", round(f["ece_support"], 4)),
+            (
+                "  the same from sampling alone if calibrated: median / 95th pct",
+                f"{f['ece_support_by_chance']['median']:.4f} / {f['ece_support_by_chance']['p95']:.4f}",
+            ),
             ("ECE of P(contradict), 10 bins", round(f["ece_contradict"], 4)),
             ("ECE of P(rationale) per sentence, 10 bins", round(f["ece_rationale"], 4)),
             (

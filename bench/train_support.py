@@ -299,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"relevance threshold (out of fold): {t_rel:.3f} keeps {float((pos >= t_rel).mean()):.3f} of the rationales")
     t_s, prec_s = precision_threshold(p_s, is_sup, TARGET_PRECISION, MIN_ABOVE)
     t_c, prec_c = precision_threshold(p_c, is_con, TARGET_PRECISION, MIN_ABOVE)
+    # what the precision costs: the share of the SUPPORT passages (and of all passages) shown "supported"
+    cov_s = float((p_s >= t_s).mean())
+    recall_s = float(is_sup[p_s >= t_s].sum() / max(is_sup.sum(), 1))
+    print(f"supported at {t_s:.3f}: {100 * recall_s:.1f} % of the SUPPORT passages, {100 * cov_s:.1f} % of all")
     print(
         f"thresholds (out of fold): rationale {t_r:.3f} (F1 {best_f1:.3f}), supported {t_s:.3f} "
         f"({int((p_s >= t_s).sum())} passages above, precision {prec_s:.3f}), contradicts {t_c:.3f} "
@@ -310,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     model = {
         "name": "aisac support judge (SciFact)",
-        "version": 1,
+        "version": 2,
         "method": "logistic regressions (rationale per sentence; support, contradict per passage), isotonic "
         "calibration and thresholds on out-of-fold predictions; bench/train_support.py",
         "embedding_model": "all-MiniLM-L6-v2 (int8 ONNX, aisac default)",
@@ -335,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
             "contradict_average_precision": passage["contradict"]["ap"],
             "rationale_f1": best_f1,
             "supported_precision": prec_s,
+            "supported_recall": recall_s,
+            "supported_coverage": cov_s,
             "contradicts_precision": prec_c,
         },
         "calibration": calibration,

@@ -74,6 +74,32 @@ def test_features_and_bad_input():
     none = passage_features("Drug X has no effect on blood pressure in patients.", bp, vecs[0], vecs[1:3])
     assert none[1, i("claim_no_effect")] == 1.0 and none[1, i("no_effect_differs_on_topic")] > 0.3
     assert x[2, i("claim_no_effect")] == 0.0 and x[2, i("no_effect_differs")] == 0.0
+    # local polarity: the sentence reverses the claim next to the claim's object, although it also has a word of the
+    # claim's direction elsewhere (the global direction features see both directions and call it neither)
+    rev = ["DUSP4 overexpression increased chemotherapy-induced apoptosis, whereas DUSP4 depletion dampened it."]
+    got = passage_features("DUSP4 decreases apoptosis.", rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == -1.0 and got[0, i("sentence_polarity")] == 1.0
+    assert got[0, i("polarity_differs")] == 1.0 and got[0, i("polarity_differs_on_topic")] > 0.2
+    assert got[0, i("polarity_found")] == 1.0 and got[0, i("direction_differs")] == 0.0
+    # a negation before the object reverses its direction: "not associated with an increased risk" against a claim
+    # of an increased risk; and the same finding agrees with the claim stated in the negative
+    neg_rev = ["ADHD medication use was not associated with increased cardiovascular events."]
+    got = passage_features("ADHD medications increase cardiovascular events.", neg_rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == 1.0 and got[0, i("sentence_polarity")] == -1.0
+    assert got[0, i("polarity_differs")] == 1.0 and got[0, i("polarity_agrees")] == 0.0
+    got = passage_features("ADHD medications do not increase cardiovascular events.", neg_rev, vecs[0], vecs[1:2])
+    assert got[0, i("claim_polarity")] == -1.0 and got[0, i("polarity_agrees")] == 1.0
+    # a sentence that repeats the claim agrees with it: the claim is read as a sentence is (the direction next to its
+    # object), not by its overall negation count (the dev-set answer judged "contradicted" by itself at P 0.90)
+    said = (
+        "While comprehension was not the primary objective of Paper Plain, improving readers' understanding of "
+        "medical papers is also important for ensuring they have productive conversations with their providers."
+    )
+    got = passage_features(said, [said], vecs[0], vecs[1:2])
+    assert got[0, i("polarity_differs")] == 0.0 and got[0, i("claim_polarity")] == got[0, i("sentence_polarity")]
+    # a sentence that does not mention the claim's object has no polarity for it
+    got = passage_features("Drug X reduces dialysis risk.", PASSAGE[:1], vecs[0], vecs[1:2])
+    assert got[0, i("polarity_found")] == 0.0 and got[0, i("sentence_polarity")] == 0.0
     with pytest.raises(SupportModelError, match="one vector each"):
         passage_features("claim", PASSAGE, vecs[0], vecs[1:3])
     with pytest.raises(SupportModelError) as err:
@@ -105,6 +131,19 @@ def test_bench_scoring_and_split(tmp_path):
     value, rows = ece(probs, hits)
     assert value == pytest.approx(0.0) and [r["n"] for r in rows] == [20, 20]
     assert ece([0.9] * 10, [0] * 10)[0] == pytest.approx(0.9)
+    # the ECE that sampling alone gives: none for certain probabilities, more for fewer items; outcomes drawn from
+    # their own probabilities stay below its 95th percentile far more often than not, a shifted one does not
+    from bench.support import ece_by_chance
+
+    assert ece_by_chance([0.0] * 5 + [1.0] * 5) == {"median": 0.0, "p95": 0.0}
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0, 1, 250).tolist()
+    small, large = ece_by_chance(p[:50], draws=300), ece_by_chance(p, draws=300)
+    assert 0 < large["median"] < large["p95"] < small["p95"]
+    calibrated = [ece(p, (rng.random(250) < np.array(p)).astype(int).tolist())[0] for _ in range(20)]
+    assert sum(v <= large["p95"] for v in calibrated) >= 15
+    shifted = (rng.random(250) < np.clip(np.array(p) + 0.2, 0, 1)).astype(int).tolist()
+    assert ece(p, shifted)[0] > large["p95"]
     bad = tmp_path / "claims.jsonl"
     bad.write_text('{"id": 1, "claim": "x", "cited_doc_ids": [3]}\n{"id": 2}\n')
     with pytest.raises(ValueError, match=r"claims.jsonl:2: not a SciFact claim"):

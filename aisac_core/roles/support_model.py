@@ -16,13 +16,19 @@ VeriSci pipeline does both steps with RoBERTa-large; here both are logistic regr
 - pairwise claim x sentence features for contradiction: whether the claim states no effect
   and whether claim and sentence differ in it, and the direction disagreement / agreement, negation-parity and
   no-effect disagreements and the cosine each multiplied by the sentence's idf-weighted coverage of the claim (a
-  disagreement counts as much as the sentence is about the claim's terms).
+  disagreement counts as much as the sentence is about the claim's terms);
+- local polarity (round three): the direction of the effect the sentence states *next to the claim's object*
+  (:func:`claim_targets`: "reduces **dialysis risk**"), negations before it reversing it, against the claim's own
+  direction (:func:`claim_polarity`, :func:`local_polarity`), so that "X decreases apoptosis" meets "X
+  overexpression increased chemotherapy-induced apoptosis" as a reversal even when the sentence also has a
+  decrease word elsewhere.
 
 Three models: **rationale** (is this sentence a rationale of the claim?), then, on the passage's vector (its best
 rationale probabilities and the features of its most likely rationale sentences, :func:`passage_vector`),
 **support** (is the passage labelled SUPPORT?) and **contradict** (CONTRADICT?). Each passage probability is mapped
-to a calibrated one by an isotonic regression fitted on the validation claims (never on the claims the models were
-fitted on). The verdict (:func:`decide`):
+to a calibrated one by a calibration map (isotonic regression or Platt scaling, whichever had the lower
+cross-validated ECE; stored as breakpoints under ``isotonic``) fitted on out-of-fold scores (never on the claims
+the models were fitted on). The verdict (:func:`decide`):
 ``supports`` when P(support) >= the ``supported`` threshold, ``contradicts`` when P(contradict) >= the
 ``contradicts`` threshold, else ``does not address`` (``uncertain`` set when either probability is at least
 :data:`UNCERTAIN_FLOOR`: the passage is on the claim, the judge cannot say which way). Both thresholds were chosen on
@@ -137,7 +143,34 @@ FEATURES = (
     "negation_differs_on_topic",
     "no_effect_differs_on_topic",
     "cosine_on_topic",
+    # local polarity (round three): the direction of the effect stated next to the claim's object in the sentence,
+    # against the claim's own direction (:func:`claim_polarity`, :func:`local_polarity`)
+    "claim_polarity",
+    "sentence_polarity",
+    "polarity_differs",
+    "polarity_agrees",
+    "polarity_differs_on_topic",
+    "polarity_agrees_on_topic",
+    "polarity_found",
 )
+
+#: words that state a positive relation or effect when nothing else gives a direction ("is effective", "is required
+#: for", "is associated with"): SciFact's contradicting claims are mostly the original claim negated or reversed
+#: (Wadden et al. 2020, section 3: annotators wrote a negation of each claim), so the polarity of the relation
+#: matters as much as its terms
+_POSITIVE = re.compile(
+    r"^(?:effective\w*|efficac\w*|benefi\w*|success\w*|better|superior|protect\w*|improv\w*|promot\w*|requir\w*|"
+    r"necessar\w*|essential|crucial|critical|important|associat\w*|correlat\w*|link\w*|caus\w*|lead\w*|leads|"
+    r"result\w*|contribut\w*|mediat\w*|regulat\w*|control\w*|depend\w*)$"
+)
+#: one-word negations (and "little": "had little effect") that reverse the polarity of what follows
+_NEGATION_WORD = re.compile(
+    r"^(?:not|no|never|none|nor|neither|without|cannot|fail\w*|lack\w*|absen\w*|unaffected|unrelated|independent|"
+    r"insufficient|unable|little|null|n't)$"
+)
+#: a direction word counts for an object this many words before it (or :data:`_AFTER` after it); a negation this
+#: many words before the object reverses it. Round figures, chosen once on the development claims (out of fold)
+_BEFORE, _AFTER, _NEG_SPAN = 5, 2, 8
 
 Vector = Sequence[float]
 Embed = Callable[[list[str]], list[list[float]]]
@@ -165,6 +198,65 @@ def _count(rx: re.Pattern[str], text: str) -> int:
 
 def _direction(text: str) -> tuple[int, int]:
     return int(bool(_UP.search(text))), int(bool(_DOWN.search(text)))
+
+
+def _word_direction(word: str) -> int:
+    """+1 for a word of increase or of a positive relation, -1 for a word of decrease, 0 otherwise (both: 0)."""
+    up, down = bool(_UP.fullmatch(word)), bool(_DOWN.fullmatch(word))
+    if up != down:
+        return 1 if up else -1
+    return 1 if not up and _POSITIVE.match(word) else 0
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def claim_targets(claim: str) -> set[str]:
+    """Stems (6 characters) of the claim's *object*: the first three content words after its first direction word
+    ("reduces **dialysis risk**"), or all its content words when it has none."""
+    ws = _words(claim)
+    content = [w for w in ws if w not in _STOP and len(w) >= 3 and not _word_direction(w)]
+    for i, w in enumerate(ws):
+        if _word_direction(w):
+            obj = [x for x in ws[i + 1 :] if x not in _STOP and len(x) >= 3 and not _word_direction(x)][:3]
+            if obj:
+                return {x[:6] for x in obj}
+    return {x[:6] for x in content}
+
+
+def claim_polarity(claim: str) -> int:
+    """The claim's direction: the sign of its direction words' sum (+1 increase / positive relation, -1
+    decrease), reversed by an odd number of negations; 0 when it states none."""
+    ws = _words(claim)
+    total = sum(_word_direction(w) for w in ws)
+    pol = (total > 0) - (total < 0)
+    if pol and sum(1 for w in ws if _NEGATION_WORD.match(w)) % 2:
+        pol = -pol
+    return pol
+
+
+def local_polarity(sentence: str, targets: set[str]) -> tuple[int, int]:
+    """``(polarity, found)``: at every occurrence of a ``targets`` stem in ``sentence``, the direction of the nearest
+    direction word before it (up to :data:`_BEFORE` words) or after it (:data:`_AFTER`), reversed by an odd number
+    of negations in the :data:`_NEG_SPAN` words before it ("was **not** associated with an **increased** risk");
+    ``polarity`` is the sign of their sum, ``found`` how many occurrences had a direction."""
+    ws = _words(sentence)
+    total = found = 0
+    for i, w in enumerate(ws):
+        if w in _STOP or len(w) < 3 or w[:6] not in targets:
+            continue
+        d = 0
+        for j in [*range(i - 1, max(-1, i - 1 - _BEFORE), -1), *range(i + 1, min(len(ws), i + 1 + _AFTER))]:
+            d = _word_direction(ws[j])
+            if d:
+                break
+        if not d:
+            continue
+        negs = sum(1 for j in range(max(0, i - _NEG_SPAN), i) if _NEGATION_WORD.match(ws[j]))
+        total += -d if negs % 2 else d
+        found += 1
+    return (total > 0) - (total < 0), found
 
 
 def passage_features(
@@ -198,6 +290,11 @@ def passage_features(
     c_bigrams = {(a[:6], b[:6]) for a, b in zip(c_words, c_words[1:])}
     c_low = claim.lower()
     c_no_effect = bool(_NO_EFFECT.search(claim))
+    c_targets = claim_targets(claim)
+    # the claim read the way a sentence is read (the direction next to its own object), so that a sentence that
+    # repeats the claim agrees with it; the claim's overall direction where its object has none
+    c_local, c_found = local_polarity(claim, c_targets)
+    c_pol = c_local if c_found else claim_polarity(claim)
     rows = np.zeros((n, len(FEATURES)), dtype=np.float64)
     for i, sent in enumerate(sentences):
         st = s_stems[i]
@@ -208,6 +305,8 @@ def passage_features(
         s_no_effect = bool(_NO_EFFECT.search(sent))
         on_topic = sum(idf[t] for t in shared) / idf_total if idf_total > 0 else 0.0
         differs = bool((c_up and s_down and not s_up) or (c_down and s_up and not s_down))
+        s_pol, found = local_polarity(sent, c_targets)
+        pol_differs, pol_agrees = float(c_pol * s_pol < 0), float(c_pol * s_pol > 0)
         rows[i] = (
             cos[i],
             cos[i] - best,
@@ -250,6 +349,13 @@ def passage_features(
             float((c_neg % 2) != (s_neg % 2)) * on_topic,
             float(c_no_effect != s_no_effect) * on_topic,
             cos[i] * on_topic,
+            c_pol,
+            s_pol,
+            pol_differs,
+            pol_agrees,
+            pol_differs * on_topic,
+            pol_agrees * on_topic,
+            min(found, 3),
         )
     return rows
 
@@ -266,7 +372,8 @@ def _sigmoid(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 class SupportModel:
     """The shipped model (``models/support_scifact.json``): three logistic regressions (coefficients over
-    standardised features) and three isotonic maps (breakpoints), with the thresholds chosen on validation."""
+    standardised features) and three calibration maps (breakpoints of an isotonic or Platt map), with the thresholds
+    chosen on out-of-fold predictions."""
 
     def __init__(self, data: dict[str, Any], sha256: str) -> None:
         try:
@@ -348,7 +455,7 @@ def passage_vector(r: npt.NDArray[np.float64], x: npt.NDArray[np.float64]) -> np
 def passage_scores(model: SupportModel, x: npt.NDArray[np.float64]) -> dict[str, Any]:
     """Raw and calibrated scores of one passage from its sentences' feature rows ``x``: ``{rationale_raw: [n],
     rationale: [n] (calibrated), support_raw, contradict_raw, p_support, p_contradict}``: the rationale model per
-    sentence, then the support and contradict models on :func:`passage_vector`, each mapped by its isotonic
+    sentence, then the support and contradict models on :func:`passage_vector`, each mapped by its
     calibration."""
     r = model.probability("rationale", x)
     v = passage_vector(r, x)[None, :]
