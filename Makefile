@@ -30,7 +30,7 @@ demo: $(STAMP)
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -59,6 +59,52 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 _ISOLATION_LINE = pytest.StashKey[str]()
 
+#: Seconds each test file took in a full run on these 2-core machines (``tests/file_seconds.json``, written by a run
+#: with ``AISAC_RECORD_FILE_SECONDS=tests/file_seconds.json``). ``make test`` hands whole files to the two workers
+#: (``--dist loadfile --no-loadscope-reorder``) in collection order; collecting the longest files first keeps the
+#: run from ending on one long file while the other worker idles (longest-processing-time-first scheduling, Graham
+#: 1969). A file missing from the table (a new one) counts one second per test.
+FILE_SECONDS = REPO / "tests" / "file_seconds.json"
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the collected test files longest first (see :data:`FILE_SECONDS`); tests keep their order within a
+    file, so module-scoped fixtures are built once as before."""
+    import json
+
+    try:
+        seconds: dict[str, float] = json.loads(FILE_SECONDS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[_file_of(item)] = counts.get(_file_of(item), 0) + 1
+    weight = {f: float(seconds.get(f, n)) for f, n in counts.items()}
+    first_seen = {f: i for i, f in reversed(list(enumerate(_file_of(it) for it in items)))}
+    items.sort(key=lambda it: (-weight[_file_of(it)], first_seen[_file_of(it)]))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """With ``AISAC_RECORD_FILE_SECONDS=PATH``: write each test file's total seconds (setup + call + teardown of
+    every test) to PATH as JSON, for :data:`FILE_SECONDS`."""
+    import json
+
+    target = os.environ.get("AISAC_RECORD_FILE_SECONDS")
+    if not target:
+        return
+    totals: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            if isinstance(rep, pytest.TestReport):
+                f = rep.nodeid.split("::", 1)[0]
+                totals[f] = totals.get(f, 0.0) + rep.duration
+    ordered = dict(sorted(((f, round(t, 1)) for f, t in totals.items()), key=lambda kv: -kv[1]))
+    Path(target).write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
