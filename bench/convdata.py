@@ -11,7 +11,8 @@ the same structure, deterministically (``random.Random(seed)``):
   "last weekend", "two weeks ago") that only the session date resolves, and with distractor turns that reuse the same
   words without being evidence;
 - questions of LoCoMo's four types with their evidence turns: ``single-hop`` (one turn answers it, paraphrased),
-  ``multi-hop`` (two turns of different sessions joined by a name the question does not contain), ``temporal``
+  ``multi-hop`` (two turns of different sessions joined by a name the question does not contain: "What kind of
+  business does Alice's sister run?" needs "My sister Emma moved to Lisbon" and "Emma opened a little bakery"), ``temporal``
   ("When did Alice go kayaking?", answered by the session date and the turn's relative expression; "What did Alice do
   last May?", asked a week after the last session) and ``open-domain`` (an inference from an interest, with few words
   in common with the evidence).
@@ -195,7 +196,7 @@ def build(conversations: int = CONVERSATIONS, sessions: int = SESSIONS, seed: in
             job, place = _JOBS[(c + 2 * sp) % len(_JOBS)]
             s = rng.randrange(sessions)
             t = event(s, sp, f"Big news: I start next month as a {job} at {place}.")
-            qs.append((f"What new position did {names[sp]} take?", "single-hop", [t], asked))
+            qs.append((f"What job does {names[sp]} start next month?", "single-hop", [t], asked))
         # trips: temporal (when) and month questions
         trips = rng.sample(_TRIPS, 4)
         for i, (did, where, what, ask) in enumerate(trips):
@@ -214,16 +215,10 @@ def build(conversations: int = CONVERSATIONS, sessions: int = SESSIONS, seed: in
             s2 = rng.randrange(sessions // 2, sessions)
             t1 = event(s1, sp, f"My {rel} {rname} just moved to {city} for a fresh start.")
             t2 = event(s2, sp, f"{rname} finally opened a little {shop}, we are all so proud.")
+            # each question names one of the two turns' topics; the other turn is reached through the relative's name
+            qs.append((f"What kind of business does {names[sp]}'s {rel} run?", "multi-hop", [t1, t2], asked))
             qs.append(
-                (
-                    f"What kind of business did {names[sp]}'s {rel} open after moving to {city}?",
-                    "multi-hop",
-                    [t1, t2],
-                    asked,
-                )
-            )
-            qs.append(
-                (f"Which city does the {rel} of {names[sp]} who runs a {shop} live in?", "multi-hop", [t1, t2], asked)
+                (f"In which city is the {shop} that {names[sp]}'s relative opened?", "multi-hop", [t1, t2], asked)
             )
         # interests: open-domain
         for i, (said, q) in enumerate(rng.sample(_INTERESTS, 4)):

@@ -253,7 +253,7 @@ def _pair_hits(
 
 #: score added to a recalled point whose days (``t_lo``..``t_hi``) meet the days the question's time expressions
 #: mean; chosen on the validation folds of ``python -m bench --only memory_conv`` (docs/memory.md)
-TIME_WEIGHT = 0.5
+TIME_WEIGHT = 0.25
 #: weight of the second (multi-hop) round's score in the merged score of a point; chosen likewise
 HOP_WEIGHT = 0.5
 #: entities (capitalised names, places; dates) of the first round's best points that seed the second round

@@ -107,7 +107,9 @@ def add_turn(
         raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
     # open (and reconcile, the first time) before this turn commits; reads sync the other processes' turns
     vs = mem.dialogue(sync=False)
-    with Session(mem.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
+    # one serialised transaction (store.sql.lock): order and pairing race-free; the rows stay loaded after the commit
+    # (no refresh round trips: they are what was just written)
+    with Session(mem.engine, expire_on_commit=False) as db:
         lock(db, "turn", session_id)
         ses = _session(db, session_id)
         if parent_id is not None:
@@ -155,10 +157,6 @@ def add_turn(
         )
         db.add(row)
         db.commit()
-        db.refresh(row)
-        db.refresh(ses)
-        if pair_user is not None:
-            db.refresh(pair_user)
         out: AddedTurn = {
             "turn_id": stored_id(row.id),
             "session_id": session_id,
