@@ -251,11 +251,26 @@ def _pair_hits(
     return [(h.id, h.score, h.payload) for h in hits]
 
 
+def _keyword_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond]) -> list[tuple[str, float, dict[str, Any]]]:
+    """(point id, BM25 score / best BM25 score, payload) of the top ``k`` dialogue points for ``query`` by BM25 alone
+    (the second round of a multi-hop recall: its new terms are names and dates, which BM25 matches and which need
+    no second dense embedding of the query)."""
+    vs = mem.dialogue(sync=False)
+    sparse = mem.embedder.sparse_query(query)
+    if not sparse[0]:
+        return []
+    hits = vs.query(DIALOGUE, dense=None, sparse=sparse, limit=k, conds=conds, mode="sparse")
+    best = max((h.score for h in hits), default=0.0)
+    return [(h.id, h.score / best if best > 0 else 0.0, h.payload) for h in hits]
+
+
 #: score added to a recalled point whose days (``t_lo``..``t_hi``) meet the days the question's time expressions
 #: mean; chosen on the validation folds of ``python -m bench --only memory_conv`` (docs/memory.md)
 TIME_WEIGHT = 0.25
 #: weight of the second (multi-hop) round's score in the merged score of a point; chosen likewise
-HOP_WEIGHT = 0.5
+HOP_WEIGHT = 0.25
+#: recall rounds by default: 2, because the second round won on every held-out fold of the benchmark (docs/memory.md)
+DEFAULT_HOPS = 2
 #: entities (capitalised names, places; dates) of the first round's best points that seed the second round
 HOP_SEEDS = 3
 HOP_ENTITIES = 6
@@ -285,8 +300,9 @@ def scoped_hits(
 
     ``span`` (seconds, from the question's time expressions): points whose days meet it are fetched by a second,
     time-filtered query too and gain :data:`TIME_WEIGHT`. ``hops`` 2: a second round with the query extended by
-    the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points; a point's score is its first
-    round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked)."""
+    the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points, by BM25 alone
+    (:func:`_keyword_hits`); a point's score is its first round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked). The sum is divided by
+    the sum of the weights that applied (1 + the time weight + the hop weight), so a score stays within 0..1."""
     conds = scope.conds()
     found: dict[str, list[Any]] = {}  # id -> [score, payload, in range]
     for pid, score, p in _pair_hits(mem, query, n, conds):
@@ -299,13 +315,15 @@ def scoped_hits(
             p = v[1]
             if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
                 v[2] = True
+    hopped = False
     if hops >= 2 and found:
         seeds = sorted(found.values(), key=lambda v: -v[0])[:HOP_SEEDS]
         known = {w.lower() for w in re.findall(r"\w+", query)}
         ents = [e for v in seeds for e in entities(str(v[1].get("text") or "")) if e.lower() not in known]
         ents = list(dict.fromkeys(ents))[:HOP_ENTITIES]
         if ents:
-            second = _pair_hits(mem, f"{query} {' '.join(ents)}", n, conds)
+            hopped = True
+            second = _keyword_hits(mem, f"{query} {' '.join(ents)}", n, conds)
             for pid, score, p in second:
                 if pid in found:
                     found[pid][0] += HOP_WEIGHT * score
@@ -317,7 +335,9 @@ def scoped_hits(
                     p = v[1]
                     if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
                         v[2] = True
-    ranked = [(v[0] + (TIME_WEIGHT if v[2] else 0.0), v[1], bool(v[2])) for v in found.values()]
+    # the weights' sum divides, so a score stays in 0..1 (the order is that of the weighted sum)
+    total = 1.0 + (TIME_WEIGHT if span is not None else 0.0) + (HOP_WEIGHT if hopped else 0.0)
+    ranked = [((v[0] + (TIME_WEIGHT if v[2] else 0.0)) / total, v[1], bool(v[2])) for v in found.values()]
     ranked.sort(key=lambda x: (-x[0], -int(x[1].get("turn_id") or 0)))
     return ranked
 
@@ -388,7 +408,7 @@ def recall(
     k: int = 5,
     token_budget: int = 2000,
     scope: Scope | dict[str, Any] | None = None,
-    hops: int = 1,
+    hops: int = DEFAULT_HOPS,
     time_aware: bool = True,
 ) -> Recall:
     """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related older
@@ -396,14 +416,15 @@ def recall(
     ``token_budget`` tokens.
 
     Retrieval: hybrid convex fusion over the ``dialogue`` points, filtered by the scope inside the vector query
-    (:class:`~aisac_core.memory.common.Scope`); ``score`` (0..1 before the time bonus): 0.5 x cosine / best cosine +
-    0.5 x BM25 / best BM25 over the candidates (theoretical min-max normalisation, floors 0, Bruch, Gai & Ingber,
+    (:class:`~aisac_core.memory.common.Scope`); a round's score: 0.5 x cosine / best cosine + 0.5 x BM25 / best BM25
+    over the candidates (theoretical min-max normalisation, floors 0, Bruch, Gai & Ingber,
     ACM TOIS 42(1), 2023; see :func:`aisac_core.rag.search.normalise`). Time: with ``time_aware``, the query's time
     expressions ("last May", "two weeks ago", :mod:`aisac_core.memory.timeexpr`) are resolved against the asking
     session's date (:func:`reference_time`); exchanges whose days meet them gain :data:`TIME_WEIGHT` and carry
     ``in_time_range``; the result's ``time_range`` says what was understood. ``hops`` 2 adds a second round seeded by
-    the first round's entities (:func:`scoped_hits`). Exchanges inside the last-N window are left out; each turn is
-    recalled once (:func:`distinct_units`).
+    the first round's entities (:func:`scoped_hits`, the default; 1 turns it off). ``score`` (0..1) combines them
+    (:func:`scoped_hits`). Exchanges inside the last-N window are left out; each turn is recalled once
+    (:func:`distinct_units`).
 
     Assembly: recent turns first, newest to oldest, while they fit (a newest turn larger than the whole budget is
     cut); then related exchanges by descending score, each added whole if it fits (one that does not fit is

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.memory import facts, sessions
 from aisac_core.memory.common import Scope
-from aisac_core.memory.recall import SYNC_LOOKBACK_S, count_tokens, reconcile_dialogue
+from aisac_core.memory.recall import DEFAULT_HOPS, SYNC_LOOKBACK_S, count_tokens, reconcile_dialogue
 from aisac_core.memory.recall import recall as recall_context
 from aisac_core.memory.recall import search as search_turns
 from aisac_core.memory.results import (
@@ -175,7 +175,7 @@ class MemoryService:
         k: int = 5,
         token_budget: int = 2000,
         scope: Scope | dict[str, Any] | None = None,
-        hops: int = 1,
+        hops: int = DEFAULT_HOPS,
         time_aware: bool = True,
     ) -> Recall:
         """The session's last ``last_n`` turns and the ``k`` older exchanges within ``scope`` most related to

@@ -30,31 +30,41 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from types import MappingProxyType
 
-MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
-MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
-MONTHS["sept"] = 9
-WEEKDAYS = {d.lower(): i for i, d in enumerate(calendar.day_name)}
-_NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "a few": 3,
-    "a couple of": 2,
-    "a couple": 2,
-    "couple of": 2,
-}
+#: month names and abbreviations (English, lower case) -> month number
+MONTHS: Mapping[str, int] = MappingProxyType(
+    {
+        **{m.lower(): i for i, m in enumerate(calendar.month_name) if m},
+        **{m.lower(): i for i, m in enumerate(calendar.month_abbr) if m},
+        "sept": 9,
+    }
+)
+#: weekday names (lower case) -> ISO weekday - 1 (Monday 0)
+WEEKDAYS: Mapping[str, int] = MappingProxyType({d.lower(): i for i, d in enumerate(calendar.day_name)})
+_NUMBERS: Mapping[str, int] = MappingProxyType(
+    {
+        "a": 1,
+        "an": 1,
+        "one": 1,
+        "two": 2,
+        "three": 3,
+        "four": 4,
+        "five": 5,
+        "six": 6,
+        "seven": 7,
+        "eight": 8,
+        "nine": 9,
+        "ten": 10,
+        "a few": 3,
+        "a couple of": 2,
+        "a couple": 2,
+        "couple of": 2,
+    }
+)
 
 _MON = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"

@@ -139,7 +139,9 @@ async def recall(
     k: Annotated[int, Field(description="related older exchanges, 0-50")] = 5,
     token_budget: Annotated[int, Field(description="most tokens in all, 1-100,000")] = 2000,
     scope: Annotated[ScopeArg | None, Field(description="where related exchanges may come from")] = None,
-    hops: Annotated[int, Field(description="2: a second round seeded by the first round's names and dates")] = 1,
+    hops: Annotated[
+        int, Field(description="2: a second round seeded by the first round's names and dates; 1: one")
+    ] = 2,
     app: AppContext = App,
 ) -> R.Recall:
     """Context for a follow-up question: the session's last turns plus the older exchanges within ``scope`` (and the
