@@ -162,6 +162,7 @@ def test_bad_scopes_are_clear_errors(loaded) -> None:
         ({"since": "2023-09-01", "until": "2023-01-01"}, "is after until"),
         ("alice", "must be a JSON object"),
         ({"participant": "x" * 501}, "limit is 500"),
+        ({"session_id": "ses-nope"}, "unknown session id"),
     ):
         with pytest.raises(MemoryInputError, match=msg):
             core.memory.recall(asker, "lipase", scope=bad)

@@ -251,26 +251,15 @@ def _pair_hits(
     return [(h.id, h.score, h.payload) for h in hits]
 
 
-def _keyword_hits(mem: MemoryParts, query: str, k: int, conds: list[Cond]) -> list[tuple[str, float, dict[str, Any]]]:
-    """(point id, BM25 score / best BM25 score, payload) of the top ``k`` dialogue points for ``query`` by BM25 alone
-    (the second round of a multi-hop recall: its new terms are names and dates, which BM25 matches and which need
-    no second dense embedding of the query)."""
-    vs = mem.dialogue(sync=False)
-    sparse = mem.embedder.sparse_query(query)
-    if not sparse[0]:
-        return []
-    hits = vs.query(DIALOGUE, dense=None, sparse=sparse, limit=k, conds=conds, mode="sparse")
-    best = max((h.score for h in hits), default=0.0)
-    return [(h.id, h.score / best if best > 0 else 0.0, h.payload) for h in hits]
-
-
 #: score added to a recalled point whose days (``t_lo``..``t_hi``) meet the days the question's time expressions
 #: mean; chosen on the validation folds of ``python -m bench --only memory_conv`` (docs/memory.md)
 TIME_WEIGHT = 0.25
 #: weight of the second (multi-hop) round's score in the merged score of a point; chosen likewise
 HOP_WEIGHT = 0.25
-#: recall rounds by default: 2, because the second round won on every held-out fold of the benchmark (docs/memory.md)
-DEFAULT_HOPS = 2
+#: recall rounds by default: 1. A second round won on every held-out fold of the benchmark (+4 points of evidence
+#: recall@20) but almost doubles the CPU time of a recall (p50 26 ms instead of 15 ms, over the 25 ms budget): callers ask
+#: for it with ``hops=2`` (docs/memory.md). A second round by BM25 alone costs little but did not win on held-out folds.
+DEFAULT_HOPS = 1
 #: entities (capitalised names, places; dates) of the first round's best points that seed the second round
 HOP_SEEDS = 3
 HOP_ENTITIES = 6
@@ -300,8 +289,8 @@ def scoped_hits(
 
     ``span`` (seconds, from the question's time expressions): points whose days meet it are fetched by a second,
     time-filtered query too and gain :data:`TIME_WEIGHT`. ``hops`` 2: a second round with the query extended by
-    the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points, by BM25 alone
-    (:func:`_keyword_hits`); a point's score is its first round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked). The sum is divided by
+    the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points (hybrid, like the first); a
+    point's score is its first round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked). The sum is divided by
     the sum of the weights that applied (1 + the time weight + the hop weight), so a score stays within 0..1."""
     conds = scope.conds()
     found: dict[str, list[Any]] = {}  # id -> [score, payload, in range]
@@ -323,7 +312,7 @@ def scoped_hits(
         ents = list(dict.fromkeys(ents))[:HOP_ENTITIES]
         if ents:
             hopped = True
-            second = _keyword_hits(mem, f"{query} {' '.join(ents)}", n, conds)
+            second = _pair_hits(mem, f"{query} {' '.join(ents)}", n, conds)
             for pid, score, p in second:
                 if pid in found:
                     found[pid][0] += HOP_WEIGHT * score
@@ -422,7 +411,7 @@ def recall(
     expressions ("last May", "two weeks ago", :mod:`aisac_core.memory.timeexpr`) are resolved against the asking
     session's date (:func:`reference_time`); exchanges whose days meet them gain :data:`TIME_WEIGHT` and carry
     ``in_time_range``; the result's ``time_range`` says what was understood. ``hops`` 2 adds a second round seeded by
-    the first round's entities (:func:`scoped_hits`, the default; 1 turns it off). ``score`` (0..1) combines them
+    the first round's entities (:func:`scoped_hits`; default :data:`DEFAULT_HOPS`). ``score`` (0..1) combines them
     (:func:`scoped_hits`). Exchanges inside the last-N window are left out; each turn is recalled once
     (:func:`distinct_units`).
 
@@ -447,6 +436,8 @@ def recall(
     embedder = mem.embedder
     with Session(mem.engine) as db:
         s = _session(db, session_id)
+        if sc.session_id is not None:
+            _session(db, sc.session_id)  # a scope naming an unknown session is an error, not an empty recall
         recent = (
             list(
                 reversed(
