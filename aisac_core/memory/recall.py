@@ -421,7 +421,7 @@ def recall(
     content`` of each turn.
 
     ``last_n`` 0-100, ``k`` 0-50, ``token_budget`` 1-100,000, ``hops`` 1-2. Returns ``{session_id, session_title,
-    query, recent, related, tokens, token_budget, omitted: {recent, related}, took_ms, scope, time_range, hops}``;
+    query, recent, related, tokens, token_budget, omitted: {recent, related}, took_ms, scope, time_range}``;
     each related item ``{kind, score, session_id, session_title, session_date, created_at, turns, mentions, tokens}``
     plus ``user``/``assistant`` and their ids on a pair. Raises MemoryInputError on an unknown session, an empty or
     over-long query, a bad scope or a value out of range.
@@ -541,7 +541,6 @@ def recall(
         "took_ms": round((time.perf_counter() - t0) * 1000, 2),
         "scope": sc.as_dict(),
         "time_range": time_range,
-        "hops": hops,
     }
     return out
 

@@ -123,7 +123,6 @@ class Recall(TypedDict):
     took_ms: float
     scope: NotRequired[dict[str, str]]
     time_range: NotRequired[TimeRange | None]
-    hops: NotRequired[int]
 
 
 class SearchHit(TypedDict):

@@ -18,7 +18,6 @@ from typing import Annotated, Any, Literal
 import anyio
 from fastmcp.exceptions import ResourceError
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from aisac_core.context import AppContext
 from aisac_core.memory import results as R
@@ -46,15 +45,8 @@ SESSION_URI = "aisac://memory/sessions/{session_id}"
 SCOPE_META = "aisac/memory_scope"
 
 
-class ScopeArg(TypedDict, total=False):
-    """Which turns a recall or search may return (every key given must hold)."""
-
-    session_id: Annotated[str, Field(description="only this session")]
-    project: Annotated[str, Field(description="only sessions of this project")]
-    participant: Annotated[str, Field(description="only this person's (or agent's) sessions")]
-    host: Annotated[str, Field(description="only sessions recorded from this host")]
-    since: Annotated[str, Field(description="only turns said at or after this ISO 8601 date or time")]
-    until: Annotated[str, Field(description="only turns said at or before this ISO 8601 date (whole day) or time")]
+#: a scope argument: which turns a recall or search may return (keys in the description; every key given must hold)
+ScopeArg = Annotated[dict[str, str] | None, Field(description="session_id, project, participant, host, since, until")]
 
 
 def connection_scope(app: AppContext) -> Scope:
@@ -74,7 +66,7 @@ def connection_scope(app: AppContext) -> Scope:
     return Scope.parse(value, "the memory_scope setting")
 
 
-def _scoped(app: AppContext, scope: ScopeArg | dict[str, Any] | None) -> Scope:
+def _scoped(app: AppContext, scope: dict[str, str] | None) -> Scope:
     return Scope.parse(dict(scope) if scope else None).over(connection_scope(app))
 
 
@@ -82,22 +74,16 @@ def _scoped(app: AppContext, scope: ScopeArg | dict[str, Any] | None) -> Scope:
 async def start_session(
     title: Annotated[str | None, Field(description="short title, <= 500 characters")] = None,
     project: Annotated[str | None, Field(description="project name (a filter of memory_list_sessions)")] = None,
-    participant: Annotated[str | None, Field(description="whose history this is (a recall scope)")] = None,
-    host: Annotated[str | None, Field(description="the host recording it (a recall scope)")] = None,
-    started_at: Annotated[
-        str | None, Field(description="ISO 8601 date the conversation took place, for an imported one")
-    ] = None,
+    participant: Annotated[str | None, Field(description="whose history")] = None,
+    started_at: Annotated[str | None, Field(description="ISO date it took place")] = None,
     app: AppContext = App,
 ) -> R.Session:
     """Start a new research thread (session) before its first turn; to continue a thread, find its
-    session_id with memory_list_sessions instead. Project, participant and host default to the connection's
-    memory scope. Returns the session with its session_id."""
+    session_id with memory_list_sessions instead. Returns the session with its session_id."""
 
     def start_session_scoped() -> R.Session:
         d = connection_scope(app)
-        return app.memory.start_session(
-            title, project or d.project, participant or d.participant, host or d.host, started_at
-        )
+        return app.memory.start_session(title, project or d.project, participant or d.participant, d.host, started_at)
 
     return await call_core(start_session_scoped)
 
@@ -109,11 +95,11 @@ async def add_turn(
     content: Annotated[str, Field(description="1 to 100,000 characters")],
     metadata: Annotated[dict[str, Any] | None, Field(description="any JSON object (plan, tools used, ...)")] = None,
     parent_id: Annotated[int | None, Field(description="turn_id this turn replies to")] = None,
-    speaker: Annotated[str | None, Field(description="who said it, by name")] = None,
+    speaker: Annotated[str | None, Field(description="speaker's name")] = None,
     app: AppContext = App,
 ) -> R.AddedTurn:
-    """Append a turn to a session; every turn is indexed for memory_recall, an assistant turn answering the latest
-    user turn together with it as an exchange (``pair``)."""
+    """Append a turn to a session; memory_recall finds it later, an assistant turn answering the latest user turn
+    together with it (``pair``)."""
     return await call_core(app.memory.add_turn, session_id, role, content, metadata, parent_id, speaker)
 
 
@@ -138,16 +124,12 @@ async def recall(
     last_n: Annotated[int, Field(description="recent turns of this session, 0-100")] = 10,
     k: Annotated[int, Field(description="related older exchanges, 0-50")] = 5,
     token_budget: Annotated[int, Field(description="most tokens in all, 1-100,000")] = 2000,
-    scope: Annotated[ScopeArg | None, Field(description="where related exchanges may come from")] = None,
-    hops: Annotated[
-        int, Field(description="2: a second round seeded by the first round's names and dates; 1: one")
-    ] = 2,
+    scope: ScopeArg = None,
+    hops: Annotated[int, Field(description="2: multi-hop")] = 1,
     app: AppContext = App,
 ) -> R.Recall:
-    """Context for a follow-up question: the session's last turns plus the older exchanges within ``scope`` (and the
-    connection's default scope) most related to ``query`` (``score``), within ``token_budget``. Time expressions in
-    the query ("last May") are resolved against the session's date (``time_range``) and favour exchanges of those
-    days; each exchange carries its ``session_date``. memory_get_history gives a transcript."""
+    """Context for a follow-up question: the session's last turns plus the older exchanges most related to
+    ``query`` (``score`` 0-1), within ``token_budget``. memory_get_history gives a transcript."""
 
     def recall_scoped() -> R.Recall:
         return app.memory.recall(session_id, query, last_n, k, token_budget, _scoped(app, scope), hops)
@@ -163,12 +145,12 @@ async def search(
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     limit: Annotated[int, Field(description="1-50")] = 10,
     offset: Annotated[int, Field(description="hits to skip")] = 0,
-    scope: Annotated[ScopeArg | None, Field(description="only turns within this scope")] = None,
+    scope: ScopeArg = None,
     app: AppContext = App,
 ) -> R.Search:
-    """Look up what was said, within ``scope`` (and the connection's default scope): turns containing the query's
-    words and similar exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters
-    (memory_get_history has it whole). No hit is not an error."""
+    """Look up what was said, in all sessions or a scope: turns containing the query's words and similar
+    exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters (memory_get_history has it
+    whole). No hit is not an error."""
 
     def search_scoped() -> R.Search:
         return app.memory.search(query, session_id, list(roles or []) or None, mode, limit, offset, _scoped(app, scope))
