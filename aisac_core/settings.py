@@ -335,6 +335,11 @@ class Settings(BaseSettings):
     job_poll_seconds: float = Field(default=1.0, gt=0.0, le=60.0)
     #: the tools a host sees (``aisac serve --tools``): core, full, all, or server names, comma-separated
     tools: str = "all"
+    #: the default memory scope of a host connection (AISAC_MEMORY_SCOPE): a JSON object with keys among session_id,
+    #: project, participant, host, since, until (aisac_core.memory.common.Scope), e.g. '{"participant": "alice"}';
+    #: memory_recall / memory_search stay within it and memory_start_session stamps its project, participant and host
+    #: on new sessions, unless a call gives its own value for a key
+    memory_scope: str | None = None
     http_token: str | None = None
     max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
 
@@ -403,6 +408,26 @@ class Settings(BaseSettings):
     def _tools_profile(cls, v: str) -> str:
         """A profile value in normal form (lower case, comma-separated); which names exist is checked at serve."""
         return check_value(v)
+
+    @field_validator("memory_scope", mode="before")
+    @classmethod
+    def _memory_scope(cls, v: Any) -> str | None:
+        """A JSON object (given as text or, from a config file, as a table), kept as compact JSON text; its keys and
+        values are checked where it is used (:meth:`aisac_core.memory.common.Scope.parse`)."""
+        if v is None or v == "":
+            return None
+        if isinstance(v, dict):
+            return json.dumps(v, sort_keys=True, separators=(",", ":"))
+        try:
+            obj = json.loads(v) if isinstance(v, str) else None
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise ValueError(
+                'memory_scope must be a JSON object such as \'{"participant": "alice", "project": "p1"}\' '
+                "(keys: session_id, project, participant, host, since, until)"
+            )
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
     @field_validator("qdrant_https", "qdrant_write_consistency_factor", mode="after")
     @classmethod
@@ -630,7 +655,7 @@ NON_BEHAVIOUR = (
 #: (the stdio relay sends them with each request, the owner applies them per request: :data:`HOST_ROOTS`, the roles
 #: tools' ``llm`` and ``mode`` defaults, the tool profile). Every other behaviour setting must agree with the
 #: owner's (embedding model, chunking, parser, SQL and vector stores...): the owner refuses a mismatch.
-PER_HOST = frozenset({"roots", "tools", "roles_llm", "roles_mode"})
+PER_HOST = frozenset({"roots", "tools", "roles_llm", "roles_mode", "memory_scope"})
 
 
 class HostRoots(NamedTuple):
@@ -645,6 +670,9 @@ class HostRoots(NamedTuple):
 #: ``aisac_servers.serving.hosts``, reset after it); None: the settings' own roots. A context variable, so each
 #: request (and the worker threads it hands work to) sees its own host's roots.
 HOST_ROOTS: ContextVar[HostRoots | None] = ContextVar("aisac_host_roots", default=None)
+#: the default memory scope (JSON text, :attr:`Settings.memory_scope`) of the host whose request the owner is serving
+#: (set per request by the owner's host view, like :data:`HOST_ROOTS`); None: the settings' own
+HOST_MEMORY_SCOPE: ContextVar[str | None] = ContextVar("aisac_host_memory_scope", default=None)
 
 
 def roots_in_force(roots: list[Path] | tuple[Path, ...]) -> list[Path]:

@@ -12,6 +12,8 @@ Parts (each selectable with ``--only``):
   one-file-changed re-index times.
 - ``latency``  (:mod:`bench.latency`): search p50/p95 over >= 10,000 chunks, in-process and over stdio.
 - ``startup``  (:mod:`bench.startup`): spawn of ``aisac serve`` to the ``tools/list`` answer.
+- ``memory_conv`` (:mod:`bench.memory_conv`): evidence recall@20 turns by question type on synthetic LoCoMo-shaped
+  conversations (:mod:`bench.convdata`) against bm25s and MiniLM alone, add_turn CPU and recall latency.
 - ``memory``   (:mod:`bench.memory`): ``memory_recall`` p50/p95 over 10,000 stored turns (in-process) and
   ``memory_add_turn`` throughput (turns/s, embedding included).
 - ``trace``    (:mod:`bench.trace`): provenance middleware overhead per tool call, ``trace_get_run`` of a
@@ -61,6 +63,7 @@ PARTS = (
     "latency",
     "startup",
     "memory",
+    "memory_conv",
     "trace",
     "literature",
     "data",

@@ -41,7 +41,11 @@ def test_turns_order_pairs_and_history_paging(fast_core, svc):
     assert svc.add_turn(sid, "assistant", "Anything else?")["pair"] is None
     stamps = [t["created_at"] for t in (u, r, p, a)]
     assert stamps == sorted(stamps) and len(set(stamps)) == 4
-    assert fast_core.vectors().count(mem.DIALOGUE) == 1
+    # every turn is indexed (issue 45): the pair (u, a) under the assistant turn's id, and u, r, p and the second
+    # assistant turn alone: 5 points, 1 of them a pair
+    vs = fast_core.vectors()
+    assert vs.count(mem.DIALOGUE) == 5
+    assert vs.count(mem.DIALOGUE, [Cond("kind", eq="pair")]) == 1
 
     page1 = svc.get_history(sid, limit=2)
     assert [t["role"] for t in page1["turns"]] == ["user", "router"] and page1["next_cursor"]
@@ -157,10 +161,11 @@ def test_delete_session_removes_turns_and_pairs_keeps_facts(fast_core, svc):
     _thread(svc, s1, [("q1", "a1"), ("q2", "a2")])
     _thread(svc, s2, [("q3", "a3")])
     svc.record_fact("X", "is", "y")
-    assert fast_core.vectors().count(mem.DIALOGUE) == 3
+    # every turn is indexed (issue 45): 3 pairs and their 3 user turns alone (was 3 pairs)
+    assert fast_core.vectors().count(mem.DIALOGUE) == 6
     out = svc.delete_session(s1, confirm=True)
     assert out == {"deleted": s1, "turns_deleted": 4, "pairs_deleted": 2, "facts_kept": True}
-    assert fast_core.vectors().count(mem.DIALOGUE) == 1
+    assert fast_core.vectors().count(mem.DIALOGUE) == 2  # s2's pair and its user turn (was 1: the pair)
     assert svc.list_sessions()["total"] == 1
     assert svc.query_facts(subject="X")["total"] == 1
     with pytest.raises(MemoryInputError, match="unknown session id"):
@@ -175,9 +180,10 @@ def test_reconcile_repairs_a_lost_vector_upsert(fast_core, svc):
     with Session(fast_core.engine) as db:
         a_id = db.exec(select(Turn.id).where(Turn.role == "assistant").order_by(Turn.id.desc())).first()
     vs.delete(mem.DIALOGUE, [Cond("assistant_turn_id", eq=a_id)])
-    assert vs.count(mem.DIALOGUE) == 1
+    # 2 pairs + their 2 user turns alone (issue 45: every turn indexed; was 2 pairs), one pair lost
+    assert vs.count(mem.DIALOGUE) == 3
     assert svc.reconcile_dialogue() == 1
-    assert vs.count(mem.DIALOGUE) == 2
+    assert vs.count(mem.DIALOGUE) == 4
     assert svc.reconcile_dialogue() == 0  # converged
 
 
@@ -191,14 +197,15 @@ def test_a_new_service_reconciles_on_first_use_and_holds_its_own_state(fast_core
     vs.delete(mem.DIALOGUE, [Cond("assistant_turn_id", eq=first)])
     # reconciled once already, but every use syncs the recent pairs by id (a replica sharing the SQL store records
     # pairs too): the lost pair is embedded again by this service
+    # (4 points: 2 pairs and their 2 user turns alone, issue 45; were 2 pairs)
     svc.recall(sid, "first", last_n=0, k=1)
-    assert vs.count(mem.DIALOGUE) == 2
+    assert vs.count(mem.DIALOGUE) == 4
     vs.delete(mem.DIALOGUE, [Cond("assistant_turn_id", eq=first)])
-    assert vs.count(mem.DIALOGUE) == 1
+    assert vs.count(mem.DIALOGUE) == 3
     fresh = MemoryService(fast_core.engine, fast_core.vectors, fast_core.embedder)
     assert fresh.upsert_lock is not svc.upsert_lock
     res = fresh.recall(sid, "first question", last_n=0, k=2)
-    assert vs.count(mem.DIALOGUE) == 2 and {r["assistant_turn_id"] for r in res["related"]} >= {first}
+    assert vs.count(mem.DIALOGUE) == 4 and {r.get("assistant_turn_id") for r in res["related"]} >= {first}
     assert isinstance(fast_core.memory, MemoryService) and fast_core.memory is fast_core.memory
     assert fast_core.memory.engine is fast_core.engine and fast_core.memory.embedder is fast_core.embedder
 

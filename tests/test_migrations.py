@@ -27,7 +27,7 @@ from aisac_core.store.tables import Fact, TraceEvent, Turn
 FIXTURE = Path(__file__).parent / "fixtures" / "stores" / "release-0.1.0.db"
 AISAC = str(Path(sys.executable).parent / "aisac")
 #: the newest revision: 0001 is the 0.1.0 baseline, 0002 widens sizes/mtimes to 64 bits and adds job leases
-HEAD = "0033"  # issue 33 adds the embedding cache (the lead re-chains the new revisions at merge)
+HEAD = "0045"  # issue 45 adds memory scopes (participant, host, started_at, speaker); the lead re-chains at merge
 
 
 def _counts(db: Path) -> dict[str, int]:

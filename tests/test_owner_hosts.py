@@ -117,3 +117,31 @@ async def test_a_relay_lists_from_the_answer_catalogue_while_the_owner_starts(ow
         r = await c.call_tool("rag_list_documents", {})  # answered by the owner started in the background
         assert not r.is_error
     assert owner_info(owned_store)["kind"] == "daemon"
+
+
+async def test_two_hosts_with_their_own_memory_scopes(owned_store):  # noqa: F811
+    """Each host's AISAC_MEMORY_SCOPE (a per-host setting its relay sends with every request) is the default scope of
+    its memory calls on the shared owner: its new sessions carry its participant, and its recalls and searches stay
+    within its own history."""
+    host_a = stdio(owned_store, AISAC_MEMORY_SCOPE='{"participant": "alice"}')
+    host_b = stdio(owned_store, AISAC_MEMORY_SCOPE='{"participant": "carol"}')
+    async with host_a as a, host_b as b:
+        mine: dict[str, set[int]] = {}
+        for c, who in ((a, "alice"), (b, "carol")):
+            ses = (await c.call_tool("memory_start_session", {"title": who})).structured_content
+            assert ses["participant"] == who
+            mine[who] = set()
+            for role, text in (("user", f"{who} ran the lipase assay"), ("assistant", "the lipase assay looks fine")):
+                got = await c.call_tool(
+                    "memory_add_turn", {"session_id": ses["session_id"], "role": role, "content": text}
+                )
+                mine[who].add(got.structured_content["turn_id"])
+        for c, who in ((a, "alice"), (b, "carol")):
+            asker = (await c.call_tool("memory_start_session", {"title": "asker"})).structured_content["session_id"]
+            res = (
+                await c.call_tool("memory_recall", {"session_id": asker, "query": "lipase assay", "k": 10, "last_n": 0})
+            ).structured_content
+            assert {t["turn_id"] for r in res["related"] for t in r["turns"]} == mine[who]
+            assert res["scope"] == {"participant": who}
+            hits = (await c.call_tool("memory_search", {"query": "lipase assay"})).structured_content["hits"]
+            assert {t["turn_id"] for h in hits for t in h["turns"]} == mine[who]

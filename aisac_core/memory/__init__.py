@@ -5,17 +5,22 @@ Sessions and turns live in the SQL store (:class:`~aisac_core.store.tables.Memor
 transaction that inserts it and is made strictly greater than the session's previous turn, so two
 clients adding turns at once get one stable order: (created_at, id).
 
-Dialogue index: when an assistant turn is added and the session has a user turn after its previous
-assistant turn, the latest such user turn and the assistant turn form a pair, embedded (MiniLM dense +
-BM25 sparse, the same embedder as documents) into the ``dialogue`` collection with payload
-``{session_id, user_turn_id, assistant_turn_id, text, created_at}``. The SQL row commits first (it
-records the pair in ``Turn.pair_user_id``); the vector upsert follows under a deterministic point id
-(uuid5 of the assistant turn id), so a crash in between is repaired by :func:`reconcile_dialogue`, which
-runs once per store on first use (:meth:`MemoryService.dialogue`) and upserts every pair the vector store lacks.
+Dialogue index: every turn is embedded (MiniLM dense + BM25 sparse, the same embedder as documents) into the
+``dialogue`` collection, one point per turn: an assistant turn answering the session's latest unanswered user turn as
+the pair of both (``Turn.pair_user_id`` records it), every other turn alone, so every turn can be recalled whatever
+the roles and their order. The payload (version 2, :data:`~aisac_core.memory.recall.PAYLOAD_VERSION`) carries the
+scope fields (``session_id``, ``project``, ``participant``, ``host``), the speakers, the turn's time ``ts`` (its
+session's ``started_at`` for an imported session) and the days it is about (``t_lo``..``t_hi``: its day and the days
+its time expressions mean, :mod:`~aisac_core.memory.timeexpr`). The SQL row commits first; the vector upsert follows
+under a deterministic point id (uuid5 of the turn id), so a crash in between is repaired by
+:func:`reconcile_dialogue`, which runs once per store on first use (:meth:`MemoryService.dialogue`) and upserts every
+turn the vector store lacks or holds with an older payload version.
 
-Recall (:func:`recall`): the last N turns of the session plus the related older pairs of any session
-(hybrid convex fusion as in :mod:`aisac_core.rag.search`, pairs inside the last-N window excluded),
-assembled within a token budget counted with the embedding model's tokenizer.
+Recall (:func:`recall`): the last N turns of the session plus the related older exchanges within a
+:class:`~aisac_core.memory.common.Scope` (filtered in the vector query; hybrid convex fusion as in
+:mod:`aisac_core.rag.search`; time expressions of the query resolved against the session's date favour the exchanges
+of those days; an optional second, multi-hop round), assembled within a token budget counted with the embedding
+model's tokenizer.
 
 Facts (:class:`~aisac_core.store.tables.Fact`): ``(subject, predicate, object)`` valid from ``valid_at``
 until ``invalid_at``. Recording a fact for a subject + predicate closes the fact that was valid at the
@@ -25,9 +30,10 @@ the timeline and closed by the next later one. Matching of subject and predicate
 :class:`~aisac_core.memory.service.MemoryService` is the API (one per store, built by the application context with
 the store's engine, vector store and embedder; it holds the per-store state). Modules:
 :mod:`~aisac_core.memory.service`, :mod:`~aisac_core.memory.sessions` (sessions, turns, history, export, delete),
-:mod:`~aisac_core.memory.recall` (dialogue pairs, reconcile, recall, search), :mod:`~aisac_core.memory.facts`
-(temporal facts), :mod:`~aisac_core.memory.results` (the result shapes) and :mod:`~aisac_core.memory.common`
-(limits, checks, JSON shapes); this package re-exports their public API.
+:mod:`~aisac_core.memory.recall` (the dialogue index, reconcile, recall, search), :mod:`~aisac_core.memory.timeexpr`
+(time expressions), :mod:`~aisac_core.memory.facts` (temporal facts), :mod:`~aisac_core.memory.results` (the result
+shapes) and :mod:`~aisac_core.memory.common` (limits, checks, scopes, JSON shapes); this package re-exports their
+public API.
 """
 
 from aisac_core.memory.common import (
@@ -39,10 +45,12 @@ from aisac_core.memory.common import (
     MAX_TITLE_CHARS,
     PAIR_TEXT_CHARS,
     ROLES,
+    SCOPE_KEYS,
     SEMANTIC_CANDIDATES,
     SNIPPET_CHARS,
     MemoryInputError,
     MemoryParts,
+    Scope,
     iso,
     parse_time,
     session_dict,
@@ -75,8 +83,10 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "PAIR_TEXT_CHARS",
     "ROLES",
+    "SCOPE_KEYS",
     "SEMANTIC_CANDIDATES",
     "SNIPPET_CHARS",
+    "Scope",
     "MemoryInputError",
     "MemoryParts",
     "MemoryService",

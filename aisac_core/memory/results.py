@@ -24,6 +24,9 @@ class Session(TypedDict):
     created_at: str
     turn_count: int
     last_turn_at: str | None
+    participant: NotRequired[str | None]
+    host: NotRequired[str | None]
+    started_at: NotRequired[str | None]
 
 
 class PairRef(TypedDict):
@@ -50,6 +53,7 @@ class Turn(TypedDict):
     parent_id: int | None
     created_at: str
     answers_turn_id: NotRequired[int]
+    speaker: NotRequired[str]
     truncated: NotRequired[bool]
     tokens: NotRequired[int]
 
@@ -64,16 +68,41 @@ class History(TypedDict):
     token_budget: NotRequired[int]
 
 
+class TimeMention(TypedDict):
+    """A time expression of a text resolved to calendar days (:mod:`aisac_core.memory.timeexpr`)."""
+
+    text: str
+    first: str
+    last: str
+
+
 class RelatedPair(TypedDict):
+    """A recalled exchange: a user -> assistant pair (``kind`` "pair": ``user``/``assistant`` and their ids are given)
+    or a turn alone (``kind`` "turn"); ``turns`` holds its turns either way."""
+
     score: float
     session_id: str
     session_title: str | None
-    user_turn_id: int
-    assistant_turn_id: int
-    user: str
-    assistant: str
     created_at: str
     tokens: int
+    kind: NotRequired[Literal["pair", "turn"]]
+    turns: NotRequired[list[Turn]]
+    session_date: NotRequired[str]
+    mentions: NotRequired[list[TimeMention]]
+    in_time_range: NotRequired[bool]
+    user_turn_id: NotRequired[int]
+    assistant_turn_id: NotRequired[int]
+    user: NotRequired[str]
+    assistant: NotRequired[str]
+
+
+class TimeRange(TypedDict):
+    """The days a question's time expressions mean (resolved against ``reference``)."""
+
+    first: str
+    last: str
+    reference: str
+    mentions: list[TimeMention]
 
 
 class Omitted(TypedDict):
@@ -92,6 +121,8 @@ class Recall(TypedDict):
     token_budget: int
     omitted: Omitted
     took_ms: float
+    scope: NotRequired[dict[str, str]]
+    time_range: NotRequired[TimeRange | None]
 
 
 class SearchHit(TypedDict):
@@ -101,6 +132,7 @@ class SearchHit(TypedDict):
     keyword_score: float
     session_id: str
     turns: list[Turn]
+    session_date: NotRequired[str]
 
 
 @closed
@@ -113,6 +145,7 @@ class Search(TypedDict):
     mode: str
     took_ms: float
     message: NotRequired[str]
+    scope: NotRequired[dict[str, str]]
 
 
 @closed

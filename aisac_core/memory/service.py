@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.memory import facts, sessions
-from aisac_core.memory.recall import SYNC_LOOKBACK_S, count_tokens, reconcile_dialogue
+from aisac_core.memory.common import Scope
+from aisac_core.memory.recall import DEFAULT_HOPS, SYNC_LOOKBACK_S, count_tokens, reconcile_dialogue
 from aisac_core.memory.recall import recall as recall_context
 from aisac_core.memory.recall import search as search_turns
 from aisac_core.memory.results import (
@@ -109,9 +110,17 @@ class MemoryService:
 
     # sessions and turns
 
-    def start_session(self, title: str | None = None, project: str | None = None) -> Session:
-        """Create a session (:func:`~aisac_core.memory.sessions.start_session`)."""
-        return sessions.start_session(self.engine, title, project)
+    def start_session(
+        self,
+        title: str | None = None,
+        project: str | None = None,
+        participant: str | None = None,
+        host: str | None = None,
+        started_at: str | datetime | None = None,
+    ) -> Session:
+        """Create a session, optionally for a participant, from a host, dated ``started_at``
+        (:func:`~aisac_core.memory.sessions.start_session`)."""
+        return sessions.start_session(self.engine, title, project, participant, host, started_at)
 
     def add_turn(
         self,
@@ -120,10 +129,11 @@ class MemoryService:
         content: str,
         metadata: dict[str, Any] | None = None,
         parent_id: int | None = None,
+        speaker: str | None = None,
     ) -> AddedTurn:
-        """Append a turn; an assistant turn answering the latest user turn is embedded with it as a pair
-        (:func:`~aisac_core.memory.sessions.add_turn`)."""
-        return sessions.add_turn(self, session_id, role, content, metadata, parent_id)
+        """Append a turn and index it: an assistant turn answering the latest user turn as a pair with it, any other
+        turn alone (:func:`~aisac_core.memory.sessions.add_turn`)."""
+        return sessions.add_turn(self, session_id, role, content, metadata, parent_id, speaker)
 
     def get_history(
         self,
@@ -157,10 +167,21 @@ class MemoryService:
 
     # recall and search
 
-    def recall(self, session_id: str, query: str, last_n: int = 10, k: int = 5, token_budget: int = 2000) -> Recall:
-        """The session's last ``last_n`` turns and the ``k`` older pairs of any session most related to ``query``,
-        within ``token_budget`` tokens (:func:`~aisac_core.memory.recall.recall`)."""
-        return recall_context(self, session_id, query, last_n, k, token_budget)
+    def recall(
+        self,
+        session_id: str,
+        query: str,
+        last_n: int = 10,
+        k: int = 5,
+        token_budget: int = 2000,
+        scope: Scope | dict[str, Any] | None = None,
+        hops: int = DEFAULT_HOPS,
+        time_aware: bool = True,
+    ) -> Recall:
+        """The session's last ``last_n`` turns and the ``k`` older exchanges within ``scope`` most related to
+        ``query`` (time expressions resolved against the session's date), within ``token_budget`` tokens
+        (:func:`~aisac_core.memory.recall.recall`)."""
+        return recall_context(self, session_id, query, last_n, k, token_budget, scope, hops, time_aware)
 
     def search(
         self,
@@ -170,10 +191,11 @@ class MemoryService:
         mode: str = "hybrid",
         limit: int = 10,
         offset: int = 0,
+        scope: Scope | dict[str, Any] | None = None,
     ) -> Search:
-        """Keyword + semantic search over the turns of every session or one
+        """Keyword + semantic search over the turns within ``scope`` (every session by default)
         (:func:`~aisac_core.memory.recall.search`)."""
-        return search_turns(self, query, session_id, roles, mode, limit, offset)
+        return search_turns(self, query, session_id, roles, mode, limit, offset, scope)
 
     # temporal facts
 

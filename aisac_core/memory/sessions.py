@@ -27,11 +27,12 @@ from aisac_core.memory.common import (
     _session,
     _utc,
     iso,
+    parse_time,
     session_dict,
     stored_id,
     turn_dict,
 )
-from aisac_core.memory.recall import count_tokens, embed_pairs, render, truncate_to_tokens
+from aisac_core.memory.recall import count_tokens, embed_turns, render, truncate_to_tokens
 from aisac_core.memory.results import AddedTurn, Deleted, Export, History, PairRef, Sessions
 from aisac_core.memory.results import Session as SessionResult
 from aisac_core.memory.results import Turn as TurnResult
@@ -46,12 +47,33 @@ if TYPE_CHECKING:
     from aisac_core.rag.embeddings import Embedder
 
 
-def start_session(engine: Engine, title: str | None = None, project: str | None = None) -> SessionResult:
-    """Create a session: ``{session_id, title, project, created_at, turn_count: 0, last_turn_at: None}``.
-    ``title`` and ``project``: at most 500 characters (empty = None); raises MemoryInputError when longer."""
+def start_session(
+    engine: Engine,
+    title: str | None = None,
+    project: str | None = None,
+    participant: str | None = None,
+    host: str | None = None,
+    started_at: str | datetime | None = None,
+) -> SessionResult:
+    """Create a session: ``{session_id, title, project, created_at, turn_count: 0, last_turn_at: None, participant,
+    host, started_at}``. ``title``, ``project``, ``participant`` (whose history), ``host`` (the MCP host recording
+    it): at most 500 characters (empty = None); ``started_at``: when the conversation took place, ISO 8601, for a
+    conversation imported from elsewhere (its turns then share that date: recall's time filters and time
+    expressions use it). Raises MemoryInputError when a value is too long or not a date."""
     title = _check_str(title, "title", MAX_TITLE_CHARS, required=False)
     project = _check_str(project, "project", MAX_TITLE_CHARS, required=False)
-    row = MemorySession(id="ses-" + uuid.uuid4().hex[:16], title=title, project=project, created_at=_now())
+    participant = _check_str(participant, "participant", MAX_TITLE_CHARS, required=False)
+    host = _check_str(host, "host", MAX_TITLE_CHARS, required=False)
+    started = parse_time(started_at, "started_at") if started_at is not None and started_at != "" else None
+    row = MemorySession(
+        id="ses-" + uuid.uuid4().hex[:16],
+        title=title,
+        project=project,
+        participant=participant,
+        host=host,
+        started_at=started,
+        created_at=_now(),
+    )
     with Session(engine) as db:
         db.add(row)
         db.commit()
@@ -66,24 +88,30 @@ def add_turn(
     content: str,
     metadata: dict[str, Any] | None = None,
     parent_id: int | None = None,
+    speaker: str | None = None,
 ) -> AddedTurn:
-    """Append a turn; an assistant turn answering a user turn is embedded into the dialogue index.
+    """Append a turn and index it in the ``dialogue`` collection: an assistant turn answering a user turn as the pair
+    of both (user turn first), every other turn alone, so every turn can be recalled whatever the roles and their
+    order. ``speaker``: who said it, by name (at most 500 characters), kept with the turn and in its point.
 
     Returns ``{turn_id, session_id, role, created_at, parent_id, pair: {user_turn_id, assistant_turn_id} | None}``.
-    Raises MemoryInputError: unknown session, invalid role, empty or over-long content, bad metadata,
+    Raises MemoryInputError: unknown session, invalid role, empty or over-long content, bad metadata or speaker,
     unknown parent.
     """
     if role not in ROLES:
         raise MemoryInputError(f"invalid role {role!r}: use one of {', '.join(ROLES)}")
     _check_str(content, "content", MAX_CONTENT_CHARS)
     meta = _check_json(metadata, "metadata")
+    speaker = _check_str(speaker, "speaker", MAX_TITLE_CHARS, required=False)
     if parent_id is not None and (isinstance(parent_id, bool) or not isinstance(parent_id, int)):
         raise MemoryInputError(f"parent_id must be a turn id (integer), got {parent_id!r}")
-    # open (and reconcile, the first time) before this turn commits; reads sync the other processes' pairs
-    vs = mem.dialogue(sync=False) if role == "assistant" else None
-    with Session(mem.engine) as db:  # one serialised transaction (store.sql.lock): order and pairing race-free
+    # open (and reconcile, the first time) before this turn commits; reads sync the other processes' turns
+    vs = mem.dialogue(sync=False)
+    # one serialised transaction (store.sql.lock): order and pairing race-free; the rows stay loaded after the commit
+    # (no refresh round trips: they are what was just written)
+    with Session(mem.engine, expire_on_commit=False) as db:
         lock(db, "turn", session_id)
-        _session(db, session_id)
+        ses = _session(db, session_id)
         if parent_id is not None:
             parent = db.get(Turn, parent_id)
             if parent is None or parent.session_id != session_id:
@@ -125,12 +153,10 @@ def add_turn(
             parent_id=parent_id,
             pair_user_id=pair_user.id if pair_user else None,
             created_at=now,
+            speaker=speaker,
         )
         db.add(row)
         db.commit()
-        db.refresh(row)
-        if pair_user is not None:
-            db.refresh(pair_user)
         out: AddedTurn = {
             "turn_id": stored_id(row.id),
             "session_id": session_id,
@@ -139,12 +165,13 @@ def add_turn(
             "parent_id": parent_id,
             "pair": None,
         }
-        pair = (pair_user, row) if pair_user is not None else None
-    if pair is not None and vs is not None:  # after the commit: a crash here is repaired by reconcile_dialogue
-        points = embed_pairs(mem.embedder, [pair])
-        with mem.upsert_lock:
-            vs.upsert(DIALOGUE, points)
-        ref: PairRef = {"user_turn_id": stored_id(pair[0].id), "assistant_turn_id": stored_id(pair[1].id)}
+        unit = (row, pair_user, ses)
+    # after the commit: a crash here is repaired by reconcile_dialogue
+    points = embed_turns(mem.embedder, [unit])
+    with mem.upsert_lock:
+        vs.upsert(DIALOGUE, points)
+    if pair_user is not None:
+        ref: PairRef = {"user_turn_id": stored_id(pair_user.id), "assistant_turn_id": stored_id(row.id)}
         out["pair"] = ref
     return out
 

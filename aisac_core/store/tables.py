@@ -162,6 +162,12 @@ class MemorySession(SQLModel, table=True):
     title: str | None = None
     project: str | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utcnow, index=True)
+    #: whose history this is (a person or an agent): a recall / search scope
+    participant: str | None = Field(default=None, index=True)
+    #: the MCP host (client) the session was recorded from: a recall / search scope
+    host: str | None = Field(default=None, index=True)
+    #: when the conversation took place (a session imported from elsewhere); None = ``created_at``
+    started_at: datetime | None = Field(default=None, index=True)
 
 
 class Turn(SQLModel, table=True):
@@ -179,6 +185,8 @@ class Turn(SQLModel, table=True):
     parent_id: int | None = None
     pair_user_id: int | None = Field(default=None, index=True)
     created_at: datetime = Field(default_factory=utcnow)
+    #: who said it, by name (``Caroline``), when the role alone does not tell
+    speaker: str | None = None
 
 
 class Fact(SQLModel, table=True):

@@ -38,8 +38,21 @@ except ImportError:  # Windows: no flock; the embedded stores take their own fol
 #: Payload fields with an index, created with every collection by both backends (filters on them are cheap):
 #: keyword indexes (exact match, match-any) and integer indexes (match, range). Other payload fields (``text``) can
 #: still be returned but not filtered on efficiently. https://qdrant.tech/documentation/manage-data/indexing/
-KEYWORD_FIELDS = ("doc_id", "path", "file_type", "section", "section_covers", "sha256", "session_id")
-INTEGER_FIELDS = ("page", "chunk_index")
+KEYWORD_FIELDS = (
+    "doc_id",
+    "path",
+    "file_type",
+    "section",
+    "section_covers",
+    "sha256",
+    "session_id",
+    # memory scopes (the ``dialogue`` collection, :class:`aisac_core.memory.common.Scope`)
+    "project",
+    "participant",
+    "host",
+)
+#: ``ts`` / ``t_lo`` / ``t_hi``: a dialogue point's time and the hull of the days it mentions (seconds since the epoch)
+INTEGER_FIELDS = ("page", "chunk_index", "ts", "t_lo", "t_hi")
 
 DENSE = "dense"
 SPARSE = "bm25"

@@ -12,6 +12,7 @@ Each tool calls the store's :class:`~aisac_core.memory.service.MemoryService` (`
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -20,11 +21,12 @@ from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.memory import results as R
-from aisac_core.memory.common import MemoryInputError
+from aisac_core.memory.common import MemoryInputError, Scope
+from aisac_core.settings import HOST_MEMORY_SCOPE
 
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
-from .common import AisacServer, App, call_core, hints
+from .common import AisacServer, App, call_core, hints, request_meta
 
 server = AisacServer(
     "memory",
@@ -39,17 +41,51 @@ Role = Literal["user", "assistant", "router", "planner", "coordinator", "evaluat
 SessionId = Annotated[str, Field(description="ses-... (memory_list_sessions)")]
 #: the session resource as the suite mounts it (the template a completion request names)
 SESSION_URI = "aisac://memory/sessions/{session_id}"
+#: the ``_meta`` key of a request's default memory scope (a JSON object, :class:`ScopeArg`)
+SCOPE_META = "aisac/memory_scope"
+
+
+#: a scope argument: which turns a recall or search may return (keys in the description; every key given must hold)
+ScopeArg = Annotated[dict[str, str] | None, Field(description="session_id, project, participant, host, since, until")]
+
+
+def connection_scope(app: AppContext) -> Scope:
+    """The default scope of the calling connection: the request's ``_meta`` ``aisac/memory_scope``, else the host
+    setting ``memory_scope`` the relay sent (on a shared owner), else this server's own setting
+    (``AISAC_MEMORY_SCOPE``). Raises MemoryInputError when it is not a valid scope."""
+    meta = request_meta(SCOPE_META)
+    if meta is not None:
+        return Scope.parse(meta, f"_meta {SCOPE_META}")
+    raw = HOST_MEMORY_SCOPE.get() or app.settings.memory_scope
+    if not raw:
+        return Scope()
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise MemoryInputError(f"the memory_scope setting is not JSON: {raw[:200]!r}") from None
+    return Scope.parse(value, "the memory_scope setting")
+
+
+def _scoped(app: AppContext, scope: dict[str, str] | None) -> Scope:
+    return Scope.parse(dict(scope) if scope else None).over(connection_scope(app))
 
 
 @server.tool(annotations=hints("Start a session"), output_schema=schema(R.Session))
 async def start_session(
     title: Annotated[str | None, Field(description="short title, <= 500 characters")] = None,
     project: Annotated[str | None, Field(description="project name (a filter of memory_list_sessions)")] = None,
+    participant: Annotated[str | None, Field(description="whose history")] = None,
+    started_at: Annotated[str | None, Field(description="ISO date it took place")] = None,
     app: AppContext = App,
 ) -> R.Session:
     """Start a new research thread (session) before its first turn; to continue a thread, find its
     session_id with memory_list_sessions instead. Returns the session with its session_id."""
-    return await call_core(app.memory.start_session, title, project)
+
+    def start_session_scoped() -> R.Session:
+        d = connection_scope(app)
+        return app.memory.start_session(title, project or d.project, participant or d.participant, d.host, started_at)
+
+    return await call_core(start_session_scoped)
 
 
 @server.tool(annotations=hints("Add a turn"), output_schema=schema(R.AddedTurn))
@@ -59,11 +95,12 @@ async def add_turn(
     content: Annotated[str, Field(description="1 to 100,000 characters")],
     metadata: Annotated[dict[str, Any] | None, Field(description="any JSON object (plan, tools used, ...)")] = None,
     parent_id: Annotated[int | None, Field(description="turn_id this turn replies to")] = None,
+    speaker: Annotated[str | None, Field(description="speaker's name")] = None,
     app: AppContext = App,
 ) -> R.AddedTurn:
-    """Append a turn to a session. An assistant turn answering the latest user turn is indexed with it as an
-    exchange (``pair``) that memory_recall finds later."""
-    return await call_core(app.memory.add_turn, session_id, role, content, metadata, parent_id)
+    """Append a turn to a session; memory_recall finds it later, an assistant turn answering the latest user turn
+    together with it (``pair``)."""
+    return await call_core(app.memory.add_turn, session_id, role, content, metadata, parent_id, speaker)
 
 
 @server.tool(annotations=hints("Read a session's turns", read_only=True), output_schema=schema(R.History))
@@ -85,13 +122,19 @@ async def recall(
     session_id: SessionId,
     query: Annotated[str, Field(description="what the next step is about, e.g. the user's new question")],
     last_n: Annotated[int, Field(description="recent turns of this session, 0-100")] = 10,
-    k: Annotated[int, Field(description="related older exchanges from any session, 0-50")] = 5,
+    k: Annotated[int, Field(description="related older exchanges, 0-50")] = 5,
     token_budget: Annotated[int, Field(description="most tokens in all, 1-100,000")] = 2000,
+    scope: ScopeArg = None,
+    hops: Annotated[int, Field(description="2: multi-hop")] = 1,
     app: AppContext = App,
 ) -> R.Recall:
-    """Context for a follow-up question: the session's last turns plus the older exchanges of any session most
-    related to ``query`` (``score`` 0-1), within ``token_budget``. memory_get_history gives a transcript."""
-    return await call_core(app.memory.recall, session_id, query, last_n, k, token_budget)
+    """Context for a follow-up question: the session's last turns plus the older exchanges most related to
+    ``query`` (``score`` 0-1), within ``token_budget``. memory_get_history gives a transcript."""
+
+    def recall_scoped() -> R.Recall:
+        return app.memory.recall(session_id, query, last_n, k, token_budget, _scoped(app, scope), hops)
+
+    return await call_core(recall_scoped)
 
 
 @server.tool(annotations=hints("Search past turns", read_only=True), output_schema=schema(R.Search))
@@ -102,12 +145,17 @@ async def search(
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     limit: Annotated[int, Field(description="1-50")] = 10,
     offset: Annotated[int, Field(description="hits to skip")] = 0,
+    scope: ScopeArg = None,
     app: AppContext = App,
 ) -> R.Search:
-    """Look up what was said, in all sessions or one: turns containing the query's words and similar
-    user/assistant exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters
-    (memory_get_history has it whole). No hit is not an error."""
-    return await call_core(app.memory.search, query, session_id, roles, mode, limit, offset)
+    """Look up what was said, in all sessions or a scope: turns containing the query's words and similar
+    exchanges, best first (``score`` 0-1), paged. Turn text is cut at 2,000 characters (memory_get_history has it
+    whole). No hit is not an error."""
+
+    def search_scoped() -> R.Search:
+        return app.memory.search(query, session_id, list(roles or []) or None, mode, limit, offset, _scoped(app, scope))
+
+    return await call_core(search_scoped)
 
 
 @server.tool(annotations=hints("List sessions", read_only=True), output_schema=schema(R.Sessions))

@@ -4,13 +4,15 @@ The store's owner serves every host of the store. Settings that keep the store c
 chunking, parser, SQL and vector stores) are the owner's: a host with others is refused
 (:func:`aisac_core.owner.ensure_owner`). The settings of :data:`aisac_core.settings.PER_HOST` belong to the host
 connection instead; a relay (:mod:`aisac_servers.owner.relay`) sends them with every request in the header
-:data:`~aisac_servers.owner.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode}``) and
+:data:`~aisac_servers.owner.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode, memory_scope}``) and
 :class:`HostView` applies them for that request only:
 
 - ``roots``: the corpus roots of the request (:data:`aisac_core.settings.HOST_ROOTS`): ``rag_index``, ``data_load``,
   ``lit_import`` resolve paths in the host's roots, so two hosts with other roots work side by side, each refused the
   other's folders;
 - ``roles_llm`` / ``roles_mode``: the defaults of a ``roles_*`` tool's ``llm`` and ``mode`` arguments;
+- ``memory_scope``: the connection's default memory scope (:data:`aisac_core.settings.HOST_MEMORY_SCOPE`), which
+  the memory tools apply where a call leaves a scope key open;
 - ``tools``: the profile is applied by the relay itself (it filters lists and refuses calls), so a request that came
   through a proxy (header ``X-Aisac-Client``) sees the whole suite; a direct client of a user-started HTTP owner gets
   that server's own profile (``aisac serve --transport http --tools core``).
@@ -36,7 +38,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.context import AppContext
-from aisac_core.settings import HOST_ROOTS, HostRoots
+from aisac_core.settings import HOST_MEMORY_SCOPE, HOST_ROOTS, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
 from ..owner.proxying import CLIENT_HEADER, HOST_HEADER
@@ -156,11 +158,14 @@ class HostView(Middleware):
                     args[arg] = host[setting]
             context = context.copy(message=context.message.model_copy(update={"arguments": args}))
         token = HOST_ROOTS.set(self._roots(host))
+        scope = host.get("memory_scope") if host is not None else None
+        scope_token = HOST_MEMORY_SCOPE.set(scope if isinstance(scope, str) else None)
         try:
             return await call_next(context)
         except (NotFoundError, DisabledError) as exc:  # MCP "Tools", error handling: an unknown tool is a protocol
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; list the tools with tools/list") from exc
         finally:
+            HOST_MEMORY_SCOPE.reset(scope_token)
             HOST_ROOTS.reset(token)
 
     async def on_read_resource(self, context: MiddlewareContext, call_next: CallNext) -> Any:
