@@ -50,6 +50,8 @@ from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError
 from aisac_core.rag.headers import model_sha256 as header_model_sha256
+from aisac_core.rag.ocr import OcrOptions
+from aisac_core.rag.ocr import fingerprint_part as ocr_fingerprint
 from aisac_core.rag.planning import Plan, allowed_roots, plan_paths
 from aisac_core.rag.results import DocumentRow, Documents
 from aisac_core.store.sql import StoreError, lock
@@ -106,7 +108,9 @@ def is_point_id(s: Any) -> bool:
 def fingerprint(parts: RagParts) -> str:
     """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
     docling version + chunker settings + dense and sparse model ids + the sha256 of the header model
-    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors)."""
+    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors) + the OCR engine, its
+    language data's sha256 and resolution (:func:`aisac_core.rag.ocr.fingerprint_part`; a new Tesseract re-reads
+    scanned pages)."""
     try:
         dv = version("docling-slim")
     except Exception:
@@ -123,6 +127,7 @@ def fingerprint(parts: RagParts) -> str:
         f"sparse={SPARSE_MODEL_ID}",
         f"context=title+headings@{CONTEXT_REVISION}",
         f"header_model={header_model_sha256()[:16]}",
+        ocr_fingerprint(OcrOptions.from_settings(s)),
     ]
     return sha256_text("|".join(items))[:16]
 
@@ -155,6 +160,9 @@ class Counters:
     #: symlinks (out of the roots, loops, broken) and unreadable folders skipped while walking
     paths_skipped: int = 0
     pages_parsed: int = 0
+    #: scanned pages read by OCR, and the seconds (render + Tesseract) they took
+    pages_ocr: int = 0
+    ocr_seconds: float = 0.0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
     parse_seconds: float = 0.0
@@ -191,11 +199,22 @@ class _Prepared:
     texts: list[str]
 
 
+class _StopBetweenPages(Exception):  # noqa: N818 - a carrier, not an error of its own
+    """Carries the exception of a ``progress`` call made between two OCRed pages (a cancelled job) past the
+    per-file error handler (:func:`_file_errors`), so that it stops the run instead of failing the file."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
 @contextmanager
 def _file_errors(path: Path, c: Counters, fails: list[dict[str, str]]) -> Iterator[None]:
     """Record a failure of one file and go on; a failing store (SQL or vectors) stops the run."""
     try:
         yield
+    except _StopBetweenPages:
+        raise
     except (DocumentError, NotRegularFileError) as exc:  # also: swapped for a FIFO after the plan
         c.files_failed += 1
         fails.append({"path": str(path), "error": str(exc)})
@@ -257,10 +276,23 @@ class Indexer:
             pending: list[_Prepared] = []
             for f in plan.documents:
                 c.files_seen += 1
-                with _file_errors(f, c, fails):
-                    prep = self._prepare(f, fp, c)
-                    if prep is not None:
-                        pending.append(prep)
+
+                def pages(k: int, n: int, name: str = f.name, at: int = done) -> None:
+                    if progress:
+                        try:
+                            progress(at, total, f"{name}: OCR page {k}/{n}")
+                        except BaseException as exc:  # a cancel between two pages
+                            raise _StopBetweenPages(exc) from exc
+
+                try:
+                    with _file_errors(f, c, fails):
+                        prep = self._prepare(f, fp, c, pages)
+                        if prep is not None:
+                            pending.append(prep)
+                except _StopBetweenPages as stop:  # the files prepared so far are stored whole; this one is not
+                    if pending:
+                        self._embed_and_store(pending, fp, c, fails)
+                    raise stop.exc from None
                 if sum(len(p.texts) for p in pending) >= EMBED_BATCH_CHUNKS or f is plan.documents[-1]:
                     self._embed_and_store(pending, fp, c, fails)
                     pending = []
@@ -291,7 +323,9 @@ class Indexer:
 
     # ---- one file -----------------------------------------------------------------------------
 
-    def _prepare(self, path: Path, fp: str, c: Counters) -> _Prepared | None:
+    def _prepare(
+        self, path: Path, fp: str, c: Counters, pages: Callable[[int, int], None] | None = None
+    ) -> _Prepared | None:
         """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
         parts = self.parts
         st = path.stat()
@@ -321,6 +355,8 @@ class Indexer:
                 parts.settings.rag.chunk_max_tokens,
                 parts.settings.rag.pdf_pipeline,
                 limits=ArchiveLimits.from_settings(parts.settings),
+                ocr=OcrOptions.from_settings(parts.settings),
+                progress=pages,
             )
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
@@ -330,6 +366,8 @@ class Indexer:
             c.parse_seconds += time.perf_counter() - t0
             c.parse_cpu_s += time.process_time() - cpu0
         c.pages_parsed += parsed.pages or 0
+        c.pages_ocr += len(parsed.ocr_pages)
+        c.ocr_seconds += parsed.ocr_seconds
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
         return _Prepared(path, st, did, sha, parsed, texts)
 
@@ -394,6 +432,7 @@ class Indexer:
                     "text": ch.text,
                     "text_sha256": sha256_text(ch.text),
                     "title": parsed.title,
+                    **({"source": "ocr", "ocr_confidence": ch.ocr_confidence} if ch.source == "ocr" else {}),
                 },
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)
