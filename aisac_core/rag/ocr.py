@@ -1,10 +1,10 @@
 """OCR of scanned PDF pages with Tesseract, offline, into the text lines aisac's PDF reconstruction reads.
 
-Which pages: a page is OCRed only when it has no usable text layer (:func:`pages_needing_ocr`): no text cell at
-all, or text made mostly of unmapped glyphs (docling-parse writes a glyph it cannot map to Unicode as
-``GLYPH<...>``; U+FFFD and private-use code points are unmapped too), or a near-empty text layer (under
-:data:`STAMP_LETTERS` letters, e.g. a "Downloaded from ..." stamp) over a page-size bitmap. A born-digital page is
-never OCRed.
+Which pages: a page is OCRed only when it has no usable text layer (:func:`pages_needing_ocr`): text made mostly
+of unmapped glyphs (docling-parse writes a glyph it cannot map to Unicode as ``GLYPH<...>``; U+FFFD and private-use
+code points are unmapped too), or no text, or a near-empty text layer (under :data:`STAMP_LETTERS` letters and
+digits, e.g. a "Downloaded from ..." stamp), over a bitmap covering at least :data:`SCAN_AREA` of the page (a
+blank page or one of vector graphics is no scan). A born-digital page is never OCRed.
 
 How: the page is rendered by PDFium (``pypdfium2``, already installed with docling) to an 8-bit grey bitmap at
 ``dpi`` (default 200: chosen by measurement, docs/rag.md "Scanned PDFs (OCR)"), written to a private temporary
@@ -15,10 +15,10 @@ confidence (0-100). Words of one Tesseract line become one :class:`OcrLine`, its
 (``px * 72 / dpi``, top-left origin, the page's coordinate system in docling); the reconstruction
 (:mod:`aisac_core.rag.pdf`) then orders, joins and labels them exactly as it does a PDF's own text lines.
 
-Weight: Tesseract's LSTM engine reports no font attributes, so a line is marked bold by its stroke width, i.e.
-dark pixels per pixel of its word boxes, at least :data:`BOLD_INK_RATIO` times the page's median over its lines
-(bold faces are drawn with stems about 1.5-2 times wider than regular ones); headings are then found as for a
-born-digital PDF (weight, size, numbering).
+Weight: Tesseract's LSTM engine reports no font attributes, so a line is marked bold by its stroke width relative
+to its font size, at least :data:`BOLD_INK_RATIO` times the page's median over its lines (bold faces are drawn
+with stems about 1.5-2 times wider than regular ones); headings are then found as for a born-digital PDF (weight,
+size, numbering). Font size: from the word boxes and the letters they hold (:func:`_em_and_baseline`).
 
 Bounds: at most ``max_pages`` scanned pages and ``time_limit_s`` seconds of OCR per document (the settings
 ``AISAC_OCR_MAX_PAGES``, ``AISAC_OCR_TIME_LIMIT_S``, named in the error); ``progress(done, total)`` is called after
@@ -52,8 +52,8 @@ OCR_PACKAGES = "tesseract-ocr tesseract-ocr-eng"
 STAMP_LETTERS = 25
 #: a bitmap covering at least this share of the page area is a scanned page image
 SCAN_AREA = 0.6
-#: a line whose ink per pixel is at least this multiple of the page's median line is set in bold
-BOLD_INK_RATIO = 1.35
+#: a line whose stroke width (relative to its font size) is at least this multiple of the page's median line is bold
+BOLD_INK_RATIO = 1.3
 #: the font name given to OCR lines (the reconstruction's weight test reads ``bold``, set from ink)
 OCR_FONT = "OCR"
 OCR_FONT_BOLD = "OCR-Bold"
@@ -205,21 +205,21 @@ def page_needs_ocr(page: Any) -> bool:
     docstring): no text cell, mostly unmapped glyphs, or a near-empty text layer over a page-size bitmap."""
     pp = page.parsed_page
     if pp is None:
-        return True
+        return False
     texts = [c.text or "" for c in pp.textline_cells]
     total = sum(len(t.strip()) for t in texts)
-    if total == 0:
-        return True
     joined = "".join(texts)
-    unmapped = sum(len(m) for m in _UNMAPPED.findall(joined))
-    if unmapped >= 0.5 * total:
-        return True
-    if _usable(joined) < STAMP_LETTERS and page.size is not None:
-        area = page.size.width * page.size.height
-        for bm in getattr(pp, "bitmap_resources", None) or ():
-            bb = bm.rect.to_bounding_box()
-            if area > 0 and abs(bb.r - bb.l) * abs(bb.b - bb.t) >= SCAN_AREA * area:
-                return True
+    if total and sum(len(m) for m in _UNMAPPED.findall(joined)) >= 0.5 * total:
+        return True  # a text layer of unmapped glyphs: the rendered page is readable, its text is not
+    if _usable(joined) >= STAMP_LETTERS or page.size is None:
+        return False
+    # no text (or a stamp): a scan only when a bitmap covers most of the page (a blank page or a page of vector
+    # graphics is no scan)
+    area = page.size.width * page.size.height
+    for bm in getattr(pp, "bitmap_resources", None) or ():
+        bb = bm.rect.to_bounding_box()
+        if area > 0 and abs(bb.r - bb.l) * abs(bb.b - bb.t) >= SCAN_AREA * area:
+            return True
     return False
 
 
@@ -299,25 +299,28 @@ def _em_and_baseline(words: list[OcrWord]) -> tuple[float, float]:
 
 
 def _mark_bold(lines: list[OcrLine], img: Any, scale: float) -> None:
-    """Set ``bold`` on lines whose ink per pixel (dark pixels in their word boxes) is at least
-    :data:`BOLD_INK_RATIO` times the page's median line."""
+    """Set ``bold`` on lines whose stroke width, relative to their font size, is at least :data:`BOLD_INK_RATIO`
+    times the page's median line. Stroke width of a binarised word image = 2 x dark pixels / dark-light edges
+    (a stroke of width w and length L has area w*L and 2*L edge pixels), summed over the line's words."""
     import numpy as np
 
-    a = np.asarray(img)
-    dark = a < 128
-    ink: list[float] = []
+    dark = np.asarray(img) < 128
+    rel: list[float] = []
     for ln in lines:
-        px = on = 0
+        area = edges = 0
         for w in ln.words:
             x0, y0, x1, y1 = (max(0, int(round(v / scale))) for v in (w.l, w.t, w.r, w.b))
             box = dark[y0:y1, x0:x1]
-            px += box.size
-            on += int(box.sum())
-        ink.append(on / px if px else 0.0)
-    if len(ink) < 3:
+            if box.size == 0:
+                continue
+            area += int(box.sum())
+            edges += int((box[:, 1:] != box[:, :-1]).sum()) + int((box[1:, :] != box[:-1, :]).sum())
+        em_px = (ln.b - ln.t) / (ASCENT + DESCENT) / scale
+        rel.append(2 * area / edges / em_px if edges and em_px > 0 else 0.0)
+    if len(rel) < 3:
         return
-    med = statistics.median(ink)
-    for ln, x in zip(lines, ink):
+    med = statistics.median(rel)
+    for ln, x in zip(lines, rel):
         ln.bold = med > 0 and x >= BOLD_INK_RATIO * med
 
 

@@ -35,6 +35,10 @@ class AnchorDict(TypedDict):
     quote_span: NotRequired[
         Annotated[list[int], Field(description="[start, end] of the quoted sentence(s) in the chunk text")]
     ]
+    source: NotRequired[Annotated[str, Field(description="'ocr': the passage was read by OCR from a page image")]]
+    ocr_confidence: NotRequired[
+        Annotated[float | None, Field(description="mean OCR word confidence of the passage, 0-1 (source 'ocr')")]
+    ]
 
 
 # One search hit with its whole text and full anchor (rag_search detail="full", rag_get_chunk: score None).
