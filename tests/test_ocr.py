@@ -262,3 +262,40 @@ def test_indexed_scan_cites_ocr_with_confidence(
         assert fingerprint(c.rag) != fp
     finally:
         c.close()
+
+
+@needs_tesseract
+def test_a_cited_ocr_passage_says_so_in_report_markdown_and_run_page(fast_core, corpus_copy, tmp_path: Path) -> None:  # noqa: ANN001
+    """A real roles run (llm none) over a scanned copy of the project's report.pdf: the cited passage's anchor carries
+    source "ocr" and its confidence, and the run report, the Markdown export and the run page all say so."""
+    import anyio
+    from fastmcp import Client
+
+    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.report import run_report
+    from aisac_core.trace.runpage import render_run
+    from aisac_servers.serving.suite import build
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    scan_copy(corpus_copy / "report.pdf", docs / "report-scan.pdf", dpi=200)
+    counters = fast_core.rag.indexer.run([docs])
+    assert counters.files_indexed == 1 and counters.pages_ocr >= 1
+    question = "How much efficiency did perovskite cells without encapsulation lose at 85 percent relative humidity?"
+
+    async def ask() -> str:
+        async with Client(build(app=fast_core, lifespan=False)) as c:
+            args = {"task": question, "llm": "none", "mode": "lite", "wait_s": 120}
+            out = (await c.call_tool("roles_run", args)).structured_content
+        assert out["status"] == "done", out
+        return str(out["run_id"])
+
+    run = anyio.run(ask)
+    data = get_run(fast_core.engine, run, include_results=True)
+    report = run_report(data)
+    card = report["cited"][0]
+    assert card["path"].endswith("report-scan.pdf") and card["source"] == "ocr"
+    assert isinstance(card["ocr_confidence"], float) and 0.3 < card["ocr_confidence"] <= 1
+    note = f"OCR text, confidence {card['ocr_confidence']:.2f}"
+    assert note in fast_core.trace.export(run, "markdown")["markdown"]
+    assert note in render_run(data)

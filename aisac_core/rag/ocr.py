@@ -39,9 +39,10 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from aisac_core.rag.formats import DocumentError
@@ -143,7 +144,7 @@ class OcrEngine:
     command: str
     version: str
     tessdata: str
-    languages: dict[str, str]
+    languages: Mapping[str, str]
 
     def pin(self, language: str) -> str:
         """``tesseract 5.3.0+eng:<sha256[:16]>``: the engine and model versions a scanned page was read with."""
@@ -181,7 +182,7 @@ def engine() -> OcrEngine | None:
         f = Path(tessdata) / f"{name}.traineddata"
         if name and f.is_file():
             languages[name] = hashlib.sha256(f.read_bytes()).hexdigest()
-    return OcrEngine(cmd, first[0].strip(), tessdata, languages)
+    return OcrEngine(cmd, first[0].strip(), tessdata, MappingProxyType(languages))
 
 
 def fingerprint_part(options: OcrOptions) -> str:
