@@ -182,6 +182,8 @@ def run(ctx: Context) -> dict[str, Any]:
         )
         dpi_rows = _dpi_table(papers[1] if len(papers) > 1 else papers[0], tmp, ocr_document, OcrOptions)
     same = sum(ok for *_, ok in agree)
+    top1 = sum(a[:1] == b[:1] for _, a, b, _ in agree)
+    overlap = sum(len(set(a) & set(b)) for _, a, b, _ in agree)
     time_rows = [
         ("scanned pages OCRed", n_pages),
         ("s per scanned page (render + Tesseract, wall, mean)", round(s_page, 2)),
@@ -190,6 +192,10 @@ def run(ctx: Context) -> dict[str, Any]:
         ("peak RSS of a Tesseract process, MB", round(tess_peak_mb, 1)),
         ("peak RSS of this process (indexing, models loaded), MB", round(self_peak_mb, 1)),
         ("chunks from scans", cs.chunks_embedded),
+        (
+            "retrieval: same top-3 set / same top-1 / top-3 documents shared",
+            f"{same}/{len(agree)} / {top1}/{len(agree)} / {overlap}/{3 * len(agree)}",
+        ),
     ]
     table("pdf/ocr: time and memory per scanned page (this machine, 2 shared cores)", ["measure", "value"], time_rows)
     return {
@@ -204,6 +210,8 @@ def run(ctx: Context) -> dict[str, Any]:
         "tesseract_peak_rss_mb": round(tess_peak_mb, 1),
         "process_peak_rss_mb": round(self_peak_mb, 1),
         "retrieval_top3_agreement": f"{same}/{len(agree)}",
+        "retrieval_top1_agreement": f"{top1}/{len(agree)}",
+        "retrieval_top3_overlap": f"{overlap}/{3 * len(agree)}",
         "retrieval": [{"question": q, "born": a, "scanned": b, "same": ok} for q, a, b, ok in agree],
         "per_page": [
             dict(zip(("file", "page", "truth_words", "recall", "precision", "cer", "conf", "s"), r)) for r in rows

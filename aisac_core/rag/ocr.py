@@ -2,9 +2,10 @@
 
 Which pages: a page is OCRed only when it has no usable text layer (:func:`pages_needing_ocr`): text made mostly
 of unmapped glyphs (docling-parse writes a glyph it cannot map to Unicode as ``GLYPH<...>``; U+FFFD and private-use
-code points are unmapped too), or no text, or a near-empty text layer (under :data:`STAMP_LETTERS` letters and
-digits, e.g. a "Downloaded from ..." stamp), over a bitmap covering at least :data:`SCAN_AREA` of the page (a
-blank page or one of vector graphics is no scan). A born-digital page is never OCRed.
+code points are unmapped too), or no text at all over an image, or a near-empty text layer (under
+:data:`STAMP_LETTERS` letters and digits, e.g. a "Downloaded from ..." stamp) over an image covering at least
+:data:`SCAN_AREA` of the page. A blank page or one of vector graphics is no scan; a page with its own text is never
+OCRed.
 
 How: the page is rendered by PDFium (``pypdfium2``, already installed with docling) to an 8-bit grey bitmap at
 ``dpi`` (default 200: chosen by measurement, docs/rag.md "Scanned PDFs (OCR)"), written to a private temporary
@@ -214,10 +215,13 @@ def page_needs_ocr(page: Any) -> bool:
         return True  # a text layer of unmapped glyphs: the rendered page is readable, its text is not
     if _usable(joined) >= STAMP_LETTERS or page.size is None:
         return False
-    # no text (or a stamp): a scan only when a bitmap covers most of the page (a blank page or a page of vector
-    # graphics is no scan)
+    # no text and a bitmap of any size, or a stamp over a bitmap covering most of the page (a blank page or a page
+    # of vector graphics is no scan)
+    bitmaps = getattr(pp, "bitmap_resources", None) or ()
+    if total == 0 and bitmaps:
+        return True
     area = page.size.width * page.size.height
-    for bm in getattr(pp, "bitmap_resources", None) or ():
+    for bm in bitmaps:
         bb = bm.rect.to_bounding_box()
         if area > 0 and abs(bb.r - bb.l) * abs(bb.b - bb.t) >= SCAN_AREA * area:
             return True
