@@ -19,6 +19,7 @@ Figures:
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
@@ -181,15 +182,19 @@ def run(ctx: Context) -> dict[str, Any]:
             [(q[:60], ", ".join(a), ", ".join(b), target_cell(ok)) for q, a, b, ok in agree],
         )
         dpi_rows = _dpi_table(papers[1] if len(papers) > 1 else papers[0], tmp, ocr_document, OcrOptions)
+        probe = _memory_probe(scans / (papers[1] if len(papers) > 1 else papers[0]).name)
     same = sum(ok for *_, ok in agree)
     top1 = sum(a[:1] == b[:1] for _, a, b, _ in agree)
     overlap = sum(len(set(a) & set(b)) for _, a, b, _ in agree)
     time_rows = [
         ("scanned pages OCRed", n_pages),
         ("s per scanned page (render + Tesseract, wall, mean)", round(s_page, 2)),
+        ("load average (1 min) on the 2 cores when measured", round(os.getloadavg()[0], 1)),
         ("Tesseract CPU s per page", round(tess_cpu / n_pages, 2)),
         ("index wall s per scanned page (OCR + parse + embed)", round(index_wall / n_pages, 2)),
-        ("peak RSS of a Tesseract process, MB", round(tess_peak_mb, 1)),
+        ("one page alone, fresh process: render + OCR CPU s (Python + Tesseract)", probe["cpu_s"]),
+        ("one page alone: peak RSS of the Python process (render, TSV, lines), MB", probe["self_mb"]),
+        ("one page alone: peak RSS of the Tesseract process, MB", probe["child_mb"]),
         ("peak RSS of this process (indexing, models loaded), MB", round(self_peak_mb, 1)),
         ("chunks from scans", cs.chunks_embedded),
         (
@@ -205,9 +210,13 @@ def run(ctx: Context) -> dict[str, Any]:
         "word_precision": round(precision, 4),
         "cer": round(cer, 4),
         "s_per_scanned_page": round(s_page, 3),
+        "load_average": round(os.getloadavg()[0], 1),
         "tesseract_cpu_s_per_page": round(tess_cpu / n_pages, 3),
         "index_s_per_scanned_page": round(index_wall / n_pages, 3),
-        "tesseract_peak_rss_mb": round(tess_peak_mb, 1),
+        "tesseract_peak_rss_mb": probe["child_mb"],
+        "ocr_python_peak_rss_mb": probe["self_mb"],
+        "one_page_cpu_s": probe["cpu_s"],
+        "children_max_rss_mb": round(tess_peak_mb, 1),
         "process_peak_rss_mb": round(self_peak_mb, 1),
         "retrieval_top3_agreement": f"{same}/{len(agree)}",
         "retrieval_top1_agreement": f"{top1}/{len(agree)}",
@@ -231,12 +240,40 @@ def run(ctx: Context) -> dict[str, Any]:
     }
 
 
+_PROBE = """
+import json, resource, sys, time
+from pathlib import Path
+from aisac_core.rag.ocr import OcrOptions, ocr_document
+t = time.process_time()
+ocr_document(Path(sys.argv[1]), [1], OcrOptions())
+ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+me = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu_s": round(me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime, 2),
+                  "self_mb": round(me.ru_maxrss / 1024, 1), "child_mb": round(ch.ru_maxrss / 1024, 1)}))
+"""
+
+
+def _memory_probe(scan: Path) -> dict[str, Any]:
+    """Page 1 of ``scan`` OCRed in a fresh Python process: its CPU seconds (imports included) and the peak resident
+    memory of that process and of its Tesseract child (a child's peak is measured apart from this process, whose
+    loaded models would otherwise count: a child's ``ru_maxrss`` includes the memory it was forked with)."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(scan)], capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def _dpi_table(src: Path, tmp: Path, ocr_document: Any, OcrOptions: Any) -> list[dict[str, Any]]:  # noqa: N803
     """Two pages scanned at 300 dpi, OCRed at 150 / 200 / 300 dpi."""
     scan = scan_copy(src, tmp / "dpi.pdf", dpi=300, pages=[1, 2], seed=7)
     out = []
     for dpi in (150, 200, 300):
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         got = ocr_document(scan, [1, 2], OcrOptions(dpi=dpi))
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / len(got)
         H = NT = NO = D = C = 0
         for pno, page in got.items():
             tl = truth_lines(src, pno)
@@ -250,11 +287,15 @@ def _dpi_table(src: Path, tmp: Path, ocr_document: Any, OcrOptions: Any) -> list
                 "precision": round(H / NO, 4),
                 "cer": round(D / C, 4),
                 "s_per_page": round(sum(p.seconds for p in got.values()) / len(got), 2),
+                "tesseract_cpu_s_per_page": round(cpu, 2),
             }
         )
     table(
         f"pdf/ocr: OCR resolution ({src.name} pages 1-2 scanned at 300 dpi)",
-        ["OCR dpi", "word recall", "word precision", "CER", "s/page"],
-        [(r["dpi"], r["recall"], r["precision"], r["cer"], r["s_per_page"]) for r in out],
+        ["OCR dpi", "word recall", "word precision", "CER", "s/page (wall)", "Tesseract CPU s/page"],
+        [
+            (r["dpi"], r["recall"], r["precision"], r["cer"], r["s_per_page"], r["tesseract_cpu_s_per_page"])
+            for r in out
+        ],
     )
     return out
