@@ -96,7 +96,7 @@ def test_born_digital_pages_are_never_ocred(files: dict[str, Path], tokenizer: A
     monkeypatch.setattr(documents, "ocr_document", refuse)
     assert pages_needing_ocr(convert(files["paper"], "pdf", "native")) == []
     doc = parse_document(files["paper"], tokenizer)
-    assert doc.ocr_pages == [] and "ocr" not in doc.structure
+    assert doc.ocr_pages == [] and "ocr" not in doc.structure["metadata"]
     assert {c.source for c in doc.chunks} == {"text"} and all(c.ocr_confidence is None for c in doc.chunks)
     assert pages_needing_ocr(convert(files["scan"], "pdf", "native")) == [1]
     assert pages_needing_ocr(convert(files["mixed"], "pdf", "native")) == [2]
@@ -127,9 +127,9 @@ def test_scanned_paper_reads_back_with_structure(files: dict[str, Path], tokeniz
     truth, got = _words(born.text), _words(doc.text)
     common = sum(min(truth.count(w), got.count(w)) for w in set(truth))
     assert common / len(truth) >= 0.97 and common / len(got) >= 0.95
-    assert doc.ocr_pages == [1] and doc.structure["ocr"]["pages"] == [1]
-    assert doc.structure["ocr"]["engine"].startswith("tesseract ")
-    assert 0.5 < doc.structure["ocr"]["mean_confidence"] <= 1
+    ocr = doc.structure["metadata"]["ocr"]  # shown by rag_get_overview
+    assert doc.ocr_pages == [1] and ocr["pages"] == [1] and ocr["dpi"] == 200
+    assert ocr["engine"].startswith("tesseract ") and 0.5 < ocr["mean_confidence"] <= 1
     # every chunk came from OCR and carries its confidence; anchors keep pages and spans into the text
     assert {c.source for c in doc.chunks} == {"ocr"}
     assert all(c.ocr_confidence is not None and 0.3 < c.ocr_confidence <= 1 for c in doc.chunks)

@@ -143,7 +143,8 @@ def parse_document(
     if ocr_pages:
         confs = [p.conf for p in ocr_pages.values() if p.conf is not None]
         opts, eng = ocr or OcrOptions(), engine()
-        structure["ocr"] = {
+        # in the metadata, so rag_get_overview shows which pages were read by OCR, how and how confidently
+        structure.setdefault("metadata", {})["ocr"] = {
             "pages": sorted(ocr_pages),
             "engine": eng.pin(opts.language) if eng else None,
             "dpi": opts.dpi,

@@ -115,7 +115,10 @@ class Overview(TypedDict):
     sha256: str | None
     indexed_at: str | None
     title: str | None
-    metadata: Annotated[dict[str, Any], Field(description="title, authors, year, doi, arxiv_id")]
+    metadata: Annotated[
+        dict[str, Any],
+        Field(description="title, authors, year, doi, arxiv_id; ocr {pages, engine, dpi, mean_confidence} for scans"),
+    ]
     sections: list[OverviewSection]
     labels: Annotated[dict[str, LabelSpan], Field(description="by section label")]
     captions: list[Caption]
