@@ -70,6 +70,31 @@ def _excerpt(src: Path, dst: Path, pages: list[int]) -> Path:
     return dst
 
 
+def _texts(core: Any) -> dict[str, str]:
+    """The parsed text of every indexed document of ``core``, by file name."""
+    from sqlmodel import Session, col, select
+
+    from aisac_core.store.tables import Document, DocumentContent
+
+    with Session(core.engine) as s:
+        rows = s.exec(
+            select(Document.path, DocumentContent.text).where(col(Document.doc_id) == col(DocumentContent.doc_id))
+        ).all()
+    return {Path(p).name: t for p, t in rows}
+
+
+def _order(born: str, scan: str) -> float:
+    """Reading-order agreement of two parsed texts: 1 - normalised Levenshtein distance of their word sequences
+    (lower-case tokens), so a column read out of turn costs every word it displaces."""
+    from rapidfuzz.distance import Levenshtein
+
+    from .scans import _TOKEN
+
+    a = [t.lower() for t in _TOKEN.findall(born)]
+    b = [t.lower() for t in _TOKEN.findall(scan)]
+    return float(Levenshtein.normalized_similarity(a, b))
+
+
 def _top_docs(core: Any, q: str, n: int = 3) -> list[str]:
     hits = core.rag.search(q, k=30).as_dict()["hits"]
     docs: list[str] = []
@@ -127,6 +152,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 cs = core_s.rag.indexer.run([scans])
                 index_wall = time.perf_counter() - wall0
                 ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                born_texts, scan_texts = _texts(core_b), _texts(core_s)
                 agree = []
                 for q in QUESTIONS:
                     a, b = _top_docs(core_b, q), _top_docs(core_s, q)
@@ -160,6 +186,13 @@ def run(ctx: Context) -> dict[str, Any]:
                     )
                 )
         recall, precision, cer = H / N_T, H / N_O, D / C
+        order = {n: round(_order(born_texts.get(n, ""), scan_texts.get(n, "")), 3) for n in sorted(seen)}
+        table(
+            "pdf/ocr: reading order of the parsed text, scanned vs born-digital (word-sequence similarity)",
+            ["file", "similarity"],
+            [*order.items(), ("mean", round(sum(order.values()) / max(1, len(order)), 3))],
+            caption="1 - normalised Levenshtein distance over the word sequences of the parsed texts (whole excerpt)",
+        )
         n_pages = len(secs)
         s_page = sum(secs) / n_pages
         tess_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
@@ -218,6 +251,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "one_page_cpu_s": probe["cpu_s"],
         "children_max_rss_mb": round(tess_peak_mb, 1),
         "process_peak_rss_mb": round(self_peak_mb, 1),
+        "reading_order_similarity": order,
         "retrieval_top3_agreement": f"{same}/{len(agree)}",
         "retrieval_top1_agreement": f"{top1}/{len(agree)}",
         "retrieval_top3_overlap": f"{overlap}/{3 * len(agree)}",
