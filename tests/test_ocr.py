@@ -250,36 +250,47 @@ def test_progress_per_page_and_cancel_between_pages(files: dict[str, Path], toke
 def test_indexed_scan_cites_ocr_with_confidence(
     files: dict[str, Path], tmp_path: Path, models_dir: Path, shared_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import dataclasses
+
     from aisac_core.context import AppContext
     from aisac_core.evidence.anchor import Anchor, ocr_note
-    from aisac_core.rag.indexer import fingerprint
+    from aisac_core.rag.indexer import fingerprint, scan_fingerprint
     from servers.shapes.results_rag import compact
 
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(files["mixed"], docs / "mixed.pdf")
+    shutil.copy(files["other"], docs / "other.pdf")
     c = AppContext(make_settings(tmp_path / "store", models_dir), embedder=shared_embedder)
     try:
         msgs: list[str] = []
         counters = c.rag.indexer.run([docs], progress=lambda d, t, m: msgs.append(m))
-        assert counters.files_indexed == 1 and counters.pages_ocr == 1 and counters.ocr_seconds > 0
+        assert counters.files_indexed == 2 and counters.pages_ocr == 1 and counters.ocr_seconds > 0
         assert "mixed.pdf: OCR page 1/1" in msgs
         res = c.rag.search("zeolite membranes hydrogen permeance").as_dict()
-        top = res["hits"][0]
+        top = next(h for h in res["hits"] if h["path"].endswith("mixed.pdf"))
         assert top["page"] == 2 and top["anchor"]["source"] == "ocr"
         conf = top["anchor"]["ocr_confidence"]
         assert isinstance(conf, float) and 0.3 < conf <= 1
         assert ocr_note(top) == f"OCR text, confidence {conf:.2f}"
         assert Anchor.parse(top["anchor"]).to_dict() == top["anchor"]  # the fields survive a host's round trip
-        assert compact(res, "zeolite")["hits"][0]["source"] == "ocr"
-        born = c.rag.search("perovskite films thermal stability").as_dict()["hits"][0]
-        assert born["page"] == 1 and "source" not in born["anchor"] and ocr_note(born) == ""
-        # the fingerprint names the engine and its language data: another Tesseract re-reads scanned pages
-        fp = fingerprint(c.rag)
+        for ch, h in zip(compact(res, "zeolite")["hits"], res["hits"]):  # the compact hit says it too
+            assert ch.get("source") == h["anchor"].get("source") and ch.get("ocr_confidence") == h["anchor"].get(
+                "ocr_confidence"
+            )
+        born = next(h for h in res["hits"] if h["path"].endswith("other.pdf"))
+        assert "source" not in born["anchor"] and ocr_note(born) == ""
+        assert c.rag.status()["stale_documents"] == 0
+        # another Tesseract (or language data) re-reads the scanned document once; the born-digital one is skipped
+        fp, fps = fingerprint(c.rag), scan_fingerprint(c.rag)
         eng = engine()
         assert eng is not None
-        monkeypatch.setattr("aisac_core.rag.ocr.engine", lambda: type(eng)(eng.command, "tesseract 9", "", {}))
-        assert fingerprint(c.rag) != fp
+        monkeypatch.setattr("aisac_core.rag.ocr.engine", lambda: dataclasses.replace(eng, version="tesseract 9.9"))
+        assert fingerprint(c.rag) == fp and scan_fingerprint(c.rag) != fps
+        assert c.rag.status()["stale_documents"] == 1
+        again = c.rag.indexer.run([docs])
+        assert (again.files_indexed, again.files_skipped, again.pages_ocr) == (1, 1, 1)
+        assert c.rag.indexer.run([docs]).files_skipped == 2
     finally:
         c.close()
 

@@ -108,9 +108,8 @@ def is_point_id(s: Any) -> bool:
 def fingerprint(parts: RagParts) -> str:
     """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
     docling version + chunker settings + dense and sparse model ids + the sha256 of the header model
-    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors) + the OCR engine, its
-    language data's sha256 and resolution (:func:`aisac_core.rag.ocr.fingerprint_part`; a new Tesseract re-reads
-    scanned pages)."""
+    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors). A document with scanned
+    pages is stored under :func:`scan_fingerprint` instead, which adds the OCR engine."""
     try:
         dv = version("docling-slim")
     except Exception:
@@ -127,9 +126,17 @@ def fingerprint(parts: RagParts) -> str:
         f"sparse={SPARSE_MODEL_ID}",
         f"context=title+headings@{CONTEXT_REVISION}",
         f"header_model={header_model_sha256()[:16]}",
-        ocr_fingerprint(OcrOptions.from_settings(s)),
     ]
     return sha256_text("|".join(items))[:16]
+
+
+def scan_fingerprint(parts: RagParts, base: str | None = None) -> str:
+    """The fingerprint of a document read (partly) by OCR, and of a failed document: :func:`fingerprint` (``base``)
+    + the OCR engine, its language data's sha256, language and resolution
+    (:func:`aisac_core.rag.ocr.fingerprint_part`). A new Tesseract (or installing it) re-reads scanned and failed
+    documents once; born-digital ones stay as they are."""
+    fp = base if base is not None else fingerprint(parts)
+    return sha256_text(fp + "|" + ocr_fingerprint(OcrOptions.from_settings(parts.settings)))[:16]
 
 
 def mark_all_stale(engine: Engine) -> None:
@@ -270,6 +277,7 @@ class Indexer:
         total = len(plan.documents) + len(plan.catalog)
         done = 0
         fp = fingerprint(self.parts) if plan.documents else ""
+        fps = (fp, scan_fingerprint(self.parts, fp)) if plan.documents else ("", "")
         if plan.documents or plan.folders:
             self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
@@ -286,15 +294,15 @@ class Indexer:
 
                 try:
                     with _file_errors(f, c, fails):
-                        prep = self._prepare(f, fp, c, pages)
+                        prep = self._prepare(f, fps, c, pages)
                         if prep is not None:
                             pending.append(prep)
                 except _StopBetweenPages as stop:  # the files prepared so far are stored whole; this one is not
                     if pending:
-                        self._embed_and_store(pending, fp, c, fails)
+                        self._embed_and_store(pending, fps, c, fails)
                     raise stop.exc from None
                 if sum(len(p.texts) for p in pending) >= EMBED_BATCH_CHUNKS or f is plan.documents[-1]:
-                    self._embed_and_store(pending, fp, c, fails)
+                    self._embed_and_store(pending, fps, c, fails)
                     pending = []
                 done += 1
                 if progress:
@@ -302,7 +310,7 @@ class Indexer:
                         progress(done, total, f.name)
                     except BaseException:  # a cancel between two files: the files prepared so far are stored whole
                         if pending:
-                            self._embed_and_store(pending, fp, c, fails)
+                            self._embed_and_store(pending, fps, c, fails)
                         raise
             for f, root in plan.catalog:
                 try:
@@ -324,7 +332,7 @@ class Indexer:
     # ---- one file -----------------------------------------------------------------------------
 
     def _prepare(
-        self, path: Path, fp: str, c: Counters, pages: Callable[[int, int], None] | None = None
+        self, path: Path, fps: tuple[str, str], c: Counters, pages: Callable[[int, int], None] | None = None
     ) -> _Prepared | None:
         """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
         parts = self.parts
@@ -332,7 +340,8 @@ class Indexer:
         did = doc_id_for(path)
         with Session(parts.engine) as s:
             row = s.get(Document, did)
-            unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
+            # born-digital documents carry the base fingerprint, scanned and failed ones the one with the OCR engine
+            unchanged_fp = row is not None and row.fingerprint in fps and row.status in ("indexed", "failed")
             if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
                 _still_failed(row)
                 c.files_skipped += 1
@@ -360,7 +369,7 @@ class Indexer:
             )
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
-                self._record_failure(did, path, st, sha, fp, str(exc))
+                self._record_failure(did, path, st, sha, fps[1], str(exc))
             raise
         finally:
             c.parse_seconds += time.perf_counter() - t0
@@ -371,7 +380,9 @@ class Indexer:
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
         return _Prepared(path, st, did, sha, parsed, texts)
 
-    def _embed_and_store(self, pending: list[_Prepared], fp: str, c: Counters, fails: list[dict[str, str]]) -> None:
+    def _embed_and_store(
+        self, pending: list[_Prepared], fps: tuple[str, str], c: Counters, fails: list[dict[str, str]]
+    ) -> None:
         """Embed the chunks of ``pending`` files in one call (cached vectors reused, :mod:`.embedcache`), then
         store each file (:meth:`_store`); a file that fails to store is recorded in ``fails``."""
         texts = [t for p in pending for t in p.texts]
@@ -395,6 +406,7 @@ class Indexer:
             with _file_errors(p.path, c, fails):
                 cpu0 = time.process_time()
                 try:
+                    fp = fps[1] if p.parsed.ocr_pages else fps[0]
                     self._store(p, dense[start : start + n], sparse[start : start + n], fp, c)
                 finally:
                     c.store_cpu_s += time.process_time() - cpu0
