@@ -224,6 +224,17 @@ def test_page_and_time_limits_are_named(files: dict[str, Path], tokenizer: Any) 
         parse_document(files["two"], tokenizer, ocr=OcrOptions(language="zzz"))
 
 
+def test_a_hostile_page_size_is_rendered_within_the_pixel_cap() -> None:
+    """A PDF may declare a 200 x 200 inch page (14,400 pt, PDF's largest): at 200 dpi a 1.6 GB bitmap. The render is
+    capped at MAX_PIXELS (a lower resolution for such pages); ordinary pages keep the asked resolution."""
+    from aisac_core.rag.ocr import MAX_PIXELS, MAX_SIDE, render_zoom
+
+    assert render_zoom(595.0, 842.0, 200) == 200 / 72
+    zoom = render_zoom(14_400.0, 14_400.0, 200)
+    assert zoom < 200 / 72 and (14_400 * zoom) ** 2 <= MAX_PIXELS * 1.0001
+    assert render_zoom(0.0, 1e9, 300) * 1e9 <= MAX_SIDE  # degenerate sizes too
+
+
 @needs_tesseract
 def test_progress_per_page_and_cancel_between_pages(files: dict[str, Path], tokenizer: Any) -> None:
     seen: list[tuple[int, int]] = []

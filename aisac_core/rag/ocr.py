@@ -22,8 +22,11 @@ with stems about 1.5-2 times wider than regular ones); headings are then found a
 size, numbering). Font size: from the word boxes and the letters they hold (:func:`_em_and_baseline`).
 
 Bounds: at most ``max_pages`` scanned pages and ``time_limit_s`` seconds of OCR per document (the settings
-``AISAC_OCR_MAX_PAGES``, ``AISAC_OCR_TIME_LIMIT_S``, named in the error); ``progress(done, total)`` is called after
-every page, and an exception it raises (a cancelled job) stops the document between two pages.
+``AISAC_OCR_MAX_PAGES``, ``AISAC_OCR_TIME_LIMIT_S``, named in the error; Tesseract runs with the time left as its
+timeout); a page bitmap has at most :data:`MAX_PIXELS` pixels (a hostile page size is read at a lower resolution);
+``progress(done, total)`` is called after every page, and an exception it raises (a cancelled job) stops the
+document between two pages. Tesseract runs as a child process with a minimal environment, reading a bitmap aisac
+rendered into a private 0700 folder (the PDF itself never reaches it).
 
 Confidence: Tesseract's word confidence (``conf``, 0-100, the LSTM recogniser's certainty), divided by 100. It is
 shown as the recogniser reports it and is not a calibrated probability of the word being right.
@@ -56,6 +59,11 @@ STAMP_LETTERS = 25
 SCAN_AREA = 0.6
 #: a line whose stroke width (relative to its font size) is at least this multiple of the page's median line is bold
 BOLD_INK_RATIO = 1.3
+#: most pixels a page is rendered with (A0 at 200 dpi is 62 million): a hostile PDF may declare a page of 200 x 200
+#: inches (PDF's largest, 14,400 pt), which at 200 dpi would be a 1.6 GB bitmap; larger pages are read at less dpi
+MAX_PIXELS = 64_000_000
+#: most pixels on one side of a page bitmap (a 1 x 10^9 pt page would otherwise be one very long bitmap)
+MAX_SIDE = 16_384
 #: the font name given to OCR lines (the reconstruction's weight test reads ``bold``, set from ink)
 OCR_FONT = "OCR"
 OCR_FONT_BOLD = "OCR-Bold"
@@ -368,7 +376,6 @@ def ocr_document(
         )
     import pypdfium2 as pdfium
 
-    scale = 72.0 / options.dpi
     deadline = time.monotonic() + options.time_limit_s
     out: dict[int, OcrPage] = {}
     pdf = pdfium.PdfDocument(str(path))
@@ -382,15 +389,18 @@ def ocr_document(
                     raise _time_error(path.name, options, k, len(pages))
                 page = pdf[pno - 1]
                 try:
-                    img = page.render(scale=options.dpi / 72.0, grayscale=True).to_pil().convert("L")
+                    pw, ph = page.get_size()
+                    zoom = render_zoom(pw, ph, options.dpi)
+                    img = page.render(scale=zoom, grayscale=True).to_pil().convert("L")
                 finally:
                     page.close()
+                scale = 1.0 / zoom  # points per pixel
                 img.save(img_path)
                 os.chmod(img_path, 0o600)
                 try:
                     run = subprocess.run(
                         [eng.command, str(img_path), "-", "-l", options.language, "--psm", "3"]
-                        + ["--dpi", str(options.dpi), "tsv"],
+                        + ["--dpi", str(max(1, round(72 * zoom))), "tsv"],
                         capture_output=True,
                         text=True,
                         timeout=left,
@@ -415,6 +425,16 @@ def ocr_document(
     finally:
         pdf.close()
     return out
+
+
+def render_zoom(width_pt: float, height_pt: float, dpi: int) -> float:
+    """Pixels per point to render a page of ``width_pt`` x ``height_pt`` points at ``dpi``, lowered so that the
+    bitmap has at most :data:`MAX_PIXELS` pixels and :data:`MAX_SIDE` pixels a side."""
+    w, h = max(1.0, width_pt), max(1.0, height_pt)
+    zoom = min(dpi / 72.0, MAX_SIDE / max(w, h))
+    if w * h * zoom * zoom > MAX_PIXELS:
+        zoom = (MAX_PIXELS / (w * h)) ** 0.5
+    return zoom
 
 
 def _time_error(name: str, options: OcrOptions, done: int, total: int) -> OcrError:
