@@ -673,11 +673,3 @@ def ocr_item_confidence(doc: Any, ocr: dict[int, OcrPage]) -> dict[str, list[flo
             elif prev is None:
                 out[item.self_ref] = [round(page.conf if page.conf is not None else 0.0, 4), 0]
     return out
-
-
-def has_text_layer(res: Any) -> bool:
-    """Whether a native-pipeline conversion result has any text line (False for a scanned, image-only PDF)."""
-    return any(
-        p.parsed_page is not None and any((c.text or "").strip() for c in p.parsed_page.textline_cells)
-        for p in res.pages
-    )
