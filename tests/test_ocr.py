@@ -258,6 +258,42 @@ def test_progress_per_page_and_cancel_between_pages(files: dict[str, Path], toke
 
 
 @needs_tesseract
+def test_a_cancelled_index_job_stops_between_pages(
+    files: dict[str, Path], tmp_path: Path, models_dir: Path, shared_embedder: Any
+) -> None:
+    """The job's progress call raises on a cancel (aisac_core.rag.jobs): between two OCRed pages it stops the run
+    (not recorded as the file's failure), the files before it are stored whole, the scan is not stored."""
+    from aisac_core.context import AppContext
+    from aisac_core.store.tables import Document
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(files["paper"], docs / "a-paper.pdf")
+    shutil.copy(files["two"], docs / "b-two.pdf")
+
+    class Cancelled(Exception):
+        pass
+
+    def progress(done: int, total: int, msg: str) -> None:
+        if "OCR page 1/2" in msg:
+            raise Cancelled(msg)
+
+    c = AppContext(make_settings(tmp_path / "store", models_dir), embedder=shared_embedder)
+    try:
+        failures: list[dict[str, str]] = []
+        with pytest.raises(Cancelled, match="b-two.pdf: OCR page 1/2"):
+            c.rag.indexer.run([docs], progress=progress, failures=failures)
+        assert failures == []
+        from sqlmodel import Session, select
+
+        with Session(c.engine) as s:
+            rows = {Path(r.path).name: r.status for r in s.exec(select(Document)).all()}
+        assert rows == {"a-paper.pdf": "indexed"}
+    finally:
+        c.close()
+
+
+@needs_tesseract
 def test_indexed_scan_cites_ocr_with_confidence(
     files: dict[str, Path], tmp_path: Path, models_dir: Path, shared_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
