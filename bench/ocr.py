@@ -1,8 +1,8 @@
 """Scanned PDFs (issue 41): OCR quality, time and memory per scanned page, and retrieval on scanned copies.
 
 Run as part of ``python -m bench --only pdf`` (skipped with a message where ``tesseract`` is missing or the shared
-PDFs are absent). Material: the first two pages of each shared papermage paper (:data:`PAGES`; 16 pages, most of
-them two-column), as born-digital excerpts and as image-only scanned copies at 200 dpi (:func:`bench.scans.scan_copy`:
+PDFs are absent). Material: the first two pages of each shared papermage paper (:data:`PAGES`; 16 pages, two-column
+and single-column), as born-digital excerpts and as image-only scanned copies at 200 dpi (:func:`bench.scans.scan_copy`:
 0.4 degree skew, Gaussian noise sigma 6, JPEG quality 75). The original text layer is the truth.
 
 Figures:
@@ -275,22 +275,45 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 _PROBE = """
-import json, resource, sys, time
+import json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
-from aisac_core.rag.ocr import OcrOptions, ocr_document
+import pypdfium2 as pdfium
+from aisac_core.rag.ocr import OcrOptions, engine, ocr_document, render_zoom
+
+def hwm(pid="self"):  # peak resident memory of one process image (VmHWM is reset by exec, ru_maxrss is not)
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
 t = time.process_time()
 ocr_document(Path(sys.argv[1]), [1], OcrOptions())
-ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-me = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"cpu_s": round(me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime, 2),
-                  "self_mb": round(me.ru_maxrss / 1024, 1), "child_mb": round(ch.ru_maxrss / 1024, 1)}))
+me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
+# Tesseract alone on the same page bitmap, its VmHWM read until it exits
+pdf = pdfium.PdfDocument(sys.argv[1])
+page = pdf[0]
+img = page.render(scale=render_zoom(*page.get_size(), 200), grayscale=True).to_pil().convert("L")
+png = Path(tempfile.mkdtemp()) / "p.png"
+img.save(png)
+env = {"PATH": os.environ.get("PATH", ""), "OMP_THREAD_LIMIT": "1"}
+p = subprocess.Popen([engine().command, str(png), "-", "--psm", "3", "--dpi", "200", "tsv"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+peak = 0.0
+while p.poll() is None:
+    try:
+        peak = max(peak, hwm(p.pid))
+    except OSError:
+        break
+    time.sleep(0.02)
+print(json.dumps({"cpu_s": round(cpu, 2), "self_mb": round(hwm(), 1), "child_mb": round(peak, 1)}))
 """
 
 
 def _memory_probe(scan: Path) -> dict[str, Any]:
     """Page 1 of ``scan`` OCRed in a fresh Python process: its CPU seconds (imports included) and the peak resident
-    memory of that process and of its Tesseract child (a child's peak is measured apart from this process, whose
-    loaded models would otherwise count: a child's ``ru_maxrss`` includes the memory it was forked with)."""
+    memory (``VmHWM``) of that process and of a Tesseract process reading the same page bitmap. ``VmHWM`` because a
+    child's ``ru_maxrss`` keeps the peak of the process it was forked from (this one, with its models loaded)."""
     import json
     import subprocess
     import sys
