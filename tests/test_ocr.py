@@ -377,3 +377,30 @@ def test_a_cited_ocr_passage_says_so_in_report_markdown_and_run_page(fast_core, 
     note = f"OCR text, confidence {card['ocr_confidence']:.2f}"
     assert note in fast_core.trace.export(run, "markdown")["markdown"]
     assert note in render_run(data)
+
+
+@needs_tesseract
+def test_cli_search_labels_ocr_hits(files: dict[str, Path], tmp_path: Path, models_dir: Path) -> None:
+    """`aisac index` then `aisac search` as a user types them (real subprocesses): an OCR hit says so in the table."""
+    import os
+    import subprocess
+
+    aisac = str(Path(sys.executable).parent / "aisac")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", COLUMNS="160")
+    store = tmp_path / "store"
+    make_settings(store, models_dir)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(files["scan"], docs / "scan.pdf")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [aisac, *args, "--data-dir", str(store)], env=env, capture_output=True, text=True, timeout=600
+        )
+
+    out = run("index", str(docs))
+    assert out.returncode == 0 and "1 indexed" in out.stderr, out.stderr
+    out = run("search", "thermal stability of layered perovskite films", "-k", "2")
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"OCR text, confidence 0\.\d\d", out.stdout), out.stdout
