@@ -89,6 +89,10 @@ class RagSettings(BaseSettings):
       (tables, large outputs) are listed with metadata and not embedded.
     - ``pdf_pipeline``: ``native`` (model-free, default) or ``standard`` (docling's layout model; only when its
       weights are present locally).
+    - ``ocr``: ``auto`` (default: PDF pages without a usable text layer are read by Tesseract when it is installed)
+      or ``off`` (scanned PDFs are refused); ``ocr_dpi`` render resolution; ``ocr_max_pages`` and
+      ``ocr_time_limit_s`` bound the OCR of one document; ``ocr_language`` Tesseract's language(s), ``eng`` or
+      ``eng+deu`` (docs/rag.md, "Scanned PDFs (OCR)").
     """
 
     model_config = SettingsConfigDict(env_prefix="AISAC_", extra="ignore")
@@ -101,6 +105,12 @@ class RagSettings(BaseSettings):
     roots: PathList = Field(default_factory=list)
     catalog_roots: PathList = Field(default_factory=list)
     pdf_pipeline: Literal["native", "standard"] = "native"
+    ocr: Literal["auto", "off"] = "auto"
+    #: 200 dpi: word recall on shared papers as high as at 300 dpi, a quarter less time (docs/rag.md)
+    ocr_dpi: int = Field(default=200, ge=100, le=400)
+    ocr_max_pages: int = Field(default=200, ge=1, le=10_000)
+    ocr_time_limit_s: float = Field(default=900.0, gt=0, le=86_400)
+    ocr_language: str = Field(default="eng", pattern=r"^[A-Za-z_]{3,20}(\+[A-Za-z_]{3,20}){0,4}$")
 
     @field_validator("roots", "catalog_roots", mode="before")
     @classmethod

@@ -14,6 +14,9 @@ Figures, over every readable PDF under ``shared/data/pdfs`` (the encrypted one i
 
 Headings match when their keys (lower-case letters and digits) are equal, or - groundtruth Markdown only,
 whose headings are re-typed - when rapidfuzz's ratio of the keys is >= 90.
+
+Scanned PDFs (OCR): word recall / precision, CER, seconds and peak memory per scanned page, retrieval agreement and
+the OCR resolution study, on scanned copies of the shared papers (:mod:`bench.ocr`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import Context, Skip, Timer, make_core, table, target_cell, temp_dir
+from .common import Context, Skip, Timer, make_core, skip_line, table, target_cell, temp_dir
+from .ocr import run as ocr_figures
 
 TARGET_S_PER_PAGE = 0.1
 TARGET_PR = 0.9
@@ -189,6 +193,11 @@ def run(ctx: Context) -> dict[str, Any]:
     front = _front_matter_table(ctx.data_dir, tok)
     layouts = _layouts_table(tok)
     header = _header_figures(ctx.data_dir)
+    try:
+        ocr: dict[str, Any] = ocr_figures(ctx)
+    except Skip as exc:
+        skip_line("pdf/ocr", str(exc))
+        ocr = {}
     summary = [
         {
             "metric": "header model, held-out GROBID pairs: title exact / author F1 / title ECE / authors ECE",
@@ -226,6 +235,26 @@ def run(ctx: Context) -> dict[str, Any]:
             "met": (pm_p or 0) >= TARGET_PR and (pm_r or 0) >= TARGET_PR,
         },
         {"metric": "headings precision / recall (docling groundtruth)", "value": f"{gt_p} / {gt_r}"},
+        {
+            "metric": "scanned copies at 200 dpi: word recall / precision / CER (body text)",
+            "value": f"{ocr['word_recall']} / {ocr['word_precision']} / {ocr['cer']}" if ocr else "skipped",
+            "target": ">= 0.97 / >= 0.95 / <= 0.03",
+            "met": bool(ocr) and ocr["word_recall"] >= 0.97 and ocr["word_precision"] >= 0.95 and ocr["cer"] <= 0.03,
+        },
+        {
+            "metric": "scanned page: s (render + OCR) / Tesseract peak RSS MB / process peak RSS MB",
+            "value": (
+                f"{ocr['s_per_scanned_page']} / {ocr['tesseract_peak_rss_mb']} / {ocr['process_peak_rss_mb']}"
+                if ocr
+                else "skipped"
+            ),
+        },
+        {
+            "metric": "retrieval on scanned copies: same top-3 documents (10 questions)",
+            "value": ocr.get("retrieval_top3_agreement", "skipped"),
+            "target": "10/10",
+            "met": ocr.get("retrieval_top3_agreement") == "10/10",
+        },
     ]
     return {
         "status": "ok",
@@ -241,6 +270,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "front_matter": front,
         "header_model": header,
         "generated_layouts": layouts,
+        "ocr": ocr,
         "targets": {
             "s_per_page": {
                 "target": TARGET_S_PER_PAGE,

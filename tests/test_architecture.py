@@ -205,6 +205,7 @@ STATE_ALLOWED = {
     "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
     "aisac_core/rag/headers.py:@cache header_model": "the shipped header CRF and its calibration, loaded once and only read (a tagger behind a lock), the same for every store",
     "aisac_core/rag/headers.py:@cache model_sha256": "the sha256 of the shipped header model files (a string)",
+    "aisac_core/rag/ocr.py:@lru_cache engine": "the installed Tesseract (a frozen record: command, version, read-only language-data hashes), probed once; the same for every store",
 }
 
 

@@ -33,7 +33,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, shared_emb
     real = SHARED_DATA / "pdfs" / "papermage" / REAL
     if real.is_file():
         shutil.copy(real, docs / REAL)
-    c = AppContext(make_settings(root / "store", models_dir), embedder=shared_embedder)
+    # OCR off: this store checks the refusal of a PDF without a text layer (tests/test_ocr.py reads scans)
+    c = AppContext(make_settings(root / "store", models_dir, rag={"ocr": "off"}), embedder=shared_embedder)
     failures: list[dict[str, str]] = []
     c.rag.indexer.run([docs], failures=failures)
     c._failures = failures  # type: ignore[attr-defined]

@@ -47,12 +47,17 @@ class Anchor:
     chunk_sha256: str | None
     score: float | None = None
     quote_span: tuple[int, int] | None = None
+    #: ``"ocr"`` when the passage was read by OCR from a page image; None for a file's own text
+    source: str | None = None
+    #: the mean OCR word confidence of the passage (0-1), for ``source == "ocr"``
+    ocr_confidence: float | None = None
 
     @classmethod
     def from_payload(cls, chunk_id: str, payload: dict[str, Any], score: float | None = None) -> Anchor:
         """The anchor of a stored chunk: ``payload`` is the chunk's vector-store payload as the indexer writes it
-        (``doc_id``, ``path``, ``sha256``, ``section``, ``page``, ``char_start``, ``char_end``, ``text_sha256``);
-        ``score`` is rounded to 6 decimals."""
+        (``doc_id``, ``path``, ``sha256``, ``section``, ``page``, ``char_start``, ``char_end``, ``text_sha256``,
+        and ``source`` / ``ocr_confidence`` for OCR text); ``score`` is rounded to 6 decimals."""
+        ocr = payload.get("source") == "ocr"
         return cls(
             chunk_id=chunk_id,
             doc_id=payload.get("doc_id"),
@@ -63,6 +68,8 @@ class Anchor:
             char_span=(payload.get("char_start"), payload.get("char_end")),
             chunk_sha256=payload.get("text_sha256"),
             score=None if score is None else round(score, 6),
+            source="ocr" if ocr else None,
+            ocr_confidence=payload.get("ocr_confidence") if ocr else None,
         )
 
     @classmethod
@@ -98,6 +105,8 @@ class Anchor:
             )
         span = obj.get("char_span")
         span_t = (span[0], span[1]) if isinstance(span, (list, tuple)) and len(span) == 2 else (None, None)
+        conf = obj.get("ocr_confidence")
+        ocr = obj.get("source") == "ocr"
         return cls(
             chunk_id=obj["chunk_id"] if _nonempty(obj.get("chunk_id")) else None,
             doc_id=obj["doc_id"] if _nonempty(obj.get("doc_id")) else None,
@@ -109,6 +118,10 @@ class Anchor:
             chunk_sha256=obj["chunk_sha256"],
             score=obj.get("score"),
             quote_span=(qs[0], qs[1]) if qs is not None else None,
+            source="ocr" if ocr else None,
+            ocr_confidence=float(conf)
+            if ocr and isinstance(conf, (int, float)) and not isinstance(conf, bool)
+            else None,
         )
 
     def key(self) -> tuple[str | None, str | None, str | None]:
@@ -116,7 +129,8 @@ class Anchor:
         return (self.chunk_id, self.sha256, self.chunk_sha256)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list; ``quote_span`` added when set)."""
+        """The JSON form (keys :data:`ANCHOR_KEYS`; ``char_span`` as a two-item list; ``quote_span`` added when set;
+        ``source: "ocr"`` and ``ocr_confidence`` added for OCR text)."""
         out: dict[str, Any] = {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
@@ -130,7 +144,24 @@ class Anchor:
         }
         if self.quote_span is not None:
             out["quote_span"] = list(self.quote_span)
+        if self.source == "ocr":
+            out["source"] = "ocr"
+            out["ocr_confidence"] = self.ocr_confidence
         return out
+
+
+def ocr_note(obj: Any) -> str:
+    """How evidence read by OCR is labelled wherever it is shown (CLI, run page, exports): ``"OCR text,
+    confidence 0.93"`` for an anchor (or a hit, card or citation holding one under ``anchor``) with ``source:
+    "ocr"``; ``""`` otherwise. The confidence is Tesseract's mean word confidence (0-1), not a calibrated
+    probability (:mod:`aisac_core.rag.ocr`)."""
+    if not isinstance(obj, dict):
+        return ""
+    a = obj if obj.get("source") == "ocr" else obj.get("anchor")
+    if not isinstance(a, dict) or a.get("source") != "ocr":
+        return ""
+    conf = a.get("ocr_confidence")
+    return "OCR text" + (f", confidence {conf:.2f}" if isinstance(conf, (int, float)) else "")
 
 
 def _nonempty(v: Any) -> bool:

@@ -36,6 +36,10 @@ class Chunk:
     char_end: int
     section: str
     section_covers: str
+    #: ``text`` (the file's own text) or ``ocr`` (some of the chunk was read by OCR from a page image)
+    source: str = "text"
+    #: for an ``ocr`` chunk: the mean Tesseract word confidence (0-1) of its OCRed items, weighted by characters
+    ocr_confidence: float | None = None
 
 
 @functools.lru_cache(maxsize=8)
@@ -192,13 +196,18 @@ def _item_text(item: Any, doc: Any) -> str:
     return (getattr(item, "text", "") or "").strip()
 
 
-def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list[Chunk], dict[str, tuple[int, int]]]:
+def chunk_document(
+    doc: Any, tokenizer: Any, max_tokens: int, ocr_items: dict[str, list[float]] | None = None
+) -> tuple[str, list[Chunk], dict[str, tuple[int, int]]]:
     """The plain text of ``doc`` (a DoclingDocument), its chunks, and the char span of every item.
 
     Args:
         doc: the document, items in reading order.
         tokenizer: a ``tokenizers.Tokenizer`` of the embedding model (truncation and padding off).
         max_tokens: chunk size bound in tokens of that tokenizer.
+        ocr_items: ``{item self_ref: [confidence, characters]}`` of the items read by OCR
+            (:func:`aisac_core.rag.pdf.ocr_item_confidence`): a chunk holding any of them gets ``source="ocr"``
+            and their character-weighted mean confidence.
 
     Returns:
         ``(text, chunks, offsets)``: the items' texts joined by blank lines; the :class:`Chunk` list (its
@@ -254,6 +263,12 @@ def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list
             if covers != "other":
                 break
         embed = chunker.contextualize(chunk=ch)
+        source, conf = "text", None
+        ocr_of = [ocr_items[it.self_ref] for it in items if ocr_items and it.self_ref in ocr_items]
+        if ocr_of:
+            source = "ocr"
+            n = sum(x[1] for x in ocr_of)
+            conf = round(sum(x[0] * x[1] for x in ocr_of) / n if n else sum(x[0] for x in ocr_of) / len(ocr_of), 3)
         out.append(
             Chunk(
                 index=len(out),
@@ -265,6 +280,8 @@ def chunk_document(doc: Any, tokenizer: Any, max_tokens: int) -> tuple[str, list
                 char_end=end,
                 section=section,
                 section_covers=covers,
+                source=source,
+                ocr_confidence=conf,
             )
         )
     return text, out, offsets

@@ -15,6 +15,7 @@ authors, year, DOI, arXiv id), which the rag server's ``get_overview`` / ``read_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,12 @@ from typing import Any
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive, is_office_zip
 from aisac_core.rag.chunking import Chunk, chunk_document
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError, convert, file_type_of
-from aisac_core.rag.pdf import has_text_layer, reconstruct_pdf
+from aisac_core.rag.ocr import OcrOptions, engine, missing_engine_message, ocr_document, pages_needing_ocr
+from aisac_core.rag.pdf import reconstruct_pdf
 from aisac_core.rag.structure import document_structure
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
-PARSER_REVISION = "aisac-parse-6"  # 6: the header model reads titles and authors
+PARSER_REVISION = "aisac-parse-7"  # 7: scanned pages are OCRed (chunks carry source and confidence)
 
 
 @dataclass
@@ -42,10 +44,19 @@ class ParsedDocument:
     #: sections, captions, blocks and metadata (:func:`~aisac_core.rag.structure.document_structure`), stored
     #: with the parsed text
     structure: dict[str, Any] = field(default_factory=dict)
+    #: the 1-based pages read by OCR (empty for a born-digital file) and the seconds the OCR took
+    ocr_pages: list[int] = field(default_factory=list)
+    ocr_seconds: float = 0.0
 
 
 def parse_document(
-    path: Path, tokenizer: Any, max_tokens: int = 256, pdf_pipeline: str = "native", limits: ArchiveLimits | None = None
+    path: Path,
+    tokenizer: Any,
+    max_tokens: int = 256,
+    pdf_pipeline: str = "native",
+    limits: ArchiveLimits | None = None,
+    ocr: OcrOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ParsedDocument:
     """Parse ``path`` and chunk it.
 
@@ -56,6 +67,10 @@ def parse_document(
         pdf_pipeline: ``native`` (model-free, default) or ``standard`` (docling's layout model).
         limits: decompression limits for DOCX/PPTX/XLSX (ZIP archives), checked before docling opens the file
             (:func:`aisac_core.archives.check_archive`); None: the defaults (512 MB unpacked, ratio 100).
+        ocr: how PDF pages without a usable text layer are read (:mod:`aisac_core.rag.ocr`); None: the defaults
+            (Tesseract at 200 dpi, at most 200 pages and 900 s per document).
+        progress: ``progress(done, total)`` after each OCRed page (long scans); an exception it raises (a
+            cancelled job) propagates and stops the document between two pages.
 
     Returns:
         the :class:`ParsedDocument` (at least one chunk).
@@ -63,7 +78,8 @@ def parse_document(
     Raises:
         DocumentError: empty file, unsupported type, not-a-PDF, encrypted or damaged PDF, an Office file refused
             as a possible decompression bomb, parse failure, or no text at all (e.g. a scanned PDF without a text
-            layer).
+            layer where OCR is off or Tesseract is missing, naming the packages to install), or OCR refused
+            (:class:`~aisac_core.rag.ocr.OcrError`: page or time limit reached, language data missing).
     """
     ftype = file_type_of(path)
     if ftype is None:
@@ -80,16 +96,29 @@ def parse_document(
             raise DocumentError(f"{exc} (file skipped)") from exc
     res = convert(path, ftype, pdf_pipeline)
     pages = len(res.pages) if ftype == "pdf" else (len(res.document.pages) or None)
+    ocr_pages: dict[int, Any] = {}
+    ocr_items: dict[str, list[float]] | None = None
     if ftype == "pdf" and pdf_pipeline == "native":
-        if not has_text_layer(res):
-            raise DocumentError(
-                f"{path.name} has no text layer (a scanned or image-only PDF): nothing to index; "
-                "run OCR on it (e.g. ocrmypdf) and index the result"
-            )
-        doc = reconstruct_pdf(res, path.stem)
+        scanned = pages_needing_ocr(res)
+        opts = ocr or OcrOptions()
+        if scanned and (not opts.enabled or engine() is None):
+            if len(scanned) == len(res.pages):
+                if not opts.enabled:
+                    raise DocumentError(
+                        f"{path.name} has no text layer (a scanned or image-only PDF): nothing to index; OCR is "
+                        "off (setting AISAC_OCR=off): set AISAC_OCR=auto, or run OCR on it (e.g. ocrmypdf) and "
+                        "index the result"
+                    )
+                raise DocumentError(missing_engine_message(path.name))
+            scanned = []  # a mixed PDF without OCR: its text pages are indexed (the structure lists the others)
+        if scanned:
+            ocr_pages = ocr_document(path, scanned, opts, progress)
+        doc = reconstruct_pdf(res, path.stem, ocr_pages or None)
+        ocr_meta = (getattr(doc, "_aisac_meta", None) or {}).get("ocr") or {}
+        ocr_items = ocr_meta.get("items")
     else:
         doc = res.document
-    text, chunks, offsets = chunk_document(doc, tokenizer, max_tokens)
+    text, chunks, offsets = chunk_document(doc, tokenizer, max_tokens, ocr_items)
     if not chunks:
         hint = " (a scanned PDF without a text layer needs OCR first)" if ftype == "pdf" else ""
         raise DocumentError(f"{path.name} contains no extractable text{hint}")
@@ -111,6 +140,25 @@ def parse_document(
         # below the header model's threshold a guess is not presented as the title (hits, citations): the file
         # name, the guess beside it (aisac_core.rag.headers.UNCERTAIN_BELOW)
         title = f"{path.name} (title uncertain: {meta['title']!r})"
+    if ocr_pages:
+        confs = [p.conf for p in ocr_pages.values() if p.conf is not None]
+        opts, eng = ocr or OcrOptions(), engine()
+        # in the metadata, so rag_get_overview shows which pages were read by OCR, how and how confidently
+        structure.setdefault("metadata", {})["ocr"] = {
+            "pages": sorted(ocr_pages),
+            "engine": eng.pin(opts.language) if eng else None,
+            "dpi": opts.dpi,
+            "mean_confidence": round(sum(confs) / len(confs), 3) if confs else None,
+            "seconds": round(sum(p.seconds for p in ocr_pages.values()), 2),
+        }
     return ParsedDocument(
-        file_type=ftype, text=text, markdown=markdown, title=title, pages=pages, chunks=chunks, structure=structure
+        file_type=ftype,
+        text=text,
+        markdown=markdown,
+        title=title,
+        pages=pages,
+        chunks=chunks,
+        structure=structure,
+        ocr_pages=sorted(ocr_pages),
+        ocr_seconds=sum(p.seconds for p in ocr_pages.values()),
     )

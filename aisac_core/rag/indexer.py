@@ -50,6 +50,8 @@ from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError
 from aisac_core.rag.headers import model_sha256 as header_model_sha256
+from aisac_core.rag.ocr import OcrOptions
+from aisac_core.rag.ocr import fingerprint_part as ocr_fingerprint
 from aisac_core.rag.planning import Plan, allowed_roots, plan_paths
 from aisac_core.rag.results import DocumentRow, Documents
 from aisac_core.store.sql import StoreError, lock
@@ -106,7 +108,8 @@ def is_point_id(s: Any) -> bool:
 def fingerprint(parts: RagParts) -> str:
     """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
     docling version + chunker settings + dense and sparse model ids + the sha256 of the header model
-    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors)."""
+    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors). A document with scanned
+    pages is stored under :func:`scan_fingerprint` instead, which adds the OCR engine."""
     try:
         dv = version("docling-slim")
     except Exception:
@@ -125,6 +128,15 @@ def fingerprint(parts: RagParts) -> str:
         f"header_model={header_model_sha256()[:16]}",
     ]
     return sha256_text("|".join(items))[:16]
+
+
+def scan_fingerprint(parts: RagParts, base: str | None = None) -> str:
+    """The fingerprint of a document read (partly) by OCR, and of a failed document: :func:`fingerprint` (``base``)
+    + the OCR engine, its language data's sha256, language and resolution
+    (:func:`aisac_core.rag.ocr.fingerprint_part`). A new Tesseract (or installing it) re-reads scanned and failed
+    documents once; born-digital ones stay as they are."""
+    fp = base if base is not None else fingerprint(parts)
+    return sha256_text(fp + "|" + ocr_fingerprint(OcrOptions.from_settings(parts.settings)))[:16]
 
 
 def mark_all_stale(engine: Engine) -> None:
@@ -155,6 +167,9 @@ class Counters:
     #: symlinks (out of the roots, loops, broken) and unreadable folders skipped while walking
     paths_skipped: int = 0
     pages_parsed: int = 0
+    #: scanned pages read by OCR, and the seconds (render + Tesseract) they took
+    pages_ocr: int = 0
+    ocr_seconds: float = 0.0
     chunks_embedded: int = 0
     chunks_deleted: int = 0
     parse_seconds: float = 0.0
@@ -191,11 +206,22 @@ class _Prepared:
     texts: list[str]
 
 
+class _StopBetweenPages(Exception):  # noqa: N818 - a carrier, not an error of its own
+    """Carries the exception of a ``progress`` call made between two OCRed pages (a cancelled job) past the
+    per-file error handler (:func:`_file_errors`), so that it stops the run instead of failing the file."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
 @contextmanager
 def _file_errors(path: Path, c: Counters, fails: list[dict[str, str]]) -> Iterator[None]:
     """Record a failure of one file and go on; a failing store (SQL or vectors) stops the run."""
     try:
         yield
+    except _StopBetweenPages:
+        raise
     except (DocumentError, NotRegularFileError) as exc:  # also: swapped for a FIFO after the plan
         c.files_failed += 1
         fails.append({"path": str(path), "error": str(exc)})
@@ -251,18 +277,32 @@ class Indexer:
         total = len(plan.documents) + len(plan.catalog)
         done = 0
         fp = fingerprint(self.parts) if plan.documents else ""
+        fps = (fp, scan_fingerprint(self.parts, fp)) if plan.documents else ("", "")
         if plan.documents or plan.folders:
             self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
             pending: list[_Prepared] = []
             for f in plan.documents:
                 c.files_seen += 1
-                with _file_errors(f, c, fails):
-                    prep = self._prepare(f, fp, c)
-                    if prep is not None:
-                        pending.append(prep)
+
+                def pages(k: int, n: int, name: str = f.name, at: int = done) -> None:
+                    if progress:
+                        try:
+                            progress(at, total, f"{name}: OCR page {k}/{n}")
+                        except BaseException as exc:  # a cancel between two pages
+                            raise _StopBetweenPages(exc) from exc
+
+                try:
+                    with _file_errors(f, c, fails):
+                        prep = self._prepare(f, fps, c, pages)
+                        if prep is not None:
+                            pending.append(prep)
+                except _StopBetweenPages as stop:  # the files prepared so far are stored whole; this one is not
+                    if pending:
+                        self._embed_and_store(pending, fps, c, fails)
+                    raise stop.exc from None
                 if sum(len(p.texts) for p in pending) >= EMBED_BATCH_CHUNKS or f is plan.documents[-1]:
-                    self._embed_and_store(pending, fp, c, fails)
+                    self._embed_and_store(pending, fps, c, fails)
                     pending = []
                 done += 1
                 if progress:
@@ -270,7 +310,7 @@ class Indexer:
                         progress(done, total, f.name)
                     except BaseException:  # a cancel between two files: the files prepared so far are stored whole
                         if pending:
-                            self._embed_and_store(pending, fp, c, fails)
+                            self._embed_and_store(pending, fps, c, fails)
                         raise
             for f, root in plan.catalog:
                 try:
@@ -291,14 +331,17 @@ class Indexer:
 
     # ---- one file -----------------------------------------------------------------------------
 
-    def _prepare(self, path: Path, fp: str, c: Counters) -> _Prepared | None:
+    def _prepare(
+        self, path: Path, fps: tuple[str, str], c: Counters, pages: Callable[[int, int], None] | None = None
+    ) -> _Prepared | None:
         """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
         parts = self.parts
         st = path.stat()
         did = doc_id_for(path)
         with Session(parts.engine) as s:
             row = s.get(Document, did)
-            unchanged_fp = row is not None and row.fingerprint == fp and row.status in ("indexed", "failed")
+            # born-digital documents carry the base fingerprint, scanned and failed ones the one with the OCR engine
+            unchanged_fp = row is not None and row.fingerprint in fps and row.status in ("indexed", "failed")
             if row is not None and unchanged_fp and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
                 _still_failed(row)
                 c.files_skipped += 1
@@ -321,19 +364,25 @@ class Indexer:
                 parts.settings.rag.chunk_max_tokens,
                 parts.settings.rag.pdf_pipeline,
                 limits=ArchiveLimits.from_settings(parts.settings),
+                ocr=OcrOptions.from_settings(parts.settings),
+                progress=pages,
             )
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
-                self._record_failure(did, path, st, sha, fp, str(exc))
+                self._record_failure(did, path, st, sha, fps[1], str(exc))
             raise
         finally:
             c.parse_seconds += time.perf_counter() - t0
             c.parse_cpu_s += time.process_time() - cpu0
         c.pages_parsed += parsed.pages or 0
+        c.pages_ocr += len(parsed.ocr_pages)
+        c.ocr_seconds += parsed.ocr_seconds
         texts = [indexed_text(ch.embed_text, parsed.title, ch.section) for ch in parsed.chunks]
         return _Prepared(path, st, did, sha, parsed, texts)
 
-    def _embed_and_store(self, pending: list[_Prepared], fp: str, c: Counters, fails: list[dict[str, str]]) -> None:
+    def _embed_and_store(
+        self, pending: list[_Prepared], fps: tuple[str, str], c: Counters, fails: list[dict[str, str]]
+    ) -> None:
         """Embed the chunks of ``pending`` files in one call (cached vectors reused, :mod:`.embedcache`), then
         store each file (:meth:`_store`); a file that fails to store is recorded in ``fails``."""
         texts = [t for p in pending for t in p.texts]
@@ -357,6 +406,7 @@ class Indexer:
             with _file_errors(p.path, c, fails):
                 cpu0 = time.process_time()
                 try:
+                    fp = fps[1] if p.parsed.ocr_pages else fps[0]
                     self._store(p, dense[start : start + n], sparse[start : start + n], fp, c)
                 finally:
                     c.store_cpu_s += time.process_time() - cpu0
@@ -394,6 +444,7 @@ class Indexer:
                     "text": ch.text,
                     "text_sha256": sha256_text(ch.text),
                     "title": parsed.title,
+                    **({"source": "ocr", "ocr_confidence": ch.ocr_confidence} if ch.source == "ocr" else {}),
                 },
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)

@@ -20,6 +20,7 @@ from typing import Any
 from aisac_core.rag.frontmatter import is_affiliation
 from aisac_core.rag.frontmodel import document_front_matter
 from aisac_core.rag.headings import ends_open, figure_debris, heading_problem, repair_heading, run_in_split
+from aisac_core.rag.ocr import OCR_FONT, OCR_FONT_BOLD, OcrPage
 from aisac_core.rag.outline import (
     TOC_HEADING,
     OutlineEntry,
@@ -70,9 +71,12 @@ class _Line:
     words: tuple[tuple[str, str], ...] = ()
 
 
-def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
+def _pdf_lines(
+    res: Any, ocr: dict[int, OcrPage] | None = None
+) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
     """Text lines per page (1-based) with font name and weight, page sizes, and the lines dropped because
-    they run vertically (e.g. the arXiv stamp in the left margin; kept aside for metadata)."""
+    they run vertically (e.g. the arXiv stamp in the left margin; kept aside for metadata). A page in ``ocr``
+    takes its lines from the OCR (:mod:`aisac_core.rag.ocr`) instead of its text layer."""
     sizes: dict[int, tuple[float, float]] = {}
     lines: dict[int, list[_Line]] = {}
     vertical: list[str] = []
@@ -82,6 +86,15 @@ def _pdf_lines(res: Any) -> tuple[dict[int, list[_Line]], dict[int, tuple[float,
         sizes[pno] = (W, H)
         pp = page.parsed_page
         out = lines.setdefault(pno, [])
+        if ocr is not None and pno in ocr:
+            for ol in ocr[pno].lines:
+                w, h = ol.r - ol.l, ol.b - ol.t
+                if h > 1.5 * w and len(ol.text) > 3:
+                    vertical.append(ol.text)
+                    continue
+                font = OCR_FONT_BOLD if ol.bold else OCR_FONT
+                out.append(_Line(pno, ol.text, ol.l, ol.r, ol.t, max(1.0, h), font, ol.bold))
+            continue
         if pp is None:
             continue
         # words by vertical position (4-point buckets), built on first need: lines in a bold font get their
@@ -263,16 +276,20 @@ def _heading_level(
     return min(3, next((lv for x, lv in zip(ranks, levels) if h >= x - 0.25), levels[-1] if levels else 2))
 
 
-def reconstruct_pdf(res: Any, name: str) -> Any:
+def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None) -> Any:
     """A DoclingDocument named ``name`` in reading order with page provenance, from ``res`` (the
     ``ConversionResult`` of docling's native PDF pipeline): title, section headings (level from numbering,
     weight and size), paragraphs, captions (label ``caption``), table rows kept as text blocks, reference
     entries. The document's ``_aisac_meta`` attribute (``{margins, vertical}``: the texts removed from page
     margins and the vertical stamps) carries metadata hints (arXiv id, DOI, year) for
-    :func:`aisac_core.rag.structure.document_structure`."""
+    :func:`aisac_core.rag.structure.document_structure`.
+
+    ``ocr``: the OCR of the scanned pages (:func:`aisac_core.rag.ocr.ocr_document`), whose lines replace those
+    pages' text layers; ``_aisac_meta["ocr"]`` then holds ``{"pages": [page numbers], "items": {self_ref:
+    [mean word confidence, characters]}}`` for every item on an OCRed page (:func:`ocr_item_confidence`)."""
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem
 
-    lines, sizes, vertical = _pdf_lines(res)
+    lines, sizes, vertical = _pdf_lines(res, ocr)
     removed = _strip_margins(lines, sizes)
     fonts: dict[str, int] = {}
     for ls in lines.values():
@@ -623,14 +640,36 @@ def reconstruct_pdf(res: Any, name: str) -> Any:
                 "entries": len(entries),
                 "matched": len(outline_of),
             },
+            "ocr": {"pages": sorted(ocr), "items": ocr_item_confidence(doc, ocr)} if ocr else None,
         },
     )
     return doc
 
 
-def has_text_layer(res: Any) -> bool:
-    """Whether a native-pipeline conversion result has any text line (False for a scanned, image-only PDF)."""
-    return any(
-        p.parsed_page is not None and any((c.text or "").strip() for c in p.parsed_page.textline_cells)
-        for p in res.pages
-    )
+def ocr_item_confidence(doc: Any, ocr: dict[int, OcrPage]) -> dict[str, list[float]]:
+    """``{item self_ref: [confidence, characters]}`` for the items of ``doc`` on OCRed pages: the mean confidence
+    of the OCR words whose box centre lies in the item's box (weighted by word length; the page's mean when no
+    word centre falls inside), and the number of characters of those words."""
+    out: dict[str, list[float]] = {}
+    for item, _lvl in doc.iterate_items():
+        for pv in getattr(item, "prov", None) or ():
+            page = ocr.get(pv.page_no)
+            if page is None:
+                continue
+            bb = pv.bbox
+            tot = chars = 0.0
+            for ln in page.lines:
+                for w in ln.words:
+                    cx, cy = (w.l + w.r) / 2, (w.t + w.b) / 2
+                    if bb.l - 1 <= cx <= bb.r + 1 and bb.t - 1 <= cy <= bb.b + 1:
+                        tot += w.conf * len(w.text)
+                        chars += len(w.text)
+            prev = out.get(item.self_ref)
+            if chars:
+                if prev is not None and prev[1]:
+                    tot += prev[0] * prev[1]
+                    chars += prev[1]
+                out[item.self_ref] = [round(tot / chars, 4), chars]
+            elif prev is None:
+                out[item.self_ref] = [round(page.conf if page.conf is not None else 0.0, 4), 0]
+    return out

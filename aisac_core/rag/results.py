@@ -35,6 +35,10 @@ class AnchorDict(TypedDict):
     quote_span: NotRequired[
         Annotated[list[int], Field(description="[start, end] of the quoted sentence(s) in the chunk text")]
     ]
+    source: NotRequired[Annotated[str, Field(description="'ocr': the passage was read by OCR from a page image")]]
+    ocr_confidence: NotRequired[
+        Annotated[float | None, Field(description="mean OCR word confidence of the passage, 0-1 (source 'ocr')")]
+    ]
 
 
 # One search hit with its whole text and full anchor (rag_search detail="full", rag_get_chunk: score None).
@@ -111,7 +115,10 @@ class Overview(TypedDict):
     sha256: str | None
     indexed_at: str | None
     title: str | None
-    metadata: Annotated[dict[str, Any], Field(description="title, authors, year, doi, arxiv_id")]
+    metadata: Annotated[
+        dict[str, Any],
+        Field(description="title, authors, year, doi, arxiv_id; ocr {pages, engine, dpi, mean_confidence} for scans"),
+    ]
     sections: list[OverviewSection]
     labels: Annotated[dict[str, LabelSpan], Field(description="by section label")]
     captions: list[Caption]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from aisac_core.rag.indexer import fingerprint
+from aisac_core.rag.indexer import fingerprint, scan_fingerprint
 from aisac_core.rag.vectorcheck import check_vectors
 from aisac_core.store.collections import CHUNKS
 from aisac_core.store.files import permission_warnings
@@ -67,6 +67,7 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         events = db.exec(select(func.count()).select_from(TraceEvent)).one()
         fps = db.exec(select(Document.fingerprint).where(Document.status == "indexed")).all()
     fp = fingerprint(parts)
+    current = {fp, scan_fingerprint(parts, fp)}  # born-digital / scanned or failed documents
     return {
         "data_dir": str(s.data_dir),
         "sql_url": redact_url(s.resolved_sql_url),
@@ -81,7 +82,7 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "chunks_in_manifest": int(manifest_chunks),
         "chunks_in_vector_store": parts.vectors().count(CHUNKS),
         "vector_check": check_vectors(parts),
-        "stale_documents": sum(1 for f in fps if f != fp),
+        "stale_documents": sum(1 for f in fps if f not in current),
         "catalogued_files": int(catalogued),
         "trace_events": int(events),
         "recent_jobs": jobs.list(5),

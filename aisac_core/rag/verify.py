@@ -17,6 +17,7 @@ from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import parse_document
 from aisac_core.rag.formats import DocumentError
 from aisac_core.rag.indexer import doc_id_of_path, get_document, is_point_id
+from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.results import Verification
 from aisac_core.store.vectors import Cond
 
@@ -168,6 +169,7 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
                 parts.settings.rag.chunk_max_tokens,
                 parts.settings.rag.pdf_pipeline,
                 limits=ArchiveLimits.from_settings(parts.settings),
+                ocr=OcrOptions.from_settings(parts.settings),
             )
         except DocumentError as exc:
             out["status"] = "chunk_changed"

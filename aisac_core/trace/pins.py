@@ -22,6 +22,8 @@ from aisac_core.rag import search as retrieval
 from aisac_core.rag.documents import PARSER_REVISION
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.indexer import fingerprint
+from aisac_core.rag.ocr import OcrOptions
+from aisac_core.rag.ocr import fingerprint_part as ocr_pin
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 
@@ -141,6 +143,8 @@ def config_pins(settings: Settings, rag: RagParts) -> dict[str, Any]:
             sparse_model=SPARSE_MODEL_ID,
             parser_revision=PARSER_REVISION,
             index_fingerprint=fp,
+            # the OCR engine and its language data, for passages read from page images (aisac_core.rag.ocr)
+            ocr=ocr_pin(OcrOptions.from_settings(s)),
             pdf_pipeline=s.rag.pdf_pipeline,
             chunk_max_tokens=s.rag.chunk_max_tokens,
             retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)},

@@ -132,6 +132,9 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
         "sha256": a.get("sha256"),
         "chunk_sha256": a.get("chunk_sha256"),
         "event_id": event_id,
+        # passages read by OCR from a page image say so (aisac_core.rag.ocr)
+        "source": "ocr" if a.get("source") == "ocr" else None,
+        "ocr_confidence": a.get("ocr_confidence") if a.get("source") == "ocr" else None,
     }
 
 
@@ -393,7 +396,7 @@ def run_report(data: dict[str, Any]) -> dict[str, Any]:
     (``linked_runs``: the runs of the roles graphs this run's ``roles_run`` calls started); a card is ``{n,
     chunk_id, doc_id, path, title, page, section, score, text, quote, char_span, quote_span (the quoted sentence's
     [start, end] in the chunk text, or None), support (the citation's support verdict, or None), sha256,
-    chunk_sha256, event_id}``
+    chunk_sha256, event_id, source ("ocr" for a passage read by OCR, else None), ocr_confidence}``
     (``n``: the answer's ``[n]`` for a cited card, None for a retrieved one). See the module docstring."""
     events = walk(data["tree"])
     own = data["run"].get("run_id")

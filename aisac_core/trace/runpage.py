@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from aisac_core.evidence.anchor import ocr_note
 from aisac_core.trace.report import anchor_label, run_report, walk
 from aisac_core.trace.svg import plan_svg, waterfall_svg
 
@@ -250,7 +251,8 @@ def _card_html(
         f"<div class=card{anchor} data-chunk='{e(card.get('chunk_id'))}'>"
         f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b></div>"
         f"<div class=meta>page {e(card.get('page') or '-')} · {e(card.get('section') or '-')} · score "
-        f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}{sup_badge}</div>"
+        f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}{sup_badge}"
+        f"{f' · <span class=badge>{e(note)}</span>' if (note := ocr_note(card)) else ''}</div>"
         f"{_page_html(img, card)}<div class=text>{body}</div>"
         f"<div class=meta title='{e(card.get('path'))}'>{e(card.get('path'))}{ev}</div></div>"
     )

@@ -12,6 +12,7 @@ from fastmcp.exceptions import ToolError
 from rich.markup import escape
 
 from aisac_core.context import AppContext
+from aisac_core.evidence.anchor import ocr_note
 from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
@@ -147,6 +148,7 @@ def print_result(res: dict[str, Any], out: Console) -> None:
                     f"  [{c['n']}] {c.get('title') or Path(str(c.get('path'))).name} · p. {c.get('page')} · "
                     f"{c.get('section') or '-'} · score {c.get('score')} · chunk {c['chunk_id']} · "
                     f"chars {span} · sha256 {str(a.get('sha256'))[:12]}…"
+                    + (f" · {note}" if (note := ocr_note(a)) else "")
                 )
             )
             if c.get("quote"):

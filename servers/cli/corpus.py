@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from aisac_core.context import AppContext
+from aisac_core.evidence.anchor import ocr_note
 from aisac_core.settings import host_settings
 
 from .common import DataDir, NoOwner, _fail, _owner, _settings, err, out
@@ -187,7 +188,7 @@ def search(
             str(i),
             f"{h['score']:.4f}",
             f"{Path(h.get('path') or '').name}\n{h.get('doc_id')}",
-            str(h.get("page") or "-"),
+            str(h.get("page") or "-") + (f"\n{note}" if (note := ocr_note(h)) else ""),
             h.get("section") or "-",
             text[:300] + ("…" if len(text) > 300 else ""),
         )

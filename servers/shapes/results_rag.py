@@ -6,7 +6,7 @@ once, in :mod:`aisac_core.rag.results`): each hit keeps the keys a model works w
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NotRequired
 
 from pydantic import with_config
 from typing_extensions import TypedDict
@@ -26,6 +26,9 @@ class CompactHit(TypedDict):
     section: str | None
     score: float | None
     text: str | None
+    #: a passage read by OCR from a page image says so ("ocr"), with its mean word confidence (0-1)
+    source: NotRequired[str]
+    ocr_confidence: NotRequired[float | None]
 
 
 #: rag_search's default result (detail="full": :data:`aisac_core.rag.results.SearchResultDict`)
@@ -86,8 +89,9 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
     snippet (:func:`snippet`, the budget split over the hits)."""
     hits = full.get("hits") or []
     per_hit = max(MIN_SNIPPET, min(MAX_SNIPPET, TEXT_BUDGET // max(1, len(hits))))
-    out_hits: list[CompactHit] = [
-        {
+    out_hits: list[CompactHit] = []
+    for h in hits:
+        ch: CompactHit = {
             "chunk_id": h["chunk_id"],
             "doc_id": h.get("doc_id"),
             "title": h.get("title"),
@@ -96,8 +100,11 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
             "score": h.get("score"),
             "text": snippet(h.get("text") or "", query, per_hit),
         }
-        for h in hits
-    ]
+        a = h.get("anchor") or {}
+        if a.get("source") == "ocr":
+            ch["source"] = "ocr"
+            ch["ocr_confidence"] = a.get("ocr_confidence")
+        out_hits.append(ch)
     out: CompactSearchResult = {
         "hits": out_hits,
         "count": full["count"],

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aisac_core.evidence.anchor import ocr_note
 from aisac_core.trace.exports.software import aisac_version
 from aisac_core.trace.pins import run_pins
 from aisac_core.trace.queries import get_run, run_inputs
@@ -90,8 +91,9 @@ def export_markdown(engine: Engine, run_id: str) -> str:
             support = str(c.get("support") or "not judged")
             if isinstance(c.get("support_probability"), (int, float)):  # the learned judge's calibrated P
                 support += f" (P {c['support_probability']:.2f})"
+            page = f"{c.get('page')} ({note})" if (note := ocr_note(c)) else c.get("page")
             lines.append(
-                f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(c.get('page'))} | "
+                f"| {c['n'] if c['n'] is not None else i} | {_cell(source, 120)} | {_cell(page)} | "
                 f"{_cell(c.get('section'), 120)} | {score} | {status} | {support} | "
                 f"{_cell(c.get('quote') or c.get('text'))} |"
             )
