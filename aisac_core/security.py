@@ -219,11 +219,12 @@ class HttpGuard:
 #: the Content-Security-Policy of every dashboard page (CSP Level 3): nothing is loaded from anywhere but the
 #: dashboard itself (a model answer's Markdown image pointing at a remote server is not fetched: no data leaves
 #: through its URL); scripts and style sheets only as files of the dashboard - no inline script, no event-handler
-#: attribute, no inline style element runs, so markup that slipped past the escaping could run nothing; style
-#: attributes stay allowed (``style-src-attr``: the positions of evidence highlights, numbers the server formats);
-#: no frames, no plugins, and no page may frame the dashboard (clickjacking)
+#: attribute, no inline style element and no ``style`` attribute applies (no ``'unsafe-inline'`` anywhere: the
+#: evidence highlights on page images are an SVG overlay whose geometry is in SVG attributes, not ``style``
+#: attributes), so markup that slipped past the escaping could run nothing and restyle nothing; no frames, no
+#: plugins, and no page may frame the dashboard (clickjacking)
 DASHBOARD_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-src 'none'; frame-ancestors 'none'; "
     "object-src 'none'; base-uri 'none'; form-action 'self'"
 )

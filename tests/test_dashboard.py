@@ -163,10 +163,13 @@ async def test_pages_render_every_part(fast_core):
 
 
 @contextlib.contextmanager
-def serve_dashboard(core):
-    """The dashboard on a real uvicorn server in a thread, on a free loopback port; yields its base URL."""
+def serve_dashboard(core, token: str | None = None):  # noqa: ANN001, ANN201
+    """The dashboard on a real uvicorn server in a thread, on a free loopback port; yields its base URL. With
+    ``token``, behind :class:`~aisac_core.security.DashboardGuard` as ``aisac dashboard`` serves it (the token, the
+    loopback checks and the Content-Security-Policy): open ``{base}/?token=...`` first, or send it as a bearer."""
     import uvicorn
 
+    from aisac_core.security import DashboardGuard
     from aisac_core.trace.dashboard import create_app
 
     with socket.socket() as s:
@@ -174,7 +177,11 @@ def serve_dashboard(core):
         port = s.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(core.trace), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+            create_app(core.trace) if token is None else DashboardGuard(create_app(core.trace), token),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
         )
     )
     t = threading.Thread(target=server.run, daemon=True)

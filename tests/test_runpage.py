@@ -14,6 +14,8 @@ import pytest
 from conftest import chromium_browser
 from test_dashboard import serve_dashboard
 
+from aisac_core.trace.runpage import CSS
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "dashboard"
 QUESTION = "How much efficiency did perovskite cells without encapsulation lose at 85 percent relative humidity?"
 
@@ -73,7 +75,10 @@ def test_markdown_export_leads_with_question_and_answer(roles_run) -> None:  # n
     assert "content: not judged (no model)" in md
 
 
-def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
+def _highlight_inside_image(page, card, anchor=None) -> None:  # noqa: ANN001
+    """The card's page image loaded and its highlights lie on it; with ``anchor`` (the cited passage's
+    :class:`~aisac_core.trace.pageimage.PageImage`), each highlight's box in the browser is the anchor's box on the
+    page image, scaled to the image's displayed size, within 2 px."""
     img = card.locator(".page img")
     assert page.evaluate("(i) => i.complete && i.naturalWidth > 0", img.element_handle())  # the PNG loaded
     ib = img.bounding_box()
@@ -84,23 +89,70 @@ def _highlight_inside_image(page, card) -> None:  # noqa: ANN001
         assert b["width"] > 5 and b["height"] > 3
         assert ib["x"] - 1 <= b["x"] and b["x"] + b["width"] <= ib["x"] + ib["width"] + 1
         assert ib["y"] - 1 <= b["y"] and b["y"] + b["height"] <= ib["y"] + ib["height"] + 1
+    if anchor is not None:
+        _boxes_match_anchor(img, boxes, anchor)
+
+
+def _boxes_match_anchor(img, boxes, anchor) -> None:  # noqa: ANN001
+    """Each highlight ``boxes.nth(i)`` covers ``anchor.rects[i]`` (pixels of the page image) as the browser shows
+    ``img``: scaled by displayed size / pixel size and offset by the image's position, within 1 px. The browser's box
+    of an SVG ``rect`` includes its outline, 2 px drawn centred on the edge (``vector-effect: non-scaling-stroke``):
+    1 px on each side of the anchor's box."""
+    ib = img.bounding_box()
+    sx, sy = ib["width"] / anchor.width, ib["height"] / anchor.height
+    half = 1.0  # half the outline's width, in CSS px
+    assert boxes.count() == len(anchor.rects) >= 1
+    for i, (x0, y0, x1, y1) in enumerate(anchor.rects):
+        b = boxes.nth(i).bounding_box()
+        got = (b["x"], b["y"], b["width"], b["height"])
+        want = (
+            ib["x"] + x0 * sx - half,
+            ib["y"] + y0 * sy - half,
+            (x1 - x0) * sx + 2 * half,
+            (y1 - y0) * sy + 2 * half,
+        )
+        assert all(abs(g - w) <= 1 for g, w in zip(got, want, strict=True)), (i, got, want)
+
+
+def assert_no_inline_style_or_script(html: str, where: str, *, stylesheet: str | None = None) -> None:
+    """``html`` has no ``style`` attribute, no inline ``<style>`` element and no inline script (a script file or a JSON
+    data block only): what the dashboard's Content-Security-Policy forbids (issue 38). ``stylesheet``: the one
+    ``<style>`` element a self-contained export may carry (its text), removed before the check."""
+    if stylesheet is not None:
+        assert html.count(f"<style>{stylesheet}</style>") == 1, where
+        html = html.replace(f"<style>{stylesheet}</style>", "")
+    assert not re.search(r"\sstyle\s*=", html, flags=re.I), (where, re.search(r".{80}\sstyle\s*=.{80}", html))
+    assert "<style" not in html.lower(), where
+    for attrs, body in re.findall(r"<script([^>]*)>(.*?)</script>", html, flags=re.S | re.I):
+        assert ("src=" in attrs and not body.strip()) or "application/json" in attrs, (where, attrs)
 
 
 def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  # noqa: ANN001
-    """One browser session: the run list, the run page ([1] scrolls to its card, the span highlighted on the page
-    image), a click on the page image opening it full size with the cited span scrolled into view, and a run with
-    two code cells: the figure of the one that ran shown inline, the one whose code failed badged failed."""
+    """One browser session on the dashboard as ``aisac dashboard`` serves it (token, Content-Security-Policy): the
+    run list, the run page ([1] scrolls to its card, the span highlighted on the page image exactly on the anchor's
+    box), a click on the page image opening it full size with the cited span scrolled into view, and a run with
+    two code cells: the figure of the one that ran shown inline, the one whose code failed badged failed. The
+    console reports no CSP violation (issue 38: no style attribute is needed any more), and no served page has a
+    style attribute or an inline script or style element."""
     import hashlib
 
     from playwright.sync_api import expect
     from test_dashboard import _record
 
+    from aisac_core.security import DASHBOARD_CSP
+
     core, run, r = roles_run
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     n_events = len(r["timeline"])
-    with serve_dashboard(core) as base, chromium_browser(chromium) as browser:
+    anchor = core.trace.images().image(r["cited"][0])  # the cited passage's box on its page image
+    assert anchor is not None and anchor.found and anchor.rects
+    token = "runpage-" + "t" * 32
+    auth = {"Authorization": f"Bearer {token}"}
+    console: list[str] = []
+    with serve_dashboard(core, token) as base, chromium_browser(chromium) as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{base}/")
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.goto(f"{base}/?token={token}")  # the token once; the cookie from then on
         row = page.locator(f"tr[data-run='{run}']")
         expect(row.locator("td.q a")).to_have_text(QUESTION)
         expect(row).to_contain_text(f"{len(r['cited'])}/{len(r['cited'])} anchors intact")
@@ -117,7 +169,7 @@ def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  
         page.wait_for_function("location.hash === '#cite-1'")
         box = first.bounding_box()
         assert box is not None and 0 <= box["y"] < 900, box
-        _highlight_inside_image(page, first)
+        _highlight_inside_image(page, first, anchor)
         expect(first.locator(".verify")).to_have_text("anchor: intact")
         first.screenshot(path=str(ARTIFACTS / "evidence-card.png"))
         # the waterfall has one bar per event, the plan a node per step
@@ -126,7 +178,9 @@ def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  
         page.locator("#timeline").screenshot(path=str(ARTIFACTS / "timeline.png"))
         page.locator("#plan").screenshot(path=str(ARTIFACTS / "plan.png"))
         page.screenshot(path=str(ARTIFACTS / "run-page-full.png"), full_page=True)
-        png = httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, timeout=30)
+        png = httpx.get(
+            f"{base}/evidence/page", params={"run": run, "chunk": r["cited"][0]["chunk_id"]}, headers=auth, timeout=30
+        )
         assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
 
         # click the page image: the page full size (wider than on the card), the cited span scrolled into view
@@ -141,6 +195,9 @@ def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  
         assert lines.count() == first.locator(".page .hl").count() >= 1
         hl = lines.first.bounding_box()
         assert 0 <= hl["y"] and hl["y"] + hl["height"] <= 900, hl  # the highlighted span is in the viewport
+        _boxes_match_anchor(zoom.locator("img"), lines, anchor)
+        big = zoom.locator("img").bounding_box()
+        assert abs(big["width"] - anchor.width) <= 1 and abs(big["height"] - anchor.height) <= 1, big  # full size
         page.screenshot(path=str(ARTIFACTS / "page-full-size.png"))
         zoom.locator("a.close").click()
         expect(zoom).to_be_hidden()
@@ -174,8 +231,34 @@ def test_browser_run_list_and_run_page(roles_run, chromium, tmp_path) -> None:  
         page.screenshot(path=str(ARTIFACTS / "code-cells.png"), full_page=True)
         # a chunk the run does not cite, or another run's: no image
         other = r["retrieved"][0]["chunk_id"] if r["retrieved"] else "nope"
-        assert httpx.get(f"{base}/evidence/page", params={"run": run, "chunk": other}, timeout=30).status_code == 404
-        assert httpx.get(f"{base}/evidence/page", params={"run": "no-run", "chunk": "x"}, timeout=30).status_code == 404
+        missing = ({"run": run, "chunk": other}, {"run": "no-run", "chunk": "x"})
+        for params in missing:
+            assert httpx.get(f"{base}/evidence/page", params=params, headers=auth, timeout=30).status_code == 404
+        # every page the dashboard served is free of what the policy forbids, and the browser reported no violation
+        for path, params in (
+            ("/", {}),
+            ("/fragment", {}),
+            ("/run", {"id": run}),
+            ("/run/fragment", {"id": run}),
+            ("/run", {"id": cells}),
+            ("/run", {"id": "no-such-run"}),
+        ):
+            got = httpx.get(f"{base}{path}", params=params, headers=auth, timeout=30)
+            assert got.headers["content-security-policy"] == DASHBOARD_CSP
+            assert_no_inline_style_or_script(got.text, f"{path} {params}")
+        assert not [m for m in console if "Content Security Policy" in m], console
+        # the check can fail: a style attribute under the same policy is refused, and the console says so
+        page.route(
+            f"{base}/probe",
+            lambda route: route.fulfill(
+                status=200,
+                headers={"content-type": "text/html", "content-security-policy": DASHBOARD_CSP},
+                body="<!doctype html><p id=p style='color:rgb(255, 0, 0)'>probe</p>",
+            ),
+        )
+        with page.expect_console_message(lambda m: "Content Security Policy" in m.text and "style" in m.text):
+            page.goto(f"{base}/probe")
+        assert page.locator("#p").evaluate("(p) => getComputedStyle(p).color") != "rgb(255, 0, 0)"
     for name in ("run-list", "run-page", "evidence-card", "timeline", "plan", "run-page-full", "page-full-size"):
         assert (ARTIFACTS / f"{name}.png").stat().st_size > 2_000
 
@@ -189,6 +272,9 @@ def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # no
     assert path.is_file() and out["bytes"] == path.stat().st_size and path.stat().st_mode & 0o077 == 0
     text = path.read_text(encoding="utf-8")
     assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert_no_inline_style_or_script(text, "html export", stylesheet=CSS)  # the stylesheet is its one <style>
+    anchor = core.trace.images().image(r["cited"][0])
+    assert anchor is not None and anchor.rects
     copy = tmp_path / "report.html"  # a reviewer's copy, away from the store
     shutil.copy(path, copy)
     requests: list[str] = []
@@ -201,7 +287,7 @@ def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # no
         bullet = next(ln for ln in r["answer"]["text"].splitlines() if ln.startswith("- "))
         expect(page.locator("#answer")).to_contain_text(bullet[2:].rsplit(" [", 1)[0][:60])
         expect(page.locator("#evidence .card")).to_have_count(len(r["cited"]))
-        _highlight_inside_image(page, page.locator("#cite-1"))
+        _highlight_inside_image(page, page.locator("#cite-1"), anchor)
         assert page.locator("#timeline rect.bar").count() == len(r["timeline"])
         page.screenshot(path=str(tmp_path / "export.png"), full_page=True)
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
@@ -517,5 +603,8 @@ def test_failed_cell_figures_and_full_size_page_render() -> None:
         {"n": 1, "page": 3, "title": "T"},
     )
     assert "<a href='#page-1-span'" in page and "id='page-1'" in page and "id='page-1-span'" in page
-    assert page.count("class=hl") == 4  # the two highlighted lines, on the card and in the full-size view
-    assert "top:25.00%" in page  # the span anchor sits on the first highlighted line
+    assert page.count("<rect class=hl ") == 4  # the two highlighted lines, on the card and in the full-size view
+    assert "style=" not in page  # the CSP allows no style attribute: the geometry is in SVG attributes
+    assert "viewBox='0 0 900 1200'" in page and "<rect class=hl x=90 y=300 width=710 height=18>" in page
+    # the span's scroll target sits on the first highlighted line
+    assert "<rect class=spot id='page-1-span' x=90 y=300 width=710 height=18>" in page

@@ -20,8 +20,8 @@ page as PNG with the passage highlighted. ``/run/stream?id=RUN&after=ID`` and ``
 :func:`aisac_core.trace.verify.verify_run` as JSON; ``/event?id=N`` returns one event as JSON.
 
 No build step and no external resource: the CSS and the ~25 lines of JavaScript are strings of this module, served
-as ``/static/dashboard.css`` and ``/static/dashboard.js`` (no inline script or style element, so the
-Content-Security-Policy needs no ``'unsafe-inline'`` for them); the page reads the same without JavaScript (it then
+as ``/static/dashboard.css`` and ``/static/dashboard.js`` (no inline script or style element and no ``style``
+attribute - evidence highlights are an SVG overlay - so the Content-Security-Policy needs no ``'unsafe-inline'``); the page reads the same without JavaScript (it then
 does not update live).
 """
 

@@ -55,16 +55,17 @@ pre{background:var(--bg);padding:.5em;overflow:auto;max-height:24em;white-space:
 .card:target{outline:3px solid var(--acc)} .card .n{font-weight:700;color:var(--acc);margin-right:.3em}
 .card .text{font-size:.92em;margin:.3em 0;max-height:12em;overflow:auto} .card .meta{color:var(--mut);font-size:.85em;overflow-wrap:anywhere}
 .card mark{background:#fff3a3;padding:0 .1em} .cards.cited .card{grid-column:span 1}
-.page{position:relative;margin:.4em 0;border:1px solid var(--bd);line-height:0} .page img{width:100%;height:auto}
-.page .hl{position:absolute;border:2px solid #d4a72c;background:rgba(255,221,0,.18);pointer-events:none}
+.page{position:relative;margin:.4em 0;border:1px solid var(--bd);line-height:0} .page img{display:block;width:100%;height:auto}
+svg.hls{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none;overflow:visible}
+svg.hls .hl{fill:rgba(255,221,0,.18);stroke:#d4a72c;stroke-width:2px;vector-effect:non-scaling-stroke} svg.hls .spot{fill:none;scroll-margin-top:30vh}
 .sev-high,.sev-critical,.sev-error,.sev-blocker{color:var(--err);font-weight:600} .sev-medium,.sev-warning,.sev-major{color:var(--warn);font-weight:600}
 .sev-low,.sev-info,.sev-minor{color:var(--mut)} dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15em 1em;margin:.2em 0}
 dl.kv dt{font-weight:600;color:#32383f} dl.kv dd{margin:0;word-break:break-word}
 table.recs{font-size:.9em;margin:.2em 0} table.recs th{background:var(--bg)}
 .svg{overflow-x:auto} .svg svg{max-width:100%;height:auto} form.filters{display:flex;gap:.5em;margin-bottom:.6em} form.filters input,form.filters select{padding:.2em}
 .page a{display:block;cursor:zoom-in} .zoom{display:none} .zoom:has(:target),.zoom:target{display:block;position:fixed;inset:0;z-index:10;background:rgba(0,0,0,.75);overflow:auto;padding:2em}
-.zoom .zpage{position:relative;margin:0 auto;background:#fff;line-height:0} .zoom .hl{position:absolute;border:2px solid #d4a72c;background:rgba(255,221,0,.18)}
-.zoom .spot{position:absolute;left:0;scroll-margin-top:30vh} .zoom .close{position:fixed;top:.3em;right:.6em;color:#fff;font-size:2em;text-decoration:none;z-index:11}
+.zoom .zpage{position:relative;width:fit-content;margin:0 auto;background:#fff;line-height:0} .zoom .zpage img{display:block;max-width:none}
+.zoom .close{position:fixed;top:.3em;right:.6em;color:#fff;font-size:2em;text-decoration:none;z-index:11}
 .a-intact,.s-supported{color:var(--ok);border-color:var(--ok)} .a-changed,.s-partly{color:var(--warn);border-color:var(--warn)}
 .a-missing,.s-not-supported,.s-contradicted{color:var(--err);border-color:var(--err)} .s-not-judged{color:var(--mut)}
 .figs img{max-width:100%;border:1px solid var(--bd);margin:.3em 0} .cell-failed{color:var(--err);font-weight:600}
@@ -195,31 +196,52 @@ def _verify_badge(v: dict[str, Any] | None) -> str:
     )
 
 
+def highlight_svg(
+    width: float, height: float, rects: list[tuple[float, float, float, float]], *, spot_id: str | None = None
+) -> str:
+    """The highlights of a page image as an SVG overlay laid over the image (CSS class ``hls``: the image's box).
+
+    ``width``, ``height``: the image's size in pixels; ``rects``: ``[(x0, y0, x1, y1)]`` pixel boxes of the highlighted
+    lines on that image (:class:`~aisac_core.trace.pageimage.PageImage`). The SVG's ``viewBox`` is the image's pixel
+    grid (``preserveAspectRatio="none"``: stretched exactly as the image), so each ``<rect class=hl>`` covers its box
+    at any displayed size. ``spot_id``: an invisible ``<rect class=spot>`` with that id on the first highlighted line
+    (the top of the image without one), the target a link scrolls into view. Geometry travels in SVG attributes,
+    not in ``style`` attributes, so the dashboard's Content-Security-Policy needs no ``style-src-attr
+    'unsafe-inline'`` (CSP Level 3, section 6.1.3: only ``style`` attributes are inline style; SVG 2, section 9.2:
+    ``x``, ``y``, ``width``, ``height`` of ``rect`` are geometry attributes)."""
+    boxes = "".join(
+        f"<rect class=hl x={x0:g} y={y0:g} width={x1 - x0:g} height={y1 - y0:g}></rect>" for x0, y0, x1, y1 in rects
+    )
+    spot = ""
+    if spot_id is not None:
+        x0, y0, x1, y1 = rects[0] if rects else (0, 0, width, 1)
+        spot = f"<rect class=spot id='{e(spot_id)}' x={x0:g} y={y0:g} width={x1 - x0:g} height={y1 - y0:g}></rect>"
+    return (
+        f"<svg class=hls xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width:g} {height:g}' "
+        f"preserveAspectRatio=none aria-hidden=true focusable=false>{boxes}{spot}</svg>"
+    )
+
+
 def _page_html(img: dict[str, Any] | None, card: dict[str, Any]) -> str:
     if not img:
         return ""
     w, h = img["width"], img["height"]
-    boxes = "".join(
-        f"<div class=hl style='left:{100 * x0 / w:.2f}%;top:{100 * y0 / h:.2f}%;width:{100 * (x1 - x0) / w:.2f}%;"
-        f"height:{100 * (y1 - y0) / h:.2f}%'></div>"
-        for x0, y0, x1, y1 in img.get("rects") or []
-    )
+    rects = list(img.get("rects") or [])
     note = "" if img.get("found") else "<div class='meta mut'>the passage was not located on the page image</div>"
-    key = f"page-{e(card.get('n') if card.get('n') is not None else card.get('chunk_id'))}"
-    first = (img.get("rects") or [(0, 0, 0, 0)])[0]
+    spot = f"page-{card.get('n') if card.get('n') is not None else card.get('chunk_id')}"
+    key = e(spot)
     alt = f"page {e(card.get('page'))} of {e(card.get('title') or '')}"
     # click the page: the same image full size in an overlay (a CSS :target, no script), the span scrolled into view
-    # by the anchor placed on the first highlighted line
+    # by the target placed on the first highlighted line; no style attribute anywhere (the CSP forbids them)
     full = (
         f"<div class=zoom id='{key}'><a class=close href='#cite-{e(card.get('n'))}' title='close'>×</a>"
-        f"<div class=zpage style='width:{w}px;height:{h}px'><img src='{e(img['src'])}' width={w} height={h} "
-        f"alt='{alt}, full size'>{boxes}<span class=spot id='{key}-span' style='top:{100 * first[1] / h:.2f}%'>"
-        f"</span></div></div>"
+        f"<div class=zpage><img src='{e(img['src'])}' width={w} height={h} alt='{alt}, full size'>"
+        f"{highlight_svg(w, h, rects, spot_id=f'{spot}-span')}</div></div>"
     )
     return (
         f"<div class=page data-found='{str(bool(img.get('found'))).lower()}'><a href='#{key}-span' "
         f"title='open the page full size'><img src='{e(img['src'])}' width={w} height={h} loading=lazy alt='{alt}'>"
-        f"{boxes}</a></div>{note}{full}"
+        f"{highlight_svg(w, h, rects)}</a></div>{note}{full}"
     )
 
 

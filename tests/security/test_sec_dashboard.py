@@ -88,13 +88,15 @@ def test_every_answer_carries_a_strict_content_security_policy(guarded):
 def test_no_inline_script_or_style_element_is_allowed_or_needed(guarded):
     """Issue 38: the policy still allowed inline scripts ('unsafe-inline'). Now scripts and style sheets come only
     from the dashboard's own files, and its pages carry no inline script or style element (the settings travel in a
-    JSON data block, which a browser never runs), so the pages work under the policy."""
+    JSON data block, which a browser never runs), so the pages work under the policy. Style attributes are refused
+    too: the evidence highlights are an SVG overlay (no ``style-src-attr 'unsafe-inline'``)."""
     with TestClient(guarded, base_url="http://127.0.0.1:8766") as c:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         r = c.get("/", headers=auth)
         csp = dict(d.strip().split(" ", 1) for d in r.headers["content-security-policy"].split(";"))
         assert csp["script-src"] == "'self'" and csp["style-src"] == "'self'", csp
-        assert "unsafe-inline" not in csp["script-src"] + csp["style-src"] + csp["default-src"]
+        # nor style attributes (issue 38, the remainder): no style-src-attr, so style-src 'self' governs them too
+        assert "unsafe-inline" not in r.headers["content-security-policy"] and "style-src-attr" not in csp, csp
         assert "unsafe-eval" not in r.headers["content-security-policy"]
         for path in ("/", "/run?id=missing"):
             page = c.get(path, headers=auth).text
@@ -102,6 +104,7 @@ def test_no_inline_script_or_style_element_is_allowed_or_needed(guarded):
             assert scripts and all("src=" in a or "application/json" in a for a, _ in scripts), scripts
             assert all(not body.strip() for a, body in scripts if "src=" in a)
             assert "<style" not in page and not re.search(r"\son[a-z]+=", page)
+            assert not re.search(r"\sstyle\s*=", page)  # a run page with highlights: tests/test_runpage.py
             js = re.search(r"<script src='([^']+)'", page).group(1)  # type: ignore[union-attr]
             css = re.search(r"<link rel=stylesheet href='([^']+)'", page).group(1)  # type: ignore[union-attr]
             for url, kind in ((js, "text/javascript"), (css, "text/css")):
