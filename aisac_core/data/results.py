@@ -84,6 +84,15 @@ class PreviewResult(TypedDict):
     shape: list[int]
     dtypes: dict[str, str]
     rows: Rows
+    cells: NotRequired[
+        Annotated[
+            list[dict[str, Any]],
+            Field(
+                description="a PDF table's cell anchors (header and shown rows): anchor fields + bbox, text, row, "
+                "column; rag_verify_anchor re-checks one"
+            ),
+        ]
+    ]
 
 
 @with_config(_CLOSED)

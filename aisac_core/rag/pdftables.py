@@ -1,0 +1,551 @@
+"""Tables of a PDF as grids of cells: regions found in the text layer, rows, columns and spanning headers recovered
+from the positions of the text segments.
+
+Input: the text segments of docling's model-free native pipeline (``parsed_page.textline_cells``: docling-parse splits
+a printed line at wide gaps, so the cells of a table row arrive as separate segments, each with its box). Steps, per
+page (coordinates in PDF points, origin top-left):
+
+1. **Lines**: segments whose vertical extents overlap by half the smaller height form one line; a *prose* segment
+   (at least :data:`PROSE_WIDTH` of the page wide and six words or more) is running text and never table material.
+2. **Regions**: a table is a run of lines with two or more non-prose segments ("multi-segment lines"), allowing single
+   segments inside it (wrapped labels, group rows) when a multi-segment line follows within the run's line pitch;
+   the run is extended upwards by header lines closer than :data:`HEADER_GAP` pitches and stops at a caption
+   ("Table 3:"), a prose line or a gap. A region needs :data:`MIN_ROWS` multi-segment lines and two columns.
+3. **Columns**: the union of the x-intervals of the segments of the region's body lines (those with the most common
+   larger number of segments); a segment overlapping several columns is a spanning cell; in the header a spanning
+   segment covers every column slot (gap midpoints as borders) it reaches into by :data:`SPAN_REACH` points.
+4. **Rows**: the header is the run of lines above the first line with a segment in the first column (when the top
+   left is empty); header lines without spanning segments are stacked per column into one row (a label printed on
+   several lines is one cell). In the body a line with segments in the first column and another column starts a
+   row; a line without a first-column segment, or with only one, joins the nearest row when closer than
+   :data:`JOIN_PITCH` of the row pitch (wrapped labels, values centred on a two-line label), else is a row of its own.
+
+Every cell keeps its page, its box (the union of its segments' boxes) and its text (segments joined by a space, in
+reading order). Measured on the ICDAR 2013 Table Competition set (Göbel et al., ICDAR 2013): ``python -m bench --only
+pdf_tables``; figures in docs/rag.md, "Tables in PDFs". The thresholds were chosen on the development documents of
+that set (``bench/pdf_tables.py``, split by document), not on the held-out ones.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+#: a segment at least this share of the page width and with 6+ words is running text
+PROSE_WIDTH = 0.42
+#: multi-segment lines a table needs
+MIN_ROWS = 2
+#: header lines above a table's first multi-segment line join it when closer than this many row pitches
+HEADER_GAP = 1.6
+#: a gap larger than this many row pitches (top to top) ends a table
+BREAK_GAP = 2.6
+#: a single-segment line further than this many row pitches below the last table line starts something else
+SPLIT_GAP = 1.6
+#: row rulings (across half the table or more) that make the rulings, not the line spacing, delimit the rows
+MIN_RULES = 2
+#: ... and at least this share of the row boundaries the spacing rules find
+RULED_SHARE = 0.6
+#: a line without a first-column segment joins the nearest row when its centre is closer than this share of the pitch
+JOIN_PITCH = 0.75
+#: a header segment spans a column slot it reaches into by at least this many points
+SPAN_REACH = 3.0
+
+_CAPTION = re.compile(r"^(table|tab\.|exhibit|figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
+
+
+@dataclass
+class Segment:
+    """A run of text on one printed line: ``text`` and its box ``l, t, r, b`` (points, origin top-left)."""
+
+    text: str
+    l: float  # noqa: E741
+    t: float
+    r: float
+    b: float
+
+    @property
+    def h(self) -> float:
+        return max(0.5, self.b - self.t)
+
+    @property
+    def cy(self) -> float:
+        return (self.t + self.b) / 2
+
+
+@dataclass
+class TableCell:
+    """One cell of a recovered table: grid rows ``row..row_end`` and columns ``col..col_end`` (inclusive, 0-based),
+    its ``text`` (segments joined by spaces), its page (1-based) and its box ``(l, t, r, b)`` in PDF points with the
+    origin at the top left of the page."""
+
+    row: int
+    col: int
+    row_end: int
+    col_end: int
+    text: str
+    page: int
+    bbox: tuple[float, float, float, float]
+
+
+@dataclass
+class PdfTable:
+    """A table found on one page: its ``bbox`` (points, origin top-left), the ``caption`` printed above or below it
+    when one was found, the number of ``header_rows`` the layout put above the body, and its ``cells``."""
+
+    page: int
+    bbox: tuple[float, float, float, float]
+    n_rows: int
+    n_cols: int
+    header_rows: int
+    cells: list[TableCell] = field(default_factory=list)
+    caption: str | None = None
+
+    def grid(self) -> list[list[str]]:
+        """The table as ``n_rows`` lists of ``n_cols`` strings (a spanning cell's text in its top-left slot, "" in
+        the other slots it covers and in empty slots)."""
+        out = [["" for _ in range(self.n_cols)] for _ in range(self.n_rows)]
+        for c in self.cells:
+            out[c.row][c.col] = c.text
+        return out
+
+
+def _is_prose(s: Segment, width: float) -> bool:
+    return (s.r - s.l) >= PROSE_WIDTH * width and len(s.text.split()) >= 6
+
+
+def _lines(segs: list[Segment]) -> list[list[Segment]]:
+    """Segments grouped into printed lines (vertical overlap >= half the smaller height), top to bottom."""
+    lines: list[list[Segment]] = []
+    spans: list[tuple[float, float]] = []
+    for s in sorted(segs, key=lambda x: (x.cy, x.l)):
+        if lines:
+            t, b = spans[-1]
+            if min(b, s.b) - max(t, s.t) >= 0.5 * min(s.h, b - t):
+                lines[-1].append(s)
+                spans[-1] = (min(t, s.t), max(b, s.b))
+                continue
+        lines.append([s])
+        spans.append((s.t, s.b))
+    return [sorted(ln, key=lambda x: x.l) for ln in lines]
+
+
+def _top(ln: list[Segment]) -> float:
+    return min(s.t for s in ln)
+
+
+def _cy(ln: list[Segment]) -> float:
+    return (min(s.t for s in ln) + max(s.b for s in ln)) / 2
+
+
+def _paragraph_segments(lines: list[list[Segment]]) -> set[int]:
+    """Segments of a column of running text (a two-column page): five words or more, with a segment of five words or
+    more starting at the same left edge (2 pt) on the line above or below."""
+    wordy = [[s for s in ln if len(s.text.split()) >= 5 and len(s.text) >= 30] for ln in lines]
+    out: set[int] = set()
+    for i, ln in enumerate(wordy):
+        for s in ln:
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(wordy) and any(abs(o.l - s.l) <= 2 and abs(o.t - s.t) <= 2.5 * s.h for o in wordy[j]):
+                    out.add(id(s))
+                    break
+    return out
+
+
+def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment]]]:
+    """Runs of lines that form tables (module docstring, step 2); prose segments are dropped from the lines."""
+    para = _paragraph_segments(lines)
+    table_lines = [[s for s in ln if not _is_prose(s, width) and id(s) not in para] for ln in lines]
+    prose = [any(_is_prose(s, width) or id(s) in para for s in ln) for ln in lines]
+    multi = [len(ln) >= 2 for ln in table_lines]
+    n = len(lines)
+    used = [False] * n
+    out: list[list[list[Segment]]] = []
+    i = 0
+    while i < n:
+        if not multi[i] or used[i]:
+            i += 1
+            continue
+        # grow downwards
+        block = [i]
+        j = i + 1
+        pitches: list[float] = []
+        while j < n:
+            if prose[j] and not table_lines[j]:
+                break
+            if not table_lines[j]:
+                break
+            if _CAPTION.match(table_lines[j][0].text) and not multi[j]:
+                break
+            gap = _top(table_lines[j]) - _top(table_lines[block[-1]])
+            pitch = statistics.median(pitches) if pitches else 1.6 * table_lines[block[-1]][0].h
+            if gap > BREAK_GAP * pitch:
+                break
+            if multi[j]:
+                block.append(j)
+                pitches.append(gap)
+                j += 1
+                continue
+            # a single segment: kept when a multi-segment line follows closely, and not after a gap (a title between
+            # two stacked tables)
+            if gap > SPLIT_GAP * pitch:
+                break
+            k = j
+            while k < n and not multi[k] and table_lines[k] and not prose[k] and k - j < 3:
+                k += 1
+            if (
+                k < n
+                and multi[k]
+                and _top(table_lines[k]) - _top(table_lines[block[-1]]) <= BREAK_GAP * pitch * (k - j + 1)
+            ):
+                block.extend(range(j, k))
+                j = k
+                continue
+            break
+        n_multi = sum(multi[x] for x in block)
+        if n_multi < MIN_ROWS:
+            i = block[-1] + 1
+            continue
+        pitch = statistics.median(pitches) if pitches else 1.6 * table_lines[i][0].h
+        # header lines above
+        lo = min(s.l for x in block for s in table_lines[x])
+        hi = max(s.r for x in block for s in table_lines[x])
+        k = block[0] - 1
+        while k >= 0 and not used[k]:
+            tl = table_lines[k]
+            if not tl or prose[k] or _CAPTION.match(tl[0].text):
+                break
+            if _top(table_lines[block[0]]) - _top(tl) > HEADER_GAP * pitch * (1 if multi[k] else 0.9):
+                break
+            if min(s.l for s in tl) < lo - 0.1 * (hi - lo) or max(s.r for s in tl) > hi + 0.1 * (hi - lo):
+                break
+            block.insert(0, k)
+            k -= 1
+        for x in block:
+            used[x] = True
+        out.append([table_lines[x] for x in block])
+        i = block[-1] + 1
+    return out
+
+
+def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals from the body lines (those with at least the median larger number of segments)."""
+    counts = [len(ln) for ln in lines if len(ln) >= 2]
+    if not counts:
+        return []
+    need = max(2, int(statistics.median(counts)))
+    ivs = sorted((s.l, s.r) for ln in lines if len(ln) >= need for s in ln)
+    cols: list[list[float]] = []
+    for lo, hi in ivs:
+        if cols and lo <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], hi)
+        else:
+            cols.append([lo, hi])
+    # widen the columns by the other lines' segments that overlap exactly one column
+    for ln in lines:
+        if len(ln) >= need:
+            continue
+        for s in ln:
+            hit = [k for k, (lo, hi) in enumerate(cols) if s.l < hi and s.r > lo]
+            if len(hit) == 1:
+                c = cols[hit[0]]
+                c[0], c[1] = min(c[0], s.l), max(c[1], s.r)
+    merged: list[list[float]] = []
+    for c in cols:
+        if merged and c[0] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], c[1])
+        else:
+            merged.append(list(c))
+    return [(c[0], c[1]) for c in merged]
+
+
+def _span(s: Segment, cols: list[tuple[float, float]], header: bool) -> tuple[int, int]:
+    hit = [k for k, (lo, hi) in enumerate(cols) if s.l < hi - 0.5 and s.r > lo + 0.5]
+    if not hit:
+        cx = (s.l + s.r) / 2
+        k = min(range(len(cols)), key=lambda k: min(abs(cx - cols[k][0]), abs(cx - cols[k][1])))
+        return k, k
+    a, b = min(hit), max(hit)
+    if header and a != b or header and len(s.text) > 3:
+        # a spanning header reaches into the slots (borders at gap midpoints) beside its columns
+        borders = [(cols[k][1] + cols[k + 1][0]) / 2 for k in range(len(cols) - 1)]
+        while a > 0 and s.l < borders[a - 1] - SPAN_REACH:
+            a -= 1
+        while b < len(cols) - 1 and s.r > borders[b] + SPAN_REACH:
+            b += 1
+    return a, b
+
+
+_CONTINUES = re.compile(r"(-|,|\band|\bor|\bof|\bthe|\bin|\bfor|\bwith|\bto|/)$", re.I)
+
+
+def _body_rows(
+    body: list[list[tuple[Segment, int, int]]],
+    rules: list[float] = (),  # type: ignore[assignment]
+) -> list[list[tuple[Segment, int, int]]]:
+    """Body lines grouped into rows (module docstring, step 4); with :data:`MIN_RULES` row rulings or more, the lines
+    between two rulings are one row."""
+    if not body:
+        return []
+    plain = _spaced_rows(body, rules)
+    if len(rules) >= MIN_RULES and len(rules) >= RULED_SHARE * (len(plain) - 1):
+        ruled: dict[int, list[tuple[Segment, int, int]]] = {}
+        for ln in body:
+            cy = _cy([s for s, _, _ in ln])
+            ruled.setdefault(sum(y < cy for y in rules), []).extend(ln)
+        return [ruled[k] for k in sorted(ruled)]
+    return plain
+
+
+def _spaced_rows(
+    body: list[list[tuple[Segment, int, int]]], rules: list[float]
+) -> list[list[tuple[Segment, int, int]]]:
+    """Body lines grouped into rows by spacing and continuation cues; never across a ruling."""
+    tops = [min(s.t for s, _, _ in ln) for ln in body]
+    dists = [b - a for a, b in zip(tops, tops[1:]) if b > a]
+    hs = [s.h for ln in body for s, _, _ in ln]
+    d = max(statistics.median(dists) if dists else 0.0, 0.8 * statistics.median(hs))
+    stub = sum(any(a == 0 for _, a, _ in ln) for ln in body) >= 0.6 * len(body)
+    rows: list[list[tuple[Segment, int, int]]] = []
+    last_top = 0.0
+    for ln, top in zip(body, tops):
+        if not rows:
+            rows.append(list(ln))
+            last_top = top
+            continue
+        row = rows[-1]
+        cols_l = {c for _, a, b in ln for c in range(a, b + 1)}
+        cols_r = {c for _, a, b in row for c in range(a, b + 1)}
+        has0, vals = 0 in cols_l, bool(cols_l - {0})
+        full_r = 0 in cols_r and bool(cols_r - {0})
+        close = top - last_top < JOIN_PITCH * d
+        first = min(ln, key=lambda x: x[0].l)[0].text
+        label_r = " ".join(s.text for s, a, _ in sorted(row, key=lambda x: x[0].t) if a == 0)
+        merge = False
+        if close:
+            merge = not (has0 and vals and full_r)
+        elif has0 and not vals and stub:
+            # a wrapped row label: starts in lower case or with a bracket, or the label above is unfinished
+            merge = first[:1].islower() or first[:1] in "([" or bool(label_r and _CONTINUES.search(label_r))
+        elif not has0 and stub and not (cols_l & {c for c in cols_r if c > 0} and first[:1].isupper()):
+            merge = first[:1].islower() and top - last_top < 1.3 * d
+        if merge and any(last_top < y < top for y in rules):
+            merge = False
+        if merge:
+            row.extend(ln)
+        else:
+            rows.append(list(ln))
+        last_top = top
+    return rows
+
+
+def _row_rules(lines: list[list[Segment]], rules: list[tuple[float, float, float]]) -> list[float]:
+    """The y of the horizontal rulings across at least half of the table's width, inside its vertical extent."""
+    x_l = min(s.l for ln in lines for s in ln)
+    x_r = max(s.r for ln in lines for s in ln)
+    top = min(s.t for ln in lines for s in ln)
+    bot = max(s.b for ln in lines for s in ln)
+    ys = sorted(y for y, x0, x1 in rules if top < y < bot and min(x_r, x1) - max(x_l, x0) >= 0.5 * (x_r - x_l))
+    out: list[float] = []
+    for y in ys:
+        if not out or y - out[-1] > 2.0:
+            out.append(y)
+    return out
+
+
+_NUMERIC = re.compile(r"^[-+\u2212\u2013(]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0']*%?\)?\S{0,2}$")
+
+
+def _header_extent(
+    lines: list[list[Segment]], placed: list[list[tuple[Segment, int, int]]], n_head: int, rules: list[float]
+) -> int:
+    """The number of header lines: a ruling under the first lines (in the top half, below the layout's header)
+    closes the header; else a line of column labels (text only, two or more columns) right above the first line
+    with numbers joins the header."""
+    n = len(lines)
+    for y in rules:
+        k = sum(max(s.b for s in ln) <= y + 1 for ln in lines)
+        if 1 <= k <= max(1, n // 2) and k > n_head and all(min(s.t for s in ln) >= y - 1 for ln in lines[k:]):
+            return k
+        if k >= 1:
+            break
+    if n_head + 2 < n:
+        here, below = placed[n_head], placed[n_head + 1]
+        text_only = not any(_NUMERIC.match(s.text) for s, _, _ in here) and len({a for _, a, _ in here}) >= 2
+        if text_only and any(_NUMERIC.match(s.text) for s, a, _ in below if a > 0):
+            return n_head + 1
+    return n_head
+
+
+def _structure(page: int, lines: list[list[Segment]], rules: list[tuple[float, float, float]] = ()) -> PdfTable | None:  # type: ignore[assignment]
+    cols = _columns(lines)
+    if len(cols) < 2:
+        return None
+    placed = [[(s, *_span(s, cols, False)) for s in ln] for ln in lines]
+    first_col = [any(a == 0 for _, a, _ in ln) for ln in placed]
+    # the header: lines above the first line with a first-column segment, when the top left is empty
+    n_head = 0
+    if not first_col[0]:
+        n_head = next((k for k, f in enumerate(first_col) if f), 0)
+    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, list(rules)))
+    rows: list[list[tuple[Segment, int, int]]] = []
+    # header rows: lines with a spanning segment stand alone; the others stack per column
+    head_start = len(rows)
+    for ln in lines[:n_head]:
+        placed_h = [(s, *_span(s, cols, True)) for s in ln]
+        spanning = any(a != b for _, a, b in placed_h)
+        if rows and not spanning and len(rows) > head_start and not rows[-1][0][0].text.startswith("\x00"):
+            prev = rows[-1]
+            if not any(a != b for _, a, b in prev):
+                prev.extend(placed_h)
+                continue
+        rows.append(placed_h)
+    header_rows = len(rows)
+    rows.extend(_body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else []))
+    cells: list[TableCell] = []
+    for r, row in enumerate(rows):
+        by_slot: dict[tuple[int, int], list[Segment]] = {}
+        for s, a, b in row:
+            # a segment over a slot already taken by a wider one stays with it
+            key = next((k for k in by_slot if k[0] <= a and b <= k[1]), None) or (a, b)
+            by_slot.setdefault(key, []).append(s)
+        taken: set[int] = set()
+        for (a, b), segs in sorted(by_slot.items()):
+            if any(c in taken for c in range(a, b + 1)):
+                a = b = next((c for c in range(a, b + 1) if c not in taken), a)
+            taken.update(range(a, b + 1))
+            segs.sort(key=lambda x: (round(x.cy / 2), x.l))
+            cells.append(
+                TableCell(
+                    row=r,
+                    col=a,
+                    row_end=r,
+                    col_end=b,
+                    text=" ".join(x.text for x in segs),
+                    page=page,
+                    bbox=(
+                        min(x.l for x in segs),
+                        min(x.t for x in segs),
+                        max(x.r for x in segs),
+                        max(x.b for x in segs),
+                    ),
+                )
+            )
+    segs_all = [s for ln in lines for s in ln]
+    bbox = (
+        min(s.l for s in segs_all),
+        min(s.t for s in segs_all),
+        max(s.r for s in segs_all),
+        max(s.b for s in segs_all),
+    )
+    return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
+
+
+def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
+    """Per page (1-based): width, height and the text segments of a docling native-pipeline conversion result."""
+    out: dict[int, tuple[float, float, list[Segment]]] = {}
+    for page in res.pages:
+        pno = page.page_no if page.page_no >= 1 else page.page_no + 1
+        W, H = (page.size.width, page.size.height) if page.size else (612.0, 792.0)
+        segs: list[Segment] = []
+        pp = page.parsed_page
+        for cell in pp.textline_cells if pp is not None else ():
+            text = (cell.text or "").strip()
+            if not text:
+                continue
+            bb = cell.rect.to_bounding_box()
+            if bb.coord_origin.name != "TOPLEFT":
+                bb = bb.to_top_left_origin(page_height=H)
+            t, b = min(bb.t, bb.b), max(bb.t, bb.b)
+            if (b - t) > 1.5 * abs(bb.r - bb.l) and len(text) > 3:
+                continue  # vertical text
+            segs.append(Segment(text, bb.l, t, bb.r, b))
+        out[pno] = (W, H, segs)
+    return out
+
+
+def page_rulings(path: Any) -> dict[int, list[tuple[float, float, float]]]:
+    """Horizontal rulings per page (1-based) of the PDF at ``path`` as ``(y, x0, x1)`` in points, origin top-left:
+    thin path objects (at most 2.5 pt high, at least 8 pt long) and the top and bottom edges of larger rectangles
+    (cell borders, shaded bands), read with pypdfium2. Rotated pages and unreadable files give none."""
+    out: dict[int, list[tuple[float, float, float]]] = {}
+    if path is None:
+        return out
+    try:
+        import pypdfium2 as pdfium
+        import pypdfium2.raw as pdfium_c
+        from docling.utils.locks import pypdfium2_lock
+
+        with pypdfium2_lock:
+            doc = pdfium.PdfDocument(str(path))
+            try:
+                for i in range(len(doc)):
+                    page = doc[i]
+                    if page.get_rotation() % 360:
+                        continue
+                    H = page.get_height()
+                    rules: list[tuple[float, float, float]] = []
+                    for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=4):
+                        x0, y0, x1, y1 = obj.get_bounds()
+                        w, h = x1 - x0, y1 - y0
+                        if w < 8:
+                            continue
+                        if h <= 2.5:
+                            rules.append((H - (y0 + y1) / 2, x0, x1))
+                        elif len(rules) < 5000:
+                            rules.extend(((H - y1, x0, x1), (H - y0, x0, x1)))
+                    out[i + 1] = rules[:5000]
+            finally:
+                doc.close()
+    except Exception:  # a page the table reader cannot read rulings of keeps its text-only reconstruction
+        return {}
+    return out
+
+
+def find_tables(res: Any) -> list[PdfTable]:
+    """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
+    each with the caption found next to it."""
+    tables: list[PdfTable] = []
+    rulings = page_rulings(getattr(getattr(res, "input", None), "file", None))
+    for pno, (W, _H, segs) in sorted(page_segments(res).items()):
+        lines = _lines(segs)
+        for region in _regions(lines, W):
+            t = _structure(pno, region, rulings.get(pno, []))
+            if t is None or t.n_rows < 2:
+                continue
+            t.caption = _caption_near(lines, t)
+            tables.append(t)
+    return tables
+
+
+def _caption_near(lines: list[list[Segment]], t: PdfTable) -> str | None:
+    """The caption line closest above (or else below) the table, within four line pitches."""
+    x_l, top, x_r, bot = t.bbox
+    best: tuple[float, str] | None = None
+    for ln in lines:
+        s = ln[0]
+        if not _CAPTION.match(s.text) or s.r < x_l or s.l > x_r:
+            continue
+        d = top - s.b if s.b <= top + 1 else (s.t - bot if s.t >= bot - 1 else None)
+        if d is None or d > 4 * 12:
+            continue
+        if best is None or d < best[0]:
+            best = (d, " ".join(x.text for x in ln))
+    return best[1] if best else None
+
+
+def cell_text_at(res: Any, page: int, bbox: tuple[float, float, float, float], slack: float = 1.5) -> str:
+    """The text of the segments of ``page`` whose centre lies in ``bbox`` (grown by ``slack`` points), in reading
+    order, joined by spaces: what a cell anchor's box holds in a conversion result ``res``."""
+    segs = page_segments(res).get(page, (0.0, 0.0, []))[2]
+    l, t, r, b = bbox[0] - slack, bbox[1] - slack, bbox[2] + slack, bbox[3] + slack  # noqa: E741
+    inside = [s for s in segs if l <= (s.l + s.r) / 2 <= r and t <= s.cy <= b]
+    inside.sort(key=lambda x: (round(x.cy / 2), x.l))
+    return " ".join(s.text for s in inside)
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two cell texts are equal once whitespace is removed (the comparison of the ICDAR 2013 structure
+    metric, without its case folding: a changed letter case is a changed value)."""
+    return "".join(a.split()) == "".join(b.split())
