@@ -35,6 +35,12 @@ from typing import Any
 
 #: a segment at least this share of the page width and with 6+ words is running text
 PROSE_WIDTH = 0.42
+#: rows a table needs
+MIN_TABLE_ROWS = 3
+#: share of a table's grid slots that hold text (below: the labels of a chart)
+MIN_FILL = 0.4
+#: words of a text line further apart than this many line heights are separate cells
+WORD_GAP = 0.8
 #: multi-segment lines a table needs
 MIN_ROWS = 2
 #: header lines above a table's first multi-segment line join it when closer than this many row pitches
@@ -52,6 +58,7 @@ JOIN_PITCH = 0.75
 #: a header segment spans a column slot it reaches into by at least this many points
 SPAN_REACH = 3.0
 
+_FIGURE = re.compile(r"^(figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
 _CAPTION = re.compile(r"^(table|tab\.|exhibit|figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
 
 
@@ -162,6 +169,11 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
     n = len(lines)
     used = [False] * n
     out: list[list[list[Segment]]] = []
+    for k, ln in enumerate(table_lines):
+        if ln and _CAPTION.match(ln[0].text):  # a caption line is no table line, even when cut in two
+            multi[k] = False
+            prose[k] = True
+            table_lines[k] = []
     i = 0
     while i < n:
         if not multi[i] or used[i]:
@@ -442,25 +454,65 @@ def _structure(page: int, lines: list[list[Segment]], rules: list[tuple[float, f
     return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
 
 
+def _box(cell: Any, H: float) -> tuple[float, float, float, float]:
+    bb = cell.rect.to_bounding_box()
+    if bb.coord_origin.name != "TOPLEFT":
+        bb = bb.to_top_left_origin(page_height=H)
+    return min(bb.l, bb.r), min(bb.t, bb.b), max(bb.l, bb.r), max(bb.t, bb.b)
+
+
+def _split_words(
+    text: str, box: tuple[float, float, float, float], words: list[tuple[float, float, float, float, str]]
+) -> list[Segment]:
+    """A text line cut where its words are further apart than :data:`WORD_GAP` times the line height (docling-parse
+    joins table cells a few spaces apart into one line)."""
+    l, t, r, b = box  # noqa: E741
+    h = max(0.5, b - t)
+    inside = sorted(w for w in words if l - 1 <= (w[0] + w[2]) / 2 <= r + 1 and t - 1 <= (w[1] + w[3]) / 2 <= b + 1)
+    if len(inside) < 2:
+        return [Segment(text, l, t, r, b)]
+    parts: list[list[tuple[float, float, float, float, str]]] = [[inside[0]]]
+    for w in inside[1:]:
+        if w[0] - parts[-1][-1][2] > WORD_GAP * h:
+            parts.append([w])
+        else:
+            parts[-1].append(w)
+    if len(parts) == 1:
+        return [Segment(text, l, t, r, b)]
+    return [
+        Segment(" ".join(w[4] for w in p), p[0][0], min(w[1] for w in p), max(w[2] for w in p), max(w[3] for w in p))
+        for p in parts
+    ]
+
+
 def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
-    """Per page (1-based): width, height and the text segments of a docling native-pipeline conversion result."""
+    """Per page (1-based): width, height and the text segments of a docling native-pipeline conversion result: its
+    text lines, each cut at wide gaps between its words (:func:`_split_words`); vertical text is left out."""
     out: dict[int, tuple[float, float, list[Segment]]] = {}
     for page in res.pages:
         pno = page.page_no if page.page_no >= 1 else page.page_no + 1
         W, H = (page.size.width, page.size.height) if page.size else (612.0, 792.0)
         segs: list[Segment] = []
         pp = page.parsed_page
+        buckets: dict[int, list[tuple[float, float, float, float, str]]] = {}
+        for wc in (getattr(pp, "word_cells", None) or ()) if pp is not None else ():
+            wt = (wc.text or "").strip()
+            if wt:
+                bx = _box(wc, H)
+                buckets.setdefault(int((bx[1] + bx[3]) / 2 // 8), []).append((*bx, wt))
         for cell in pp.textline_cells if pp is not None else ():
             text = (cell.text or "").strip()
             if not text:
                 continue
-            bb = cell.rect.to_bounding_box()
-            if bb.coord_origin.name != "TOPLEFT":
-                bb = bb.to_top_left_origin(page_height=H)
-            t, b = min(bb.t, bb.b), max(bb.t, bb.b)
-            if (b - t) > 1.5 * abs(bb.r - bb.l) and len(text) > 3:
+            l, t, r, b = _box(cell, H)  # noqa: E741
+            if (b - t) > 1.5 * (r - l) and len(text) > 3:
                 continue  # vertical text
-            segs.append(Segment(text, bb.l, t, bb.r, b))
+            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d\s+\d", text):
+                segs.append(Segment(text, l, t, r, b))  # running text (justified: wide spaces), kept whole
+                continue
+            k = int((t + b) / 2 // 8)
+            near = [w for j in (k - 1, k, k + 1) for w in buckets.get(j, ())]
+            segs.extend(_split_words(text, (l, t, r, b), near))
         out[pno] = (W, H, segs)
     return out
 
@@ -512,9 +564,14 @@ def find_tables(res: Any) -> list[PdfTable]:
         lines = _lines(segs)
         for region in _regions(lines, W):
             t = _structure(pno, region, rulings.get(pno, []))
-            if t is None or t.n_rows < 2:
+            if t is None or t.n_rows < MIN_TABLE_ROWS:
                 continue
             t.caption = _caption_near(lines, t)
+            filled = sum((c.row_end - c.row + 1) * (c.col_end - c.col + 1) for c in t.cells if c.text.strip())
+            if filled < MIN_FILL * t.n_rows * t.n_cols:
+                continue  # a chart's axis labels and legends: a sparse grid
+            if t.caption and _FIGURE.match(t.caption):
+                continue  # the labels of a figure
             tables.append(t)
     return tables
 
