@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,8 @@ MIN_RULES = 2
 RULED_SHARE = 0.6
 #: a line without a first-column segment joins the nearest row when its centre is closer than this share of the pitch
 JOIN_PITCH = 0.75
+#: a column is x covered by segments of more than this share of a table's lines
+COLUMN_SUPPORT = 0.15
 #: a header segment spans a column slot it reaches into by at least this many points
 SPAN_REACH = 3.0
 
@@ -241,8 +244,8 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
     return out
 
 
-def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
-    """Column x-intervals from the body lines (those with at least the median larger number of segments)."""
+def _union_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals as the union of the segments of the body lines (those with at least the median larger number of segments)."""
     counts = [len(ln) for ln in lines if len(ln) >= 2]
     if not counts:
         return []
@@ -270,6 +273,48 @@ def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
         else:
             merged.append(list(c))
     return [(c[0], c[1]) for c in merged]
+
+
+def _projection_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals: the runs of x covered by the segments of more than :data:`COLUMN_SUPPORT` of the lines (at
+    least one); a header spanning several columns, or a long label, covers a gap in a few lines only."""
+    if not any(len(ln) >= 2 for ln in lines):
+        return []
+    lo = int(min(s.l for ln in lines for s in ln))
+    hi = int(max(s.r for ln in lines for s in ln)) + 2
+    cover = [0] * (hi - lo + 1)
+    for ln in lines:
+        seen = [False] * len(cover)
+        for s in ln:
+            for x in range(int(s.l) - lo, min(len(cover), int(s.r) - lo + 1)):
+                seen[x] = True
+        for x, v in enumerate(seen):
+            cover[x] += v
+    need = max(1, int(COLUMN_SUPPORT * len(lines)))
+    cols: list[tuple[float, float]] = []
+    start: int | None = None
+    for x, c in enumerate(cover + [0]):
+        if c > need and start is None:
+            start = x
+        elif c <= need and start is not None:
+            cols.append((start + lo, x - 1 + lo + 1))
+            start = None
+    return cols
+
+
+def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals: the union of the body lines' segments (:func:`_union_columns`), each split where the
+    projection of those lines (:func:`_projection_columns`) finds two or more columns inside it (a header or a long
+    label that bridged a gap)."""
+    union = _union_columns(lines)
+    counts = [len(ln) for ln in lines if len(ln) >= 2]
+    need = max(2, int(statistics.median(counts))) if counts else 2
+    proj = _projection_columns([ln for ln in lines if len(ln) >= need])
+    out: list[tuple[float, float]] = []
+    for lo, hi in union:
+        inner = [(a, b) for a, b in proj if a >= lo - 1 and b <= hi + 1]
+        out.extend(inner if len(inner) >= 2 else [(lo, hi)])
+    return out
 
 
 def _span(s: Segment, cols: list[tuple[float, float]], header: bool) -> tuple[int, int]:
@@ -573,6 +618,7 @@ def find_tables(res: Any) -> list[PdfTable]:
             if t.caption and _FIGURE.match(t.caption):
                 continue  # the labels of a figure
             tables.append(t)
+    _exact_texts(getattr(getattr(res, "input", None), "file", None), tables)
     return tables
 
 
@@ -602,7 +648,71 @@ def cell_text_at(res: Any, page: int, bbox: tuple[float, float, float, float], s
     return " ".join(s.text for s in inside)
 
 
+#: typographic variants one text extractor keeps and another folds (dashes, minus, quotes)
+_FOLD = str.maketrans(
+    {
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ad": "",
+    }
+)
+
+
+def folded(text: str) -> str:
+    """``text`` compared across extractors: NFKC (ligatures), dashes and minus as ``-``, curly quotes straight, soft
+    hyphens and every whitespace removed."""
+    return "".join(unicodedata.normalize("NFKC", text).translate(_FOLD).split())
+
+
 def same_text(a: str, b: str) -> bool:
-    """Whether two cell texts are equal once whitespace is removed (the comparison of the ICDAR 2013 structure
-    metric, without its case folding: a changed letter case is a changed value)."""
-    return "".join(a.split()) == "".join(b.split())
+    """Whether two cell texts are equal once whitespace is removed and typographic variants folded (:func:`folded`;
+    the comparison of the ICDAR 2013 structure metric, without its case folding: a changed letter case is a changed
+    value)."""
+    return folded(a) == folded(b)
+
+
+def _exact_texts(path: Any, tables: list[PdfTable]) -> None:
+    """Each cell's text as the PDF's own characters, read with pdfium inside the cell's box, where it equals the
+    parsed text up to typographic variants (:func:`folded`): docling-parse reads an en dash as a hyphen."""
+    if path is None or not tables:
+        return
+    try:
+        import pypdfium2 as pdfium
+        from docling.utils.locks import pypdfium2_lock
+
+        with pypdfium2_lock:
+            doc = pdfium.PdfDocument(str(path))
+            try:
+                for pno in sorted({t.page for t in tables}):
+                    page = doc[pno - 1]
+                    if page.get_rotation() % 360:
+                        continue
+                    H = page.get_height()
+                    tp = page.get_textpage()
+                    for t in tables:
+                        if t.page != pno:
+                            continue
+                        for c in t.cells:
+                            l, top, r, b = c.bbox  # noqa: E741
+                            raw = tp.get_text_bounded(
+                                left=l - 0.5, bottom=H - b - 0.5, right=r + 0.5, top=H - top + 0.5
+                            )
+                            exact = " ".join(raw.split())
+                            if exact != c.text and folded(exact) == folded(c.text):
+                                c.text = exact
+            finally:
+                doc.close()
+    except Exception:  # the parsed text stands when pdfium cannot read the page
+        return
