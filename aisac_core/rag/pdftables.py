@@ -41,7 +41,7 @@ MIN_TABLE_ROWS = 3
 #: share of a table's grid slots that hold text (below: the labels of a chart)
 MIN_FILL = 0.4
 #: words of a text line further apart than this many line heights are separate cells
-WORD_GAP = 0.8
+WORD_GAP = 1.0
 #: multi-segment lines a table needs
 MIN_ROWS = 2
 #: header lines above a table's first multi-segment line join it when closer than this many row pitches
@@ -314,6 +314,11 @@ def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
     for lo, hi in union:
         inner = [(a, b) for a, b in proj if a >= lo - 1 and b <= hi + 1]
         out.extend(inner if len(inner) >= 2 else [(lo, hi)])
+    if len(lines) >= 4:
+        # a column only one line has text in (a header label set off its column) is no column
+        support = [sum(any(s.l < hi and s.r > lo for s in ln) for ln in lines) for lo, hi in out]
+        kept = [c for c, n in zip(out, support) if n >= 2]
+        out = kept if len(kept) >= 2 else out
     return out
 
 
@@ -552,7 +557,7 @@ def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
             l, t, r, b = _box(cell, H)  # noqa: E741
             if (b - t) > 1.5 * (r - l) and len(text) > 3:
                 continue  # vertical text
-            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d\s+\d", text):
+            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d%?\s+[-+(]?\d", text):
                 segs.append(Segment(text, l, t, r, b))  # running text (justified: wide spaces), kept whole
                 continue
             k = int((t + b) / 2 // 8)
