@@ -150,16 +150,17 @@ def _cy(ln: list[Segment]) -> float:
 
 
 def _paragraph_segments(lines: list[list[Segment]]) -> set[int]:
-    """Segments of a column of running text (a two-column page): five words or more, with a segment of five words or
-    more starting at the same left edge (2 pt) on the line above or below."""
-    wordy = [[s for s in ln if len(s.text.split()) >= 5 and len(s.text) >= 30] for ln in lines]
+    """Segments of a column of running text (a two-column page): five words or more, with another such segment
+    starting at the same left edge (2 pt) at most 2.5 line heights above or below."""
+    wordy = sorted((s for ln in lines for s in ln if len(s.text.split()) >= 5 and len(s.text) >= 30), key=lambda x: x.l)
     out: set[int] = set()
-    for i, ln in enumerate(wordy):
-        for s in ln:
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(wordy) and any(abs(o.l - s.l) <= 2 and abs(o.t - s.t) <= 2.5 * s.h for o in wordy[j]):
-                    out.add(id(s))
-                    break
+    for i, s in enumerate(wordy):
+        k = i + 1
+        while k < len(wordy) and wordy[k].l - s.l <= 2:
+            o = wordy[k]
+            if 0 < abs(o.t - s.t) <= 2.5 * s.h:
+                out.update((id(s), id(o)))
+            k += 1
     return out
 
 
@@ -235,6 +236,8 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
                 break
             if min(s.l for s in tl) < lo - 0.1 * (hi - lo) or max(s.r for s in tl) > hi + 0.1 * (hi - lo):
                 break
+            if not any(s.l < hi and s.r > lo for s in tl):
+                break  # a note beside the table's columns ("(%)" over the right margin)
             block.insert(0, k)
             k -= 1
         for x in block:
