@@ -187,13 +187,27 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
         block = [i]
         j = i + 1
         pitches: list[float] = []
+        skipped: list[int] = []
         while j < n:
             if prose[j] and not table_lines[j]:
+                x_lo = min(s.l for x in block for s in table_lines[x])
+                x_hi = max(s.r for x in block for s in table_lines[x])
+                if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]) and len(skipped) < 12:
+                    skipped.append(j)  # running text of the other column of the page, beside the table
+                    j += 1
+                    continue
                 break
             if not table_lines[j]:
                 break
             if _CAPTION.match(table_lines[j][0].text) and not multi[j]:
                 break
+            if not multi[j] and len(skipped) < 12:
+                x_lo = min(s.l for x in block if multi[x] for s in table_lines[x])
+                x_hi = max(s.r for x in block if multi[x] for s in table_lines[x])
+                if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]):
+                    skipped.append(j)  # a short line of the other column of the page
+                    j += 1
+                    continue
             gap = _top(table_lines[j]) - _top(table_lines[block[-1]])
             pitch = statistics.median(pitches) if pitches else 1.6 * table_lines[block[-1]][0].h
             if gap > BREAK_GAP * pitch:
