@@ -196,21 +196,26 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     prev = pcore.frames.preview("cathodes", n=2)
     cells = prev["cells"]
     assert {c["row"] for c in cells} == {None, 0, 1}  # the header and the two rows shown
-    licoo2 = next(c for c in cells if c["text"] == "-1.92")
-    assert licoo2["row"] == 1 and licoo2["column"] == "Formation energy (eV/atom) / computed" and licoo2["page"] == 1
+    cell = next(c for c in cells if c["text"] == "-1.92")
+    licoo2 = cell["anchor"]
+    assert cell["row"] == 1 and cell["column"] == "Formation energy (eV/atom) / computed" and licoo2["page"] == 1
+    assert licoo2["chunk_id"].startswith("cell:") and len(licoo2["bbox"]) == 4
     for c in pcore.frames.cells("cathodes"):
-        assert verify_anchor(pcore.rag, c)["status"] == "ok", c
+        assert verify_anchor(pcore.rag, c["anchor"])["status"] == "ok", c
+        assert verify_anchor(pcore.rag, {**c["anchor"], "text": c["text"]})["status"] == "ok", c
 
     # the PDF changes: LiCoO2's computed value is corrected; the other cells still stand, somewhere or in place
     changed = [("LiFePO4", "-2.51", "-2.47"), ("LiCoO2", "-1.87", "-1.95"), *ROWS[2:]]
     make_table_pdf(docs / "cathodes.pdf", changed)
     r = verify_anchor(pcore.rag, licoo2)
     assert r["status"] == "chunk_changed" and r["sha256_now"] != licoo2["sha256"], r
-    same = next(c for c in cells if c["text"] == "LiFePO4")
+    same = next(c for c in cells if c["text"] == "LiFePO4")["anchor"]
     assert verify_anchor(pcore.rag, same)["status"] == "file_changed"
+    # a forged cell hash: the box holds other text
+    assert verify_anchor(pcore.rag, {**same, "chunk_sha256": "0" * 64})["status"] == "chunk_changed"
 
-    # a forged text (hash does not match) and a box without a page are refused with a clear error
-    with pytest.raises(AnchorError, match="needs its 'text'"):
+    # a text that is not the anchored one and a box without a page are refused with a clear error
+    with pytest.raises(AnchorError, match="not the cell text"):
         verify_anchor(pcore.rag, {**same, "text": "-9.99"})
     with pytest.raises(AnchorError, match="needs its page"):
         verify_anchor(pcore.rag, {**same, "page": None})
@@ -224,7 +229,7 @@ def test_cell_anchor_path_outside_roots_is_refused(pcore, tmp_path: Path) -> Non
 
     docs = Path(pcore.settings.rag.roots[0])
     pcore.frames.load(str(docs / "cathodes.pdf"))
-    cell = pcore.frames.cells("cathodes")[0]
+    cell = pcore.frames.cells("cathodes")[0]["anchor"]
     outside = make_table_pdf(tmp_path / "elsewhere.pdf")
     forged = {**cell, "doc_id": None, "path": str(outside)}
     with pytest.raises(PathOutsideRootsError):
@@ -247,3 +252,22 @@ def test_pdf_without_tables_and_bad_table_names(pcore) -> None:  # noqa: ANN001
     prose = make_paper(docs / "prose.pdf", {"1 Introduction": ["Plain running text, no table in it at all. " * 3]})
     with pytest.raises(DataError, match="no table found"):
         pcore.frames.load(str(prose))
+
+
+def test_page_image_highlights_a_cell_box(table_pdf: Path, tmp_path: Path) -> None:
+    """The run page's evidence image of a cell anchor: the cell's box, not a text search (a value such as "-2.47"
+    may occur elsewhere on the page)."""
+    from aisac_core.rag.formats import convert
+    from aisac_core.rag.pdftables import find_tables
+    from aisac_core.trace.pageimage import evidence_page
+
+    (t,) = find_tables(convert(table_pdf, "pdf", "native"))
+    cell = next(c for c in t.cells if c.text == "-2.47")
+    img = evidence_page(table_pdf, 1, cell.text, cache_dir=tmp_path / "cache", width=595, box=cell.bbox)
+    assert img is not None and img.found and len(img.rects) == 1
+    x0, y0, x1, y1 = img.rects[0]
+    scale = img.width / 595.0  # A4 is 595 pt wide
+    assert abs(x0 - cell.bbox[0] * scale) <= 2 and abs(y1 - cell.bbox[3] * scale) <= 2, (img.rects, cell.bbox)
+    # a box off the page highlights nothing, and says so
+    off = evidence_page(table_pdf, 1, cell.text, cache_dir=tmp_path / "cache", width=595, box=(900, 900, 950, 950))
+    assert off is not None and not off.found and off.rects == []

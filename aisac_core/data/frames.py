@@ -373,9 +373,10 @@ class FrameRegistry:
         )
 
     def cells(self, name: str) -> list[dict[str, Any]]:
-        """The cell anchors of a frame read out of a PDF table (:mod:`aisac_core.data.pdftables`): one per non-empty
-        cell, the :class:`~aisac_core.evidence.anchor.Anchor` JSON form with ``bbox`` and ``text``, plus ``row`` (the
-        frame's 0-based row, None for a header cell) and ``column`` (the frame column). ``[]`` for any other frame.
+        """The cells of a frame read out of a PDF table (:mod:`aisac_core.data.pdftables`), one per non-empty cell:
+        ``{row, column, text, anchor}``: ``row`` the frame's 0-based row (None for a header cell), ``column`` the frame
+        column, ``text`` the cell text, ``anchor`` its :class:`~aisac_core.evidence.anchor.Anchor` (with ``bbox``)
+        that ``rag_verify_anchor`` re-checks. ``[]`` for any other frame.
 
         Raises:
             DataError: no frame of that name."""

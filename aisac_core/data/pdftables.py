@@ -40,7 +40,7 @@ def cell_anchor(
 ) -> dict[str, Any]:
     """The anchor of one table cell: the :class:`~aisac_core.evidence.anchor.Anchor` JSON form with ``chunk_id``
     ``cell:<table_id>:r<row>c<col>`` (grid row and column of the table, 0-based), ``chunk_sha256`` the sha256 of the
-    cell ``text``, ``bbox`` its box on ``page`` (points, origin top-left), plus ``text``."""
+    cell ``text`` and ``bbox`` its box on ``page`` (points, origin top-left)."""
     from aisac_core.rag.indexer import doc_id_of_path
 
     a = Anchor(
@@ -54,7 +54,7 @@ def cell_anchor(
         chunk_sha256=sha256_text(text),
         bbox=(bbox[0], bbox[1], bbox[2], bbox[3]),
     )
-    return {**a.to_dict(), "text": text}
+    return a.to_dict()
 
 
 def _names(header: list[list[str]], width: int) -> list[str]:
@@ -81,7 +81,7 @@ def table_frame(
 ) -> tuple[Any, dict[str, Any], list[str]]:
     """One recovered table as ``(frame, options, notes)``: the header decided as the module docstring says; options
     ``{"detected": {page, bbox, caption, header_rows, layout_header_rows, confidence, uncertain, structure},
-    "cells": [cell anchor + {"row": frame row or None for a header cell, "column": frame column name}]}``."""
+    "cells": [{"row": frame row or None for a header cell, "column": frame column name, "text", "anchor"}]}``."""
     import pandas as pd
 
     filled = [["" for _ in range(t.n_cols)] for _ in range(t.n_rows)]
@@ -120,10 +120,14 @@ def table_frame(
     for c in t.cells:
         if not c.text.strip():
             continue
-        a = cell_anchor(path, sha256, table_id, c.row, c.col, c.text, c.page, c.bbox)
-        a["row"] = c.row - n_head if c.row >= n_head else None
-        a["column"] = names[c.col]
-        cells.append(a)
+        cells.append(
+            {
+                "row": c.row - n_head if c.row >= n_head else None,
+                "column": names[c.col],
+                "text": c.text,
+                "anchor": cell_anchor(path, sha256, table_id, c.row, c.col, c.text, c.page, c.bbox),
+            }
+        )
     detected = {
         "page": t.page,
         "bbox": [round(x, 2) for x in t.bbox],

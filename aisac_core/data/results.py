@@ -88,8 +88,8 @@ class PreviewResult(TypedDict):
         Annotated[
             list[dict[str, Any]],
             Field(
-                description="a PDF table's cell anchors (header and shown rows): anchor fields + bbox, text, row, "
-                "column; rag_verify_anchor re-checks one"
+                description="a PDF table's cells (header and shown rows): {row, column, text, anchor}; cite the "
+                "anchor (page, bbox); rag_verify_anchor re-checks it"
             ),
         ]
     ]

@@ -660,9 +660,17 @@ def _caption_near(lines: list[list[Segment]], t: PdfTable) -> str | None:
     return best[1] if best else None
 
 
-def cell_text_at(res: Any, page: int, bbox: tuple[float, float, float, float], slack: float = 1.5) -> str:
+def cell_text_at(
+    res: Any, page: int, bbox: tuple[float, float, float, float], slack: float = 1.5, path: Any = None
+) -> str:
     """The text of the segments of ``page`` whose centre lies in ``bbox`` (grown by ``slack`` points), in reading
-    order, joined by spaces: what a cell anchor's box holds in a conversion result ``res``."""
+    order, joined by spaces: what a cell anchor's box holds in a conversion result ``res``; with ``path``, the PDF's
+    own characters there (as :func:`find_tables` gives a cell's text: en dashes kept)."""
+    if path is not None:
+        probe = PdfTable(page=page, bbox=bbox, n_rows=1, n_cols=1, header_rows=0)
+        probe.cells = [TableCell(0, 0, 0, 0, cell_text_at(res, page, bbox, slack), page, bbox)]
+        _exact_texts(path, [probe])
+        return probe.cells[0].text
     segs = page_segments(res).get(page, (0.0, 0.0, []))[2]
     l, t, r, b = bbox[0] - slack, bbox[1] - slack, bbox[2] + slack, bbox[3] + slack  # noqa: E741
     inside = [s for s in segs if l <= (s.l + s.r) / 2 <= r and t <= s.cy <= b]

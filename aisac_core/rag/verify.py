@@ -196,8 +196,9 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
 
 def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     """Check a table cell anchor (:class:`Anchor` with ``bbox``; made by :func:`aisac_core.data.pdftables.
-    cell_anchor`) against the PDF on disk: the file is re-hashed and its page re-read; the text of the segments inside
-    the cell's box is compared with the anchor's ``text`` (whitespace removed) and its sha256 with ``chunk_sha256``.
+    cell_anchor`) against the PDF on disk: the file is re-hashed and its page re-read; the text inside the cell's box
+    (the parsed segments', and the PDF's own characters there) must have the sha256 ``chunk_sha256``, or equal the
+    optional ``text`` up to whitespace and typographic variants.
 
     The file is the indexed document ``doc_id`` when the index holds it, else the anchor's ``path`` resolved inside the
     registered roots (an anchor's path is never opened outside them).
@@ -207,7 +208,7 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     (the box no longer holds the text, or the file changed and the page lacks it), ``missing`` (no such file).
 
     Raises:
-        AnchorError: the anchor has no ``text`` whose sha256 is its ``chunk_sha256``.
+        AnchorError: a ``text`` given whose sha256 is not the anchor's ``chunk_sha256``.
         PathOutsideRootsError: an anchor path (of a file the index does not hold) outside the registered roots.
     """
     from aisac_core.errors import resolve_in_roots
@@ -215,10 +216,10 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     from aisac_core.rag.formats import check_pdf, convert
     from aisac_core.rag.pdftables import cell_text_at, page_segments, same_text
 
-    if not isinstance(text, str) or sha256_text(text) != a.chunk_sha256:
+    if text is not None and (not isinstance(text, str) or sha256_text(text) != a.chunk_sha256):
         raise AnchorError(
-            "a table cell anchor needs its 'text' (the cell text whose sha256 is chunk_sha256): pass the whole "
-            "cell object as the load result or the answer gave it"
+            "the anchor's 'text' is not the cell text its chunk_sha256 names: pass the anchor as data_preview or "
+            "the answer gave it (or leave 'text' out)"
         )
     out: Verification = {
         "status": "missing",
@@ -254,8 +255,13 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     page = int(a.page or 1)
     assert a.bbox is not None
     at_box = cell_text_at(res, page, a.bbox)
+    exact = cell_text_at(res, page, a.bbox, path=path)
+
+    def holds(t: str) -> bool:
+        return sha256_text(t) == a.chunk_sha256 or (isinstance(text, str) and same_text(t, text))
+
     unchanged = now == a.sha256
-    if same_text(at_box, text):
+    if holds(at_box) or holds(exact):
         out["status"] = "ok" if unchanged else "file_changed"
         out["detail"] = (
             f"file unchanged (sha256 equal) and page {page} holds the cell text in the anchored box"
@@ -265,7 +271,7 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
         )
         return out
     segs = page_segments(res).get(page, (0.0, 0.0, []))[2]
-    elsewhere = any(same_text(s.text, text) for s in segs)
+    elsewhere = any(holds(s.text) for s in segs)
     if not unchanged and elsewhere:
         out["status"] = "file_changed"
         out["detail"] = (

@@ -132,6 +132,8 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
         "sha256": a.get("sha256"),
         "chunk_sha256": a.get("chunk_sha256"),
         "event_id": event_id,
+        # a table cell anchor's box on its page (points, origin top-left): the page image highlights it
+        "bbox": list(a["bbox"]) if isinstance(a.get("bbox"), (list, tuple)) and len(a["bbox"]) == 4 else None,
     }
 
 
