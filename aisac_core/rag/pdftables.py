@@ -36,6 +36,8 @@ from typing import Any
 
 #: a segment at least this share of the page width and with 6+ words is running text
 PROSE_WIDTH = 0.42
+#: share of the page height at the top and at the bottom whose lines are running heads, not table lines
+MARGIN = 0.06
 #: rows a table needs
 MIN_TABLE_ROWS = 3
 #: share of a table's grid slots that hold text (below: the labels of a chart)
@@ -440,8 +442,8 @@ def _header_extent(
     lines: list[list[Segment]], placed: list[list[tuple[Segment, int, int]]], n_head: int, rules: list[float]
 ) -> int:
     """The number of header lines: a ruling under the first lines (in the top half, below the layout's header)
-    closes the header; else a line of column labels (text only, two or more columns) right above the first line
-    with numbers joins the header."""
+    closes the header; else the lines of column labels (text only, two or more columns; at most three) right above
+    the first line with figures join the header."""
     n = len(lines)
     for y in rules:
         k = sum(max(s.b for s in ln) <= y + 1 for ln in lines)
@@ -449,11 +451,15 @@ def _header_extent(
             return k
         if k >= 1:
             break
-    if n_head + 2 < n:
-        here, below = placed[n_head], placed[n_head + 1]
-        text_only = not any(_NUMERIC.match(s.text) for s, _, _ in here) and len({a for _, a, _ in here}) >= 2
-        if text_only and any(_NUMERIC.match(s.text) for s, a, _ in below if a > 0):
-            return n_head + 1
+    # column labels: up to three text-only lines (two columns or more) above the first line with figures
+    k = n_head
+    while k < min(n - 2, n_head + 3):
+        here = placed[k]
+        if any(_NUMERIC.match(s.text) for s, _, _ in here) or len({a for _, a, _ in here}) < 2:
+            break
+        k += 1
+    if k > n_head and any(_NUMERIC.match(s.text) for s, a, _ in placed[k] if a > 0):
+        return k
     return n_head
 
 
@@ -627,8 +633,9 @@ def find_tables(res: Any) -> list[PdfTable]:
     each with the caption found next to it."""
     tables: list[PdfTable] = []
     rulings = page_rulings(getattr(getattr(res, "input", None), "file", None))
-    for pno, (W, _H, segs) in sorted(page_segments(res).items()):
-        lines = _lines(segs)
+    for pno, (W, H, segs) in sorted(page_segments(res).items()):
+        # running heads and page numbers: a line in the top or bottom margin is never table material
+        lines = _lines([s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H])
         for region in _regions(lines, W):
             t = _structure(pno, region, rulings.get(pno, []))
             if t is None or t.n_rows < MIN_TABLE_ROWS:
