@@ -183,10 +183,10 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     assert fr["name"] == "cathodes" and fr["rows"] == 4
     assert fr["column_names"] == [
         "Composition",
-        "Formation energy (eV/atom) / reported",
-        "Formation energy (eV/atom) / computed",
+        "Formation energy (eV/atom)|reported",
+        "Formation energy (eV/atom)|computed",
     ]
-    assert fr["dtypes"]["Formation energy (eV/atom) / reported"] == "float64"
+    assert fr["dtypes"]["Formation energy (eV/atom)|reported"] == "float64"
     det = fr["detected"]
     assert det["page"] == 1 and det["caption"].startswith("Table 1:") and det["header_rows"] == 2
     assert 0.0 <= det["confidence"] <= 1.0 and det["header_by"] in ("model", "layout")
@@ -198,7 +198,7 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     assert {c["row"] for c in cells} == {None, 0, 1}  # the header and the two rows shown
     cell = next(c for c in cells if c["text"] == "-1.92")
     licoo2 = cell["anchor"]
-    assert cell["row"] == 1 and cell["column"] == "Formation energy (eV/atom) / computed" and licoo2["page"] == 1
+    assert cell["row"] == 1 and cell["column"] == "Formation energy (eV/atom)|computed" and licoo2["page"] == 1
     assert licoo2["chunk_id"].startswith("cell:") and len(licoo2["bbox"]) == 4
     for c in pcore.frames.cells("cathodes"):
         assert verify_anchor(pcore.rag, c["anchor"])["status"] == "ok", c

@@ -8,7 +8,7 @@ with a row label, :mod:`aisac_core.rag.pdftables`) is kept, with the confidence 
 model's own reading reported as the alternative. ``header_rows`` overrides both.
 
 Each table becomes one frame (``<name>:p<page>_t<k>``, the k-th table of that page; a PDF with one table: ``<name>``):
-header rows joined per column into the column names (`` / `` between levels), body rows as records, numbers written
+header rows joined per column into the column names (``|`` between levels, as for CSV and Excel), body rows as records, numbers written
 as text (``100 000``, ``1,234``) and statistical markers made numeric as for CSV
 (:func:`aisac_core.data.tablemodel.numbers_and_markers`). The frame's source options hold, for every non-empty cell,
 a *cell anchor* (:class:`aisac_core.evidence.anchor.Anchor` with ``bbox``; :func:`cell_anchor`) that
@@ -66,7 +66,7 @@ def _names(header: list[list[str]], width: int) -> list[str]:
             v = " ".join(row[c].split()) if c < len(row) else ""
             if v and (not parts or parts[-1] != v):
                 parts.append(v)
-        name = " / ".join(parts) or f"col_{c + 1}"
+        name = "|".join(parts) or f"col_{c + 1}"
         if name in seen:
             seen[name] += 1
             name = f"{name} ({seen[name]})"

@@ -82,9 +82,8 @@ async def load(
 ) -> AsIs[R.LoadResult]:
     """Load a table file into a named frame with its lineage (replacing one of that name), before the other data
     tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected`
-    (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives one frame per
-    table found in its text layer (page, caption, header confidence in `detected`); data_preview then lists each
-    shown cell's anchor (page, bbox, text) to cite, which rag_verify_anchor re-checks."""
+    (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives a frame per
+    table; data_preview lists each shown cell's anchor to cite (rag_verify_anchor re-checks it)."""
     sh: str | int | None = sheet
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
