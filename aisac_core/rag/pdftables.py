@@ -753,3 +753,18 @@ def _exact_texts(path: Any, tables: list[PdfTable]) -> None:
                 doc.close()
     except Exception:  # the parsed text stands when pdfium cannot read the page
         return
+
+
+def cell_holds(
+    res: Any, path: Any, page: int, bbox: tuple[float, float, float, float], chunk_sha256: str, text: str | None = None
+) -> bool:
+    """Whether ``page`` of a conversion result ``res`` (of the PDF at ``path``) holds a cell anchor's text inside
+    ``bbox``: the parsed text there, or the PDF's own characters there, has the sha256 ``chunk_sha256`` or equals
+    ``text`` up to whitespace and typographic variants (:func:`same_text`). The check of
+    :func:`aisac_core.rag.verify.verify_cell_anchor`."""
+    from aisac_core.hashing import sha256_text
+
+    for t in (cell_text_at(res, page, bbox), cell_text_at(res, page, bbox, path=path)):
+        if sha256_text(t) == chunk_sha256 or (text is not None and same_text(t, text)):
+            return True
+    return False

@@ -214,7 +214,7 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     from aisac_core.errors import resolve_in_roots
     from aisac_core.evidence.anchor import AnchorError
     from aisac_core.rag.formats import check_pdf, convert
-    from aisac_core.rag.pdftables import cell_text_at, page_segments, same_text
+    from aisac_core.rag.pdftables import cell_holds, cell_text_at, page_segments, same_text
 
     if text is not None and (not isinstance(text, str) or sha256_text(text) != a.chunk_sha256):
         raise AnchorError(
@@ -255,13 +255,12 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     page = int(a.page or 1)
     assert a.bbox is not None
     at_box = cell_text_at(res, page, a.bbox)
-    exact = cell_text_at(res, page, a.bbox, path=path)
 
     def holds(t: str) -> bool:
         return sha256_text(t) == a.chunk_sha256 or (isinstance(text, str) and same_text(t, text))
 
     unchanged = now == a.sha256
-    if holds(at_box) or holds(exact):
+    if cell_holds(res, path, page, a.bbox, a.chunk_sha256 or "", text if isinstance(text, str) else None):
         out["status"] = "ok" if unchanged else "file_changed"
         out["detail"] = (
             f"file unchanged (sha256 equal) and page {page} holds the cell text in the anchored box"
