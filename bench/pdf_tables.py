@@ -96,7 +96,8 @@ def aisac_tables(pdf: Path) -> tuple[list[EvalTable], float]:
     (:func:`aisac_core.rag.pdftables.cell_holds`), counted in :data:`ANCHORS` (not in the seconds)."""
     from aisac_core.hashing import sha256_text
     from aisac_core.rag.formats import convert
-    from aisac_core.rag.pdftables import cell_holds, find_tables
+    from aisac_core.rag.pdfpage import cell_holds
+    from aisac_core.rag.pdftables import find_tables
 
     t0 = time.perf_counter()
     res = convert(pdf, "pdf", "native")

@@ -30,20 +30,18 @@ from __future__ import annotations
 
 import re
 import statistics
-import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: a segment at least this share of the page width and with 6+ words is running text
-PROSE_WIDTH = 0.42
+from aisac_core.rag.pdfpage import PROSE_WIDTH, Segment, exact_texts, page_rulings, page_segments
+
 #: share of the page height at the top and at the bottom whose lines are running heads, not table lines
 MARGIN = 0.06
 #: rows a table needs
 MIN_TABLE_ROWS = 3
 #: share of a table's grid slots that hold text (below: the labels of a chart)
 MIN_FILL = 0.4
-#: words of a text line further apart than this many line heights are separate cells
-WORD_GAP = 1.0
 #: multi-segment lines a table needs
 MIN_ROWS = 2
 #: header lines above a table's first multi-segment line join it when closer than this many row pitches
@@ -65,25 +63,6 @@ SPAN_REACH = 3.0
 
 _FIGURE = re.compile(r"^(figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
 _CAPTION = re.compile(r"^(table|tab\.|exhibit|figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
-
-
-@dataclass
-class Segment:
-    """A run of text on one printed line: ``text`` and its box ``l, t, r, b`` (points, origin top-left)."""
-
-    text: str
-    l: float  # noqa: E741
-    t: float
-    r: float
-    b: float
-
-    @property
-    def h(self) -> float:
-        return max(0.5, self.b - self.t)
-
-    @property
-    def cy(self) -> float:
-        return (self.t + self.b) / 2
 
 
 @dataclass
@@ -362,8 +341,7 @@ _CONTINUES = re.compile(r"(-|,|\band|\bor|\bof|\bthe|\bin|\bfor|\bwith|\bto|/)$"
 
 
 def _body_rows(
-    body: list[list[tuple[Segment, int, int]]],
-    rules: list[float] = (),  # type: ignore[assignment]
+    body: list[list[tuple[Segment, int, int]]], rules: Sequence[float] = ()
 ) -> list[list[tuple[Segment, int, int]]]:
     """Body lines grouped into rows (module docstring, step 4); with :data:`MIN_RULES` row rulings or more, the lines
     between two rulings are one row."""
@@ -380,7 +358,7 @@ def _body_rows(
 
 
 def _spaced_rows(
-    body: list[list[tuple[Segment, int, int]]], rules: list[float]
+    body: list[list[tuple[Segment, int, int]]], rules: Sequence[float]
 ) -> list[list[tuple[Segment, int, int]]]:
     """Body lines grouped into rows by spacing and continuation cues; never across a ruling."""
     tops = [min(s.t for s, _, _ in ln) for ln in body]
@@ -463,7 +441,9 @@ def _header_extent(
     return n_head
 
 
-def _structure(page: int, lines: list[list[Segment]], rules: list[tuple[float, float, float]] = ()) -> PdfTable | None:  # type: ignore[assignment]
+def _structure(
+    page: int, lines: list[list[Segment]], rules: Sequence[tuple[float, float, float]] = ()
+) -> PdfTable | None:
     cols = _columns(lines)
     if len(cols) < 2:
         return None
@@ -527,107 +507,6 @@ def _structure(page: int, lines: list[list[Segment]], rules: list[tuple[float, f
     return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
 
 
-def _box(cell: Any, H: float) -> tuple[float, float, float, float]:
-    bb = cell.rect.to_bounding_box()
-    if bb.coord_origin.name != "TOPLEFT":
-        bb = bb.to_top_left_origin(page_height=H)
-    return min(bb.l, bb.r), min(bb.t, bb.b), max(bb.l, bb.r), max(bb.t, bb.b)
-
-
-def _split_words(
-    text: str, box: tuple[float, float, float, float], words: list[tuple[float, float, float, float, str]]
-) -> list[Segment]:
-    """A text line cut where its words are further apart than :data:`WORD_GAP` times the line height (docling-parse
-    joins table cells a few spaces apart into one line)."""
-    l, t, r, b = box  # noqa: E741
-    h = max(0.5, b - t)
-    inside = sorted(w for w in words if l - 1 <= (w[0] + w[2]) / 2 <= r + 1 and t - 1 <= (w[1] + w[3]) / 2 <= b + 1)
-    if len(inside) < 2:
-        return [Segment(text, l, t, r, b)]
-    parts: list[list[tuple[float, float, float, float, str]]] = [[inside[0]]]
-    for w in inside[1:]:
-        if w[0] - parts[-1][-1][2] > WORD_GAP * h:
-            parts.append([w])
-        else:
-            parts[-1].append(w)
-    if len(parts) == 1:
-        return [Segment(text, l, t, r, b)]
-    return [
-        Segment(" ".join(w[4] for w in p), p[0][0], min(w[1] for w in p), max(w[2] for w in p), max(w[3] for w in p))
-        for p in parts
-    ]
-
-
-def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
-    """Per page (1-based): width, height and the text segments of a docling native-pipeline conversion result: its
-    text lines, each cut at wide gaps between its words (:func:`_split_words`); vertical text is left out."""
-    out: dict[int, tuple[float, float, list[Segment]]] = {}
-    for page in res.pages:
-        pno = page.page_no if page.page_no >= 1 else page.page_no + 1
-        W, H = (page.size.width, page.size.height) if page.size else (612.0, 792.0)
-        segs: list[Segment] = []
-        pp = page.parsed_page
-        buckets: dict[int, list[tuple[float, float, float, float, str]]] = {}
-        for wc in (getattr(pp, "word_cells", None) or ()) if pp is not None else ():
-            wt = (wc.text or "").strip()
-            if wt:
-                bx = _box(wc, H)
-                buckets.setdefault(int((bx[1] + bx[3]) / 2 // 8), []).append((*bx, wt))
-        for cell in pp.textline_cells if pp is not None else ():
-            text = (cell.text or "").strip()
-            if not text:
-                continue
-            l, t, r, b = _box(cell, H)  # noqa: E741
-            if (b - t) > 1.5 * (r - l) and len(text) > 3:
-                continue  # vertical text
-            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d%?\s+[-+(]?\d", text):
-                segs.append(Segment(text, l, t, r, b))  # running text (justified: wide spaces), kept whole
-                continue
-            k = int((t + b) / 2 // 8)
-            near = [w for j in (k - 1, k, k + 1) for w in buckets.get(j, ())]
-            segs.extend(_split_words(text, (l, t, r, b), near))
-        out[pno] = (W, H, segs)
-    return out
-
-
-def page_rulings(path: Any) -> dict[int, list[tuple[float, float, float]]]:
-    """Horizontal rulings per page (1-based) of the PDF at ``path`` as ``(y, x0, x1)`` in points, origin top-left:
-    thin path objects (at most 2.5 pt high, at least 8 pt long) and the top and bottom edges of larger rectangles
-    (cell borders, shaded bands), read with pypdfium2. Rotated pages and unreadable files give none."""
-    out: dict[int, list[tuple[float, float, float]]] = {}
-    if path is None:
-        return out
-    try:
-        import pypdfium2 as pdfium
-        import pypdfium2.raw as pdfium_c
-        from docling.utils.locks import pypdfium2_lock
-
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for i in range(len(doc)):
-                    page = doc[i]
-                    if page.get_rotation() % 360:
-                        continue
-                    H = page.get_height()
-                    rules: list[tuple[float, float, float]] = []
-                    for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=4):
-                        x0, y0, x1, y1 = obj.get_bounds()
-                        w, h = x1 - x0, y1 - y0
-                        if w < 8:
-                            continue
-                        if h <= 2.5:
-                            rules.append((H - (y0 + y1) / 2, x0, x1))
-                        elif len(rules) < 5000:
-                            rules.extend(((H - y1, x0, x1), (H - y0, x0, x1)))
-                    out[i + 1] = rules[:5000]
-            finally:
-                doc.close()
-    except Exception:  # a page the table reader cannot read rulings of keeps its text-only reconstruction
-        return {}
-    return out
-
-
 def find_tables(res: Any) -> list[PdfTable]:
     """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
     each with the caption found next to it."""
@@ -647,7 +526,10 @@ def find_tables(res: Any) -> list[PdfTable]:
             if t.caption and _FIGURE.match(t.caption):
                 continue  # the labels of a figure
             tables.append(t)
-    _exact_texts(getattr(getattr(res, "input", None), "file", None), tables)
+    cells = [c for t in tables for c in t.cells]
+    texts = exact_texts(getattr(getattr(res, "input", None), "file", None), [(c.page, c.bbox, c.text) for c in cells])
+    for c, text in zip(cells, texts):
+        c.text = text
     return tables
 
 
@@ -665,106 +547,3 @@ def _caption_near(lines: list[list[Segment]], t: PdfTable) -> str | None:
         if best is None or d < best[0]:
             best = (d, " ".join(x.text for x in ln))
     return best[1] if best else None
-
-
-def cell_text_at(
-    res: Any, page: int, bbox: tuple[float, float, float, float], slack: float = 1.5, path: Any = None
-) -> str:
-    """The text of the segments of ``page`` whose centre lies in ``bbox`` (grown by ``slack`` points), in reading
-    order, joined by spaces: what a cell anchor's box holds in a conversion result ``res``; with ``path``, the PDF's
-    own characters there (as :func:`find_tables` gives a cell's text: en dashes kept)."""
-    if path is not None:
-        probe = PdfTable(page=page, bbox=bbox, n_rows=1, n_cols=1, header_rows=0)
-        probe.cells = [TableCell(0, 0, 0, 0, cell_text_at(res, page, bbox, slack), page, bbox)]
-        _exact_texts(path, [probe])
-        return probe.cells[0].text
-    segs = page_segments(res).get(page, (0.0, 0.0, []))[2]
-    l, t, r, b = bbox[0] - slack, bbox[1] - slack, bbox[2] + slack, bbox[3] + slack  # noqa: E741
-    inside = [s for s in segs if l <= (s.l + s.r) / 2 <= r and t <= s.cy <= b]
-    inside.sort(key=lambda x: (round(x.cy / 2), x.l))
-    return " ".join(s.text for s in inside)
-
-
-#: typographic variants one text extractor keeps and another folds (dashes, minus, quotes)
-_FOLD = str.maketrans(
-    {
-        "\u2010": "-",
-        "\u2011": "-",
-        "\u2012": "-",
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u2015": "-",
-        "\u2212": "-",
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u00ad": "",
-    }
-)
-
-
-def folded(text: str) -> str:
-    """``text`` compared across extractors: NFKC (ligatures), dashes and minus as ``-``, curly quotes straight, soft
-    hyphens and every whitespace removed."""
-    return "".join(unicodedata.normalize("NFKC", text).translate(_FOLD).split())
-
-
-def same_text(a: str, b: str) -> bool:
-    """Whether two cell texts are equal once whitespace is removed and typographic variants folded (:func:`folded`;
-    the comparison of the ICDAR 2013 structure metric, without its case folding: a changed letter case is a changed
-    value)."""
-    return folded(a) == folded(b)
-
-
-def _exact_texts(path: Any, tables: list[PdfTable]) -> None:
-    """Each cell's text as the PDF's own characters, read with pdfium inside the cell's box, where it equals the
-    parsed text up to typographic variants (:func:`folded`): docling-parse reads an en dash as a hyphen."""
-    if path is None or not tables:
-        return
-    try:
-        import pypdfium2 as pdfium
-        from docling.utils.locks import pypdfium2_lock
-
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for pno in sorted({t.page for t in tables}):
-                    page = doc[pno - 1]
-                    if page.get_rotation() % 360:
-                        continue
-                    H = page.get_height()
-                    tp = page.get_textpage()
-                    for t in tables:
-                        if t.page != pno:
-                            continue
-                        for c in t.cells:
-                            l, top, r, b = c.bbox  # noqa: E741
-                            raw = tp.get_text_bounded(
-                                left=l - 0.5, bottom=H - b - 0.5, right=r + 0.5, top=H - top + 0.5
-                            )
-                            exact = " ".join(raw.split())
-                            if exact != c.text and folded(exact) == folded(c.text):
-                                c.text = exact
-            finally:
-                doc.close()
-    except Exception:  # the parsed text stands when pdfium cannot read the page
-        return
-
-
-def cell_holds(
-    res: Any, path: Any, page: int, bbox: tuple[float, float, float, float], chunk_sha256: str, text: str | None = None
-) -> bool:
-    """Whether ``page`` of a conversion result ``res`` (of the PDF at ``path``) holds a cell anchor's text inside
-    ``bbox``: the parsed text there, or the PDF's own characters there, has the sha256 ``chunk_sha256`` or equals
-    ``text`` up to whitespace and typographic variants (:func:`same_text`). The check of
-    :func:`aisac_core.rag.verify.verify_cell_anchor`."""
-    from aisac_core.hashing import sha256_text
-
-    for t in (cell_text_at(res, page, bbox), cell_text_at(res, page, bbox, path=path)):
-        if sha256_text(t) == chunk_sha256 or (text is not None and same_text(t, text)):
-            return True
-    return False

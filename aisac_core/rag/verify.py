@@ -214,7 +214,7 @@ def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
     from aisac_core.errors import resolve_in_roots
     from aisac_core.evidence.anchor import AnchorError
     from aisac_core.rag.formats import check_pdf, convert
-    from aisac_core.rag.pdftables import cell_holds, cell_text_at, page_segments, same_text
+    from aisac_core.rag.pdfpage import cell_holds, cell_text_at, page_segments, same_text
 
     if text is not None and (not isinstance(text, str) or sha256_text(text) != a.chunk_sha256):
         raise AnchorError(
