@@ -441,6 +441,30 @@ def _header_extent(
     return n_head
 
 
+def _merge_overlapping(cells: list[TableCell]) -> list[TableCell]:
+    """Cells of one row whose boxes overlap by half the narrower one's width (a formula's pieces printed over each
+    other) become one cell, so that each cell's box holds its text alone (its anchor re-verifies)."""
+    out: list[TableCell] = []
+    for c in sorted(cells, key=lambda x: (x.row, x.col)):
+        p = out[-1] if out and out[-1].row == c.row else None
+        if p is not None:
+            ov = min(p.bbox[2], c.bbox[2]) - max(p.bbox[0], c.bbox[0])
+            vo = min(p.bbox[3], c.bbox[3]) - max(p.bbox[1], c.bbox[1])
+            narrow = min(p.bbox[2] - p.bbox[0], c.bbox[2] - c.bbox[0])
+            if ov > 0.5 * narrow and vo > 0:
+                p.col_end = max(p.col_end, c.col_end)
+                p.text = f"{p.text} {c.text}"
+                p.bbox = (
+                    min(p.bbox[0], c.bbox[0]),
+                    min(p.bbox[1], c.bbox[1]),
+                    max(p.bbox[2], c.bbox[2]),
+                    max(p.bbox[3], c.bbox[3]),
+                )
+                continue
+        out.append(c)
+    return out
+
+
 def _structure(
     page: int, lines: list[list[Segment]], rules: Sequence[tuple[float, float, float]] = ()
 ) -> PdfTable | None:
@@ -497,6 +521,7 @@ def _structure(
                     ),
                 )
             )
+    cells = _merge_overlapping(cells)
     segs_all = [s for ln in lines for s in ln]
     bbox = (
         min(s.l for s in segs_all),
