@@ -441,11 +441,13 @@ def _header_extent(
     return n_head
 
 
-def _merge_overlapping(cells: list[TableCell]) -> list[TableCell]:
+def _merge_overlapping(cells: list[TableCell], segs: list[list[Segment]]) -> list[TableCell]:
     """Cells of one row whose boxes overlap by half the narrower one's width (a formula's pieces printed over each
-    other) become one cell, so that each cell's box holds its text alone (its anchor re-verifies)."""
+    other) become one cell, its text in reading order, so that each cell's box holds its text alone (its anchor
+    re-verifies). ``segs``: each cell's segments."""
     out: list[TableCell] = []
-    for c in sorted(cells, key=lambda x: (x.row, x.col)):
+    out_segs: list[list[Segment]] = []
+    for c, cs in sorted(zip(cells, segs), key=lambda x: (x[0].row, x[0].col)):
         p = out[-1] if out and out[-1].row == c.row else None
         if p is not None:
             ov = min(p.bbox[2], c.bbox[2]) - max(p.bbox[0], c.bbox[0])
@@ -453,7 +455,8 @@ def _merge_overlapping(cells: list[TableCell]) -> list[TableCell]:
             narrow = min(p.bbox[2] - p.bbox[0], c.bbox[2] - c.bbox[0])
             if ov > 0.5 * narrow and vo > 0:
                 p.col_end = max(p.col_end, c.col_end)
-                p.text = f"{p.text} {c.text}"
+                out_segs[-1] = sorted(out_segs[-1] + cs, key=lambda x: (round(x.cy / 2), x.l))
+                p.text = " ".join(x.text for x in out_segs[-1])
                 p.bbox = (
                     min(p.bbox[0], c.bbox[0]),
                     min(p.bbox[1], c.bbox[1]),
@@ -462,6 +465,7 @@ def _merge_overlapping(cells: list[TableCell]) -> list[TableCell]:
                 )
                 continue
         out.append(c)
+        out_segs.append(list(cs))
     return out
 
 
@@ -493,6 +497,7 @@ def _structure(
     header_rows = len(rows)
     rows.extend(_body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else []))
     cells: list[TableCell] = []
+    cell_segs: list[list[Segment]] = []
     for r, row in enumerate(rows):
         by_slot: dict[tuple[int, int], list[Segment]] = {}
         for s, a, b in row:
@@ -505,6 +510,7 @@ def _structure(
                 a = b = next((c for c in range(a, b + 1) if c not in taken), a)
             taken.update(range(a, b + 1))
             segs.sort(key=lambda x: (round(x.cy / 2), x.l))
+            cell_segs.append(segs)
             cells.append(
                 TableCell(
                     row=r,
@@ -521,7 +527,7 @@ def _structure(
                     ),
                 )
             )
-    cells = _merge_overlapping(cells)
+    cells = _merge_overlapping(cells, cell_segs)
     segs_all = [s for ln in lines for s in ln]
     bbox = (
         min(s.l for s in segs_all),
