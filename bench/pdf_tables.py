@@ -5,7 +5,8 @@ Competition set, scored with the competition's adjacency relations (:mod:`bench.
 ``<name>-reg.xml`` / ``<name>-str.xml`` beside them, in any sub-folder; ``…a``/``…b`` ground truths allowed) or a data
 folder holding one at ``pdf_tables/icdar2013``. The documents the thresholds were chosen on (:data:`DEV_NAMES`: two
 thirds of the shared dev portion, split by document with :func:`split`) are reported apart, so on the shared folder the
-held-out figures are those of the other third, and on any other folder every document counts as held out.
+held-out figures are those of the other third; in any other folder a document named like one of them is reported
+with the development documents and every other document counts as held out.
 
 Prints, per method (aisac's reconstruction; pdfplumber's table finder when pdfplumber is installed, for the choice):
 table regions (precision / recall / F1 at IoU >= 0.5), adjacency-relation precision / recall / F1 of detection and
@@ -258,6 +259,10 @@ def run(ctx: Context) -> dict[str, Any]:
     )
     main = results.get("aisac/held-out") or results.get("aisac/dev")
     assert main is not None
+    if "aisac/held-out" not in results:
+        console.print(
+            "[yellow]note[/yellow]: no held-out document in this folder: the summary gives development figures"
+        )
     # the weakest documents of the development part (where the thresholds are chosen; the held-out ones are not shown
     # one by one, so that nobody tunes on them), or of the whole folder when it has no development documents
     shown = results.get("aisac/dev") or main

@@ -271,3 +271,23 @@ def test_page_image_highlights_a_cell_box(table_pdf: Path, tmp_path: Path) -> No
     # a box off the page highlights nothing, and says so
     off = evidence_page(table_pdf, 1, cell.text, cache_dir=tmp_path / "cache", width=595, box=(900, 900, 950, 950))
     assert off is not None and not off.found and off.rects == []
+
+
+def test_benchmark_scores_any_folder_in_the_competition_format(shared_data: Path, tmp_path: Path) -> None:
+    """``python -m bench --only pdf_tables --data DIR`` on a folder holding one competition document (a development
+    document of the shared portion, so it is reported as one), and every extracted cell's anchor re-verifies."""
+    import shutil
+
+    from bench.common import Context
+    from bench.pdf_tables import run
+
+    src = shared_data / "pdf_tables" / "icdar2013" / "competition-dataset-eu"
+    if not (src / "eu-016.pdf").is_file():
+        pytest.skip("no ICDAR 2013 portion in ../shared/data")
+    for name in ("eu-016.pdf", "eu-016-str.xml", "eu-016-reg.xml"):
+        shutil.copy(src / name, tmp_path / name)
+    out = run(Context(data_dir=tmp_path, results_dir=tmp_path / "results"))
+    main = out["results"]["aisac/dev"]
+    assert main["documents"] == 1 and "aisac/held-out" not in out["results"]
+    assert main["micro"]["truth"] == 274 and main["micro"]["f1"] >= 0.95
+    assert main["anchors"]["checked"] > 0 and main["anchors"]["verified"] == main["anchors"]["checked"]
