@@ -291,3 +291,27 @@ def test_benchmark_scores_any_folder_in_the_competition_format(shared_data: Path
     assert main["documents"] == 1 and "aisac/held-out" not in out["results"]
     assert main["micro"]["truth"] == 274 and main["micro"]["f1"] >= 0.95
     assert main["anchors"]["checked"] > 0 and main["anchors"]["verified"] == main["anchors"]["checked"]
+
+
+def test_text_placed_far_off_the_page_is_harmless(tmp_path: Path) -> None:
+    """A hostile PDF drawing one value at x = 1e9 points: the table is still read (the value is not on the page), and
+    no buffer grows with the coordinate (the column projection spans at most MAX_SPAN points)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from aisac_core.rag.formats import convert
+    from aisac_core.rag.pdftables import MAX_SPAN, find_tables
+
+    path = tmp_path / "far.pdf"
+    c = canvas.Canvas(str(path), pagesize=A4)
+    y = 700
+    for k in range(6):
+        c.drawString(90, y, f"row{k}")
+        c.drawString(220, y, f"{k}.5")
+        c.drawString(1e9 if k == 2 else 330, y, f"{k}.7")
+        y -= 14
+    c.showPage()
+    c.save()
+    (t,) = find_tables(convert(path, "pdf", "native"))
+    assert t.n_rows == 6 and t.n_cols == 3 and t.grid()[2] == ["row2", "2.5", ""]
+    assert MAX_SPAN <= 20_000

@@ -36,6 +36,8 @@ from typing import Any
 
 from aisac_core.rag.pdfpage import PROSE_WIDTH, Segment, exact_texts, page_rulings, page_segments
 
+#: widest x-range (points) a table's column projection covers (a page is at most 14,400 pt wide: PDF 32000-1 Annex C)
+MAX_SPAN = 15_000
 #: share of the page height at the top and at the bottom whose lines are running heads, not table lines
 MARGIN = 0.06
 #: rows a table needs
@@ -279,7 +281,8 @@ def _projection_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]
     if not any(len(ln) >= 2 for ln in lines):
         return []
     lo = int(min(s.l for ln in lines for s in ln))
-    hi = int(max(s.r for ln in lines for s in ln)) + 2
+    # a hostile PDF may place text far off the page: the projection spans at most MAX_SPAN points
+    hi = min(int(max(s.r for ln in lines for s in ln)) + 2, lo + MAX_SPAN)
     cover = [0] * (hi - lo + 1)
     for ln in lines:
         seen = [False] * len(cover)
