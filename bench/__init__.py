@@ -49,6 +49,9 @@ Parts (each selectable with ``--only``):
 - ``cell_types`` (:mod:`bench.cell_types`): the learned line classifier of table structure on annotated tables
   (``--data DIR``: any folder in the shared ``cell_types`` format): line accuracy, macro F1 per class, tables
   right, the sheet confidence's ECE and reliability table.
+- ``pdf_tables`` (:mod:`bench.pdf_tables`): tables read out of PDFs (:mod:`aisac_core.rag.pdftables`) on the ICDAR
+  2013 Table Competition set (``--data DIR``: any folder in its format): region P/R/F1 and the competition's
+  adjacency-relation F1 per document and pooled, held-out and development documents apart, beside published figures.
 - ``support``  (:mod:`bench.support`): the learned support judge on SciFact claims with their cited abstracts
   (held-out part of the shared claims, or ``--claims FILE --corpus FILE``): rationale selection, sentence- and
   abstract-level F1 beside VeriSci's, "supported" precision, ECE, no-evidence abstention, ms per citation.
@@ -77,6 +80,7 @@ PARTS = (
     "tools",
     "sheets",
     "cell_types",
+    "pdf_tables",
     "load",
     "answers",
     "support",

@@ -187,7 +187,7 @@ def test_a_plugin_loader_with_a_bad_result_is_a_clear_error(tmp_path):
         read_table(bad, f)
     with pytest.raises(DataError, match=r"loader for \.lab \(.*raising\) cannot read x\.lab: ValueError: line 1"):
         read_table(raising, f)
-    with pytest.raises(DataError, match=r"header_rows applies to CSV and Excel files only"):
+    with pytest.raises(DataError, match=r"header_rows applies to CSV, Excel and PDF tables only"):
         read_table(bad, f, header_rows=1)
 
 

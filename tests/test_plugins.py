@@ -94,9 +94,10 @@ def test_builtins_register_through_the_hooks(base):
     from aisac_servers.serving.suite import suite_servers
 
     assert tuple(literature_sources()) == SOURCES
-    # the built-in formats' loaders come through the hook too: one per suffix of the one suffix table
+    # the built-in formats' loaders come through the hook too: one per suffix of the one suffix table, and the
+    # tables of a PDF (.pdf is a document type for the indexer, so it is not in TABLE_FORMATS)
     assert table_loaders(make_plugin_manager()) == builtin_table_loaders()
-    assert set(builtin_table_loaders()) == set(TABLE_FORMATS)
+    assert set(builtin_table_loaders()) == set(TABLE_FORMATS) | {".pdf"}
     app = AppContext(base)
     try:
         assert list(suite_servers(app)) == list(BUILTIN_SERVERS)  # no project: no project server

@@ -224,12 +224,16 @@ class FrameRegistry:
             "created_at": e.created_at.isoformat() if e.created_at else None,
         }
         if e.kind == "file":
+            options = json.loads(e.options_json)
+            if isinstance(options, dict) and "cells" in options:  # a PDF table's cell anchors: data_preview shows them
+                options = {k: v for k, v in options.items() if k != "cells"}
+                options["cell_anchors"] = len(json.loads(e.options_json)["cells"])
             out["source"] = {
                 "path": e.source_path,
                 "sha256": e.source_sha256,
                 "format": e.format,
                 "sheet": e.sheet,
-                "options": json.loads(e.options_json),
+                "options": options,
             }
         else:
             out["parent"] = e.parent
@@ -369,9 +373,27 @@ class FrameRegistry:
             InspectResult, inspect_workbook(p, sheet, SheetLimits(int(s.max_sheet_cells), int(s.max_merged_cells)))
         )
 
+    def cells(self, name: str) -> list[dict[str, Any]]:
+        """The cells of a frame read out of a PDF table (:mod:`aisac_core.data.pdftables`), one per non-empty cell:
+        ``{row, column, text, anchor}``: ``row`` the frame's 0-based row (None for a header cell), ``column`` the frame
+        column, ``text`` the cell text, ``anchor`` its :class:`~aisac_core.evidence.anchor.Anchor` (with ``bbox``)
+        that ``rag_verify_anchor`` re-checks. ``[]`` for any other frame.
+
+        Raises:
+            DataError: no frame of that name."""
+        with self._lock:
+            if name in self._results:
+                return []
+        e = self._entry(name)
+        if e.kind != "file" or e.format != "pdf":
+            return []
+        cells = json.loads(e.options_json).get("cells") or []
+        return [c for c in cells if isinstance(c, dict)]
+
     def preview(self, name: str, n: int = 10, where: str = "head") -> PreviewResult:
-        """``{name, where, n, shape: [rows, cols], dtypes, rows: [records]}``; where = head | tail | sample
-        (sample: ``DataFrame.sample(random_state=0)``, reproducible). n: 1..500."""
+        """``{name, where, n, shape: [rows, cols], dtypes, rows: [records], cells?}``; where = head | tail | sample
+        (sample: ``DataFrame.sample(random_state=0)``, reproducible). n: 1..500. ``cells``, for a frame read out of
+        a PDF table: the cell anchors (:meth:`cells`) of the header and of the rows shown."""
         if not 1 <= int(n) <= 500:
             raise DataError(f"n must be 1..500, got {n}")
         if where not in ("head", "tail", "sample"):
@@ -384,7 +406,7 @@ class FrameRegistry:
             if where == "tail"
             else df.sample(min(n, len(df)), random_state=0)
         )
-        return {
+        out: PreviewResult = {
             "name": name,
             "where": where,
             "n": len(part),
@@ -392,6 +414,11 @@ class FrameRegistry:
             "dtypes": _dtypes(df),
             "rows": _json_rows(part),
         }
+        shown = {int(i) for i in part.index if isinstance(i, int) or hasattr(i, "__index__")}
+        cells = [c for c in self.cells(name) if c.get("row") is None or c.get("row") in shown]
+        if cells:
+            out["cells"] = cells
+        return out
 
     def describe(self, name: str, columns: list[str] | None = None) -> DescribeResult:
         """Per-column statistics: ``{name, shape, columns: {col: {dtype, count, nulls, mean?, std?, min?, 25%?,

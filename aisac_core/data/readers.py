@@ -31,12 +31,12 @@ LoadedTable = tuple["str | None", "pd.DataFrame | None", dict[str, Any], list[st
 LOAD_OPTIONS = ("sheet", "cell_range", "tidy", "skip_rows", "header_rows")
 #: the error when a loader does not take an option that was given (the built-in loaders' terms)
 _NOT_TAKEN = {
-    "sheet": "sheet applies to workbooks only (.xlsx .xlsm .xls .ods); {name} is {fmt}",
+    "sheet": "sheet applies to workbooks (.xlsx .xlsm .xls .ods) and PDF tables only; {name} is {fmt}",
     "cell_range": "range applies to Excel workbooks only; {name} is {fmt}: use skip_rows and header_rows for "
     "delimited text",
     "tidy": "tidy applies to Excel workbooks only; {name} is {fmt}",
     "skip_rows": "skip_rows applies to CSV and Excel files only",
-    "header_rows": "header_rows applies to CSV and Excel files only",
+    "header_rows": "header_rows applies to CSV, Excel and PDF tables only",
 }
 
 
@@ -121,6 +121,12 @@ def _read_json(path: Path) -> list[LoadedTable]:
     return [(None, load_json(path, lines=False), {}, [])]
 
 
+def _read_pdf(path: Path, *, sheet: str | int | None = None, header_rows: int | None = None) -> list[LoadedTable]:
+    from aisac_core.data.pdftables import read_pdf_tables
+
+    return read_pdf_tables(path, sheet=sheet, header_rows=header_rows)
+
+
 def _read_jsonl(path: Path) -> list[LoadedTable]:
     return [(None, load_json(path, lines=True), {}, [])]
 
@@ -133,13 +139,16 @@ BUILTIN_LOADERS: dict[str, TableLoader] = {
     "parquet": TableLoader("parquet", _read_parquet),
     "json": TableLoader("json", _read_json),
     "jsonl": TableLoader("jsonl", _read_jsonl),
+    # tables read out of a PDF's text layer, every cell anchored (aisac_core.data.pdftables)
+    "pdf": TableLoader("pdf", _read_pdf, frozenset({"sheet", "header_rows"})),
 }
 
 
 def builtin_table_loaders() -> dict[str, TableLoader]:
     """``{".suffix": loader}`` of the built-in formats: every suffix of the one suffix table
-    (:data:`~aisac_core.rag.formats.TABLE_FORMATS`) with its kind's loader."""
-    return {suffix: BUILTIN_LOADERS[kind] for suffix, kind in TABLE_FORMATS.items()}
+    (:data:`~aisac_core.rag.formats.TABLE_FORMATS`) with its kind's loader, and ``.pdf`` (the tables of a PDF,
+    :mod:`aisac_core.data.pdftables`; a PDF is a document to the indexer and a set of tables to ``data_load``)."""
+    return {**{suffix: BUILTIN_LOADERS[kind] for suffix, kind in TABLE_FORMATS.items()}, ".pdf": BUILTIN_LOADERS["pdf"]}
 
 
 def loader_format(loader: Callable[..., Any]) -> str:

@@ -84,6 +84,15 @@ class PreviewResult(TypedDict):
     shape: list[int]
     dtypes: dict[str, str]
     rows: Rows
+    cells: NotRequired[
+        Annotated[
+            list[dict[str, Any]],
+            Field(
+                description="a PDF table's cells (header and shown rows): {row, column, text, anchor}; cite the "
+                "anchor (page, bbox); rag_verify_anchor re-checks it"
+            ),
+        ]
+    ]
 
 
 @with_config(_CLOSED)

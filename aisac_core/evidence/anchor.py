@@ -4,7 +4,9 @@ An anchor names a chunk (``chunk_id``) of a document (``doc_id``, ``path``), the
 was indexed (``sha256``), where the passage sits (``section``, ``page``, ``char_span`` in the parsed text) and the
 sha256 of the chunk's text (``chunk_sha256``), plus the search ``score`` when it came from a search, and, when a
 citation quotes part of the chunk, ``quote_span``: ``[start, end]`` character offsets of the quoted sentence(s) inside
-the chunk's text (the chunk hash still names the chunk; the span says which words of it support the claim). Both hashes make
+the chunk's text (the chunk hash still names the chunk; the span says which words of it support the claim). A *table
+cell anchor* names one cell of a table read out of a PDF (:mod:`aisac_core.rag.pdftables`): ``chunk_id`` is
+``cell:<table id>:r<row>c<col>``, ``chunk_sha256`` the sha256 of the cell's text, and ``bbox`` its box on ``page``. Both hashes make
 it verifiable later: re-hash the file, look for a chunk with the same text hash. Indexing writes the fields into each
 chunk's payload, search turns a payload into an :class:`Anchor`, the trace finds anchors in tool results
 (:func:`find_anchors`), the evaluator and the dashboard read them.
@@ -51,6 +53,8 @@ class Anchor:
     source: str | None = None
     #: the mean OCR word confidence of the passage (0-1), for ``source == "ocr"``
     ocr_confidence: float | None = None
+    #: a table cell's box on its ``page`` ``(l, t, r, b)`` in PDF points, origin top-left (cell anchors only)
+    bbox: tuple[float, float, float, float] | None = None
 
     @classmethod
     def from_payload(cls, chunk_id: str, payload: dict[str, Any], score: float | None = None) -> Anchor:
@@ -103,6 +107,20 @@ class Anchor:
                 "anchor quote_span must be [start, end]: two integers, 0 <= start < end, character offsets of the "
                 "quoted sentence inside the chunk text (or leave it out)"
             )
+        bb = obj.get("bbox")
+        if bb is not None and not (
+            isinstance(bb, (list, tuple))
+            and len(bb) == 4
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x == x for x in bb)
+            and bb[0] <= bb[2]
+            and bb[1] <= bb[3]
+        ):
+            raise AnchorError(
+                "anchor bbox must be [l, t, r, b]: four numbers in PDF points, origin top-left, l <= r and t <= b "
+                "(the bbox of a table cell anchor; or leave it out)"
+            )
+        if bb is not None and not (isinstance(obj.get("page"), int) and obj["page"] >= 1):
+            raise AnchorError("a table cell anchor (one with a bbox) needs its page: a 1-based integer")
         span = obj.get("char_span")
         span_t = (span[0], span[1]) if isinstance(span, (list, tuple)) and len(span) == 2 else (None, None)
         conf = obj.get("ocr_confidence")
@@ -122,6 +140,7 @@ class Anchor:
             ocr_confidence=float(conf)
             if ocr and isinstance(conf, (int, float)) and not isinstance(conf, bool)
             else None,
+            bbox=(float(bb[0]), float(bb[1]), float(bb[2]), float(bb[3])) if bb is not None else None,
         )
 
     def key(self) -> tuple[str | None, str | None, str | None]:
@@ -147,6 +166,8 @@ class Anchor:
         if self.source == "ocr":
             out["source"] = "ocr"
             out["ocr_confidence"] = self.ocr_confidence
+        if self.bbox is not None:
+            out["bbox"] = [round(x, 2) for x in self.bbox]
         return out
 
 

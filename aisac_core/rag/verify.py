@@ -81,6 +81,8 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
         BadPathError: the anchor's ``path`` (used without ``doc_id``) is empty, holds a NUL byte or is a loop.
     """
     a = Anchor.parse(anchor)  # raises AnchorError naming what is missing
+    if a.bbox is not None:
+        return verify_cell_anchor(parts, a, anchor.get("text"))
     chunk_id = a.chunk_id
     want_sha, want_chunk = a.sha256, a.chunk_sha256
     doc_id = a.doc_id or doc_id_of_path(a.path, what="anchor path")  # type: ignore[arg-type]  # doc_id or path
@@ -191,4 +193,96 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
             "the file changed since the anchor was made (sha256 differs) and the anchored passage "
             "is no longer in it" + ("" if text is not None else " (no chunk of the current version has its text hash)")
         )
+    return out
+
+
+def verify_cell_anchor(parts: RagParts, a: Anchor, text: Any) -> Verification:
+    """Check a table cell anchor (:class:`Anchor` with ``bbox``; made by :func:`aisac_core.data.pdftables.
+    cell_anchor`) against the PDF on disk: the file is re-hashed and its page re-read; the text inside the cell's box
+    (the parsed segments', and the PDF's own characters there) must have the sha256 ``chunk_sha256``, or equal the
+    optional ``text`` up to whitespace and typographic variants.
+
+    The file is the indexed document ``doc_id`` when the index holds it, else the anchor's ``path`` resolved inside the
+    registered roots (an anchor's path is never opened outside them).
+
+    Returns the :func:`verify_anchor` result: ``ok`` (file unchanged, the box holds the text), ``file_changed`` (the
+    file changed but the text is still at that box, or elsewhere on the page: detail says which), ``chunk_changed``
+    (the box no longer holds the text, or the file changed and the page lacks it), ``missing`` (no such file).
+
+    Raises:
+        AnchorError: a ``text`` given whose sha256 is not the anchor's ``chunk_sha256``.
+        PathOutsideRootsError: an anchor path (of a file the index does not hold) outside the registered roots.
+    """
+    from aisac_core.errors import resolve_in_roots
+    from aisac_core.evidence.anchor import AnchorError
+    from aisac_core.rag.formats import check_pdf, convert
+    from aisac_core.rag.pdfpage import cell_holds, cell_text_at, page_segments, same_text
+
+    if text is not None and (not isinstance(text, str) or sha256_text(text) != a.chunk_sha256):
+        raise AnchorError(
+            "the anchor's 'text' is not the cell text its chunk_sha256 names: pass the anchor as data_preview or "
+            "the answer gave it (or leave 'text' out)"
+        )
+    out: Verification = {
+        "status": "missing",
+        "chunk_id": a.chunk_id,
+        "doc_id": a.doc_id,
+        "path": a.path,
+        "detail": "",
+        "sha256_now": None,
+        "current_chunk_id": None,
+    }
+    got = get_document(parts, a.doc_id) if a.doc_id else None
+    if got is not None:
+        path = Path(got[0].path)
+    elif a.path:
+        s = parts.settings
+        path = resolve_in_roots(a.path, [*s.rag.roots, *s.rag.catalog_roots], what="anchor path")
+    else:
+        out["detail"] = f"document {a.doc_id} is not in the index and the anchor names no path"
+        return out
+    out["path"] = str(path)
+    try:
+        now = sha256_file(path)
+    except OSError as exc:
+        out["detail"] = f"the file {path} cannot be read ({exc})"
+        return out
+    out["sha256_now"] = now
+    try:
+        check_pdf(path)
+        res = convert(path, "pdf", "native")  # the tables are read from the native pipeline's text segments
+    except DocumentError as exc:
+        out["status"], out["detail"] = "chunk_changed", f"the file can no longer be read as a PDF: {exc}"
+        return out
+    page = int(a.page or 1)
+    assert a.bbox is not None
+    at_box = cell_text_at(res, page, a.bbox)
+
+    def holds(t: str) -> bool:
+        return sha256_text(t) == a.chunk_sha256 or (isinstance(text, str) and same_text(t, text))
+
+    unchanged = now == a.sha256
+    if cell_holds(res, path, page, a.bbox, a.chunk_sha256 or "", text if isinstance(text, str) else None):
+        out["status"] = "ok" if unchanged else "file_changed"
+        out["detail"] = (
+            f"file unchanged (sha256 equal) and page {page} holds the cell text in the anchored box"
+            if unchanged
+            else f"the file changed since the anchor was made (sha256 differs), but page {page} still holds the "
+            "cell text in the anchored box"
+        )
+        return out
+    segs = page_segments(res).get(page, (0.0, 0.0, []))[2]
+    elsewhere = any(holds(s.text) for s in segs)
+    if not unchanged and elsewhere:
+        out["status"] = "file_changed"
+        out["detail"] = (
+            f"the file changed (sha256 differs); the cell text is on page {page} but no longer in the anchored box"
+        )
+        return out
+    out["status"] = "chunk_changed"
+    out["detail"] = (
+        f"page {page} no longer holds the cell text in the anchored box (found there: {at_box[:80]!r})"
+        if unchanged
+        else "the file changed (sha256 differs) and the anchored page no longer holds the cell text"
+    )
     return out

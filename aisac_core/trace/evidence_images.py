@@ -24,7 +24,7 @@ class EvidenceImages:
 
     Only a file that is an indexed PDF of this store's manifest is rendered (the trace's anchors name paths; a
     path in a trace is never opened on trust), with the passage highlighted: the citation's quote, else the chunk
-    text. Images are cached under ``cache_dir`` (the trace service passes ``<data dir>/cache/pages``)."""
+    text; a table cell's box (``bbox`` of a cell anchor) is highlighted as it is. Images are cached under ``cache_dir`` (the trace service passes ``<data dir>/cache/pages``)."""
 
     def __init__(self, engine: Engine, cache_dir: Path) -> None:
         self.engine = engine
@@ -52,4 +52,12 @@ class EvidenceImages:
             return None
         if not str(card.get("path") or "").lower().endswith(".pdf") or not self._indexed(card):
             return None
-        return evidence_page(Path(card["path"]), page, passage, cache_dir=self.cache_dir)
+        bb = card.get("bbox")
+        box = (
+            (float(bb[0]), float(bb[1]), float(bb[2]), float(bb[3]))
+            if isinstance(bb, (list, tuple))
+            and len(bb) == 4
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bb)
+            else None
+        )
+        return evidence_page(Path(card["path"]), page, passage, cache_dir=self.cache_dir, box=box)

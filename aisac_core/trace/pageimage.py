@@ -164,7 +164,7 @@ def _scale(w_pt: float, h_pt: float, width: int) -> float:
 
 
 def _render_and_locate(
-    path: Path, page: int, passage: str, width: int
+    path: Path, page: int, passage: str, width: int, box: tuple[float, float, float, float] | None = None
 ) -> tuple[Any, list[tuple[int, int, int, int]], bool] | None:
     """Under the pdfium lock: open, render, locate. (PIL image, pixel rects, found), or None: not displayable."""
     with _PDFIUM_LOCK:
@@ -179,6 +179,12 @@ def _render_and_locate(
             if not all(math.isfinite(v) and v > 0 for v in (w_pt, h_pt)):
                 return None
             image = pg.render(scale=_scale(w_pt, h_pt, width), rev_byteorder=True).to_pil().convert("RGB")
+            if box is not None and all(math.isfinite(v) for v in box):
+                # a table cell: its box, top-left origin, into user space (y up from the media box's bottom)
+                x0, _y0, _x1, y1 = pg.get_mediabox()
+                rect = _to_pixels(pg, image.size, (x0 + box[0], y1 - box[3], x0 + box[2], y1 - box[1]))
+                rects = [rect] if rect[2] > rect[0] and rect[3] > rect[1] else []
+                return image, rects, bool(rects)
             tp = pg.get_textpage()
             codes = [pdfium_c.FPDFText_GetUnicode(tp, i) for i in range(min(tp.count_chars(), 500_000))]
             for i in range(len(codes) - 1):  # a UTF-16 surrogate pair (math italics): the code point on its first
@@ -263,7 +269,15 @@ def _write_cache(cache_dir: Path, key: str, result: PageImage) -> None:
         log.debug("evidence page cache %s not written: %s", cache_dir, exc)
 
 
-def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width: int = 900) -> PageImage | None:
+def evidence_page(
+    path: Path,
+    page: int,
+    passage: str,
+    *,
+    cache_dir: Path,
+    width: int = 900,
+    box: tuple[float, float, float, float] | None = None,
+) -> PageImage | None:
     """Render page ``page`` of the PDF ``path`` with ``passage`` highlighted.
 
     Args:
@@ -276,6 +290,8 @@ def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width
         cache_dir: folder of the PNG + JSON cache (created 0700; files 0600, written atomically).
         width: image width in pixels (16..4096); the height follows the page. A page taller than 4x its width,
             or an image above ~6 MP, is rendered smaller.
+        box: a table cell's box ``(l, t, r, b)`` in PDF points with the origin at the top left of the page's media
+            box (a cell anchor's ``bbox``): highlighted as it is, instead of searching for ``passage``.
 
     Returns:
         A :class:`PageImage`: PNG bytes, its size in pixels, the highlight rectangles ``(x0, y0, x1, y1)`` in image
@@ -299,7 +315,9 @@ def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width
         st = path.stat()
         key = hashlib.sha256(
             json.dumps(
-                [_CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns, page, norm, width], ensure_ascii=False
+                [_CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns, page, norm, width]
+                + ([[round(v, 2) for v in box]] if box is not None else []),
+                ensure_ascii=False,
             ).encode("utf-8")
         ).hexdigest()
         hit = _read_cache(cache_dir, key, page)  # only a readable PDF of this size and mtime has an entry
@@ -311,7 +329,7 @@ def evidence_page(path: Path, page: int, passage: str, *, cache_dir: Path, width
     except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: a symlink loop
         log.debug("evidence page %s: %s", path, exc)
         return None
-    if (done := _render_and_locate(path, page, norm, width)) is None:
+    if (done := _render_and_locate(path, page, norm, width, box)) is None:
         return None
     image, rects, found = done
     try:

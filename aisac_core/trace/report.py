@@ -135,6 +135,8 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
         # passages read by OCR from a page image say so (aisac_core.rag.ocr)
         "source": "ocr" if a.get("source") == "ocr" else None,
         "ocr_confidence": a.get("ocr_confidence") if a.get("source") == "ocr" else None,
+        # a table cell anchor's box on its page (points, origin top-left): the page image highlights it
+        "bbox": list(a["bbox"]) if isinstance(a.get("bbox"), (list, tuple)) and len(a["bbox"]) == 4 else None,
     }
 
 

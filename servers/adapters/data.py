@@ -61,11 +61,18 @@ def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
 )
 async def load(
     path: Annotated[
-        str, Field(description="file in a registered root: csv tsv txt xlsx xlsm xls ods parquet json jsonl")
+        str,
+        Field(
+            description="file in a registered root: csv tsv txt xlsx xlsm xls ods parquet json jsonl, or pdf (its tables)"
+        ),
     ],
     name: Annotated[str | None, Field(description="default: the file name")] = None,
     sheet: Annotated[
-        str | None, Field(description="Excel sheet name or 0-based index; default: every sheet, as <name>:<sheet>")
+        str | None,
+        Field(
+            description="Excel sheet name or 0-based index (PDF: table p<page>_t<k> or index); default: every "
+            "sheet/table, as <name>:<sheet>"
+        ),
     ] = None,
     header_rows: Annotated[int | None, Field(description="0-10, overrides detection")] = None,
     skip_rows: Annotated[int | None, Field(description="rows above the table to drop, overrides detection")] = None,
@@ -75,7 +82,8 @@ async def load(
 ) -> AsIs[R.LoadResult]:
     """Load a table file into a named frame with its lineage (replacing one of that name), before the other data
     tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected`
-    (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy."""
+    (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives a frame per
+    table; data_preview lists each shown cell's anchor to cite (rag_verify_anchor re-checks it)."""
     sh: str | int | None = sheet
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 

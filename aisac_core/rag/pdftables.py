@@ -1,0 +1,583 @@
+"""Tables of a PDF as grids of cells: regions found in the text layer, rows, columns and spanning headers recovered
+from the positions of the text segments.
+
+Input: the text segments of docling's model-free native pipeline (``parsed_page.textline_cells``: docling-parse splits
+a printed line at wide gaps, so the cells of a table row arrive as separate segments, each with its box). Steps, per
+page (coordinates in PDF points, origin top-left):
+
+1. **Lines**: segments whose vertical extents overlap by half the smaller height form one line; a *prose* segment
+   (at least :data:`PROSE_WIDTH` of the page wide and six words or more) is running text and never table material.
+2. **Regions**: a table is a run of lines with two or more non-prose segments ("multi-segment lines"), allowing single
+   segments inside it (wrapped labels, group rows) when a multi-segment line follows within the run's line pitch;
+   the run is extended upwards by header lines closer than :data:`HEADER_GAP` pitches and stops at a caption
+   ("Table 3:"), a prose line or a gap. A region needs :data:`MIN_ROWS` multi-segment lines and two columns.
+3. **Columns**: the union of the x-intervals of the segments of the region's body lines (those with the most common
+   larger number of segments); a segment overlapping several columns is a spanning cell; in the header a spanning
+   segment covers every column slot (gap midpoints as borders) it reaches into by :data:`SPAN_REACH` points.
+4. **Rows**: the header is the run of lines above the first line with a segment in the first column (when the top
+   left is empty); header lines without spanning segments are stacked per column into one row (a label printed on
+   several lines is one cell). In the body a line with segments in the first column and another column starts a
+   row; a line without a first-column segment, or with only one, joins the nearest row when closer than
+   :data:`JOIN_PITCH` of the row pitch (wrapped labels, values centred on a two-line label), else is a row of its own.
+
+Every cell keeps its page, its box (the union of its segments' boxes) and its text (segments joined by a space, in
+reading order). Measured on the ICDAR 2013 Table Competition set (Göbel et al., ICDAR 2013): ``python -m bench --only
+pdf_tables``; figures in docs/rag.md, "Tables in PDFs". The thresholds were chosen on the development documents of
+that set (``bench/pdf_tables.py``, split by document), not on the held-out ones.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aisac_core.rag.pdfpage import PROSE_WIDTH, Segment, exact_texts, page_rulings, page_segments
+
+#: widest x-range (points) a table's column projection covers (a page is at most 14,400 pt wide: PDF 32000-1 Annex C)
+MAX_SPAN = 15_000
+#: share of the page height at the top and at the bottom whose lines are running heads, not table lines
+MARGIN = 0.06
+#: rows a table needs
+MIN_TABLE_ROWS = 3
+#: share of a table's grid slots that hold text (below: the labels of a chart)
+MIN_FILL = 0.4
+#: multi-segment lines a table needs
+MIN_ROWS = 2
+#: header lines above a table's first multi-segment line join it when closer than this many row pitches
+HEADER_GAP = 1.6
+#: a gap larger than this many row pitches (top to top) ends a table
+BREAK_GAP = 2.6
+#: a single-segment line further than this many row pitches below the last table line starts something else
+SPLIT_GAP = 1.6
+#: row rulings (across half the table or more) that make the rulings, not the line spacing, delimit the rows
+MIN_RULES = 2
+#: ... and at least this share of the row boundaries the spacing rules find
+RULED_SHARE = 0.6
+#: a line without a first-column segment joins the nearest row when its centre is closer than this share of the pitch
+JOIN_PITCH = 0.75
+#: a column is x covered by segments of more than this share of a table's lines
+COLUMN_SUPPORT = 0.15
+#: a header segment spans a column slot it reaches into by at least this many points
+SPAN_REACH = 3.0
+
+_FIGURE = re.compile(r"^(figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
+_CAPTION = re.compile(r"^(table|tab\.|exhibit|figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
+
+
+@dataclass
+class TableCell:
+    """One cell of a recovered table: grid rows ``row..row_end`` and columns ``col..col_end`` (inclusive, 0-based),
+    its ``text`` (segments joined by spaces), its page (1-based) and its box ``(l, t, r, b)`` in PDF points with the
+    origin at the top left of the page."""
+
+    row: int
+    col: int
+    row_end: int
+    col_end: int
+    text: str
+    page: int
+    bbox: tuple[float, float, float, float]
+
+
+@dataclass
+class PdfTable:
+    """A table found on one page: its ``bbox`` (points, origin top-left), the ``caption`` printed above or below it
+    when one was found, the number of ``header_rows`` the layout put above the body, and its ``cells``."""
+
+    page: int
+    bbox: tuple[float, float, float, float]
+    n_rows: int
+    n_cols: int
+    header_rows: int
+    cells: list[TableCell] = field(default_factory=list)
+    caption: str | None = None
+
+    def grid(self) -> list[list[str]]:
+        """The table as ``n_rows`` lists of ``n_cols`` strings (a spanning cell's text in its top-left slot, "" in
+        the other slots it covers and in empty slots)."""
+        out = [["" for _ in range(self.n_cols)] for _ in range(self.n_rows)]
+        for c in self.cells:
+            out[c.row][c.col] = c.text
+        return out
+
+
+def _is_prose(s: Segment, width: float) -> bool:
+    return (s.r - s.l) >= PROSE_WIDTH * width and len(s.text.split()) >= 6
+
+
+def _lines(segs: list[Segment]) -> list[list[Segment]]:
+    """Segments grouped into printed lines (vertical overlap >= half the smaller height), top to bottom."""
+    lines: list[list[Segment]] = []
+    spans: list[tuple[float, float]] = []
+    for s in sorted(segs, key=lambda x: (x.cy, x.l)):
+        if lines:
+            t, b = spans[-1]
+            if min(b, s.b) - max(t, s.t) >= 0.5 * min(s.h, b - t):
+                lines[-1].append(s)
+                spans[-1] = (min(t, s.t), max(b, s.b))
+                continue
+        lines.append([s])
+        spans.append((s.t, s.b))
+    return [sorted(ln, key=lambda x: x.l) for ln in lines]
+
+
+def _top(ln: list[Segment]) -> float:
+    return min(s.t for s in ln)
+
+
+def _cy(ln: list[Segment]) -> float:
+    return (min(s.t for s in ln) + max(s.b for s in ln)) / 2
+
+
+def _paragraph_segments(lines: list[list[Segment]]) -> set[int]:
+    """Segments of a column of running text (a two-column page): five words or more, with another such segment
+    starting at the same left edge (2 pt) at most 2.5 line heights above or below."""
+    wordy = sorted((s for ln in lines for s in ln if len(s.text.split()) >= 5 and len(s.text) >= 30), key=lambda x: x.l)
+    out: set[int] = set()
+    for i, s in enumerate(wordy):
+        k = i + 1
+        while k < len(wordy) and wordy[k].l - s.l <= 2:
+            o = wordy[k]
+            if 0 < abs(o.t - s.t) <= 2.5 * s.h:
+                out.update((id(s), id(o)))
+            k += 1
+    return out
+
+
+def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment]]]:
+    """Runs of lines that form tables (module docstring, step 2); prose segments are dropped from the lines."""
+    para = _paragraph_segments(lines)
+    table_lines = [[s for s in ln if not _is_prose(s, width) and id(s) not in para] for ln in lines]
+    prose = [any(_is_prose(s, width) or id(s) in para for s in ln) for ln in lines]
+    multi = [len(ln) >= 2 for ln in table_lines]
+    n = len(lines)
+    used = [False] * n
+    out: list[list[list[Segment]]] = []
+    for k, ln in enumerate(table_lines):
+        if ln and _CAPTION.match(ln[0].text):  # a caption line is no table line, even when cut in two
+            multi[k] = False
+            prose[k] = True
+            table_lines[k] = []
+    i = 0
+    while i < n:
+        if not multi[i] or used[i]:
+            i += 1
+            continue
+        # grow downwards
+        block = [i]
+        j = i + 1
+        pitches: list[float] = []
+        skipped: list[int] = []
+        while j < n:
+            if prose[j] and not table_lines[j]:
+                x_lo = min(s.l for x in block for s in table_lines[x])
+                x_hi = max(s.r for x in block for s in table_lines[x])
+                if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]) and len(skipped) < 12:
+                    skipped.append(j)  # running text of the other column of the page, beside the table
+                    j += 1
+                    continue
+                break
+            if not table_lines[j]:
+                break
+            if _CAPTION.match(table_lines[j][0].text) and not multi[j]:
+                break
+            if not multi[j] and len(skipped) < 12:
+                x_lo = min(s.l for x in block if multi[x] for s in table_lines[x])
+                x_hi = max(s.r for x in block if multi[x] for s in table_lines[x])
+                if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]):
+                    skipped.append(j)  # a short line of the other column of the page
+                    j += 1
+                    continue
+            gap = _top(table_lines[j]) - _top(table_lines[block[-1]])
+            pitch = statistics.median(pitches) if pitches else 1.6 * table_lines[block[-1]][0].h
+            if gap > BREAK_GAP * pitch:
+                break
+            if multi[j]:
+                block.append(j)
+                pitches.append(gap)
+                j += 1
+                continue
+            # a single segment: kept when a multi-segment line follows closely, and not after a gap (a title between
+            # two stacked tables)
+            if gap > SPLIT_GAP * pitch:
+                break
+            k = j
+            while k < n and not multi[k] and table_lines[k] and not prose[k] and k - j < 3:
+                k += 1
+            if (
+                k < n
+                and multi[k]
+                and _top(table_lines[k]) - _top(table_lines[block[-1]]) <= BREAK_GAP * pitch * (k - j + 1)
+            ):
+                block.extend(range(j, k))
+                j = k
+                continue
+            break
+        n_multi = sum(multi[x] for x in block)
+        if n_multi < MIN_ROWS:
+            i = block[-1] + 1
+            continue
+        pitch = statistics.median(pitches) if pitches else 1.6 * table_lines[i][0].h
+        # header lines above
+        lo = min(s.l for x in block for s in table_lines[x])
+        hi = max(s.r for x in block for s in table_lines[x])
+        k = block[0] - 1
+        while k >= 0 and not used[k]:
+            tl = table_lines[k]
+            if not tl or prose[k] or _CAPTION.match(tl[0].text):
+                break
+            if _top(table_lines[block[0]]) - _top(tl) > HEADER_GAP * pitch * (1 if multi[k] else 0.9):
+                break
+            if min(s.l for s in tl) < lo - 0.1 * (hi - lo) or max(s.r for s in tl) > hi + 0.1 * (hi - lo):
+                break
+            if not any(s.l < hi and s.r > lo for s in tl):
+                break  # a note beside the table's columns ("(%)" over the right margin)
+            block.insert(0, k)
+            k -= 1
+        for x in block:
+            used[x] = True
+        out.append([table_lines[x] for x in block])
+        i = block[-1] + 1
+    return out
+
+
+def _union_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals as the union of the segments of the body lines (those with at least the median larger number of segments)."""
+    counts = [len(ln) for ln in lines if len(ln) >= 2]
+    if not counts:
+        return []
+    need = max(2, int(statistics.median(counts)))
+    ivs = sorted((s.l, s.r) for ln in lines if len(ln) >= need for s in ln)
+    cols: list[list[float]] = []
+    for lo, hi in ivs:
+        if cols and lo <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], hi)
+        else:
+            cols.append([lo, hi])
+    # widen the columns by the other lines' segments that overlap exactly one column
+    for ln in lines:
+        if len(ln) >= need:
+            continue
+        for s in ln:
+            hit = [k for k, (lo, hi) in enumerate(cols) if s.l < hi and s.r > lo]
+            if len(hit) == 1:
+                c = cols[hit[0]]
+                c[0], c[1] = min(c[0], s.l), max(c[1], s.r)
+    merged: list[list[float]] = []
+    for c in cols:
+        if merged and c[0] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], c[1])
+        else:
+            merged.append(list(c))
+    return [(c[0], c[1]) for c in merged]
+
+
+def _projection_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals: the runs of x covered by the segments of more than :data:`COLUMN_SUPPORT` of the lines (at
+    least one); a header spanning several columns, or a long label, covers a gap in a few lines only."""
+    if not any(len(ln) >= 2 for ln in lines):
+        return []
+    lo = int(min(s.l for ln in lines for s in ln))
+    # a hostile PDF may place text far off the page: the projection spans at most MAX_SPAN points
+    hi = min(int(max(s.r for ln in lines for s in ln)) + 2, lo + MAX_SPAN)
+    cover = [0] * (hi - lo + 1)
+    for ln in lines:
+        seen = [False] * len(cover)
+        for s in ln:
+            for x in range(int(s.l) - lo, min(len(cover), int(s.r) - lo + 1)):
+                seen[x] = True
+        for x, v in enumerate(seen):
+            cover[x] += v
+    need = max(1, int(COLUMN_SUPPORT * len(lines)))
+    cols: list[tuple[float, float]] = []
+    start: int | None = None
+    for x, c in enumerate(cover + [0]):
+        if c > need and start is None:
+            start = x
+        elif c <= need and start is not None:
+            cols.append((start + lo, x - 1 + lo + 1))
+            start = None
+    return cols
+
+
+def _columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals: the union of the body lines' segments (:func:`_union_columns`), each split where the
+    projection of those lines (:func:`_projection_columns`) finds two or more columns inside it (a header or a long
+    label that bridged a gap)."""
+    union = _union_columns(lines)
+    counts = [len(ln) for ln in lines if len(ln) >= 2]
+    need = max(2, int(statistics.median(counts))) if counts else 2
+    proj = _projection_columns([ln for ln in lines if len(ln) >= need])
+    out: list[tuple[float, float]] = []
+    for lo, hi in union:
+        inner = [(a, b) for a, b in proj if a >= lo - 1 and b <= hi + 1]
+        out.extend(inner if len(inner) >= 2 else [(lo, hi)])
+    if len(lines) >= 4:
+        # a column only one line has text in (a header label set off its column) is no column
+        support = [sum(any(s.l < hi and s.r > lo for s in ln) for ln in lines) for lo, hi in out]
+        kept = [c for c, n in zip(out, support) if n >= 2]
+        out = kept if len(kept) >= 2 else out
+    return out
+
+
+def _span(s: Segment, cols: list[tuple[float, float]], header: bool) -> tuple[int, int]:
+    hit = [k for k, (lo, hi) in enumerate(cols) if s.l < hi - 0.5 and s.r > lo + 0.5]
+    if not hit:
+        cx = (s.l + s.r) / 2
+        k = min(range(len(cols)), key=lambda k: min(abs(cx - cols[k][0]), abs(cx - cols[k][1])))
+        return k, k
+    a, b = min(hit), max(hit)
+    if header and a != b or header and len(s.text) > 3:
+        # a spanning header reaches into the slots (borders at gap midpoints) beside its columns
+        borders = [(cols[k][1] + cols[k + 1][0]) / 2 for k in range(len(cols) - 1)]
+        while a > 0 and s.l < borders[a - 1] - SPAN_REACH:
+            a -= 1
+        while b < len(cols) - 1 and s.r > borders[b] + SPAN_REACH:
+            b += 1
+    return a, b
+
+
+_CONTINUES = re.compile(r"(-|,|\band|\bor|\bof|\bthe|\bin|\bfor|\bwith|\bto|/)$", re.I)
+
+
+def _body_rows(
+    body: list[list[tuple[Segment, int, int]]], rules: Sequence[float] = ()
+) -> list[list[tuple[Segment, int, int]]]:
+    """Body lines grouped into rows (module docstring, step 4); with :data:`MIN_RULES` row rulings or more, the lines
+    between two rulings are one row."""
+    if not body:
+        return []
+    plain = _spaced_rows(body, rules)
+    if len(rules) >= MIN_RULES and len(rules) >= RULED_SHARE * (len(plain) - 1):
+        ruled: dict[int, list[tuple[Segment, int, int]]] = {}
+        for ln in body:
+            cy = _cy([s for s, _, _ in ln])
+            ruled.setdefault(sum(y < cy for y in rules), []).extend(ln)
+        return [ruled[k] for k in sorted(ruled)]
+    return plain
+
+
+def _spaced_rows(
+    body: list[list[tuple[Segment, int, int]]], rules: Sequence[float]
+) -> list[list[tuple[Segment, int, int]]]:
+    """Body lines grouped into rows by spacing and continuation cues; never across a ruling."""
+    tops = [min(s.t for s, _, _ in ln) for ln in body]
+    dists = [b - a for a, b in zip(tops, tops[1:]) if b > a]
+    hs = [s.h for ln in body for s, _, _ in ln]
+    d = max(statistics.median(dists) if dists else 0.0, 0.8 * statistics.median(hs))
+    stub = sum(any(a == 0 for _, a, _ in ln) for ln in body) >= 0.6 * len(body)
+    rows: list[list[tuple[Segment, int, int]]] = []
+    last_top = 0.0
+    for ln, top in zip(body, tops):
+        if not rows:
+            rows.append(list(ln))
+            last_top = top
+            continue
+        row = rows[-1]
+        cols_l = {c for _, a, b in ln for c in range(a, b + 1)}
+        cols_r = {c for _, a, b in row for c in range(a, b + 1)}
+        has0, vals = 0 in cols_l, bool(cols_l - {0})
+        full_r = 0 in cols_r and bool(cols_r - {0})
+        close = top - last_top < JOIN_PITCH * d
+        first = min(ln, key=lambda x: x[0].l)[0].text
+        label_r = " ".join(s.text for s, a, _ in sorted(row, key=lambda x: x[0].t) if a == 0)
+        merge = False
+        if close:
+            merge = not (has0 and vals and full_r)
+        elif has0 and not vals and stub:
+            # a wrapped row label: starts in lower case or with a bracket, or the label above is unfinished
+            merge = first[:1].islower() or first[:1] in "([" or bool(label_r and _CONTINUES.search(label_r))
+        elif not has0 and stub and not (cols_l & {c for c in cols_r if c > 0} and first[:1].isupper()):
+            merge = first[:1].islower() and top - last_top < 1.3 * d
+        if merge and any(last_top < y < top for y in rules):
+            merge = False
+        if merge:
+            row.extend(ln)
+        else:
+            rows.append(list(ln))
+        last_top = top
+    return rows
+
+
+def _row_rules(lines: list[list[Segment]], rules: list[tuple[float, float, float]]) -> list[float]:
+    """The y of the horizontal rulings across at least half of the table's width, inside its vertical extent."""
+    x_l = min(s.l for ln in lines for s in ln)
+    x_r = max(s.r for ln in lines for s in ln)
+    top = min(s.t for ln in lines for s in ln)
+    bot = max(s.b for ln in lines for s in ln)
+    ys = sorted(y for y, x0, x1 in rules if top < y < bot and min(x_r, x1) - max(x_l, x0) >= 0.5 * (x_r - x_l))
+    out: list[float] = []
+    for y in ys:
+        if not out or y - out[-1] > 2.0:
+            out.append(y)
+    return out
+
+
+_NUMERIC = re.compile(r"^[-+\u2212\u2013(]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0']*%?\)?\S{0,2}$")
+
+
+def _header_extent(
+    lines: list[list[Segment]], placed: list[list[tuple[Segment, int, int]]], n_head: int, rules: list[float]
+) -> int:
+    """The number of header lines: a ruling under the first lines (in the top half, below the layout's header)
+    closes the header; else the lines of column labels (text only, two or more columns; at most three) right above
+    the first line with figures join the header."""
+    n = len(lines)
+    for y in rules:
+        k = sum(max(s.b for s in ln) <= y + 1 for ln in lines)
+        if 1 <= k <= max(1, n // 2) and k > n_head and all(min(s.t for s in ln) >= y - 1 for ln in lines[k:]):
+            return k
+        if k >= 1:
+            break
+    # column labels: up to three text-only lines (two columns or more) above the first line with figures
+    k = n_head
+    while k < min(n - 2, n_head + 3):
+        here = placed[k]
+        if any(_NUMERIC.match(s.text) for s, _, _ in here) or len({a for _, a, _ in here}) < 2:
+            break
+        k += 1
+    if k > n_head and any(_NUMERIC.match(s.text) for s, a, _ in placed[k] if a > 0):
+        return k
+    return n_head
+
+
+def _merge_overlapping(cells: list[TableCell], segs: list[list[Segment]]) -> list[TableCell]:
+    """Cells of one row whose boxes overlap by half the narrower one's width (a formula's pieces printed over each
+    other) become one cell, its text in reading order, so that each cell's box holds its text alone (its anchor
+    re-verifies). ``segs``: each cell's segments."""
+    out: list[TableCell] = []
+    out_segs: list[list[Segment]] = []
+    for c, cs in sorted(zip(cells, segs), key=lambda x: (x[0].row, x[0].col)):
+        p = out[-1] if out and out[-1].row == c.row else None
+        if p is not None:
+            ov = min(p.bbox[2], c.bbox[2]) - max(p.bbox[0], c.bbox[0])
+            vo = min(p.bbox[3], c.bbox[3]) - max(p.bbox[1], c.bbox[1])
+            narrow = min(p.bbox[2] - p.bbox[0], c.bbox[2] - c.bbox[0])
+            if ov > 0.5 * narrow and vo > 0:
+                p.col_end = max(p.col_end, c.col_end)
+                out_segs[-1] = sorted(out_segs[-1] + cs, key=lambda x: (round(x.cy / 2), x.l))
+                p.text = " ".join(x.text for x in out_segs[-1])
+                p.bbox = (
+                    min(p.bbox[0], c.bbox[0]),
+                    min(p.bbox[1], c.bbox[1]),
+                    max(p.bbox[2], c.bbox[2]),
+                    max(p.bbox[3], c.bbox[3]),
+                )
+                continue
+        out.append(c)
+        out_segs.append(list(cs))
+    return out
+
+
+def _structure(
+    page: int, lines: list[list[Segment]], rules: Sequence[tuple[float, float, float]] = ()
+) -> PdfTable | None:
+    cols = _columns(lines)
+    if len(cols) < 2:
+        return None
+    placed = [[(s, *_span(s, cols, False)) for s in ln] for ln in lines]
+    first_col = [any(a == 0 for _, a, _ in ln) for ln in placed]
+    # the header: lines above the first line with a first-column segment, when the top left is empty
+    n_head = 0
+    if not first_col[0]:
+        n_head = next((k for k, f in enumerate(first_col) if f), 0)
+    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, list(rules)))
+    rows: list[list[tuple[Segment, int, int]]] = []
+    # header rows: lines with a spanning segment stand alone; the others stack per column
+    head_start = len(rows)
+    for ln in lines[:n_head]:
+        placed_h = [(s, *_span(s, cols, True)) for s in ln]
+        spanning = any(a != b for _, a, b in placed_h)
+        if rows and not spanning and len(rows) > head_start and not rows[-1][0][0].text.startswith("\x00"):
+            prev = rows[-1]
+            if not any(a != b for _, a, b in prev):
+                prev.extend(placed_h)
+                continue
+        rows.append(placed_h)
+    header_rows = len(rows)
+    rows.extend(_body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else []))
+    cells: list[TableCell] = []
+    cell_segs: list[list[Segment]] = []
+    for r, row in enumerate(rows):
+        by_slot: dict[tuple[int, int], list[Segment]] = {}
+        for s, a, b in row:
+            # a segment over a slot already taken by a wider one stays with it
+            key = next((k for k in by_slot if k[0] <= a and b <= k[1]), None) or (a, b)
+            by_slot.setdefault(key, []).append(s)
+        taken: set[int] = set()
+        for (a, b), segs in sorted(by_slot.items()):
+            if any(c in taken for c in range(a, b + 1)):
+                a = b = next((c for c in range(a, b + 1) if c not in taken), a)
+            taken.update(range(a, b + 1))
+            segs.sort(key=lambda x: (round(x.cy / 2), x.l))
+            cell_segs.append(segs)
+            cells.append(
+                TableCell(
+                    row=r,
+                    col=a,
+                    row_end=r,
+                    col_end=b,
+                    text=" ".join(x.text for x in segs),
+                    page=page,
+                    bbox=(
+                        min(x.l for x in segs),
+                        min(x.t for x in segs),
+                        max(x.r for x in segs),
+                        max(x.b for x in segs),
+                    ),
+                )
+            )
+    cells = _merge_overlapping(cells, cell_segs)
+    segs_all = [s for ln in lines for s in ln]
+    bbox = (
+        min(s.l for s in segs_all),
+        min(s.t for s in segs_all),
+        max(s.r for s in segs_all),
+        max(s.b for s in segs_all),
+    )
+    return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
+
+
+def find_tables(res: Any) -> list[PdfTable]:
+    """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
+    each with the caption found next to it."""
+    tables: list[PdfTable] = []
+    rulings = page_rulings(getattr(getattr(res, "input", None), "file", None))
+    for pno, (W, H, segs) in sorted(page_segments(res).items()):
+        # running heads and page numbers: a line in the top or bottom margin is never table material
+        lines = _lines([s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H])
+        for region in _regions(lines, W):
+            t = _structure(pno, region, rulings.get(pno, []))
+            if t is None or t.n_rows < MIN_TABLE_ROWS:
+                continue
+            t.caption = _caption_near(lines, t)
+            filled = sum((c.row_end - c.row + 1) * (c.col_end - c.col + 1) for c in t.cells if c.text.strip())
+            if filled < MIN_FILL * t.n_rows * t.n_cols:
+                continue  # a chart's axis labels and legends: a sparse grid
+            if t.caption and _FIGURE.match(t.caption):
+                continue  # the labels of a figure
+            tables.append(t)
+    cells = [c for t in tables for c in t.cells]
+    texts = exact_texts(getattr(getattr(res, "input", None), "file", None), [(c.page, c.bbox, c.text) for c in cells])
+    for c, text in zip(cells, texts):
+        c.text = text
+    return tables
+
+
+def _caption_near(lines: list[list[Segment]], t: PdfTable) -> str | None:
+    """The caption line closest above (or else below) the table, within four line pitches."""
+    x_l, top, x_r, bot = t.bbox
+    best: tuple[float, str] | None = None
+    for ln in lines:
+        s = ln[0]
+        if not _CAPTION.match(s.text) or s.r < x_l or s.l > x_r:
+            continue
+        d = top - s.b if s.b <= top + 1 else (s.t - bot if s.t >= bot - 1 else None)
+        if d is None or d > 4 * 12:
+            continue
+        if best is None or d < best[0]:
+            best = (d, " ".join(x.text for x in ln))
+    return best[1] if best else None
