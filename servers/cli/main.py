@@ -34,8 +34,8 @@ from aisac_core.owner import (
 from aisac_core.security import DashboardGuard, is_loopback, new_token
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
-from .common import DataDir, NoOwner, _app, _fail, _owner, _settings, err, out
-from .corpus import index, search
+from .common import DataDir, NoOwner, _app, _core, _fail, _owner, _settings, err, out
+from .corpus import index, search, verify
 from .owner import config_app, status_via_owner
 from .safe import safe_print
 from .store import store_app
@@ -56,6 +56,7 @@ app = typer.Typer(
 
 app.command()(index)
 app.command()(search)
+app.command()(verify)
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
 
@@ -270,14 +271,25 @@ def owner(
 
 
 def _trace_gap(settings: Settings) -> dict[str, Any]:
-    """The store's trace gap (:meth:`aisac_core.trace.service.TraceService.gaps`; reads SQL only, never the vectors)."""
-    core = AppContext(settings)
+    """The store's trace gap (:meth:`aisac_core.trace.service.TraceService.gaps`; reads SQL only, never the vectors);
+    when the SQL store cannot be read, what the local journal alone shows (:func:`aisac_core.trace.gaps.journal_gap`)
+    with the reason in ``detail``."""
+    core = AppContext(settings, read_only=True)
     try:
         return dict(core.trace.gaps())
     except Exception as exc:  # the status of the rest must still print
-        return {"lost": None, "pending": None, "runs": [], "detail": f"could not read the trace: {exc}"}
+        return _journal_gap(settings, exc)
     finally:
         core.close()
+
+
+def _journal_gap(settings: Settings, exc: BaseException) -> dict[str, Any]:
+    """The trace gap from the local journal alone, ``exc`` (why the store could not be read) in its ``detail``."""
+    from aisac_core.trace.gaps import journal_gap
+
+    got: dict[str, Any] = dict(journal_gap(settings.data_dir))
+    got["detail"] = "; ".join(x for x in (f"could not read the trace in the store: {exc}", str(got["detail"])) if x)
+    return got
 
 
 @app.command()
@@ -290,7 +302,7 @@ def status(
     asks the store's owner process while it runs."""
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
-    core = AppContext(settings) if info is None else None
+    core = _core(settings, read_only=True) if info is None else None
     st: Mapping[str, Any]
     try:
         if core is not None:
@@ -299,6 +311,17 @@ def status(
             assert info is not None  # no core exactly when the owner runs
             st = status_via_owner(info, settings)
     except Exception as exc:
+        if as_json:  # a script reading --json always gets JSON: the error and what the local journal holds
+            from aisac_core.store.sql import redact_url
+
+            down = {
+                "error": str(exc),
+                "data_dir": str(settings.data_dir),
+                "sql_url": redact_url(settings.resolved_sql_url),
+                "trace_gap": _journal_gap(settings, exc),
+            }
+            safe_print(json.dumps(down, indent=1))
+            raise typer.Exit(1) from None
         _fail(str(exc))
     finally:
         if core is not None:

@@ -94,7 +94,7 @@ def migrate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.store.copy import copy_store
-    from aisac_core.store.sql import StoreError, make_engine, redact_url
+    from aisac_core.store.sql import StoreError, redact_url
 
     settings = load_settings(data_dir)
     if SUPPORTED and (info := live_owner(settings.data_dir)) is not None:
@@ -108,12 +108,17 @@ def migrate(
     if vec_url is not None and not vec_url.startswith("postgresql"):
         _fail(f"--vectors {vectors!r}: give keep, sql (the --to database) or a postgresql+psycopg:// URL")
     vec_source = _open_source_vectors(settings) if vec_url is not None else None  # its folder lock: fail early
+    from aisac_core.context import AppContext
+    from aisac_core.store.identity import StoreIdentityError
+
     source_url = settings.resolved_sql_url
+    core = AppContext(settings)  # the store's identity is checked against these settings before anything is read
     try:
-        source = make_engine(source_url)
-    except StoreError as exc:
+        source = core.engine
+    except (StoreError, StoreIdentityError) as exc:
         if vec_source is not None:
             vec_source.close()
+        core.close()
         _fail(str(exc).replace(source_url, redact_url(source_url)))
     bar: Progress | None = None
     tasks: dict[str, TaskID] = {}
@@ -150,7 +155,7 @@ def migrate(
         _fail(why.replace(to, redact_url(to)))
     finally:
         stop_bar()
-        source.dispose()
+        core.close()
     err.print(
         f"copied {res['rows']} rows in {res['seconds']:.1f} s from {res['source']} to {res['target']}",
         soft_wrap=True,
@@ -166,6 +171,7 @@ def migrate(
             soft_wrap=True,
             markup=False,
         )
+    _move_identity(settings, to, vec_url if moved is not None else None)
     t = Table(title="rows per table")
     t.add_column("table")
     t.add_column("rows", justify="right")
@@ -190,6 +196,30 @@ def migrate(
         soft_wrap=True,
         markup=False,
     )
+
+
+def _move_identity(settings: Settings, to: str, vec_url: str | None) -> None:
+    """The copy's identity record (copied with the rows) names where its vectors are now: the --vectors target when
+    they were copied (so the processes pointed at the copy are accepted, :mod:`aisac_core.store.identity`)."""
+    import dataclasses
+
+    from aisac_core.rag.identity import vector_location
+    from aisac_core.store.identity import read_identity, write_identity
+    from aisac_core.store.sql import make_engine
+
+    if vec_url is None:
+        return
+    target = make_engine(to)
+    try:
+        ident = read_identity(target)
+        if ident is not None:
+            moved = settings.updated(sql_url=to, vector_url="sql" if vec_url == to else vec_url)
+            write_identity(
+                target,
+                dataclasses.replace(ident, vector_backend=moved.vector_kind, vector_location=vector_location(moved)),
+            )
+    finally:
+        target.dispose()
 
 
 def _open_source_vectors(settings: Settings) -> VectorStore:
