@@ -94,7 +94,7 @@ def migrate(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.store.copy import copy_store
-    from aisac_core.store.sql import StoreError, redact_url
+    from aisac_core.store.sql import StoreError, make_engine, redact_url
 
     settings = load_settings(data_dir)
     if SUPPORTED and (info := live_owner(settings.data_dir)) is not None:
@@ -112,14 +112,19 @@ def migrate(
     from aisac_core.store.identity import StoreIdentityError
 
     source_url = settings.resolved_sql_url
-    core = AppContext(settings)  # the store's identity is checked against these settings before anything is read
     try:
-        source = core.engine
-    except (StoreError, StoreIdentityError) as exc:
+        source = make_engine(source_url)
+    except StoreError as exc:
         if vec_source is not None:
             vec_source.close()
-        core.close()
         _fail(str(exc).replace(source_url, redact_url(source_url)))
+    try:  # the store's identity, checked against these settings by the composition root before any row is read
+        AppContext(settings).check_store(source)
+    except StoreIdentityError as exc:
+        if vec_source is not None:
+            vec_source.close()
+        source.dispose()
+        _fail(str(exc))
     bar: Progress | None = None
     tasks: dict[str, TaskID] = {}
 
@@ -155,7 +160,7 @@ def migrate(
         _fail(why.replace(to, redact_url(to)))
     finally:
         stop_bar()
-        core.close()
+        source.dispose()
     err.print(
         f"copied {res['rows']} rows in {res['seconds']:.1f} s from {res['source']} to {res['target']}",
         soft_wrap=True,
