@@ -77,7 +77,7 @@ def pg_store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, pgvecto
     r = _aisac(env_a, "index", str(tmp / "notes"), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["counters"]["files_indexed"] == 3
-    r = _aisac(env_a, "search", "catalyst perovskite", "-k", "1", "--json")
+    r = _cli(env_a, "search", "catalyst perovskite", "-k", "1", "--json")
     assert r.returncode == 0, r.stderr
     hit = json.loads(r.stdout)["hits"][0]
     return pgvector_server, url, env_a, notes, {**hit["anchor"], "text": hit["text"]}
@@ -149,12 +149,15 @@ def test_every_command_with_a_mismatched_setting_is_refused_and_the_database_is_
     # the console script itself, as a user types it (one real process)
     r = _aisac(cases["another chunk size"][0], "search", "catalyst")
     assert r.returncode == 1 and "chunk_max_tokens: the store has 256, this process 128" in _one_line(r), r.stderr
+    # a replica server with other settings does not start (refused before it listens)
+    r = _aisac(cases["another model file"][0], "serve", "--transport", "http", "--port", "1", "--no-token")
+    assert r.returncode == 1 and "embedding_model_sha256: the store has" in _one_line(r), r.stderr[-2000:]
     # without the opt-in the split itself is refused first, for every command
     r = _cli(base, "status")
     assert r.returncode == 1 and "AISAC_VECTOR_URL=sql" in _one_line(r) and "AISAC_ALLOW_PRIVATE_VECTORS" in r.stderr
     assert _dump(cluster, url) == before  # nothing was created, marked stale, migrated or recorded
     assert not (tmp_path / "replica-b" / "vectors").exists()  # nor a private vector folder made
-    # the server alike: replica B's context refuses its first call, before any read or write
+    # and a server's context alike refuses its first call, before any read or write
     from aisac_core.settings import Settings
 
     with pytest.raises(StoreIdentityError, match="chunk_max_tokens"):
@@ -167,7 +170,7 @@ def test_every_command_with_a_mismatched_setting_is_refused_and_the_database_is_
             ctx.close()
     assert _dump(cluster, url) == before
     # replica A's own settings are accepted
-    r = _aisac(env_a, "status", "--json")
+    r = _cli(env_a, "status", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["stale_documents"] == 0, r.stderr
 
 
@@ -190,7 +193,7 @@ def test_read_only_commands_work_through_a_read_only_role(pg_store, tmp_path: Pa
     got = json.loads(st.stdout)
     assert got["documents"] == {"indexed": 3} and got["chunks_in_vector_store"] == got["chunks_in_manifest"] > 0
     assert got["vector_check"]["missing_vectors"] == 0 and got["stale_documents"] == 0
-    se = _aisac(env, "search", "catalyst perovskite", "-k", "3", "--json")
+    se = _cli(env, "search", "catalyst perovskite", "-k", "3", "--json")
     assert se.returncode == 0, se.stderr
     assert json.loads(se.stdout)["hits"][0]["chunk_id"] == anchor["chunk_id"]
     ve = _aisac(env, "verify", "-", stdin=json.dumps(anchor))
@@ -198,7 +201,7 @@ def test_read_only_commands_work_through_a_read_only_role(pg_store, tmp_path: Pa
     assert json.loads(ve.stdout)["status"] == "ok"
     assert _dump(cluster, url) == before
     # the role really is read-only: a writing command through it fails (and says so), changing nothing
-    ix = _aisac(env, "index", str(notes[0]))
+    ix = _cli(env, "index", str(notes[0]))
     assert ix.returncode == 1 and "Traceback" not in ix.stderr and "permission denied" in _one_line(ix).lower()
     assert _dump(cluster, url) == before
 
@@ -214,12 +217,12 @@ def test_a_replica_whose_roots_exclude_a_document_cannot_read_it_to_verify(
         AISAC_VECTOR_URL="sql",
         AISAC_ROOTS=json.dumps([str(elsewhere)]),
     )
-    r = _aisac(env, "verify", json.dumps(anchor))
+    r = _cli(env, "verify", json.dumps(anchor))
     msg = _one_line(r)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "outside this process's registered roots" in msg and str(elsewhere) in msg
     assert "AISAC_ROOTS" in msg
-    ok = _aisac({**env, "AISAC_ROOTS": json.dumps([str(notes[0].parent)])}, "verify", json.dumps(anchor))
+    ok = _cli({**env, "AISAC_ROOTS": json.dumps([str(notes[0].parent)])}, "verify", json.dumps(anchor))
     assert ok.returncode == 0 and json.loads(ok.stdout)["status"] == "ok", ok.stderr
 
 

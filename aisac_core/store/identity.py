@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import Session
 
 from aisac_core.errors import AisacError
+from aisac_core.store.sql import lock
 from aisac_core.store.tables import StoreMeta
 
 if TYPE_CHECKING:
@@ -129,9 +130,10 @@ def read_identity(engine: Engine) -> StoreIdentity | None:
     Raises :class:`StoreIdentityError` when the record is not valid JSON (edited by hand)."""
     with Session(engine) as s:
         row = s.get(StoreMeta, IDENTITY_KEY)
-        if row is None:
-            return None
-        raw = row.value
+        return None if row is None else _parse(row.value)
+
+
+def _parse(raw: str) -> StoreIdentity:
     try:
         data = json.loads(raw)
         if not isinstance(data, dict):
@@ -193,22 +195,35 @@ def check_identity(
     Raises:
         StoreIdentityError: the differences that are refused, each with both values and the setting to change.
     """
-    stored = read_identity(engine)
-    if stored is None:  # a new store, or one made before identities: adopted by its first writing process
-        if write:
-            write_identity(engine, here)
+    if not write:
+        stored = read_identity(engine)
+        if stored is None:  # a store made before identities: read as it is, nothing recorded
+            return None
+        diffs = differences(stored, here)
+        if not diffs:
             return here
-        return None
-    diffs = differences(stored, here)
-    if not diffs:
-        if write and stored.schema_revision != here.schema_revision:  # migrated by this process: keep it current
-            write_identity(engine, here)
+        raise _refusal(diffs, write=False)
+    with Session(engine) as s:  # read and record in one transaction, serialised with every other process's check
+        lock(s, "aisac-store-identity")  # PostgreSQL: an advisory lock; SQLite: BEGIN IMMEDIATE already serialises
+        row = s.get(StoreMeta, IDENTITY_KEY)
+        stored = None if row is None else _parse(row.value)
+        diffs = [] if stored is None else differences(stored, here)
+        where = [d for d in diffs if d.kind == "where"]
+        if diffs and (where or not (adopt or not shared)):
+            raise _refusal(diffs, write=True)
+        # a new store, one made before identities (adopted by its first writing process), an adopted difference,
+        # or a schema this process migrated: record it
+        if stored is None or diffs or stored.schema_revision != here.schema_revision:
+            row = row or StoreMeta(key=IDENTITY_KEY, value="")
+            row.value = json.dumps(here.as_dict(), sort_keys=True)
+            s.add(row)
+            s.commit()
         return here
+
+
+def _refusal(diffs: list[Difference], *, write: bool) -> StoreIdentityError:
+    """The error naming ``diffs`` and what to do (``write``: the refused process may write)."""
     where = [d for d in diffs if d.kind == "where"]
-    may_adopt = write and not where and (adopt or not shared)
-    if may_adopt:
-        write_identity(engine, here)
-        return here
     if where:
         fix = (
             "point this process at the store's vectors (the settings above), or move the store with "
@@ -225,7 +240,7 @@ def check_identity(
             "them for all, stop the other processes and run `aisac index --adopt-settings PATH` (re-embeds every "
             "document), then start them with the new settings"
         )
-    raise StoreIdentityError(
+    return StoreIdentityError(
         f"this process's settings differ from the store's ({len(diffs)} difference{'s' if len(diffs) > 1 else ''}; "
         "nothing was read or written): " + "; ".join(str(d) for d in diffs) + ". " + fix + " (docs/deployment.md)"
     )

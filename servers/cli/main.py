@@ -155,6 +155,8 @@ def serve(
         check_replica_store(settings)
     except SplitStoreError as exc:
         _fail(str(exc))
+    if settings.server_store:  # a replica: settings that differ from the shared store's refuse the start itself
+        _check_replica_identity(settings)
     # Windows: no flock, in-process; a store wholly on database servers has nothing to own: every process opens it
     use_owner = settings.owner.mode and not no_owner and SUPPORTED and not settings.server_store
     base_settings = settings
@@ -241,6 +243,22 @@ def serve(
             serve_http(settings, build_proxy(settings, names, profile), host=host, port=port, token=token)
     except OwnerError as exc:
         _fail(str(exc))
+
+
+def _check_replica_identity(settings: Settings) -> None:
+    """Exit (one line) when this replica's settings differ from the shared store's identity
+    (:meth:`AppContext.check_store`); a store that cannot be reached now is left to the first call to report."""
+    from aisac_core.store.identity import StoreIdentityError
+
+    core = AppContext(settings)
+    try:
+        _ = core.engine
+    except StoreIdentityError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the database may come back: each call reports it meanwhile
+        logging.getLogger("aisac").warning("the store cannot be opened at start (%s); each call will say why", exc)
+    finally:
+        core.close()
 
 
 @app.command()
