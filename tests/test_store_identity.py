@@ -392,3 +392,41 @@ def test_a_job_taken_over_never_shows_less_progress(small, shared_embedder) -> N
         assert shown and min(shown) >= 3 and st["done"] == 4, shown
     finally:
         core.close()
+
+
+def test_replicas_opening_a_new_store_together_record_one_identity(pg_store) -> None:  # noqa: ANN001
+    """Eight writing processes' checks on a new database at once (threads, an engine each): one record, no error."""
+    import threading
+
+    from aisac_core.store.identity import check_identity
+    from aisac_core.store.sql import make_engine
+
+    cluster, url, _env_a, _notes_list, _anchor = pg_store
+    new = cluster.create_database()
+    engine = make_engine(url)
+    try:
+        here = read_identity(engine)
+    finally:
+        engine.dispose()
+    assert here is not None
+    engines = [make_engine(new) for _ in range(8)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(engines))
+
+    def check(e) -> None:  # noqa: ANN001
+        start.wait()
+        try:
+            check_identity(e, here, write=True, shared=True)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=check, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert errors == [] and read_identity(engines[0]) == here
+    finally:
+        for e in engines:
+            e.dispose()
