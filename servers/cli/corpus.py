@@ -233,7 +233,11 @@ def verify(
     info = _owner(settings, no_owner)
     core = _core(settings, read_only=True) if info is None else None
     try:
-        got = dict(core.rag.verify_anchor(given)) if core is not None else verify_via_owner(info, given)  # type: ignore[arg-type]
+        if core is not None:
+            got: dict[str, Any] = dict(core.rag.verify_anchor(given))
+        else:
+            assert info is not None  # no core exactly when the owner runs
+            got = verify_via_owner(info, given)
     except Exception as exc:  # noqa: BLE001 - an anchor or store error is one line for the user
         _fail(str(exc))
     finally:
