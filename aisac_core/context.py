@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from aisac_core.rag.jobs import JobManager
     from aisac_core.rag.service import RagService
     from aisac_core.roles.service import RolesService
+    from aisac_core.store.identity import StoreIdentity
     from aisac_core.store.vectors import VectorStore
     from aisac_core.trace.service import TraceService
 
@@ -55,14 +56,28 @@ class AppContext:
     """
 
     def __init__(
-        self, settings: Settings | None = None, *, project: Bootstrapped | None = None, embedder: Embedder | None = None
+        self,
+        settings: Settings | None = None,
+        *,
+        project: Bootstrapped | None = None,
+        embedder: Embedder | None = None,
+        read_only: bool = False,
+        adopt_settings: bool = False,
     ) -> None:
         """``settings`` (default: from the environment and the store's config file); ``project``: the bootstrapped
         project served; ``embedder``: an already loaded embedder to use instead of loading one (tests and benchmarks
-        share one between stores)."""
+        share one between stores); ``read_only``: open the store for reading only (``aisac status``, ``search``,
+        ``verify``: nothing is created, migrated, marked stale or recorded; a read-only database role suffices);
+        ``adopt_settings``: record this process's settings as the store's identity over differences of model,
+        chunker or parser (``aisac index --adopt-settings``; :mod:`aisac_core.store.identity`)."""
         self.settings = settings if settings is not None else Settings()
         self.project = project
         self._given_embedder = embedder
+        self.read_only = read_only
+        self.adopt_settings = adopt_settings
+        #: the store's identity once checked (:meth:`check_store`); None before, or on a read-only open of a store
+        #: made before identities existed
+        self.identity: StoreIdentity | None = None
         #: set while the suite serving this context shuts down: a long call cancelled then leaves its background
         #: job in the job table for the next process instead of cancelling it
         self.stopping = False
@@ -80,11 +95,35 @@ class AppContext:
 
     @cached_property
     def engine(self) -> Engine:
-        """The SQL engine (schema brought to the newest revision on first use)."""
+        """The SQL engine (schema brought to the newest revision on first use; read-only: checked at it), after the
+        store's identity was checked against this process's settings (:meth:`check_store`): every service reaches
+        the store through this engine, so nothing is read or written before the check.
+
+        Raises StoreError (cannot open, or read-only on a store not at this aisac's schema) and
+        StoreIdentityError (this process's settings differ from the store's: every difference named)."""
         from aisac_core.store.sql import make_engine
 
         self.secure_store()
-        return make_engine(self.settings.resolved_sql_url)
+        engine = make_engine(self.settings.resolved_sql_url, read_only=self.read_only)
+        try:
+            self.check_store(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return engine
+
+    def check_store(self, engine: Engine) -> None:
+        """The one identity check of every process (:func:`aisac_core.store.identity.check_identity`): this
+        process's settings against the store's identity record on ``engine``; a writing process records it on a new
+        store or one made before identities (adopted, not refused). Raises StoreIdentityError."""
+        from aisac_core.rag.identity import current_identity
+        from aisac_core.store.identity import check_identity
+        from aisac_core.store.sql import schema_revision
+
+        here = current_identity(self.settings, schema_revision(engine))
+        self.identity = check_identity(
+            engine, here, write=not self.read_only, shared=self.settings.server_sql, adopt=self.adopt_settings
+        )
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -165,7 +204,6 @@ class AppContext:
         """The roles (router, planner, evaluator, the whole graph and its background runs) on this store, with the
         served project's graph augmentation."""
         from aisac_core.rag.search import adjacent_chunk, get_chunk, search
-        from aisac_core.rag.verify import verify_anchor
         from aisac_core.roles.service import RolesService
 
         p = self.project
@@ -174,7 +212,7 @@ class AppContext:
             self.settings.roles,
             lambda: self.engine,
             # the roles read the rag results as plain dicts (their TypedDicts are dicts at run time)
-            verify_anchor=lambda anchor: cast("dict[str, Any]", verify_anchor(self.rag, anchor)),
+            verify_anchor=self._verify_cited,
             search=lambda query, k: cast("list[dict[str, Any]]", search(self.rag, query, k).as_dict()["hits"]),
             get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
             adjacent_chunk=lambda chunk_id, delta: cast(
@@ -184,6 +222,22 @@ class AppContext:
             lease_s=self.settings.job_lease_seconds,
             embed=lambda texts: self.embedder.embed_documents(texts),
         )
+
+    def _verify_cited(self, anchor: dict[str, Any]) -> dict[str, Any]:
+        """An anchor the roles cite, verified (:func:`aisac_core.rag.verify.verify_anchor`); a document outside this
+        process's roots is not read and counts as ``missing`` (with the reason), not as an error of the whole run."""
+        from aisac_core.errors import PathOutsideRootsError
+        from aisac_core.rag.verify import verify_anchor
+
+        try:
+            return cast("dict[str, Any]", verify_anchor(self.rag, anchor))
+        except PathOutsideRootsError as exc:
+            return {
+                "status": "missing",
+                "chunk_id": anchor.get("chunk_id"),
+                "path": anchor.get("path"),
+                "detail": str(exc),
+            }
 
     @cached_property
     def trace(self) -> TraceService:
@@ -218,13 +272,16 @@ class AppContext:
                 self._secured = True
 
     def vectors(self) -> VectorStore:
-        """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension.
+        """The vector store with the ``chunks`` and ``dialogue`` collections ready for the embedder's dimension
+        (read-only: a view that opens the collections that exist, creates none and refuses writes,
+        :class:`~aisac_core.store.readonly.ReadOnlyVectors`).
 
         When the dimension changed (another embedding model), a collection is recreated empty: for
         ``chunks`` every manifest row is marked stale, so the next index run re-embeds everything; the
         ``dialogue`` pairs are re-embedded from the turns by the memory service on its first use
         (:meth:`aisac_core.memory.MemoryService.dialogue`).
         """
+        _ = self.engine  # the store's identity is checked before the vectors open
         with self._lock:
             if self._vectors is None:
                 from aisac_core.store.vectors import open_vector_store
@@ -233,11 +290,20 @@ class AppContext:
                 if self.settings.vector_kind == "postgres":  # pgvector, in the SQL store's database or another
                     from aisac_core.store.pgvectors import open_pg_vectors
 
-                    vs: VectorStore = open_pg_vectors(self.settings)
+                    vs: VectorStore = open_pg_vectors(self.settings, read_only=self.read_only)
                 else:  # the qdrant backend takes every qdrant_* setting (server URL, key, TLS, timeout, sharding)
                     vs = open_vector_store(
                         self.settings.vector_kind, root=self.settings.vectors_dir, settings=self.settings
                     )
+                if self.read_only:  # opens what exists, creates nothing, refuses every write
+                    from aisac_core.store.readonly import ReadOnlyVectors
+
+                    try:
+                        self._vectors = ReadOnlyVectors(vs, (CHUNKS, DIALOGUE), self.embedder.dim)
+                    except Exception:
+                        vs.close()
+                        raise
+                    return self._vectors
                 try:  # a store that fails to open lets go of its folder lock, so the next call may open it
                     recreated = vs.ensure_collection(CHUNKS, self.embedder.dim)
                     vs.ensure_collection(DIALOGUE, self.embedder.dim)

@@ -56,6 +56,9 @@ Parts (each selectable with ``--only``):
   (held-out part of the shared claims, or ``--claims FILE --corpus FILE``): rationale selection, sentence- and
   abstract-level F1 beside VeriSci's, "supported" precision, ECE, no-evidence abstention, ms per citation.
 
+- ``failing_start`` (:mod:`bench.failing_start`): 20 first starts of ``aisac serve`` (stdio) on a store whose SQL
+  file is damaged, under two busy loops: each must answer the first tool call with a clear error within 30 s.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -84,4 +87,5 @@ PARTS = (
     "load",
     "answers",
     "support",
+    "failing_start",
 )

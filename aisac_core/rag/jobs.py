@@ -170,6 +170,9 @@ class JobManager:
         beat = threading.Thread(target=heartbeat, name=f"aisac-lease-{job_id}", daemon=True)
         beat.start()
         last = [0.0]
+        #: files done as recorded by the process that held the job before (a takeover): the new run walks the
+        #: finished files again (skipped unread), so its own count starts at 0; shown progress never goes back
+        recorded = int(job.get("done") or 0)
 
         def progress(done: int, total: int, msg: str) -> None:  # called between files: the place to stop
             if lost.is_set():
@@ -182,7 +185,7 @@ class JobManager:
                 last[0] = now
                 if not self.queue.update(
                     job_id,
-                    done=done,
+                    done=max(done, recorded),
                     total=total,
                     message=msg,
                     counters_json=dumps(counters.as_dict()),

@@ -281,7 +281,8 @@ class StoreStatus(TypedDict):
     sql_url: str
     schema_revision: str | None
     vector_backend: str
-    vectors_dir: str
+    vectors_dir: Annotated[str | None, Field(description="the embedded vector folder; null: vectors on a server")]
+    vector_location: Annotated[str, Field(description="the folder, Qdrant URL or PostgreSQL URL (no password)")]
     store_bytes: int
     embedding_model: str
     fingerprint: Annotated[str, Field(description="of the index settings; stale documents differ")]

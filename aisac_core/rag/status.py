@@ -49,6 +49,11 @@ def _vectors_where(s: Settings) -> str:
     return s.qdrant_url if s.vector_kind == "qdrant" and s.qdrant_url else str(s.vectors_dir)
 
 
+def _vectors_folder(s: Settings) -> str | None:
+    """The embedded vector folder of this process, None when the vectors are on a server (PostgreSQL, Qdrant)."""
+    return None if s.shared_vectors else str(s.vectors_dir)
+
+
 def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
     """Documents (by status and type), chunks (manifest and vector store), catalogued files, the 5 most recent
     ``jobs``, store location and size in bytes, the SQL schema revision, the embedding model, and whether documents
@@ -73,7 +78,8 @@ def store_status(parts: RagParts, jobs: JobList) -> StoreStatus:
         "sql_url": redact_url(s.resolved_sql_url),
         "schema_revision": schema_revision(parts.engine),
         "vector_backend": s.vector_kind,
-        "vectors_dir": _vectors_where(s),
+        "vectors_dir": _vectors_folder(s),
+        "vector_location": _vectors_where(s),
         "store_bytes": _dir_size(s.data_dir) if s.data_dir.exists() else 0,
         "embedding_model": parts.embedder.model_id,
         "fingerprint": fp,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveLimits
+from aisac_core.errors import PathOutsideRootsError, inside_roots, quote_path
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.hashing import sha256_file, sha256_text
 from aisac_core.rag.documents import parse_document
@@ -19,6 +20,7 @@ from aisac_core.rag.formats import DocumentError
 from aisac_core.rag.indexer import doc_id_of_path, get_document, is_point_id
 from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.results import Verification
+from aisac_core.settings import roots_in_force
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
@@ -42,6 +44,26 @@ def _check_quote(out: Verification, span: tuple[int, int], text: str | None) -> 
         out["detail"] += f"; the quote span {list(span)} lies outside the chunk ({len(text)} characters)"
     else:
         out["quote"] = _norm_ws(text[span[0] : span[1]])
+
+
+def _check_roots(parts: RagParts, path: Path) -> None:
+    """With registered roots (the requesting host's, :func:`~aisac_core.settings.roots_in_force`, and the catalogue
+    roots), the indexed file must lie inside one to be read: a replica or host whose roots exclude a document does not
+    read it, even to verify an anchor. Raises PathOutsideRootsError; no roots registered: unrestricted, as indexing."""
+    s = parts.settings
+    roots = [Path(r).expanduser().resolve() for r in [*roots_in_force(s.rag.roots), *s.rag.catalog_roots]]
+    if not roots:
+        return
+    try:
+        where = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: not inside anything
+        where = path
+    if not inside_roots(where, roots):
+        raise PathOutsideRootsError(
+            f"the anchored document {quote_path(path)} is outside this process's registered roots "
+            f"({', '.join(str(r) for r in roots)}), so it is not read, not even to verify an anchor: add its folder "
+            "to the roots (AISAC_ROOTS, or the host's --roots) to verify evidence from it"
+        )
 
 
 def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
@@ -78,6 +100,7 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
 
     Raises:
         AnchorError: ``anchor`` is not a dict, or lacks ``sha256`` / ``chunk_sha256`` / (``doc_id`` or ``path``).
+        PathOutsideRootsError: with registered roots, the document's file lies outside all of them (not read).
         BadPathError: the anchor's ``path`` (used without ``doc_id``) is empty, holds a NUL byte or is a loop.
     """
     a = Anchor.parse(anchor)  # raises AnchorError naming what is missing
@@ -105,6 +128,7 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     row, content = got
     path = Path(row.path)
     out["path"] = row.path
+    _check_roots(parts, path)
     try:
         now = sha256_file(path)
     except FileNotFoundError:

@@ -27,8 +27,9 @@ class SplitStoreError(AisacError, RuntimeError):
 def check_replica_store(settings: Settings) -> None:
     """Raise :class:`SplitStoreError` when ``settings`` put the SQL store on a server but the vectors in an embedded
     folder of this process (``AISAC_SQL_URL`` not SQLite, vector backend ``edge``, or ``qdrant`` without
-    ``AISAC_QDRANT_URL``), unless ``allow_private_vectors`` is set. Called by ``aisac serve`` before it opens
-    anything."""
+    ``AISAC_QDRANT_URL``), unless ``allow_private_vectors`` is set. Called by ``aisac serve`` and every other command
+    before it opens anything (the store's identity, :mod:`aisac_core.store.identity`, then catches a private folder on
+    a store whose vectors are elsewhere even where this opt-in is set)."""
     if not settings.server_sql or settings.shared_vectors or settings.allow_private_vectors:
         return
     from aisac_core.store.sql import redact_url

@@ -139,7 +139,8 @@ class JobQueue:
         """Claim the oldest claimable job of one of ``kinds`` for this process, or None when there is none.
 
         Claimable: ``queued``, or ``running`` with an expired lease (or none: a row written before leases existed).
-        Returns ``{job_id, kind, params_json, attempts}``. A job whose expired lease already had ``max_attempts``
+        Returns ``{job_id, kind, params_json, attempts, done}`` (``done``: the count the previous runner recorded). A
+        job whose expired lease already had ``max_attempts``
         claims is marked ``interrupted`` here and the next one is tried.
         """
         kinds = list(kinds)
@@ -177,7 +178,13 @@ class JobQueue:
                 if job.attempts > 1:
                     job.message = f"claimed again (attempt {job.attempts}): the process running it stopped"
                 s.add(job)
-                out = {"job_id": job.job_id, "kind": job.kind, "params_json": job.params_json, "attempts": job.attempts}
+                out = {
+                    "job_id": job.job_id,
+                    "kind": job.kind,
+                    "params_json": job.params_json,
+                    "attempts": job.attempts,
+                    "done": job.done or 0,  # recorded by the previous runner: a takeover never shows less
+                }
                 s.commit()
                 return out
 

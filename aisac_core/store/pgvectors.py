@@ -74,7 +74,9 @@ class PgVectorStore(VectorStore):
     Raises :class:`VectorStoreError` when the server cannot be reached, or the ``vector`` extension is not
     installed on it and cannot be created (the message says what an administrator runs)."""
 
-    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+    def __init__(self, url: str, *, engine: Engine | None = None, read_only: bool = False) -> None:
+        """``read_only``: create nothing (no extension, schema or table; a read-only role suffices): collections
+        that do not exist are reported missing by :meth:`existing_dim`."""
         from aisac_core.store.sql import redact_url
 
         self.url = url
@@ -86,9 +88,15 @@ class PgVectorStore(VectorStore):
         self.engine = engine or create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
         self._dims: dict[str, int] = {}
         self._lock = threading.RLock()
+        self._has_schema = True
         try:
             with self.engine.begin() as c:
                 cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]  # open inside begin()
+                if read_only:
+                    cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.collection",))
+                    row = cur.fetchone()
+                    self._has_schema = bool(row and row[0])
+                    return
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
                 cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
                 if cur.fetchone() is None:
@@ -401,6 +409,8 @@ class PgVectorStore(VectorStore):
 
     def existing_dim(self, name: str) -> int | None:
         self._tables(name)
+        if not self._has_schema:  # opened read-only on a database no vector was ever written to
+            return None
 
         def go(cur: Any) -> int | None:
             cur.execute(f"SELECT dim FROM {SCHEMA}.collection WHERE name = %s", (name,))
@@ -459,10 +469,11 @@ class PgVectorStore(VectorStore):
         self.engine.dispose()
 
 
-def open_pg_vectors(settings: Settings) -> PgVectorStore:
+def open_pg_vectors(settings: Settings, *, read_only: bool = False) -> PgVectorStore:
     """The ``postgres`` vector backend of ``settings``: the database ``settings.resolved_vector_url``
     (``AISAC_VECTOR_URL``, or the SQL store's own with ``AISAC_VECTOR_URL=sql``). Raises :class:`VectorStoreError`
-    when that is not a PostgreSQL database (e.g. ``sql`` with the SQLite store) or cannot be opened."""
+    when that is not a PostgreSQL database (e.g. ``sql`` with the SQLite store) or cannot be opened; ``read_only``:
+    see :class:`PgVectorStore`."""
     url = settings.resolved_vector_url
     if url is None or not url.startswith("postgresql"):
         raise VectorStoreError(
@@ -470,4 +481,4 @@ def open_pg_vectors(settings: Settings) -> PgVectorStore:
             "postgresql+psycopg:// URL, or AISAC_VECTOR_URL=sql with a PostgreSQL AISAC_SQL_URL (the SQL store is "
             f"{'SQLite' if url and url.startswith('sqlite') else 'unset'})"
         )
-    return PgVectorStore(url)
+    return PgVectorStore(url, read_only=read_only)

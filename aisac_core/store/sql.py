@@ -18,6 +18,7 @@ Two engines are supported, with the same guarantees for read-modify-write transa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, text
@@ -81,16 +82,27 @@ def _set_wal(cur: Any, *, timeout: float = 30.0) -> None:
             pause = min(pause * 2, 0.05)
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
     """An engine for ``url`` with the SQLite settings above when the URL is SQLite; schema migrated to the newest
     revision (:func:`aisac_core.store.migrations.upgrade`: a new store gets every table, a store of an older
     release is brought up to date without losing a row).
+
+    ``read_only`` (``aisac status``, ``search``, ``verify``): nothing is created or migrated - a SQLite file is opened
+    with ``query_only`` and must exist, and the schema must be at this aisac's newest revision (else
+    :class:`StoreError` says which command migrates it) - so a read-only database role is enough.
 
     Raises :class:`StoreError` when the database file is not a database (corrupt or foreign), when it was
     written by a newer aisac (a schema revision these migrations do not know), when ``url`` is not a SQLAlchemy URL,
     names a driver that is not installed, or a server that cannot be reached (the message never shows a password).
     """
     is_sqlite = url.startswith("sqlite")
+    if read_only and is_sqlite:
+        path = make_url(url).database
+        if path and path != ":memory:" and not Path(path).exists():
+            raise StoreError(
+                f"there is no aisac store at {path} yet: index documents first (aisac index PATH), or give the "
+                "store's folder (--data-dir / AISAC_DATA_DIR)"
+            )
     kwargs: dict[str, Any] = {}
     if is_sqlite:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
@@ -112,7 +124,10 @@ def make_engine(url: str) -> Engine:
             "unset it for the SQLite file in the data dir"
         ) from exc
     if is_sqlite:
-        sqlite_listeners(engine)
+        sqlite_listeners(engine, read_only=read_only)
+    if read_only:
+        _check_schema(engine, url)
+        return engine
     from alembic.util import (
         CommandError,  # alembic loads when a store opens, not when a server starts (~150 ms)
     )
@@ -139,6 +154,37 @@ def make_engine(url: str) -> Engine:
             "(the vector folder must then be re-indexed too: remove both and run `aisac index` again)."
         ) from exc
     return engine
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    """For a read-only engine: the store's schema must be at this aisac's newest revision (nothing is migrated).
+    Raises :class:`StoreError` (the engine disposed) naming what to run otherwise."""
+    from aisac_core.store import migrations
+
+    where = redact_url(url)
+    try:
+        rev = migrations.current_revision(engine)
+    except Exception as exc:
+        engine.dispose()
+        raise StoreError(
+            f"cannot open the SQL store {where}: {_first_line(exc)}. Check that the database server runs and "
+            "accepts this URL (host, port, user, password, database name)."
+        ) from exc
+    head = migrations.head_revision()
+    if rev == head:
+        return
+    engine.dispose()
+    if rev is None:
+        raise StoreError(
+            f"the SQL store {where} holds no aisac store yet: index documents first (aisac index PATH), or point "
+            "AISAC_SQL_URL at the store's database"
+        )
+    if rev not in migrations.known_revisions():
+        raise StoreError(f"the SQL store {where} has a schema newer than this aisac knows ({rev}); upgrade aisac.")
+    raise StoreError(
+        f"the SQL store {where} is at schema revision {rev}, this aisac reads {head}: a read-only command does not "
+        "migrate it; run a writing command first (aisac index, or any server), with a role that may alter tables"
+    )
 
 
 def redact_url(url: str | URL) -> str:

@@ -576,6 +576,12 @@ class QdrantClientVectorStore(VectorStore):
             self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
         return True
 
+    def existing_dim(self, name: str) -> int | None:
+        if not self.client.collection_exists(name):
+            return None
+        vecs = self.client.get_collection(name).config.params.vectors
+        return int(vecs[DENSE].size) if isinstance(vecs, dict) else None
+
     def _filter(self, conds: list[Cond] | None, ids: list[str] | None = None) -> Any:
         if not conds and ids is None:
             return None

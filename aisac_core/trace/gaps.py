@@ -65,6 +65,13 @@ def gap(lost: dict[str, int], pending: dict[str, int]) -> TraceGap:
     return {"lost": n_lost, "pending": n_pending, "runs": runs[:MAX_RUNS], "detail": describe(n_lost, n_pending)}
 
 
+def journal_gap(data_dir: Path) -> TraceGap:
+    """The gap the journal files of ``data_dir`` show on their own, without the SQL store (``aisac status`` while the
+    database is down): events lost (not yet written as ``trace_gap`` events) and events pending, per run."""
+    lost = {run: int(v[0]) for run, v in read_lost(data_dir).items() if isinstance(v, list) and v}
+    return gap(lost, pending_by_run(data_dir))
+
+
 def run_gap(rows: list[Any], run_id: str, data_dir: Path | None) -> TraceGap:
     """The gap of one run: its ``trace_gap`` events among ``rows`` (its events,
     :func:`aisac_core.trace.queries.run_events`), plus what the journal files of ``data_dir`` hold for it (None: the

@@ -53,7 +53,21 @@ def _owner(settings: Settings, no_owner: bool) -> OwnerInfo | None:
 
 def _app(data_dir: Path | None) -> AppContext:
     """The application context of the store in ``data_dir`` (default: the configured one); close it when done."""
-    return AppContext(_settings(data_dir))
+    return _core(_settings(data_dir))
+
+
+def _core(settings: Settings, *, read_only: bool = False, adopt_settings: bool = False) -> AppContext:
+    """The application context a command opens the store with: refused at once (one line, exit 1) when the settings
+    split the store (:func:`aisac_core.store.guards.check_replica_store`); the store's identity is checked by the
+    context before its first read or write (:meth:`AppContext.check_store`). ``read_only``: ``status``, ``search``,
+    ``verify``; ``adopt_settings``: ``index --adopt-settings``. Close it when done."""
+    from aisac_core.store.guards import SplitStoreError, check_replica_store
+
+    try:
+        check_replica_store(settings)
+    except SplitStoreError as exc:
+        _fail(str(exc))
+    return AppContext(settings, read_only=read_only, adopt_settings=adopt_settings)
 
 
 def _fail(msg: str, code: int = 1) -> NoReturn:

@@ -1,4 +1,5 @@
-"""``aisac index`` and ``aisac search``: the corpus commands (through the store's owner while one runs)."""
+"""``aisac index``, ``aisac search`` and ``aisac verify``: the corpus commands (through the store's owner while one
+runs). ``search`` and ``verify`` open the store read-only: they create, migrate and mark nothing."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aisac_core.context import AppContext
 from aisac_core.evidence.anchor import ocr_note
 from aisac_core.settings import host_settings
 
-from .common import DataDir, NoOwner, _fail, _owner, _settings, err, out
-from .owner import index_via_owner, search_via_owner
+from .common import DataDir, NoOwner, _core, _fail, _owner, _settings, err, out
+from .owner import index_via_owner, search_via_owner, verify_via_owner
 from .safe import safe_print
 
 
@@ -28,6 +28,15 @@ def index(
             "--repair",
             help="compare the manifest with the vector store by chunk id: delete orphan vectors and re-embed "
             "exactly the documents whose vectors are missing (then PATHS, if any, as usual)",
+        ),
+    ] = False,
+    adopt_settings: Annotated[
+        bool,
+        typer.Option(
+            "--adopt-settings",
+            help="record this process's embedding model, chunker and parser settings as the store's, where they "
+            "differ (a shared store refuses them otherwise); every document is then re-embedded. Stop the other "
+            "processes on the store first, and start them with the same settings",
         ),
     ] = False,
     data_dir: DataDir = None,
@@ -45,6 +54,11 @@ def index(
         _fail("give files or folders to index (or --repair alone to repair the vector store)", 2)
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
+    if adopt_settings and info is not None:
+        _fail(
+            f"the store's owner process (pid {info.pid}) holds the store: stop it (aisac owner stop) and run "
+            "aisac index --adopt-settings again"
+        )
     if repair and info is not None:
         _fail(
             f"the store's owner process (pid {info.pid}) holds the vector store: stop it (aisac owner stop) and run "
@@ -53,7 +67,7 @@ def index(
     failures: list[dict[str, str]] = []
     counters = Counters()
     repaired: dict[str, Any] | None = None
-    core = AppContext(settings) if info is None else None
+    core = _core(settings, adopt_settings=adopt_settings) if info is None else None
     try:
         with Progress(
             TextColumn("[bold]indexing[/bold]"),
@@ -159,7 +173,7 @@ def search(
         filters[key] = int(val) if key in ("page_from", "page_to") and val.isdigit() else val
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
-    core = AppContext(settings) if info is None else None
+    core = _core(settings, read_only=True) if info is None else None
     res: Mapping[str, Any]
     try:
         if core is not None:
@@ -193,3 +207,43 @@ def search(
             text[:300] + ("…" if len(text) > 300 else ""),
         )
     out.print(t)
+
+
+def verify(
+    anchor: Annotated[
+        str,
+        typer.Argument(
+            help="an evidence anchor as JSON (a search hit's 'anchor', optionally with the hit's 'text'), a chunk id, "
+            "or - to read it from stdin"
+        ),
+    ],
+    data_dir: DataDir = None,
+    no_owner: NoOwner = False,
+) -> None:
+    """Check that cited evidence still holds: re-hash the file and the chunk text of an anchor and print the result as
+    JSON (status ok, file_changed, chunk_changed or missing; exit code 0 for ok and file_changed, else 3). Read-only;
+    with registered roots, a file outside them is refused."""
+    raw = typer.get_text_stream("stdin").read() if anchor == "-" else anchor
+    given: str | dict[str, Any] = raw.strip()
+    if raw.lstrip().startswith("{"):
+        try:
+            given = json.loads(raw)
+        except ValueError as exc:
+            _fail(f"the anchor is not valid JSON ({exc}); give a search hit's anchor object or its chunk_id", 2)
+    settings = _settings(data_dir)
+    info = _owner(settings, no_owner)
+    core = _core(settings, read_only=True) if info is None else None
+    try:
+        if core is not None:
+            got: dict[str, Any] = dict(core.rag.verify_anchor(given))
+        else:
+            assert info is not None  # no core exactly when the owner runs
+            got = verify_via_owner(info, given)
+    except Exception as exc:  # noqa: BLE001 - an anchor or store error is one line for the user
+        _fail(str(exc))
+    finally:
+        if core is not None:
+            core.close()
+    safe_print(json.dumps(got, indent=1, ensure_ascii=False))
+    if got.get("status") not in ("ok", "file_changed"):
+        raise typer.Exit(3)

@@ -34,8 +34,8 @@ from aisac_core.owner import (
 from aisac_core.security import DashboardGuard, is_loopback, new_token
 from aisac_core.tool_profiles import ToolProfileError, check_value, resolve
 
-from .common import DataDir, NoOwner, _app, _fail, _owner, _settings, err, out
-from .corpus import index, search
+from .common import DataDir, NoOwner, _app, _core, _fail, _owner, _settings, err, out
+from .corpus import index, search, verify
 from .owner import config_app, status_via_owner
 from .safe import safe_print
 from .store import store_app
@@ -56,6 +56,7 @@ app = typer.Typer(
 
 app.command()(index)
 app.command()(search)
+app.command()(verify)
 app.add_typer(config_app, name="config")
 app.add_typer(store_app, name="store")
 
@@ -154,6 +155,8 @@ def serve(
         check_replica_store(settings)
     except SplitStoreError as exc:
         _fail(str(exc))
+    if settings.server_store:  # a replica: settings that differ from the shared store's refuse the start itself
+        _check_replica_identity(settings)
     # Windows: no flock, in-process; a store wholly on database servers has nothing to own: every process opens it
     use_owner = settings.owner.mode and not no_owner and SUPPORTED and not settings.server_store
     base_settings = settings
@@ -242,6 +245,22 @@ def serve(
         _fail(str(exc))
 
 
+def _check_replica_identity(settings: Settings) -> None:
+    """Exit (one line) when this replica's settings differ from the shared store's identity
+    (:meth:`AppContext.check_store`); a store that cannot be reached now is left to the first call to report."""
+    from aisac_core.store.identity import StoreIdentityError
+
+    core = AppContext(settings)
+    try:
+        _ = core.engine
+    except StoreIdentityError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the database may come back: each call reports it meanwhile
+        logging.getLogger("aisac").warning("the store cannot be opened at start (%s); each call will say why", exc)
+    finally:
+        core.close()
+
+
 @app.command()
 def owner(
     action: Annotated[str, typer.Argument(help="status (print the store's owner process as JSON) or stop")] = "status",
@@ -270,14 +289,25 @@ def owner(
 
 
 def _trace_gap(settings: Settings) -> dict[str, Any]:
-    """The store's trace gap (:meth:`aisac_core.trace.service.TraceService.gaps`; reads SQL only, never the vectors)."""
-    core = AppContext(settings)
+    """The store's trace gap (:meth:`aisac_core.trace.service.TraceService.gaps`; reads SQL only, never the vectors);
+    when the SQL store cannot be read, what the local journal alone shows (:func:`aisac_core.trace.gaps.journal_gap`)
+    with the reason in ``detail``."""
+    core = AppContext(settings, read_only=True)
     try:
         return dict(core.trace.gaps())
     except Exception as exc:  # the status of the rest must still print
-        return {"lost": None, "pending": None, "runs": [], "detail": f"could not read the trace: {exc}"}
+        return _journal_gap(settings, exc)
     finally:
         core.close()
+
+
+def _journal_gap(settings: Settings, exc: BaseException) -> dict[str, Any]:
+    """The trace gap from the local journal alone, ``exc`` (why the store could not be read) in its ``detail``."""
+    from aisac_core.trace.gaps import journal_gap
+
+    got: dict[str, Any] = dict(journal_gap(settings.data_dir))
+    got["detail"] = "; ".join(x for x in (f"could not read the trace in the store: {exc}", str(got["detail"])) if x)
+    return got
 
 
 @app.command()
@@ -290,7 +320,7 @@ def status(
     asks the store's owner process while it runs."""
     settings = _settings(data_dir)
     info = _owner(settings, no_owner)
-    core = AppContext(settings) if info is None else None
+    core = _core(settings, read_only=True) if info is None else None
     st: Mapping[str, Any]
     try:
         if core is not None:
@@ -299,6 +329,17 @@ def status(
             assert info is not None  # no core exactly when the owner runs
             st = status_via_owner(info, settings)
     except Exception as exc:
+        if as_json:  # a script reading --json always gets JSON: the error and what the local journal holds
+            from aisac_core.store.sql import redact_url
+
+            down = {
+                "error": str(exc),
+                "data_dir": str(settings.data_dir),
+                "sql_url": redact_url(settings.resolved_sql_url),
+                "trace_gap": _journal_gap(settings, exc),
+            }
+            safe_print(json.dumps(down, indent=1))
+            raise typer.Exit(1) from None
         _fail(str(exc))
     finally:
         if core is not None:

@@ -164,6 +164,17 @@ def search_via_owner(info: OwnerInfo, query: str, k: int, filters: dict[str, Any
     return anyio.run(run)
 
 
+def verify_via_owner(info: OwnerInfo, anchor: str | dict[str, Any]) -> dict[str, Any]:
+    """``rag_verify_anchor`` on the owner (the same dict as :meth:`aisac_core.rag.service.RagService.verify_anchor`).
+    Raises OwnerCallError with the owner's message."""
+
+    async def run() -> dict[str, Any]:
+        async with _client(info, 300) as c:
+            return await _call(c, "rag_verify_anchor", {"anchor": anchor})
+
+    return anyio.run(run)
+
+
 class _OwnerJobs:
     """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :func:`~aisac_core.rag.status.store_status`: the
     jobs as the owner lists them (the owner's answer, without opening a second job manager in this process)."""
@@ -222,7 +233,7 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
         return full
     from aisac_core.rag.status import store_status  # the rag modules load here: `aisac --help` stays fast
 
-    core = AppContext(settings)
+    core = AppContext(settings, read_only=True)
     try:
         return dict(store_status(_StatusCore(core, None), _OwnerJobs(jobs)))  # type: ignore[arg-type]  # stand-ins
     finally:

@@ -108,6 +108,9 @@ def migrate(
     if vec_url is not None and not vec_url.startswith("postgresql"):
         _fail(f"--vectors {vectors!r}: give keep, sql (the --to database) or a postgresql+psycopg:// URL")
     vec_source = _open_source_vectors(settings) if vec_url is not None else None  # its folder lock: fail early
+    from aisac_core.context import AppContext
+    from aisac_core.store.identity import StoreIdentityError
+
     source_url = settings.resolved_sql_url
     try:
         source = make_engine(source_url)
@@ -115,6 +118,13 @@ def migrate(
         if vec_source is not None:
             vec_source.close()
         _fail(str(exc).replace(source_url, redact_url(source_url)))
+    try:  # the store's identity, checked against these settings by the composition root before any row is read
+        AppContext(settings).check_store(source)
+    except StoreIdentityError as exc:
+        if vec_source is not None:
+            vec_source.close()
+        source.dispose()
+        _fail(str(exc))
     bar: Progress | None = None
     tasks: dict[str, TaskID] = {}
 
@@ -166,6 +176,7 @@ def migrate(
             soft_wrap=True,
             markup=False,
         )
+    _move_identity(settings, to, vec_url if moved is not None else None)
     t = Table(title="rows per table")
     t.add_column("table")
     t.add_column("rows", justify="right")
@@ -190,6 +201,30 @@ def migrate(
         soft_wrap=True,
         markup=False,
     )
+
+
+def _move_identity(settings: Settings, to: str, vec_url: str | None) -> None:
+    """The copy's identity record (copied with the rows) names where its vectors are now: the --vectors target when
+    they were copied (so the processes pointed at the copy are accepted, :mod:`aisac_core.store.identity`)."""
+    import dataclasses
+
+    from aisac_core.rag.identity import vector_location
+    from aisac_core.store.identity import read_identity, write_identity
+    from aisac_core.store.sql import make_engine
+
+    if vec_url is None:
+        return
+    target = make_engine(to)
+    try:
+        ident = read_identity(target)
+        if ident is not None:
+            moved = settings.updated(sql_url=to, vector_url="sql" if vec_url == to else vec_url)
+            write_identity(
+                target,
+                dataclasses.replace(ident, vector_backend=moved.vector_kind, vector_location=vector_location(moved)),
+            )
+    finally:
+        target.dispose()
 
 
 def _open_source_vectors(settings: Settings) -> VectorStore:

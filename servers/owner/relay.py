@@ -49,6 +49,7 @@ from aisac_core.owner import (
     OwnerSettingsDriftError,
     aisac_version,
     ensure_owner,
+    process_running,
     wait_for_exit,
 )
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
@@ -74,6 +75,14 @@ _LISTS = {
 }
 #: seconds the background start of the owner waits for the host's ``tools/list`` (answered from the catalogue first)
 WARM_AFTER_LIST_S = 0.5
+#: seconds between two checks, while a request waits for the owner's answer, that the owner process still runs: an
+#: owner that died without closing the connection (a child process still holding its socket) cuts the call at once
+WATCH_OWNER_S = 0.5
+#: seconds the owner has to answer a protocol request that does no work (handshake, lists, ping); past it the host
+#: gets an error naming the owner's log, not silence. Tool calls, prompts and resource reads run as long as they need
+#: while the owner process lives (a code run, an index job waited on).
+ANSWER_TIMEOUT_S = 20.0
+_OPEN_ENDED = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 def _not_sent() -> tuple[type[Exception], ...]:
@@ -271,6 +280,10 @@ class StdioRelay:
         relayed)."""
         self._replays += 1
         body = {**init_body, "id": f"aisac-relay-init-{self._replays}"}
+        with anyio.fail_after(ANSWER_TIMEOUT_S):  # a handshake does no work: an owner silent this long is stuck
+            await self._open_session(info, body, init_body)
+
+    async def _open_session(self, info: OwnerInfo, body: dict[str, Any], init_body: dict[str, Any]) -> None:
         async with self._client(info).stream("POST", info.url, json=body, headers=self._headers(info, body)) as r:
             if r.status_code >= 400:
                 raise OwnerError(f"the owner refused the session ({r.status_code}): {(await r.aread())[:300]!r}")
@@ -370,6 +383,19 @@ class StdioRelay:
             except OwnerError as exc:
                 self._error(msg, str(exc))
                 return
+            except TimeoutError:
+                log.warning(
+                    "the owner did not answer %s id=%s within %g s", msg.get("method"), msg.get("id"), ANSWER_TIMEOUT_S
+                )
+                self._stamp = None  # check the owner again before the next request
+                pid = f" (pid {self.info.pid})" if self.info is not None else ""
+                self._error(
+                    msg,
+                    f"the aisac owner process{pid} did not answer {msg.get('method')} within "
+                    f"{ANSWER_TIMEOUT_S:.0f} s: it is overloaded or stuck. See {self.settings.data_dir / 'owner.log'}; "
+                    "`aisac owner stop` restarts it at the next request",
+                )
+                return
             except (httpx.TransportError, anyio.EndOfStream, anyio.ClosedResourceError) as exc:
                 log.warning(
                     "call cut: the owner process stopped (%s) during %s id=%s",
@@ -383,6 +409,37 @@ class StdioRelay:
                 return
 
     async def _post(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
+        """POST ``msg`` and relay its answer; never waits forever: a request is cut when the owner process is gone
+        (checked every :data:`WATCH_OWNER_S`: :class:`anyio.EndOfStream`, reported as :data:`OWNER_STOPPED`), and a
+        request outside :data:`_OPEN_ENDED` unanswered after :data:`ANSWER_TIMEOUT_S` raises :class:`TimeoutError`."""
+        gone = False
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal gone
+            while True:
+                await anyio.sleep(WATCH_OWNER_S)
+                if not process_running(info.pid):
+                    gone = True
+                    scope.cancel()
+                    return
+
+        bound = None if msg.get("method") in _OPEN_ENDED else ANSWER_TIMEOUT_S
+        error: Exception | None = None  # raised after the task group (which would wrap it in an exception group)
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch, scope)
+                try:
+                    with anyio.fail_after(bound):
+                        await self._exchange(info, msg)
+                except Exception as exc:  # noqa: BLE001 - re-raised below, as it was
+                    error = exc
+                tg.cancel_scope.cancel()
+        if gone:
+            raise anyio.EndOfStream  # the owner died mid-call: OWNER_STOPPED for the host (_send)
+        if error is not None:
+            raise error
+
+    async def _exchange(self, info: OwnerInfo, msg: dict[str, Any]) -> None:
         import httpx
 
         method = msg.get("method")

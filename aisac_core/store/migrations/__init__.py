@@ -27,7 +27,15 @@ from sqlalchemy.engine import Engine
 
 from aisac_core.store.tables import SQLModel
 
-__all__ = ["BASELINE", "SCRIPT_LOCATION", "alembic_config", "current_revision", "head_revision", "upgrade"]
+__all__ = [
+    "BASELINE",
+    "SCRIPT_LOCATION",
+    "alembic_config",
+    "current_revision",
+    "head_revision",
+    "known_revisions",
+    "upgrade",
+]
 
 #: folder of ``env.py``, ``script.py.mako`` and ``versions/``
 SCRIPT_LOCATION = Path(__file__).resolve().parent
@@ -52,6 +60,12 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
+
+
+@lru_cache(maxsize=1)
+def known_revisions() -> frozenset[str]:
+    """Every revision id of the scripts (a store at another one was written by a newer aisac)."""
+    return frozenset(s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions())
 
 
 def current_revision(bind: Engine | Connection) -> str | None:
