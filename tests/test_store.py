@@ -449,6 +449,26 @@ def test_edge_collection_must_be_opened_first(tmp_path: Path) -> None:
     s.close()
 
 
+def test_an_older_edge_collection_gets_the_payload_indexes_added_since(tmp_path: Path) -> None:
+    """A collection made by an older release (here: one whose index of ``participant`` and ``ts`` is missing, as
+    before the memory scopes) gets them when a writing process opens it; its points stay."""
+    import qdrant_edge as qe
+
+    from aisac_core.store.vectors import INTEGER_FIELDS, KEYWORD_FIELDS
+
+    s = EdgeVectorStore(tmp_path / "vs")
+    s.ensure_collection("c", DIM)
+    shard = s._shards["c"]
+    for f in ("participant", "ts"):
+        shard.update(qe.UpdateOperation.delete_field_index(f))
+    assert not {"participant", "ts"} & set(shard.info().payload_schema)
+    s.close()
+    again = EdgeVectorStore(tmp_path / "vs")
+    assert again.ensure_collection("c", DIM) is False  # kept, not recreated
+    assert set(KEYWORD_FIELDS) | set(INTEGER_FIELDS) <= set(again._shards["c"].info().payload_schema)
+    again.close()
+
+
 def test_open_vector_store_backends(tmp_path: Path) -> None:
     e = open_vector_store("edge", root=tmp_path / "e")
     q = open_vector_store("qdrant", root=tmp_path / "q")

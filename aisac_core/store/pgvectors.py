@@ -187,6 +187,11 @@ class PgVectorStore(VectorStore):
             cur.execute(f"SELECT dim FROM {SCHEMA}.collection WHERE name = %s", (name,))
             row = cur.fetchone()
             if row is not None and int(row[0]) == dim:
+                # a collection made by an older release lacks the indexes of payload fields added since
+                for f in KEYWORD_FIELDS:
+                    cur.execute(f"CREATE INDEX IF NOT EXISTS {short}_k_{f} ON {pts} USING gin ((payload->'{f}'))")
+                for f in INTEGER_FIELDS:
+                    cur.execute(f"CREATE INDEX IF NOT EXISTS {short}_i_{f} ON {pts} ({_num(f)})")
                 return False
             cur.execute(f"DROP TABLE IF EXISTS {terms}")
             cur.execute(f"DROP TABLE IF EXISTS {pts}")

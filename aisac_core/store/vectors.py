@@ -270,9 +270,17 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             shard = self._shards.get(name) or self._open(name)
             if shard is not None:
-                shard.info()  # raises if the shard is unusable
+                info = shard.info()  # raises if the shard is unusable
                 stored_dim = self._dense_dim(name, shard)
                 if stored_dim in (None, dim):
+                    # a store made by an older release lacks the indexes of payload fields added since
+                    have = set(info.payload_schema or {})
+                    for f in KEYWORD_FIELDS:
+                        if f not in have:
+                            shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Keyword))
+                    for f in INTEGER_FIELDS:
+                        if f not in have:
+                            shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Integer))
                     self._shards[name] = shard
                     return False
                 shard.close()
@@ -557,6 +565,16 @@ class QdrantClientVectorStore(VectorStore):
             vecs = info.config.params.vectors
             cur = vecs[DENSE].size if isinstance(vecs, dict) else None
             if cur == dim:
+                if self._folder_lock is not None:  # local mode: payload indexes have no effect there (and are not
+                    return False  # listed in payload_schema)
+                # a collection made by an older release lacks the indexes of payload fields added since
+                have = set(info.payload_schema or {})
+                for f in KEYWORD_FIELDS:
+                    if f not in have:
+                        self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
+                for f in INTEGER_FIELDS:
+                    if f not in have:
+                        self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
                 return False
             self.client.delete_collection(name)
         try:
