@@ -56,6 +56,9 @@ def _corpus(root: Path) -> Path:
 def _env(data_dir: Path, sql_url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", **({"AISAC_SQL_URL": sql_url} if sql_url else {}))
+    if sql_url:  # one process at a time on each database, vectors in its own folder: the documented opt-in of the
+        # split-store guard, which covers every command (docs/deployment.md)
+        env["AISAC_ALLOW_PRIVATE_VECTORS"] = "true"
     return env
 
 

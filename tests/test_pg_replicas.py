@@ -171,7 +171,8 @@ async def test_two_replicas_share_documents_and_memory(shared, tmp_path: Path) -
         assert len(turns) == n and len({t["content"] for t in turns}) == n  # 2 x 250
         pairs = _rows(url, "select count(*) as n from turn where pair_user_id is not null")[0]["n"]
         assert pairs == n // 2
-        assert int(_rows(url, "select count(*) as n from aisac_vectors.p_dialogue")[0]["n"]) == pairs
+        # every turn is indexed (issue 45): each user turn alone, each answering assistant turn as the pair
+        assert int(_rows(url, "select count(*) as n from aisac_vectors.p_dialogue")[0]["n"]) == n
 
         # A's newest exchange, then B's semantic recall (B used the dialogue index before: synced by ids)
         async with Client(url_a, timeout=120) as ca, Client(url_b, timeout=120) as cb:

@@ -104,7 +104,7 @@ def _check_copy(source_store, models_dir: Path, embedder, target: str) -> None:
     try:
         assert _snapshot(core) == snap  # same hits over the same vectors, same rows, same times
         sid = snap["sessions"][0]["session_id"]
-        new = core.memory.add_turn(sid, "user", "a turn written after the move")  # (a user turn writes no vector)
+        new = core.memory.add_turn(sid, "user", "a turn written after the move")
         assert new["turn_id"] > max(t["turn_id"] for t in snap["history"][sid])  # ids continue past the copy
         with Session(core.engine) as db:
             assert all(t.created_at is not None for t in db.exec(select(Turn)).all())
@@ -283,14 +283,15 @@ def test_cli_copies_the_vectors_into_pgvector(
     out = res.stdout + res.stderr
     assert SECRET not in out and "Traceback" not in out
     assert "export AISAC_VECTOR_URL=sql" in out and "aisac config set vector_url sql" in out
-    assert "dialogue 1)" in out
+    # the source's one exchange is two dialogue points: its user turn alone and the pair (every turn is indexed)
+    assert "dialogue 2)" in out
     core = AppContext(make_settings(data_dir, models_dir, sql_url=url, vector_url="sql"), embedder=shared_embedder)
     try:
         vs = core.vectors()
-        assert type(vs).__name__ == "PgVectorStore" and vs.count(DIALOGUE) == 1
+        assert type(vs).__name__ == "PgVectorStore" and vs.count(DIALOGUE) == 2
         with core.engine.connect() as db:
             chunks = db.exec_driver_sql("select sum(chunk_count) from document where status = 'indexed'").scalar()
-        assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue 1)" in out
+        assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue 2)" in out
         for q, hits in snap["hits"].items():  # the same chunks, in the same order
             assert [h.as_dict()["chunk_id"] for h in search(core, q, 5).hits] == [h["chunk_id"] for h in hits]
     finally:

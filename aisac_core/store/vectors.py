@@ -188,6 +188,12 @@ def _point(pid: str, vector: Any, payload: Any) -> VectorPoint:
     )
 
 
+def _missing_indexes(schema: dict[str, Any] | None) -> list[tuple[str, bool]]:
+    """The payload indexes a collection lacks, ``(field, is_integer)``: those of fields added since an older release."""
+    have = set(schema or {})
+    return [(f, False) for f in KEYWORD_FIELDS if f not in have] + [(f, True) for f in INTEGER_FIELDS if f not in have]
+
+
 class FolderLock:
     """An exclusive, non-blocking ``flock`` on ``folder/aisac.lock`` (holding the holder's pid), until :meth:`release`.
 
@@ -273,14 +279,9 @@ class EdgeVectorStore(VectorStore):
                 info = shard.info()  # raises if the shard is unusable
                 stored_dim = self._dense_dim(name, shard)
                 if stored_dim in (None, dim):
-                    # a store made by an older release lacks the indexes of payload fields added since
-                    have = set(info.payload_schema or {})
-                    for f in KEYWORD_FIELDS:
-                        if f not in have:
-                            shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Keyword))
-                    for f in INTEGER_FIELDS:
-                        if f not in have:
-                            shard.update(qe.UpdateOperation.create_field_index(f, qe.PayloadSchemaType.Integer))
+                    for f, integer in _missing_indexes(info.payload_schema):
+                        kind = qe.PayloadSchemaType.Integer if integer else qe.PayloadSchemaType.Keyword
+                        shard.update(qe.UpdateOperation.create_field_index(f, kind))
                     self._shards[name] = shard
                     return False
                 shard.close()
@@ -564,17 +565,10 @@ class QdrantClientVectorStore(VectorStore):
             info = self.client.get_collection(name)
             vecs = info.config.params.vectors
             cur = vecs[DENSE].size if isinstance(vecs, dict) else None
-            if cur == dim:
-                if self._folder_lock is not None:  # local mode: payload indexes have no effect there (and are not
-                    return False  # listed in payload_schema)
-                # a collection made by an older release lacks the indexes of payload fields added since
-                have = set(info.payload_schema or {})
-                for f in KEYWORD_FIELDS:
-                    if f not in have:
-                        self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
-                for f in INTEGER_FIELDS:
-                    if f not in have:
-                        self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
+            if cur == dim:  # (local mode neither lists nor uses payload indexes)
+                for f, integer in [] if self._folder_lock is not None else _missing_indexes(info.payload_schema):
+                    kind = m.PayloadSchemaType.INTEGER if integer else m.PayloadSchemaType.KEYWORD
+                    self.client.create_payload_index(name, f, kind)
                 return False
             self.client.delete_collection(name)
         try:

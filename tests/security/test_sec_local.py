@@ -148,7 +148,10 @@ def _upload(port: int, head: bytes, total: int, chunked: bool) -> tuple[bytes, f
         while sent < total and time.monotonic() - t0 < 60:
             readable, writable, _ = select.select([c], [c], [], 1.0)
             if readable:
-                data = c.recv(65536)
+                try:
+                    data = c.recv(65536)
+                except ConnectionResetError:  # the server closed with our unread bytes pending: TCP resets, and
+                    break  # the answer may be lost on the way (RFC 9112 section 9.6, the "lingering close" problem)
                 if not data:
                     break
                 answer += data
@@ -198,11 +201,22 @@ def test_oversized_bodies_are_refused_before_reading_and_memory_stays_flat(tmp_p
         )
         size = 200 * 2**20
         before = _rss_mb(proc.pid)
+        # the declared length alone gets the answer, before a byte of the body is sent
+        probe = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            probe.sendall((base + f"Content-Length: {size}\r\n\r\n").encode())
+            answer = b""
+            while b"AISAC_MAX_REQUEST_BYTES" not in answer and (data := probe.recv(65536)):
+                answer += data
+        finally:
+            probe.close()
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        assert b"AISAC_MAX_REQUEST_BYTES" in answer and b"connection: close" in answer.lower()
         for chunked in (False, True):
             framing = "Transfer-Encoding: chunked\r\n" if chunked else f"Content-Length: {size}\r\n"
             answer, seconds, sent = _upload(port, (base + framing + "\r\n").encode(), size, chunked)
-            assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
-            assert b"AISAC_MAX_REQUEST_BYTES" in answer and b"connection: close" in answer.lower()
+            # a client still sending when the server closes may see a reset instead of the answer (above)
+            assert not answer or (answer.startswith(b"HTTP/1.1 413") and b"AISAC_MAX_REQUEST_BYTES" in answer), answer
             assert seconds < 5, seconds
             assert sent < 64 * 2**20, f"the server read {sent >> 20} MB of an oversized body before closing"
         assert _rss_mb(proc.pid) - before < 40, (before, _rss_mb(proc.pid))
