@@ -275,6 +275,13 @@ def test_cli_copies_the_vectors_into_pgvector(
     from aisac_core.store.collections import CHUNKS, DIALOGUE
 
     data_dir, snap = source_store
+    src = _open(data_dir, models_dir, shared_embedder)
+    try:  # the source's dialogue points: its exchange is two (the user turn alone and the pair; every turn is indexed),
+        # and a turn another test wrote through a SQL-only copy lands in this same vector folder
+        dialogue = src.vectors().count(DIALOGUE)
+    finally:
+        src.close()
+    assert dialogue >= 2
     url = pgvector_server.create_database().replace("//aisac@", f"//aisac:{SECRET}@")
     bad = _cli(data_dir, "--to", url, "--vectors", "http://qdrant:6333")
     assert bad.returncode == 1 and "--vectors" in bad.stderr and "Traceback" not in bad.stderr
@@ -283,15 +290,14 @@ def test_cli_copies_the_vectors_into_pgvector(
     out = res.stdout + res.stderr
     assert SECRET not in out and "Traceback" not in out
     assert "export AISAC_VECTOR_URL=sql" in out and "aisac config set vector_url sql" in out
-    # the source's one exchange is two dialogue points: its user turn alone and the pair (every turn is indexed)
-    assert "dialogue 2)" in out
+    assert f"dialogue {dialogue})" in out, out
     core = AppContext(make_settings(data_dir, models_dir, sql_url=url, vector_url="sql"), embedder=shared_embedder)
     try:
         vs = core.vectors()
-        assert type(vs).__name__ == "PgVectorStore" and vs.count(DIALOGUE) == 2
+        assert type(vs).__name__ == "PgVectorStore" and vs.count(DIALOGUE) == dialogue
         with core.engine.connect() as db:
             chunks = db.exec_driver_sql("select sum(chunk_count) from document where status = 'indexed'").scalar()
-        assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue 2)" in out
+        assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue {dialogue})" in out
         for q, hits in snap["hits"].items():  # the same chunks, in the same order
             assert [h.as_dict()["chunk_id"] for h in search(core, q, 5).hits] == [h["chunk_id"] for h in hits]
     finally:
