@@ -225,3 +225,20 @@ def write_result(ctx: Context, part: str, result: dict[str, Any]) -> Path:
     payload = {"part": part, "machine": machine_info(), **result}
     path.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")
     return path
+
+
+#: the two messages a host opens an MCP stdio session with (MCP 2025-11-25, lifecycle: initialize, then the
+#: initialized notification), as raw JSON-RPC for benchmarks that time a server from its first byte
+HANDSHAKE_OPEN: tuple[dict[str, Any], ...] = (
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "aisac-bench", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+)

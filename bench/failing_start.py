@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import AISAC_BIN, Context, Skip, server_env, table, temp_dir
+from .common import AISAC_BIN, HANDSHAKE_OPEN, Context, Skip, server_env, table, temp_dir
 
 #: seconds within which the host must have its answer (issue 39, acceptance 5)
 LIMIT_S = 30.0
@@ -69,17 +69,7 @@ def first_start(store: Path, limit_s: float = LIMIT_S) -> dict[str, Any]:
     threading.Thread(target=read, daemon=True).start()
     assert proc.stdin is not None
     for msg in (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "b", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *HANDSHAKE_OPEN,
         {
             "jsonrpc": "2.0",
             "id": 2,

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import AISAC_BIN, Context, Skip, percentile, server_env, table, target_cell, temp_dir
+from .common import AISAC_BIN, HANDSHAKE_OPEN, Context, Skip, percentile, server_env, table, target_cell, temp_dir
 
 #: targets (docs/processes.md): per-call overhead of the stdio proxy over in-process, and spawn -> tools/list
 OVERHEAD_TARGET_MS = 10.0
@@ -44,20 +44,7 @@ SETTLE_S = 5.0
 
 
 #: the requests a host sends before it sees the tools (the handshake era, as the TypeScript SDK and most hosts do)
-_HANDSHAKE = (
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "aisac-bench-start", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
-)
+_HANDSHAKE = (*HANDSHAKE_OPEN, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
 
 
 def _cpu_of(pid: int) -> float | None:
