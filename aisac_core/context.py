@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from aisac_core.data.frames import FrameRegistry
-    from aisac_core.data.sandbox import SandboxManager
     from aisac_core.literature.service import LiteratureService
     from aisac_core.memory.service import MemoryService
     from aisac_core.projects.bootstrap import Bootstrapped
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from aisac_core.rag.jobs import JobManager
     from aisac_core.rag.service import RagService
     from aisac_core.roles.service import RolesService
+    from aisac_core.sessions.manager import SandboxManager
     from aisac_core.store.identity import StoreIdentity
     from aisac_core.store.vectors import VectorStore
     from aisac_core.trace.service import TraceService
@@ -169,7 +169,7 @@ class AppContext:
     @cached_property
     def sandbox(self) -> SandboxManager:
         """The manager of sandboxed code sessions (worker processes start on demand)."""
-        from aisac_core.data.sandbox import SandboxManager
+        from aisac_core.sessions.manager import SandboxManager
 
         self.secure_store()
         s = self.settings

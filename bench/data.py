@@ -1,7 +1,7 @@
 """Data: ``data_code_run`` round trip, ``data_load`` + ``data_preview`` of a 48,000-row Parquet, idle worker memory.
 
 - code_run: trivial code (``1 + 1``) in a warm session, 200 calls after 10 warm-up calls, (a) through
-  :meth:`aisac_core.data.sandbox.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
+  :meth:`aisac_core.sessions.manager.SandboxManager.run` in-process and (b) as MCP ``data_code_run`` calls through the suite
   (in-memory fastmcp client; provenance middleware and its trace write included). Target p50 <= 50 ms.
 - cold session: first ``code_run`` of a new session (worker spawn, under bubblewrap when available); and the first
   run of a new session that draws a matplotlib figure (the server's font list copied in, matplotlib imported).
@@ -24,9 +24,9 @@ import anyio
 from fastmcp import Client
 
 from aisac_core.context import AppContext
-from aisac_core.data import mplcache
-from aisac_core.data.isolation import detect_isolation
-from aisac_core.data.sandbox import SandboxManager
+from aisac_core.sessions import mplcache
+from aisac_core.sessions.isolation import detect_isolation
+from aisac_core.sessions.manager import SandboxManager
 from aisac_core.settings import SandboxSettings, Settings
 from aisac_servers.serving.suite import build
 

@@ -38,7 +38,7 @@ def _code_isolation() -> str:
     """On a machine with neither bubblewrap nor user namespaces code runs are refused by default; the functional
     tests of code sessions then opt into isolation ``none`` explicitly (the security tests choose each mode
     themselves and skip those that cannot run, with the reason). Returns the pytest header line."""
-    from aisac_core.data.isolation import detect_isolation
+    from aisac_core.sessions.isolation import detect_isolation
 
     if "AISAC_SANDBOX_ISOLATION" in os.environ:
         return f"code isolation: {os.environ['AISAC_SANDBOX_ISOLATION']} (from AISAC_SANDBOX_ISOLATION)"

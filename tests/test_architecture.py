@@ -192,7 +192,7 @@ _CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 
 #: process-wide caches that may stay: ``path:name`` (``path:@cache function``) -> why it is harmless
 STATE_ALLOWED = {
-    "aisac_core/data/isolation.py:@lru_cache detect_isolation": "what the OS supports (a tuple of strings), probed once; the same for every store",
+    "aisac_core/sessions/isolation.py:@lru_cache detect_isolation": "what the OS supports (a tuple of strings), probed once; the same for every store",
     "aisac_core/roles/schemas.py:@cache load_schema": "the bundled JSON schemas, parsed once; callers only read them",
     "aisac_core/roles/support_model.py:@lru_cache load_model": "the shipped support model (package data), read once; callers only read it",
     "aisac_core/store/migrations/__init__.py:@lru_cache head_revision": "the newest revision id of the shipped scripts",

@@ -1,4 +1,4 @@
-"""Sandboxed code sessions (aisac_core.data.sandbox): real worker subprocesses, real limits, real attacks.
+"""Sandboxed code sessions (aisac_core.sessions.manager): real worker subprocesses, real limits, real attacks.
 
 Each attack runs in its own session and must (1) come back as a clear ``ok: false`` result (or a contained
 success, e.g. truncated output), (2) leave that session usable, and (3) leave another session's state intact.
@@ -20,8 +20,8 @@ from pydantic import TypeAdapter
 from sqlmodel import Session, select
 
 from aisac_core.context import AppContext
-from aisac_core.data.results import CodeRun
-from aisac_core.data.sandbox import SandboxError, SandboxManager
+from aisac_core.sessions.manager import SandboxError, SandboxManager
+from aisac_core.sessions.results import CodeRun
 from aisac_core.settings import SandboxSettings, Settings
 from aisac_core.store.tables import TraceEvent
 from aisac_servers.serving.suite import build

@@ -16,7 +16,3 @@ class WorkbookOpenError(DataError):
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
-
-
-class SandboxError(AisacError):
-    """Bad input to a code tool (unknown session or job, bad name, busy session, too many sessions)."""

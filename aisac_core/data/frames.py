@@ -26,7 +26,6 @@ from sqlmodel import Session, col, select
 from aisac_core.archives import ArchiveLimits
 from aisac_core.data.errors import DataError
 from aisac_core.data.loaders import MAX_COLUMNS, MAX_HEADER_ROWS, WIDE_COLUMNS, arrow_safe
-from aisac_core.data.names import check_variable
 from aisac_core.data.query import AGG_FUNCS, aggregate_frame, check_columns, check_query, metric_spec, select_rows
 from aisac_core.data.readers import read_table, table_loader_for
 from aisac_core.data.results import (
@@ -43,6 +42,7 @@ from aisac_core.data.results import (
 from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
+from aisac_core.sessions.names import check_variable
 from aisac_core.settings import HOST_ROOTS, DataSettings
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import DataFrameEntry
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from sqlalchemy.engine import Engine
 
-    from aisac_core.data.sandbox import SandboxManager
+    from aisac_core.sessions.manager import SandboxManager
 
 __all__ = ["AGG_FUNCS", "CACHE_FRAMES", "DataError", "FrameRegistry", "NAME_RE", "TableLoader", "check_query"]
 

@@ -1,6 +1,6 @@
-"""The result types of the data domain: what :class:`~aisac_core.data.frames.FrameRegistry` and
-:class:`~aisac_core.data.sandbox.SandboxManager` return (plain dicts of these shapes), and the data tools' output
-schemas (``aisac_servers.adapters.data`` derives them from these types).
+"""The result types of the data domain: what :class:`~aisac_core.data.frames.FrameRegistry` returns (plain dicts of
+these shapes), and the frame tools' output schemas (``aisac_servers.adapters.data`` derives them from these types).
+The code sessions' types are in :mod:`aisac_core.sessions.results`.
 
 Every top-level type forbids undeclared keys (``additionalProperties: false``); ``NotRequired`` marks keys that only
 some results carry. Nested records stay open where their content varies (loader options, statistics, rows).
@@ -8,28 +8,21 @@ some results carry. Nested records stay open where their content varies (loader 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 __all__ = [
     "AggregateResult",
-    "CloseResult",
-    "CodeRun",
     "DescribeResult",
-    "Figure",
     "FrameSummary",
     "InspectResult",
     "ListResult",
     "LoadResult",
     "PreviewResult",
     "QueryResult",
-    "ResetResult",
-    "SessionInfo",
-    "SessionListResult",
     "ToSessionResult",
-    "VariablesResult",
 ]
 
 _CLOSED = ConfigDict(extra="forbid")
@@ -135,82 +128,3 @@ class ToSessionResult(TypedDict):
     shape: list[int] | None
     path: str
     notes: list[str]
-
-
-class Figure(TypedDict):
-    name: str
-    path: str
-    sha256: str
-    bytes: int
-
-
-@with_config(_CLOSED)
-class CodeRun(TypedDict):
-    """A finished run, or pending: true with status running (poll job_id)."""
-
-    ok: bool
-    session: str
-    job_id: str
-    status: Literal["done", "running", "cancelled"]
-    pending: NotRequired[bool]
-    cell: NotRequired[int]
-    stdout: NotRequired[str]
-    stderr: NotRequired[str]
-    result: NotRequired[str]
-    result_truncated: NotRequired[bool]
-    error: NotRequired[str]
-    error_type: NotRequired[str]
-    traceback: NotRequired[str]
-    figures: NotRequired[list[Figure]]
-    notes: NotRequired[list[str]]
-    state_lost: NotRequired[bool]
-    duration_ms: NotRequired[float]
-    code_sha256: NotRequired[str]
-    output_sha256: NotRequired[str]
-    isolation: NotRequired[str]
-    started_at: NotRequired[str]
-    elapsed_s: NotRequired[float]
-    finished_at: NotRequired[str | None]
-
-
-@with_config(_CLOSED)
-class VariablesResult(TypedDict):
-    session: str
-    variables: Annotated[Rows, Field(description="{name, type, shape?, len?, dtype?, repr}")]
-    notes: list[str]
-
-
-class SessionInfo(TypedDict):
-    session: str
-    dir: str
-    alive: bool
-    pid: int | None
-    cells: int
-    created_at: str
-    last_used_at: str | None
-    busy_job: str | None
-    state_lost: str | None
-    confinement: dict[str, Any]
-
-
-@with_config(_CLOSED)
-class SessionListResult(TypedDict):
-    sessions: list[SessionInfo]
-    isolation: str
-    isolation_note: str
-    allowed_imports: list[str]
-    limits: dict[str, Any]
-
-
-@with_config(_CLOSED)
-class ResetResult(TypedDict):
-    session: str
-    reset: bool
-    killed_job: str | None
-
-
-@with_config(_CLOSED)
-class CloseResult(TypedDict):
-    session: str
-    closed: bool
-    dir: str

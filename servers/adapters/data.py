@@ -1,8 +1,9 @@
 """The data server: a registry of named DataFrames with lineage, and stateful sandboxed Python sessions.
 
 A thin adapter over :class:`aisac_core.data.frames.FrameRegistry` (``app.frames``) and
-:class:`aisac_core.data.sandbox.SandboxManager` (``app.sandbox``); the output schemas come from the result types of
-:mod:`aisac_core.data.results`. Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_``
+:class:`aisac_core.sessions.manager.SandboxManager` (``app.sandbox``); the output schemas come from the result types of
+:mod:`aisac_core.data.results` and :mod:`aisac_core.sessions.results` (a code run's result is the tagged union
+:data:`~aisac_core.sessions.results.CodeRun`, checked against its type before it leaves). Mounted by the suite under the ``data`` namespace, so every tool gets the ``data_``
 prefix:
 ``data_load``, ``data_inspect``, ``data_list``, ``data_preview``, ``data_describe``, ``data_query``, ``data_aggregate``, ``data_save``,
 ``data_to_session`` (functions named ``load``, ``list_frames`` (tool name ``list``), ...) and the code tools
@@ -30,6 +31,7 @@ from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.data import results as R
+from aisac_core.sessions import results as S
 
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 from ..shapes.completions import by_prefix
@@ -44,12 +46,18 @@ server = AisacServer(
     ),
 )
 
+#: a code run's output schema: one of the two variants of the tagged union (MCP wants ``type: object`` on top)
+CODE_RUN_SCHEMA = {"type": "object", **lean_schema(S.CodeRun)}
+
 FrameName = Annotated[str, Field(description="frame name, or a result_id")]
 SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
 
 
-def _with_images(result: Mapping[str, Any], images: list[bytes]) -> ToolResult:
-    """A code run's result as structured content, with one PNG image block per figure."""
+def _with_images(run: Mapping[str, Any], images: list[bytes]) -> ToolResult:
+    """A code run's result, checked against its type (:data:`~aisac_core.sessions.results.CodeRun`: a key outside
+    the variant's declared keys or a missing required key is an error, never sent), as structured content with one
+    PNG image block per figure."""
+    result = S.CODE_RUN.dump_python(S.CODE_RUN.validate_python(run), mode="json")
     content: list[Any] = [TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
     content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mime_type="image/png") for b in images]
     return ToolResult(content=content, structured_content=result)
@@ -176,7 +184,7 @@ async def to_session(
 
 
 # -- code sessions --------------------------------------------------------------------------------------------
-@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=lean_schema(R.CodeRun))
+@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=CODE_RUN_SCHEMA)
 async def code_run(
     ctx: Context,
     session: SessionName,
@@ -193,17 +201,23 @@ async def code_run(
     AISAC_SANDBOX_JOB_THRESHOLD_S returns ``pending: true`` and a ``job_id`` (data_code_job_status,
     rag_job_cancel); as an MCP task it runs to its end."""
     app = app_of(ctx)
-    sandbox = await call_core(lambda: app.sandbox)
     wait_s = None if in_task(ctx) else app.settings.sandbox.job_threshold_s
     first = 0.2 if wait_s is None else min(0.2, wait_s)  # a quick run answers at once, a longer one reports progress
-    run, images = await call_core(lambda: sandbox.run(session, code, timeout_s, wait_s=first))
+    run, images = await call_core(_start_run, app, session, code, timeout_s, first)
     result: Mapping[str, Any] = run
-    if run.get("pending"):
-        result, images = await follow_code_run(ctx, sandbox, dict(run), None if wait_s is None else wait_s - first)
+    if run["status"] == "running":
+        result, images = await follow_code_run(ctx, app.sandbox, dict(run), None if wait_s is None else wait_s - first)
     return _with_images(result, images)
 
 
-@server.tool(annotations=hints("Code run status", read_only=True), output_schema=lean_schema(R.CodeRun))
+def _start_run(
+    app: AppContext, session: str, code: str, timeout_s: float | None, wait_s: float
+) -> tuple[S.CodeRun, list[bytes]]:
+    """The code-session manager (built on first use: it probes the machine's isolation) and the run it starts."""
+    return app.sandbox.run(session, code, timeout_s, wait_s=wait_s)
+
+
+@server.tool(annotations=hints("Code run status", read_only=True), output_schema=CODE_RUN_SCHEMA)
 async def code_job_status(
     job_id: Annotated[str, Field(description="job_id returned by data_code_run")], app: AppContext = App
 ) -> ToolResult:
@@ -213,30 +227,30 @@ async def code_job_status(
     return _with_images(result, images)
 
 
-@server.tool(annotations=hints("Session variables", read_only=True), output_schema=lean_schema(R.VariablesResult))
-async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[R.VariablesResult]:
+@server.tool(annotations=hints("Session variables", read_only=True), output_schema=lean_schema(S.VariablesResult))
+async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[S.VariablesResult]:
     """Names, types and shapes of a code session's variables."""
     return await call_core(lambda: app.sandbox.variables(session))
 
 
-@server.tool(annotations=hints("Code sessions", read_only=True), output_schema=lean_schema(R.SessionListResult))
-async def code_session_list(app: AppContext = App) -> AsIs[R.SessionListResult]:
+@server.tool(annotations=hints("Code sessions", read_only=True), output_schema=lean_schema(S.SessionListResult))
+async def code_session_list(app: AppContext = App) -> AsIs[S.SessionListResult]:
     """The code sessions, and the sandbox's isolation, allowed imports and limits."""
     return await call_core(lambda: app.sandbox.list())
 
 
 @server.tool(
-    annotations=hints("Reset session", destructive=True, idempotent=True), output_schema=lean_schema(R.ResetResult)
+    annotations=hints("Reset session", destructive=True, idempotent=True), output_schema=lean_schema(S.ResetResult)
 )
-async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[R.ResetResult]:
+async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[S.ResetResult]:
     """Clear a code session's variables and stop its running job; its files stay."""
     return await call_core(lambda: app.sandbox.reset(session))
 
 
 @server.tool(
-    annotations=hints("Close session", destructive=True, idempotent=True), output_schema=lean_schema(R.CloseResult)
+    annotations=hints("Close session", destructive=True, idempotent=True), output_schema=lean_schema(S.CloseResult)
 )
-async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[R.CloseResult]:
+async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[S.CloseResult]:
     """End a code session: its worker stops, its files stay."""
     return await call_core(lambda: app.sandbox.close(session))
 

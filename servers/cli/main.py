@@ -344,7 +344,7 @@ def status(
     finally:
         if core is not None:
             core.close()
-    from aisac_core.data.isolation import detect_isolation
+    from aisac_core.sessions.isolation import detect_isolation
 
     mode, note = detect_isolation(settings.sandbox.isolation)  # what code sessions run under on this machine
     st = {**st, "code_isolation": {"mode": mode, "note": note}, "trace_gap": _trace_gap(settings)}

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from aisac_core.data.errors import SandboxError
-from aisac_core.data.isolation import detect_isolation
-from aisac_core.data.sandbox import SandboxManager
+from aisac_core.sessions.errors import SandboxError
+from aisac_core.sessions.isolation import detect_isolation
+from aisac_core.sessions.manager import SandboxManager
 from aisac_core.settings import SandboxSettings
 
 pytestmark = pytest.mark.skipif(

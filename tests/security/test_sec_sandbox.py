@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from aisac_core.data.confine import landlock_abi
-from aisac_core.data.isolation import detect_isolation
-from aisac_core.data.sandbox import SandboxManager
+from aisac_core.sessions.confine import landlock_abi
+from aisac_core.sessions.isolation import detect_isolation
+from aisac_core.sessions.manager import SandboxManager
 from aisac_core.settings import SandboxSettings
 
 SECRET = "aisac-secret-token-5f0c1d"
@@ -378,7 +378,7 @@ def test_session_folders_are_private(box: SandboxManager) -> None:
 
 
 def test_session_name_cannot_escape(box: SandboxManager) -> None:
-    from aisac_core.data.errors import SandboxError
+    from aisac_core.sessions.errors import SandboxError
 
     for name in ("../x", ".state", "/etc", "a/b", "", "x" * 100, "a\x00b", "s1\n", "s1\r", "s1\n\n", "\ns1", "sé"):
         with pytest.raises(SandboxError, match="session name"):
@@ -391,7 +391,7 @@ def test_session_name_cannot_escape(box: SandboxManager) -> None:
 def test_identifiers_that_become_file_names_are_matched_whole(box: SandboxManager) -> None:
     """The variable a frame is loaded into names its Parquet copy, and ``write_input`` writes the name it is given:
     both are matched whole against closed ASCII sets (no newline, no '/', no non-ASCII letter)."""
-    from aisac_core.data.errors import SandboxError
+    from aisac_core.sessions.errors import SandboxError
 
     for var in ("df\n", "d/f", "dé", "_df", "1df", "", "x" * 65):
         with pytest.raises(SandboxError, match="variable name"):
@@ -436,7 +436,7 @@ def test_forged_early_reply_cannot_hang_the_next_call(box: SandboxManager) -> No
 
 
 def test_inode_flood_counts_against_the_quota(box: SandboxManager, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aisac_core.data import sessionfs
+    from aisac_core.sessions import sessionfs
 
     monkeypatch.setattr(sessionfs, "MAX_ENTRIES", 5_000)  # the same check as at 100,000, in a second
     code = (

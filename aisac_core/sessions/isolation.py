@@ -1,6 +1,6 @@
 """The worker process of a code session, seen from the parent: which OS isolation this machine offers, the command
 line and environment that start a worker under it, the long-lived thread that spawns workers, the length-prefixed
-JSON pipe protocol (:mod:`aisac_core.data.worker` speaks the other side), and killing a worker's process group.
+JSON pipe protocol (:mod:`aisac_core.sessions.worker` speaks the other side), and killing a worker's process group.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from aisac_core.data import sessionfs
+from aisac_core.sessions import sessionfs
+from aisac_core.sessions.errors import SandboxError
 from aisac_core.settings import SandboxSettings
 
 WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")  # real path: bubblewrap mounts its folder
@@ -130,7 +131,7 @@ def detect_isolation(requested: str = "auto") -> tuple[str, str]:
     namespaces (probed the same way). ``auto`` and ``bwrap`` fall back to ``unshare``; when neither works the mode
     is ``unavailable`` and the note is the refusal (:data:`NO_ISOLATION`): code runs are refused rather than run
     weaker. ``none`` (no namespaces) is used only when requested explicitly. In every mode the worker also confines
-    itself with seccomp and Landlock where the kernel offers them (:mod:`aisac_core.data.confine`)."""
+    itself with seccomp and Landlock where the kernel offers them (:mod:`aisac_core.sessions.confine`)."""
     if requested == "none":
         return "none", (
             "isolation none (opted in with AISAC_SANDBOX_ISOLATION=none): no namespaces; a plain subprocess "
@@ -409,7 +410,7 @@ class Spawner:
     """Starts processes from one long-lived thread: bubblewrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires
     when the *thread* that forked the child ends, so workers must not be started from short-lived job threads.
 
-    Each :class:`~aisac_core.data.sandbox.SandboxManager` owns one; its thread starts with the first
+    Each :class:`~aisac_core.sessions.manager.SandboxManager` owns one; its thread starts with the first
     :meth:`spawn` and ends with :meth:`stop` (then the bubblewrap processes it started die with it; a later
     :meth:`spawn` starts a new thread)."""
 
@@ -593,3 +594,97 @@ def read(w: Worker, deadline: float, max_bytes: int = 32 << 20, watch: Any = Non
             if not isinstance(obj, dict):
                 raise WorkerProtocolError("the worker sent a reply that is not a JSON object")
             return obj
+
+
+# -- the two calls a session makes per request ---------------------------------------------------------------
+def launch(
+    spawner: Spawner,
+    settings: SandboxSettings,
+    isolation: str,
+    session_dir: Path,
+    allowed: list[str],
+    log_path: Path,
+    started_at: str,
+    timeout_s: float,
+) -> tuple[Worker, dict[str, Any]]:
+    """Start the worker of the session folder ``session_dir`` under ``isolation`` (:func:`worker_command`,
+    :func:`worker_env`) from the spawner's thread, its early stderr appended to ``log_path``; wait up to
+    ``timeout_s`` seconds for its ready message (what confinement it holds: uid, seccomp, Landlock ABI), find its
+    host pid (:func:`find_worker_pid`), note its own signal handlers (:func:`caught_signals`) and stop it until its
+    first request (:func:`pause`). Returns ``(worker, ready message)``. Raises WorkerGone (the worker killed first)
+    when it exits or breaks the protocol before it is ready; OSError when it cannot be spawned."""
+    log = open(log_path, "ab")  # noqa: SIM115 - the worker's early stderr (before it redirects); closed by kill()
+    try:
+        proc = spawner.spawn(
+            worker_command(settings, isolation, session_dir, allowed),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=str(session_dir),
+            env=worker_env(settings, session_dir),
+            start_new_session=True,
+            bufsize=0,
+        )
+    except BaseException:
+        log.close()
+        raise
+    w = Worker(proc=proc, pid=proc.pid, started_at=started_at, log=log)
+    try:
+        ready = read(w, time.monotonic() + timeout_s, 1 << 16)
+    except WorkerGone:
+        kill(w)
+        raise
+    w.pid = find_worker_pid(proc.pid)  # the host pid (inside a PID namespace the worker is pid 1)
+    w.base = caught_signals(w.pid)  # its own signal handlers: a request may leave no other
+    pause(w)  # between requests the worker is stopped: nothing a cell left behind runs
+    return w, ready
+
+
+def copy_out(w: Worker, session_dir: Path, isolation: str, quota: int, wait: bool = False) -> tuple[int, int, int, int]:
+    """Copy the tmpfs of worker ``w`` (bwrap/unshare: :func:`session_view`) to the session folder ``session_dir`` on
+    disk, the worker stopped first (:func:`pause`; ``wait``: until the kernel reports it stopped - before it is
+    killed), within ``quota`` bytes of allocated blocks (:func:`aisac_core.sessions.sessionfs.mirror`, which follows
+    no link). Returns ``(files refused over the quota, folders too deep to copy, free entries, free bytes)`` of the
+    tmpfs (``statvfs``: ``f_favail``, ``f_bavail * f_frsize``). Raises OSError or SandboxError when a folder cannot
+    be opened safely."""
+    pause(w, wait=wait)
+    view = session_view(w, session_dir, isolation)
+    _copied, refused, deep = sessionfs.mirror(view, session_dir, quota)
+    fs = os.statvfs(view)
+    return refused, deep, fs.f_favail, fs.f_bavail * fs.f_frsize
+
+
+def exchange(
+    w: Worker,
+    req: dict[str, Any],
+    deadline: float,
+    settings: SandboxSettings,
+    watch: Any = None,
+    copy: tuple[Path, str, int, threading.Lock] | None = None,
+) -> tuple[dict[str, Any], str | None, tuple[int, int, int, int] | None]:
+    """One request to worker ``w`` and its reply: :func:`send` ``req`` (it carries an unpredictable ``seq`` tag),
+    :func:`read` replies (each within :func:`reply_limit` of ``settings``) until the one echoing that tag (at most 16: a reply to an earlier request, forged by a cell
+    onto the channel, is skipped), then stop the worker (:func:`pause`) and look for signal handlers the request
+    left (:func:`left_behind`). ``copy``: ``(session folder, isolation, quota bytes, the session's copy lock)`` - when
+    the request left nothing behind, the tmpfs is then copied to disk (:func:`copy_out`, no wait; a file still
+    changing is copied again next time). Returns ``(reply, what the request left behind or None, copy_out's
+    figures or None)``. Raises WorkerTimeout after ``deadline`` (``time.monotonic()``), WorkerGone when the worker
+    is gone, WorkerProtocolError when it breaks the protocol or ``watch`` stops the wait (:func:`read`)."""
+    send(w, req, deadline)  # and lets the stopped worker continue
+    for _ in range(16):
+        reply = read(w, deadline, reply_limit(settings), watch)
+        if reply.get("seq") == req["seq"]:
+            break
+    else:
+        raise WorkerProtocolError("the worker keeps sending replies to other requests")
+    left = left_behind(w)  # signal handlers beyond the worker's own (the kernel's view)
+    pause(w)  # the request is over: whatever it left behind stops with it (SIGSTOP lands within microseconds)
+    copied = None
+    if copy is not None and left is None and w.proc.poll() is None:
+        session_dir, isolation, quota, lock = copy
+        with lock:
+            try:
+                copied = copy_out(w, session_dir, isolation, quota)
+            except (OSError, SandboxError):
+                copied = None
+    return reply, left, copied

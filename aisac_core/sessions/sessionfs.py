@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from aisac_core.data import confine
-from aisac_core.data.errors import SandboxError
+from aisac_core.sessions import confine
+from aisac_core.sessions.errors import SandboxError
 
 
 class _Moved(Exception):

@@ -5,8 +5,8 @@ build its own. But a list a session built is the session's data: a cell can edit
 session and handed to the next would carry that edit into every later session. So the server builds the list once
 in a process of its own that runs no session code (``python -I -c "import matplotlib.font_manager"``), keeps it in
 its cache folder, and copies it into a session's ``.matplotlib`` folder each time the session's worker starts,
-through :func:`aisac_core.data.sessionfs.write_file` (no symlink followed). :class:`FontLists` (one per
-:class:`~aisac_core.data.sandbox.SandboxManager`) starts at most one build at a time.
+through :func:`aisac_core.sessions.sessionfs.write_file` (no symlink followed). :class:`FontLists` (one per
+:class:`~aisac_core.sessions.manager.SandboxManager`) starts at most one build at a time.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from aisac_core.data import sessionfs
-from aisac_core.data.errors import SandboxError
+from aisac_core.sessions import sessionfs
+from aisac_core.sessions.errors import SandboxError
 
 
 def cache_dir() -> Path | None:

@@ -1,6 +1,6 @@
-"""The worker process of one sandboxed code session (started by :mod:`aisac_core.data.sandbox`, never imported by it).
+"""The worker process of one sandboxed code session (started by :mod:`aisac_core.sessions.manager`, never imported by it).
 
-Run as ``python -I aisac_core/data/worker.py '<config JSON>'`` with the session directory as working directory.
+Run as ``python -I aisac_core/sessions/worker.py '<config JSON>'`` with the session directory as working directory.
 It uses the standard library only at start (heavy libraries are imported when the session's code imports them), so
 a session starts in well under a second.
 
@@ -68,7 +68,7 @@ def _sibling(name: str) -> ModuleType:
     return mod
 
 
-confine = _sibling("confine")  # aisac_core/data/confine.py: seccomp and Landlock
+confine = _sibling("confine")  # aisac_core/sessions/confine.py: seccomp and Landlock
 
 #: attribute names user code may not spell out (a tripwire against the classic object-graph escapes; the audit
 #: hook and the OS limits are what contain code that reaches them anyway, e.g. through getattr with a string)
@@ -350,7 +350,7 @@ class Worker:
     def restore_signals(self) -> None:
         """Put the worker's own signal handlers back: a handler a cell (or a ``__repr__`` it defined) installed ends
         with the request. The parent checks the kernel's list of caught signals afterwards and stops a worker that
-        still has one (:func:`aisac_core.data.isolation.left_behind`)."""
+        still has one (:func:`aisac_core.sessions.isolation.left_behind`)."""
         for sig, handler in self.base_handlers.items():
             try:
                 if signal.getsignal(sig) is not handler:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from aisac_core.data.errors import SandboxError
+from aisac_core.sessions.errors import SandboxError
 
 #: a session name
 SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
