@@ -10,8 +10,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,6 +127,139 @@ def test_wheel_lists_every_package() -> None:
     assert found <= listed, sorted(found - listed)
     assert cfg["package-dir"]["aisac_servers"] == "servers"
     assert not (REPO / "servers" / "__init__.py").read_text().count("import servers")
+
+
+# -- a data_code_run walk ----------------------------------------------------------------------------------------
+def _module(frame: Any) -> str:
+    return frame.f_globals.get("__name__") or ""
+
+
+def _ours(module: str) -> bool:
+    return module.startswith(("aisac_core", "aisac_servers"))
+
+
+class _Walk:
+    """Counts, per aisac module, the calls that enter it from another module (sys.setprofile / threading.setprofile
+    call events). The caller of a call is the nearest aisac frame up its stack (library frames in between -
+    contextlib, asyncio, anyio - are passed through; a thread with none is ``<thread>``); a coroutine or generator
+    counts at its first call only, not at each resumption."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.edges: dict[str, int] = {}
+        self._seen: set[Any] = set()
+
+    def profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or not self.active:
+            return
+        m = _module(frame)
+        if not _ours(m):
+            return
+        if frame.f_code.co_flags & 0x2A0:  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+            if frame in self._seen:
+                return
+            self._seen.add(frame)
+        caller, f = "<thread>", frame.f_back
+        while f is not None:
+            if _ours(_module(f)):
+                caller = _module(f)
+                break
+            f = f.f_back
+        if caller != m:
+            edge = f"{caller} -> {m}.{frame.f_code.co_name}"
+            self.edges[edge] = self.edges.get(edge, 0) + 1
+
+
+#: what every tool call passes through, whatever the tool: the serving middleware and the provenance recorder.
+#: Entries into these, and the calls the recorder makes (hashing, store), are not the code run's walk
+_PER_CALL = ("aisac_servers.serving.", "aisac_servers.adapters.common", "aisac_core.trace.")
+
+
+def test_a_code_run_walk_enters_each_module_at_most_twice(tmp_path: Path) -> None:
+    """One real ``data_code_run`` through an MCP client (fastmcp's in-memory transport) on a real store, in a new
+    session (its worker starts, the cell runs, the result comes back) enters each aisac module on its way at most
+    twice from another module (issue 40: it entered the sandbox module 7 times and the isolation module 7 times);
+    and it does cross the modules it must, so the count cannot pass empty. Every thread the run starts (anyio's
+    workers of this event loop, the sessions' spawner, the job) carries the profiler: they start after
+    ``threading.setprofile``."""
+    anyio = pytest.importorskip("anyio")
+    from fastmcp import Client
+
+    from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
+    from aisac_servers.serving.suite import build
+
+    walk = _Walk()
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        core = AppContext(Settings(data_dir=tmp_path / "store", warm=False))
+        try:
+            async with Client(build(["data"], app=core)) as client:
+                await client.call_tool("data_code_run", {"session": "warm", "code": "1"})  # the isolation probe
+                sys.setprofile(walk.profile)
+                walk.active = True
+                res = await client.call_tool("data_code_run", {"session": "walk", "code": "x = 6 * 7\nx"})
+                walk.active = False
+                sys.setprofile(None)
+                out.update(res.structured_content or {})
+        finally:
+            core.sandbox.shutdown()
+            core.close()
+
+    threading.setprofile(walk.profile)
+    try:
+        anyio.run(main)
+    finally:
+        walk.active = False
+        sys.setprofile(None)
+        threading.setprofile(None)
+    assert out.get("ok") and out.get("result") == "42", out
+    counts: dict[str, int] = {}
+    for edge, n in walk.edges.items():
+        caller, callee = edge.split(" -> ")
+        module = callee.rsplit(".", 1)[0]
+        if not module.startswith(_PER_CALL) and not caller.startswith("aisac_core.trace."):
+            counts[module] = counts.get(module, 0) + n
+    for must in (
+        "aisac_servers.adapters.data",
+        "aisac_core.sessions.manager",
+        "aisac_core.sessions.session",
+        "aisac_core.sessions.isolation",
+        "aisac_core.sessions.replies",
+    ):
+        assert counts.get(must), (must, walk.edges)
+    over = {m: n for m, n in counts.items() if n > 2}
+    assert not over, (over, {e: n for e, n in walk.edges.items() if e.split(" -> ")[1].rsplit(".", 1)[0] in over})
+
+
+def _type_checking_imports_too(package: str) -> dict[str, set[str]]:
+    """The modules of ``package`` each module of it imports, ``if TYPE_CHECKING:`` imports included (grimp)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("aisac_core", cache_dir=None, exclude_type_checking_imports=False)
+    mods = {m for m in graph.modules if m == package or m.startswith(package + ".")}
+    return {m: graph.find_modules_directly_imported_by(m) & mods for m in mods}
+
+
+def test_no_import_cycle_between_the_session_modules() -> None:
+    """The modules of aisac_core.sessions import one another without a cycle, annotations included: the manager
+    above the session, the session above isolation, replies and the file helpers (issue 40: sandbox and replies
+    imported each other)."""
+    imports = _type_checking_imports_too("aisac_core.sessions")
+    assert "aisac_core.sessions.manager" in imports and imports["aisac_core.sessions.manager"]
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(imports[m]):
+            assert state.get(n) != 1, " -> ".join([*path, m, n])
+            if n not in state:
+                visit(n, [*path, m])
+        state[m] = 2
+
+    for m in sorted(imports):
+        if m not in state:
+            visit(m, [])
 
 
 # --------------------------------------------------------------------------------------------------

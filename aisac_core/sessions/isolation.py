@@ -11,7 +11,6 @@ import queue
 import select
 import shutil
 import signal
-import stat
 import struct
 import subprocess
 import sys
@@ -339,28 +338,6 @@ def find_worker_pid(root: int) -> int:
             return p
         todo += children(p)
     return root
-
-
-def deleted_but_open(pid: int) -> int:
-    """Bytes of allocated blocks (``st_blocks * 512``) of the regular files process ``pid`` holds open that have no
-    name left (link count 0, ``fstat`` through ``/proc/<pid>/fd/N``, ``proc(5)``): space no folder walk sees, which
-    only closing them - the end of the process - gives back. Each file is counted once; 0 when the process is gone.
-    (Deleted files mapped into memory but closed count against the worker's address-space limit instead.)"""
-    total = 0
-    seen: set[tuple[int, int]] = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return 0
-    for fd in fds:
-        try:
-            st = os.stat(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            total += st.st_blocks * 512
-    return total
 
 
 def pause(w: Worker, wait: bool = False) -> None:

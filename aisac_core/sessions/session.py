@@ -27,7 +27,6 @@ from aisac_core.sessions.isolation import (
     WorkerProtocolError,
     WorkerTimeout,
     copy_out,
-    deleted_but_open,
     exchange,
     kill,
     session_view,
@@ -171,7 +170,7 @@ class Session:
             t_check[0] = time.monotonic()
             used = sessionfs.usage(self.dir)
             if used <= self.quota:  # files it deleted but holds open count too: no folder walk sees them
-                used += deleted_but_open(w.pid)
+                used += sessionfs.deleted_but_open(w.pid)
             held = "too many entries" if used >= sys.maxsize else f"{used / 2**20:,.0f} MB"
             return (
                 (
@@ -241,7 +240,7 @@ class Session:
         """Checks after every run: threads the run left running stop the worker (state lost). Under isolation
         ``none`` (no tmpfs): a session folder over its disk quota (allocated blocks, any depth) loses the files this
         run wrote (their inode change time is at or after ``t_start``); when files the worker deleted but keeps open
-        (:func:`~aisac_core.sessions.isolation.deleted_but_open`) still put it over, the worker is stopped, which
+        (:func:`~aisac_core.sessions.sessionfs.enforce_quota`) still put it over, the worker is stopped, which
         releases them (state lost)."""
         stray = reply.pop("stray_threads", 0)
         if stray and self.worker is not None:
@@ -255,19 +254,16 @@ class Session:
         if self.tmpfs:  # the kernel holds the quota (a sized tmpfs); exchange's copy noted a full folder
             return
         quota = self.quota
-        used = sessionfs.usage(self.dir)
-        if used > quota:
-            removed = sessionfs.remove_changed_since(self.dir, t_start)
+        w = self.worker
+        used, removed, left, hidden = sessionfs.enforce_quota(self.dir, t_start, quota, w.pid if w else None)
+        if removed >= 0:
             held = f"more than {sessionfs.MAX_ENTRIES:,} entries" if used == sys.maxsize else f"{used / 2**20:,.0f} MB"
             notes.append(
                 f"disk quota exceeded: the session folder held {held}, over the limit of "
                 f"{quota / 2**20:,.0f} MB (AISAC_SANDBOX_DISK_MB); the {removed} file(s) this run wrote were "
                 "removed"
             )
-            used = sessionfs.usage(self.dir)
-        w = self.worker
-        hidden = deleted_but_open(w.pid) if w is not None else 0
-        if hidden and used + hidden > quota and w is not None:  # only the worker's end releases those blocks
+        if hidden and left + hidden > quota and w is not None:  # only the worker's end releases those blocks
             kill(w)
             self.worker = None
             self.lost = (

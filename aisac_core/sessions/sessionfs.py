@@ -377,3 +377,39 @@ def mirror(src: Path, dst: Path, budget: int | None = None) -> tuple[int, int, i
         m = _Mirror(b, budget)
         m.tree(a, b, 0, "")
         return m.copied, m.refused, m.deep
+
+
+def deleted_but_open(pid: int) -> int:
+    """Bytes of allocated blocks (``st_blocks * 512``) of the regular files process ``pid`` holds open that have no
+    name left (link count 0, ``fstat`` through ``/proc/<pid>/fd/N``, ``proc(5)``): space no folder walk sees, which
+    only closing them - the end of the process - gives back. Each file is counted once; 0 when the process is gone.
+    (Deleted files mapped into memory but closed count against the worker's address-space limit instead.)"""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total
+
+
+def enforce_quota(session_dir: Path, since: float, quota: int, pid: int | None) -> tuple[int, int, int, int]:
+    """The disk quota of a session folder under isolation ``none`` (no sized tmpfs holds it), after a run that
+    started at ``since`` (``time.time()``): when the folder's allocated blocks (:func:`usage`) pass ``quota`` bytes,
+    the files the run wrote are removed (:func:`remove_changed_since`); then the blocks worker ``pid`` holds in files
+    deleted but open (:func:`deleted_but_open`; 0 for None). Returns ``(bytes used before, files removed (-1: under
+    the quota, nothing removed), bytes used after, bytes held in deleted open files)``."""
+    before = after = usage(session_dir)
+    removed = -1
+    if before > quota:
+        removed = remove_changed_since(session_dir, since)
+        after = usage(session_dir)
+    return before, removed, after, deleted_but_open(pid) if pid is not None else 0

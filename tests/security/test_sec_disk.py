@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from aisac_core.sessions.isolation import deleted_but_open, detect_isolation
+from aisac_core.sessions.isolation import detect_isolation
 from aisac_core.sessions.manager import SandboxManager
+from aisac_core.sessions.sessionfs import deleted_but_open
 from aisac_core.settings import SandboxSettings
 
 QUOTA = 16 * 2**20
