@@ -46,8 +46,36 @@ server = AisacServer(
     ),
 )
 
-#: a code run's output schema: one of the two variants of the tagged union (MCP wants ``type: object`` on top)
-CODE_RUN_SCHEMA = {"type": "object", **lean_schema(S.CodeRun)}
+
+def _union_schema(tp: Any) -> dict[str, Any]:
+    """The output schema of a tagged union of closed TypedDicts (``tp``): ``oneOf`` its variants, and on top what
+    MCP hosts read of any tool (``type: object``, ``properties`` - every key of any variant, a key whose variants
+    differ widened to their union -, ``required`` - the keys every variant requires -, ``additionalProperties:
+    false``)."""
+    variants: list[dict[str, Any]] = lean_schema(tp)["oneOf"]
+    props: dict[str, Any] = {}
+    for v in variants:
+        for k, p in v["properties"].items():
+            if k in props and props[k] != p:
+                old = props[k]
+                values = [[q["const"]] if "const" in q else q.get("enum") for q in (old, p)]
+                wide = {kk: vv for kk, vv in p.items() if kk not in ("const", "enum")}
+                if values[0] is not None and values[1] is not None:  # both closed: the union of their values
+                    wide["enum"] = list(dict.fromkeys([*values[0], *values[1]]))
+                p = wide
+            props[k] = p
+    required = [k for k in variants[0].get("required", []) if all(k in v.get("required", []) for v in variants)]
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+        "oneOf": variants,
+    }
+
+
+#: a code run's output schema: the tagged union :data:`aisac_core.sessions.results.CodeRun` (pending | done)
+CODE_RUN_SCHEMA = _union_schema(S.CodeRun)
 
 FrameName = Annotated[str, Field(description="frame name, or a result_id")]
 SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
