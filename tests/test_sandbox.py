@@ -320,3 +320,65 @@ async def test_mcp_code_run_plot_image_and_trace(tmp_path: Path) -> None:
     finally:
         core.sandbox.shutdown()
         core.close()
+
+
+@pytest.mark.anyio
+async def test_code_run_results_are_the_tagged_union_at_the_boundary(tmp_path: Path) -> None:
+    """data_code_run and data_code_job_status return a CodeRun: ``running`` (CodeRunPending) or ``done``
+    (CodeRunDone, every key but the five conditional ones present), each validating against the tool's output schema
+    (oneOf the two closed variants; the listing a host reads names the same keys) and against the core type; a done
+    result missing a required key, or carrying an undeclared one, is refused by both."""
+    import jsonschema
+
+    from aisac_core.sessions.results import CODE_RUN
+    from aisac_servers.adapters.data import CODE_RUN_SCHEMA as schema
+
+    core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5, sandbox_job_threshold_s=0.3))
+    try:
+        async with Client(build(["data"], app=core)) as client:
+            listed = {t.name: t.output_schema for t in await client.list_tools()}
+            assert set(listed["data_code_run"]["properties"]) == set(schema["properties"])
+            assert listed["data_code_job_status"]["properties"] == listed["data_code_run"]["properties"]
+            assert {
+                v["properties"]["status"].get("const") or tuple(v["properties"]["status"]["enum"])
+                for v in schema["oneOf"]
+            } == {"running", ("done", "cancelled")}
+            first = await client.call_tool("data_code_run", {"session": "u", "code": "import time\ntime.sleep(1.2)\n7"})
+            pending = first.structured_content
+            assert pending["status"] == "running" and pending["pending"] is True and pending["ok"] is False
+            assert set(pending) == {
+                "ok",
+                "pending",
+                "status",
+                "session",
+                "job_id",
+                "code_sha256",
+                "started_at",
+                "elapsed_s",
+                "error",
+            }
+            jsonschema.validate(pending, schema)
+            jsonschema.validate(pending, listed["data_code_run"])
+            done = pending
+            for _ in range(100):
+                done = (
+                    await client.call_tool("data_code_job_status", {"job_id": pending["job_id"]})
+                ).structured_content
+                if done["status"] != "running":
+                    break
+                time.sleep(0.1)
+            assert done["status"] == "done" and done["ok"] and done["result"] == "7", done
+            jsonschema.validate(done, schema)
+            jsonschema.validate(done, listed["data_code_job_status"])
+            required = set(schema["oneOf"][1]["required"])
+            assert required <= set(done) and {"cell", "stdout", "figures", "finished_at"} <= required
+            assert "pending" not in done and done["code_sha256"] == pending["code_sha256"]
+        CODE_RUN.validate_python(done)
+        for bad in ({k: v for k, v in done.items() if k != "cell"}, {**done, "extra": 1}):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(bad, schema)
+            with pytest.raises(ValueError):
+                CODE_RUN.validate_python(bad)
+    finally:
+        core.sandbox.shutdown()
+        core.close()
