@@ -12,7 +12,9 @@ The data tools' results and arguments carry what is needed (:mod:`aisac_core.dat
 - ``data_code_run`` (a cell) uses every frame bound in its session before it whose variable the cell's code names
   (a whole-word match of the identifier in the source: what a cell reads is decided by its code; a frame reached
   only through ``globals()`` or through a variable an earlier cell derived is not seen) and generates the files
-  it wrote (``figures[]``: ``path``, ``sha256``).
+  it wrote (``figures[]``: ``path``, ``sha256``), its result read as a finished
+  :data:`~aisac_core.sessions.results.CodeRun` (a result recorded by an older release, which that type does not
+  fit, as it was recorded).
 
 A frame's source file is an input of every call that used the frame (``files_used``). Frames are versioned by the
 event that made them: loading a name again makes a new frame.
@@ -24,6 +26,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
+
+from aisac_core.sessions.results import CODE_RUN
 
 __all__ = ["EventLineage", "Frame", "data_lineage"]
 
@@ -74,6 +80,21 @@ def _sources(frames: Sequence[Frame], by_key: Mapping[str, Frame]) -> list[dict[
     return list(out.values())
 
 
+def _figures(res: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The files a code cell's result lists (``figures[]``: ``{path, sha256}``): none while it runs."""
+    try:
+        run = CODE_RUN.validate_python(res)
+    except ValidationError:  # recorded by an older release: its figures as they were recorded
+        return [
+            {"path": str(g["path"]), "sha256": g.get("sha256")}
+            for g in res.get("figures") or []
+            if isinstance(g, dict) and g.get("path")
+        ]
+    if run["status"] == "running":
+        return []
+    return [{"path": g["path"], "sha256": g["sha256"]} for g in run["figures"]]
+
+
 def data_lineage(events: Sequence[Mapping[str, Any]]) -> dict[int, EventLineage]:
     """Lineage of a run's data calls (see the module docstring). ``events``: the run's events oldest first, as
     in the JSON bundle (``id``, ``tool``, ``status``, ``arguments`` and ``result`` parsed). Calls that did not
@@ -116,11 +137,7 @@ def data_lineage(events: Sequence[Mapping[str, Any]]) -> dict[int, EventLineage]
             bound = sessions.get(str(args.get("session") or ""), {})
             lin.frames_used += [f for var, f in bound.items() if re.search(rf"(?<![\w.]){re.escape(var)}\b", code)]
             if ok:
-                lin.files_generated += [
-                    {"path": str(g["path"]), "sha256": g.get("sha256")}
-                    for g in res.get("figures") or []
-                    if isinstance(g, dict) and g.get("path")
-                ]
+                lin.files_generated += _figures(res)
         for f in lin.frames_generated:
             current[f.name] = f
             by_key[f.key] = f
