@@ -47,6 +47,9 @@ from aisac_core.roles.schemas import load_schema
 from aisac_core.roles.support import anchor_word, anchors_verdict, judge_answer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aisac_core.rag.results import Verification
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import EvaluatorEnv
 
@@ -55,10 +58,11 @@ _PATH_KEYS = ("path", "paths", "file", "files", "source")
 _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
 
 
-def verify(env: EvaluatorEnv, anchor: dict[str, Any]) -> dict[str, Any]:
-    """Re-verify a cited anchor (``env.verify_anchor``, :func:`aisac_core.rag.verify.verify_anchor`): ``{status,
-    chunk_id, path, detail}``."""
-    return env.verify_anchor(anchor)
+def verify(env: EvaluatorEnv, anchor: Mapping[str, object]) -> Verification:
+    """Re-verify a cited anchor (``env.corpus.verify_cited``, :func:`aisac_core.rag.verify.verify_anchor`):
+    ``{status, chunk_id, doc_id, path, detail, sha256_now, current_chunk_id}``; a document outside this process's
+    roots is ``missing``."""
+    return env.corpus.verify_cited(anchor)
 
 
 def evidence_gate(
@@ -75,36 +79,39 @@ def evidence_gate(
         a = c.get("anchor")
         if not isinstance(a, dict):
             continue
+        status: str | None
+        detail: str | None
         try:
-            v = verify(env, a)
+            got = verify(env, a)
+            status, detail = got.get("status"), got.get("detail")
         except Exception as exc:  # a verification error is a failed verification, with the reason
-            v = {"status": "missing", "detail": f"{type(exc).__name__}: {exc}"}
+            status, detail = "missing", f"{type(exc).__name__}: {exc}"
         score = a.get("score") if a.get("score") is not None else c.get("score")
-        ok = v.get("status") == "ok"
+        ok = status == "ok"
         counts = ok and score is not None and score >= gate["min_score"] and c.get("n") not in skip
         counted += counts
         anchors.append(
             {
                 "n": c.get("n"),
                 "chunk_id": a.get("chunk_id"),
-                "status": v.get("status"),
-                "detail": v.get("detail"),
+                "status": status,
+                "detail": detail,
                 "score": score,
                 "counted": counts,
-                "anchor": anchor_word(v.get("status")),
+                "anchor": anchor_word(status),
             }
         )
-        if v.get("status") in ("missing", "chunk_changed"):
+        if status in ("missing", "chunk_changed"):
             crit.append(
                 {
                     "aspect": "grounding",
                     "severity": 1.0,
                     "evidence_refs": [str(a.get("chunk_id"))],
-                    "text": f"citation [{c.get('n')}] does not verify ({v.get('status')}: {v.get('detail')}); "
+                    "text": f"citation [{c.get('n')}] does not verify ({status}: {detail}); "
                     "search again and cite current passages",
                 }
             )
-        elif v.get("status") == "file_changed":
+        elif status == "file_changed":
             crit.append(
                 {
                     "aspect": "grounding",
@@ -348,14 +355,7 @@ async def evaluate(
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     s = env.settings
     support = await judge_answer(
-        env,
-        task,
-        answer,
-        backend,
-        chunk_text=getattr(env, "chunk_text", lambda _cid: None),
-        embed=getattr(env, "embed_texts", None),
-        run_id=run_id,
-        parent_id=parent_id,
+        env, task, answer, backend, chunk_text=env.chunk_text, embed=env.embed_texts, run_id=run_id, parent_id=parent_id
     )
     skip = {r["n"] for r in support["citations"] if r.get("evidence") is False}
     # the gates re-hash cited files: a worker thread, not the event loop

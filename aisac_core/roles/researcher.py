@@ -47,7 +47,7 @@ from aisac_core.roles.sentences import (
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
-    from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.env import ResearchEnv
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
 _STOP = set(
@@ -690,14 +690,19 @@ def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def write_answer(
-    env: RoleEnv, task: str, items: list[dict[str, Any]], backend: Backend | None, *, run_id: str, parent_id: int | None
+    env: ResearchEnv,
+    task: str,
+    items: list[dict[str, Any]],
+    backend: Backend | None,
+    *,
+    run_id: str,
+    parent_id: int | None,
 ) -> dict[str, Any]:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
         # embeds up to EMBED_TOP sentences: a worker thread, not the event loop
-        embed = getattr(env, "embed_texts", None)
-        neighbour = getattr(env, "adjacent_chunk", None)
+        embed, neighbour = env.embed_texts, env.corpus.adjacent_chunk
         return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed, neighbour=neighbour))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
