@@ -18,6 +18,13 @@ from sqlalchemy.engine import Engine
 from aisac_core.rag.results import HitDict, Verification
 from aisac_core.settings import RolesSettings
 
+#: texts -> unit dense vectors (the store's MiniLM embedder; ``[]`` vectors without one)
+Embed = Callable[[list[str]], list[list[float]]]
+#: ``(chunk_id, delta)`` -> the chunk ``delta`` places away in the same document version, or None
+Neighbour = Callable[[str, int], "HitDict | None"]
+#: chunk id -> the chunk's text as the index holds it (None: not in the index)
+ChunkText = Callable[[str], "str | None"]
+
 #: a project's workflow-graph augmentation: ``augment(graph) -> graph | None`` (None: edited in place)
 GraphAugment = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 

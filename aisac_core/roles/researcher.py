@@ -47,7 +47,7 @@ from aisac_core.roles.sentences import (
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
-    from aisac_core.roles.env import ResearchEnv
+    from aisac_core.roles.env import Embed, Neighbour, ResearchEnv
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
 _STOP = set(
@@ -351,7 +351,7 @@ def weighted_coverage(weight: dict[str, float], sentence: str) -> float:
     return sum(w for t, w in weight.items() if t in have) / total
 
 
-def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
+def _cosines(embed: Embed | None, question: str, sentences: list[str]) -> list[float]:
     """Cosine similarity of ``question`` with each sentence (``embed``: texts -> unit vectors), 0.0 without
     ``embed``."""
     if embed is None or not sentences:
@@ -434,7 +434,7 @@ def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]
 
 
 def continuations(
-    item: dict[str, Any], neighbour: Any, pool: list[dict[str, Any]]
+    item: dict[str, Any], neighbour: Neighbour | None, pool: list[dict[str, Any]]
 ) -> dict[tuple[int, int], tuple[str, int, tuple[int, int], bool]]:
     """Sentences of rag ``item`` cut by its chunk's boundaries, completed from the adjacent chunk: ``{span of the
     part in this chunk: (whole sentence, rank of the other chunk in pool, the other part's span in it, other part
@@ -473,7 +473,11 @@ def continuations(
 
 
 def extractive_answer(
-    task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None, neighbour: Any = None
+    task: str,
+    items: list[dict[str, Any]],
+    max_sentences: int | None = None,
+    embed: Embed | None = None,
+    neighbour: Neighbour | None = None,
 ) -> dict[str, Any]:
     """The no-model answer: the sentences of the retrieved passages that best answer ``task``, each followed by its
     citation number(s), each citation carrying the sentence's span in its chunk (``anchor.quote_span``, ``quote``);

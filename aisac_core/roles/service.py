@@ -30,7 +30,7 @@ from aisac_core.roles import planner as core_planner
 from aisac_core.roles import prompts as core_prompts
 from aisac_core.roles import router as core_router
 from aisac_core.roles.backends import Backend, get_backend
-from aisac_core.roles.graph import active_graph, run_graph
+from aisac_core.roles.graph import default_graph, run_graph
 from aisac_core.roles.jobs import RunJobs
 from aisac_core.roles.results import (
     CritiqueSubmitResult,
@@ -170,12 +170,13 @@ class RolesService:
         return RunJobs(self.engine, lease_s=self.lease_s)
 
     def active_graph(self) -> dict[str, Any]:
-        """The workflow graph runs use by default (:func:`aisac_core.roles.graph.active_graph`, with the project's
-        augmentation). Raises :class:`RolesError` when the augmented graph is invalid."""
-        return active_graph(self)
+        """The workflow graph runs use by default: :func:`aisac_core.roles.graph.default_graph` with the served
+        project's augmentation (:attr:`graph_augment`). Raises :class:`RolesError` when the augmented graph is
+        invalid."""
+        return default_graph(self.graph_augment)
 
-    def backend(self, llm: str | None, sampling: Backend | None = None) -> Backend | None:
-        """The model backend for ``llm`` (:func:`aisac_core.roles.backends.get_backend`); raises :class:`RolesError`."""
+    def _backend(self, llm: str | None, sampling: Backend | None = None) -> Backend | None:
+        # the model backend for ``llm`` (aisac_core.roles.backends.get_backend); raises RolesError
         return get_backend(self.settings, llm, sampling)
 
     def search_hits(self, task: str, k: int = 5) -> list[HitDict]:
@@ -201,7 +202,7 @@ class RolesService:
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to route")
         m = check_mode(mode, self.settings.mode)
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         hits = await anyio.to_thread.run_sync(self.search_hits, task)
         with Step(self.engine, run_id, "router", {"task": task, "mode": m}) as st:
             st.result = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
@@ -224,7 +225,7 @@ class RolesService:
         :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to plan for")
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         caps = await capabilities(tools)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(self.engine, run_id, "planner", args) as st:
@@ -261,7 +262,7 @@ class RolesService:
         ``evaluator`` step of ``run_id``. Returns :class:`~aisac_core.roles.results.EvaluateResult`. Raises
         :class:`RolesError`, :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
         m = check_mode(mode, self.settings.mode)
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         ans = answer_object(answer, citations, files, code_runs)
         for c in ans["citations"]:  # a compact rag_search hit cites its chunk_id: the index holds the full anchor
             got = None if c["anchor"].get("sha256") else await anyio.to_thread.run_sync(self._chunk, c["chunk_id"])
@@ -359,10 +360,6 @@ class RolesService:
         if st is None:
             raise RolesError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
         return cast(RolesJob, st)
-
-    def cancel(self, job_id: str) -> dict[str, Any] | None:
-        """Stop roles job ``job_id`` (:meth:`aisac_core.roles.jobs.RunJobs.cancel`): its status, None when unknown."""
-        return self.jobs.cancel(job_id)
 
     async def _submit(
         self, role: str, schema: str, payload: Any, run_id: str, errors: list[str] | None = None
