@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from aisac_core.rag.results import Verification
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import EvaluatorEnv
+    from aisac_core.roles.shapes import RunEvent
 
 MAX_CRITIQUES = 10
 _PATH_KEYS = ("path", "paths", "file", "files", "source")
@@ -66,7 +67,7 @@ def verify(env: EvaluatorEnv, anchor: Mapping[str, object]) -> Verification:
 
 
 def evidence_gate(
-    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[Any] | None = None
+    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[int] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``.
     ``not_evidence``: citation numbers whose cited sentence is front matter, a running header or a reference entry
@@ -144,7 +145,7 @@ def evidence_gate(
     )
 
 
-def _paths(x: Any) -> list[str]:
+def _paths(x: object) -> list[str]:
     out: list[str] = []
     if isinstance(x, dict):
         for k, v in x.items():
@@ -171,7 +172,7 @@ def looks_like_error_page(path: Path) -> str | None:
     return None
 
 
-def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def data_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data gate over the run's ``data_*`` tool calls and the answer's ``files``."""
     refs: dict[str, int | None] = {}
     for ev in events:
@@ -207,12 +208,12 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
     return {"passed": not crit, "files": files}, crit
 
 
-def exec_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def exec_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The exec gate over the run's ``data_code_run`` calls (or the answer's ``code_runs`` event ids)."""
     wanted = {int(i) for i in answer.get("code_runs") or []}
     # a run longer than the job threshold answers {pending, job_id}; its outcome is the last data_code_job_status
     # call for that job in the same run
-    finished: dict[str, dict[str, Any]] = {}
+    finished: dict[str, RunEvent] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(ev.get("result"), dict):
             job = (ev.get("arguments") or {}).get("job_id")
@@ -292,11 +293,7 @@ def verdict(passed: bool, content_judged: bool) -> str:
 
 
 def automatic_checks(
-    env: EvaluatorEnv,
-    answer: dict[str, Any],
-    events: list[dict[str, Any]],
-    mode: str,
-    not_evidence: set[Any] | None = None,
+    env: EvaluatorEnv, answer: dict[str, Any], events: list[RunEvent], mode: str, not_evidence: set[int] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer (``not_evidence``: see :func:`evidence_gate`)."""
@@ -318,7 +315,7 @@ def automatic_checks(
     return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
 
 
-def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def evidence_summary(events: list[RunEvent]) -> list[dict[str, Any]]:
     """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
     prompt must be identical when the run is replayed, or the cached response is not found)."""
     calls = [ev for ev in events if ev["kind"] == "tool_call"]
@@ -338,7 +335,7 @@ async def evaluate(
     env: EvaluatorEnv,
     task: str,
     answer: dict[str, Any],
-    events: list[dict[str, Any]],
+    events: list[RunEvent],
     backend: Backend | None,
     *,
     mode: str,
