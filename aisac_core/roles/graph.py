@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from aisac_core.roles.env import GraphAugment, GraphEnv, HasAugment
+    from aisac_core.roles.results import PlanStep
     from aisac_core.roles.shapes import Capability
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
@@ -403,7 +404,7 @@ async def _research(
     parent: int,
     task: str,
     results: dict[str, Any],
-    step: dict[str, Any] | None,
+    step: PlanStep | None,
     plan: dict[str, Any],
     backend: Backend | None,
     model_errors: list[dict[str, str]],

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.results import PlanStep
     from aisac_core.roles.shapes import Capability, Proposal
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
@@ -137,7 +138,7 @@ def validate_plan(
     return errors
 
 
-def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
+def find_cycle(steps: list[PlanStep]) -> list[str] | None:
     """A dependency cycle as a list of ids (first id repeated at the end), or None."""
     deps = {s["id"]: list(s.get("depends_on") or []) for s in steps}
     state: dict[str, int] = {}
@@ -163,10 +164,10 @@ def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
     return None
 
 
-def topological_order(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def topological_order(steps: list[PlanStep]) -> list[PlanStep]:
     """The steps of a valid plan in an order where every step follows its dependencies (stable)."""
     done: set[str] = set()
-    out: list[dict[str, Any]] = []
+    out: list[PlanStep] = []
     pending = list(steps)
     while pending:
         ready = [s for s in pending if all(d in done for d in s.get("depends_on") or [])]
@@ -198,7 +199,7 @@ def template_plan(
 ) -> dict[str, Any]:
     """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
     idx = tool_index(tools)
-    steps: list[dict[str, Any]] = []
+    steps: list[PlanStep] = []
     intent = (route or {}).get("intent", "factual")
     if "rag_search" in idx:
         k = (8, 15, 25)[min(attempt, 2)]
@@ -354,9 +355,7 @@ async def plan(
     return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
 
 
-def proposal(
-    step: dict[str, Any], tool: Mapping[str, object], arguments: Any, reason: str | None = None
-) -> dict[str, Any]:
+def proposal(step: PlanStep, tool: Mapping[str, object], arguments: Any, reason: str | None = None) -> dict[str, Any]:
     """A plan step the coordinator does not execute, as returned to the host: ``{step, tool, goal, arguments,
     read_only, destructive, open_world, reason}``. The host shows it to the user, who decides whether to call the
     tool; the plan may come from a model that read a document's text, so a proposal is never run on its own."""
