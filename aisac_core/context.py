@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.plugins import make_plugin_manager, table_loaders
 from aisac_core.settings import Settings
@@ -203,7 +203,6 @@ class AppContext:
     def roles(self) -> RolesService:
         """The roles (router, planner, evaluator, the whole graph and its background runs) on this store, with the
         served project's graph augmentation."""
-        from aisac_core.rag.search import adjacent_chunk, get_chunk, search
         from aisac_core.roles.service import RolesService
 
         p = self.project
@@ -211,33 +210,11 @@ class AppContext:
         return RolesService(
             self.settings.roles,
             lambda: self.engine,
-            # the roles read the rag results as plain dicts (their TypedDicts are dicts at run time)
-            verify_anchor=self._verify_cited,
-            search=lambda query, k: cast("list[dict[str, Any]]", search(self.rag, query, k).as_dict()["hits"]),
-            get_chunk=lambda chunk_id: cast("dict[str, Any] | None", get_chunk(self.rag, chunk_id)),
-            adjacent_chunk=lambda chunk_id, delta: cast(
-                "dict[str, Any] | None", adjacent_chunk(self.rag, chunk_id, delta)
-            ),
+            corpus=lambda: self.rag,  # rag's typed interface (aisac_core.roles.env.Corpus), opened on first use
             graph_augment=augment,
             lease_s=self.settings.job_lease_seconds,
             embed=lambda texts: self.embedder.embed_documents(texts),
         )
-
-    def _verify_cited(self, anchor: dict[str, Any]) -> dict[str, Any]:
-        """An anchor the roles cite, verified (:func:`aisac_core.rag.verify.verify_anchor`); a document outside this
-        process's roots is not read and counts as ``missing`` (with the reason), not as an error of the whole run."""
-        from aisac_core.errors import PathOutsideRootsError
-        from aisac_core.rag.verify import verify_anchor
-
-        try:
-            return cast("dict[str, Any]", verify_anchor(self.rag, anchor))
-        except PathOutsideRootsError as exc:
-            return {
-                "status": "missing",
-                "chunk_id": anchor.get("chunk_id"),
-                "path": anchor.get("path"),
-                "detail": str(exc),
-            }
 
     @cached_property
     def trace(self) -> TraceService:

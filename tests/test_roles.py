@@ -392,7 +392,7 @@ def test_served_project_augmentation_is_used_by_active_graph():
 
 
 def test_roles_service_built_from_its_parts(tmp_path):
-    """The service needs no application context: the roles settings, a real SQLite store, and rag's functions."""
+    """The service needs no application context: the roles settings, a real SQLite store, and rag's typed interface."""
     from aisac_core.roles.service import RolesService
     from aisac_core.roles.store import run_events, submissions
     from aisac_core.settings import RolesSettings
@@ -410,14 +410,22 @@ def test_roles_service_built_from_its_parts(tmp_path):
         return {"status": "ok", "chunk_id": anchor["chunk_id"], "path": anchor.get("path"), "detail": None}
 
     hit = {"chunk_id": "c1", "score": 0.9, "anchor": {"chunk_id": "c1", "sha256": "ab", "path": "/x.md", "score": 0.9}}
-    roles = RolesService(
-        RolesSettings(llm="none"),
-        lambda: engine,
-        verify_anchor=verify,
-        search=lambda q, k: [hit][:k],
-        get_chunk=lambda cid: None,
-        graph_augment=aug,
-    )
+
+    class Corpus:  # rag's interface as the roles read it (aisac_core.roles.env.Corpus)
+        def search_hits(self, query, k):
+            return [hit][:k]
+
+        def get_chunk(self, chunk_id):
+            return None
+
+        def adjacent_chunk(self, chunk_id, delta):
+            return None
+
+        def verify_cited(self, anchor):
+            return verify(anchor)
+
+    docs = Corpus()
+    roles = RolesService(RolesSettings(llm="none"), lambda: engine, corpus=lambda: docs, graph_augment=aug)
     try:
         assert "check" in roles.active_graph()["nodes"]
         route = anyio.run(lambda: roles.route("What is Km?", run_id="run-svc", mode="lite"))

@@ -116,6 +116,8 @@ async def test_roles_run_route_plan_evaluate_tools(rcore):
         assert st.structured_content["status"] == "done"
         with pytest.raises(ToolError, match="unknown job id"):
             await c.call_tool("roles_job_status", {"job_id": "rjob-nope"})
+        with pytest.raises(ToolError, match="unknown job id"):  # rag_job_cancel reaches the roles' jobs too
+            await c.call_tool("rag_job_cancel", {"job_id": "rjob-nope"})
         rt = await c.call_tool("roles_route", {"task": "What is the Km of the lipase?", "llm": "none"})
         assert rt.structured_content["intent"] == "factual" and rt.structured_content["context"]["rag"]
         pl = await c.call_tool("roles_plan", {"task": "What is the Km of the lipase?", "llm": "none"})

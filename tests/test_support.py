@@ -384,7 +384,7 @@ def test_adjacent_chunk_reads_the_neighbour_in_the_same_document_version(rcore):
     assert last is not None and last["chunk_index"] == count - 1
     assert adjacent_chunk(rcore.rag, last["chunk_id"], 1) is None
     assert adjacent_chunk(rcore.rag, "00000000-0000-0000-0000-000000000000", 1) is None
-    assert rcore.roles.adjacent_chunk(first["chunk_id"], 1)["chunk_id"] == second["chunk_id"]  # the roles' hook
+    assert rcore.roles.corpus.adjacent_chunk(first["chunk_id"], 1)["chunk_id"] == second["chunk_id"]  # the roles' view
 
 
 def test_an_answer_no_cited_passage_supports_is_not_an_answer():

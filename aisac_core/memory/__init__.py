@@ -16,7 +16,7 @@ under a deterministic point id (uuid5 of the turn id), so a crash in between is 
 :func:`reconcile_dialogue`, which runs once per store on first use (:meth:`MemoryService.dialogue`) and upserts every
 turn the vector store lacks or holds with an older payload version.
 
-Recall (:func:`recall`): the last N turns of the session plus the related older exchanges within a
+Recall (:meth:`MemoryService.recall`): the last N turns of the session plus the related older exchanges within a
 :class:`~aisac_core.memory.common.Scope` (filtered in the vector query; hybrid convex fusion as in
 :mod:`aisac_core.rag.search`; time expressions of the query resolved against the session's date favour the exchanges
 of those days; an optional second, multi-hop round), assembled within a token budget counted with the embedding
@@ -49,27 +49,16 @@ from aisac_core.memory.common import (
     SEMANTIC_CANDIDATES,
     SNIPPET_CHARS,
     MemoryInputError,
-    MemoryParts,
     Scope,
     iso,
     parse_time,
     session_dict,
     turn_dict,
 )
-from aisac_core.memory.facts import fact_dict, fact_timeline, query_facts, record_fact
-from aisac_core.memory.recall import count_tokens, point_id, recall, reconcile_dialogue, search
+from aisac_core.memory.facts import FactLog, fact_dict
+from aisac_core.memory.recall import DialogueRecall, count_tokens, point_id, reconcile_dialogue
 from aisac_core.memory.service import MemoryService
-from aisac_core.memory.sessions import (
-    EXPORT_MAX_TURNS,
-    add_turn,
-    delete_session,
-    export_session,
-    get_history,
-    list_sessions,
-    render_markdown,
-    session_markdown,
-    start_session,
-)
+from aisac_core.memory.sessions import EXPORT_MAX_TURNS, SessionLog, render_markdown
 from aisac_core.store.collections import DIALOGUE
 
 __all__ = [
@@ -88,27 +77,17 @@ __all__ = [
     "SNIPPET_CHARS",
     "Scope",
     "MemoryInputError",
-    "MemoryParts",
     "MemoryService",
-    "add_turn",
+    "SessionLog",
+    "DialogueRecall",
+    "FactLog",
     "count_tokens",
-    "delete_session",
-    "export_session",
     "fact_dict",
-    "fact_timeline",
-    "get_history",
     "iso",
-    "list_sessions",
     "parse_time",
     "point_id",
-    "query_facts",
-    "recall",
     "reconcile_dialogue",
-    "record_fact",
     "render_markdown",
-    "search",
     "session_dict",
-    "session_markdown",
-    "start_session",
     "turn_dict",
 ]

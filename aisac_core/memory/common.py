@@ -1,13 +1,12 @@
 """What every part of memory shares: the input error, the limits, time parsing and formatting, argument checks,
-the JSON shapes of sessions and turns, and :class:`MemoryParts` (what the dialogue functions use of the service)."""
+the JSON shapes of sessions and turns."""
 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from sqlmodel import Session
 
@@ -19,10 +18,7 @@ from aisac_core.store.tables import MemorySession, Turn
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
-    from aisac_core.rag.embeddings import Embedder
-    from aisac_core.store.vectors import VectorStore
+    pass
 
 ROLES = ("user", "assistant", "router", "planner", "coordinator", "evaluator", "tool")
 #: largest turn content, in characters
@@ -44,27 +40,6 @@ SEMANTIC_CANDIDATES = 100
 class MemoryInputError(AisacError, ValueError):
     """Bad memory input (unknown session, empty content, a limit exceeded, ...); the message says what
     was wrong and what is accepted."""
-
-
-class MemoryParts(Protocol):
-    """What the functions over turns and the dialogue index use of one store's memory
-    (:class:`~aisac_core.memory.service.MemoryService` provides it)."""
-
-    @property
-    def engine(self) -> Engine:
-        """The SQL engine (sessions, turns, facts)."""
-
-    @property
-    def embedder(self) -> Embedder:
-        """Dense + sparse embedder (pairs, queries) and the tokenizer that counts budgets."""
-
-    @property
-    def upsert_lock(self) -> threading.Lock:
-        """Serialises this store's writes to the ``dialogue`` collection."""
-
-    def dialogue(self, sync: bool = True) -> VectorStore:
-        """The vector store holding the ``dialogue`` collection, reconciled with the turns (by ids: all of them on
-        the first call, the recent ones on later calls unless ``sync`` is False)."""
 
 
 def _utc(dt: datetime) -> datetime:

@@ -1,10 +1,11 @@
 """The dialogue index and what reads it: user -> assistant pairs embedded into the ``dialogue`` collection, their
-repair (:func:`reconcile_dialogue`), recall within a token budget (:func:`recall`) and keyword + semantic search
-over the turns (:func:`search`).
+repair (:func:`reconcile_dialogue`), recall within a token budget (:meth:`DialogueRecall.recall`) and keyword + semantic search
+over the turns (:meth:`DialogueRecall.search`).
 
-The functions take what they use of one store's memory: its engine, embedder, vector store, or the
-:class:`~aisac_core.memory.common.MemoryParts` of its :class:`~aisac_core.memory.service.MemoryService` (which holds
-the per-store state: the reconciled flag and the lock that serialises dialogue writes)."""
+The functions take what they use of one store's memory (its engine, embedder, vector store); recall and search are
+the methods of :class:`DialogueRecall`, a part of :class:`~aisac_core.memory.service.MemoryService` (which holds the
+per-store state: the reconciled flag and the lock that serialises dialogue writes) declaring the collaborators it
+uses."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from aisac_core.memory.common import (
     SEMANTIC_CANDIDATES,
     SNIPPET_CHARS,
     MemoryInputError,
-    MemoryParts,
     Scope,
     _check_int,
     _check_str,
@@ -237,20 +237,6 @@ def render(t: Turn) -> str:
     return f"{t.role}: {t.content}"
 
 
-def _pair_hits(
-    mem: MemoryParts, query: str, k: int, conds: list[Cond] | None = None
-) -> list[tuple[str, float, dict[str, Any]]]:
-    """(point id, fused score, payload) of the top ``k`` dialogue points for ``query`` (hybrid convex fusion with
-    theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few turns for it), only
-    points matching every condition of ``conds`` (applied inside the vector query)."""
-    vs = mem.dialogue()
-    emb = mem.embedder
-    hits = convex_fusion(
-        vs, emb.embed_query(query), emb.sparse_query(query), k, conds or [], max(PREFETCH, 2 * k), collection=DIALOGUE
-    )
-    return [(h.id, h.score, h.payload) for h in hits]
-
-
 #: score added to a recalled point whose days (``t_lo``..``t_hi``) meet the days the question's time expressions
 #: mean; chosen on the validation folds of ``python -m bench --only memory_conv`` (docs/memory.md)
 TIME_WEIGHT = 0.25
@@ -280,55 +266,6 @@ def entities(text: str) -> list[str]:
         if words:
             out.append(" ".join(words))
     return list(dict.fromkeys(out))
-
-
-def scoped_hits(
-    mem: MemoryParts, query: str, n: int, scope: Scope, span: tuple[int, int] | None = None, hops: int = 1
-) -> list[tuple[float, dict[str, Any], bool]]:
-    """The ranked dialogue points for ``query`` within ``scope``: ``(score, payload, in time range)``, best first.
-
-    ``span`` (seconds, from the question's time expressions): points whose days meet it are fetched by a second,
-    time-filtered query too and gain :data:`TIME_WEIGHT`. ``hops`` 2: a second round with the query extended by
-    the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points (hybrid, like the first); a
-    point's score is its first round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked). The sum is divided by
-    the sum of the weights that applied (1 + the time weight + the hop weight), so a score stays within 0..1."""
-    conds = scope.conds()
-    found: dict[str, list[Any]] = {}  # id -> [score, payload, in range]
-    for pid, score, p in _pair_hits(mem, query, n, conds):
-        found[pid] = [score, p, False]
-    if span is not None:
-        lo, hi = span
-        for pid, score, p in _pair_hits(mem, query, n, [*conds, Cond("t_hi", gte=lo), Cond("t_lo", lte=hi)]):
-            found.setdefault(pid, [score, p, False])
-        for v in found.values():
-            p = v[1]
-            if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
-                v[2] = True
-    hopped = False
-    if hops >= 2 and found:
-        seeds = sorted(found.values(), key=lambda v: -v[0])[:HOP_SEEDS]
-        known = {w.lower() for w in re.findall(r"\w+", query)}
-        ents = [e for v in seeds for e in entities(str(v[1].get("text") or "")) if e.lower() not in known]
-        ents = list(dict.fromkeys(ents))[:HOP_ENTITIES]
-        if ents:
-            hopped = True
-            second = _pair_hits(mem, f"{query} {' '.join(ents)}", n, conds)
-            for pid, score, p in second:
-                if pid in found:
-                    found[pid][0] += HOP_WEIGHT * score
-                else:
-                    found[pid] = [HOP_WEIGHT * score, p, False]
-            if span is not None:
-                lo, hi = span
-                for v in found.values():
-                    p = v[1]
-                    if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
-                        v[2] = True
-    # the weights' sum divides, so a score stays in 0..1 (the order is that of the weighted sum)
-    total = 1.0 + (TIME_WEIGHT if span is not None else 0.0) + (HOP_WEIGHT if hopped else 0.0)
-    ranked = [((v[0] + (TIME_WEIGHT if v[2] else 0.0)) / total, v[1], bool(v[2])) for v in found.values()]
-    ranked.sort(key=lambda x: (-x[0], -int(x[1].get("turn_id") or 0)))
-    return ranked
 
 
 def _turn_ids(p: dict[str, Any]) -> list[int]:
@@ -389,316 +326,399 @@ def query_span(query: str, ref: datetime) -> tuple[TimeRange | None, tuple[int, 
     return tr, sp
 
 
-def recall(
-    mem: MemoryParts,
-    session_id: str,
-    query: str,
-    last_n: int = 10,
-    k: int = 5,
-    token_budget: int = 2000,
-    scope: Scope | dict[str, Any] | None = None,
-    hops: int = DEFAULT_HOPS,
-    time_aware: bool = True,
-) -> Recall:
-    """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related older
-    exchanges (user -> assistant pairs, and turns alone where a turn has no partner) within ``scope``, within
-    ``token_budget`` tokens.
-
-    Retrieval: hybrid convex fusion over the ``dialogue`` points, filtered by the scope inside the vector query
-    (:class:`~aisac_core.memory.common.Scope`); a round's score: 0.5 x cosine / best cosine + 0.5 x BM25 / best BM25
-    over the candidates (theoretical min-max normalisation, floors 0, Bruch, Gai & Ingber,
-    ACM TOIS 42(1), 2023; see :func:`aisac_core.rag.search.normalise`). Time: with ``time_aware``, the query's time
-    expressions ("last May", "two weeks ago", :mod:`aisac_core.memory.timeexpr`) are resolved against the asking
-    session's date (:func:`reference_time`); exchanges whose days meet them gain :data:`TIME_WEIGHT` and carry
-    ``in_time_range``; the result's ``time_range`` says what was understood. ``hops`` 2 adds a second round seeded by
-    the first round's entities (:func:`scoped_hits`; default :data:`DEFAULT_HOPS`). ``score`` (0..1) combines them
-    (:func:`scoped_hits`). Exchanges inside the last-N window are left out; each turn is recalled once
-    (:func:`distinct_units`).
-
-    Assembly: recent turns first, newest to oldest, while they fit (a newest turn larger than the whole budget is
-    cut); then related exchanges by descending score, each added whole if it fits (one that does not fit is
-    skipped and counted in ``omitted``). Tokens are counted with the embedding model's tokenizer over ``role:
-    content`` of each turn.
-
-    ``last_n`` 0-100, ``k`` 0-50, ``token_budget`` 1-100,000, ``hops`` 1-2. Returns ``{session_id, session_title,
-    query, recent, related, tokens, token_budget, omitted: {recent, related}, took_ms, scope, time_range}``;
-    each related item ``{kind, score, session_id, session_title, session_date, created_at, turns, mentions, tokens}``
-    plus ``user``/``assistant`` and their ids on a pair. Raises MemoryInputError on an unknown session, an empty or
-    over-long query, a bad scope or a value out of range.
-    """
-    _check_str(query, "query", MAX_QUERY_CHARS)
-    last_n = _check_int(last_n, "last_n", 0, 100)
-    k = _check_int(k, "k", 0, 50)
-    token_budget = _check_int(token_budget, "token_budget", 1, 100_000)
-    hops = _check_int(hops, "hops", 1, 2)
-    sc = Scope.parse(scope)
-    t0 = time.perf_counter()
-    embedder = mem.embedder
-    with Session(mem.engine) as db:
-        s = _session(db, session_id)
-        if sc.session_id is not None:
-            _session(db, sc.session_id)  # a scope naming an unknown session is an error, not an empty recall
-        recent = (
-            list(
-                reversed(
-                    db.exec(
-                        select(Turn)
-                        .where(col(Turn.session_id) == session_id)
-                        .order_by(col(Turn.created_at).desc(), col(Turn.id).desc())
-                        .limit(last_n)
-                    ).all()
-                )
-            )
-            if last_n
-            else []
-        )
-    window = {stored_id(t.id) for t in recent}
-    time_range, span = query_span(query, reference_time(s)) if time_aware else (None, None)
-    units: list[tuple[float, list[int], dict[str, Any], bool]] = []
-    if k:
-        ranked = scoped_hits(mem, query, max(2 * (k + last_n), 20), sc, span, hops)
-        units = distinct_units(ranked, k, window)
-    # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
-    ids = [i for _, tids, _, _ in units for i in tids]
-    with Session(mem.engine) as db:
-        turns_by_id = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
-        sess_ids = {t.session_id for t in turns_by_id.values()}
-        sess = (
-            {r.id: r for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sess_ids))).all()}
-            if sess_ids
-            else {}
-        )
-    used = 0
-    omitted_recent = omitted_related = 0
-    chosen_recent: list[TurnResult] = []
-    counts = count_tokens(embedder, [render(t) for t in recent])
-    for idx in range(len(recent) - 1, -1, -1):
-        t, n = recent[idx], counts[idx]
-        if used + n <= token_budget:
-            d = turn_dict(t)
-            d["tokens"] = n
-            chosen_recent.append(d)
-            used += n
-            continue
-        if not chosen_recent:
-            d = turn_dict(t)
-            cut = truncate_to_tokens(embedder, render(t), token_budget)
-            d["content"] = cut[len(t.role) + 2 :]
-            d["truncated"] = True
-            d["tokens"] = token_budget
-            chosen_recent.append(d)
-            used = token_budget
-            omitted_recent = idx
-        else:
-            omitted_recent = idx + 1
-        break
-    chosen_recent.reverse()
-    related: list[RelatedPair] = []
-    cand: list[tuple[float, list[Turn], dict[str, Any], bool]] = []
-    for score, tids, p, in_range in units:
-        ts = [turns_by_id[i] for i in tids if i in turns_by_id]
-        if len(ts) != len(tids) or ts[0].session_id not in sess:  # deleted meanwhile
-            continue
-        cand.append((score, ts, p, in_range))
-    unit_counts = count_tokens(embedder, ["\n".join(render(t) for t in ts) for _, ts, _, _ in cand])
-    for (score, ts, _p, in_range), n in zip(cand, unit_counts):
-        if used + n > token_budget:
-            omitted_related += 1
-            continue
-        ses = sess[ts[0].session_id]
-        when = turn_time(ts[-1], ses)
-        item: RelatedPair = {
-            "kind": "pair" if len(ts) == 2 and ts[1].pair_user_id == ts[0].id else "turn",
-            "score": round(score, 6),
-            "session_id": ts[0].session_id,
-            "session_title": ses.title,
-            "session_date": when.date().isoformat(),
-            "created_at": iso(ts[-1].created_at),
-            "turns": [turn_dict(t) for t in ts],
-            "mentions": [
-                cast(TimeMention, m.as_dict()) for t in ts for m in resolve(t.content, turn_time(t, ses).date())
-            ],
-            "tokens": n,
-        }
-        if item["kind"] == "pair":
-            item["user_turn_id"] = stored_id(ts[0].id)
-            item["assistant_turn_id"] = stored_id(ts[1].id)
-            item["user"] = ts[0].content
-            item["assistant"] = ts[1].content
-        if time_range is not None:
-            item["in_time_range"] = in_range
-        related.append(item)
-        used += n
-    out: Recall = {
-        "session_id": session_id,
-        "session_title": s.title,
-        "query": query,
-        "recent": chosen_recent,
-        "related": related,
-        "tokens": used,
-        "token_budget": token_budget,
-        "omitted": {"recent": omitted_recent, "related": omitted_related},
-        "took_ms": round((time.perf_counter() - t0) * 1000, 2),
-        "scope": sc.as_dict(),
-        "time_range": time_range,
-    }
-    return out
-
-
 #: a search candidate: ("pair", assistant turn id) or ("turn", turn id)
 _Key = tuple[Literal["pair", "turn"], int]
 
 
-def search(
-    mem: MemoryParts,
-    query: str,
-    session_id: str | None = None,
-    roles: list[str] | None = None,
-    mode: str = "hybrid",
-    limit: int = 10,
-    offset: int = 0,
-    scope: Scope | dict[str, Any] | None = None,
-) -> Search:
-    """Keyword + semantic search over the turns of every session (or one), within ``scope``
-    (:class:`~aisac_core.memory.common.Scope`; ``session_id`` is the scope's session).
+class DialogueRecall:
+    """Recall and search over the dialogue of one store: :meth:`recall` (the Router's context within a token
+    budget) and :meth:`search` (keyword + semantic search over the turns). :class:`~aisac_core.memory.service.
+    MemoryService` is one. The collaborators these methods use: ``engine`` (the SQL engine), ``embedder`` (queries
+    embedded, tokens counted) and :meth:`dialogue` (the ``dialogue`` collection, reconciled with the turns)."""
 
-    - keyword: turns whose content contains query words (case-insensitive substring; the newest
-      :data:`KEYWORD_CANDIDATES` candidates), keyword score = share of the query's words found;
-    - semantic: the :data:`SEMANTIC_CANDIDATES` best dialogue points - user -> assistant pairs and turns alone
-      (hybrid dense + BM25), filtered by the scope inside the vector query;
-    - hybrid (default): both; a hit's score = 0.5 x semantic + 0.5 x keyword, a keyword hit inside a
-      semantic pair merges into the pair.
+    engine: Engine
+    embedder: Embedder
 
-    Both candidate lists are filtered by the scope in their store query (payload filter; SQL ``WHERE``).
-    Hits: ``{kind: "pair" | "turn", score, semantic_score, keyword_score, session_id, session_date, turns: [...]}`` with
-    turn contents cut to :data:`SNIPPET_CHARS` characters. Paged by ``offset`` over the ranked candidates.
-    Returns ``{hits, count, total, offset, next_offset, mode, took_ms, message?}`` (``message`` when nothing
-    matched). Raises MemoryInputError on an unknown session or role, a bad mode, limit (1-50) or offset.
-    """
-    _check_str(query, "query", MAX_QUERY_CHARS)
-    if mode not in ("hybrid", "keyword", "semantic"):
-        raise MemoryInputError(f"mode must be one of hybrid, keyword, semantic, got {mode!r}")
-    limit = _check_int(limit, "limit", 1, 50)
-    offset = _check_int(offset, "offset", 0, 10_000)
-    if roles:
-        bad = [r for r in roles if r not in ROLES]
-        if bad:
-            raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
-    sc = Scope.parse(scope)
-    if session_id:
-        sc = Scope(session_id=session_id).over(sc)
-    session_id = sc.session_id
-    t0 = time.perf_counter()
-    if session_id is not None:
-        with Session(mem.engine) as db:
-            _session(db, session_id)
-    words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query) if len(w) > 1))[:20]
-    # key: ("pair", assistant_id) or ("turn", turn_id) -> [semantic, keyword, turn ids]
-    cands: dict[_Key, list[Any]] = {}
-    turn_to_pair: dict[int, _Key] = {}
-    if mode in ("hybrid", "semantic"):
-        for _pid, score, p in _pair_hits(mem, query, SEMANTIC_CANDIDATES, sc.conds()):
-            tids = _turn_ids(p)
-            if not tids:
-                continue
-            sem_key: _Key = ("pair", tids[-1]) if len(tids) == 2 else ("turn", tids[0])
-            if sem_key in cands:
-                continue
-            cands[sem_key] = [score, 0.0, tids]
-            if sem_key[0] == "pair":
-                for tid in tids:
-                    turn_to_pair[tid] = sem_key
-        # a turn found alone and inside a found pair is one hit: the pair, with the better semantic score
-        for alone in [kk for kk in cands if kk[0] == "turn" and kk[1] in turn_to_pair]:
-            pk = turn_to_pair[alone[1]]
-            cands[pk][0] = max(cands[pk][0], cands.pop(alone)[0])
-    if mode in ("hybrid", "keyword") and words:
-        with Session(mem.engine) as db:
-            q = select(col(Turn.id), col(Turn.content), col(Turn.pair_user_id)).where(
-                or_(*[func.lower(col(Turn.content)).contains(w, autoescape=True) for w in words])
-            )
-            q = scope_sql(q, sc)
-            if roles:
-                q = q.where(col(Turn.role).in_(roles))
-            rows = db.exec(q.order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(KEYWORD_CANDIDATES)).all()
-        # a keyword hit on either turn of an embedded pair counts for the pair
-        answered_by: dict[int, int] = {}
-        user_ids = [tid for tid, _c, _p in rows]
-        with Session(mem.engine) as db:
-            for i in range(0, len(user_ids), 500):
-                answered_by.update(
-                    {
-                        stored_id(u): stored_id(a)
-                        for a, u in db.exec(
-                            select(col(Turn.id), col(Turn.pair_user_id)).where(
-                                col(Turn.pair_user_id).in_(user_ids[i : i + 500])
-                            )
+    if TYPE_CHECKING:
+
+        def dialogue(self, sync: bool = True) -> VectorStore:
+            """The vector store holding the ``dialogue`` collection (:meth:`MemoryService.dialogue`)."""
+            ...
+
+    def _pair_hits(
+        self, query: str, k: int, conds: list[Cond] | None = None
+    ) -> list[tuple[str, float, dict[str, Any]]]:
+        """(point id, fused score, payload) of the top ``k`` dialogue points for ``query`` (hybrid convex fusion with
+        theoretical min-max normalisation, no pseudo-relevance feedback: a dialogue holds too few turns for it), only
+        points matching every condition of ``conds`` (applied inside the vector query)."""
+        vs = self.dialogue()
+        emb = self.embedder
+        hits = convex_fusion(
+            vs,
+            emb.embed_query(query),
+            emb.sparse_query(query),
+            k,
+            conds or [],
+            max(PREFETCH, 2 * k),
+            collection=DIALOGUE,
+        )
+        return [(h.id, h.score, h.payload) for h in hits]
+
+    def scoped_hits(
+        self, query: str, n: int, scope: Scope, span: tuple[int, int] | None = None, hops: int = 1
+    ) -> list[tuple[float, dict[str, Any], bool]]:
+        """The ranked dialogue points for ``query`` within ``scope``: ``(score, payload, in time range)``, best first.
+
+        ``span`` (seconds, from the question's time expressions): points whose days meet it are fetched by a second,
+        time-filtered query too and gain :data:`TIME_WEIGHT`. ``hops`` 2: a second round with the query extended by
+        the entities (:func:`entities`) of the first round's :data:`HOP_SEEDS` best points (hybrid, like the first); a
+        point's score is its first round score plus :data:`HOP_WEIGHT` x its second round score (the rounds' union is ranked). The sum is divided by
+        the sum of the weights that applied (1 + the time weight + the hop weight), so a score stays within 0..1."""
+        conds = scope.conds()
+        found: dict[str, list[Any]] = {}  # id -> [score, payload, in range]
+        for pid, score, p in self._pair_hits(query, n, conds):
+            found[pid] = [score, p, False]
+        if span is not None:
+            lo, hi = span
+            for pid, score, p in self._pair_hits(query, n, [*conds, Cond("t_hi", gte=lo), Cond("t_lo", lte=hi)]):
+                found.setdefault(pid, [score, p, False])
+            for v in found.values():
+                p = v[1]
+                if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
+                    v[2] = True
+        hopped = False
+        if hops >= 2 and found:
+            seeds = sorted(found.values(), key=lambda v: -v[0])[:HOP_SEEDS]
+            known = {w.lower() for w in re.findall(r"\w+", query)}
+            ents = [e for v in seeds for e in entities(str(v[1].get("text") or "")) if e.lower() not in known]
+            ents = list(dict.fromkeys(ents))[:HOP_ENTITIES]
+            if ents:
+                hopped = True
+                second = self._pair_hits(f"{query} {' '.join(ents)}", n, conds)
+                for pid, score, p in second:
+                    if pid in found:
+                        found[pid][0] += HOP_WEIGHT * score
+                    else:
+                        found[pid] = [HOP_WEIGHT * score, p, False]
+                if span is not None:
+                    lo, hi = span
+                    for v in found.values():
+                        p = v[1]
+                        if isinstance(p.get("t_lo"), int | float) and p["t_lo"] <= hi and p.get("t_hi", 0) >= lo:
+                            v[2] = True
+        # the weights' sum divides, so a score stays in 0..1 (the order is that of the weighted sum)
+        total = 1.0 + (TIME_WEIGHT if span is not None else 0.0) + (HOP_WEIGHT if hopped else 0.0)
+        ranked = [((v[0] + (TIME_WEIGHT if v[2] else 0.0)) / total, v[1], bool(v[2])) for v in found.values()]
+        ranked.sort(key=lambda x: (-x[0], -int(x[1].get("turn_id") or 0)))
+        return ranked
+
+    def recall(
+        self,
+        session_id: str,
+        query: str,
+        last_n: int = 10,
+        k: int = 5,
+        token_budget: int = 2000,
+        scope: Scope | dict[str, Any] | None = None,
+        hops: int = DEFAULT_HOPS,
+        time_aware: bool = True,
+    ) -> Recall:
+        """The Router's context for ``query`` in a session: its last ``last_n`` turns and the ``k`` most related older
+        exchanges (user -> assistant pairs, and turns alone where a turn has no partner) within ``scope``, within
+        ``token_budget`` tokens.
+
+        Retrieval: hybrid convex fusion over the ``dialogue`` points, filtered by the scope inside the vector query
+        (:class:`~aisac_core.memory.common.Scope`); a round's score: 0.5 x cosine / best cosine + 0.5 x BM25 / best BM25
+        over the candidates (theoretical min-max normalisation, floors 0, Bruch, Gai & Ingber,
+        ACM TOIS 42(1), 2023; see :func:`aisac_core.rag.search.normalise`). Time: with ``time_aware``, the query's time
+        expressions ("last May", "two weeks ago", :mod:`aisac_core.memory.timeexpr`) are resolved against the asking
+        session's date (:func:`reference_time`); exchanges whose days meet them gain :data:`TIME_WEIGHT` and carry
+        ``in_time_range``; the result's ``time_range`` says what was understood. ``hops`` 2 adds a second round seeded by
+        the first round's entities (:meth:`scoped_hits`; default :data:`DEFAULT_HOPS`). ``score`` (0..1) combines them
+        (:meth:`scoped_hits`). Exchanges inside the last-N window are left out; each turn is recalled once
+        (:func:`distinct_units`).
+
+        Assembly: recent turns first, newest to oldest, while they fit (a newest turn larger than the whole budget is
+        cut); then related exchanges by descending score, each added whole if it fits (one that does not fit is
+        skipped and counted in ``omitted``). Tokens are counted with the embedding model's tokenizer over ``role:
+        content`` of each turn.
+
+        ``last_n`` 0-100, ``k`` 0-50, ``token_budget`` 1-100,000, ``hops`` 1-2. Returns ``{session_id, session_title,
+        query, recent, related, tokens, token_budget, omitted: {recent, related}, took_ms, scope, time_range}``;
+        each related item ``{kind, score, session_id, session_title, session_date, created_at, turns, mentions, tokens}``
+        plus ``user``/``assistant`` and their ids on a pair. Raises MemoryInputError on an unknown session, an empty or
+        over-long query, a bad scope or a value out of range.
+        """
+        _check_str(query, "query", MAX_QUERY_CHARS)
+        last_n = _check_int(last_n, "last_n", 0, 100)
+        k = _check_int(k, "k", 0, 50)
+        token_budget = _check_int(token_budget, "token_budget", 1, 100_000)
+        hops = _check_int(hops, "hops", 1, 2)
+        sc = Scope.parse(scope)
+        t0 = time.perf_counter()
+        embedder = self.embedder
+        with Session(self.engine) as db:
+            s = _session(db, session_id)
+            if sc.session_id is not None:
+                _session(db, sc.session_id)  # a scope naming an unknown session is an error, not an empty recall
+            recent = (
+                list(
+                    reversed(
+                        db.exec(
+                            select(Turn)
+                            .where(col(Turn.session_id) == session_id)
+                            .order_by(col(Turn.created_at).desc(), col(Turn.id).desc())
+                            .limit(last_n)
                         ).all()
-                    }
+                    )
                 )
-        for row_id, content, pair_user in rows:
-            tid = stored_id(row_id)
-            low = content.lower()
-            kw = sum(1 for w in words if w in low) / len(words)
-            key: _Key | None = turn_to_pair.get(tid)
-            if key is None and (pair_user is not None or tid in answered_by):
-                a_id = tid if pair_user is not None else answered_by[tid]
-                hit_pair: _Key = ("pair", a_id)
-                key = hit_pair
-                if hit_pair not in cands:
-                    cands[hit_pair] = [0.0, 0.0, [pair_user if pair_user is not None else tid, a_id]]
-            if key is not None:
-                cands[key][1] = max(cands[key][1], kw)
-            elif ("turn", tid) in cands:
-                cands[("turn", tid)][1] = max(cands[("turn", tid)][1], kw)
+                if last_n
+                else []
+            )
+        window = {stored_id(t.id) for t in recent}
+        time_range, span = query_span(query, reference_time(s)) if time_aware else (None, None)
+        units: list[tuple[float, list[int], dict[str, Any], bool]] = []
+        if k:
+            ranked = self.scoped_hits(query, max(2 * (k + last_n), 20), sc, span, hops)
+            units = distinct_units(ranked, k, window)
+        # authoritative text from SQL (the payload keeps only the first PAIR_TEXT_CHARS)
+        ids = [i for _, tids, _, _ in units for i in tids]
+        with Session(self.engine) as db:
+            turns_by_id = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
+            sess_ids = {t.session_id for t in turns_by_id.values()}
+            sess = (
+                {r.id: r for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sess_ids))).all()}
+                if sess_ids
+                else {}
+            )
+        used = 0
+        omitted_recent = omitted_related = 0
+        chosen_recent: list[TurnResult] = []
+        counts = count_tokens(embedder, [render(t) for t in recent])
+        for idx in range(len(recent) - 1, -1, -1):
+            t, n = recent[idx], counts[idx]
+            if used + n <= token_budget:
+                d = turn_dict(t)
+                d["tokens"] = n
+                chosen_recent.append(d)
+                used += n
+                continue
+            if not chosen_recent:
+                d = turn_dict(t)
+                cut = truncate_to_tokens(embedder, render(t), token_budget)
+                d["content"] = cut[len(t.role) + 2 :]
+                d["truncated"] = True
+                d["tokens"] = token_budget
+                chosen_recent.append(d)
+                used = token_budget
+                omitted_recent = idx
             else:
-                cands[("turn", tid)] = [0.0, kw, [tid]]
-    w_sem, w_kw = {"hybrid": (0.5, 0.5), "semantic": (1.0, 0.0), "keyword": (0.0, 1.0)}[mode]
-    ranked = sorted(cands.items(), key=lambda kv: (-(w_sem * kv[1][0] + w_kw * kv[1][1]), -kv[0][1]))
-    total = len(ranked)
-    page = ranked[offset : offset + limit]
-    ids = [tid for _, v in page for tid in v[2]]
-    with Session(mem.engine) as db:
-        turns = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
-        sids = {t.session_id for t in turns.values()}
-        sess = (
-            {r.id: r for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sids))).all()}
-            if sids
-            else {}
-        )
-    hits: list[SearchHit] = []
-    for (kind, _), (sem, kw, tids) in page:
-        ts = [turns[t] for t in tids if t in turns]
-        if roles:
-            ts = [t for t in ts if t.role in roles] or ts
-        if not ts:
-            continue
-        hits.append(
-            {
-                "kind": kind,
-                "score": round(w_sem * sem + w_kw * kw, 6),
-                "semantic_score": round(sem, 6),
-                "keyword_score": round(kw, 6),
+                omitted_recent = idx + 1
+            break
+        chosen_recent.reverse()
+        related: list[RelatedPair] = []
+        cand: list[tuple[float, list[Turn], dict[str, Any], bool]] = []
+        for score, tids, p, in_range in units:
+            ts = [turns_by_id[i] for i in tids if i in turns_by_id]
+            if len(ts) != len(tids) or ts[0].session_id not in sess:  # deleted meanwhile
+                continue
+            cand.append((score, ts, p, in_range))
+        unit_counts = count_tokens(embedder, ["\n".join(render(t) for t in ts) for _, ts, _, _ in cand])
+        for (score, ts, _p, in_range), n in zip(cand, unit_counts):
+            if used + n > token_budget:
+                omitted_related += 1
+                continue
+            ses = sess[ts[0].session_id]
+            when = turn_time(ts[-1], ses)
+            item: RelatedPair = {
+                "kind": "pair" if len(ts) == 2 and ts[1].pair_user_id == ts[0].id else "turn",
+                "score": round(score, 6),
                 "session_id": ts[0].session_id,
-                "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts],
+                "session_title": ses.title,
+                "session_date": when.date().isoformat(),
+                "created_at": iso(ts[-1].created_at),
+                "turns": [turn_dict(t) for t in ts],
+                "mentions": [
+                    cast(TimeMention, m.as_dict()) for t in ts for m in resolve(t.content, turn_time(t, ses).date())
+                ],
+                "tokens": n,
             }
-        )
-        if ts[0].session_id in sess:
-            hits[-1]["session_date"] = turn_time(ts[-1], sess[ts[0].session_id]).date().isoformat()
-    out: Search = {
-        "hits": hits,
-        "count": len(hits),
-        "total": total,
-        "offset": offset,
-        "next_offset": offset + limit if offset + limit < total else None,
-        "mode": mode,
-        "took_ms": round((time.perf_counter() - t0) * 1000, 2),
-    }
-    if not sc.empty():
-        out["scope"] = sc.as_dict()
-    if not hits:
-        out["message"] = "no turn matched the query" + (" in this scope" if not sc.empty() else "")
-    return out
+            if item["kind"] == "pair":
+                item["user_turn_id"] = stored_id(ts[0].id)
+                item["assistant_turn_id"] = stored_id(ts[1].id)
+                item["user"] = ts[0].content
+                item["assistant"] = ts[1].content
+            if time_range is not None:
+                item["in_time_range"] = in_range
+            related.append(item)
+            used += n
+        out: Recall = {
+            "session_id": session_id,
+            "session_title": s.title,
+            "query": query,
+            "recent": chosen_recent,
+            "related": related,
+            "tokens": used,
+            "token_budget": token_budget,
+            "omitted": {"recent": omitted_recent, "related": omitted_related},
+            "took_ms": round((time.perf_counter() - t0) * 1000, 2),
+            "scope": sc.as_dict(),
+            "time_range": time_range,
+        }
+        return out
+
+    def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        roles: list[str] | None = None,
+        mode: str = "hybrid",
+        limit: int = 10,
+        offset: int = 0,
+        scope: Scope | dict[str, Any] | None = None,
+    ) -> Search:
+        """Keyword + semantic search over the turns of every session (or one), within ``scope``
+        (:class:`~aisac_core.memory.common.Scope`; ``session_id`` is the scope's session).
+
+        - keyword: turns whose content contains query words (case-insensitive substring; the newest
+          :data:`KEYWORD_CANDIDATES` candidates), keyword score = share of the query's words found;
+        - semantic: the :data:`SEMANTIC_CANDIDATES` best dialogue points - user -> assistant pairs and turns alone
+          (hybrid dense + BM25), filtered by the scope inside the vector query;
+        - hybrid (default): both; a hit's score = 0.5 x semantic + 0.5 x keyword, a keyword hit inside a
+          semantic pair merges into the pair.
+
+        Both candidate lists are filtered by the scope in their store query (payload filter; SQL ``WHERE``).
+        Hits: ``{kind: "pair" | "turn", score, semantic_score, keyword_score, session_id, session_date, turns: [...]}`` with
+        turn contents cut to :data:`SNIPPET_CHARS` characters. Paged by ``offset`` over the ranked candidates.
+        Returns ``{hits, count, total, offset, next_offset, mode, took_ms, message?}`` (``message`` when nothing
+        matched). Raises MemoryInputError on an unknown session or role, a bad mode, limit (1-50) or offset.
+        """
+        _check_str(query, "query", MAX_QUERY_CHARS)
+        if mode not in ("hybrid", "keyword", "semantic"):
+            raise MemoryInputError(f"mode must be one of hybrid, keyword, semantic, got {mode!r}")
+        limit = _check_int(limit, "limit", 1, 50)
+        offset = _check_int(offset, "offset", 0, 10_000)
+        if roles:
+            bad = [r for r in roles if r not in ROLES]
+            if bad:
+                raise MemoryInputError(f"invalid role(s) {bad}: use {', '.join(ROLES)}")
+        sc = Scope.parse(scope)
+        if session_id:
+            sc = Scope(session_id=session_id).over(sc)
+        session_id = sc.session_id
+        t0 = time.perf_counter()
+        if session_id is not None:
+            with Session(self.engine) as db:
+                _session(db, session_id)
+        words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query) if len(w) > 1))[:20]
+        # key: ("pair", assistant_id) or ("turn", turn_id) -> [semantic, keyword, turn ids]
+        cands: dict[_Key, list[Any]] = {}
+        turn_to_pair: dict[int, _Key] = {}
+        if mode in ("hybrid", "semantic"):
+            for _pid, score, p in self._pair_hits(query, SEMANTIC_CANDIDATES, sc.conds()):
+                tids = _turn_ids(p)
+                if not tids:
+                    continue
+                sem_key: _Key = ("pair", tids[-1]) if len(tids) == 2 else ("turn", tids[0])
+                if sem_key in cands:
+                    continue
+                cands[sem_key] = [score, 0.0, tids]
+                if sem_key[0] == "pair":
+                    for tid in tids:
+                        turn_to_pair[tid] = sem_key
+            # a turn found alone and inside a found pair is one hit: the pair, with the better semantic score
+            for alone in [kk for kk in cands if kk[0] == "turn" and kk[1] in turn_to_pair]:
+                pk = turn_to_pair[alone[1]]
+                cands[pk][0] = max(cands[pk][0], cands.pop(alone)[0])
+        if mode in ("hybrid", "keyword") and words:
+            with Session(self.engine) as db:
+                q = select(col(Turn.id), col(Turn.content), col(Turn.pair_user_id)).where(
+                    or_(*[func.lower(col(Turn.content)).contains(w, autoescape=True) for w in words])
+                )
+                q = scope_sql(q, sc)
+                if roles:
+                    q = q.where(col(Turn.role).in_(roles))
+                rows = db.exec(
+                    q.order_by(col(Turn.created_at).desc(), col(Turn.id).desc()).limit(KEYWORD_CANDIDATES)
+                ).all()
+            # a keyword hit on either turn of an embedded pair counts for the pair
+            answered_by: dict[int, int] = {}
+            user_ids = [tid for tid, _c, _p in rows]
+            with Session(self.engine) as db:
+                for i in range(0, len(user_ids), 500):
+                    answered_by.update(
+                        {
+                            stored_id(u): stored_id(a)
+                            for a, u in db.exec(
+                                select(col(Turn.id), col(Turn.pair_user_id)).where(
+                                    col(Turn.pair_user_id).in_(user_ids[i : i + 500])
+                                )
+                            ).all()
+                        }
+                    )
+            for row_id, content, pair_user in rows:
+                tid = stored_id(row_id)
+                low = content.lower()
+                kw = sum(1 for w in words if w in low) / len(words)
+                key: _Key | None = turn_to_pair.get(tid)
+                if key is None and (pair_user is not None or tid in answered_by):
+                    a_id = tid if pair_user is not None else answered_by[tid]
+                    hit_pair: _Key = ("pair", a_id)
+                    key = hit_pair
+                    if hit_pair not in cands:
+                        cands[hit_pair] = [0.0, 0.0, [pair_user if pair_user is not None else tid, a_id]]
+                if key is not None:
+                    cands[key][1] = max(cands[key][1], kw)
+                elif ("turn", tid) in cands:
+                    cands[("turn", tid)][1] = max(cands[("turn", tid)][1], kw)
+                else:
+                    cands[("turn", tid)] = [0.0, kw, [tid]]
+        w_sem, w_kw = {"hybrid": (0.5, 0.5), "semantic": (1.0, 0.0), "keyword": (0.0, 1.0)}[mode]
+        ranked = sorted(cands.items(), key=lambda kv: (-(w_sem * kv[1][0] + w_kw * kv[1][1]), -kv[0][1]))
+        total = len(ranked)
+        page = ranked[offset : offset + limit]
+        ids = [tid for _, v in page for tid in v[2]]
+        with Session(self.engine) as db:
+            turns = {t.id: t for t in db.exec(select(Turn).where(col(Turn.id).in_(ids))).all()} if ids else {}
+            sids = {t.session_id for t in turns.values()}
+            sess = (
+                {r.id: r for r in db.exec(select(MemorySession).where(col(MemorySession.id).in_(sids))).all()}
+                if sids
+                else {}
+            )
+        hits: list[SearchHit] = []
+        for (kind, _), (sem, kw, tids) in page:
+            ts = [turns[t] for t in tids if t in turns]
+            if roles:
+                ts = [t for t in ts if t.role in roles] or ts
+            if not ts:
+                continue
+            hits.append(
+                {
+                    "kind": kind,
+                    "score": round(w_sem * sem + w_kw * kw, 6),
+                    "semantic_score": round(sem, 6),
+                    "keyword_score": round(kw, 6),
+                    "session_id": ts[0].session_id,
+                    "turns": [turn_dict(t, SNIPPET_CHARS) for t in ts],
+                }
+            )
+            if ts[0].session_id in sess:
+                hits[-1]["session_date"] = turn_time(ts[-1], sess[ts[0].session_id]).date().isoformat()
+        out: Search = {
+            "hits": hits,
+            "count": len(hits),
+            "total": total,
+            "offset": offset,
+            "next_offset": offset + limit if offset + limit < total else None,
+            "mode": mode,
+            "took_ms": round((time.perf_counter() - t0) * 1000, 2),
+        }
+        if not sc.empty():
+            out["scope"] = sc.as_dict()
+        if not hits:
+            out["message"] = "no turn matched the query" + (" in this scope" if not sc.empty() else "")
+        return out
 
 
 def scope_sql(q: Any, sc: Scope) -> Any:

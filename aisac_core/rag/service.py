@@ -8,18 +8,25 @@ verifying evidence anchors, the catalogue of data files and the store's status.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.errors import BadPathError, check_path_text, expand_user, quote_path, resolve_in_roots
+from aisac_core.errors import (
+    BadPathError,
+    PathOutsideRootsError,
+    check_path_text,
+    expand_user,
+    quote_path,
+    resolve_in_roots,
+)
 from aisac_core.ports import PaperLookup
 from aisac_core.rag.catalog import catalog_entries
 from aisac_core.rag.indexer import Indexer, doc_id_of_path, get_document, list_documents
 from aisac_core.rag.jobs import JobManager
 from aisac_core.rag.planning import IndexingError
-from aisac_core.rag.search import SearchResult, get_chunk, search
+from aisac_core.rag.search import SearchResult, adjacent_chunk, get_chunk, search
 from aisac_core.rag.sections import get_overview, read_sections
 from aisac_core.rag.status import store_status
 from aisac_core.rag.verify import verify_anchor
@@ -118,9 +125,19 @@ class RagService:
         :class:`~aisac_core.rag.results.SearchResultDict`. Raises :class:`~aisac_core.rag.search.SearchError`."""
         return search(self, query, k, filters, mode)
 
+    def search_hits(self, query: str, k: int = 10) -> list[HitDict]:
+        """The top ``k`` hybrid-search hits for ``query`` with their whole text and full anchors (the roles'
+        context). Raises :class:`~aisac_core.rag.search.SearchError`."""
+        return search(self, query, k).as_dict()["hits"]
+
     def get_chunk(self, chunk_id: str) -> HitDict | None:
         """A chunk by id with its whole text and full anchor (score None), or None when unknown."""
         return get_chunk(self, chunk_id)
+
+    def adjacent_chunk(self, chunk_id: str, delta: int) -> HitDict | None:
+        """The chunk ``delta`` places after (negative: before) ``chunk_id`` in the same document version, score None;
+        None when there is none (:func:`aisac_core.rag.search.adjacent_chunk`)."""
+        return adjacent_chunk(self, chunk_id, delta)
 
     def overview(self, doc_id: str) -> Overview:
         """What a document is and which sections it has: :func:`aisac_core.rag.sections.get_overview`.
@@ -158,6 +175,24 @@ class RagService:
                 }
             anchor = {**got["anchor"], "text": got.get("text")}
         return verify_anchor(self, anchor)
+
+    def verify_cited(self, anchor: Mapping[str, object]) -> Verification:
+        """A cited anchor (a full one) verified (:func:`aisac_core.rag.verify.verify_anchor`), for a reader that must
+        not fail on one citation (the roles' evidence gate): a document outside this process's roots is not read
+        and comes back ``missing`` with the reason, not as an error."""
+        try:
+            return verify_anchor(self, dict(anchor))
+        except PathOutsideRootsError as exc:
+            chunk_id, path = anchor.get("chunk_id"), anchor.get("path")
+            return {
+                "status": "missing",
+                "chunk_id": chunk_id if isinstance(chunk_id, str) else None,
+                "doc_id": None,
+                "path": path if isinstance(path, str) else None,
+                "detail": str(exc),
+                "sha256_now": None,
+                "current_chunk_id": None,
+            }
 
     # ---- the manifest and the catalogue ------------------------------------------------------------
 

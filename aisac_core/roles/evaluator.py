@@ -47,22 +47,27 @@ from aisac_core.roles.schemas import load_schema
 from aisac_core.roles.support import anchor_word, anchors_verdict, judge_answer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aisac_core.rag.results import Verification
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import EvaluatorEnv
+    from aisac_core.roles.shapes import RunEvent
 
 MAX_CRITIQUES = 10
 _PATH_KEYS = ("path", "paths", "file", "files", "source")
 _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access denied|error)[^<]*</title>", re.I)
 
 
-def verify(env: EvaluatorEnv, anchor: dict[str, Any]) -> dict[str, Any]:
-    """Re-verify a cited anchor (``env.verify_anchor``, :func:`aisac_core.rag.verify.verify_anchor`): ``{status,
-    chunk_id, path, detail}``."""
-    return env.verify_anchor(anchor)
+def verify(env: EvaluatorEnv, anchor: Mapping[str, object]) -> Verification:
+    """Re-verify a cited anchor (``env.corpus.verify_cited``, :func:`aisac_core.rag.verify.verify_anchor`):
+    ``{status, chunk_id, doc_id, path, detail, sha256_now, current_chunk_id}``; a document outside this process's
+    roots is ``missing``."""
+    return env.corpus.verify_cited(anchor)
 
 
 def evidence_gate(
-    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[Any] | None = None
+    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[int] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``.
     ``not_evidence``: citation numbers whose cited sentence is front matter, a running header or a reference entry
@@ -75,36 +80,39 @@ def evidence_gate(
         a = c.get("anchor")
         if not isinstance(a, dict):
             continue
+        status: str | None
+        detail: str | None
         try:
-            v = verify(env, a)
+            got = verify(env, a)
+            status, detail = got.get("status"), got.get("detail")
         except Exception as exc:  # a verification error is a failed verification, with the reason
-            v = {"status": "missing", "detail": f"{type(exc).__name__}: {exc}"}
+            status, detail = "missing", f"{type(exc).__name__}: {exc}"
         score = a.get("score") if a.get("score") is not None else c.get("score")
-        ok = v.get("status") == "ok"
+        ok = status == "ok"
         counts = ok and score is not None and score >= gate["min_score"] and c.get("n") not in skip
         counted += counts
         anchors.append(
             {
                 "n": c.get("n"),
                 "chunk_id": a.get("chunk_id"),
-                "status": v.get("status"),
-                "detail": v.get("detail"),
+                "status": status,
+                "detail": detail,
                 "score": score,
                 "counted": counts,
-                "anchor": anchor_word(v.get("status")),
+                "anchor": anchor_word(status),
             }
         )
-        if v.get("status") in ("missing", "chunk_changed"):
+        if status in ("missing", "chunk_changed"):
             crit.append(
                 {
                     "aspect": "grounding",
                     "severity": 1.0,
                     "evidence_refs": [str(a.get("chunk_id"))],
-                    "text": f"citation [{c.get('n')}] does not verify ({v.get('status')}: {v.get('detail')}); "
+                    "text": f"citation [{c.get('n')}] does not verify ({status}: {detail}); "
                     "search again and cite current passages",
                 }
             )
-        elif v.get("status") == "file_changed":
+        elif status == "file_changed":
             crit.append(
                 {
                     "aspect": "grounding",
@@ -137,7 +145,7 @@ def evidence_gate(
     )
 
 
-def _paths(x: Any) -> list[str]:
+def _paths(x: object) -> list[str]:
     out: list[str] = []
     if isinstance(x, dict):
         for k, v in x.items():
@@ -164,7 +172,7 @@ def looks_like_error_page(path: Path) -> str | None:
     return None
 
 
-def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def data_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data gate over the run's ``data_*`` tool calls and the answer's ``files``."""
     refs: dict[str, int | None] = {}
     for ev in events:
@@ -200,12 +208,12 @@ def data_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
     return {"passed": not crit, "files": files}, crit
 
 
-def exec_gate(answer: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def exec_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The exec gate over the run's ``data_code_run`` calls (or the answer's ``code_runs`` event ids)."""
     wanted = {int(i) for i in answer.get("code_runs") or []}
     # a run longer than the job threshold answers {pending, job_id}; its outcome is the last data_code_job_status
     # call for that job in the same run
-    finished: dict[str, dict[str, Any]] = {}
+    finished: dict[str, RunEvent] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(ev.get("result"), dict):
             job = (ev.get("arguments") or {}).get("job_id")
@@ -285,11 +293,7 @@ def verdict(passed: bool, content_judged: bool) -> str:
 
 
 def automatic_checks(
-    env: EvaluatorEnv,
-    answer: dict[str, Any],
-    events: list[dict[str, Any]],
-    mode: str,
-    not_evidence: set[Any] | None = None,
+    env: EvaluatorEnv, answer: dict[str, Any], events: list[RunEvent], mode: str, not_evidence: set[int] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer (``not_evidence``: see :func:`evidence_gate`)."""
@@ -311,7 +315,7 @@ def automatic_checks(
     return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
 
 
-def evidence_summary(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def evidence_summary(events: list[RunEvent]) -> list[dict[str, Any]]:
     """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
     prompt must be identical when the run is replayed, or the cached response is not found)."""
     calls = [ev for ev in events if ev["kind"] == "tool_call"]
@@ -331,7 +335,7 @@ async def evaluate(
     env: EvaluatorEnv,
     task: str,
     answer: dict[str, Any],
-    events: list[dict[str, Any]],
+    events: list[RunEvent],
     backend: Backend | None,
     *,
     mode: str,
@@ -348,14 +352,7 @@ async def evaluate(
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     s = env.settings
     support = await judge_answer(
-        env,
-        task,
-        answer,
-        backend,
-        chunk_text=getattr(env, "chunk_text", lambda _cid: None),
-        embed=getattr(env, "embed_texts", None),
-        run_id=run_id,
-        parent_id=parent_id,
+        env, task, answer, backend, chunk_text=env.chunk_text, embed=env.embed_texts, run_id=run_id, parent_id=parent_id
     )
     skip = {r["n"] for r in support["citations"] if r.get("evidence") is False}
     # the gates re-hash cited files: a worker thread, not the event loop

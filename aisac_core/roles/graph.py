@@ -48,7 +48,13 @@ from aisac_core.roles.tools import call_tool, capabilities, proposable
 from aisac_core.trace.recorder import new_run_id
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from sqlalchemy.engine import Engine
+
     from aisac_core.roles.env import GraphAugment, GraphEnv, HasAugment
+    from aisac_core.roles.results import PlanStep
+    from aisac_core.roles.shapes import Capability
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
@@ -148,7 +154,7 @@ def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str
     return out
 
 
-def direct_plan(task: str, route: dict[str, Any], tools: list[dict[str, Any]], max_steps: int) -> dict[str, Any]:
+def direct_plan(task: str, route: dict[str, Any], tools: list[Capability], max_steps: int) -> dict[str, Any]:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
     p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
@@ -300,7 +306,7 @@ async def run_graph(
                         args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
                     except ValueError:
                         args = step.get("arguments") or {}
-                    tool = others.get(step["tool"]) or {}
+                    tool: Mapping[str, object] = others.get(step["tool"]) or {}  # {}: a tool the suite lacks
                     prop = pl.proposal(step, tool, args)
                     proposals.append(prop)
                     results[step["id"]] = {"error": prop["reason"]}
@@ -393,14 +399,14 @@ def _node_ids(graph: dict[str, Any]) -> list[str]:
 
 async def _research(
     env: GraphEnv,
-    engine: Any,
+    engine: Engine,
     run_id: str,
     parent: int,
     task: str,
     results: dict[str, Any],
-    step: dict[str, Any] | None,
+    step: PlanStep | None,
     plan: dict[str, Any],
-    backend: Any,
+    backend: Backend | None,
     model_errors: list[dict[str, str]],
     project_nodes: list[str],
 ) -> dict[str, Any]:

@@ -114,7 +114,7 @@ class RunJobs:
         return self._stored(job_id)
 
     @staticmethod
-    async def _finish(queue: JobQueue, job_id: str, status: str, **fields: Any) -> None:
+    async def _finish(queue: JobQueue, job_id: str, status: str, **fields: str) -> None:
         try:
             await asyncio.shield(asyncio.to_thread(queue.finish, job_id, status, **fields))
         except Exception:  # the answer still reaches this process's callers; other processes read the lease out

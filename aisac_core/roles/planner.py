@@ -24,8 +24,12 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema, validate
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.results import PlanStep
+    from aisac_core.roles.shapes import Capability, Proposal
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
 _STOP = set(
@@ -46,12 +50,12 @@ _OVERVIEW_HINT = re.compile(r"^\s*what\s+(is|are|was|were|does|do|did)\b|\bhow\s
 _LIT_HINT = re.compile(r"\b(literature|published|recent|papers? on|citations?|doi|arxiv|pubmed|related work)\b", re.I)
 
 
-def tool_index(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def tool_index(tools: Sequence[Capability]) -> dict[str, Capability]:
     """name -> {name, description, input_schema} of a capability list."""
     return {t["name"]: t for t in tools}
 
 
-def capability_text(tools: list[dict[str, Any]]) -> str:
+def capability_text(tools: list[Capability]) -> str:
     """The capability list as the planner prompt shows it: one tool per line with its arguments."""
     lines = []
     for t in tools:
@@ -72,7 +76,7 @@ def _closest(name: str, choices: list[str]) -> str:
 
 
 def validate_plan(
-    plan: Any, tools: list[dict[str, Any]], max_steps: int, proposable: list[dict[str, Any]] | None = None
+    plan: Any, tools: list[Capability], max_steps: int, proposable: list[Proposal] | None = None
 ) -> list[str]:
     """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules. ``proposable``: tools
     (:func:`aisac_core.roles.tools.proposable`) a step may also name; such a step is valid but is not executed
@@ -134,7 +138,7 @@ def validate_plan(
     return errors
 
 
-def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
+def find_cycle(steps: list[PlanStep]) -> list[str] | None:
     """A dependency cycle as a list of ids (first id repeated at the end), or None."""
     deps = {s["id"]: list(s.get("depends_on") or []) for s in steps}
     state: dict[str, int] = {}
@@ -160,10 +164,10 @@ def find_cycle(steps: list[dict[str, Any]]) -> list[str] | None:
     return None
 
 
-def topological_order(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def topological_order(steps: list[PlanStep]) -> list[PlanStep]:
     """The steps of a valid plan in an order where every step follows its dependencies (stable)."""
     done: set[str] = set()
-    out: list[dict[str, Any]] = []
+    out: list[PlanStep] = []
     pending = list(steps)
     while pending:
         ready = [s for s in pending if all(d in done for d in s.get("depends_on") or [])]
@@ -182,7 +186,7 @@ def keywords(task: str) -> str:
     return " ".join(w for w in words if w.lower() not in _STOP) or task
 
 
-def _query_arg(tool: dict[str, Any]) -> str | None:
+def _query_arg(tool: Capability) -> str | None:
     props = (tool.get("input_schema") or {}).get("properties") or {}
     for name in ("query", "q", "question", "text"):
         if name in props:
@@ -191,11 +195,11 @@ def _query_arg(tool: dict[str, Any]) -> str | None:
 
 
 def template_plan(
-    task: str, route: dict[str, Any] | None, tools: list[dict[str, Any]], *, attempt: int = 0, max_steps: int = 8
+    task: str, route: dict[str, Any] | None, tools: list[Capability], *, attempt: int = 0, max_steps: int = 8
 ) -> dict[str, Any]:
     """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
     idx = tool_index(tools)
-    steps: list[dict[str, Any]] = []
+    steps: list[PlanStep] = []
     intent = (route or {}).get("intent", "factual")
     if "rag_search" in idx:
         k = (8, 15, 25)[min(attempt, 2)]
@@ -270,7 +274,8 @@ def template_plan(
                 }
             )
     # the researcher cites anchors: ask for whole hits where rag_search has a compact default
-    if "detail" in ((idx.get("rag_search") or {}).get("input_schema") or {}).get("properties", {}):
+    rag_search = idx.get("rag_search")
+    if rag_search is not None and "detail" in (rag_search.get("input_schema") or {}).get("properties", {}):
         for st in steps:
             if st.get("tool") == "rag_search":
                 st["arguments"]["detail"] = "full"
@@ -291,7 +296,7 @@ def template_plan(
 def prompt_values(
     task: str,
     route: dict[str, Any] | None,
-    tools: list[dict[str, Any]],
+    tools: list[Capability],
     max_steps: int,
     feedback: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
@@ -318,14 +323,14 @@ async def plan(
     env: RoleEnv,
     task: str,
     route: dict[str, Any] | None,
-    tools: list[dict[str, Any]],
+    tools: list[Capability],
     backend: Backend | None,
     *,
     run_id: str,
     parent_id: int | None,
     attempt: int = 0,
     feedback: list[dict[str, Any]] | None = None,
-    proposable: list[dict[str, Any]] | None = None,
+    proposable: list[Proposal] | None = None,
 ) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
     :func:`template_plan`. Adds ``by`` (model / template). ``tools``: the capability list the prompt shows (the
@@ -350,7 +355,7 @@ async def plan(
     return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
 
 
-def proposal(step: dict[str, Any], tool: dict[str, Any], arguments: Any, reason: str | None = None) -> dict[str, Any]:
+def proposal(step: PlanStep, tool: Mapping[str, object], arguments: Any, reason: str | None = None) -> dict[str, Any]:
     """A plan step the coordinator does not execute, as returned to the host: ``{step, tool, goal, arguments,
     read_only, destructive, open_world, reason}``. The host shows it to the user, who decides whether to call the
     tool; the plan may come from a model that read a document's text, so a proposal is never run on its own."""

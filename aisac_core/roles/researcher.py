@@ -15,13 +15,16 @@ text, near-duplicates are merged (rules: :mod:`aisac_core.roles.sentences`). Wit
 
 Answer shape: ``{text, citations: [{n, kind: rag|literature, chunk_id?, doc_id?, title, path?, page?, section?,
 score?, anchor?, quote? (the chunk's first 400 characters), ref?}], by: extractive|model, evidence_count}``.
+
+The module is longer than 600 lines because collecting, ranking, quoting, completing and abstaining are one pipeline
+over the same evidence items (:class:`~aisac_core.roles.shapes.EvidenceItem`); split, each part would import the rest.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -46,8 +49,10 @@ from aisac_core.roles.sentences import (
 )
 
 if TYPE_CHECKING:
+    from aisac_core.rag.results import AnchorDict
     from aisac_core.roles.backends import Backend
-    from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.env import Embed, Neighbour, ResearchEnv
+    from aisac_core.roles.shapes import EvidenceItem
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
 _STOP = set(
@@ -60,11 +65,11 @@ MAX_EVIDENCE = 12
 QUOTE_CHARS = 400
 
 
-def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> list[dict[str, Any]]:
+def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> list[EvidenceItem]:
     """Evidence items of step ``results`` (step id -> result), of the steps in ``only`` when given; rag items
     de-duplicated by chunk id (highest score kept), then literature items; best first."""
-    rag: dict[str, dict[str, Any]] = {}
-    lit: dict[str, dict[str, Any]] = {}
+    rag: dict[str, EvidenceItem] = {}
+    lit: dict[str, EvidenceItem] = {}
 
     def walk(x: Any, step: str) -> None:
         if isinstance(x, dict):
@@ -72,7 +77,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
             if isinstance(a, dict) and is_anchor(a):
                 cid = a["chunk_id"]
                 score = x.get("score") if x.get("score") is not None else a.get("score")
-                item = {
+                item: EvidenceItem = {
                     "kind": "rag",
                     "chunk_id": cid,
                     "doc_id": a.get("doc_id") or x.get("doc_id"),
@@ -82,7 +87,7 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
                     "section": a.get("section"),
                     "score": score,
                     "text": x.get("text") or "",
-                    "anchor": a,
+                    "anchor": cast("AnchorDict", a),  # a tool result's anchor JSON (is_anchor: a string chunk_id)
                     "step": step,
                     "label": x.get("section_covers") or a.get("section_covers"),
                 }
@@ -163,14 +168,14 @@ _BACK_MATTER = re.compile(
 _REFERENCE_SECTION = re.compile(r"\b(references|bibliography|works cited|literature cited)\b", re.I)
 
 
-def is_reference_item(item: dict[str, Any]) -> bool:
+def is_reference_item(item: EvidenceItem) -> bool:
     """Whether a rag evidence item comes from a reference list (section label ``references`` or a heading path
     ending in References / Bibliography)."""
     last = str(item.get("section") or "").split(" > ")[-1]
     return item.get("label") == "references" or bool(_REFERENCE_SECTION.search(last))
 
 
-def _named_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
+def _named_docs(task: str, items: list[EvidenceItem]) -> set[str | None]:
     """doc ids of the rag items whose document the question names: a :func:`focus_tokens` token in the title,
     path or text, or a definition question's subject (:func:`~aisac_core.roles.sentences.question_subject`) in
     the title or path."""
@@ -187,7 +192,7 @@ def _named_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
     return out
 
 
-def subject_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
+def subject_docs(task: str, items: list[EvidenceItem]) -> set[str | None]:
     """doc ids of the rag items whose document names the most of the question's :func:`focus_tokens` (in its
     items' titles, paths and texts): "How many GPUs trained the OTSL TableFormer models?" -> the document naming
     OTSL and TableFormer, not the one that only mentions GPUs. Empty when no document names any."""
@@ -202,14 +207,14 @@ def subject_docs(task: str, items: list[dict[str, Any]]) -> set[Any]:
     return {d for d, v in found.items() if best and len(v) == best}
 
 
-def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rank_evidence(task: str, items: list[EvidenceItem]) -> list[EvidenceItem]:
     """Rag items ordered for citing: items of documents the question names (:func:`_named_docs`) first (for a
     definition question their abstract / introduction items first), then by score; reference-list items last;
     literature items after."""
     docs = _named_docs(task, items)
     overview = question_kind(task) in ("definition", "quantity")
 
-    def key(i: dict[str, Any]) -> tuple[int, int, int, float]:
+    def key(i: EvidenceItem) -> tuple[int, int, int, float]:
         front = overview and i.get("label") in ("abstract", "introduction")
         return (
             1 if is_reference_item(i) else 0,
@@ -222,7 +227,7 @@ def rank_evidence(task: str, items: list[dict[str, Any]]) -> list[dict[str, Any]
     return rag + [i for i in items if i["kind"] != "rag"]
 
 
-def citation(n: int, item: dict[str, Any], spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+def citation(n: int, item: EvidenceItem, spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
     """The citation record of evidence ``item`` numbered ``n``. ``spans``: the quoted sentences' character spans in
     the chunk text; the anchor gains ``quote_span`` (from the first span's start to the last one's end) and
     ``quote`` is that text (whitespace collapsed). Without spans, ``quote`` is the chunk's first
@@ -262,7 +267,7 @@ def citation(n: int, item: dict[str, Any], spans: list[tuple[int, int]] | None =
     }
 
 
-def score_sentence(task: str, sentence: str, item: dict[str, Any], *, rank: int, named: bool) -> float:
+def score_sentence(task: str, sentence: str, item: EvidenceItem, *, rank: int, named: bool) -> float:
     """How well ``sentence`` (of rag evidence ``item``, ``rank`` in :func:`rank_evidence` order, ``named``: its
     document is named by the question) answers ``task``: query-term overlap (0..1), +0.3 for a focus token or a
     sentence of a document the question names, +0.2
@@ -351,7 +356,7 @@ def weighted_coverage(weight: dict[str, float], sentence: str) -> float:
     return sum(w for t, w in weight.items() if t in have) / total
 
 
-def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
+def _cosines(embed: Embed | None, question: str, sentences: list[str]) -> list[float]:
     """Cosine similarity of ``question`` with each sentence (``embed``: texts -> unit vectors), 0.0 without
     ``embed``."""
     if embed is None or not sentences:
@@ -365,7 +370,7 @@ def _cosines(embed: Any, question: str, sentences: list[str]) -> list[float]:
 CLOSEST = 3
 
 
-def closest_passages(cands: list[tuple[Any, ...]], rag: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def closest_passages(cands: list[tuple[Any, ...]], rag: list[EvidenceItem]) -> list[dict[str, Any]]:
     """The :data:`CLOSEST` best candidate sentences (by their score without the similarity term) of an answer that
     says the sources do not state it: ``[{sentence, title, page, section, chunk_id}]``, one per passage; without
     candidates (every passage left out), the first sentence of each of the best retrieved passages. They are
@@ -422,7 +427,7 @@ def abstain_unsupported(answer: dict[str, Any], evaluation: dict[str, Any]) -> d
     return {**answer, "text": text + ".", "withheld": answer.get("text"), "closest": closest, "stated": False}
 
 
-def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+def _not_stated(task: str, items: list[EvidenceItem], rag: list[EvidenceItem], kind: str) -> dict[str, Any]:
     what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
         kind, "an answer"
     )
@@ -434,7 +439,7 @@ def _not_stated(task: str, items: list[dict[str, Any]], rag: list[dict[str, Any]
 
 
 def continuations(
-    item: dict[str, Any], neighbour: Any, pool: list[dict[str, Any]]
+    item: EvidenceItem, neighbour: Neighbour | None, pool: list[EvidenceItem]
 ) -> dict[tuple[int, int], tuple[str, int, tuple[int, int], bool]]:
     """Sentences of rag ``item`` cut by its chunk's boundaries, completed from the adjacent chunk: ``{span of the
     part in this chunk: (whole sentence, rank of the other chunk in pool, the other part's span in it, other part
@@ -473,7 +478,11 @@ def continuations(
 
 
 def extractive_answer(
-    task: str, items: list[dict[str, Any]], max_sentences: int | None = None, embed: Any = None, neighbour: Any = None
+    task: str,
+    items: list[EvidenceItem],
+    max_sentences: int | None = None,
+    embed: Embed | None = None,
+    neighbour: Neighbour | None = None,
 ) -> dict[str, Any]:
     """The no-model answer: the sentences of the retrieved passages that best answer ``task``, each followed by its
     citation number(s), each citation carrying the sentence's span in its chunk (``anchor.quote_span``, ``quote``);
@@ -676,7 +685,7 @@ def extractive_answer(
     }
 
 
-def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+def prompt_values(task: str, items: list[EvidenceItem]) -> dict[str, Any]:
     """Values of the researcher prompt's placeholders (evidence numbered from 1)."""
     ev = []
     for n, i in enumerate(items, 1):
@@ -690,14 +699,19 @@ def prompt_values(task: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def write_answer(
-    env: RoleEnv, task: str, items: list[dict[str, Any]], backend: Backend | None, *, run_id: str, parent_id: int | None
+    env: ResearchEnv,
+    task: str,
+    items: list[EvidenceItem],
+    backend: Backend | None,
+    *,
+    run_id: str,
+    parent_id: int | None,
 ) -> dict[str, Any]:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:
         # embeds up to EMBED_TOP sentences: a worker thread, not the event loop
-        embed = getattr(env, "embed_texts", None)
-        neighbour = getattr(env, "adjacent_chunk", None)
+        embed, neighbour = env.embed_texts, env.corpus.adjacent_chunk
         return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed, neighbour=neighbour))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 

@@ -19,6 +19,7 @@ These keyword lists and cut-offs are aisac's own heuristics (not from a publishe
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aisac_core.roles import MODE_GATES
@@ -54,7 +55,18 @@ def classify(task: str) -> tuple[str, str]:
     return intent, ("low", "medium", "high")[min(level, 2)]
 
 
-def context_summary(rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+#: a search hit as the router reads it: rag's :class:`~aisac_core.rag.results.HitDict` (the roles service's own
+#: search) or a ``rag_search`` tool result's hit (compact or full: the graph's router calls the tool)
+ContextHit = Mapping[str, object]
+
+
+def _score(hit: ContextHit) -> float:
+    """The hit's score (0 when it has none)."""
+    s = hit.get("score")
+    return float(s) if isinstance(s, (int, float)) else 0.0
+
+
+def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``context`` part of a route: hit ids and scores (text left out), and the memory items."""
     return {
         "rag": [
@@ -67,12 +79,12 @@ def context_summary(rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]]
 
 
 def rule_route(
-    task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None = None, mode: str = "standard"
+    task: str, rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None, mode: str = "standard"
 ) -> dict[str, Any]:
     """The deterministic route (module docstring) of ``task`` given the gathered context."""
     intent, complexity = classify(task)
     gate = MODE_GATES[mode]
-    strong = [h for h in rag_hits if (h.get("score") or 0) >= gate["min_score"]]
+    strong = [h for h in rag_hits if _score(h) >= gate["min_score"]]
     direct = intent == "factual" and complexity == "low" and len(strong) >= gate["min_anchors"]
     why = (
         f"{intent} question of {complexity} complexity; {len(strong)} of {len(rag_hits)} context hits score "
@@ -87,7 +99,7 @@ def rule_route(
     }
 
 
-def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
+def prompt_values(task: str, rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Values of the router prompt's placeholders."""
     ctx = {
         "rag": [
@@ -97,7 +109,7 @@ def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[s
                 "score": h.get("score"),
                 "section": h.get("section"),
                 "page": h.get("page"),
-                "text": (h.get("text") or "")[:300],
+                "text": str(h.get("text") or "")[:300],
             }
             for h in rag_hits
         ],
@@ -109,7 +121,7 @@ def prompt_values(task: str, rag_hits: list[dict[str, Any]], memory: list[dict[s
 async def route(
     env: RoleEnv,
     task: str,
-    rag_hits: list[dict[str, Any]],
+    rag_hits: Sequence[ContextHit],
     memory: list[dict[str, Any]] | None,
     backend: Backend | None,
     *,

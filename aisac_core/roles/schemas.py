@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.roles import RolesError
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 #: role output -> schema file
@@ -33,14 +36,14 @@ def load_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def _path(err: Any) -> str:
+def _path(err: ValidationError) -> str:
     out = "$"
     for p in err.absolute_path:
         out += f"[{p}]" if isinstance(p, int) else f".{p}"
     return out
 
 
-def validate(name: str, obj: Any) -> list[str]:
+def validate(name: str, obj: object) -> list[str]:
     """Errors of ``obj`` against schema ``name`` (empty list: valid), sorted by path, at most 20.
 
     Each error reads ``$.steps[1].depends_on: 3 is not of type 'array'`` and, for enumerations and missing or

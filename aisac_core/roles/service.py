@@ -2,8 +2,9 @@
 host-model submissions and the role prompts, over one store.
 
 Built by the composition root (``AppContext.roles``) with only what the roles need: the roles settings, the store's
-engine (opened on first use), rag's anchor verification, search and chunk lookup, the served project's graph
-augmentation and the job lease. The suite's tools reach it as a :class:`~aisac_core.ports.ToolPort` argument of the
+engine (opened on first use), rag through its typed interface (:class:`~aisac_core.roles.env.Corpus`: search, chunk
+lookup, anchor verification, returning rag's declared result types), the served project's graph augmentation and
+the job lease. The suite's tools reach it as a :class:`~aisac_core.ports.ToolPort` argument of the
 methods that call tools (the MCP layer opens one per call: ``aisac_servers.serving.toolclient.SuiteTools``).
 
 Every role step is a ``role_step`` trace event of the caller's run (``run_id``), every model request a
@@ -29,7 +30,7 @@ from aisac_core.roles import planner as core_planner
 from aisac_core.roles import prompts as core_prompts
 from aisac_core.roles import router as core_router
 from aisac_core.roles.backends import Backend, get_backend
-from aisac_core.roles.graph import active_graph, run_graph
+from aisac_core.roles.graph import default_graph, run_graph
 from aisac_core.roles.jobs import RunJobs
 from aisac_core.roles.results import (
     CritiqueSubmitResult,
@@ -48,7 +49,8 @@ from aisac_core.roles.tools import capabilities, proposable
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.roles.env import GraphAugment
+    from aisac_core.rag.results import HitDict
+    from aisac_core.roles.env import Corpus, GraphAugment
     from aisac_core.settings import RolesSettings
 
 #: appended to a role prompt for the host's own model: where to submit its JSON
@@ -88,10 +90,10 @@ class RolesService:
         settings: the roles settings (``Settings.roles``): backend, mode, thresholds, plan limits, prompt overlay.
         engine: a zero-argument callable returning the store's SQL engine (called on first use; the response
             cache, the trace and the job table live there).
-        verify_anchor: ``anchor dict -> {status, chunk_id, path, detail}`` (:func:`aisac_core.rag.verify.
-            verify_anchor` on this store): the evaluator's evidence gate.
-        search: ``(query, k) -> [hit dict]`` (rag search hits, full anchors): the router's context.
-        get_chunk: ``chunk_id -> {..., anchor} | None``: the full anchor of a compact citation.
+        corpus: a zero-argument callable returning the store's documents as the roles read them (a
+            :class:`~aisac_core.roles.env.Corpus`: the rag service; called on first use): the router's context
+            (search hits), the full anchor of a compact citation, the evaluator's evidence gate (anchor
+            verification) and the extractive answer's neighbouring chunks.
         graph_augment: the served project's workflow-graph augmentation (None: none).
         lease_s: seconds a background run's row in the job table is leased for (renewed every third).
         embed: ``texts -> unit vectors`` (the store's dense embedder): semantic similarity of question, answer and
@@ -103,38 +105,37 @@ class RolesService:
         settings: RolesSettings,
         engine: Callable[[], Engine],
         *,
-        verify_anchor: Callable[[dict[str, Any]], dict[str, Any]],
-        search: Callable[[str, int], list[dict[str, Any]]],
-        get_chunk: Callable[[str], dict[str, Any] | None],
+        corpus: Callable[[], Corpus],
         graph_augment: GraphAugment | None = None,
         lease_s: float = 30.0,
         embed: Callable[[list[str]], list[list[float]]] | None = None,
-        adjacent_chunk: Callable[[str, int], dict[str, Any] | None] | None = None,
     ) -> None:
         self.settings = settings
         self._engine = engine
-        self._verify = verify_anchor
-        self._search = search
-        self._get_chunk = get_chunk
+        self._corpus = corpus
         self.graph_augment = graph_augment
         self.lease_s = lease_s
         self._embed = embed
         self._vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._vec_lock = threading.Lock()
-        self._adjacent = adjacent_chunk
+
+    @property
+    def corpus(self) -> Corpus:
+        """The store's documents as the roles read them (rag's search, chunks and anchor verification; opened on
+        first use)."""
+        return self._corpus()
+
+    def _chunk(self, chunk_id: str) -> HitDict | None:
+        # rag's chunk lookup; reaching the corpus may open the store: call it off the event loop
+        return self.corpus.get_chunk(chunk_id)
 
     def chunk_text(self, chunk_id: str | None) -> str | None:
         """The text of chunk ``chunk_id`` as the index holds it (None: not in the index): what a citation's
         ``quote_span`` points into."""
         if not chunk_id:
             return None
-        got = self._get_chunk(chunk_id)
-        return str(got.get("text") or "") if got else None
-
-    def adjacent_chunk(self, chunk_id: str, delta: int) -> dict[str, Any] | None:
-        """The chunk ``delta`` places from ``chunk_id`` in the same document version (a rag hit dict), or None:
-        what completes a sentence cut by a chunk boundary in the extractive answer."""
-        return self._adjacent(chunk_id, delta) if self._adjacent is not None else None
+        got = self.corpus.get_chunk(chunk_id)
+        return got["text"] or "" if got else None
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """Unit dense vectors of ``texts`` (the store's MiniLM embedder), for the extractive answer's and the support
@@ -168,24 +169,21 @@ class RolesService:
         process serving the store reads their status). Opens the store the first time: reach it off the event loop."""
         return RunJobs(self.engine, lease_s=self.lease_s)
 
-    def verify_anchor(self, anchor: dict[str, Any]) -> dict[str, Any]:
-        """Re-verify a cited anchor on this store: ``{status, chunk_id, path, detail}``."""
-        return self._verify(anchor)
-
     def active_graph(self) -> dict[str, Any]:
-        """The workflow graph runs use by default (:func:`aisac_core.roles.graph.active_graph`, with the project's
-        augmentation). Raises :class:`RolesError` when the augmented graph is invalid."""
-        return active_graph(self)
+        """The workflow graph runs use by default: :func:`aisac_core.roles.graph.default_graph` with the served
+        project's augmentation (:attr:`graph_augment`). Raises :class:`RolesError` when the augmented graph is
+        invalid."""
+        return default_graph(self.graph_augment)
 
-    def backend(self, llm: str | None, sampling: Backend | None = None) -> Backend | None:
-        """The model backend for ``llm`` (:func:`aisac_core.roles.backends.get_backend`); raises :class:`RolesError`."""
+    def _backend(self, llm: str | None, sampling: Backend | None = None) -> Backend | None:
+        # the model backend for ``llm`` (aisac_core.roles.backends.get_backend); raises RolesError
         return get_backend(self.settings, llm, sampling)
 
-    def search_hits(self, task: str, k: int = 5) -> list[dict[str, Any]]:
+    def search_hits(self, task: str, k: int = 5) -> list[HitDict]:
         """The top ``k`` search hits for ``task``; none when the index is empty or cannot be opened (no context is
         not an error of the role)."""
         try:
-            return self._search(task, k)
+            return self.corpus.search_hits(task, k)
         except Exception:  # an empty or unopened index is no context, not an error of the role
             return []
 
@@ -204,7 +202,7 @@ class RolesService:
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to route")
         m = check_mode(mode, self.settings.mode)
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         hits = await anyio.to_thread.run_sync(self.search_hits, task)
         with Step(self.engine, run_id, "router", {"task": task, "mode": m}) as st:
             st.result = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
@@ -227,7 +225,7 @@ class RolesService:
         :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
         if not task or not task.strip():
             raise RolesError("task is empty: give the question to plan for")
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         caps = await capabilities(tools)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(self.engine, run_id, "planner", args) as st:
@@ -264,10 +262,10 @@ class RolesService:
         ``evaluator`` step of ``run_id``. Returns :class:`~aisac_core.roles.results.EvaluateResult`. Raises
         :class:`RolesError`, :class:`~aisac_core.roles.RoleModelError`, :class:`~aisac_core.roles.NeedInput`."""
         m = check_mode(mode, self.settings.mode)
-        backend = self.backend(llm, sampling)
+        backend = self._backend(llm, sampling)
         ans = answer_object(answer, citations, files, code_runs)
         for c in ans["citations"]:  # a compact rag_search hit cites its chunk_id: the index holds the full anchor
-            got = None if c["anchor"].get("sha256") else await anyio.to_thread.run_sync(self._get_chunk, c["chunk_id"])
+            got = None if c["anchor"].get("sha256") else await anyio.to_thread.run_sync(self._chunk, c["chunk_id"])
             if got is not None:
                 c["anchor"] = {**got["anchor"], "score": c["score"]}
         events = await anyio.to_thread.run_sync(run_events, self.engine, of_run or run_id)
@@ -362,10 +360,6 @@ class RolesService:
         if st is None:
             raise RolesError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
         return cast(RolesJob, st)
-
-    def cancel(self, job_id: str) -> dict[str, Any] | None:
-        """Stop roles job ``job_id`` (:meth:`aisac_core.roles.jobs.RunJobs.cancel`): its status, None when unknown."""
-        return self.jobs.cancel(job_id)
 
     async def _submit(
         self, role: str, schema: str, payload: Any, run_id: str, errors: list[str] | None = None

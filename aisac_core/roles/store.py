@@ -26,7 +26,11 @@ from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
 from aisac_core.trace.recorder import MAX_STORED_RESULT, anchor_ids, record_tool_call
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from sqlalchemy.engine import Engine
+
+    from aisac_core.roles.shapes import RunEvent
 
 
 def request_hash(request: dict[str, Any]) -> str:
@@ -61,7 +65,7 @@ def cache_put(
 
 
 def save_submission(
-    engine: Engine, *, run_id: str, role: str, payload: Any, errors: list[str], trace_event_id: int | None = None
+    engine: Engine, *, run_id: str, role: str, payload: object, errors: list[str], trace_event_id: int | None = None
 ) -> int:
     """Store a submission; returns its id."""
     with Session(engine) as s:
@@ -138,7 +142,9 @@ class Step:
         )
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, _tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None
+    ) -> None:
         if isinstance(exc, NeedInput):  # the client answers the model request, then re-enters the tool
             self.status, self.error = "input_required", "waiting for the client's sampling reply"
         elif exc is not None:
@@ -147,7 +153,9 @@ class Step:
         finish_step(self.engine, self.id, self.result, self.status, self.error, (time.perf_counter() - self._t0) * 1000)
 
 
-def finish_step(engine: Engine, event_id: int, result: Any, status: str, error: str | None, latency_ms: float) -> None:
+def finish_step(
+    engine: Engine, event_id: int, result: object, status: str, error: str | None, latency_ms: float
+) -> None:
     """Complete a role-step event written by :func:`begin_step` / :class:`Step`: status, error, result, the
     measured ``latency_ms`` (ms, from entry to exit) and ``created_at`` moved from the step's start (when the row
     was written) to its end (start + latency), so a role step's row, like a tool call's, holds its end time and
@@ -170,7 +178,7 @@ def finish_step(engine: Engine, event_id: int, result: Any, status: str, error: 
         s.commit()
 
 
-def run_events(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+def run_events(engine: Engine, run_id: str) -> list[RunEvent]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
 

@@ -78,7 +78,7 @@ from aisac_core.roles.support_model import UNCERTAIN_FLOOR
 
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
-    from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.env import ChunkText, Embed, RoleEnv
 
 SUPPORT_VERDICTS = ("supported", "partly", "not supported", "contradicted", "not judged")
 ANCHOR_VERDICTS = ("intact", "changed", "missing")
@@ -145,7 +145,7 @@ def cited_sentence(chunk: str, span: Any, claim: str) -> tuple[str, list[int]]:
     return " ".join(chunk[best[1] : best[2]].split()), [best[1], best[2]]
 
 
-def _sims(embed: Any, question: str, claim: str, cited: str) -> tuple[float | None, float | None]:
+def _sims(embed: Embed | None, question: str, claim: str, cited: str) -> tuple[float | None, float | None]:
     """Cosines (question, cited) and (claim, cited): one embedding call of the three texts; None without ``embed``."""
     if embed is None:
         return None, None
@@ -194,7 +194,7 @@ def _rules_rest(
     return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
 
 
-def _learned(question: str, claim: str, window: list[str], at: int, embed: Any, title: str) -> dict[str, Any] | None:
+def _learned(question: str, claim: str, window: list[str], at: int, embed: Embed, title: str) -> dict[str, Any] | None:
     """Rules 4 and 5 of the module docstring: the learned judge (:mod:`aisac_core.roles.support_model`) on the cited
     sentence ``window[at]`` and its neighbours, then the question's checks: ``{verdict, reasons, probability,
     p_support, p_contradict, question_relevance, off_question, rationale, question_similarity, claim_similarity,
@@ -251,7 +251,7 @@ def judge_citation(
     question: str,
     claim: str,
     cited: str,
-    embed: Any = None,
+    embed: Embed | None = None,
     title: str = "",
     context: tuple[list[str], int] | None = None,
 ) -> dict[str, Any]:
@@ -310,7 +310,7 @@ def citation_context(chunk: str, span: list[int], width: int = CONTEXT_SENTENCES
 
 
 async def _judge_in_thread(
-    question: str, claim: str, cited: str, embed: Any, title: str, context: tuple[list[str], int] | None = None
+    question: str, claim: str, cited: str, embed: Embed | None, title: str, context: tuple[list[str], int] | None = None
 ) -> dict[str, Any]:
     """:func:`judge_citation` in a worker thread (it embeds the claim, the question and the passage: CPU-bound, and
     must not block the event loop); same result."""
@@ -369,8 +369,8 @@ async def judge_answer(
     answer: dict[str, Any],
     backend: Backend | None,
     *,
-    chunk_text: Any,
-    embed: Any,
+    chunk_text: ChunkText,
+    embed: Embed | None,
     run_id: str,
     parent_id: int | None,
 ) -> dict[str, Any]:

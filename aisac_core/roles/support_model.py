@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -174,6 +174,38 @@ _BEFORE, _AFTER, _NEG_SPAN = 5, 2, 8
 
 Vector = Sequence[float]
 Embed = Callable[[list[str]], list[list[float]]]
+
+
+class PassageScores(TypedDict):
+    """The three models' scores of one passage (:func:`passage_scores`): per-sentence rationale probabilities (raw
+    and calibrated), the support and contradict models' raw scores and their calibrated probabilities."""
+
+    rationale_raw: npt.NDArray[np.float64]
+    rationale: npt.NDArray[np.float64]
+    support_raw: float
+    contradict_raw: float
+    p_support: float
+    p_contradict: float
+
+
+class SentenceScore(TypedDict):
+    """One passage sentence's calibrated rationale probability (``i``: its index in the passage)."""
+
+    i: int
+    p_rationale: float
+
+
+class PassageJudgement(TypedDict):
+    """The support judge's decision on one passage (:func:`judge_vectors`, :func:`judge_passage`)."""
+
+    verdict: Literal["supports", "contradicts", "does not address"]
+    probability: float
+    uncertain: bool
+    p_support: float
+    p_contradict: float
+    rationale: list[int]
+    sentences: list[SentenceScore]
+    model_sha256: str
 
 
 class SupportModelError(AisacError, ValueError):
@@ -452,7 +484,7 @@ def passage_vector(r: npt.NDArray[np.float64], x: npt.NDArray[np.float64]) -> np
     return out
 
 
-def passage_scores(model: SupportModel, x: npt.NDArray[np.float64]) -> dict[str, Any]:
+def passage_scores(model: SupportModel, x: npt.NDArray[np.float64]) -> PassageScores:
     """Raw and calibrated scores of one passage from its sentences' feature rows ``x``: ``{rationale_raw: [n],
     rationale: [n] (calibrated), support_raw, contradict_raw, p_support, p_contradict}``: the rationale model per
     sentence, then the support and contradict models on :func:`passage_vector`, each mapped by its
@@ -471,7 +503,9 @@ def passage_scores(model: SupportModel, x: npt.NDArray[np.float64]) -> dict[str,
     }
 
 
-def decide(model: SupportModel, p_support: float, p_contradict: float) -> tuple[str, float, bool]:
+def decide(
+    model: SupportModel, p_support: float, p_contradict: float
+) -> tuple[Literal["supports", "contradicts", "does not address"], float, bool]:
     """``(verdict, probability, uncertain)`` from the calibrated probabilities: ``supports`` when ``p_support`` is
     at least the ``supported`` threshold (with its probability), else ``contradicts`` when ``p_contradict`` is at
     least the ``contradicts`` threshold, else ``does not address`` with probability ``1 - max(p_support,
@@ -493,7 +527,7 @@ def judge_vectors(
     claim_vec: Vector,
     sentence_vecs: Sequence[Vector],
     model: SupportModel | None = None,
-) -> dict[str, Any]:
+) -> PassageJudgement:
     """The verdict on one passage (its ``sentences``, in order) for ``claim``, from precomputed unit vectors:
     ``{verdict: supports|contradicts|does not address, probability, uncertain, p_support, p_contradict,
     rationale: [sentence indices, best first, at most 3], sentences: [{i, p_rationale}], model_sha256}``.
@@ -523,7 +557,7 @@ def judge_vectors(
 
 def judge_passage(
     claim: str, sentences: Sequence[str], embed: Embed, model: SupportModel | None = None
-) -> dict[str, Any]:
+) -> PassageJudgement:
     """:func:`judge_vectors` embedding ``claim`` and ``sentences`` with ``embed`` (texts -> unit vectors, the
     store's MiniLM embedder; one call). Raises :class:`SupportModelError` for an empty claim or passage or when the
     embedder returns no vectors."""

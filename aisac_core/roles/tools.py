@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from aisac_core.ports import ToolInfo, ToolPort
+from aisac_core.roles.shapes import Capability, Proposal
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
 #: tools the planner never sees, not even as a proposal: the roles' own tools (a plan must not start another run)
@@ -46,22 +47,22 @@ def executable(tool: ToolInfo) -> bool:
     )
 
 
-def _cap(t: ToolInfo) -> dict[str, Any]:
+def _cap(t: ToolInfo) -> Capability:
     return {"name": t.name, "description": t.description, "input_schema": t.input_schema}
 
 
-async def capabilities(tools: ToolPort) -> list[dict[str, Any]]:
+async def capabilities(tools: ToolPort) -> list[Capability]:
     """``[{name, description, input_schema}]`` of every tool of ``tools`` a plan may call on its own
     (:func:`executable`): the planner's capability list. Document text reaches the planner's prompt, so a plan
     is untrusted: it is only ever offered, and only ever executes, read-only closed-world tools."""
     return [_cap(t) for t in await tools.list_tools() if executable(t)]
 
 
-async def proposable(tools: ToolPort) -> list[dict[str, Any]]:
+async def proposable(tools: ToolPort) -> list[Proposal]:
     """``[{name, description, input_schema, read_only, destructive, open_world}]`` of the tools of ``tools`` a
     plan step may name but the coordinator never calls (writes, deletions, network calls): such a step is returned
     to the host as a proposal (``plan.proposals``) for the user to confirm. Not shown to the planner."""
-    out = []
+    out: list[Proposal] = []
     for t in await tools.list_tools():
         if hidden(t) or executable(t):
             continue

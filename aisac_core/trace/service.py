@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aisac_core.ports import ToolPort
 from aisac_core.rag.verify import verify_anchor
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from aisac_core.rag.embeddings import Embedder
+    from aisac_core.rag.results import Verification
     from aisac_core.settings import Settings
     from aisac_core.store.vectors import VectorStore
 
@@ -177,8 +178,8 @@ class TraceService:
         ``use_index``: anchors are checked against the index (file and passage: opens the vector store); False:
         file-level only (a process that does not own the store). Raises TraceError for an unknown run."""
 
-        def check(anchor: dict[str, Any]) -> dict[str, Any]:
-            return cast("dict[str, Any]", verify_anchor(self._rag(), anchor))  # a Verification, read as a dict
+        def check(anchor: dict[str, Any]) -> Verification:
+            return verify_anchor(self._rag(), anchor)
 
         return verify_run(
             self.engine, run_id, check_anchor=check if use_index else None, data_dir=self.settings.data_dir

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import case, func, inspect, literal, select
 
 from aisac_core.hashing import sha256_file
+from aisac_core.rag.results import Verification
 from aisac_core.store.tables import TraceEvent
 from aisac_core.trace.gaps import run_gap
 from aisac_core.trace.queries import count_by, require_events, run_anchors, run_inputs
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 #: checks one anchor against the index (``aisac_core.rag.verify.verify_anchor`` bound to the store's rag domain):
-#: anchor dict in, ``{status: ok | file_changed | chunk_changed | missing, detail}`` out
-AnchorChecker = Callable[[dict[str, Any]], dict[str, Any]]
+#: anchor dict in, rag's :class:`~aisac_core.rag.results.Verification` (``{status: ok | file_changed |
+#: chunk_changed | missing, detail, ...}``) out
+AnchorChecker = Callable[[dict[str, Any]], Verification]
 
 #: verify_anchor status -> trace_verify verdict.
 ANCHOR_VERDICT = {"ok": "unchanged", "file_changed": "changed", "chunk_changed": "changed", "missing": "missing"}

@@ -117,7 +117,7 @@ async def job_cancel(
     in its current step. Status: cancelling until stopped, then cancelled."""
     core = app
     if job_id.startswith("rjob-"):
-        st = await call_core(core.roles.cancel, job_id)
+        st = await call_core(lambda: core.roles.jobs.cancel(job_id))
         if st is not None:
             return {"job_id": job_id, "kind": "roles", "status": st["status"]}
     else:
