@@ -106,6 +106,47 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     Path(target).write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
 
 
+#: CPU seconds per test file in this process (``AISAC_RECORD_FILE_CPU``): [own, children's]
+_FILE_CPU: dict[str, list[float]] = {}
+
+
+def _cpu_now() -> tuple[float, float]:
+    """(user + system seconds of this process, of its children waited for)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """With ``AISAC_RECORD_FILE_CPU=PATH``: sum each test file's CPU seconds (setup + call + teardown), this
+    process's and its waited-for subprocesses' (``getrusage``; a daemon that detaches from the test, like the
+    store's owner, is not counted). The wall seconds of :data:`FILE_SECONDS` mix in waiting for the other
+    workers on a shared machine; CPU seconds show what a change saves."""
+    if not os.environ.get("AISAC_RECORD_FILE_CPU"):
+        yield
+        return
+    before = _cpu_now()
+    yield
+    after = _cpu_now()
+    acc = _FILE_CPU.setdefault(_file_of(item), [0.0, 0.0])
+    acc[0] += after[0] - before[0]
+    acc[1] += after[1] - before[1]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write :data:`_FILE_CPU` to ``$AISAC_RECORD_FILE_CPU.<worker>.json`` (one file per xdist worker)."""
+    import json
+
+    target = os.environ.get("AISAC_RECORD_FILE_CPU")
+    if not target or not _FILE_CPU:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    rows = {f: {"own_s": round(a, 2), "children_s": round(b, 2)} for f, (a, b) in _FILE_CPU.items()}
+    Path(f"{target}.{worker}.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
