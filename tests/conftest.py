@@ -106,6 +106,47 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     Path(target).write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
 
 
+#: CPU seconds per test file in this process (``AISAC_RECORD_FILE_CPU``): [own, children's]
+_FILE_CPU: dict[str, list[float]] = {}
+
+
+def _cpu_now() -> tuple[float, float]:
+    """(user + system seconds of this process, of its children waited for)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """With ``AISAC_RECORD_FILE_CPU=PATH``: sum each test file's CPU seconds (setup + call + teardown), this
+    process's and its waited-for subprocesses' (``getrusage``; a daemon that detaches from the test, like the
+    store's owner, is not counted). The wall seconds of :data:`FILE_SECONDS` mix in waiting for the other
+    workers on a shared machine; CPU seconds show what a change saves."""
+    if not os.environ.get("AISAC_RECORD_FILE_CPU"):
+        yield
+        return
+    before = _cpu_now()
+    yield
+    after = _cpu_now()
+    acc = _FILE_CPU.setdefault(_file_of(item), [0.0, 0.0])
+    acc[0] += after[0] - before[0]
+    acc[1] += after[1] - before[1]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write :data:`_FILE_CPU` to ``$AISAC_RECORD_FILE_CPU.<worker>.json`` (one file per xdist worker)."""
+    import json
+
+    target = os.environ.get("AISAC_RECORD_FILE_CPU")
+    if not target or not _FILE_CPU:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    rows = {f: {"own_s": round(a, 2), "children_s": round(b, 2)} for f, (a, b) in _FILE_CPU.items()}
+    Path(f"{target}.{worker}.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
@@ -232,6 +273,73 @@ def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, cor
     Indexer(c).run([corpus])
     yield c
     c.close()
+
+
+class EmbeddingPool:
+    """Chunk embeddings shared by the fixtures that index the same shared papers (tests/test_extractive.py and
+    tests/test_roles_s2orc.py both index papermage PDFs, on different xdist workers): the rows of a store's own
+    ``embedding_cache`` table (:mod:`aisac_core.rag.embedcache`: key sha256(model id + NUL + text) -> float32
+    vector), pooled in one SQLite file. :meth:`use` copies the pool into a new store before it indexes and the
+    store's new rows back after; a flock on the pool serialises the fixtures, so a text is embedded once per run.
+
+    The vectors are the model's own (the store's cache holds exactly these), so the stores built this way are the
+    ones indexing builds without the pool. The pool file's name carries the model's sha256: another model never
+    reads it. The pool lives in this run's temporary folder: kept between runs it would outlive a change of the
+    embedding code (``AISAC_TEST_EMBED_POOL=DIR`` keeps it in DIR, to measure a file without its embedding work;
+    measured on tests/test_extractive.py, 8 papers: 96 CPU s with an empty pool, 38 with a full one)."""
+
+    def __init__(self, folder: Path, models_dir: Path) -> None:
+        import hashlib
+
+        digest = hashlib.sha256((models_dir / "model.onnx").read_bytes()).hexdigest()[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"embedding-pool-{digest}.sqlite"
+        self.lock = folder / f"embedding-pool-{digest}.lock"
+
+    @contextlib.contextmanager
+    def use(self, engine):  # noqa: ANN001, ANN201
+        """Seed ``engine``'s ``embedding_cache`` from the pool, run the caller's indexing, then pool the store's
+        rows (others wait meanwhile)."""
+        import fcntl
+        import sqlite3
+
+        from sqlalchemy import insert
+        from sqlmodel import Session, select
+
+        from aisac_core.store.tables import EmbeddingCacheEntry
+
+        with open(self.lock, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            pool = sqlite3.connect(self.path)
+            try:
+                pool.execute("create table if not exists pool (key text primary key, model text, dim int, vector blob)")
+                with Session(engine) as s:
+                    have = set(s.exec(select(EmbeddingCacheEntry.key)).all())
+                    rows = [
+                        {"key": k, "model": m, "dim": d, "vector": v}
+                        for k, m, d, v in pool.execute("select key, model, dim, vector from pool")
+                        if k not in have
+                    ]
+                    if rows:
+                        s.execute(insert(EmbeddingCacheEntry), rows)
+                        s.commit()
+                yield
+                with Session(engine) as s:
+                    new = [(r.key, r.model, r.dim, r.vector) for r in s.exec(select(EmbeddingCacheEntry))]
+                pool.executemany("insert or ignore into pool values (?, ?, ?, ?)", new)
+                pool.commit()
+            finally:
+                pool.close()
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def embedding_pool(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> EmbeddingPool:
+    """The run's :class:`EmbeddingPool` (shared by the xdist workers: their temporary folders' parent)."""
+    folder = os.environ.get("AISAC_TEST_EMBED_POOL")
+    base = tmp_path_factory.getbasetemp()
+    run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return EmbeddingPool(Path(folder) if folder else run_dir / "embedding-pool", models_dir)
 
 
 @pytest.fixture

@@ -390,7 +390,7 @@ SUBPROCESS = ("What is S2ORC?", "How many papers does S2ORC contain?")
 
 
 @pytest.fixture(scope="module")
-def paper_store(tmp_path_factory, models_dir, shared_embedder):
+def paper_store(tmp_path_factory, models_dir, shared_embedder, embedding_pool):
     from conftest import SHARED_DATA, make_settings
 
     from aisac_core.context import AppContext
@@ -405,7 +405,8 @@ def paper_store(tmp_path_factory, models_dir, shared_embedder):
     data_dir = tmp_path_factory.mktemp("papers") / "store"
     c = AppContext(make_settings(data_dir, models_dir, warm=False), embedder=shared_embedder)
     failures: list = []
-    Indexer(c).run(files, failures=failures)
+    with embedding_pool.use(c.engine):  # the papers' chunk vectors, embedded once per run (conftest.EmbeddingPool)
+        Indexer(c).run(files, failures=failures)
     c.close()
     assert not failures, failures
     return data_dir

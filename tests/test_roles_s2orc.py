@@ -20,7 +20,7 @@ QUESTION = "Which datasets does the S2ORC paper describe?"
 
 
 @pytest.fixture(scope="module")
-def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
+def s2orc_store(tmp_path_factory, models_dir, shared_embedder, embedding_pool):
     from conftest import SHARED_DATA, make_settings
 
     from aisac_core.context import AppContext
@@ -33,7 +33,8 @@ def s2orc_store(tmp_path_factory, models_dir, shared_embedder):
     data_dir = tmp_path_factory.mktemp("s2orc") / "store"
     c = AppContext(make_settings(data_dir, models_dir, warm=False), embedder=shared_embedder)
     failures: list = []
-    Indexer(c).run([s2orc, other], failures=failures)
+    with embedding_pool.use(c.engine):  # the papers' chunk vectors, embedded once per run (conftest.EmbeddingPool)
+        Indexer(c).run([s2orc, other], failures=failures)
     c.close()
     assert not failures, failures
     return data_dir, s2orc
