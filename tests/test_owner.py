@@ -361,3 +361,30 @@ async def test_corrupt_vector_folder_is_a_clear_tool_error(owned_store, corpus):
     assert r.is_error
     msg = r.content[0].text
     assert str(shard) in msg and "move the folder aside" in msg
+
+
+def test_a_sigterm_while_the_owner_starts_stops_it_and_cleans_up(owned_store):
+    """SIGTERM sent as soon as `owner.json` appears (the daemon is still starting its HTTP server, before uvicorn takes
+    the signal over) stops the daemon: it exits, removes owner.json and its socket. Before the fix the signal was
+    swallowed there and the daemon served on until a second signal."""
+    log = owned_store.parent / "daemon.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aisac_servers.owner.daemon", "daemon"],
+            env=serve_env(owned_store),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not (owned_store / "owner.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the daemon never wrote owner.json"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not (owned_store / "owner.json").exists() and not (owned_store / "owner.sock").exists()
+    assert "stopped by SIGTERM" in log.read_text()

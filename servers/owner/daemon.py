@@ -148,6 +148,15 @@ def _idle_watch(
         return
 
 
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler of :func:`serve_http` to end the run (a BaseException, so that no ``except
+    Exception`` on the way swallows it)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def serve_http(
     settings: Settings,
     mcp: FastMCP | OwnerProxy,
@@ -190,42 +199,43 @@ def serve_http(
     sockets = [s for s in (sock, unix) if s is not None]
     activity = Activity()
     stop = threading.Event()
-    if register_fd is not None:
-        write_owner_file(
-            settings.data_dir,
-            OwnerInfo(
-                pid=os.getpid(),
-                url=url,
-                token=token,
-                version=aisac_version(),
-                data_dir=str(settings.data_dir),
-                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                kind=kind,
-                socket=str(unix_path) if unix_path is not None else None,
-                socket_note=unix_note,
-            ),
-        )
-        if kind == "daemon":
-            threading.Thread(
-                target=_idle_watch,
-                args=(settings, activity, idle_seconds, stop, app),
-                name="aisac-owner-idle",
-                daemon=True,
-            ).start()
-    log.info(
-        "serving %s on %s (%s)",
-        settings.data_dir,
-        " and ".join(([url] if sock is not None else []) + ([f"unix:{unix_path}"] if unix is not None else [])),
-        kind,
-    )
-    # uvicorn turns SIGTERM into a graceful shutdown, then re-raises it once it has stopped: with the default
-    # handler that would kill the process before the suite's lifespan closes the store. Ignore that re-raise.
+    # uvicorn turns SIGTERM into a graceful shutdown while it serves, then re-raises it once it has stopped: with the
+    # default handler that would kill the process before the store is closed. Our handler runs in two moments only:
+    # before uvicorn has taken the signal over (the server is still starting: ignoring it there left the server
+    # running until a second signal) and at that re-raise (the server has stopped). In both it ends the run; the
+    # store is closed below.
     previous = (
-        signal.signal(signal.SIGTERM, lambda *_: None)
-        if threading.current_thread() is threading.main_thread()
-        else None
+        signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() else None
     )
     try:
+        if register_fd is not None:
+            write_owner_file(
+                settings.data_dir,
+                OwnerInfo(
+                    pid=os.getpid(),
+                    url=url,
+                    token=token,
+                    version=aisac_version(),
+                    data_dir=str(settings.data_dir),
+                    started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    kind=kind,
+                    socket=str(unix_path) if unix_path is not None else None,
+                    socket_note=unix_note,
+                ),
+            )
+            if kind == "daemon":
+                threading.Thread(
+                    target=_idle_watch,
+                    args=(settings, activity, idle_seconds, stop, app),
+                    name="aisac-owner-idle",
+                    daemon=True,
+                ).start()
+        log.info(
+            "serving %s on %s (%s)",
+            settings.data_dir,
+            " and ".join(([url] if sock is not None else []) + ([f"unix:{unix_path}"] if unix is not None else [])),
+            kind,
+        )
         # host_origin_protection "auto": a loopback server refuses foreign Host/Origin headers (DNS rebinding)
         mcp.run(
             transport="http",
@@ -239,8 +249,14 @@ def serve_http(
             ],
             uvicorn_config={"timeout_graceful_shutdown": 10, "log_level": "warning"},
         )
+    except _Terminated:
+        log.info("stopped by SIGTERM")
     finally:
+        if previous is not None:  # a second SIGTERM must not cut the cleanup short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stop.set()
+        if app is not None:
+            app.close()  # harmless twice (the suite's lifespan closes it too); needed when stopped while starting
         if register_fd is not None:
             remove_owner_file(settings.data_dir, os.getpid())
         if unix is not None and unix_path is not None:
