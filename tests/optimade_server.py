@@ -67,9 +67,8 @@ def _bundled() -> list[dict[str, Any]]:
         }
         attrs["chemical_formula_reduced"] = formula_key(doc["pretty_formula"])
         attrs["chemical_formula_anonymous"] = doc["formula_anonymous"]
-        attrs["last_modified"] = str(
-            doc["last_modified"].isoformat() if hasattr(doc["last_modified"], "isoformat") else doc["last_modified"]
-        )
+        lm = doc["last_modified"]
+        attrs["last_modified"] = lm["$date"] if isinstance(lm, dict) else str(lm)
         attrs.pop("_exmpl_stability", None)
         if "_exmpl_this_provider_field" in attrs:  # the database holds a provider field without its prefix
             attrs["this_provider_field"] = attrs.pop("_exmpl_this_provider_field")
