@@ -122,3 +122,48 @@ async def test_other_questions_skip_the_comparison(tmp_path, models_dir, shared_
     assert applies(QUESTION, node)
     assert not applies("What is the theoretical capacity of LiFePO4?", node)
     assert applies("Compare the formation enthalpy of the oxides", node)
+
+
+def test_columns_reported_before_computed_and_formulas_found_without_a_header() -> None:
+    from aisac_core.roles.compare import pick_columns
+
+    cols = ["Composition", "Formation energy (eV/atom)|computed", "Formation energy (eV/atom)|reported"]
+    assert pick_columns(cols, [], "formation_energy_per_atom") == (cols[0], cols[2])
+    # no composition header: the column whose cells read as formulas; a DFT-only column is still taken when alone
+    rows = [{"col_1": "LiCoO2 (layered)", "ΔH DFT (meV/atom)": "-1870"}, {"col_1": "NaCoO2", "ΔH DFT (meV/atom)": "1"}]
+    assert pick_columns(["col_1", "ΔH DFT (meV/atom)"], rows, "formation_energy_per_atom") == (
+        "col_1",
+        "ΔH DFT (meV/atom)",
+    )
+    assert pick_columns(["Sample", "Capacity (mAh/g)"], [], "formation_energy_per_atom") is None
+
+
+async def test_unreachable_database_leaves_the_column_empty_and_says_why() -> None:
+    """A comparison through a tool port whose database is down: the reported cells are cited, no value is invented."""
+    from aisac_core.roles.compare import attach, compare_reported
+
+    anchor = {"chunk_id": "cell:t:r1c1", "doc_id": "d", "path": "/p/a.pdf", "page": 1, "bbox": [1, 2, 3, 4]}
+
+    async def call(name: str, args: dict[str, Any]) -> tuple[str, Any, str | None]:
+        if name == "rag_search":
+            return "ok", {"hits": [{"anchor": {"path": "/p/a.pdf"}}]}, None
+        if name == "data_load":
+            cols = ["Composition", "Formation energy (eV/atom)"]
+            return "ok", {"frames": [{"name": "compare_1", "column_names": cols, "detected": {"page": 1}}]}, None
+        if name == "data_preview":
+            rows = [{"Composition": "LiFePO4", "Formation energy (eV/atom)": -2.51}]
+            cells = [
+                {"row": 0, "column": "Formation energy (eV/atom)", "text": "-2.51", "anchor": anchor},
+                {"row": 0, "column": "Composition", "text": "LiFePO4", "anchor": {**anchor, "chunk_id": "cell:t:r1c0"}},
+            ]
+            return "ok", {"rows": rows, "cells": cells}, None
+        assert name == "lit_materials" and args["formula"] == "FeLiO4P"
+        return "tool_error", None, "the OPTIMADE provider 'x' cannot be reached: ... Nothing was searched"
+
+    comp = await compare_reported(call, QUESTION, {"kind": "comparison"})
+    (row,) = comp["rows"]
+    assert row["database"] is None and row["difference_ev_per_atom"] is None
+    assert any("cannot be reached" in n for n in comp["notes"])
+    ans = attach({"text": "Extractive answer.", "citations": [{"n": 1, "kind": "rag"}]}, {"value_comparison": comp})
+    assert [c["kind"] for c in ans["citations"]] == ["rag", "cell"] and ans["citations"][1]["n"] == 2
+    assert "| LiFePO4 | -2.51 [2] | not found |" in ans["text"] and "cannot be reached" in ans["text"]
