@@ -104,6 +104,13 @@ async def test_the_materials_question_cites_cells_and_records(ref_server, tmp_pa
         assert len(boxed) == 4
         img = app.trace.images().image(boxed[0])
         assert img is not None and img.found and len(img.rects) == 1
+        # the record citations carry their URL on the run page and in the Markdown export; the table is exported
+        rec = next(c for c in report["cited"] if c.get("url"))
+        assert rec["url"] == fe_db["url"] or rec["url"].startswith(f"{ref_server.url}/v1/structures/")
+        html = app.trace.report_html(res["run_id"])
+        assert f"href='{fe_db['url']}'" in html
+        md = app.trace.export(res["run_id"], "markdown")["markdown"]
+        assert f"<{fe_db['url']}>" in md and "| LiFePO4 | -2.51 [" in md
         # every tool call of the comparison is in the trace, under the coordinator
         from aisac_core.trace.recorder import list_events
 
@@ -167,3 +174,46 @@ async def test_unreachable_database_leaves_the_column_empty_and_says_why() -> No
     ans = attach({"text": "Extractive answer.", "citations": [{"n": 1, "kind": "rag"}]}, {"value_comparison": comp})
     assert [c["kind"] for c in ans["citations"]] == ["rag", "cell"] and ans["citations"][1]["n"] == 2
     assert "| LiFePO4 | -2.51 [2] | not found |" in ans["text"] and "cannot be reached" in ans["text"]
+
+
+def test_hostile_record_and_cell_text_stay_inside_their_table_cells() -> None:
+    """A provider's id or a PDF's cell text cannot break the Markdown table or smuggle a link into the answer."""
+    from aisac_core.literature.optimade import to_record
+    from aisac_core.roles.compare import attach
+
+    rec = to_record(
+        {"id": "x|1", "links": {"self": "javascript:alert(1)"}, "attributes": {"_p_delta_e": -1.0}},
+        "p",
+        "P",
+        "https://db.example/optimade",
+        "2026-01-01T00:00:00+00:00",
+        {},
+        False,
+    )
+    assert rec["url"] == "https://db.example/optimade/v1/structures/x%7C1"  # a non-http link is not used
+    anchor = {"chunk_id": "cell:t:r1c1", "path": "/p/a.pdf", "page": 1, "bbox": [1, 2, 3, 4]}
+    comp = {
+        "kind": "materials_comparison",
+        "label": "formation energy",
+        "rows": [
+            {
+                "composition": "LiFePO4|[x](http://evil)",
+                "reported": {"value": -2.5, "unit": "eV/atom", "text": "-2.5", "anchor": anchor},
+                "database": {
+                    "value": -2.4,
+                    "unit": "eV/atom",
+                    "provider": "p",
+                    "database_id": "id|\n| injected | row |",
+                    "url": rec["url"],
+                },
+                "difference_ev_per_atom": 0.1,
+            }
+        ],
+        "lowest_reported": ["LiFePO4|[x](http://evil)"],
+        "lowest_database": [],
+        "notes": [],
+    }
+    text = attach({"text": "", "citations": []}, {"c": comp})["text"]
+    table = [ln for ln in text.splitlines() if ln.startswith("| ") and "Composition" not in ln]
+    assert len(table) == 1 and table[0].count("|") == 5, table  # one row, four cells
+    assert "](" not in text and "[x]" not in text

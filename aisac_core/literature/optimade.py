@@ -224,7 +224,10 @@ def to_record(
         "provider": provider,
         "provider_name": provider_name,
         "database_id": eid,
-        "url": self_link if isinstance(self_link, str) else f"{base}/v1/structures/{quote(eid, safe='')}",
+        # the entry's own link when the provider gives an http(s) one, else the specification's entry URL
+        "url": self_link
+        if isinstance(self_link, str) and self_link.startswith(("https://", "http://"))
+        else f"{base}/v1/structures/{quote(eid, safe='')}",
         "formula_reduced": a.get("chemical_formula_reduced"),
         "formula_anonymous": a.get("chemical_formula_anonymous"),
         "elements": a.get("elements"),

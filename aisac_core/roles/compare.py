@@ -276,7 +276,15 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
 
 
 def _fmt(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
+    return f"{v:g}" if isinstance(v, float) else _md(v)
+
+
+def _md(v: Any, limit: int = 80) -> str:
+    """Text from a document or a remote record made safe for one Markdown table cell: one line, no ``|``, no
+    backtick or bracket that would start code or a link, at most ``limit`` characters."""
+    t = " ".join(str(v).split())
+    t = re.sub(r"[|`\[\]<>]", " ", t).strip()
+    return t[:limit] + ("…" if len(t) > limit else "")
 
 
 def attach(answer: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
@@ -295,14 +303,16 @@ def attach(answer: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
         label = comp.get("label") or "value"
         rows = comp.get("rows") or []
         if not rows:
-            text += "\n\nNo table of reported and computed values could be built: " + "; ".join(comp["notes"])
+            text += "\n\nNo table of reported and computed values could be built: " + "; ".join(
+                _md(x, 300) for x in comp["notes"]
+            )
             tables.append({**comp})
             continue
         unit = rows[0]["reported"].get("unit") or ""
         lines = [
             f"Reported {label} beside the computed value of a materials database (lowest reported first):",
             "",
-            f"| Composition | Reported ({unit}) | Computed, database | Computed − reported (eV/atom) |",
+            f"| Composition | Reported ({_md(unit, 20)}) | Computed, database | Computed − reported (eV/atom) |",
             "|---|---|---|---|",
         ]
         records: dict[str, int] = {}
@@ -345,20 +355,24 @@ def attach(answer: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
                         }
                     )
                 db_n = records[key]
-                db_cell = f"{_fmt(db['value'])} {db.get('unit') or ''} ({db.get('provider')} {db.get('database_id')}) [{db_n}]"
+                db_cell = (
+                    f"{_fmt(db['value'])} {_md(db.get('unit') or '', 20)} ({_md(db.get('provider'), 30)} "
+                    f"{_md(db.get('database_id'), 60)}) [{db_n}]"
+                )
             diff = r.get("difference_ev_per_atom")
             lines.append(
-                f"| {r['composition']} | {rep.get('text')} [{rep_n}] | {db_cell.replace('  ', ' ')} | "
+                f"| {_md(r['composition'], 40)} | {_md(rep.get('text'), 30)} [{rep_n}] | {db_cell.replace('  ', ' ')} | "
                 f"{'' if diff is None else f'{diff:+.3f}'} |"
             )
             out_rows.append({**r, "reported_citation": rep_n, "database_citation": db_n})
-        low = ", ".join(comp.get("lowest_reported") or [])
+        low = ", ".join(_md(x, 40) for x in comp.get("lowest_reported") or [])
         lines.append("")
         lines.append(f"Lowest reported {label}: {low}.")
         if comp.get("lowest_database"):
-            lines.append(f"Lowest computed {label} in the database among them: {', '.join(comp['lowest_database'])}.")
+            lowdb = ", ".join(_md(x, 40) for x in comp["lowest_database"])
+            lines.append(f"Lowest computed {label} in the database among them: {lowdb}.")
         if comp.get("notes"):
-            lines.append("Notes: " + "; ".join(comp["notes"]))
+            lines.append("Notes: " + "; ".join(_md(x, 300) for x in comp["notes"]))
         text += "\n\n" + "\n".join(lines)
         tables.append({**comp, "rows": out_rows})
     return {**answer, "text": text, "citations": citations, "comparisons": tables}
