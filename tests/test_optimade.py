@@ -172,6 +172,15 @@ async def test_formula_lookup_cites_provider_id_and_url(ref_server, tmp_path) ->
         assert again["from_cache"] is True and [x["database_id"] for x in again["records"]] == [
             x["database_id"] for x in out["records"]
         ]
+        # replay (AISAC_LIT_REPLAY): the cached answer, with the time it was fetched; an uncached request is an error
+        replay = app.literature.cache_only()
+        replayed = await replay.materials(formula="LiFePO4")
+        from datetime import datetime
+
+        t_replayed = datetime.fromisoformat(replayed["records"][0]["retrieved_at"])
+        assert abs((t_replayed - datetime.fromisoformat(out["records"][0]["retrieved_at"])).total_seconds()) <= 2
+        with pytest.raises(LiteratureError, match="replay mode"):
+            await replay.materials(formula="LiMnPO4")
     finally:
         app.close()
 
