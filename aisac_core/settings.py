@@ -154,6 +154,18 @@ class LiteratureSettings(BaseSettings):
     #: hosts, IP addresses or CIDR networks (``10.1.2.0/24``) that outbound fetches may reach although they are
     #: loopback, private or link-local - for a service mirrored on the LAN; everything else private is refused
     allow_networks: TextList = Field(default_factory=list)
+    #: OPTIMADE providers ``lit_materials`` may ask, by name -> unversioned base URL (``<base>/v1/structures`` is
+    #: queried); JSON in the environment, e.g. ``AISAC_LIT_OPTIMADE_PROVIDERS='{"oqmd": "https://oqmd.org/optimade"}'``.
+    #: Defaults: the Alexandria, OQMD and Materials Project implementations listed by providers.optimade.org
+    optimade_providers: dict[str, str] = Field(
+        default_factory=lambda: {
+            "alexandria": "https://alexandria.icams.rub.de/pbe",
+            "oqmd": "https://oqmd.org/optimade",
+            "mp": "https://optimade.materialsproject.org",
+        }
+    )
+    #: the provider asked when a call names none (a key of ``optimade_providers``)
+    optimade_provider: str = "alexandria"
 
     @field_validator("allow_networks", mode="before")
     @classmethod

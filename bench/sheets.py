@@ -74,8 +74,9 @@ def measure(path: Path, code: Path | None = None, timeout: float = 300.0) -> dic
 
 def run(ctx: Context) -> dict[str, Any]:
     """The sheets part; returns the JSON-ready result (shared workbooks skipped when absent)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.sheet_patterns import write_extent_bomb, write_merge_bomb
+    # the tests folder by path: an installed package may own the name "tests" (optimade 1.5 ships one)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from sheet_patterns import write_extent_bomb, write_merge_bomb
 
     t0 = time.perf_counter()
     code = Path(os.environ["AISAC_BENCH_SHEETS_CODE"]) if os.environ.get("AISAC_BENCH_SHEETS_CODE") else None

@@ -129,6 +129,27 @@ def test_a_shared_table_is_recovered(shared_data: Path) -> None:
     assert s.truth == 274 and s.correct >= 0.95 * s.truth and s.result <= 1.05 * s.truth, s
 
 
+def test_shared_papers_header_rows_checked_by_hand(shared_data: Path) -> None:
+    """Acceptance 2's hand check, kept: SciBERT's Table 1 has a two-level header; S2ORC's Table 1 header, printed on
+    three lines and set off from the body by a rule and a gap, is that table's header (it was a caption-less table of
+    its own); S2ORC's Table 2 keeps "20k" as text (a number would read 20)."""
+    from aisac_core.data.pdftables import read_pdf_tables
+
+    pdfs = shared_data / "pdfs" / "papermage"
+    if not (pdfs / "1903.10676.pdf").is_file() or not (pdfs / "2020.acl-main.447.pdf").is_file():
+        pytest.skip("no papermage PDFs in ../shared/data")
+    scibert = {name: (df, opts) for name, df, opts, _notes in read_pdf_tables(pdfs / "1903.10676.pdf")}
+    df, opts = scibert["p1_t1"]
+    assert opts["detected"]["header_rows"] == 2 and "BERT-Base|Frozen" in df.columns and "SOTA" in df.columns
+    s2orc = {name: (df, opts) for name, df, opts, _notes in read_pdf_tables(pdfs / "2020.acl-main.447.pdf")}
+    t1 = next(v for v in s2orc.values() if str(v[1]["detected"].get("caption") or "").startswith("Table 1:"))
+    assert list(t1[0].columns)[:3] == ["Corpus", "Papers w/ body text", "Citation contexts"], list(t1[0].columns)
+    assert t1[0].iloc[0, 0] == "S2ORC (PDF-parse)"
+    assert not any(k.startswith("p2_") and not v[1]["detected"].get("caption") for k, v in s2orc.items())
+    t2 = next(v for v in s2orc.values() if str(v[1]["detected"].get("caption") or "").startswith("Table 2:"))
+    assert list(t2[0].columns) == ["Filter", "Number of papers"] and t2[0].iloc[0, 1] == "20k"
+
+
 # -- table recovery -------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def table_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:

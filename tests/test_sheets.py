@@ -7,11 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sheet_patterns import (  # tests/ is on sys.path (conftest.py); "tests." would find optimade's top-level tests package
+    write_extent_bomb,
+    write_merge_bomb,
+)
 
 from aisac_core.context import AppContext
 from aisac_core.data.frames import DataError
 from aisac_core.settings import Settings
-from tests.sheet_patterns import write_extent_bomb, write_merge_bomb
 
 
 @pytest.fixture

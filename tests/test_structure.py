@@ -227,6 +227,22 @@ def test_a_statistical_csv_gets_its_header_numbers_and_markers(tmp_path: Path) -
     assert len(opts["detected"]["skipped_below"]) == 2
 
 
+def test_numbers_with_a_magnitude_suffix_stay_text() -> None:
+    """``20k`` is not 20 (a PDF table of the S2ORC paper, checked by hand): such a column keeps its text and a note
+    says why; a unit suffix shared by the column (``3.5 eV``) still reads as a number."""
+    import pandas as pd
+
+    from aisac_core.data.tablemodel import numbers_and_markers
+
+    df = pd.DataFrame(
+        {"papers": ["20k", "0.3M", "80.0M"], "gap": ["3.5 eV", "2.0 eV", "1 eV"], "n": ["1,234", "7", "(12)"]}
+    )
+    out, _markers, notes = numbers_and_markers(df)
+    assert out["papers"].tolist() == ["20k", "0.3M", "80.0M"]
+    assert out["gap"].tolist() == [3.5, 2.0, 1.0] and out["n"].tolist() == [1234.0, 7.0, -12.0]
+    assert any("magnitude suffix" in n and "20k" in n for n in notes)
+
+
 def test_data_inspect_shows_every_populated_column_and_the_row_classes(tmp_path: Path) -> None:
     """A header that starts in column B (nothing in column A) is listed, and the rows a load sets aside are named;
     a workbook openpyxl cannot open is still mapped (through calamine)."""

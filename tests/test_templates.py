@@ -236,7 +236,8 @@ async def test_materials_graph_node_runs_in_ask(tmp_path, base, shared_embedder,
     b, suite, app = served(proj, base, shared_embedder)
     try:
         assert "formula_check" in app.roles.active_graph()["nodes"]
-        assert b.steps[4].result["added_nodes"] == ["formula_check"]
+        # issue 46: the template also adds the formation-energy comparison node
+        assert b.steps[4].result["added_nodes"] == ["formula_check", "value_comparison"]
         app.settings.lit.replay = True  # no network: literature answers from its (empty) cache
         app.settings.roles.replan_limit = 0  # one attempt is enough to see the node run
         async with SuiteTools(app) as tools:

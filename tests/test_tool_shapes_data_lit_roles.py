@@ -36,6 +36,7 @@ READ_ONLY = {
     "lit_get",
     "lit_references",
     "lit_citations",
+    "lit_materials",
 }
 DESTRUCTIVE = {"data_load", "data_save", "data_code_session_reset", "data_code_session_close"}
 
@@ -77,7 +78,7 @@ async def _tools(app, names=None) -> dict[str, Any]:
 async def test_annotations_schemas_and_descriptions(plain_app):
     tools = await _tools(plain_app, ["data", "lit", "roles"])
     mine = {n: t for n, t in tools.items() if n.split("_")[0] in ("data", "lit", "roles") and n not in JOB_TOOLS}
-    assert len(mine) == 23  # 22 + data_inspect (issue 29)
+    assert len(mine) == 24  # 22 + data_inspect (issue 29) + lit_materials (issue 46)
     for name, t in mine.items():
         ann = t.annotations
         assert ann is not None and (t.title or ann.title), name

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,10 @@ def summary(st: Structure, rows_map: Sequence[int] | None = None, limit: int = 4
     }
 
 
+#: a number written with a magnitude suffix (``20k``, ``0.3M``, ``1.2 bn``): not converted to the bare number
+_MAGNITUDE = re.compile(r"^[-−(]?[\d.,\s]*\d\s?(?:k|K|M|G|B|bn|Bn|T)\)?$")
+
+
 def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[str, str]], list[str]]:
     """Text columns of numbers as statistical tables write them (``18 080``, ``1,234``, ``(12)``) and statistical
     markers (``..``, ``[c]``, ``(NA)``, ``-``) made numeric: a column whose non-empty values that are not markers
@@ -93,6 +98,7 @@ def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[
 
     markers: dict[str, dict[str, str]] = {}
     changed: list[str] = []
+    magnitude: list[str] = []
     for k, col in enumerate(list(df.columns)):
         s = df.iloc[:, k]
         if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
@@ -110,6 +116,10 @@ def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[
         good = n_num + sum(x is not None for x in nums)
         if not good or good < NUMERIC_TEXT_SHARE * (n_num + len(rest)):
             continue
+        scaled = sorted({v.strip() for v, x in zip(rest, nums) if x is not None and _MAGNITUDE.search(v.strip())})
+        if scaled:  # 20k, 0.3M, 1.2bn: the number alone would be a thousand or a million times off; kept as text
+            magnitude.append(f"{col} ({', '.join(scaled[:3])})")
+            continue
 
         def conv(v: Any, found: dict[str, str] = found) -> float | None:
             if isinstance(v, int | float):
@@ -123,6 +133,11 @@ def numbers_and_markers(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, dict[
         if found:
             markers[str(col)] = found
     notes = []
+    if magnitude:
+        notes.append(
+            "kept as text, their numbers carry a magnitude suffix (k, M, G, B, bn: thousand, million, ... or, for M, "
+            "molar) that a plain number would drop: " + "; ".join(magnitude)
+        )
     if changed:
         notes.append(
             f"{len(changed)} column(s) of numbers written as text (thousands separators, markers) made numeric: "

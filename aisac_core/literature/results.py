@@ -98,3 +98,58 @@ class ImportResult(TypedDict):
     retry_after: NotRequired[Annotated[float, Field(description="seconds")]]
     sources: NotRequired[dict[str, SourceStatus]]
     error: NotRequired[str]
+
+
+# one computed property of a materials record: the value the provider reports under ``field`` (its own name, e.g.
+# ``_oqmd_delta_e``), with the unit the provider declares for that field in ``/info/structures`` (None when it
+# declares none)
+class MaterialProperty(TypedDict):
+    value: Any
+    unit: str | None
+    field: str
+    description: NotRequired[str]
+
+
+# ``structure``: the cell of a materials record (OPTIMADE structures fields), only when asked for
+class MaterialStructure(TypedDict):
+    lattice_vectors: list[list[float | None]] | None
+    species_at_sites: list[str] | None
+    cartesian_site_positions: Annotated[list[list[float | None]] | None, Field(description="angstrom")]
+
+
+# one OPTIMADE structures entry as a citable record: ``provider`` (the configured name), ``database_id`` (the
+# entry's id at the provider), ``url`` (the entry's own URL, ``<base>/v1/structures/<id>``)
+class MaterialRecord(TypedDict):
+    provider: str
+    provider_name: str | None
+    database_id: str
+    url: str
+    formula_reduced: str | None
+    formula_anonymous: NotRequired[str | None]
+    elements: list[str] | None
+    nelements: int | None
+    nsites: NotRequired[int | None]
+    space_group: NotRequired[str | None]
+    last_modified: NotRequired[str | None]
+    retrieved_at: str
+    properties: Annotated[
+        dict[str, MaterialProperty],
+        Field(description="formation_energy_per_atom, energy_above_hull, band_gap, ... when the provider has them"),
+    ]
+    provider_fields: Annotated[dict[str, Any], Field(description="every other provider-specific (_prefix_) field")]
+    structure: NotRequired[MaterialStructure]
+
+
+# ``lit_materials``: the structures entries of one OPTIMADE provider matching ``filter``
+@_closed
+class MaterialsResult(TypedDict):
+    provider: str
+    base_url: str
+    filter: Annotated[str, Field(description="the OPTIMADE filter sent")]
+    query_url: str
+    records: list[MaterialRecord]
+    count: int
+    data_returned: int | None
+    more_data_available: bool
+    from_cache: bool
+    notes: list[str]

@@ -34,6 +34,7 @@ from aisac_core.literature.results import (
     CitationsResult,
     GetResult,
     ImportResult,
+    MaterialsResult,
     ReferencesResult,
     SearchResult,
     SourceStatus,
@@ -172,6 +173,8 @@ class LiteratureService:
         self.http = http if http is not None else HttpState(lit)
         self._engine = engine
         self._corpus = corpus
+        #: the OPTIMADE filter grammar's parser (``lit_materials``), built on first use
+        self._filter_parser: Any = None
 
     @property
     def roots(self) -> list[Path]:
@@ -339,6 +342,49 @@ class LiteratureService:
         """Papers citing ``identifier``: Semantic Scholar ``/citations``, else OpenAlex ``filter=cites:``.
         Returns ``{identifier, kind, citations: [Paper], count, sources, notes}``. Errors as :meth:`references`."""
         return cast(CitationsResult, await self._graph(identifier, k, "citations"))
+
+    async def materials(
+        self,
+        formula: str | None = None,
+        elements: list[str] | str | None = None,
+        filter: str | None = None,
+        provider: str | None = None,
+        k: int = 10,
+        exact_elements: bool = True,
+        with_structure: bool = False,
+    ) -> MaterialsResult:
+        """Computed materials records from an OPTIMADE provider (:mod:`.optimade`, OPTIMADE API v1.2).
+
+        Args: ``formula`` a composition (``"LiFePO4"``; matched on OPTIMADE's ``chemical_formula_reduced``, so any
+        spelling of the composition finds it); ``elements`` symbols the structures contain (``["Li", "Fe", "O"]``;
+        only those when ``exact_elements``); ``filter`` an OPTIMADE filter of the caller's, AND-ed with the others;
+        ``provider`` a name of ``lit_optimade_providers`` (default ``lit_optimade_provider``); ``k`` records wanted
+        (1..100); ``with_structure`` adds each record's cell (lattice vectors, species, Cartesian positions in Å).
+
+        Returns ``{provider, base_url, filter, query_url, records: [{provider, database_id, url, formula_reduced,
+        elements, properties: {formation_energy_per_atom | energy_above_hull | band_gap: {value, unit, field}},
+        provider_fields, retrieved_at, ...}], count, data_returned, more_data_available, from_cache, notes}``.
+
+        Raises LiteratureError: nothing to look up, a bad formula / element / filter, an unknown provider, k out of
+        range; :class:`~.optimade.ProviderUnreachable` when the provider cannot be reached (never an empty result
+        then); the provider's refusals and failures (see :func:`~.optimade.lookup`).
+        """
+        from aisac_core.literature import optimade
+
+        providers = self.lit.optimade_providers
+        name = (provider or self.lit.optimade_provider or "").strip().lower()
+        if name not in providers:
+            raise LiteratureError(
+                f"unknown OPTIMADE provider {str(provider)[:40]!r}: choose from {', '.join(sorted(providers)) or '(none)'}"
+                " or add one to AISAC_LIT_OPTIMADE_PROVIDERS (name -> base URL)"
+            )
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= optimade.MAX_RECORDS:
+            raise LiteratureError(f"k={k!r}: give the number of records wanted, 1 to {optimade.MAX_RECORDS}")
+        if self._filter_parser is None:
+            self._filter_parser = await asyncio.to_thread(optimade.filter_parser)
+        filter_text = optimade.build_filter(elements, formula, exact_elements, filter, self._filter_parser)
+        async with self.fetcher() as f:
+            return await optimade.lookup(f, name, providers[name], filter_text, k, with_structure)
 
     async def import_paper(self, identifier: str, root: str | None = None) -> ImportResult:
         """Download the open-access PDF of ``identifier`` into a registered root, write a provenance sidecar and

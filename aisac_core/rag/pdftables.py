@@ -10,7 +10,9 @@ page (coordinates in PDF points, origin top-left):
 2. **Regions**: a table is a run of lines with two or more non-prose segments ("multi-segment lines"), allowing single
    segments inside it (wrapped labels, group rows) when a multi-segment line follows within the run's line pitch;
    the run is extended upwards by header lines closer than :data:`HEADER_GAP` pitches and stops at a caption
-   ("Table 3:"), a prose line or a gap. A region needs :data:`MIN_ROWS` multi-segment lines and two columns.
+   ("Table 3:"), a prose line or a gap. A region needs :data:`MIN_ROWS` multi-segment lines and two columns. A region
+   of labels only (no number) directly above a region with numbers, over the same columns and with nothing but a
+   ruling between them, is that table's header (a multi-line header set off by a rule and a gap).
 3. **Columns**: the union of the x-intervals of the segments of the region's body lines (those with the most common
    larger number of segments); a segment overlapping several columns is a spanning cell; in the header a spanning
    segment covers every column slot (gap midpoints as borders) it reaches into by :data:`SPAN_REACH` points.
@@ -62,6 +64,12 @@ JOIN_PITCH = 0.75
 COLUMN_SUPPORT = 0.15
 #: a header segment spans a column slot it reaches into by at least this many points
 SPAN_REACH = 3.0
+
+#: a region of labels only, of at most this many lines, directly above a table is its header (a separate region
+#: when a rule and a gap set it off) ...
+HEADER_FRAGMENT_LINES = 6
+#: ... when the table's first line is at most this many text heights below the label region's last line
+HEADER_FRAGMENT_GAP = 4.0
 
 _FIGURE = re.compile(r"^(figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
 _CAPTION = re.compile(r"^(table|tab\.|exhibit|figure|fig\.?|chart|graph)\s*[0-9IVXA-Z]", re.I)
@@ -156,6 +164,7 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
     n = len(lines)
     used = [False] * n
     out: list[list[list[Segment]]] = []
+    blocks: list[list[int]] = []
     for k, ln in enumerate(table_lines):
         if ln and _CAPTION.match(ln[0].text):  # a caption line is no table line, even when cut in two
             multi[k] = False
@@ -240,8 +249,48 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
         for x in block:
             used[x] = True
         out.append([table_lines[x] for x in block])
+        blocks.append(block)
         i = block[-1] + 1
-    return out
+    return _join_header_fragments(lines, out, blocks)
+
+
+def _numeric(text: str) -> bool:
+    return bool(_NUMERIC.match(text.strip()))
+
+
+def _join_header_fragments(
+    lines: list[list[Segment]], out: list[list[list[Segment]]], blocks: list[list[int]]
+) -> list[list[list[Segment]]]:
+    """A region of column labels only (no number in it, at most :data:`HEADER_FRAGMENT_LINES` lines) directly above
+    a region with numbers, over the same columns and with nothing between them but a ruling, is that table's header
+    (a header printed on several lines, set off from the body by a rule and a gap, is found as a region of its own)."""
+    joined: list[list[list[Segment]]] = []
+    kept: list[list[int]] = []
+    for reg, blk in zip(out, blocks):
+        if joined:
+            prev, pblk = joined[-1], kept[-1]
+            segs_prev = [sg for ln in prev for sg in ln]
+            segs = [sg for ln in reg for sg in ln]
+            lo, hi = min(sg.l for sg in segs), max(sg.r for sg in segs)
+            plo, phi = min(sg.l for sg in segs_prev), max(sg.r for sg in segs_prev)
+            margin = 0.1 * (hi - lo)
+            h = statistics.median(sg.h for sg in segs_prev)
+            between = range(pblk[-1] + 1, blk[0])
+            if (
+                len(prev) <= HEADER_FRAGMENT_LINES
+                and not any(_numeric(sg.text) for sg in segs_prev)
+                and any(_numeric(sg.text) for sg in segs)
+                and plo >= lo - margin
+                and phi <= hi + margin
+                and _top(reg[0]) - _top(prev[-1]) <= HEADER_FRAGMENT_GAP * h
+                and all(all(sg.r <= lo or sg.l >= hi for sg in lines[x]) for x in between)
+            ):
+                joined[-1] = prev + reg
+                kept[-1] = pblk + blk
+                continue
+        joined.append(reg)
+        kept.append(blk)
+    return joined
 
 
 def _union_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:

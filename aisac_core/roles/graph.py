@@ -21,6 +21,15 @@ A project augments it with a function ``augment(graph) -> graph | None`` (None: 
     graph["nodes"]["units"] = {"kind": "tool", "tool": "proj_check_units", "arguments": {"text": "{task}"}}
     graph["edges"].append({"from": "planner", "to": "units"})
 
+and **comparison nodes** (:mod:`.compare`: values a paper's tables report beside a materials database's, every number
+cited; the materials template adds one)::
+
+    graph["nodes"]["compare"] = {"kind": "comparison", "property": "formation_energy_per_atom"}
+    graph["edges"].append({"from": "planner", "to": "compare"})
+
+A comparison node runs inside the coordinator step before the plan's steps (its tool calls are traced there) and
+its table is added to the researcher's answer (:func:`.compare.attach`); it runs only for a question naming its
+property (:func:`.compare.applies`).
 A tool node whose predecessor is ``router``, ``planner`` or ``coordinator`` runs inside the coordinator step
 before the plan's steps, on every attempt, and its result counts as evidence for the researcher; one whose
 predecessor is ``researcher`` or ``evaluator`` runs after the evaluation, as its own role step. Argument
@@ -36,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from aisac_core.ports import ToolPort
 from aisac_core.roles import RoleModelError, RolesError, check_mode
+from aisac_core.roles import compare as cmp
 from aisac_core.roles import planner as pl
 from aisac_core.roles import researcher as rs
 from aisac_core.roles.backends import Backend, get_backend
@@ -107,6 +117,9 @@ def validate_graph(graph: Any) -> list[str]:
             if e[end] not in nodes and e[end] != "end":
                 errs.append(f"edges[{i}].{end} names {e[end]!r}, which is not a node ({', '.join(nodes)})")
     for name, node in nodes.items():
+        if isinstance(node, dict) and node.get("kind") == "comparison":
+            if not any(e.get("to") == name for e in graph["edges"] if isinstance(e, dict)):
+                errs.append(f"node {name!r}: add an edge {{'from': 'planner', 'to': {name!r}}} saying when it runs")
         if isinstance(node, dict) and node.get("kind") == "tool":
             if not isinstance(node.get("tool"), str) or not node["tool"]:
                 errs.append(f"node {name!r}: a tool node needs 'tool' (a suite tool name)")
@@ -144,10 +157,10 @@ def active_graph(holder: HasAugment | None = None) -> dict[str, Any]:
     return default_graph(holder.graph_augment if holder is not None else None)
 
 
-def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...], kind: str = "tool") -> list[tuple[str, dict[str, Any]]]:
     out = []
     for name, node in graph["nodes"].items():
-        if isinstance(node, dict) and node.get("kind") == "tool":
+        if isinstance(node, dict) and node.get("kind") == kind:
             preds = {e["from"] for e in graph["edges"] if e.get("to") == name}
             if preds & set(after):
                 out.append((name, node))
@@ -299,6 +312,14 @@ async def run_graph(
                 status, res, err = await call(node["tool"], args, cst.id)
                 results[node_name] = res if status == "ok" else {"error": err}
                 executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
+            comparisons: dict[str, Any] = {}
+            for node_name, node in _tool_nodes(graph, _BEFORE, "comparison"):
+                if not cmp.applies(task, node):  # the question does not ask about the node's property
+                    continue
+                comparisons[node_name] = await cmp.compare_reported(
+                    lambda name, args: call(name, args, cst.id), task, node
+                )
+                executed.append({"id": node_name, "helper": "comparison", "status": "ok"})
             answer: dict[str, Any] | None = None
             for step in pl.topological_order(plan["steps"]):
                 if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
@@ -336,11 +357,12 @@ async def run_graph(
                         backend,
                         model_errors,
                         list(_node_ids(graph)),
+                        comparisons,
                     )
                     executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
             if answer is None:  # a model plan without a researcher step
                 answer = await _research(
-                    env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, []
+                    env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, [], comparisons
                 )
             if proposals:
                 plan = {**plan, "proposals": proposals}
@@ -409,6 +431,7 @@ async def _research(
     backend: Backend | None,
     model_errors: list[dict[str, str]],
     project_nodes: list[str],
+    comparisons: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
@@ -425,5 +448,7 @@ async def _research(
         except RoleModelError as exc:
             model_errors.append({"role": "researcher", "error": str(exc)})
             answer = {**rs.extractive_answer(task, items), "by": "extractive (model failed)"}
+        if comparisons:  # the comparison table, every number cited by its cell or its database record
+            answer = cmp.attach(answer, comparisons)
         st.result = answer
     return answer

@@ -137,6 +137,8 @@ def _card(a: dict[str, Any], event_id: int, n: int | None = None, quote: str | N
         "ocr_confidence": a.get("ocr_confidence") if a.get("source") == "ocr" else None,
         # a table cell anchor's box on its page (points, origin top-left): the page image highlights it
         "bbox": list(a["bbox"]) if isinstance(a.get("bbox"), (list, tuple)) and len(a["bbox"]) == 4 else None,
+        # a database record a number cites (citation kind ``record``, aisac_core.roles.compare): its http(s) URL
+        "url": a["url"] if isinstance(a.get("url"), str) and a["url"].startswith(("https://", "http://")) else None,
     }
 
 

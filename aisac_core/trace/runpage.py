@@ -264,6 +264,8 @@ def _card_html(
     )
     if n is not None and not sup:
         sup_badge = " · <span class='badge support mut'>support: not judged</span>"
+    url = card.get("url")
+    link = f" · <a class=record href='{e(url)}' rel='noopener noreferrer'>{e(url)}</a>" if url else ""
     ev = (
         f" · <a href='#ev-{card['event_id']}'>event {card['event_id']}</a>"
         if link_event and card.get("event_id")
@@ -271,7 +273,7 @@ def _card_html(
     )
     return (
         f"<div class=card{anchor} data-chunk='{e(card.get('chunk_id'))}'>"
-        f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b></div>"
+        f"<div>{f'<span class=n>[{n}]</span>' if n is not None else ''}<b>{e(source)}</b>{link}</div>"
         f"<div class=meta>page {e(card.get('page') or '-')} · {e(card.get('section') or '-')} · score "
         f"{e(f'{score:.3f}' if isinstance(score, (int, float)) else '-')} · {_verify_badge(verify)}{sup_badge}"
         f"{f' · <span class=badge>{e(note)}</span>' if (note := ocr_note(card)) else ''}</div>"

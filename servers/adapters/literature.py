@@ -2,7 +2,8 @@
 open-access PDFs into the corpus.
 
 A thin adapter over :mod:`aisac_core.literature`. Mounted by the suite under the ``lit`` namespace:
-``lit_search``, ``lit_get``, ``lit_references``, ``lit_citations``, ``lit_import``.
+``lit_search``, ``lit_get``, ``lit_references``, ``lit_citations``, ``lit_import``, and ``lit_materials`` (computed
+materials data from OPTIMADE providers).
 """
 
 from __future__ import annotations
@@ -98,6 +99,37 @@ async def citations(
 ) -> AsIs[R.CitationsResult]:
     """The papers citing a paper (Semantic Scholar, else OpenAlex)."""
     return await _run(lambda: app.literature.citations(identifier, k))
+
+
+@server.tool(
+    annotations=hints("Computed materials data (OPTIMADE)", read_only=True, open_world=True),
+    output_schema=lean_schema(R.MaterialsResult),
+)
+async def materials(
+    formula: Annotated[
+        str | None, Field(description="a composition, e.g. LiFePO4 (any spelling of it matches)")
+    ] = None,
+    elements: Annotated[
+        list[str] | str | None, Field(description='element symbols the structures contain, e.g. ["Li","Fe","O"]')
+    ] = None,
+    filter: Annotated[
+        str | None, Field(description='an OPTIMADE filter, e.g. nelements<=4 AND elements HAS "O"')
+    ] = None,
+    provider: Annotated[str | None, Field(description="alexandria, oqmd, mp or another configured one")] = None,
+    k: Annotated[int, Field(description="1-100")] = 10,
+    exact_elements: Annotated[bool, Field(description="only the given elements (nelements = their count)")] = True,
+    with_structure: Annotated[
+        bool, Field(description="add each record's cell (lattice, species, positions in Å)")
+    ] = False,
+    app: AppContext = App,
+) -> AsIs[R.MaterialsResult]:
+    """Use to look up computed materials data (formation energy, energy above hull, band gap, structure) in a
+    public database through the OPTIMADE API. Each record cites its provider, database id and URL; properties
+    carry the provider's units. Errors: nothing to look up; bad formula, element or filter; unknown provider;
+    provider unreachable (an error, never an empty list)."""
+    return await _run(
+        lambda: app.literature.materials(formula, elements, filter, provider, k, exact_elements, with_structure)
+    )
 
 
 @server.tool(

@@ -87,6 +87,8 @@ def export_markdown(engine: Engine, run_id: str) -> str:
             if chk.get("anchor_status") not in (None, "ok"):
                 status += f" ({chk['anchor_status']})"
             source = c.get("title") or Path(c.get("path") or "?").name
+            if c.get("url"):  # a database record's citation: its URL
+                source = f"{source} <{c['url']}>"
             score = f"{c['score']:.3f}" if isinstance(c.get("score"), (int, float)) else "-"
             support = str(c.get("support") or "not judged")
             if isinstance(c.get("support_probability"), (int, float)):  # the learned judge's calibrated P
