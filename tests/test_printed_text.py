@@ -109,6 +109,7 @@ def test_compose_diacritics() -> None:
     assert compose_diacritics("Stanojevi\u00b4c") == "Stanojevi\u0107"
     assert compose_diacritics("Kry\u00b4sci \u00b4nski") == "Kry\u015bci\u0144ski"  # the extractor's space goes
     assert compose_diacritics("Ond\u02c7rej") == "Ond\u0159ej"
+    assert compose_diacritics("Lourenc\u00b8o") == "Louren\u00e7o"  # a cedilla follows its letter
     assert compose_diacritics("a\u00a8 b") == "\u00e4 b"  # accent after its letter
     assert compose_diacritics("( \u02dc x") == "( x\u0303"  # no precomposed form: letter + combining mark
     assert compose_diacritics("MS\u02c62") == "MS\u02c62"  # before a digit: no letter's accent, left alone

@@ -64,13 +64,16 @@ _LETTER = r"[^\W\d_]"
 _BEFORE = re.compile(
     rf"(?P<pre>{_LETTER}) ?(?P<acc>{_ACC})(?P<base>{_LETTER})|(?<!{_LETTER})(?P<acc2>{_ACC}) ?(?P<base2>{_LETTER})"
 )
+#: an accent set under its letter (cedilla, ogonek) follows that letter in TeX's output ("Lourenc¸o")
+_BELOW = re.compile(rf"(?P<base>{_LETTER})(?P<acc>[\u00b8\u02db])")
 #: an accent after its letter, with neither a letter nor a digit following ("a¨ "; not "MSˆ2", TeX's \^{})
 _AFTER = re.compile(rf"(?P<base>{_LETTER})(?P<acc>{_ACC})(?![^\W_])")
 
 
 def compose_diacritics(text: str) -> str:
     """``text`` with each spacing accent next to a letter made the combining mark of that letter, then NFC (module
-    docstring): "F¨arber" -> "Färber", "Kry´sci ´nski" -> "Kryściński", "( ˜ 𝑥" -> "( 𝑥̃" (no precomposed form:
+    docstring): a cedilla or ogonek of the letter before it, another accent of the letter after it (TeX's order)
+    or, with no letter after it, of the letter before: "F¨arber" -> "Färber", "Lourenc¸o" -> "Lourenço", "Kry´sci ´nski" -> "Kryściński", "( ˜ 𝑥" -> "( 𝑥̃" (no precomposed form:
     the letter and its combining mark). An accent next to no letter (a digit, punctuation, a line of its own) is
     left as it is ("MSˆ2": a TeX ``\\^{}``). Idempotent; a text without spacing accents is only put in NFC."""
     if any(ch in SPACING_ACCENTS for ch in text):
@@ -80,6 +83,7 @@ def compose_diacritics(text: str) -> str:
                 return m.group("pre") + m.group("base") + SPACING_ACCENTS[m.group("acc")]
             return m.group("base2") + SPACING_ACCENTS[m.group("acc2")]
 
+        text = _BELOW.sub(lambda m: m.group("base") + SPACING_ACCENTS[m.group("acc")], text)
         text = _BEFORE.sub(before, text)
         text = _AFTER.sub(lambda m: m.group("base") + SPACING_ACCENTS[m.group("acc")], text)
     return unicodedata.normalize("NFC", text)
