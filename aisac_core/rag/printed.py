@@ -94,8 +94,25 @@ def spacing_accents(text: str) -> int:
     return sum(text.count(ch) for ch in SPACING_ACCENTS)
 
 
-#: typographic variants two extractors may read differently (ligatures are handled by NFKC)
-_FOLD = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2013": "-", "\u2212": "-", "\u2019": "'", "\u00ad": ""})
+#: typographic variants two extractors may read differently (ligatures are handled by NFKC); pdfium reports a
+#: hyphen at a line end as U+0002
+_FOLD = str.maketrans(
+    {
+        "\u0002": "-",
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u00ad": "",
+    }
+)
 
 
 def _fold(ch: str) -> str:
@@ -242,10 +259,11 @@ def glyph_texts(path: object, boxes: dict[int, list[tuple[float, float, float, f
                         continue
                     H = page.get_height()
                     tp = page.get_textpage()
-                    # the middle band of each line box: glyphs of the lines above and below stay out
+                    # each line box less a tenth of its height at the top and the bottom: glyphs of the lines above
+                    # and below stay out, an apostrophe or a superscript of the line itself stays in
                     out[pno] = [
                         tp.get_text_bounded(
-                            left=l - 0.5, bottom=H - (t + 3 * b) / 4, right=r + 0.5, top=H - (3 * t + b) / 4
+                            left=l - 0.5, bottom=H - (t + 9 * b) / 10, right=r + 0.5, top=H - (9 * t + b) / 10
                         )
                         for l, t, r, b in bxs  # noqa: E741
                     ]
