@@ -148,3 +148,43 @@ def test_hyphenation_ignores_the_halves_of_broken_words() -> None:
     h = Hyphenation(["Santiago On-", "tanon and others", "by Jeff On-", "tanon"], words={"on": 5})
     assert "tanon" not in h.vocab
     assert h.join("On-", "tanon") == "Ontanon"
+
+
+def test_form_text_lines_reads_form_objects_and_skips_covered_lines(tmp_path: Path) -> None:
+    """pdfium's reading of form XObjects: a form's line is returned where no parsed line covers it, never twice."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from aisac_core.rag.printed import form_text_lines
+
+    pdf = tmp_path / "form.pdf"
+    c = canvas.Canvas(str(pdf), pagesize=A4)
+    c.setFont("Helvetica", 10)
+    c.drawString(72, 760, "Running text outside the form.")
+    c.beginForm("box")
+    c.setFont("Helvetica", 10)
+    c.drawString(90, 700, "A boxed passage drawn as a form object.")
+    c.endForm()
+    c.doForm("box")
+    c.save()
+    got = form_text_lines(pdf, {1: []})[1]
+    assert [g[0] for g in got] == ["A boxed passage drawn as a form object."]  # the running text is no form's
+    text, l, t, r, b = got[0]  # noqa: E741
+    assert 85 <= l <= 95 and abs(t - (A4[1] - 700 - 8)) < 4  # top-left origin
+    assert form_text_lines(pdf, {1: [(l, t, r, b)]}) == {}  # already read: not again
+    assert form_text_lines(None, {1: []}) == {}
+
+
+def test_text_in_a_form_object_is_indexed(shared_data: Path, models_dir: Path, tmp_path: Path) -> None:
+    """2304.02623 prints a boxed passage inside a form XObject that docling-parse does not read: it is in the stored
+    text (and was only found on a scanned copy, through OCR, before aisac-parse-8)."""
+    from conftest import make_settings
+
+    from aisac_core.rag.embeddings import Embedder
+
+    pdf = shared_data / "pdfs" / "papermage" / "2304.02623v1.pdf"
+    if not pdf.is_file():
+        pytest.skip(f"{pdf} is absent")
+    doc = parse_document(pdf, Embedder(make_settings(tmp_path / "store", models_dir)).tokenizer())
+    assert "produce step-by-step reasoning" in doc.text
+    assert doc.text.count("Several studies have shown that pre-trained models") == 1

@@ -31,7 +31,7 @@ from aisac_core.rag.outline import (
     toc_pages,
 )
 from aisac_core.rag.outline import heading_key as _okey
-from aisac_core.rag.printed import SPACING_ACCENTS, Hyphenation, compose_diacritics, glyph_texts
+from aisac_core.rag.printed import SPACING_ACCENTS, Hyphenation, compose_diacritics, form_text_lines, glyph_texts
 from aisac_core.rag.printed import respace as glyph_respace
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
@@ -79,8 +79,9 @@ def _pdf_lines(
     """Text lines per page (1-based) with font name and weight, page sizes, and the lines dropped because
     they run vertically (e.g. the arXiv stamp in the left margin; kept aside for metadata). A page in ``ocr``
     takes its lines from the OCR (:mod:`aisac_core.rag.ocr`) instead of its text layer. With ``as_printed``, each
-    text-layer line gets the word spaces pdfium places from its glyph positions and every line's spacing accents
-    are composed (:mod:`aisac_core.rag.printed`)."""
+    text-layer line gets the word spaces pdfium places from its glyph positions, the text of form XObjects that
+    docling-parse leaves out is added (:func:`aisac_core.rag.printed.form_text_lines`), and every line's spacing
+    accents are composed (:mod:`aisac_core.rag.printed`)."""
     lines, sizes, vertical = _layer_lines(res, ocr)
     if as_printed:
         path = getattr(getattr(res, "input", None), "file", None)
@@ -89,6 +90,16 @@ def _pdf_lines(
         for pno, ls in layer.items():
             for ln, g in zip(ls, glyphs.get(pno, ())):
                 ln.text = glyph_respace(ln.text, g)
+        # text inside form XObjects, which docling-parse leaves out (a boxed passage, an included figure's labels)
+        text_pages = {pno: [(x.l, x.top, x.r, x.top + x.h) for x in ls] for pno, ls in layer.items()}
+        for pno, rows in form_text_lines(
+            path, {p: b for p, b in text_pages.items() if not ocr or p not in ocr}
+        ).items():
+            for text, l, t, r, b in rows:  # noqa: E741
+                if (b - t) > 1.5 * (r - l) and len(text) > 3:
+                    vertical.append(text)
+                else:
+                    lines.setdefault(pno, []).append(_Line(pno, text, l, r, t, max(1.0, b - t)))
         for pno, ls in lines.items():
             lines[pno] = _attach_accents(ls)  # an accent the parser read as a line of its own, first
             for ln in lines[pno]:

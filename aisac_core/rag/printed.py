@@ -272,3 +272,57 @@ def glyph_texts(path: object, boxes: dict[int, list[tuple[float, float, float, f
     except Exception:  # the parsed text stands when pdfium cannot read the file
         return {}
     return out
+
+
+def form_text_lines(
+    path: object, covered: dict[int, list[tuple[float, float, float, float]]]
+) -> dict[int, list[tuple[str, float, float, float, float]]]:
+    """Text the page prints that docling-parse does not read: the text of form XObjects (PDF 32000-1:2008 §8.10; an
+    included PDF figure or a boxed passage drawn as one), as ``(text, l, t, r, b)`` lines (points, origin top left)
+    per 1-based page of ``covered`` (the boxes of the lines already read there). A line is one of pdfium's text
+    rectangles whose centre lies inside a form object on the page and that overlaps none of the ``covered`` boxes
+    (1 pt slack), with 2+ letters; pdfium places its word spaces from the glyph positions. Pages without a form
+    object, rotated pages and files pdfium cannot read give none."""
+    out: dict[int, list[tuple[str, float, float, float, float]]] = {}
+    if path is None or not covered:
+        return out
+    try:
+        import pypdfium2 as pdfium
+        import pypdfium2.raw as pdfium_c
+        from docling.utils.locks import pypdfium2_lock
+
+        with pypdfium2_lock:
+            doc = pdfium.PdfDocument(str(path))
+            try:
+                for pno, boxes in covered.items():
+                    if not 1 <= pno <= len(doc):
+                        continue
+                    page = doc[pno - 1]
+                    if page.get_rotation() % 360:
+                        continue
+                    forms = [
+                        o.get_bounds() for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_FORM,), max_depth=1)
+                    ]
+                    if not forms:
+                        continue
+                    H = page.get_height()
+                    tp = page.get_textpage()
+                    rows: list[tuple[str, float, float, float, float]] = []
+                    for i in range(tp.count_rects()):
+                        x0, y0, x1, y1 = tp.get_rect(i)
+                        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+                        if not any(a <= cx <= c and b <= cy <= d for a, b, c, d in forms):
+                            continue
+                        l, t, r, b = x0, H - y1, x1, H - y0  # noqa: E741
+                        if any(l < br + 1 and bl - 1 < r and t < bb + 1 and bt - 1 < b for bl, bt, br, bb in boxes):
+                            continue
+                        text = " ".join(tp.get_text_bounded(x0, y0, x1, y1).replace("\x02", "-").split())
+                        if sum(ch.isalpha() for ch in text) >= 2:
+                            rows.append((text, l, t, r, b))
+                    if rows:
+                        out[pno] = rows
+            finally:
+                doc.close()
+    except Exception:  # the parsed lines stand when pdfium cannot read the file
+        return {}
+    return out
