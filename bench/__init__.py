@@ -56,6 +56,9 @@ Parts (each selectable with ``--only``):
   (held-out part of the shared claims, or ``--claims FILE --corpus FILE``): rationale selection, sentence- and
   abstract-level F1 beside VeriSci's, "supported" precision, ECE, no-evidence abstention, ms per citation.
 
+- ``text``     (:mod:`bench.text`): text as printed (issue 42): CER of the stored PDF text against the shared
+  Markdown ground truth before / after, spacing accents left, line-end hyphen decisions on a hand-checked sample.
+
 - ``failing_start`` (:mod:`bench.failing_start`): 20 first starts of ``aisac serve`` (stdio) on a store whose SQL
   file is damaged, under two busy loops: each must answer the first tool call with a clear error within 30 s.
 
@@ -88,4 +91,5 @@ PARTS = (
     "answers",
     "support",
     "failing_start",
+    "text",
 )

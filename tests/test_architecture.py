@@ -344,6 +344,7 @@ STATE_ALLOWED = {
     "aisac_core/rag/identity.py:@lru_cache parser_revision": "parser, docling-slim and header model revisions (a string), the same for every store",
     "aisac_core/rag/identity.py:@lru_cache _file_sha256": "the SHA-256 of one version of a model file (keyed on path, size and mtime_ns), at most 16 strings",
     "aisac_core/store/migrations/__init__.py:@lru_cache known_revisions": "the revision ids of the shipped scripts (a frozenset)",
+    "aisac_core/rag/printed.py:@cache word_frequencies": "the English word list of an installed package (a read-only mapping), read once; the same for every store",
 }
 
 

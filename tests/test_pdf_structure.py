@@ -75,7 +75,8 @@ ABSTRACT_SENTENCES: dict[str, list[str]] = {
     "papermage.pdf": [
         "Despite growing interest in applying natural language processing (NLP) and computer vision (CV) models "
         "to the scholarly domain, scientific documents remain challenging to work with.",
-        "We introduce papermage, an opensource Python toolkit for analyzing and processing visually-rich, "
+        # "open-" + "source" at a line end: the paper's own compound (aisac-parse-8 keeps the hyphen; -7 dropped it)
+        "We introduce papermage, an open-source Python toolkit for analyzing and processing visually-rich, "
         "structured scientific documents.",
         "papermage has powered multiple research prototypes of AI applications over scientific documents, along "
         "with Semantic Scholar's large-scale production system for processing millions of PDFs.",

@@ -28,7 +28,7 @@ from aisac_core.rag.pdf import reconstruct_pdf
 from aisac_core.rag.structure import document_structure
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
-PARSER_REVISION = "aisac-parse-7"  # 7: scanned pages are OCRed (chunks carry source and confidence)
+PARSER_REVISION = "aisac-parse-8"  # 8: PDF text as printed (word spaces from glyphs, accents composed, NFC, hyphens)
 
 
 @dataclass

@@ -382,13 +382,15 @@ def _blocks(lines: Sequence[Any], H: float, banned: set[int]) -> list[list[Any]]
 
 
 def _block_text(block: list[Any]) -> str:
+    """The lines of a title or author block as one text: a line-end hyphen dropped or kept by the word list
+    (:class:`aisac_core.rag.printed.Hyphenation`: "Long-" + "form" stays "Long-form", "Summa-" + "rization" joins)."""
+    from aisac_core.rag.printed import Hyphenation
+
+    hyph = Hyphenation(())
     text = ""
     for ln in block:
         t = ln.text.strip()
-        if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and t[:1].islower():
-            text = text[:-1] + t
-        else:
-            text = (text + " " + t).strip()
+        text = hyph.join(text, t) if text and t else (text or t)
     return _nfkc(text)
 
 

@@ -31,6 +31,8 @@ from aisac_core.rag.outline import (
     toc_pages,
 )
 from aisac_core.rag.outline import heading_key as _okey
+from aisac_core.rag.printed import SPACING_ACCENTS, Hyphenation, compose_diacritics, form_text_lines, glyph_texts
+from aisac_core.rag.printed import respace as glyph_respace
 from aisac_core.rag.structure import NUMBERING, letters_ratio, section_label
 
 _PAGE_NUM = re.compile(r"^\s*(page\s*)?[\divxlc]{1,5}(\s*(/|of)\s*\d+)?\s*$", re.I)
@@ -72,11 +74,78 @@ class _Line:
 
 
 def _pdf_lines(
-    res: Any, ocr: dict[int, OcrPage] | None = None
+    res: Any, ocr: dict[int, OcrPage] | None = None, as_printed: bool = True
 ) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
     """Text lines per page (1-based) with font name and weight, page sizes, and the lines dropped because
     they run vertically (e.g. the arXiv stamp in the left margin; kept aside for metadata). A page in ``ocr``
-    takes its lines from the OCR (:mod:`aisac_core.rag.ocr`) instead of its text layer."""
+    takes its lines from the OCR (:mod:`aisac_core.rag.ocr`) instead of its text layer. With ``as_printed``, each
+    text-layer line gets the word spaces pdfium places from its glyph positions, the text of form XObjects that
+    docling-parse leaves out is added (:func:`aisac_core.rag.printed.form_text_lines`), and every line's spacing
+    accents are composed (:mod:`aisac_core.rag.printed`)."""
+    lines, sizes, vertical = _layer_lines(res, ocr)
+    if as_printed:
+        path = getattr(getattr(res, "input", None), "file", None)
+        layer = {pno: [ln for ln in ls if ln.font not in (OCR_FONT, OCR_FONT_BOLD)] for pno, ls in lines.items()}
+        glyphs = glyph_texts(path, {pno: [(x.l, x.top, x.r, x.top + x.h) for x in ls] for pno, ls in layer.items()})
+        for pno, ls in layer.items():
+            for ln, g in zip(ls, glyphs.get(pno, ())):
+                ln.text = glyph_respace(ln.text, g)
+        # text inside form XObjects, which docling-parse leaves out (a boxed passage, an included figure's labels)
+        text_pages = {pno: [(x.l, x.top, x.r, x.top + x.h) for x in ls] for pno, ls in layer.items()}
+        for pno, rows in form_text_lines(
+            path, {p: b for p, b in text_pages.items() if not ocr or p not in ocr}
+        ).items():
+            for text, l, t, r, b in rows:  # noqa: E741
+                if (b - t) > 1.5 * (r - l) and len(text) > 3:
+                    vertical.append(text)
+                else:
+                    lines.setdefault(pno, []).append(_Line(pno, text, l, r, t, max(1.0, b - t)))
+        for pno, ls in lines.items():
+            lines[pno] = _attach_accents(ls)  # an accent the parser read as a line of its own, first
+            for ln in lines[pno]:
+                ln.text = compose_diacritics(ln.text)
+    return lines, sizes, vertical
+
+
+def _attach_accents(ls: list[_Line]) -> list[_Line]:
+    """The lines of one page with each line that ends in a spacing accent left over (no letter beside it in its own
+    text) joined to the line on the same row that starts under the accent: the parser cut the printed line at an
+    accent set over a letter it read as a line of its own ("(denoted ˜" + "𝑥) for each" -> "(denoted 𝑥̃) for
+    each"). Geometry: the rows overlap by half a line height, the other line starts within one line height left
+    and a fifth right of the accent line's right edge, with a letter."""
+    out = list(ls)
+    changed = True
+    while changed:
+        changed = False
+        for a in out:
+            t = a.text.rstrip()
+            if not t or t[-1] not in SPACING_ACCENTS:
+                continue
+            near = [
+                b
+                for b in out
+                if b is not a
+                and b.text[:1].isalpha()
+                and min(a.top + a.h, b.top + b.h) - max(a.top, b.top) >= 0.5 * min(a.h, b.h)
+                and a.r - a.h <= b.l <= a.r + 0.2 * a.h
+            ]
+            if not near:
+                continue
+            b = min(near, key=lambda x: abs(x.l - a.r))
+            a.text = compose_diacritics(t[:-1] + b.text[0] + SPACING_ACCENTS[t[-1]] + b.text[1:])
+            a.top, a.h = min(a.top, b.top), max(a.top + a.h, b.top + b.h) - min(a.top, b.top)
+            a.l, a.r = min(a.l, b.l), max(a.r, b.r)
+            a.words = a.words + b.words
+            out.remove(b)
+            changed = True
+            break
+    return out
+
+
+def _layer_lines(
+    res: Any, ocr: dict[int, OcrPage] | None = None
+) -> tuple[dict[int, list[_Line]], dict[int, tuple[float, float]], list[str]]:
+    """The lines of :func:`_pdf_lines` as the text layer (or the OCR) gives them."""
     sizes: dict[int, tuple[float, float]] = {}
     lines: dict[int, list[_Line]] = {}
     vertical: list[str] = []
@@ -209,6 +278,8 @@ def _reading_order(ls: list[_Line], width: float) -> list[tuple[int, _Line]]:
 
 
 def _join_lines(prev: str, nxt: str) -> str:
+    """The joining of two lines without the document's vocabulary (``as_printed=False``: every line-end hyphen
+    before a lower-case letter dropped, aisac-parse-7's rule)."""
     if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and nxt[:1].islower():
         return prev[:-1] + nxt  # de-hyphenate "connec-" + "tion"
     return prev + " " + nxt
@@ -276,7 +347,7 @@ def _heading_level(
     return min(3, next((lv for x, lv in zip(ranks, levels) if h >= x - 0.25), levels[-1] if levels else 2))
 
 
-def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None) -> Any:
+def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None, *, as_printed: bool = True) -> Any:
     """A DoclingDocument named ``name`` in reading order with page provenance, from ``res`` (the
     ``ConversionResult`` of docling's native PDF pipeline): title, section headings (level from numbering,
     weight and size), paragraphs, captions (label ``caption``), table rows kept as text blocks, reference
@@ -286,11 +357,17 @@ def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None) 
 
     ``ocr``: the OCR of the scanned pages (:func:`aisac_core.rag.ocr.ocr_document`), whose lines replace those
     pages' text layers; ``_aisac_meta["ocr"]`` then holds ``{"pages": [page numbers], "items": {self_ref:
-    [mean word confidence, characters]}}`` for every item on an OCRed page (:func:`ocr_item_confidence`)."""
+    [mean word confidence, characters]}}`` for every item on an OCRed page (:func:`ocr_item_confidence`).
+
+    ``as_printed`` (default): the text as printed (:mod:`aisac_core.rag.printed`): word spaces from glyph
+    positions, spacing accents composed and NFC, line-end hyphens kept or dropped by the document's vocabulary and
+    a word list; ``_aisac_meta["hyphens"]`` lists the line-end decisions ``[head-, tail, joined]``. False: the
+    text layer's lines as docling-parse reads them (aisac-parse-7; the benchmark's "before")."""
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem
 
-    lines, sizes, vertical = _pdf_lines(res, ocr)
+    lines, sizes, vertical = _pdf_lines(res, ocr, as_printed)
     removed = _strip_margins(lines, sizes)
+    hyph = Hyphenation(ln.text for ls in lines.values() for ln in ls) if as_printed else None
     fonts: dict[str, int] = {}
     for ls in lines.values():
         for ln in ls:
@@ -423,8 +500,9 @@ def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None) 
             return "\n".join(" | ".join(x.text for x in sorted(r, key=lambda x: x.l)) for r in rows), True
         text = para[0].text
         for ln in para[1:]:
-            text = _join_lines(text, ln.text)
-        return re.sub(r"\s+", " ", text).strip(), False
+            text = hyph.join(text, ln.text) if hyph is not None else _join_lines(text, ln.text)
+        text = re.sub(r"\s+", " ", text).strip()
+        return (compose_diacritics(text) if hyph is not None else text), False  # accents on the line above
 
     # title and authors from the first page's layout and the document info (aisac_core.rag.frontmatter)
     path = getattr(getattr(res, "input", None), "file", None)
@@ -641,6 +719,7 @@ def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None) 
                 "matched": len(outline_of),
             },
             "ocr": {"pages": sorted(ocr), "items": ocr_item_confidence(doc, ocr)} if ocr else None,
+            "hyphens": [list(d) for d in hyph.decisions] if hyph is not None else [],
         },
     )
     return doc
