@@ -55,10 +55,10 @@ def _full_schema(name: str) -> dict:
     import typing
 
     from aisac_servers.adapters import memory, trace
-    from aisac_servers.shapes.results_schema import schema
+    from aisac_servers.shapes.results_schema import output_schema
 
     ns, fn = name.split("_", 1)
-    return schema(typing.get_type_hints(getattr({"memory": memory, "trace": trace}[ns], fn))["return"])
+    return output_schema(typing.get_type_hints(getattr({"memory": memory, "trace": trace}[ns], fn))["return"])
 
 
 async def test_annotations_and_output_schemas(fast_core):

@@ -403,6 +403,7 @@ def build(
             profile.lists if profile is not None and profile.search else None,
             profile=profile if profile is not None and not profile.is_full else None,
             every=functools.partial(every_tool_name, available),
+            typed=profile is None or not profile.budgeted,
         )
     )
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool

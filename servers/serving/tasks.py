@@ -36,6 +36,7 @@ from fastmcp_tasks import TasksExtension
 from fastmcp_tasks.client import TasksClientExtension, _build_tasks_client_extension
 
 from aisac_core.context import AppContext
+from aisac_core.data.results import CodeRun
 from aisac_core.rag.results import IndexJob
 
 from ..adapters.common import call_core, current_app
@@ -224,8 +225,8 @@ async def follow_index_job(
 
 
 async def follow_code_run(
-    ctx: Context | None, sandbox: Any, first: dict[str, Any], wait_s: float | None
-) -> tuple[dict[str, Any], list[bytes]]:
+    ctx: Context | None, sandbox: Any, first: CodeRun, wait_s: float | None
+) -> tuple[CodeRun, list[bytes]]:
     """Wait up to ``wait_s`` seconds more (None: until it ends) for the code run ``first`` (a pending result of
     ``SandboxManager.run``), reporting the elapsed time; a cancelled call cancels the run (its worker is killed).
     Returns ``(result, images)``: the run's result, or ``first`` when it is still running after ``wait_s``."""
