@@ -219,7 +219,7 @@ async def test_a_result_outside_its_type_is_an_error_not_a_silent_pass():
     value of the wrong type, answers with a clear tool error; a result of its type passes unchanged."""
     from fastmcp import FastMCP
 
-    from aisac_servers.adapters.common import AisacServer
+    from aisac_servers.serving.common import AisacServer
 
     srv = AisacServer("t")
     returned: dict[str, Any] = {}

@@ -30,9 +30,10 @@ from pydantic import Field
 from aisac_core.context import AppContext
 from aisac_core.data import results as R
 
+from ..serving.common import AisacServer, App, call_core, typed_result
+from ..serving.completions import by_prefix
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
-from ..shapes.completions import by_prefix
-from .common import AisacServer, App, call_core, hints, typed_result
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "data",

@@ -19,8 +19,9 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.literature import results as R
 
+from ..serving.common import AisacServer, App
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
-from .common import AisacServer, App, hints
+from ..shapes.annotations import hints
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")

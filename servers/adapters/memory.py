@@ -6,7 +6,7 @@ tools are ``memory_start_session``, ``memory_add_turn``, ``memory_get_history``,
 ``memory_record_fact``, ``memory_query_facts``, ``memory_fact_timeline`` and the resource template
 ``aisac://memory/sessions/{session_id}``, whose ``session_id`` :func:`complete` completes (newest sessions first).
 Each tool calls the store's :class:`~aisac_core.memory.service.MemoryService` (``app.memory``) through
-:func:`~aisac_servers.adapters.common.call_core`; the output schemas are derived from the result types the core declares
+:func:`~aisac_servers.serving.common.call_core`; the output schemas are derived from the result types the core declares
 (:mod:`aisac_core.memory.results`).
 """
 
@@ -24,8 +24,9 @@ from aisac_core.memory import results as R
 from aisac_core.memory.common import MemoryInputError, Scope
 from aisac_core.settings import HOST_MEMORY_SCOPE
 
-from ..shapes.completions import by_prefix
-from .common import AisacServer, App, call_core, hints, request_meta
+from ..serving.common import AisacServer, App, call_core, request_meta
+from ..serving.completions import by_prefix
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "memory",

@@ -38,10 +38,11 @@ from aisac_core.rag.results import (
 )
 from aisac_core.rag.service import RagService
 
+from ..serving.common import FULL_RESULT_META, AisacServer, App, call_core, log, request_meta, typed_result
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
-from .common import FULL_RESULT_META, AisacServer, App, call_core, hints, log, request_meta, typed_result
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "rag",

@@ -31,12 +31,13 @@ from aisac_core.roles import NeedInput
 from aisac_core.roles import results as R
 from aisac_core.trace.recorder import new_run_id
 
+from ..serving.common import AisacServer, App, call_core
 from ..serving.report_app import VIEW_URI
 from ..serving.sampling import sampling_backend, sampling_request, stateless_protocol
 from ..serving.suite import current_run_id
 from ..serving.tasks import app_of, follow_roles_job, in_task, task_on
 from ..serving.toolclient import SuiteTools
-from .common import AisacServer, App, call_core, hints
+from ..shapes.annotations import hints
 from .trace import report_uri
 
 server = AisacServer(

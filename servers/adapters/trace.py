@@ -22,10 +22,11 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
 
+from ..serving.common import AisacServer, App, call_core, tool_error
+from ..serving.completions import by_prefix
 from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
-from ..shapes.completions import by_prefix
-from .common import AisacServer, App, call_core, hints, tool_error
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")

@@ -8,7 +8,7 @@ engine is ``fastmcp-tasks`` on docket's in-process ``memory://`` backend (no Red
 may name one), registered on the suite root by :func:`add_tasks`.
 
 The tool bodies run in a docket worker of the serving process when tasked: they read the application context
-through :func:`app_of` (the worker has no request, so :func:`aisac_servers.adapters.common.current_app` cannot), report
+through :func:`app_of` (the worker has no request, so :func:`aisac_servers.serving.common.current_app` cannot), report
 progress through :func:`report` (MCP progress notifications in the foreground, the task's status message when
 tasked) and stop their job when the task is cancelled (:func:`follow_index_job`).
 """
@@ -39,7 +39,7 @@ from aisac_core.context import AppContext
 from aisac_core.data.results import CodeRun
 from aisac_core.rag.results import IndexJob
 
-from ..adapters.common import call_core, current_app
+from .common import call_core, current_app
 
 log = logging.getLogger("aisac.tasks")
 

@@ -2,7 +2,7 @@
 
 Every tool of the suite declares its result type once, in the core (``aisac_core.<domain>.results``; the compact
 search result in :mod:`aisac_servers.shapes.results_rag`), as its return annotation. :func:`output_schema` turns that
-type into the tool's ``outputSchema`` (:class:`aisac_servers.adapters.common.AisacServer` does it for every tool it
+type into the tool's ``outputSchema`` (:class:`aisac_servers.serving.common.AisacServer` does it for every tool it
 registers); :func:`inline_refs` is the ``$ref`` inlining the ``tools/list`` wire form
 (:mod:`aisac_servers.shapes.toollist`) and the input-schema table (:mod:`aisac_servers.serving.schemas`) share.
 

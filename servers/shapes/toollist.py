@@ -40,7 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from aisac_core.tool_profiles import scrub_text
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
-from ..adapters.common import hints
+from .annotations import hints
 from .results_schema import inline_refs
 
 
