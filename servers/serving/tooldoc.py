@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m aisac_servers.serving.tooldoc [--write] [--repo DIR]``: print (or write) the generated documents."""
     ap = argparse.ArgumentParser(prog="python -m aisac_servers.serving.tooldoc", description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true", help="write docs/tools.md and the block of docs/hosts.md")
-    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1], help="repository root")
+    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[2], help="repository root")
     args = ap.parse_args(argv)
     tools, _ = asyncio.run(list_tools("all"))
     ref = tool_reference(tools)
