@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 import pytest
@@ -25,6 +25,19 @@ pytestmark = pytest.mark.anyio
 #: tools that may answer with an error here, and why: the submit tools are called with no run waiting for them
 MAY_FAIL = {"roles_submit_route", "roles_submit_plan", "roles_submit_critique"}
 DOI = "10.5555/aisac.2021.001"
+
+
+# closed result types for the boundary's own tests (comments: a docstring would become the schema's description)
+@with_config(ConfigDict(extra="forbid"))
+class Pending(TypedDict):
+    status: Literal["running"]
+    job_id: str
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Done(TypedDict):
+    status: Literal["done"]
+    result: str
 
 
 # a closed result type for the boundary's own test (a comment: a docstring would become the schema's description)
@@ -248,3 +261,32 @@ async def test_a_result_outside_its_type_is_an_error_not_a_silent_pass():
             assert res.isError, bad
             text = res.content[0].text
             assert "does not match its declared type" in text and "t_closed" in text or "closed" in text, text
+
+
+async def test_a_tagged_union_result_is_one_of_its_records():
+    """A tool returning a union of closed records (pending or done) advertises an object schema with one branch per
+    record; each record passes, a mix of the two is an error."""
+    from fastmcp import Client
+
+    from aisac_servers.serving.common import AisacServer
+
+    srv = AisacServer("u")
+    returned: dict[str, Any] = {}
+
+    @srv.tool
+    def job() -> Pending | Done:
+        return returned  # type: ignore[return-value]
+
+    async with Client(srv) as c:
+        (tool,) = (await c.list_tools_mcp()).tools
+        schema = tool.outputSchema
+        assert schema["type"] == "object" and len(schema["anyOf"]) == 2, schema
+        for good in ({"status": "running", "job_id": "j1"}, {"status": "done", "result": "42"}):
+            returned.clear()
+            returned.update(good)
+            res = await c.call_tool_mcp("job", {})
+            assert not res.isError and res.structuredContent == good
+            jsonschema.validate(res.structuredContent, schema)
+        returned.clear()
+        returned.update(status="done", job_id="j1")
+        assert (await c.call_tool_mcp("job", {})).isError

@@ -184,22 +184,38 @@ class _LookupInTurn(AggregateProvider):
         return self._get_highest_version_result(results, f"get_tool({name!r})")
 
 
+def _branches(annotation: Any) -> list[Any]:
+    """The alternatives of a union annotation (nested unions and ``Annotated`` unions flattened), else ``[it]``."""
+    inner = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    if get_origin(inner) in (Union, types.UnionType):
+        return [b for arg in get_args(inner) for b in _branches(arg)]
+    return [annotation]
+
+
+def _is_record(tp: Any) -> bool:
+    """Whether ``tp`` is a TypedDict (or a parametrised generic one such as ``SearchResultOf[CompactHit]``), also
+    inside ``Annotated``."""
+    tp = get_args(tp)[0] if get_origin(tp) is Annotated else tp
+    return is_typeddict(tp) or is_typeddict(get_origin(tp))
+
+
 def result_type(annotation: Any) -> Any | None:
     """The declared result type in a tool's return annotation, or None when it declares none.
 
-    The result type is a TypedDict (or a parametrised generic TypedDict such as ``SearchResultOf[CompactHit]``); the
-    branches a tool may return besides it are left out: :class:`~mcp_types.InputRequiredResult` (an ask for input,
-    sent as it is) and :class:`~fastmcp.tools.base.ToolResult` (content blocks built around the typed result, see
-    :func:`typed_result`). A project's own tools (``-> int``, no annotation) declare none: fastmcp serves them as
-    before."""
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    branches = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    The result type is a TypedDict (or a parametrised generic TypedDict such as ``SearchResultOf[CompactHit]``), or
+    a union of them (a tagged union such as a pending or a finished run); the branches a tool may return besides it
+    are left out: :class:`~mcp_types.InputRequiredResult` (an ask for input, sent as it is) and
+    :class:`~fastmcp.tools.base.ToolResult` (content blocks built around the typed result, see :func:`typed_result`).
+    A project's own tools (``-> int``, no annotation) declare none: fastmcp serves them as before."""
+    if _is_record(annotation):
+        return annotation
+    branches = _branches(annotation)
     kept = [b for b in branches if not (isinstance(b, type) and issubclass(b, ToolResult | mt.InputRequiredResult))]
-    if len(kept) != 1:
+    if not kept or not all(_is_record(b) for b in kept):
         return None
-    tp = kept[0]
-    return tp if is_typeddict(tp) or is_typeddict(get_origin(tp)) else None
+    if len(kept) == len(branches):  # the annotation is the union itself (a discriminator, if any, kept)
+        return annotation
+    return kept[0] if len(kept) == 1 else Union[tuple(kept)]  # noqa: UP007 - built at run time
 
 
 @functools.cache  # one adapter per result type, built on first use

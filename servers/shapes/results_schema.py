@@ -75,6 +75,8 @@ def _lean(s: Any, *, under_properties: bool = False) -> Any:
 def _output_schema(tp: Any) -> dict[str, Any]:
     raw = TypeAdapter(tp).json_schema(mode="serialization")
     out: dict[str, Any] = _lean(inline_refs(raw))
+    if "type" not in out and any(k in out for k in ("anyOf", "oneOf")):  # a union of records: still an object
+        out = {"type": "object", **out}
     return out
 
 
@@ -82,8 +84,9 @@ def output_schema(tp: Any) -> dict[str, Any]:
     """The output schema of a tool whose result type is ``tp`` (module docstring).
 
     Args:
-        tp: a result type: a TypedDict (closed with ``extra="forbid"`` where no other key may appear), or any type
-            pydantic describes as a JSON object.
+        tp: a result type: a TypedDict (closed with ``extra="forbid"`` where no other key may appear), a union of
+            them (``type: object`` with one ``anyOf``/``oneOf`` branch per record), or any type pydantic describes
+            as a JSON object.
 
     Returns: a JSON Schema object (a fresh copy: callers may change it) with ``type: object``, typed
     ``properties``, ``required`` and ``additionalProperties: false`` where ``tp`` is closed.
