@@ -240,8 +240,9 @@ def checked(tp: Any, value: Any, *, tool: str) -> Any:
             f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors(include_url=False)[:3]
         )
         raise tool_error(
-            f"internal error: the result of {tool} does not match its declared type ({where}); nothing was "
-            "changed by this check, the server log on stderr has details",
+            f"internal error: the result of {tool} does not match its declared type ({where}), so it was not "
+            "sent; this is a defect of the server (the server log on stderr has details). The call itself may have "
+            "taken effect: check with the matching list or status tool before repeating a call that changes data",
             what=tool,
         ) from exc
 
