@@ -31,8 +31,8 @@ from aisac_core.tool_profiles import CATALOG_TOOLS, ToolProfile, compose_instruc
 from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
+from ..base import builtin
 from ..shapes.toollist import CompactToolList, ToolSearch
-from . import builtin
 from .common import FULL_RESULT_META, AisacServer, SafeErrors, call_core
 from .completions import chain_completions
 from .dashboard import mount_dashboard
@@ -47,7 +47,7 @@ log = logging.getLogger("aisac.suite")
 current_run_id: ContextVar[str | None] = ContextVar("aisac_current_run_id", default=None)
 
 #: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
-#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.serving.builtin`)
+#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.base.builtin`)
 ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 #: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
 SERVERS = dict(builtin.aisac_register_servers())

@@ -285,8 +285,8 @@ def test_a_real_closed_connection_maps_to_the_owner_stopped_message():
     the proxy's mapping turns the transport error into the clear message; other errors pass unchanged."""
     import httpx
 
+    from aisac_servers.base.proxying import OWNER_STOPPED
     from aisac_servers.owner.http import owner_stopped_error
-    from aisac_servers.serving.proxying import OWNER_STOPPED
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
