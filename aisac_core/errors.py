@@ -1,7 +1,7 @@
 """aisac's user-facing errors and the one path check every tool that takes a file path uses.
 
 Every exception deriving from :class:`AisacError` is a *user* error: its message says what was wrong and what to do,
-and the server adapters (``servers/adapters/common.py``) turn it into an MCP tool error with that message. Anything else is an
+and the server adapters (``servers/serving/common.py``) turn it into an MCP tool error with that message. Anything else is an
 internal error (logged on stderr, reported as such).
 
 Paths from a client go through :func:`check_path_text` (a non-empty string without NUL bytes) and

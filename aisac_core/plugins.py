@@ -3,7 +3,7 @@
 A plugin is any object or module with functions marked ``@hookimpl`` and named after a hook below. The built-ins
 register through the same hooks (the five literature sources: :mod:`aisac_core.literature.builtin`; the table
 loaders of the built-in file formats: :mod:`aisac_core.data.builtin`; the six MCP servers:
-``aisac_servers.adapters.builtin``). Plugins come from two places:
+``aisac_servers.base.builtin``). Plugins come from two places:
 
 - installed packages: every entry point of the group ``aisac`` (``[project.entry-points.aisac]`` in the package's
   ``pyproject.toml``, as pytest's ``pytest11`` and llm's ``llm``), loaded by :func:`make_plugin_manager`, so a

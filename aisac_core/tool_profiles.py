@@ -93,6 +93,12 @@ class ToolProfile:
         return uri[len("aisac://") :].split("/", 1)[0] in self.servers
 
     @property
+    def budgeted(self) -> bool:
+        """True for the profiles whose ``tools/list`` keeps to a token budget (``core``, alone or with servers, and
+        ``full``): their listing gives output schemas as top-level keys without types."""
+        return self.search or "core" in self.value.split(",")
+
+    @property
     def is_full(self) -> bool:
         """True when nothing is hidden (every available server, every tool listed: ``all``)."""
         return not self.only and not self.search and self.value == "all"

@@ -122,7 +122,7 @@ async def _http_calls(store: Path, n: int) -> list[float]:
     from fastmcp import Client
 
     from aisac_core.owner import live_owner
-    from aisac_servers.owner.proxying import owner_mcp_transport
+    from aisac_servers.base.proxying import owner_mcp_transport
 
     info = live_owner(store)
     assert info is not None

@@ -2,7 +2,7 @@
 size of three typical results.
 
 1. ``tools/list``: the suite built with each profile (``core``, ``full``, ``all``) and with each server alone, listed over
-   an in-memory fastmcp client; the compact JSON of the answer (:func:`aisac_servers.shapes.tooldoc.payload_text`) in
+   an in-memory fastmcp client; the compact JSON of the answer (:func:`aisac_servers.serving.tooldoc.payload_text`) in
    bytes and in tokens of the memory server's tokenizer (bundled all-MiniLM-L6-v2 WordPiece, no special tokens;
    it splits JSON finely, so a host model's BPE count is lower). Targets: core <= 5,000 tokens, full <= 12,000.
    Also the composed instructions' tokens (target <= 300).
@@ -49,7 +49,7 @@ RUN = "bench-tools"
 async def _measure(core: Any, notes: Path) -> dict[str, Any]:
     from aisac_core.memory import count_tokens
     from aisac_servers.serving.suite import SERVERS, build
-    from aisac_servers.shapes.tooldoc import payload_text
+    from aisac_servers.serving.tooldoc import payload_text
 
     lists: dict[str, dict[str, Any]] = {}
     profiles = ("core", "full", "all", *[n for n in ("rag", "memory", "lit", "data", "roles", "trace") if n in SERVERS])

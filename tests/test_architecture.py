@@ -1,6 +1,6 @@
 """The architecture's rules, checked on the source tree: one MCP boundary (the core imports neither ``aisac_servers``
-nor an MCP library), layered domains without package cycles (import-linter contracts in ``pyproject.toml``), small
-modules, no wiring globals, no process-wide mutable state, no internal work-item references in what users read, and
+nor an MCP library), layered domains without package cycles and layered servers (import-linter contracts in
+``pyproject.toml``), no import cycle between any two modules, small modules, no wiring globals, no process-wide mutable state, no internal work-item references in what users read, and
 a wheel that ships every package."""
 
 from __future__ import annotations
@@ -73,6 +73,22 @@ def test_import_contract_fails_when_core_imports_the_mcp_layer(tmp_path: Path, v
     assert res.returncode != 0
     assert "aisac_core imports neither the MCP layer" in res.stdout and "BROKEN" in res.stdout
     assert "aisac_core.hashing" in res.stdout
+
+
+def test_servers_layer_contract_fails_when_a_shape_imports_the_suite(tmp_path: Path) -> None:
+    """The servers' layers (cli -> owner -> adapters -> serving -> shapes), run on a copy of the tree where a module
+    of shapes imports the suite, break and name the import."""
+    pytest.importorskip("importlinter")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(CORE, tmp_path / "aisac_core", ignore=ignore)
+    shutil.copytree(SERVERS, tmp_path / "aisac_servers", ignore=ignore)
+    target = tmp_path / "aisac_servers" / "shapes" / "annotations.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\nfrom ..serving import suite  # noqa\n", encoding="utf-8")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    res = _lint(tmp_path, copy=True)
+    assert res.returncode != 0
+    assert "each part of aisac_servers imports only the parts below it" in res.stdout and "BROKEN" in res.stdout
+    assert "aisac_servers.shapes.annotations" in res.stdout
 
 
 def test_no_module_over_600_lines_without_a_note() -> None:
@@ -338,6 +354,8 @@ STATE_ALLOWED = {
     "aisac_core/trace/pins.py:@lru_cache _file_sha256": "the SHA-256 of one version of a file (keyed on path, size and mtime_ns), at most 10,000 strings",
     "aisac_core/data/structure.py:@lru_cache _model": "the shipped table-structure model (a LightGBM booster, read only) and its metadata, loaded once; the same for every store",
     "servers/shapes/toollist.py:@cache _listed_class": "one subclass per fastmcp tool class, the same for every store",
+    "servers/shapes/results_schema.py:@cache _output_schema": "the output schema of a result type, the same for every store; output_schema hands out copies",
+    "servers/serving/common.py:@cache _adapter": "one pydantic TypeAdapter per result type (only used to validate and serialise), the same for every store",
     "aisac_core/rag/headers.py:@cache header_model": "the shipped header CRF and its calibration, loaded once and only read (a tagger behind a lock), the same for every store",
     "aisac_core/rag/headers.py:@cache model_sha256": "the sha256 of the shipped header model files (a string)",
     "aisac_core/rag/ocr.py:@lru_cache engine": "the installed Tesseract (a frozen record: command, version, read-only language-data hashes), probed once; the same for every store",
@@ -730,3 +748,74 @@ def test_no_cast_of_a_result_to_a_plain_dict() -> None:
         str(p.relative_to(REPO)): lines for p in _py_files(CORE) if (lines := casts(p.read_text(encoding="utf-8")))
     }
     assert not found, found
+
+
+# --------------------------------------------------------------------------------------------------
+# no import cycle between modules
+# --------------------------------------------------------------------------------------------------
+
+
+def import_cycles(graph) -> list[list[str]]:  # noqa: ANN001
+    """Every import cycle between modules of ``graph`` (a grimp import graph), each as the modules of one strongly
+    connected component (Tarjan's algorithm, iterative: Tarjan, "Depth-first search and linear graph algorithms",
+    SIAM J. Comput. 1(2), 1972), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.append(m)
+                    if m == node:
+                        break
+                if len(component) > 1 or node in graph.find_modules_directly_imported_by(node):
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module of aisac_core or aisac_servers reaches itself through imports executed at run time (module level
+    or inside a function; imports under ``if TYPE_CHECKING:`` only name types for the checker and never run, as in
+    the import-linter contracts of ``pyproject.toml``)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("aisac_core", "aisac_servers", cache_dir=None, exclude_type_checking_imports=True)
+    cycles = import_cycles(graph)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """The check itself: a graph with a three-module ring and a self-import reports both, and nothing else."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.ImportGraph()
+    for importer, imported in (("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("e", "e"), ("f", "d")):
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph) == [["a", "b", "c"], ["e"]]

@@ -33,7 +33,7 @@ SKIPPED = {
     "data_code_session_reset": "restarts a worker interpreter; covered by the data server's own tests",
 }
 MAX_EXAMPLES = 20
-#: every tool error must be shorter than this, and quote no SQL (servers/adapters/common.py safe_message)
+#: every tool error must be shorter than this, and quote no SQL (servers/serving/common.py safe_message)
 MAX_ERROR_CHARS = 2000
 SQL_QUOTED = re.compile(r"\[SQL: |sqlalche\.me/|\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|\bDELETE FROM\b")
 

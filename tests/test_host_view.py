@@ -36,7 +36,7 @@ def _suite(app, tools):  # noqa: ANN001, ANN202
 
 
 async def _listing(app, tools: str):  # noqa: ANN001, ANN202
-    from aisac_servers.shapes.tooldoc import payload_text
+    from aisac_servers.serving.tooldoc import payload_text
 
     async with Client(_suite(app, tools)) as c:
         listed = (await c.list_tools_mcp()).tools
@@ -205,7 +205,7 @@ def test_relay_filters_a_profile():
 
 async def test_tool_reference_and_hosts_profiles_are_current(fast_core):
     """docs/tools.md and the profiles block of docs/hosts.md are generated from the live tool list."""
-    from aisac_servers.shapes.tooldoc import REGENERATE, profiles_markdown, replace_block, tool_reference
+    from aisac_servers.serving.tooldoc import REGENERATE, profiles_markdown, replace_block, tool_reference
 
     tools, _, _ = await _listing(fast_core, "all")
     hint = f"stale: regenerate with `{REGENERATE}` (from the repository root)"

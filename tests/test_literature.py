@@ -66,9 +66,9 @@ def _valid(result_type: str, data: dict) -> dict:
     import jsonschema
 
     from aisac_core.literature import results
-    from aisac_servers.shapes.results_data import lean_schema
+    from aisac_servers.shapes.results_schema import output_schema
 
-    jsonschema.validate(data, lean_schema(getattr(results, result_type)))
+    jsonschema.validate(data, output_schema(getattr(results, result_type)))
     return data
 
 

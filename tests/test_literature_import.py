@@ -17,7 +17,7 @@ from fixtures_gen import PAGE_MARKERS, make_pdf
 from literature_replay import ReplayServer
 
 from aisac_core.literature.results import ImportResult
-from aisac_servers.shapes.results_data import lean_schema
+from aisac_servers.shapes.results_schema import output_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +80,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
     async with Client(_suite(import_core)) as c:
         res = (await c.call_tool("lit_import", {"identifier": "arXiv:2101.00001", "root": "papers"})).structured_content
         assert res["status"] == "imported"
-        jsonschema.validate(res, lean_schema(ImportResult))  # every top-level key declared
+        jsonschema.validate(res, output_schema(ImportResult))  # every top-level key declared
         pdf = root / "arxiv-2101.00001v2.pdf"
         assert res["path"] == str(pdf) and pdf.read_bytes() == pdf_bytes
         assert res["sha256"] == hashlib.sha256(pdf_bytes).hexdigest() and res["bytes"] == len(pdf_bytes)
@@ -94,7 +94,7 @@ async def test_import_arxiv_pdf_becomes_searchable(import_core, replay, pdf_byte
         ).structured_content["hits"]
         assert hits and hits[0]["path"] == str(pdf) and hits[0]["anchor"]["sha256"] == res["sha256"]
         again = (await c.call_tool("lit_import", {"identifier": "2101.00001", "wait": True})).structured_content
-        jsonschema.validate(again, lean_schema(ImportResult))
+        jsonschema.validate(again, output_schema(ImportResult))
         assert again["status"] == "already_present" and again["path"] == str(pdf)
         assert again["job"]["status"] == "done" and again["job"]["counters"]["files_skipped"] == 1, again
     assert len(replay.requests("/pdf/")) == 2

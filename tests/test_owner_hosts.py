@@ -94,7 +94,7 @@ def test_the_stdio_relay_path_imports_no_mcp_library_no_suite_and_no_httpx():
     the relay, but no MCP library, no suite or store layer, and no httpx (loaded once the catalogue has answered)."""
     import sys
 
-    modules = ("aisac_servers.cli.main", "aisac_servers.owner.daemon", "aisac_servers.adapters.builtin")
+    modules = ("aisac_servers.cli.main", "aisac_servers.owner.daemon", "aisac_servers.base.builtin")
     heavy = ("fastmcp", "mcp", "httpx", "sqlalchemy", "numpy", "aisac_servers.serving", "aisac_core.rag")
     code = f"import sys, {', '.join(modules)}; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

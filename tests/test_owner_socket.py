@@ -55,7 +55,7 @@ def test_socket_is_0600_replaces_a_dead_owners_and_refuses_other_files(tmp_path)
 
 
 def test_a_data_dir_too_long_for_a_socket_gets_a_loopback_owner_with_its_token(tmp_path, models_dir):
-    from aisac_servers.owner.proxying import owner_mcp_transport
+    from aisac_servers.base.proxying import owner_mcp_transport
 
     store = _long_dir(tmp_path) / "store"
     make_settings(store, models_dir)

@@ -117,7 +117,7 @@ def test_installed_plugins_are_found_and_broken_ones_reported_by_name(on_path, b
     from aisac_core.context import AppContext
     from aisac_core.literature.sources import literature_sources
     from aisac_core.plugins import failures_of, make_plugin_manager, table_loaders
-    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
+    from aisac_servers.base.builtin import BUILTIN_SERVERS
     from aisac_servers.serving.suite import suite_servers
 
     with caplog.at_level(logging.WARNING, logger="aisac_core.plugins"):

@@ -90,7 +90,7 @@ def test_builtins_register_through_the_hooks(base):
     from aisac_core.literature.sources import literature_sources
     from aisac_core.plugins import make_plugin_manager, table_loaders
     from aisac_core.rag.formats import TABLE_FORMATS
-    from aisac_servers.adapters.builtin import BUILTIN_SERVERS
+    from aisac_servers.base.builtin import BUILTIN_SERVERS
     from aisac_servers.serving.suite import suite_servers
 
     assert tuple(literature_sources()) == SOURCES

@@ -157,8 +157,8 @@ async def test_compact_search_hands_the_full_result_in_meta(indexed_core):
     """rag_search's compact result carries the full one (whole texts, full anchors) in its _meta, for the trace."""
     from fastmcp.tools import ToolResult
 
-    from aisac_servers.adapters.common import FULL_RESULT_META
     from aisac_servers.adapters.rag import search
+    from aisac_servers.serving.common import FULL_RESULT_META
 
     r = await search(PAGE_MARKERS[1], k=3, app=indexed_core)
     assert isinstance(r, ToolResult) and r.meta is not None

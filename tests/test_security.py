@@ -149,7 +149,7 @@ async def test_loopback_server_refuses_foreign_host_header(store):
 async def test_owner_daemon_requires_its_token(store):
     from aisac_core.owner import ensure_owner, stop_owner
     from aisac_core.settings import Settings
-    from aisac_servers.owner.proxying import owner_mcp_transport
+    from aisac_servers.base.proxying import owner_mcp_transport
 
     info = ensure_owner(Settings(data_dir=store))
     try:

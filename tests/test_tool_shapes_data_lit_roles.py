@@ -301,9 +301,9 @@ class _Outer(TypedDict):
 
 
 def test_lean_schema_writes_nullable_types_compactly():
-    from aisac_servers.shapes.results_data import lean_schema
+    from aisac_servers.shapes.results_schema import output_schema
 
-    s = lean_schema(_Outer)
+    s = output_schema(_Outer)
     assert s["properties"]["x"] == {"type": ["string", "null"]}
     assert s["properties"]["inner"]["type"] == ["object", "null"] and "$defs" not in s
     jsonschema.validate({"x": None, "inner": None}, s)

@@ -74,7 +74,7 @@ async def test_traced_session_exports_verify_replay_diff(fast_core, corpus_copy)
     from prov.model import ProvDocument
     from rocrate.rocrate import ROCrate
 
-    from aisac_servers.adapters.common import FULL_RESULT_META
+    from aisac_servers.serving.common import FULL_RESULT_META
 
     run = "sess-accept"
     meta = {"run_id": run}

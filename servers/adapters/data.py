@@ -33,10 +33,10 @@ from aisac_core.context import AppContext
 from aisac_core.data import results as R
 from aisac_core.sessions import results as S
 
+from ..serving.common import AisacServer, App, call_core, typed_result
+from ..serving.completions import by_prefix
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
-from ..shapes.completions import by_prefix
-from ..shapes.results_data import AsIs, lean_schema
-from .common import AisacServer, App, call_core, hints
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "data",
@@ -47,36 +47,6 @@ server = AisacServer(
 )
 
 
-def _union_schema(tp: Any) -> dict[str, Any]:
-    """The output schema of a tagged union of closed TypedDicts (``tp``): ``oneOf`` its variants, and on top what
-    MCP hosts read of any tool (``type: object``, ``properties`` - every key of any variant, a key whose variants
-    differ widened to their union -, ``required`` - the keys every variant requires -, ``additionalProperties:
-    false``)."""
-    variants: list[dict[str, Any]] = lean_schema(tp)["oneOf"]
-    props: dict[str, Any] = {}
-    for v in variants:
-        for k, p in v["properties"].items():
-            if k in props and props[k] != p:
-                old = props[k]
-                values = [[q["const"]] if "const" in q else q.get("enum") for q in (old, p)]
-                wide = {kk: vv for kk, vv in p.items() if kk not in ("const", "enum")}
-                if values[0] is not None and values[1] is not None:  # both closed: the union of their values
-                    wide["enum"] = list(dict.fromkeys([*values[0], *values[1]]))
-                p = wide
-            props[k] = p
-    required = [k for k in variants[0].get("required", []) if all(k in v.get("required", []) for v in variants)]
-    return {
-        "type": "object",
-        "properties": props,
-        "required": required,
-        "additionalProperties": False,
-        "oneOf": variants,
-    }
-
-
-#: a code run's output schema: the tagged union :data:`aisac_core.sessions.results.CodeRun` (pending | done)
-CODE_RUN_SCHEMA = _union_schema(S.CodeRun)
-
 FrameName = Annotated[str, Field(description="frame name, or a result_id")]
 SessionName = Annotated[str, Field(description="code session name (letters, digits, _ . -)")]
 
@@ -84,17 +54,15 @@ SessionName = Annotated[str, Field(description="code session name (letters, digi
 def _with_images(run: Mapping[str, Any], images: list[bytes]) -> ToolResult:
     """A code run's result, checked against its type (:data:`~aisac_core.sessions.results.CodeRun`: a key outside
     the variant's declared keys or a missing required key is an error, never sent), as structured content with one
-    PNG image block per figure."""
+    PNG image block per figure (content blocks only a raw tool result carries: :func:`typed_result`)."""
     result = S.CODE_RUN.dump_python(S.CODE_RUN.validate_python(run), mode="json")
     content: list[Any] = [TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
     content += [ImageContent(type="image", data=base64.b64encode(b).decode(), mime_type="image/png") for b in images]
-    return ToolResult(content=content, structured_content=result)
+    return typed_result(S.CodeRun, result, content=content)
 
 
 # -- frames ---------------------------------------------------------------------------------------------------
-@server.tool(
-    annotations=hints("Load a table", destructive=True, idempotent=True), output_schema=lean_schema(R.LoadResult)
-)
+@server.tool(annotations=hints("Load a table", destructive=True, idempotent=True))
 async def load(
     path: Annotated[
         str,
@@ -115,7 +83,7 @@ async def load(
     range: Annotated[str | None, Field(description="Excel A1 block, e.g. 'B3:F20'")] = None,
     tidy: Annotated[bool, Field(description="unpivot an Excel pivot export into a long frame")] = False,
     app: AppContext = App,
-) -> AsIs[R.LoadResult]:
+) -> R.LoadResult:
     """Load a table file into a named frame with its lineage (replacing one of that name), before the other data
     tools. Header rows, titles above and footnotes below a table are detected: check each frame's `detected`
     (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives a frame per
@@ -124,58 +92,58 @@ async def load(
     return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
 
 
-@server.tool(annotations=hints("Inspect a workbook", read_only=True), output_schema=lean_schema(R.InspectResult))
+@server.tool(annotations=hints("Inspect a workbook", read_only=True))
 async def inspect(
     path: Annotated[str, Field(description="workbook in a registered root: xlsx xlsm xls ods")],
     sheet: Annotated[str | None, Field(description="default: every sheet")] = None,
     app: AppContext = App,
-) -> AsIs[R.InspectResult]:
+) -> R.InspectResult:
     """A compact map of each sheet (used range, blocks, merged ranges with alignment, bold/fill runs, first cells
     with coordinates) to choose data_load's range, header_rows, skip_rows or tidy."""
     return await call_core(lambda: app.frames.inspect(path, sheet))
 
 
-@server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=lean_schema(R.ListResult))
-async def list_frames(app: AppContext = App) -> AsIs[R.ListResult]:
+@server.tool(name="list", annotations=hints("List frames", read_only=True))
+async def list_frames(app: AppContext = App) -> R.ListResult:
     """The frames loaded so far (their names, for the other data tools), newest first, with size and lineage."""
     return await call_core(lambda: app.frames.list())
 
 
-@server.tool(annotations=hints("Preview", read_only=True), output_schema=lean_schema(R.PreviewResult))
+@server.tool(annotations=hints("Preview", read_only=True))
 async def preview(
     name: FrameName,
     n: Annotated[int, Field(description="1-500")] = 10,
     where: Literal["head", "tail", "sample"] = "head",
     app: AppContext = App,
-) -> AsIs[R.PreviewResult]:
+) -> R.PreviewResult:
     """A first look at a frame: shape, dtypes and a few rows (data_query filters rows)."""
     return await call_core(lambda: app.frames.preview(name, n, where))
 
 
-@server.tool(annotations=hints("Describe", read_only=True), output_schema=lean_schema(R.DescribeResult))
+@server.tool(annotations=hints("Describe", read_only=True))
 async def describe(
     name: FrameName,
     columns: Annotated[list[str] | None, Field(description="default: all")] = None,
     app: AppContext = App,
-) -> AsIs[R.DescribeResult]:
+) -> R.DescribeResult:
     """Per-column statistics of a frame: count, nulls, mean, std, quartiles, or unique/top values."""
     return await call_core(lambda: app.frames.describe(name, columns))
 
 
-@server.tool(annotations=hints("Query", read_only=True), output_schema=lean_schema(R.QueryResult))
+@server.tool(annotations=hints("Query", read_only=True))
 async def query(
     name: FrameName,
     expr: Annotated[str, Field(description="e.g. \"temp_K > 300 and site == 'A'\"; `col name` for spaces")],
     columns: Annotated[list[str] | None, Field(description="default: all")] = None,
     limit: Annotated[int, Field(description="1-1000")] = 50,
     app: AppContext = App,
-) -> AsIs[R.QueryResult]:
+) -> R.QueryResult:
     """Rows of a frame matching a pandas query expression (filtering only: no '@' variables or function calls;
     data_code_run computes). data_save keeps the match by its result_id."""
     return await call_core(lambda: app.frames.query(name, expr, columns, limit))
 
 
-@server.tool(annotations=hints("Aggregate", read_only=True), output_schema=lean_schema(R.AggregateResult))
+@server.tool(annotations=hints("Aggregate", read_only=True))
 async def aggregate(
     name: FrameName,
     metrics: Annotated[
@@ -185,34 +153,32 @@ async def aggregate(
     by: Annotated[list[str] | None, Field(description="group-by columns")] = None,
     limit: Annotated[int, Field(description="1-5000")] = 200,
     app: AppContext = App,
-) -> AsIs[R.AggregateResult]:
+) -> R.AggregateResult:
     """Group-by statistics of a frame without code; result columns are named <column>_<function>."""
     return await call_core(lambda: app.frames.aggregate(name, by, metrics, limit))
 
 
-@server.tool(
-    annotations=hints("Save frame", destructive=True, idempotent=True), output_schema=lean_schema(R.FrameSummary)
-)
+@server.tool(annotations=hints("Save frame", destructive=True, idempotent=True))
 async def save(
     name: Annotated[str, Field(description="result_id, or a frame to copy")], new_name: str, app: AppContext = App
-) -> AsIs[R.FrameSummary]:
+) -> R.FrameSummary:
     """Keep a data_query/data_aggregate result as a frame with its lineage (replaces a frame of that name)."""
     return await call_core(lambda: app.frames.save(name, new_name))
 
 
-@server.tool(annotations=hints("Frame to session", idempotent=True), output_schema=lean_schema(R.ToSessionResult))
+@server.tool(annotations=hints("Frame to session", idempotent=True))
 async def to_session(
     name: FrameName,
     session: SessionName,
     variable: Annotated[str | None, Field(description="default: the frame name")] = None,
     app: AppContext = App,
-) -> AsIs[R.ToSessionResult]:
+) -> R.ToSessionResult:
     """Put a frame into a code session as a pandas DataFrame, for data_code_run."""
     return await call_core(lambda: app.frames.to_session(name, session, variable))
 
 
 # -- code sessions --------------------------------------------------------------------------------------------
-@server.tool(annotations=hints("Run Python code"), task=task_on(server), output_schema=CODE_RUN_SCHEMA)
+@server.tool(annotations=hints("Run Python code"), task=task_on(server))
 async def code_run(
     ctx: Context,
     session: SessionName,
@@ -220,7 +186,7 @@ async def code_run(
     timeout_s: Annotated[
         float | None, Field(description="wall-time limit in seconds (default AISAC_SANDBOX_TIMEOUT_S, max 3600)")
     ] = None,
-) -> ToolResult:
+) -> S.CodeRun | ToolResult:
     """Use to compute with Python in a persistent sandboxed session (variables survive across calls).
 
     numpy, pandas, scipy, matplotlib and common stdlib modules; no network or processes; writes only in the
@@ -234,7 +200,7 @@ async def code_run(
     run, images = await call_core(_start_run, app, session, code, timeout_s, first)
     result: Mapping[str, Any] = run
     if run["status"] == "running":
-        result, images = await follow_code_run(ctx, app.sandbox, dict(run), None if wait_s is None else wait_s - first)
+        result, images = await follow_code_run(ctx, app.sandbox, run, None if wait_s is None else wait_s - first)
     return _with_images(result, images)
 
 
@@ -245,40 +211,36 @@ def _start_run(
     return app.sandbox.run(session, code, timeout_s, wait_s=wait_s)
 
 
-@server.tool(annotations=hints("Code run status", read_only=True), output_schema=CODE_RUN_SCHEMA)
+@server.tool(annotations=hints("Code run status", read_only=True))
 async def code_job_status(
     job_id: Annotated[str, Field(description="job_id returned by data_code_run")], app: AppContext = App
-) -> ToolResult:
+) -> S.CodeRun | ToolResult:
     """Use to follow a data_code_run that returned ``pending: true``: ``status`` running, else the
     run's full result (``cancelled`` when stopped). Error: unknown job id."""
     result, images = await call_core(lambda: app.sandbox.job_status(job_id))
     return _with_images(result, images)
 
 
-@server.tool(annotations=hints("Session variables", read_only=True), output_schema=lean_schema(S.VariablesResult))
-async def code_variables(session: SessionName, app: AppContext = App) -> AsIs[S.VariablesResult]:
+@server.tool(annotations=hints("Session variables", read_only=True))
+async def code_variables(session: SessionName, app: AppContext = App) -> S.VariablesResult:
     """Names, types and shapes of a code session's variables."""
     return await call_core(lambda: app.sandbox.variables(session))
 
 
-@server.tool(annotations=hints("Code sessions", read_only=True), output_schema=lean_schema(S.SessionListResult))
-async def code_session_list(app: AppContext = App) -> AsIs[S.SessionListResult]:
+@server.tool(annotations=hints("Code sessions", read_only=True))
+async def code_session_list(app: AppContext = App) -> S.SessionListResult:
     """The code sessions, and the sandbox's isolation, allowed imports and limits."""
     return await call_core(lambda: app.sandbox.list())
 
 
-@server.tool(
-    annotations=hints("Reset session", destructive=True, idempotent=True), output_schema=lean_schema(S.ResetResult)
-)
-async def code_session_reset(session: SessionName, app: AppContext = App) -> AsIs[S.ResetResult]:
+@server.tool(annotations=hints("Reset session", destructive=True, idempotent=True))
+async def code_session_reset(session: SessionName, app: AppContext = App) -> S.ResetResult:
     """Clear a code session's variables and stop its running job; its files stay."""
     return await call_core(lambda: app.sandbox.reset(session))
 
 
-@server.tool(
-    annotations=hints("Close session", destructive=True, idempotent=True), output_schema=lean_schema(S.CloseResult)
-)
-async def code_session_close(session: SessionName, app: AppContext = App) -> AsIs[S.CloseResult]:
+@server.tool(annotations=hints("Close session", destructive=True, idempotent=True))
+async def code_session_close(session: SessionName, app: AppContext = App) -> S.CloseResult:
     """End a code session: its worker stops, its files stay."""
     return await call_core(lambda: app.sandbox.close(session))
 

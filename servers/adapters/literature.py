@@ -20,9 +20,9 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.literature import results as R
 
+from ..serving.common import AisacServer, App
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
-from ..shapes.results_data import AsIs, lean_schema
-from .common import AisacServer, App, hints
+from ..shapes.annotations import hints
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
@@ -50,9 +50,7 @@ async def _run(call: Callable[[], Awaitable[T]]) -> T:
         raise ToolError(f"internal error ({type(exc).__name__}: {exc}); the server log on stderr has details") from exc
 
 
-@server.tool(
-    annotations=hints("Search papers", read_only=True, open_world=True), output_schema=lean_schema(R.SearchResult)
-)
+@server.tool(annotations=hints("Search papers", read_only=True, open_world=True))
 async def search(
     query: str,
     sources: Annotated[
@@ -62,49 +60,42 @@ async def search(
     year_from: int | None = None,
     year_to: int | None = None,
     app: AppContext = App,
-) -> AsIs[R.SearchResult]:
+) -> R.SearchResult:
     """Find published papers on the web as one merged list (rag_search searches the user's documents).
     `sources` gives each service's status; a throttled one says rate_limited and the others still answer."""
     return await _run(lambda: app.literature.search(query, sources, k, year_from, year_to))
 
 
-@server.tool(annotations=hints("Get a paper", read_only=True, open_world=True), output_schema=lean_schema(R.GetResult))
+@server.tool(annotations=hints("Get a paper", read_only=True, open_world=True))
 async def get(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     app: AppContext = App,
-) -> AsIs[R.GetResult]:
+) -> R.GetResult:
     """One paper's full record (with abstract) by identifier; `paper` is null when every service failed."""
     return await _run(lambda: app.literature.get(identifier))
 
 
-@server.tool(
-    annotations=hints("Cited papers", read_only=True, open_world=True), output_schema=lean_schema(R.ReferencesResult)
-)
+@server.tool(annotations=hints("Cited papers", read_only=True, open_world=True))
 async def references(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     k: Annotated[int, Field(description="1-1000")] = 100,
     app: AppContext = App,
-) -> AsIs[R.ReferencesResult]:
+) -> R.ReferencesResult:
     """The papers a paper cites, its reference list (Semantic Scholar, else OpenAlex)."""
     return await _run(lambda: app.literature.references(identifier, k))
 
 
-@server.tool(
-    annotations=hints("Citing papers", read_only=True, open_world=True), output_schema=lean_schema(R.CitationsResult)
-)
+@server.tool(annotations=hints("Citing papers", read_only=True, open_world=True))
 async def citations(
     identifier: Annotated[str, Field(description="DOI, arXiv id, pmid:N, PMCID, S2 or OpenAlex id")],
     k: Annotated[int, Field(description="1-1000")] = 100,
     app: AppContext = App,
-) -> AsIs[R.CitationsResult]:
+) -> R.CitationsResult:
     """The papers citing a paper (Semantic Scholar, else OpenAlex)."""
     return await _run(lambda: app.literature.citations(identifier, k))
 
 
-@server.tool(
-    annotations=hints("Computed materials data (OPTIMADE)", read_only=True, open_world=True),
-    output_schema=lean_schema(R.MaterialsResult),
-)
+@server.tool(annotations=hints("Computed materials data (OPTIMADE)", read_only=True, open_world=True))
 async def materials(
     formula: Annotated[
         str | None, Field(description="a composition, e.g. LiFePO4 (any spelling of it matches)")
@@ -122,7 +113,7 @@ async def materials(
         bool, Field(description="add each record's cell (lattice, species, positions in Å)")
     ] = False,
     app: AppContext = App,
-) -> AsIs[R.MaterialsResult]:
+) -> R.MaterialsResult:
     """Use to look up computed materials data (formation energy, energy above hull, band gap, structure) in a
     public database through the OPTIMADE API. Each record cites its provider, database id and URL; properties
     carry the provider's units. Errors: nothing to look up; bad formula, element or filter; unknown provider;
@@ -136,7 +127,6 @@ async def materials(
     name="import",
     annotations=hints("Import an open-access paper", open_world=True, idempotent=True),
     task=task_on(server),
-    output_schema=lean_schema(R.ImportResult),
 )
 async def import_(
     ctx: Context,
@@ -150,7 +140,7 @@ async def import_(
     ] = None,
     wait: Annotated[bool, Field(description="stay until the index job ends (or timeout_s)")] = False,
     timeout_s: Annotated[float, Field(ge=0, le=3600, description="seconds to wait when wait=true")] = 300,
-) -> AsIs[R.ImportResult]:
+) -> R.ImportResult:
     """Use to add an open-access paper to the corpus: saves its PDF in a registered root with a
     provenance sidecar (source URL, time, sha256) and starts an index job (``job_id``; rag_job_status, or
     ``wait=true``, or as an MCP task, which lasts until it is indexed). ``status``: imported, already_present or

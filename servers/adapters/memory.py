@@ -6,7 +6,7 @@ tools are ``memory_start_session``, ``memory_add_turn``, ``memory_get_history``,
 ``memory_record_fact``, ``memory_query_facts``, ``memory_fact_timeline`` and the resource template
 ``aisac://memory/sessions/{session_id}``, whose ``session_id`` :func:`complete` completes (newest sessions first).
 Each tool calls the store's :class:`~aisac_core.memory.service.MemoryService` (``app.memory``) through
-:func:`~aisac_servers.adapters.common.call_core`; the output schemas are derived from the result types the core declares
+:func:`~aisac_servers.serving.common.call_core`; the output schemas are derived from the result types the core declares
 (:mod:`aisac_core.memory.results`).
 """
 
@@ -24,9 +24,9 @@ from aisac_core.memory import results as R
 from aisac_core.memory.common import MemoryInputError, Scope
 from aisac_core.settings import HOST_MEMORY_SCOPE
 
-from ..shapes.completions import by_prefix
-from ..shapes.results_schema import schema
-from .common import AisacServer, App, call_core, hints, request_meta
+from ..serving.common import AisacServer, App, call_core, request_meta
+from ..serving.completions import by_prefix
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "memory",
@@ -70,7 +70,7 @@ def _scoped(app: AppContext, scope: dict[str, str] | None) -> Scope:
     return Scope.parse(dict(scope) if scope else None).over(connection_scope(app))
 
 
-@server.tool(annotations=hints("Start a session"), output_schema=schema(R.Session))
+@server.tool(annotations=hints("Start a session"))
 async def start_session(
     title: Annotated[str | None, Field(description="short title, <= 500 characters")] = None,
     project: Annotated[str | None, Field(description="project name (a filter of memory_list_sessions)")] = None,
@@ -88,7 +88,7 @@ async def start_session(
     return await call_core(start_session_scoped)
 
 
-@server.tool(annotations=hints("Add a turn"), output_schema=schema(R.AddedTurn))
+@server.tool(annotations=hints("Add a turn"))
 async def add_turn(
     session_id: SessionId,
     role: Annotated[str, Field(description="user, assistant, router, planner, coordinator, evaluator or tool")],
@@ -103,7 +103,7 @@ async def add_turn(
     return await call_core(app.memory.add_turn, session_id, role, content, metadata, parent_id, speaker)
 
 
-@server.tool(annotations=hints("Read a session's turns", read_only=True), output_schema=schema(R.History))
+@server.tool(annotations=hints("Read a session's turns", read_only=True))
 async def get_history(
     session_id: SessionId,
     cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
@@ -117,7 +117,7 @@ async def get_history(
     return await call_core(app.memory.get_history, session_id, cursor, limit, roles, token_budget)
 
 
-@server.tool(annotations=hints("Recall context", read_only=True), output_schema=schema(R.Recall))
+@server.tool(annotations=hints("Recall context", read_only=True))
 async def recall(
     session_id: SessionId,
     query: Annotated[str, Field(description="what the next step is about, e.g. the user's new question")],
@@ -137,7 +137,7 @@ async def recall(
     return await call_core(recall_scoped)
 
 
-@server.tool(annotations=hints("Search past turns", read_only=True), output_schema=schema(R.Search))
+@server.tool(annotations=hints("Search past turns", read_only=True))
 async def search(
     query: Annotated[str, Field(description="words or a question")],
     session_id: Annotated[str | None, Field(description="only this session")] = None,
@@ -158,7 +158,7 @@ async def search(
     return await call_core(search_scoped)
 
 
-@server.tool(annotations=hints("List sessions", read_only=True), output_schema=schema(R.Sessions))
+@server.tool(annotations=hints("List sessions", read_only=True))
 async def list_sessions(
     project: Annotated[str | None, Field(description="only this project")] = None,
     limit: Annotated[int, Field(description="1-500")] = 50,
@@ -169,7 +169,7 @@ async def list_sessions(
     return await call_core(app.memory.list_sessions, project, limit, offset)
 
 
-@server.tool(annotations=hints("Export a session", read_only=True), output_schema=schema(R.Export))
+@server.tool(annotations=hints("Export a session", read_only=True))
 async def export_session(
     session_id: SessionId,
     format: Literal["markdown", "json"] = "markdown",
@@ -183,7 +183,7 @@ async def export_session(
     return await call_core(app.memory.export_session, session_id, format, cursor, limit)
 
 
-@server.tool(annotations=hints("Delete a session", destructive=True, idempotent=True), output_schema=schema(R.Deleted))
+@server.tool(annotations=hints("Delete a session", destructive=True, idempotent=True))
 async def delete_session(
     session_id: SessionId, confirm: Annotated[bool, Field(description="must be true")] = False, app: AppContext = App
 ) -> R.Deleted:
@@ -192,7 +192,7 @@ async def delete_session(
     return await call_core(app.memory.delete_session, session_id, confirm)
 
 
-@server.tool(annotations=hints("Record a fact"), output_schema=schema(R.Recorded))
+@server.tool(annotations=hints("Record a fact"))
 async def record_fact(
     subject: Annotated[str, Field(description="e.g. 'hypothesis H1'")],
     predicate: Annotated[str, Field(description="e.g. 'status'")],
@@ -212,7 +212,7 @@ async def record_fact(
     )
 
 
-@server.tool(annotations=hints("Query facts", read_only=True), output_schema=schema(R.Facts))
+@server.tool(annotations=hints("Query facts", read_only=True))
 async def query_facts(
     subject: Annotated[str | None, Field(description="exact, any case")] = None,
     predicate: Annotated[str | None, Field(description="exact, any case")] = None,
@@ -227,7 +227,7 @@ async def query_facts(
     return await call_core(app.memory.query_facts, subject, predicate, object, as_of, limit, offset)
 
 
-@server.tool(annotations=hints("Fact timeline", read_only=True), output_schema=schema(R.Timeline))
+@server.tool(annotations=hints("Fact timeline", read_only=True))
 async def fact_timeline(
     subject: Annotated[str, Field(description="any case")],
     predicate: Annotated[str | None, Field(description="only this predicate")] = None,

@@ -27,8 +27,9 @@ from aisac_core.projects import PROJECT_NAMESPACE, BootstrapError, Bootstrapped,
 from aisac_core.rag.embeddings import Embedder
 from aisac_core.settings import Settings
 
+from ..serving.common import AisacServer
 from ..serving.suite import build
-from .common import AisacServer, hints
+from ..shapes.annotations import hints
 
 #: output schema of a project function without a return annotation: its value comes back as ``{"result": value}``
 #: (a function annotated with a TypedDict, a pydantic model or a plain type gets the schema fastmcp derives)

@@ -32,18 +32,17 @@ from aisac_core.rag.results import (
     IndexJobList,
     Overview,
     Removed,
-    SearchResultDict,
     SectionText,
     StoreStatus,
     Verification,
 )
 from aisac_core.rag.service import RagService
 
+from ..serving.common import FULL_RESULT_META, AisacServer, App, call_core, log, request_meta, typed_result
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
-from ..shapes.results_data import AsIs, lean_schema
-from .common import FULL_RESULT_META, AisacServer, App, call_core, hints, log, request_meta
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "rag",
@@ -54,9 +53,7 @@ server = AisacServer(
 )
 
 
-@server.tool(
-    annotations=hints("Index documents", idempotent=True), task=task_on(server), output_schema=R.out_schema(IndexJob)
-)
+@server.tool(annotations=hints("Index documents", idempotent=True), task=task_on(server))
 async def index(
     ctx: Context,
     path: Annotated[
@@ -89,7 +86,7 @@ async def index(
     return status
 
 
-@server.tool(annotations=hints("Index job status", read_only=True), output_schema=R.out_schema(IndexJobList))
+@server.tool(annotations=hints("Index job status", read_only=True))
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from rag_index; omit to list recent jobs")] = None,
     app: AppContext = App,
@@ -107,11 +104,11 @@ async def job_status(
     return cast(IndexJobList, st)  # one job: IndexJob's keys
 
 
-@server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True), output_schema=lean_schema(RJ.Cancel))
+@server.tool(annotations=hints("Cancel a job", destructive=True, idempotent=True))
 async def job_cancel(
     job_id: Annotated[str, Field(description="id from rag_index, lit_import, data_code_run or roles_run")],
     app: AppContext = App,
-) -> AsIs[RJ.Cancel]:
+) -> RJ.Cancel:
     """Use to stop a job of rag_index, lit_import, data_code_run or roles_run. An index job stops
     between two files (no file half indexed); a code run's worker is killed (variables lost); a roles run stops
     in its current step. Status: cancelling until stopped, then cancelled."""
@@ -134,9 +131,7 @@ async def job_cancel(
     )
 
 
-@server.tool(
-    annotations=hints("Search the documents", read_only=True), output_schema=R.out_schema(R.CompactSearchResult)
-)
+@server.tool(annotations=hints("Search the documents", read_only=True))
 async def search(
     query: Annotated[str, Field(description="what to find, in natural language")],
     k: Annotated[int, Field(description="hits, 1 to 100")] = 10,
@@ -152,7 +147,7 @@ async def search(
     ] = "hybrid",
     detail: Annotated[Literal["compact", "full"], Field(description="full: whole texts and full anchors")] = "compact",
     app: AppContext = App,
-) -> SearchResultDict | ToolResult:
+) -> R.CompactSearchResult | ToolResult:
     """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
     section in order; roles_run writes a whole cited answer).
 
@@ -162,16 +157,18 @@ async def search(
     res = await call_core(app.rag.search, query, k, filters, mode)
     full = res.as_dict()
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
-        return full
+        # a full hit is a compact hit with more keys (CompactHit is open): the result type holds both forms
+        return cast(R.CompactSearchResult, full)
     out = R.compact(full, query)
     # the full result rides in _meta to the suite's provenance middleware, which records it (the trace keeps the
     # full anchors whatever the caller sees) and removes it before the client sees the result
-    return ToolResult(
+    return typed_result(
+        R.CompactSearchResult,
+        out,
         content=[
             TextContent(type="text", text=json.dumps(out, ensure_ascii=False, separators=(",", ":"))),
             *_document_links(full["hits"]),
         ],
-        structured_content=out,
         meta={FULL_RESULT_META: full},
     )
 
@@ -189,14 +186,14 @@ def _document_links(hits: list[HitDict]) -> list[ResourceLink]:
     ]
 
 
-@server.tool(annotations=hints("Store status", read_only=True), output_schema=R.out_schema(StoreStatus))
+@server.tool(annotations=hints("Store status", read_only=True))
 async def store_status(app: AppContext = App) -> StoreStatus:
     """The store's health, as `aisac status` prints it: documents by status, chunks, stale documents, recent
     jobs, permission warnings, plus data_dir, models, fingerprint and sizes."""
     return await call_core(app.rag.status)
 
 
-@server.tool(annotations=hints("List indexed documents", read_only=True), output_schema=R.out_schema(Documents))
+@server.tool(annotations=hints("List indexed documents", read_only=True))
 async def list_documents(
     status: Annotated[Literal["indexed", "failed", "indexing"] | None, Field(description="filter by status")] = None,
     file_type: Annotated[str | None, Field(description="pdf, docx, md, ...")] = None,
@@ -212,7 +209,7 @@ async def list_documents(
     )
 
 
-@server.tool(annotations=hints("Get a chunk", read_only=True), output_schema=R.out_schema(HitDict))
+@server.tool(annotations=hints("Get a chunk", read_only=True))
 async def get_chunk(
     chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")], app: AppContext = App
 ) -> HitDict:
@@ -228,7 +225,7 @@ async def get_chunk(
     return got
 
 
-@server.tool(annotations=hints("Document overview", read_only=True), output_schema=R.out_schema(Overview))
+@server.tool(annotations=hints("Document overview", read_only=True))
 async def get_overview(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")], app: AppContext = App
 ) -> Overview:
@@ -238,7 +235,7 @@ async def get_overview(
     return await call_core(app.rag.overview, doc_id)
 
 
-@server.tool(annotations=hints("Read a section", read_only=True), output_schema=R.out_schema(SectionText))
+@server.tool(annotations=hints("Read a section", read_only=True))
 async def read_sections(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")],
     section: Annotated[
@@ -258,7 +255,7 @@ async def read_sections(
     return await call_core(app.rag.read_sections, doc_id, section, max_tokens, cursor)
 
 
-@server.tool(annotations=hints("Verify evidence", read_only=True), output_schema=R.out_schema(Verification))
+@server.tool(annotations=hints("Verify evidence", read_only=True))
 async def verify_anchor(
     anchor: Annotated[
         str | dict[str, Any],
@@ -271,9 +268,7 @@ async def verify_anchor(
     return await call_core(app.rag.verify_anchor, anchor)
 
 
-@server.tool(
-    annotations=hints("Remove a document", destructive=True, idempotent=False), output_schema=R.out_schema(Removed)
-)
+@server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False))
 async def remove(
     doc_id: Annotated[str | None, Field(description="doc_id from rag_list_documents")] = None,
     path: Annotated[str | None, Field(description="or the indexed file's path")] = None,
@@ -284,7 +279,7 @@ async def remove(
     return await call_core(app.rag.remove, doc_id, path)
 
 
-@server.tool(annotations=hints("List data files", read_only=True), output_schema=R.out_schema(Catalog))
+@server.tool(annotations=hints("List data files", read_only=True))
 async def catalog(
     root: Annotated[str | None, Field(description="only files under this folder")] = None,
     file_type: Annotated[str | None, Field(description="csv, tsv, parquet, json, jsonl, xlsx, ...")] = None,

@@ -31,13 +31,13 @@ from aisac_core.roles import NeedInput
 from aisac_core.roles import results as R
 from aisac_core.trace.recorder import new_run_id
 
+from ..serving.common import AisacServer, App, call_core
 from ..serving.report_app import VIEW_URI
 from ..serving.sampling import sampling_backend, sampling_request, stateless_protocol
 from ..serving.suite import current_run_id
 from ..serving.tasks import app_of, follow_roles_job, in_task, task_on
 from ..serving.toolclient import SuiteTools
-from ..shapes.results_data import AsIs, lean_schema
-from .common import AisacServer, App, call_core, hints
+from ..shapes.annotations import hints
 from .trace import report_uri
 
 server = AisacServer(
@@ -91,15 +91,15 @@ async def _guard(coro: Awaitable[_T]) -> _T | mt.InputRequiredResult:
         return sampling_request(need)
 
 
-@server.tool(annotations=hints("Route a question"), output_schema=lean_schema(R.RouteResult))
+@server.tool(annotations=hints("Route a question"))
 async def route(
     ctx: Context, task: str, mode: Mode = None, llm: Llm = None, app: AppContext = App
-) -> AsIs[R.RouteResult] | mt.InputRequiredResult:
+) -> R.RouteResult | mt.InputRequiredResult:
     """roles_run's first step alone: classify a question from the top rag_search hits; answer directly or plan."""
     return await _guard(app.roles.route(task, run_id=_run_id(ctx), mode=mode, llm=llm, sampling=sampling_backend(ctx)))
 
 
-@server.tool(annotations=hints("Plan a question"), output_schema=lean_schema(R.PlanResult))
+@server.tool(annotations=hints("Plan a question"))
 async def plan(
     ctx: Context,
     task: str,
@@ -108,7 +108,7 @@ async def plan(
     attempt: Annotated[int, Field(ge=0, le=5, description="0 first; 1-5 re-plans")] = 0,
     llm: Llm = None,
     app: AppContext = App,
-) -> AsIs[R.PlanResult] | mt.InputRequiredResult:
+) -> R.PlanResult | mt.InputRequiredResult:
     """A plan of tool calls for a question, not run (roles_run plans and runs): steps over the live tools."""
 
     async def go() -> R.PlanResult:
@@ -127,7 +127,7 @@ async def plan(
     return await _guard(go())
 
 
-@server.tool(annotations=hints("Evaluate an answer"), output_schema=lean_schema(R.EvaluateResult))
+@server.tool(annotations=hints("Evaluate an answer"))
 async def evaluate(
     ctx: Context,
     task: str,
@@ -139,7 +139,7 @@ async def evaluate(
     mode: Mode = None,
     llm: Llm = None,
     app: AppContext = App,
-) -> AsIs[R.EvaluateResult] | mt.InputRequiredResult:
+) -> R.EvaluateResult | mt.InputRequiredResult:
     """Check an answer before giving it: re-verifies its cited anchors, data files and code runs; a model (llm)
     also critiques the content. Without one the verdict is "automatic checks passed" or "automatic checks failed" and the
     content is "not judged (no model)"."""
@@ -163,7 +163,6 @@ async def evaluate(
     app=AppConfig(resource_uri=VIEW_URI),  # hosts with MCP Apps show the run report (needs trace)
     annotations=hints("Answer a question (whole graph)"),
     task=task_on(server),
-    output_schema=lean_schema(R.RolesRun),
 )
 async def run(
     ctx: Context,
@@ -172,7 +171,7 @@ async def run(
     llm: Llm = None,
     session_id: Annotated[str | None, Field(description="memory session whose recall joins the context")] = None,
     wait_s: Annotated[float, Field(ge=0, le=600, description="seconds to wait before answering with a job id")] = 120,
-) -> AsIs[R.RolesRun]:
+) -> R.RolesRun:
     """Answer a question end to end with cited evidence (plan, run the tools, answer, evaluate; rag_search is
     quicker for a lookup). Returns ``answer {text, citations}`` and ``evaluation``, or after ``wait_s`` a
     ``job_id`` for roles_job_status."""
@@ -202,32 +201,32 @@ async def run(
     return await call_core(roles.run_outcome, job_id, run_id, wait_s=wait_s, report_uri=report_uri(run_id))
 
 
-@server.tool(annotations=hints("Roles run status", read_only=True), output_schema=lean_schema(R.RolesJob))
+@server.tool(annotations=hints("Roles run status", read_only=True))
 async def job_status(
     job_id: Annotated[str | None, Field(description="id from roles_run; omit to list recent jobs")] = None,
     app: AppContext = App,
-) -> AsIs[R.RolesJob]:
+) -> R.RolesJob:
     """Use to follow a roles_run that answered ``status: running``: running, done (with
     ``result``), failed, interrupted or cancelled. No ``job_id``: the recent jobs."""
     return await call_core(app.roles.job_status, job_id)
 
 
-@server.tool(annotations=hints("Submit a route"), output_schema=lean_schema(R.SubmitResult))
+@server.tool(annotations=hints("Submit a route"))
 async def submit_route(
     ctx: Context,
     route: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_router prompt")],
     app: AppContext = App,
-) -> AsIs[R.SubmitResult]:
+) -> R.SubmitResult:
     """Check and store the route your model wrote from the roles_router prompt; an error lists what to fix."""
     return await _checked(app.roles.submit_route(route, run_id=_run_id(ctx)))
 
 
-@server.tool(annotations=hints("Submit a plan"), output_schema=lean_schema(R.SubmitResult))
+@server.tool(annotations=hints("Submit a plan"))
 async def submit_plan(
     ctx: Context,
     plan: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_planner prompt")],
     app: AppContext = App,
-) -> AsIs[R.SubmitResult]:
+) -> R.SubmitResult:
     """Check your model's plan (from the roles_planner prompt) against the live tools and store it; an error
     lists what to fix."""
 
@@ -238,12 +237,12 @@ async def submit_plan(
     return await _checked(go())
 
 
-@server.tool(annotations=hints("Submit critiques"), output_schema=lean_schema(R.CritiqueSubmitResult))
+@server.tool(annotations=hints("Submit critiques"))
 async def submit_critique(
     ctx: Context,
     critique: Annotated[dict[str, Any], Field(description="JSON asked for by the roles_evaluator prompt")],
     app: AppContext = App,
-) -> AsIs[R.CritiqueSubmitResult]:
+) -> R.CritiqueSubmitResult:
     """Check and store the critiques your model wrote from the roles_evaluator prompt; the verdict ("passed" or
     "failed") follows the configured severity thresholds. An error lists what to fix."""
     return await _checked(app.roles.submit_critique(critique, run_id=_run_id(ctx)))

@@ -22,11 +22,11 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
 
+from ..serving.common import AisacServer, App, call_core, tool_error
+from ..serving.completions import by_prefix
 from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
-from ..shapes.completions import by_prefix
-from ..shapes.results_schema import schema
-from .common import AisacServer, App, call_core, hints, tool_error
+from ..shapes.annotations import hints
 
 server = AisacServer(
     "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
@@ -35,7 +35,7 @@ server = AisacServer(
 RunId = Annotated[str, Field(description="a run id (trace_list_runs)")]
 
 
-@server.tool(annotations=hints("List runs", read_only=True), output_schema=schema(R.Runs))
+@server.tool(annotations=hints("List runs", read_only=True))
 async def list_runs(
     since: Annotated[str | None, Field(description="ISO 8601: active at or after")] = None,
     until: Annotated[str | None, Field(description="ISO 8601: started at or before")] = None,
@@ -63,9 +63,7 @@ async def list_runs(
     )
 
 
-@server.tool(
-    annotations=hints("Read a run", read_only=True), app=AppConfig(resource_uri=VIEW_URI), output_schema=schema(R.Run)
-)
+@server.tool(annotations=hints("Read a run", read_only=True), app=AppConfig(resource_uri=VIEW_URI))
 async def get_run(
     run_id: RunId,
     detail: Annotated[
@@ -172,7 +170,7 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
         raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
 
-@server.tool(annotations=hints("Read an event", read_only=True), output_schema=schema(R.EventDetail))
+@server.tool(annotations=hints("Read an event", read_only=True))
 async def get_event(
     event_id: Annotated[int, Field(ge=1, description="an id from trace_get_run")], app: AppContext = App
 ) -> R.EventDetail:
@@ -181,7 +179,7 @@ async def get_event(
     return await call_core(app.trace.get_event, event_id)
 
 
-@server.tool(annotations=hints("Export a run", idempotent=True), output_schema=schema(R.Exported))
+@server.tool(annotations=hints("Export a run", idempotent=True))
 async def export(
     run_id: RunId, format: Literal["json", "markdown", "html", "prov", "rocrate"] = "json", app: AppContext = App
 ) -> R.Exported:
@@ -191,14 +189,14 @@ async def export(
     return await call_core(app.trace.export, run_id, format)
 
 
-@server.tool(annotations=hints("Verify a run's evidence", read_only=True), output_schema=schema(R.Verified))
+@server.tool(annotations=hints("Verify a run's evidence", read_only=True))
 async def verify(run_id: RunId, app: AppContext = App) -> R.Verified:
     """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
     input file; ``status`` is the worst of unchanged, changed, missing."""
     return await call_core(app.trace.verify, run_id)
 
 
-@server.tool(annotations=hints("Replay a run"), output_schema=schema(R.Replayed))
+@server.tool(annotations=hints("Replay a run"))
 async def replay(
     run_id: RunId,
     force: Annotated[list[str] | None, Field(description="tool names to replay although skipped by rule")] = None,
@@ -215,7 +213,7 @@ async def replay(
         raise tool_error(str(exc), what="trace_replay") from exc
 
 
-@server.tool(annotations=hints("Compare two runs", read_only=True), output_schema=schema(R.Diff))
+@server.tool(annotations=hints("Compare two runs", read_only=True))
 async def diff(
     run_a: RunId, run_b: Annotated[str, Field(description="e.g. a replay_run_id")], app: AppContext = App
 ) -> R.Diff:
@@ -224,7 +222,7 @@ async def diff(
     return await call_core(app.trace.diff, run_a, run_b)
 
 
-@server.tool(annotations=hints("Trace statistics", read_only=True), output_schema=schema(R.Stats))
+@server.tool(annotations=hints("Trace statistics", read_only=True))
 async def stats(
     since: Annotated[str | None, Field(description="ISO 8601: events at or after")] = None, app: AppContext = App
 ) -> R.Stats:
@@ -233,7 +231,7 @@ async def stats(
     return await call_core(app.trace.stats, since)
 
 
-@server.tool(annotations=hints("Delete old runs", destructive=True), output_schema=schema(R.Pruned))
+@server.tool(annotations=hints("Delete old runs", destructive=True))
 async def prune(
     older_than_days: Annotated[float, Field(ge=0, description="age of the last event, 0-36,500")],
     dry_run: Annotated[bool, Field(description="only list")] = True,

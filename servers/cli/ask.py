@@ -17,7 +17,7 @@ from aisac_core.owner import OwnerInfo, live_owner
 from aisac_core.roles import RolesError
 from aisac_core.roles.evaluator import NOT_JUDGED, verdict
 
-from ..owner.proxying import owner_mcp_transport
+from ..base.proxying import owner_mcp_transport
 from ..serving.toolclient import SuiteTools
 from .safe import safe_print
 

@@ -129,7 +129,7 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
-    from ..adapters.builtin import aisac_register_servers
+    from ..base.builtin import aisac_register_servers
     from ..owner.daemon import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 
     logging.basicConfig(
@@ -528,7 +528,7 @@ def install(
                 default=settings.tools,
             )
         if tools is not None:  # the names too, not only the form (a typo would stop the host's server at start)
-            from ..adapters.builtin import aisac_register_servers
+            from ..base.builtin import aisac_register_servers
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         env = host_env(settings)

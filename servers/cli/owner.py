@@ -96,7 +96,7 @@ def _client(
     # proxy never need it
     from fastmcp import Client
 
-    from ..owner.proxying import HOST_HEADER, owner_mcp_transport
+    from ..base.proxying import HOST_HEADER, owner_mcp_transport
 
     headers = {HOST_HEADER: json.dumps(host, separators=(",", ":"))} if host is not None else None
     return Client(owner_mcp_transport(info, headers), timeout=timeout)

@@ -94,7 +94,7 @@ def build_proxy(settings: Settings, names: list[str] | None = None, profile: Too
     session is reopened transparently. ``names`` restricts the exposed tools, resources and prompts to those
     namespaces (``aisac serve rag``); ``profile``, to a tool profile (``aisac serve --tools core``,
     :mod:`aisac_core.tool_profiles`; the owner serves every tool). A call cut because the owner died mid-call fails
-    with :data:`~aisac_servers.owner.proxying.OWNER_STOPPED`.
+    with :data:`~aisac_servers.base.proxying.OWNER_STOPPED`.
     Raises nothing at build time; a request fails with the owner's error (:class:`~aisac_core.owner.OwnerError`)
     when no owner can be reached."""
     return OwnerProxy(settings, names, profile)

@@ -29,8 +29,8 @@ from aisac_core.owner import OwnerInfo, ensure_owner
 from aisac_core.settings import Settings
 from aisac_core.tool_profiles import ToolProfile, of_servers
 
+from ..base.proxying import CLIENT_HEADER, OWNER_STOPPED, owner_mcp_transport, owner_stopped
 from ..serving.dashboard import forward_dashboard
-from .proxying import CLIENT_HEADER, OWNER_STOPPED, owner_mcp_transport, owner_stopped
 
 log = logging.getLogger("aisac.owner")
 
@@ -96,15 +96,15 @@ class NamespaceFilter(Middleware):
 
 def owner_stopped_error(exc: BaseException) -> ToolError | None:
     """The :class:`ToolError` a proxy's caller gets when ``exc`` (what forwarding a call raised) means the
-    connection to the owner broke mid-call - the owner process died (:func:`aisac_servers.owner.proxying.owner_stopped`):
-    :data:`~aisac_servers.owner.proxying.OWNER_STOPPED`, saying the call may or may not have been applied and that the next
+    connection to the owner broke mid-call - the owner process died (:func:`aisac_servers.base.proxying.owner_stopped`):
+    :data:`~aisac_servers.base.proxying.OWNER_STOPPED`, saying the call may or may not have been applied and that the next
     call restarts the owner. None for any other error (timeouts, tool errors of the owner), which passes unchanged."""
     return ToolError(OWNER_STOPPED) if owner_stopped(exc) else None
 
 
 class OwnerStopped(Middleware):
     """On a proxy: a call cut because the owner process died becomes
-    :data:`~aisac_servers.owner.proxying.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
+    :data:`~aisac_servers.base.proxying.OWNER_STOPPED` (instead of an empty or transport-level message); every other result
     or error passes unchanged."""
 
     async def on_call_tool(

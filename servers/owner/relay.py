@@ -2,7 +2,7 @@
 
 ``aisac serve`` over stdio, while another process owns the store, runs :class:`StdioRelay`: every JSON-RPC message
 the host writes on stdin is POSTed as is to the owner's streamable HTTP endpoint (bearer token from ``owner.json``)
-over the owner's Unix socket (loopback TCP when it has none, :func:`aisac_servers.owner.proxying.owner_http_client`)
+over the owner's Unix socket (loopback TCP when it has none, :func:`aisac_servers.base.proxying.owner_http_client`)
 through one pooled keep-alive ``httpx`` client and one MCP session, and every message of the answer (a JSON body or
 the events of a server-sent-event stream: progress, log messages, server requests, the response) is written back
 to stdout as one line. The relay never decodes tool results, so progress notifications reach the caller that asked
@@ -18,7 +18,7 @@ Around the bytes the relay adds only:
 - the owner's lifecycle: before each request a ``stat`` of ``owner.json`` says whether the owner changed; when it
   did, or the connection is refused, :func:`aisac_core.owner.ensure_owner` finds (or starts) the owner and the
   host's ``initialize`` is replayed to it, so the host never sees the change. A call cut mid-way because the owner
-  died gets :data:`aisac_servers.owner.proxying.OWNER_STOPPED` as a tool error;
+  died gets :data:`aisac_servers.base.proxying.OWNER_STOPPED` as a tool error;
 - ``names``: only the tools and prompts of those namespaces (``rag_*``) and their ``aisac://<name>/`` resources are
   listed or callable; ``profile``: likewise for a tool profile (``aisac serve --tools core``,
   :mod:`aisac_core.tool_profiles`), whose instructions keep only the lines of its servers.
@@ -54,8 +54,8 @@ from aisac_core.owner import (
 )
 from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_servers, scrub_text
 
+from ..base.proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED, owner_http_client
 from .catalog import CACHEABLE, AnswerCatalog
-from .proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED, owner_http_client
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     import httpx

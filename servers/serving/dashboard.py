@@ -92,7 +92,7 @@ def forward_dashboard(mcp: FastMCP, owner: Callable[[], Awaitable[OwnerInfo]], p
     from starlette.requests import Request
     from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
-    from ..owner.proxying import owner_http_client
+    from ..base.proxying import owner_http_client
 
     client: dict[str, httpx.AsyncClient] = {}  # per owner address (its Unix socket, or TCP)
 

@@ -4,7 +4,7 @@ The store's owner serves every host of the store. Settings that keep the store c
 chunking, parser, SQL and vector stores) are the owner's: a host with others is refused
 (:func:`aisac_core.owner.ensure_owner`). The settings of :data:`aisac_core.settings.PER_HOST` belong to the host
 connection instead; a relay (:mod:`aisac_servers.owner.relay`) sends them with every request in the header
-:data:`~aisac_servers.owner.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode, memory_scope}``) and
+:data:`~aisac_servers.base.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode, memory_scope}``) and
 :class:`HostView` applies them for that request only:
 
 - ``roots``: the corpus roots of the request (:data:`aisac_core.settings.HOST_ROOTS`): ``rag_index``, ``data_load``,
@@ -41,7 +41,7 @@ from aisac_core.context import AppContext
 from aisac_core.settings import HOST_MEMORY_SCOPE, HOST_ROOTS, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
-from ..owner.proxying import CLIENT_HEADER, HOST_HEADER
+from ..base.proxying import CLIENT_HEADER, HOST_HEADER
 from ..shapes.toollist import scrubbed
 
 log = logging.getLogger("aisac.owner")

@@ -7,7 +7,8 @@ through the middleware instead - for aisac's suite, every mounted server's listi
 schema, about 80 % of the server CPU of a mixed call under load (docs/retrieval.md, "Serving under load").
 
 :func:`install_schema_lookup` fills a name -> input schema table once, when the suite starts (its lifespan), from the
-suite's own unfiltered listing with ``$ref`` inlined as the listing does, and only then sets the lookup: before, and
+suite's own unfiltered listing with ``$ref`` inlined as the listing does
+(:func:`~aisac_servers.shapes.results_schema.inline_refs`, the same inlining), and only then sets the lookup: before, and
 if filling fails, the SDK keeps its listing. A tool absent from the table (none at start) gets None: the SDK skips
 the header check, and dispatch answers an unknown tool as before. The MCP Python SDK's own high-level server does
 the same (``MCPServer._tool_input_schema``: the tool's parameters, found before middleware runs).
@@ -20,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fastmcp import FastMCP
-from fastmcp.utilities.json_schema import dereference_refs
+
+from ..shapes.results_schema import inline_refs
 
 log = logging.getLogger("aisac.suite")
 
@@ -39,7 +41,7 @@ class InputSchemas:
         """List ``server``'s tools once (no middleware: hidden tools included) and keep each input schema."""
         table: dict[str, Mapping[str, Any]] = {}
         for tool in await server.list_tools(run_middleware=False):
-            table.setdefault(tool.name, dereference_refs(tool.parameters))
+            table.setdefault(tool.name, inline_refs(tool.parameters))
         self.table = table
 
 

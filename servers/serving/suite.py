@@ -31,10 +31,10 @@ from aisac_core.tool_profiles import CATALOG_TOOLS, ToolProfile, compose_instruc
 from aisac_core.trace.journal import TraceUnavailableError
 from aisac_core.trace.recorder import RunAssigner
 
-from ..adapters import builtin
-from ..adapters.common import FULL_RESULT_META, AisacServer, SafeErrors, call_core
-from ..shapes.completions import chain_completions
+from ..base import builtin
 from ..shapes.toollist import CompactToolList, ToolSearch
+from .common import FULL_RESULT_META, AisacServer, SafeErrors, call_core
+from .completions import chain_completions
 from .dashboard import mount_dashboard
 from .hosts import HostView
 from .schemas import install_schema_lookup
@@ -47,7 +47,7 @@ log = logging.getLogger("aisac.suite")
 current_run_id: ContextVar[str | None] = ContextVar("aisac_current_run_id", default=None)
 
 #: namespace -> "module:attribute" of each built-in server (tool names are prefixed: memory_, rag_, lit_, data_,
-#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.adapters.builtin`)
+#: roles_, trace_); they register through the ``aisac_register_servers`` hook (:mod:`aisac_servers.base.builtin`)
 ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 #: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
 SERVERS = dict(builtin.aisac_register_servers())
@@ -55,7 +55,7 @@ SERVERS = dict(builtin.aisac_register_servers())
 
 def take_full_result(result: ToolResult) -> tuple[ToolResult, Any]:
     """``(result without the full form, the full form or None)``: a tool that returns a compact form hands the full
-    result in its ``_meta`` under :data:`~aisac_servers.adapters.common.FULL_RESULT_META`; the trace records it, the client
+    result in its ``_meta`` under :data:`~aisac_servers.serving.common.FULL_RESULT_META`; the trace records it, the client
     never sees it."""
     meta = result.meta
     if not meta or FULL_RESULT_META not in meta:
@@ -284,7 +284,7 @@ def _load_installed(server: Any, app: AppContext, pm: Any, label: str) -> FastMC
 
 
 def _lifespan(app: AppContext, *, own: bool) -> Any:
-    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.adapters.common.current_app`). With
+    """The suite's lifespan: yields ``{"app": app}`` to every tool (:func:`aisac_servers.serving.common.current_app`). With
     ``own``, it also warms the app in the background at start (models, vector store) and closes it at exit."""
 
     @asynccontextmanager
@@ -403,6 +403,7 @@ def build(
             profile.lists if profile is not None and profile.search else None,
             profile=profile if profile is not None and not profile.is_full else None,
             every=functools.partial(every_tool_name, available),
+            typed=profile is None or not profile.budgeted,
         )
     )
     # inside the provenance middleware (added later = inner), so the trace records the safe message too: every tool

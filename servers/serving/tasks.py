@@ -8,7 +8,7 @@ engine is ``fastmcp-tasks`` on docket's in-process ``memory://`` backend (no Red
 may name one), registered on the suite root by :func:`add_tasks`.
 
 The tool bodies run in a docket worker of the serving process when tasked: they read the application context
-through :func:`app_of` (the worker has no request, so :func:`aisac_servers.adapters.common.current_app` cannot), report
+through :func:`app_of` (the worker has no request, so :func:`aisac_servers.serving.common.current_app` cannot), report
 progress through :func:`report` (MCP progress notifications in the foreground, the task's status message when
 tasked) and stop their job when the task is cancelled (:func:`follow_index_job`).
 """
@@ -37,8 +37,9 @@ from fastmcp_tasks.client import TasksClientExtension, _build_tasks_client_exten
 
 from aisac_core.context import AppContext
 from aisac_core.rag.results import IndexJob
+from aisac_core.sessions.results import CodeRun, CodeRunPending
 
-from ..adapters.common import call_core, current_app
+from .common import call_core, current_app
 
 log = logging.getLogger("aisac.tasks")
 
@@ -224,8 +225,8 @@ async def follow_index_job(
 
 
 async def follow_code_run(
-    ctx: Context | None, sandbox: Any, first: dict[str, Any], wait_s: float | None
-) -> tuple[dict[str, Any], list[bytes]]:
+    ctx: Context | None, sandbox: Any, first: CodeRunPending, wait_s: float | None
+) -> tuple[CodeRun, list[bytes]]:
     """Wait up to ``wait_s`` seconds more (None: until it ends) for the code run ``first`` (a pending result of
     ``SandboxManager.run``), reporting the elapsed time; a cancelled call cancels the run (its worker is killed).
     Returns ``(result, images)``: the run's result, or ``first`` when it is still running after ``wait_s``."""
@@ -242,11 +243,11 @@ async def follow_code_run(
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(sandbox.cancel, job_id)
         raise
-    return {
-        **first,
-        "error": f"still running after {wait_s:g} s; poll data_code_job_status(job_id={job_id!r}) "
-        "or stop it with rag_job_cancel",
-    }, []
+    still = first.copy()
+    still["error"] = (
+        f"still running after {wait_s:g} s; poll data_code_job_status(job_id={job_id!r}) or stop it with rag_job_cancel"
+    )
+    return still, []
 
 
 def _roles_progress(app: AppContext, run_id: str) -> tuple[int, str]:

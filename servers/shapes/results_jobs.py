@@ -6,9 +6,11 @@ run). The other long tools' results are declared in the core: :class:`aisac_core
 
 from __future__ import annotations
 
+from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 
+@with_config(ConfigDict(extra="forbid"))
 class Cancel(TypedDict):
     job_id: str
     kind: str

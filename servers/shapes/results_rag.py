@@ -1,19 +1,17 @@
 """The compact form of ``rag_search``'s result (presentation only: the result types of the rag tools are declared
 once, in :mod:`aisac_core.rag.results`): each hit keeps the keys a model works with and a snippet of its text
-(:func:`compact`), and :func:`out_schema`, the lean output schema of a rag result type.
+(:func:`compact`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, NotRequired
+from typing import NotRequired
 
 from pydantic import with_config
 from typing_extensions import TypedDict
 
 from aisac_core.rag.results import OPEN, SearchResultDict, SearchResultOf
-
-from .results_schema import schema
 
 
 @with_config(OPEN)
@@ -114,18 +112,3 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
     if "message" in full:
         out["message"] = full["message"]
     return out
-
-
-def out_schema(tp: Any) -> dict[str, Any]:
-    """The lean output schema of ``tp`` (:func:`aisac_servers.shapes.results_schema.schema`) with ``required`` kept only
-    at the top level: nested rows list their keys and types, the description says which are optional."""
-    out = schema(tp)
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, list):
-            return [strip(x) for x in node]
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "required"}
-        return node
-
-    return {k: (v if k in ("required", "type") else strip(v)) for k, v in out.items()}

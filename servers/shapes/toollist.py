@@ -4,15 +4,19 @@ Each tool keeps its full schemas on the server (fastmcp validates arguments agai
 ``docs/tools.md`` documents the full result types); the listing a host receives is compacted by
 :class:`CompactToolList`, a middleware of the suite:
 
-- ``$ref`` s are inlined and ``$defs`` dropped (a recursive type stops at :data:`MAX_DEPTH` as ``{}``);
+- ``$ref`` s are inlined and ``$defs`` dropped (:func:`~aisac_servers.shapes.results_schema.inline_refs`: where a
+  recursive type refers to itself, ``{}``);
 - ``title`` keys of schemas are dropped (the property name says the same);
 - an optional argument declared ``anyOf: [X, null]`` with default ``null`` is listed as ``X`` and not
   required (leaving it out means the same as ``null``); ``"default": null`` is dropped;
-- the output schema lists the result's top-level keys and, in ``required``, those every result carries (a typed
-  client may rely on them), without their types or nesting: a host validates that structured content has the
-  promised keys and a model knows what comes back by their names; the full result types (JSON types, nesting, no
-  other top-level key) are served by the server's own validation and documented in ``docs/tools.md``. Listing
-  the types as well would cost about 850 tokens a conversation in the ``core`` profile alone;
+- the output schema is the result type's (:func:`~aisac_servers.shapes.results_schema.output_schema`: JSON types of
+  every key and nested record, ``required``, ``additionalProperties: false`` where the type is closed) without its
+  descriptions: the tool's description says what the result means, and a host validates structured content against
+  the listed schema as it is (the MCP specification, "Output Schema"). The token-budgeted profiles (``core`` and
+  ``full``, 5,000 and 12,000 tokens: what every conversation pays) list the top-level keys and ``required`` only:
+  the types would cost about 4,900 more tokens in ``core`` (6,300 for every nested type, 2,600 for the top-level
+  ones, against 1,400 for the names; MiniLM WordPiece) and even ``additionalProperties: false`` (about 100) does not
+  fit; a tool found with ``tools_search`` and every other profile carry the whole typed schema;
 - fastmcp's own ``_meta.fastmcp`` entry (the tool's tags) is left out;
 - annotation hints that equal the MCP specification's defaults (``readOnlyHint`` false, ``destructiveHint``
   true, ``idempotentHint`` false, ``openWorldHint`` true; "Tool annotations" in the specification) are left
@@ -36,57 +40,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from aisac_core.tool_profiles import scrub_text
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
 
-from ..adapters.common import hints
-
-#: nesting depth at which inlining ``$ref`` s stops (recursive types such as a JSON value)
-MAX_DEPTH = 8
-_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
-
-
-def _inline(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    """``schema`` with every local ``$ref`` replaced by its definition (``{}`` beyond :data:`MAX_DEPTH`)."""
-    if depth > MAX_DEPTH:
-        return {}
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = defs.get(ref.rsplit("/", 1)[-1], {})
-            rest = {k: v for k, v in schema.items() if k != "$ref"}
-            return {**_inline(target, defs, depth + 1), **_inline(rest, defs, depth + 1)}
-        return {k: _inline(v, defs, depth + 1) for k, v in schema.items() if k != "$defs"}
-    if isinstance(schema, list):
-        return [_inline(v, defs, depth + 1) for v in schema]
-    return schema
-
-
-def _types(schema: dict[str, Any]) -> list[str]:
-    """The JSON types a (sub)schema admits, from ``type`` or the branches of ``anyOf``/``oneOf``."""
-    t = schema.get("type")
-    if isinstance(t, str):
-        return [t]
-    if isinstance(t, list):
-        return [x for x in t if isinstance(x, str)]
-    out: list[str] = []
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        if isinstance(branch, dict):
-            out += [x for x in _types(branch) if x not in out]
-    if not out and "const" in schema:
-        out = [_const_type(schema["const"])]
-    if not out and isinstance(schema.get("enum"), list) and schema["enum"]:
-        out = sorted({_const_type(v) for v in schema["enum"]})
-    return out
-
-
-def _const_type(v: Any) -> str:
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }.get(type(v), "string")
+from .annotations import hints
+from .results_schema import inline_refs
 
 
 def _compact_input_property(prop: Any) -> Any:
@@ -116,31 +71,46 @@ def compact_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None
     """The listed form of a tool's input schema (module docstring); ``None`` stays ``None``."""
     if not isinstance(schema, dict):
         return schema
-    s: dict[str, Any] = _inline(schema, schema.get("$defs") or {})
+    s: dict[str, Any] = inline_refs(schema)
     s.pop("title", None)
     if isinstance(s.get("properties"), dict):
         s["properties"] = {k: _compact_input_property(v) for k, v in s["properties"].items()}
     return s
 
 
-def compact_output_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The listed form of a tool's output schema: ``{"type": "object", "properties": {key: {}, ...}, "required":
-    [...]}`` with the top-level keys only and ``required`` as the result type declares it (module docstring); a
-    schema without properties is returned as it is."""
+def _undescribed(node: Any, *, under_properties: bool = False) -> Any:
+    """``node`` (a schema or part of one) without ``description`` and ``title`` keys (a property may be called
+    either: the names under ``properties`` stay)."""
+    if isinstance(node, list):
+        return [_undescribed(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if under_properties:
+        return {k: _undescribed(v) for k, v in node.items()}
+    return {
+        k: _undescribed(v, under_properties=k == "properties")
+        for k, v in node.items()
+        if k not in ("description", "title")
+    }
+
+
+def compact_output_schema(schema: dict[str, Any] | None, *, typed: bool = True) -> dict[str, Any] | None:
+    """The listed form of a tool's output schema (module docstring); ``None`` stays ``None``.
+
+    ``typed`` (the default): the declared schema with references inlined, without descriptions or titles; its
+    types, ``required`` and ``additionalProperties`` kept. ``typed=False`` (the token-budgeted profiles, ``core``
+    and ``full``): the top-level keys without their types (``{}``: any value) and ``required``."""
     if not isinstance(schema, dict):
         return schema
-    s = _inline(schema, schema.get("$defs") or {})
-    props = s.get("properties")
-    if not isinstance(props, dict) or not props:
-        return {k: v for k, v in s.items() if k != "title"}
-    out: dict[str, Any] = {name: {} for name in props}  # any JSON value: the names and required keys are the promise
-    compact: dict[str, Any] = {"type": "object", "properties": out}
-    required = [k for k in s.get("required") or () if k in out]
-    if required:  # the keys every result carries: a typed client may rely on them
-        compact["required"] = required
-    if "x-fastmcp-wrap-result" in s:  # fastmcp's marker of a non-object result wrapped as {"result": ...}
-        compact["x-fastmcp-wrap-result"] = s["x-fastmcp-wrap-result"]
-    return compact
+    out: dict[str, Any] = _undescribed(inline_refs(schema))
+    props = out.get("properties")
+    if typed or not isinstance(props, dict) or not props:
+        return out
+    keys: dict[str, Any] = {"type": "object", "properties": {name: {} for name in props}}
+    for key in ("required", "x-fastmcp-wrap-result"):
+        if key in out:
+            keys[key] = out[key]
+    return keys
 
 
 def compact_annotations(ann: Any) -> dict[str, Any] | None:
@@ -173,15 +143,16 @@ def _listed_class(cls: type) -> type:
     return sub
 
 
-def listed(tool: Any, *, tasks: bool = True) -> Any:
+def listed(tool: Any, *, tasks: bool = True, typed: bool = True) -> Any:
     """``tool`` (a fastmcp tool) in its compact wire form (module docstring): a copy, the tool itself unchanged.
     ``tasks=False``: without ``execution.taskSupport`` (a client whose protocol version has no tasks: the long
-    tools answer it in the foreground, with a job id to poll)."""
+    tools answer it in the foreground, with a job id to poll). ``typed=False``: the output schema's top-level keys
+    only (:func:`compact_output_schema`)."""
     ann = tool.annotations
     title = tool.title or (ann.get("title") if isinstance(ann, dict) else getattr(ann, "title", None))
     update = {
         "parameters": compact_input_schema(tool.parameters),
-        "output_schema": compact_output_schema(tool.output_schema),
+        "output_schema": compact_output_schema(tool.output_schema, typed=typed),
         "annotations": compact_annotations(ann),
         "title": title,
     }
@@ -217,10 +188,12 @@ class CompactToolList(Middleware):
     """Lists every tool in its compact wire form (module docstring); calls are not affected. ``keep``: a predicate
     on tool names; the others are left out of the list but stay callable (the ``full`` profile lists only its core
     tools and finds the rest with ``tools_search``). ``profile`` and ``every`` (an async function naming every tool
-    of the whole suite): the descriptions name no tool the profile does not offer (:func:`scrubbed`)."""
+    of the whole suite): the descriptions name no tool the profile does not offer (:func:`scrubbed`). ``typed``:
+    output schemas with their types (False for the token-budgeted profiles: top-level keys only)."""
 
-    def __init__(self, keep: Any = None, profile: Any = None, every: Any = None) -> None:
+    def __init__(self, keep: Any = None, profile: Any = None, every: Any = None, *, typed: bool = True) -> None:
         self.keep = keep
+        self.typed = typed
         self.profile = profile
         self.every = every
         self._hidden: frozenset[str] | None = None
@@ -238,7 +211,7 @@ class CompactToolList(Middleware):
         tools = [t for t in await call_next(context) if self.keep is None or self.keep(t.name)]
         tasks = tasks_negotiable(context.fastmcp_context)
         hidden = await self._hide({t.name for t in tools})
-        return [scrubbed(listed(t, tasks=tasks), hidden) for t in tools]
+        return [scrubbed(listed(t, tasks=tasks, typed=self.typed), hidden) for t in tools]
 
 
 def tasks_negotiable(ctx: Any) -> bool:

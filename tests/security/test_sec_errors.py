@@ -5,7 +5,7 @@ Inputs found by an attacker against the installed suite, sent through a real in-
 (real files, a real SQLite store): a 100,000-character trace search (SQLite's LIKE limit, whose error quoted the
 SQL), integers and durations that overflow SQLite or ``datetime``, malformed CSV quoting, JSON nested 100,000 deep, a
 100,000-column CSV (silently cut to 10,730 columns), echoed 200,000-character ids, and a call cut because the owner
-daemon died (an empty or transport-level message). The safety net in ``servers/adapters/common.py`` is exercised with real
+daemon died (an empty or transport-level message). The safety net in ``servers/serving/common.py`` is exercised with real
 database errors and a real in-process server.
 """
 
@@ -191,7 +191,7 @@ async def test_a_real_database_error_reaches_the_client_without_its_sql(app, cap
     from sqlalchemy import text as sql
 
     from aisac_core.trace.recorder import record_tool_call
-    from aisac_servers.adapters.common import call_core
+    from aisac_servers.serving.common import call_core
 
     record_tool_call(
         app.engine,
@@ -248,7 +248,7 @@ async def test_a_real_database_error_reaches_the_client_without_its_sql(app, cap
 
 async def test_every_error_message_is_capped_and_fastmcp_wrapped_ones_too(app):
     from aisac_core.errors import AisacError
-    from aisac_servers.adapters.common import MAX_ERROR_CHARS, SafeErrors, call_core
+    from aisac_servers.serving.common import MAX_ERROR_CHARS, SafeErrors, call_core
 
     def long_user_error() -> None:
         raise AisacError("bad value: " + "v" * 100_000)
@@ -285,8 +285,8 @@ def test_a_real_closed_connection_maps_to_the_owner_stopped_message():
     the proxy's mapping turns the transport error into the clear message; other errors pass unchanged."""
     import httpx
 
+    from aisac_servers.base.proxying import OWNER_STOPPED
     from aisac_servers.owner.http import owner_stopped_error
-    from aisac_servers.owner.proxying import OWNER_STOPPED
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))

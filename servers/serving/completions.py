@@ -12,7 +12,7 @@ from fastmcp import FastMCP
 
 from aisac_core.context import AppContext
 
-from ..adapters.common import current_app
+from .common import current_app
 
 
 def by_prefix(

@@ -20,7 +20,7 @@ BUILTIN_SERVERS = {
     "trace": "aisac_servers.adapters.trace:server",
 }
 #: the name this module is registered under on a plugin manager
-PLUGIN_NAME = "aisac_servers.adapters.builtin"
+PLUGIN_NAME = "aisac_servers.base.builtin"
 
 
 def _present(spec: str) -> bool:

@@ -1,13 +1,16 @@
 """What every server adapter shares: the application context a tool works on, running core calls off the event loop
-with clear MCP tool errors, and the safety net every tool error passes (:func:`safe_message`: capped below 2,000
-characters, never quoting SQL)."""
+with clear MCP tool errors, the safety net every tool error passes (:func:`safe_message`: capped below 2,000
+characters, never quoting SQL), and the typed boundary every tool result passes (:class:`AisacServer`: a tool's
+output schema is its result type's, and its result is validated against that type before it leaves)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
+import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import anyio
 import mcp_types as mt
@@ -18,10 +21,17 @@ from fastmcp.resources.base import ResourceResult
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.aggregate import AggregateProvider
+from fastmcp.server.providers.local_provider import LocalProvider
 from fastmcp.tools.base import ToolResult
+from fastmcp.tools.function_tool import FunctionTool
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+from typing_extensions import is_typeddict
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
+
+from ..shapes.results_schema import output_schema
 
 log = logging.getLogger("aisac.servers")
 
@@ -174,16 +184,132 @@ class _LookupInTurn(AggregateProvider):
         return self._get_highest_version_result(results, f"get_tool({name!r})")
 
 
+def _branches(annotation: Any) -> list[Any]:
+    """The alternatives of a union annotation (nested unions and ``Annotated`` unions flattened), else ``[it]``."""
+    inner = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    if get_origin(inner) in (Union, types.UnionType):
+        return [b for arg in get_args(inner) for b in _branches(arg)]
+    return [annotation]
+
+
+def _is_record(tp: Any) -> bool:
+    """Whether ``tp`` is a TypedDict (or a parametrised generic one such as ``SearchResultOf[CompactHit]``), also
+    inside ``Annotated``."""
+    tp = get_args(tp)[0] if get_origin(tp) is Annotated else tp
+    return is_typeddict(tp) or is_typeddict(get_origin(tp))
+
+
+def result_type(annotation: Any) -> Any | None:
+    """The declared result type in a tool's return annotation, or None when it declares none.
+
+    The result type is a TypedDict (or a parametrised generic TypedDict such as ``SearchResultOf[CompactHit]``), or
+    a union of them (a tagged union such as a pending or a finished run); the branches a tool may return besides it
+    are left out: :class:`~mcp_types.InputRequiredResult` (an ask for input, sent as it is) and
+    :class:`~fastmcp.tools.base.ToolResult` (content blocks built around the typed result, see :func:`typed_result`).
+    A project's own tools (``-> int``, no annotation) declare none: fastmcp serves them as before."""
+    if _is_record(annotation):
+        return annotation
+    branches = _branches(annotation)
+    kept = [b for b in branches if not (isinstance(b, type) and issubclass(b, ToolResult | mt.InputRequiredResult))]
+    if not kept or not all(_is_record(b) for b in kept):
+        return None
+    if len(kept) == len(branches):  # the annotation is the union itself (a discriminator, if any, kept)
+        return annotation
+    return kept[0] if len(kept) == 1 else Union[tuple(kept)]  # noqa: UP007 - built at run time
+
+
+@functools.cache  # one adapter per result type, built on first use
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
+
+
+def checked(tp: Any, value: Any, *, tool: str) -> Any:
+    """``value`` (a tool's result) validated against its result type ``tp``: a new value of exactly that type's
+    shape (pydantic's validation: undeclared keys of a closed type, a missing required key or a value of another
+    JSON type are errors; an open type keeps its other keys).
+
+    Raises:
+        ToolError: ``value`` is not of type ``tp`` - a defect of the server, not of the call: the message says so
+            and names the first few mismatches; the whole validation error goes to the log.
+    """
+    try:
+        return _adapter(tp).validate_python(value)
+    except ValidationError as exc:
+        log.error("%s: result outside its declared type %s: %s", tool, getattr(tp, "__name__", tp), exc)
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors(include_url=False)[:3]
+        )
+        raise tool_error(
+            f"internal error: the result of {tool} does not match its declared type ({where}), so it was not "
+            "sent; this is a defect of the server (the server log on stderr has details). The call itself may have "
+            "taken effect: check with the matching list or status tool before repeating a call that changes data",
+            what=tool,
+        ) from exc
+
+
+def typed_result(tp: Any, value: Any, *, content: list[Any], meta: dict[str, Any] | None = None) -> ToolResult:
+    """A tool result with content blocks of its own (images, resource links) around a typed result: the structured
+    content is ``value`` as its result type ``tp`` serialises it (the tool's return annotation names ``tp``; the
+    boundary validates it again, :class:`TypedTool`).
+
+    Args:
+        tp: the result type (a TypedDict).
+        value: the result, of type ``tp``.
+        content: the content blocks (a text block with the JSON of the result first, as MCP asks of a tool with
+            structured content, then images or resource links).
+        meta: the result's ``_meta``.
+    """
+    structured = _adapter(tp).dump_python(value, mode="json")
+    return ToolResult(content=content, structured_content=structured, meta=meta)
+
+
+class TypedTool(FunctionTool):
+    """A function tool whose result passes through its declared type (:func:`result_type` of its return annotation)
+    before it leaves: :func:`checked` validates it (a raw :class:`ToolResult` 's structured content too), then
+    fastmcp serialises it through the same type."""
+
+    def convert_result(self, raw_value: Any) -> ToolResult:
+        tp = result_type(self.return_type)
+        if tp is None:
+            return super().convert_result(raw_value)
+        if isinstance(raw_value, ToolResult):
+            if raw_value.structured_content is None:
+                return raw_value
+            value = checked(tp, raw_value.structured_content, tool=self.name)
+            return raw_value.model_copy(update={"structured_content": to_jsonable_python(value)})
+        return super().convert_result(checked(tp, raw_value, tool=self.name))
+
+
+class _TypedProvider(LocalProvider):
+    """The local tool storage of an :class:`AisacServer`: a function tool with a declared result type is registered
+    as a :class:`TypedTool` whose output schema is :func:`~aisac_servers.shapes.results_schema.output_schema` of that
+    type (the one schema helper; a tool does not give its own)."""
+
+    def _add_component(self, component: Any) -> Any:
+        if type(component) is FunctionTool and (tp := result_type(component.return_type)) is not None:
+            component = component.model_copy(update={"output_schema": output_schema(tp)})
+            component.__class__ = TypedTool  # a subclass without fields of its own: the same tool, typed
+        return super()._add_component(component)
+
+
 class AisacServer(FastMCP, _LookupInTurn):
-    """A fastmcp server as aisac's servers and the suite use it (per-call overhead, docs/retrieval.md "Serving
-    under load"): tools are looked up in turn (:class:`_LookupInTurn`), and schemas are not dereferenced by fastmcp
-    (``dereference_schemas=False`` unless given): the suite's ``tools/list`` inlines every ``$ref`` once
-    (:mod:`aisac_servers.shapes.toollist`); fastmcp's dereferencing, in the suite and again in each mounted server,
-    was about 65 % of a ``tools/list``. Takes :class:`~fastmcp.FastMCP` 's arguments."""
+    """A fastmcp server as aisac's servers and the suite use it.
+
+    - Typed boundary: every tool whose return annotation names a result type (:func:`result_type`) advertises that
+      type's output schema (:func:`~aisac_servers.shapes.results_schema.output_schema`) and returns its result
+      through it (:class:`TypedTool`).
+    - Per-call overhead (docs/retrieval.md "Serving under load"): tools are looked up in turn
+      (:class:`_LookupInTurn`), and schemas are not dereferenced by fastmcp (``dereference_schemas=False`` unless
+      given): the output schemas come inlined and the suite's ``tools/list`` inlines every input ``$ref`` once
+      (:mod:`aisac_servers.shapes.toollist`); fastmcp's dereferencing, in the suite and again in each mounted
+      server, was about 65 % of a ``tools/list``.
+
+    Takes :class:`~fastmcp.FastMCP` 's arguments."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("dereference_schemas", False)
         super().__init__(*args, **kwargs)
+        self._local_provider.__class__ = _TypedProvider  # the same storage, registering typed tools
 
 
 def current_app() -> AppContext:
@@ -273,33 +399,3 @@ def request_meta(key: str) -> Any:
     if isinstance(meta, dict):
         return meta.get(key)
     return (getattr(meta, "model_extra", None) or {}).get(key, getattr(meta, key, None))
-
-
-def hints(
-    title: str,
-    *,
-    read_only: bool = False,
-    destructive: bool = False,
-    idempotent: bool = False,
-    open_world: bool = False,
-) -> dict[str, Any]:
-    """The MCP tool annotations of a tool, all five always given (the spec's defaults are destructive and
-    open-world, so a tool that leaves one out looks dangerous to a host).
-
-    Args:
-        title: human-readable name a host shows ("Search the corpus").
-        read_only: the tool changes nothing (``readOnlyHint``); then ``destructiveHint`` is False.
-        destructive: the tool may delete or overwrite stored data (``destructiveHint``).
-        idempotent: calling it again with the same arguments has no further effect (``idempotentHint``).
-        open_world: the tool reaches outside aisac's store, e.g. a web API (``openWorldHint``).
-
-    Returns: ``{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}`` for
-    ``@server.tool(annotations=...)`` (MCP specification, "Tool annotations").
-    """
-    return {
-        "title": title,
-        "readOnlyHint": read_only,
-        "destructiveHint": destructive and not read_only,
-        "idempotentHint": idempotent or read_only,
-        "openWorldHint": open_world,
-    }
