@@ -330,8 +330,10 @@ async def test_code_run_results_are_the_tagged_union_at_the_boundary(tmp_path: P
     result missing a required key, or carrying an undeclared one, is refused by both."""
     import jsonschema
 
-    from aisac_core.sessions.results import CODE_RUN
-    from aisac_servers.adapters.data import CODE_RUN_SCHEMA as schema
+    from aisac_core.sessions.results import CODE_RUN, CodeRun
+    from aisac_servers.shapes.results_schema import output_schema
+
+    schema = output_schema(CodeRun)
 
     core = AppContext(Settings(data_dir=tmp_path / "store", warm=False, sandbox_cpu_s=5, sandbox_job_threshold_s=0.3))
     try:

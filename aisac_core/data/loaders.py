@@ -239,6 +239,7 @@ def load_csv(
         DataError: an empty file, or one that is not delimited text in the accepted form (the message names the
             line and what is wrong there: an unclosed quote, a line with more fields than the others).
     """
+    # long function: the CSV path's fallbacks (dialect, preamble, header) in the order they are tried
     import pandas as pd
 
     raw = path.read_bytes()
@@ -539,6 +540,7 @@ def sheet_frame(
     """One sheet's grid (merged cells filled) as ``(title, frame, options, notes)`` (see :func:`load_excel`);
     ``sheet``: the compact grid's :class:`SheetGrid` (its row/column maps and styles), None for a grid from A1.
     Raises DataError for bad ``header_rows``/``skip_rows``/``cell_range``, or ``tidy`` without value columns."""
+    # long function: a sheet's structure decisions (header, group column, summary blocks) applied in order
     import pandas as pd
 
     rmap = sheet.rows if sheet is not None else list(range(len(grid)))

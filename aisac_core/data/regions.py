@@ -162,6 +162,7 @@ def detect_region(
         DataError: malformed or out-of-sheet ``cell_range``; ``skip_rows`` leaving nothing; ``header_rows`` as
             large as the block or larger.
     """
+    # long function: one scan of a sheet's rows; its cases share the running region state
     merged = list(merged or [])
     n_rows = len(grid)
     n_cols = max((len(r) for r in grid), default=0)

@@ -284,6 +284,7 @@ def line_features(
     order of :data:`FEATURES` (content, context and computational features after Strudel, Jiang et al. EDBT 2021,
     section 4.1). ``n_total``, ``offset``: for a window of a longer grid, the grid's length and the window's first
     row (the relative position is the grid's)."""
+    # long function: the features of the structure model, in the order the trained model expects them
     width = max((len(r) for r in grid), default=0)
     # trailing empty columns do not count
     lines = _lines(grid, width)

@@ -449,6 +449,7 @@ class DialogueRecall:
         plus ``user``/``assistant`` and their ids on a pair. Raises MemoryInputError on an unknown session, an empty or
         over-long query, a bad scope or a value out of range.
         """
+        # long function: one recall: scope filters, both retrieval rounds and their fusion share the query state
         _check_str(query, "query", MAX_QUERY_CHARS)
         last_n = _check_int(last_n, "last_n", 0, 100)
         k = _check_int(k, "k", 0, 50)
@@ -593,6 +594,7 @@ class DialogueRecall:
         Returns ``{hits, count, total, offset, next_offset, mode, took_ms, message?}`` (``message`` when nothing
         matched). Raises MemoryInputError on an unknown session or role, a bad mode, limit (1-50) or offset.
         """
+        # long function: one dialogue search: the three modes share the scope filters and the result shaping
         _check_str(query, "query", MAX_QUERY_CHARS)
         if mode not in ("hybrid", "keyword", "semantic"):
             raise MemoryInputError(f"mode must be one of hybrid, keyword, semantic, got {mode!r}")

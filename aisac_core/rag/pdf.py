@@ -363,6 +363,7 @@ def reconstruct_pdf(res: Any, name: str, ocr: dict[int, OcrPage] | None = None, 
     positions, spacing accents composed and NFC, line-end hyphens kept or dropped by the document's vocabulary and
     a word list; ``_aisac_meta["hyphens"]`` lists the line-end decisions ``[head-, tail, joined]``. False: the
     text layer's lines as docling-parse reads them (aisac-parse-7; the benchmark's "before")."""
+    # long function: one pass over a document's text cells in reading order; its stages share the page state
     from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem
 
     lines, sizes, vertical = _pdf_lines(res, ocr, as_printed)

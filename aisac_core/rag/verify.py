@@ -103,6 +103,7 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
         PathOutsideRootsError: with registered roots, the document's file lies outside all of them (not read).
         BadPathError: the anchor's ``path`` (used without ``doc_id``) is empty, holds a NUL byte or is a loop.
     """
+    # long function: each anchor outcome (ok, file_changed, chunk_changed, missing, cell) checked in order, one place
     a = Anchor.parse(anchor)  # raises AnchorError naming what is missing
     if a.bbox is not None:
         return verify_cell_anchor(parts, a, anchor.get("text"))

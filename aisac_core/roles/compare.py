@@ -137,6 +137,7 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
     field} | None, difference_ev_per_atom | None}], lowest_reported, lowest_database, tables, provider, notes}``.
     Tool failures become notes; nothing is raised for them.
     """
+    # long function: the comparison table built row by row with both kinds of citation
     prop = str(node.get("property") or "formation_energy_per_atom")
     notes: list[str] = []
     out: dict[str, Any] = {

@@ -207,6 +207,7 @@ async def run_graph(
 
     Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
     """
+    # long function: the workflow graph's node loop; every node kind shares the run's state, budget and trace
     t_start = time.perf_counter()
     if not isinstance(task, str) or not task.strip():
         raise RolesError("task is empty: give the question to answer")

@@ -514,6 +514,7 @@ def extractive_answer(
     question is answered with its best sentence (plus one from another passage scoring at least
     :data:`SECOND_SHARE` of it), others with up to three (``max_sentences`` overrides);
     near-duplicates are merged (one sentence, the citations of both)."""
+    # long function: candidate sentences scored and gated in one place, so the answer rules read in order
     from aisac_core.roles.asked import (
         asked_head,
         asked_type,

@@ -392,6 +392,7 @@ def render_run(
     or None (no image: the card shows the highlighted text only); ``event_href``: link of an event's entry;
     ``run_href``: link of another run's page (a host's ``roles_run`` call links the graph's own run);
     ``figure_href(event_id, i)``: URL of the i-th figure of a code run (None: figures not shown)."""
+    # long function: the run page's sections in page order
     r = run_report(data)
     run = r["run"]
     by_chunk = {a["chunk_id"]: a for a in (verify or {}).get("anchors", [])} if verify else {}

@@ -296,6 +296,7 @@ def plan_svg(plan: dict[str, Any], *, href: Callable[[str], str] | None = None, 
     ``<path class="edge" data-from data-to>`` (``class="edge back"`` when dashed) through its dummy nodes, ending in
     an arrowhead: one ``<marker>``, its id derived from the plan, so two drawings on one page do not clash.
     """
+    # long function: the plan's SVG drawn in one pass over its nodes and edges
     by_id: dict[str, dict[str, Any]] = {}
     for nd in (plan or {}).get("nodes") or []:
         if isinstance(nd, dict) and _clean(nd.get("id")):

@@ -129,6 +129,7 @@ def serve(
     By default the store is shared: stdio processes proxy to the store's owner daemon (started on demand, see
     docs/processes.md); an HTTP server becomes the owner itself, or proxies to the running one.
     """
+    # long function: the `aisac serve` command: its options and the transports they select
     from ..base.builtin import aisac_register_servers
     from ..owner.daemon import build_proxy, serve_http  # httpx, the relay: `aisac --help` needs neither
 

@@ -90,6 +90,7 @@ def migrate(
 
     Example: aisac store migrate --to 'postgresql+psycopg://aisac:SECRET@localhost/aisac' --vectors sql
     """
+    # long function: the `aisac migrate` command: copy, verify and report in order
     # loaded by this command only: `aisac --help` and `aisac serve` start without SQLAlchemy
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -76,7 +76,32 @@ def _output_schema(tp: Any) -> dict[str, Any]:
     raw = TypeAdapter(tp).json_schema(mode="serialization")
     out: dict[str, Any] = _lean(inline_refs(raw))
     if "type" not in out and any(k in out for k in ("anyOf", "oneOf")):  # a union of records: still an object
-        out = {"type": "object", **out}
+        out = {"type": "object", **_union_keys(out.get("oneOf") or out.get("anyOf") or []), **out}
+    return out
+
+
+def _union_keys(variants: list[Any]) -> dict[str, Any]:
+    """What a host reads of any tool, on top of a union of records (``variants``: the branches' schemas):
+    ``properties`` (every key of any branch; a key whose branches differ widened to their union, its values joined
+    where both are closed), ``required`` (the keys every branch requires) and ``additionalProperties: false`` when
+    every branch is closed. Empty when a branch is not a record with properties."""
+    if not variants or not all(isinstance(v, dict) and isinstance(v.get("properties"), dict) for v in variants):
+        return {}
+    props: dict[str, Any] = {}
+    for v in variants:
+        for k, p in v["properties"].items():
+            if k in props and props[k] != p:
+                old = props[k]
+                values = [[q["const"]] if "const" in q else q.get("enum") for q in (old, p)]
+                wide = {kk: vv for kk, vv in p.items() if kk not in ("const", "enum")}
+                if values[0] is not None and values[1] is not None:  # both closed: the union of their values
+                    wide["enum"] = list(dict.fromkeys([*values[0], *values[1]]))
+                p = wide
+            props[k] = p
+    required = [k for k in variants[0].get("required", []) if all(k in v.get("required", []) for v in variants)]
+    out: dict[str, Any] = {"properties": props, "required": required}
+    if all(v.get("additionalProperties") is False for v in variants):
+        out["additionalProperties"] = False
     return out
 
 

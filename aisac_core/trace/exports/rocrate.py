@@ -83,6 +83,7 @@ def export_rocrate(
     ``Organization``, the author's affiliation, at ``publisher_url``): names (aisac records neither: the defaults
     say so). Returns ``{path, zip, summary: {events, actions, files, tools, conforms_to}}``. Raises TraceError
     for an unknown run."""
+    # long function: one JSON-LD graph, each entity's properties listed in place as the RO-Crate profiles name them
     from rocrate.model.contextentity import ContextEntity  # heavy imports, needed only for this export
     from rocrate.rocrate import ROCrate
 

@@ -39,6 +39,7 @@ TABLES = [
 
 
 def upgrade() -> None:
+    # long function: the initial schema, one create_table per table (an Alembic migration is never edited)
     op.create_table(
         "document",
         sa.Column("doc_id", AutoString(), nullable=False),
