@@ -16,6 +16,11 @@ SIGIR 2009). On Cranfield (nDCG@10) the shipped hybrid scores 0.437, against 0.4
 feedback (p = 0.009) and 0.413-0.415 for RRF; the figures and the alternatives tried are in
 docs/retrieval.md, the benchmark in ``bench/quality.py``.
 
+Hybrid hits also carry ``relevance``, a calibrated probability that the hit is relevant, from the learned ranker
+(:mod:`aisac_core.rag.ranker`, :func:`ranked_hits`); a hybrid result whose best hit is below the ranker's
+threshold says ``no_relevant_passage`` (with a ``note``) and keeps its hits. :data:`RERANK` re-orders the hits by
+that probability (off by default; figures in docs/retrieval.md, "Learned ranker").
+
 Every hit carries an evidence anchor (:class:`~aisac_core.evidence.anchor.Anchor`): ``{chunk_id, doc_id,
 path, sha256 (of the file), section, page, char_span [start, end) into the document's plain text,
 chunk_sha256 (of the chunk text), score}``. Verifying an anchor: :mod:`aisac_core.rag.verify`; reading a
@@ -101,8 +106,8 @@ DENSE_PRF_CLEAR_GAP: float | None = 0.05
 #: Learned re-ranking of hybrid (convex) mode (:mod:`aisac_core.rag.ranker`): True re-orders the best
 #: ``ranker.DEPTH`` fused candidates (at least k) by the logistic ranker, best P(relevant) first (each hit's
 #: ``score`` stays its fused score, so it would no longer decrease down the list). Cross-validated by query it beats
-#: the fused order on both collections' held-out folds, significantly on one only (Cranfield 0.4475 vs 0.4410,
-#: p = 0.15; SciFact train over 2,000 abstracts 0.7784 vs 0.7692, p = 0.014; docs/retrieval.md, "Learned
+#: the fused order on both collections' held-out folds, significantly on one only (Cranfield 0.4474 vs 0.4410,
+#: p = 0.15; SciFact train over 2,000 abstracts 0.7785 vs 0.7690, p = 0.010; docs/retrieval.md, "Learned
 #: ranker"); off by default until the order/score contract of hosts and the roles' evidence gates is settled.
 #: Every hybrid hit carries its calibrated ``relevance`` either way.
 RERANK = False
@@ -241,10 +246,13 @@ def search(
         mode: ``hybrid`` (default), ``dense`` or ``sparse``.
 
     Returns:
-        :class:`SearchResult`; an empty hit list comes with a ``message`` saying why.
+        :class:`SearchResult`; an empty hit list comes with a ``message`` saying why. Hybrid hits carry
+        ``relevance`` (calibrated P(relevant), 0-1) and the result ``no_relevant_passage`` (True, with a ``note``,
+        when the best hit's relevance is below :attr:`aisac_core.rag.ranker.Ranker.threshold`).
 
     Raises:
         SearchError: empty or over-long query, k out of range, unknown mode or filter key, bad filter value.
+        RankerError: the shipped ranker model is unreadable (a broken install).
     """
     t0 = time.perf_counter()
     if not isinstance(query, str) or not query.strip():
