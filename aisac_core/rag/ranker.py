@@ -91,7 +91,7 @@ def _stopwords() -> frozenset[str]:
 @cache
 def _stemmer() -> Any:
     # the stemmer of aisac's BM25 model (fastembed's Qdrant/bm25 depends on it)
-    from py_rust_stemmers import SnowballStemmer  # type: ignore[import-untyped]
+    from py_rust_stemmers import SnowballStemmer
 
     return SnowballStemmer("english")
 
