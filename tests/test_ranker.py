@@ -28,6 +28,12 @@ def test_shipped_model_matches_the_features_and_is_monotone() -> None:
     # a higher logit never gets a lower probability
     ps = [r.probability(z) for z in np.linspace(-10, 10, 41)]
     assert ps == sorted(ps)
+    # the threshold a host reads about is the shipped one (a retrained model must update the docs)
+    root = Path(__file__).resolve().parents[1]
+    for doc in ("docs/rag.md", "docs/retrieval.md", "servers/adapters/rag.py"):
+        assert f"({r.threshold:.2f})" in (root / doc).read_text() or f"threshold {r.threshold:.2f}" in (
+            root / doc
+        ).read_text().replace("**", ""), doc
 
 
 def _cand(
