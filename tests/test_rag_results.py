@@ -13,7 +13,8 @@ from fixtures_gen import PAGE_MARKERS
 
 pytestmark = pytest.mark.anyio
 
-COMPACT_KEYS = {"chunk_id", "doc_id", "title", "page", "section", "score", "text"}
+# "relevance": the calibrated probability a host thresholds (issue 42); hybrid hits carry it in compact form too
+COMPACT_KEYS = {"chunk_id", "doc_id", "title", "page", "section", "score", "relevance", "text"}
 HINTS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 OTHERS = {"rag_index", "rag_job_status", "rag_job_cancel"}  # another adapter's tools (jobs)
 

@@ -339,7 +339,8 @@ def test_get_chunk_round_trip(indexed_core: AppContext) -> None:
     chunk = indexed_core.rag.get_chunk(hit["chunk_id"])
     assert chunk is not None
     assert chunk["score"] is None and chunk["anchor"]["score"] is None
-    expected = dict(hit, score=None, anchor=dict(hit["anchor"], score=None))
+    # a chunk looked up by id has no search score and no probability of relevance (hybrid hits carry one)
+    expected = dict(hit, score=None, relevance=None, anchor=dict(hit["anchor"], score=None))
     assert chunk == expected
     assert indexed_core.rag.get_chunk(str(uuid.uuid4())) is None
     assert indexed_core.rag.get_chunk("not-a-uuid") is None

@@ -56,6 +56,9 @@ class HitDict(TypedDict):
     chunk_index: int | None
     text: str | None
     score: float | None
+    relevance: NotRequired[
+        Annotated[float | None, Field(description="calibrated probability (0-1) that the passage is relevant (hybrid)")]
+    ]
     anchor: AnchorDict
 
 
@@ -70,6 +73,10 @@ class SearchResultOf(TypedDict, Generic[HitT]):
     mode: str
     took_ms: float
     message: NotRequired[Annotated[str, Field(description="why there are no hits")]]
+    no_relevant_passage: NotRequired[
+        Annotated[bool, Field(description="hybrid: true when no hit reaches the relevance threshold")]
+    ]
+    note: NotRequired[str]
 
 
 SearchResultDict = SearchResultOf[HitDict]

@@ -24,6 +24,7 @@ from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.indexer import fingerprint
 from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.ocr import fingerprint_part as ocr_pin
+from aisac_core.rag.ranker import model_sha256 as ranker_sha256
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 
@@ -41,7 +42,7 @@ MAX_FOLDER_PINS = 2000
 #: packages whose versions are pinned.
 PINNED_PACKAGES = ("aisac", "fastmcp", "mcp", "docling-slim", "fastembed", "qdrant-edge-py", "qdrant-client")
 #: retrieval constants pinned (those the search module defines).
-PINNED_RETRIEVAL = ("FUSION", "HYBRID_ALPHA", "PREFETCH", "RRF_K", "HYBRID_WEIGHTS", "MAX_K")
+PINNED_RETRIEVAL = ("FUSION", "HYBRID_ALPHA", "PREFETCH", "RRF_K", "HYBRID_WEIGHTS", "MAX_K", "RERANK")
 
 _SECRET = re.compile(r"key|token|secret|password", re.I)
 
@@ -132,7 +133,7 @@ def config_pins(settings: Settings, rag: RagParts) -> dict[str, Any]:
     fingerprint (parser revision + chunker + models), PDF pipeline, retrieval constants and every setting whose
     name does not look secret (``key``, ``token``, ``secret``, ``password`` are left out). A failure to read the
     retrieval part is reported under ``error`` (pins are informative and never block a call). Returns a JSON-ready
-    dict. ``rag``: the rag domain's parts (its settings and embedder are read)."""
+    dict (``ranker_model_sha256``: the learned ranker's model file). ``rag``: the rag domain's parts (its settings and embedder are read)."""
     s = settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
     try:
@@ -148,6 +149,8 @@ def config_pins(settings: Settings, rag: RagParts) -> dict[str, Any]:
             pdf_pipeline=s.rag.pdf_pipeline,
             chunk_max_tokens=s.rag.chunk_max_tokens,
             retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)},
+            # the learned ranker of hybrid search and its calibration (aisac_core.rag.ranker, models/ranker.json)
+            ranker_model_sha256=ranker_sha256(),
         )
     except Exception as exc:  # pins are informative; a failure must not block a tool call
         pins["error"] = f"{type(exc).__name__}: {exc}"

@@ -151,9 +151,11 @@ async def search(
     """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
     section in order; roles_run writes a whole cited answer).
 
-    Hits best first: {chunk_id, doc_id, title, page, section, score, text (a snippet)}; cite a hit by its
+    Hits best first: {chunk_id, doc_id, title, page, section, score, relevance, text (a snippet)}; cite a hit by its
     chunk_id (rag_get_chunk gives the whole text and full anchor). detail="full": whole texts and full anchors.
-    No hits: ``message`` says why."""
+    hybrid: ``relevance`` is a calibrated probability (0-1) that the passage is relevant; when no hit reaches the
+    threshold (0.70), ``no_relevant_passage`` is true and ``note`` says so (the hits are kept). No hits:
+    ``message`` says why."""
     res = await call_core(app.rag.search, query, k, filters, mode)
     full = res.as_dict()
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta

@@ -23,6 +23,8 @@ class CompactHit(TypedDict):
     page: int | None
     section: str | None
     score: float | None
+    #: hybrid: calibrated probability (0-1) that the passage is relevant (aisac_core.rag.ranker)
+    relevance: NotRequired[float | None]
     text: str | None
     #: a passage read by OCR from a page image says so ("ocr"), with its mean word confidence (0-1)
     source: NotRequired[str]
@@ -98,6 +100,8 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
             "score": h.get("score"),
             "text": snippet(h.get("text") or "", query, per_hit),
         }
+        if "relevance" in h:
+            ch["relevance"] = h["relevance"]
         a = h.get("anchor") or {}
         if a.get("source") == "ocr":
             ch["source"] = "ocr"
@@ -111,4 +115,8 @@ def compact(full: SearchResultDict, query: str) -> CompactSearchResult:
     }
     if "message" in full:
         out["message"] = full["message"]
+    if "no_relevant_passage" in full:
+        out["no_relevant_passage"] = full["no_relevant_passage"]
+    if "note" in full:
+        out["note"] = full["note"]
     return out
