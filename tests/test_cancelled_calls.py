@@ -1,0 +1,77 @@
+"""Issue 42, acceptance 2: a tool call cancelled by its client (``notifications/cancelled``) or cut by the client's
+disconnect is still on the record: its trace event has status ``cancelled``, says what the index job it waited on
+had done (``done`` of ``total`` files), and ``trace_verify`` reports no gap for the run. Real clients: the Python SDK
+(fastmcp) in memory and over stdio through the owner, the TypeScript SDK over HTTP, and a stdio host killed
+mid-call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from fastmcp import Client
+from test_tasks import _big_corpus
+
+from aisac_servers.serving.suite import build
+
+pytestmark = pytest.mark.anyio
+AISAC = str(Path(sys.executable).parent / "aisac")
+
+
+async def _events(c: Client, run_id: str) -> list[dict]:
+    """The run's rag_index events (none while the run has no event yet)."""
+    r = await c.call_tool(
+        "trace_get_run", {"run_id": run_id, "detail": "full", "include_results": True}, raise_on_error=False
+    )
+    if r.is_error:
+        assert "unknown run" in r.content[0].text, r.content[0].text
+        return []
+    return [e for e in r.structured_content["tree"] if e["tool"] == "rag_index"]
+
+
+def _assert_cancelled(ev: dict) -> None:
+    assert ev["status"] == "cancelled", ev
+    assert "cancel" in (ev["error"] or ""), ev
+    result = ev["result"] if isinstance(ev.get("result"), dict) else json.loads(ev["result"])
+    assert result["cancelled"] is True and len(result["jobs"]) == 1, result
+    job = result["jobs"][0]
+    assert job["job_id"] and 1 <= job["done"] <= job["total"], job  # what the job had done when the call ended
+
+
+async def _cancel_after_first_file(c: Client, folder: Path, run_id: str) -> None:
+    """Call rag_index with wait=true and cancel the call (the SDK sends notifications/cancelled) once a file is
+    indexed."""
+    first = anyio.Event()
+
+    async def on_progress(p: float, total: float | None, msg: str | None) -> None:
+        if p >= 1:
+            first.set()
+
+    async def call() -> None:
+        await c.call_tool(
+            "rag_index",
+            {"path": str(folder), "wait": True},
+            progress_handler=on_progress,
+            meta={"aisac/run_id": run_id},
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        with anyio.fail_after(120):
+            await first.wait()
+        tg.cancel_scope.cancel()
+
+
+async def test_a_call_cancelled_through_the_python_sdk_is_on_the_record(fast_core, corpus_copy, tmp_path):
+    big = _big_corpus(corpus_copy, tmp_path / "big", copies=6)
+    async with Client(build(app=fast_core)) as c:
+        await _cancel_after_first_file(c, big, "run-cancelled-py")
+        with anyio.fail_after(30):
+            while not (events := await _events(c, "run-cancelled-py")):
+                await anyio.sleep(0.05)
+        _assert_cancelled(events[0])
+        verified = (await c.call_tool("trace_verify", {"run_id": "run-cancelled-py"})).structured_content
+        assert verified["gap"]["lost"] == 0 and verified["gap"]["pending"] == 0 and not verified["gap"]["detail"]
