@@ -7,11 +7,15 @@ mid-call."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
+from conftest import make_settings
 from fastmcp import Client
 from test_tasks import _big_corpus
 
@@ -75,3 +79,70 @@ async def test_a_call_cancelled_through_the_python_sdk_is_on_the_record(fast_cor
         _assert_cancelled(events[0])
         verified = (await c.call_tool("trace_verify", {"run_id": "run-cancelled-py"})).structured_content
         assert verified["gap"]["lost"] == 0 and verified["gap"]["pending"] == 0 and not verified["gap"]["detail"]
+
+
+@pytest.fixture
+def owned(tmp_path, models_dir):
+    from aisac_core.owner import stop_owner
+
+    data_dir = tmp_path / "store"
+    make_settings(data_dir, models_dir)
+    yield data_dir
+    stop_owner(data_dir, timeout=30)
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(AISAC_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1")
+    return env
+
+
+#: a host process: starts `aisac serve` over stdio, calls rag_index (wait=true, run id in _meta) and, once a file is
+#: indexed (a progress notification), says so and waits to be killed
+_HOST = r"""
+import json, subprocess, sys, time
+aisac, folder = sys.argv[1:3]
+p = subprocess.Popen([aisac, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+      "capabilities": {}, "clientInfo": {"name": "killed-host", "version": "1"}}})
+assert json.loads(p.stdout.readline())["id"] == 1
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rag_index",
+      "arguments": {"path": folder, "wait": True}, "_meta": {"progressToken": "t", "aisac/run_id": "run-killed"}}})
+while True:
+    m = json.loads(p.stdout.readline())
+    if m.get("method") == "notifications/progress" and m["params"]["progress"] >= 1:
+        print("indexing", flush=True)
+        time.sleep(3600)
+"""
+
+
+async def test_cancelled_and_killed_hosts_through_the_owner(owned, corpus_copy, tmp_path):
+    """Over stdio through the store's owner: a call the Python SDK cancels, and a call whose host is killed (SIGKILL:
+    the relay sees its stdin close and cancels the call at the owner), each end on the record as cancelled."""
+    from fastmcp.client.transports import StdioTransport
+
+    big = _big_corpus(corpus_copy, tmp_path / "big", copies=3)
+    other = _big_corpus(corpus_copy, tmp_path / "other", copies=3)
+    transport = StdioTransport(command=AISAC, args=["serve"], env=_env(owned), keep_alive=False)
+    async with Client(transport, mode="legacy") as c:
+        await _cancel_after_first_file(c, big, "run-cancelled-stdio")
+        host = subprocess.Popen(
+            [sys.executable, "-c", _HOST, AISAC, str(other)], env=_env(owned), stdout=subprocess.PIPE, text=True
+        )
+        try:
+            with anyio.fail_after(180):
+                line = await anyio.to_thread.run_sync(host.stdout.readline)
+            assert line.strip() == "indexing", line
+        finally:
+            os.kill(host.pid, signal.SIGKILL)
+            host.wait()
+        for run_id in ("run-cancelled-stdio", "run-killed"):
+            with anyio.fail_after(60):
+                while not (events := await _events(c, run_id)):
+                    await anyio.sleep(0.2)
+            _assert_cancelled(events[0])
+            verified = (await c.call_tool("trace_verify", {"run_id": run_id})).structured_content
+            assert not verified["gap"]["detail"], verified["gap"]

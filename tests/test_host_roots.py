@@ -124,18 +124,35 @@ async def test_a_stdio_host_with_roots_through_the_owner(roots_store, tmp_path):
         assert (await _load(c, b))[0]
 
 
-def test_the_typescript_sdk_as_a_host_with_roots(roots_store, tmp_path):
+async def test_the_typescript_sdk_as_a_host_with_roots(roots_store, tmp_path, corpus_copy):
+    """The TypeScript SDK as a host: its roots honoured and followed, and a call it cancels (AbortController, which
+    sends notifications/cancelled) on the record as cancelled (issue 42, acceptances 1 and 2)."""
+    from test_cancelled_calls import _assert_cancelled, _events
+    from test_tasks import _big_corpus
+
     if shutil.which("node") is None or not (INTEROP / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
         pytest.skip("Node.js or tests/interop/node_modules missing (test_interop.py installs them with npm ci)")
     a, b, other = _folder(tmp_path, "alpha"), _folder(tmp_path, "beta"), _folder(tmp_path, "other")
-    out = subprocess.run(
-        ["node", str(INTEROP / "sdk_roots.mjs"), AISAC, str(a), str(b)],
-        env=_env(roots_store, AISAC_ROOTS=json.dumps([str(other)])),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=INTEROP,
+    big = _big_corpus(corpus_copy, tmp_path / "big", copies=3)
+    env = _env(roots_store, AISAC_ROOTS=json.dumps([str(other)]))
+    out = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            ["node", str(INTEROP / "sdk_roots.mjs"), AISAC, str(a), str(b), str(big)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=INTEROP,
+        )
     )
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
     assert out.returncode == 0 and lines and all(x["ok"] for x in lines), out.stdout[-3000:] + out.stderr[-2000:]
-    assert len(lines) == 4
+    assert len(lines) == 5
+    transport = StdioTransport(command=AISAC, args=["serve"], env=env, keep_alive=False)
+    async with Client(transport, mode="legacy") as c:
+        with anyio.fail_after(60):
+            while not (events := await _events(c, "run-ts-cancelled")):
+                await anyio.sleep(0.2)
+        _assert_cancelled(events[0])
+        verified = (await c.call_tool("trace_verify", {"run_id": "run-ts-cancelled"})).structured_content
+        assert not verified["gap"]["detail"], verified["gap"]
