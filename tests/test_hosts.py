@@ -233,19 +233,22 @@ def test_install_writes_the_tool_profile(tmp_path):
 
 
 def test_install_writes_the_hosts_roots(tmp_path):
-    """Roots go into the host's entry: the current folder by default (VS Code and Cursor: their workspace folder
-    variable), ``--roots`` to choose; a folder that does not exist is refused."""
+    """Roots go into the host's entry only when the user chose them (issue 42: the current folder is never assumed,
+    nor VS Code's or Cursor's ``${workspaceFolder}``, which a host that declares roots gives itself): ``--root`` (or
+    ``--roots``), repeatable; without one, no AISAC_ROOTS and a note saying how to add them; a folder that does not
+    exist is refused."""
     work, other = tmp_path / "work", tmp_path / "papers"
     work.mkdir()
     other.mkdir()
-    out = run(["install", "claude-desktop", "--print"], tmp_path / "store", work, tmp_path)
-    assert out.returncode == 0, out.stderr
-    env = json.loads(out.stdout)["mcpServers"]["aisac"]["env"]
-    assert json.loads(env["AISAC_ROOTS"]) == [str(work)]
-    for host in ("vscode", "cursor"):
+    for host in ("claude-desktop", "vscode", "cursor"):
         out = run(["install", host, "--print"], tmp_path / "store", work, tmp_path)
+        assert out.returncode == 0, out.stderr
         key = "servers" if host == "vscode" else "mcpServers"
-        assert json.loads(json.loads(out.stdout)[key]["aisac"]["env"]["AISAC_ROOTS"]) == ["${workspaceFolder}"]
+        assert "AISAC_ROOTS" not in json.loads(out.stdout)[key]["aisac"]["env"], out.stdout
+        assert "no roots set" in out.stderr and "--root /folder/of/papers" in out.stderr, out.stderr
+    out = run(["install", "cursor", "--print", "--root", str(other)], tmp_path / "s", work, work)
+    assert json.loads(json.loads(out.stdout)["mcpServers"]["aisac"]["env"]["AISAC_ROOTS"]) == [str(other)]
+    assert "no roots set" not in out.stderr
     out = run(["install", "vscode", "--print", "--roots", str(other), "--roots", str(work)], tmp_path / "s", work, work)
     assert json.loads(json.loads(out.stdout)["servers"]["aisac"]["env"]["AISAC_ROOTS"]) == [str(other), str(work)]
     out = run(["install", "vscode", "--print", "--roots", str(tmp_path / "nowhere")], tmp_path / "s", work, work)
