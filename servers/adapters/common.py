@@ -153,8 +153,14 @@ class SafeErrors(Middleware):
             msg = str(exc)
             safe = safe_message(msg, what=f"reading {str(getattr(context.message, 'uri', 'the resource'))[:200]}")
             if safe != msg:
-                raise ResourceError(safe) from exc
+                raise type(exc)(safe) from exc  # a MissingResource stays one
             raise
+
+
+class MissingResource(ResourceError):
+    """A resource read whose URI matches a template but names nothing that exists (a document not indexed, a run
+    without events): "resource not found", -32002 at MCP 2025-11-25 and -32602 at 2026-07-28
+    (:class:`aisac_servers.serving.hosts.HostView`), not the internal error -32603 a plain ResourceError gives."""
 
 
 class _LookupInTurn(AggregateProvider):

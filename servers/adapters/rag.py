@@ -43,7 +43,7 @@ from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
 from ..shapes.results_data import AsIs, lean_schema
-from .common import FULL_RESULT_META, AisacServer, App, call_core, hints, log, request_meta
+from .common import FULL_RESULT_META, AisacServer, App, MissingResource, call_core, hints, log, request_meta
 
 server = AisacServer(
     "rag",
@@ -304,7 +304,7 @@ async def document(doc_id: str, app: AppContext = App) -> str:
     got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
     row, content = got if got is not None else (None, None)
     if row is None or content is None:
-        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
+        raise MissingResource(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"
 
 
@@ -313,7 +313,7 @@ async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
     got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
     if got is None or got[1] is None:
-        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
+        raise MissingResource(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return got[1].text
 
 

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
 from fastmcp.apps.config import AppConfig
-from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
 from aisac_core.context import AppContext
@@ -26,7 +25,7 @@ from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
-from .common import AisacServer, App, call_core, hints, tool_error
+from .common import AisacServer, App, MissingResource, call_core, hints, tool_error
 
 server = AisacServer(
     "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
@@ -169,7 +168,7 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
     try:
         return await call_core(app.trace.report_html, run_id)
     except Exception as exc:  # call_core turned the core's TraceError into a tool error: report it as a resource one
-        raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
+        raise MissingResource(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
 
 @server.tool(annotations=hints("Read an event", read_only=True), output_schema=schema(R.EventDetail))

@@ -45,6 +45,7 @@ from aisac_core.host_roots import missing_roots, roots_from_host
 from aisac_core.settings import HOST_MEMORY_SCOPE, HOST_ROOTS, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
+from ..adapters.common import MissingResource
 from ..owner.hostroots import ROOTS_WAIT_S
 from ..owner.proxying import CLIENT_HEADER, HOST_HEADER
 from ..shapes.toollist import scrubbed
@@ -198,6 +199,8 @@ class HostView(Middleware):
         token = HOST_ROOTS.set(await self._request_roots(context, host_of_request(self.accept)))
         try:
             return await call_next(context)
+        except MissingResource as exc:  # a template's URI naming nothing that exists: not found, not internal
+            raise MCPError(_not_found_code(context), str(exc)) from exc
         except MCPError as exc:
             if exc.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND) and "not found" in exc.message.lower():
                 raise MCPError(_not_found_code(context), exc.message) from exc
