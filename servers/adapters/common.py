@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import anyio
@@ -22,6 +23,7 @@ from fastmcp.tools.base import ToolResult
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
+from aisac_core.settings import HostRoots
 
 log = logging.getLogger("aisac.servers")
 
@@ -155,6 +157,18 @@ class SafeErrors(Middleware):
             if safe != msg:
                 raise type(exc)(safe) from exc  # a MissingResource stays one
             raise
+
+
+#: the roots of the connection whose request is being served (set per request by
+#: :class:`aisac_servers.serving.hosts.HostView`: the client's own ``roots/list``, or a relay's host header); None:
+#: the settings' roots. Read only here, at the MCP boundary: tools pass it to the services as their ``roots``
+#: argument (:func:`request_roots`).
+REQUEST_ROOTS: ContextVar[HostRoots | None] = ContextVar("aisac_request_roots", default=None)
+
+
+def request_roots() -> HostRoots | None:
+    """The roots of the request being served (:data:`REQUEST_ROOTS`), for a service's ``roots`` argument."""
+    return REQUEST_ROOTS.get()
 
 
 class MissingResource(ResourceError):

@@ -34,7 +34,7 @@ from aisac_core.data import results as R
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 from ..shapes.completions import by_prefix
 from ..shapes.results_data import AsIs, lean_schema
-from .common import AisacServer, App, call_core, hints
+from .common import AisacServer, App, call_core, hints, request_roots
 
 server = AisacServer(
     "data",
@@ -85,7 +85,8 @@ async def load(
     (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives a frame per
     table; data_preview lists each shown cell's anchor to cite (rag_verify_anchor re-checks it)."""
     sh: str | int | None = sheet
-    return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
+    roots = request_roots()
+    return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy, roots))
 
 
 @server.tool(annotations=hints("Inspect a workbook", read_only=True), output_schema=lean_schema(R.InspectResult))
@@ -96,7 +97,8 @@ async def inspect(
 ) -> AsIs[R.InspectResult]:
     """A compact map of each sheet (used range, blocks, merged ranges with alignment, bold/fill runs, first cells
     with coordinates) to choose data_load's range, header_rows, skip_rows or tidy."""
-    return await call_core(lambda: app.frames.inspect(path, sheet))
+    roots = request_roots()
+    return await call_core(lambda: app.frames.inspect(path, sheet, roots))
 
 
 @server.tool(name="list", annotations=hints("List frames", read_only=True), output_schema=lean_schema(R.ListResult))

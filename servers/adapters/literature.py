@@ -21,7 +21,7 @@ from aisac_core.literature import results as R
 
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes.results_data import AsIs, lean_schema
-from .common import AisacServer, App, hints
+from .common import AisacServer, App, hints, request_roots
 
 log = logging.getLogger("aisac.servers.literature")
 T = TypeVar("T")
@@ -126,7 +126,8 @@ async def import_(
     (AISAC_LIT_ALLOW_NETWORKS); too large; root not registered. Nothing is saved on error.
     """
     app = app_of(ctx)
-    res = await _run(lambda: app.literature.import_paper(identifier, root))
+    roots = request_roots()
+    res = await _run(lambda: app.literature.import_paper(identifier, root, roots))
     if (wait or in_task(ctx)) and res.get("job_id"):
         res["job"] = await follow_index_job(ctx, app, [res["job_id"]], None if in_task(ctx) else timeout_s)
     return res

@@ -43,7 +43,17 @@ from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
 from ..shapes.results_data import AsIs, lean_schema
-from .common import FULL_RESULT_META, AisacServer, App, MissingResource, call_core, hints, log, request_meta
+from .common import (
+    FULL_RESULT_META,
+    AisacServer,
+    App,
+    MissingResource,
+    call_core,
+    hints,
+    log,
+    request_meta,
+    request_roots,
+)
 
 server = AisacServer(
     "rag",
@@ -77,7 +87,7 @@ async def index(
     """
     core = app_of(ctx)
     rag = core.rag
-    job_ids = await call_core(rag.index, path, catalog_only)
+    job_ids = await call_core(rag.index, path, catalog_only, request_roots())
     status: IndexJob | None
     if wait or in_task(ctx):  # a task lasts as long as its job
         status = await follow_index_job(ctx, core, job_ids, None if in_task(ctx) else timeout_s)
@@ -268,7 +278,7 @@ async def verify_anchor(
 ) -> Verification:
     """Check that cited evidence still holds, by re-hashing the file and the chunk text. status: ok,
     file_changed (passage still there), chunk_changed (passage gone) or missing; ``detail`` says it in words."""
-    return await call_core(app.rag.verify_anchor, anchor)
+    return await call_core(app.rag.verify_anchor, anchor, request_roots())
 
 
 @server.tool(

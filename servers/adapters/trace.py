@@ -25,7 +25,7 @@ from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
 from ..shapes.completions import by_prefix
 from ..shapes.results_schema import schema
-from .common import AisacServer, App, MissingResource, call_core, hints, tool_error
+from .common import AisacServer, App, MissingResource, call_core, hints, request_roots, tool_error
 
 server = AisacServer(
     "trace", instructions=("The provenance trace: runs, a run's event tree, exports, anchor checks, replay, diff.")
@@ -194,7 +194,8 @@ async def export(
 async def verify(run_id: RunId, app: AppContext = App) -> R.Verified:
     """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
     input file; ``status`` is the worst of unchanged, changed, missing."""
-    return await call_core(app.trace.verify, run_id)
+    roots = request_roots()
+    return await call_core(lambda: app.trace.verify(run_id, roots=roots))
 
 
 @server.tool(annotations=hints("Replay a run"), output_schema=schema(R.Replayed))

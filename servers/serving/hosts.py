@@ -7,7 +7,8 @@ connection instead; a relay (:mod:`aisac_servers.owner.relay`) sends them with e
 :data:`~aisac_servers.owner.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode, memory_scope}``) and
 :class:`HostView` applies them for that request only:
 
-- ``roots``: the corpus roots of the request (:data:`aisac_core.settings.HOST_ROOTS`): ``rag_index``, ``data_load``,
+- ``roots``: the corpus roots of the request (:data:`aisac_servers.adapters.common.REQUEST_ROOTS`, which the tools
+  pass to the services as their ``roots`` argument; a client that declares roots gives its own, :class:`ClientRoots`): ``rag_index``, ``data_load``,
   ``lit_import`` resolve paths in the host's roots, so two hosts with other roots work side by side, each refused the
   other's folders;
 - ``roles_llm`` / ``roles_mode``: the defaults of a ``roles_*`` tool's ``llm`` and ``mode`` arguments;
@@ -42,10 +43,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.context import AppContext
 from aisac_core.host_roots import missing_roots, roots_from_host
-from aisac_core.settings import HOST_MEMORY_SCOPE, HOST_ROOTS, HostRoots
+from aisac_core.settings import HOST_MEMORY_SCOPE, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
-from ..adapters.common import MissingResource
+from ..adapters.common import REQUEST_ROOTS, MissingResource
 from ..owner.hostroots import ROOTS_WAIT_S
 from ..owner.proxying import CLIENT_HEADER, HOST_HEADER
 from ..shapes.toollist import scrubbed
@@ -180,7 +181,7 @@ class HostView(Middleware):
                 if args.get(arg) is None and host.get(setting) is not None and _takes(context, arg):
                     args[arg] = host[setting]
             context = context.copy(message=context.message.model_copy(update={"arguments": args}))
-        token = HOST_ROOTS.set(await self._request_roots(context, host))
+        token = REQUEST_ROOTS.set(await self._request_roots(context, host))
         scope = host.get("memory_scope") if host is not None else None
         scope_token = HOST_MEMORY_SCOPE.set(scope if isinstance(scope, str) else None)
         try:
@@ -189,14 +190,14 @@ class HostView(Middleware):
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; list the tools with tools/list") from exc
         finally:
             HOST_MEMORY_SCOPE.reset(scope_token)
-            HOST_ROOTS.reset(token)
+            REQUEST_ROOTS.reset(token)
 
     async def on_read_resource(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
         uri = str(context.message.uri)
         if pr is not None and not pr.allows_uri(uri):
             raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}")
-        token = HOST_ROOTS.set(await self._request_roots(context, host_of_request(self.accept)))
+        token = REQUEST_ROOTS.set(await self._request_roots(context, host_of_request(self.accept)))
         try:
             return await call_next(context)
         except MissingResource as exc:  # a template's URI naming nothing that exists: not found, not internal
@@ -208,7 +209,7 @@ class HostView(Middleware):
         except (NotFoundError, DisabledError) as exc:
             raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}") from exc
         finally:
-            HOST_ROOTS.reset(token)
+            REQUEST_ROOTS.reset(token)
 
     async def on_get_prompt(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
