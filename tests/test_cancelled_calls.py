@@ -70,7 +70,7 @@ async def _cancel_after_first_file(c: Client, folder: Path, run_id: str) -> None
 
 
 async def test_a_call_cancelled_through_the_python_sdk_is_on_the_record(fast_core, corpus_copy, tmp_path):
-    big = _big_corpus(corpus_copy, tmp_path / "big", copies=6)
+    big = _big_corpus(corpus_copy, tmp_path / "big", copies=3)
     async with Client(build(app=fast_core)) as c:
         await _cancel_after_first_file(c, big, "run-cancelled-py")
         with anyio.fail_after(30):

@@ -49,6 +49,7 @@ class HostRootsAsker:
         self._n = 0
         self._waiting: dict[str, tuple[anyio.Event, list[Any]]] = {}
         self._first: anyio.Event | None = None
+        self._latest: anyio.Event | None = None  # set when the latest roots/list is answered (or given up)
 
     def on_initialize(self, msg: dict[str, Any]) -> None:
         """Note whether the host's ``initialize`` request declares the ``roots`` capability."""
@@ -69,10 +70,12 @@ class HostRootsAsker:
         return True
 
     async def ready(self) -> None:
-        """Wait (at most :data:`ROOTS_WAIT_S`) for the host's first roots answer, when it declared roots."""
-        if self._first is not None and not self._first.is_set():
+        """Wait (at most :data:`ROOTS_WAIT_S`) for the host's answer to the relay's latest ``roots/list`` (the first
+        one, or the one after a ``list_changed``), when it declared roots: a call made after the change sees it."""
+        pending = self._latest if self._latest is not None else self._first
+        if pending is not None and not pending.is_set():
             with anyio.move_on_after(ROOTS_WAIT_S):
-                await self._first.wait()
+                await pending.wait()
 
     async def ask(self) -> None:
         """Send ``roots/list`` to the host, wait for its answer (at most :data:`ROOTS_WAIT_S`) and apply it."""
@@ -82,6 +85,7 @@ class HostRootsAsker:
         rid = f"{_ID_PREFIX}{self._n}"
         event, box = anyio.Event(), list[Any]()
         self._waiting[rid] = (event, box)
+        done = self._latest = anyio.Event()
         try:
             self.emit({"jsonrpc": "2.0", "id": rid, "method": "roots/list"})
             with anyio.move_on_after(ROOTS_WAIT_S):
@@ -89,19 +93,22 @@ class HostRootsAsker:
             self._waiting.pop(rid, None)
             self._apply(box[0] if box else None)
         finally:
+            done.set()
             if self._first is not None:
                 self._first.set()
 
     def _apply(self, answer: dict[str, Any] | None) -> None:
         if answer is None or not isinstance(answer.get("result"), dict):
             why = "did not answer" if answer is None else f"answered an error {answer.get('error')!r}"
-            log.warning("the host declares roots but %s to roots/list: its roots stay AISAC_ROOTS", why)
+            log.warning(
+                "the host declares roots but %s to roots/list: its roots stay as they were (AISAC_ROOTS at first)", why
+            )
             return
         got = roots_from_host(answer["result"])
         for note in got.skipped:
             log.warning("%s", note)
         if not got.paths:
-            log.warning("the host gave no usable root folder: its roots stay AISAC_ROOTS")
+            log.warning("the host gave no usable root folder: its roots stay as they were (AISAC_ROOTS at first)")
             return
         for p in missing_roots(got.paths):
             log.warning("the host's root %s is not an existing folder: nothing in it can be indexed or loaded", p)
