@@ -674,34 +674,25 @@ NON_BEHAVIOUR = (
 
 
 #: the flat settings that belong to a host connection, not to the store: two hosts on one owner may differ in them
-#: (the stdio relay sends them with each request, the owner applies them per request: :data:`HOST_ROOTS`, the roles
+#: (the stdio relay sends them with each request, the owner applies them per request: the roots, which the MCP adapters
+#: pass to the services as a :class:`HostRoots` argument, the roles
 #: tools' ``llm`` and ``mode`` defaults, the tool profile). Every other behaviour setting must agree with the
 #: owner's (embedding model, chunking, parser, SQL and vector stores...): the owner refuses a mismatch.
 PER_HOST = frozenset({"roots", "tools", "roles_llm", "roles_mode", "memory_scope"})
 
 
 class HostRoots(NamedTuple):
-    """The root folders in force for the request being served: the host's ``roots`` and the store's
-    ``catalog_roots``."""
+    """The root folders in force for the request being served: the host's ``roots`` (those its MCP client declares,
+    or its ``AISAC_ROOTS``) and the store's ``catalog_roots``. Services that read files take it as an argument
+    (``roots=``; None: the settings' own ``roots``)."""
 
     roots: tuple[Path, ...]
     catalog_roots: tuple[Path, ...]
 
 
-#: the roots of the host whose request the owner is serving (set per request by the owner's host view,
-#: ``aisac_servers.serving.hosts``, reset after it); None: the settings' own roots. A context variable, so each
-#: request (and the worker threads it hands work to) sees its own host's roots.
-HOST_ROOTS: ContextVar[HostRoots | None] = ContextVar("aisac_host_roots", default=None)
 #: the default memory scope (JSON text, :attr:`Settings.memory_scope`) of the host whose request the owner is serving
-#: (set per request by the owner's host view, like :data:`HOST_ROOTS`); None: the settings' own
+#: (set per request by the owner's host view, ``aisac_servers.serving.hosts``); None: the settings' own
 HOST_MEMORY_SCOPE: ContextVar[str | None] = ContextVar("aisac_host_memory_scope", default=None)
-
-
-def roots_in_force(roots: list[Path] | tuple[Path, ...]) -> list[Path]:
-    """The corpus roots for the request being served: the requesting host's (:data:`HOST_ROOTS`), else ``roots``
-    (the settings' ``roots``)."""
-    host = HOST_ROOTS.get()
-    return list(roots) if host is None else list(host.roots)
 
 
 def host_settings(settings: Settings) -> dict[str, Any]:

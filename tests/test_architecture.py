@@ -204,7 +204,7 @@ class _Walk:
 
 #: what every tool call passes through, whatever the tool: the serving middleware and the provenance recorder.
 #: Entries into these, and the calls the recorder makes (hashing, store), are not the code run's walk
-_PER_CALL = ("aisac_servers.serving.", "aisac_servers.adapters.common", "aisac_core.trace.")
+_PER_CALL = ("aisac_servers.serving.", "aisac_core.trace.")
 
 
 def test_a_code_run_walk_enters_each_module_at_most_twice(tmp_path: Path) -> None:

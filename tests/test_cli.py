@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +16,11 @@ from conftest import make_settings
 AISAC = str(Path(sys.executable).parent / "aisac")
 
 
-def run(args: list[str], data_dir: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+def run(
+    args: list[str], data_dir: Path, timeout: int = 600, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
-    env.update(HF_HUB_OFFLINE="1", COLUMNS="160")
+    env.update(HF_HUB_OFFLINE="1", COLUMNS="160", **(extra_env or {}))
     return subprocess.run(
         [AISAC, *args, "--data-dir", str(data_dir)], env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -100,3 +104,72 @@ def test_help_texts_name_no_internal_work_items():
         res = runner.invoke(app, args, env={"COLUMNS": "200"})
         assert res.exit_code == 0, (args, res.output)
         assert not internal.search(res.output), (args, internal.search(res.output).group(0), res.output)
+
+
+def test_status_prints_a_short_summary_and_json_on_demand(cli_store, tmp_path):
+    """Issue 42: ``aisac status`` speaks plainly (a few lines; ``--json`` for every field); a root that does not exist
+    is reported (stderr, and ``missing_roots`` in the JSON)."""
+    out = run(["status"], cli_store)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) <= 14 and lines[-1] == "(aisac status --json prints every field)", out.stdout
+    assert any(x.startswith("documents") and "indexed" in x for x in lines) and "{" not in out.stdout, out.stdout
+    missing = tmp_path / "gone"
+    env_roots = {"AISAC_ROOTS": json.dumps([str(missing)])}
+    out = run(["status", "--json"], cli_store, extra_env=env_roots)
+    assert json.loads(out.stdout)["missing_roots"] == [str(missing)]
+    assert f"the root {missing} is not an existing folder" in out.stderr, out.stderr
+
+
+def test_index_exits_1_when_a_file_failed_and_shows_plain_progress(tmp_path, models_dir, corpus):
+    """Non-zero exit when any file failed (each named); progress as plain lines on stderr when it is not a terminal."""
+    d = tmp_path / "store"
+    make_settings(d, models_dir)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(corpus / "notes" / "enzyme_kinetics.md", docs / "good.md")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7\n this is not a PDF body \n%%EOF")
+    out = run(["index", str(docs), "--no-owner"], d)
+    assert out.returncode == 1, out.stderr
+    assert "1 indexed" in out.stderr and "1 failed" in out.stderr and "broken.pdf" in out.stderr, out.stderr
+    assert "indexing: 2/2 files" in out.stderr and "\x1b[" not in out.stderr, out.stderr  # plain, no escape codes
+    out = run(["index", str(docs), "--no-owner", "--json"], d)
+    assert out.returncode == 1 and json.loads(out.stdout)["failures"][0]["path"].endswith("broken.pdf")
+
+
+def test_ctrl_c_says_what_was_kept(tmp_path, models_dir, corpus):
+    """Ctrl-C (SIGINT) during ``aisac index``: one line saying what was kept, exit 130."""
+    from test_tasks import _big_corpus
+
+    d = tmp_path / "store"
+    make_settings(d, models_dir)
+    big = _big_corpus(corpus, tmp_path / "big", copies=4)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1")
+    p = subprocess.Popen(
+        [AISAC, "index", str(big), "--no-owner", "--data-dir", str(d)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = p.stderr.readline()
+        while first and not first.startswith("indexing: "):
+            first = p.stderr.readline()
+        assert first.startswith("indexing: "), first
+        p.send_signal(signal.SIGINT)
+        rest = p.stderr.read()
+        assert p.wait(timeout=120) == 130, rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+    said = [x for x in rest.splitlines() if x.startswith("interrupted:")]
+    assert len(said) == 1 and "kept" in said[0] and "Traceback" not in rest and "Aborted" not in rest, rest
+
+
+def test_output_width_comes_from_the_environment(monkeypatch):
+    from aisac_servers.cli.common import output_width
+
+    monkeypatch.setenv("COLUMNS", "173")
+    assert output_width() == 173

@@ -233,20 +233,62 @@ def test_install_writes_the_tool_profile(tmp_path):
 
 
 def test_install_writes_the_hosts_roots(tmp_path):
-    """Roots go into the host's entry: the current folder by default (VS Code and Cursor: their workspace folder
-    variable), ``--roots`` to choose; a folder that does not exist is refused."""
+    """Roots go into the host's entry only when the user chose them (issue 42: the current folder is never assumed,
+    nor VS Code's or Cursor's ``${workspaceFolder}``, which a host that declares roots gives itself): ``--root`` (or
+    ``--roots``), repeatable; without one, no AISAC_ROOTS and a note saying how to add them; a folder that does not
+    exist is refused."""
     work, other = tmp_path / "work", tmp_path / "papers"
     work.mkdir()
     other.mkdir()
-    out = run(["install", "claude-desktop", "--print"], tmp_path / "store", work, tmp_path)
-    assert out.returncode == 0, out.stderr
-    env = json.loads(out.stdout)["mcpServers"]["aisac"]["env"]
-    assert json.loads(env["AISAC_ROOTS"]) == [str(work)]
-    for host in ("vscode", "cursor"):
+    for host in ("claude-desktop", "vscode", "cursor"):
         out = run(["install", host, "--print"], tmp_path / "store", work, tmp_path)
+        assert out.returncode == 0, out.stderr
         key = "servers" if host == "vscode" else "mcpServers"
-        assert json.loads(json.loads(out.stdout)[key]["aisac"]["env"]["AISAC_ROOTS"]) == ["${workspaceFolder}"]
+        assert "AISAC_ROOTS" not in json.loads(out.stdout)[key]["aisac"]["env"], out.stdout
+        assert "no roots set" in out.stderr and "--root /folder/of/papers" in out.stderr, out.stderr
+    out = run(["install", "cursor", "--print", "--root", str(other)], tmp_path / "s", work, work)
+    assert json.loads(json.loads(out.stdout)["mcpServers"]["aisac"]["env"]["AISAC_ROOTS"]) == [str(other)]
+    assert "no roots set" not in out.stderr
     out = run(["install", "vscode", "--print", "--roots", str(other), "--roots", str(work)], tmp_path / "s", work, work)
     assert json.loads(json.loads(out.stdout)["servers"]["aisac"]["env"]["AISAC_ROOTS"]) == [str(other), str(work)]
     out = run(["install", "vscode", "--print", "--roots", str(tmp_path / "nowhere")], tmp_path / "s", work, work)
     assert out.returncode != 0 and "not a folder" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_install_asks_for_roots_on_a_terminal(tmp_path):
+    """On a terminal, ``aisac install`` without ``--root`` asks for the folders (saying what roots are) and writes
+    the answer; a real pseudo-terminal, a real ``aisac`` process."""
+    import pty
+    import select
+
+    papers = tmp_path / "my papers"
+    papers.mkdir()
+    cfg = tmp_path / "claude.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
+    env.update(HF_HUB_OFFLINE="1", AISAC_DATA_DIR=str(tmp_path / "store"), HOME=str(tmp_path), COLUMNS="200")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: aisac on the terminal
+        os.chdir(tmp_path)
+        os.execve(AISAC, [AISAC, "install", "claude-desktop", "--tools", "core", "--config", str(cfg)], env)
+    seen = b""
+    answered = False
+    try:
+        while True:
+            ready, _, _ = select.select([fd], [], [], 60)
+            assert ready, f"aisac install is silent: {seen[-500:]!r}"
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and b"roots:" in seen and b"may read" in seen:
+                os.write(fd, f"{papers}\n".encode())
+                answered = True
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert answered and os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")[-2000:]
+    roots = json.loads(json.loads(cfg.read_text())["mcpServers"]["aisac"]["env"]["AISAC_ROOTS"])
+    assert roots == [str(papers)]

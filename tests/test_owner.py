@@ -106,7 +106,9 @@ async def test_first_serve_starts_the_owner_and_the_next_proxies(owned_store):
         hist = (await a.call_tool("memory_get_history", {"session_id": ses})).structured_content
         assert [t["content"] for t in hist["turns"]] == ["from host b"]
     assert owner_info(owned_store)["pid"] == info["pid"] and daemon_starts(owned_store) == 1
-    out = subprocess.run([AISAC, "owner", "status"], env=serve_env(owned_store), capture_output=True, text=True)
+    out = subprocess.run(
+        [AISAC, "owner", "status", "--json"], env=serve_env(owned_store), capture_output=True, text=True
+    )
     status = json.loads(out.stdout)
     assert status["running"] and status["owner"]["pid"] == info["pid"] and "token" not in status["owner"]
 
@@ -138,7 +140,7 @@ async def test_stale_lock_of_a_killed_owner_is_recovered(owned_store):
             time.sleep(0.05)
         status = json.loads(
             subprocess.run(
-                [AISAC, "owner", "status"], env=serve_env(owned_store), capture_output=True, text=True
+                [AISAC, "owner", "status", "--json"], env=serve_env(owned_store), capture_output=True, text=True
             ).stdout
         )
         assert not status["running"] and status["stale_pid"] == old

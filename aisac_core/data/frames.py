@@ -43,7 +43,7 @@ from aisac_core.data.sheetgrid import SheetLimits
 from aisac_core.errors import quote_path, resolve_in_roots
 from aisac_core.hashing import sha256_file, sha256_json, sha256_text
 from aisac_core.sessions.names import check_variable
-from aisac_core.settings import HOST_ROOTS, DataSettings
+from aisac_core.settings import DataSettings, HostRoots
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import DataFrameEntry
 
@@ -112,10 +112,13 @@ class FrameRegistry:
 
     @property
     def roots(self) -> list[Path]:
-        """The folders files are loaded from: the registered ``roots`` + ``catalog_roots``, or, while an owner serves
-        a host with roots of its own, that host's (:data:`aisac_core.settings.HOST_ROOTS`)."""
-        host = HOST_ROOTS.get()
-        return list(self._roots) if host is None else [*host.roots, *host.catalog_roots]
+        """The registered folders files are loaded from (``roots`` + ``catalog_roots``)."""
+        return list(self._roots)
+
+    def _allowed(self, host: HostRoots | None) -> list[Path]:
+        """The folders of a request: the requesting host's roots and catalogue roots (``host``), else the
+        registered ones."""
+        return self.roots if host is None else [*host.roots, *host.catalog_roots]
 
     # -- helpers
     def _check_name(self, name: str) -> str:
@@ -250,8 +253,10 @@ class FrameRegistry:
         skip_rows: int | None = None,
         cell_range: str | None = None,
         tidy: bool = False,
+        roots: HostRoots | None = None,
     ) -> LoadResult:
-        """Load a file of a registered root and register it (replacing a frame of the same name).
+        """Load a file of a registered root and register it (replacing a frame of the same name). ``roots``: the
+        requesting host's roots (None: the registered ones).
 
         Args:
             path: file path (absolute, or relative to the first root); .csv .tsv .tab .txt .xlsx .xlsm .xls .ods .parquet
@@ -289,7 +294,7 @@ class FrameRegistry:
                 DataFrame.
         """
         s = self.settings
-        p = resolve_in_roots(path, self.roots, what="path")
+        p = resolve_in_roots(path, self._allowed(roots), what="path")
         try:
             is_file, is_dir = p.is_file(), p.is_dir()
         except OSError as exc:  # e.g. a name longer than the file system allows
@@ -355,7 +360,7 @@ class FrameRegistry:
                 frames[-1]["detected"] = opts.get("detected")
         return {"frames": frames, "notes": notes}
 
-    def inspect(self, path: str, sheet: str | None = None) -> InspectResult:
+    def inspect(self, path: str, sheet: str | None = None, roots: HostRoots | None = None) -> InspectResult:
         """A compact map of a workbook's sheets for choosing data_load's options (:mod:`aisac_core.data.inspect`):
         ``{path, sheets: [{sheet, used, blocks: [A1], map}], notes}``, each map within 4,000 characters.
 
@@ -365,7 +370,7 @@ class FrameRegistry:
         """
         from aisac_core.data.inspect import inspect_workbook
 
-        p = resolve_in_roots(path, self.roots, what="path")
+        p = resolve_in_roots(path, self._allowed(roots), what="path")
         if not p.is_file():
             raise DataError(f"no file at {quote_path(p)}")
         s = self.settings

@@ -40,7 +40,7 @@ from aisac_core.literature.results import (
     SourceStatus,
 )
 from aisac_core.literature.sources import aliases, literature_sources, max_results, routes
-from aisac_core.settings import roots_in_force
+from aisac_core.settings import HostRoots
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -178,9 +178,8 @@ class LiteratureService:
 
     @property
     def roots(self) -> list[Path]:
-        """The corpus roots ``lit_import`` saves into: the registered ones, or, while an owner serves a host with
-        roots of its own, that host's (:func:`aisac_core.settings.roots_in_force`)."""
-        return roots_in_force(self._roots)
+        """The registered corpus roots ``lit_import`` saves into when the request names no host roots."""
+        return list(self._roots)
 
     def fetcher(self, cache: bool = True) -> Fetcher:
         """A :class:`~.http.Fetcher` on this service's budgets (and its cache unless ``cache`` is False or it has
@@ -386,7 +385,9 @@ class LiteratureService:
         async with self.fetcher() as f:
             return await optimade.lookup(f, name, providers[name], filter_text, k, with_structure)
 
-    async def import_paper(self, identifier: str, root: str | None = None) -> ImportResult:
+    async def import_paper(
+        self, identifier: str, root: str | None = None, roots: HostRoots | None = None
+    ) -> ImportResult:
         """Download the open-access PDF of ``identifier`` into a registered root, write a provenance sidecar and
         start an index job.
 
@@ -411,7 +412,7 @@ class LiteratureService:
                 "replay mode (AISAC_LIT_REPLAY=1) answers from the cache and downloads nothing; "
                 "turn replay off to import a PDF"
             )
-        target_dir = resolve_root(self.roots, root)
+        target_dir = resolve_root(self.roots if roots is None else list(roots.roots), root)
         if self._corpus is None:
             raise LiteratureError("lit_import cannot index here: this literature service has no corpus to index into")
         corpus = self._corpus

@@ -30,7 +30,7 @@ from aisac_core.rag.search import SearchResult, adjacent_chunk, get_chunk, searc
 from aisac_core.rag.sections import get_overview, read_sections
 from aisac_core.rag.status import store_status
 from aisac_core.rag.verify import verify_anchor
-from aisac_core.settings import roots_in_force
+from aisac_core.settings import HostRoots
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -151,7 +151,7 @@ class RagService:
         :func:`aisac_core.rag.sections.read_sections` (its errors)."""
         return read_sections(self, doc_id, section, max_tokens, cursor)
 
-    def verify_anchor(self, anchor: str | dict[str, Any]) -> Verification:
+    def verify_anchor(self, anchor: str | dict[str, Any], roots: HostRoots | None = None) -> Verification:
         """Whether cited evidence still holds: :func:`aisac_core.rag.verify.verify_anchor`.
 
         ``anchor``: a full anchor (optionally with the hit's ``text``), a compact hit (a dict with a ``chunk_id``
@@ -174,7 +174,7 @@ class RagService:
                     "instead",
                 }
             anchor = {**got["anchor"], "text": got.get("text")}
-        return verify_anchor(self, anchor)
+        return verify_anchor(self, anchor, roots)
 
     def verify_cited(self, anchor: Mapping[str, object]) -> Verification:
         """A cited anchor (a full one) verified (:func:`aisac_core.rag.verify.verify_anchor`), for a reader that must
@@ -233,11 +233,12 @@ class RagService:
 
     # ---- indexing --------------------------------------------------------------------------------
 
-    def targets(self, path: str | list[str] | None) -> list[tuple[list[Path], bool]]:
+    def targets(self, path: str | list[str] | None, roots: HostRoots | None = None) -> list[tuple[list[Path], bool]]:
         """(paths, catalog_only) groups to index: the given paths, or every registered root (``path`` None).
 
         ``path``: a file or folder (absolute, or relative to the first registered root), a list of them, or a
-        registered root's name.
+        registered root's name. ``roots``: the requesting host's roots (its MCP client's, or its own
+        ``AISAC_ROOTS`` through the store's owner); None: the settings' ``roots``.
 
         Raises:
             BadPathError: an empty or blank path (or empty list), a NUL byte, a symlink loop; the message names the
@@ -245,10 +246,10 @@ class RagService:
             PathOutsideRootsError: with registered roots, a path resolving outside them.
         """
         s = self.settings
-        host_roots = roots_in_force(s.rag.roots)  # the requesting host's roots when an owner serves several
-        roots = host_roots + list(s.rag.catalog_roots)
+        host_roots = list(s.rag.roots) if roots is None else list(roots.roots)  # the requesting host's, if given
+        allowed = host_roots + list(s.rag.catalog_roots)
         if path is None:
-            if not roots:
+            if not allowed:
                 raise BadPathError(
                     "no path given and no registered roots: pass path='/folder/of/papers' or set "
                     "AISAC_ROOTS='[\"/folder\"]'"
@@ -257,28 +258,30 @@ class RagService:
             return [(paths, cat) for paths, cat in groups if paths]
         items = [path] if isinstance(path, str) else list(path)
         if not items:
-            raise BadPathError(f"path is an empty list: {accepted_forms(roots)}")
+            raise BadPathError(f"path is an empty list: {accepted_forms(allowed)}")
         out: list[Path] = []
         catalog_only = False
         for raw in items:
             if not isinstance(raw, str) or not raw.strip():
-                raise BadPathError(f"path {quote_path(raw)} is empty or blank: {accepted_forms(roots)}")
+                raise BadPathError(f"path {quote_path(raw)} is empty or blank: {accepted_forms(allowed)}")
             check_path_text(raw)
-            by_name = [r for r in roots if r.name == raw]
+            by_name = [r for r in allowed if r.name == raw]
             if by_name and not _exists(raw):
                 out.append(by_name[0])
                 catalog_only = catalog_only or by_name[0] in s.rag.catalog_roots
-            elif roots:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
-                out.append(resolve_in_roots(raw, roots, what="path"))
+            elif allowed:  # with registered roots, a path must resolve inside one (no '..', no symlink escape)
+                out.append(resolve_in_roots(raw, allowed, what="path"))
             else:
                 out.append(expand_user(raw))
         return [(out, catalog_only)]
 
-    def index(self, path: str | list[str] | None = None, catalog_only: bool = False) -> list[str]:
+    def index(
+        self, path: str | list[str] | None = None, catalog_only: bool = False, roots: HostRoots | None = None
+    ) -> list[str]:
         """Queue background index jobs for ``path`` (:meth:`targets`; None: every registered root), one per group;
         returns their ids (they run in order: the last ends last). Raises the errors of :meth:`targets` and
         :meth:`JobManager.submit` (a missing path) before any job exists."""
-        return [self.jobs.submit(paths, catalog_only or cat) for paths, cat in self.targets(path)]
+        return [self.jobs.submit(paths, catalog_only or cat) for paths, cat in self.targets(path, roots)]
 
     def remove(self, doc_id: str | None = None, path: str | None = None) -> Removed:
         """Remove a document (by ``doc_id`` or by the indexed file's ``path``) and its chunks from the index; the

@@ -20,7 +20,7 @@ from aisac_core.rag.formats import DocumentError
 from aisac_core.rag.indexer import doc_id_of_path, get_document, is_point_id
 from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.results import Verification
-from aisac_core.settings import roots_in_force
+from aisac_core.settings import HostRoots
 from aisac_core.store.vectors import Cond
 
 if TYPE_CHECKING:
@@ -46,12 +46,13 @@ def _check_quote(out: Verification, span: tuple[int, int], text: str | None) -> 
         out["quote"] = _norm_ws(text[span[0] : span[1]])
 
 
-def _check_roots(parts: RagParts, path: Path) -> None:
-    """With registered roots (the requesting host's, :func:`~aisac_core.settings.roots_in_force`, and the catalogue
+def _check_roots(parts: RagParts, path: Path, host: HostRoots | None = None) -> None:
+    """With registered roots (the requesting host's, ``host``, else the settings' ``roots``; and the catalogue
     roots), the indexed file must lie inside one to be read: a replica or host whose roots exclude a document does not
     read it, even to verify an anchor. Raises PathOutsideRootsError; no roots registered: unrestricted, as indexing."""
     s = parts.settings
-    roots = [Path(r).expanduser().resolve() for r in [*roots_in_force(s.rag.roots), *s.rag.catalog_roots]]
+    corpus = s.rag.roots if host is None else host.roots
+    roots = [Path(r).expanduser().resolve() for r in [*corpus, *s.rag.catalog_roots]]
     if not roots:
         return
     try:
@@ -66,8 +67,9 @@ def _check_roots(parts: RagParts, path: Path) -> None:
         )
 
 
-def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
+def verify_anchor(parts: RagParts, anchor: dict[str, Any], roots: HostRoots | None = None) -> Verification:
     """Check an evidence anchor against the file on disk and the index (of the store ``parts``), by re-hashing.
+    ``roots``: the requesting host's roots, which the anchored file must lie in to be read (None: the settings').
 
     Args:
         parts: the store (:class:`~aisac_core.rag.service.RagService`).
@@ -129,7 +131,7 @@ def verify_anchor(parts: RagParts, anchor: dict[str, Any]) -> Verification:
     row, content = got
     path = Path(row.path)
     out["path"] = row.path
-    _check_roots(parts, path)
+    _check_roots(parts, path, roots)
     try:
         now = sha256_file(path)
     except FileNotFoundError:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aisac_core.ports import ToolPort
 from aisac_core.rag.verify import verify_anchor
+from aisac_core.settings import HostRoots
 from aisac_core.trace.diff import diff_runs
 from aisac_core.trace.evidence_images import EvidenceImages
 from aisac_core.trace.exports import export_html, export_run
@@ -173,13 +174,14 @@ class TraceService:
 
     # ------------------------------------------------------------------------------------------ checks
 
-    def verify(self, run_id: str, *, use_index: bool = True) -> Verified:
+    def verify(self, run_id: str, *, use_index: bool = True, roots: HostRoots | None = None) -> Verified:
         """Re-hash a run's evidence anchors and input files (:func:`aisac_core.trace.verify.verify_run`).
         ``use_index``: anchors are checked against the index (file and passage: opens the vector store); False:
-        file-level only (a process that does not own the store). Raises TraceError for an unknown run."""
+        file-level only (a process that does not own the store). ``roots``: the requesting host's roots, outside
+        which no anchored file is read (None: the settings'). Raises TraceError for an unknown run."""
 
         def check(anchor: dict[str, Any]) -> Verification:
-            return verify_anchor(self._rag(), anchor)
+            return verify_anchor(self._rag(), anchor, roots)
 
         return verify_run(
             self.engine, run_id, check_anchor=check if use_index else None, data_dir=self.settings.data_dir

@@ -33,7 +33,7 @@ from aisac_core.context import AppContext
 from aisac_core.data import results as R
 from aisac_core.sessions import results as S
 
-from ..serving.common import AisacServer, App, call_core, typed_result
+from ..serving.common import AisacServer, App, call_core, request_roots, typed_result
 from ..serving.completions import by_prefix
 from ..serving.tasks import app_of, follow_code_run, in_task, task_on
 from ..shapes.annotations import hints
@@ -89,7 +89,8 @@ async def load(
     (data_inspect maps a sheet) and correct it with header_rows, skip_rows, range or tidy. A PDF gives a frame per
     table; data_preview lists each shown cell's anchor to cite (rag_verify_anchor re-checks it)."""
     sh: str | int | None = sheet
-    return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy))
+    roots = request_roots()
+    return await call_core(lambda: app.frames.load(path, name, sh, header_rows, skip_rows, range, tidy, roots))
 
 
 @server.tool(annotations=hints("Inspect a workbook", read_only=True))
@@ -100,7 +101,8 @@ async def inspect(
 ) -> R.InspectResult:
     """A compact map of each sheet (used range, blocks, merged ranges with alignment, bold/fill runs, first cells
     with coordinates) to choose data_load's range, header_rows, skip_rows or tidy."""
-    return await call_core(lambda: app.frames.inspect(path, sheet))
+    roots = request_roots()
+    return await call_core(lambda: app.frames.inspect(path, sheet, roots))
 
 
 @server.tool(name="list", annotations=hints("List frames", read_only=True))

@@ -20,7 +20,7 @@ from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.literature import results as R
 
-from ..serving.common import AisacServer, App
+from ..serving.common import AisacServer, App, request_roots
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes.annotations import hints
 
@@ -148,7 +148,8 @@ async def import_(
     (AISAC_LIT_ALLOW_NETWORKS); too large; root not registered. Nothing is saved on error.
     """
     app = app_of(ctx)
-    res = await _run(lambda: app.literature.import_paper(identifier, root))
+    roots = request_roots()
+    res = await _run(lambda: app.literature.import_paper(identifier, root, roots))
     if (wait or in_task(ctx)) and res.get("job_id"):
         res["job"] = await follow_index_job(ctx, app, [res["job_id"]], None if in_task(ctx) else timeout_s)
     return res

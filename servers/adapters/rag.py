@@ -38,7 +38,17 @@ from aisac_core.rag.results import (
 )
 from aisac_core.rag.service import RagService
 
-from ..serving.common import FULL_RESULT_META, AisacServer, App, call_core, log, request_meta, typed_result
+from ..serving.common import (
+    FULL_RESULT_META,
+    AisacServer,
+    App,
+    MissingResource,
+    call_core,
+    log,
+    request_meta,
+    request_roots,
+    typed_result,
+)
 from ..serving.tasks import app_of, follow_index_job, in_task, task_on
 from ..shapes import results_jobs as RJ
 from ..shapes import results_rag as R
@@ -74,7 +84,7 @@ async def index(
     """
     core = app_of(ctx)
     rag = core.rag
-    job_ids = await call_core(rag.index, path, catalog_only)
+    job_ids = await call_core(rag.index, path, catalog_only, request_roots())
     status: IndexJob | None
     if wait or in_task(ctx):  # a task lasts as long as its job
         status = await follow_index_job(ctx, core, job_ids, None if in_task(ctx) else timeout_s)
@@ -267,7 +277,7 @@ async def verify_anchor(
 ) -> Verification:
     """Check that cited evidence still holds, by re-hashing the file and the chunk text. status: ok,
     file_changed (passage still there), chunk_changed (passage gone) or missing; ``detail`` says it in words."""
-    return await call_core(app.rag.verify_anchor, anchor)
+    return await call_core(app.rag.verify_anchor, anchor, request_roots())
 
 
 @server.tool(annotations=hints("Remove a document", destructive=True, idempotent=False))
@@ -301,7 +311,7 @@ async def document(doc_id: str, app: AppContext = App) -> str:
     got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
     row, content = got if got is not None else (None, None)
     if row is None or content is None:
-        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
+        raise MissingResource(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return f"<!-- aisac document {row.doc_id} · {row.path} · sha256 {row.sha256} -->\n\n{content.markdown}"
 
 
@@ -310,7 +320,7 @@ async def document_text(doc_id: str, app: AppContext = App) -> str:
     """The parsed document as plain text: the text evidence anchors' ``char_span`` offsets index into."""
     got = await anyio.to_thread.run_sync(app.rag.document, doc_id)
     if got is None or got[1] is None:
-        raise ResourceError(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
+        raise MissingResource(f"no indexed document {quote_path(doc_id)}; rag_list_documents lists doc_ids")
     return got[1].text
 
 

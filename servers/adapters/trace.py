@@ -15,14 +15,13 @@ from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
 from fastmcp.apps.config import AppConfig
-from fastmcp.exceptions import ResourceError
 from pydantic import Field
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
 from aisac_core.trace import results as R
 
-from ..serving.common import AisacServer, App, call_core, tool_error
+from ..serving.common import AisacServer, App, MissingResource, call_core, request_roots, tool_error
 from ..serving.completions import by_prefix
 from ..serving.report_app import VIEW_HTML, VIEW_MIME, VIEW_URI
 from ..serving.toolclient import SuiteTools
@@ -167,7 +166,7 @@ async def run_report_page(run_id: str, app: AppContext = App) -> str:
     try:
         return await call_core(app.trace.report_html, run_id)
     except Exception as exc:  # call_core turned the core's TraceError into a tool error: report it as a resource one
-        raise ResourceError(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
+        raise MissingResource(f"no report for run {run_id!r}: {exc}; trace_list_runs lists runs") from exc
 
 
 @server.tool(annotations=hints("Read an event", read_only=True))
@@ -193,7 +192,8 @@ async def export(
 async def verify(run_id: RunId, app: AppContext = App) -> R.Verified:
     """Check that the evidence a run cited and the files it read are unchanged: re-hashes each anchor and
     input file; ``status`` is the worst of unchanged, changed, missing."""
-    return await call_core(app.trace.verify, run_id)
+    roots = request_roots()
+    return await call_core(lambda: app.trace.verify(run_id, roots=roots))
 
 
 @server.tool(annotations=hints("Replay a run"))

@@ -28,6 +28,8 @@ CLIENT_HEADER = "X-Aisac-Client"
 #: :data:`aisac_core.settings.PER_HOST`) to the owner, which applies them to that request
 #: (:class:`aisac_servers.serving.hosts.HostView`)
 HOST_HEADER = "X-Aisac-Host"
+#: seconds a request waits for the host's first ``roots/list`` answer before it goes on with ``AISAC_ROOTS``
+ROOTS_WAIT_S = 10.0
 
 #: what a caller is told when the owner process died while serving its call
 OWNER_STOPPED = (

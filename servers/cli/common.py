@@ -3,6 +3,7 @@ characters escaped), the ``--data-dir`` / ``--no-owner`` options, settings, the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -16,8 +17,24 @@ from aisac_core.settings import Settings
 from .owner import OwnerCallError, cli_owner, load_settings
 from .safe import SafeConsole
 
-err = SafeConsole(stderr=True)
-out = SafeConsole()
+
+def output_width() -> int | None:
+    """The width the consoles wrap at: ``COLUMNS`` when set (a number), else the size of the terminal any of stdin,
+    stdout or stderr is on (``aisac search x | less`` still has one), else None (rich's own default, 80, for output
+    with no terminal at all)."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    for fd in (1, 2, 0):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:  # not a terminal
+            continue
+    return None
+
+
+err = SafeConsole(stderr=True, width=output_width())
+out = SafeConsole(width=output_width())
 
 
 DataDir = Annotated[

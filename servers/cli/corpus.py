@@ -4,6 +4,7 @@ runs). ``search`` and ``verify`` open the store read-only: they create, migrate 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,7 +45,9 @@ def index(
     no_owner: NoOwner = False,
 ) -> None:
     """Index files and folders incrementally (unchanged files are skipped without being read). While the store's
-    owner process runs, the owner indexes them (rag_index) and its progress is shown here."""
+    owner process runs, the owner indexes them (rag_index) and its progress is shown here: a bar on a terminal, plain
+    lines on stderr otherwise. Exits 1 when any file failed (each is named), 130 on Ctrl-C after one line saying what
+    was kept."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.rag.indexer import Counters
@@ -77,11 +80,15 @@ def index(
             TextColumn("{task.description}"),
             console=err,
             transient=not err.is_terminal,
+            disable=not err.is_terminal,  # no terminal: plain lines instead (below)
         ) as bar:
             task = bar.add_task("", total=None)
+            plain = PlainProgress() if not err.is_terminal else None
 
             def progress(done: float, total: float | None, name: str | None) -> None:
                 bar.update(task, completed=done, total=total, description=(name or "")[:60])
+                if plain is not None:
+                    plain(done, total, name)
 
             if core is not None:
                 if repair:
@@ -99,6 +106,20 @@ def index(
                 failures = got["failures"]
     except IndexingError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        c = counters
+        where = (
+            "the store's owner goes on with its job (aisac status shows it)"
+            if info is not None
+            else ("each file is whole in the store or absent")
+        )
+        err.print(
+            f"interrupted: {c.files_indexed} files indexed and {c.files_skipped} unchanged are kept ({where}); run the "
+            "same command again to index the rest",
+            soft_wrap=True,
+            markup=False,
+        )
+        raise typer.Exit(130) from None
     except Exception as exc:  # store errors carry their recovery step; the owner's errors its message
         _fail(str(exc))
     finally:
@@ -109,6 +130,8 @@ def index(
         if repaired is not None:
             out_json["repair"] = repaired
         safe_print(json.dumps(out_json, indent=1))
+        if failures:
+            raise typer.Exit(1)
         return
     if repaired is not None:
         err.print(
@@ -127,6 +150,28 @@ def index(
     # nothing could be indexed: say what was there and why it was skipped
     if c.files_seen == 0 and not failures and repaired is None:
         _fail(_nothing_indexed(paths or []), code=2)
+    if failures:  # a script must see that some files are not searchable
+        raise typer.Exit(1)
+
+
+class PlainProgress:
+    """Progress as plain lines on stderr when it is not a terminal (a log, CI, ``make demo | tee``): one line per
+    file done (``indexing: 3/9 files, <name>``), at most one every :attr:`every` seconds, and the last one."""
+
+    every = 2.0
+
+    def __init__(self) -> None:
+        self._last = -1.0
+        self._done = -1.0
+
+    def __call__(self, done: float, total: float | None, name: str | None) -> None:
+        now = time.monotonic()
+        last = total is not None and done >= total
+        if done == self._done or (now - self._last < self.every and not last):
+            return
+        self._last, self._done = now, done
+        of = f"/{total:.0f}" if total else ""
+        err.print(f"indexing: {done:.0f}{of} files{', ' + name if name else ''}", soft_wrap=True, markup=False)
 
 
 def _nothing_indexed(paths: list[Path]) -> str:

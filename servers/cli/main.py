@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
@@ -141,6 +141,7 @@ def serve(
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, got {transport!r}")
     settings = _settings(data_dir)
+    _warn_missing_roots(settings)
     names = [server] if server else None
     available = dict(aisac_register_servers())
     if server and server not in available:
@@ -246,6 +247,22 @@ def serve(
         _fail(str(exc))
 
 
+def _warn_missing_roots(settings: Settings) -> list[str]:
+    """Say on stderr which configured roots (``AISAC_ROOTS``, ``catalog_roots``) are not existing folders (an unexpanded
+    ``${workspaceFolder}``, a moved folder); returns them."""
+    from aisac_core.host_roots import missing_roots
+
+    missing = [str(p) for p in missing_roots([*settings.rag.roots, *settings.rag.catalog_roots])]
+    for p in missing:
+        err.print(
+            f"aisac: warning: the root {p} is not an existing folder: nothing in it can be indexed or loaded; "
+            "fix AISAC_ROOTS (or the host entry's --root, docs/hosts.md)",
+            soft_wrap=True,
+            markup=False,
+        )
+    return missing
+
+
 def _check_replica_identity(settings: Settings) -> None:
     """Exit (one line) when this replica's settings differ from the shared store's identity
     (:meth:`AppContext.check_store`); a store that cannot be reached now is left to the first call to report."""
@@ -264,29 +281,55 @@ def _check_replica_identity(settings: Settings) -> None:
 
 @app.command()
 def owner(
-    action: Annotated[str, typer.Argument(help="status (print the store's owner process as JSON) or stop")] = "status",
+    action: Annotated[str, typer.Argument(help="status (the store's owner process) or stop")] = "status",
     data_dir: DataDir = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="status: everything as JSON (the owner's settings included)")
+    ] = False,
 ) -> None:
-    """The store's owner process (docs/processes.md): show it, or stop it (the store is closed cleanly)."""
+    """The store's owner process (docs/processes.md): show it (a short summary; --json for all of it), or stop it
+    (the store is closed cleanly)."""
     settings = _settings(data_dir)
     if action == "status":
         info = live_owner(settings.data_dir)
         stale = None if info else read_owner_file(settings.data_dir)
-        safe_print(
-            json.dumps(
-                {
-                    "running": info is not None,
-                    "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
-                    "stale_pid": stale.pid if stale else None,
-                },
-                indent=1,
+        if as_json:
+            safe_print(
+                json.dumps(
+                    {
+                        "running": info is not None,
+                        "owner": {k: v for k, v in info.as_dict().items() if k != "token"} if info else None,
+                        "stale_pid": stale.pid if stale else None,
+                    },
+                    indent=1,
+                )
             )
-        )
+            return
+        for line in owner_summary(info, stale.pid if stale else None):
+            safe_print(line)
     elif action == "stop":
         stopped = stop_owner(settings.data_dir)
         err.print(f"stopped the owner pid {stopped.pid}" if stopped else "no owner process is running")
     else:
         _fail(f"action must be status or stop, got {action!r}")
+
+
+def owner_summary(info: Any, stale_pid: int | None) -> list[str]:
+    """The lines of ``aisac owner status``: whether an owner runs, its pid, kind, version, start, where it listens,
+    its last request and pending jobs (``info``: its :class:`~aisac_core.owner.OwnerInfo`, None when none runs)."""
+    if info is None:
+        tail = f" (owner.json names pid {stale_pid}, which has exited)" if stale_pid else ""
+        return [f"no owner process is running{tail}; the next host or command starts one"]
+    lines = [
+        f"owner: running, {info.listening()}",
+        f"kind {info.kind}, aisac {info.version}, started {info.started_at}",
+    ]
+    if info.last_request_at:
+        ago = max(0.0, time.time() - info.last_request_at)
+        pending = {True: "an index job is queued or running", False: "no index job pending"}.get(info.jobs_pending, "")
+        lines.append(f"last request {ago:.0f} s ago" + (f"; {pending}" if pending else ""))
+    lines.append("(aisac owner status --json prints everything, the owner's settings included)")
+    return lines
 
 
 def _trace_gap(settings: Settings) -> dict[str, Any]:
@@ -351,16 +394,12 @@ def status(
     st = {**st, "code_isolation": {"mode": mode, "note": note}, "trace_gap": _trace_gap(settings)}
     if info is not None:  # where the owner listens: its Unix socket, or loopback TCP and why
         st = {**st, "owner": info.listening()}
+    st = {**st, "missing_roots": _warn_missing_roots(settings)}
     if as_json:
         safe_print(json.dumps(st, indent=1))
         return
-    t = Table(title="aisac store", show_header=False)
-    t.add_column("what")
-    t.add_column("value", overflow="fold")
-    for key, val in st.items():
-        if key != "recent_jobs":
-            t.add_row(key, json.dumps(val) if isinstance(val, (dict, list)) else str(val))
-    out.print(t)
+    for line in status_summary(st, settings):
+        safe_print(line)
     vc = st.get("vector_check") or {}
     if vc.get("missing_vectors") or vc.get("orphan_vectors"):
         err.print(
@@ -371,8 +410,52 @@ def status(
         )
     if st["trace_gap"].get("detail"):
         err.print(f"[yellow]warning:[/yellow] trace gap: {st['trace_gap']['detail']}", soft_wrap=True)
-    for j in st["recent_jobs"]:
-        out.print(f"job {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})")
+
+
+def _size(n: int) -> str:
+    """``n`` bytes for a person: ``512 bytes``, ``1.2 MB``..."""
+    size = float(n)
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def status_summary(st: Mapping[str, Any], settings: Settings) -> list[str]:
+    """The short human summary of ``aisac status`` (``--json`` prints every field): where the store is and its size,
+    documents by status and type, chunks and vectors, stale documents, roots (and which are missing), the owner,
+    code isolation, and the last jobs."""
+    docs = st.get("documents") or {}
+    by_status = ", ".join(f"{n} {k}" for k, n in sorted(docs.items())) or "none"
+    by_type = ", ".join(f"{n} {k}" for k, n in sorted((st.get("documents_by_type") or {}).items()))
+    vectors = st.get("chunks_in_vector_store")
+    roots = [str(r) for r in settings.rag.roots]
+    missing = set(st.get("missing_roots") or [])
+    lines = [
+        f"store       {st.get('data_dir')} ({_size(int(st.get('store_bytes') or 0))}; {st.get('vector_backend')} vectors)",
+        f"documents   {by_status}" + (f" ({by_type})" if by_type else ""),
+        f"chunks      {st.get('chunks_in_manifest', 0)} indexed"
+        + ("" if vectors is None else f", {vectors} in the vector store")
+        + (f"; {st['stale_documents']} stale (aisac index re-processes them)" if st.get("stale_documents") else ""),
+        "roots       "
+        + (", ".join(r + (" (missing)" if r in missing else "") for r in roots) if roots else "none set (AISAC_ROOTS)")
+        + "; a host that declares MCP roots uses its own",
+        f"trace       {st.get('trace_events', 0)} events",
+    ]
+    if st.get("owner"):
+        lines.append(f"owner       {st['owner']}")
+    iso = st.get("code_isolation") or {}
+    if iso:
+        lines.append(f"code runs   {iso.get('mode')}")
+    for j in list(st.get("recent_jobs") or [])[:3]:
+        lines.append(
+            f"job         {j['job_id']}: {j['status']} {j['done']}/{j['total']} ({j['finished_at'] or 'running'})"
+        )
+    for w in st.get("permission_warnings") or []:
+        lines.append(f"warning     {w}")
+    lines.append("(aisac status --json prints every field)")
+    return lines
 
 
 @app.command()
@@ -476,7 +559,12 @@ def init(
 
 
 #: the variable VS Code and Cursor replace by the open workspace folder in an MCP server's configuration
-WORKSPACE_FOLDER = "${workspaceFolder}"
+#: said by ``aisac install`` when no root is set anywhere
+_NO_ROOTS_NOTE = (
+    "aisac: no roots set for {host}: a host that declares MCP roots (VS Code) gives its own workspace folders; "
+    "for any other host, rag_index without a path has nothing to index until you add the folder(s) of your papers: "
+    "aisac install {host} --root /folder/of/papers"
+)
 
 
 @app.command()
@@ -505,16 +593,20 @@ def install(
     roots: Annotated[
         list[Path] | None,
         typer.Option(
+            "--root",
             "--roots",
-            help="a folder the host's tools may read (repeat for several); default: the current folder, or for "
-            "vscode and cursor the open workspace folder (${workspaceFolder})",
+            help="a folder of papers and data the host's tools may read (repeat for several); asked when omitted on "
+            "a terminal; never the current folder unless you name it (docs/hosts.md, Roots)",
         ),
     ] = None,
 ) -> None:
-    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it. The host's
-    roots (the folders its tools may index and load from) are written into its entry: --roots, else roots set
-    in the environment or the store's aisac.toml, else the current folder (the workspace folder for VS Code and
-    Cursor)."""
+    """Add aisac to an MCP host's configuration (merged, with a backup of the old file), or print it.
+
+    Roots are the folders the host's tools may index and load from (rag_index, data_load, lit_import); nothing
+    outside them is read. A host that declares the MCP roots capability (VS Code) gives its own (its workspace
+    folders) and they win; for the others (Claude Desktop, Cursor) the roots you choose here are written into the
+    host's entry as AISAC_ROOTS: --root, else asked on a terminal, else the roots already set in the environment or
+    the store's aisac.toml, else none (aisac then says how to add them)."""
     from aisac_core.projects import BootstrapError
     from aisac_core.projects.hosts import HostConfigError, host_env, render, server_entry
     from aisac_core.projects.hosts import install as install_host
@@ -533,20 +625,30 @@ def install(
 
             resolve(tools, [*dict(aisac_register_servers()), "project"])
         env = host_env(settings)
+        if not roots and not settings.rag.roots and project is None and not print_ and sys.stdin.isatty():
+            answer = typer.prompt(
+                "roots: the folder(s) of papers and data this host's tools may read, comma-separated (nothing "
+                "outside them is read; empty: none for now, add them later with --root)",
+                default="",
+                show_default=False,
+            )
+            roots = [Path(x.strip()) for x in answer.split(",") if x.strip()]
         if roots:
             missing = [str(r) for r in roots if not r.expanduser().is_dir()]
             if missing:
-                _fail(f"--roots: not a folder: {', '.join(missing)}; give existing folders")
+                _fail(f"--root: not a folder: {', '.join(missing)}; give existing folders")
             env["AISAC_ROOTS"] = json.dumps([str(r.expanduser().resolve()) for r in roots])
-        elif not settings.rag.roots and project is None:  # nothing set anywhere (a project brings its own data)
-            env["AISAC_ROOTS"] = json.dumps([WORKSPACE_FOLDER if host in ("vscode", "cursor") else str(Path.cwd())])
         entry = server_entry(host, data_dir=settings.data_dir, project=project, env=env, tools=tools)
         if print_:
             safe_print(json.dumps(render(host, entry), indent=2, ensure_ascii=False))
+            if "AISAC_ROOTS" not in env and not settings.rag.roots and project is None:
+                err.print(_NO_ROOTS_NOTE.format(host=host), soft_wrap=True, markup=False)
             return
         res = install_host(host, entry, config_path=config)
     except (HostConfigError, BootstrapError, ValueError) as exc:  # ValueError: an unreadable aisac.toml
         _fail(str(exc))
+    if "AISAC_ROOTS" not in env and not settings.rag.roots and project is None:
+        err.print(_NO_ROOTS_NOTE.format(host=host), soft_wrap=True, markup=False)
     err.print(
         f"{'replaced' if res.replaced else 'added'} the {res.name!r} server in {res.path}"
         + (f" with roots {env['AISAC_ROOTS']}" if "AISAC_ROOTS" in env else "")

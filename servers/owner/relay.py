@@ -56,6 +56,7 @@ from aisac_core.tool_profiles import ToolProfile, filter_instructions, of_server
 
 from ..base.proxying import CLIENT_HEADER, HOST_HEADER, OWNER_STOPPED, owner_http_client
 from .catalog import CACHEABLE, AnswerCatalog
+from .hostroots import NEEDS_ROOTS, HostRootsAsker
 
 if TYPE_CHECKING:  # an annotation only: pydantic's settings machinery (~0.15 s of imports) loads with the caller's
     import httpx
@@ -125,8 +126,9 @@ class StdioRelay:
         self.client_id = client_id or uuid.uuid4().hex
         from aisac_core.settings import host_settings  # loaded with ``settings`` already
 
-        # this host's own settings (roots, profile, roles LLM and mode), applied by the owner to each request
-        self.host_header = json.dumps(host_settings(settings), separators=(",", ":"), ensure_ascii=True)
+        # this host's own settings (roots, profile, roles LLM and mode), applied by the owner to each request; the
+        # roots are the host's own when it declares the roots capability (hostroots.py)
+        self.roots = HostRootsAsker(self._emit, host_settings(settings))
         self.info: OwnerInfo | None = None
         self._stamp: tuple[int, int] | None = None
         #: a call was cut by the owner (connection lost mid-answer): the next lookup checks that the owner it finds is
@@ -319,7 +321,7 @@ class StdioRelay:
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
             CLIENT_HEADER: self.client_id,
-            HOST_HEADER: self.host_header,
+            HOST_HEADER: self.roots.header,
         }
         if info.token:
             h["authorization"] = f"Bearer {info.token}"
@@ -529,6 +531,18 @@ class StdioRelay:
             self.catalog.put(method, self._version_of(msg), answer["result"])
 
     async def _handle(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        if self.roots.takes(msg):  # the host's answer to the relay's own roots/list
+            return
+        if method == "initialize":
+            self.roots.on_initialize(msg)
+        elif method in ("notifications/initialized", "notifications/roots/list_changed") and self.roots.declared:
+            if self._tg is not None:
+                self._tg.start_soon(self.roots.ask)  # the host's roots, asked once the handshake ends and on change
+            if method == "notifications/roots/list_changed":
+                return  # the relay's business: the owner sees the roots in each request's host header
+        elif method in NEEDS_ROOTS:
+            await self.roots.ready()
         if (
             msg.get("method") == "notifications/initialized"
             and self._init_from_catalog
@@ -588,9 +602,28 @@ class StdioRelay:
                             tg.start_soon(self._handle, msg)
                         else:
                             await self._handle(msg)
+                await self._cancel_inflight()
                 tg.cancel_scope.cancel()  # stdin closed: the host is gone
         finally:
             await self._close()
+
+    async def _cancel_inflight(self) -> None:
+        """The host closed stdin with requests under way: tell the owner they are cancelled (MCP "Cancellation"), so
+        each call ends on the record as cancelled (its trace event) instead of running on for nobody."""
+        info = self.info
+        if info is None or not self._inflight:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            for rid in list(self._inflight):
+                note = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": rid, "reason": "the host disconnected (stdin closed)"},
+                }
+                with contextlib.suppress(Exception):  # the owner may be gone too: nothing left to tell
+                    await (
+                        await self._client(info).post(info.url, json=note, headers=self._headers(info, note))
+                    ).aclose()
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):

@@ -10,6 +10,7 @@ import logging
 import re
 import types
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import anyio
@@ -30,6 +31,7 @@ from typing_extensions import is_typeddict
 
 from aisac_core.context import AppContext
 from aisac_core.errors import AisacError
+from aisac_core.settings import HostRoots
 
 from ..shapes.results_schema import output_schema
 
@@ -163,8 +165,26 @@ class SafeErrors(Middleware):
             msg = str(exc)
             safe = safe_message(msg, what=f"reading {str(getattr(context.message, 'uri', 'the resource'))[:200]}")
             if safe != msg:
-                raise ResourceError(safe) from exc
+                raise type(exc)(safe) from exc  # a MissingResource stays one
             raise
+
+
+#: the roots of the connection whose request is being served (set per request by
+#: :class:`aisac_servers.serving.hosts.HostView`: the client's own ``roots/list``, or a relay's host header); None:
+#: the settings' roots. Read only here, at the MCP boundary: tools pass it to the services as their ``roots``
+#: argument (:func:`request_roots`).
+REQUEST_ROOTS: ContextVar[HostRoots | None] = ContextVar("aisac_request_roots", default=None)
+
+
+def request_roots() -> HostRoots | None:
+    """The roots of the request being served (:data:`REQUEST_ROOTS`), for a service's ``roots`` argument."""
+    return REQUEST_ROOTS.get()
+
+
+class MissingResource(ResourceError):
+    """A resource read whose URI matches a template but names nothing that exists (a document not indexed, a run
+    without events): "resource not found", -32002 at MCP 2025-11-25 and -32602 at 2026-07-28
+    (:class:`aisac_servers.serving.hosts.HostView`), not the internal error -32603 a plain ResourceError gives."""
 
 
 class _LookupInTurn(AggregateProvider):

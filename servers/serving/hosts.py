@@ -7,7 +7,8 @@ connection instead; a relay (:mod:`aisac_servers.owner.relay`) sends them with e
 :data:`~aisac_servers.base.proxying.HOST_HEADER` (JSON ``{roots, tools, roles_llm, roles_mode, memory_scope}``) and
 :class:`HostView` applies them for that request only:
 
-- ``roots``: the corpus roots of the request (:data:`aisac_core.settings.HOST_ROOTS`): ``rag_index``, ``data_load``,
+- ``roots``: the corpus roots of the request (:data:`aisac_servers.serving.common.REQUEST_ROOTS`, which the tools
+  pass to the services as their ``roots`` argument; a client that declares roots gives its own, :class:`ClientRoots`): ``rag_index``, ``data_load``,
   ``lit_import`` resolve paths in the host's roots, so two hosts with other roots work side by side, each refused the
   other's folders;
 - ``roles_llm`` / ``roles_mode``: the defaults of a ``roles_*`` tool's ``llm`` and ``mode`` arguments;
@@ -27,10 +28,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastmcp.exceptions import DisabledError, NotFoundError
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
@@ -38,11 +42,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aisac_core.context import AppContext
-from aisac_core.settings import HOST_MEMORY_SCOPE, HOST_ROOTS, HostRoots
+from aisac_core.host_roots import missing_roots, roots_from_host
+from aisac_core.settings import HOST_MEMORY_SCOPE, HostRoots
 from aisac_core.tool_profiles import ToolProfile, filter_instructions
 
-from ..base.proxying import CLIENT_HEADER, HOST_HEADER
+from ..base.proxying import CLIENT_HEADER, HOST_HEADER, ROOTS_WAIT_S
 from ..shapes.toollist import scrubbed
+from .common import REQUEST_ROOTS, MissingResource
 
 log = logging.getLogger("aisac.owner")
 
@@ -84,6 +90,7 @@ class HostView(Middleware):
         self.app = app
         self.profile = profile  # ``all`` too: it hides tools_search / tools_call, which the owner serves
         self.accept = accept_host_settings
+        self.client_roots = ClientRoots()
 
     # -------------------------------------------------------------------------------------------- the profile
 
@@ -145,6 +152,22 @@ class HostView(Middleware):
             return None
         return HostRoots(tuple(Path(r) for r in roots), tuple(self.app.settings.rag.catalog_roots))
 
+    async def _request_roots(self, context: MiddlewareContext, host: dict[str, Any] | None) -> HostRoots | None:
+        """The roots of the request: a relay's host header (the relay asked its host, :mod:`..owner.hostroots`), else
+        the roots the connected client declares (``roots/list``, :class:`ClientRoots`), else None (the settings'
+        ``roots``, i.e. ``AISAC_ROOTS``)."""
+        if host is not None:
+            return self._roots(host)
+        paths = await self.client_roots.of(context)
+        if paths is None:
+            return None
+        return HostRoots(paths, tuple(self.app.settings.rag.catalog_roots))
+
+    async def on_notification(self, context: MiddlewareContext, call_next: CallNext) -> Any:
+        if context.method == "notifications/roots/list_changed":
+            self.client_roots.forget(context)  # asked again at the connection's next request
+        return await call_next(context)
+
     async def on_call_tool(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
         name = context.message.name
@@ -157,7 +180,7 @@ class HostView(Middleware):
                 if args.get(arg) is None and host.get(setting) is not None and _takes(context, arg):
                     args[arg] = host[setting]
             context = context.copy(message=context.message.model_copy(update={"arguments": args}))
-        token = HOST_ROOTS.set(self._roots(host))
+        token = REQUEST_ROOTS.set(await self._request_roots(context, host))
         scope = host.get("memory_scope") if host is not None else None
         scope_token = HOST_MEMORY_SCOPE.set(scope if isinstance(scope, str) else None)
         try:
@@ -166,16 +189,18 @@ class HostView(Middleware):
             raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; list the tools with tools/list") from exc
         finally:
             HOST_MEMORY_SCOPE.reset(scope_token)
-            HOST_ROOTS.reset(token)
+            REQUEST_ROOTS.reset(token)
 
     async def on_read_resource(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
         uri = str(context.message.uri)
         if pr is not None and not pr.allows_uri(uri):
             raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}")
-        token = HOST_ROOTS.set(self._roots(host_of_request(self.accept)))
+        token = REQUEST_ROOTS.set(await self._request_roots(context, host_of_request(self.accept)))
         try:
             return await call_next(context)
+        except MissingResource as exc:  # a template's URI naming nothing that exists: not found, not internal
+            raise MCPError(_not_found_code(context), str(exc)) from exc
         except MCPError as exc:
             if exc.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND) and "not found" in exc.message.lower():
                 raise MCPError(_not_found_code(context), exc.message) from exc
@@ -183,7 +208,7 @@ class HostView(Middleware):
         except (NotFoundError, DisabledError) as exc:
             raise MCPError(_not_found_code(context), f"Resource not found: {uri!r}") from exc
         finally:
-            HOST_ROOTS.reset(token)
+            REQUEST_ROOTS.reset(token)
 
     async def on_get_prompt(self, context: MiddlewareContext, call_next: CallNext) -> Any:
         pr = self._profile()
@@ -201,6 +226,73 @@ class HostView(Middleware):
             if missing is None:
                 raise
             raise MCPError(INVALID_PARAMS, f"prompt {name!r}: missing required argument(s) {missing.group(1)}") from exc
+
+
+class ClientRoots:
+    """The roots a directly connected client declares (MCP 2025-11-25, "Roots"), per connection: asked with
+    ``roots/list`` at the connection's first request that needs them, kept until the client sends
+    ``notifications/roots/list_changed``. Only on handshake-era connections (the 2026-07-28 protocol deprecates the
+    capability, SEP-2577): a client that does not declare it, or whose answer fails or gives no usable root, gets
+    None (the settings' roots, ``AISAC_ROOTS``), with a warning on stderr."""
+
+    def __init__(self) -> None:
+        #: connection (MCP session id: stable for a handshake-era connection) -> its roots; the oldest forgotten first
+        self._known: OrderedDict[str, tuple[Path, ...] | None] = OrderedDict()
+
+    @staticmethod
+    def _connection(context: MiddlewareContext) -> tuple[Any, str] | None:
+        """``(session, connection id)`` of a handshake-era client that declares roots, else None."""
+        ctx = context.fastmcp_context
+        if ctx is None:
+            return None
+        try:
+            session = ctx.session
+            key = ctx.session_id
+        except RuntimeError:  # no session (a background task without one)
+            return None
+        version = getattr(ctx.request_context, "protocol_version", None) if ctx.request_context else None
+        if version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        caps = getattr(session, "client_capabilities", None)
+        return (session, key) if caps is not None and getattr(caps, "roots", None) is not None else None
+
+    def forget(self, context: MiddlewareContext) -> None:
+        conn = self._connection(context)
+        if conn is not None:
+            self._known.pop(conn[1], None)
+
+    async def of(self, context: MiddlewareContext) -> tuple[Path, ...] | None:
+        """The connection's roots as folders, or None (see the class docstring)."""
+        conn = self._connection(context)
+        if conn is None:
+            return None
+        session, key = conn
+        if key in self._known:
+            self._known.move_to_end(key)
+            return self._known[key]
+        paths: tuple[Path, ...] | None = None
+        try:
+            with warnings.catch_warnings(), anyio.fail_after(ROOTS_WAIT_S):
+                warnings.simplefilter("ignore")  # deprecated at 2026-07-28 only; this is a handshake-era session
+                result = await session.list_roots()
+            got = roots_from_host(result)
+            for note in got.skipped:
+                log.warning("%s", note)
+            paths = got.paths or None
+            if paths is None:
+                log.warning("the client gave no usable root folder: AISAC_ROOTS applies to its calls")
+            for p in missing_roots(got.paths):
+                log.warning("the client's root %s is not an existing folder", p)
+        except Exception as exc:  # noqa: BLE001 - a client that cannot answer keeps the settings' roots
+            log.warning("the client declares roots but roots/list failed (%s): AISAC_ROOTS applies", exc)
+        self._known[key] = paths
+        while len(self._known) > MAX_CONNECTIONS:
+            self._known.popitem(last=False)
+        return paths
+
+
+#: connections whose roots :class:`ClientRoots` keeps (an HTTP server's many sessions: the oldest asked again)
+MAX_CONNECTIONS = 1024
 
 
 #: the roles tools and which of the host-defaulted arguments each takes

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_http_headers
@@ -38,7 +39,7 @@ from .completions import chain_completions
 from .dashboard import mount_dashboard
 from .hosts import HostView
 from .schemas import install_schema_lookup
-from .tasks import add_tasks
+from .tasks import CALL_JOBS, add_tasks
 
 log = logging.getLogger("aisac.suite")
 
@@ -51,6 +52,26 @@ current_run_id: ContextVar[str | None] = ContextVar("aisac_current_run_id", defa
 ALL_SERVERS = dict(builtin.BUILTIN_SERVERS)
 #: the built-in servers whose module is present (what ``aisac serve --server NAME`` accepts)
 SERVERS = dict(builtin.aisac_register_servers())
+
+
+#: the ``error`` of a cancelled call's trace event (status ``cancelled``)
+CANCELLED_NOTE = "cancelled by the client (notifications/cancelled) or cut by its disconnect before the call ended"
+
+
+async def _jobs_done(app: AppContext, job_ids: list[str]) -> list[dict[str, Any]]:
+    """What the background jobs ``job_ids`` of a cancelled call had done: ``[{job_id, status, done, total}]``
+    (index jobs of ``rag_index`` / ``lit_import``; a job the table no longer has is left out)."""
+    out: list[dict[str, Any]] = []
+    with anyio.CancelScope(shield=True):
+        for jid in job_ids:
+            try:
+                st = await call_core(app.rag.jobs.status, jid)
+            except Exception:  # noqa: BLE001 - the record of the call matters more than its detail
+                log.warning("could not read index job %s for a cancelled call's trace event", jid)
+                continue
+            if st is not None:
+                out.append({k: st.get(k) for k in ("job_id", "status", "done", "total")})
+    return out
 
 
 def take_full_result(result: ToolResult) -> tuple[ToolResult, Any]:
@@ -132,6 +153,7 @@ class ProvenanceMiddleware(Middleware):
         t0 = time.perf_counter()
         status, error, result_obj = "ok", None, None
         run_token = current_run_id.set(str(run_id))
+        jobs_token = CALL_JOBS.set([])
         try:
             result = await call_next(context)
             if not hasattr(
@@ -156,43 +178,68 @@ class ProvenanceMiddleware(Middleware):
         except Exception as exc:  # validation errors and the like
             status, error = ("tool_error" if type(exc).__name__ == "ValidationError" else "exception"), str(exc)
             raise
+        except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
+            # the client's notifications/cancelled, or its connection closed mid-call (stdin closed, the relay's
+            # cancel for a host that went away): the call is still on the record, with what its jobs had done
+            status, error = "cancelled", CANCELLED_NOTE
+            result_obj = {"cancelled": True, "jobs": await _jobs_done(self.app, CALL_JOBS.get() or [])}
+            raise
         finally:
             current_run_id.reset(run_token)
+            CALL_JOBS.reset(jobs_token)
             latency = (time.perf_counter() - t0) * 1000
-            try:
-                parent = self._meta(context, "aisac/parent_id")
-                parent_id = int(parent) if parent and parent.isdigit() else None
-                trace = self.app.trace
-                event_id = await call_core(
-                    trace.record,
-                    run_id=str(run_id),
+            with anyio.CancelScope(shield=True):  # a cancelled call's event is written all the same
+                await self._record(context, run_id, server, name, args, result_obj, status, error, latency, t0_ns)
+
+    async def _record(
+        self,
+        context: MiddlewareContext,
+        run_id: str,
+        server: str,
+        name: str,
+        args: dict[str, Any],
+        result_obj: Any,
+        status: str,
+        error: str | None,
+        latency: float,
+        t0_ns: int,
+    ) -> None:
+        """Write the trace event of one call (and the run's configuration pins, an OpenTelemetry span)."""
+        try:
+            parent = self._meta(context, "aisac/parent_id")
+            parent_id = int(parent) if parent and parent.isdigit() else None
+            trace = self.app.trace
+            event_id = await call_core(
+                trace.record,
+                run_id=str(run_id),
+                server=server,
+                tool=name,
+                arguments=args,
+                result=result_obj,
+                status=status,
+                error=error,
+                latency_ms=latency,
+                parent_id=parent_id,
+            )
+            if not trace.pinned(str(run_id)):  # configuration pins, once per run
+                await call_core(trace.pin_run, str(run_id))
+            if trace.otel.enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
+                trace.otel.emit_span(
                     server=server,
                     tool=name,
-                    arguments=args,
-                    result=result_obj,
+                    run_id=str(run_id),
+                    start_ns=t0_ns,
+                    end_ns=t0_ns + int(latency * 1e6),
                     status=status,
                     error=error,
-                    latency_ms=latency,
+                    event_id=event_id,
                     parent_id=parent_id,
                 )
-                if not trace.pinned(str(run_id)):  # configuration pins, once per run
-                    await call_core(trace.pin_run, str(run_id))
-                if trace.otel.enabled():  # OpenTelemetry span per tool call, off unless OTEL_* configures it
-                    trace.otel.emit_span(
-                        server=server,
-                        tool=name,
-                        run_id=str(run_id),
-                        start_ns=t0_ns,
-                        end_ns=t0_ns + int(latency * 1e6),
-                        status=status,
-                        error=error,
-                        event_id=event_id,
-                        parent_id=parent_id,
-                    )
-            except Exception as exc:  # a trace write must never break the call itself ...
-                if isinstance(exc.__cause__, TraceUnavailableError):  # ... but in strict audit mode (call_core wraps)
-                    raise ToolError(str(exc.__cause__)) from exc
-                log.exception("could not record the trace event of %s", name)
+        except Exception as exc:  # a trace write must never break the call itself ...
+            if status != "cancelled" and isinstance(exc.__cause__, TraceUnavailableError):  # ... but in strict
+                # audit mode (call_core wraps); a cancelled call has no answer left to replace
+                raise ToolError(str(exc.__cause__)) from exc
+            log.exception("could not record the trace event of %s", name)
 
 
 #: the factory of a project's tool server: called with the application context

@@ -43,6 +43,11 @@ from .common import call_core, current_app
 
 log = logging.getLogger("aisac.tasks")
 
+#: the background jobs the tool call being served waits on (a list the provenance middleware sets per call, None
+#: outside one): a call cancelled by its client, or cut by a disconnect, records what they had done
+#: (:class:`aisac_servers.serving.suite.ProvenanceMiddleware`)
+CALL_JOBS: ContextVar[list[str] | None] = ContextVar("aisac_call_jobs", default=None)
+
 # Importing fastmcp_tasks makes every fastmcp Client of this process opt in to tasks, which would turn aisac's own
 # in-process calls (the roles coordinator's SuiteTools, the CLI's owner client) into polled tasks without progress
 # notifications. aisac's clients stay foreground; a client that wants tasks passes client_extensions().
@@ -199,6 +204,9 @@ async def follow_index_job(
     cancelled too (each stops between two files) before the cancellation goes on. Returns the job's last status."""
     jobs = app.rag.jobs
     job_id = job_ids[-1]  # jobs run in order: the last one ends last
+    followed = CALL_JOBS.get()
+    if followed is not None:  # the call's trace event names them, should the call be cancelled
+        followed.extend(j for j in job_ids if j not in followed)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     st = await call_core(jobs.status, job_id)
     if st is not None:  # at once: a short job may end before the first half-second look
