@@ -48,6 +48,7 @@ from aisac_core.store.vectors import Cond, Mode, VectorHit
 
 if TYPE_CHECKING:
     from aisac_core.rag.parts import RagParts
+    from aisac_core.store.vectors import VectorStore
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
@@ -271,7 +272,8 @@ def search(
     dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
     sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
     if mode == "hybrid" and FUSION == "convex":
-        hits = ranked_hits(parts, query, dense, sparse, k, conds)
+        feedback = parts.embedder.sparse_documents if PRF_CHUNKS or DENSE_PRF_CHUNKS else None
+        hits = ranked_hits(parts.vectors(), feedback, query, dense, sparse, k, conds)
         if hits:
             thr = ranker.load().threshold
             best = max(h.relevance or 0.0 for h in hits)
@@ -637,7 +639,8 @@ def candidates(
 
 
 def ranked_hits(
-    parts: RagParts,
+    vs: VectorStore,
+    feedback: Callable[[list[str]], list[tuple[list[int], list[float]]]] | None,
     query: str,
     dense: list[float] | None,
     sparse: tuple[list[int], list[float]] | None,
@@ -646,17 +649,10 @@ def ranked_hits(
 ) -> list[Hit]:
     """The ``k`` best hybrid hits of ``query``: the convex fusion's candidates (:func:`fuse_candidates`), the best
     ``max(ranker.DEPTH, k)`` of them re-ordered by the learned ranker when :data:`RERANK` (ties keep the fused
-    order), each hit with its fused ``score`` and its calibrated ``relevance`` (:mod:`aisac_core.rag.ranker`)."""
-    vs = parts.vectors()
-    emb = parts.embedder
-    f = fuse_candidates(
-        vs,
-        dense,
-        sparse,
-        conds,
-        max(PREFETCH, 2 * k),
-        feedback=emb.sparse_documents if PRF_CHUNKS or DENSE_PRF_CHUNKS else None,
-    )
+    order), each hit with its fused ``score`` and its calibrated ``relevance`` (:mod:`aisac_core.rag.ranker`).
+    ``vs``: the store's vector store; ``feedback``: the sparse document encoder for pseudo-relevance feedback
+    (``Embedder.sparse_documents``), None when feedback is off."""
+    f = fuse_candidates(vs, dense, sparse, conds, max(PREFETCH, 2 * k), feedback=feedback)
     cands = candidates(vs, dense, f, max(ranker.DEPTH, k), conds)
     # without re-ranking only the k hits need their probability (the text features are most of the cost)
     scored = ranker.score(query, cands, rows=None if RERANK else k)

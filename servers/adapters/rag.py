@@ -147,10 +147,7 @@ async def search(
     k: Annotated[int, Field(description="hits, 1 to 100")] = 10,
     filters: Annotated[
         dict[str, Any] | None,
-        Field(
-            description="any of doc_id, path_glob ('*.pdf'), page_from, page_to, file_type, section (a label such "
-            "as methods)"
-        ),
+        Field(description="any of doc_id, path_glob ('*.pdf'), page_from, page_to, file_type, section (e.g. methods)"),
     ] = None,
     mode: Annotated[
         Literal["hybrid", "dense", "sparse"], Field(description="sparse: BM25 keywords only; dense: embeddings only")
@@ -158,14 +155,12 @@ async def search(
     detail: Annotated[Literal["compact", "full"], Field(description="full: whole texts and full anchors")] = "compact",
     app: AppContext = App,
 ) -> R.CompactSearchResult | ToolResult:
-    """Find passages that answer a question across the indexed documents (rag_read_sections reads one known
-    section in order; roles_run writes a whole cited answer).
+    """Find passages that answer a question across the indexed documents (rag_read_sections reads a known
+    section; roles_run writes a cited answer).
 
-    Hits best first: {chunk_id, doc_id, title, page, section, score, relevance, text (a snippet)}; cite a hit by its
-    chunk_id (rag_get_chunk gives the whole text and full anchor). detail="full": whole texts and full anchors.
-    hybrid: ``relevance`` is a calibrated probability (0-1) that the passage is relevant; when no hit reaches the
-    threshold (0.70), ``no_relevant_passage`` is true and ``note`` says so (the hits are kept). No hits:
-    ``message`` says why."""
+    Hits best first: {chunk_id, doc_id, title, page, section, score, relevance, text}; cite a hit by its chunk_id
+    (rag_get_chunk: whole text, anchor). relevance (hybrid): calibrated probability; none over the
+    threshold (0.70): no_relevant_passage."""
     res = await call_core(app.rag.search, query, k, filters, mode)
     full = res.as_dict()
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
@@ -226,8 +221,8 @@ async def get_chunk(
     chunk_id: Annotated[str, Field(description="chunk_id of a search hit (its anchor id)")], app: AppContext = App
 ) -> HitDict:
     """Whole text and full evidence anchor {chunk_id, doc_id, path, sha256, section, page, char_span,
-    chunk_sha256, score} of a search hit, by chunk_id (score null). Error: unknown chunk id (ids change when a
-    document is re-indexed)."""
+    chunk_sha256} of a search hit, by chunk_id. Error: unknown chunk id (ids change when a document is
+    re-indexed)."""
     got = await call_core(app.rag.get_chunk, chunk_id)
     if got is None:
         raise ToolError(
@@ -241,9 +236,9 @@ async def get_chunk(
 async def get_overview(
     doc_id: Annotated[str, Field(description="doc_id from rag_list_documents or a search hit")], app: AppContext = App
 ) -> Overview:
-    """What one document is (title, authors, year, doi in ``metadata``) and which sections it has (with pages,
-    chunk counts, subsections), before reading or searching inside it. ``labels``: the section labels it has,
-    for rag_read_sections or rag_search's section filter. Error: unknown or failed doc_id."""
+    """What one document is (title, authors, year, doi in ``metadata``) and its sections (pages, chunk counts,
+    subsections), before reading or searching in it. ``labels``: its section labels (rag_read_sections, rag_search's
+    section filter). Error: unknown or failed doc_id."""
     return await call_core(app.rag.overview, doc_id)
 
 
@@ -262,8 +257,8 @@ async def read_sections(
     app: AppContext = App,
 ) -> SectionText:
     """Read one section of a document in order (rag_search gives scattered passages), a page at a time; a label
-    reads every section with it. ``text``: Markdown headings, blocks prefixed [p. N]; more when next_cursor is not
-    null (pass it as cursor). Error: a section the document lacks (the message lists those it has)."""
+    reads every section with it. ``text``: Markdown, blocks prefixed [p. N]; more when next_cursor is not null
+    (pass it as cursor). Error: a section the document lacks (the message lists its sections)."""
     return await call_core(app.rag.read_sections, doc_id, section, max_tokens, cursor)
 
 

@@ -72,9 +72,9 @@ async def get_run(
     include_results: Annotated[bool, Field(description="full events with stored results (large)")] = False,
     app: AppContext = App,
 ) -> R.Run:
-    """See what happened in one run: a summary, the failed calls and the event tree (role steps hold the
-    tool calls they made). Compact events have a short result summary and arguments; trace_get_event reads
-    one event whole. ``report_uri`` is the run's HTML report resource."""
+    """See what happened in one run: a summary, the failed calls and the event tree (role steps hold their tool
+    calls). Compact events: a short result summary and arguments; trace_get_event reads one whole.
+    ``report_uri``: the run's HTML report resource."""
     # ``run_id`` is this tool's own argument: the middleware leaves it to trace_* tools; ``detail`` true / false
     # are the older spellings of full / compact
     full = detail is True or detail == "full" or include_results

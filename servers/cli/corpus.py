@@ -48,6 +48,7 @@ def index(
     owner process runs, the owner indexes them (rag_index) and its progress is shown here: a bar on a terminal, plain
     lines on stderr otherwise. Exits 1 when any file failed (each is named), 130 on Ctrl-C after one line saying what
     was kept."""
+    # long function: the `aisac index` command: its options, the owner or in-process path, progress and the report
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from aisac_core.rag.indexer import Counters
