@@ -579,7 +579,6 @@ PASS_THROUGH_DEBT = {
     "aisac_core/rag/service.py:RagService.list_documents",
     "aisac_core/rag/service.py:RagService.document",
     "aisac_core/rag/service.py:RagService.status",
-    "aisac_core/roles/service.py:RolesService.run",
 }
 BAG_DEBT = {
     "aisac_core/rag/indexer.py": {"fingerprint", "scan_fingerprint", "get_document", "list_documents", "__init__"},

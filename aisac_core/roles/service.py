@@ -30,7 +30,7 @@ from aisac_core.roles import planner as core_planner
 from aisac_core.roles import prompts as core_prompts
 from aisac_core.roles import router as core_router
 from aisac_core.roles.backends import Backend, get_backend
-from aisac_core.roles.graph import default_graph, run_graph
+from aisac_core.roles.graph import GraphRun, default_graph
 from aisac_core.roles.jobs import RunJobs
 from aisac_core.roles.results import (
     CritiqueSubmitResult,
@@ -83,8 +83,9 @@ def answer_object(
 EMBED_CACHE_SIZE = 1024
 
 
-class RolesService:
-    """The roles of one store.
+class RolesService(GraphRun):
+    """The roles of one store. The whole graph run, :meth:`run`, is its part
+    :class:`~aisac_core.roles.graph.GraphRun`, for which the service provides the collaborators.
 
     Args:
         settings: the roles settings (``Settings.roles``): backend, mode, thresholds, plan limits, prompt overlay.
@@ -274,32 +275,6 @@ class RolesService:
                 self, task, ans, events, backend, mode=m, run_id=run_id, parent_id=st.id
             )
         return cast(EvaluateResult, {**st.result, "run_id": run_id, "event_id": st.id})
-
-    async def run(
-        self,
-        task: str,
-        *,
-        tools: ToolPort,
-        mode: str | None = None,
-        llm: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        graph: dict[str, Any] | None = None,
-        sampling: Backend | None = None,
-    ) -> RunResult:
-        """The whole graph headless (:func:`aisac_core.roles.graph.run_graph`, which documents the arguments and
-        errors) with this service's settings, store and project augmentation."""
-        return await run_graph(
-            self,
-            task,
-            tools=tools,
-            mode=mode,
-            llm=llm,
-            session_id=session_id,
-            run_id=run_id,
-            graph=graph,
-            sampling=sampling,
-        )
 
     def start_run(
         self,
