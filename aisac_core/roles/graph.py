@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from aisac_core.roles.env import Corpus, GraphAugment, GraphEnv, HasAugment
     from aisac_core.roles.results import PlanStep
-    from aisac_core.roles.shapes import Capability
+    from aisac_core.roles.shapes import Answer, Capability, RoleCritique, Route
     from aisac_core.settings import RolesSettings
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
@@ -156,7 +156,7 @@ def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...]) -> list[tuple[str
     return out
 
 
-def direct_plan(task: str, route: dict[str, Any], tools: list[Capability], max_steps: int) -> dict[str, Any]:
+def direct_plan(task: str, route: Route, tools: list[Capability], max_steps: int) -> dict[str, Any]:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
     p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
@@ -276,7 +276,7 @@ class GraphRun(ABC):
             st.result = decision
 
         attempts: list[dict[str, Any]] = []
-        feedback: list[dict[str, Any]] | None = None
+        feedback: list[RoleCritique] | None = None
         attempt = 0
         while True:
             # --- planner (skipped on a direct route's first attempt)
@@ -331,7 +331,7 @@ class GraphRun(ABC):
                     status, res, err = await call(node["tool"], args, cst.id)
                     results[node_name] = res if status == "ok" else {"error": err}
                     executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
-                answer: dict[str, Any] | None = None
+                answer: Answer | None = None
                 for step in pl.topological_order(plan["steps"]):
                     if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
                         try:
@@ -417,10 +417,10 @@ class GraphRun(ABC):
             "task": task,
             "mode": mode,
             "llm": llm_name,
-            "route": decision,
+            "route": {**decision},  # the open JSON object of the result's wire schema
             "plan": plan,
-            "answer": answer,
-            "evaluation": report,
+            "answer": {**answer},  # the open JSON object of the result's wire schema
+            "evaluation": {**report},  # the open JSON object of the result's wire schema
             "attempts": attempts,
             "model_errors": model_errors,
             "took_s": round(time.perf_counter() - t_start, 3),
@@ -443,7 +443,7 @@ async def _research(
     backend: Backend | None,
     model_errors: list[dict[str, str]],
     project_nodes: list[str],
-) -> dict[str, Any]:
+) -> Answer:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
     with Step(
