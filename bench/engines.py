@@ -8,7 +8,7 @@ disk). The part is skipped when no PostgreSQL binaries or no psycopg driver are 
    transaction, read the newest turn, insert) and 40 assistant turns (SQL + embedding of the pair + upsert).
 2. Provenance middleware overhead per tool call (CPU ms): :func:`bench.trace._overhead` (one trace event insert per
    call: SQLite through the raw DBAPI connection, PostgreSQL through a SQLAlchemy Core insert).
-3. ``trace_get_run`` of a 1,000-event run: :func:`aisac_core.trace.queries.get_run`, median of 10.
+3. ``trace_get_run`` of a 1,000-event run: :meth:`aisac_core.trace.queries.RunQueries.get_run`, median of 10.
 4. Jobs claimed per second with two replicas: two processes, each with its own engine, claim and finish 1,000
    queued jobs of a no-op kind through :class:`aisac_core.store.jobqueue.JobQueue` as fast as they can; the figure
    is jobs / wall time, and every job must end ``done`` after exactly one claim.
@@ -119,14 +119,14 @@ def _claims_per_s(url: str) -> dict[str, Any]:
 
 def _measure(settings: Any) -> dict[str, Any]:
     from aisac_core.context import AppContext
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
 
     core = AppContext(settings)
     try:
         turns = _add_turn_ms(core)
         ov = anyio.run(_overhead, core)
         _populate(core, "bench-1000")
-        get_run_ms = _median_ms(lambda: get_run(core.engine, "bench-1000"))
+        get_run_ms = _median_ms(lambda: RunQueries(core.engine).get_run("bench-1000"))
     finally:
         core.close()
     claims = _claims_per_s(settings.resolved_sql_url)

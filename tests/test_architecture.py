@@ -606,8 +606,7 @@ PARTS_BAGS = ("RagParts", "MemoryParts")
 
 #: public service methods that still only forward their arguments, and functions that still take a parts bag, with
 #: the reason each waits. The rag functions take :class:`aisac_core.rag.parts.RagParts` in modules other work edits
-#: now (the ranker in search.py, the PDF text in pdf*.py); trace's query functions are also called by the exports,
-#: the CLI and the tests with an engine. Every entry is work left, not a rule: the test fails on a new pass-through and
+#: now (the ranker in search.py, the PDF text in pdf*.py). Every entry is work left, not a rule: the test fails on a new pass-through and
 #: on an entry that no longer applies, so the list only shrinks.
 PASS_THROUGH_DEBT = {
     "aisac_core/rag/service.py:RagService.search",
@@ -618,16 +617,6 @@ PASS_THROUGH_DEBT = {
     "aisac_core/rag/service.py:RagService.list_documents",
     "aisac_core/rag/service.py:RagService.document",
     "aisac_core/rag/service.py:RagService.status",
-    "aisac_core/roles/service.py:RolesService.run",
-    "aisac_core/trace/service.py:TraceService.list_runs",
-    "aisac_core/trace/service.py:TraceService.get_run",
-    "aisac_core/trace/service.py:TraceService.get_event",
-    "aisac_core/trace/service.py:TraceService.run_headlines",
-    "aisac_core/trace/service.py:TraceService.diff",
-    "aisac_core/trace/service.py:TraceService.stats",
-    "aisac_core/trace/service.py:TraceService.export",
-    "aisac_core/trace/service.py:TraceService.report_html",
-    "aisac_core/trace/service.py:TraceService.replay",
 }
 BAG_DEBT = {
     "aisac_core/rag/indexer.py": {"fingerprint", "scan_fingerprint", "get_document", "list_documents", "__init__"},

@@ -48,7 +48,7 @@ def _paper(path: Path) -> Path:
 async def test_the_materials_question_cites_cells_and_records(ref_server, tmp_path, models_dir, shared_embedder):  # noqa: ANN001
     from aisac_core.projects import init_project
     from aisac_core.rag.verify import verify_anchor
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_servers.adapters.project import serve_project
     from aisac_servers.serving.toolclient import SuiteTools
@@ -99,7 +99,7 @@ async def test_the_materials_question_cites_cells_and_records(ref_server, tmp_pa
         assert f"[{r['database_citation']}]" in text and "Lowest reported formation energy: LiMnPO4." in text
 
         # the run page: the cited cells are cards with their boxes, highlighted on the page image
-        report = run_report(get_run(app.engine, res["run_id"], include_results=True))
+        report = run_report(RunQueries(app.engine).get_run(res["run_id"], include_results=True))
         boxed = [c for c in report["cited"] if c.get("bbox")]
         assert len(boxed) == 4
         img = app.trace.images().image(boxed[0])

@@ -349,7 +349,7 @@ def test_a_cited_ocr_passage_says_so_in_report_markdown_and_run_page(fast_core, 
     import anyio
     from fastmcp import Client
 
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_core.trace.runpage import render_run
     from aisac_servers.serving.suite import build
@@ -369,7 +369,7 @@ def test_a_cited_ocr_passage_says_so_in_report_markdown_and_run_page(fast_core, 
         return str(out["run_id"])
 
     run = anyio.run(ask)
-    data = get_run(fast_core.engine, run, include_results=True)
+    data = RunQueries(fast_core.engine).get_run(run, include_results=True)
     report = run_report(data)
     card = report["cited"][0]
     assert card["path"].endswith("report-scan.pdf") and card["source"] == "ocr"

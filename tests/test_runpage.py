@@ -27,7 +27,7 @@ def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
     from fastmcp import Client
 
     from aisac_core.rag.indexer import Indexer
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_servers.serving.suite import build
 
@@ -43,7 +43,7 @@ def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
         return out["run_id"]
 
     run = anyio.run(ask)
-    report = run_report(get_run(fast_core.engine, run, include_results=True))
+    report = run_report(RunQueries(fast_core.engine).get_run(run, include_results=True))
     assert report["question"] == QUESTION and report["answer"] and report["cited"]
     assert report["cited"][0]["path"].endswith("report.pdf") and report["cited"][0]["page"] == 1
     return fast_core, run, report
@@ -296,20 +296,24 @@ def test_html_export_opens_offline(roles_run, chromium, tmp_path) -> None:  # no
 def test_a_hosts_roles_run_call_shows_the_answer_and_links_the_graph_run(roles_run) -> None:  # noqa: ANN001
     """The host's own run (one ``roles_run`` tool call) shows the question, the answer, non-blank cited cards and the
     evaluation, and links the graph's run."""
-    from aisac_core.trace.queries import get_run, list_runs, run_headlines
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_core.trace.runpage import render_run
 
     core, run, graph = roles_run
-    host = next(x["run_id"] for x in list_runs(core.engine)["runs"] if x["run_id"] != run and "roles_run" in x["tools"])
-    r = run_report(get_run(core.engine, host, include_results=True))
+    host = next(
+        x["run_id"]
+        for x in RunQueries(core.engine).list_runs()["runs"]
+        if x["run_id"] != run and "roles_run" in x["tools"]
+    )
+    r = run_report(RunQueries(core.engine).get_run(host, include_results=True))
     assert r["question"] == QUESTION and r["answer"]["text"] == graph["answer"]["text"]
     assert [c["chunk_id"] for c in r["cited"]] == [c["chunk_id"] for c in graph["cited"]]
     assert all(c["text"] or c["quote"] for c in r["cited"]) and r["cited"][0]["path"].endswith("report.pdf")
     assert r["verdict"]["label"] == "automatic checks passed" and r["linked_runs"] == [run]
-    page = render_run(get_run(core.engine, host, include_results=True))
+    page = render_run(RunQueries(core.engine).get_run(host, include_results=True))
     assert f"run?id={run}" in page and "id=answer" in page and "id='cite-1'" in page
-    heads = run_headlines(core.engine, [host, run])
+    heads = RunQueries(core.engine).run_headlines([host, run])
     assert heads[host]["question"] == heads[run]["question"] == QUESTION
     assert heads[host]["citations"] == len(graph["cited"]) and heads[host]["verdict"] == "automatic checks passed"
 

@@ -226,22 +226,22 @@ async def test_run_tree_role_steps_and_parent_meta(fast_core):
 
 
 async def test_list_runs_filters_and_paging(fast_core):
-    from aisac_core.trace.queries import list_runs
+    from aisac_core.trace.queries import RunQueries
 
     for i in range(5):
         _record(fast_core, f"run-p{i}", "rag_search")
     _record(fast_core, "run-p4", "memory_recall", status="tool_error")
     eng = fast_core.engine
-    page = list_runs(eng, limit=2, text="run-p")
+    page = RunQueries(eng).list_runs(limit=2, text="run-p")
     assert page["total"] == 5 and len(page["runs"]) == 2 and page["next_offset"] == 2
     assert page["runs"][0]["run_id"] == "run-p4"  # newest first
-    rest = list_runs(eng, limit=10, offset=2, text="run-p")
+    rest = RunQueries(eng).list_runs(limit=10, offset=2, text="run-p")
     assert len(rest["runs"]) == 3 and rest["next_offset"] is None
-    assert [r["run_id"] for r in list_runs(eng, status="errors")["runs"]] == ["run-p4"]
-    assert [r["run_id"] for r in list_runs(eng, server="memory")["runs"]] == ["run-p4"]
-    assert list_runs(eng, status="active", text="run-p")["total"] == 5
-    assert list_runs(eng, since="2999-01-01")["runs"] == []
-    assert list_runs(eng, until="2000-01-01T00:00:00Z")["runs"] == []
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(status="errors")["runs"]] == ["run-p4"]
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(server="memory")["runs"]] == ["run-p4"]
+    assert RunQueries(eng).list_runs(status="active", text="run-p")["total"] == 5
+    assert RunQueries(eng).list_runs(since="2999-01-01")["runs"] == []
+    assert RunQueries(eng).list_runs(until="2000-01-01T00:00:00Z")["runs"] == []
     # a role step in progress (status `running`, completed in place by the roles server) is not an error
     from aisac_core.trace.recorder import record_tool_call
     from aisac_core.trace.verify import run_signature
@@ -259,7 +259,7 @@ async def test_list_runs_filters_and_paging(fast_core):
         latency_ms=0.0,
         kind="role_step",
     )
-    assert [r["run_id"] for r in list_runs(eng, status="errors")["runs"]] == ["run-p4"]
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(status="errors")["runs"]] == ["run-p4"]
     assert run_signature(eng, "run-p0") != before
     async with Client(_suite(fast_core)) as c:
         # over MCP; the trace tool calls themselves are recorded too (in the reader's own run)
@@ -269,22 +269,22 @@ async def test_list_runs_filters_and_paging(fast_core):
     assert stats["events"] >= 7 and stats["by_status"]["tool_error"] == 1
     row = next(t for t in stats["tools"] if t["tool"] == "rag_search")
     assert row["calls"] == 5 and row["p50_ms"] == 1.5
-    assert list_runs(eng, text="reader")["runs"][0]["tools"] == ["trace_list_runs", "trace_stats"]
+    assert RunQueries(eng).list_runs(text="reader")["runs"][0]["tools"] == ["trace_list_runs", "trace_stats"]
 
 
 def test_list_runs_text_is_a_substring_on_every_engine(fast_core):
     """``%``, ``_`` and backslashes in the text filter match themselves (PostgreSQL's LIKE would read a backslash
     as an escape and refuse a pattern ending in one)."""
-    from aisac_core.trace.queries import list_runs
+    from aisac_core.trace.queries import RunQueries
 
     _record(fast_core, "run-pct", "rag_search", arguments={"query": "yield 50%_a"})
     _record(fast_core, "run-win", "rag_search", arguments={"query": "C:\\data\\"})
     _record(fast_core, "run-other", "rag_search", arguments={"query": "yield 50 percent"})
     eng = fast_core.engine
-    assert [r["run_id"] for r in list_runs(eng, text="50%_")["runs"]] == ["run-pct"]
-    assert [r["run_id"] for r in list_runs(eng, text="50_")["runs"]] == []
-    assert [r["run_id"] for r in list_runs(eng, text="\\")["runs"]] == ["run-win"]
-    assert list_runs(eng, text="%")["total"] == 1
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(text="50%_")["runs"]] == ["run-pct"]
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(text="50_")["runs"]] == []
+    assert [r["run_id"] for r in RunQueries(eng).list_runs(text="\\")["runs"]] == ["run-win"]
+    assert RunQueries(eng).list_runs(text="%")["total"] == 1
 
 
 @pytest.mark.parametrize(
@@ -488,7 +488,7 @@ def test_input_files_pinned_and_verified(fast_core, tmp_path):
 def test_run_headlines_on_every_engine(fast_core):
     """The run list's question, citations and verdict come from two queries (a window function for each run's first
     events), on SQLite and PostgreSQL alike."""
-    from aisac_core.trace.queries import run_headlines
+    from aisac_core.trace.queries import RunQueries
 
     task = {"task": "What limits perovskite lifetime?", "llm": "none"}
     _record(
@@ -521,7 +521,7 @@ def test_run_headlines_on_every_engine(fast_core):
         },
     )
     _record(fast_core, "run-h2", "rag_search", arguments={"query": "zeolite coking"}, result={"hits": []})
-    heads = run_headlines(fast_core.engine, ["run-h1", "run-h2", "run-none"])
+    heads = RunQueries(fast_core.engine).run_headlines(["run-h1", "run-h2", "run-none"])
     assert heads["run-h1"] == {
         "question": task["task"],
         "citations": 1,

@@ -199,10 +199,13 @@ async def test_ask_run_exports_validate_with_true_role_step_times(fast_core, cor
     assert f"aisac {version}" in md
     assert f"**router** (role_step, ok, {router['latency_ms']:.1f} ms)" in md  # its measured duration, not 0 ms
     # the HTML page's timeline (run_report's): each child within its parent, role steps with their durations
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
 
-    rows = {r["id"]: r for r in run_report(dict(get_run(fast_core.engine, run, include_results=True)))["timeline"]}
+    rows = {
+        r["id"]: r
+        for r in run_report(dict(RunQueries(fast_core.engine).get_run(run, include_results=True)))["timeline"]
+    }
     assert set(rows) == {e["id"] for e in events}
     _check_times(
         events,
@@ -238,7 +241,7 @@ def test_prov_json_schema_refuses_what_the_old_export_wrote():
 def test_a_result_reporting_failure_is_recorded_failed_but_a_pending_cell_is_not(fast_core):
     """``{ok: false, error}`` (a cell that raised) -> status ``failed`` with that error, counted among the run's
     errors; ``{ok: false, pending: true}`` (a long cell still running) stays ``ok``."""
-    from aisac_core.trace.queries import get_run
+    from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.recorder import record_tool_call
 
     def rec(result: dict) -> int:
@@ -256,7 +259,7 @@ def test_a_result_reporting_failure_is_recorded_failed_but_a_pending_cell_is_not
 
     rec({"ok": False, "error_type": "ZeroDivisionError", "error": "ZeroDivisionError: division by zero"})
     rec({"ok": False, "pending": True, "job_id": "j1", "status": "running"})
-    run = get_run(fast_core.engine, "run-status")
+    run = RunQueries(fast_core.engine).get_run("run-status")
     statuses = [(e["status"], e["error"]) for e in run["tree"]]
     assert statuses == [("failed", "ZeroDivisionError: division by zero"), ("ok", None)]
     assert run["run"]["errors"] == 1

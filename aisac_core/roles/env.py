@@ -96,4 +96,4 @@ class HasAugment(Protocol):
 
 
 class GraphEnv(EvaluatorEnv, ResearchEnv, HasAugment, Protocol):
-    """Everything a whole graph run needs (:func:`aisac_core.roles.graph.run_graph`)."""
+    """Everything a whole graph run needs (:meth:`aisac_core.roles.graph.GraphRun.run`)."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -52,7 +52,20 @@ if TYPE_CHECKING:
     from aisac_core.rag.results import Verification
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import EvaluatorEnv
-    from aisac_core.roles.shapes import RunEvent
+    from aisac_core.roles.shapes import (
+        Answer,
+        CritiqueSummary,
+        DataGate,
+        Evaluation,
+        EvidenceGate,
+        ExecGate,
+        GateAnchor,
+        GateFile,
+        GateRun,
+        Gates,
+        RoleCritique,
+        RunEvent,
+    )
 
 MAX_CRITIQUES = 10
 _PATH_KEYS = ("path", "paths", "file", "files", "source")
@@ -67,14 +80,15 @@ def verify(env: EvaluatorEnv, anchor: Mapping[str, object]) -> Verification:
 
 
 def evidence_gate(
-    env: EvaluatorEnv, answer: dict[str, Any], mode: str, not_evidence: set[int] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    env: EvaluatorEnv, answer: Answer, mode: str, not_evidence: set[int] | None = None
+) -> tuple[EvidenceGate, list[RoleCritique]]:
     """The evidence gate: ``({passed, required, min_score, verified_counted, anchors: [...]}, critiques)``.
     ``not_evidence``: citation numbers whose cited sentence is front matter, a running header or a reference entry
     (:func:`aisac_core.roles.support.is_not_evidence`): verified or not, they never count."""
     gate = MODE_GATES[mode]
     skip = not_evidence or set()
-    anchors, crit = [], []
+    anchors: list[GateAnchor] = []
+    crit: list[RoleCritique] = []
     counted = 0
     for c in answer.get("citations") or []:
         a = c.get("anchor")
@@ -128,7 +142,7 @@ def evidence_gate(
             {
                 "aspect": "grounding",
                 "severity": 0.9,
-                "evidence_refs": [a["chunk_id"] for a in anchors],
+                "evidence_refs": [str(a["chunk_id"]) for a in anchors],  # as the critiques above
                 "text": f"the answer cites {counted} intact anchor(s) with score >= {gate['min_score']}; mode "
                 f"{mode} needs {gate['min_anchors']}: gather more evidence (wider or other searches)",
             }
@@ -136,7 +150,7 @@ def evidence_gate(
     return (
         {
             "passed": passed,
-            "required": gate["min_anchors"],
+            "required": int(gate["min_anchors"]),
             "min_score": gate["min_score"],
             "verified_counted": counted,
             "anchors": anchors,
@@ -172,7 +186,7 @@ def looks_like_error_page(path: Path) -> str | None:
     return None
 
 
-def data_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def data_gate(answer: Answer, events: list[RunEvent]) -> tuple[DataGate, list[RoleCritique]]:
     """The data gate over the run's ``data_*`` tool calls and the answer's ``files``."""
     refs: dict[str, int | None] = {}
     for ev in events:
@@ -189,7 +203,8 @@ def data_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str,
                 refs.setdefault(p, ev["id"])
     for p in answer.get("files") or []:
         refs.setdefault(str(p), None)
-    files, crit = [], []
+    files: list[GateFile] = []
+    crit: list[RoleCritique] = []
     for p, ev_id in refs.items():
         fp = Path(p).expanduser()
         problem = None if fp.exists() else "does not exist"
@@ -208,7 +223,7 @@ def data_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str,
     return {"passed": not crit, "files": files}, crit
 
 
-def exec_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[RoleCritique]]:
     """The exec gate over the run's ``data_code_run`` calls (or the answer's ``code_runs`` event ids)."""
     wanted = {int(i) for i in answer.get("code_runs") or []}
     # a run longer than the job threshold answers {pending, job_id}; its outcome is the last data_code_job_status
@@ -219,7 +234,8 @@ def exec_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str,
             job = (ev.get("arguments") or {}).get("job_id")
             if job and not ev["result"].get("pending"):
                 finished[str(job)] = ev
-    runs, crit = [], []
+    runs: list[GateRun] = []
+    crit: list[RoleCritique] = []
     for ev in events:
         if ev["kind"] != "tool_call" or ev["tool"] != "data_code_run" or (wanted and ev["id"] not in wanted):
             continue
@@ -244,7 +260,7 @@ def exec_gate(answer: dict[str, Any], events: list[RunEvent]) -> tuple[dict[str,
     return {"passed": not crit, "runs": runs}, crit
 
 
-def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) -> dict[str, Any]:
+def summarize(critiques: list[RoleCritique], max_mean: float, max_max: float) -> CritiqueSummary:
     """``{critiques (at most 10, highest severity first), mean_severity, max_severity, passed, thresholds}``."""
     cs = sorted(critiques, key=lambda c: -float(c.get("severity", 0)))[:MAX_CRITIQUES]
     sev = [float(c.get("severity", 0)) for c in cs]
@@ -259,10 +275,10 @@ def summarize(critiques: list[dict[str, Any]], max_mean: float, max_max: float) 
     }
 
 
-def support_critiques(support: dict[str, Any]) -> list[dict[str, Any]]:
+def support_critiques(support: dict[str, Any]) -> list[RoleCritique]:
     """Critiques of the support verdicts: a citation judged ``not supported`` or ``contradicted`` is severity 0.9
     (it fails the run), ``partly`` 0.3; front matter / reference citations say they do not count."""
-    out = []
+    out: list[RoleCritique] = []
     for r in support["citations"]:
         if r["verdict"] in ("not supported", "partly", "contradicted"):
             out.append(
@@ -275,6 +291,9 @@ def support_critiques(support: dict[str, Any]) -> list[dict[str, Any]]:
             )
     return out
 
+
+#: the automatic gates, in the order the evaluator prompt shows them
+_GATE_NAMES: tuple[Literal["evidence", "data", "exec"], ...] = ("evidence", "data", "exec")
 
 #: the no-model verdicts (:func:`verdict`)
 AUTO_PASSED, AUTO_FAILED = "automatic checks passed", "automatic checks failed"
@@ -293,8 +312,8 @@ def verdict(passed: bool, content_judged: bool) -> str:
 
 
 def automatic_checks(
-    env: EvaluatorEnv, answer: dict[str, Any], events: list[RunEvent], mode: str, not_evidence: set[int] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    env: EvaluatorEnv, answer: Answer, events: list[RunEvent], mode: str, not_evidence: set[int] | None = None
+) -> tuple[Gates, list[RoleCritique]]:
     """All gates: ``({evidence, data, exec}, critiques)``, plus completeness critiques for an empty or uncited
     answer (``not_evidence``: see :func:`evidence_gate`)."""
     ev_gate, c1 = evidence_gate(env, answer, mode, not_evidence)
@@ -334,14 +353,14 @@ def evidence_summary(events: list[RunEvent]) -> list[dict[str, Any]]:
 async def evaluate(
     env: EvaluatorEnv,
     task: str,
-    answer: dict[str, Any],
+    answer: Answer,
     events: list[RunEvent],
     backend: Backend | None,
     *,
     mode: str,
     run_id: str,
     parent_id: int | None,
-) -> dict[str, Any]:
+) -> Evaluation:
     """The evaluator's report: ``{mode, gates, critiques, mean_severity, max_severity, passed, thresholds, by,
     content_judged, content, verdict}``.
 
@@ -359,7 +378,7 @@ async def evaluate(
     gates, crit = await anyio.to_thread.run_sync(lambda: automatic_checks(env, answer, events, mode, skip))
     crit += support_critiques(support)
     by = "automatic"
-    extra: dict[str, Any] = {}
+    request_sha256: str | None = None
     if backend is not None:
         shown = {
             "text": answer.get("text"),
@@ -374,7 +393,7 @@ async def evaluate(
                 "task": task,
                 "answer": shown,
                 "evidence": evidence_summary(events),
-                "gates": {"gates": {k: {"passed": v["passed"]} for k, v in gates.items()}, "critiques": crit},
+                "gates": {"gates": {k: {"passed": bool(gates[k]["passed"])} for k in _GATE_NAMES}, "critiques": crit},
                 "schema": load_schema("critique"),
             },
             s.prompt_dir,
@@ -389,20 +408,29 @@ async def evaluate(
             run_id=run_id,
             parent_id=parent_id,
         )
-        crit = crit + [{"evidence_refs": [], **c, "by": "model"} for c in got["output"]["critiques"]]
+        # the model's critiques were validated against the critique schema (aspect, text, severity, evidence_refs)
+        crit = crit + [
+            cast("RoleCritique", {"evidence_refs": [], **c, "by": "model"}) for c in got["output"]["critiques"]
+        ]
         by = "automatic+model"
-        extra["request_sha256"] = got["request_sha256"]
+        request_sha256 = got["request_sha256"]
     summary = summarize(crit, s.max_mean_severity, s.max_severity)
     judged = backend is not None
-    return {
+    out: Evaluation = {
         "mode": mode,
         "anchors": anchors_verdict([a["status"] for a in gates["evidence"]["anchors"]]),
         "support": support,
         "gates": gates,
-        **summary,
+        "critiques": summary["critiques"],
+        "mean_severity": summary["mean_severity"],
+        "max_severity": summary["max_severity"],
+        "passed": summary["passed"],
+        "thresholds": summary["thresholds"],
         "by": by,
         "content_judged": judged,
         "content": "judged by model" if judged else NOT_JUDGED,
         "verdict": verdict(summary["passed"], judged),
-        **extra,
     }
+    if request_sha256 is not None:
+        out["request_sha256"] = request_sha256
+    return out

@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.ports import ToolPort
 from aisac_core.roles import RoleModelError, RolesError, check_mode
@@ -62,9 +63,10 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Engine
 
-    from aisac_core.roles.env import GraphAugment, GraphEnv, HasAugment
+    from aisac_core.roles.env import Corpus, GraphAugment, GraphEnv, HasAugment
     from aisac_core.roles.results import PlanStep
-    from aisac_core.roles.shapes import Capability
+    from aisac_core.roles.shapes import Answer, Capability, RoleCritique, Route
+    from aisac_core.settings import RolesSettings
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
 _BEFORE = ("router", "planner", "coordinator")
@@ -167,253 +169,284 @@ def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...], kind: str = "tool
     return out
 
 
-def direct_plan(task: str, route: dict[str, Any], tools: list[Capability], max_steps: int) -> dict[str, Any]:
+def direct_plan(task: str, route: Route, tools: list[Capability], max_steps: int) -> dict[str, Any]:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
     p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
     return {**p, "rationale": "direct route: the router found strong context; template searches", "by": "router-direct"}
 
 
-async def run_graph(
-    env: GraphEnv,
-    task: str,
-    *,
-    tools: ToolPort,
-    mode: str | None = None,
-    llm: str | None = None,
-    session_id: str | None = None,
-    run_id: str | None = None,
-    graph: dict[str, Any] | None = None,
-    sampling: Backend | None = None,
-) -> RunResult:
-    """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
+class GraphRun(ABC):
+    """The whole graph run (route, plan, execute, write, evaluate, re-plan): a part of
+    :class:`~aisac_core.roles.service.RolesService`, which provides the collaborators it declares - the roles
+    settings, the SQL engine, the store's documents (:class:`~aisac_core.roles.env.Corpus`), chunk texts, the dense
+    embedder and the served project's graph augmentation - so that the role steps, which take it through their
+    protocols (:class:`~aisac_core.roles.env.GraphEnv`), read them."""
 
-    Args:
-        env: the roles service (engine, roles settings, anchor verification, the project's graph augmentation).
-        task: the question (non-empty, at most 4,000 characters).
-        mode: lite / standard / strict (default ``Settings.roles.mode``): the evidence gate's minimum anchors.
-        llm: backend (``Settings.roles.llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
-            timeout, schema violation after one repair) is recorded and the role falls back to its rules.
-        session_id: a memory session whose recall joins the router's context (``memory_recall``).
-        run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
-        tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
-            and the graph's tool nodes call them; the planner sees, and the coordinator calls, only the read-only
-            closed-world tools of :func:`.tools.capabilities`. A plan step naming another tool is not executed: it
-            is returned in ``plan["proposals"]`` (:func:`.planner.proposal`) for the host to confirm with the user.
-        sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
+    settings: RolesSettings
+    graph_augment: GraphAugment | None
 
-    Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
-    evaluation}], model_errors, took_s}``. Every role step, model call and tool call is in the trace of ``run_id``.
+    @property
+    @abstractmethod
+    def engine(self) -> Engine:
+        """The store's SQL engine (schema migrated)."""
 
-    Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
-    """
-    # long function: the workflow graph's node loop; every node kind shares the run's state, budget and trace
-    t_start = time.perf_counter()
-    if not isinstance(task, str) or not task.strip():
-        raise RolesError("task is empty: give the question to answer")
-    if len(task) > 4000:
-        raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
-    s = env.settings
-    mode = check_mode(mode, s.mode)
-    backend = get_backend(s, llm, sampling)
-    graph = graph if graph is not None else active_graph(env)
-    errs = validate_graph(graph)
-    if errs:
-        raise RolesError("invalid workflow graph: " + "; ".join(errs))
-    rl = graph.get("replan_limit")
-    replan_limit: int = rl if rl is not None else s.replan_limit
-    run_id = run_id or new_run_id()
-    engine = env.engine
-    model_errors: list[dict[str, str]] = []
-    llm_name = backend.name if backend else "none"
+    @property
+    @abstractmethod
+    def corpus(self) -> Corpus:
+        """The store's documents as the roles read them."""
 
-    caps = await capabilities(tools)  # what a plan may call: read-only, closed-world tools
-    names = {t["name"] for t in caps}
-    others = {t["name"]: t for t in await proposable(tools)}  # what a plan step may only propose
-    suite = names | set(others)  # the graph's own tool nodes (the project's configuration, not a model's plan)
+    @abstractmethod
+    def chunk_text(self, chunk_id: str | None) -> str | None:
+        """The text of chunk ``chunk_id`` as the index holds it (None: not in the index)."""
 
-    async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
-        return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
+    @abstractmethod
+    def embed_texts(self, texts: list[str]) -> list[list[float]]:
+        """Unit dense vectors of ``texts`` (``[]`` vectors without an embedder)."""
 
-    # --- router: gather context, classify, decide
-    with Step(engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name, "session_id": session_id}) as st:
-        hits: list[dict[str, Any]] = []
-        memory: list[dict[str, Any]] = []
-        if "rag_search" in names:
-            status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
-            if status == "ok" and isinstance(res, dict):
-                hits = res.get("hits") or []
-        if session_id and "memory_recall" in names:
-            status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
-            if status == "ok" and isinstance(res, dict):
-                memory = [
-                    {"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
-                    for t in (res.get("recent") or [])
-                ][-5:] + [{"kind": "related", **p} for p in (res.get("related") or [])][:5]
-        try:
-            decision = await do_route(env, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
-        except RoleModelError as exc:
-            model_errors.append({"role": "router", "error": str(exc)})
-            decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
-        st.result = decision
+    async def run(
+        self,
+        task: str,
+        *,
+        tools: ToolPort,
+        mode: str | None = None,
+        llm: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        graph: dict[str, Any] | None = None,
+        sampling: Backend | None = None,
+    ) -> RunResult:
+        """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
 
-    attempts: list[dict[str, Any]] = []
-    feedback: list[dict[str, Any]] | None = None
-    attempt = 0
-    while True:
-        # --- planner (skipped on a direct route's first attempt)
-        if decision["decision"] == "direct" and attempt == 0:
-            plan = direct_plan(task, decision, caps, s.max_plan_steps)
-        else:
-            with Step(
-                engine,
-                run_id,
-                "planner",
-                {"task": task, "attempt": attempt, "feedback": feedback, "tools": sorted(names)},
-            ) as st:
-                try:
-                    plan = await pl.plan(
-                        env,
-                        task,
-                        decision,
-                        caps,
-                        backend,
-                        run_id=run_id,
-                        parent_id=st.id,
-                        attempt=attempt,
-                        feedback=feedback,
-                        proposable=list(others.values()),
-                    )
-                except RoleModelError as exc:
-                    model_errors.append({"role": "planner", "error": str(exc)})
-                    plan = {
-                        **pl.template_plan(task, decision, caps, attempt=attempt, max_steps=s.max_plan_steps),
-                        "by": "template (model failed)",
-                    }
-                st.result = plan
-        # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
+        Args:
+            task: the question (non-empty, at most 4,000 characters).
+            mode: lite / standard / strict (default ``Settings.roles.mode``): the evidence gate's minimum anchors.
+            llm: backend (``Settings.roles.llm`` when None; see :mod:`.backends`). A model that fails (unreachable,
+                timeout, schema violation after one repair) is recorded and the role falls back to its rules.
+            session_id: a memory session whose recall joins the router's context (``memory_recall``).
+            run_id: the trace run (new when None). graph: a graph dict (default :func:`active_graph`).
+            tools: the suite's tools (:class:`~aisac_core.ports.ToolPort`): the router's searches, the plan's steps
+                and the graph's tool nodes call them; the planner sees, and the coordinator calls, only the read-only
+                closed-world tools of :func:`.tools.capabilities`. A plan step naming another tool is not executed: it
+                is returned in ``plan["proposals"]`` (:func:`.planner.proposal`) for the host to confirm with the user.
+            sampling: the MCP client's model as a backend, built by the server serving the call (``llm='sampling'``).
+
+        Returns ``{run_id, task, mode, llm, route, plan, answer, evaluation, attempts: [{attempt, plan, answer,
+        evaluation}], model_errors, took_s}``. Every role step, model call and tool call is in the trace of ``run_id``.
+
+        Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
+        """
+        env: GraphEnv = self  # the role steps take the service through their protocols (aisac_core.roles.env)
+        t_start = time.perf_counter()
+        if not isinstance(task, str) or not task.strip():
+            raise RolesError("task is empty: give the question to answer")
+        if len(task) > 4000:
+            raise RolesError(f"task is {len(task)} characters long; the limit is 4000")
+        s = env.settings
+        mode = check_mode(mode, s.mode)
+        backend = get_backend(s, llm, sampling)
+        graph = graph if graph is not None else active_graph(env)
+        errs = validate_graph(graph)
+        if errs:
+            raise RolesError("invalid workflow graph: " + "; ".join(errs))
+        rl = graph.get("replan_limit")
+        replan_limit: int = rl if rl is not None else s.replan_limit
+        run_id = run_id or new_run_id()
+        engine = env.engine
+        model_errors: list[dict[str, str]] = []
+        llm_name = backend.name if backend else "none"
+
+        caps = await capabilities(tools)  # what a plan may call: read-only, closed-world tools
+        names = {t["name"] for t in caps}
+        others = {t["name"]: t for t in await proposable(tools)}  # what a plan step may only propose
+        suite = names | set(others)  # the graph's own tool nodes (the project's configuration, not a model's plan)
+
+        async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
+            return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
+
+        # --- router: gather context, classify, decide
         with Step(
-            engine, run_id, "coordinator", {"attempt": attempt, "steps": [x["id"] for x in plan["steps"]]}
-        ) as cst:
-            results: dict[str, Any] = {}
-            executed: list[dict[str, Any]] = []
-            proposals: list[dict[str, Any]] = []
-            for node_name, node in _tool_nodes(graph, _BEFORE):
-                if node["tool"] not in suite:
-                    executed.append(
-                        {
-                            "id": node_name,
-                            "tool": node["tool"],
-                            "status": "skipped",
-                            "error": f"tool {node['tool']} is not in the suite",
+            engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name, "session_id": session_id}
+        ) as st:
+            hits: list[dict[str, Any]] = []
+            memory: list[dict[str, Any]] = []
+            if "rag_search" in names:
+                status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
+                if status == "ok" and isinstance(res, dict):
+                    hits = res.get("hits") or []
+            if session_id and "memory_recall" in names:
+                status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
+                if status == "ok" and isinstance(res, dict):
+                    memory = [
+                        {"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
+                        for t in (res.get("recent") or [])
+                    ][-5:] + [{"kind": "related", **p} for p in (res.get("related") or [])][:5]
+            try:
+                decision = await do_route(env, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
+            except RoleModelError as exc:
+                model_errors.append({"role": "router", "error": str(exc)})
+                decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
+            st.result = decision
+
+        attempts: list[dict[str, Any]] = []
+        feedback: list[RoleCritique] | None = None
+        attempt = 0
+        while True:
+            # --- planner (skipped on a direct route's first attempt)
+            if decision["decision"] == "direct" and attempt == 0:
+                plan = direct_plan(task, decision, caps, s.max_plan_steps)
+            else:
+                with Step(
+                    engine,
+                    run_id,
+                    "planner",
+                    {"task": task, "attempt": attempt, "feedback": feedback, "tools": sorted(names)},
+                ) as st:
+                    try:
+                        plan = await pl.plan(
+                            env,
+                            task,
+                            decision,
+                            caps,
+                            backend,
+                            run_id=run_id,
+                            parent_id=st.id,
+                            attempt=attempt,
+                            feedback=feedback,
+                            proposable=list(others.values()),
+                        )
+                    except RoleModelError as exc:
+                        model_errors.append({"role": "planner", "error": str(exc)})
+                        plan = {
+                            **pl.template_plan(task, decision, caps, attempt=attempt, max_steps=s.max_plan_steps),
+                            "by": "template (model failed)",
                         }
-                    )
-                    continue
-                args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
-                status, res, err = await call(node["tool"], args, cst.id)
-                results[node_name] = res if status == "ok" else {"error": err}
-                executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
-            comparisons: dict[str, Any] = {}
-            for node_name, node in _tool_nodes(graph, _BEFORE, "comparison"):
-                if not cmp.applies(task, node):  # the question does not ask about the node's property
-                    continue
-                comparisons[node_name] = await cmp.compare_reported(
-                    lambda name, args: call(name, args, cst.id), task, node
-                )
-                executed.append({"id": node_name, "helper": "comparison", "status": "ok"})
-            answer: dict[str, Any] | None = None
-            for step in pl.topological_order(plan["steps"]):
-                if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
-                    try:
-                        args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
-                    except ValueError:
-                        args = step.get("arguments") or {}
-                    tool: Mapping[str, object] = others.get(step["tool"]) or {}  # {}: a tool the suite lacks
-                    prop = pl.proposal(step, tool, args)
-                    proposals.append(prop)
-                    results[step["id"]] = {"error": prop["reason"]}
-                    executed.append({"id": step["id"], "tool": step["tool"], "status": "proposed", "error": None})
-                elif "tool" in step:
-                    try:
-                        args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
-                    except ValueError as exc:
-                        results[step["id"]] = {"error": str(exc)}
+                    st.result = plan
+            # --- coordinator: project tool nodes, then the plan's steps; the researcher writes the answer
+            with Step(
+                engine, run_id, "coordinator", {"attempt": attempt, "steps": [x["id"] for x in plan["steps"]]}
+            ) as cst:
+                results: dict[str, Any] = {}
+                executed: list[dict[str, Any]] = []
+                proposals: list[dict[str, Any]] = []
+                for node_name, node in _tool_nodes(graph, _BEFORE):
+                    if node["tool"] not in suite:
                         executed.append(
-                            {"id": step["id"], "tool": step["tool"], "status": "skipped", "error": str(exc)}
+                            {
+                                "id": node_name,
+                                "tool": node["tool"],
+                                "status": "skipped",
+                                "error": f"tool {node['tool']} is not in the suite",
+                            }
                         )
                         continue
-                    status, res, err = await call(step["tool"], args, cst.id)
-                    results[step["id"]] = res if status == "ok" else {"error": err}
-                    executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
-                else:
-                    answer = await _research(
-                        env,
-                        engine,
-                        run_id,
-                        cst.id,
-                        task,
-                        results,
-                        step,
-                        plan,
-                        backend,
-                        model_errors,
-                        list(_node_ids(graph)),
-                        comparisons,
+                    args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
+                    status, res, err = await call(node["tool"], args, cst.id)
+                    results[node_name] = res if status == "ok" else {"error": err}
+                    executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
+                comparisons: dict[str, Any] = {}
+                for node_name, node in _tool_nodes(graph, _BEFORE, "comparison"):
+                    if not cmp.applies(task, node):  # the question does not ask about the node's property
+                        continue
+                    comparisons[node_name] = await cmp.compare_reported(
+                        lambda name, args: call(name, args, cst.id), task, node
                     )
-                    executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
-            if answer is None:  # a model plan without a researcher step
-                answer = await _research(
-                    env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, [], comparisons
-                )
-            if proposals:
-                plan = {**plan, "proposals": proposals}
-            cst.result = {
-                "executed": executed,
-                "answer_citations": len(answer.get("citations") or []),
-                **({"proposals": proposals} if proposals else {}),
-            }
-        # --- evaluator
-        events = run_events(engine, run_id)
-        with Step(
-            engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt, "answer": answer}
-        ) as st:
-            try:
-                report = await evaluate(env, task, answer, events, backend, mode=mode, run_id=run_id, parent_id=st.id)
-            except RoleModelError as exc:
-                model_errors.append({"role": "evaluator", "error": str(exc)})
-                report = await evaluate(env, task, answer, events, None, mode=mode, run_id=run_id, parent_id=st.id)
-                report["by"] = "automatic (model failed)"
-            st.result = report
-        attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
-        if report["passed"] or attempt >= replan_limit:
-            break
-        attempt += 1
-        feedback = report["critiques"]
-    # an answer no cited passage supports is not an answer: "the sources do not state it" (the attempt keeps it)
-    answer = rs.abstain_unsupported(answer, report)
-    # --- tool nodes after the evaluation
-    for node_name, node in _tool_nodes(graph, _AFTER):
-        with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
-            if node["tool"] in suite:
-                status, res, err = await call(
-                    node["tool"], pl.resolve_arguments(node.get("arguments") or {}, task, {}), st.id
-                )
-                st.result = {"status": status, "result": res, "error": err}
-            else:
-                st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
-    return {
-        "run_id": run_id,
-        "task": task,
-        "mode": mode,
-        "llm": llm_name,
-        "route": decision,
-        "plan": plan,
-        "answer": answer,
-        "evaluation": report,
-        "attempts": attempts,
-        "model_errors": model_errors,
-        "took_s": round(time.perf_counter() - t_start, 3),
-    }
+                    executed.append({"id": node_name, "helper": "comparison", "status": "ok"})
+                answer: Answer | None = None
+                for step in pl.topological_order(plan["steps"]):
+                    if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
+                        try:
+                            args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                        except ValueError:
+                            args = step.get("arguments") or {}
+                        tool: Mapping[str, object] = others.get(step["tool"]) or {}  # {}: a tool the suite lacks
+                        prop = pl.proposal(step, tool, args)
+                        proposals.append(prop)
+                        results[step["id"]] = {"error": prop["reason"]}
+                        executed.append({"id": step["id"], "tool": step["tool"], "status": "proposed", "error": None})
+                    elif "tool" in step:
+                        try:
+                            args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                        except ValueError as exc:
+                            results[step["id"]] = {"error": str(exc)}
+                            executed.append(
+                                {"id": step["id"], "tool": step["tool"], "status": "skipped", "error": str(exc)}
+                            )
+                            continue
+                        status, res, err = await call(step["tool"], args, cst.id)
+                        results[step["id"]] = res if status == "ok" else {"error": err}
+                        executed.append({"id": step["id"], "tool": step["tool"], "status": status, "error": err})
+                    else:
+                        answer = await _research(
+                            env,
+                            engine,
+                            run_id,
+                            cst.id,
+                            task,
+                            results,
+                            step,
+                            plan,
+                            backend,
+                            model_errors,
+                            list(_node_ids(graph)),
+                            comparisons,
+                        )
+                        executed.append({"id": step["id"], "helper": "researcher", "status": "ok"})
+                if answer is None:  # a model plan without a researcher step
+                    answer = await _research(
+                        env, engine, run_id, cst.id, task, results, None, plan, backend, model_errors, [], comparisons
+                    )
+                if proposals:
+                    plan = {**plan, "proposals": proposals}
+                cst.result = {
+                    "executed": executed,
+                    "answer_citations": len(answer.get("citations") or []),
+                    **({"proposals": proposals} if proposals else {}),
+                }
+            # --- evaluator
+            events = run_events(engine, run_id)
+            with Step(
+                engine, run_id, "evaluator", {"task": task, "mode": mode, "attempt": attempt, "answer": answer}
+            ) as st:
+                try:
+                    report = await evaluate(
+                        env, task, answer, events, backend, mode=mode, run_id=run_id, parent_id=st.id
+                    )
+                except RoleModelError as exc:
+                    model_errors.append({"role": "evaluator", "error": str(exc)})
+                    report = await evaluate(env, task, answer, events, None, mode=mode, run_id=run_id, parent_id=st.id)
+                    report["by"] = "automatic (model failed)"
+                st.result = report
+            attempts.append({"attempt": attempt, "plan": plan, "answer": answer, "evaluation": report})
+            if report["passed"] or attempt >= replan_limit:
+                break
+            attempt += 1
+            feedback = report["critiques"]
+        # an answer no cited passage supports is not an answer: "the sources do not state it" (the attempt keeps it)
+        answer = rs.abstain_unsupported(answer, report)
+        # --- tool nodes after the evaluation
+        for node_name, node in _tool_nodes(graph, _AFTER):
+            with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
+                if node["tool"] in suite:
+                    status, res, err = await call(
+                        node["tool"], pl.resolve_arguments(node.get("arguments") or {}, task, {}), st.id
+                    )
+                    st.result = {"status": status, "result": res, "error": err}
+                else:
+                    st.result = {"status": "skipped", "error": f"tool {node['tool']} is not in the suite"}
+        return {
+            "run_id": run_id,
+            "task": task,
+            "mode": mode,
+            "llm": llm_name,
+            "route": {**decision},  # the open JSON object of the result's wire schema
+            "plan": plan,
+            "answer": {**answer},  # the open JSON object of the result's wire schema
+            "evaluation": {**report},  # the open JSON object of the result's wire schema
+            "attempts": attempts,
+            "model_errors": model_errors,
+            "took_s": round(time.perf_counter() - t_start, 3),
+        }
 
 
 def _node_ids(graph: dict[str, Any]) -> list[str]:
@@ -433,7 +466,7 @@ async def _research(
     model_errors: list[dict[str, str]],
     project_nodes: list[str],
     comparisons: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Answer:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
     with Step(
@@ -450,6 +483,7 @@ async def _research(
             model_errors.append({"role": "researcher", "error": str(exc)})
             answer = {**rs.extractive_answer(task, items), "by": "extractive (model failed)"}
         if comparisons:  # the comparison table, every number cited by its cell or its database record
-            answer = cmp.attach(answer, comparisons)
+            # the table adds cell and record citations (keys of their own) and ``comparisons``: an Answer still
+            answer = cast("Answer", cmp.attach(dict(answer), comparisons))
         st.result = answer
     return answer

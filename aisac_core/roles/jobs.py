@@ -18,11 +18,12 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps
+from aisac_core.roles.results import RolesJob
 from aisac_core.store.jobqueue import JobQueue
 from aisac_core.store.tables import Job, utcnow
 
@@ -36,6 +37,14 @@ KIND = "roles"
 log = logging.getLogger("aisac.roles")
 
 
+class _LocalJob(TypedDict):
+    # a job of this process: its ids, its task and when it started (time.time())
+    job_id: str
+    run_id: str
+    task: asyncio.Task[Mapping[str, Any]]
+    started: float
+
+
 class RunJobs:
     """``start(run_id, factory)`` -> job id; ``wait(job_id, seconds)``; ``status(job_id)``; ``list()``.
 
@@ -45,7 +54,7 @@ class RunJobs:
     """
 
     def __init__(self, engine: Engine | None = None, *, lease_s: float = 30.0) -> None:
-        self._jobs: dict[str, dict[str, Any]] = {}
+        self._jobs: dict[str, _LocalJob] = {}
         self._cancelled: set[str] = set()  # jobs of this process stopped on request
         self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
@@ -107,11 +116,11 @@ class RunJobs:
                 self._cancelled.add(job_id)
                 job["task"].cancel()
                 return {**(self.status(job_id) or {}), "status": "cancelled"}
-            return self.status(job_id)
+            return _plain(self.status(job_id))
         if self.queue is None or self._stored(job_id) is None:
             return None
         self.queue.request_cancel(job_id)
-        return self._stored(job_id)
+        return _plain(self._stored(job_id))
 
     @staticmethod
     async def _finish(queue: JobQueue, job_id: str, status: str, **fields: str) -> None:
@@ -134,18 +143,14 @@ class RunJobs:
         except Exception:  # reported by status()
             pass
 
-    def status(self, job_id: str) -> dict[str, Any] | None:
+    def status(self, job_id: str) -> RolesJob | None:
         """``{job_id, run_id, status: running|done|failed|interrupted|cancelled, elapsed_s, result?, error?}``, None
         for an unknown id. A job of this process is read from its task; another process's from the ``job`` table."""
         job = self._jobs.get(job_id)
         if job is None:
             return self._stored(job_id)
         t: asyncio.Task[Mapping[str, Any]] = job["task"]
-        out: dict[str, Any] = {
-            "job_id": job_id,
-            "run_id": job["run_id"],
-            "elapsed_s": round(time.time() - job["started"], 2),
-        }
+        out: RolesJob = {"job_id": job_id, "run_id": job["run_id"], "elapsed_s": round(time.time() - job["started"], 2)}
         if not t.done():
             return {**out, "status": "running"}
         exc = None if t.cancelled() else t.exception()
@@ -155,9 +160,9 @@ class RunJobs:
             return {**out, "status": "interrupted", "error": "the server stopped before the run ended"}
         if exc is not None:
             return {**out, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-        return {**out, "status": "done", "result": t.result()}
+        return {**out, "status": "done", "result": dict(t.result())}
 
-    def _stored(self, job_id: str) -> dict[str, Any] | None:
+    def _stored(self, job_id: str) -> RolesJob | None:
         if self.queue is None:
             return None
         self.queue.reap(job_id)
@@ -167,21 +172,32 @@ class RunJobs:
             return None
         return _row_status(row, with_result=True)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[RolesJob]:
         """The 20 most recent jobs without their results: of every process serving the store when jobs are in the
         ``job`` table, else of this process."""
         if self.queue is None:
-            return [{k: v for k, v in (self.status(j) or {}).items() if k != "result"} for j in list(self._jobs)][-20:]
+            return [_without_result(self.status(j)) for j in list(self._jobs)][-20:]
         with Session(self.queue.engine) as s:
             rows = s.exec(select(Job).where(Job.kind == KIND).order_by(col(Job.created_at).desc()).limit(20)).all()
         return [_row_status(r, with_result=False) for r in reversed(rows)]
 
 
-def _row_status(row: Job, *, with_result: bool) -> dict[str, Any]:
+def _plain(status: RolesJob | None) -> dict[str, Any] | None:
+    # a status as the job-cancel tool reads it (rag_job_cancel answers for roles, index and code jobs alike)
+    return dict(status) if status is not None else None
+
+
+def _without_result(status: RolesJob | None) -> RolesJob:
+    out = RolesJob(**status) if status else RolesJob()
+    out.pop("result", None)
+    return out
+
+
+def _row_status(row: Job, *, with_result: bool) -> RolesJob:
     params = json.loads(row.params_json or "{}")
     started = row.started_at or row.created_at
     end = row.finished_at or utcnow()
-    out: dict[str, Any] = {
+    out: RolesJob = {
         "job_id": row.job_id,
         "run_id": params.get("run_id"),
         "status": row.status,

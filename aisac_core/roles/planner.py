@@ -195,7 +195,7 @@ def _query_arg(tool: Capability) -> str | None:
 
 
 def template_plan(
-    task: str, route: dict[str, Any] | None, tools: list[Capability], *, attempt: int = 0, max_steps: int = 8
+    task: str, route: Mapping[str, object] | None, tools: list[Capability], *, attempt: int = 0, max_steps: int = 8
 ) -> dict[str, Any]:
     """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
     idx = tool_index(tools)
@@ -295,10 +295,10 @@ def template_plan(
 
 def prompt_values(
     task: str,
-    route: dict[str, Any] | None,
+    route: Mapping[str, object] | None,
     tools: list[Capability],
     max_steps: int,
-    feedback: list[dict[str, Any]] | None,
+    feedback: Sequence[Mapping[str, object]] | None,
 ) -> dict[str, Any]:
     """Values of the planner prompt's placeholders."""
     fb = ""
@@ -322,14 +322,14 @@ def prompt_values(
 async def plan(
     env: RoleEnv,
     task: str,
-    route: dict[str, Any] | None,
+    route: Mapping[str, object] | None,
     tools: list[Capability],
     backend: Backend | None,
     *,
     run_id: str,
     parent_id: int | None,
     attempt: int = 0,
-    feedback: list[dict[str, Any]] | None = None,
+    feedback: Sequence[Mapping[str, object]] | None = None,
     proposable: list[Proposal] | None = None,
 ) -> dict[str, Any]:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else

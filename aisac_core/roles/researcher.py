@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from aisac_core.rag.results import AnchorDict
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import Embed, Neighbour, ResearchEnv
-    from aisac_core.roles.shapes import EvidenceItem
+    from aisac_core.roles.shapes import Answer, Citation, Evaluation, EvidenceItem
 
 _ID_KEYS = ("doi", "arxiv_id", "pmid", "paper_id", "openalex_id", "s2_id", "pmcid")
 _STOP = set(
@@ -227,14 +227,14 @@ def rank_evidence(task: str, items: list[EvidenceItem]) -> list[EvidenceItem]:
     return rag + [i for i in items if i["kind"] != "rag"]
 
 
-def citation(n: int, item: EvidenceItem, spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+def citation(n: int, item: EvidenceItem, spans: list[tuple[int, int]] | None = None) -> Citation:
     """The citation record of evidence ``item`` numbered ``n``. ``spans``: the quoted sentences' character spans in
     the chunk text; the anchor gains ``quote_span`` (from the first span's start to the last one's end) and
     ``quote`` is that text (whitespace collapsed). Without spans, ``quote`` is the chunk's first
     :data:`QUOTE_CHARS` characters, cut at a word boundary, and the anchor has no ``quote_span``."""
     if item["kind"] == "rag":
         text = item.get("text") or ""
-        anchor = dict(item["anchor"])
+        anchor = item["anchor"].copy()
         if spans:
             a, b = min(s[0] for s in spans), max(s[1] for s in spans)
             anchor["quote_span"] = [a, b]
@@ -403,7 +403,7 @@ def closest_passages(cands: list[tuple[Any, ...]], rag: list[EvidenceItem]) -> l
     return out
 
 
-def abstain_unsupported(answer: dict[str, Any], evaluation: dict[str, Any]) -> dict[str, Any]:
+def abstain_unsupported(answer: Answer, evaluation: Evaluation) -> Answer:
     """The answer a run returns: ``answer`` itself, unless the evaluation's support verdict
     (:func:`aisac_core.roles.support.answer_verdict`) is ``not supported`` or ``contradicted``: no cited passage
     supports it above the support judge's threshold, so it is not an answer. Then the text says
@@ -427,7 +427,7 @@ def abstain_unsupported(answer: dict[str, Any], evaluation: dict[str, Any]) -> d
     return {**answer, "text": text + ".", "withheld": answer.get("text"), "closest": closest, "stated": False}
 
 
-def _not_stated(task: str, items: list[EvidenceItem], rag: list[EvidenceItem], kind: str) -> dict[str, Any]:
+def _not_stated(task: str, items: list[EvidenceItem], rag: list[EvidenceItem], kind: str) -> Answer:
     what = {"number": "a number", "name": "a name", "yesno": "a yes or no", "definition": "a definition"}.get(
         kind, "an answer"
     )
@@ -483,7 +483,7 @@ def extractive_answer(
     max_sentences: int | None = None,
     embed: Embed | None = None,
     neighbour: Neighbour | None = None,
-) -> dict[str, Any]:
+) -> Answer:
     """The no-model answer: the sentences of the retrieved passages that best answer ``task``, each followed by its
     citation number(s), each citation carrying the sentence's span in its chunk (``anchor.quote_span``, ``quote``);
     literature items listed after. An empty evidence list gives an answer saying so.
@@ -614,7 +614,7 @@ def extractive_answer(
         if typed or kind not in ("number", "name")
     ]
     scored.sort(key=lambda t: -t[0])
-    check: dict[str, Any] = {"kind": kind, "coverage": None, "similarity": None}
+    check: dict[str, str | float | None] = {"kind": kind, "coverage": None, "similarity": None}
     if scored:
         check.update(coverage=round(scored[0][4], 3), similarity=round(scored[0][5], 3) if embed else None)
     if embed is not None:  # the best sentences that meet the bar (coverage and similarity), else none
@@ -707,7 +707,7 @@ async def write_answer(
     *,
     run_id: str,
     parent_id: int | None,
-) -> dict[str, Any]:
+) -> Answer:
     """The answer from ``items``: by the model when ``backend`` is given, else :func:`extractive_answer`.
     Raises :class:`~aisac_core.roles.RoleModelError` when the model fails."""
     if backend is None or not items:

@@ -110,7 +110,7 @@ class CritiqueSubmitResult(TypedDict):
     event_id: int
 
 
-# A whole graph run (:func:`aisac_core.roles.graph.run_graph`, ``aisac ask``).
+# A whole graph run (:meth:`aisac_core.roles.graph.GraphRun.run`, ``aisac ask``).
 @with_config(_FORBID)
 class RunResult(TypedDict):
     run_id: str

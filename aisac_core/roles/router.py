@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
@@ -30,6 +30,7 @@ from aisac_core.roles.schemas import load_schema
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.shapes import Route, RouteContext
 
 _ANALYTICAL = re.compile(
     r"\b(why|how (much|many|does|do|did)|compare[sd]?|comparison|correlat\w*|regress\w*|fit(ted|ting)?|trends?|"
@@ -66,7 +67,7 @@ def _score(hit: ContextHit) -> float:
     return float(s) if isinstance(s, (int, float)) else 0.0
 
 
-def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None) -> RouteContext:
     """The ``context`` part of a route: hit ids and scores (text left out), and the memory items."""
     return {
         "rag": [
@@ -80,7 +81,7 @@ def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]]
 
 def rule_route(
     task: str, rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None, mode: str = "standard"
-) -> dict[str, Any]:
+) -> Route:
     """The deterministic route (module docstring) of ``task`` given the gathered context."""
     intent, complexity = classify(task)
     gate = MODE_GATES[mode]
@@ -128,7 +129,7 @@ async def route(
     mode: str,
     run_id: str,
     parent_id: int | None,
-) -> dict[str, Any]:
+) -> Route:
     """The route of ``task``: by the model when ``backend`` is given (its ``context`` replaced by what was really
     gathered), else by :func:`rule_route`. Adds ``by`` (``model`` / ``rules``) and, for a model, the request hash.
 
@@ -146,6 +147,7 @@ async def route(
         run_id=run_id,
         parent_id=parent_id,
     )
-    out = dict(got["output"])
+    # the model's route was validated against the route schema (intent, complexity, decision, rationale)
+    out = cast("Route", dict(got["output"]))
     out["context"] = context_summary(rag_hits, memory)
     return {**out, "by": "model", "request_sha256": got["request_sha256"]}

@@ -30,7 +30,7 @@ from aisac_core.roles import planner as core_planner
 from aisac_core.roles import prompts as core_prompts
 from aisac_core.roles import router as core_router
 from aisac_core.roles.backends import Backend, get_backend
-from aisac_core.roles.graph import default_graph, run_graph
+from aisac_core.roles.graph import GraphRun, default_graph
 from aisac_core.roles.jobs import RunJobs
 from aisac_core.roles.results import (
     CritiqueSubmitResult,
@@ -49,8 +49,9 @@ from aisac_core.roles.tools import capabilities, proposable
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.rag.results import HitDict
+    from aisac_core.rag.results import AnchorDict, HitDict
     from aisac_core.roles.env import Corpus, GraphAugment
+    from aisac_core.roles.shapes import Answer, Citation
     from aisac_core.settings import RolesSettings
 
 #: appended to a role prompt for the host's own model: where to submit its JSON
@@ -62,11 +63,11 @@ HOST_SUFFIX = (
 
 def answer_object(
     answer: str, citations: list[dict[str, Any]] | None, files: list[str] | None, code_runs: list[int] | None
-) -> dict[str, Any]:
+) -> Answer:
     """The evaluator's answer object from a host's answer: ``{text, citations: [{n, kind: rag, chunk_id, anchor,
     score}], files, code_runs}``. ``citations``: rag_search hits or their anchors. Raises :class:`RolesError` for a
     citation that is not an object or has no ``chunk_id``."""
-    cites = []
+    cites: list[Citation] = []
     for n, c in enumerate(citations or [], 1):
         if not isinstance(c, dict):
             raise RolesError(f"citations[{n - 1}] must be an object: a rag_search hit or its 'anchor'")
@@ -74,7 +75,14 @@ def answer_object(
         if not a.get("chunk_id"):
             raise RolesError(f"citations[{n - 1}] has no chunk_id: pass rag_search hits or their 'anchor' objects")
         cites.append(
-            {"n": n, "kind": "rag", "chunk_id": a["chunk_id"], "anchor": a, "score": c.get("score", a.get("score"))}
+            # a host's anchor: the evaluator's evidence gate re-verifies it against the index
+            {
+                "n": n,
+                "kind": "rag",
+                "chunk_id": a["chunk_id"],
+                "anchor": cast("AnchorDict", a),
+                "score": c.get("score", a.get("score")),
+            }
         )
     return {"text": answer, "citations": cites, "files": files or [], "code_runs": code_runs or []}
 
@@ -83,8 +91,9 @@ def answer_object(
 EMBED_CACHE_SIZE = 1024
 
 
-class RolesService:
-    """The roles of one store.
+class RolesService(GraphRun):
+    """The roles of one store. The whole graph run, :meth:`run`, is its part
+    :class:`~aisac_core.roles.graph.GraphRun`, for which the service provides the collaborators.
 
     Args:
         settings: the roles settings (``Settings.roles``): backend, mode, thresholds, plan limits, prompt overlay.
@@ -275,32 +284,6 @@ class RolesService:
             )
         return cast(EvaluateResult, {**st.result, "run_id": run_id, "event_id": st.id})
 
-    async def run(
-        self,
-        task: str,
-        *,
-        tools: ToolPort,
-        mode: str | None = None,
-        llm: str | None = None,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        graph: dict[str, Any] | None = None,
-        sampling: Backend | None = None,
-    ) -> RunResult:
-        """The whole graph headless (:func:`aisac_core.roles.graph.run_graph`, which documents the arguments and
-        errors) with this service's settings, store and project augmentation."""
-        return await run_graph(
-            self,
-            task,
-            tools=tools,
-            mode=mode,
-            llm=llm,
-            session_id=session_id,
-            run_id=run_id,
-            graph=graph,
-            sampling=sampling,
-        )
-
     def start_run(
         self,
         task: str,
@@ -355,11 +338,11 @@ class RolesService:
         runner?}``), or ``{jobs: [...]}`` (the recent jobs) without an id. Raises :class:`RolesError` for an unknown
         id."""
         if job_id is None:
-            return {"jobs": self.jobs.list()}
+            return {"jobs": [dict(j) for j in self.jobs.list()]}  # the open objects of the wire schema
         st = self.jobs.status(job_id)
         if st is None:
             raise RolesError(f"unknown job id {job_id!r}: roles_run returns job ids; roles_job_status() lists them")
-        return cast(RolesJob, st)
+        return st
 
     async def _submit(
         self, role: str, schema: str, payload: Any, run_id: str, errors: list[str] | None = None

@@ -79,6 +79,7 @@ from aisac_core.roles.support_model import UNCERTAIN_FLOOR
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import ChunkText, Embed, RoleEnv
+    from aisac_core.roles.shapes import Answer, Citation
 
 SUPPORT_VERDICTS = ("supported", "partly", "not supported", "contradicted", "not judged")
 ANCHOR_VERDICTS = ("intact", "changed", "missing")
@@ -344,7 +345,7 @@ def off_question_beside_answer(records: list[dict[str, Any]]) -> None:
             r["verdict"] = "partly"
 
 
-def joined_across_chunks(cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]]) -> dict[int, str]:
+def joined_across_chunks(cited: list[tuple[Citation, str, str | None, str, list[int]]]) -> dict[int, str]:
     """Cited sentences that are two parts of one sentence cut by a chunk boundary: two citations of the same claim
     and document, the first's span running to its chunk's end without a sentence end, the second's starting at its
     chunk's start inside a sentence (:func:`aisac_core.roles.sentences.cut_at_end` / ``cut_at_start``). Returns
@@ -366,7 +367,7 @@ def joined_across_chunks(cited: list[tuple[dict[str, Any], str, str | None, str,
 async def judge_answer(
     env: RoleEnv,
     task: str,
-    answer: dict[str, Any],
+    answer: Answer,
     backend: Backend | None,
     *,
     chunk_text: ChunkText,
@@ -390,13 +391,13 @@ async def judge_answer(
     out: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     n_judged = 0
-    cited: list[tuple[dict[str, Any], str, str | None, str, list[int]]] = []
+    cited: list[tuple[Citation, str, str | None, str, list[int]]] = []
     for c in answer.get("citations") or []:
         if c.get("kind", "rag") != "rag" or not isinstance(c.get("anchor"), dict):
             continue
         n = c.get("n")
         # index reads and embedding run in a worker thread: the event loop keeps serving other calls meanwhile
-        chunk = await anyio.to_thread.run_sync(chunk_text, c["anchor"].get("chunk_id") or c.get("chunk_id"))
+        chunk = await anyio.to_thread.run_sync(chunk_text, c["anchor"].get("chunk_id") or c.get("chunk_id") or "")
         claim = " ".join(claims.get(int(n), [])) if isinstance(n, int) else ""
         sent, span = (
             cited_sentence(chunk, c["anchor"].get("quote_span"), claim or task) if chunk is not None else ("", [])

@@ -118,8 +118,8 @@ def render_runs(
     heads: dict[str, dict[str, Any]] | None = None,
     gaps: dict[str, Any] | None = None,
 ) -> str:
-    """The run-list fragment (``<div id=body>``) for a :func:`~aisac_core.trace.queries.list_runs` result, with
-    each run's question, citations and verdict from :func:`~aisac_core.trace.queries.run_headlines` (``heads``);
+    """The run-list fragment (``<div id=body>``) for a :meth:`~aisac_core.trace.queries.RunQueries.list_runs` result, with
+    each run's question, citations and verdict from :meth:`~aisac_core.trace.queries.RunQueries.run_headlines` (``heads``);
     ``gaps``: the store's :class:`~aisac_core.trace.results.TraceGap`, shown as a warning line (with links to the
     runs concerned) when it has a ``detail``."""
     heads = heads or {}

@@ -1,6 +1,7 @@
 """Reading the trace: runs (list, summary, event tree), single events, the anchors a run cited.
 
-Every function takes the SQL engine of the store and returns JSON-ready dicts. Times are ISO 8601 in UTC.
+Every function takes the SQL engine of the store, and so does :class:`RunQueries` (the runs and events a
+service or a caller with an engine reads); all return JSON-ready dicts. Times are ISO 8601 in UTC.
 """
 
 from __future__ import annotations
@@ -215,119 +216,6 @@ def run_inputs(engine: Engine, run_id: str) -> list[TraceInput]:
 # ---------------------------------------------------------------------------------------------- runs
 
 
-def list_runs(
-    engine: Engine,
-    *,
-    since: str | datetime | None = None,
-    until: str | datetime | None = None,
-    server: str | None = None,
-    status: str | None = None,
-    text: str | None = None,
-    limit: int = 20,
-    offset: int = 0,
-) -> Runs:
-    """Runs, newest first (by last event), with paging.
-
-    Args:
-        since / until: ISO 8601; a run is listed when its last event is at/after ``since`` and its first event
-            at/before ``until``.
-        server: only runs with at least one event of this server namespace (``rag``, ``memory``, ``roles``...).
-        status: ``ok`` (no failed event), ``errors`` (at least one ``tool_error`` / ``exception``) or ``active``
-            (an event in the last ``ACTIVE_SECONDS`` = 60 s).
-        text: case-insensitive substring of the run id, a tool name or the arguments JSON; at most
-            :data:`MAX_SEARCH_CHARS` (1,000) characters.
-        limit: 1..500 runs per page; offset: runs to skip.
-
-    Returns ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers, tools, status,
-    active}], total, offset, next_offset}`` (``next_offset`` None on the last page).
-
-    Raises TraceError for a bad date, status or paging value, or a ``text`` longer than 1,000 characters.
-    """
-    T = TraceEvent
-    if not 1 <= int(limit) <= 500:
-        raise TraceError(f"limit must be 1..500, got {limit}")
-    if not 0 <= int(offset) <= MAX_SQL_INT:
-        raise TraceError(f"offset must be 0..{MAX_SQL_INT} (a number of runs to skip), got {str(offset)[:40]}")
-    if text is not None and len(text) > MAX_SEARCH_CHARS:
-        raise TraceError(
-            f"text is {len(text):,} characters long; the search text may have at most "
-            f"{MAX_SEARCH_CHARS:,} (a fragment of a run id, a tool name or an argument value)"
-        )
-    if status not in (None, "", "ok", "errors", "active"):
-        raise TraceError(f"status must be ok, errors or active, got {str(status)[:100]!r}")
-    since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
-    n_err = func.sum(case((col(T.status).in_(ERROR_STATUSES), 1), else_=0))
-    q = sa_select(
-        col(T.run_id),
-        func.min(T.created_at),
-        func.max(T.created_at),
-        func.count(),
-        n_err,
-        func.sum(case((col(T.kind) == "tool_call", 1), else_=0)),
-    ).group_by(T.run_id)
-    conds = []
-    if server:
-        conds.append(col(T.run_id).in_(select(T.run_id).where(T.server == server)))
-    if text:
-        # a substring, not a pattern: autoescape makes % _ and the escape character literal on every engine
-        # (PostgreSQL's LIKE treats a backslash as an escape by default, SQLite's does not)
-        t = text.lower()
-        conds.append(
-            col(T.run_id).in_(
-                select(T.run_id).where(
-                    func.lower(T.run_id).contains(t, autoescape=True)
-                    | func.lower(T.tool).contains(t, autoescape=True)
-                    | func.lower(T.arguments_json).contains(t, autoescape=True)
-                )
-            )
-        )
-    for c in conds:
-        q = q.where(c)
-    having = []
-    if since_d:
-        having.append(func.max(T.created_at) >= since_d)
-    if until_d:
-        having.append(func.min(T.created_at) <= until_d)
-    if status == "ok":
-        having.append(n_err == 0)
-    elif status == "errors":
-        having.append(n_err > 0)
-    elif status == "active":
-        having.append(func.max(T.created_at) >= datetime.now(UTC) - timedelta(seconds=ACTIVE_SECONDS))
-    for h in having:
-        q = q.having(h)
-    with engine.connect() as conn:
-        total = conn.execute(sa_select(func.count()).select_from(q.subquery())).scalar_one()
-        rows = conn.execute(q.order_by(func.max(T.created_at).desc()).offset(int(offset)).limit(int(limit))).all()
-        ids = [r[0] for r in rows]
-        detail: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in ids}
-        if ids:
-            for rid, srv, tool in conn.execute(
-                sa_select(col(T.run_id), col(T.server), col(T.tool)).where(col(T.run_id).in_(ids)).distinct()
-            ).all():
-                detail[rid][0].add(srv)
-                detail[rid][1].add(tool)
-    now = datetime.now(UTC)
-    runs: list[RunRow] = []
-    for rid, first, last, n, errs, calls in rows:
-        runs.append(
-            {
-                "run_id": rid,
-                "started_at": iso(first),
-                "last_event_at": iso(last),
-                "events": n,
-                "tool_calls": int(calls or 0),
-                "errors": int(errs or 0),
-                "servers": sorted(detail[rid][0]),
-                "tools": sorted(detail[rid][1]),
-                "status": "errors" if errs else "ok",
-                "active": (now - aware(last)).total_seconds() < ACTIVE_SECONDS,
-            }
-        )
-    nxt = int(offset) + len(runs)
-    return {"runs": runs, "total": int(total), "offset": int(offset), "next_offset": nxt if nxt < total else None}
-
-
 def run_summary(rows: list[Any]) -> RunSummary:
     """Counts and times of a run's events (rows ordered by id): ``{run_id, started_at, first_event_at,
     last_event_at, duration_s, events, by_kind, by_status, errors, servers, status (ok | errors), active}``.
@@ -390,69 +278,6 @@ def _compact_tree(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def get_run(
-    engine: Engine,
-    run_id: str,
-    *,
-    include_results: bool = False,
-    detail: bool = True,
-    after_id: int = 0,
-    summaries: Summaries | None = None,
-) -> RunData:
-    """One run: ``{run: summary, pins, tree: [event + children...], errors: [failed events], last_id}``.
-
-    Events carry arguments, hashes and a result summary; ``include_results`` adds the stored result;
-    ``detail=False`` gives the compact form (:func:`compact_event`: no hashes, timestamps, run id or parent id;
-    long arguments truncated; ``children`` only where there are any), for large runs over MCP.
-    ``after_id`` > 0 returns only events with a larger id as a flat ``events`` list (for live updates).
-    ``summaries``: the store's result-summary cache (:class:`Summaries`). Raises TraceError for an unknown run."""
-    rows = require_events(engine, run_id)
-    events = [event_dict(r, full=include_results, summaries=summaries) for r in rows]
-    out: RunData = {
-        "run": run_summary(rows),
-        "pins": run_pins(engine, run_id),
-        "last_id": rows[-1].id,
-        "errors": [
-            {"id": e["id"], "tool": e["tool"], "status": e["status"], "error": e["error"]}
-            for e in events
-            if e["status"] in ERROR_STATUSES
-        ],
-    }
-    if after_id:
-        out["events"] = [e for e in events if e["id"] > after_id]
-    else:
-        tree = build_tree(events)
-        out["tree"] = tree if detail or include_results else _compact_tree(tree)
-    return out
-
-
-def get_event(engine: Engine, event_id: int, *, summaries: Summaries | None = None) -> EventDetail:
-    """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
-    input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown (including ids outside
-    1..2^63-1, which no event can have)."""
-    if not isinstance(event_id, int) or isinstance(event_id, bool) or not 1 <= event_id <= MAX_SQL_INT:
-        raise TraceError(
-            f"unknown event id {str(event_id)[:40]}: event ids are integers from 1 to {MAX_SQL_INT}; "
-            "trace_get_run lists a run's event ids"
-        )
-    with Session(engine) as s:
-        r = s.get(TraceEvent, int(event_id))
-        if r is None:
-            raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
-        children = s.exec(
-            select(col(TraceEvent.id)).where(TraceEvent.parent_id == r.id).order_by(col(TraceEvent.id))
-        ).all()
-        inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
-    d = event_dict(r, summaries=summaries)
-    return {
-        **d,
-        "result": d.get("result"),
-        "result_truncated": d.get("result_truncated", False),
-        "children": [c for c in children if c is not None],  # ids of stored rows are never None
-        "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs],
-    }
-
-
 def max_event_id(engine: Engine, run_id: str | None = None) -> int:
     """The largest event id (of one run when ``run_id`` is given), 0 when there is none."""
     q = select(func.max(TraceEvent.id))
@@ -479,52 +304,234 @@ def run_anchors(rows: list[Any]) -> list[dict[str, Any]]:
 HEADLINE_EVENTS = 25
 
 
-def run_headlines(engine: Engine, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """What the run list shows of each run beyond counts: ``{run_id: {question, citations, verdict, verified,
-    anchors}}``. ``question``: see :mod:`aisac_core.trace.report` (from the run's first
-    :data:`HEADLINE_EVENTS` events); ``citations``: the number the run's last answer cites (None without an
-    answer); ``verdict``: the last evaluator's label (``passed`` / ``automatic checks passed`` / ``failed``; None when no
-    evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
-    (None without one). Two queries whatever the number of runs (the first events by a window function)."""
-    out: dict[str, dict[str, Any]] = {
-        r: {"question": None, "citations": None, "verdict": None, "verified": None, "anchors": None} for r in run_ids
-    }
-    if not run_ids:
-        return out
-    T = TraceEvent
-    rn = func.row_number().over(partition_by=T.run_id, order_by=col(T.id)).label("rn")
-    first = (
-        sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.arguments_json), rn)
-        .where(col(T.run_id).in_(run_ids))
-        .subquery()
-    )
-    with engine.connect() as conn:
-        heads = conn.execute(
-            sa_select(
-                first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool, first.c.arguments_json
-            ).where(first.c.rn <= HEADLINE_EVENTS)
-        ).all()
-        ends = conn.execute(
-            sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.result_json))
-            .where(
-                col(T.run_id).in_(run_ids),
-                (col(T.tool).in_(["researcher", "evaluator"]) & (col(T.kind) == "role_step"))
-                | col(T.tool).endswith("roles_run", autoescape=True),
+class RunQueries:
+    """Reading one store's runs and events: a part of :class:`~aisac_core.trace.service.TraceService` (which
+    provides ``engine`` and its result-summary cache ``summaries``), also used on its own on an engine
+    (``RunQueries(engine).get_run(run_id)``: the exports, the CLI, the tests).
+
+    Collaborators: ``engine`` (the store's SQL engine, schema migrated); ``summaries`` (a :class:`Summaries` cache of
+    result summaries, or None to compute each one).
+    """
+
+    engine: Engine
+    summaries: Summaries | None
+
+    def __init__(self, engine: Engine, summaries: Summaries | None = None) -> None:
+        self.engine = engine
+        self.summaries = summaries
+
+    def list_runs(
+        self,
+        *,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        server: str | None = None,
+        status: str | None = None,
+        text: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> Runs:
+        """Runs, newest first (by last event), with paging.
+
+        Args:
+            since / until: ISO 8601; a run is listed when its last event is at/after ``since`` and its first event
+                at/before ``until``.
+            server: only runs with at least one event of this server namespace (``rag``, ``memory``, ``roles``...).
+            status: ``ok`` (no failed event), ``errors`` (at least one ``tool_error`` / ``exception``) or ``active``
+                (an event in the last ``ACTIVE_SECONDS`` = 60 s).
+            text: case-insensitive substring of the run id, a tool name or the arguments JSON; at most
+                :data:`MAX_SEARCH_CHARS` (1,000) characters.
+            limit: 1..500 runs per page; offset: runs to skip.
+
+        Returns ``{runs: [{run_id, started_at, last_event_at, events, tool_calls, errors, servers, tools, status,
+        active}], total, offset, next_offset}`` (``next_offset`` None on the last page).
+
+        Raises TraceError for a bad date, status or paging value, or a ``text`` longer than 1,000 characters.
+        """
+        T = TraceEvent
+        if not 1 <= int(limit) <= 500:
+            raise TraceError(f"limit must be 1..500, got {limit}")
+        if not 0 <= int(offset) <= MAX_SQL_INT:
+            raise TraceError(f"offset must be 0..{MAX_SQL_INT} (a number of runs to skip), got {str(offset)[:40]}")
+        if text is not None and len(text) > MAX_SEARCH_CHARS:
+            raise TraceError(
+                f"text is {len(text):,} characters long; the search text may have at most "
+                f"{MAX_SEARCH_CHARS:,} (a fragment of a run id, a tool name or an argument value)"
             )
-            .order_by(col(T.id))
-        ).all()
-    by_run: dict[str, list[dict[str, Any]]] = {}
-    for rid, eid, kind, server, tool, args in heads:
-        by_run.setdefault(rid, []).append(
-            {"id": eid, "kind": kind, "server": server, "tool": tool, "arguments": parse_json(args)[0]}
+        if status not in (None, "", "ok", "errors", "active"):
+            raise TraceError(f"status must be ok, errors or active, got {str(status)[:100]!r}")
+        since_d, until_d = naive_utc(since, "since"), naive_utc(until, "until")
+        n_err = func.sum(case((col(T.status).in_(ERROR_STATUSES), 1), else_=0))
+        q = sa_select(
+            col(T.run_id),
+            func.min(T.created_at),
+            func.max(T.created_at),
+            func.count(),
+            n_err,
+            func.sum(case((col(T.kind) == "tool_call", 1), else_=0)),
+        ).group_by(T.run_id)
+        conds = []
+        if server:
+            conds.append(col(T.run_id).in_(select(T.run_id).where(T.server == server)))
+        if text:
+            # a substring, not a pattern: autoescape makes % _ and the escape character literal on every self.engine
+            # (PostgreSQL's LIKE treats a backslash as an escape by default, SQLite's does not)
+            t = text.lower()
+            conds.append(
+                col(T.run_id).in_(
+                    select(T.run_id).where(
+                        func.lower(T.run_id).contains(t, autoescape=True)
+                        | func.lower(T.tool).contains(t, autoescape=True)
+                        | func.lower(T.arguments_json).contains(t, autoescape=True)
+                    )
+                )
+            )
+        for c in conds:
+            q = q.where(c)
+        having = []
+        if since_d:
+            having.append(func.max(T.created_at) >= since_d)
+        if until_d:
+            having.append(func.min(T.created_at) <= until_d)
+        if status == "ok":
+            having.append(n_err == 0)
+        elif status == "errors":
+            having.append(n_err > 0)
+        elif status == "active":
+            having.append(func.max(T.created_at) >= datetime.now(UTC) - timedelta(seconds=ACTIVE_SECONDS))
+        for h in having:
+            q = q.having(h)
+        with self.engine.connect() as conn:
+            total = conn.execute(sa_select(func.count()).select_from(q.subquery())).scalar_one()
+            rows = conn.execute(q.order_by(func.max(T.created_at).desc()).offset(int(offset)).limit(int(limit))).all()
+            ids = [r[0] for r in rows]
+            detail: dict[str, tuple[set[str], set[str]]] = {i: (set(), set()) for i in ids}
+            if ids:
+                for rid, srv, tool in conn.execute(
+                    sa_select(col(T.run_id), col(T.server), col(T.tool)).where(col(T.run_id).in_(ids)).distinct()
+                ).all():
+                    detail[rid][0].add(srv)
+                    detail[rid][1].add(tool)
+        now = datetime.now(UTC)
+        runs: list[RunRow] = []
+        for rid, first, last, n, errs, calls in rows:
+            runs.append(
+                {
+                    "run_id": rid,
+                    "started_at": iso(first),
+                    "last_event_at": iso(last),
+                    "events": n,
+                    "tool_calls": int(calls or 0),
+                    "errors": int(errs or 0),
+                    "servers": sorted(detail[rid][0]),
+                    "tools": sorted(detail[rid][1]),
+                    "status": "errors" if errs else "ok",
+                    "active": (now - aware(last)).total_seconds() < ACTIVE_SECONDS,
+                }
+            )
+        nxt = int(offset) + len(runs)
+        return {"runs": runs, "total": int(total), "offset": int(offset), "next_offset": nxt if nxt < total else None}
+
+    def get_run(self, run_id: str, *, include_results: bool = False, detail: bool = True, after_id: int = 0) -> RunData:
+        """One run: ``{run: summary, pins, tree: [event + children...], errors: [failed events], last_id}``.
+
+        Events carry arguments, hashes and a result summary; ``include_results`` adds the stored result;
+        ``detail=False`` gives the compact form (:func:`compact_event`: no hashes, timestamps, run id or parent id;
+        long arguments truncated; ``children`` only where there are any), for large runs over MCP.
+        ``after_id`` > 0 returns only events with a larger id as a flat ``events`` list (for live updates); result
+        summaries come from the part's ``summaries`` cache when it has one. Raises TraceError for an unknown run."""
+        rows = require_events(self.engine, run_id)
+        events = [event_dict(r, full=include_results, summaries=self.summaries) for r in rows]
+        out: RunData = {
+            "run": run_summary(rows),
+            "pins": run_pins(self.engine, run_id),
+            "last_id": rows[-1].id,
+            "errors": [
+                {"id": e["id"], "tool": e["tool"], "status": e["status"], "error": e["error"]}
+                for e in events
+                if e["status"] in ERROR_STATUSES
+            ],
+        }
+        if after_id:
+            out["events"] = [e for e in events if e["id"] > after_id]
+        else:
+            tree = build_tree(events)
+            out["tree"] = tree if detail or include_results else _compact_tree(tree)
+        return out
+
+    def get_event(self, event_id: int) -> EventDetail:
+        """One event (:func:`event_dict` with its full stored result) plus ``children`` (ids) and ``inputs`` (its
+        input-file pins: ``[{path, sha256, size, source}]``). Raises TraceError when unknown (including ids outside
+        1..2^63-1, which no event can have)."""
+        if not isinstance(event_id, int) or isinstance(event_id, bool) or not 1 <= event_id <= MAX_SQL_INT:
+            raise TraceError(
+                f"unknown event id {str(event_id)[:40]}: event ids are integers from 1 to {MAX_SQL_INT}; "
+                "trace_get_run lists a run's event ids"
+            )
+        with Session(self.engine) as s:
+            r = s.get(TraceEvent, int(event_id))
+            if r is None:
+                raise TraceError(f"unknown event id {event_id}: trace_get_run lists a run's event ids")
+            children = s.exec(
+                select(col(TraceEvent.id)).where(TraceEvent.parent_id == r.id).order_by(col(TraceEvent.id))
+            ).all()
+            inputs = s.exec(select(TraceInput).where(TraceInput.event_id == r.id)).all()
+        d = event_dict(r, summaries=self.summaries)
+        return {
+            **d,
+            "result": d.get("result"),
+            "result_truncated": d.get("result_truncated", False),
+            "children": [c for c in children if c is not None],  # ids of stored rows are never None
+            "inputs": [{"path": i.path, "sha256": i.sha256, "size": i.size, "source": i.source} for i in inputs],
+        }
+
+    def run_headlines(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """What the run list shows of each run beyond counts: ``{run_id: {question, citations, verdict, verified,
+        anchors}}``. ``question``: see :mod:`aisac_core.trace.report` (from the run's first
+        :data:`HEADLINE_EVENTS` events); ``citations``: the number the run's last answer cites (None without an
+        answer); ``verdict``: the last evaluator's label (``passed`` / ``automatic checks passed`` / ``failed``; None when no
+        evaluator ran); ``verified`` / ``anchors``: evidence anchors the evaluator found unchanged, of those it checked
+        (None without one). Two queries whatever the number of runs (the first events by a window function)."""
+        out: dict[str, dict[str, Any]] = {
+            r: {"question": None, "citations": None, "verdict": None, "verified": None, "anchors": None}
+            for r in run_ids
+        }
+        if not run_ids:
+            return out
+        T = TraceEvent
+        rn = func.row_number().over(partition_by=T.run_id, order_by=col(T.id)).label("rn")
+        first = (
+            sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.arguments_json), rn)
+            .where(col(T.run_id).in_(run_ids))
+            .subquery()
         )
-    for rid, events in by_run.items():
-        out[rid]["question"] = question_of(events)
-    last: dict[str, list[dict[str, Any]]] = {}
-    for rid, eid, kind, server, tool, result in ends:
-        last.setdefault(rid, []).append(
-            {"id": eid, "kind": kind, "server": server, "tool": tool, "result": parse_json(result)[0]}
-        )
-    for rid, events in last.items():
-        out[rid].update(answer_digest(events))
-    return out
+        with self.engine.connect() as conn:
+            heads = conn.execute(
+                sa_select(
+                    first.c.run_id, first.c.id, first.c.kind, first.c.server, first.c.tool, first.c.arguments_json
+                ).where(first.c.rn <= HEADLINE_EVENTS)
+            ).all()
+            ends = conn.execute(
+                sa_select(col(T.run_id), col(T.id), col(T.kind), col(T.server), col(T.tool), col(T.result_json))
+                .where(
+                    col(T.run_id).in_(run_ids),
+                    (col(T.tool).in_(["researcher", "evaluator"]) & (col(T.kind) == "role_step"))
+                    | col(T.tool).endswith("roles_run", autoescape=True),
+                )
+                .order_by(col(T.id))
+            ).all()
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for rid, eid, kind, server, tool, args in heads:
+            by_run.setdefault(rid, []).append(
+                {"id": eid, "kind": kind, "server": server, "tool": tool, "arguments": parse_json(args)[0]}
+            )
+        for rid, events in by_run.items():
+            out[rid]["question"] = question_of(events)
+        last: dict[str, list[dict[str, Any]]] = {}
+        for rid, eid, kind, server, tool, result in ends:
+            last.setdefault(rid, []).append(
+                {"id": eid, "kind": kind, "server": server, "tool": tool, "result": parse_json(result)[0]}
+            )
+        for rid, events in last.items():
+            out[rid].update(answer_digest(events))
+        return out

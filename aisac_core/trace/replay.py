@@ -7,7 +7,6 @@ this module knows no MCP. Result comparison (:func:`compare_results`) is shared 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.hashing import dumps, sha256_json
@@ -166,131 +165,135 @@ def _error_text(outcome: ToolOutcome) -> str:
     return " ".join(str(x) for x in obj) if isinstance(obj, list) else str(obj)
 
 
-async def replay_run(
-    engine: Engine,
-    run_id: str,
-    tools: ToolPort,
-    *,
-    current_pins: Callable[[], dict[str, Any]],
-    force: list[str] | None = None,
-    replay_run_id: str | None = None,
-) -> Replayed:
-    """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
+class RunReplay:
+    """Re-executing a recorded run: a part of :class:`~aisac_core.trace.service.TraceService`. Collaborators:
+    ``engine`` (the store's SQL engine) and ``config_pins()`` (the store's configuration now, JSON-ready:
+    :func:`aisac_core.trace.pins.config_pins`)."""
 
-    Calls go through ``tools`` (the suite's tools behind the provenance middleware, so they are recorded) with
-    request ``_meta`` ``{"run_id": <replay run id>}``: under a new run id (``replay_run_id`` or ``replay-<new
-    id>``), never into the original run. A call's result is compared as the middleware recorded it: the
-    structured content, else the text blocks (:attr:`~aisac_core.ports.ToolOutcome.value`). Role steps and model
-    calls are not tool calls: they are reproduced by the roles tool call that made them; when the run holds model
-    calls, a tool with an ``llm`` argument (roles_route / roles_plan / roles_evaluate) is replayed with
-    ``llm="replay"``, so its model answers come from the roles response cache only (an unseen request fails the
-    step). Calls with a parent event are covered by their parent's replay. Calls skipped by
-    :func:`replay_skip_reason` are listed with the reason; ``force`` names tools to replay anyway.
+    engine: Engine
 
-    Which calls are re-executed is decided from the tools' annotations in the live tool list
-    (:func:`replay_skip_reason`; the tool name only for tools without hints).
+    def config_pins(self) -> dict[str, Any]:
+        """The store's configuration now (provided by the service)."""
+        raise NotImplementedError
 
-    Per step: ``same`` (result sha256 equal, or equal once timing keys ``VOLATILE_KEYS`` are removed; a call
-    that failed before and fails again with the same status is ``same`` too), ``changed`` (with the JSON
-    paths that differ), ``failed`` (the replayed call failed where the original succeeded, or vice versa), or
-    ``skipped`` (with the reason).
+    async def replay(
+        self, run_id: str, tools: ToolPort, *, force: list[str] | None = None, replay_run_id: str | None = None
+    ) -> Replayed:
+        """Re-execute a run's recorded top-level tool calls in order against the current store and compare results.
 
-    Overall ``status``: ``failed`` when a step failed, else ``changed`` when one changed, else ``same`` when at least
-    one call was re-executed, else ``not_replayed`` (every step skipped, or no tool call at all: nothing was
-    compared; the steps say why, and ``message`` says what to do).
+        Calls go through ``tools`` (the suite's tools behind the provenance middleware, so they are recorded) with
+        request ``_meta`` ``{"run_id": <replay run id>}``: under a new run id (``replay_run_id`` or ``replay-<new
+        id>``), never into the original run. A call's result is compared as the middleware recorded it: the
+        structured content, else the text blocks (:attr:`~aisac_core.ports.ToolOutcome.value`). Role steps and model
+        calls are not tool calls: they are reproduced by the roles tool call that made them; when the run holds model
+        calls, a tool with an ``llm`` argument (roles_route / roles_plan / roles_evaluate) is replayed with
+        ``llm="replay"``, so its model answers come from the roles response cache only (an unseen request fails the
+        step). Calls with a parent event are covered by their parent's replay. Calls skipped by
+        :func:`replay_skip_reason` are listed with the reason; ``force`` names tools to replay anyway.
 
-    ``pins_changed``: the configuration pins (:func:`aisac_core.trace.pins.changed_pins`) that differ between the
-    run's recorded ones and ``current_pins()`` (the store's configuration now).
+        Which calls are re-executed is decided from the tools' annotations in the live tool list
+        (:func:`replay_skip_reason`; the tool name only for tools without hints).
 
-    Returns ``{run_id, replay_run_id, status (same | changed | failed | not_replayed), counts, steps: [{event_id,
-    tool, status, reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed, message?}``.
-    Raises TraceError for an unknown run."""
-    # long function: replaying a run's calls in order, each kind of call handled in place
-    rows = require_events(engine, run_id)
-    rid = replay_run_id or "replay-" + new_run_id()[4:]
-    force_set = set(force or [])
-    has_model_calls = any(r.kind == "model_call" for r in rows)
-    available = {t.name: t for t in await tools.list_tools()}
-    steps: list[dict[str, Any]] = []  # ReplayStep dicts, built from a common base
-    for r in rows:
-        base: dict[str, Any] = {"event_id": r.id, "tool": r.tool, "original_sha256": r.result_sha256}
-        if r.kind != "tool_call":
-            continue
-        if r.parent_id is not None:
-            steps.append({**base, "status": "skipped", "reason": f"child of event {r.parent_id}: replayed by it"})
-            continue
-        if r.tool not in available:
-            steps.append({**base, "status": "failed", "reason": f"tool {r.tool} is not available in this suite"})
-            continue
-        reason = None if r.tool in force_set else replay_skip_reason(r.tool, available[r.tool].annotations)
-        if reason:
-            steps.append({**base, "status": "skipped", "reason": reason})
-            continue
-        args, complete = parse_json(r.arguments_json)
-        if not complete or not isinstance(args, dict):
-            steps.append({**base, "status": "skipped", "reason": "arguments were stored truncated"})
-            continue
-        props = (available[r.tool].input_schema or {}).get("properties", {})
-        if "llm" in props and has_model_calls and args.get("llm") != "none":
-            args = {**args, "llm": "replay"}  # model answers from the roles response cache only
-            base["llm"] = "replay"
-        try:
-            outcome = await tools.call_tool(r.tool, args, meta={"run_id": rid})
-            ok, obj = not outcome.is_error, outcome.value
-            err = _error_text(outcome) if outcome.is_error else None
-        except Exception as exc:  # a port that raises instead of returning the error: the step failed
-            ok, err, obj = False, f"{type(exc).__name__}: {exc}", None
-        new_sha = None if obj is None or not ok else sha256_json(obj)
-        if r.status == "ok" and ok:
-            status, changes = compare_results(r.result_sha256, r.result_json, new_sha, dumps(obj))
-            steps.append(
-                {**base, "status": status, "replay_sha256": new_sha, **({"changes": changes} if changes else {})}
-            )
-        elif r.status != "ok" and not ok:
-            steps.append(
-                {
-                    **base,
-                    "status": "same",
-                    "replay_sha256": None,
-                    "error": err,
-                    "reason": "failed before and fails again",
-                }
-            )
-        else:
-            steps.append(
-                {
-                    **base,
-                    "status": "failed",
-                    "replay_sha256": new_sha,
-                    "error": err or "",
-                    "reason": "the original call failed but the replay succeeded" if ok else "the replay failed",
-                }
-            )
-    counts = count_by(steps)
-    old_pins = run_pins(engine, run_id)
-    pins_changed = changed_pins(old_pins, current_pins()) if old_pins else []
-    executed = sum(1 for s in steps if "replay_sha256" in s)
-    overall = (
-        "failed"
-        if counts.get("failed")
-        else "changed"
-        if counts.get("changed")
-        else "same"
-        if executed
-        else "not_replayed"
-    )
-    out: Replayed = {
-        "run_id": run_id,
-        "replay_run_id": rid,
-        "status": overall,
-        "counts": counts,
-        "steps": cast("list[ReplayStep]", steps),
-        "pins_changed": pins_changed,
-    }
-    if overall == "not_replayed":
-        out["message"] = "no call was re-executed, so nothing was compared: " + (
-            "every step was skipped (see each step's reason); pass force=[tool names] to replay skipped tools anyway"
-            if steps
-            else "the run holds no top-level tool call"
+        Per step: ``same`` (result sha256 equal, or equal once timing keys ``VOLATILE_KEYS`` are removed; a call
+        that failed before and fails again with the same status is ``same`` too), ``changed`` (with the JSON
+        paths that differ), ``failed`` (the replayed call failed where the original succeeded, or vice versa), or
+        ``skipped`` (with the reason).
+
+        Overall ``status``: ``failed`` when a step failed, else ``changed`` when one changed, else ``same`` when at least
+        one call was re-executed, else ``not_replayed`` (every step skipped, or no tool call at all: nothing was
+        compared; the steps say why, and ``message`` says what to do).
+
+        ``pins_changed``: the configuration pins (:func:`aisac_core.trace.pins.changed_pins`) that differ between the
+        run's recorded ones and ``config_pins()`` (the store's configuration now).
+
+        Returns ``{run_id, replay_run_id, status (same | changed | failed | not_replayed), counts, steps: [{event_id,
+        tool, status, reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed, message?}``.
+        Raises TraceError for an unknown run."""
+        rows = require_events(self.engine, run_id)
+        rid = replay_run_id or "replay-" + new_run_id()[4:]
+        force_set = set(force or [])
+        has_model_calls = any(r.kind == "model_call" for r in rows)
+        available = {t.name: t for t in await tools.list_tools()}
+        steps: list[dict[str, Any]] = []  # ReplayStep dicts, built from a common base
+        for r in rows:
+            base: dict[str, Any] = {"event_id": r.id, "tool": r.tool, "original_sha256": r.result_sha256}
+            if r.kind != "tool_call":
+                continue
+            if r.parent_id is not None:
+                steps.append({**base, "status": "skipped", "reason": f"child of event {r.parent_id}: replayed by it"})
+                continue
+            if r.tool not in available:
+                steps.append({**base, "status": "failed", "reason": f"tool {r.tool} is not available in this suite"})
+                continue
+            reason = None if r.tool in force_set else replay_skip_reason(r.tool, available[r.tool].annotations)
+            if reason:
+                steps.append({**base, "status": "skipped", "reason": reason})
+                continue
+            args, complete = parse_json(r.arguments_json)
+            if not complete or not isinstance(args, dict):
+                steps.append({**base, "status": "skipped", "reason": "arguments were stored truncated"})
+                continue
+            props = (available[r.tool].input_schema or {}).get("properties", {})
+            if "llm" in props and has_model_calls and args.get("llm") != "none":
+                args = {**args, "llm": "replay"}  # model answers from the roles response cache only
+                base["llm"] = "replay"
+            try:
+                outcome = await tools.call_tool(r.tool, args, meta={"run_id": rid})
+                ok, obj = not outcome.is_error, outcome.value
+                err = _error_text(outcome) if outcome.is_error else None
+            except Exception as exc:  # a port that raises instead of returning the error: the step failed
+                ok, err, obj = False, f"{type(exc).__name__}: {exc}", None
+            new_sha = None if obj is None or not ok else sha256_json(obj)
+            if r.status == "ok" and ok:
+                status, changes = compare_results(r.result_sha256, r.result_json, new_sha, dumps(obj))
+                steps.append(
+                    {**base, "status": status, "replay_sha256": new_sha, **({"changes": changes} if changes else {})}
+                )
+            elif r.status != "ok" and not ok:
+                steps.append(
+                    {
+                        **base,
+                        "status": "same",
+                        "replay_sha256": None,
+                        "error": err,
+                        "reason": "failed before and fails again",
+                    }
+                )
+            else:
+                steps.append(
+                    {
+                        **base,
+                        "status": "failed",
+                        "replay_sha256": new_sha,
+                        "error": err or "",
+                        "reason": "the original call failed but the replay succeeded" if ok else "the replay failed",
+                    }
+                )
+        counts = count_by(steps)
+        old_pins = run_pins(self.engine, run_id)
+        pins_changed = changed_pins(old_pins, self.config_pins()) if old_pins else []
+        executed = sum(1 for s in steps if "replay_sha256" in s)
+        overall = (
+            "failed"
+            if counts.get("failed")
+            else "changed"
+            if counts.get("changed")
+            else "same"
+            if executed
+            else "not_replayed"
         )
-    return out
+        out: Replayed = {
+            "run_id": run_id,
+            "replay_run_id": rid,
+            "status": overall,
+            "counts": counts,
+            "steps": cast("list[ReplayStep]", steps),
+            "pins_changed": pins_changed,
+        }
+        if overall == "not_replayed":
+            out["message"] = "no call was re-executed, so nothing was compared: " + (
+                "every step was skipped (see each step's reason); pass force=[tool names] to replay skipped tools anyway"
+                if steps
+                else "the run holds no top-level tool call"
+            )
+        return out

@@ -3,7 +3,7 @@ cited evidence apart from what was merely retrieved, critiques and gates with th
 and a timeline of every step and tool call.
 
 :func:`run_report` is the one source of the dashboard's run page, the Markdown export and the HTML export, so the
-three always agree. It reads only the trace (:func:`aisac_core.trace.queries.get_run` with results): no store,
+three always agree. It reads only the trace (:meth:`aisac_core.trace.queries.RunQueries.get_run` with results): no store,
 no files.
 
 Where the pieces come from:
@@ -389,7 +389,7 @@ def _timeline(tree: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
 
 
 def run_report(data: dict[str, Any]) -> dict[str, Any]:
-    """The report of a run from :func:`~aisac_core.trace.queries.get_run` (``include_results=True``).
+    """The report of a run from :meth:`~aisac_core.trace.queries.RunQueries.get_run` (``include_results=True``).
 
     Returns ``{run_id, run (the summary), question, question_source, answer: {text, by, citations, event_id} |
     None, cited: [card], retrieved: [card], verdict: {passed, label, content_judged, by, mean_severity,

@@ -129,7 +129,7 @@ class Event(TypedDict):
 
 
 class RunData(TypedDict):
-    """A run as :func:`aisac_core.trace.queries.get_run` reads it: ``tree`` (nested event dicts with ``children``),
+    """A run as :meth:`aisac_core.trace.queries.RunQueries.get_run` reads it: ``tree`` (nested event dicts with ``children``),
     or ``events`` (flat, newer than ``after_id``)."""
 
     run: RunSummary

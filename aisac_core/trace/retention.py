@@ -32,53 +32,59 @@ def _percentile(vals: list[float], p: float) -> float:
     return round(v[lo] + (v[hi] - v[lo]) * (k - lo), 3)
 
 
-def trace_stats(engine: Engine, since: str | datetime | None = None) -> Stats:
-    """Totals over the trace (events since ``since``, ISO 8601, when given): ``{runs, events, by_kind, by_status,
-    first_event_at, last_event_at, tools: [{tool, calls, errors, error_rate, p50_ms, p95_ms, max_ms}]}``
-    (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
-    T = TraceEvent
-    since_d = naive_utc(since, "since")
-    q = sa_select(col(T.run_id), col(T.kind), col(T.status), col(T.tool), col(T.latency_ms), col(T.created_at))
-    if since_d:
-        q = q.where(col(T.created_at) >= since_d)
-    with engine.connect() as conn:
-        rows = conn.execute(q).all()
-    runs: set[str] = set()
-    kinds: dict[str, int] = {}
-    statuses: dict[str, int] = {}
-    per_tool: dict[str, dict[str, Any]] = {}
-    first = last = None
-    for rid, kind, st, tool, lat, created in rows:
-        runs.add(rid)
-        kinds[kind] = kinds.get(kind, 0) + 1
-        statuses[st] = statuses.get(st, 0) + 1
-        t = per_tool.setdefault(tool, {"calls": 0, "errors": 0, "lat": []})
-        t["calls"] += 1
-        t["errors"] += st in ERROR_STATUSES
-        t["lat"].append(lat or 0.0)
-        first = created if first is None or created < first else first
-        last = created if last is None or created > last else last
-    tools: list[ToolStats] = [
-        {
-            "tool": name,
-            "calls": t["calls"],
-            "errors": t["errors"],
-            "error_rate": round(t["errors"] / t["calls"], 4),
-            "p50_ms": _percentile(t["lat"], 50),
-            "p95_ms": _percentile(t["lat"], 95),
-            "max_ms": round(max(t["lat"]), 3),
+class TraceStatistics:
+    """Totals and latencies of one store's trace: a part of :class:`~aisac_core.trace.service.TraceService`.
+    Collaborator: ``engine`` (the store's SQL engine)."""
+
+    engine: Engine
+
+    def stats(self, since: str | datetime | None = None) -> Stats:
+        """Totals over the trace (events since ``since``, ISO 8601, when given): ``{runs, events, by_kind, by_status,
+        first_event_at, last_event_at, tools: [{tool, calls, errors, error_rate, p50_ms, p95_ms, max_ms}]}``
+        (latencies in ms; tools by calls, most first). Raises TraceError for a bad date."""
+        T = TraceEvent
+        since_d = naive_utc(since, "since")
+        q = sa_select(col(T.run_id), col(T.kind), col(T.status), col(T.tool), col(T.latency_ms), col(T.created_at))
+        if since_d:
+            q = q.where(col(T.created_at) >= since_d)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+        runs: set[str] = set()
+        kinds: dict[str, int] = {}
+        statuses: dict[str, int] = {}
+        per_tool: dict[str, dict[str, Any]] = {}
+        first = last = None
+        for rid, kind, st, tool, lat, created in rows:
+            runs.add(rid)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            statuses[st] = statuses.get(st, 0) + 1
+            t = per_tool.setdefault(tool, {"calls": 0, "errors": 0, "lat": []})
+            t["calls"] += 1
+            t["errors"] += st in ERROR_STATUSES
+            t["lat"].append(lat or 0.0)
+            first = created if first is None or created < first else first
+            last = created if last is None or created > last else last
+        tools: list[ToolStats] = [
+            {
+                "tool": name,
+                "calls": t["calls"],
+                "errors": t["errors"],
+                "error_rate": round(t["errors"] / t["calls"], 4),
+                "p50_ms": _percentile(t["lat"], 50),
+                "p95_ms": _percentile(t["lat"], 95),
+                "max_ms": round(max(t["lat"]), 3),
+            }
+            for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])
+        ]
+        return {
+            "runs": len(runs),
+            "events": len(rows),
+            "by_kind": kinds,
+            "by_status": statuses,
+            "first_event_at": iso(first),
+            "last_event_at": iso(last),
+            "tools": tools,
         }
-        for name, t in sorted(per_tool.items(), key=lambda kv: -kv[1]["calls"])
-    ]
-    return {
-        "runs": len(runs),
-        "events": len(rows),
-        "by_kind": kinds,
-        "by_status": statuses,
-        "first_event_at": iso(first),
-        "last_event_at": iso(last),
-        "tools": tools,
-    }
 
 
 def prune_runs(

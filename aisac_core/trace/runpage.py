@@ -1,6 +1,6 @@
 """The run page's HTML: one renderer for the live dashboard and the self-contained HTML export.
 
-:func:`render_run` turns :func:`aisac_core.trace.queries.get_run` (with results) into the page body, through
+:func:`render_run` turns :meth:`aisac_core.trace.queries.RunQueries.get_run` (with results) into the page body, through
 :func:`aisac_core.trace.report.run_report`, in this order: the question; failed calls; the verdict with its gates
 and critiques; the answer (Markdown, its ``[n]`` markers linked to the cited evidence cards); the cited evidence
 (the passage highlighted on an image of its PDF page, or in its text for other formats; verification state);

@@ -1,9 +1,14 @@
 """The trace service: provenance of one store (recording, pins, queries, exports, verification, replay, diff,
 statistics, retention, span export), built by the composition root (``AppContext.trace``).
 
-The functions of the trace modules take only the parts they use (the SQL engine, a callable, a path); this service
-binds them to one store and holds the store's per-process state: which runs already have configuration pins, the
-result-summary cache of its events, its OpenTelemetry span export.
+The service is made of parts, each in the module of its domain and declaring only the collaborators it uses:
+:class:`~aisac_core.trace.queries.RunQueries` (runs and events: ``engine``, ``summaries``),
+:class:`~aisac_core.trace.diff.RunDiff` (``engine``), :class:`~aisac_core.trace.replay.RunReplay` (``engine``,
+``config_pins()``), :class:`~aisac_core.trace.exports.RunExports` (``engine``, ``export_dir``, ``config_pins()``,
+``images()``) and :class:`~aisac_core.trace.retention.TraceStatistics` (``engine``); the other trace functions take
+only what they use (the SQL engine, a callable, a path). The service provides the collaborators for one store and
+holds its per-process state: which runs already have configuration pins, the result-summary cache of its events, its
+OpenTelemetry span export, the local journal.
 """
 
 from __future__ import annotations
@@ -13,32 +18,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aisac_core.ports import ToolPort
 from aisac_core.rag.verify import verify_anchor
 from aisac_core.settings import HostRoots
-from aisac_core.trace.diff import diff_runs
+from aisac_core.trace.diff import RunDiff
 from aisac_core.trace.evidence_images import EvidenceImages
-from aisac_core.trace.exports import export_html, export_run
+from aisac_core.trace.exports import RunExports
 from aisac_core.trace.gaps import StoreGaps
 from aisac_core.trace.journal import TraceJournal
 from aisac_core.trace.otel import Otel
 from aisac_core.trace.pins import config_pins, write_run_pins
-from aisac_core.trace.queries import Summaries, get_event, get_run, list_runs, run_headlines
+from aisac_core.trace.queries import RunQueries, Summaries
 from aisac_core.trace.recorder import record_tool_call
-from aisac_core.trace.replay import replay_run
-from aisac_core.trace.results import (
-    Diff,
-    EventDetail,
-    Exported,
-    Pruned,
-    Replayed,
-    RunData,
-    Runs,
-    Stats,
-    TraceGap,
-    Verified,
-)
-from aisac_core.trace.retention import prune_runs, trace_stats
+from aisac_core.trace.replay import RunReplay
+from aisac_core.trace.results import Pruned, TraceGap, Verified
+from aisac_core.trace.retention import TraceStatistics, prune_runs
 from aisac_core.trace.verify import verify_run
 
 if TYPE_CHECKING:
@@ -70,7 +63,7 @@ class RagParts(Protocol):
     def vectors(self) -> VectorStore: ...
 
 
-class TraceService:
+class TraceService(RunQueries, RunDiff, RunReplay, RunExports, TraceStatistics):
     """The trace of one store.
 
     Args:
@@ -95,8 +88,12 @@ class TraceService:
 
     @property
     def engine(self) -> Engine:
-        """The store's SQL engine."""
+        """The store's SQL engine (opened by the callable given to the service, on first use)."""
         return self._engine()
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        self._engine = lambda: engine
 
     @property
     def export_dir(self) -> Path:
@@ -145,33 +142,6 @@ class TraceService:
             self._pinned.add(run_id)
         return written
 
-    # ------------------------------------------------------------------------------------------ queries
-
-    def list_runs(self, **filters: Any) -> Runs:
-        """Runs, newest first (:func:`aisac_core.trace.queries.list_runs`: ``since, until, server, status, text,
-        limit, offset``). Raises TraceError for a bad filter."""
-        return list_runs(self.engine, **filters)
-
-    def get_run(self, run_id: str, *, include_results: bool = False, detail: bool = True, after_id: int = 0) -> RunData:
-        """One run (:func:`aisac_core.trace.queries.get_run`), with this store's result-summary cache. Raises
-        TraceError for an unknown run."""
-        return get_run(
-            self.engine,
-            run_id,
-            include_results=include_results,
-            detail=detail,
-            after_id=after_id,
-            summaries=self.summaries,
-        )
-
-    def get_event(self, event_id: int) -> EventDetail:
-        """One event whole (:func:`aisac_core.trace.queries.get_event`). Raises TraceError when unknown."""
-        return get_event(self.engine, event_id, summaries=self.summaries)
-
-    def run_headlines(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Question, citations and verdict of each run (:func:`aisac_core.trace.queries.run_headlines`)."""
-        return run_headlines(self.engine, run_ids)
-
     # ------------------------------------------------------------------------------------------ checks
 
     def verify(self, run_id: str, *, use_index: bool = True, roots: HostRoots | None = None) -> Verified:
@@ -192,39 +162,7 @@ class TraceService:
         (``trace_gap`` events, counts not yet written) and those pending in this data dir's local journal."""
         return self._gaps.read(self.engine, self.settings.data_dir)
 
-    async def replay(
-        self, run_id: str, tools: ToolPort, *, force: list[str] | None = None, replay_run_id: str | None = None
-    ) -> Replayed:
-        """Re-execute a run's read-only calls through ``tools`` (the suite's tools, recorded under a new run) and
-        compare results (:func:`aisac_core.trace.replay.replay_run`). Raises TraceError for an unknown run."""
-        return await replay_run(
-            self.engine, run_id, tools, current_pins=self.config_pins, force=force, replay_run_id=replay_run_id
-        )
-
-    def diff(self, run_a: str, run_b: str) -> Diff:
-        """Two runs' tool calls side by side (:func:`aisac_core.trace.diff.diff_runs`). Raises TraceError for an
-        unknown run."""
-        return diff_runs(self.engine, run_a, run_b)
-
     # ------------------------------------------------------------------------------------------ exports, retention
-
-    def export(self, run_id: str, fmt: str = "json") -> Exported:
-        """Write a run as ``json``, ``markdown``, ``html``, ``prov`` or ``rocrate`` under ``<data
-        dir>/trace_exports/`` (:func:`aisac_core.trace.exports.export_run`). Raises TraceError for an unknown run
-        or format."""
-        return export_run(
-            self.engine, run_id, fmt, out_dir=self.export_dir, current_pins=self.config_pins, images=self.images()
-        )
-
-    def report_html(self, run_id: str) -> str:
-        """A run's report as one self-contained HTML page (the HTML export's page, not written to a file). Raises
-        TraceError for an unknown run."""
-        return export_html(self.engine, run_id, images=self.images())
-
-    def stats(self, since: str | None = None) -> Stats:
-        """Totals and per-tool latencies (:func:`aisac_core.trace.retention.trace_stats`). Raises TraceError for a
-        bad date."""
-        return trace_stats(self.engine, since)
 
     def prune(self, older_than_days: float, *, dry_run: bool = False) -> Pruned:
         """Delete runs older than ``older_than_days`` days, each exported as a JSON bundle first

@@ -518,13 +518,13 @@ def report(
 ) -> None:
     """Write a run's report (question, answer, cited evidence, evaluation, plan, timeline, steps) to
     <data dir>/trace_exports/ and print its path."""
-    from aisac_core.trace.queries import list_runs
+    from aisac_core.trace.queries import RunQueries
 
     if format not in ("html", "markdown"):
         _fail(f"--format must be html or markdown, got {format!r}")
     core = _app(data_dir)
     try:
-        rid = run_id or next((r["run_id"] for r in list_runs(core.engine, limit=1)["runs"]), None)
+        rid = run_id or next((r["run_id"] for r in RunQueries(core.engine).list_runs(limit=1)["runs"]), None)
         if rid is None:
             _fail("the trace has no runs yet: run `aisac ask` or use the suite from a host first")
         out = core.trace.export(rid, format)

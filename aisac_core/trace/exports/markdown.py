@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aisac_core.evidence.anchor import ocr_note
 from aisac_core.trace.exports.software import aisac_version
 from aisac_core.trace.pins import run_pins
-from aisac_core.trace.queries import get_run, run_inputs
+from aisac_core.trace.queries import RunQueries, run_inputs
 from aisac_core.trace.report import anchor_label, run_report
 from aisac_core.trace.verify import verify_run
 
@@ -44,8 +44,7 @@ def _cell(s: Any, limit: int = 400) -> str:
 def export_markdown(engine: Engine, run_id: str) -> str:
     """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
     opening the vector store. Raises TraceError for an unknown run."""
-    # long function: the report's sections in document order
-    data = get_run(engine, run_id, include_results=True)
+    data = RunQueries(engine).get_run(run_id, include_results=True)
     r = run_report(dict(data))
     run = r["run"]
     checked = {a["chunk_id"]: a for a in verify_run(engine, run_id)["anchors"]}
