@@ -236,6 +236,7 @@ class GraphRun(ABC):
 
         Raises :class:`RolesError` for an empty task, an unknown mode or llm, an invalid graph.
         """
+        # long function: the workflow graph's node loop; every node kind shares the run's state, budget and trace
         env: GraphEnv = self  # the role steps take the service through their protocols (aisac_core.roles.env)
         t_start = time.perf_counter()
         if not isinstance(task, str) or not task.strip():

@@ -209,6 +209,7 @@ class RunReplay:
         Returns ``{run_id, replay_run_id, status (same | changed | failed | not_replayed), counts, steps: [{event_id,
         tool, status, reason?, changes?, original_sha256, replay_sha256, error?, llm?}], pins_changed, message?}``.
         Raises TraceError for an unknown run."""
+        # long function: replaying a run's calls in order, each kind of call handled in place
         rows = require_events(self.engine, run_id)
         rid = replay_run_id or "replay-" + new_run_id()[4:]
         force_set = set(force or [])

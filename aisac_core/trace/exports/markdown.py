@@ -44,6 +44,7 @@ def _cell(s: Any, limit: int = 400) -> str:
 def export_markdown(engine: Engine, run_id: str) -> str:
     """A run in Markdown (see the module docstring); evidence is verified against the files (sha256) without
     opening the vector store. Raises TraceError for an unknown run."""
+    # long function: the report's sections in document order
     data = RunQueries(engine).get_run(run_id, include_results=True)
     r = run_report(dict(data))
     run = r["run"]
