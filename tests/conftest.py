@@ -161,6 +161,42 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return assemble_offline_minilm(d)
 
 
+def unique_corpus(dest: Path, files: int = 150) -> Path:
+    """``files`` Markdown documents of distinct text (seeded), so that no parse or embedding cache makes indexing
+    them fast: an index job over them runs long enough (seconds) to be cancelled, interrupted or killed mid-way.
+    (Copies of one corpus are not enough: the embedding cache turns every copy after the first into cache hits.)"""
+    import random
+
+    rng = random.Random(files)
+    words = [
+        "anode",
+        "cathode",
+        "lattice",
+        "enzyme",
+        "protein",
+        "sample",
+        "thermal",
+        "voltage",
+        "spectra",
+        "kinetic",
+        "solvent",
+        "membrane",
+        "diffusion",
+        "catalyst",
+        "entropy",
+        "photon",
+        "isotope",
+        "polymer",
+        "crystal",
+        "plasma",
+    ]
+    dest.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        paragraphs = [" ".join(f"{rng.choice(words)}{rng.randrange(10**6)}" for _ in range(60)) + "." for _ in range(4)]
+        (dest / f"note{i:04d}.md").write_text(f"# Note {i}\n\n" + "\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    return dest
+
+
 def make_settings(data_dir: Path, models_dir: Path, **kw):  # noqa: ANN201
     """Settings for a store in ``data_dir`` that reuses the assembled model folder (hard links, no copy)."""
     from aisac_core.settings import Settings

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import make_settings
+from conftest import make_settings, unique_corpus
 from fastmcp import Client
 from test_tasks import _big_corpus
 
@@ -125,7 +125,7 @@ async def test_cancelled_and_killed_hosts_through_the_owner(owned, corpus_copy, 
     from fastmcp.client.transports import StdioTransport
 
     big = _big_corpus(corpus_copy, tmp_path / "big", copies=3)
-    other = _big_corpus(corpus_copy, tmp_path / "other", copies=3)
+    other = unique_corpus(tmp_path / "other")  # text no cache has seen: the killed host's job is still running
     transport = StdioTransport(command=AISAC, args=["serve"], env=_env(owned), keep_alive=False)
     async with Client(transport, mode="legacy") as c:
         await _cancel_after_first_file(c, big, "run-cancelled-stdio")

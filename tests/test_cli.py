@@ -139,11 +139,11 @@ def test_index_exits_1_when_a_file_failed_and_shows_plain_progress(tmp_path, mod
 
 def test_ctrl_c_says_what_was_kept(tmp_path, models_dir, corpus):
     """Ctrl-C (SIGINT) during ``aisac index``: one line saying what was kept, exit 130."""
-    from test_tasks import _big_corpus
+    from conftest import unique_corpus
 
     d = tmp_path / "store"
     make_settings(d, models_dir)
-    big = _big_corpus(corpus, tmp_path / "big", copies=4)
+    big = unique_corpus(tmp_path / "big")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AISAC_")}
     env.update(HF_HUB_OFFLINE="1")
     p = subprocess.Popen(

@@ -442,6 +442,7 @@ def status_summary(st: Mapping[str, Any], settings: Settings) -> list[str]:
         + (", ".join(r + (" (missing)" if r in missing else "") for r in roots) if roots else "none set (AISAC_ROOTS)")
         + "; a host that declares MCP roots uses its own",
         f"trace       {st.get('trace_events', 0)} events",
+        f"schema      revision {st.get('schema_revision')}",
     ]
     if st.get("owner"):
         lines.append(f"owner       {st['owner']}")
