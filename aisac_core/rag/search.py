@@ -370,19 +370,7 @@ def _both_scores(
     )
     missing_d = [i for i in s_score if i not in d_score]
     if missing_d:
-        d_score.update(
-            (h.id, h.score)
-            for h in vs.query(
-                collection,
-                dense=dense,
-                sparse=None,
-                limit=len(missing_d),
-                conds=conds,
-                mode="dense",
-                ids=missing_d,
-                with_payload=False,
-            )
-        )
+        d_score.update(dense_scores(vs, collection, dense, missing_d, conds))
     missing_s = [i for i in d_score if i not in s_score] if has_sparse else []
     if missing_s:
         s_score.update(
@@ -589,6 +577,17 @@ def fuse_candidates(
     return Fused(order, fused, d_score, s_score, d_first)
 
 
+def dense_scores(
+    vs: Any, collection: str, dense: list[float] | None, ids: list[Any], conds: list[Cond]
+) -> dict[Any, float]:
+    """The cosine of the query vector ``dense`` for each point of ``ids`` in ``collection`` (those the filters
+    ``conds`` keep): the dense score of a candidate that only the sparse or the feedback pass found."""
+    hits = vs.query(
+        collection, dense=dense, sparse=None, limit=len(ids), conds=conds, mode="dense", ids=ids, with_payload=False
+    )
+    return {h.id: h.score for h in hits}
+
+
 def candidates(
     vs: Any, dense: list[float] | None, f: Fused, depth: int, conds: list[Cond], collection: str = "chunks"
 ) -> list[ranker.Candidate]:
@@ -601,19 +600,7 @@ def candidates(
     cos = {i: f.d_first[i] for i in pool if i in f.d_first}
     missing = [i for i in pool if i not in cos]
     if missing and dense is not None:
-        cos.update(
-            (h.id, h.score)
-            for h in vs.query(
-                collection,
-                dense=dense,
-                sparse=None,
-                limit=len(missing),
-                conds=conds,
-                mode="dense",
-                ids=missing,
-                with_payload=False,
-            )
-        )
+        cos.update(dense_scores(vs, collection, dense, missing, conds))
     tmm = NORMALISATION == "tmm"
     nd = normalise(f.d_score, f.order, DENSE_FLOOR if tmm else None)
     ns = normalise(f.s_score, f.order, SPARSE_FLOOR if tmm else None)
