@@ -152,6 +152,9 @@ def test_ctrl_c_says_what_was_kept(tmp_path, models_dir, corpus):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a shell running the suite in the background (`make test &`) ignores SIGINT, and an
+        # ignored signal stays ignored across exec (POSIX), so Python would never raise KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         first = p.stderr.readline()
