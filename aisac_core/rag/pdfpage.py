@@ -8,8 +8,10 @@ Coordinates: PDF points with the origin at the top left of the page (docling's `
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,24 @@ class Segment:
     @property
     def cy(self) -> float:
         return (self.t + self.b) / 2
+
+
+@contextlib.contextmanager
+def pdfium_pages(path: Any, pages: Iterable[int] | None = None) -> Iterator[Iterator[tuple[int, Any]]]:
+    """The pages of the PDF at ``path`` as pypdfium2 pages, ``(1-based number, page)`` in the order of ``pages`` (None:
+    every page; numbers outside the document are left out), read under docling's process-wide pdfium lock (pdfium is
+    not thread-safe) and closed on exit. Raises what pypdfium2 raises for a file it cannot open."""
+    import pypdfium2 as pdfium
+    from docling.utils.locks import pypdfium2_lock
+
+    with pypdfium2_lock:
+        doc = pdfium.PdfDocument(str(path))
+        try:
+            n = len(doc)
+            wanted = range(1, n + 1) if pages is None else pages
+            yield ((pno, doc[pno - 1]) for pno in wanted if 1 <= pno <= n)
+        finally:
+            doc.close()
 
 
 def _box(cell: Any, H: float) -> tuple[float, float, float, float]:
@@ -110,31 +130,24 @@ def page_rulings(path: Any) -> dict[int, list[tuple[float, float, float]]]:
     if path is None:
         return out
     try:
-        import pypdfium2 as pdfium
         import pypdfium2.raw as pdfium_c
-        from docling.utils.locks import pypdfium2_lock
 
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for i in range(len(doc)):
-                    page = doc[i]
-                    if page.get_rotation() % 360:
+        with pdfium_pages(path) as pages:
+            for pno, page in pages:
+                if page.get_rotation() % 360:
+                    continue
+                H = page.get_height()
+                rules: list[tuple[float, float, float]] = []
+                for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=4):
+                    x0, y0, x1, y1 = obj.get_bounds()
+                    w, h = x1 - x0, y1 - y0
+                    if w < 8:
                         continue
-                    H = page.get_height()
-                    rules: list[tuple[float, float, float]] = []
-                    for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=4):
-                        x0, y0, x1, y1 = obj.get_bounds()
-                        w, h = x1 - x0, y1 - y0
-                        if w < 8:
-                            continue
-                        if h <= 2.5:
-                            rules.append((H - (y0 + y1) / 2, x0, x1))
-                        elif len(rules) < 5000:
-                            rules.extend(((H - y1, x0, x1), (H - y0, x0, x1)))
-                    out[i + 1] = rules[:5000]
-            finally:
-                doc.close()
+                    if h <= 2.5:
+                        rules.append((H - (y0 + y1) / 2, x0, x1))
+                    elif len(rules) < 5000:
+                        rules.extend(((H - y1, x0, x1), (H - y0, x0, x1)))
+                out[pno] = rules[:5000]
     except Exception:  # a page the table reader cannot read rulings of keeps its text-only reconstruction
         return {}
     return out
@@ -198,29 +211,19 @@ def exact_texts(path: Any, cells: list[tuple[int, tuple[float, float, float, flo
     if path is None or not cells:
         return out
     try:
-        import pypdfium2 as pdfium
-        from docling.utils.locks import pypdfium2_lock
-
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for pno in sorted({p for p, _, _ in cells}):
-                    if not 1 <= pno <= len(doc):
+        with pdfium_pages(path, sorted({p for p, _, _ in cells})) as pages:
+            for pno, page in pages:
+                if page.get_rotation() % 360:
+                    continue
+                H = page.get_height()
+                tp = page.get_textpage()
+                for k, (p, (l, top, r, b), text) in enumerate(cells):  # noqa: E741
+                    if p != pno:
                         continue
-                    page = doc[pno - 1]
-                    if page.get_rotation() % 360:
-                        continue
-                    H = page.get_height()
-                    tp = page.get_textpage()
-                    for k, (p, (l, top, r, b), text) in enumerate(cells):  # noqa: E741
-                        if p != pno:
-                            continue
-                        raw = tp.get_text_bounded(left=l - 0.5, bottom=H - b - 0.5, right=r + 0.5, top=H - top + 0.5)
-                        exact = " ".join(raw.split())
-                        if exact != text and folded(exact) == folded(text):
-                            out[k] = exact
-            finally:
-                doc.close()
+                    raw = tp.get_text_bounded(left=l - 0.5, bottom=H - b - 0.5, right=r + 0.5, top=H - top + 0.5)
+                    exact = " ".join(raw.split())
+                    if exact != text and folded(exact) == folded(text):
+                        out[k] = exact
     except Exception:  # the parsed text stands when pdfium cannot read the page
         return [t for _, _, t in cells]
     return out

@@ -37,6 +37,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from aisac_core.rag.pdfpage import pdfium_pages
+
 #: spacing accents of PDF text layers -> the combining mark they stand for (UnicodeData.txt compatibility
 #: decompositions: U+00A8 <compat> 0020 0308, U+00B4 <compat> 0020 0301, U+02D8 <compat> 0020 0306, ...; U+02C6,
 #: U+02C7 and U+02DC are modifier letters with the same role in TeX's output). The ASCII forms (^ ` ~) are left
@@ -244,31 +246,22 @@ def glyph_texts(path: object, boxes: dict[int, list[tuple[float, float, float, f
     if path is None or not boxes:
         return out
     try:
-        import pypdfium2 as pdfium
-        from docling.utils.locks import pypdfium2_lock
-
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for pno, bxs in boxes.items():
-                    if not 1 <= pno <= len(doc):
-                        continue
-                    page = doc[pno - 1]
-                    if page.get_rotation() % 360:
-                        out[pno] = [""] * len(bxs)
-                        continue
-                    H = page.get_height()
-                    tp = page.get_textpage()
-                    # each line box less a tenth of its height at the top and the bottom: glyphs of the lines above
-                    # and below stay out, an apostrophe or a superscript of the line itself stays in
-                    out[pno] = [
-                        tp.get_text_bounded(
-                            left=l - 0.5, bottom=H - (t + 9 * b) / 10, right=r + 0.5, top=H - (9 * t + b) / 10
-                        )
-                        for l, t, r, b in bxs  # noqa: E741
-                    ]
-            finally:
-                doc.close()
+        with pdfium_pages(path, list(boxes)) as pages:
+            for pno, page in pages:
+                bxs = boxes[pno]
+                if page.get_rotation() % 360:
+                    out[pno] = [""] * len(bxs)
+                    continue
+                H = page.get_height()
+                tp = page.get_textpage()
+                # each line box less a tenth of its height at the top and the bottom: glyphs of the lines above
+                # and below stay out, an apostrophe or a superscript of the line itself stays in
+                out[pno] = [
+                    tp.get_text_bounded(
+                        left=l - 0.5, bottom=H - (t + 9 * b) / 10, right=r + 0.5, top=H - (9 * t + b) / 10
+                    )
+                    for l, t, r, b in bxs  # noqa: E741
+                ]
     except Exception:  # the parsed text stands when pdfium cannot read the file
         return {}
     return out
@@ -287,42 +280,32 @@ def form_text_lines(
     if path is None or not covered:
         return out
     try:
-        import pypdfium2 as pdfium
         import pypdfium2.raw as pdfium_c
-        from docling.utils.locks import pypdfium2_lock
 
-        with pypdfium2_lock:
-            doc = pdfium.PdfDocument(str(path))
-            try:
-                for pno, boxes in covered.items():
-                    if not 1 <= pno <= len(doc):
+        with pdfium_pages(path, list(covered)) as pages:
+            for pno, page in pages:
+                boxes = covered[pno]
+                if page.get_rotation() % 360:
+                    continue
+                forms = [o.get_bounds() for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_FORM,), max_depth=1)]
+                if not forms:
+                    continue
+                H = page.get_height()
+                tp = page.get_textpage()
+                rows: list[tuple[str, float, float, float, float]] = []
+                for i in range(tp.count_rects()):
+                    x0, y0, x1, y1 = tp.get_rect(i)
+                    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+                    if not any(a <= cx <= c and b <= cy <= d for a, b, c, d in forms):
                         continue
-                    page = doc[pno - 1]
-                    if page.get_rotation() % 360:
+                    l, t, r, b = x0, H - y1, x1, H - y0  # noqa: E741
+                    if any(l < br + 1 and bl - 1 < r and t < bb + 1 and bt - 1 < b for bl, bt, br, bb in boxes):
                         continue
-                    forms = [
-                        o.get_bounds() for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_FORM,), max_depth=1)
-                    ]
-                    if not forms:
-                        continue
-                    H = page.get_height()
-                    tp = page.get_textpage()
-                    rows: list[tuple[str, float, float, float, float]] = []
-                    for i in range(tp.count_rects()):
-                        x0, y0, x1, y1 = tp.get_rect(i)
-                        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-                        if not any(a <= cx <= c and b <= cy <= d for a, b, c, d in forms):
-                            continue
-                        l, t, r, b = x0, H - y1, x1, H - y0  # noqa: E741
-                        if any(l < br + 1 and bl - 1 < r and t < bb + 1 and bt - 1 < b for bl, bt, br, bb in boxes):
-                            continue
-                        text = " ".join(tp.get_text_bounded(x0, y0, x1, y1).replace("\x02", "-").split())
-                        if sum(ch.isalpha() for ch in text) >= 2:
-                            rows.append((text, l, t, r, b))
-                    if rows:
-                        out[pno] = rows
-            finally:
-                doc.close()
+                    text = " ".join(tp.get_text_bounded(x0, y0, x1, y1).replace("\x02", "-").split())
+                    if sum(ch.isalpha() for ch in text) >= 2:
+                        rows.append((text, l, t, r, b))
+                if rows:
+                    out[pno] = rows
     except Exception:  # the parsed lines stand when pdfium cannot read the file
         return {}
     return out
