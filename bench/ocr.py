@@ -95,10 +95,14 @@ def _order(born: str, scan: str) -> float:
     return float(Levenshtein.normalized_similarity(a, b))
 
 
-def _top_docs(core: Any, q: str, n: int = 3) -> list[str]:
+def _top_docs(core: Any, q: str, n: int = 3, min_relevance: float | None = None) -> list[str]:
+    """The first ``n`` distinct documents of the hybrid hits for ``q``; with ``min_relevance``, only hits whose
+    calibrated relevance reaches it count (the ranker's threshold: documents that address the question)."""
     hits = core.rag.search(q, k=30).as_dict()["hits"]
     docs: list[str] = []
     for h in hits:
+        if min_relevance is not None and (h.get("relevance") or 0.0) < min_relevance:
+            continue
         name = Path(h["path"]).name
         if name not in docs:
             docs.append(name)
@@ -153,10 +157,15 @@ def run(ctx: Context) -> dict[str, Any]:
                 index_wall = time.perf_counter() - wall0
                 ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 born_texts, scan_texts = _texts(core_b), _texts(core_s)
-                agree = []
+                from aisac_core.rag import ranker
+
+                thr = ranker.load().threshold
+                agree, relevant = [], []
                 for q in QUESTIONS:
                     a, b = _top_docs(core_b, q), _top_docs(core_s, q)
                     agree.append((q, a, b, set(a) == set(b)))
+                    ra, rb = _top_docs(core_b, q, min_relevance=thr), _top_docs(core_s, q, min_relevance=thr)
+                    relevant.append((q, ra, rb, set(ra) == set(rb)))
             finally:
                 core_b.close()
                 core_s.close()
@@ -217,6 +226,7 @@ def run(ctx: Context) -> dict[str, Any]:
         dpi_rows = _dpi_table(papers[1] if len(papers) > 1 else papers[0], tmp, ocr_document, OcrOptions)
         probe = _memory_probe(scans / (papers[1] if len(papers) > 1 else papers[0]).name)
     same = sum(ok for *_, ok in agree)
+    same_rel = sum(ok for *_, ok in relevant)
     top1 = sum(a[:1] == b[:1] for _, a, b, _ in agree)
     overlap = sum(len(set(a) & set(b)) for _, a, b, _ in agree)
     time_rows = [
@@ -233,6 +243,10 @@ def run(ctx: Context) -> dict[str, Any]:
         (
             "retrieval: same top-3 set / same top-1 / top-3 documents shared",
             f"{same}/{len(agree)} / {top1}/{len(agree)} / {overlap}/{3 * len(agree)}",
+        ),
+        (
+            f"retrieval: same top-3 set among documents above the relevance threshold ({thr:.2f}) (secondary)",
+            f"{same_rel}/{len(relevant)}",
         ),
     ]
     table("pdf/ocr: time and memory per scanned page (this machine, 2 shared cores)", ["measure", "value"], time_rows)
@@ -255,6 +269,9 @@ def run(ctx: Context) -> dict[str, Any]:
         "retrieval_top3_agreement": f"{same}/{len(agree)}",
         "retrieval_top1_agreement": f"{top1}/{len(agree)}",
         "retrieval_top3_overlap": f"{overlap}/{3 * len(agree)}",
+        "retrieval_top3_above_threshold_agreement": f"{same_rel}/{len(relevant)}",
+        "relevance_threshold": round(thr, 4),
+        "retrieval_above_threshold": [{"question": q, "born": a, "scanned": b, "same": ok} for q, a, b, ok in relevant],
         "retrieval": [{"question": q, "born": a, "scanned": b, "same": ok} for q, a, b, ok in agree],
         "per_page": [
             dict(zip(("file", "page", "truth_words", "recall", "precision", "cer", "conf", "s"), r)) for r in rows

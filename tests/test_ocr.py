@@ -404,3 +404,53 @@ def test_cli_search_labels_ocr_hits(files: dict[str, Path], tmp_path: Path, mode
     out = run("search", "thermal stability of layered perovskite films", "-k", "2")
     assert out.returncode == 0, out.stderr
     assert re.search(r"OCR text, confidence 0\.\d\d", out.stdout), out.stdout
+
+
+def test_ocr_quotes_and_dashes_read_as_a_text_layer_gives_them() -> None:
+    """Tesseract reads the printed glyphs (’ “ ” — –); docling-parse gives a born-digital text layer's as ASCII, so
+    a scanned copy would index "patient’s" where the born-digital copy has "patient's" (other embedding tokens)."""
+    from aisac_core.rag.ocr import parse_tsv
+
+    head = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+    words = ["the", "patient’s", "“stork”", "experts—lawyers", "1–4", "‘quoted’"]
+    rows = [f"5\t1\t1\t1\t1\t{k + 1}\t{100 * k}\t100\t90\t30\t95\t{w}" for k, w in enumerate(words)]
+    (line,) = parse_tsv("\n".join([head, *rows]), 72 / 200)
+    assert line.text == "the patient's \"stork\" experts-lawyers 1-4 'quoted'"
+
+
+def test_ocr_title_lines_read_with_different_weights_make_one_title() -> None:
+    """The OCR's weight is an estimate from stroke width: the two lines of one bold title may come out one bold,
+    one not; they still make one title (a born-digital title's lines in two fonts stay apart)."""
+    from aisac_core.rag.frontmatter import front_matter
+    from aisac_core.rag.ocr import OCR_FONT, OCR_FONT_BOLD
+    from aisac_core.rag.pdf import _Line
+
+    def page(f1: str, f2: str) -> list[_Line]:
+        body = [
+            _Line(1, f"Body text line {k} of the abstract, which runs on here.", 144, 468, 300 + 11 * k, 9, f1)
+            for k in range(12)
+        ]
+        return [
+            _Line(1, "Multi-LexSum: Real-World Summaries of Civil", 129, 479, 100.4, 16.5, f1),
+            _Line(1, "Rights Lawsuits at Multiple Granularities", 150, 458, 121.1, 15.8, f2),
+            _Line(1, "Zejiang Shen Kyle Lo Lauren Yu Nathan Dahlberg", 175, 434, 182, 9.2, f2),
+            *body,
+        ]
+
+    ocr = front_matter(page(OCR_FONT, OCR_FONT_BOLD), (612, 792), 9.0, OCR_FONT)
+    assert ocr.title == "Multi-LexSum: Real-World Summaries of Civil Rights Lawsuits at Multiple Granularities"
+    born = front_matter(page("Times-Roman", "Times-Bold"), (612, 792), 9.0, "Times-Roman")
+    assert born.title != ocr.title
+
+
+def test_ocr_section_name_alone_set_larger_is_a_heading() -> None:
+    """A usual section name alone on an OCR line, larger than the body, is a heading whatever weight the OCR
+    estimated; a born-digital line keeps telling its weight by its font, and an OCR line of body size is text."""
+    from aisac_core.rag.ocr import OCR_FONT
+    from aisac_core.rag.pdf import _heading_like_line, _Line
+
+    assert _heading_like_line(_Line(1, "Abstract", 283, 327, 270, 11.3, OCR_FONT), 9.0)
+    assert _heading_like_line(_Line(1, "References:", 283, 327, 270, 11.3, OCR_FONT), 9.0)
+    assert not _heading_like_line(_Line(1, "Abstract", 283, 327, 270, 9.0, OCR_FONT), 9.0)
+    assert not _heading_like_line(_Line(1, "Abstract", 283, 327, 270, 11.3, "Times-Roman"), 9.0)
+    assert not _heading_like_line(_Line(1, "Abstract models of text", 283, 327, 270, 11.3, OCR_FONT), 9.0)

@@ -304,13 +304,24 @@ def _marked_heading(ln: _Line) -> bool:
     return bool(m) and re.search(r"ital|obli|-it$|cmti\d|cmsl\d", ln.font, re.I) is not None
 
 
+def _ocr_named_heading(ln: _Line, body_h: float) -> bool:
+    """An OCR line that is a usual section name alone ("Abstract", "References"; :data:`_TOP_LEVEL_NAMES`) set at
+    least 1.1 x the body size: a heading, whatever weight the OCR estimated. The OCR's weight (stroke width,
+    :mod:`aisac_core.rag.ocr`) agrees with the born-digital fonts on F1 0.49 only (1,146 OCR lines of the 16 scanned pages
+    of bench/ocr.py), so a bold "Abstract" read as regular would otherwise be a paragraph of body text, and
+    the abstract no section (the scanned copy of 2206.10883). A born-digital line tells its weight by its font."""
+    t = ln.text.strip().rstrip(":").strip()
+    m = _TOP_LEVEL_NAMES.match(t)
+    return ln.font in (OCR_FONT, OCR_FONT_BOLD) and ln.h >= 1.1 * body_h and m is not None and m.end() == len(t)
+
+
 def _heading_like_line(ln: _Line, body_h: float) -> bool:
     """A line typeset like a heading: bold (in a font other than the body font; see reconstruct_pdf) or
     clearly larger than body text, or marked by capitals or italics (:func:`_marked_heading`), short, mostly
     letters, not ending like running text (hyphen, comma)."""
     t = ln.text
     return (
-        (ln.bold or ln.h >= 1.4 * body_h or _marked_heading(ln))
+        (ln.bold or ln.h >= 1.4 * body_h or _marked_heading(ln) or _ocr_named_heading(ln, body_h))
         and len(t) <= 110
         and letters_ratio(t) >= 0.6
         and not t.endswith(("-", ",", ";"))
