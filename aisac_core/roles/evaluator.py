@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeGuard, cast
 
 import anyio
 
@@ -44,7 +44,7 @@ from aisac_core.jsontypes import JSONObject, json_object, json_objects
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
-from aisac_core.roles.schemas import load_schema
+from aisac_core.roles.schemas import load_schema, validate
 from aisac_core.roles.support import anchor_word, anchors_verdict, judge_answer
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from aisac_core.roles.env import EvaluatorEnv
     from aisac_core.roles.shapes import (
         Answer,
+        CritiqueReport,
         CritiqueSummary,
         DataGate,
         Evaluation,
@@ -261,6 +262,12 @@ def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[Ro
                 }
             )
     return {"passed": not crit, "runs": runs}, crit
+
+
+def is_critique_report(value: object) -> TypeGuard[CritiqueReport]:
+    """True when ``value`` is valid against the ``critique`` JSON Schema, whose keys and types
+    :class:`~aisac_core.roles.shapes.CritiqueReport` declares (``tests/test_roles.py`` checks that they agree)."""
+    return not validate("critique", value)
 
 
 def summarize(critiques: list[RoleCritique], max_mean: float, max_max: float) -> CritiqueSummary:

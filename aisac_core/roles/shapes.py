@@ -4,7 +4,7 @@ in :mod:`aisac_core.roles.results`; rag's, which the roles read, in :mod:`aisac_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Required, TypedDict
+from typing import Literal, NotRequired, Required, TypedDict
 
 from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.rag.results import AnchorDict
@@ -390,6 +390,14 @@ class SupportReport(TypedDict):
     by: str
     citations: list[CitationSupport]
     ms_per_citation: float | None
+
+
+class CritiqueReport(TypedDict):
+    """Critiques as a host's or a model's evaluator submits them (the ``critique`` JSON Schema: :class:`RoleCritique`
+    items, an optional ``summary``)."""
+
+    critiques: list[RoleCritique]
+    summary: NotRequired[str]
 
 
 class Evaluation(CritiqueSummary, total=False):
