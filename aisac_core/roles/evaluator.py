@@ -266,7 +266,7 @@ def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[Ro
 
 def is_critique_report(value: object) -> TypeGuard[CritiqueReport]:
     """True when ``value`` is valid against the ``critique`` JSON Schema, whose keys and types
-    :class:`~aisac_core.roles.shapes.CritiqueReport` declares (``tests/test_roles.py`` checks that they agree)."""
+    :class:`~aisac_core.roles.shapes.CritiqueReport` declares (``tests/test_roles.py::test_schema_guards_match_their_types`` checks that they agree)."""
     return not validate("critique", value)
 
 

@@ -91,7 +91,7 @@ def _closest(name: str, choices: list[str]) -> str:
 
 def is_plan(value: object) -> TypeGuard[Plan]:
     """True when ``value`` is valid against the ``plan`` JSON Schema, whose keys and types :class:`Plan` and
-    :class:`~aisac_core.roles.results.PlanStep` declare (``tests/test_roles.py`` checks that they agree)."""
+    :class:`~aisac_core.roles.results.PlanStep` declare (``tests/test_roles.py::test_schema_guards_match_their_types`` checks that they agree)."""
     return not validate("plan", value)
 
 
