@@ -827,3 +827,68 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     for importer, imported in (("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("e", "e"), ("f", "d")):
         graph.add_import(importer=importer, imported=imported)
     assert import_cycles(graph) == [["a", "b", "c"], ["e"]]
+
+
+# --------------------------------------------------------------------------------------------------
+# the roles are typed (issue 40): no ``Any`` in aisac_core/roles
+# --------------------------------------------------------------------------------------------------
+
+#: the most uses of ``Any`` aisac_core/roles may have (156 before issue 40's work, 0 after; it may only go down):
+#: free JSON is :data:`aisac_core.jsontypes.JSONValue`, a value only passed on is ``object``, a fixed shape a TypedDict
+MAX_ANY_IN_ROLES = 0
+
+
+def any_uses(source: str) -> int:
+    """How many times ``source`` uses ``typing.Any``: the names ``Any`` and attributes ``x.Any`` in code, an import of
+    ``Any`` under another name, and the same inside string annotations (``"dict[str, Any]"``, any string that parses
+    as an expression); docstrings and comments do not count."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+
+    def count(node: ast.AST) -> int:
+        found = 0
+        for n in ast.walk(node):
+            if (isinstance(n, ast.Name) and n.id == "Any") or (isinstance(n, ast.Attribute) and n.attr == "Any"):
+                found += 1
+            elif isinstance(n, ast.ImportFrom) and any(a.name == "Any" and a.asname for a in n.names):
+                found += 1
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+                try:
+                    found += count(ast.parse(n.value.strip(), mode="eval"))
+                except SyntaxError:
+                    pass
+        return found
+
+    return count(tree)
+
+
+def test_the_any_count_counts_what_it_should() -> None:
+    """The check itself: names, attributes, a renamed import and string annotations count; a docstring, a comment
+    and a word in a message do not."""
+    src = '''"""Any in the module docstring."""
+import typing
+from typing import Any as Whatever
+x: Any = 1  # Any in a comment
+def f(a: "dict[str, Any]") -> typing.Any:
+    """Any in a docstring."""
+    return print("Any value is fine here")
+'''
+    assert any_uses(src) == 4
+
+
+def test_the_roles_use_no_more_any_than_allowed() -> None:
+    """``Any`` in aisac_core/roles stays at or below :data:`MAX_ANY_IN_ROLES` (docs/architecture.md says the figure):
+    a change of a rag result or of a role's shape is a type error where it is read, not an ``Any`` passed on."""
+    found = {
+        str(p.relative_to(REPO)): n for p in _py_files(CORE / "roles") if (n := any_uses(p.read_text(encoding="utf-8")))
+    }
+    assert sum(found.values()) <= MAX_ANY_IN_ROLES, f"Any in aisac_core/roles: {found} (at most {MAX_ANY_IN_ROLES})"
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"`MAX_ANY_IN_ROLES = {MAX_ANY_IN_ROLES}`" in doc, "docs/architecture.md must state the figure"

@@ -490,3 +490,21 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     assert p.returncode == 0, p.stderr
     assert "owner process" in p.stderr and "run id: run-" in p.stdout and "0.42 mM" in p.stdout
     assert "evidence gate: ok" in p.stdout
+
+
+def test_schema_guards_match_their_types():
+    """The TypeGuards that turn a schema-valid JSON value into a typed plan or critique report (issue 40): each type
+    declares its schema's keys, and the guard runs the schema (a plan without steps, a critique without its required
+    keys and a value of another JSON type are refused)."""
+    from aisac_core.roles.evaluator import is_critique_report
+    from aisac_core.roles.planner import is_plan
+    from aisac_core.roles.schemas import load_schema
+    from aisac_core.roles.shapes import CritiqueReport, Plan
+
+    assert set(load_schema("plan")["properties"]) <= set(Plan.__annotations__)
+    assert set(load_schema("critique")["properties"]) == set(CritiqueReport.__annotations__)
+    plan = {"steps": [{"id": "a", "goal": "answer it", "helper": "researcher", "depends_on": []}]}
+    assert is_plan(plan)
+    assert not is_plan({"steps": []}) and not is_plan([plan]) and not is_plan(None)
+    assert is_critique_report({"critiques": [{"aspect": "grounding", "text": "uncited claim", "severity": 0.5}]})
+    assert not is_critique_report({"critiques": [{"aspect": "grounding"}]}) and not is_critique_report("critiques")

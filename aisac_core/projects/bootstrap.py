@@ -420,9 +420,10 @@ def _graph_step(b: Bootstrapped) -> dict[str, Any]:
     added = sorted(set(res["nodes"] or []) - set(_node_names(default_graph()) or []))
     res["added_nodes"] = added
     for name in added:  # a tool node must name a tool that will exist: a project tool or a suite tool
-        node = g["nodes"][name] if isinstance(g, dict) else None
+        nodes = g.get("nodes")
+        node = nodes.get(name) if isinstance(nodes, dict) else None
         tool = node.get("tool") if isinstance(node, dict) and node.get("kind") == "tool" else None
-        if tool and tool.startswith(PROJECT_NAMESPACE + "_") and tool not in b.tool_names:
+        if isinstance(tool, str) and tool and tool.startswith(PROJECT_NAMESPACE + "_") and tool not in b.tool_names:
             raise BootstrapError(
                 f"{mfile}: graph node {name!r} calls {tool!r}, which is not a project tool "
                 f"(the project has {', '.join(b.tool_names) or 'none'}); fix the name or "

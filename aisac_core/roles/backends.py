@@ -24,10 +24,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
+from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.roles import NeedInput, RoleModelError, RolesError
 from aisac_core.roles.schemas import parse_json, validate
 from aisac_core.roles.store import cache_get, cache_put, request_hash
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
     from aisac_core.roles.env import RoleEnv
+    from aisac_core.roles.shapes import ModelReply
     from aisac_core.settings import RolesSettings
 
 SYSTEM = (
@@ -162,8 +164,8 @@ async def ask_json(
     prompt_version: str,
     run_id: str,
     parent_id: int | None,
-    check: Callable[[Any], list[str]] | None = None,
-) -> dict[str, Any]:
+    check: Callable[[JSONValue], list[str]] | None = None,
+) -> ModelReply:
     """Ask ``backend`` for a JSON object valid against ``schema`` (and ``check``, extra validation returning errors).
 
     A reply that is not JSON or violates the schema gets one repair request (the errors are sent back); a second
@@ -181,7 +183,7 @@ async def ask_json(
     )
     errors = _errors(schema, reply, check)
     if not errors:
-        return {"output": parse_json(reply), "request_sha256": key, "cached": cached, "repaired": False}
+        return {"output": _object(reply), "request_sha256": key, "cached": cached, "repaired": False}
     repair = messages + [
         {"role": "assistant", "content": reply},
         {
@@ -200,10 +202,18 @@ async def ask_json(
             f"the {role} model's reply violated the {schema} schema after one repair attempt "
             f"({backend.name} {backend.model}): " + "; ".join(errors2[:8])
         )
-    return {"output": parse_json(reply2), "request_sha256": key2, "cached": cached2, "repaired": True}
+    return {"output": _object(reply2), "request_sha256": key2, "cached": cached2, "repaired": True}
 
 
-def _errors(schema: str, reply: str, check: Callable[[Any], list[str]] | None) -> list[str]:
+def _object(reply: str) -> JSONObject:
+    """The JSON object of a reply :func:`_errors` found valid (every role schema's root is an object)."""
+    obj = parse_json(reply)
+    if not isinstance(obj, dict):  # not reached: the schema's root is an object, and the reply passed it
+        raise RoleModelError(f"the model's reply is a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def _errors(schema: str, reply: str, check: Callable[[JSONValue], list[str]] | None) -> list[str]:
     try:
         obj = parse_json(reply)
     except ValueError as exc:
@@ -254,7 +264,7 @@ async def _request(
         "prompt": messages[-1]["content"][:4000],
     }
 
-    async def trace(result: dict[str, Any] | None, status: str, error: str | None) -> None:
+    async def trace(result: dict[str, object] | None, status: str, error: str | None) -> None:
         """One ``model_call`` trace event of this request (off the event loop)."""
         latency_ms = (time.perf_counter() - t0) * 1000
         await anyio.to_thread.run_sync(

@@ -27,14 +27,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
+from aisac_core.jsontypes import JSONObject, JSONValue, json_object, json_objects
 from aisac_core.literature.formula import formula_key
 from aisac_core.literature.paper import LiteratureError
 
 #: a traced tool call of the graph: (tool, arguments) -> (status, result, error)
-Call = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any, str | None]]]
+Call = Callable[[str, JSONObject], Awaitable[tuple[str, JSONValue, str | None]]]
+
+if TYPE_CHECKING:
+    from aisac_core.roles.shapes import Comparison, ComparisonRow, DatabaseValue
 
 #: property -> the words a table header names it with (lower case)
 HEADERS: dict[str, tuple[str, ...]] = {
@@ -99,7 +103,7 @@ def _composition(text: str) -> str | None:
     return None
 
 
-def pick_columns(columns: list[str], rows: list[dict[str, Any]], prop: str) -> tuple[str, str] | None:
+def pick_columns(columns: list[str], rows: list[JSONObject], prop: str) -> tuple[str, str] | None:
     """``(composition column, value column)`` of a table for ``prop`` (see the module docstring), or None."""
     words = HEADERS.get(prop, ())
     values = [c for c in columns if any(w in c.lower() for w in words)]
@@ -120,7 +124,7 @@ def pick_columns(columns: list[str], rows: list[dict[str, Any]], prop: str) -> t
     return (comp, value) if comp is not None else None
 
 
-def applies(task: str, node: dict[str, Any]) -> bool:
+def applies(task: str, node: Mapping[str, object]) -> bool:
     """Whether the question asks about the node's property (its label or a header word, e.g. "formation energy"):
     a comparison node runs only then, so other questions of the project cost no database call."""
     prop = str(node.get("property") or "formation_energy_per_atom")
@@ -128,7 +132,7 @@ def applies(task: str, node: dict[str, Any]) -> bool:
     return any(w in t for w in (LABELS.get(prop, prop.replace("_", " ")), *HEADERS.get(prop, ())) if len(w) > 3)
 
 
-async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[str, Any]:
+async def compare_reported(call: Call, task: str, node: JSONObject) -> Comparison:
     """The comparison of ``task`` (see the module docstring); ``node``: the graph node (``property``, default
     ``formation_energy_per_atom``; ``provider``, default the configured one; ``max_documents``, default 3).
 
@@ -140,7 +144,8 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
     # long function: the comparison table built row by row with both kinds of citation
     prop = str(node.get("property") or "formation_energy_per_atom")
     notes: list[str] = []
-    out: dict[str, Any] = {
+    provider = node.get("provider")
+    out: Comparison = {
         "kind": "materials_comparison",
         "property": prop,
         "label": LABELS.get(prop, prop.replace("_", " ")),
@@ -148,7 +153,7 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
         "lowest_reported": [],
         "lowest_database": [],
         "tables": [],
-        "provider": node.get("provider"),
+        "provider": provider,
         "notes": notes,
     }
     status, res, err = await call("rag_search", {"query": task, "k": 10})
@@ -156,36 +161,38 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
         notes.append(f"rag_search failed: {err}")
         return out
     paths: list[str] = []
-    for h in res.get("hits") or []:
+    for h in json_objects(res.get("hits")):
         a = h.get("anchor") if isinstance(h.get("anchor"), dict) else h
         p = a.get("path") if isinstance(a, dict) else None
         if isinstance(p, str) and p.lower().endswith(".pdf") and p not in paths:
             paths.append(p)
-    paths = paths[: int(node.get("max_documents") or 3)]
+    most = node.get("max_documents")
+    paths = paths[: int(most) if isinstance(most, int | float | str) and most else 3]
     if not paths:
         notes.append("no indexed PDF among the passages found for the question: no table to read")
-    reported: list[dict[str, Any]] = []
+    reported: list[ComparisonRow] = []
     for k, path in enumerate(paths):
         status, loaded, err = await call("data_load", {"path": path, "name": f"compare_{k + 1}"})
         if status != "ok" or not isinstance(loaded, dict):
             notes.append(f"data_load {path}: {err}")
             continue
-        for fr in loaded.get("frames") or []:
+        for fr in json_objects(loaded.get("frames")):
             name = fr.get("name")
             status, prev, err = await call("data_preview", {"name": name, "n": 500})
             if status != "ok" or not isinstance(prev, dict):
                 notes.append(f"data_preview {name}: {err}")
                 continue
-            rows = prev.get("rows") or []
-            picked = pick_columns(list(fr.get("column_names") or []), rows, prop)
+            rows = json_objects(prev.get("rows"))
+            names = fr.get("column_names")
+            picked = pick_columns([str(c) for c in names] if isinstance(names, list) else [], rows, prop)
             if picked is None:
                 continue
             comp_col, val_col = picked
-            det = fr.get("detected") or {}
+            det = json_object(fr.get("detected"))
             out["tables"].append(
                 {"path": path, "frame": name, "page": det.get("page"), "caption": det.get("caption"), "column": val_col}
             )
-            cells = {(c.get("row"), c.get("column")): c for c in prev.get("cells") or [] if isinstance(c, dict)}
+            cells = {(c.get("row"), c.get("column")): c for c in json_objects(prev.get("cells"))}
             unit = _unit(val_col.split("|")[0]) or _unit(val_col)
             for i, r in enumerate(rows):
                 cell = cells.get((i, val_col))
@@ -193,7 +200,7 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
                 formula = _composition(str(r.get(comp_col) or ""))
                 if cell is None or formula is None:
                     continue
-                value = _number(cell.get("text", ""))
+                value = _number(str(cell.get("text", "")))
                 if value is None:
                     continue
                 reported.append(
@@ -206,9 +213,9 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
                             "text": cell.get("text"),
                             "column": val_col,
                             "frame": name,
-                            "page": (cell.get("anchor") or {}).get("page"),
+                            "page": json_object(cell.get("anchor")).get("page"),
                             "caption": det.get("caption"),
-                            "anchor": {**(cell.get("anchor") or {}), "text": cell.get("text")},
+                            "anchor": {**json_object(cell.get("anchor")), "text": cell.get("text")},
                             "composition_anchor": (comp_cell or {}).get("anchor"),
                         },
                     }
@@ -217,13 +224,12 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
         if paths:
             notes.append(f"no table of the indexed PDFs found reports the {out['label']} of compositions")
         return out
-    looked: dict[str, dict[str, Any] | None] = {}
-    provider = node.get("provider")
+    looked: dict[str, DatabaseValue | None] = {}
     for row in reported:
         f = row["formula_reduced"]
         if f in looked or len(looked) >= MAX_COMPOSITIONS:
             continue
-        args: dict[str, Any] = {"formula": f, "k": 20}
+        args: JSONObject = {"formula": f, "k": 20}
         if provider:
             args["provider"] = provider
         status, got, err = await call("lit_materials", args)
@@ -232,14 +238,15 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
             notes.append(f"lit_materials {f}: {err}")
             continue
         out["provider"] = got.get("provider")
-        best: dict[str, Any] | None = None
-        for rec in got.get("records") or []:
-            p = (rec.get("properties") or {}).get(prop)
-            if not isinstance(p, dict) or not isinstance(p.get("value"), (int, float)) or isinstance(p["value"], bool):
+        best: DatabaseValue | None = None
+        for rec in json_objects(got.get("records")):
+            p = json_object(rec.get("properties")).get(prop)
+            v = p.get("value") if isinstance(p, dict) else None
+            if not isinstance(p, dict) or not isinstance(v, int | float) or isinstance(v, bool):
                 continue
-            if best is None or p["value"] < best["value"]:
+            if best is None or v < best["value"]:
                 best = {
-                    "value": p["value"],
+                    "value": v,
                     "unit": p.get("unit"),
                     "field": p.get("field"),
                     "provider": rec.get("provider"),
@@ -257,7 +264,8 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
         diff = None
         if db is not None:
             a = _to_ev_per_atom(float(row["reported"]["value"]), row["reported"]["unit"])
-            b = _to_ev_per_atom(float(db["value"]), db.get("unit"))
+            db_unit = db.get("unit")
+            b = _to_ev_per_atom(float(db["value"]), db_unit if isinstance(db_unit, str) else None)
             if a is not None and b is not None:
                 diff = round(b - a, 4)
         row["difference_ev_per_atom"] = diff
@@ -267,20 +275,18 @@ async def compare_reported(call: Call, task: str, node: dict[str, Any]) -> dict[
     out["lowest_reported"] = sorted(
         {r["composition"] for r in reported if math.isclose(float(r["reported"]["value"]), low)}
     )
-    dbs = [r for r in reported if r["database"] is not None]
+    dbs = [(r["composition"], db["value"]) for r in reported if (db := r.get("database")) is not None]
     if dbs:
-        lowdb = min(float(r["database"]["value"]) for r in dbs)
-        out["lowest_database"] = sorted(
-            {r["composition"] for r in dbs if math.isclose(float(r["database"]["value"]), lowdb)}
-        )
+        lowdb = min(float(v) for _c, v in dbs)
+        out["lowest_database"] = sorted({c for c, v in dbs if math.isclose(float(v), lowdb)})
     return out
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else _md(v)
 
 
-def _md(v: Any, limit: int = 80) -> str:
+def _md(v: object, limit: int = 80) -> str:
     """Text from a document or a remote record made safe for one Markdown table cell: one line, no ``|``, no
     backtick or bracket that would start code or a link, at most ``limit`` characters."""
     t = " ".join(str(v).split())
@@ -288,18 +294,19 @@ def _md(v: Any, limit: int = 80) -> str:
     return t[:limit] + ("…" if len(t) > limit else "")
 
 
-def attach(answer: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
+def attach(answer: Mapping[str, object], results: Mapping[str, Comparison]) -> dict[str, object]:
     """``answer`` with every materials comparison in ``results`` (step id -> result) added: a Markdown table in
     ``text`` whose numbers carry citation markers, a ``cell`` citation per reported value (its cell anchor) and a
     ``record`` citation per database record, and the rows (with their citation numbers) in ``comparisons``."""
     comps = [r for r in results.values() if isinstance(r, dict) and r.get("kind") == "materials_comparison"]
     comps = [c for c in comps if c.get("rows") or c.get("notes")]
     if not comps:
-        return answer
-    citations = list(answer.get("citations") or [])
-    n = max([c.get("n", 0) for c in citations if isinstance(c.get("n"), int)] + [0])
+        return {**answer}
+    cited = answer.get("citations")
+    citations: list[object] = list(cited) if isinstance(cited, list) else []
+    n = max([v for c in citations if isinstance(c, dict) and isinstance(v := c.get("n"), int)] + [0])
     text = str(answer.get("text") or "").rstrip()
-    tables: list[dict[str, Any]] = []
+    tables: list[Comparison] = []
     for comp in comps:
         label = comp.get("label") or "value"
         rows = comp.get("rows") or []
@@ -317,7 +324,7 @@ def attach(answer: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
             "|---|---|---|---|",
         ]
         records: dict[str, int] = {}
-        out_rows = []
+        out_rows: list[ComparisonRow] = []
         for r in rows:
             rep = r["reported"]
             n += 1

@@ -11,10 +11,11 @@ declared result types (:class:`~aisac_core.rag.results.HitDict`, :class:`~aisac_
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy.engine import Engine
 
+from aisac_core.jsontypes import JSONObject
 from aisac_core.rag.results import HitDict, Verification
 from aisac_core.settings import RolesSettings
 
@@ -26,7 +27,7 @@ Neighbour = Callable[[str, int], "HitDict | None"]
 ChunkText = Callable[[str], "str | None"]
 
 #: a project's workflow-graph augmentation: ``augment(graph) -> graph | None`` (None: edited in place)
-GraphAugment = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+GraphAugment = Callable[[JSONObject], "JSONObject | None"]
 
 
 class Corpus(Protocol):

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeGuard, cast
 
 import anyio
 
+from aisac_core.jsontypes import JSONObject, json_object, json_objects
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
-from aisac_core.roles.schemas import load_schema
+from aisac_core.roles.schemas import load_schema, validate
 from aisac_core.roles.support import anchor_word, anchors_verdict, judge_answer
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from aisac_core.roles.env import EvaluatorEnv
     from aisac_core.roles.shapes import (
         Answer,
+        CritiqueReport,
         CritiqueSummary,
         DataGate,
         Evaluation,
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
         Gates,
         RoleCritique,
         RunEvent,
+        SupportReport,
     )
 
 MAX_CRITIQUES = 10
@@ -191,13 +194,12 @@ def data_gate(answer: Answer, events: list[RunEvent]) -> tuple[DataGate, list[Ro
     refs: dict[str, int | None] = {}
     for ev in events:
         if ev["kind"] == "tool_call" and str(ev["tool"]).startswith("data_") and ev["tool"] != "data_code_run":
-            got = ev.get("result")
-            res = got if isinstance(got, dict) else {}
+            res = json_object(ev.get("result"))
             # the resolved source paths the data server reports (a relative argument is relative to its first root)
             resolved = [
-                f["source"]["path"]
-                for f in res.get("frames") or []
-                if isinstance(f, dict) and isinstance(f.get("source"), dict) and f["source"].get("path")
+                path
+                for f in json_objects(res.get("frames"))
+                if isinstance(path := json_object(f.get("source")).get("path"), str) and path
             ]
             for p in resolved or [p for p in _paths(ev.get("arguments") or {}) if Path(p).expanduser().is_absolute()]:
                 refs.setdefault(p, ev["id"])
@@ -230,9 +232,10 @@ def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[Ro
     # call for that job in the same run
     finished: dict[str, RunEvent] = {}
     for ev in events:
-        if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(ev.get("result"), dict):
-            job = (ev.get("arguments") or {}).get("job_id")
-            if job and not ev["result"].get("pending"):
+        done = ev.get("result")
+        if ev["kind"] == "tool_call" and ev["tool"] == "data_code_job_status" and isinstance(done, dict):
+            job = json_object(ev.get("arguments")).get("job_id")
+            if job and not done.get("pending"):
                 finished[str(job)] = ev
     runs: list[GateRun] = []
     crit: list[RoleCritique] = []
@@ -245,7 +248,8 @@ def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[Ro
             res = ev["result"]
         ok_flag = res.get("ok") if isinstance(res, dict) else None
         ok = ev["status"] == "ok" and ok_flag is True
-        err = ev.get("error") or (res.get("error") if isinstance(res, dict) else None)
+        res_err = res.get("error") if isinstance(res, dict) else None
+        err = ev.get("error") or (res_err if isinstance(res_err, str) or res_err is None else str(res_err))
         runs.append({"event_id": ev["id"], "ok": ok, "error": err})
         if not ok:
             crit.append(
@@ -258,6 +262,12 @@ def exec_gate(answer: Answer, events: list[RunEvent]) -> tuple[ExecGate, list[Ro
                 }
             )
     return {"passed": not crit, "runs": runs}, crit
+
+
+def is_critique_report(value: object) -> TypeGuard[CritiqueReport]:
+    """True when ``value`` is valid against the ``critique`` JSON Schema, whose keys and types
+    :class:`~aisac_core.roles.shapes.CritiqueReport` declares (``tests/test_roles.py::test_schema_guards_match_their_types`` checks that they agree)."""
+    return not validate("critique", value)
 
 
 def summarize(critiques: list[RoleCritique], max_mean: float, max_max: float) -> CritiqueSummary:
@@ -275,7 +285,7 @@ def summarize(critiques: list[RoleCritique], max_mean: float, max_max: float) ->
     }
 
 
-def support_critiques(support: dict[str, Any]) -> list[RoleCritique]:
+def support_critiques(support: SupportReport) -> list[RoleCritique]:
     """Critiques of the support verdicts: a citation judged ``not supported`` or ``contradicted`` is severity 0.9
     (it fails the run), ``partly`` 0.3; front matter / reference citations say they do not count."""
     out: list[RoleCritique] = []
@@ -334,7 +344,7 @@ def automatic_checks(
     return {"evidence": ev_gate, "data": d_gate, "exec": x_gate}, crit
 
 
-def evidence_summary(events: list[RunEvent]) -> list[dict[str, Any]]:
+def evidence_summary(events: list[RunEvent]) -> list[JSONObject]:
     """The run's tool calls as the evaluator prompt shows them: numbered in order, no event ids or run ids (a
     prompt must be identical when the run is replayed, or the cached response is not found)."""
     calls = [ev for ev in events if ev["kind"] == "tool_call"]
@@ -373,7 +383,7 @@ async def evaluate(
     support = await judge_answer(
         env, task, answer, backend, chunk_text=env.chunk_text, embed=env.embed_texts, run_id=run_id, parent_id=parent_id
     )
-    skip = {r["n"] for r in support["citations"] if r.get("evidence") is False}
+    skip = {n for r in support["citations"] if r.get("evidence") is False and (n := r["n"]) is not None}
     # the gates re-hash cited files: a worker thread, not the event loop
     gates, crit = await anyio.to_thread.run_sync(lambda: automatic_checks(env, answer, events, mode, skip))
     crit += support_critiques(support)
@@ -410,7 +420,8 @@ async def evaluate(
         )
         # the model's critiques were validated against the critique schema (aspect, text, severity, evidence_refs)
         crit = crit + [
-            cast("RoleCritique", {"evidence_refs": [], **c, "by": "model"}) for c in got["output"]["critiques"]
+            cast("RoleCritique", {"evidence_refs": [], **c, "by": "model"})
+            for c in json_objects(got["output"].get("critiques"))
         ]
         by = "automatic+model"
         request_sha256 = got["request_sha256"]

@@ -42,8 +42,9 @@ from __future__ import annotations
 import copy
 import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.ports import ToolPort
 from aisac_core.roles import RoleModelError, RolesError, check_mode
 from aisac_core.roles import compare as cmp
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 
     from aisac_core.roles.env import Corpus, GraphAugment, GraphEnv, HasAugment
     from aisac_core.roles.results import PlanStep
-    from aisac_core.roles.shapes import Answer, Capability, RoleCritique, Route
+    from aisac_core.roles.shapes import Answer, Capability, Comparison, Plan, RoleCritique, Route, StepProposal
     from aisac_core.settings import RolesSettings
 
 CORE_NODES = ("router", "planner", "coordinator", "researcher", "evaluator")
@@ -73,7 +74,7 @@ _BEFORE = ("router", "planner", "coordinator")
 _AFTER = ("researcher", "evaluator")
 
 
-def _base() -> dict[str, Any]:
+def _base() -> JSONObject:
     return {
         "version": 1,
         "start": "router",
@@ -101,7 +102,7 @@ def _base() -> dict[str, Any]:
     }
 
 
-def validate_graph(graph: Any) -> list[str]:
+def validate_graph(graph: object) -> list[str]:
     """What is wrong with a (possibly augmented) graph: missing core nodes, edges naming unknown nodes, tool nodes
     without a tool name or without a predecessor, a bad ``replan_limit``."""
     if not (isinstance(graph, dict) and isinstance(graph.get("nodes"), dict) and isinstance(graph.get("edges"), list)):
@@ -138,7 +139,7 @@ def validate_graph(graph: Any) -> list[str]:
     return errs
 
 
-def default_graph(augment: GraphAugment | None = None) -> dict[str, Any]:
+def default_graph(augment: GraphAugment | None = None) -> JSONObject:
     """The workflow graph (module docstring), passed through ``augment`` when given. Raises :class:`RolesError`
     when the augmented graph is invalid (the errors say what to fix)."""
     g = _base()
@@ -152,24 +153,42 @@ def default_graph(augment: GraphAugment | None = None) -> dict[str, Any]:
     return g
 
 
-def active_graph(holder: HasAugment | None = None) -> dict[str, Any]:
+def active_graph(holder: HasAugment | None = None) -> JSONObject:
     """The graph runs use by default: :func:`default_graph` with the served project's augmentation
     (``holder.graph_augment``, e.g. the roles service's; none without a project or without ``holder``). Raises
     :class:`RolesError` when the augmented graph is invalid."""
     return default_graph(holder.graph_augment if holder is not None else None)
 
 
-def _tool_nodes(graph: dict[str, Any], after: tuple[str, ...], kind: str = "tool") -> list[tuple[str, dict[str, Any]]]:
+def _nodes(graph: JSONObject) -> dict[str, JSONObject]:
+    """The graph's nodes that are objects (a valid graph's ``nodes``: :func:`validate_graph`)."""
+    nodes = graph.get("nodes")
+    return {n: v for n, v in nodes.items() if isinstance(v, dict)} if isinstance(nodes, dict) else {}
+
+
+def _edges(graph: JSONObject) -> list[JSONObject]:
+    """The graph's edges that are objects (a valid graph's ``edges``: :func:`validate_graph`)."""
+    edges = graph.get("edges")
+    return [e for e in edges if isinstance(e, dict)] if isinstance(edges, list) else []
+
+
+def _tool_nodes(graph: JSONObject, after: tuple[str, ...], kind: str = "tool") -> list[tuple[str, JSONObject]]:
     out = []
-    for name, node in graph["nodes"].items():
-        if isinstance(node, dict) and node.get("kind") == kind:
-            preds = {e["from"] for e in graph["edges"] if e.get("to") == name}
+    for name, node in _nodes(graph).items():
+        if node.get("kind") == kind:
+            preds = {str(e["from"]) for e in _edges(graph) if e.get("to") == name}
             if preds & set(after):
                 out.append((name, node))
     return out
 
 
-def direct_plan(task: str, route: Route, tools: list[Capability], max_steps: int) -> dict[str, Any]:
+def _node_arguments(node: JSONObject) -> JSONObject:
+    """A tool node's ``arguments`` template (``{}`` when it has none; a valid graph's are objects)."""
+    args = node.get("arguments")
+    return args if isinstance(args, dict) else {}
+
+
+def direct_plan(task: str, route: Route, tools: list[Capability], max_steps: int) -> Plan:
     """The plan of a *direct* route: the template plan's first attempt (searches, then the researcher), taken by
     the coordinator without a planner step or model call."""
     p = pl.template_plan(task, route, tools, attempt=0, max_steps=max_steps)
@@ -213,7 +232,7 @@ class GraphRun(ABC):
         llm: str | None = None,
         session_id: str | None = None,
         run_id: str | None = None,
-        graph: dict[str, Any] | None = None,
+        graph: JSONObject | None = None,
         sampling: Backend | None = None,
     ) -> RunResult:
         """Run the graph headless: route, plan, execute, write, evaluate, re-plan (at most ``replan_limit`` times).
@@ -250,8 +269,8 @@ class GraphRun(ABC):
         errs = validate_graph(graph)
         if errs:
             raise RolesError("invalid workflow graph: " + "; ".join(errs))
-        rl = graph.get("replan_limit")
-        replan_limit: int = rl if rl is not None else s.replan_limit
+        rl = graph.get("replan_limit")  # null or an integer 0..5 (validate_graph)
+        replan_limit = rl if isinstance(rl, int) else s.replan_limit
         run_id = run_id or new_run_id()
         engine = env.engine
         model_errors: list[dict[str, str]] = []
@@ -262,26 +281,26 @@ class GraphRun(ABC):
         others = {t["name"]: t for t in await proposable(tools)}  # what a plan step may only propose
         suite = names | set(others)  # the graph's own tool nodes (the project's configuration, not a model's plan)
 
-        async def call(name: str, args: dict[str, Any], parent: int) -> tuple[str, Any, str | None]:
+        async def call(name: str, args: JSONObject, parent: int) -> tuple[str, JSONValue, str | None]:
             return await call_tool(tools, name, args, run_id=run_id, parent_id=parent)
 
         # --- router: gather context, classify, decide
         with Step(
             engine, run_id, "router", {"task": task, "mode": mode, "llm": llm_name, "session_id": session_id}
         ) as st:
-            hits: list[dict[str, Any]] = []
-            memory: list[dict[str, Any]] = []
+            hits: list[JSONObject] = []
+            memory: list[JSONObject] = []
             if "rag_search" in names:
                 status, res, _err = await call("rag_search", {"query": task, "k": 5}, st.id)
                 if status == "ok" and isinstance(res, dict):
-                    hits = res.get("hits") or []
+                    hits = _objects(res.get("hits"))
             if session_id and "memory_recall" in names:
                 status, res, _err = await call("memory_recall", {"session_id": session_id, "query": task}, st.id)
                 if status == "ok" and isinstance(res, dict):
                     memory = [
                         {"kind": "recent", "role": t.get("role"), "content": str(t.get("content"))[:500]}
-                        for t in (res.get("recent") or [])
-                    ][-5:] + [{"kind": "related", **p} for p in (res.get("related") or [])][:5]
+                        for t in _objects(res.get("recent"))
+                    ][-5:] + [{"kind": "related", **p} for p in _objects(res.get("related"))][:5]
             try:
                 decision = await do_route(env, task, hits, memory, backend, mode=mode, run_id=run_id, parent_id=st.id)
             except RoleModelError as exc:
@@ -289,7 +308,7 @@ class GraphRun(ABC):
                 decision = {**rule_route(task, hits, memory, mode), "by": "rules (model failed)"}
             st.result = decision
 
-        attempts: list[dict[str, Any]] = []
+        attempts: list[dict[str, object]] = []
         feedback: list[RoleCritique] | None = None
         attempt = 0
         while True:
@@ -327,9 +346,9 @@ class GraphRun(ABC):
             with Step(
                 engine, run_id, "coordinator", {"attempt": attempt, "steps": [x["id"] for x in plan["steps"]]}
             ) as cst:
-                results: dict[str, Any] = {}
-                executed: list[dict[str, Any]] = []
-                proposals: list[dict[str, Any]] = []
+                results: dict[str, JSONValue] = {}
+                executed: list[JSONObject] = []
+                proposals: list[StepProposal] = []
                 for node_name, node in _tool_nodes(graph, _BEFORE):
                     if node["tool"] not in suite:
                         executed.append(
@@ -341,11 +360,11 @@ class GraphRun(ABC):
                             }
                         )
                         continue
-                    args = pl.resolve_arguments(node.get("arguments") or {}, task, {})
-                    status, res, err = await call(node["tool"], args, cst.id)
+                    args = pl.resolve_object(_node_arguments(node), task, {})
+                    status, res, err = await call(str(node["tool"]), args, cst.id)
                     results[node_name] = res if status == "ok" else {"error": err}
                     executed.append({"id": node_name, "tool": node["tool"], "status": status, "error": err})
-                comparisons: dict[str, Any] = {}
+                comparisons: dict[str, Comparison] = {}
                 for node_name, node in _tool_nodes(graph, _BEFORE, "comparison"):
                     if not cmp.applies(task, node):  # the question does not ask about the node's property
                         continue
@@ -356,18 +375,19 @@ class GraphRun(ABC):
                 answer: Answer | None = None
                 for step in pl.topological_order(plan["steps"]):
                     if "tool" in step and step["tool"] not in names:  # a write or network call: never executed here
+                        shown: Mapping[str, object]
                         try:
-                            args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                            shown = pl.resolve_object(step.get("arguments") or {}, task, results)
                         except ValueError:
-                            args = step.get("arguments") or {}
+                            shown = step.get("arguments") or {}
                         tool: Mapping[str, object] = others.get(step["tool"]) or {}  # {}: a tool the suite lacks
-                        prop = pl.proposal(step, tool, args)
+                        prop = pl.proposal(step, tool, shown)
                         proposals.append(prop)
                         results[step["id"]] = {"error": prop["reason"]}
                         executed.append({"id": step["id"], "tool": step["tool"], "status": "proposed", "error": None})
                     elif "tool" in step:
                         try:
-                            args = pl.resolve_arguments(step.get("arguments") or {}, task, results)
+                            args = pl.resolve_object(step.get("arguments") or {}, task, results)
                         except ValueError as exc:
                             results[step["id"]] = {"error": str(exc)}
                             executed.append(
@@ -430,7 +450,7 @@ class GraphRun(ABC):
             with Step(engine, run_id, node_name, {"tool": node["tool"]}) as st:
                 if node["tool"] in suite:
                     status, res, err = await call(
-                        node["tool"], pl.resolve_arguments(node.get("arguments") or {}, task, {}), st.id
+                        str(node["tool"]), pl.resolve_object(_node_arguments(node), task, {}), st.id
                     )
                     st.result = {"status": status, "result": res, "error": err}
                 else:
@@ -450,8 +470,13 @@ class GraphRun(ABC):
         }
 
 
-def _node_ids(graph: dict[str, Any]) -> list[str]:
-    return [n for n, node in graph["nodes"].items() if isinstance(node, dict) and node.get("kind") == "tool"]
+def _node_ids(graph: JSONObject) -> list[str]:
+    return [n for n, node in _nodes(graph).items() if node.get("kind") == "tool"]
+
+
+def _objects(value: JSONValue) -> list[JSONObject]:
+    """The objects of a JSON array in a tool's result (``[]`` for anything else: absent, null)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 async def _research(
@@ -460,13 +485,13 @@ async def _research(
     run_id: str,
     parent: int,
     task: str,
-    results: dict[str, Any],
+    results: dict[str, JSONValue],
     step: PlanStep | None,
-    plan: dict[str, Any],
+    plan: Plan,
     backend: Backend | None,
     model_errors: list[dict[str, str]],
     project_nodes: list[str],
-    comparisons: dict[str, Any] | None = None,
+    comparisons: dict[str, Comparison] | None = None,
 ) -> Answer:
     deps = list(step.get("depends_on") or []) if step else []
     only = (deps + project_nodes) if deps else None
@@ -485,6 +510,6 @@ async def _research(
             answer = {**rs.extractive_answer(task, items), "by": "extractive (model failed)"}
         if comparisons:  # the comparison table, every number cited by its cell or its database record
             # the table adds cell and record citations (keys of their own) and ``comparisons``: an Answer still
-            answer = cast("Answer", cmp.attach(dict(answer), comparisons))
+            answer = cast("Answer", cmp.attach(answer, comparisons))
         st.result = answer
     return answer

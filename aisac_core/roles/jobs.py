@@ -18,11 +18,12 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps
+from aisac_core.jsontypes import json_object
 from aisac_core.roles.results import RolesJob
 from aisac_core.store.jobqueue import JobQueue
 from aisac_core.store.tables import Job, utcnow
@@ -41,7 +42,7 @@ class _LocalJob(TypedDict):
     # a job of this process: its ids, its task and when it started (time.time())
     job_id: str
     run_id: str
-    task: asyncio.Task[Mapping[str, Any]]
+    task: asyncio.Task[Mapping[str, object]]
     started: float
 
 
@@ -59,7 +60,10 @@ class RunJobs:
         self.queue = JobQueue(engine, lease_s=lease_s) if engine is not None else None
 
     def start(
-        self, run_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]], params: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        factory: Callable[[], Awaitable[Mapping[str, object]]],
+        params: Mapping[str, object] | None = None,
     ) -> str:
         """Start ``factory()`` as a task of the running loop; returns the job id. ``params`` (JSON-ready, optional)
         is recorded with the job (e.g. the task and mode)."""
@@ -73,7 +77,7 @@ class RunJobs:
                 self._jobs.pop(jid, None)
         return job_id
 
-    async def _run(self, job_id: str, factory: Callable[[], Awaitable[Mapping[str, Any]]]) -> Mapping[str, Any]:
+    async def _run(self, job_id: str, factory: Callable[[], Awaitable[Mapping[str, object]]]) -> Mapping[str, object]:
         queue = self.queue
         if queue is None:
             return await factory()
@@ -106,7 +110,7 @@ class RunJobs:
             except Exception:  # the database is away for a moment; the next renewal tries again
                 log.exception("could not renew the lease of roles job %s", job_id)
 
-    def cancel(self, job_id: str) -> dict[str, Any] | None:
+    def cancel(self, job_id: str) -> RolesJob | None:
         """Stop roles job ``job_id``; returns its status (see :meth:`status`), None for an unknown job. A job of this
         process is cancelled at once (``cancelled``); another process's is flagged ``cancelling`` in the job table
         and stopped by its process within a few seconds. An ended job is left as it is."""
@@ -116,11 +120,11 @@ class RunJobs:
                 self._cancelled.add(job_id)
                 job["task"].cancel()
                 return {**(self.status(job_id) or {}), "status": "cancelled"}
-            return _plain(self.status(job_id))
+            return self.status(job_id)
         if self.queue is None or self._stored(job_id) is None:
             return None
         self.queue.request_cancel(job_id)
-        return _plain(self._stored(job_id))
+        return self._stored(job_id)
 
     @staticmethod
     async def _finish(queue: JobQueue, job_id: str, status: str, **fields: str) -> None:
@@ -149,7 +153,7 @@ class RunJobs:
         job = self._jobs.get(job_id)
         if job is None:
             return self._stored(job_id)
-        t: asyncio.Task[Mapping[str, Any]] = job["task"]
+        t: asyncio.Task[Mapping[str, object]] = job["task"]
         out: RolesJob = {"job_id": job_id, "run_id": job["run_id"], "elapsed_s": round(time.time() - job["started"], 2)}
         if not t.done():
             return {**out, "status": "running"}
@@ -182,11 +186,6 @@ class RunJobs:
         return [_row_status(r, with_result=False) for r in reversed(rows)]
 
 
-def _plain(status: RolesJob | None) -> dict[str, Any] | None:
-    # a status as the job-cancel tool reads it (rag_job_cancel answers for roles, index and code jobs alike)
-    return dict(status) if status is not None else None
-
-
 def _without_result(status: RolesJob | None) -> RolesJob:
     out = RolesJob(**status) if status else RolesJob()
     out.pop("result", None)
@@ -194,12 +193,13 @@ def _without_result(status: RolesJob | None) -> RolesJob:
 
 
 def _row_status(row: Job, *, with_result: bool) -> RolesJob:
-    params = json.loads(row.params_json or "{}")
+    params = json_object(json.loads(row.params_json or "{}"))
+    run_id = params.get("run_id")
     started = row.started_at or row.created_at
     end = row.finished_at or utcnow()
     out: RolesJob = {
         "job_id": row.job_id,
-        "run_id": params.get("run_id"),
+        "run_id": run_id if isinstance(run_id, str) else None,
         "status": row.status,
         "elapsed_s": round((end - started).total_seconds(), 2) if started else 0.0,
         "runner": row.lease_owner,

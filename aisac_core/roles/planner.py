@@ -17,8 +17,10 @@ abstracts and introductions.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
+from aisac_core.jsontypes import JSONObject, JSONValue
+from aisac_core.roles import RoleModelError
 from aisac_core.roles.backends import ask_json
 from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema, validate
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.results import PlanStep
-    from aisac_core.roles.shapes import Capability, Proposal
+    from aisac_core.roles.shapes import Capability, Plan, Proposal, StepProposal
 
 HELPERS = {"researcher": "writes the answer from the evidence gathered by the steps it depends on, citing anchors"}
 _STOP = set(
@@ -55,13 +57,25 @@ def tool_index(tools: Sequence[Capability]) -> dict[str, Capability]:
     return {t["name"]: t for t in tools}
 
 
+def schema_properties(schema: JSONObject) -> JSONObject:
+    """The ``properties`` of a tool's input JSON Schema (``{}`` when absent or not an object)."""
+    props = schema.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+def schema_required(schema: JSONObject) -> list[str]:
+    """The ``required`` names of a tool's input JSON Schema (``[]`` when absent; names that are not strings left out)."""
+    req = schema.get("required")
+    return [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
+
+
 def capability_text(tools: list[Capability]) -> str:
     """The capability list as the planner prompt shows it: one tool per line with its arguments."""
     lines = []
     for t in tools:
         schema = t.get("input_schema") or {}
-        req = set(schema.get("required") or [])
-        args = ", ".join(f"{k}{'' if k in req else '?'}" for k in (schema.get("properties") or {}))
+        req = set(schema_required(schema))
+        args = ", ".join(f"{k}{'' if k in req else '?'}" for k in schema_properties(schema))
         desc = " ".join((t.get("description") or "").split())[:300]
         lines.append(f"- {t['name']}({args}): {desc}")
     lines += [f"- helper {k}: {v}" for k, v in HELPERS.items()]
@@ -75,15 +89,21 @@ def _closest(name: str, choices: list[str]) -> str:
     return f" (did you mean {best[0]!r}?)" if best and best[1] >= 60 else ""
 
 
+def is_plan(value: object) -> TypeGuard[Plan]:
+    """True when ``value`` is valid against the ``plan`` JSON Schema, whose keys and types :class:`Plan` and
+    :class:`~aisac_core.roles.results.PlanStep` declare (``tests/test_roles.py::test_schema_guards_match_their_types`` checks that they agree)."""
+    return not validate("plan", value)
+
+
 def validate_plan(
-    plan: Any, tools: list[Capability], max_steps: int, proposable: list[Proposal] | None = None
+    plan: object, tools: list[Capability], max_steps: int, proposable: list[Proposal] | None = None
 ) -> list[str]:
     """Fixable errors of ``plan`` (empty list: valid); see the module docstring for the rules. ``proposable``: tools
     (:func:`aisac_core.roles.tools.proposable`) a step may also name; such a step is valid but is not executed
     (:func:`proposal`)."""
-    errors = validate("plan", plan)
-    if errors:
-        return errors
+    if not is_plan(plan):
+        return validate("plan", plan)
+    errors: list[str] = []
     steps = plan["steps"]
     idx = tool_index(tools)
     pidx = tool_index(proposable or [])
@@ -111,9 +131,9 @@ def validate_plan(
                 )
             else:
                 schema = (idx.get(name) or pidx[name]).get("input_schema") or {}
-                props = schema.get("properties") or {}
+                props = schema_properties(schema)
                 args = s.get("arguments") or {}
-                missing = [r for r in schema.get("required") or [] if r not in args and r != "run_id"]
+                missing = [r for r in schema_required(schema) if r not in args and r != "run_id"]
                 if missing:
                     errors.append(f"{where}: tool {name} needs argument(s) {missing}; it takes {sorted(props)}")
                 extra = [a for a in args if props and a not in props]
@@ -187,7 +207,7 @@ def keywords(task: str) -> str:
 
 
 def _query_arg(tool: Capability) -> str | None:
-    props = (tool.get("input_schema") or {}).get("properties") or {}
+    props = schema_properties(tool.get("input_schema") or {})
     for name in ("query", "q", "question", "text"):
         if name in props:
             return name
@@ -196,7 +216,7 @@ def _query_arg(tool: Capability) -> str | None:
 
 def template_plan(
     task: str, route: Mapping[str, object] | None, tools: list[Capability], *, attempt: int = 0, max_steps: int = 8
-) -> dict[str, Any]:
+) -> Plan:
     """The deterministic plan (module docstring). ``attempt`` 0 is the first plan, 1.. the re-plans."""
     idx = tool_index(tools)
     steps: list[PlanStep] = []
@@ -261,7 +281,7 @@ def template_plan(
     lit = idx.get("lit_search")
     if lit is not None and (intent == "exploratory" or _LIT_HINT.search(task) or attempt >= 1 or not steps):
         qa = _query_arg(lit)
-        required = set((lit.get("input_schema") or {}).get("required") or [])
+        required = set(schema_required(lit.get("input_schema") or {}))
         if qa and required <= {qa, "run_id"}:
             steps.append(
                 {
@@ -275,10 +295,10 @@ def template_plan(
             )
     # the researcher cites anchors: ask for whole hits where rag_search has a compact default
     rag_search = idx.get("rag_search")
-    if rag_search is not None and "detail" in (rag_search.get("input_schema") or {}).get("properties", {}):
+    if rag_search is not None and "detail" in schema_properties(rag_search.get("input_schema") or {}):
         for st in steps:
             if st.get("tool") == "rag_search":
-                st["arguments"]["detail"] = "full"
+                st["arguments"] = {**st.get("arguments", {}), "detail": "full"}
     steps = steps[: max_steps - 1]
     steps.append(
         {
@@ -299,7 +319,7 @@ def prompt_values(
     tools: list[Capability],
     max_steps: int,
     feedback: Sequence[Mapping[str, object]] | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Values of the planner prompt's placeholders."""
     fb = ""
     if feedback:
@@ -331,7 +351,7 @@ async def plan(
     attempt: int = 0,
     feedback: Sequence[Mapping[str, object]] | None = None,
     proposable: list[Proposal] | None = None,
-) -> dict[str, Any]:
+) -> Plan:
     """A validated plan: by the model when ``backend`` is given (validation errors go back to it once), else
     :func:`template_plan`. Adds ``by`` (model / template). ``tools``: the capability list the prompt shows (the
     tools a plan may call); ``proposable``: tools a step may name as a proposal (not shown, not executed).
@@ -352,10 +372,15 @@ async def plan(
         parent_id=parent_id,
         check=lambda obj: validate_plan(obj, tools, max_steps, proposable),
     )
-    return {**got["output"], "by": "model", "request_sha256": got["request_sha256"]}
+    output = got["output"]
+    if not is_plan(output):  # not reached: ask_json validated it against the plan schema
+        raise RoleModelError("the planner model's reply is not a plan")
+    return {**output, "by": "model", "request_sha256": got["request_sha256"]}
 
 
-def proposal(step: PlanStep, tool: Mapping[str, object], arguments: Any, reason: str | None = None) -> dict[str, Any]:
+def proposal(
+    step: PlanStep, tool: Mapping[str, object], arguments: Mapping[str, object], reason: str | None = None
+) -> StepProposal:
     """A plan step the coordinator does not execute, as returned to the host: ``{step, tool, goal, arguments,
     read_only, destructive, open_world, reason}``. The host shows it to the user, who decides whether to call the
     tool; the plan may come from a model that read a document's text, so a proposal is never run on its own."""
@@ -364,7 +389,7 @@ def proposal(step: PlanStep, tool: Mapping[str, object], arguments: Any, reason:
         what.append("reaches the network")
     return {
         "step": step["id"],
-        "tool": step["tool"],
+        "tool": step.get("tool", ""),
         "goal": step.get("goal", ""),
         "arguments": arguments,
         "read_only": bool(tool.get("read_only")),
@@ -379,22 +404,30 @@ def proposal(step: PlanStep, tool: Mapping[str, object], arguments: Any, reason:
 _REF = re.compile(r"\{(task|steps\.[A-Za-z][\w-]*(?:\.[\w-]+)*)\}")
 
 
-def resolve_arguments(args: Any, task: str, results: dict[str, Any]) -> Any:
-    """Fill an argument template: ``{task}`` and ``{steps.<id>.<key or index>...}`` inside strings. A string that
-    is exactly one reference takes the referenced value as is (a list stays a list). Raises :class:`ValueError`
-    naming the reference that does not resolve."""
-    if isinstance(args, dict):
-        return {k: resolve_arguments(v, task, results) for k, v in args.items()}
-    if isinstance(args, list):
-        return [resolve_arguments(v, task, results) for v in args]
-    if not isinstance(args, str):
-        return args
+def resolve_object(args: Mapping[str, object], task: str, results: Mapping[str, JSONValue]) -> JSONObject:
+    """:func:`resolve_arguments` of a plan step's or a graph node's ``arguments`` object: the tool call's arguments."""
+    return {str(k): resolve_arguments(v, task, results) for k, v in args.items()}
 
-    def value(ref: str) -> Any:
+
+def resolve_arguments(args: object, task: str, results: Mapping[str, JSONValue]) -> JSONValue:
+    """Fill an argument template: ``{task}`` and ``{steps.<id>.<key or index>...}`` inside strings, at any depth.
+    A string that is exactly one reference takes the referenced value as is (a list stays a list). ``results``: step
+    id -> the step's result. Raises :class:`ValueError` naming the reference that does not resolve, or a value that
+    is not JSON (a graph augmentation is Python code: a tuple counts as a JSON array)."""
+    if isinstance(args, dict):
+        return {str(k): resolve_arguments(v, task, results) for k, v in args.items()}
+    if isinstance(args, list | tuple):
+        return [resolve_arguments(v, task, results) for v in args]
+    if args is None or isinstance(args, int | float | bool):
+        return args
+    if not isinstance(args, str):
+        raise ValueError(f"argument value {args!r} is not JSON (a string, number, boolean, null, list or object)")
+
+    def value(ref: str) -> JSONValue:
         if ref == "task":
             return task
         parts = ref.split(".")[1:]
-        cur: Any = results
+        cur: JSONValue = dict(results)
         for p in parts:
             if isinstance(cur, dict) and p in cur:
                 cur = cur[p]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from aisac_core.roles import RolesError
 
@@ -69,7 +69,7 @@ def quote_data(text: str) -> str:
     return f'<quoted-data id="{h}">\n{body}\n</quoted-data id="{h}">'
 
 
-def render(role: str, values: dict[str, Any], overlay_dir: Path | None = None) -> tuple[str, str]:
+def render(role: str, values: Mapping[str, object], overlay_dir: Path | None = None) -> tuple[str, str]:
     """``(text, version)``: the prompt of ``role`` with ``{name}`` placeholders filled from ``values`` (non-strings
     as indented JSON; the :data:`DATA_KEYS` of ``role`` quoted by :func:`quote_data`); unknown placeholders are
     left as they are; the header comment is dropped."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -49,6 +49,9 @@ from aisac_core.roles.sentences import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aisac_core.jsontypes import JSONValue
     from aisac_core.rag.results import AnchorDict
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import Embed, Neighbour, ResearchEnv
@@ -65,31 +68,46 @@ MAX_EVIDENCE = 12
 QUOTE_CHARS = 400
 
 
-def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> list[EvidenceItem]:
+def _str(v: object) -> str | None:
+    """A string field of a tool result (None when absent or of another JSON type)."""
+    return v if isinstance(v, str) else None
+
+
+def _int(v: object) -> int | None:
+    """An integer field of a tool result (None when absent or of another JSON type; a boolean is no integer)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: object) -> float | None:
+    """A number field of a tool result (None when absent or of another JSON type; a boolean is no number)."""
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def collect_evidence(results: Mapping[str, object], only: list[str] | None = None) -> list[EvidenceItem]:
     """Evidence items of step ``results`` (step id -> result), of the steps in ``only`` when given; rag items
     de-duplicated by chunk id (highest score kept), then literature items; best first."""
     rag: dict[str, EvidenceItem] = {}
     lit: dict[str, EvidenceItem] = {}
 
-    def walk(x: Any, step: str) -> None:
+    def walk(x: object, step: str) -> None:
         if isinstance(x, dict):
             a = x.get("anchor")
             if isinstance(a, dict) and is_anchor(a):
-                cid = a["chunk_id"]
-                score = x.get("score") if x.get("score") is not None else a.get("score")
+                cid: str = a["chunk_id"]
+                score = _num(x.get("score")) if x.get("score") is not None else _num(a.get("score"))
                 item: EvidenceItem = {
                     "kind": "rag",
                     "chunk_id": cid,
-                    "doc_id": a.get("doc_id") or x.get("doc_id"),
-                    "title": x.get("title"),
-                    "path": a.get("path") or x.get("path"),
-                    "page": a.get("page"),
-                    "section": a.get("section"),
+                    "doc_id": _str(a.get("doc_id")) or _str(x.get("doc_id")),
+                    "title": _str(x.get("title")),
+                    "path": _str(a.get("path")) or _str(x.get("path")),
+                    "page": _int(a.get("page")),
+                    "section": _str(a.get("section")),
                     "score": score,
-                    "text": x.get("text") or "",
+                    "text": _str(x.get("text")) or "",
                     "anchor": cast("AnchorDict", a),  # a tool result's anchor JSON (is_anchor: a string chunk_id)
                     "step": step,
-                    "label": x.get("section_covers") or a.get("section_covers"),
+                    "label": _str(x.get("section_covers")) or _str(a.get("section_covers")),
                 }
                 old = rag.get(cid)
                 if old is None or (score or 0) > (old.get("score") or 0):
@@ -102,10 +120,10 @@ def collect_evidence(results: dict[str, Any], only: list[str] | None = None) -> 
                     {
                         "kind": "literature",
                         "ref": ident,
-                        "title": x["title"],
+                        "title": _str(x.get("title")),
                         "text": str(x.get("abstract") or x.get("summary") or x.get("snippet") or ""),
-                        "year": x.get("year"),
-                        "url": x.get("url"),
+                        "year": _int(x.get("year")),
+                        "url": _str(x.get("url")),
                         "step": step,
                     },
                 )
@@ -197,7 +215,7 @@ def subject_docs(task: str, items: list[EvidenceItem]) -> set[str | None]:
     items' titles, paths and texts): "How many GPUs trained the OTSL TableFormer models?" -> the document naming
     OTSL and TableFormer, not the one that only mentions GPUs. Empty when no document names any."""
     focus = {f.lower() for f in focus_tokens(task)}
-    found: dict[Any, set[str]] = {}
+    found: dict[str | None, set[str]] = {}
     for i in items:
         if i["kind"] != "rag":
             continue
@@ -370,12 +388,18 @@ def _cosines(embed: Embed | None, question: str, sentences: list[str]) -> list[f
 CLOSEST = 3
 
 
-def closest_passages(cands: list[tuple[Any, ...]], rag: list[EvidenceItem]) -> list[dict[str, Any]]:
+#: a candidate sentence of the extractive answer: ``(score, rank of its passage, sentence, span in the chunk, states
+#: the asked type, coverage of the question's terms, its completion from the adjacent chunk: (rank, span, whether
+#: the completion comes first) or None)``
+Candidate = tuple[float, int, str, tuple[int, int], bool, float, "tuple[int, tuple[int, int], bool] | None"]
+
+
+def closest_passages(cands: list[Candidate], rag: list[EvidenceItem]) -> list[dict[str, object]]:
     """The :data:`CLOSEST` best candidate sentences (by their score without the similarity term) of an answer that
     says the sources do not state it: ``[{sentence, title, page, section, chunk_id}]``, one per passage; without
     candidates (every passage left out), the first sentence of each of the best retrieved passages. They are
     listed apart from the answer (``closest``), never as its statement."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     seen: set[int] = set()
     if not cands:
         for rank, item in enumerate(rag):
@@ -409,15 +433,20 @@ def abstain_unsupported(answer: Answer, evaluation: Evaluation) -> Answer:
     supports it above the support judge's threshold, so it is not an answer. Then the text says
     :data:`NOT_STATED`, ``closest`` lists the cited sentences with their verdicts (the closest passages), the
     withheld text is kept in ``withheld`` (and the trace keeps the attempt as written), ``stated`` is False."""
-    got = evaluation.get("support")
-    sup: dict[str, Any] = got if isinstance(got, dict) else {}
-    if sup.get("verdict") not in ("not supported", "contradicted") or not (answer.get("text") or "").strip():
+    sup = evaluation.get("support")
+    if sup is None or sup["verdict"] not in ("not supported", "contradicted") or not (answer.get("text") or "").strip():
         return answer
-    closest = [
-        {"n": r.get("n"), "sentence": r.get("sentence"), "verdict": r.get("verdict"), "reasons": r.get("reasons")}
-        for r in sup.get("citations") or []
-        if r.get("sentence")
-    ][:CLOSEST]
+    closest: list[dict[str, object]] = []
+    for r in sup["citations"]:
+        if r.get("sentence") and len(closest) < CLOSEST:
+            closest.append(
+                {
+                    "n": r.get("n"),
+                    "sentence": r.get("sentence"),
+                    "verdict": r.get("verdict"),
+                    "reasons": r.get("reasons"),
+                }
+            )
     why = "contradicts the answer" if sup["verdict"] == "contradicted" else "supports the answer"
     text = (
         f"{NOT_STATED}: no cited passage {why} above the support judge's threshold"
@@ -547,7 +576,7 @@ def extractive_answer(
     subjects = subject_docs(task, rag)
     skipped = 0  # passages left out by the two rules above (they cannot answer this question)
     terms = key_terms(task)
-    cands: list[tuple[float, int, str, tuple[int, int], bool, float, Any]] = []
+    cands: list[Candidate] = []
     retrieved = list(rag)  # the adjacent chunks that complete cut sentences are appended to rag (to be cited)
     for rank, item in enumerate(retrieved):
         if is_reference_item(item):
@@ -686,7 +715,7 @@ def extractive_answer(
     }
 
 
-def prompt_values(task: str, items: list[EvidenceItem]) -> dict[str, Any]:
+def prompt_values(task: str, items: list[EvidenceItem]) -> dict[str, object]:
     """Values of the researcher prompt's placeholders (evidence numbered from 1)."""
     ev = []
     for n, i in enumerate(items, 1):
@@ -716,8 +745,11 @@ async def write_answer(
         return await anyio.to_thread.run_sync(lambda: extractive_answer(task, items, embed=embed, neighbour=neighbour))
     chosen = rank_evidence(task, items)[:MAX_EVIDENCE]
 
-    def check(obj: Any) -> list[str]:
-        bad = [n for n in obj.get("citations", []) if not 1 <= n <= len(chosen)]
+    def check(obj: JSONValue) -> list[str]:  # obj: valid against the answer schema ({answer, citations: [int]})
+        listed = obj.get("citations", []) if isinstance(obj, dict) else []
+        bad = [
+            n for n in (listed if isinstance(listed, list) else []) if isinstance(n, int) and not 1 <= n <= len(chosen)
+        ]
         return [f"$.citations: {bad} are not evidence numbers (1..{len(chosen)})"] if bad else []
 
     text, version = render("researcher", prompt_values(task, chosen), env.settings.prompt_dir)
@@ -732,13 +764,14 @@ async def write_answer(
         parent_id=parent_id,
         check=check,
     )
-    out = got["output"]
-    nums = sorted(
-        set(out["citations"]) | {int(n) for n in re.findall(r"\[(\d+)\]", out["answer"]) if 1 <= int(n) <= len(chosen)}
-    )
+    out = got["output"]  # valid against the answer schema: {answer: str, citations: [int]}
+    said = str(out["answer"])
+    listed = out["citations"]
+    model_cited = {n for n in listed if isinstance(n, int)} if isinstance(listed, list) else set()
+    nums = sorted(model_cited | {int(n) for n in re.findall(r"\[(\d+)\]", said) if 1 <= int(n) <= len(chosen)})
     from aisac_core.roles.support import cited_sentence, claims_by_citation
 
-    claims = claims_by_citation(out["answer"])
+    claims = claims_by_citation(said)
 
     def span_of(n: int) -> list[tuple[int, int]] | None:
         # the chunk sentence the model's claim [n] rests on (most shared numbers, then words)
@@ -749,7 +782,7 @@ async def write_answer(
         return [(a, b)]
 
     return {
-        "text": out["answer"],
+        "text": said,
         "citations": [citation(n, chosen[n - 1], span_of(n)) for n in nums],
         "by": "model",
         "evidence_count": len(items),

@@ -4,13 +4,16 @@ The route, plan and critique shapes follow the roles' JSON Schemas (:mod:`aisac_
 that the enums and keys agree), plus the bookkeeping every tool result carries: ``run_id`` (the trace run),
 ``event_id`` (the role step's trace event), ``by`` (rules / template / model / host). The core returns plain dicts
 of these shapes; their top-level keys are all declared (``extra="forbid"`` through ``pydantic.with_config``),
-nested objects stay open. No class docstrings: pydantic would put them in every schema a host reads (comments
+nested objects stay open: ``Mapping[str, object]`` (a JSON object whose values the type does not fix; its wire schema
+is ``{"type": "object"}``, the same as an untyped dict's, and it accepts the core's TypedDicts, whose full shapes
+are in :mod:`aisac_core.roles.shapes`). No class docstrings: pydantic would put them in every schema a host reads (comments
 instead). docs/roles.md has the full shapes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from collections.abc import Mapping, Sequence
+from typing import Literal, NotRequired
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
@@ -30,7 +33,7 @@ class RouteResult(TypedDict):
     complexity: Complexity
     decision: Decision
     rationale: str
-    context: NotRequired[dict[str, Any]]
+    context: NotRequired[Mapping[str, object]]
     by: str
     request_sha256: NotRequired[str]
     run_id: str
@@ -42,7 +45,7 @@ class PlanStep(TypedDict):
     goal: str
     tool: NotRequired[str]
     helper: NotRequired[Helper]
-    arguments: NotRequired[dict[str, Any]]
+    arguments: NotRequired[Mapping[str, object]]
     depends_on: list[str]
     expected_evidence: NotRequired[str]
 
@@ -71,11 +74,13 @@ class EvaluateResult(TypedDict):
     mode: str
     verdict: str
     anchors: str  # intact | changed | missing: the cited bytes are still there (aisac_core.roles.support)
-    support: dict[str, Any]  # {verdict: supported|partly|not supported|not judged, by, citations, ms_per_citation}
+    support: Mapping[
+        str, object
+    ]  # {verdict: supported|partly|not supported|not judged, by, citations, ms_per_citation}
     passed: bool
     content_judged: bool
     content: str
-    gates: dict[str, dict[str, Any]]
+    gates: Mapping[str, Mapping[str, object]]
     critiques: list[Critique]
     mean_severity: float
     max_severity: float
@@ -117,12 +122,12 @@ class RunResult(TypedDict):
     task: str
     mode: str
     llm: str
-    route: dict[str, Any]
-    plan: dict[str, Any]
-    answer: dict[str, Any]
-    evaluation: dict[str, Any]
-    attempts: list[dict[str, Any]]
-    model_errors: list[dict[str, Any]]
+    route: Mapping[str, object]
+    plan: Mapping[str, object]
+    answer: Mapping[str, object]
+    evaluation: Mapping[str, object]
+    attempts: Sequence[Mapping[str, object]]
+    model_errors: Sequence[Mapping[str, object]]
     took_s: float
 
 
@@ -137,12 +142,12 @@ class RolesRun(TypedDict):
     task: NotRequired[str]
     mode: NotRequired[str]
     llm: NotRequired[str]
-    route: NotRequired[dict[str, Any]]
-    plan: NotRequired[dict[str, Any]]
-    answer: NotRequired[dict[str, Any]]
-    evaluation: NotRequired[dict[str, Any]]
-    attempts: NotRequired[list[dict[str, Any]]]
-    model_errors: NotRequired[list[dict[str, Any]]]
+    route: NotRequired[Mapping[str, object]]
+    plan: NotRequired[Mapping[str, object]]
+    answer: NotRequired[Mapping[str, object]]
+    evaluation: NotRequired[Mapping[str, object]]
+    attempts: NotRequired[Sequence[Mapping[str, object]]]
+    model_errors: NotRequired[Sequence[Mapping[str, object]]]
     took_s: NotRequired[float]
 
 
@@ -154,6 +159,6 @@ class RolesJob(TypedDict, total=False):
     status: str
     elapsed_s: float
     runner: str | None
-    result: dict[str, Any]
+    result: Mapping[str, object]
     error: str
-    jobs: list[dict[str, Any]]
+    jobs: Sequence[Mapping[str, object]]

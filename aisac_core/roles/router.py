@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from aisac_core.roles import MODE_GATES
 from aisac_core.roles.backends import ask_json
@@ -28,6 +28,7 @@ from aisac_core.roles.prompts import render
 from aisac_core.roles.schemas import load_schema
 
 if TYPE_CHECKING:
+    from aisac_core.jsontypes import JSONObject
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import RoleEnv
     from aisac_core.roles.shapes import Route, RouteContext
@@ -67,7 +68,7 @@ def _score(hit: ContextHit) -> float:
     return float(s) if isinstance(s, (int, float)) else 0.0
 
 
-def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None) -> RouteContext:
+def context_summary(rag_hits: Sequence[ContextHit], memory: list[JSONObject] | None = None) -> RouteContext:
     """The ``context`` part of a route: hit ids and scores (text left out), and the memory items."""
     return {
         "rag": [
@@ -80,7 +81,7 @@ def context_summary(rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]]
 
 
 def rule_route(
-    task: str, rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None = None, mode: str = "standard"
+    task: str, rag_hits: Sequence[ContextHit], memory: list[JSONObject] | None = None, mode: str = "standard"
 ) -> Route:
     """The deterministic route (module docstring) of ``task`` given the gathered context."""
     intent, complexity = classify(task)
@@ -100,7 +101,7 @@ def rule_route(
     }
 
 
-def prompt_values(task: str, rag_hits: Sequence[ContextHit], memory: list[dict[str, Any]] | None) -> dict[str, Any]:
+def prompt_values(task: str, rag_hits: Sequence[ContextHit], memory: list[JSONObject] | None) -> dict[str, object]:
     """Values of the router prompt's placeholders."""
     ctx = {
         "rag": [
@@ -123,7 +124,7 @@ async def route(
     env: RoleEnv,
     task: str,
     rag_hits: Sequence[ContextHit],
-    memory: list[dict[str, Any]] | None,
+    memory: list[JSONObject] | None,
     backend: Backend | None,
     *,
     mode: str,

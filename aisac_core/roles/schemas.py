@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.roles import RolesError
 
 if TYPE_CHECKING:
@@ -28,11 +29,11 @@ SCHEMAS = {
 
 
 @cache
-def load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> JSONObject:
     """The JSON Schema ``name`` (route, plan, critique, answer, support). Raises :class:`RolesError` for another name."""
     if name not in SCHEMAS:
         raise RolesError(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
-    schema: dict[str, Any] = json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))
+    schema: JSONObject = json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))
     return schema
 
 
@@ -62,17 +63,19 @@ def validate(name: str, obj: object) -> list[str]:
     return errors[:20]
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str) -> JSONValue:
     """The JSON object in a model reply: the whole text, or the first ``{...}`` block (models wrap JSON in prose
     or code fences). Raises :class:`ValueError` with the parser's message when none parses."""
     text = (text or "").strip()
     try:
-        return json.loads(text)
+        value: JSONValue = json.loads(text)
+        return value
     except json.JSONDecodeError as first:
         start, end = text.find("{"), text.rfind("}")
         if 0 <= start < end:
             try:
-                return json.loads(text[start : end + 1])
+                block: JSONValue = json.loads(text[start : end + 1])
+                return block
             except json.JSONDecodeError:
                 pass
         raise ValueError(f"the reply is not JSON ({first.msg} at line {first.lineno} column {first.colno})") from None

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -47,8 +47,11 @@ from aisac_core.roles.store import Step, run_events, save_submission
 from aisac_core.roles.tools import capabilities, proposable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from sqlalchemy.engine import Engine
 
+    from aisac_core.jsontypes import JSONObject, JSONValue
     from aisac_core.rag.results import AnchorDict, HitDict
     from aisac_core.roles.env import Corpus, GraphAugment
     from aisac_core.roles.shapes import Answer, Citation
@@ -62,7 +65,7 @@ HOST_SUFFIX = (
 
 
 def answer_object(
-    answer: str, citations: list[dict[str, Any]] | None, files: list[str] | None, code_runs: list[int] | None
+    answer: str, citations: Sequence[JSONValue] | None, files: list[str] | None, code_runs: list[int] | None
 ) -> Answer:
     """The evaluator's answer object from a host's answer: ``{text, citations: [{n, kind: rag, chunk_id, anchor,
     score}], files, code_runs}``. ``citations``: rag_search hits or their anchors. Raises :class:`RolesError` for a
@@ -71,17 +74,19 @@ def answer_object(
     for n, c in enumerate(citations or [], 1):
         if not isinstance(c, dict):
             raise RolesError(f"citations[{n - 1}] must be an object: a rag_search hit or its 'anchor'")
-        a = c["anchor"] if isinstance(c.get("anchor"), dict) else c
-        if not a.get("chunk_id"):
+        anchor = c.get("anchor")
+        a = anchor if isinstance(anchor, dict) else c
+        chunk_id, score = a.get("chunk_id"), c.get("score", a.get("score"))
+        if not chunk_id:
             raise RolesError(f"citations[{n - 1}] has no chunk_id: pass rag_search hits or their 'anchor' objects")
         cites.append(
             # a host's anchor: the evaluator's evidence gate re-verifies it against the index
             {
                 "n": n,
                 "kind": "rag",
-                "chunk_id": a["chunk_id"],
+                "chunk_id": str(chunk_id),
                 "anchor": cast("AnchorDict", a),
-                "score": c.get("score", a.get("score")),
+                "score": score if isinstance(score, int | float) and not isinstance(score, bool) else None,
             }
         )
     return {"text": answer, "citations": cites, "files": files or [], "code_runs": code_runs or []}
@@ -178,7 +183,7 @@ class RolesService(GraphRun):
         process serving the store reads their status). Opens the store the first time: reach it off the event loop."""
         return RunJobs(self.engine, lease_s=self.lease_s)
 
-    def active_graph(self) -> dict[str, Any]:
+    def active_graph(self) -> JSONObject:
         """The workflow graph runs use by default: :func:`aisac_core.roles.graph.default_graph` with the served
         project's augmentation (:attr:`graph_augment`). Raises :class:`RolesError` when the augmented graph is
         invalid."""
@@ -214,8 +219,9 @@ class RolesService(GraphRun):
         backend = self._backend(llm, sampling)
         hits = await anyio.to_thread.run_sync(self.search_hits, task)
         with Step(self.engine, run_id, "router", {"task": task, "mode": m}) as st:
-            st.result = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
-        return cast(RouteResult, {**st.result, "run_id": run_id, "event_id": st.id})
+            decided = await core_router.route(self, task, hits, None, backend, mode=m, run_id=run_id, parent_id=st.id)
+            st.result = decided
+        return cast(RouteResult, {**decided, "run_id": run_id, "event_id": st.id})
 
     async def plan(
         self,
@@ -223,8 +229,8 @@ class RolesService(GraphRun):
         *,
         tools: ToolPort,
         run_id: str,
-        route: dict[str, Any] | None = None,
-        feedback: list[dict[str, Any]] | None = None,
+        route: Mapping[str, object] | None = None,
+        feedback: Sequence[Mapping[str, object]] | None = None,
         attempt: int = 0,
         llm: str | None = None,
         sampling: Backend | None = None,
@@ -238,7 +244,7 @@ class RolesService(GraphRun):
         caps = await capabilities(tools)
         args = {"task": task, "attempt": attempt, "feedback": feedback}
         with Step(self.engine, run_id, "planner", args) as st:
-            st.result = await core_planner.plan(
+            planned = await core_planner.plan(
                 self,
                 task,
                 route,
@@ -250,7 +256,8 @@ class RolesService(GraphRun):
                 feedback=feedback,
                 proposable=await proposable(tools),
             )
-        return cast(PlanResult, {**st.result, "run_id": run_id, "event_id": st.id})
+            st.result = planned
+        return cast(PlanResult, {**planned, "run_id": run_id, "event_id": st.id})
 
     async def evaluate(
         self,
@@ -258,7 +265,7 @@ class RolesService(GraphRun):
         answer: str,
         *,
         run_id: str,
-        citations: list[dict[str, Any]] | None = None,
+        citations: Sequence[JSONValue] | None = None,
         files: list[str] | None = None,
         code_runs: list[int] | None = None,
         of_run: str | None = None,
@@ -279,10 +286,11 @@ class RolesService(GraphRun):
                 c["anchor"] = {**got["anchor"], "score": c["score"]}
         events = await anyio.to_thread.run_sync(run_events, self.engine, of_run or run_id)
         with Step(self.engine, run_id, "evaluator", {"task": task, "mode": m, "answer": ans}) as st:
-            st.result = await core_evaluator.evaluate(
+            report = await core_evaluator.evaluate(
                 self, task, ans, events, backend, mode=m, run_id=run_id, parent_id=st.id
             )
-        return cast(EvaluateResult, {**st.result, "run_id": run_id, "event_id": st.id})
+            st.result = report
+        return cast(EvaluateResult, {**report, "run_id": run_id, "event_id": st.id})
 
     def start_run(
         self,
@@ -345,7 +353,7 @@ class RolesService(GraphRun):
         return st
 
     async def _submit(
-        self, role: str, schema: str, payload: Any, run_id: str, errors: list[str] | None = None
+        self, role: str, schema: str, payload: JSONValue, run_id: str, errors: list[str] | None = None
     ) -> SubmitResult:
         errors = validate(schema, payload) if errors is None else errors
         engine = await anyio.to_thread.run_sync(lambda: self.engine)
@@ -357,7 +365,7 @@ class RolesService(GraphRun):
                 f"the {schema} is not valid ({len(errors)} error(s)); fix and submit again:\n- " + "\n- ".join(errors)
             )
         with Step(engine, run_id, role, {"submitted_by": "host model", "schema": schema}) as st:
-            st.result = {**payload, "by": "host"}
+            st.result = {**payload, "by": "host"} if isinstance(payload, dict) else payload  # valid: an object
         sid = await anyio.to_thread.run_sync(
             lambda: save_submission(
                 engine, run_id=run_id, role=schema, payload=payload, errors=[], trace_event_id=st.id
@@ -365,12 +373,12 @@ class RolesService(GraphRun):
         )
         return {"stored": True, "submission_id": sid, "run_id": run_id, "event_id": st.id}
 
-    async def submit_route(self, route: Any, *, run_id: str) -> SubmitResult:
+    async def submit_route(self, route: JSONValue, *, run_id: str) -> SubmitResult:
         """``roles_submit_route``: check a host model's route against its schema and store it (a ``router`` step of
         ``run_id``). Raises :class:`RolesError` listing what to fix (the invalid submission is stored too)."""
         return await self._submit("router", "route", route, run_id)
 
-    async def submit_plan(self, plan: Any, *, tools: ToolPort, run_id: str) -> SubmitResult:
+    async def submit_plan(self, plan: JSONValue, *, tools: ToolPort, run_id: str) -> SubmitResult:
         """``roles_submit_plan``: check a host model's plan against its schema and the live tools of ``tools``, and
         store it. Raises :class:`RolesError` listing what to fix."""
         errors = validate("plan", plan)
@@ -380,10 +388,12 @@ class RolesService(GraphRun):
             )
         return await self._submit("planner", "plan", plan, run_id, errors)
 
-    async def submit_critique(self, critique: Any, *, run_id: str) -> CritiqueSubmitResult:
+    async def submit_critique(self, critique: JSONValue, *, run_id: str) -> CritiqueSubmitResult:
         """``roles_submit_critique``: check and store a host model's critiques; the verdict follows the configured
         severity thresholds. Raises :class:`RolesError` listing what to fix."""
         out = await self._submit("evaluator", "critique", critique, run_id)
+        if not core_evaluator.is_critique_report(critique):  # not reached: _submit raised for an invalid one
+            raise RolesError("the critique is not valid against its schema; fix and submit again")
         s = self.settings
         summ = core_evaluator.summarize(critique["critiques"], s.max_mean_severity, s.max_severity)
         return cast(

@@ -3,10 +3,12 @@ in :mod:`aisac_core.roles.results`; rag's, which the roles read, in :mod:`aisac_
 
 from __future__ import annotations
 
-from typing import Any, Literal, Required, TypedDict
+from collections.abc import Mapping
+from typing import Literal, NotRequired, Required, TypedDict
 
+from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.rag.results import AnchorDict
-from aisac_core.roles.results import Critique
+from aisac_core.roles.results import Critique, PlanStep
 
 
 class EvidenceItem(TypedDict, total=False):
@@ -38,7 +40,7 @@ class Capability(TypedDict):
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JSONObject
 
 
 class Proposal(Capability):
@@ -48,6 +50,131 @@ class Proposal(Capability):
     read_only: bool
     destructive: bool
     open_world: bool
+
+
+class ModelReply(TypedDict):
+    """A role model's reply (:func:`aisac_core.roles.backends.ask_json`): the JSON object it ``output`` (valid against
+    the role's schema), the request's ``request_sha256``, whether it came from the cache and whether it needed the
+    one repair request."""
+
+    output: JSONObject
+    request_sha256: str
+    cached: bool
+    repaired: bool
+
+
+class Submission(TypedDict):
+    """A host's stored submission (:func:`aisac_core.roles.store.submissions`): its ``id``, ``role``, the submitted
+    ``payload`` (JSON as sent), whether it was ``valid``, the validation ``errors``, the trace event that recorded it
+    and when (``created_at``, ISO 8601)."""
+
+    id: int | None
+    role: str
+    payload: JSONValue
+    valid: bool
+    errors: JSONValue
+    trace_event_id: int | None
+    created_at: str
+
+
+class StepProposal(TypedDict):
+    """A plan step the coordinator did not execute (:func:`aisac_core.roles.planner.proposal`), for the host to
+    confirm with the user: the ``step`` id, its ``tool``, ``goal`` and (resolved) ``arguments``, the tool's
+    ``read_only`` / ``destructive`` / ``open_world`` hints and the ``reason`` it was not run."""
+
+    step: str
+    tool: str
+    goal: str
+    arguments: Mapping[str, object]
+    read_only: bool
+    destructive: bool
+    open_world: bool
+    reason: str
+
+
+class Plan(TypedDict, total=False):
+    """A plan DAG (the ``plan`` JSON Schema: ``rationale``, ``steps``; :func:`aisac_core.roles.planner.plan`) plus
+    who wrote it (``by``: template / model / host / router-direct), the model request's ``request_sha256`` and, once
+    the coordinator ran it, the ``proposals`` it did not execute."""
+
+    rationale: str
+    steps: Required[list[PlanStep]]
+    by: str
+    request_sha256: str
+    proposals: list[StepProposal]
+
+
+class ReportedValue(TypedDict):
+    """A value a paper's table reports (:func:`aisac_core.roles.compare.compare_reported`): the number, its ``unit``
+    (from the header), the cell ``text``, the value ``column``, the ``frame`` and ``page`` it is on, the table's
+    ``caption``, the cell's ``anchor`` (the data server's cell anchor plus the cell text) and the composition cell's
+    ``composition_anchor``."""
+
+    value: float
+    unit: str | None
+    text: JSONValue
+    column: str
+    frame: JSONValue
+    page: JSONValue
+    caption: JSONValue
+    anchor: JSONObject
+    composition_anchor: JSONValue
+
+
+class DatabaseValue(TypedDict):
+    """The lowest value of a property among a materials database's records of one reduced formula
+    (``lit_materials``): the number, its ``unit`` and ``field``, the ``provider`` (id and name), the record's
+    ``database_id``, ``url`` and ``retrieved_at``, as the record gives them."""
+
+    value: float
+    unit: JSONValue
+    field: JSONValue
+    provider: JSONValue
+    provider_name: JSONValue
+    database_id: JSONValue
+    url: JSONValue
+    retrieved_at: JSONValue
+
+
+class ComparisonRow(TypedDict, total=False):
+    """One composition of a comparison: as written (``composition``) and reduced (``formula_reduced``), the
+    ``reported`` value, the ``database`` value (None: no record has it) and their difference in eV/atom (None when a
+    unit is not eV/atom or meV/atom); in an answer also the citation numbers of both."""
+
+    composition: Required[str]
+    formula_reduced: Required[str]
+    reported: Required[ReportedValue]
+    database: DatabaseValue | None
+    difference_ev_per_atom: float | None
+    reported_citation: int
+    database_citation: int | None
+
+
+class ComparisonTable(TypedDict):
+    """A table a comparison read its values from: the PDF ``path``, the ``frame``, its ``page`` and ``caption``, and the
+    value ``column``."""
+
+    path: str
+    frame: JSONValue
+    page: JSONValue
+    caption: JSONValue
+    column: str
+
+
+class Comparison(TypedDict):
+    """A materials comparison (:func:`aisac_core.roles.compare.compare_reported`): ``kind`` "materials_comparison",
+    the ``property`` and its ``label``, the ``rows`` (lowest reported first), the compositions with the lowest
+    reported and database values, the ``tables`` read, the database ``provider`` and ``notes`` on what failed."""
+
+    kind: str
+    property: str
+    label: str
+    rows: list[ComparisonRow]
+    lowest_reported: list[str]
+    lowest_database: list[str]
+    tables: list[ComparisonTable]
+    provider: JSONValue
+    notes: list[str]
 
 
 class RunEvent(TypedDict):
@@ -62,8 +189,8 @@ class RunEvent(TypedDict):
     status: str
     error: str | None
     parent_id: int | None
-    arguments: Any
-    result: Any
+    arguments: JSONValue
+    result: JSONValue
     latency_ms: float
 
 
@@ -202,7 +329,7 @@ class RouteContext(TypedDict):
     the memory items recalled for it (``memory_recall`` results)."""
 
     rag: list[dict[str, object]]  # each hit's chunk_id, doc_id, title, score (text left out)
-    memory: list[dict[str, Any]]
+    memory: list[JSONObject]  # memory_recall's turns and related items, as recalled
 
 
 class Route(TypedDict, total=False):
@@ -220,6 +347,59 @@ class Route(TypedDict, total=False):
     request_sha256: str
 
 
+class CitationJudgement(TypedDict, total=False):
+    """The support of one claim by one cited sentence (:func:`aisac_core.roles.support.judge_citation`): the
+    ``verdict`` (supported / partly / not supported / contradicted), the ``reasons``, the question-sentence and
+    claim-sentence cosines (None without an embedder), who judged (``by``: rules / support model); when the learned
+    judge decided also its calibrated ``probability``, ``p_support``, ``p_contradict``, ``question_relevance``,
+    ``off_question``, ``rationale`` and the ``model_sha256`` of :mod:`aisac_core.roles.support_model`."""
+
+    verdict: str
+    reasons: list[str]
+    question_similarity: float | None
+    claim_similarity: float | None
+    by: str
+    probability: float
+    p_support: float
+    p_contradict: float
+    question_relevance: float
+    off_question: bool
+    rationale: list[int]
+    model_sha256: str
+
+
+class CitationSupport(CitationJudgement, total=False):
+    """One rag citation as the support judge reports it (:func:`aisac_core.roles.support.judge_answer`): its number
+    ``n``, the cited ``sentence`` and its ``quote_span`` in the chunk (None: the chunk is not in the index), whether
+    the sentence is ``evidence`` at all (not a reference entry or boilerplate), and the :class:`CitationJudgement`
+    keys (``by`` "model" where the model judged it)."""
+
+    n: Required[int | None]
+    sentence: Required[str | None]
+    quote_span: Required[list[int] | None]
+    evidence: bool
+
+
+class SupportReport(TypedDict):
+    """The support judge's report on an answer (:func:`aisac_core.roles.support.judge_answer`): the answer's
+    ``verdict`` (:func:`aisac_core.roles.support.answer_verdict`), who judged (``by``: model / support model /
+    rules), one :class:`CitationSupport` per rag citation and the milliseconds per judged citation (None: none
+    judged)."""
+
+    verdict: str
+    by: str
+    citations: list[CitationSupport]
+    ms_per_citation: float | None
+
+
+class CritiqueReport(TypedDict):
+    """Critiques as a host's or a model's evaluator submits them (the ``critique`` JSON Schema: :class:`RoleCritique`
+    items, an optional ``summary``)."""
+
+    critiques: list[RoleCritique]
+    summary: NotRequired[str]
+
+
 class Evaluation(CritiqueSummary, total=False):
     """The evaluator's report (:func:`aisac_core.roles.evaluator.evaluate`): the :class:`CritiqueSummary` plus the
     ``mode``, the ``anchors`` verdict (intact / changed / missing), the support judge's report (``support``:
@@ -229,7 +409,7 @@ class Evaluation(CritiqueSummary, total=False):
 
     mode: Required[str]
     anchors: Required[str]
-    support: Required[dict[str, Any]]
+    support: Required[SupportReport]
     gates: Required[Gates]
     by: Required[str]
     content_judged: Required[bool]

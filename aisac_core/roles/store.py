@@ -15,25 +15,27 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
 from aisac_core.hashing import dumps, sha256_json
+from aisac_core.jsontypes import JSONValue
 from aisac_core.roles import NeedInput
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import RoleModelCache, RoleSubmission, TraceEvent
 from aisac_core.trace.recorder import MAX_STORED_RESULT, anchor_ids, record_tool_call
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from types import TracebackType
 
     from sqlalchemy.engine import Engine
 
-    from aisac_core.roles.shapes import RunEvent
+    from aisac_core.roles.shapes import RunEvent, Submission
 
 
-def request_hash(request: dict[str, Any]) -> str:
+def request_hash(request: Mapping[str, object]) -> str:
     """sha256 of the canonical JSON of a model request."""
     return sha256_json(request)
 
@@ -46,7 +48,7 @@ def cache_get(engine: Engine, key: str) -> str | None:
 
 
 def cache_put(
-    engine: Engine, key: str, *, backend: str, model: str, role: str, request: dict[str, Any], response: str
+    engine: Engine, key: str, *, backend: str, model: str, role: str, request: Mapping[str, object], response: str
 ) -> None:
     """Store (or replace) the response of request ``key``."""
     with Session(engine) as s:
@@ -84,7 +86,7 @@ def save_submission(
         return row.id
 
 
-def submissions(engine: Engine, run_id: str, role: str | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
+def submissions(engine: Engine, run_id: str, role: str | None = None, valid_only: bool = False) -> list[Submission]:
     """Submissions of a run (oldest first): ``[{id, role, payload, valid, errors, trace_event_id, created_at}]``."""
     with Session(engine) as s:
         q = select(RoleSubmission).where(RoleSubmission.run_id == run_id).order_by(col(RoleSubmission.id))
@@ -117,10 +119,10 @@ class Step:
     """
 
     def __init__(
-        self, engine: Engine, run_id: str, name: str, arguments: dict[str, Any], parent_id: int | None = None
+        self, engine: Engine, run_id: str, name: str, arguments: dict[str, object], parent_id: int | None = None
     ) -> None:
         self.engine, self.run_id, self.name, self.arguments, self.parent_id = engine, run_id, name, arguments, parent_id
-        self.result: Any = None
+        self.result: object = None  # the step's result, stored as JSON in the trace
         self.status = "ok"
         self.error: str | None = None
         self.id: int = 0
@@ -182,13 +184,14 @@ def run_events(engine: Engine, run_id: str) -> list[RunEvent]:
     """Every trace event of a run, oldest first: ``[{id, kind, server, tool, status, error, parent_id, arguments,
     result}]`` (arguments/result parsed from their stored JSON; None when truncated or absent)."""
 
-    def load(j: str | None) -> Any:
+    def load(j: str | None) -> JSONValue:
         if not j:
             return None
         try:
-            return json.loads(j)
+            value: JSONValue = json.loads(j)
         except ValueError:
             return None
+        return value
 
     with Session(engine) as s:
         rows = s.exec(select(TraceEvent).where(TraceEvent.run_id == run_id).order_by(col(TraceEvent.id))).all()

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -79,7 +79,7 @@ from aisac_core.roles.support_model import UNCERTAIN_FLOOR
 if TYPE_CHECKING:
     from aisac_core.roles.backends import Backend
     from aisac_core.roles.env import ChunkText, Embed, RoleEnv
-    from aisac_core.roles.shapes import Answer, Citation
+    from aisac_core.roles.shapes import Answer, Citation, CitationJudgement, CitationSupport, SupportReport
 
 SUPPORT_VERDICTS = ("supported", "partly", "not supported", "contradicted", "not judged")
 ANCHOR_VERDICTS = ("intact", "changed", "missing")
@@ -126,7 +126,7 @@ def _spans(text: str) -> list[tuple[int, int]]:
     return sentence_spans(text) or ([(0, len(text))] if text.strip() else [])
 
 
-def cited_sentence(chunk: str, span: Any, claim: str) -> tuple[str, list[int]]:
+def cited_sentence(chunk: str, span: object, claim: str) -> tuple[str, list[int]]:
     """The cited sentence of ``chunk`` and its span: ``span`` when it is a valid ``[start, end]`` inside ``chunk``,
     else the chunk sentence sharing most numbers, then words, with ``claim``."""
     if (
@@ -184,18 +184,20 @@ def _question_reasons(question: str, claim: str, cited: str, qsim: float | None,
 
 def _rules_rest(
     question: str, claim: str, cited: str, qsim: float | None, csim: float | None, title: str
-) -> dict[str, Any]:
+) -> CitationJudgement:
     """Rule 6 of the module docstring (no embedder: the learned judge needs one), then rule 5."""
-    out = {"question_similarity": qsim, "claim_similarity": csim}
     claim_cov = coverage(key_terms(claim), cited)
     if claim_cov < 0.5 and (csim is None or csim < CLAIM_SIM):
         why = f"the cited sentence shares {claim_cov:.0%} of the claim's words and is not close in meaning"
-        return {"verdict": "not supported", "reasons": [why], **out}
+        return {"verdict": "not supported", "reasons": [why], "question_similarity": qsim, "claim_similarity": csim}
     reasons = _question_reasons(question, claim, cited, qsim, title)
-    return {"verdict": "partly" if reasons else "supported", "reasons": reasons, **out}
+    verdict = "partly" if reasons else "supported"
+    return {"verdict": verdict, "reasons": reasons, "question_similarity": qsim, "claim_similarity": csim}
 
 
-def _learned(question: str, claim: str, window: list[str], at: int, embed: Embed, title: str) -> dict[str, Any] | None:
+def _learned(
+    question: str, claim: str, window: list[str], at: int, embed: Embed, title: str
+) -> CitationJudgement | None:
     """Rules 4 and 5 of the module docstring: the learned judge (:mod:`aisac_core.roles.support_model`) on the cited
     sentence ``window[at]`` and its neighbours, then the question's checks: ``{verdict, reasons, probability,
     p_support, p_contradict, question_relevance, off_question, rationale, question_similarity, claim_similarity,
@@ -212,7 +214,7 @@ def _learned(question: str, claim: str, window: list[str], at: int, embed: Embed
     qsim = float(sum(x * y for x, y in zip(vecs[1], vecs[2 + at])))
     csim = float(sum(x * y for x, y in zip(vecs[0], vecs[2 + at])))
     t = model.thresholds
-    rec: dict[str, Any] = {
+    rec: CitationJudgement = {
         "probability": got["p_support"],
         "p_support": got["p_support"],
         "p_contradict": got["p_contradict"],
@@ -255,7 +257,7 @@ def judge_citation(
     embed: Embed | None = None,
     title: str = "",
     context: tuple[list[str], int] | None = None,
-) -> dict[str, Any]:
+) -> CitationJudgement:
     """Support of ``claim`` by ``cited`` for ``question`` (rules of the module docstring): ``{verdict, reasons:
     [str], question_similarity, claim_similarity, by}`` plus, when the learned judge decided, ``probability,
     p_support, p_contradict, question_relevance, rationale, model_sha256``. ``embed``: texts -> unit vectors
@@ -272,19 +274,25 @@ def judge_citation(
             "claim_similarity": None,
             "by": "rules",
         }
-    out: dict[str, Any] = {"question_similarity": None, "claim_similarity": None, "by": "rules"}
+    out: CitationJudgement = {
+        "verdict": "not supported",
+        "reasons": reasons,
+        "question_similarity": None,
+        "claim_similarity": None,
+        "by": "rules",
+    }
     missing_nums = sorted(numbers(claim) - numbers(cited))
     if missing_nums:
         reasons.append(f"the cited sentence does not state {', '.join(missing_nums)}")
-        return {"verdict": "not supported", "reasons": reasons, **out}
+        return out
     lost_units = sorted(f"{n} {u}" for n, u in quantities(claim) - quantities(cited) if (n, u) not in quantities(cited))
     if lost_units:
         reasons.append(f"the cited sentence does not state {', '.join(lost_units)} (the number with its unit)")
-        return {"verdict": "not supported", "reasons": reasons, **out}
+        return out
     kind = asked_type(question)
     if kind in ("number", "name") and not has_type(cited, kind, question):
         reasons.append(f"the question asks for a {kind}; the cited sentence states none")
-        return {"verdict": "not supported", "reasons": reasons, **out}
+        return out
     if embed is not None:
         window, at = context if context and 0 <= context[1] < len(context[0]) else ([cited], 0)
         window = [" ".join(s.split()) for s in window]
@@ -312,7 +320,7 @@ def citation_context(chunk: str, span: list[int], width: int = CONTEXT_SENTENCES
 
 async def _judge_in_thread(
     question: str, claim: str, cited: str, embed: Embed | None, title: str, context: tuple[list[str], int] | None = None
-) -> dict[str, Any]:
+) -> CitationJudgement:
     """:func:`judge_citation` in a worker thread (it embeds the claim, the question and the passage: CPU-bound, and
     must not block the event loop); same result."""
     return await anyio.to_thread.run_sync(lambda: judge_citation(question, claim, cited, embed, title, context))
@@ -332,7 +340,7 @@ def answer_verdict(verdicts: list[str]) -> str:
     return "not supported"
 
 
-def off_question_beside_answer(records: list[dict[str, Any]]) -> None:
+def off_question_beside_answer(records: list[CitationSupport]) -> None:
     """A citation judged ``not supported`` only because its passage does not bear on the question
     (``off_question``, rule 4) fails the answer only when no other citation of it does: beside a citation that
     bears on the question and is ``supported`` or ``partly``, it becomes ``partly`` (its reason kept), so the answer
@@ -374,7 +382,7 @@ async def judge_answer(
     embed: Embed | None,
     run_id: str,
     parent_id: int | None,
-) -> dict[str, Any]:
+) -> SupportReport:
     """Support of every rag citation of ``answer`` (``{text, citations}``) for question ``task``: ``{verdict, by:
     rules|model, citations: [{n, verdict, reasons, sentence, quote_span, evidence: bool, by?}], ms_per_citation}``.
 
@@ -388,7 +396,7 @@ async def judge_answer(
     from aisac_core.roles.schemas import load_schema
 
     claims = claims_by_citation(answer.get("text") or "")
-    out: list[dict[str, Any]] = []
+    out: list[CitationSupport] = []
     t0 = time.perf_counter()
     n_judged = 0
     cited: list[tuple[Citation, str, str | None, str, list[int]]] = []
@@ -406,11 +414,11 @@ async def judge_answer(
     whole = joined_across_chunks(cited)
     for i, (c, claim, chunk, sent, span) in enumerate(cited):
         n = c.get("n")
-        rec: dict[str, Any] = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
+        rec: CitationSupport = {"n": n, "verdict": "not judged", "reasons": [], "sentence": None, "quote_span": None}
         if chunk is None:
             rec["reasons"] = ["the cited chunk is not in the index"]
         else:
-            rec.update(sentence=sent, quote_span=span)
+            rec["sentence"], rec["quote_span"] = sent, span
             sent = whole.get(i, sent)  # a sentence cut by a chunk boundary is judged whole
             bad = is_not_evidence(sent)
             rec["evidence"] = bad is None
@@ -419,9 +427,10 @@ async def judge_answer(
             elif bad or backend is None:
                 n_judged += 1
                 ctx = citation_context(chunk, span) if i not in whole else ([], 0)
-                rec.update(
-                    await _judge_in_thread(task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None)
+                judged = await _judge_in_thread(
+                    task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None
                 )
+                rec = {**rec, **judged}
             else:
                 n_judged += 1
                 text, version = render(
@@ -442,14 +451,14 @@ async def judge_answer(
                     )
                 except RoleModelError as exc:  # the support model / rules judge instead, and say so
                     ctx = citation_context(chunk, span) if i not in whole else ([], 0)
-                    rec.update(
-                        await _judge_in_thread(
-                            task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None
-                        )
+                    judged = await _judge_in_thread(
+                        task, claim, sent, embed, str(c.get("title") or ""), ctx if ctx[0] else None
                     )
+                    rec = {**rec, **judged}
                     rec["reasons"] = [*rec["reasons"], f"model failed ({str(exc)[:200]}): judged without it"]
                 else:
-                    rec.update(verdict=got["output"]["verdict"], reasons=[got["output"]["reason"]], by="model")
+                    reply = got["output"]  # valid against the support schema: verdict and reason are strings
+                    rec["verdict"], rec["reasons"], rec["by"] = str(reply["verdict"]), [str(reply["reason"])], "model"
         out.append(rec)
     off_question_beside_answer(out)
     ms = (time.perf_counter() - t0) * 1000

@@ -47,13 +47,14 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz
 
 from aisac_core.errors import AisacError
+from aisac_core.jsontypes import JSONObject, JSONValue
 
 MODEL_FILE = "support_scifact.json"
 VERDICTS = ("supports", "contradicts", "does not address")
@@ -402,20 +403,35 @@ def _sigmoid(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return out
 
 
+def _object(value: JSONValue) -> JSONObject:
+    """A JSON object of the model file; :class:`TypeError` (a malformed model) for another JSON value."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _number(value: JSONValue) -> float:
+    """A number of the model file as a float (strings of numbers too, as ``float`` reads them); :class:`TypeError`
+    (a malformed model) for an object, an array, a boolean or null."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"expected a number, got {type(value).__name__}")
+    return float(value)
+
+
 class SupportModel:
     """The shipped model (``models/support_scifact.json``): three logistic regressions (coefficients over
     standardised features) and three calibration maps (breakpoints of an isotonic or Platt map), with the thresholds
     chosen on out-of-fold predictions."""
 
-    def __init__(self, data: dict[str, Any], sha256: str) -> None:
+    def __init__(self, data: JSONObject, sha256: str) -> None:
         try:
             self.data = data
             self.sha256 = sha256
-            self.thresholds: dict[str, float] = {k: float(v) for k, v in data["thresholds"].items()}
-            self._lr = {name: self._linear(data[name]) for name in ("rationale", "support", "contradict")}
+            self.thresholds: dict[str, float] = {k: _number(v) for k, v in _object(data["thresholds"]).items()}
+            self._lr = {name: self._linear(_object(data[name])) for name in ("rationale", "support", "contradict")}
             self._iso = {
-                name: (np.asarray(v["x"], dtype=np.float64), np.asarray(v["y"], dtype=np.float64))
-                for name, v in data["isotonic"].items()
+                name: (np.asarray(_object(v)["x"], dtype=np.float64), np.asarray(_object(v)["y"], dtype=np.float64))
+                for name, v in _object(data["isotonic"]).items()
             }
             for key in ("supported", "contradicts", "rationale", "relevant"):
                 _ = self.thresholds[key]
@@ -426,14 +442,14 @@ class SupportModel:
 
     @staticmethod
     def _linear(
-        part: dict[str, Any],
+        part: JSONObject,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
         mean = np.asarray(part["mean"], dtype=np.float64)
         scale = np.asarray(part["scale"], dtype=np.float64)
         coef = np.asarray(part["coef"], dtype=np.float64)
         if not (mean.shape == scale.shape == coef.shape):
             raise ValueError("mean, scale and coef differ in length")
-        return mean, scale, coef, float(part["intercept"])
+        return mean, scale, coef, _number(part["intercept"])
 
     def probability(self, name: str, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Raw (uncalibrated) probability of logistic model ``name`` for feature rows ``x`` (``(n, d)``): ``rationale``

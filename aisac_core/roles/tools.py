@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from aisac_core.jsontypes import JSONObject, JSONValue
 from aisac_core.ports import ToolInfo, ToolPort
 from aisac_core.roles.shapes import Capability, Proposal
 from aisac_core.trace.replay import SPEC_DEFAULT_HINTS
@@ -27,7 +27,7 @@ def hidden(tool: ToolInfo) -> bool:
     return tool.name.startswith(HIDDEN_PREFIXES)
 
 
-def _hints(tool: ToolInfo) -> dict[str, Any]:
+def _hints(tool: ToolInfo) -> dict[str, object]:
     """The tool's annotation hints, a hint left out read as the MCP specification's default (the suite's tool list
     leaves out the hints that equal it: :data:`~aisac_core.trace.replay.SPEC_DEFAULT_HINTS`)."""
     return {**SPEC_DEFAULT_HINTS, **{k: v for k, v in (tool.annotations or {}).items() if v is not None}}
@@ -80,8 +80,8 @@ async def proposable(tools: ToolPort) -> list[Proposal]:
 
 
 async def call_tool(
-    tools: ToolPort, name: str, arguments: dict[str, Any], *, run_id: str, parent_id: int | None
-) -> tuple[str, Any, str | None]:
+    tools: ToolPort, name: str, arguments: JSONObject, *, run_id: str, parent_id: int | None
+) -> tuple[str, JSONValue, str | None]:
     """Call ``name`` in trace run ``run_id`` as a child of event ``parent_id``; returns ``(status ok|tool_error,
     result (the structured content with a lone ``result`` key unwrapped, else the text parsed as JSON when it is
     JSON, else the text), error message (at most :data:`MAX_ERROR_CHARS`))``. Tool errors are returned, not raised."""

@@ -131,9 +131,9 @@ async def job_cancel(
         ij = await call_core(core.rag.jobs.cancel, job_id)
         if ij is not None:
             return {"job_id": job_id, "kind": "index", "status": ij["status"]}
-        st = await call_core(lambda: core.sandbox.cancel(job_id))
-        if st is not None:
-            return {"job_id": job_id, "kind": "code", "status": st["status"]}
+        cj = await call_core(lambda: core.sandbox.cancel(job_id))
+        if cj is not None:
+            return {"job_id": job_id, "kind": "code", "status": cj["status"]}
     raise ToolError(
         f"unknown job id {quote_path(job_id)}: job ids come from rag_index, lit_import, data_code_run "
         "or roles_run; rag_job_status() and roles_job_status() list recent ones (code runs are "
