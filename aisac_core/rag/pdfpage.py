@@ -90,6 +90,11 @@ def _split_words(
     ]
 
 
+#: a line with a run of figures, or ending in a figure after a word (a long row label and its value, which
+#: docling-parse may join into one line), is table material, not running text kept whole
+_FIGURES = re.compile(r"\d%?\s+[-+(]?\d|[A-Za-z)]\s+[-+(]?[$\u20ac\u00a3]?\d[\d,.]*%?\)?$")
+
+
 def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
     """Per page (1-based): width, height and the text segments of a docling native-pipeline conversion result: its
     text lines, each cut at wide gaps between its words (:func:`_split_words`); vertical text is left out."""
@@ -112,7 +117,7 @@ def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
             l, t, r, b = _box(cell, H)  # noqa: E741
             if (b - t) > 1.5 * (r - l) and len(text) > 3:
                 continue  # vertical text
-            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d%?\s+[-+(]?\d", text):
+            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not _FIGURES.search(text):
                 segs.append(Segment(text, l, t, r, b))  # running text (justified: wide spaces), kept whole
                 continue
             k = int((t + b) / 2 // 8)

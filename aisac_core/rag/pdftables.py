@@ -152,6 +152,28 @@ def _paragraph_segments(lines: list[list[Segment]]) -> set[int]:
             if 0 < abs(o.t - s.t) <= 2.5 * s.h:
                 out.update((id(s), id(o)))
             k += 1
+    # the column those segments form (same left edge, top to bottom, no gap over 2.5 line heights): a segment of
+    # words inside the x-range of the column's nearest lines (within a line and a half above or below: a paragraph's
+    # indented first line, a short last line) is of that column too
+    para = sorted((s for s in wordy if id(s) in out), key=lambda x: (round(x.l / 2), x.t))
+    blocks: list[list[Segment]] = []
+    for s in para:
+        b = blocks[-1] if blocks else None
+        if b is not None and abs(s.l - b[0].l) <= 2 and s.t - b[-1].t <= 2.5 * s.h:
+            b.append(s)
+        else:
+            blocks.append([s])
+    for b in blocks:
+        if len(b) < 3:
+            continue
+        x_l, h = b[0].l, statistics.median(s.h for s in b)
+        for ln in lines:
+            for s in ln:
+                if id(s) in out or s.l < x_l - 1 or len(re.findall(r"[A-Za-z]{2,}", s.text)) < 3:
+                    continue
+                near = [o.r for o in b if abs(o.t - s.t) <= 1.5 * h]
+                if near and s.r <= max(near) + 2:
+                    out.add(id(s))
     return out
 
 
@@ -465,6 +487,8 @@ def _row_rules(lines: list[list[Segment]], rules: list[tuple[float, float, float
     return out
 
 
+#: a year as a column label (1900-2099, optionally with a footnote letter or a period: "2009", "2010e", "2011p")
+_YEAR = re.compile(r"^(19|20)\d\d[a-z*]?$")
 _NUMERIC = re.compile(r"^[-+\u2212\u2013(]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0']*%?\)?\S{0,2}$")
 
 
@@ -481,12 +505,16 @@ def _header_extent(
             return k
         if k >= 1:
             break
-    # column labels: up to three text-only lines (two columns or more) above the first line with figures
+    # column labels: up to three text-only lines (two columns or more) above the first line with figures; a line
+    # of years over the value columns (nothing in the first column) is a line of labels too
     k = n_head
     while k < min(n - 2, n_head + 3):
         here = placed[k]
-        if any(_NUMERIC.match(s.text) for s, _, _ in here) or len({a for _, a, _ in here}) < 2:
+        years = all(_YEAR.match(s.text.strip()) and a > 0 for s, a, _ in here)
+        if any(_NUMERIC.match(s.text) for s, _, _ in here) and not years:
             break
+        if len({a for _, a, _ in here}) < 2 and not (k == 0 and all(a == 0 for _, a, _ in here)):
+            break  # (the table's first line may be a label over its first column alone: "Production capacity:")
         k += 1
     if k > n_head and any(_NUMERIC.match(s.text) for s, a, _ in placed[k] if a > 0):
         return k
@@ -590,6 +618,94 @@ def _structure(
     return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
 
 
+#: rulings of one ruled table share their left and right ends within this many points
+RULE_ALIGN = 4.0
+#: a ruled table needs this many row bands with text
+MIN_RULED_ROWS = 3
+
+
+def _ruled_sets(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, list[float]]]:
+    """Sets of horizontal rulings with the same left and right ends (:data:`RULE_ALIGN`): ``(x0, x1, ys)``, ``ys``
+    top to bottom, rulings within 2 pt of each other counted once. Pieces of one ruling drawn end to end (within
+    3 pt) are joined first."""
+    pieces = sorted(rules, key=lambda r: (round(r[0]), r[1]))
+    joined: list[list[float]] = []
+    for y, x0, x1 in pieces:
+        j = joined[-1] if joined else None
+        if j is not None and abs(j[0] - y) <= 1.0 and x0 <= j[2] + 3:
+            j[2] = max(j[2], x1)
+        else:
+            joined.append([y, x0, x1])
+    sets: list[tuple[float, float, list[float]]] = []
+    for y, x0, x1 in sorted(joined):
+        for a, b, ys in sets:
+            if abs(a - x0) <= RULE_ALIGN and abs(b - x1) <= RULE_ALIGN:
+                if y - ys[-1] > 2.0:
+                    ys.append(y)
+                break
+        else:
+            sets.append((x0, x1, [y]))
+    return [s for s in sets if len(s[2]) >= MIN_RULED_ROWS + 1]
+
+
+def _ruled_table(page: int, segs: list[Segment], x0: float, x1: float, ys: list[float]) -> PdfTable | None:
+    """A table drawn with a ruling under every row (text cells of several lines, bullet lists, that the spacing of
+    the lines cannot delimit): the rows are the bands between the rulings ``ys`` from ``x0`` to ``x1``, the columns
+    the union of the x-intervals of the segments below the first band; every segment belongs to the band its centre
+    is in and to the column(s) it overlaps. None unless :data:`MIN_RULED_ROWS` bands hold text, there are two
+    columns or more, and most bands have text in two columns."""
+    inside = [s for s in segs if x0 - 1 <= (s.l + s.r) / 2 <= x1 + 1 and ys[0] < s.cy < ys[-1]]
+    bands: list[list[Segment]] = [[] for _ in ys[:-1]]
+    for s in inside:
+        k = sum(y < s.cy for y in ys) - 1
+        if 0 <= k < len(bands):
+            bands[k].append(s)
+    bands = [b for b in bands if b]
+    if len(bands) < MIN_RULED_ROWS:
+        return None
+    ivs = sorted((s.l, s.r) for b in bands[1:] for s in b)
+    cols: list[list[float]] = []
+    for lo, hi in ivs:
+        if cols and lo <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], hi)
+        else:
+            cols.append([lo, hi])
+    if len(cols) < 2:
+        return None
+    colspans = [(c[0], c[1]) for c in cols]
+    multi = 0
+    cells: list[TableCell] = []
+    for r, band in enumerate(bands):
+        by_slot: dict[tuple[int, int], list[Segment]] = {}
+        for s in band:
+            a, b = _span(s, colspans, r == 0)
+            key = next((k for k in by_slot if k[0] <= a and b <= k[1]), None) or (a, b)
+            by_slot.setdefault(key, []).append(s)
+        multi += len(by_slot) >= 2
+        taken: set[int] = set()
+        for (a, b), ss in sorted(by_slot.items()):
+            if any(c in taken for c in range(a, b + 1)):
+                return None  # overlapping cells: not a grid
+            taken.update(range(a, b + 1))
+            ss.sort(key=lambda x: (round(x.cy / 2), x.l))
+            box = (min(x.l for x in ss), min(x.t for x in ss), max(x.r for x in ss), max(x.b for x in ss))
+            cells.append(TableCell(r, a, r, b, " ".join(x.text for x in ss), page, box))
+    if multi < 0.6 * len(bands):
+        return None
+    head = 0 if any(_numeric(c.text) for c in cells if c.row == 0) else 1
+    bbox = (
+        min(c.bbox[0] for c in cells),
+        min(c.bbox[1] for c in cells),
+        max(c.bbox[2] for c in cells),
+        max(c.bbox[3] for c in cells),
+    )
+    return PdfTable(page=page, bbox=bbox, n_rows=len(bands), n_cols=len(cols), header_rows=head, cells=cells)
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
 def find_tables(res: Any) -> list[PdfTable]:
     """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
     each with the caption found next to it."""
@@ -609,6 +725,17 @@ def find_tables(res: Any) -> list[PdfTable]:
             if t.caption and _FIGURE.match(t.caption):
                 continue  # the labels of a figure
             tables.append(t)
+        # tables ruled under every row whose text the line spacing did not make a table of (cells of several lines)
+        mine = [t.bbox for t in tables if t.page == pno]
+        for x0, x1, ys in _ruled_sets(rulings.get(pno, [])):
+            if any(_overlaps((x0, ys[0], x1, ys[-1]), b) for b in mine):
+                continue
+            kept = [s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H]
+            t = _ruled_table(pno, kept, x0, x1, ys)
+            if t is not None:
+                t.caption = _caption_near(lines, t)
+                tables.append(t)
+                mine.append(t.bbox)
     cells = [c for t in tables for c in t.cells]
     texts = exact_texts(getattr(getattr(res, "input", None), "file", None), [(c.page, c.bbox, c.text) for c in cells])
     for c, text in zip(cells, texts):
