@@ -521,6 +521,59 @@ def _header_extent(
     return n_head
 
 
+def _join_cells(cells: list[TableCell], segs: list[list[Segment]], j: int, k: int) -> None:
+    """Cell ``k`` joins cell ``j`` (the one above it): ``j`` spans down to ``k``'s row, its text and box grow."""
+    above, b = cells[j], cells[k].bbox
+    above.row_end = max(above.row_end, cells[k].row_end)
+    segs[j] = sorted(segs[j] + segs[k], key=lambda x: (round(x.cy / 2), x.l))
+    above.text = " ".join(x.text for x in segs[j])
+    above.bbox = (
+        min(above.bbox[0], b[0]),
+        min(above.bbox[1], b[1]),
+        max(above.bbox[2], b[2]),
+        max(above.bbox[3], b[3]),
+    )
+
+
+def _wrapped_header(
+    cells: list[TableCell], segs: list[list[Segment]], header_rows: int
+) -> tuple[list[TableCell], list[list[Segment]]]:
+    """A column label wrapped onto the next header row ("Total" over "population", beside a row of sub-labels
+    under spanning headers): a header cell of one column starting in lower case joins the one-column cell above it."""
+    at = {(c.row, c.col): k for k, c in enumerate(cells) if c.row < header_rows and c.col == c.col_end}
+    drop: set[int] = set()
+    for (r, col), k in sorted(at.items()):
+        j = at.get((r - 1, col))
+        if j is None or j in drop or not cells[k].text.strip()[:1].islower():
+            continue
+        _join_cells(cells, segs, j, k)
+        drop.add(k)
+    keep = [k for k in range(len(cells)) if k not in drop]
+    return [cells[k] for k in keep], [segs[k] for k in keep]
+
+
+def _wrapped_labels(
+    cells: list[TableCell], segs: list[list[Segment]], header_rows: int
+) -> tuple[list[TableCell], list[list[Segment]]]:
+    """A row label wrapped onto the next row, where that row has values of its own (a label over a "Count" and a
+    "Percentage" row): the first-column cell that continues the label above (starts in lower case) joins it as one
+    cell spanning both rows."""
+    first = {c.row: k for k, c in enumerate(cells) if c.col == 0 and c.col_end == 0}
+    rows_with_values = {c.row for c in cells if c.col > 0 and c.text.strip()}
+    drop: set[int] = set()
+    for r in sorted(first):
+        k, j = first[r], first.get(r - 1)
+        if r - 1 < header_rows or j is None or j in drop or cells[j].row_end != r - 1:
+            continue
+        text = cells[k].text.strip()
+        if not text[:1].islower() or r not in rows_with_values or r - 1 not in rows_with_values:
+            continue
+        _join_cells(cells, segs, j, k)
+        drop.add(k)
+    keep = [k for k in range(len(cells)) if k not in drop]
+    return [cells[k] for k in keep], [segs[k] for k in keep]
+
+
 def _merge_overlapping(cells: list[TableCell], segs: list[list[Segment]]) -> list[TableCell]:
     """Cells of one row whose boxes overlap by half the narrower one's width (a formula's pieces printed over each
     other) become one cell, its text in reading order, so that each cell's box holds its text alone (its anchor
@@ -607,6 +660,8 @@ def _structure(
                     ),
                 )
             )
+    cells, cell_segs = _wrapped_header(cells, cell_segs, header_rows)
+    cells, cell_segs = _wrapped_labels(cells, cell_segs, header_rows)
     cells = _merge_overlapping(cells, cell_segs)
     segs_all = [s for ln in lines for s in ln]
     bbox = (
