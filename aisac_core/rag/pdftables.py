@@ -487,6 +487,9 @@ def _row_rules(lines: list[list[Segment]], rules: list[tuple[float, float, float
     return out
 
 
+#: a footnote or source line under a table: a note marker (a letter, asterisks, daggers) before a capital, or
+#: "Source:", "Note:" (the notes of statistical tables, e.g. "a U.S. EPA, 1995b")
+_FOOTNOTE = re.compile(r"^(([a-z]|\*{1,3}|[\u2020\u2021\u00a7])\s+[A-Z(]|(sources?|notes?)\s*:)", re.I)
 #: a year as a column label (1900-2099, optionally with a footnote letter or a period: "2009", "2010e", "2011p")
 _YEAR = re.compile(r"^(19|20)\d\d[a-z*]?$")
 _NUMERIC = re.compile(r"^[-+\u2212\u2013(]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0']*%?\)?\S{0,2}$")
@@ -539,13 +542,26 @@ def _wrapped_header(
     cells: list[TableCell], segs: list[list[Segment]], header_rows: int
 ) -> tuple[list[TableCell], list[list[Segment]]]:
     """A column label wrapped onto the next header row ("Total" over "population", beside a row of sub-labels
-    under spanning headers): a header cell of one column starting in lower case joins the one-column cell above it."""
-    at = {(c.row, c.col): k for k, c in enumerate(cells) if c.row < header_rows and c.col == c.col_end}
+    under spanning headers; "(pg/L)" under "Wildlife criterion"): a header cell starting in lower case or with a
+    bracket joins the cell above it that covers its columns, unless other cells of its row are under that one."""
+    head = [k for k, c in enumerate(cells) if c.row < header_rows]
     drop: set[int] = set()
-    for (r, col), k in sorted(at.items()):
-        j = at.get((r - 1, col))
-        if j is None or j in drop or not cells[k].text.strip()[:1].islower():
+    for k in sorted(head, key=lambda k: (cells[k].row, cells[k].col)):
+        c = cells[k]
+        if not c.text.strip()[:1].islower() and c.text.strip()[:1] not in "([":
             continue
+        above = [j for j in head if j not in drop and cells[j].row_end == c.row - 1]
+        j = next((j for j in above if cells[j].col <= c.col and c.col_end <= cells[j].col_end), None)
+        if j is None:
+            continue
+        a = cells[j]
+        beside = [
+            o
+            for o in head
+            if o != k and cells[o].row == c.row and cells[o].col <= a.col_end and cells[o].col_end >= a.col
+        ]
+        if beside:
+            continue  # sub-labels under a spanning header, not its second line
         _join_cells(cells, segs, j, k)
         drop.add(k)
     keep = [k for k in range(len(cells)) if k not in drop]
@@ -608,13 +624,17 @@ def _structure(
     cols = _columns(lines)
     if len(cols) < 2:
         return None
+    while len(lines) > MIN_TABLE_ROWS and _FOOTNOTE.match(" ".join(s.text for s in lines[-1])):
+        if any(s.r > cols[1][0] for s in lines[-1]):
+            break  # text in the value columns: a row
+        lines = lines[:-1]  # a footnote or source line under the table (in its first column only): not a row of it
     placed = [[(s, *_span(s, cols, False)) for s in ln] for ln in lines]
     first_col = [any(a == 0 for _, a, _ in ln) for ln in placed]
     # the header: lines above the first line with a first-column segment, when the top left is empty
     n_head = 0
     if not first_col[0]:
         n_head = next((k for k, f in enumerate(first_col) if f), 0)
-    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, list(rules)))
+    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, _joined_rules(rules)))
     rows: list[list[tuple[Segment, int, int]]] = []
     # header rows: lines with a spanning segment stand alone; the others stack per column
     head_start = len(rows)
@@ -628,7 +648,8 @@ def _structure(
                 continue
         rows.append(placed_h)
     header_rows = len(rows)
-    rows.extend(_body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else []))
+    body = _body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else [])
+    rows.extend(body)
     cells: list[TableCell] = []
     cell_segs: list[list[Segment]] = []
     for r, row in enumerate(rows):
@@ -679,20 +700,25 @@ RULE_ALIGN = 4.0
 MIN_RULED_ROWS = 3
 
 
-def _ruled_sets(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, list[float]]]:
-    """Sets of horizontal rulings with the same left and right ends (:data:`RULE_ALIGN`): ``(x0, x1, ys)``, ``ys``
-    top to bottom, rulings within 2 pt of each other counted once. Pieces of one ruling drawn end to end (within
-    3 pt) are joined first."""
-    pieces = sorted(rules, key=lambda r: (round(r[0]), r[1]))
+def _joined_rules(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Horizontal rulings with the pieces of one ruling drawn end to end (same y within 1 pt, at most 3 pt apart;
+    a ruling drawn cell by cell) joined: ``(y, x0, x1)``."""
     joined: list[list[float]] = []
-    for y, x0, x1 in pieces:
+    for y, x0, x1 in sorted(rules, key=lambda r: (round(r[0]), r[1])):
         j = joined[-1] if joined else None
         if j is not None and abs(j[0] - y) <= 1.0 and x0 <= j[2] + 3:
             j[2] = max(j[2], x1)
         else:
             joined.append([y, x0, x1])
+    return [(y, x0, x1) for y, x0, x1 in joined]
+
+
+def _ruled_sets(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, list[float]]]:
+    """Sets of horizontal rulings with the same left and right ends (:data:`RULE_ALIGN`): ``(x0, x1, ys)``, ``ys``
+    top to bottom, rulings within 2 pt of each other counted once. Pieces of one ruling drawn end to end (within
+    3 pt) are joined first."""
     sets: list[tuple[float, float, list[float]]] = []
-    for y, x0, x1 in sorted(joined):
+    for y, x0, x1 in sorted(_joined_rules(rules)):
         for a, b, ys in sets:
             if abs(a - x0) <= RULE_ALIGN and abs(b - x1) <= RULE_ALIGN:
                 if y - ys[-1] > 2.0:
