@@ -572,10 +572,13 @@ def _wrapped_labels(
     cells: list[TableCell], segs: list[list[Segment]], header_rows: int
 ) -> tuple[list[TableCell], list[list[Segment]]]:
     """A row label wrapped onto the next row, where that row has values of its own (a label over a "Count" and a
-    "Percentage" row): the first-column cell that continues the label above (starts in lower case) joins it as one
-    cell spanning both rows."""
+    "Percentage" row): the first-column cell that continues the label above (starts in lower case, where fewer than
+    a third of the first column's labels do) joins it as one cell spanning both rows."""
     first = {c.row: k for k, c in enumerate(cells) if c.col == 0 and c.col_end == 0}
     rows_with_values = {c.row for c in cells if c.col > 0 and c.text.strip()}
+    lower = sum(cells[k].text.strip()[:1].islower() for k in first.values())
+    if 3 * lower >= len(first):
+        return cells, segs  # labels in lower case are the table's style, not a label's second line
     drop: set[int] = set()
     for r in sorted(first):
         k, j = first[r], first.get(r - 1)
