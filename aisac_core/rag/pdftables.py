@@ -790,6 +790,54 @@ def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
+#: a chart's value axis: at least this many lone numbers, one above the other, in an arithmetic progression
+MIN_TICKS = 4
+
+
+def _value_axes(lines: list[list[Segment]]) -> list[tuple[float, float, float]]:
+    """The value axes of charts on a page, as ``(left, top, bottom)``: :data:`MIN_TICKS` or more lines holding one
+    number alone, right-aligned (2 pt), whose values are a linear function of their height on the page (within 3 %:
+    tick labels "80 60 40 0", a tick hidden by a bar's label left out). Text next to such an axis is a chart's labels
+    and legend, not a table."""
+    lone: list[tuple[float, Segment, float]] = []
+    for ln in lines:
+        if len(ln) == 1 and re.fullmatch(r"-?\d[\d,]*(\.\d+)?%?", ln[0].text.strip()):
+            try:
+                lone.append((ln[0].r, ln[0], float(ln[0].text.strip().rstrip("%").replace(",", ""))))
+            except ValueError:
+                continue
+    axes: list[tuple[float, float, float]] = []
+    used: set[int] = set()
+    for i, (r, _, _) in enumerate(lone):
+        if i in used:
+            continue
+        col = [k for k in range(i, len(lone)) if abs(lone[k][0] - r) <= 2.0]
+        run = [col[0]]
+        for k in col[1:]:
+            (_, s0, v0), (_, sk, vk) = lone[run[0]], lone[k]
+            if sk.t - s0.t <= 0 or vk == v0:
+                break
+            slope = (vk - v0) / (sk.t - s0.t)
+            if len(run) >= 2:
+                (_, s1, v1) = lone[run[1]]
+                ref = (v1 - v0) / (s1.t - s0.t)
+                if abs(slope - ref) > 0.03 * abs(ref):
+                    break
+            run.append(k)
+        if len(run) >= MIN_TICKS:
+            used.update(run)
+            segs = [lone[x][1] for x in run]
+            axes.append((min(x.l for x in segs), min(x.t for x in segs), max(x.b for x in segs)))
+    return axes
+
+
+def _beside_axis(t: PdfTable, axes: list[tuple[float, float, float]]) -> bool:
+    """Whether table ``t`` lies in the plot area of one of ``axes`` (its middle between the axis's top and bottom
+    ticks, right of the axis's left edge)."""
+    cy = (t.bbox[1] + t.bbox[3]) / 2
+    return any(top - 5 <= cy <= bot + 5 and t.bbox[0] >= left - 2 for left, top, bot in axes)
+
+
 def find_tables(res: Any) -> list[PdfTable]:
     """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
     each with the caption found next to it."""
@@ -798,6 +846,7 @@ def find_tables(res: Any) -> list[PdfTable]:
     for pno, (W, H, segs) in sorted(page_segments(res).items()):
         # running heads and page numbers: a line in the top or bottom margin is never table material
         lines = _lines([s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H])
+        axes = _value_axes(lines)
         for region in _regions(lines, W):
             t = _structure(pno, region, rulings.get(pno, []))
             if t is None or t.n_rows < MIN_TABLE_ROWS:
@@ -808,6 +857,8 @@ def find_tables(res: Any) -> list[PdfTable]:
                 continue  # a chart's axis labels and legends: a sparse grid
             if t.caption and _FIGURE.match(t.caption):
                 continue  # the labels of a figure
+            if _beside_axis(t, axes):
+                continue  # the labels and legend of a chart with a value axis
             tables.append(t)
         # tables ruled under every row whose text the line spacing did not make a table of (cells of several lines)
         mine = [t.bbox for t in tables if t.page == pno]
