@@ -204,8 +204,9 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
         skipped: list[int] = []
         while j < n:
             if prose[j] and not table_lines[j]:
-                x_lo = min(s.l for x in block for s in table_lines[x])
-                x_hi = max(s.r for x in block for s in table_lines[x])
+                # beside the table's last line (its first lines may hold a running head or the other column's text)
+                x_lo = min(s.l for s in table_lines[block[-1]])
+                x_hi = max(s.r for s in table_lines[block[-1]])
                 if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]) and len(skipped) < 12:
                     skipped.append(j)  # running text of the other column of the page, beside the table
                     j += 1
