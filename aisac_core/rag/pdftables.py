@@ -22,6 +22,11 @@ page (coordinates in PDF points, origin top-left):
    row; a line without a first-column segment, or with only one, joins the nearest row when closer than
    :data:`JOIN_PITCH` of the row pitch (wrapped labels, values centred on a two-line label), else is a row of its own.
 
+5. **Other layouts**: a row or column label continued in lower case on the next line is one (row- or column-spanning)
+   cell (:func:`_wrapped_labels`, :func:`_wrapped_header`); a footnote line under the first column is not a row
+   (:data:`_FOOTNOTE`); text beside a chart's value axis is no table (:func:`_value_axes`); a table ruled under every
+   row is read by its rulings where no table was found there (:func:`_ruled_table`).
+
 Every cell keeps its page, its box (the union of its segments' boxes) and its text (segments joined by a space, in
 reading order). Measured on the ICDAR 2013 Table Competition set (Göbel et al., ICDAR 2013): ``python -m bench --only
 pdf_tables``; figures in docs/rag.md, "Tables in PDFs". The thresholds were chosen on the development documents of
@@ -745,6 +750,7 @@ def _ruled_table(page: int, segs: list[Segment], x0: float, x1: float, ys: list[
         k = sum(y < s.cy for y in ys) - 1
         if 0 <= k < len(bands):
             bands[k].append(s)
+    limits = [(ys[k], ys[k + 1]) for k, b in enumerate(bands) if b]
     bands = [b for b in bands if b]
     if len(bands) < MIN_RULED_ROWS:
         return None
@@ -773,7 +779,15 @@ def _ruled_table(page: int, segs: list[Segment], x0: float, x1: float, ys: list[
                 return None  # overlapping cells: not a grid
             taken.update(range(a, b + 1))
             ss.sort(key=lambda x: (round(x.cy / 2), x.l))
-            box = (min(x.l for x in ss), min(x.t for x in ss), max(x.r for x in ss), max(x.b for x in ss))
+            # the box stays between the band's rulings (docling may give a line of a cell the height of two lines),
+            # so that it holds this cell's text alone and its anchor re-verifies
+            top, bot = limits[r]
+            box = (
+                min(x.l for x in ss),
+                max(top, min(x.t for x in ss)),
+                max(x.r for x in ss),
+                min(bot, max(x.b for x in ss)),
+            )
             cells.append(TableCell(r, a, r, b, " ".join(x.text for x in ss), page, box))
     if multi < 0.6 * len(bands):
         return None
