@@ -22,6 +22,13 @@ PROSE_WIDTH = 0.42
 WORD_GAP = 1.0
 
 
+#: two figures further apart than this many line heights are separate cells ("2,218,406 1,180,160": narrow columns
+#: of right-aligned numbers), unless the second is a group of three digits (a thousands separator space: "100 000")
+NUMBER_GAP = 0.5
+_FIGURE = re.compile(r"^[-+\u2212(]?[$\u20ac\u00a3]?\d[\d,.]*%?\)?$")
+_GROUP = re.compile(r"^\d{3}([,.]\d+)?%?\)?$")
+
+
 @dataclass
 class Segment:
     """A run of text on one printed line: ``text`` and its box ``l, t, r, b`` (points, origin top-left)."""
@@ -78,7 +85,10 @@ def _split_words(
         return [Segment(text, l, t, r, b)]
     parts: list[list[tuple[float, float, float, float, str]]] = [[inside[0]]]
     for w in inside[1:]:
-        if w[0] - parts[-1][-1][2] > WORD_GAP * h:
+        gap, left = w[0] - parts[-1][-1][2], parts[-1][-1][4]
+        if gap > WORD_GAP * h or (
+            gap > NUMBER_GAP * h and _FIGURE.match(left) and _FIGURE.match(w[4]) and not _GROUP.match(w[4])
+        ):
             parts.append([w])
         else:
             parts[-1].append(w)
@@ -88,6 +98,11 @@ def _split_words(
         Segment(" ".join(w[4] for w in p), p[0][0], min(w[1] for w in p), max(w[2] for w in p), max(w[3] for w in p))
         for p in parts
     ]
+
+
+#: a line with a run of figures, or ending in a figure after a word (a long row label and its value, which
+#: docling-parse may join into one line), is table material, not running text kept whole
+_FIGURES = re.compile(r"\d%?\s+[-+(]?\d|[A-Za-z)]\s+[-+(]?[$\u20ac\u00a3]?\d[\d,.]*%?\)?$")
 
 
 def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
@@ -112,7 +127,7 @@ def page_segments(res: Any) -> dict[int, tuple[float, float, list[Segment]]]:
             l, t, r, b = _box(cell, H)  # noqa: E741
             if (b - t) > 1.5 * (r - l) and len(text) > 3:
                 continue  # vertical text
-            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not re.search(r"\d%?\s+[-+(]?\d", text):
+            if (r - l) >= PROSE_WIDTH * W and len(text.split()) >= 6 and not _FIGURES.search(text):
                 segs.append(Segment(text, l, t, r, b))  # running text (justified: wide spaces), kept whole
                 continue
             k = int((t + b) / 2 // 8)

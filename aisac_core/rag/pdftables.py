@@ -22,6 +22,11 @@ page (coordinates in PDF points, origin top-left):
    row; a line without a first-column segment, or with only one, joins the nearest row when closer than
    :data:`JOIN_PITCH` of the row pitch (wrapped labels, values centred on a two-line label), else is a row of its own.
 
+5. **Other layouts**: a row or column label continued in lower case on the next line is one (row- or column-spanning)
+   cell (:func:`_wrapped_labels`, :func:`_wrapped_header`); a footnote line under the first column is not a row
+   (:data:`_FOOTNOTE`); text beside a chart's value axis is no table (:func:`_value_axes`); a table ruled under every
+   row is read by its rulings where no table was found there (:func:`_ruled_table`).
+
 Every cell keeps its page, its box (the union of its segments' boxes) and its text (segments joined by a space, in
 reading order). Measured on the ICDAR 2013 Table Competition set (Göbel et al., ICDAR 2013): ``python -m bench --only
 pdf_tables``; figures in docs/rag.md, "Tables in PDFs". The thresholds were chosen on the development documents of
@@ -152,6 +157,28 @@ def _paragraph_segments(lines: list[list[Segment]]) -> set[int]:
             if 0 < abs(o.t - s.t) <= 2.5 * s.h:
                 out.update((id(s), id(o)))
             k += 1
+    # the column those segments form (same left edge, top to bottom, no gap over 2.5 line heights): a segment of
+    # words inside the x-range of the column's nearest lines (within a line and a half above or below: a paragraph's
+    # indented first line, a short last line) is of that column too
+    para = sorted((s for s in wordy if id(s) in out), key=lambda x: (round(x.l / 2), x.t))
+    blocks: list[list[Segment]] = []
+    for s in para:
+        b = blocks[-1] if blocks else None
+        if b is not None and abs(s.l - b[0].l) <= 2 and s.t - b[-1].t <= 2.5 * s.h:
+            b.append(s)
+        else:
+            blocks.append([s])
+    for b in blocks:
+        if len(b) < 3:
+            continue
+        x_l, h = b[0].l, statistics.median(s.h for s in b)
+        for ln in lines:
+            for s in ln:
+                if id(s) in out or s.l < x_l - 1 or len(re.findall(r"[A-Za-z]{2,}", s.text)) < 3:
+                    continue
+                near = [o.r for o in b if abs(o.t - s.t) <= 1.5 * h]
+                if near and s.r <= max(near) + 2:
+                    out.add(id(s))
     return out
 
 
@@ -182,8 +209,9 @@ def _regions(lines: list[list[Segment]], width: float) -> list[list[list[Segment
         skipped: list[int] = []
         while j < n:
             if prose[j] and not table_lines[j]:
-                x_lo = min(s.l for x in block for s in table_lines[x])
-                x_hi = max(s.r for x in block for s in table_lines[x])
+                # beside the table's last line (its first lines may hold a running head or the other column's text)
+                x_lo = min(s.l for s in table_lines[block[-1]])
+                x_hi = max(s.r for s in table_lines[block[-1]])
                 if all(s.r <= x_lo or s.l >= x_hi for s in lines[j]) and len(skipped) < 12:
                     skipped.append(j)  # running text of the other column of the page, beside the table
                     j += 1
@@ -465,6 +493,11 @@ def _row_rules(lines: list[list[Segment]], rules: list[tuple[float, float, float
     return out
 
 
+#: a footnote or source line under a table: a note marker (a letter, asterisks, daggers) before a capital, or
+#: "Source:", "Note:" (the notes of statistical tables, e.g. "a U.S. EPA, 1995b")
+_FOOTNOTE = re.compile(r"^(([a-z]|\*{1,3}|[\u2020\u2021\u00a7])\s+[A-Z(]|(sources?|notes?)\s*:)", re.I)
+#: a year as a column label (1900-2099, optionally with a footnote letter or a period: "2009", "2010e", "2011p")
+_YEAR = re.compile(r"^(19|20)\d\d[a-z*]?$")
 _NUMERIC = re.compile(r"^[-+\u2212\u2013(]?[$\u20ac\u00a3]?\d[\d,.\s\u00a0']*%?\)?\S{0,2}$")
 
 
@@ -481,16 +514,89 @@ def _header_extent(
             return k
         if k >= 1:
             break
-    # column labels: up to three text-only lines (two columns or more) above the first line with figures
+    # column labels: up to three text-only lines (two columns or more) above the first line with figures; a line
+    # of years over the value columns (nothing in the first column) is a line of labels too
     k = n_head
     while k < min(n - 2, n_head + 3):
         here = placed[k]
-        if any(_NUMERIC.match(s.text) for s, _, _ in here) or len({a for _, a, _ in here}) < 2:
+        years = all(_YEAR.match(s.text.strip()) and a > 0 for s, a, _ in here)
+        if any(_NUMERIC.match(s.text) for s, _, _ in here) and not years:
             break
+        if len({a for _, a, _ in here}) < 2 and not (k == 0 and all(a == 0 for _, a, _ in here)):
+            break  # (the table's first line may be a label over its first column alone: "Production capacity:")
         k += 1
     if k > n_head and any(_NUMERIC.match(s.text) for s, a, _ in placed[k] if a > 0):
         return k
     return n_head
+
+
+def _join_cells(cells: list[TableCell], segs: list[list[Segment]], j: int, k: int) -> None:
+    """Cell ``k`` joins cell ``j`` (the one above it): ``j`` spans down to ``k``'s row, its text and box grow."""
+    above, b = cells[j], cells[k].bbox
+    above.row_end = max(above.row_end, cells[k].row_end)
+    segs[j] = sorted(segs[j] + segs[k], key=lambda x: (round(x.cy / 2), x.l))
+    above.text = " ".join(x.text for x in segs[j])
+    above.bbox = (
+        min(above.bbox[0], b[0]),
+        min(above.bbox[1], b[1]),
+        max(above.bbox[2], b[2]),
+        max(above.bbox[3], b[3]),
+    )
+
+
+def _wrapped_header(
+    cells: list[TableCell], segs: list[list[Segment]], header_rows: int
+) -> tuple[list[TableCell], list[list[Segment]]]:
+    """A column label wrapped onto the next header row ("Total" over "population", beside a row of sub-labels
+    under spanning headers; "(pg/L)" under "Wildlife criterion"): a header cell starting in lower case or with a
+    bracket joins the cell above it that covers its columns, unless other cells of its row are under that one."""
+    head = [k for k, c in enumerate(cells) if c.row < header_rows]
+    drop: set[int] = set()
+    for k in sorted(head, key=lambda k: (cells[k].row, cells[k].col)):
+        c = cells[k]
+        if not c.text.strip()[:1].islower() and c.text.strip()[:1] not in "([":
+            continue
+        above = [j for j in head if j not in drop and cells[j].row_end == c.row - 1]
+        j = next((j for j in above if cells[j].col <= c.col and c.col_end <= cells[j].col_end), None)
+        if j is None:
+            continue
+        a = cells[j]
+        beside = [
+            o
+            for o in head
+            if o != k and cells[o].row == c.row and cells[o].col <= a.col_end and cells[o].col_end >= a.col
+        ]
+        if beside:
+            continue  # sub-labels under a spanning header, not its second line
+        _join_cells(cells, segs, j, k)
+        drop.add(k)
+    keep = [k for k in range(len(cells)) if k not in drop]
+    return [cells[k] for k in keep], [segs[k] for k in keep]
+
+
+def _wrapped_labels(
+    cells: list[TableCell], segs: list[list[Segment]], header_rows: int
+) -> tuple[list[TableCell], list[list[Segment]]]:
+    """A row label wrapped onto the next row, where that row has values of its own (a label over a "Count" and a
+    "Percentage" row): the first-column cell that continues the label above (starts in lower case, where fewer than
+    a third of the first column's labels do) joins it as one cell spanning both rows."""
+    first = {c.row: k for k, c in enumerate(cells) if c.col == 0 and c.col_end == 0}
+    rows_with_values = {c.row for c in cells if c.col > 0 and c.text.strip()}
+    lower = sum(cells[k].text.strip()[:1].islower() for k in first.values())
+    if 3 * lower >= len(first):
+        return cells, segs  # labels in lower case are the table's style, not a label's second line
+    drop: set[int] = set()
+    for r in sorted(first):
+        k, j = first[r], first.get(r - 1)
+        if r - 1 < header_rows or j is None or j in drop or cells[j].row_end != r - 1:
+            continue
+        text = cells[k].text.strip()
+        if not text[:1].islower() or r not in rows_with_values or r - 1 not in rows_with_values:
+            continue
+        _join_cells(cells, segs, j, k)
+        drop.add(k)
+    keep = [k for k in range(len(cells)) if k not in drop]
+    return [cells[k] for k in keep], [segs[k] for k in keep]
 
 
 def _merge_overlapping(cells: list[TableCell], segs: list[list[Segment]]) -> list[TableCell]:
@@ -527,13 +633,17 @@ def _structure(
     cols = _columns(lines)
     if len(cols) < 2:
         return None
+    while len(lines) > MIN_TABLE_ROWS and _FOOTNOTE.match(" ".join(s.text for s in lines[-1])):
+        if any(s.r > cols[1][0] for s in lines[-1]):
+            break  # text in the value columns: a row
+        lines = lines[:-1]  # a footnote or source line under the table (in its first column only): not a row of it
     placed = [[(s, *_span(s, cols, False)) for s in ln] for ln in lines]
     first_col = [any(a == 0 for _, a, _ in ln) for ln in placed]
     # the header: lines above the first line with a first-column segment, when the top left is empty
     n_head = 0
     if not first_col[0]:
         n_head = next((k for k, f in enumerate(first_col) if f), 0)
-    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, list(rules)))
+    n_head = _header_extent(lines, placed, n_head, _row_rules(lines, _joined_rules(rules)))
     rows: list[list[tuple[Segment, int, int]]] = []
     # header rows: lines with a spanning segment stand alone; the others stack per column
     head_start = len(rows)
@@ -547,7 +657,8 @@ def _structure(
                 continue
         rows.append(placed_h)
     header_rows = len(rows)
-    rows.extend(_body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else []))
+    body = _body_rows(placed[n_head:], _row_rules(lines[n_head:], list(rules)) if len(lines) > n_head else [])
+    rows.extend(body)
     cells: list[TableCell] = []
     cell_segs: list[list[Segment]] = []
     for r, row in enumerate(rows):
@@ -579,6 +690,8 @@ def _structure(
                     ),
                 )
             )
+    cells, cell_segs = _wrapped_header(cells, cell_segs, header_rows)
+    cells, cell_segs = _wrapped_labels(cells, cell_segs, header_rows)
     cells = _merge_overlapping(cells, cell_segs)
     segs_all = [s for ln in lines for s in ln]
     bbox = (
@@ -590,6 +703,156 @@ def _structure(
     return PdfTable(page=page, bbox=bbox, n_rows=len(rows), n_cols=len(cols), header_rows=header_rows, cells=cells)
 
 
+#: rulings of one ruled table share their left and right ends within this many points
+RULE_ALIGN = 4.0
+#: a ruled table needs this many row bands with text
+MIN_RULED_ROWS = 3
+
+
+def _joined_rules(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Horizontal rulings with the pieces of one ruling drawn end to end (same y within 1 pt, at most 3 pt apart;
+    a ruling drawn cell by cell) joined: ``(y, x0, x1)``."""
+    joined: list[list[float]] = []
+    for y, x0, x1 in sorted(rules, key=lambda r: (round(r[0]), r[1])):
+        j = joined[-1] if joined else None
+        if j is not None and abs(j[0] - y) <= 1.0 and x0 <= j[2] + 3:
+            j[2] = max(j[2], x1)
+        else:
+            joined.append([y, x0, x1])
+    return [(y, x0, x1) for y, x0, x1 in joined]
+
+
+def _ruled_sets(rules: Sequence[tuple[float, float, float]]) -> list[tuple[float, float, list[float]]]:
+    """Sets of horizontal rulings with the same left and right ends (:data:`RULE_ALIGN`): ``(x0, x1, ys)``, ``ys``
+    top to bottom, rulings within 2 pt of each other counted once. Pieces of one ruling drawn end to end (within
+    3 pt) are joined first."""
+    sets: list[tuple[float, float, list[float]]] = []
+    for y, x0, x1 in sorted(_joined_rules(rules)):
+        for a, b, ys in sets:
+            if abs(a - x0) <= RULE_ALIGN and abs(b - x1) <= RULE_ALIGN:
+                if y - ys[-1] > 2.0:
+                    ys.append(y)
+                break
+        else:
+            sets.append((x0, x1, [y]))
+    return [s for s in sets if len(s[2]) >= MIN_RULED_ROWS + 1]
+
+
+def _ruled_table(page: int, segs: list[Segment], x0: float, x1: float, ys: list[float]) -> PdfTable | None:
+    """A table drawn with a ruling under every row (text cells of several lines, bullet lists, that the spacing of
+    the lines cannot delimit): the rows are the bands between the rulings ``ys`` from ``x0`` to ``x1``, the columns
+    the union of the x-intervals of the segments below the first band; every segment belongs to the band its centre
+    is in and to the column(s) it overlaps. None unless :data:`MIN_RULED_ROWS` bands hold text, there are two
+    columns or more, and most bands have text in two columns."""
+    inside = [s for s in segs if x0 - 1 <= (s.l + s.r) / 2 <= x1 + 1 and ys[0] < s.cy < ys[-1]]
+    bands: list[list[Segment]] = [[] for _ in ys[:-1]]
+    for s in inside:
+        k = sum(y < s.cy for y in ys) - 1
+        if 0 <= k < len(bands):
+            bands[k].append(s)
+    limits = [(ys[k], ys[k + 1]) for k, b in enumerate(bands) if b]
+    bands = [b for b in bands if b]
+    if len(bands) < MIN_RULED_ROWS:
+        return None
+    ivs = sorted((s.l, s.r) for b in bands[1:] for s in b)
+    cols: list[list[float]] = []
+    for lo, hi in ivs:
+        if cols and lo <= cols[-1][1] + 0.5:
+            cols[-1][1] = max(cols[-1][1], hi)
+        else:
+            cols.append([lo, hi])
+    if len(cols) < 2:
+        return None
+    colspans = [(c[0], c[1]) for c in cols]
+    multi = 0
+    cells: list[TableCell] = []
+    for r, band in enumerate(bands):
+        by_slot: dict[tuple[int, int], list[Segment]] = {}
+        for s in band:
+            a, b = _span(s, colspans, r == 0)
+            key = next((k for k in by_slot if k[0] <= a and b <= k[1]), None) or (a, b)
+            by_slot.setdefault(key, []).append(s)
+        multi += len(by_slot) >= 2
+        taken: set[int] = set()
+        for (a, b), ss in sorted(by_slot.items()):
+            if any(c in taken for c in range(a, b + 1)):
+                return None  # overlapping cells: not a grid
+            taken.update(range(a, b + 1))
+            ss.sort(key=lambda x: (round(x.cy / 2), x.l))
+            # the box stays between the band's rulings (docling may give a line of a cell the height of two lines),
+            # so that it holds this cell's text alone and its anchor re-verifies
+            top, bot = limits[r]
+            box = (
+                min(x.l for x in ss),
+                max(top, min(x.t for x in ss)),
+                max(x.r for x in ss),
+                min(bot, max(x.b for x in ss)),
+            )
+            cells.append(TableCell(r, a, r, b, " ".join(x.text for x in ss), page, box))
+    if multi < 0.6 * len(bands):
+        return None
+    head = 0 if any(_numeric(c.text) for c in cells if c.row == 0) else 1
+    bbox = (
+        min(c.bbox[0] for c in cells),
+        min(c.bbox[1] for c in cells),
+        max(c.bbox[2] for c in cells),
+        max(c.bbox[3] for c in cells),
+    )
+    return PdfTable(page=page, bbox=bbox, n_rows=len(bands), n_cols=len(cols), header_rows=head, cells=cells)
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+#: a chart's value axis: at least this many lone numbers, one above the other, in an arithmetic progression
+MIN_TICKS = 4
+
+
+def _value_axes(lines: list[list[Segment]]) -> list[tuple[float, float, float]]:
+    """The value axes of charts on a page, as ``(left, top, bottom)``: :data:`MIN_TICKS` or more lines holding one
+    number alone, right-aligned (2 pt), whose values are a linear function of their height on the page (within 3 %:
+    tick labels "80 60 40 0", a tick hidden by a bar's label left out). Text next to such an axis is a chart's labels
+    and legend, not a table."""
+    lone: list[tuple[float, Segment, float]] = []
+    for ln in lines:
+        if len(ln) == 1 and re.fullmatch(r"-?\d[\d,]*(\.\d+)?%?", ln[0].text.strip()):
+            try:
+                lone.append((ln[0].r, ln[0], float(ln[0].text.strip().rstrip("%").replace(",", ""))))
+            except ValueError:
+                continue
+    axes: list[tuple[float, float, float]] = []
+    used: set[int] = set()
+    for i, (r, _, _) in enumerate(lone):
+        if i in used:
+            continue
+        col = [k for k in range(i, len(lone)) if abs(lone[k][0] - r) <= 2.0]
+        run = [col[0]]
+        for k in col[1:]:
+            (_, s0, v0), (_, sk, vk) = lone[run[0]], lone[k]
+            if sk.t - s0.t <= 0 or vk == v0:
+                break
+            slope = (vk - v0) / (sk.t - s0.t)
+            if len(run) >= 2:
+                (_, s1, v1) = lone[run[1]]
+                ref = (v1 - v0) / (s1.t - s0.t)
+                if abs(slope - ref) > 0.03 * abs(ref):
+                    break
+            run.append(k)
+        if len(run) >= MIN_TICKS:
+            used.update(run)
+            segs = [lone[x][1] for x in run]
+            axes.append((min(x.l for x in segs), min(x.t for x in segs), max(x.b for x in segs)))
+    return axes
+
+
+def _beside_axis(t: PdfTable, axes: list[tuple[float, float, float]]) -> bool:
+    """Whether table ``t`` lies in the plot area of one of ``axes`` (its middle between the axis's top and bottom
+    ticks, right of the axis's left edge)."""
+    cy = (t.bbox[1] + t.bbox[3]) / 2
+    return any(top - 5 <= cy <= bot + 5 and t.bbox[0] >= left - 2 for left, top, bot in axes)
+
+
 def find_tables(res: Any) -> list[PdfTable]:
     """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
     each with the caption found next to it."""
@@ -598,6 +861,7 @@ def find_tables(res: Any) -> list[PdfTable]:
     for pno, (W, H, segs) in sorted(page_segments(res).items()):
         # running heads and page numbers: a line in the top or bottom margin is never table material
         lines = _lines([s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H])
+        axes = _value_axes(lines)
         for region in _regions(lines, W):
             t = _structure(pno, region, rulings.get(pno, []))
             if t is None or t.n_rows < MIN_TABLE_ROWS:
@@ -608,7 +872,20 @@ def find_tables(res: Any) -> list[PdfTable]:
                 continue  # a chart's axis labels and legends: a sparse grid
             if t.caption and _FIGURE.match(t.caption):
                 continue  # the labels of a figure
+            if _beside_axis(t, axes):
+                continue  # the labels and legend of a chart with a value axis
             tables.append(t)
+        # tables ruled under every row whose text the line spacing did not make a table of (cells of several lines)
+        mine = [t.bbox for t in tables if t.page == pno]
+        for x0, x1, ys in _ruled_sets(rulings.get(pno, [])):
+            if any(_overlaps((x0, ys[0], x1, ys[-1]), b) for b in mine):
+                continue
+            kept = [s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H]
+            t = _ruled_table(pno, kept, x0, x1, ys)
+            if t is not None:
+                t.caption = _caption_near(lines, t)
+                tables.append(t)
+                mine.append(t.bbox)
     cells = [c for t in tables for c in t.cells]
     texts = exact_texts(getattr(getattr(res, "input", None), "file", None), [(c.page, c.bbox, c.text) for c in cells])
     for c, text in zip(cells, texts):
