@@ -335,6 +335,13 @@ async def test_index_task_over_stdio_through_the_owner(tmp_path, models_dir, cor
     big = _big_corpus(corpus_copy, tmp_path / "big", copies=20)
     transport = StdioTransport(command=AISAC, args=["serve"], env=_env(data_dir), keep_alive=False)
     try:
+        # A first host starts the owner and leaves the store's answer catalogue (servers/owner/catalog.py). Without
+        # it, the relay answers the client's `server/discover` probe only once the owner it starts is up; when that
+        # cold start takes longer than the SDK's probe timeout (mcp.client.session.DISCOVER_TIMEOUT_SECONDS, 10 s:
+        # this test run alone, on a loaded machine) the client falls back to the legacy handshake, where tasks do
+        # not exist ("did not run as a task"), an order dependency of this test.
+        async with Client(transport, timeout=120) as first:
+            assert "rag_index" in {t.name for t in await first.list_tools()}
         async with Client(transport, extensions=client_extensions(), timeout=120) as c:
             await _run_and_cancel(c, corpus_copy, big)
     finally:
