@@ -24,14 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_the_demo_runs_and_says_ok(tmp_path: Path, models_dir: Path, embedding_pool) -> None:  # noqa: ANN001
-    from conftest import make_settings
-
+def test_the_demo_runs_and_says_ok(tmp_path: Path, embedding_pool) -> None:  # noqa: ANN001
     from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
 
     store = tmp_path / "store"
-    # the store as `aisac index` would create it (same default settings; the model folder hard-linked, not copied)
-    app = AppContext(make_settings(store, models_dir))  # (its embedder is never loaded: only the SQL store opens)
+    # only the SQL store is opened here (migrated, as the demo's first `aisac index` would); the demo's subprocess
+    # still assembles the offline model in the data dir and opens the vector store itself
+    app = AppContext(Settings(data_dir=store))
     try:
         with embedding_pool.use(app.engine):
             _run_the_demo(store)
