@@ -35,7 +35,9 @@ demo: $(STAMP)
 # the suite runs on TEST_WORKERS processes (pytest-xdist); --dist loadfile keeps each test file on one worker, so a
 # file's module fixtures (stores, servers, clusters) are built once. TEST_WORKERS=0 runs it in this process alone.
 # Three on two cores: the tests wait on subprocesses and servers a third of the time (two workers kept 1.4 cores busy;
-# measured on the full suite, 1,459 tests: 16.3 min on three workers, 17.7 min on two).
+# measured on the full suite, 1,459 tests: 16.3 min on three workers, 17.7 min on two). The time is CPU on two cores:
+# work shared by test files is done once per run (tests/conftest.py: EmbeddingPool for the shared papers' vectors,
+# ParsePool for their parses; ~180 CPU s less, measured per file with AISAC_RECORD_FILE_CPU, see README).
 TEST_WORKERS ?= 3
 
 test: $(STAMP)

@@ -312,17 +312,21 @@ def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, cor
 
 
 class EmbeddingPool:
-    """Chunk embeddings shared by the fixtures that index the same shared papers (tests/test_extractive.py and
-    tests/test_roles_s2orc.py both index papermage PDFs, on different xdist workers): the rows of a store's own
-    ``embedding_cache`` table (:mod:`aisac_core.rag.embedcache`: key sha256(model id + NUL + text) -> float32
-    vector), pooled in one SQLite file. :meth:`use` copies the pool into a new store before it indexes and the
-    store's new rows back after; a flock on the pool serialises the fixtures, so a text is embedded once per run.
+    """Chunk embeddings shared by the tests that index the same shared papers (tests/test_demo.py indexes
+    pdfs/papermage and pdfs/docling, tests/test_extractive.py and tests/test_roles_s2orc.py papermage PDFs,
+    tests/test_indexing.py's shared-data test pdfs/docling on both SQL engines; on different xdist workers): the rows
+    of a store's own ``embedding_cache`` table (:mod:`aisac_core.rag.embedcache`: key sha256(model id + NUL + text)
+    -> float32 vector), pooled in one SQLite file. :meth:`use` copies the pool into a new store before it indexes and
+    the store's new rows back after; a flock on the pool serialises the users, so a text is embedded once per run
+    (the demo holds it for its whole subprocess run: the others wait for its vectors instead of embedding the same
+    papers beside it; on two cores the waiting worker's share of the CPU goes to the other two).
 
     The vectors are the model's own (the store's cache holds exactly these), so the stores built this way are the
     ones indexing builds without the pool. The pool file's name carries the model's sha256: another model never
     reads it. The pool lives in this run's temporary folder: kept between runs it would outlive a change of the
     embedding code (``AISAC_TEST_EMBED_POOL=DIR`` keeps it in DIR, to measure a file without its embedding work;
-    measured on tests/test_extractive.py, 8 papers: 96 CPU s with an empty pool, 38 with a full one)."""
+    measured on tests/test_extractive.py, 8 papers: 96 CPU s with an empty pool, 38 with a full one; on
+    tests/test_demo.py, 15 PDFs: 141.5 and 37.4)."""
 
     def __init__(self, folder: Path, models_dir: Path) -> None:
         import hashlib
@@ -376,6 +380,68 @@ def embedding_pool(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -
     base = tmp_path_factory.getbasetemp()
     run_dir = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     return EmbeddingPool(Path(folder) if folder else run_dir / "embedding-pool", models_dir)
+
+
+class ParsePool:
+    """Parsed shared documents pooled between the test files that parse the same files with the same arguments
+    (tests/test_documents.py, test_chunk_sentences.py, test_pdf_layouts.py, test_pdf_metadata.py and
+    test_pdf_structure.py parse the papers of ../shared/data, on different xdist workers): the
+    :class:`~aisac_core.rag.documents.ParsedDocument` that :func:`~aisac_core.rag.documents.parse_document` returns,
+    pickled in this run's temporary folder, so each file is parsed once per run instead of once per test file.
+
+    The key is the file's path and sha256, ``max_tokens`` and the tokenizer's sha256: another file content, budget or
+    tokenizer is another entry. A flock per key makes a second caller wait for the first caller's parse instead of
+    parsing the same file at the same time. Each call returns its own unpickled copy (a test may change it); a parse
+    that raises is not pooled (every caller raises it). The pool lives in this run's temporary folder only: kept
+    between runs it would outlive a change of the parsing code."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self._tokenizers: dict[int, tuple[object, str]] = {}
+
+    def _tokenizer_digest(self, tokenizer) -> str:  # noqa: ANN001
+        import hashlib
+
+        known = self._tokenizers.get(id(tokenizer))
+        if known is None or known[0] is not tokenizer:
+            known = (tokenizer, hashlib.sha256(tokenizer.to_str().encode()).hexdigest())
+            self._tokenizers[id(tokenizer)] = known
+        return known[1]
+
+    def parse(self, path: Path, tokenizer, max_tokens: int = 256):  # noqa: ANN001, ANN201
+        """``parse_document(path, tokenizer, max_tokens)``, parsed once per run (see the class)."""
+        import fcntl
+        import hashlib
+        import pickle
+
+        from aisac_core.rag.documents import parse_document
+
+        path = Path(path).resolve()
+        content = hashlib.sha256(path.read_bytes()).hexdigest()
+        key = hashlib.sha256(
+            f"{path}\0{content}\0{max_tokens}\0{self._tokenizer_digest(tokenizer)}".encode()
+        ).hexdigest()[:32]
+        entry = self.folder / f"{key}.pickle"
+        with open(self.folder / f"{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if entry.is_file():
+                    return pickle.loads(entry.read_bytes())
+                doc = parse_document(path, tokenizer, max_tokens=max_tokens)
+                part = entry.with_suffix(f".{os.getpid()}.part")
+                part.write_bytes(pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+                part.replace(entry)
+                return doc
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def parse_pool(tmp_path_factory: pytest.TempPathFactory) -> ParsePool:
+    """The run's :class:`ParsePool` (shared by the xdist workers: their temporary folders' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return ParsePool((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "parse-pool")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from aisac_core.rag.chunking import sentence_segments, sentences
-from aisac_core.rag.documents import parse_document
 
 BUDGET = 256
 
@@ -56,7 +55,7 @@ def _mid_sentence_ends(text: str, ends: list[tuple[int, str]], count) -> list[st
 
 
 @pytest.mark.slow
-def test_no_shared_pdf_chunk_ends_inside_a_sentence(shared_data: Path, tokenizer) -> None:  # noqa: ANN001
+def test_no_shared_pdf_chunk_ends_inside_a_sentence(shared_data: Path, tokenizer, parse_pool) -> None:  # noqa: ANN001
     def count(t: str) -> int:
         return len(tokenizer.encode(t, add_special_tokens=False).ids)
 
@@ -65,7 +64,7 @@ def test_no_shared_pdf_chunk_ends_inside_a_sentence(shared_data: Path, tokenizer
     pdfs = _pdfs(shared_data)
     assert len(pdfs) >= 18
     for p in pdfs:
-        doc = parse_document(p, tokenizer, max_tokens=BUDGET)
+        doc = parse_pool.parse(p, tokenizer, max_tokens=BUDGET)  # parse_document, once per run (conftest.ParsePool)
         n_chunks += len(doc.chunks)
         bad = _mid_sentence_ends(doc.text, [(c.char_end, c.section) for c in doc.chunks[:-1]], count)
         if bad:

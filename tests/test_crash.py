@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import make_settings
 from fixtures_gen import make_pdf
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 pytestmark = pytest.mark.both_engines
@@ -78,20 +78,27 @@ def _index(data_dir: Path, corpus: Path, sql_url: str | None) -> dict:
     return json.loads(out.stdout)
 
 
-def _scalar(data_dir: Path, sql_url: str | None, sql: str) -> int:
-    """One number from the store's SQL database (0 while its tables do not exist yet)."""
+def _engine(data_dir: Path, sql_url: str | None) -> Engine:
+    return create_engine(_url(data_dir, sql_url), connect_args={"timeout": 30} if sql_url is None else {})
+
+
+def _scalar(data_dir: Path, sql_url: str | None, sql: str, engine: Engine | None = None) -> int:
+    """One number from the store's SQL database (0 while its tables do not exist yet), through ``engine`` when given
+    (the polling loop keeps one: an engine per poll cost the test ~10 CPU s), else through an engine of its own."""
     if sql_url is None and not (data_dir / "aisac.db").exists():
-        return 0
-    engine = create_engine(_url(data_dir, sql_url), connect_args={"timeout": 30} if sql_url is None else {})
+        return 0  # (checked first: connecting would create an empty SQLite file)
+    own = engine is None
+    eng = _engine(data_dir, sql_url) if engine is None else engine
     try:
-        with engine.connect() as con:
+        with eng.connect() as con:
             return int(con.execute(text(sql)).scalar() or 0)
     except OperationalError:
         return 0
     except ProgrammingError:  # PostgreSQL: relation does not exist yet
         return 0
     finally:
-        engine.dispose()
+        if own:
+            eng.dispose()
 
 
 def _state(data_dir: Path, models_dir: Path, sql_url: str | None) -> tuple[int, int, set[str]]:
@@ -129,6 +136,7 @@ def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir, sql_url, seco
     crashed = tmp_path / "crashed"
     make_settings(crashed, models_dir)
     kills = 0
+    poll = _engine(crashed, second_sql_url)
     for threshold in (1, 5, 11):
         proc = subprocess.Popen(
             [AISAC, "index", str(corpus)],
@@ -138,12 +146,14 @@ def test_kill_9_mid_run_then_rerun_converges(tmp_path, models_dir, sql_url, seco
         )
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            if _scalar(crashed, second_sql_url, "select count(*) from document where status='indexed'") >= threshold:
+            done = _scalar(crashed, second_sql_url, "select count(*) from document where status='indexed'", poll)
+            if done >= threshold:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
                 break
             time.sleep(0.02)
         proc.wait(timeout=60)
+    poll.dispose()
     assert kills >= 2, "the indexer finished before it could be killed: make the corpus larger"
     _index(crashed, corpus, second_sql_url)  # the re-run
     count, manifest, ids = _state(crashed, models_dir, second_sql_url)

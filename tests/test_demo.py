@@ -2,7 +2,14 @@
 throwaway store ($AISAC_DATA_DIR), indexing the examples (and ../shared/data/pdfs when present), then a real MCP
 client over stdio through the owner daemon. The demo checks every search hit's evidence anchor against the file and
 the chunk text, answers a question with roles_run and verifies the run's provenance; it exits 0 only when every
-step worked."""
+step worked.
+
+Its store's embedding cache is seeded from the run's :class:`conftest.EmbeddingPool` (the papermage papers'
+chunk vectors, which tests/test_extractive.py and tests/test_roles_s2orc.py embed too) and the demo's new vectors go
+back to the pool: the vectors are the model's own, the demo's subprocess still parses, chunks, indexes and searches
+everything (its queries are embedded by the model), and a text is embedded once per run instead of once per file.
+The pool's lock is held for the demo's run, so the other files wait for the demo's vectors instead of embedding the
+same papers at the same time."""
 
 from __future__ import annotations
 
@@ -17,10 +24,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_the_demo_runs_and_says_ok(tmp_path: Path) -> None:
+def test_the_demo_runs_and_says_ok(tmp_path: Path, embedding_pool) -> None:  # noqa: ANN001
+    from aisac_core.context import AppContext
+    from aisac_core.settings import Settings
+
+    store = tmp_path / "store"
+    # only the SQL store is opened here (migrated, as the demo's first `aisac index` would); the demo's subprocess
+    # still assembles the offline model in the data dir and opens the vector store itself
+    app = AppContext(Settings(data_dir=store))
+    try:
+        with embedding_pool.use(app.engine):
+            _run_the_demo(store)
+    finally:
+        app.close()
+
+
+def _run_the_demo(store: Path) -> None:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("AISAC_")},
-        "AISAC_DATA_DIR": str(tmp_path / "store"),
+        "AISAC_DATA_DIR": str(store),
         "HF_HUB_OFFLINE": "1",
         "COLUMNS": "160",
     }

@@ -210,7 +210,7 @@ ENCRYPTED = "2206.01062_pg3.password-1234.pdf"
 
 
 @pytest.mark.slow
-def test_every_shared_file_parses(shared_data: Path, tokenizer) -> None:  # noqa: ANN001
+def test_every_shared_file_parses(shared_data: Path, tokenizer, parse_pool) -> None:  # noqa: ANN001
     """Every document of ../shared/data/formats and ../shared/data/pdfs parses into chunks whose spans
     lie in the text; the encrypted PDF is refused with a message saying so."""
     files = sorted(
@@ -229,7 +229,7 @@ def test_every_shared_file_parses(shared_data: Path, tokenizer) -> None:  # noqa
                 parse_document(f, tokenizer)
             continue
         try:
-            doc = parse_document(f, tokenizer)
+            doc = parse_pool.parse(f, tokenizer)  # parse_document, once per run (conftest.ParsePool)
         except DocumentError as exc:
             failures[f.name] = str(exc)
             continue

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aisac_core.rag.documents import ParsedDocument, parse_document
+from aisac_core.rag.documents import ParsedDocument
 from aisac_core.rag.outline import OutlineEntry, match_outline, plausible_outline, respace, toc_pages
 from aisac_core.rag.sections import overview_of_structure, sections_of_structure
 
@@ -27,20 +27,24 @@ PDF_TRUTH: dict[str, dict] = {
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
+def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, parse_pool):  # noqa: ANN001, ANN201
     from conftest import make_settings
 
     from aisac_core.rag.embeddings import Embedder
 
+    _POOL[:] = [parse_pool]
     return Embedder(make_settings(tmp_path_factory.mktemp("layout-tok") / "store", models_dir)).tokenizer()
 
 
 _PARSED: dict[Path, ParsedDocument] = {}
+#: the run's conftest.ParsePool (set by the ``tokenizer`` fixture, which every test that parses uses)
+_POOL: list = []
 
 
 def _parsed(path: Path, tokenizer) -> ParsedDocument:  # noqa: ANN001
+    """``parse_document(path, tokenizer)``, once per run (conftest.ParsePool) and kept for this module's tests."""
     if path not in _PARSED:
-        _PARSED[path] = parse_document(path, tokenizer)
+        _PARSED[path] = _POOL[0].parse(path, tokenizer)
     return _PARSED[path]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rapidfuzz import fuzz
 
-from aisac_core.rag.documents import ParsedDocument, parse_document
+from aisac_core.rag.documents import ParsedDocument
 from aisac_core.rag.frontmatter import clean_info_title, front_matter, split_authors
 
 TRUTH: dict[str, dict] = {
@@ -48,13 +48,13 @@ def _path(shared_data: Path, key: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def parsed(tokenizer) -> dict[str, ParsedDocument]:  # noqa: ANN001
-    """Every PDF of the truth file, parsed once for the module (skipped without ../shared/data)."""
+def parsed(tokenizer, parse_pool) -> dict[str, ParsedDocument]:  # noqa: ANN001
+    """Every PDF of the truth file, parsed once for the run (conftest.ParsePool; skipped without ../shared/data)."""
     from conftest import SHARED_DATA
 
     if not (SHARED_DATA / "pdfs").is_dir():
         pytest.skip(f"shared test data absent: {SHARED_DATA}")
-    return {k: parse_document(_path(SHARED_DATA, k), tokenizer) for k in TRUTH}
+    return {k: parse_pool.parse(_path(SHARED_DATA, k), tokenizer) for k in TRUTH}
 
 
 @pytest.mark.slow

@@ -111,20 +111,24 @@ def _norm_md(md: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path):  # noqa: ANN201
+def tokenizer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, parse_pool):  # noqa: ANN001, ANN201
     from conftest import make_settings
 
     from aisac_core.rag.embeddings import Embedder
 
+    _POOL[:] = [parse_pool]
     return Embedder(make_settings(tmp_path_factory.mktemp("pdf-tok") / "store", models_dir)).tokenizer()
 
 
 _PARSED: dict[str, ParsedDocument] = {}
+#: the run's conftest.ParsePool (set by the ``tokenizer`` fixture, which every test that parses uses)
+_POOL: list = []
 
 
 def _parsed(path: Path, tokenizer) -> ParsedDocument:  # noqa: ANN001
+    """``parse_document(path, tokenizer)``, once per run (conftest.ParsePool) and kept for this module's tests."""
     if str(path) not in _PARSED:
-        _PARSED[str(path)] = parse_document(path, tokenizer)
+        _PARSED[str(path)] = _POOL[0].parse(path, tokenizer)
     return _PARSED[str(path)]
 
 

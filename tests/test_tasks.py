@@ -322,10 +322,19 @@ async def test_roles_job_cancel_here_and_from_another_process(settings) -> None:
         engine.dispose()
 
 
-async def test_index_task_over_stdio_through_the_owner(tmp_path, models_dir, corpus_copy):
+async def test_index_task_over_stdio_through_the_owner(tmp_path, models_dir, corpus_copy, monkeypatch):
     """`aisac serve` over stdio relays the task requests (tools/call with the opt-in, tasks/get, tasks/cancel) to
-    the store's owner daemon, which runs the tasks."""
+    the store's owner daemon, which runs the tasks.
+
+    The client waits up to 120 s for its `server/discover` probe, like the test's other requests: the relay answers
+    it once the owner it starts is up (a fresh store has no answer catalogue), and the SDK's default of 10 s
+    (mcp.client.session.DISCOVER_TIMEOUT_SECONDS) is shorter than that cold start on a loaded machine; a timed-out
+    probe falls back to the legacy handshake, where tasks do not exist ("did not run as a task", intermittently:
+    alone and in the file's order)."""
+    import mcp.client.session
     from fastmcp.client.transports import StdioTransport
+
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 120.0)
 
     from aisac_core.context import AppContext
     from aisac_core.owner import stop_owner
