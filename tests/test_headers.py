@@ -185,6 +185,27 @@ def test_calibration_maps_and_the_noise_of_ece() -> None:
     assert ece_if_calibrated(conf[:5]) is None and ece_interval(conf[:5], over[:5]) is None
 
 
+def test_ece_interval_resamples_whole_documents() -> None:
+    """The bootstrap by document keeps a document's fields together: one document holding every field gives no
+    spread at all (each resample is the sample), while the field bootstrap of the same fields spreads; the groups
+    must match the fields one to one."""
+    import random
+
+    from bench.headers import ece, ece_interval
+
+    rnd = random.Random(7)
+    conf = [rnd.uniform(0.3, 1.0) for _ in range(60)]
+    right = [rnd.random() < c for c in conf]
+    point = round(ece(conf, right)[0], 4)
+    assert ece_interval(conf, right, groups=["one"] * 60) == (point, point)
+    lo, hi = ece_interval(conf, right)
+    assert hi - lo > 0.02
+    by_doc = ece_interval(conf, right, groups=[i // 2 for i in range(60)])
+    assert by_doc is not None and by_doc[0] < point < by_doc[1]
+    with pytest.raises(ValueError, match="group keys"):
+        ece_interval(conf, right, groups=[0] * 59)
+
+
 def test_calibration_features_of_a_read_header(docs) -> None:  # noqa: ANN001
     """The shipped model reads a corpus header with the features its calibration maps take."""
     model = header_model()
