@@ -159,9 +159,12 @@ def choose_calibration(
 
 
 def _recal(r: dict[str, Any], cal: dict[str, Any]) -> dict[str, Any]:
+    # rounded to 3 decimals as the reader reports them (HeaderModel.read), so a figure here is the reader's figure
     return {
-        "title_confidence": calibrate(r["title_raw"], cal["title"], r["title_features"]) if r["title"] else 0.0,
-        "authors_confidence": calibrate(r["authors_raw"], cal["authors"], r["authors_features"])
+        "title_confidence": round(calibrate(r["title_raw"], cal["title"], r["title_features"]), 3)
+        if r["title"]
+        else 0.0,
+        "authors_confidence": round(calibrate(r["authors_raw"], cal["authors"], r["authors_features"]), 3)
         if r["n_pred"]
         else 0.0,
     }
