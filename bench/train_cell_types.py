@@ -1,7 +1,10 @@
 """Train the line classifier of table structure (:mod:`aisac_core.data.structure`) on the shared cell_types dev
 portion, and write it into the package.
 
-    .venv/bin/python bench/train_cell_types.py [--data ../shared/data/tabular/cell_types] [--no-write]
+    .venv/bin/python bench/train_cell_types.py [--data ../shared/data/tabular/cell_types] [--no-write] [--nested]
+
+``--nested``: nested cross-validation by workbook over all tables with the shipped setting and calibration recipe
+(:func:`nested`), written to ``bench/data/cell_types_nested.json``; no model is written.
 
 Deterministic (fixed seeds, one thread). Steps:
 

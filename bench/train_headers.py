@@ -17,6 +17,10 @@ Deterministic (fixed split, fixed CRFsuite settings; L-BFGS has no random state)
    match, author P/R/F1, ECE, reliability tables) are printed, and ``aisac_core/rag/models/header.crfsuite`` and
    ``header_calibration.json`` written.
 
+``--nested`` (with ``--cache DIR``, optionally ``--jobs 2``) measures instead: nested cross-validation by document
+over all documents with the shipped CRF setting and maps' recipe (:func:`nested`), written to
+``bench/data/headers_nested.json``; no model is written.
+
 Tokens the alignment leaves unlabelled are left out of training (as GROBID's trainer does) but kept when
 predicting: the evaluation reads every token of the feature file.
 """
