@@ -1,7 +1,10 @@
 """Train the line classifier of table structure (:mod:`aisac_core.data.structure`) on the shared cell_types dev
 portion, and write it into the package.
 
-    .venv/bin/python bench/train_cell_types.py [--data ../shared/data/tabular/cell_types] [--no-write]
+    .venv/bin/python bench/train_cell_types.py [--data ../shared/data/tabular/cell_types] [--no-write] [--nested]
+
+``--nested``: nested cross-validation by workbook over all tables with the shipped setting and calibration recipe
+(:func:`nested`), written to ``bench/data/cell_types_nested.json``; no model is written.
 
 Deterministic (fixed seeds, one thread). Steps:
 
@@ -35,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from aisac_core.data import structure as S  # noqa: E402
 from aisac_core.data.forest import Forest  # noqa: E402
-from bench.cell_types import Table, print_figures, read_tables, score, split_keys  # noqa: E402
+from bench.cell_types import NESTED_FILE, Table, print_figures, read_tables, score, split_keys  # noqa: E402
 
 MODELS = REPO / "aisac_core" / "data" / "models"
 SEED = 47
@@ -120,7 +123,11 @@ def logistic(feats: list[dict[str, float]], right: list[bool], names: tuple[str,
 
 
 def compare_calibrations(
-    keys: list[tuple[str, str]], scores: list[tuple[float, float]], feats: list[dict[str, float]], right: list[bool]
+    keys: list[tuple[str, str]],
+    scores: list[tuple[float, float]],
+    feats: list[dict[str, float]],
+    right: list[bool],
+    quiet: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """Cross-validation of the calibration maps over the out-of-fold sheet scores: Platt scaling of the two sheet
     scores, isotonic regression of the first, and logistic regressions over more sheet features
@@ -157,7 +164,7 @@ def compare_calibrations(
             eces[n].append(ece(list(out[n]), right)[0])
             briers[n].append(float(np.mean((out[n] - y) ** 2)))
     figs = {n: {"ece": round(float(np.mean(eces[n])), 4), "brier": round(float(np.mean(briers[n])), 4)} for n in names}
-    for n in names:
+    for n in names if not quiet else ():
         print(
             f"  calibration {n:22s} ({CV_REPEATS}x5-fold CV by workbook): Brier {figs[n]['brier']:.4f}, ECE "
             f"{figs[n]['ece']:.4f}"
@@ -179,12 +186,162 @@ def platt(scores: list[tuple[float, float]], right: list[bool]) -> list[float]:
     return [float(lr.coef_[0][0]), float(lr.coef_[0][1]), float(lr.intercept_[0])]
 
 
+def fold_keys(tables: list[Table]) -> dict[tuple[str, str], int]:
+    """The calibration fold of each workbook of ``tables`` (seeded shuffle of the sorted workbook keys, dealt into
+    :data:`FOLDS` folds): the cross-fitting folds of :func:`main` and the outer folds of :func:`nested`."""
+    keys = sorted({t.key for t in tables})
+    random.Random(SEED).shuffle(keys)
+    return {k: n % FOLDS for n, k in enumerate(keys)}
+
+
+def sheet_rows(
+    tables: list[Table], booster: Any
+) -> list[tuple[tuple[str, str], tuple[float, float], dict[str, float], bool]]:
+    """(workbook, sheet scores, sheet features, table right) of each table read by ``booster`` (uncalibrated)."""
+    dummy: dict[str, Any] = {"platt": [0.0, 0.0, 0.0], "threshold": S.CONFIDENT_SHEET}
+    out = []
+    for t in tables:
+        st = S.classify(t.grid, booster, dummy)
+        plist = [[p[c] for c in S.CLASSES] for p in st.probs]
+        out.append(
+            (
+                t.key,
+                S.sheet_scores(plist, st.labels),
+                S.sheet_features(plist, st.labels),
+                not score([t], [st])["wrong_tables"],
+            )
+        )
+    return out
+
+
+def fit_map(
+    rows: list[tuple[tuple[str, str], tuple[float, float], dict[str, float], bool]], quiet: bool = False
+) -> dict[str, Any]:
+    """The sheet-confidence calibration of out-of-fold ``rows`` (:func:`sheet_rows`): the map chosen by
+    :func:`compare_calibrations` fitted on all of them, as the keys of ``cell_lines.json`` (``calibration_map``,
+    ``calibration_cv``, ``platt`` always, ``isotonic`` or ``logistic`` when chosen)."""
+    keys = [r[0] for r in rows]
+    scores = [r[1] for r in rows]
+    feats = [r[2] for r in rows]
+    right = [r[3] for r in rows]
+    chosen, cv = compare_calibrations(keys, scores, feats, right, quiet=quiet)
+    out: dict[str, Any] = {"platt": platt(scores, right), "calibration_map": chosen, "calibration_cv": cv}
+    if chosen == "isotonic":
+        out["isotonic"] = isotonic(scores, right)
+    elif chosen in LOGISTIC_SETS:
+        out["logistic"] = logistic(feats, right, LOGISTIC_SETS[chosen])
+    return out
+
+
+def nested(
+    part: dict[str, list[Table]], params: dict[str, Any], rounds: int, shipped: tuple[Any, dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nested cross-validation by workbook over ALL annotated tables: every table held out once, its structure read
+    by a forest and its sheet confidence by a calibration map that never saw its workbook.
+
+    Outer folds: the held-out test workbooks and the :data:`FOLDS` calibration folds of train + validation
+    (:func:`fold_keys`). The test workbooks are read by the shipped model (``shipped``: forest fitted on train +
+    validation, map fitted on their out-of-fold scores: the fixed-split figures). Fold ``k`` is read by a forest
+    fitted on the other folds; its map is chosen and fitted (:func:`fit_map`) on out-of-fold scores of the other
+    tables only: the test tables read by that same forest, and each other fold ``j`` read by a forest fitted without
+    ``j`` and ``k``. The forest setting is the shipped one (``params``, ``rounds``: chosen once on validation).
+
+    Returns the pooled figures (:func:`bench.cell_types.score`), one summary per outer fold, and one row per table
+    (name, workbook, outer fold, sheet confidence, table right)."""
+    fit_tables = part["train"] + part["val"]
+    fold = fold_keys(fit_tables)
+    by_fold = {k: [t for t in fit_tables if fold[t.key] == k] for k in range(FOLDS)}
+
+    def forest(tables: list[Table]) -> Any:
+        X, y, w = xy(tables)
+        return fit(X, y, w, params, rounds)
+
+    pairs: dict[tuple[int, int], Any] = {}
+    outer: list[tuple[str, list[Table], Any, dict[str, Any]]] = [("test", part["test"], shipped[0], shipped[1])]
+    for k in range(FOLDS):
+        bk = forest([t for t in fit_tables if fold[t.key] != k])
+        inner = sheet_rows(part["test"], bk)
+        for j in range(FOLDS):
+            if j != k:
+                jk = (min(j, k), max(j, k))
+                if jk not in pairs:
+                    pairs[jk] = forest([t for t in fit_tables if fold[t.key] not in jk])
+                inner += sheet_rows(by_fold[j], pairs[jk])
+        meta = {**fit_map(inner, quiet=True), "threshold": S.CONFIDENT_SHEET}
+        outer.append((f"fold {k}", by_fold[k], bk, meta))
+    tables: list[Table] = []
+    structs: list[Any] = []
+    per_fold: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for name, held, booster, meta in outer:
+        st = [S.classify(t.grid, booster, meta) for t in held]
+        s = score(held, st)
+        per_fold.append(
+            {
+                "outer": name,
+                "tables": len(held),
+                "map": meta.get("calibration_map", "platt"),
+                "ece": round(s["ece"], 4),
+                "tables_right": round(s["tables_right"], 4),
+            }
+        )
+        print(f"  outer {name}: {per_fold[-1]}", flush=True)
+        tables += held
+        structs += st
+        rows += [
+            {
+                "table": t.name,
+                "workbook": list(t.key),
+                "outer": name,
+                "confidence": x.confidence,
+                "right": not score([t], [x])["wrong_tables"],
+            }
+            for t, x in zip(held, st)
+        ]
+    return score(tables, structs), per_fold, rows
+
+
+def run_nested(part: dict[str, list[Table]]) -> int:
+    """``--nested``: :func:`nested` with the shipped forest setting and model; prints the pooled figures and each
+    outer fold's, and records them in :data:`NESTED_FILE` with the sha256 of the model they measure."""
+    import time
+
+    t0 = time.perf_counter()
+    shipped = S._model()
+    name = str(shipped[1]["model"]).removeprefix("LightGBM ")
+    rounds = int(shipped[1]["rounds"])
+    params = next(p for n, p, _ in CANDIDATES if n == name)
+    print(f"nested cross-validation: the shipped setting ({name}, {rounds} rounds)", flush=True)
+    s, per_fold, rows = nested(part, params, rounds, shipped)
+    print_figures("nested cross-validation, all tables (each held out once)", s)
+    out = {
+        "what": "nested cross-validation by workbook (bench/train_cell_types.py --nested)",
+        "model_sha256": S.model_sha256(),
+        "model": shipped[1]["model"],
+        "rounds": rounds,
+        "shipped_map": shipped[1].get("calibration_map", "platt"),
+        "outer_folds": per_fold,
+        "figures": {k: v for k, v in s.items() if k != "wrong_tables"},
+        "rows": rows,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    NESTED_FILE.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {NESTED_FILE}; {out['seconds']:.0f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "tabular" / "cell_types")
     ap.add_argument("--no-write", action="store_true", help="print the figures, write no model")
     ap.add_argument(
         "--no-test", action="store_true", help="stop after the calibration's cross-validation: no held-out figures"
+    )
+    ap.add_argument(
+        "--nested",
+        action="store_true",
+        help="nested cross-validation by workbook over all tables with the shipped forest setting (every table held "
+        "out once; :func:`nested`); writes the figures to bench/data/cell_types_nested.json, no model",
     )
     a = ap.parse_args()
     if not (a.data / "truth").is_dir():
@@ -194,6 +351,8 @@ def main() -> int:
     split = split_keys(tables)
     part = {k: [t for t in tables if t.key in v] for k, v in split.items()}
     print({k: len(v) for k, v in part.items()}, "tables (train / val / test)")
+    if a.nested:
+        return run_nested(part)
     Xtr, ytr, wtr = xy(part["train"])
     print(f"train lines: {len(ytr)}; features: {len(S.FEATURES)}")
     best: tuple[float, str, Any, int] | None = None
@@ -216,36 +375,20 @@ def main() -> int:
     # cross-fitting: the shipped model is fitted on train + validation; its sheet confidence is calibrated on
     # out-of-fold sheet scores (each sheet scored by a model fitted without its workbook: 5 folds by workbook)
     fit_tables = part["train"] + part["val"]
-    keys = sorted({t.key for t in fit_tables})
-    random.Random(SEED).shuffle(keys)
-    fold = {k: n % FOLDS for n, k in enumerate(keys)}
-    oof_scores: list[tuple[float, float]] = []
-    oof_right: list[bool] = []
-    oof_keys: list[tuple[str, str]] = []
-    oof_feats: list[dict[str, float]] = []
+    fold = fold_keys(fit_tables)
+    oof: list[tuple[tuple[str, str], tuple[float, float], dict[str, float], bool]] = []
     for f in range(FOLDS):
-        inner = [t for t in fit_tables if fold[t.key] != f]
-        outer = [t for t in fit_tables if fold[t.key] == f]
-        Xf, yf, wf = xy(inner)
-        bf = fit(Xf, yf, wf, params, rounds)
-        for t in outer:
-            st = S.classify(t.grid, bf, dummy)
-            plist = [[p[c] for c in S.CLASSES] for p in st.probs]
-            oof_scores.append(S.sheet_scores(plist, st.labels))
-            oof_feats.append(S.sheet_features(plist, st.labels))
-            oof_right.append(not score([t], [st])["wrong_tables"])
-            oof_keys.append(t.key)
-    coef = platt(oof_scores, oof_right)
+        Xf, yf, wf = xy([t for t in fit_tables if fold[t.key] != f])
+        oof += sheet_rows([t for t in fit_tables if fold[t.key] == f], fit(Xf, yf, wf, params, rounds))
+    oof_scores = [r[1] for r in oof]
+    oof_feats = [r[2] for r in oof]
+    oof_right = [r[3] for r in oof]
     # the map with the lowest cross-validated ECE among those no worse than Platt scaling in Brier score (isotonic
     # regression's steps reach 0 and 1 with 225 sheets - a certainty no load should claim - and it overfits:
     # Niculescu-Mizil and Caruana, ICML 2005, find Platt-type maps better below about 1,000 calibration examples)
-    chosen_map, cv_figs = compare_calibrations(oof_keys, oof_scores, oof_feats, oof_right)
-    print(f"calibration shipped: {chosen_map}")
-    calib: dict[str, Any] = {"calibration_map": chosen_map, "calibration_cv": cv_figs}
-    if chosen_map == "isotonic":
-        calib["isotonic"] = isotonic(oof_scores, oof_right)
-    elif chosen_map in LOGISTIC_SETS:
-        calib["logistic"] = logistic(oof_feats, oof_right, LOGISTIC_SETS[chosen_map])
+    calib = fit_map(oof)
+    coef = calib.pop("platt")
+    print(f"calibration shipped: {calib['calibration_map']}")
     Xa, ya, wa = xy(fit_tables)
     booster = fit(Xa, ya, wa, params, rounds)
     meta: dict[str, Any] = {

@@ -17,6 +17,10 @@ Deterministic (fixed split, fixed CRFsuite settings; L-BFGS has no random state)
    match, author P/R/F1, ECE, reliability tables) are printed, and ``aisac_core/rag/models/header.crfsuite`` and
    ``header_calibration.json`` written.
 
+``--nested`` (with ``--cache DIR``, optionally ``--jobs 2``) measures instead: nested cross-validation by document
+over all documents with the shipped CRF setting and maps' recipe (:func:`nested`), written to
+``bench/data/headers_nested.json``; no model is written.
+
 Tokens the alignment leaves unlabelled are left out of training (as GROBID's trainer does) but kept when
 predicting: the evaluation reads every token of the feature file.
 """
@@ -159,9 +163,12 @@ def choose_calibration(
 
 
 def _recal(r: dict[str, Any], cal: dict[str, Any]) -> dict[str, Any]:
+    # rounded to 3 decimals as the reader reports them (HeaderModel.read), so a figure here is the reader's figure
     return {
-        "title_confidence": calibrate(r["title_raw"], cal["title"], r["title_features"]) if r["title"] else 0.0,
-        "authors_confidence": calibrate(r["authors_raw"], cal["authors"], r["authors_features"])
+        "title_confidence": round(calibrate(r["title_raw"], cal["title"], r["title_features"]), 3)
+        if r["title"]
+        else 0.0,
+        "authors_confidence": round(calibrate(r["authors_raw"], cal["authors"], r["authors_features"]), 3)
         if r["n_pred"]
         else 0.0,
     }
@@ -220,6 +227,158 @@ def _show(name: str, fig: dict[str, Any]) -> None:
         )
 
 
+def read_rows(path: Path, docs: list[HeaderDoc], rows_file: Path) -> list[dict[str, Any]]:
+    """The uncalibrated :func:`bench.headers.judge` rows of ``docs`` read by the CRF at ``path``, cached in
+    ``rows_file`` (reused when it names the same CRF, by sha256, and the same documents)."""
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    ids = [d.doc_id for d in docs]
+    if rows_file.is_file():
+        got = json.loads(rows_file.read_text(encoding="utf-8"))
+        if got.get("crf_sha256") == sha and got.get("docs") == ids:
+            return list(got["rows"])
+    flat = {"title": {"platt": [-1.0, 0.0]}, "authors": {"platt": [-1.0, 0.0]}}
+    rows = evaluate(HeaderModel(str(path), flat), docs)[1]
+    rows_file.write_text(json.dumps({"crf_sha256": sha, "docs": ids, "rows": rows}), encoding="utf-8")
+    return rows
+
+
+def _pair_path(cache: Path, j: int, k: int) -> Path:
+    a, b = sorted((j, k))
+    return cache / f"pair{a}{b}.crfsuite"
+
+
+def _train_pair(job: tuple[list[HeaderDoc], float, float, str, int]) -> str:
+    docs, c1, c2, path, iterations = job
+    train(docs, c1, c2, Path(path), iterations)
+    return path
+
+
+def nested(
+    part: dict[str, list[HeaderDoc]], c1: float, c2: float, iterations: int, cache: Path, final: Path, jobs: int = 1
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nested cross-validation by document over ALL annotated documents: every document held out once, its title and
+    author-list confidence from a CRF and a calibration map that never saw it.
+
+    Outer folds: the held-out test split and the :data:`FOLDS` calibration folds of train + validation
+    (:func:`fold_of`). The test split is read by the shipped CRF (``final``, fitted on train + validation) with the
+    map fitted on the 5-fold out-of-fold scores of train + validation (exactly the shipped recipe: the fixed-split
+    figures). Calibration fold ``k`` is read by the CRF fitted without it (``fold{k}.crfsuite``); its map is chosen
+    and fitted by :func:`choose_calibration` on out-of-fold scores of the other documents only: the test split read
+    by that same CRF (which never saw the test split either) and each other fold ``j`` read by a CRF fitted without
+    ``j`` and ``k`` (``pair{j}{k}.crfsuite``, 10 CRFs, written to ``cache`` and reused). The CRF setting is the
+    shipped one (c1, c2, iterations: chosen once on the validation split), not re-chosen inside.
+
+    Returns the pooled figures (:func:`bench.headers.figures`), the per-document rows, and one summary per outer
+    fold (documents, the map chosen there, its title / author ECE)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    dev = part["train"] + part["validation"]
+    fold = {d.doc_id: fold_of(d, FOLDS) for d in dev}
+    todo = []
+    for k in range(FOLDS):
+        p = cache / f"fold{k}.crfsuite"
+        if not p.is_file():
+            todo.append(([d for d in dev if fold[d.doc_id] != k], c1, c2, str(p), iterations))
+    for j in range(FOLDS):
+        for k in range(j + 1, FOLDS):
+            p = _pair_path(cache, j, k)
+            if not p.is_file():
+                todo.append(([d for d in dev if fold[d.doc_id] not in (j, k)], c1, c2, str(p), iterations))
+    if todo:
+        t1 = time.perf_counter()
+        print(f"nested: fitting {len(todo)} CRFs into {cache} ({jobs} at a time)", flush=True)
+        if jobs > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as ex:
+                for p in ex.map(_train_pair, todo):
+                    print(f"  {Path(p).name} ({time.perf_counter() - t1:.0f} s)", flush=True)
+        else:
+            for job in todo:
+                print(f"  {Path(_train_pair(job)).name} ({time.perf_counter() - t1:.0f} s)", flush=True)
+
+    def read(path: Path, docs: list[HeaderDoc], name: str) -> list[dict[str, Any]]:
+        return read_rows(path, docs, cache / f"{path.stem}.{name}.rows.json")
+
+    def fit_map(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        t_rows = [r for r in rows if r["title"]]
+        a_rows = [r for r in rows if r["n_pred"]]
+        return {
+            "title": choose_calibration(
+                [r["title_raw"] for r in t_rows],
+                [r["title_ok"] for r in t_rows],
+                feats=[r["title_features"] for r in t_rows],
+                fld="title",
+            ),
+            "authors": choose_calibration(
+                [r["authors_raw"] for r in a_rows],
+                [r["authors_ok"] for r in a_rows],
+                feats=[r["authors_features"] for r in a_rows],
+                fld="authors",
+            ),
+        }
+
+    by_fold = {k: [d for d in dev if fold[d.doc_id] == k] for k in range(FOLDS)}
+    fold_rows = {k: read(cache / f"fold{k}.crfsuite", by_fold[k], f"fold{k}") for k in range(FOLDS)}
+    pooled: list[dict[str, Any]] = []
+    per_fold: list[dict[str, Any]] = []
+    outer: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = [
+        ("test", read(final, part["test"], "test"), [r for k in range(FOLDS) for r in fold_rows[k]])
+    ]
+    for k in range(FOLDS):
+        inner = read(cache / f"fold{k}.crfsuite", part["test"], "test")
+        for j in range(FOLDS):
+            if j != k:
+                inner += read(_pair_path(cache, j, k), by_fold[j], f"fold{j}")
+        outer.append((f"fold {k}", fold_rows[k], inner))
+    for name, held, inner in outer:
+        cal = fit_map(inner)
+        rows = [{**r, **_recal(r, cal), "outer": name} for r in held]
+        pooled += rows
+        f = figures(rows)
+        per_fold.append(
+            {
+                "outer": name,
+                "documents": len(rows),
+                "inner_documents": len(inner),
+                "title_map": cal["title"]["chosen"],
+                "authors_map": cal["authors"]["chosen"],
+                "title_ece": f["title_ece"],
+                "authors_ece": f["authors_ece"],
+            }
+        )
+        print(f"  outer {name}: {per_fold[-1]}", flush=True)
+    return figures(pooled), pooled, per_fold
+
+
+#: where ``--nested`` records its figures (read by ``python -m bench --only headers``)
+NESTED_FILE = ROOT / "bench" / "data" / "headers_nested.json"
+
+
+def run_nested(args: argparse.Namespace, part: dict[str, list[HeaderDoc]], cache: Path, t0: float) -> int:
+    """``--nested``: :func:`nested` with the shipped CRF setting and model; prints the pooled figures and each outer
+    fold's, and records them in :data:`NESTED_FILE` with the sha256 of the model they measure."""
+    from aisac_core.rag.headers import model_sha256
+
+    old = json.loads((args.out / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    c1, c2, iterations = old["crf"]["c1"], old["crf"]["c2"], old["crf"]["max_iterations"]
+    print(f"nested cross-validation: the shipped CRF setting (c1={c1} c2={c2}, {iterations} iterations)", flush=True)
+    fig, rows, per_fold = nested(part, c1, c2, iterations, cache, args.out / MODEL_FILE, args.jobs)
+    _show("nested cross-validation, all documents (each held out once)", fig)
+    shipped = {f: old[f]["chosen"] for f in ("title", "authors")}
+    out = {
+        "what": "nested cross-validation by document (bench/train_headers.py --nested)",
+        "model_sha256": model_sha256() if args.out == MODEL_DIR else "",
+        "crf": old["crf"],
+        "shipped_maps": shipped,
+        "outer_folds": per_fold,
+        "figures": fig,
+        "rows": [{k: v for k, v in r.items() if not k.endswith(("_features", "_raw"))} for r in rows],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    NESTED_FILE.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {NESTED_FILE}; {time.perf_counter() - t0:.0f} s in all")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the training; returns 0."""
     ap = argparse.ArgumentParser(prog="python -m bench.train_headers")
@@ -239,6 +398,13 @@ def main(argv: list[str] | None = None) -> int:
         "deterministic: the same data and setting give the same files)",
     )
     ap.add_argument("--no-test", action="store_true", help="print no held-out figures and write nothing")
+    ap.add_argument(
+        "--nested",
+        action="store_true",
+        help="nested cross-validation by document over all documents with the shipped CRF setting (every document "
+        "held out once; :func:`nested`); writes the figures to bench/data/headers_nested.json, no model",
+    )
+    ap.add_argument("--jobs", type=int, default=1, help="--nested: CRFs fitted at a time (processes)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     docs = load_docs(args.data / "pdf_headers" / "grobid")
@@ -252,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     flat = {"title": {"platt": [-1.0, 0.0]}, "authors": {"platt": [-1.0, 0.0]}}
     shipped = args.out / CALIBRATION_FILE
+    if args.nested:
+        return run_nested(args, part, cache, t0)
     if args.calibrate_only:
         old = json.loads(shipped.read_text(encoding="utf-8"))
         c1, c2, iterations = old["crf"]["c1"], old["crf"]["c2"], old["crf"]["max_iterations"]

@@ -107,6 +107,32 @@ def test_held_out_figures_on_the_shared_cell_types() -> None:
     assert 0 <= s["ece_95"][0] < s["ece_95"][1] <= 1
 
 
+def test_nested_cross_validation_holds_every_table_out_once() -> None:
+    """The recorded nested cross-validation (bench/train_cell_types.py --nested) measured the shipped model, holds
+    every annotated table out exactly once (the held-out workbooks through the shipped model), its ECE follows from
+    its rows, and it meets the acceptance: sheet-confidence ECE <= 0.05, macro F1 >= 0.85, data / header accuracy
+    >= 0.95, tables right >= 0.85, at most 10 % wrong among tables loaded at >= 0.9."""
+    if not (CELL_TYPES / "truth").is_dir():
+        pytest.skip("../shared/data/tabular/cell_types is absent")
+    sys.path.insert(0, str(REPO))
+    from bench.cell_types import ece, nested_record, read_tables
+
+    rec = nested_record(S.model_sha256())
+    assert rec is not None, "bench/data/cell_types_nested.json is absent or measured another model"
+    rows = rec["rows"]
+    tables = read_tables(CELL_TYPES)
+    assert sorted(r["table"] for r in rows) == sorted(t.name for t in tables)
+    _, meta = S._model()
+    seen = {tuple(k) for k in meta["seen_workbooks"]}
+    assert {r["table"] for r in rows if r["outer"] == "test"} == {t.name for t in tables if t.key not in seen}
+    n = rec["figures"]
+    assert ece([r["confidence"] for r in rows], [r["right"] for r in rows])[0] == pytest.approx(n["ece"])
+    assert n["ece"] <= 0.05 and n["ece_95"][0] <= n["ece"] <= n["ece_95"][1]
+    assert n["macro_f1"] >= 0.85 and min(n["data_accuracy"], n["header_accuracy"]) >= 0.95
+    assert n["tables_right"] >= 0.85
+    assert n["wrong_at_0.9"] <= 0.10 * n["n_at_0.9"]
+
+
 def test_the_sheet_confidence_map_reads_the_sheet_features() -> None:
     """The shipped calibration map is the one the training script chose by cross-validated ECE, and a logistic map
     is the logistic function of its named sheet features (a reading with a near-miss line scores lower)."""
