@@ -1,6 +1,6 @@
 """Train the learned ranker of hybrid search (:mod:`aisac_core.rag.ranker`) and print its cross-validated figures.
 
-Usage: ``python -m bench.train_ranker [--data DIR] [--stores DIR] [--out PATH] [--lightgbm]``
+Usage: ``python -m bench.train_ranker [--data DIR] [--stores DIR] [--out PATH] [--figures PATH] [--cross N]``
 
 Data (``../shared/data``): Cranfield (``retrieval/cranfield``, 225 queries, 1,400 abstracts, graded judgements) and
 the SciFact train claims over the full corpus (``claims/scifact``: 807 claims, 5,183 abstracts; BEIR's train
