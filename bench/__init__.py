@@ -62,6 +62,9 @@ Parts (each selectable with ``--only``):
 - ``failing_start`` (:mod:`bench.failing_start`): 20 first starts of ``aisac serve`` (stdio) on a store whose SQL
   file is damaged, under two busy loops: each must answer the first tool call with a clear error within 30 s.
 
+- ``cost`` (:mod:`bench.cost`): issue 44's cost figures in one run: index CPU against mcp-server-qdrant (from its
+  own virtualenv, ``--peer-python``), query p50 at 10k chunks on the embedded store, PostgreSQL hybrid CPU / Edge.
+
 Data comes from ``../shared/data`` (relative to the repository root; ``--data`` to change); a part whose
 data is absent prints a SKIP line. Every part uses its own temporary store, never the user's.
 """
@@ -92,4 +95,5 @@ PARTS = (
     "support",
     "failing_start",
     "text",
+    "cost",
 )

@@ -49,6 +49,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="headers: a folder of GROBID header pairs (raw/ + tei/, or pairs.tsv) to evaluate on "
         "(default: the held-out split of shared/data/pdf_headers/grobid)",
     )
+    ap.add_argument(
+        "--peer-python",
+        type=Path,
+        default=None,
+        help="cost: the python of a virtualenv with mcp-server-qdrant installed (else AISAC_BENCH_PEER_PYTHON)",
+    )
     args = ap.parse_args(argv)
     if (args.claims is None) != (args.corpus is None):
         ap.error("--claims and --corpus go together")
@@ -97,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             "corpus": args.corpus,
             "llm": args.llm,
             "pairs": args.pairs,
+            "peer_python": args.peer_python,
         },
     )
     m = machine_info()

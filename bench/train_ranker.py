@@ -1,6 +1,6 @@
 """Train the learned ranker of hybrid search (:mod:`aisac_core.rag.ranker`) and print its cross-validated figures.
 
-Usage: ``python -m bench.train_ranker [--data DIR] [--stores DIR] [--out PATH] [--lightgbm]``
+Usage: ``python -m bench.train_ranker [--data DIR] [--stores DIR] [--out PATH] [--figures PATH] [--cross N]``
 
 Data (``../shared/data``): Cranfield (``retrieval/cranfield``, 225 queries, 1,400 abstracts, graded judgements) and
 the SciFact train claims over the full corpus (``claims/scifact``: 807 claims, 5,183 abstracts; BEIR's train
@@ -67,6 +67,12 @@ class Query:
     y: np.ndarray
     docs: list[str]
     qrels: dict[str, int]
+    text: str = ""
+    cands: tuple[Any, ...] = ()
+
+
+#: the payload keys the features read (the candidate cache keeps only these)
+PAYLOAD_KEYS = ("doc_id", "path", "title", "section", "text", "chunk_index")
 
 
 def ranker_mod() -> Any:
@@ -131,7 +137,10 @@ def open_store(stores: Path, name: str, col: cranfield.Cranfield) -> Any:
 
 
 def collect(core: Any, label: str, col: cranfield.Cranfield, queries: dict[str, str]) -> list[Query]:
-    """Run each query through the shipped fusion on ``core``'s store; its candidates' features and labels."""
+    """Run each query through the shipped fusion on ``core``'s store; its candidates (payloads cut to
+    :data:`PAYLOAD_KEYS`), features and labels."""
+    import dataclasses
+
     from aisac_core.rag import ranker
     from aisac_core.rag import search as s
 
@@ -144,13 +153,26 @@ def collect(core: Any, label: str, col: cranfield.Cranfield, queries: dict[str, 
     for qid, text in queries.items():
         dense, sparse = emb.embed_query(text), emb.sparse_query(text)
         f = s.fuse_candidates(vs, dense, sparse, [], s.PREFETCH, feedback=emb.sparse_documents)
-        cands = [c for c in s.candidates(vs, dense, f, ranker.DEPTH, []) if cran_id(c.payload["path"]) in corpus]
-        docs = [cran_id(c.payload["path"]) for c in cands]
-        qrels = col.qrels.get(qid, {})
-        x = ranker.features(text, cands)
-        y = np.asarray([1 if qrels.get(d, 0) > 0 else 0 for d in docs], dtype=np.int64)
-        out.append(Query(label, qid, x, y, docs, qrels))
+        cands = [
+            dataclasses.replace(c, payload={k: c.payload.get(k) for k in PAYLOAD_KEYS})
+            for c in s.candidates(vs, dense, f, ranker.DEPTH, [])
+            if cran_id(c.payload["path"]) in corpus
+        ]
+        out.append(describe(label, qid, text, tuple(cands), col.qrels.get(qid, {})))
     return out
+
+
+def describe(label: str, qid: str, text: str, cands: tuple[Any, ...], qrels: dict[str, int]) -> Query:
+    """One query's :class:`Query`: the features of its candidates (:func:`aisac_core.rag.ranker.features`) and
+    their labels (1 when the candidate's document is judged relevant)."""
+    from aisac_core.rag import ranker
+
+    from .quality import cran_id
+
+    docs = [cran_id(c.payload["path"]) for c in cands]
+    x = ranker.features(text, cands)
+    y = np.asarray([1 if qrels.get(d, 0) > 0 else 0 for d in docs], dtype=np.int64)
+    return Query(label, qid, x, y, docs, qrels, text, cands)
 
 
 def ndcg(q: Query, scores: np.ndarray | None) -> float:
@@ -295,15 +317,25 @@ def main(argv: list[str] | None = None) -> int:
     store_name = {"Cranfield": "cranfield", "SciFact train": "scifact"}
     qs: list[Query] = []
     cross: list[Query] = []
-    cache = stores / "features.pkl"
-    key = hashlib.sha256(
-        b"".join(Path(m.__file__).read_bytes() for m in (ranker_mod(), search_mod()))
-        + f"{args.scifact_docs}|{args.cross}".encode()
-    ).hexdigest()
+    cache = stores / "candidates.pkl"
+    # the candidates depend on the fusion and the indexes, not on the features: a feature change re-describes
+    # the cached candidates (seconds) instead of re-running every query (minutes)
+
+    def cache_key() -> str:
+        indexes = b"".join(
+            (stores / n / "index.json").read_bytes()
+            for n in sorted(store_name.values())
+            if (stores / n / "index.json").exists()
+        )
+        extra = f"{args.scifact_docs}|{args.cross}".encode()
+        return hashlib.sha256(Path(search_mod().__file__).read_bytes() + indexes + extra).hexdigest()
+
+    key = cache_key()
     if args.stores and cache.exists():
         got = pickle.loads(cache.read_bytes())
         if got.get("key") == key:
-            qs, cross = got["qs"], got["cross"]
+            qs = [describe(q.col, q.qid, q.text, q.cands, q.qrels) for q in got["qs"]]
+            cross = [describe(q.col, q.qid, q.text, q.cands, q.qrels) for q in got["cross"]]
     if not qs:
         cores = {label: open_store(stores, store_name[label], col) for label, (_, col) in cols.items()}
         try:
@@ -326,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             for c in cores.values():
                 c.close()
         if args.stores:
-            cache.write_bytes(pickle.dumps({"key": key, "qs": qs, "cross": cross}))
+            cache.write_bytes(pickle.dumps({"key": cache_key(), "qs": qs, "cross": cross}))
     print(f"collected {len(qs)} queries, {len(cross)} cross-collection queries in {time.perf_counter() - t0:.0f} s")
     fold = folds(qs)
     oof: list[np.ndarray] = [np.zeros(0)] * len(qs)

@@ -86,3 +86,22 @@ def test_scifact_train_split_from_shared_data(shared_data: Path) -> None:
     assert all(d in ids for r in col.qrels.values() for d in r)  # every cited abstract is in the corpus
     sub, none = T.first_docs(col, 2000)
     assert len(sub.docs) == 2000 and len(none) == 388  # the figures of docs/retrieval.md
+
+
+def test_cached_candidates_are_re_described_with_the_current_features() -> None:
+    """The candidate cache keeps candidates, not features: describe() rebuilds features and labels from them."""
+    import pickle
+
+    from aisac_core.rag import ranker
+
+    def cand(i: int, path: str, text: str) -> ranker.Candidate:
+        payload = {"doc_id": f"d{i}", "path": path, "title": "", "section": "", "text": text, "chunk_index": 0}
+        return ranker.Candidate(f"c{i}", 0.5 - 0.1 * i, 2.0, 0.5, 0.4, 0.6 - 0.1 * i, i, i, i, payload)
+
+    cands = (cand(0, "/s/cran-0042.md", "lipase half-life"), cand(1, "/s/cran-0007.md", "steel corrosion"))
+    q = T.describe("SciFact train", "q1", "half-life of lipases", cands, {"42": 1})
+    assert q.docs == ["42", "7"] and q.y.tolist() == [1, 0]
+    assert np.array_equal(q.x, ranker.features("half-life of lipases", cands))
+    again = pickle.loads(pickle.dumps(q))  # what the cache stores
+    q2 = T.describe(again.col, again.qid, again.text, again.cands, again.qrels)
+    assert np.array_equal(q2.x, q.x) and q2.y.tolist() == q.y.tolist()

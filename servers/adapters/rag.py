@@ -160,7 +160,7 @@ async def search(
 
     Hits best first: {chunk_id, doc_id, title, page, section, score, relevance, text}; cite a hit by its chunk_id
     (rag_get_chunk: whole text, anchor). relevance (hybrid): calibrated probability; none over the
-    threshold (0.70): no_relevant_passage."""
+    threshold (0.80): no_relevant_passage."""
     res = await call_core(app.rag.search, query, k, filters, mode)
     full = res.as_dict()
     if detail == "full" or request_meta("aisac/detail") == "full":  # in-process callers ask in _meta
