@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
-#: filter keys accepted by :func:`search` and what each means.
+#: filter keys accepted by :meth:`ChunkSearch.search` and what each means.
 FILTER_KEYS = {
     "doc_id": "one doc_id or a list of them",
     "path_glob": "glob matched against the full path or the file name, e.g. '*.pdf' or '*/papers/*'",
