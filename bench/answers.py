@@ -70,7 +70,6 @@ def ask_all(ctx: Context, set_path: Path, store: Path) -> tuple[list[dict[str, A
     records and the indexing time in seconds (0 when the store was reused). Raises Skip when a PDF is missing."""
     import anyio
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_servers.cli.ask import _ask_here
 
     qset = json.loads(set_path.read_text())
@@ -87,7 +86,7 @@ def ask_all(ctx: Context, set_path: Path, store: Path) -> tuple[list[dict[str, A
         if not marker.exists():
             t = time.perf_counter()
             failures: list[Any] = []
-            Indexer(core).run(pdfs, failures=failures)
+            core.rag.indexer.run(pdfs, failures=failures)
             t_index = time.perf_counter() - t
             if failures:
                 raise RuntimeError(f"indexing failed: {failures}")

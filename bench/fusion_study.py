@@ -10,7 +10,7 @@ Qdrant Edge shard) and the chunk texts, and scores every query against every chu
   embeds for these one-heading documents; at the shipped ``avg_len`` the study's sparse figure equals
   the live sparse run of the quality table.
 
-Each fusion then ranks the chunks as :func:`aisac_core.rag.search.search` would with k = 100 (candidates:
+Each fusion then ranks the chunks as :meth:`aisac_core.rag.search.ChunkSearch.search` would with k = 100 (candidates:
 the top ``max(PREFETCH, 2k)`` of each list), chunks map to documents, and nDCG@10 / recall@100 follow.
 
 A second table tests a heading field weight for BM25 (:func:`heading_weight_study`): BM25F (Robertson,

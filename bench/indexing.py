@@ -75,7 +75,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
     """One Indexer run over ``folder``: wall time, counters and failures."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import Counters, Indexer
+    from aisac_core.rag.indexer import Counters
 
     counters, failures = Counters(), []
     with Progress(
@@ -90,7 +90,7 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
         task = bar.add_task("", total=None)
         cpu0 = cpu_seconds()
         with Timer() as t:
-            Indexer(core.rag).run(
+            core.rag.indexer.run(
                 [folder],
                 counters=counters,
                 failures=failures,
@@ -106,9 +106,8 @@ def _run(core: Any, folder: Path, label: str) -> dict[str, Any]:
 
 def _pick(core: Any) -> dict[str, Any]:
     """The indexed PDF whose page count is the median of the indexed ones (deterministic)."""
-    from aisac_core.rag.indexer import list_documents
 
-    docs = [d for d in list_documents(core.rag, status="indexed", limit=10_000)["documents"] if d["pages"]]
+    docs = [d for d in core.rag.list_documents(status="indexed", limit=10_000)["documents"] if d["pages"]]
     med = statistics.median_low([d["pages"] for d in docs])
     return sorted((d for d in docs if d["pages"] == med), key=lambda d: d["path"])[0]
 

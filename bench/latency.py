@@ -11,7 +11,7 @@ Queries: the 225 Cranfield queries (or ``--queries N``), each measured once; bef
 texts (document titles) warm the path up, and the query-embedding cache is cleared, so every measured
 search embeds its query, as a new question does.
 
-- in-process: :func:`aisac_core.rag.search.search` (k = 10) in hybrid mode (the default), then dense and
+- in-process: :meth:`aisac_core.rag.search.ChunkSearch.search` (k = 10) in hybrid mode (the default), then dense and
   sparse; the time is the wall clock around the call.
 - stdio: ``aisac serve`` started by fastmcp's ``StdioTransport`` with ``AISAC_DATA_DIR`` on the bench
   store and ``HF_HUB_OFFLINE=1``; the time is the wall clock around ``client.call_tool("rag_search")``,
@@ -136,16 +136,15 @@ def fill_store(core: Any, chunks: list[tuple[str, int, str]], root: Path) -> dic
 
 
 def in_process(core: Any, queries: list[str], warm: list[str], mode: str) -> list[float]:
-    """Latency (ms) of each query through :func:`aisac_core.rag.search.search` (k = 10) in ``mode``."""
-    from aisac_core.rag.search import search
+    """Latency (ms) of each query through :meth:`aisac_core.rag.search.ChunkSearch.search` (k = 10) in ``mode``."""
 
     for w in warm:
-        search(core.rag, w, k=10, mode=mode)
+        core.rag.search(w, k=10, mode=mode)
     core.embedder.clear_query_cache()
     out = []
     for q in queries:
         t0 = time.perf_counter()
-        res = search(core.rag, q, k=10, mode=mode)
+        res = core.rag.search(q, k=10, mode=mode)
         out.append((time.perf_counter() - t0) * 1000)
         if not res.hits and mode != "sparse":
             raise RuntimeError(f"no hits for {q!r}: {res.message}")

@@ -99,9 +99,7 @@ def run(ctx: Context) -> dict[str, Any]:
         store = tmp / "store"
         core = make_core(store)
         try:
-            from aisac_core.rag.indexer import Indexer
-
-            Indexer(core.rag).run([example_notes(tmp)])
+            core.rag.indexer.run([example_notes(tmp)])
         finally:
             core.close()
         token = secrets.token_urlsafe(32)  # every HTTP server requires a bearer token, loopback included

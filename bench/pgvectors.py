@@ -95,7 +95,7 @@ def run_latency(ctx: Context) -> dict[str, Any]:
     """Query latency of both backends at the corpus size of ``docs/retrieval.md``'s Latency section: the same
     Cranfield sentence corpus as :mod:`bench.latency` (``--min-chunks``, 10,240 by default), embedded once per
     backend with aisac's Embedder and upserted with the Indexer's payload schema (:func:`bench.latency.fill_store`),
-    then every Cranfield query once through :func:`aisac_core.rag.search.search` (hybrid, k = 10, query cache
+    then every Cranfield query once through :meth:`aisac_core.rag.search.ChunkSearch.search` (hybrid, k = 10, query cache
     cleared; :func:`bench.latency.in_process`). Returns ``{"chunks": n, "edge": summary, "postgres": summary}``
     (summaries from :func:`bench.common.latency_summary`, ms; plus CPU ms per query of this process and of the
     cluster). Raises :class:`Skip` when the collection or pgserver is missing."""

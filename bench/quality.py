@@ -10,7 +10,7 @@ Method:
 2. The folder is indexed through aisac's own pipeline (:class:`aisac_core.rag.indexer.Indexer`: docling
    parse, HybridChunker, MiniLM + BM25 embeddings, Qdrant Edge) into a temporary store.
 3. Each of the 225 queries (renumbered 1..225 in file order, see :mod:`bench.cranfield`) is run with
-   :func:`aisac_core.rag.search.search` at k = 100 in each mode; hits are chunks, mapped back to
+   :meth:`aisac_core.rag.search.ChunkSearch.search` at k = 100 in each mode; hits are chunks, mapped back to
    Cranfield ids through the file name; a document's rank is that of its best chunk.
 4. nDCG@10 (graded gains, :data:`bench.cranfield.GAINS`) and recall@100 (gain > 0) per query, averaged
    over the 225 queries; a paired randomization test compares the shipped hybrid with each other run.
@@ -53,7 +53,7 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
     """Index ``folder`` with aisac's Indexer (progress on stderr); returns time, counters and failures."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from aisac_core.rag.indexer import Counters, Indexer
+    from aisac_core.rag.indexer import Counters
 
     counters, failures = Counters(), []
     with Timer() as t_models:
@@ -69,7 +69,7 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
         task = bar.add_task("", total=None)
         cpu0 = cpu_seconds()
         with Timer() as t:
-            Indexer(core.rag).run(
+            core.rag.indexer.run(
                 [folder],
                 counters=counters,
                 failures=failures,
@@ -91,7 +91,7 @@ def index_collection(core: Any, folder: Path) -> dict[str, Any]:
 def run_aisac(
     core: Any, col: cranfield.Cranfield, mode: str, fusion: str | None = None, overrides: dict[str, Any] | None = None
 ) -> tuple[dict, list]:
-    """Run every query through :func:`aisac_core.rag.search.search` (k = 100) in ``mode`` (and, for hybrid,
+    """Run every query through :meth:`aisac_core.rag.search.ChunkSearch.search` (k = 100) in ``mode`` (and, for hybrid,
     with ``fusion`` and the module constants in ``overrides``, e.g. ``{"PRF_CHUNKS": 0}``, restored after);
     returns ``({qid: [cranfield ids, best first]}, [latency ms])``. The query-embedding cache is cleared
     first, so every run's latencies include embedding its queries."""
@@ -106,7 +106,7 @@ def run_aisac(
     try:
         runs, lat = {}, []
         for qid, text in col.queries.items():
-            res = retrieval.search(core.rag, text, k=100, mode=mode)
+            res = core.rag.search(text, k=100, mode=mode)
             lat.append(res.took_ms)
             runs[qid] = [cran_id(h.payload["path"]) for h in res.hits]
         return runs, lat

@@ -180,7 +180,6 @@ def run_throughput(ctx: Context) -> dict[str, Any]:
     """One server, then two replicas, on one PostgreSQL-with-pgvector database. Raises :class:`Skip` without
     pgserver."""
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     cluster = _cluster()
     out: dict[str, Any] = {}
@@ -189,7 +188,7 @@ def run_throughput(ctx: Context) -> dict[str, Any]:
             url = cluster.create_database()
             core = AppContext(isolated_settings(tmp / "indexer").updated(sql_url=url, vector_url="sql"))
             try:
-                Indexer(core.rag).run([example_notes(tmp)])
+                core.rag.indexer.run([example_notes(tmp)])
             finally:
                 core.close()
             for n in (1, 2):
@@ -228,7 +227,6 @@ def run_throughput(ctx: Context) -> dict[str, Any]:
 def run_restart(ctx: Context) -> dict[str, Any]:
     """The 60 s run with a PostgreSQL restart in it; returns calls made / events found / gap."""
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.journal import JOURNAL
 
     cluster = _cluster()
@@ -239,7 +237,7 @@ def run_restart(ctx: Context) -> dict[str, Any]:
             settings = isolated_settings(store).updated(sql_url=url, allow_private_vectors=True)
             core = AppContext(settings)
             try:
-                Indexer(core.rag).run([example_notes(tmp)])
+                core.rag.indexer.run([example_notes(tmp)])
             finally:
                 core.close()
             env = server_env(store)

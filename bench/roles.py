@@ -42,7 +42,6 @@ def run(ctx: Context) -> dict[str, Any]:
     """The roles part; returns the JSON-ready result."""
     import anyio
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.roles.evaluator import evidence_gate
     from aisac_core.roles.planner import validate_plan
     from aisac_core.roles.store import run_events
@@ -60,7 +59,7 @@ def run(ctx: Context) -> dict[str, Any]:
         core.settings.warm = False
         try:
             with Timer() as t_index:
-                Indexer(core).run([notes])
+                core.rag.indexer.run([notes])
             anyio.run(lambda: run_graph(core, QUESTIONS[0], llm="none"))  # warm-up: models, suite import
             wall: list[float] = []
             per_step: dict[str, list[float]] = {}

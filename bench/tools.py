@@ -97,7 +97,6 @@ async def _measure(core: Any, notes: Path) -> dict[str, Any]:
 
 def run(ctx: Context) -> dict[str, Any]:
     """Measure and print the tables; returns the part's result (``status``, ``summary``, figures)."""
-    from aisac_core.rag.indexer import Indexer
 
     t0 = time.perf_counter()
     with temp_dir(ctx, "tools") as tmp:
@@ -105,7 +104,7 @@ def run(ctx: Context) -> dict[str, Any]:
         core = make_core(tmp / "store")
         core.settings.warm = False
         try:
-            Indexer(core).run([notes])
+            core.rag.indexer.run([notes])
             out = anyio.run(_measure, core, notes)
         finally:
             core.close()

@@ -303,10 +303,9 @@ def corpus_copy(tmp_path: Path, corpus: Path) -> Path:
 def indexed_core(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path):  # noqa: ANN201
     """A session-wide store with ``corpus`` indexed. Tests must not modify it."""
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     c = AppContext(make_settings(tmp_path_factory.mktemp("indexed") / "store", models_dir))
-    Indexer(c).run([corpus])
+    c.rag.indexer.run([corpus])
     yield c
     c.close()
 

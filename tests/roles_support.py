@@ -111,13 +111,12 @@ def make_roles_core(tmp_path_factory: Any, models_dir: Path, embedder: Any) -> A
     from fixtures_gen import ENZYME_MD, HEAT_MD
 
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     notes = tmp_path_factory.mktemp("roles-notes")
     (notes / "heat_transfer.md").write_text(HEAT_MD, encoding="utf-8")
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
     c = AppContext(make_settings(tmp_path_factory.mktemp("roles") / "store", models_dir, warm=False), embedder=embedder)
-    Indexer(c).run([notes])
+    c.rag.indexer.run([notes])
     c.notes_dir = notes  # type: ignore[attr-defined]
     return c
 

@@ -246,11 +246,8 @@ def test_browser_run_page_expand_evidence_live(fast_core, corpus_copy, chromium,
     from fixtures_gen import PAGE_MARKERS
     from playwright.sync_api import expect
 
-    from aisac_core.rag.indexer import Indexer
-    from aisac_core.rag.search import search
-
-    Indexer(fast_core).run([corpus_copy / "report.pdf"])
-    hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]
+    fast_core.rag.indexer.run([corpus_copy / "report.pdf"])
+    hits = [h.as_dict() for h in fast_core.rag.search(PAGE_MARKERS[1], 2).hits]
     run = "run-browser"
     ids = _roles_run(fast_core, run, hits)
     with serve_dashboard(fast_core) as base, chromium_browser(chromium) as browser:
@@ -300,13 +297,12 @@ async def test_roles_run_rendered(fast_core, corpus_copy):
     its step."""
     from fastmcp import Client
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.dashboard import create_app
     from aisac_servers.serving.suite import build
 
     if "roles" not in __import__("aisac_servers.serving.suite", fromlist=["SERVERS"]).SERVERS:
         pytest.skip("the roles server is not present")
-    Indexer(fast_core).run([corpus_copy / "notes"])
+    fast_core.rag.indexer.run([corpus_copy / "notes"])
     async with Client(build(app=fast_core, lifespan=False)) as c:
         out = (
             await c.call_tool("roles_run", {"task": "What is the Km of the lipase?", "llm": "none", "wait_s": 120})
@@ -429,12 +425,10 @@ def test_standalone_verify_never_opens_the_vector_store(fast_core, corpus_copy):
     from fixtures_gen import PAGE_MARKERS
     from starlette.testclient import TestClient
 
-    from aisac_core.rag.indexer import Indexer
-    from aisac_core.rag.search import search
     from aisac_core.trace.dashboard import create_app
 
-    Indexer(fast_core).run([corpus_copy / "report.pdf"])
-    hits = [h.as_dict() for h in search(fast_core, PAGE_MARKERS[1], 2).hits]
+    fast_core.rag.indexer.run([corpus_copy / "report.pdf"])
+    hits = [h.as_dict() for h in fast_core.rag.search(PAGE_MARKERS[1], 2).hits]
     _roles_run(fast_core, "run-standalone", hits)
     fast_core.close()  # releases the vector store, as in a process that never opened it
     assert fast_core._vectors is None

@@ -11,8 +11,6 @@ import pytest
 
 from aisac_core.context import AppContext
 from aisac_core.rag.embedcache import cache_key, clear
-from aisac_core.rag.indexer import Indexer
-from aisac_core.rag.search import search
 
 TOPICS = [
     "enzyme kinetics and the Michaelis constant",
@@ -53,13 +51,13 @@ def test_reindex_after_10_percent_changed_embeds_only_changed_chunks(small_chunk
     corpus.mkdir()
     for i, t in enumerate(TOPICS):
         (corpus / f"doc{i}.md").write_text(_doc(i, t, f"The result of report {i} was as expected."))
-    first = Indexer(core.rag).run([corpus])
+    first = core.rag.indexer.run([corpus])
     assert first.files_indexed == 10 and first.chunks_cached == 0
     assert first.chunks_embedded >= 30, "each document must span several chunks for the test to mean anything"
     texts0 = core.embedder.stats.texts
     # 10 % of the documents change: one document gets a new last section, its other chunks stay as they were
     (corpus / "doc3.md").write_text(_doc(3, TOPICS[3], "Yields fell by a third in the driest plots, unlike report 2."))
-    again = Indexer(core.rag).run([corpus])
+    again = core.rag.indexer.run([corpus])
     assert again.files_indexed == 1 and again.files_skipped == 9
     # every chunk of the changed file is stored anew, but only its changed ones went through the model: the
     # unchanged sections (title, background, method) come from the cache
@@ -67,7 +65,7 @@ def test_reindex_after_10_percent_changed_embeds_only_changed_chunks(small_chunk
     assert again.chunks_cached >= 2 and 1 <= changed <= 2
     assert core.embedder.stats.texts - texts0 == changed
     # the stored vectors are those of the model, whether from the cache or not
-    hits = search(core.rag, "driest plots yields fell", k=3, mode="dense").hits
+    hits = core.rag.search("driest plots yields fell", k=3, mode="dense").hits
     assert hits and hits[0].payload["path"].endswith("doc3.md")
 
 
@@ -78,14 +76,14 @@ def test_text_shared_by_two_documents_is_embedded_once(small_chunks: AppContext,
     body = "# Shared note\n\nThe calibration constant of the spectrometer is 4.2 counts per photon.\n"
     (corpus / "a.md").write_text(body)
     (corpus / "b.md").write_text(body)
-    c = Indexer(core.rag).run([corpus])
+    c = core.rag.indexer.run([corpus])
     assert c.files_indexed == 2 and c.chunks_embedded == 2 and c.chunks_cached == 1
     assert cache_key("m", "t") != cache_key("n", "t") != cache_key("m", "u")  # the model is part of the key
     assert clear(core.engine, "another model") == 0
     assert clear(core.engine) >= 1
     # with the cache emptied, a re-index of changed content embeds again (nothing stale is served)
     (corpus / "a.md").write_text(body + "\nMeasured again in May.\n")
-    c = Indexer(core.rag).run([corpus])
+    c = core.rag.indexer.run([corpus])
     assert c.files_indexed == 1 and c.chunks_cached == 0
 
 

@@ -347,6 +347,6 @@ def test_the_header_model_enters_the_index_fingerprint(tmp_path: Path, monkeypat
     from aisac_core.settings import Settings
 
     parts = SimpleNamespace(settings=Settings(data_dir=tmp_path / "store"), embedder=SimpleNamespace(model_id="m"))
-    before = indexer.fingerprint(parts)  # type: ignore[arg-type]
+    before = indexer.fingerprint(parts.settings, parts.embedder)  # type: ignore[arg-type]
     monkeypatch.setattr(indexer, "header_model_sha256", lambda: "0" * 64)
-    assert indexer.fingerprint(parts) != before  # type: ignore[arg-type]
+    assert indexer.fingerprint(parts.settings, parts.embedder) != before  # type: ignore[arg-type]

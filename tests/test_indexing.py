@@ -98,7 +98,7 @@ def test_first_run_indexes_every_document_and_catalogues_the_csv(core: AppContex
         assert r.status == "indexed" and r.error is None and r.chunk_count > 0 and r.indexed_at
         assert r.sha256 == sha256_file(Path(path)) and r.doc_id == doc_id_for(Path(path))
         assert r.size == Path(path).stat().st_size and r.mtime_ns == Path(path).stat().st_mtime_ns
-        assert r.fingerprint == fingerprint(core.rag)
+        assert r.fingerprint == fingerprint(core.settings, core.embedder)
     assert rows[str(corpus_copy / "report.pdf")].pages == 2
     assert c.chunks_embedded == sum(r.chunk_count for r in rows.values())
     assert_consistent(core)
@@ -235,17 +235,17 @@ def test_changing_the_embedding_model_reembeds_everything(
     core: AppContext, corpus_copy: Path, tmp_path: Path, models_dir: Path
 ) -> None:
     run(core, corpus_copy)
-    fp_before = fingerprint(core.rag)
+    fp_before = fingerprint(core.settings, core.embedder)
     total = core.vectors().count(CHUNKS)
     other_model = tmp_path / "another-model"
     shutil.copytree(models_dir, other_model)
     core2 = reopen(core, models_dir, embedding_model=str(other_model))
     try:
-        assert fingerprint(core2.rag) != fp_before
+        assert fingerprint(core2.settings, core2.embedder) != fp_before
         c, failures = run(core2, corpus_copy)
         assert failures == []
         assert c.files_indexed == len(DOCS) and c.files_skipped == 0 and c.chunks_embedded == total
-        assert all(r.fingerprint == fingerprint(core2.rag) for r in manifest(core2).values())
+        assert all(r.fingerprint == fingerprint(core2.settings, core2.embedder) for r in manifest(core2).values())
         assert_consistent(core2)
         c, _ = run(core2, corpus_copy)
         assert c.files_read == 0 and c.chunks_embedded == 0
@@ -255,11 +255,11 @@ def test_changing_the_embedding_model_reembeds_everything(
 
 def test_changing_chunk_size_reembeds_everything(core: AppContext, corpus_copy: Path, models_dir: Path) -> None:
     run(core, corpus_copy)
-    fp_before = fingerprint(core.rag)
+    fp_before = fingerprint(core.settings, core.embedder)
     counts_before = {p: r.chunk_count for p, r in manifest(core).items()}
     core2 = reopen(core, models_dir, chunk_max_tokens=40)
     try:
-        assert fingerprint(core2.rag) != fp_before
+        assert fingerprint(core2.settings, core2.embedder) != fp_before
         c, _ = run(core2, corpus_copy)
         assert c.files_indexed == len(DOCS) and c.files_read == len(DOCS)
         counts = {p: r.chunk_count for p, r in manifest(core2).items()}
@@ -295,8 +295,8 @@ def test_vector_collection_of_another_dimension_is_rebuilt(
 
 def test_same_settings_same_fingerprint(core: AppContext, models_dir: Path) -> None:
     other = AppContext(make_settings(core.settings.data_dir.parent / "other", models_dir))
-    assert fingerprint(other.rag) == fingerprint(core.rag)
-    assert len(fingerprint(core.rag)) == 16
+    assert fingerprint(other.settings, other.embedder) == fingerprint(core.settings, core.embedder)
+    assert len(fingerprint(core.settings, core.embedder)) == 16
 
 
 # ---- failures ------------------------------------------------------------------------------------------
@@ -503,7 +503,10 @@ def test_jobs_left_by_a_dead_process_are_claimed_again(core: AppContext, corpus_
         s.add(Job(job_id="job-done", kind="index", status="done"))
         s.commit()
     jm = JobManager(
-        core.engine, Indexer(core.rag), lease_s=core.settings.job_lease_seconds, poll_s=core.settings.job_poll_seconds
+        core.engine,
+        Indexer(core.settings, core.engine, core.embedder, core.vectors),
+        lease_s=core.settings.job_lease_seconds,
+        poll_s=core.settings.job_poll_seconds,
     )  # a second manager: this process restarted
     assert jm.status("job-queued")["status"] == "queued"  # type: ignore[index]  # nothing runs before resume()
     jm.resume()

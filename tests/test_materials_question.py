@@ -47,7 +47,6 @@ def _paper(path: Path) -> Path:
 
 async def test_the_materials_question_cites_cells_and_records(ref_server, tmp_path, models_dir, shared_embedder):  # noqa: ANN001
     from aisac_core.projects import init_project
-    from aisac_core.rag.verify import verify_anchor
     from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_servers.adapters.project import serve_project
@@ -90,7 +89,7 @@ async def test_the_materials_question_cites_cells_and_records(ref_server, tmp_pa
         assert len(cells) == 4 and len(records) == 3
         for c in cells:  # every reported number cites its cell, and the cell's anchor re-verifies
             assert c["anchor"]["chunk_id"].startswith("cell:") and len(c["anchor"]["bbox"]) == 4
-            assert verify_anchor(app.rag, c["anchor"])["status"] == "ok", c
+            assert app.rag.verify_full_anchor(c["anchor"])["status"] == "ok", c
         for c in records:
             assert c["url"].startswith(f"{ref_server.url}/v1/structures/") and c["provider"] == "ref"
         text = answer["text"]

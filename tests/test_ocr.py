@@ -329,11 +329,11 @@ def test_indexed_scan_cites_ocr_with_confidence(
         assert "source" not in born["anchor"] and ocr_note(born) == ""
         assert c.rag.status()["stale_documents"] == 0
         # another Tesseract (or language data) re-reads the scanned document once; the born-digital one is skipped
-        fp, fps = fingerprint(c.rag), scan_fingerprint(c.rag)
+        fp, fps = fingerprint(c.settings, c.embedder), scan_fingerprint(c.settings, c.embedder)
         eng = engine()
         assert eng is not None
         monkeypatch.setattr("aisac_core.rag.ocr.engine", lambda: dataclasses.replace(eng, version="tesseract 9.9"))
-        assert fingerprint(c.rag) == fp and scan_fingerprint(c.rag) != fps
+        assert fingerprint(c.settings, c.embedder) == fp and scan_fingerprint(c.settings, c.embedder) != fps
         assert c.rag.status()["stale_documents"] == 1
         again = c.rag.indexer.run([docs])
         assert (again.files_indexed, again.files_skipped, again.pages_ocr) == (1, 1, 1)

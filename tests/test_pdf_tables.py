@@ -196,7 +196,6 @@ def pcore(tmp_path: Path, models_dir: Path, shared_embedder):  # noqa: ANN001, A
 
 
 def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
-    from aisac_core.rag.verify import verify_anchor
 
     docs = Path(pcore.settings.rag.roots[0])
     res = pcore.frames.load(str(docs / "cathodes.pdf"))
@@ -222,31 +221,30 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     assert cell["row"] == 1 and cell["column"] == "Formation energy (eV/atom)|computed" and licoo2["page"] == 1
     assert licoo2["chunk_id"].startswith("cell:") and len(licoo2["bbox"]) == 4
     for c in pcore.frames.cells("cathodes"):
-        assert verify_anchor(pcore.rag, c["anchor"])["status"] == "ok", c
-        assert verify_anchor(pcore.rag, {**c["anchor"], "text": c["text"]})["status"] == "ok", c
+        assert pcore.rag.verify_full_anchor(c["anchor"])["status"] == "ok", c
+        assert pcore.rag.verify_full_anchor({**c["anchor"], "text": c["text"]})["status"] == "ok", c
 
     # the PDF changes: LiCoO2's computed value is corrected; the other cells still stand, somewhere or in place
     changed = [("LiFePO4", "-2.51", "-2.47"), ("LiCoO2", "-1.87", "-1.95"), *ROWS[2:]]
     make_table_pdf(docs / "cathodes.pdf", changed)
-    r = verify_anchor(pcore.rag, licoo2)
+    r = pcore.rag.verify_full_anchor(licoo2)
     assert r["status"] == "chunk_changed" and r["sha256_now"] != licoo2["sha256"], r
     same = next(c for c in cells if c["text"] == "LiFePO4")["anchor"]
-    assert verify_anchor(pcore.rag, same)["status"] == "file_changed"
+    assert pcore.rag.verify_full_anchor(same)["status"] == "file_changed"
     # a forged cell hash: the box holds other text
-    assert verify_anchor(pcore.rag, {**same, "chunk_sha256": "0" * 64})["status"] == "chunk_changed"
+    assert pcore.rag.verify_full_anchor({**same, "chunk_sha256": "0" * 64})["status"] == "chunk_changed"
 
     # a text that is not the anchored one and a box without a page are refused with a clear error
     with pytest.raises(AnchorError, match="not the cell text"):
-        verify_anchor(pcore.rag, {**same, "text": "-9.99"})
+        pcore.rag.verify_full_anchor({**same, "text": "-9.99"})
     with pytest.raises(AnchorError, match="needs its page"):
-        verify_anchor(pcore.rag, {**same, "page": None})
+        pcore.rag.verify_full_anchor({**same, "page": None})
     with pytest.raises(AnchorError, match=r"bbox must be \[l, t, r, b\]"):
-        verify_anchor(pcore.rag, {**same, "bbox": [1, 2, "x", 4]})
+        pcore.rag.verify_full_anchor({**same, "bbox": [1, 2, "x", 4]})
 
 
 def test_cell_anchor_path_outside_roots_is_refused(pcore, tmp_path: Path) -> None:  # noqa: ANN001
     from aisac_core.errors import PathOutsideRootsError
-    from aisac_core.rag.verify import verify_anchor
 
     docs = Path(pcore.settings.rag.roots[0])
     pcore.frames.load(str(docs / "cathodes.pdf"))
@@ -254,7 +252,7 @@ def test_cell_anchor_path_outside_roots_is_refused(pcore, tmp_path: Path) -> Non
     outside = make_table_pdf(tmp_path / "elsewhere.pdf")
     forged = {**cell, "doc_id": None, "path": str(outside)}
     with pytest.raises(PathOutsideRootsError):
-        verify_anchor(pcore.rag, forged)
+        pcore.rag.verify_full_anchor(forged)
 
 
 def test_pdf_without_tables_and_bad_table_names(pcore) -> None:  # noqa: ANN001

@@ -13,7 +13,6 @@ import pytest
 from pdf_fixtures import SECTIONS, make_paper
 
 from aisac_core.evidence.anchor import AnchorError
-from aisac_core.rag.verify import verify_anchor
 
 
 def _anchor(core, query: str, section: str) -> dict:  # noqa: ANN001
@@ -32,34 +31,34 @@ def test_verify_anchor_follows_edits_of_a_pdf(fast_core, paper: Path) -> None:  
     fast_core.rag.indexer.run([paper])
     methods = _anchor(fast_core, "spin coated dimethylformamide", "methods")
     results = _anchor(fast_core, "reflection vanished lead iodide", "results")
-    assert verify_anchor(fast_core.rag, methods)["status"] == "ok"
-    assert verify_anchor(fast_core.rag, results)["status"] == "ok"
+    assert fast_core.rag.verify_full_anchor(methods)["status"] == "ok"
+    assert fast_core.rag.verify_full_anchor(results)["status"] == "ok"
 
     # edit the PDF: the results paragraph changes, the methods paragraph stays
     edited = copy.deepcopy(SECTIONS)
     edited["3 Results"][0] = "The (002) reflection persisted up to 170 degrees Celsius for the butyl spacer only."
     make_paper(paper, edited)
-    r = verify_anchor(fast_core.rag, results)
+    r = fast_core.rag.verify_full_anchor(results)
     assert r["status"] == "chunk_changed", r
-    m = verify_anchor(fast_core.rag, methods)
+    m = fast_core.rag.verify_full_anchor(methods)
     assert m["status"] == "file_changed", m
     assert m["sha256_now"] != methods["sha256"]
 
     # after re-indexing, the same answers come from the index (no re-parse needed)
     fast_core.rag.indexer.run([paper])
-    assert verify_anchor(fast_core.rag, results)["status"] == "chunk_changed"
-    m2 = verify_anchor(fast_core.rag, methods)
+    assert fast_core.rag.verify_full_anchor(results)["status"] == "chunk_changed"
+    m2 = fast_core.rag.verify_full_anchor(methods)
     assert m2["status"] == "file_changed" and m2["current_chunk_id"], m2
 
     # a fresh anchor of the new version is ok; a forged chunk hash is not
     fresh = _anchor(fast_core, "spin coated dimethylformamide", "methods")
-    assert verify_anchor(fast_core.rag, fresh)["status"] == "ok"
+    assert fast_core.rag.verify_full_anchor(fresh)["status"] == "ok"
     forged = {**fresh, "chunk_sha256": "0" * 64}
-    assert verify_anchor(fast_core.rag, forged)["status"] == "chunk_changed"
+    assert fast_core.rag.verify_full_anchor(forged)["status"] == "chunk_changed"
 
     # the file is deleted
     paper.unlink()
-    gone = verify_anchor(fast_core.rag, fresh)
+    gone = fast_core.rag.verify_full_anchor(fresh)
     assert gone["status"] == "missing" and "no longer exists" in gone["detail"]
 
 
@@ -67,15 +66,15 @@ def test_verify_anchor_of_a_removed_document(fast_core, paper: Path) -> None:  #
     fast_core.rag.indexer.run([paper])
     a = _anchor(fast_core, "butylammonium spacers stable", "conclusion")
     fast_core.rag.indexer.remove([a["doc_id"]])
-    r = verify_anchor(fast_core.rag, a)
+    r = fast_core.rag.verify_full_anchor(a)
     assert r["status"] == "missing" and "not in the index" in r["detail"]
 
 
 def test_verify_anchor_bad_input(fast_core) -> None:  # noqa: ANN001
     with pytest.raises(AnchorError, match="must be the anchor object"):
-        verify_anchor(fast_core.rag, "abc")  # type: ignore[arg-type]
+        fast_core.rag.verify_full_anchor("abc")  # type: ignore[arg-type]
     with pytest.raises(AnchorError, match="lacks sha256, chunk_sha256, doc_id or path"):
-        verify_anchor(fast_core.rag, {"chunk_id": "x"})
+        fast_core.rag.verify_full_anchor({"chunk_id": "x"})
 
 
 @pytest.mark.anyio

@@ -129,7 +129,7 @@ def test_fused_order_by_default_and_relevance_order_when_re_ranking(
 def test_config_pins_carry_the_ranker_model(indexed_core: AppContext) -> None:
     from aisac_core.trace.pins import config_pins
 
-    pins = config_pins(indexed_core.settings, indexed_core.rag)
+    pins = config_pins(indexed_core.settings, indexed_core.embedder)
     assert pins["ranker_model_sha256"] == ranker.model_sha256()
     assert pins["retrieval"]["RERANK"] == retrieval.RERANK
 

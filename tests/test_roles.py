@@ -185,11 +185,10 @@ def test_prompts_are_versioned_and_overlaid(tmp_path):
 
 
 def test_evaluator_gates(rcore, tmp_path):
-    from aisac_core.rag.search import search
     from aisac_core.roles.evaluator import automatic_checks, data_gate, exec_gate, summarize
     from aisac_core.roles.researcher import citation, collect_evidence
 
-    hits = search(rcore, "wall heat transfer coefficient Nusselt", 3).as_dict()
+    hits = rcore.rag.search("wall heat transfer coefficient Nusselt", 3).as_dict()
     items = collect_evidence({"s1": hits})
     answer = {"text": "x [1] [2]", "citations": [citation(1, items[0]), citation(2, items[1])]}
     gates, crit = automatic_checks(rcore.roles, answer, [], "standard")
@@ -459,14 +458,13 @@ def test_ask_runs_in_the_store_owner_when_one_is_serving(tmp_path, models_dir, s
     from fixtures_gen import ENZYME_MD
 
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "enzyme_kinetics.md").write_text(ENZYME_MD, encoding="utf-8")
     store = tmp_path / "store"
     c = AppContext(make_settings(store, models_dir, warm=False), embedder=shared_embedder)
-    Indexer(c).run([notes])
+    c.rag.indexer.run([notes])
     c.close()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "AISAC_DATA_DIR": str(store), "AISAC_WARM": "0", "COLUMNS": "200"}
     env.pop("AISAC_ROLES_LLM_BASE_URL", None)

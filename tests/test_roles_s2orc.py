@@ -24,7 +24,6 @@ def s2orc_store(tmp_path_factory, models_dir, shared_embedder, embedding_pool):
     from conftest import SHARED_DATA, make_settings
 
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (fresh clone): shared-data tests skipped")
@@ -34,7 +33,7 @@ def s2orc_store(tmp_path_factory, models_dir, shared_embedder, embedding_pool):
     c = AppContext(make_settings(data_dir, models_dir, warm=False), embedder=shared_embedder)
     failures: list = []
     with embedding_pool.use(c.engine):  # the papers' chunk vectors, embedded once per run (conftest.EmbeddingPool)
-        Indexer(c).run([s2orc, other], failures=failures)
+        c.rag.indexer.run([s2orc, other], failures=failures)
     c.close()
     assert not failures, failures
     return data_dir, s2orc

@@ -26,12 +26,11 @@ def roles_run(fast_core, corpus_copy):  # noqa: ANN001, ANN201
     import anyio
     from fastmcp import Client
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.queries import RunQueries
     from aisac_core.trace.report import run_report
     from aisac_servers.serving.suite import build
 
-    Indexer(fast_core).run([corpus_copy / "report.pdf", corpus_copy / "notes"])
+    fast_core.rag.indexer.run([corpus_copy / "report.pdf", corpus_copy / "notes"])
 
     async def ask() -> str:
         async with Client(build(app=fast_core, lifespan=False)) as c:

@@ -34,10 +34,9 @@ def _open(data_dir: Path, models_dir: Path, embedder, sql_url: str | None = None
 
 def _snapshot(core) -> dict:
     """What the store serves: search hits (ids, rounded scores), per-table counts, history, facts, trace."""
-    from aisac_core.rag.search import search
     from aisac_core.trace.recorder import list_events
 
-    hits = {q: [h.as_dict() for h in search(core, q, 5).hits] for q in QUERIES}
+    hits = {q: [h.as_dict() for h in core.rag.search(q, 5).hits] for q in QUERIES}
     with Session(core.engine) as db:
         counts = {t.name: db.exec(select(func.count()).select_from(t)).one() for t in SQLModel.metadata.sorted_tables}
     sessions = core.memory.list_sessions()["sessions"]
@@ -57,13 +56,12 @@ def _snapshot(core) -> dict:
 def source_store(tmp_path_factory: pytest.TempPathFactory, models_dir: Path, corpus: Path, shared_embedder):
     """A store with rows in many tables: indexed corpus (documents, contents, job), memory (session, turns, a
     dialogue pair), facts (one superseded), trace events. Yields (data_dir, snapshot). Tests only read it."""
-    from aisac_core.rag.indexer import Indexer
     from aisac_core.trace.recorder import record_tool_call
 
     data_dir = tmp_path_factory.mktemp("copy-src") / "store"
     core = _open(data_dir, models_dir, shared_embedder)
     try:
-        Indexer(core).run([corpus])
+        core.rag.indexer.run([corpus])
         sid = core.memory.start_session(title="thread", project="p")["session_id"]
         core.memory.add_turn(sid, "user", "What did the methods section use?")
         core.memory.add_turn(sid, "assistant", "A calorimeter, per the methods.")
@@ -271,7 +269,6 @@ def test_cli_copies_the_vectors_into_pgvector(
     """``--vectors sql``: the SQL rows and the vectors (chunks and dialogue, as stored) move into one PostgreSQL
     database; the store then answers with the same hits over pgvector, nothing re-embedded."""
     from aisac_core.context import AppContext
-    from aisac_core.rag.search import search
     from aisac_core.store.collections import CHUNKS, DIALOGUE
 
     data_dir, snap = source_store
@@ -299,6 +296,6 @@ def test_cli_copies_the_vectors_into_pgvector(
             chunks = db.exec_driver_sql("select sum(chunk_count) from document where status = 'indexed'").scalar()
         assert chunks and vs.count(CHUNKS) == chunks and f"(chunks {chunks}, dialogue {dialogue})" in out
         for q, hits in snap["hits"].items():  # the same chunks, in the same order
-            assert [h.as_dict()["chunk_id"] for h in search(core, q, 5).hits] == [h["chunk_id"] for h in hits]
+            assert [h.as_dict()["chunk_id"] for h in core.rag.search(q, 5).hits] == [h["chunk_id"] for h in hits]
     finally:
         core.close()

@@ -128,9 +128,8 @@ def test_judge_rules():
 # ---------------------------------------------------------------- roles_evaluate on a real store
 def _two_citations(core):
     """Two rag_search hits (full anchors) about the lipase's Km, as a host would cite them."""
-    from aisac_core.rag.search import search
 
-    hits = search(core, "Michaelis-Menten Km of the lipase", 3).as_dict()["hits"]
+    hits = core.rag.search("Michaelis-Menten Km of the lipase", 3).as_dict()["hits"]
     return [h for h in hits if "0.42" in (h["text"] or "")][:1] + [h for h in hits if "0.42" not in (h["text"] or "")][
         :1
     ]
@@ -181,21 +180,19 @@ def test_stub_model_judges_support_per_citation(rcore):
 
 
 def test_extractive_citation_carries_its_span_and_verify_rechecks_it(rcore):
-    from aisac_core.rag.search import search
-    from aisac_core.rag.verify import verify_anchor
     from aisac_core.roles.researcher import collect_evidence, extractive_answer
 
-    items = collect_evidence({"s1": search(rcore, "Km of the lipase", 4).as_dict()})
+    items = collect_evidence({"s1": rcore.rag.search("Km of the lipase", 4).as_dict()})
     ans = extractive_answer("What is the Km of the lipase?", items, embed=rcore.roles.embed_texts)
     c = ans["citations"][0]
     a, b = c["anchor"]["quote_span"]
     chunk = next(i["text"] for i in items if i.get("chunk_id") == c["chunk_id"])
     assert "0.42 mM" in chunk[a:b] and c["quote"] == " ".join(chunk[a:b].split())
     assert 0 <= a < b <= len(chunk)
-    v = verify_anchor(rcore.rag, c["anchor"])
+    v = rcore.rag.verify_full_anchor(c["anchor"])
     assert v["status"] == "ok" and v["quote"] == c["quote"]
     outside = {**c["anchor"], "quote_span": [a, len(chunk) + 50]}
-    v2 = verify_anchor(rcore.rag, outside)
+    v2 = rcore.rag.verify_full_anchor(outside)
     assert v2["quote"] is None and "outside the chunk" in v2["detail"]
     assert (
         "The sources do not state it"
@@ -235,16 +232,16 @@ def test_page_image_highlights_exactly_the_quoted_span(tmp_path, models_dir, sha
     from conftest import make_settings
 
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
-    from aisac_core.rag.search import search
     from aisac_core.roles.researcher import collect_evidence, extractive_answer
     from aisac_core.trace.pageimage import evidence_page
 
     pdf = _para_pdf(tmp_path / "durability.pdf")
     core = AppContext(make_settings(tmp_path / "store", models_dir, warm=False), embedder=shared_embedder)
     try:
-        Indexer(core).run([pdf])
-        items = collect_evidence({"s": search(core, "activity of the regenerated catalyst after cycles", 3).as_dict()})
+        core.rag.indexer.run([pdf])
+        items = collect_evidence(
+            {"s": core.rag.search("activity of the regenerated catalyst after cycles", 3).as_dict()}
+        )
         ans = extractive_answer(
             "What share of its initial activity did the regenerated catalyst keep after ten cycles?",
             items,
@@ -364,26 +361,25 @@ def test_a_sentence_cut_by_a_chunk_boundary_is_judged_whole():
 def test_adjacent_chunk_reads_the_neighbour_in_the_same_document_version(rcore):
     """``adjacent_chunk`` (what completes a sentence cut by a chunk boundary) gives chunk index ± 1 of the same
     document version from the real index, None before the first and after the last chunk and for an unknown id."""
-    from aisac_core.rag.search import adjacent_chunk, get_chunk
 
     hits = rcore.rag.search("wall heat transfer coefficient Nusselt", 10).as_dict()["hits"]
     heat = sorted(
-        (get_chunk(rcore.rag, h["chunk_id"]) for h in hits if h["anchor"]["path"].endswith("heat_transfer.md")),
+        (rcore.rag.get_chunk(h["chunk_id"]) for h in hits if h["anchor"]["path"].endswith("heat_transfer.md")),
         key=lambda h: h["chunk_index"],
     )
     assert len(heat) >= 2, [h["chunk_index"] for h in heat]
     first, second = heat[0], heat[1]
     assert first["chunk_index"] == 0 and second["chunk_index"] == 1
-    nxt = adjacent_chunk(rcore.rag, first["chunk_id"], 1)
+    nxt = rcore.rag.adjacent_chunk(first["chunk_id"], 1)
     assert nxt is not None and nxt["chunk_id"] == second["chunk_id"] and nxt["text"] == second["text"]
-    prev = adjacent_chunk(rcore.rag, second["chunk_id"], -1)
+    prev = rcore.rag.adjacent_chunk(second["chunk_id"], -1)
     assert prev is not None and prev["chunk_id"] == first["chunk_id"]
-    assert adjacent_chunk(rcore.rag, first["chunk_id"], -1) is None
+    assert rcore.rag.adjacent_chunk(first["chunk_id"], -1) is None
     count = rcore.rag.overview(first["anchor"]["doc_id"])["chunk_count"]
-    last = adjacent_chunk(rcore.rag, first["chunk_id"], count - 1)
+    last = rcore.rag.adjacent_chunk(first["chunk_id"], count - 1)
     assert last is not None and last["chunk_index"] == count - 1
-    assert adjacent_chunk(rcore.rag, last["chunk_id"], 1) is None
-    assert adjacent_chunk(rcore.rag, "00000000-0000-0000-0000-000000000000", 1) is None
+    assert rcore.rag.adjacent_chunk(last["chunk_id"], 1) is None
+    assert rcore.rag.adjacent_chunk("00000000-0000-0000-0000-000000000000", 1) is None
     assert rcore.roles.corpus.adjacent_chunk(first["chunk_id"], 1)["chunk_id"] == second["chunk_id"]  # the roles' view
 
 

@@ -69,10 +69,9 @@ async def _data_run(core, root: Path) -> str:
 async def _ask_run(core, corpus: Path) -> str:
     from fixtures_gen import PAGE_MARKERS
 
-    from aisac_core.rag.indexer import Indexer
     from aisac_servers.cli.ask import _ask_here
 
-    Indexer(core).run(sorted(p for p in corpus.iterdir() if p.is_file()), failures=[])
+    core.rag.indexer.run(sorted(p for p in corpus.iterdir() if p.is_file()), failures=[])
     res = await _ask_here(core, f"What does the report say about {PAGE_MARKERS[1]}?", None, "none", None)
     return str(res["run_id"])
 

@@ -7,6 +7,7 @@ reading order from text lines), :mod:`~aisac_core.rag.structure` (sections, taxo
 :mod:`~aisac_core.rag.jobs` (background indexing jobs), :mod:`~aisac_core.rag.catalog` (data files listed, not
 embedded), :mod:`~aisac_core.rag.search` (hybrid search), :mod:`~aisac_core.rag.sections` (overview and section
 reading), :mod:`~aisac_core.rag.verify` (evidence anchor verification), :mod:`~aisac_core.rag.status` (the store's
-health); :mod:`~aisac_core.rag.service` (:class:`RagService`, what the tools call), :mod:`~aisac_core.rag.results`
-(the result types), :mod:`~aisac_core.rag.parts` (what the functions need of a store).
+health), :mod:`~aisac_core.rag.vectorcheck` (the manifest against the vector store); :mod:`~aisac_core.rag.service`
+(:class:`RagService`, what the tools call, made of the parts those modules define), :mod:`~aisac_core.rag.results`
+(the result types).
 """

@@ -61,7 +61,9 @@ from aisac_core.store.vectors import Cond, VectorPoint, VectorStoreError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.rag.parts import RagParts
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.settings import Settings
+    from aisac_core.store.vectors import VectorStore
 
 log = logging.getLogger("aisac.indexing")
 
@@ -105,16 +107,17 @@ def is_point_id(s: Any) -> bool:
         return False
 
 
-def fingerprint(parts: RagParts) -> str:
-    """Index fingerprint (16 hex digits) of a store's ``parts`` (its settings and embedder): parser revision +
-    docling version + chunker settings + dense and sparse model ids + the sha256 of the header model
-    (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and authors). A document with scanned
-    pages is stored under :func:`scan_fingerprint` instead, which adds the OCR engine."""
+def fingerprint(settings: Settings, embedder: Embedder) -> str:
+    """Index fingerprint (16 hex digits) of a store with ``settings`` (``settings.rag``: PDF pipeline, chunk size)
+    and ``embedder`` (its ``model_id``): parser revision + docling version + chunker settings + dense and sparse model
+    ids + the sha256 of the header model (:mod:`aisac_core.rag.headers`; a new model re-reads every PDF's title and
+    authors). A document with scanned pages is stored under :func:`scan_fingerprint` instead, which adds the OCR
+    engine."""
     try:
         dv = version("docling-slim")
     except Exception:
         dv = "unknown"
-    s, emb = parts.settings, parts.embedder
+    s, emb = settings, embedder
     items = [
         PARSER_REVISION,
         f"docling-slim=={dv}",
@@ -130,13 +133,13 @@ def fingerprint(parts: RagParts) -> str:
     return sha256_text("|".join(items))[:16]
 
 
-def scan_fingerprint(parts: RagParts, base: str | None = None) -> str:
-    """The fingerprint of a document read (partly) by OCR, and of a failed document: :func:`fingerprint` (``base``)
-    + the OCR engine, its language data's sha256, language and resolution
-    (:func:`aisac_core.rag.ocr.fingerprint_part`). A new Tesseract (or installing it) re-reads scanned and failed
-    documents once; born-digital ones stay as they are."""
-    fp = base if base is not None else fingerprint(parts)
-    return sha256_text(fp + "|" + ocr_fingerprint(OcrOptions.from_settings(parts.settings)))[:16]
+def scan_fingerprint(settings: Settings, embedder: Embedder, base: str | None = None) -> str:
+    """The fingerprint of a document read (partly) by OCR, and of a failed document: :func:`fingerprint` (``base``
+    when given, else computed from ``settings`` and ``embedder``) + the OCR engine, its language data's sha256,
+    language and resolution (:func:`aisac_core.rag.ocr.fingerprint_part`). A new Tesseract (or installing it)
+    re-reads scanned and failed documents once; born-digital ones stay as they are."""
+    fp = base if base is not None else fingerprint(settings, embedder)
+    return sha256_text(fp + "|" + ocr_fingerprint(OcrOptions.from_settings(settings)))[:16]
 
 
 def mark_all_stale(engine: Engine) -> None:
@@ -234,17 +237,30 @@ def _file_errors(path: Path, c: Counters, fails: list[dict[str, str]]) -> Iterat
 
 
 class Indexer:
-    """Indexes files into one store: ``parts`` gives its settings, SQL engine, embedder and vector store
-    (:class:`~aisac_core.rag.service.RagService`, or anything with those attributes)."""
+    """Indexes files into one store (:attr:`aisac_core.rag.service.RagService.indexer` is the store's; its background
+    jobs run it).
 
-    def __init__(self, parts: RagParts) -> None:
-        self.parts = parts
+    Args:
+        settings: the store's settings (``settings.rag``: roots, chunk size, PDF pipeline, OCR; archive limits).
+        engine: the store's SQL engine (schema migrated): the manifest, parsed texts, catalogue, embedding cache.
+        embedder: dense + sparse embedder (its tokenizer also sizes the chunks).
+        vectors: a zero-argument callable giving the vector store with the ``chunks`` collection ready (opened on
+            the first call, by the caller).
+    """
+
+    def __init__(
+        self, settings: Settings, engine: Engine, embedder: Embedder, vectors: Callable[[], VectorStore]
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.embedder = embedder
+        self.vectors = vectors
         self._write_lock = threading.Lock()
         self._last_flush = time.monotonic()
 
     def plan(self, paths: list[Path], catalog_only: bool = False) -> Plan:
         """:func:`plan_paths` with symlinks confined to this store's registered roots (:func:`allowed_roots`)."""
-        return plan_paths(paths, catalog_only, allowed_roots(self.parts.settings))
+        return plan_paths(paths, catalog_only, allowed_roots(self.settings))
 
     def run(
         self,
@@ -276,10 +292,10 @@ class Indexer:
                 fails.append({"path": str(path), "error": f"skipped: {reason}"})
         total = len(plan.documents) + len(plan.catalog)
         done = 0
-        fp = fingerprint(self.parts) if plan.documents else ""
-        fps = (fp, scan_fingerprint(self.parts, fp)) if plan.documents else ("", "")
+        fp = fingerprint(self.settings, self.embedder) if plan.documents else ""
+        fps = (fp, scan_fingerprint(self.settings, self.embedder, fp)) if plan.documents else ("", "")
         if plan.documents or plan.folders:
-            self.parts.vectors()  # fail fast (store locked by another process, damaged) before any parsing
+            self.vectors()  # fail fast (store locked by another process, damaged) before any parsing
         with self._write_lock:
             pending: list[_Prepared] = []
             for f in plan.documents:
@@ -325,7 +341,7 @@ class Indexer:
             for folder in plan.folders:
                 self._prune(folder, c, refused)
             if plan.documents or plan.folders:
-                self.parts.vectors().flush()
+                self.vectors().flush()
                 self._last_flush = time.monotonic()
         return c
 
@@ -335,10 +351,9 @@ class Indexer:
         self, path: Path, fps: tuple[str, str], c: Counters, pages: Callable[[int, int], None] | None = None
     ) -> _Prepared | None:
         """Hash, and when changed parse and chunk one file; None when it is unchanged (skipped)."""
-        parts = self.parts
         st = path.stat()
         did = doc_id_for(path)
-        with Session(parts.engine) as s:
+        with Session(self.engine) as s:
             row = s.get(Document, did)
             # born-digital documents carry the base fingerprint, scanned and failed ones the one with the OCR engine
             unchanged_fp = row is not None and row.fingerprint in fps and row.status in ("indexed", "failed")
@@ -360,11 +375,11 @@ class Indexer:
         try:
             parsed = parse_document(
                 path,
-                parts.embedder.tokenizer(),
-                parts.settings.rag.chunk_max_tokens,
-                parts.settings.rag.pdf_pipeline,
-                limits=ArchiveLimits.from_settings(parts.settings),
-                ocr=OcrOptions.from_settings(parts.settings),
+                self.embedder.tokenizer(),
+                self.settings.rag.chunk_max_tokens,
+                self.settings.rag.pdf_pipeline,
+                limits=ArchiveLimits.from_settings(self.settings),
+                ocr=OcrOptions.from_settings(self.settings),
                 progress=pages,
             )
         except DocumentError as exc:
@@ -388,10 +403,10 @@ class Indexer:
         texts = [t for p in pending for t in p.texts]
         if not pending:
             return
-        emb = self.parts.embedder
+        emb = self.embedder
         t0, tok0 = time.perf_counter(), emb.stats.tokens
         counts = EmbedCounts()
-        dense = embed_cached(self.parts.engine, emb, texts, counts) if texts else []
+        dense = embed_cached(self.engine, emb, texts, counts) if texts else []
         cpu1 = time.process_time()
         sparse = emb.sparse_documents(texts) if texts else []
         c.sparse_cpu_s += time.process_time() - cpu1
@@ -420,7 +435,6 @@ class Indexer:
         fp: str,
         c: Counters,
     ) -> None:
-        parts = self.parts
         path, st, did, sha, parsed = prep.path, prep.st, prep.did, prep.sha, prep.parsed
         c.chunks_embedded += len(parsed.chunks)
         points = [
@@ -449,9 +463,9 @@ class Indexer:
             )
             for ch, dv, sv in zip(parsed.chunks, dense, sparse)
         ]
-        vs = parts.vectors()
+        vs = self.vectors()
         # (a) manifest says "indexing" before any vector write
-        with Session(parts.engine) as s:
+        with Session(self.engine) as s:
             lock(s, "document", did)
             row = s.get(Document, did) or Document(
                 doc_id=did,
@@ -479,7 +493,7 @@ class Indexer:
             vs.flush()
             self._last_flush = time.monotonic()
         # (c) commit the manifest
-        with Session(parts.engine) as s:
+        with Session(self.engine) as s:
             got = s.get(Document, did)
             assert got is not None
             row = got
@@ -494,7 +508,7 @@ class Indexer:
         c.files_indexed += 1
 
     def _record_failure(self, did: str, path: Path, st: os.stat_result, sha: str, fp: str, error: str) -> None:
-        with Session(self.parts.engine) as s:
+        with Session(self.engine) as s:
             lock(s, "document", did)
             row = s.get(Document, did) or Document(
                 doc_id=did,
@@ -512,7 +526,7 @@ class Indexer:
 
     def flush(self) -> None:
         """Write the vector store's pending changes to disk (the files indexed so far are whole)."""
-        self.parts.vectors().flush()
+        self.vectors().flush()
 
     # ---- removal ------------------------------------------------------------------------------
 
@@ -520,12 +534,12 @@ class Indexer:
         """Remove documents (points first, then manifest rows). Returns the number of chunks deleted."""
         deleted = 0
         with self._write_lock:
-            vs = self.parts.vectors()
+            vs = self.vectors()
             for did in doc_ids:
                 deleted += vs.count("chunks", [Cond("doc_id", eq=did)])
                 vs.delete("chunks", [Cond("doc_id", eq=did)])
             vs.flush()
-            with Session(self.parts.engine) as s:
+            with Session(self.engine) as s:
                 for did in doc_ids:
                     for model in (Document, DocumentContent):
                         row = s.get(model, did)
@@ -543,7 +557,7 @@ class Indexer:
         def gone_or_refused(path: str) -> bool:
             return path in refused or not Path(path).exists()
 
-        with Session(self.parts.engine) as s:
+        with Session(self.engine) as s:
             gone = [
                 r.doc_id
                 for r in s.exec(select(Document).where(Document.path.startswith(prefix))).all()
@@ -568,7 +582,7 @@ class Indexer:
     # ---- catalogue ----------------------------------------------------------------------------
 
     def _catalogue(self, path: Path, root: Path) -> None:
-        catalogue_file(self.parts.engine, path, root, ArchiveLimits.from_settings(self.parts.settings))
+        catalogue_file(self.engine, path, root, ArchiveLimits.from_settings(self.settings))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -576,13 +590,51 @@ class Indexer:
 # --------------------------------------------------------------------------------------------------
 
 
-def get_document(parts: RagParts, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
-    """Manifest row and parsed content of a document (``parts``: its store), or None."""
-    with Session(parts.engine) as s:
-        row = s.get(Document, doc_id)
-        if row is None:
-            return None
-        return row, s.get(DocumentContent, doc_id)
+class Manifest:
+    """Reading the manifest of one store: :meth:`document` and :meth:`list_documents`. A part of
+    :class:`~aisac_core.rag.service.RagService`; the collaborator these methods use: ``engine`` (the SQL engine)."""
+
+    engine: Engine
+
+    def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+        """A document's manifest row and parsed content (None when it has no stored parse), or None when
+        ``doc_id`` is unknown."""
+        with Session(self.engine) as s:
+            row = s.get(Document, doc_id)
+            if row is None:
+                return None
+            return row, s.get(DocumentContent, doc_id)
+
+    def list_documents(
+        self,
+        *,
+        status: str | None = None,
+        file_type: str | None = None,
+        path_glob: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Documents:
+        """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
+        ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""
+        with Session(self.engine) as s:
+            q = select(Document).order_by(Document.path)
+            if status:
+                q = q.where(Document.status == status)
+            if file_type:
+                q = q.where(Document.file_type == file_type)
+            rows = s.exec(q).all()
+        if path_glob:
+            rows = [
+                r for r in rows if fnmatch.fnmatch(r.path, path_glob) or fnmatch.fnmatch(Path(r.path).name, path_glob)
+            ]
+        total = len(rows)
+        page = rows[offset : offset + limit]
+        return {
+            "documents": [document_dict(r) for r in page],
+            "total": total,
+            "offset": offset,
+            "next_offset": offset + limit if offset + limit < total else None,
+        }
 
 
 def documents_matching(engine: Engine, pattern: str) -> list[str]:
@@ -590,36 +642,6 @@ def documents_matching(engine: Engine, pattern: str) -> list[str]:
     with Session(engine) as s:
         rows = s.exec(select(Document.doc_id, Document.path)).all()
     return [d for d, p in rows if fnmatch.fnmatch(p, pattern) or fnmatch.fnmatch(Path(p).name, pattern)]
-
-
-def list_documents(
-    parts: RagParts,
-    *,
-    status: str | None = None,
-    file_type: str | None = None,
-    path_glob: str | None = None,
-    limit: int = 100,
-    offset: int = 0,
-) -> Documents:
-    """Manifest rows, paged: ``{documents: [document_dict], total, offset, next_offset}``, ordered by path;
-    ``status``, ``file_type`` and ``path_glob`` (against the full path or the file name) filter them."""
-    with Session(parts.engine) as s:
-        q = select(Document).order_by(Document.path)
-        if status:
-            q = q.where(Document.status == status)
-        if file_type:
-            q = q.where(Document.file_type == file_type)
-        rows = s.exec(q).all()
-    if path_glob:
-        rows = [r for r in rows if fnmatch.fnmatch(r.path, path_glob) or fnmatch.fnmatch(Path(r.path).name, path_glob)]
-    total = len(rows)
-    page = rows[offset : offset + limit]
-    return {
-        "documents": [document_dict(r) for r in page],
-        "total": total,
-        "offset": offset,
-        "next_offset": offset + limit if offset + limit < total else None,
-    }
 
 
 def document_dict(r: Document) -> DocumentRow:

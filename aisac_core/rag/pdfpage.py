@@ -250,7 +250,7 @@ def cell_holds(
     """Whether ``page`` of a conversion result ``res`` (of the PDF at ``path``) holds a cell anchor's text inside
     ``bbox``: the parsed text there, or the PDF's own characters there, has the sha256 ``chunk_sha256`` or equals
     ``text`` up to whitespace and typographic variants (:func:`same_text`). The check of
-    :func:`aisac_core.rag.verify.verify_cell_anchor`."""
+    :meth:`aisac_core.rag.verify.AnchorVerifier.verify_cell_anchor`."""
     from aisac_core.hashing import sha256_text
 
     for t in (cell_text_at(res, page, bbox), cell_text_at(res, page, bbox, path=path)):

@@ -41,18 +41,21 @@ from aisac_core.errors import AisacError
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.rag import ranker
 from aisac_core.rag.chunking import indexed_text
-from aisac_core.rag.indexer import documents_matching, get_document, is_point_id, point_id
+from aisac_core.rag.indexer import documents_matching, is_point_id, point_id
 from aisac_core.rag.results import AnchorDict, HitDict, SearchResultDict
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.vectors import Cond, Mode, VectorHit
 
 if TYPE_CHECKING:
-    from aisac_core.rag.parts import RagParts
+    from sqlalchemy.engine import Engine
+
+    from aisac_core.rag.embeddings import Embedder
+    from aisac_core.store.tables import Document, DocumentContent
     from aisac_core.store.vectors import VectorStore
 
 MAX_K = 100
 MODES = ("hybrid", "dense", "sparse")
-#: filter keys accepted by :func:`search` and what each means.
+#: filter keys accepted by :meth:`ChunkSearch.search` and what each means.
 FILTER_KEYS = {
     "doc_id": "one doc_id or a list of them",
     "path_glob": "glob matched against the full path or the file name, e.g. '*.pdf' or '*/papers/*'",
@@ -156,56 +159,6 @@ def anchor_of(chunk_id: str, p: dict[str, Any], score: float | None) -> AnchorDi
     return cast(AnchorDict, Anchor.from_payload(chunk_id, p, score).to_dict())
 
 
-def _conds(parts: RagParts, filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
-    """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
-    if not filters:
-        return [], None
-    unknown = sorted(set(filters) - set(FILTER_KEYS))
-    if unknown:
-        raise SearchError(
-            f"unknown filter key(s) {unknown}; accepted keys: "
-            + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items())
-        )
-    conds: list[Cond] = []
-    doc_ids: set[str] | None = None
-    if (v := filters.get("doc_id")) is not None:
-        vals = [v] if isinstance(v, str) else list(v)
-        if not vals or not all(isinstance(x, str) and x for x in vals):
-            raise SearchError("filter doc_id must be a non-empty string or list of strings")
-        doc_ids = set(vals)
-    if (g := filters.get("path_glob")) is not None:
-        if not isinstance(g, str) or not g:
-            raise SearchError("filter path_glob must be a non-empty glob string, e.g. '*.pdf'")
-        matched = set(documents_matching(parts.engine, g))
-        doc_ids = matched if doc_ids is None else doc_ids & matched
-    if doc_ids is not None:
-        if not doc_ids:
-            return [], "no indexed document matches the doc_id / path_glob filter"
-        conds.append(Cond("doc_id", any=tuple(sorted(doc_ids))))
-    pf, pt = filters.get("page_from"), filters.get("page_to")
-    for name, val in (("page_from", pf), ("page_to", pt)):
-        if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 1):
-            raise SearchError(f"filter {name} must be a page number >= 1, got {val!r}")
-    if pf is not None and pt is not None and pf > pt:
-        raise SearchError(f"filter page_from ({pf}) is after page_to ({pt})")
-    if pf is not None or pt is not None:
-        conds.append(Cond("page", gte=pf, lte=pt))
-    for key in ("file_type", "section"):
-        if (v := filters.get(key)) is not None:
-            vals = [v] if isinstance(v, str) else list(v)
-            if not vals or not all(isinstance(x, str) and x for x in vals):
-                raise SearchError(f"filter {key} must be a non-empty string or list of strings")
-            if key == "section":
-                bad = [x for x in vals if x not in SECTION_LABELS]
-                if bad:
-                    raise SearchError(
-                        f"filter section {bad} is not a section label; use one of "
-                        f"{', '.join(SECTION_LABELS)} (rag_get_overview lists a document's labels)"
-                    )
-            conds.append(Cond("file_type" if key == "file_type" else "section_covers", any=tuple(vals)))
-    return conds, None
-
-
 @dataclass
 class SearchResult:
     """Hits (best first), the mode, the time taken, and a message when there are no hits."""
@@ -234,94 +187,188 @@ class SearchResult:
         return out
 
 
-def search(
-    parts: RagParts, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid"
-) -> SearchResult:
-    """Search the indexed chunks of the store ``parts``.
+class ChunkSearch:
+    """Search and chunk reads over the indexed chunks of one store: :meth:`search` (hybrid, dense or BM25, with
+    filters), :meth:`search_hits`, :meth:`get_chunk` and :meth:`adjacent_chunk`. A part of
+    :class:`~aisac_core.rag.service.RagService`. The collaborators these methods use: ``engine`` (the manifest, for
+    the ``path_glob`` filter), ``embedder`` (queries embedded; BM25 vectors of feedback chunks), :meth:`vectors` (the
+    ``chunks`` collection) and :meth:`document` (a document's stored sections, for the hint of an empty result)."""
 
-    Args:
-        parts: the store (:class:`~aisac_core.rag.service.RagService`).
-        query: natural-language query (non-empty, at most 2,000 characters).
-        k: number of hits, 1..100.
-        filters: optional dict with keys of :data:`FILTER_KEYS`.
-        mode: ``hybrid`` (default), ``dense`` or ``sparse``.
+    engine: Engine
+    embedder: Embedder
 
-    Returns:
-        :class:`SearchResult`; an empty hit list comes with a ``message`` saying why. Hybrid hits carry
-        ``relevance`` (calibrated P(relevant), 0-1) and the result ``no_relevant_passage`` (True, with a ``note``,
-        when the best hit's relevance is below :attr:`aisac_core.rag.ranker.Ranker.threshold`).
+    if TYPE_CHECKING:
 
-    Raises:
-        SearchError: empty or over-long query, k out of range, unknown mode or filter key, bad filter value.
-        RankerError: the shipped ranker model is unreadable (a broken install).
-    """
-    t0 = time.perf_counter()
-    if not isinstance(query, str) or not query.strip():
-        raise SearchError("query is empty: give a few words describing what to find")
-    if len(query) > 2000:
-        raise SearchError(f"query is {len(query)} characters long; the limit is 2000")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise SearchError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
-    if mode not in MODES:
-        raise SearchError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    conds, reason = _conds(parts, filters)
-    if reason:
-        return SearchResult([], mode, (time.perf_counter() - t0) * 1000, reason)
-    emb = parts.embedder
-    vs = parts.vectors()
-    dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
-    sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
-    if mode == "hybrid" and FUSION == "convex":
-        feedback = parts.embedder.sparse_documents if PRF_CHUNKS or DENSE_PRF_CHUNKS else None
-        hits = ranked_hits(parts.vectors(), feedback, query, dense, sparse, k, conds)
-        if hits:
-            thr = ranker.load().threshold
-            best = max(h.relevance or 0.0 for h in hits)
-            none = best < thr
-            note = (
-                f"no relevant passage: no hit reaches the relevance threshold {thr:.2f} (best probability of "
-                f"relevance {best:.2f}); the hits are the closest passages and may not answer the query (rephrase it, "
-                "or index the documents that hold the answer)"
-                if none
-                else None
+        def vectors(self) -> VectorStore:
+            """The vector store with the ``chunks`` collection ready (:meth:`RagService.vectors`)."""
+            ...
+
+        def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+            """A document's manifest row and parsed content (:meth:`aisac_core.rag.indexer.Manifest.document`)."""
+            ...
+
+    def _conds(self, filters: dict[str, Any] | None) -> tuple[list[Cond], str | None]:
+        """Filters -> store conditions. Returns (conditions, reason) where reason says why nothing can match."""
+        if not filters:
+            return [], None
+        unknown = sorted(set(filters) - set(FILTER_KEYS))
+        if unknown:
+            raise SearchError(
+                f"unknown filter key(s) {unknown}; accepted keys: "
+                + "; ".join(f"{k} ({v})" for k, v in FILTER_KEYS.items())
             )
-            return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, None, none, note)
-        raw: list[VectorHit] = []
-    else:
-        raw = vs.query(
-            "chunks",
-            dense=dense,
-            sparse=sparse,
-            limit=k,
-            conds=conds,
-            mode=cast(Mode, mode),
-            prefetch_limit=max(PREFETCH, 2 * k),
-            rrf_k=RRF_K,
-            weights=HYBRID_WEIGHTS,
-        )
-    hits = [Hit(h.id, h.score, h.payload) for h in raw]
-    msg = None
-    if not hits:
-        if vs.count("chunks") == 0:
-            msg = "the index is empty: index documents first (rag_index / aisac index PATH)"
-        elif mode == "sparse":
-            msg = "no chunk shares a term with the query; try other words or mode 'hybrid'"
+        conds: list[Cond] = []
+        doc_ids: set[str] | None = None
+        if (v := filters.get("doc_id")) is not None:
+            vals = [v] if isinstance(v, str) else list(v)
+            if not vals or not all(isinstance(x, str) and x for x in vals):
+                raise SearchError("filter doc_id must be a non-empty string or list of strings")
+            doc_ids = set(vals)
+        if (g := filters.get("path_glob")) is not None:
+            if not isinstance(g, str) or not g:
+                raise SearchError("filter path_glob must be a non-empty glob string, e.g. '*.pdf'")
+            matched = set(documents_matching(self.engine, g))
+            doc_ids = matched if doc_ids is None else doc_ids & matched
+        if doc_ids is not None:
+            if not doc_ids:
+                return [], "no indexed document matches the doc_id / path_glob filter"
+            conds.append(Cond("doc_id", any=tuple(sorted(doc_ids))))
+        pf, pt = filters.get("page_from"), filters.get("page_to")
+        for name, val in (("page_from", pf), ("page_to", pt)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val < 1):
+                raise SearchError(f"filter {name} must be a page number >= 1, got {val!r}")
+        if pf is not None and pt is not None and pf > pt:
+            raise SearchError(f"filter page_from ({pf}) is after page_to ({pt})")
+        if pf is not None or pt is not None:
+            conds.append(Cond("page", gte=pf, lte=pt))
+        for key in ("file_type", "section"):
+            if (v := filters.get(key)) is not None:
+                vals = [v] if isinstance(v, str) else list(v)
+                if not vals or not all(isinstance(x, str) and x for x in vals):
+                    raise SearchError(f"filter {key} must be a non-empty string or list of strings")
+                if key == "section":
+                    bad = [x for x in vals if x not in SECTION_LABELS]
+                    if bad:
+                        raise SearchError(
+                            f"filter section {bad} is not a section label; use one of "
+                            f"{', '.join(SECTION_LABELS)} (rag_get_overview lists a document's labels)"
+                        )
+                conds.append(Cond("file_type" if key == "file_type" else "section_covers", any=tuple(vals)))
+        return conds, None
+
+    def search(
+        self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid"
+    ) -> SearchResult:
+        """Search the indexed chunks of this store.
+
+        Args:
+            query: natural-language query (non-empty, at most 2,000 characters).
+            k: number of hits, 1..100.
+            filters: optional dict with keys of :data:`FILTER_KEYS`.
+            mode: ``hybrid`` (default), ``dense`` or ``sparse``.
+
+        Returns:
+            :class:`SearchResult`; an empty hit list comes with a ``message`` saying why. Hybrid hits carry
+            ``relevance`` (calibrated P(relevant), 0-1) and the result ``no_relevant_passage`` (True, with a ``note``,
+            when the best hit's relevance is below :attr:`aisac_core.rag.ranker.Ranker.threshold`).
+
+        Raises:
+            SearchError: empty or over-long query, k out of range, unknown mode or filter key, bad filter value.
+            RankerError: the shipped ranker model is unreadable (a broken install).
+        """
+        t0 = time.perf_counter()
+        if not isinstance(query, str) or not query.strip():
+            raise SearchError("query is empty: give a few words describing what to find")
+        if len(query) > 2000:
+            raise SearchError(f"query is {len(query)} characters long; the limit is 2000")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise SearchError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+        if mode not in MODES:
+            raise SearchError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        conds, reason = self._conds(filters)
+        if reason:
+            return SearchResult([], mode, (time.perf_counter() - t0) * 1000, reason)
+        emb = self.embedder
+        vs = self.vectors()
+        dense = emb.embed_query(query) if mode in ("hybrid", "dense") else None
+        sparse = emb.sparse_query(query) if mode in ("hybrid", "sparse") else None
+        if mode == "hybrid" and FUSION == "convex":
+            feedback = self.embedder.sparse_documents if PRF_CHUNKS or DENSE_PRF_CHUNKS else None
+            hits = ranked_hits(self.vectors(), feedback, query, dense, sparse, k, conds)
+            if hits:
+                thr = ranker.load().threshold
+                best = max(h.relevance or 0.0 for h in hits)
+                none = best < thr
+                note = (
+                    f"no relevant passage: no hit reaches the relevance threshold {thr:.2f} (best probability of "
+                    f"relevance {best:.2f}); the hits are the closest passages and may not answer the query (rephrase it, "
+                    "or index the documents that hold the answer)"
+                    if none
+                    else None
+                )
+                return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, None, none, note)
+            raw: list[VectorHit] = []
         else:
-            msg = "no chunk matched the filters; loosen them"
-            if filters and filters.get("section") and filters.get("doc_id"):
-                msg += "; " + _labels_hint(parts, filters["doc_id"])
-    return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
+            raw = vs.query(
+                "chunks",
+                dense=dense,
+                sparse=sparse,
+                limit=k,
+                conds=conds,
+                mode=cast(Mode, mode),
+                prefetch_limit=max(PREFETCH, 2 * k),
+                rrf_k=RRF_K,
+                weights=HYBRID_WEIGHTS,
+            )
+        hits = [Hit(h.id, h.score, h.payload) for h in raw]
+        msg = None
+        if not hits:
+            if vs.count("chunks") == 0:
+                msg = "the index is empty: index documents first (rag_index / aisac index PATH)"
+            elif mode == "sparse":
+                msg = "no chunk shares a term with the query; try other words or mode 'hybrid'"
+            else:
+                msg = "no chunk matched the filters; loosen them"
+                if filters and filters.get("section") and filters.get("doc_id"):
+                    msg += "; " + self._labels_hint(filters["doc_id"])
+        return SearchResult(hits, mode, (time.perf_counter() - t0) * 1000, msg)
 
+    def search_hits(self, query: str, k: int = 10) -> list[HitDict]:
+        """The top ``k`` hybrid-search hits for ``query`` with their whole text and full anchors (the roles'
+        context). Raises :class:`SearchError`."""
+        return self.search(query, k).as_dict()["hits"]
 
-def _labels_hint(parts: RagParts, doc_ids: str | list[str]) -> str:
-    """Which section labels the filtered documents have (for a search that found nothing)."""
-    out = []
-    for did in ([doc_ids] if isinstance(doc_ids, str) else list(doc_ids))[:10]:
-        got = get_document(parts, did)
-        if got and got[1] is not None and got[1].structure_json:
-            labels = sorted({sec["label"] for sec in json.loads(got[1].structure_json).get("sections", [])})
-            out.append(f"{did} has sections: {', '.join(labels) or '(no headings)'}")
-    return "; ".join(out) or "the filtered documents have no recorded sections"
+    def _labels_hint(self, doc_ids: str | list[str]) -> str:
+        """Which section labels the filtered documents have (for a search that found nothing)."""
+        out = []
+        for did in ([doc_ids] if isinstance(doc_ids, str) else list(doc_ids))[:10]:
+            got = self.document(did)
+            if got and got[1] is not None and got[1].structure_json:
+                labels = sorted({sec["label"] for sec in json.loads(got[1].structure_json).get("sections", [])})
+                out.append(f"{did} has sections: {', '.join(labels) or '(no headings)'}")
+        return "; ".join(out) or "the filtered documents have no recorded sections"
+
+    def get_chunk(self, chunk_id: str) -> HitDict | None:
+        """A chunk of this store by id with its anchor (score None), or None when unknown."""
+        recs = self.vectors().retrieve("chunks", [chunk_id]) if is_point_id(chunk_id) else []
+        if not recs:
+            return None
+        h = Hit(recs[0].id, 0.0, recs[0].payload).as_dict()
+        h["score"] = None
+        h["anchor"]["score"] = None
+        return h
+
+    def adjacent_chunk(self, chunk_id: str, delta: int) -> HitDict | None:
+        """The chunk ``delta`` places after (negative: before) chunk ``chunk_id`` in the same version of the same
+        document, with its anchor (score None); None when either is unknown or the document has no such chunk. A
+        sentence cut by a chunk boundary is completed from it (the extractive answer)."""
+        got = self.get_chunk(chunk_id)
+        if got is None or got.get("chunk_index") is None:
+            return None
+        a = got["anchor"]
+        if not a.get("doc_id") or not a.get("sha256") or int(got["chunk_index"] or 0) + delta < 0:
+            return None
+        return self.get_chunk(point_id(str(a["doc_id"]), str(a["sha256"]), int(got["chunk_index"] or 0) + delta))
 
 
 def normalise(scores: dict[str, float], ids: list[str], floor: float | None) -> dict[str, float]:
@@ -647,27 +694,3 @@ def ranked_hits(
     if RERANK:
         order.sort(key=lambda j: (-scored[j][0], j))
     return [Hit(cands[j].chunk_id, cands[j].fused, cands[j].payload, scored[j][1]) for j in order[:k]]
-
-
-def get_chunk(parts: RagParts, chunk_id: str) -> HitDict | None:
-    """A chunk of the store ``parts`` by id with its anchor (score None), or None when unknown."""
-    recs = parts.vectors().retrieve("chunks", [chunk_id]) if is_point_id(chunk_id) else []
-    if not recs:
-        return None
-    h = Hit(recs[0].id, 0.0, recs[0].payload).as_dict()
-    h["score"] = None
-    h["anchor"]["score"] = None
-    return h
-
-
-def adjacent_chunk(parts: RagParts, chunk_id: str, delta: int) -> HitDict | None:
-    """The chunk ``delta`` places after (negative: before) chunk ``chunk_id`` in the same version of the same
-    document, with its anchor (score None); None when either is unknown or the document has no such chunk. A
-    sentence cut by a chunk boundary is completed from it (the extractive answer)."""
-    got = get_chunk(parts, chunk_id)
-    if got is None or got.get("chunk_index") is None:
-        return None
-    a = got["anchor"]
-    if not a.get("doc_id") or not a.get("sha256") or int(got["chunk_index"] or 0) + delta < 0:
-        return None
-    return get_chunk(parts, point_id(str(a["doc_id"]), str(a["sha256"]), int(got["chunk_index"] or 0) + delta))

@@ -13,19 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from aisac_core.rag.identify import apply_identifier
-from aisac_core.rag.indexer import get_document
 from aisac_core.rag.results import Block, Overview, SectionInfo, SectionText
 from aisac_core.rag.search import SearchError
 from aisac_core.rag.structure import SECTION_LABELS
 from aisac_core.store.tables import Document, DocumentContent
 
 if TYPE_CHECKING:
-    from aisac_core.rag.parts import RagParts
+    from aisac_core.ports import PaperLookup
 
 #: tokens are estimated as characters / 4 (the usual rule of thumb for English text with BPE tokenizers,
 #: e.g. OpenAI's "a token is ~4 characters"); MiniLM's WordPiece gives a similar count on scientific prose.
 CHARS_PER_TOKEN = 4
-#: bounds of ``max_tokens`` in :func:`read_sections`
+#: bounds of ``max_tokens`` in :meth:`SectionReader.read_sections`
 READ_MIN_TOKENS, READ_MAX_TOKENS = 50, 20000
 
 
@@ -37,83 +36,13 @@ class SectionNotFoundError(SearchError):
     """A section the document does not have; the message lists those it has."""
 
 
-def _structure_of(parts: RagParts, doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
-    if not isinstance(doc_id, str) or not doc_id.strip():
-        raise DocumentNotFoundError("doc_id is empty: rag_list_documents lists the indexed documents and their doc_ids")
-    got = get_document(parts, doc_id.strip())
-    if got is None:
-        raise DocumentNotFoundError(f"no indexed document {doc_id!r}: rag_list_documents lists doc_ids")
-    row, content = got
-    if row.status == "failed":
-        raise DocumentNotFoundError(f"document {doc_id} ({row.path}) was not indexed: {row.error}")
-    if content is None or row.status != "indexed":
-        raise DocumentNotFoundError(
-            f"document {doc_id} ({row.path}) is being indexed ({row.status}); try again "
-            "when rag_job_status says the job is done"
-        )
-    if not content.structure_json:
-        raise DocumentNotFoundError(
-            f"document {doc_id} was indexed by an older aisac without structure: index it "
-            "again (rag_index with its path; the new parser revision re-parses it)"
-        )
-    return row, content, json.loads(content.structure_json)
-
-
 def _public_section(sec: dict[str, Any]) -> SectionInfo:
     keys = ("title", "number", "level", "label", "page_start", "page_end", "chunk_count")
     return cast(SectionInfo, {k: sec.get(k) for k in keys})
 
 
-def get_overview(parts: RagParts, doc_id: str) -> Overview:
-    """What a document of the store ``parts`` is and which parts it has.
-
-    Returns ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
-    authors, year, doi, arxiv_id}, sections: [{title, number, level, label, page_start, page_end,
-    chunk_count, subsections: [{title, number, level, label, page_start, page_end, chunk_count}]}],
-    labels: {label: {sections, page_start, page_end}}, captions: [{kind (figure|table), text, page}]}``.
-    ``sections`` are the top-level sections (level 1) in reading order; headings found before any top-level
-    one appear as top-level too. ``labels`` lists the taxonomy labels the document really has (usable as
-    ``rag_read_sections`` section or ``rag_search`` ``section`` filter). Metadata comes from the first pages
-    (the title by type size, authors from the block under it, DOI / arXiv id / year by pattern); a field
-    not found is null (or []). ``metadata`` also says where the guessed fields come from and how sure they
-    are: ``title_source`` / ``confidence``, ``authors_source`` / ``authors_confidence`` ("layout", "pdf_info",
-    "layout+pdf_info"), ``outline_source`` / ``outline_confidence`` ("outline": the document's own bookmarks
-    or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"); ``title_confidence`` /
-    ``authors_confidence`` are calibrated probabilities (docs/rag.md, "Header model") and below
-    :data:`aisac_core.rag.headers.UNCERTAIN_BELOW` the field is flagged ``title_uncertain`` / ``authors_uncertain``
-    and ``title`` shows the file name with the guess beside it. A DOI or arXiv id on the first pages is looked up
-    first (:func:`aisac_core.rag.identify.apply_identifier`): where it answers, its title and authors win
-    (``title_source``: "crossref", "arxiv", ...). ``page_*`` are null for formats without pages.
-
-    Raises:
-        DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
-    """
-    row, content, st = _structure_of(parts, doc_id)
-    ov = overview_of_structure(st)
-    # identifiers first (aisac_core.rag.identify): the registry's title and authors when the DOI / arXiv id answers
-    ov["metadata"] = apply_identifier(ov["metadata"], content.text[:8000], getattr(parts, "paper_lookup", None))
-    title = ov["metadata"].get("title") or row.title
-    if ov["metadata"].get("title_uncertain"):
-        # below the threshold a guess is not presented as the title: the file name, the guess beside it
-        title = f"{Path(row.path).name} (title uncertain: {title!r})"
-    return {
-        "doc_id": row.doc_id,
-        "path": row.path,
-        "file_type": row.file_type,
-        "pages": row.pages,
-        "chunk_count": row.chunk_count,
-        "sha256": row.sha256,
-        "indexed_at": row.indexed_at.isoformat() if row.indexed_at else None,
-        "title": title,
-        "metadata": ov["metadata"],
-        "sections": ov["sections"],
-        "labels": ov["labels"],
-        "captions": ov["captions"],
-    }
-
-
 def overview_of_structure(st: dict[str, Any]) -> dict[str, Any]:
-    """``{metadata, sections, labels, captions}`` of :func:`get_overview` from a parse's structure
+    """``{metadata, sections, labels, captions}`` of :meth:`SectionReader.overview` from a parse's structure
     (``ParsedDocument.structure``, stored as ``DocumentContent.structure_json``)."""
     secs = st.get("sections", [])
     top: list[dict[str, Any]] = []
@@ -158,49 +87,135 @@ def _match_sections(secs: list[dict[str, Any]], section: str) -> list[int]:
     return out
 
 
-def read_sections(
-    parts: RagParts, doc_id: str, section: str, max_tokens: int = 2000, cursor: int | None = None
-) -> SectionText:
-    """The text of a document's section(s) (of the store ``parts``) in reading order, with page anchors, paged.
+class SectionReader:
+    """Reading a document of one store by its structure: :meth:`overview` and :meth:`read_sections`. A part of
+    :class:`~aisac_core.rag.service.RagService`. The collaborators these methods use: :meth:`document` (a document's
+    manifest row and parsed content) and ``paper_lookup`` (looks a paper up by the DOI / arXiv id printed on it; None:
+    the layout reading alone)."""
 
-    Args:
-        doc_id: from ``rag_list_documents`` / a search hit.
-        section: a taxonomy label (``methods``, ``results``, ... : every section with that label) or a
-            heading as the overview lists it (``"3.1 Setup"``, ``"Setup"`` or ``"3.1"``).
-        max_tokens: page size, 50..20000 tokens (estimated as characters / 4, :data:`CHARS_PER_TOKEN`).
-            A block longer than the page is cut at a word boundary and continued on the next page.
-        cursor: ``next_cursor`` of the previous page (a character offset into the document's plain text);
-            omit for the first page.
+    paper_lookup: PaperLookup | None
 
-    Returns:
-        ``{doc_id, title, section, matched: [{title, number, level, label, page_start, page_end,
-        chunk_count}], text, blocks: [{kind (heading|text|caption|table|reference|list), page, char_span,
-        section}], tokens (estimate of this page), total_tokens, next_cursor (null on the last page)}``.
-        ``text`` is the page's blocks joined by blank lines, headings as Markdown ``#`` lines, each other
-        block prefixed with its page anchor ``[p. N]`` (PDF) - the ``char_span`` of a block indexes into
-        the document's plain text (resource ``aisac://documents/{doc_id}/text``), like search anchors.
+    if TYPE_CHECKING:
 
-    Raises:
-        DocumentNotFoundError: unknown doc_id / failed document / no stored structure.
-        SectionNotFoundError: the document has no such section; the message lists the labels and
-            headings it has.
-        SearchError: max_tokens or cursor out of range.
-    """
-    if (
-        isinstance(max_tokens, bool)
-        or not isinstance(max_tokens, int)
-        or not READ_MIN_TOKENS <= max_tokens <= READ_MAX_TOKENS
-    ):
-        raise SearchError(
-            f"max_tokens must be an integer from {READ_MIN_TOKENS} to {READ_MAX_TOKENS}, got {max_tokens!r}"
-        )
-    if not isinstance(section, str) or not section.strip():
-        raise SearchError(
-            "section is empty: give a label (abstract, introduction, methods, results, discussion, "
-            "conclusion, datasets, references, other) or a heading from rag_get_overview"
-        )
-    row, content, st = _structure_of(parts, doc_id)
-    return sections_of_structure(row.doc_id, row.title, content.text, st, section, max_tokens, cursor)
+        def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
+            """A document's manifest row and parsed content (:meth:`aisac_core.rag.indexer.Manifest.document`)."""
+            ...
+
+    def _structure_of(self, doc_id: str) -> tuple[Document, DocumentContent, dict[str, Any]]:
+        """The manifest row, parsed content and stored structure of an indexed document; raises
+        :class:`DocumentNotFoundError` (unknown, failed, being indexed, or indexed without a structure)."""
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            raise DocumentNotFoundError(
+                "doc_id is empty: rag_list_documents lists the indexed documents and their doc_ids"
+            )
+        got = self.document(doc_id.strip())
+        if got is None:
+            raise DocumentNotFoundError(f"no indexed document {doc_id!r}: rag_list_documents lists doc_ids")
+        row, content = got
+        if row.status == "failed":
+            raise DocumentNotFoundError(f"document {doc_id} ({row.path}) was not indexed: {row.error}")
+        if content is None or row.status != "indexed":
+            raise DocumentNotFoundError(
+                f"document {doc_id} ({row.path}) is being indexed ({row.status}); try again "
+                "when rag_job_status says the job is done"
+            )
+        if not content.structure_json:
+            raise DocumentNotFoundError(
+                f"document {doc_id} was indexed by an older aisac without structure: index it "
+                "again (rag_index with its path; the new parser revision re-parses it)"
+            )
+        return row, content, json.loads(content.structure_json)
+
+    def overview(self, doc_id: str) -> Overview:
+        """What a document of this store is and which parts it has.
+
+        Returns ``{doc_id, path, file_type, pages, chunk_count, sha256, indexed_at, title, metadata: {title,
+        authors, year, doi, arxiv_id}, sections: [{title, number, level, label, page_start, page_end,
+        chunk_count, subsections: [{title, number, level, label, page_start, page_end, chunk_count}]}],
+        labels: {label: {sections, page_start, page_end}}, captions: [{kind (figure|table), text, page}]}``.
+        ``sections`` are the top-level sections (level 1) in reading order; headings found before any top-level
+        one appear as top-level too. ``labels`` lists the taxonomy labels the document really has (usable as
+        ``rag_read_sections`` section or ``rag_search`` ``section`` filter). Metadata comes from the first pages
+        (the title by type size, authors from the block under it, DOI / arXiv id / year by pattern); a field
+        not found is null (or []). ``metadata`` also says where the guessed fields come from and how sure they
+        are: ``title_source`` / ``confidence``, ``authors_source`` / ``authors_confidence`` ("layout", "pdf_info",
+        "layout+pdf_info"), ``outline_source`` / ``outline_confidence`` ("outline": the document's own bookmarks
+        or heading markup; "layout"), each confidence 0..1 (docs/rag.md, "Title and authors"); ``title_confidence`` /
+        ``authors_confidence`` are calibrated probabilities (docs/rag.md, "Header model") and below
+        :data:`aisac_core.rag.headers.UNCERTAIN_BELOW` the field is flagged ``title_uncertain`` / ``authors_uncertain``
+        and ``title`` shows the file name with the guess beside it. A DOI or arXiv id on the first pages is looked up
+        first (:func:`aisac_core.rag.identify.apply_identifier`): where it answers, its title and authors win
+        (``title_source``: "crossref", "arxiv", ...). ``page_*`` are null for formats without pages.
+
+        Raises:
+            DocumentNotFoundError: unknown doc_id, a failed document (its error is quoted), no stored structure.
+        """
+        row, content, st = self._structure_of(doc_id)
+        ov = overview_of_structure(st)
+        # identifiers first (aisac_core.rag.identify): the registry's title and authors when the DOI / arXiv id answers
+        ov["metadata"] = apply_identifier(ov["metadata"], content.text[:8000], self.paper_lookup)
+        title = ov["metadata"].get("title") or row.title
+        if ov["metadata"].get("title_uncertain"):
+            # below the threshold a guess is not presented as the title: the file name, the guess beside it
+            title = f"{Path(row.path).name} (title uncertain: {title!r})"
+        return {
+            "doc_id": row.doc_id,
+            "path": row.path,
+            "file_type": row.file_type,
+            "pages": row.pages,
+            "chunk_count": row.chunk_count,
+            "sha256": row.sha256,
+            "indexed_at": row.indexed_at.isoformat() if row.indexed_at else None,
+            "title": title,
+            "metadata": ov["metadata"],
+            "sections": ov["sections"],
+            "labels": ov["labels"],
+            "captions": ov["captions"],
+        }
+
+    def read_sections(
+        self, doc_id: str, section: str, max_tokens: int = 2000, cursor: int | None = None
+    ) -> SectionText:
+        """The text of a document's section(s) (of this store) in reading order, with page anchors, paged.
+
+        Args:
+            doc_id: from ``rag_list_documents`` / a search hit.
+            section: a taxonomy label (``methods``, ``results``, ... : every section with that label) or a
+                heading as the overview lists it (``"3.1 Setup"``, ``"Setup"`` or ``"3.1"``).
+            max_tokens: page size, 50..20000 tokens (estimated as characters / 4, :data:`CHARS_PER_TOKEN`).
+                A block longer than the page is cut at a word boundary and continued on the next page.
+            cursor: ``next_cursor`` of the previous page (a character offset into the document's plain text);
+                omit for the first page.
+
+        Returns:
+            ``{doc_id, title, section, matched: [{title, number, level, label, page_start, page_end,
+            chunk_count}], text, blocks: [{kind (heading|text|caption|table|reference|list), page, char_span,
+            section}], tokens (estimate of this page), total_tokens, next_cursor (null on the last page)}``.
+            ``text`` is the page's blocks joined by blank lines, headings as Markdown ``#`` lines, each other
+            block prefixed with its page anchor ``[p. N]`` (PDF) - the ``char_span`` of a block indexes into
+            the document's plain text (resource ``aisac://documents/{doc_id}/text``), like search anchors.
+
+        Raises:
+            DocumentNotFoundError: unknown doc_id / failed document / no stored structure.
+            SectionNotFoundError: the document has no such section; the message lists the labels and
+                headings it has.
+            SearchError: max_tokens or cursor out of range.
+        """
+        if (
+            isinstance(max_tokens, bool)
+            or not isinstance(max_tokens, int)
+            or not READ_MIN_TOKENS <= max_tokens <= READ_MAX_TOKENS
+        ):
+            raise SearchError(
+                f"max_tokens must be an integer from {READ_MIN_TOKENS} to {READ_MAX_TOKENS}, got {max_tokens!r}"
+            )
+        if not isinstance(section, str) or not section.strip():
+            raise SearchError(
+                "section is empty: give a label (abstract, introduction, methods, results, discussion, "
+                "conclusion, datasets, references, other) or a heading from rag_get_overview"
+            )
+        row, content, st = self._structure_of(doc_id)
+        return sections_of_structure(row.doc_id, row.title, content.text, st, section, max_tokens, cursor)
 
 
 def sections_of_structure(
@@ -212,7 +227,7 @@ def sections_of_structure(
     max_tokens: int = 2000,
     cursor: int | None = None,
 ) -> SectionText:
-    """:func:`read_sections` on a parse: ``text`` (the plain text) and ``st`` (its structure,
+    """:meth:`SectionReader.read_sections` on a parse: ``text`` (the plain text) and ``st`` (its structure,
     ``ParsedDocument.structure``) of the document ``doc_id`` whose stored ``title`` is given; same arguments,
     result and errors (SectionNotFoundError, SearchError for a bad cursor)."""
     if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(text)):

@@ -1,9 +1,16 @@
 """The rag service of one store: indexing (background jobs), hybrid search, reading documents by section,
 verifying evidence anchors, the catalogue of data files and the store's status.
 
-:class:`RagService` is built by the composition root (``AppContext.rag``) from the store's parts; the rag tools
-(``aisac_servers.adapters.rag``) and the CLI call its methods. It has the attributes ``settings``, ``engine``, ``embedder``,
-``vectors()`` and ``jobs``, so it is also the :class:`~aisac_core.rag.parts.RagParts` the rag functions take.
+:class:`RagService` is built by the composition root (``AppContext.rag``) from the store's collaborators (settings,
+SQL engine, vector store, embedder); the rag tools (``aisac_servers.adapters.rag``), the roles (through
+:class:`aisac_core.roles.env.Corpus`), the trace, the CLI and the benchmarks call its methods. Its methods come from
+parts, each in the module of its domain and declaring only the collaborators it uses:
+:class:`~aisac_core.rag.search.ChunkSearch` (search and chunk reads), :class:`~aisac_core.rag.sections.SectionReader`
+(overview and sections), :class:`~aisac_core.rag.indexer.Manifest` (manifest reads),
+:class:`~aisac_core.rag.verify.AnchorVerifier` (evidence anchors), :class:`~aisac_core.rag.vectorcheck.VectorAudit`
+(the manifest against the vector store) and :class:`~aisac_core.rag.status.StoreHealth` (the store's status). The
+service provides the collaborators and owns the store's indexer, its background jobs, the index targets, removal
+and the catalogue.
 """
 
 from __future__ import annotations
@@ -23,31 +30,22 @@ from aisac_core.errors import (
 )
 from aisac_core.ports import PaperLookup
 from aisac_core.rag.catalog import catalog_entries
-from aisac_core.rag.indexer import Indexer, doc_id_of_path, get_document, list_documents
+from aisac_core.rag.indexer import Indexer, Manifest, doc_id_of_path
 from aisac_core.rag.jobs import JobManager
 from aisac_core.rag.planning import IndexingError
-from aisac_core.rag.search import SearchResult, adjacent_chunk, get_chunk, search
-from aisac_core.rag.sections import get_overview, read_sections
-from aisac_core.rag.status import store_status
-from aisac_core.rag.verify import verify_anchor
+from aisac_core.rag.search import ChunkSearch
+from aisac_core.rag.sections import SectionReader
+from aisac_core.rag.status import StoreHealth
+from aisac_core.rag.vectorcheck import VectorAudit
+from aisac_core.rag.verify import AnchorVerifier
 from aisac_core.settings import HostRoots
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from aisac_core.rag.embeddings import Embedder
-    from aisac_core.rag.results import (
-        Catalog,
-        Documents,
-        HitDict,
-        Overview,
-        Removed,
-        SectionText,
-        StoreStatus,
-        Verification,
-    )
+    from aisac_core.rag.results import Catalog, Removed, Verification
     from aisac_core.settings import Settings
-    from aisac_core.store.tables import Document, DocumentContent
     from aisac_core.store.vectors import VectorStore
 
 
@@ -68,8 +66,8 @@ def _exists(raw: str) -> bool:
         return False
 
 
-class RagService:
-    """Indexing, search, reading and verification over one store.
+class RagService(ChunkSearch, SectionReader, Manifest, AnchorVerifier, VectorAudit, StoreHealth):
+    """Indexing, search, reading and verification over one store (its parts: the module docstring).
 
     Args:
         settings: the store's settings (``settings.rag``: roots, chunking, PDF pipeline; job lease and poll times).
@@ -98,7 +96,7 @@ class RagService:
     @cached_property
     def indexer(self) -> Indexer:
         """The indexer of this store (the background jobs run it)."""
-        return Indexer(self)
+        return Indexer(self.settings, self.engine, self.embedder, self.vectors)
 
     @cached_property
     def jobs(self) -> JobManager:
@@ -116,43 +114,10 @@ class RagService:
         if (jobs := self.__dict__.get("jobs")) is not None:
             jobs.shutdown()
 
-    # ---- search and reading ------------------------------------------------------------------------
-
-    def search(
-        self, query: str, k: int = 10, filters: dict[str, Any] | None = None, mode: str = "hybrid"
-    ) -> SearchResult:
-        """Hybrid (or ``dense`` / ``sparse``) search: :func:`aisac_core.rag.search.search`; ``.as_dict()`` gives the
-        :class:`~aisac_core.rag.results.SearchResultDict`. Raises :class:`~aisac_core.rag.search.SearchError`."""
-        return search(self, query, k, filters, mode)
-
-    def search_hits(self, query: str, k: int = 10) -> list[HitDict]:
-        """The top ``k`` hybrid-search hits for ``query`` with their whole text and full anchors (the roles'
-        context). Raises :class:`~aisac_core.rag.search.SearchError`."""
-        return search(self, query, k).as_dict()["hits"]
-
-    def get_chunk(self, chunk_id: str) -> HitDict | None:
-        """A chunk by id with its whole text and full anchor (score None), or None when unknown."""
-        return get_chunk(self, chunk_id)
-
-    def adjacent_chunk(self, chunk_id: str, delta: int) -> HitDict | None:
-        """The chunk ``delta`` places after (negative: before) ``chunk_id`` in the same document version, score None;
-        None when there is none (:func:`aisac_core.rag.search.adjacent_chunk`)."""
-        return adjacent_chunk(self, chunk_id, delta)
-
-    def overview(self, doc_id: str) -> Overview:
-        """What a document is and which sections it has: :func:`aisac_core.rag.sections.get_overview`.
-        Raises :class:`~aisac_core.rag.sections.DocumentNotFoundError`."""
-        return get_overview(self, doc_id)
-
-    def read_sections(
-        self, doc_id: str, section: str, max_tokens: int = 2000, cursor: int | None = None
-    ) -> SectionText:
-        """A page (``max_tokens``, 50..20000) of a document's section(s) from ``cursor``:
-        :func:`aisac_core.rag.sections.read_sections` (its errors)."""
-        return read_sections(self, doc_id, section, max_tokens, cursor)
+    # ---- evidence anchors -------------------------------------------------------------------------
 
     def verify_anchor(self, anchor: str | dict[str, Any], roots: HostRoots | None = None) -> Verification:
-        """Whether cited evidence still holds: :func:`aisac_core.rag.verify.verify_anchor`.
+        """Whether cited evidence still holds: :meth:`~aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`.
 
         ``anchor``: a full anchor (optionally with the hit's ``text``), a compact hit (a dict with a ``chunk_id``
         and no ``sha256``: its chunk_id is the anchor id), or a chunk id; an id not in the index gives status
@@ -174,14 +139,14 @@ class RagService:
                     "instead",
                 }
             anchor = {**got["anchor"], "text": got.get("text")}
-        return verify_anchor(self, anchor, roots)
+        return self.verify_full_anchor(anchor, roots)
 
     def verify_cited(self, anchor: Mapping[str, object]) -> Verification:
-        """A cited anchor (a full one) verified (:func:`aisac_core.rag.verify.verify_anchor`), for a reader that must
+        """A cited anchor (a full one) verified (:meth:`~aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`), for a reader that must
         not fail on one citation (the roles' evidence gate): a document outside this process's roots is not read
         and comes back ``missing`` with the reason, not as an error."""
         try:
-            return verify_anchor(self, dict(anchor))
+            return self.verify_full_anchor(dict(anchor))
         except PathOutsideRootsError as exc:
             chunk_id, path = anchor.get("chunk_id"), anchor.get("path")
             return {
@@ -195,22 +160,6 @@ class RagService:
             }
 
     # ---- the manifest and the catalogue ------------------------------------------------------------
-
-    def list_documents(
-        self,
-        *,
-        status: str | None = None,
-        file_type: str | None = None,
-        path_glob: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> Documents:
-        """Manifest rows, paged and filtered: :func:`aisac_core.rag.indexer.list_documents`."""
-        return list_documents(self, status=status, file_type=file_type, path_glob=path_glob, limit=limit, offset=offset)
-
-    def document(self, doc_id: str) -> tuple[Document, DocumentContent | None] | None:
-        """A document's manifest row and parsed content, or None when unknown."""
-        return get_document(self, doc_id)
 
     def catalog(
         self,
@@ -226,10 +175,6 @@ class RagService:
         if refresh and self.settings.rag.catalog_roots:
             self.indexer.run(list(self.settings.rag.catalog_roots), catalog_only=True)
         return catalog_entries(self.engine, root=root, file_type=file_type, limit=limit, offset=offset)
-
-    def status(self) -> StoreStatus:
-        """The store's health (``aisac status``, ``rag_store_status``): :func:`aisac_core.rag.status.store_status`."""
-        return store_status(self, self.jobs)
 
     # ---- indexing --------------------------------------------------------------------------------
 
@@ -294,7 +239,7 @@ class RagService:
         if (doc_id is None) == (path is None):
             raise IndexingError("give exactly one of doc_id or path")
         did = doc_id if doc_id is not None else doc_id_of_path(path or "")
-        if get_document(self, did) is None:
+        if self.document(did) is None:
             raise IndexingError(
                 f"no indexed document {quote_path(doc_id or path)}: rag_list_documents shows what is indexed"
             )

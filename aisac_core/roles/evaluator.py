@@ -2,7 +2,7 @@
 
 Gates (each failure is a critique with the severity given):
 
-- **evidence**: every rag anchor the answer cites is verified with :func:`aisac_core.rag.verify.verify_anchor`
+- **evidence**: every rag anchor the answer cites is verified with :meth:`aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`
   (re-hashes the file and the chunk text). An anchor that does not verify (``missing``, ``chunk_changed``) is a
   critique of severity 1.0, a ``file_changed`` one (the passage is still there) 0.3. The anchors that verify and
   score at least the mode's ``min_score`` must number at least its ``min_anchors`` (:data:`~aisac_core.roles.
@@ -76,7 +76,7 @@ _HTTP_ERROR = re.compile(r"<title>[^<]*(\b[45]\d\d\b|not found|forbidden|access 
 
 
 def verify(env: EvaluatorEnv, anchor: Mapping[str, object]) -> Verification:
-    """Re-verify a cited anchor (``env.corpus.verify_cited``, :func:`aisac_core.rag.verify.verify_anchor`):
+    """Re-verify a cited anchor (``env.corpus.verify_cited``, :meth:`aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`):
     ``{status, chunk_id, doc_id, path, detail, sha256_now, current_chunk_id}``; a document outside this process's
     roots is ``missing``."""
     return env.corpus.verify_cited(anchor)

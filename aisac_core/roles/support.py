@@ -1,7 +1,7 @@
 """The two verdicts of an answer's evidence, named plainly: **anchors** (are the cited bytes still there?) and
 **support** (does the cited sentence state the claim?).
 
-Anchors (:func:`anchors_verdict`), from :func:`aisac_core.rag.verify.verify_anchor`: ``intact`` (status ``ok``, or
+Anchors (:func:`anchors_verdict`), from :meth:`aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`: ``intact`` (status ``ok``, or
 ``file_changed`` with the passage still found), ``changed`` (``chunk_changed``: the passage is gone), ``missing``
 (document or file gone). The answer's anchors verdict is the worst of its citations'.
 
@@ -93,7 +93,7 @@ _MARK = re.compile(r"\[(\d+)\]")
 
 
 def anchor_word(status: str | None) -> str:
-    """``intact`` / ``changed`` / ``missing`` for a :func:`~aisac_core.rag.verify.verify_anchor` status."""
+    """``intact`` / ``changed`` / ``missing`` for a :meth:`~aisac_core.rag.verify.AnchorVerifier.verify_full_anchor` status."""
     return {"ok": "intact", "file_changed": "intact", "chunk_changed": "changed"}.get(str(status), "missing")
 
 

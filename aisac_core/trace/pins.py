@@ -31,7 +31,7 @@ from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from aisac_core.rag.parts import RagParts
+    from aisac_core.rag.embeddings import Embedder
     from aisac_core.settings import Settings
 
 
@@ -128,19 +128,20 @@ def _version(pkg: str) -> str | None:
         return None
 
 
-def config_pins(settings: Settings, rag: RagParts) -> dict[str, Any]:
+def config_pins(settings: Settings, embedder: Embedder) -> dict[str, Any]:
     """The configuration a run's results depend on: package versions, embedding and sparse models, index
     fingerprint (parser revision + chunker + models), PDF pipeline, retrieval constants and every setting whose
     name does not look secret (``key``, ``token``, ``secret``, ``password`` are left out). A failure to read the
     retrieval part is reported under ``error`` (pins are informative and never block a call). Returns a JSON-ready
-    dict (``ranker_model_sha256``: the learned ranker's model file). ``rag``: the rag domain's parts (its settings and embedder are read)."""
+    dict (``ranker_model_sha256``: the learned ranker's model file). ``settings``: the store's settings;
+    ``embedder``: the store's dense + sparse embedder (its ``model_id`` is read; no model is loaded)."""
     s = settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
     try:
-        fp = fingerprint(rag)
+        fp = fingerprint(s, embedder)
         pins.update(
             embedding_model=s.rag.embedding_model,
-            embedding_model_id=rag.embedder.model_id,
+            embedding_model_id=embedder.model_id,
             sparse_model=SPARSE_MODEL_ID,
             parser_revision=PARSER_REVISION,
             index_fingerprint=fp,

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aisac_core.rag.verify import verify_anchor
 from aisac_core.settings import HostRoots
 from aisac_core.trace.diff import RunDiff
 from aisac_core.trace.evidence_images import EvidenceImages
@@ -40,27 +39,24 @@ if TYPE_CHECKING:
     from aisac_core.rag.embeddings import Embedder
     from aisac_core.rag.results import Verification
     from aisac_core.settings import Settings
-    from aisac_core.store.vectors import VectorStore
 
 #: runs whose configuration pins a service remembers as written (past that, it forgets and asks the store again)
 MAX_PINNED_RUNS = 10_000
 
 
-class RagParts(Protocol):
-    """What the trace needs of the rag domain (``RagService``): the configuration pins read its settings and
-    embedder (models, index fingerprint); verification re-checks anchors against its index
-    (:func:`aisac_core.rag.verify.verify_anchor`: engine, vector store, embedder, settings)."""
+class RagIndex(Protocol):
+    """What the trace uses of the rag domain (:class:`~aisac_core.rag.service.RagService` is one): the configuration
+    pins read its ``embedder`` (the model id, part of the index fingerprint), and verification re-checks a run's
+    anchors against its index (:meth:`~aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`)."""
 
     @property
-    def settings(self) -> Settings: ...
+    def embedder(self) -> Embedder:
+        """The store's dense + sparse embedder."""
+        ...
 
-    @property
-    def engine(self) -> Engine: ...
-
-    @property
-    def embedder(self) -> Embedder: ...
-
-    def vectors(self) -> VectorStore: ...
+    def verify_full_anchor(self, anchor: dict[str, Any], roots: HostRoots | None = None) -> Verification:
+        """An evidence anchor checked against its file and the index (the rag domain's result type)."""
+        ...
 
 
 class TraceService(RunQueries, RunDiff, RunReplay, RunExports, TraceStatistics):
@@ -71,11 +67,11 @@ class TraceService(RunQueries, RunDiff, RunReplay, RunExports, TraceStatistics):
             ``cache/pages/``; every setting is part of a run's configuration pins).
         engine: returns the store's SQL engine (called on use: building the service opens nothing, so the suite
             can mount the dashboard and answer ``tools/list`` before the store is opened).
-        rag: returns the rag domain (:class:`RagParts`), called on use: configuration pins (models, index
+        rag: returns the rag domain (:class:`RagIndex`), called on use: configuration pins (models, index
             fingerprint) and anchor verification against the index.
     """
 
-    def __init__(self, settings: Settings, engine: Callable[[], Engine], rag: Callable[[], RagParts]) -> None:
+    def __init__(self, settings: Settings, engine: Callable[[], Engine], rag: Callable[[], RagIndex]) -> None:
         self.settings = settings
         self._engine = engine
         self._rag = rag
@@ -123,7 +119,7 @@ class TraceService(RunQueries, RunDiff, RunReplay, RunExports, TraceStatistics):
 
     def config_pins(self) -> dict[str, Any]:
         """The store's configuration now (:func:`aisac_core.trace.pins.config_pins`), JSON-ready."""
-        return config_pins(self.settings, self._rag())
+        return config_pins(self.settings, self._rag().embedder)
 
     def pinned(self, run_id: str) -> bool:
         """True when this service already wrote (or found) the configuration pins of ``run_id`` (no store access)."""
@@ -151,7 +147,7 @@ class TraceService(RunQueries, RunDiff, RunReplay, RunExports, TraceStatistics):
         which no anchored file is read (None: the settings'). Raises TraceError for an unknown run."""
 
         def check(anchor: dict[str, Any]) -> Verification:
-            return verify_anchor(self._rag(), anchor, roots)
+            return self._rag().verify_full_anchor(anchor, roots)
 
         return verify_run(
             self.engine, run_id, check_anchor=check if use_index else None, data_dir=self.settings.data_dir

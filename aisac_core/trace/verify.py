@@ -21,7 +21,7 @@ from aisac_core.trace.results import AnchorCheck, InputCheck, Verified
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-#: checks one anchor against the index (``aisac_core.rag.verify.verify_anchor`` bound to the store's rag domain):
+#: checks one anchor against the index (``aisac_core.rag.verify.AnchorVerifier.verify_full_anchor`` bound to the store's rag domain):
 #: anchor dict in, rag's :class:`~aisac_core.rag.results.Verification` (``{status: ok | file_changed |
 #: chunk_changed | missing, detail, ...}``) out
 AnchorChecker = Callable[[dict[str, Any]], Verification]
@@ -68,7 +68,7 @@ def verify_run(
 ) -> Verified:
     """Re-hash every evidence anchor a run cited and every input file it pinned.
 
-    With ``check_anchor`` (:func:`aisac_core.rag.verify.verify_anchor` on the store's index: file sha256 and chunk
+    With ``check_anchor`` (:meth:`aisac_core.rag.verify.AnchorVerifier.verify_full_anchor` on the store's index: file sha256 and chunk
     text sha256), anchors go through it; its
     ``ok`` is reported ``unchanged``, ``file_changed`` / ``chunk_changed`` as ``changed`` (``anchor_status``
     keeps the detail: with ``file_changed`` the quoted passage is still in the new version) and ``missing`` as

@@ -93,9 +93,7 @@ def index(
 
             if core is not None:
                 if repair:
-                    from aisac_core.rag.vectorcheck import repair_vectors
-
-                    repaired = repair_vectors(core.rag, core.rag.indexer, counters, failures)
+                    repaired = core.rag.repair_vectors(counters, failures)
                 if paths:
                     core.rag.indexer.run(
                         paths, catalog_only=catalog, progress=progress, failures=failures, counters=counters

@@ -176,8 +176,8 @@ def verify_via_owner(info: OwnerInfo, anchor: str | dict[str, Any]) -> dict[str,
 
 
 class _OwnerJobs:
-    """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :func:`~aisac_core.rag.status.store_status`: the
-    jobs as the owner lists them (the owner's answer, without opening a second job manager in this process)."""
+    """Stands in for :class:`~aisac_core.rag.jobs.JobManager` in :meth:`~aisac_core.rag.status.StoreHealth.status`:
+    the jobs as the owner lists them (the owner's answer, without opening a second job manager in this process)."""
 
     def __init__(self, jobs: list[dict[str, Any]]) -> None:
         self.jobs = jobs
@@ -187,7 +187,7 @@ class _OwnerJobs:
 
 
 class _OwnerVectors:
-    """Stands in for the vector store (locked by the owner) in ``store_status``: the owner's chunk count."""
+    """Stands in for the vector store (locked by the owner) in the store's status: the owner's chunk count."""
 
     def __init__(self, count: int | None) -> None:
         self.n = count
@@ -196,28 +196,28 @@ class _OwnerVectors:
         return self.n
 
 
-class _StatusCore:
-    """What :func:`~aisac_core.rag.status.store_status` reads, over a store the owner holds: the SQL store and the
-    embedder id of this process (SQLite in WAL mode has many readers), the vector count from the owner."""
+def _owner_status(core: Any, jobs: list[dict[str, Any]], count: int | None) -> dict[str, Any]:
+    """:meth:`~aisac_core.rag.status.StoreHealth.status` over a store the owner holds: the SQL store and the embedder
+    id of this process (SQLite in WAL mode has many readers), the vector count and the index jobs from the owner."""
+    from aisac_core.rag.status import StoreHealth  # the rag modules load here: `aisac --help` stays fast
+    from aisac_core.rag.vectorcheck import VectorAudit
 
-    def __init__(self, core: Any, count: int | None) -> None:
-        self.settings, self._core = core.settings, core
-        self._vectors = _OwnerVectors(count)
+    class OwnerStatus(StoreHealth, VectorAudit):
+        def __init__(self) -> None:
+            self.settings, self.engine, self.embedder = core.settings, core.engine, core.embedder
 
-    @property
-    def engine(self) -> Any:
-        return self._core.engine
+        @property
+        def jobs(self) -> _OwnerJobs:  # type: ignore[override]  # a stand-in with JobManager.list
+            return _OwnerJobs(jobs)
 
-    @property
-    def embedder(self) -> Any:
-        return self._core.embedder
+        def vectors(self) -> _OwnerVectors:  # type: ignore[override]  # a stand-in with VectorStore.count
+            return _OwnerVectors(count)
 
-    def vectors(self) -> _OwnerVectors:
-        return self._vectors
+    return dict(OwnerStatus().status())
 
 
 def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
-    """The dict of :func:`~aisac_core.rag.status.store_status` for a store its owner holds: the owner's
+    """The dict of :meth:`~aisac_core.rag.status.StoreHealth.status` for a store its owner holds: the owner's
     ``rag_store_status`` tool when it has one (exactly the in-process result), else computed here from the SQL store
     with the owner's job list (``rag_job_status``); ``chunks_in_vector_store`` is then None (the vector store is
     locked by the owner). Raises OwnerCallError."""
@@ -231,11 +231,9 @@ def status_via_owner(info: OwnerInfo, settings: Settings) -> dict[str, Any]:
     full, jobs = anyio.run(remote)
     if full is not None:
         return full
-    from aisac_core.rag.status import store_status  # the rag modules load here: `aisac --help` stays fast
-
     core = AppContext(settings, read_only=True)
     try:
-        return dict(store_status(_StatusCore(core, None), _OwnerJobs(jobs)))  # type: ignore[arg-type]  # stand-ins
+        return _owner_status(core, jobs, None)
     finally:
         core.close()
 

@@ -48,14 +48,13 @@ def icore(tmp_path, models_dir, shared_embedder, monkeypatch):
     from conftest import make_settings
 
     from aisac_core.context import AppContext
-    from aisac_core.rag.indexer import Indexer
 
     monkeypatch.setenv("AISAC_SANDBOX_ISOLATION", "none")
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "lipase.md").write_text(INJECTED, encoding="utf-8")
     core = AppContext(make_settings(tmp_path / "store", models_dir, warm=False), embedder=shared_embedder)
-    Indexer(core).run([notes])
+    core.rag.indexer.run([notes])
     yield core
     core.close()
 
