@@ -99,7 +99,7 @@ def index_both(ctx: Context, peer: Path | None) -> dict[str, Any]:
     with temp_dir(ctx, "cost") as tmp:
         docs = tmp / "cranfield"
         write_collection(col, docs)
-        from aisac_core.rag.indexer import Counters, Indexer
+        from aisac_core.rag.indexer import Counters
 
         core = make_core(tmp / "store")
         try:
@@ -107,7 +107,7 @@ def index_both(ctx: Context, peer: Path | None) -> dict[str, Any]:
             core.embedder.embed_documents(["warm-up"])
             counters = Counters()
             cpu0, w0 = cpu_seconds(), time.perf_counter()
-            Indexer(core.rag).run([docs], counters=counters, failures=[])
+            core.rag.indexer.run([docs], counters=counters, failures=[])
             out["aisac"] = {
                 "cpu_s": round(cpu_seconds() - cpu0, 2),
                 "wall_s": round(time.perf_counter() - w0, 2),
