@@ -111,6 +111,28 @@ LOGISTIC_SETS: dict[str, dict[str, tuple[str, ...]]] = {
 CV_REPEATS = 5
 
 
+def fit_calibration(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The calibration maps of both fields, each chosen by :func:`choose_calibration` on ``rows`` (raw scores of
+    CRFs that did not see the rows' documents); a field counts only where the reader reports it (a predicted title;
+    at least one parsed author name). Returns ``{"title": map, "authors": map}``."""
+    t_rows = [r for r in rows if r["title"]]
+    a_rows = [r for r in rows if r["n_pred"]]
+    return {
+        "title": choose_calibration(
+            [r["title_raw"] for r in t_rows],
+            [r["title_ok"] for r in t_rows],
+            feats=[r["title_features"] for r in t_rows],
+            fld="title",
+        ),
+        "authors": choose_calibration(
+            [r["authors_raw"] for r in a_rows],
+            [r["authors_ok"] for r in a_rows],
+            feats=[r["authors_features"] for r in a_rows],
+            fld="authors",
+        ),
+    }
+
+
 def choose_calibration(
     raw: list[float], right: list[bool], k: int = 5, feats: list[dict[str, float]] | None = None, fld: str = "title"
 ) -> dict[str, Any]:
@@ -298,24 +320,6 @@ def nested(
     def read(path: Path, docs: list[HeaderDoc], name: str) -> list[dict[str, Any]]:
         return read_rows(path, docs, cache / f"{path.stem}.{name}.rows.json")
 
-    def fit_map(rows: list[dict[str, Any]]) -> dict[str, Any]:
-        t_rows = [r for r in rows if r["title"]]
-        a_rows = [r for r in rows if r["n_pred"]]
-        return {
-            "title": choose_calibration(
-                [r["title_raw"] for r in t_rows],
-                [r["title_ok"] for r in t_rows],
-                feats=[r["title_features"] for r in t_rows],
-                fld="title",
-            ),
-            "authors": choose_calibration(
-                [r["authors_raw"] for r in a_rows],
-                [r["authors_ok"] for r in a_rows],
-                feats=[r["authors_features"] for r in a_rows],
-                fld="authors",
-            ),
-        }
-
     by_fold = {k: [d for d in dev if fold[d.doc_id] == k] for k in range(FOLDS)}
     fold_rows = {k: read(cache / f"fold{k}.crfsuite", by_fold[k], f"fold{k}") for k in range(FOLDS)}
     pooled: list[dict[str, Any]] = []
@@ -330,7 +334,7 @@ def nested(
                 inner += read(_pair_path(cache, j, k), by_fold[j], f"fold{j}")
         outer.append((f"fold {k}", fold_rows[k], inner))
     for name, held, inner in outer:
-        cal = fit_map(inner)
+        cal = fit_calibration(inner)
         rows = [{**r, **_recal(r, cal), "outer": name} for r in held]
         pooled += rows
         f = figures(rows)
@@ -456,22 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fold {k}: {len(held)} documents ({time.perf_counter() - t1:.0f} s)", flush=True)
     # calibrated where a field is reported: documents without a predicted title / author list show no confidence;
     # the map with the lowest cross-validated ECE on these out-of-fold scores (choose_calibration)
-    t_rows = [r for r in fold_rows if r["title"]]
-    a_rows = [r for r in fold_rows if r["n_pred"]]
-    cal: dict[str, Any] = {
-        "title": choose_calibration(
-            [r["title_raw"] for r in t_rows],
-            [r["title_ok"] for r in t_rows],
-            feats=[r["title_features"] for r in t_rows],
-            fld="title",
-        ),
-        "authors": choose_calibration(
-            [r["authors_raw"] for r in a_rows],
-            [r["authors_ok"] for r in a_rows],
-            feats=[r["authors_features"] for r in a_rows],
-            fld="authors",
-        ),
-    }
+    cal: dict[str, Any] = fit_calibration(fold_rows)
     for f in ("title", "authors"):
         print(
             f"calibration of {f}: {cal[f]['chosen']} (cross-validated ECE {cal[f]['cv_ece']}; Brier "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aisac_core.archives import ArchiveError, ArchiveLimits, check_archive, is_office_zip
 from aisac_core.rag.chunking import Chunk, chunk_document
@@ -26,6 +26,9 @@ from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError, convert, file_
 from aisac_core.rag.ocr import OcrOptions, engine, missing_engine_message, ocr_document, pages_needing_ocr
 from aisac_core.rag.pdf import reconstruct_pdf
 from aisac_core.rag.structure import document_structure
+
+if TYPE_CHECKING:
+    from aisac_core.settings import Settings
 
 #: Bumped whenever parsing or chunking output changes; enters the index fingerprint.
 PARSER_REVISION = "aisac-parse-8"  # 8: PDF text as printed (word spaces from glyphs, accents composed, NFC, hyphens)
@@ -161,4 +164,22 @@ def parse_document(
         structure=structure,
         ocr_pages=sorted(ocr_pages),
         ocr_seconds=sum(p.seconds for p in ocr_pages.values()),
+    )
+
+
+def parse_as_configured(
+    path: Path, settings: Settings, tokenizer: Any, progress: Callable[[int, int], None] | None = None
+) -> ParsedDocument:
+    """:func:`parse_document` with the options of ``settings``: chunk size (``rag.chunk_max_tokens``), PDF pipeline
+    (``rag.pdf_pipeline``), archive limits (:meth:`ArchiveLimits.from_settings`) and OCR
+    (:meth:`OcrOptions.from_settings`) - how the indexer reads a file, and so how a changed file is re-read to verify
+    an anchor. Same arguments otherwise, same result and errors (:class:`DocumentError`)."""
+    return parse_document(
+        path,
+        tokenizer,
+        settings.rag.chunk_max_tokens,
+        settings.rag.pdf_pipeline,
+        limits=ArchiveLimits.from_settings(settings),
+        ocr=OcrOptions.from_settings(settings),
+        progress=progress,
     )

@@ -45,7 +45,7 @@ from aisac_core.errors import check_path_text, expand_user, resolve_link
 from aisac_core.hashing import NotRegularFileError, dumps, sha256_file, sha256_text
 from aisac_core.rag.catalog import catalogue_file
 from aisac_core.rag.chunking import CONTEXT_REVISION, indexed_text
-from aisac_core.rag.documents import PARSER_REVISION, parse_document
+from aisac_core.rag.documents import PARSER_REVISION, parse_as_configured
 from aisac_core.rag.embedcache import EmbedCounts, embed_cached
 from aisac_core.rag.embeddings import SPARSE_MODEL_ID
 from aisac_core.rag.formats import DOCUMENT_TYPES, DocumentError
@@ -373,15 +373,7 @@ class Indexer:
             had_chunks = row is not None and row.status == "indexed"
         t0, cpu0 = time.perf_counter(), time.process_time()
         try:
-            parsed = parse_document(
-                path,
-                self.embedder.tokenizer(),
-                self.settings.rag.chunk_max_tokens,
-                self.settings.rag.pdf_pipeline,
-                limits=ArchiveLimits.from_settings(self.settings),
-                ocr=OcrOptions.from_settings(self.settings),
-                progress=pages,
-            )
+            parsed = parse_as_configured(path, self.settings, self.embedder.tokenizer(), progress=pages)
         except DocumentError as exc:
             if not had_chunks:  # record the failure; an earlier good version keeps its chunks
                 self._record_failure(did, path, st, sha, fps[1], str(exc))

@@ -321,19 +321,25 @@ def _join_header_fragments(
     return joined
 
 
-def _union_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
-    """Column x-intervals as the union of the segments of the body lines (those with at least the median larger number of segments)."""
-    counts = [len(ln) for ln in lines if len(ln) >= 2]
-    if not counts:
-        return []
-    need = max(2, int(statistics.median(counts)))
-    ivs = sorted((s.l, s.r) for ln in lines if len(ln) >= need for s in ln)
+def _interval_union(ivs: list[tuple[float, float]]) -> list[list[float]]:
+    """The union of x-intervals sorted by their left end: intervals that overlap or lie within 0.5 pt of each other
+    become one ``[left, right]`` (a column of text segments)."""
     cols: list[list[float]] = []
     for lo, hi in ivs:
         if cols and lo <= cols[-1][1] + 0.5:
             cols[-1][1] = max(cols[-1][1], hi)
         else:
             cols.append([lo, hi])
+    return cols
+
+
+def _union_columns(lines: list[list[Segment]]) -> list[tuple[float, float]]:
+    """Column x-intervals as the union of the segments of the body lines (those with at least the median larger number of segments)."""
+    counts = [len(ln) for ln in lines if len(ln) >= 2]
+    if not counts:
+        return []
+    need = max(2, int(statistics.median(counts)))
+    cols = _interval_union(sorted((s.l, s.r) for ln in lines if len(ln) >= need for s in ln))
     # widen the columns by the other lines' segments that overlap exactly one column
     for ln in lines:
         if len(ln) >= need:
@@ -754,13 +760,7 @@ def _ruled_table(page: int, segs: list[Segment], x0: float, x1: float, ys: list[
     bands = [b for b in bands if b]
     if len(bands) < MIN_RULED_ROWS:
         return None
-    ivs = sorted((s.l, s.r) for b in bands[1:] for s in b)
-    cols: list[list[float]] = []
-    for lo, hi in ivs:
-        if cols and lo <= cols[-1][1] + 0.5:
-            cols[-1][1] = max(cols[-1][1], hi)
-        else:
-            cols.append([lo, hi])
+    cols = _interval_union(sorted((s.l, s.r) for b in bands[1:] for s in b))
     if len(cols) < 2:
         return None
     colspans = [(c[0], c[1]) for c in cols]

@@ -11,14 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aisac_core.archives import ArchiveLimits
 from aisac_core.errors import PathOutsideRootsError, inside_roots, quote_path
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.hashing import sha256_file, sha256_text
-from aisac_core.rag.documents import parse_document
+from aisac_core.rag.documents import parse_as_configured
 from aisac_core.rag.formats import DocumentError
 from aisac_core.rag.indexer import doc_id_of_path, is_point_id
-from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.results import Verification
 from aisac_core.settings import HostRoots
 from aisac_core.store.vectors import Cond
@@ -221,14 +219,7 @@ class AnchorVerifier:
                 found, where = True, "the passage occurs in the re-indexed version's text"
         else:
             try:
-                parsed = parse_document(
-                    path,
-                    self.embedder.tokenizer(),
-                    self.settings.rag.chunk_max_tokens,
-                    self.settings.rag.pdf_pipeline,
-                    limits=ArchiveLimits.from_settings(self.settings),
-                    ocr=OcrOptions.from_settings(self.settings),
-                )
+                parsed = parse_as_configured(path, self.settings, self.embedder.tokenizer())
             except DocumentError as exc:
                 out["status"] = "chunk_changed"
                 out["detail"] = f"the file changed (sha256 differs) and its current version cannot be parsed: {exc}"
