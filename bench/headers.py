@@ -444,6 +444,15 @@ def _nested_rows(fig: dict[str, Any], nest: dict[str, Any]) -> list[tuple[str, A
     ]
 
 
+def _ece_targets(fig: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    """The summary rows of issue 37's calibration target (ECE <= 0.05) for the title and author-list confidence of
+    ``fig`` (keys ``title_ece``, ``authors_ece``), named with ``label`` (which split or run they come from)."""
+    return [
+        {"metric": f"{f} ECE{label}", "value": fig[f"{f}_ece"], "target": "<= 0.05", "met": fig[f"{f}_ece"] <= 0.05}
+        for f in ("title", "authors")
+    ]
+
+
 def run(ctx: Any) -> dict[str, Any]:
     """The headers part: figures on ``--pairs DIR`` (every pair) or on the shared corpus's held-out test split."""
     from .common import DEFAULT_DATA_DIR, Skip, console, table
@@ -527,34 +536,10 @@ def run(ctx: Any) -> dict[str, Any]:
             "met": fig["title_exact"] >= 0.85,
         },
         {"metric": "author-name F1", "value": fig["author_f1"], "target": ">= 0.90", "met": fig["author_f1"] >= 0.90},
-        {
-            "metric": f"title ECE{split}",
-            "value": fig["title_ece"],
-            "target": "<= 0.05",
-            "met": fig["title_ece"] <= 0.05,
-        },
-        {
-            "metric": f"authors ECE{split}",
-            "value": fig["authors_ece"],
-            "target": "<= 0.05",
-            "met": fig["authors_ece"] <= 0.05,
-        },
+        *_ece_targets(fig, split),
     ]
     if nest is not None:
-        summary += [
-            {
-                "metric": f"title ECE{where}",
-                "value": ecefig["title_ece"],
-                "target": "<= 0.05",
-                "met": ecefig["title_ece"] <= 0.05,
-            },
-            {
-                "metric": f"authors ECE{where}",
-                "value": ecefig["authors_ece"],
-                "target": "<= 0.05",
-                "met": ecefig["authors_ece"] <= 0.05,
-            },
-        ]
+        summary += _ece_targets(ecefig, where)
     return {
         "status": "ok",
         "what": what,
