@@ -183,9 +183,11 @@ def cell_text_at(
     return " ".join(s.text for s in inside)
 
 
-#: typographic variants one text extractor keeps and another folds (dashes, minus, quotes)
-_FOLD = str.maketrans(
+#: typographic variants one text extractor keeps and another folds (dashes, minus, quotes, soft hyphens), for
+#: comparing the texts of two extractors (NFKC first: ligatures); pdfium reports a hyphen at a line end as U+0002
+TYPOGRAPHIC_FOLD = str.maketrans(
     {
+        "\u0002": "-",
         "\u2010": "-",
         "\u2011": "-",
         "\u2012": "-",
@@ -208,7 +210,7 @@ _FOLD = str.maketrans(
 def folded(text: str) -> str:
     """``text`` compared across extractors: NFKC (ligatures), dashes and minus as ``-``, curly quotes straight, soft
     hyphens and every whitespace removed."""
-    return "".join(unicodedata.normalize("NFKC", text).translate(_FOLD).split())
+    return "".join(unicodedata.normalize("NFKC", text).translate(TYPOGRAPHIC_FOLD).split())
 
 
 def same_text(a: str, b: str) -> bool:

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from aisac_core.rag.pdfpage import pdfium_pages
+from aisac_core.rag.pdfpage import TYPOGRAPHIC_FOLD, pdfium_pages
 
 #: spacing accents of PDF text layers -> the combining mark they stand for (UnicodeData.txt compatibility
 #: decompositions: U+00A8 <compat> 0020 0308, U+00B4 <compat> 0020 0301, U+02D8 <compat> 0020 0306, ...; U+02C6,
@@ -96,29 +96,8 @@ def spacing_accents(text: str) -> int:
     return sum(text.count(ch) for ch in SPACING_ACCENTS)
 
 
-#: typographic variants two extractors may read differently (ligatures are handled by NFKC); pdfium reports a
-#: hyphen at a line end as U+0002
-_FOLD = str.maketrans(
-    {
-        "\u0002": "-",
-        "\u2010": "-",
-        "\u2011": "-",
-        "\u2012": "-",
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u2015": "-",
-        "\u2212": "-",
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u00ad": "",
-    }
-)
-
-
 def _fold(ch: str) -> str:
-    return unicodedata.normalize("NFKC", ch).translate(_FOLD)
+    return unicodedata.normalize("NFKC", ch).translate(TYPOGRAPHIC_FOLD)
 
 
 def _plain_letter(ch: str) -> bool:
