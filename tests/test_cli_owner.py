@@ -154,3 +154,27 @@ async def test_config_set_roots_reaches_every_new_host(owned_store, tmp_path):
     shown = json.loads(cli(owned_store, "config", "show").stdout)["settings"]
     assert shown["roots"] == {"value": [str(csv.parent.resolve())], "source": "aisac.toml"}
     assert await _data_load(owned_store, csv) == "ok"  # a host without AISAC_ROOTS: the store file's roots
+
+
+def test_status_computed_beside_an_owner_without_the_status_tool_reads_no_vector(tmp_path, models_dir, shared_embedder):
+    # the fallback of `aisac status` when the owner lists no rag_store_status (a tool profile without it): the SQL
+    # store is read here, the vector store is the owner's; its check must say it checked nothing, not raise
+    from aisac_core.context import AppContext
+    from aisac_servers.cli.owner import _owner_status
+
+    settings = make_settings(tmp_path / "store", models_dir)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Lipase\n\nThe Michaelis constant of the lipase was 2.1 mM.\n")
+    writer = AppContext(settings, embedder=shared_embedder)
+    try:  # the store exists, as under a running owner
+        writer.rag.indexer.run([tmp_path / "notes"])
+    finally:
+        writer.close()
+    core = AppContext(settings, read_only=True, embedder=shared_embedder)
+    try:
+        st = _owner_status(core, [{"job_id": "j1", "state": "done"}], None)
+    finally:
+        core.close()
+    assert st["chunks_in_vector_store"] is None and st["documents"] == {"indexed": 1}
+    assert st["vector_check"]["checked_chunks"] == 0 and st["vector_check"]["missing_in"] == []
+    assert st["recent_jobs"] == [{"job_id": "j1", "state": "done"}]

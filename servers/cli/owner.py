@@ -198,7 +198,9 @@ class _OwnerVectors:
 
 def _owner_status(core: Any, jobs: list[dict[str, Any]], count: int | None) -> dict[str, Any]:
     """:meth:`~aisac_core.rag.status.StoreHealth.status` over a store the owner holds: the SQL store and the embedder
-    id of this process (SQLite in WAL mode has many readers), the vector count and the index jobs from the owner."""
+    id of this process (SQLite in WAL mode has many readers), the vector count and the index jobs from the owner;
+    ``vector_check`` reads no point id (the owner holds the vector store): ``checked_chunks`` is 0."""
+    from aisac_core.rag.results import VectorCheck
     from aisac_core.rag.status import StoreHealth  # the rag modules load here: `aisac --help` stays fast
     from aisac_core.rag.vectorcheck import VectorAudit
 
@@ -212,6 +214,17 @@ def _owner_status(core: Any, jobs: list[dict[str, Any]], count: int | None) -> d
 
         def vectors(self) -> _OwnerVectors:  # type: ignore[override]  # a stand-in with VectorStore.count
             return _OwnerVectors(count)
+
+        def check_vectors(self) -> VectorCheck:
+            # the owner holds the vector store's lock, so no point id can be read here: nothing was checked
+            # (``checked_chunks`` 0), and ``aisac index --repair`` through the owner checks for real
+            return {
+                "missing_vectors": 0,
+                "orphan_vectors": 0,
+                "documents_missing_vectors": 0,
+                "missing_in": [],
+                "checked_chunks": 0,
+            }
 
     return dict(OwnerStatus().status())
 
