@@ -580,5 +580,6 @@ def test_shared_data_indexes_and_reindexes_nothing(core: AppContext, shared_data
     # a file that failed and did not change is reported failed again (not "unchanged"), without being re-parsed
     assert {f["path"] for f in failures2} == {f["path"] for f in failures}
     assert c2.files_failed == c.files_failed and c2.files_skipped + c2.files_failed == c.files_seen
-    assert again < max(1.0, 0.02 * took), (again, took)
+    # that nothing was re-read is the counters' claim above; the time of a no-op re-run is a benchmark figure
+    # (python -m bench --only indexing), not a timed assertion that a loaded machine can fail
     print(f"indexed {len(docs)} shared files, {c.chunks_embedded} chunks in {took:.1f} s; re-run {again:.2f} s")
