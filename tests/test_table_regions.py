@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from aisac_core.rag.tableregions import (
     parse_model,
     region_features,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the bench package (the training script)
 
 
 def _table(page: int = 1, bbox: tuple[float, float, float, float] = (100, 100, 400, 200)) -> PdfTable:
@@ -130,3 +133,60 @@ def test_malformed_or_missing_model_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text(json.dumps({**good, "scale": [0.0] * len(FEATURES)}), encoding="utf-8")
     with pytest.raises(TableModelError, match="weights do not match"):
         load(bad)
+
+
+# -- the training script (bench/train_table_regions.py) on hand-made documents ---------------------------------------
+def _doc(name: str, shift: float) -> object:
+    """A document with two candidates: a true table (it matches the ground truth's region and cells) and a false one
+    elsewhere on the page; the first feature tells them apart (+1 / -1, shifted per document)."""
+    import numpy as np
+
+    from bench import train_table_regions as T
+    from bench.table_eval import EvalTable, GridCell
+
+    cells = [GridCell(r, c, r, c, f"v{r}{c}", 1) for r in range(3) for c in range(2)]
+    truth = EvalTable(regions=[(1, (100.0, 600.0, 300.0, 700.0))], cells=list(cells))
+    good = EvalTable(regions=[(1, (100.0, 600.0, 300.0, 700.0))], cells=list(cells))
+    bad = EvalTable(
+        regions=[(1, (100.0, 100.0, 300.0, 200.0))],
+        cells=[GridCell(0, 0, 0, 0, "x", 1), GridCell(0, 1, 0, 1, "y", 1), GridCell(1, 0, 1, 0, "z", 1)],
+    )
+    feats = [{name: 0.0 for name in FEATURES} for _ in range(2)]
+    cands = [
+        Candidate(_table(1, (100, 92, 300, 192)), feats[0], True),
+        Candidate(_table(1, (100, 592, 300, 692)), feats[1], True),
+    ]
+    x = np.zeros((2, len(FEATURES)))
+    x[0, 0], x[1, 0] = 1.0 + shift, -1.0 + shift
+    x[:, 1] = [0.5, 0.4]
+    return T.DocData(name, x, np.array([1, 0]), np.array([True, True]), [good, bad], cands, [[truth]], truth.regions)
+
+
+def test_training_helpers_on_hand_made_documents(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from bench import train_table_regions as T
+
+    docs = [_doc(f"d{i}", 0.1 * i) for i in range(4)]
+    # every candidate kept: the false table's relations count against precision; only the true one: all correct
+    both = T.summary(docs, [[0, 1] for _ in docs])
+    only = T.summary(docs, [[0] for _ in docs])
+    assert both["region_p"] == 0.5 and only["region_p"] == 1.0 and only["doc_f1"] == 1.0 and both["doc_f1"] < 1.0
+    monkeypatch.setattr(T, "CS", (0.1, 1.0))  # two strengths keep the test fast; the choice logic is the same
+    ch = T.choose(docs, False)
+    assert ch["C"] == 0.1 and ch["cv"]["doc_f1"] == 1.0 and 0.0 < ch["threshold"] <= 1.0
+    # the captioned-table policy keeps a captioned candidate the hand rules keep, whatever its probability
+    docs[0].cands[1].features["table_caption"] = 1.0
+    assert T.select(docs[0], np.array([0.9, 0.0]), 0.5, True) == [0, 1]
+    assert T.select(docs[0], np.array([0.9, 0.0]), 0.5, False) == [0]
+    # one class only: a constant model, no scikit-learn error
+    mean, scale, coef, b = T.fit(
+        [T.DocData("one", np.ones((2, 3)), np.array([1, 1]), np.array([True, True]), [], [], [], [])], 1.0
+    )
+    assert not coef.any() and b > 0 and (scale == 1.0).all()
+    # ECE over 10 equal-width bins: |0.05 - 0| * 1/3 + |0.95 - 0.5| * 2/3
+    e, rows = T.ece(np.array([0.05, 0.95, 0.95]), np.array([0, 1, 0]))
+    assert e == pytest.approx(0.05 / 3 + 0.45 * 2 / 3) and [r["n"] for r in rows] == [1, 2]
+    xs, ys = T.fit_isotonic(np.array([-2.0, -1.0, 1.0, 2.0]), np.array([0, 1, 0, 1]))
+    p = T.calibrate(np.array([-3.0, 0.0, 3.0]), xs, ys)
+    assert list(p) == sorted(p) and 0.0 <= p[0] and p[-1] <= 1.0
