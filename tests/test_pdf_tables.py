@@ -215,6 +215,9 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     from aisac_core.rag.tableregions import model_sha256
 
     assert 0.0 <= det["region_confidence"] <= 1.0 and det["region_model_sha256"] == model_sha256()[:16]
+    from aisac_core.trace.pins import config_pins
+
+    assert config_pins(pcore.settings, pcore.embedder)["table_region_model_sha256"] == model_sha256()
     assert fr["source"]["options"]["cell_anchors"] == 1 + 3 + 4 * 3  # every non-empty cell (the spanning one once)
     assert "cells" not in fr["source"]["options"]
 
