@@ -7,10 +7,11 @@ parse alone (its grid, cells, caption, rulings and place on the page; :func:`reg
 an isotonic map fitted on cross-fitted (leave-one-document-out) logits turns it into the region's calibrated
 probability (Zadrozny and Elkan, KDD 2002; :func:`aisac_core.calibration.isotonic`); a candidate is kept when that
 probability reaches the model's threshold, chosen by leave-one-document-out adjacency F1 (Göbel et al., ICDAR 2013)
-on the development documents of the ICDAR 2013 portion. The model is plain JSON (``models/table_regions.json``: the
-weights, the map, the threshold, the cross-validated figures), read lazily without scikit-learn; its sha256
-(:func:`model_sha256`) is recorded with every table read (``detected.region_model``). Figures: docs/rag.md, "Tables
-in PDFs".
+on the development documents of the ICDAR 2013 portion (and, by the policy chosen the same way, a captioned candidate
+the hand rules keep is kept whatever its probability). The model is plain JSON (``models/table_regions.json``: the
+weights, the map, the threshold, the policy, the cross-validated figures), read lazily without scikit-learn; its
+sha256 (:func:`model_sha256`) is recorded with every table read (``detected.region_model_sha256``) and in the
+configuration pins of traced runs. Figures: docs/rag.md, "Tables in PDFs".
 """
 
 from __future__ import annotations
