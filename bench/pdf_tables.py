@@ -18,6 +18,7 @@ portion).
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -275,6 +276,17 @@ def run(ctx: Context) -> dict[str, Any]:
             for x in worst
         ],
     )
+    # the region classifier's own cross-validated figures (bench/train_table_regions.py, stored with the model)
+    from aisac_core.rag.tableregions import MODEL_PATH, model_sha256
+
+    region_cv = json.loads(MODEL_PATH.read_text(encoding="utf-8"))["cross_validation"]
+    cvm = region_cv["model"]
+    console.print(
+        f"region classifier {model_sha256()[:16]} (nested leave-one-document-out on the development documents): "
+        f"region P/R/F1 {cvm['region_p']:.3f}/{cvm['region_r']:.3f}/{cvm['region_f1']:.3f}, adjacency F1 per "
+        f"document {cvm['doc_f1']:.3f}, pooled {cvm['micro_f1']:.3f}; ECE (10 bins) of its probability "
+        f"{region_cv['ece_10_bins']:.4f}"
+    )
     anchors = main.get("anchors") or {}
     console.print(
         f"cell anchors re-verified (held-out): {anchors.get('verified', 0)} / {anchors.get('checked', 0)} "
@@ -306,6 +318,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "shared_dev_docs": sorted(shared),
         "results": results,
         "summary": summary,
+        "region_classifier": {"sha256": model_sha256(), **region_cv},
     }
 
 

@@ -375,6 +375,7 @@ STATE_ALLOWED = {
     "aisac_core/rag/headers.py:@cache header_model": "the shipped header CRF and its calibration, loaded once and only read (a tagger behind a lock), the same for every store",
     "aisac_core/rag/headers.py:@cache model_sha256": "the sha256 of the shipped header model files (a string)",
     "aisac_core/rag/ranker.py:@cache load": "the shipped ranker (frozen weights, isotonic map and threshold), loaded once and only read, the same for every store",
+    "aisac_core/rag/tableregions.py:@cache load": "the shipped table-region classifier (frozen weights, isotonic map, threshold), loaded once and only read, the same for every store",
     "aisac_core/rag/ranker.py:@cache _stopwords": "the shipped English stopword list (a frozenset)",
     "aisac_core/rag/ranker.py:@cache _stemmer": "one Snowball stemmer (stateless, configuration only), the same for every store",
     "aisac_core/rag/ocr.py:@lru_cache engine": "the installed Tesseract (a frozen record: command, version, read-only language-data hashes), probed once; the same for every store",

@@ -176,6 +176,8 @@ def test_table_grid_header_and_caption(table_pdf: Path) -> None:
     ]
     span = next(c for c in t.cells if c.text.startswith("Formation"))
     assert (span.col, span.col_end) == (1, 2)
+    # the learned region classifier's calibrated probability (aisac_core.rag.tableregions)
+    assert t.confidence is not None and 0.0 <= t.confidence <= 1.0
     # the paragraph and the note are not table rows
     assert not any("agree" in c.text or "compare" in c.text for c in t.cells)
 
@@ -210,6 +212,12 @@ def test_load_a_pdf_table_and_verify_its_cells(pcore) -> None:  # noqa: ANN001
     det = fr["detected"]
     assert det["page"] == 1 and det["caption"].startswith("Table 1:") and det["header_rows"] == 2
     assert 0.0 <= det["confidence"] <= 1.0 and det["header_by"] in ("model", "layout")
+    from aisac_core.rag.tableregions import model_sha256
+
+    assert 0.0 <= det["region_confidence"] <= 1.0 and det["region_model_sha256"] == model_sha256()[:16]
+    from aisac_core.trace.pins import config_pins
+
+    assert config_pins(pcore.settings, pcore.embedder)["table_region_model_sha256"] == model_sha256()
     assert fr["source"]["options"]["cell_anchors"] == 1 + 3 + 4 * 3  # every non-empty cell (the spanning one once)
     assert "cells" not in fr["source"]["options"]
 

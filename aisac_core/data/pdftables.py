@@ -26,6 +26,7 @@ from aisac_core.data.structure import classify, reading_confidence
 from aisac_core.data.tablemodel import frame_of_rows, numbers_and_markers, reading, summary
 from aisac_core.evidence.anchor import Anchor
 from aisac_core.hashing import sha256_file, sha256_text
+from aisac_core.rag.tableregions import model_sha256 as region_model_sha256
 
 if TYPE_CHECKING:
     from aisac_core.data.readers import LoadedTable
@@ -80,7 +81,8 @@ def table_frame(
     t: PdfTable, path: Path, sha256: str, table_id: str, header_rows: int | None = None
 ) -> tuple[Any, dict[str, Any], list[str]]:
     """One recovered table as ``(frame, options, notes)``: the header decided as the module docstring says; options
-    ``{"detected": {page, bbox, caption, header_rows, layout_header_rows, confidence, uncertain, structure},
+    ``{"detected": {page, bbox, caption, header_rows, layout_header_rows, confidence, uncertain, structure,
+    region_confidence, region_model_sha256},
     "cells": [{"row": frame row or None for a header cell, "column": frame column name, "text", "anchor"}]}``."""
     import pandas as pd
 
@@ -139,6 +141,9 @@ def table_frame(
         "confidence": round(conf, 4),
         "uncertain": uncertain,
         "structure": summary(st),
+        # the learned region classifier's calibrated P(table region) and which model gave it (docs/rag.md)
+        "region_confidence": t.confidence,
+        "region_model_sha256": region_model_sha256()[:16],
     }
     if by != "model" and model_h is not None and model_h != n_head:
         detected["ambiguous"] = {

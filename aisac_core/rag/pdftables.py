@@ -27,10 +27,19 @@ page (coordinates in PDF points, origin top-left):
    (:data:`_FOOTNOTE`); text beside a chart's value axis is no table (:func:`_value_axes`); a table ruled under every
    row is read by its rulings where no table was found there (:func:`_ruled_table`).
 
+6. **Which candidates are tables**: every region steps 1-5 propose (:func:`candidate_tables`, including those of two
+   rows, sparse grids, figures' labels and text beside a value axis, which the hand rules drop) is scored by a
+   learned classifier (:mod:`aisac_core.rag.tableregions`: logistic regression over region features, isotonic
+   calibration fitted out of fold); a candidate is kept when its calibrated probability reaches the model's
+   threshold, or, by the model's cross-validated policy, when it has a "Table N" caption and the hand rules keep it
+   (:func:`find_tables`). The probability is the table's ``confidence``.
+
 Every cell keeps its page, its box (the union of its segments' boxes) and its text (segments joined by a space, in
 reading order). Measured on the ICDAR 2013 Table Competition set (Göbel et al., ICDAR 2013): ``python -m bench --only
 pdf_tables``; figures in docs/rag.md, "Tables in PDFs". The thresholds were chosen on the development documents of
-that set (``bench/pdf_tables.py``, split by document), not on the held-out ones.
+that set (``bench/pdf_tables.py``, split by document), not on the held-out ones; the region classifier is trained by
+``bench/train_table_regions.py`` on those development documents, its choices made by leave-one-document-out
+cross-validation.
 """
 
 from __future__ import annotations
@@ -107,6 +116,8 @@ class PdfTable:
     header_rows: int
     cells: list[TableCell] = field(default_factory=list)
     caption: str | None = None
+    #: calibrated probability that this is a table region (:func:`find_tables`; None before classification)
+    confidence: float | None = None
 
     def grid(self) -> list[list[str]]:
         """The table as ``n_rows`` lists of ``n_cols`` strings (a spanning cell's text in its top-left slot, "" in
@@ -805,6 +816,16 @@ def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
+def _covers(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    """Whether boxes ``a`` and ``b`` share more than half the smaller one's area."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return False
+    small = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return iw * ih > 0.5 * small
+
+
 #: a chart's value axis: at least this many lone numbers, one above the other, in an arithmetic progression
 MIN_TICKS = 4
 
@@ -853,44 +874,103 @@ def _beside_axis(t: PdfTable, axes: list[tuple[float, float, float]]) -> bool:
     return any(top - 5 <= cy <= bot + 5 and t.bbox[0] >= left - 2 for left, top, bot in axes)
 
 
-def find_tables(res: Any) -> list[PdfTable]:
-    """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
-    each with the caption found next to it."""
-    tables: list[PdfTable] = []
+@dataclass
+class Candidate:
+    """A table the layout rules proposed (:func:`candidate_tables`): the recovered ``table``, the region features the
+    learned region classifier reads (:data:`aisac_core.rag.tableregions.FEATURES`) and ``rules_keep``, the hand rules'
+    own verdict (three rows, 40 % of the grid filled, no figure caption, not beside a chart's value axis)."""
+
+    table: PdfTable
+    features: dict[str, float]
+    rules_keep: bool
+
+
+def candidate_tables(res: Any) -> list[Candidate]:
+    """Every table region the layout rules propose in a docling native-pipeline ``ConversionResult`` (module
+    docstring, steps 1-5), in page and reading order, with its caption, cells (the PDF's own characters) and region
+    features; :func:`find_tables` keeps those the region classifier accepts. Regions of two rows, sparse grids,
+    figures' labels and text beside a chart's value axis are candidates too (with ``rules_keep`` False)."""
+    from aisac_core.rag.tableregions import region_features
+
+    out: list[Candidate] = []
     rulings = page_rulings(getattr(getattr(res, "input", None), "file", None))
     for pno, (W, H, segs) in sorted(page_segments(res).items()):
         # running heads and page numbers: a line in the top or bottom margin is never table material
-        lines = _lines([s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H])
+        kept_segs = [s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H]
+        lines = _lines(kept_segs)
         axes = _value_axes(lines)
+        rules = rulings.get(pno, [])
+        page_out: list[Candidate] = []
         for region in _regions(lines, W):
-            t = _structure(pno, region, rulings.get(pno, []))
-            if t is None or t.n_rows < MIN_TABLE_ROWS:
+            t = _structure(pno, region, rules)
+            if t is None or t.n_rows < MIN_ROWS:
                 continue
             t.caption = _caption_near(lines, t)
             filled = sum((c.row_end - c.row + 1) * (c.col_end - c.col + 1) for c in t.cells if c.text.strip())
-            if filled < MIN_FILL * t.n_rows * t.n_cols:
-                continue  # a chart's axis labels and legends: a sparse grid
-            if t.caption and _FIGURE.match(t.caption):
-                continue  # the labels of a figure
-            if _beside_axis(t, axes):
-                continue  # the labels and legend of a chart with a value axis
-            tables.append(t)
+            figure = bool(t.caption and _FIGURE.match(t.caption))
+            axis = _beside_axis(t, axes)
+            keep = t.n_rows >= MIN_TABLE_ROWS and filled >= MIN_FILL * t.n_rows * t.n_cols and not figure and not axis
+            feats = region_features(t, W, H, rules, ruled=False, figure=figure, axis=axis, rules_keep=keep)
+            page_out.append(Candidate(t, feats, keep))
         # tables ruled under every row whose text the line spacing did not make a table of (cells of several lines)
-        mine = [t.bbox for t in tables if t.page == pno]
-        for x0, x1, ys in _ruled_sets(rulings.get(pno, [])):
+        mine = [c.table.bbox for c in page_out if c.rules_keep]
+        for x0, x1, ys in _ruled_sets(rules):
             if any(_overlaps((x0, ys[0], x1, ys[-1]), b) for b in mine):
                 continue
-            kept = [s for s in segs if s.t >= MARGIN * H and s.b <= (1 - MARGIN) * H]
-            t = _ruled_table(pno, kept, x0, x1, ys)
+            t = _ruled_table(pno, kept_segs, x0, x1, ys)
             if t is not None:
                 t.caption = _caption_near(lines, t)
-                tables.append(t)
+                figure = bool(t.caption and _FIGURE.match(t.caption))
+                feats = region_features(t, W, H, rules, ruled=True, figure=figure, axis=False, rules_keep=True)
+                page_out.append(Candidate(t, feats, True))
                 mine.append(t.bbox)
-    cells = [c for t in tables for c in t.cells]
+        out.extend(page_out)
+    cells = [c for cand in out for c in cand.table.cells]
     texts = exact_texts(getattr(getattr(res, "input", None), "file", None), [(c.page, c.bbox, c.text) for c in cells])
     for c, text in zip(cells, texts):
         c.text = text
-    return tables
+    return out
+
+
+def find_tables(res: Any) -> list[PdfTable]:
+    """The tables of a docling native-pipeline ``ConversionResult`` (module docstring), in page and reading order,
+    each with the caption found next to it and its ``confidence``: the calibrated probability, from the learned region
+    classifier (:mod:`aisac_core.rag.tableregions`), that it is a table region of the ground truth's kind (IoU >= 0.5).
+    A candidate (:func:`candidate_tables`) is kept when that probability reaches the model's threshold (chosen by
+    cross-validated adjacency F1, docs/rag.md); of two overlapping kept candidates the more probable one stays.
+
+    Raises:
+        TableModelError: the shipped region model is missing or unreadable.
+    """
+    from aisac_core.rag.tableregions import load
+
+    model = load()
+    cands = candidate_tables(res)
+    probs = [model.probability(c.features) for c in cands]
+    forced = [model.keep_captioned and c.rules_keep and c.features["table_caption"] > 0 for c in cands]
+    chosen = select_candidates(cands, probs, model.threshold, forced)
+    for k in chosen:
+        cands[k].table.confidence = round(probs[k], 4)
+    return [cands[k].table for k in chosen]
+
+
+def select_candidates(
+    cands: Sequence[Candidate], probs: Sequence[float], threshold: float, forced: Sequence[bool] | None = None
+) -> list[int]:
+    """Indices (ascending: page and reading order) of the candidates kept: probability ``>= threshold`` or ``forced``
+    (the model's policy for captioned tables the hand rules keep, :class:`aisac_core.rag.tableregions.RegionModel`),
+    and of two on a page whose intersection is more than half the smaller one's area the forced, else the more
+    probable one (the earlier on a tie)."""
+    force = list(forced) if forced is not None else [False] * len(cands)
+    kept: list[int] = []
+    for i in sorted(range(len(cands)), key=lambda k: (not force[k], -probs[k], k)):
+        if probs[i] < threshold and not force[i]:
+            continue
+        t = cands[i].table
+        if any(cands[k].table.page == t.page and _covers(cands[k].table.bbox, t.bbox) for k in kept):
+            continue
+        kept.append(i)
+    return sorted(kept)
 
 
 def _caption_near(lines: list[list[Segment]], t: PdfTable) -> str | None:

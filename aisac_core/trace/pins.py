@@ -25,6 +25,7 @@ from aisac_core.rag.indexer import fingerprint
 from aisac_core.rag.ocr import OcrOptions
 from aisac_core.rag.ocr import fingerprint_part as ocr_pin
 from aisac_core.rag.ranker import model_sha256 as ranker_sha256
+from aisac_core.rag.tableregions import model_sha256 as table_region_sha256
 from aisac_core.store.sql import lock
 from aisac_core.store.tables import Document, TraceInput, TraceRunPin
 
@@ -133,7 +134,8 @@ def config_pins(settings: Settings, embedder: Embedder) -> dict[str, Any]:
     fingerprint (parser revision + chunker + models), PDF pipeline, retrieval constants and every setting whose
     name does not look secret (``key``, ``token``, ``secret``, ``password`` are left out). A failure to read the
     retrieval part is reported under ``error`` (pins are informative and never block a call). Returns a JSON-ready
-    dict (``ranker_model_sha256``: the learned ranker's model file). ``settings``: the store's settings;
+    dict (``ranker_model_sha256``: the learned ranker's model file; ``table_region_model_sha256``: the PDF table
+    reader's region classifier). ``settings``: the store's settings;
     ``embedder``: the store's dense + sparse embedder (its ``model_id`` is read; no model is loaded)."""
     s = settings
     pins: dict[str, Any] = {"packages": {p: _version(p) for p in PINNED_PACKAGES}}
@@ -152,6 +154,8 @@ def config_pins(settings: Settings, embedder: Embedder) -> dict[str, Any]:
             retrieval={k: getattr(retrieval, k) for k in PINNED_RETRIEVAL if hasattr(retrieval, k)},
             # the learned ranker of hybrid search and its calibration (aisac_core.rag.ranker, models/ranker.json)
             ranker_model_sha256=ranker_sha256(),
+            # the learned table-region classifier of PDF tables (aisac_core.rag.tableregions, models/table_regions.json)
+            table_region_model_sha256=table_region_sha256(),
         )
     except Exception as exc:  # pins are informative; a failure must not block a tool call
         pins["error"] = f"{type(exc).__name__}: {exc}"
