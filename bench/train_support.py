@@ -1,7 +1,7 @@
 """Train the support judge (:mod:`aisac_core.roles.support_model`) on the shared SciFact train claims.
 
-``python bench/train_support.py [--data ../shared/data] [--dry-run] [--oof-only] [--augment LABELS] [--nested]``:
-deterministic (fixed split seed, lbfgs logistic regressions, no random state elsewhere). Steps:
+``python bench/train_support.py [--data ../shared/data] [--dry-run] [--oof-only] [--augment LABELS]
+[--augment-models MODELS] [--rule RULE] [--nested | --nested-dev]``: deterministic (fixed split seed, lbfgs logistic regressions, no random state elsewhere). Steps:
 
 1. claims of ``claims/scifact/claims_train.jsonl`` split by claim into train / validation / test (50 / 25 / 25 %,
    :func:`bench.support.split`: claims citing a common abstract stay together, so no abstract is in two parts);
@@ -17,8 +17,8 @@ deterministic (fixed split seed, lbfgs logistic regressions, no random state els
 4. **support** and **contradict** models: logistic regressions on the passage vector
    (:func:`aisac_core.roles.support_model.passage_vector`: the passage's best rationale probabilities and the
    features of its most likely rationale sentences), passage -> labelled SUPPORT (CONTRADICT); C chosen by
-   out-of-fold average precision; the final models are refitted on all development claims. Both are fitted with
-   **counterfactual** passages besides the real ones (:func:`counterfactuals`, the SciFact authors' recipe for
+   out-of-fold average precision; the final models are refitted on all development claims. The models named in
+   :data:`AUGMENT_MODELS` (the contradict model) are fitted with **counterfactual** passages besides the real ones (:func:`counterfactuals`, the SciFact authors' recipe for
    contradicting claims: each SUPPORT / CONTRADICT passage's claim reversed, :func:`reverse_claim`, against the same
    abstract and rationale, labelled the other way); a counterfactual is on the training side exactly when its
    source passage is, and never scored;
@@ -30,9 +30,9 @@ deterministic (fixed split seed, lbfgs logistic regressions, no random state els
    a calibration fitted on the other folds: neither its model nor its calibration saw it; the out-of-fold figures
    printed, ECE included, are of these too): rationale selection at the best F1; ``supported`` at the
    lowest calibrated P(support) whose precision has a 95 % Wilson lower bound >= :data:`TARGET_PRECISION` with at
-   least :data:`MIN_ABOVE` passages above it, or, when no threshold reaches it, at the highest lower bound
-   (:func:`verdict_threshold`); ``contradicts`` likewise; ``relevant`` (below it a passage does not bear on a claim or question: the evaluator's
-   abstention) at the calibrated rationale probability that keeps :data:`RELEVANT_RECALL` of the gold rationale
+   least :data:`MIN_ABOVE` passages above it, or, when no threshold reaches it, at the highest point precision
+   (:func:`verdict_threshold`, rule :data:`THRESHOLD_RULE`); ``contradicts`` likewise; ``relevant`` (below it a
+   passage does not bear on a claim or question: the evaluator's abstention) at the calibrated rationale probability that keeps :data:`RELEVANT_RECALL` of the gold rationale
    sentences;
 7. the model file ``aisac_core/roles/models/support_scifact.json`` is written (coefficients, standardisation,
    isotonic breakpoints, thresholds, validation figures, sha256 of the training files) and the held-out test
@@ -40,7 +40,9 @@ deterministic (fixed split seed, lbfgs logistic regressions, no random state els
    for making choices).
 
 ``--nested`` measures the recipe instead by nested cross-validation over all claims (:func:`run_nested`, recorded
-in ``bench/data/support_nested.json``), after the model is written.
+in ``bench/data/support_nested.json``), after the model is written; ``--nested-dev`` by nested cross-validation over
+the development claims only, which is how the counterfactuals' models and the threshold rule were chosen (the
+held-out claims play no part).
 """
 
 from __future__ import annotations
