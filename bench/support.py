@@ -23,6 +23,11 @@ gold abstracts: no retrieval step), as aisac's evaluator judges each cited passa
 - **cost**: ms per citation of :func:`aisac_core.roles.support_model.judge_passage` (embedding included, warm
   embedder, one abstract per call) and the largest event-loop stall while judgements run in worker threads.
 
+On the held-out claims (no ``--claims``), the table of the fixed split is followed by the nested cross-validation
+over all shared claims (``python bench/train_support.py --nested``, :data:`NESTED_FILE`) when it measured the
+shipped model: "supported" precision and ECE of P(support) of both with 95 % bootstrap intervals over claims
+(:func:`bootstrap`) and the ECE a perfectly calibrated probability would show.
+
 The published figures beside them are VeriSci's on the SciFact test set (full pipeline with TF-IDF retrieval;
 shared README): sentence-level F1 39.5, abstract-level F1 46.5.
 
@@ -247,6 +252,34 @@ def ece_by_chance(probs: list[float], bins: int = 10, draws: int = 2000, seed: i
     return {"median": float(np.median(got)), "p95": float(np.quantile(got, 0.95))}
 
 
+def bootstrap(
+    records: list[dict[str, Any]], verdicts: list[dict[str, Any]], draws: int = 1000, seed: int = 11
+) -> dict[str, list[float]]:
+    """95 % bootstrap intervals (percentile, ``draws`` resamples of the **claims** with replacement, fixed ``seed``:
+    a claim's abstracts move together) of the "supported" precision and of the ECE of P(support) (:func:`ece`);
+    ``{supported_precision: [lo, hi], ece_support: [lo, hi]}`` (a resample with no "supports" verdict counts no
+    precision)."""
+    by_claim: dict[Any, list[int]] = {}
+    for i, r in enumerate(records):
+        by_claim.setdefault(r["claim_id"], []).append(i)
+    groups = list(by_claim.values())
+    p = np.array([v["p_support"] for v in verdicts], dtype=float)
+    y = np.array([int(r["label"] == "SUPPORT") for r in records])
+    shown = np.array([v["verdict"] == "supports" for v in verdicts])
+    rng = np.random.default_rng(seed)
+    precs, eces = [], []
+    for _ in range(draws):
+        idx = np.concatenate([groups[int(g)] for g in rng.integers(0, len(groups), len(groups))])
+        if shown[idx].any():
+            precs.append(float(y[idx][shown[idx]].mean()))
+        eces.append(ece(p[idx].tolist(), y[idx].tolist())[0])
+
+    def ci(v: list[float]) -> list[float]:
+        return [float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975))] if v else [0.0, 0.0]
+
+    return {"supported_precision": ci(precs), "ece_support": ci(eces)}
+
+
 def prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
     """Precision, recall and F1 (0 when undefined)."""
     p = tp / n_pred if n_pred else 0.0
@@ -336,7 +369,8 @@ def evaluate(
     for r, v in zip(records, verdicts):
         label = to_label[v["verdict"]]
         gold = r["gold"]
-        selected = {s["i"] for s in v["sentences"] if s["p_rationale"] >= rationale_threshold}
+        t_sel = v.get("rationale_threshold", rationale_threshold)  # a nested fold's own threshold
+        selected = {s["i"] for s in v["sentences"] if s["p_rationale"] >= t_sel}
         sel_tp += len(selected & gold)
         sel_pred += len(selected)
         sel_gold += len(gold)
@@ -436,6 +470,56 @@ def print_figures(title: str, f: dict[str, Any]) -> None:
         "reliability of P(support) (per abstract)",
         ["bin", "n", "mean P", "observed"],
         [(r["bin"], r["n"], round(r["mean_p"], 3), round(r["observed"], 3)) for r in f["reliability"]],
+    )
+
+
+#: the figures of ``python bench/train_support.py --nested`` (nested cross-validation over all shared claims)
+NESTED_FILE = Path(__file__).resolve().parent / "data" / "support_nested.json"
+
+
+def nested_record(sha: str) -> dict[str, Any] | None:
+    """The recorded nested cross-validation (:data:`NESTED_FILE`) when it measured the support model of sha256
+    ``sha``; None when absent or recorded for another model (then ``python bench/train_support.py --nested``
+    re-takes it)."""
+    if not NESTED_FILE.exists():
+        return None
+    rec: dict[str, Any] = json.loads(NESTED_FILE.read_text(encoding="utf-8"))
+    return rec if rec.get("model_sha256") == sha else None
+
+
+def print_nested(fixed: dict[str, Any], nest: dict[str, Any]) -> None:
+    """The fixed held-out split's headline figures beside the nested cross-validation's (:func:`nested_record`),
+    with 95 % bootstrap intervals over claims and the ECE a perfectly calibrated probability would show."""
+    n, b, hb = nest["figures"], nest["bootstrap_95"], nest["held_out_bootstrap_95"]
+
+    def iv(v: list[float]) -> str:
+        return f"[{v[0]:.3f}, {v[1]:.3f}]"
+
+    def sup(f: dict[str, Any]) -> str:
+        s = f["supported"]
+        return f"{s['precision']:.3f} ({round(s['precision'] * s['n_pred'])} of {s['n_pred']})"
+
+    rows = [
+        ("claims / cited abstracts", f"{fixed['claims']} / {fixed['abstracts']}", f"{n['claims']} / {n['abstracts']}"),
+        ("'supported' precision (target >= 0.90)", sup(fixed), sup(n)),
+        ("  95 % bootstrap interval (claims resampled)", iv(hb["supported_precision"]), iv(b["supported_precision"])),
+        ("ECE of P(support), 10 bins (target <= 0.05)", f"{fixed['ece_support']:.4f}", f"{n['ece_support']:.4f}"),
+        ("  95 % bootstrap interval", iv(hb["ece_support"]), iv(b["ece_support"])),
+        (
+            "  ECE if perfectly calibrated: median / 95th pct",
+            f"{fixed['ece_support_by_chance']['median']:.4f} / {fixed['ece_support_by_chance']['p95']:.4f}",
+            f"{n['ece_support_by_chance']['median']:.4f} / {n['ece_support_by_chance']['p95']:.4f}",
+        ),
+        ("rationale selection F1 %", round(100 * fixed["rationale_selection"]["f1"], 1), round(100 * n["rationale_selection"]["f1"], 1)),
+        ("abstract-level label F1 % (VeriSci 46.5)", round(100 * fixed["abstract_level"]["f1"], 1), round(100 * n["abstract_level"]["f1"], 1)),
+        ("label accuracy, 3 classes %", round(100 * fixed["label_accuracy"], 1), round(100 * n["label_accuracy"], 1)),
+        ("no-evidence claims without 'supported' %", round(100 * (fixed["no_evidence_no_supported"] or 0), 1), round(100 * (n["no_evidence_no_supported"] or 0), 1)),
+    ]  # fmt: skip
+    table(
+        "support judge: the fixed held-out split beside nested cross-validation over all claims (each judged by "
+        "models and calibration maps that never saw it; bench/train_support.py --nested)",
+        ["measure", "held-out test split (shipped model)", "nested CV, all claims"],
+        rows,
     )
 
 
@@ -580,6 +664,9 @@ def run(ctx: Context) -> dict[str, Any]:
     verdicts = judge_records(records, cache, model)
     figures = evaluate(records, verdicts, model.thresholds["rationale"])
     print_figures(setting, figures)
+    nest = None if claims_file else nested_record(model.sha256)
+    if nest:
+        print_nested(figures, nest)
     cost = timing(records, cache)
     table(
         "cost per citation (embedding of every text + features + three models; nothing cached)",
@@ -622,6 +709,24 @@ def run(ctx: Context) -> dict[str, Any]:
             "target": ">= 0.80",
             "met": (figures["no_evidence_no_supported"] or 0) >= 0.8,
         },
+        *(
+            [
+                {
+                    "metric": "'supported' precision, nested CV (all claims)",
+                    "value": round(nest["figures"]["supported"]["precision"], 3),
+                    "target": ">= 0.90",
+                    "met": nest["figures"]["supported"]["precision"] >= 0.9,
+                },
+                {
+                    "metric": "ECE P(support), nested CV (all claims)",
+                    "value": round(nest["figures"]["ece_support"], 4),
+                    "target": "<= 0.05",
+                    "met": nest["figures"]["ece_support"] <= 0.05,
+                },
+            ]
+            if nest
+            else []
+        ),
         {
             "metric": "judge ms per citation p50 (evaluator unit)",
             "value": round(cost["evaluator_unit"]["ms_p50"], 1),
@@ -635,6 +740,7 @@ def run(ctx: Context) -> dict[str, Any]:
         "setting": setting,
         "model_sha256": model.sha256,
         "figures": figures,
+        "nested": {k: nest[k] for k in ("figures", "bootstrap_95", "held_out_bootstrap_95")} if nest else None,
         "cost": cost,
         "published": PUBLISHED,
         "summary": summary,

@@ -239,3 +239,85 @@ def test_bench_support_with_a_configured_model(tmp_path, monkeypatch):
     f = got["figures"]
     assert got["judged_by"] == "openai" and f["label_accuracy"] == 1.0
     assert f["supported"]["precision"] == 1.0 and f["no_evidence_no_supported"] == 1.0
+
+
+def test_counterfactual_claims_reverse_the_claim():
+    """bench/train_support.py's counterfactual training passages (the SciFact authors' recipe for contradicting
+    claims): a negation is removed, else the first direction word swapped, else a negation inserted; the reversed
+    claim is labelled the other way against the same evidence, and only labelled passages get one."""
+    from bench.train_support import counterfactuals, reverse_claim
+
+    assert reverse_claim("Klf4 is not required for proper myeloid cell differentiation.") == (
+        "Klf4 is required for proper myeloid cell differentiation."
+    )
+    assert reverse_claim("There is no relation between erythromycin use and stenosis.") == (
+        "There is a relation between erythromycin use and stenosis."
+    )
+    assert reverse_claim("Risedronate increases risk of fractures.") == "Risedronate decreases risk of fractures."
+    assert reverse_claim("Elevated DNA levels are associated with mortality.") == (
+        "Reduced DNA levels are associated with mortality."
+    )
+    assert reverse_claim("Mutant mice can form plaques.") == "Mutant mice cannot form plaques."
+    assert reverse_claim("Migraine with aura is associated with stroke.") == (
+        "Migraine with aura is not associated with stroke."
+    )
+    assert reverse_claim("GATA3 regulates self-renewal of stem cells.") == (
+        "GATA3 does not regulate self-renewal of stem cells."
+    )
+    assert reverse_claim("Mitochondria play a major role in apoptosis.") is None
+    recs = [
+        {"claim_id": 1, "claim": "Drug X lowers blood pressure.", "label": "SUPPORT", "gold": {0}},
+        {"claim_id": 2, "claim": "Drug X does not lower blood pressure.", "label": "CONTRADICT", "gold": {0}},
+        {"claim_id": 3, "claim": "Drug X raises blood pressure.", "label": "NEI", "gold": set()},
+        {"claim_id": 4, "claim": "Mitochondria play a major role in apoptosis.", "label": "SUPPORT", "gold": {1}},
+    ]
+    got = counterfactuals(recs, ("SUPPORT", "CONTRADICT"))
+    assert [(i, r["claim"], r["label"], r["gold"]) for i, r in got] == [
+        (0, "Drug X raises blood pressure.", "CONTRADICT", {0}),
+        (1, "Drug X does lower blood pressure.", "SUPPORT", {0}),
+    ]
+    assert [r["label"] for _, r in counterfactuals(recs, ("NEI",))] == ["NEI"]
+
+
+def test_verdict_threshold_rules_and_wilson_bound():
+    """The "supported" threshold rule of bench/train_support.py: the 95 % Wilson lower bound (Wilson 1927) of the
+    precision above a threshold, the lowest threshold whose bound reaches the target, else the best point precision
+    (or the best bound); never a threshold with fewer than ``min_n`` items above."""
+    from bench.train_support import verdict_threshold, wilson_lower
+
+    assert wilson_lower(0, 0) == 0.0
+    assert wilson_lower(25, 28) == pytest.approx(0.7281, abs=1e-4)  # 25 of 28 vouches for 0.73 only
+    assert wilson_lower(35, 35) > 0.9 > wilson_lower(34, 34)
+    # 40 items: the top 14 right, then 80 % right, then the last 10 wrong
+    p = np.linspace(1.0, 0.01, 40)
+    hit = np.array([1] * 10 + [1, 1, 1, 1, 0] * 4 + [0] * 10)
+    t, prec, lb = verdict_threshold(p, hit, 0.9, min_n=10, rule="point")
+    assert (p >= t).sum() >= 10 and prec >= 0.9  # the point estimate reaches 0.90 on the top items
+    t2, prec2, lb2 = verdict_threshold(p, hit, 0.9, min_n=10, rule="wilson-point")
+    # no bound reaches 0.90 (14 of 14 vouch for 0.78): the best precision, at its lowest threshold (14 items)
+    assert lb2 < 0.9 and prec2 == 1.0 and (p >= t2).sum() == 14
+    t3, _prec3, lb3 = verdict_threshold(p, hit, 0.9, min_n=10, rule="wilson")
+    assert lb3 >= lb2 and lb3 == pytest.approx(wilson_lower(int(hit[p >= t3].sum()), int((p >= t3).sum())))
+    assert verdict_threshold(p[:5], hit[:5], 0.9, min_n=10) == (1.01, 0.0, 0.0)
+    with pytest.raises(ValueError, match="unknown threshold rule"):
+        verdict_threshold(p, hit, 0.9, rule="best")
+
+
+def test_bootstrap_intervals_and_the_nested_record():
+    """The bench's bootstrap over claims brackets the figures it resamples, and the committed nested
+    cross-validation record (bench/train_support.py --nested) measured the shipped model: a new model without a
+    new record fails here."""
+    from bench.support import bootstrap, nested_record
+
+    recs = [{"claim_id": i // 2, "label": "SUPPORT" if i % 3 else "NEI"} for i in range(60)]
+    verdicts = [{"verdict": "supports" if i % 2 else "does not address", "p_support": 0.2 + 0.6 * (i % 2)}
+                for i in range(60)]  # fmt: skip
+    b = bootstrap(recs, verdicts, draws=200)
+    shown = [r["label"] == "SUPPORT" for r, v in zip(recs, verdicts) if v["verdict"] == "supports"]
+    lo, hi = b["supported_precision"]
+    assert lo <= sum(shown) / len(shown) <= hi and 0 <= b["ece_support"][0] <= b["ece_support"][1] <= 1
+    assert bootstrap(recs, verdicts, draws=200) == b  # fixed seed
+    assert nested_record("0" * 64) is None
+    rec = nested_record(model_sha256())
+    assert rec is not None, "bench/data/support_nested.json is stale: run python bench/train_support.py --nested"
+    assert rec["figures"]["claims"] == 807 and len(rec["outer_folds"]) == 6
