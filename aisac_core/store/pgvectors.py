@@ -288,29 +288,43 @@ class PgVectorStore(VectorStore):
     ) -> list[tuple[str, float]]:
         """The ``limit`` best points by BM25 (Qdrant's IDF modifier, module docstring) in one statement.
 
-        The postings of the query terms are read through the primary key ``(term, id)`` (``term = ANY``, restricted
-        to ``ids`` when given), the collection size and each term's document frequency are counted in the same
-        statement, and the payload table is joined only when there are payload conditions. (The earlier three
-        statements joined every posting of the collection to the query terms by a sequential scan and restricted to
-        ``ids`` after summing: 45-65 ms of server time per call at 10,240 chunks; docs/retrieval.md, "Cost".)"""
+        The postings of the query terms are read through the primary key ``(term, id)`` (``term = ANY``; once, for
+        both the document frequencies and the scores, when no ``ids`` are given; with ``ids``, the scores read only
+        those points' postings), the collection size is counted in the same statement, and points with payload
+        ``conds`` are a semi-join on the payload table. The CTEs are ``MATERIALIZED``: inlined, the planner
+        re-counted the collection once per posting. (The earlier three statements joined every posting of the
+        collection to the query terms by a sequential scan and restricted to ``ids`` after summing: 45-65 ms of
+        server time per call at 10,240 chunks under load; docs/retrieval.md, "Cost".)"""
         qw: dict[int, float] = {}
         for i, v in zip(sparse[0], sparse[1]):
             qw[int(i)] = qw.get(int(i), 0.0) + float(v)
         idx = sorted(qw)
         where, args = self._where_sql(conds, None, "p")
-        join = f" JOIN {pts} p ON p.id = t.id AND {where}" if conds else ""
-        only = " AND t.id = ANY(%s::uuid[])" if ids is not None else ""
+        # points with payload conditions: a semi-join, so the planner may start from the payload indexes
+        join = f" AND t.id IN (SELECT p.id FROM {pts} p WHERE {where})" if conds else ""
+        if ids is None:
+            # one read of the query terms' postings: their document frequencies and the scores both come from it
+            post = f"post AS MATERIALIZED (SELECT term, id, weight FROM {terms} WHERE term = ANY(%s::int[])), "
+            df_from, scored, only, post_args = "post", "post t", " WHERE TRUE", [idx]
+            where_args: list[Any] = []
+        else:
+            # the document frequencies need every posting of the terms; the scores only the ids' (primary key)
+            post, df_from, scored = "", f"{terms} WHERE term = ANY(%s::int[])", f"{terms} t"
+            only, post_args, where_args = (
+                " WHERE t.term = ANY(%s::int[]) AND t.id = ANY(%s::uuid[])",
+                [],
+                [idx, list(ids)],
+            )
         # idf(t) = ln((N - n_t + 0.5) / (n_t + 0.5) + 1), in float8 like Python's math.log of the same operands
         cur.execute(
-            f"WITH q AS (SELECT * FROM unnest(%s::int[], %s::float8[]) AS q(term, w)), "
-            f"df AS MATERIALIZED (SELECT term, count(*)::float8 AS df FROM {terms} WHERE term = ANY(%s::int[]) GROUP BY term), "
+            "WITH q AS (SELECT * FROM unnest(%s::int[], %s::float8[]) AS q(term, w)), "
+            f"{post}df AS MATERIALIZED (SELECT term, count(*)::float8 AS df FROM {df_from} GROUP BY term), "
             f"n AS MATERIALIZED (SELECT count(*)::float8 AS n FROM {pts}), "
             "tw AS MATERIALIZED (SELECT df.term, q.w * ln((n.n - df.df + 0.5) / (df.df + 0.5) + 1) AS w "
             "FROM df JOIN q ON q.term = df.term CROSS JOIN n) "
-            f"SELECT t.id::text, sum(t.weight * tw.w) AS score FROM {terms} t JOIN tw ON tw.term = t.term{join} "
-            f"WHERE t.term = ANY(%s::int[]){only} GROUP BY t.id ORDER BY score DESC, t.id LIMIT %s",
-            [idx, [qw[t] for t in idx], idx, *args, idx, *([list(ids)] if ids is not None else []), int(limit)],
-            prepare=False,
+            f"SELECT t.id::text, sum(t.weight * tw.w) AS score FROM {scored} JOIN tw ON tw.term = t.term"
+            f"{only}{join} GROUP BY t.id ORDER BY score DESC, t.id LIMIT %s",
+            [idx, [qw[t] for t in idx], *post_args, *([] if ids is None else [idx]), *where_args, *args, int(limit)],
         )
         return [(str(r[0]), float(r[1])) for r in cur.fetchall()]
 
