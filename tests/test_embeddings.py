@@ -92,24 +92,6 @@ def test_document_order_is_kept_with_length_sorted_batches(embedder: Embedder) -
         assert _cos(vec, alone) > 0.9999, text
 
 
-def test_a_single_text_runs_on_one_thread_with_the_same_vector(embedder: Embedder) -> None:
-    """A query (one text) runs on the encoder's single-threaded session (issue 44: a short query gives a second
-    thread too little work), and its vector is the batch session's to float rounding."""
-    from aisac_core.rag.onnxencode import SINGLE_TEXT_THREADS, OnnxEncoder
-
-    enc = embedder.encoder
-    assert isinstance(enc, OnnxEncoder)
-    queries = ["heat transfer in hypersonic flow", "zeolite regeneration", "what similarity laws must be obeyed"]
-    alone = np.stack([enc.encode([q])[0] for q in queries])
-    if enc.threads != SINGLE_TEXT_THREADS:  # on a one-core machine both are the same session
-        assert enc._single is not None
-        assert enc._single.get_session_options().intra_op_num_threads == SINGLE_TEXT_THREADS
-        assert enc.session.get_session_options().intra_op_num_threads == enc.threads
-    batched = enc.encode(queries, batch_size=1)  # more than one text: the batch session, one text a call
-    assert np.abs(alone - batched).max() < 1e-6
-    assert embedder.embed_query(queries[0]) == pytest.approx(alone[0].tolist(), abs=1e-6)
-
-
 def test_similarity_ordering(embedder: Embedder) -> None:
     anchor, para, other = embedder.embed_documents(
         ["The cat sat on the mat.", "A kitten was sitting on the rug.", "Quarterly tax revenue rose by four percent."]

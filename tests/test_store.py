@@ -412,6 +412,41 @@ def test_postgres_sparse_scores_match_qdrant_edge_on_a_random_corpus(pgvector_se
         other.close()
 
 
+def test_postgres_store_survives_a_server_restart(tmp_path: Path) -> None:
+    """The pooled connections die with the server; the next call reconnects by itself (one retry, no pre-ping
+    round trip before every transaction) and nothing stored is lost. A call while the server is down is a clear
+    VectorStoreError."""
+    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
+
+    try:
+        cluster = PgCluster.start(pgvector_bin())
+    except PgUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        store = PgVectorStore(cluster.create_database())
+        store.ensure_collection("c", DIM)
+        store.upsert("c", _points())
+        q = dict(dense=None, sparse=([102], [1.0]), limit=5, mode="sparse")
+        before = [(h.id, h.score) for h in store.query("c", **q)]  # type: ignore[arg-type]
+        cluster.server_stop()
+        cluster.server_start()  # the pooled connection is dead, and nothing has used it yet
+        assert [(h.id, h.score) for h in store.query("c", **q)] == before  # type: ignore[arg-type]
+        cluster.server_stop()
+        cluster.server_start()
+        store.upsert("c", _points()[:1])  # a write as the first call after a restart
+        assert store.count("c") == len(DOCS)
+        cluster.server_stop()
+        try:
+            with pytest.raises(VectorStoreError, match="PostgreSQL vector store"):
+                store.count("c")
+        finally:
+            cluster.server_start()
+        assert store.count("c") == len(DOCS)
+        store.close()
+    finally:
+        cluster.stop()
+
+
 def test_upsert_replaces_by_id_and_retrieve(vs: VectorStore) -> None:
     vs.upsert("c", _points())
     vs.upsert("c", [VectorPoint(_pid("a"), _unit(7), [300], [1.0], {"doc_id": "a", "page": 9, "text": "new"})])

@@ -12,12 +12,7 @@ is the last hidden state). It computes what sentence-transformers' all-MiniLM-L6
 - ONNX Runtime's intra-op threads are the cores this process may run on (``os.sched_getaffinity``), with
   spinning off: a spinning worker burns CPU seconds while it waits, which on a shared machine is work taken
   from others (measured on the 2 shared cores: 2,242 tokens per CPU-second without spinning, 1,827-2,059
-  with it; ``bench/indexing.py`` measures both the raw session and aisac's loop);
-- a call with a single text (a search query) runs on a second session of the same model with one intra-op
-  thread (:data:`SINGLE_TEXT_THREADS`): a query of 10-30 tokens gives each operator too little work to share,
-  and waking a second thread per operator costs more than it saves (measured on the 2 shared cores, 200
-  Cranfield queries: 5.4-5.6 ms of CPU and 8.3-8.9 ms wall per query on one thread against 6.5 ms and
-  10.2-13.4 ms on two; docs/retrieval.md, "Cost"). The vectors are the same to float rounding (< 1e-6).
+  with it; ``bench/indexing.py`` measures both the raw session and aisac's loop).
 
 :func:`raw_throughput` measures the session alone on given texts (the reference of the indexing efficiency
 figure in ``python -m bench --only indexing``).
@@ -34,9 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-#: intra-op threads of the session that encodes a single text (a query); batches use :func:`cores`
-SINGLE_TEXT_THREADS = 1
 
 
 def cores() -> int:
@@ -66,35 +58,25 @@ class OnnxEncoder:
         max_tokens: truncation length including the two special tokens (256 for MiniLM).
         threads: ONNX Runtime intra-op threads (default: :func:`cores`).
 
-    Thread-safe: one lock serialises :meth:`encode` (the session already uses every core). A call with one text
-    runs on a second, single-threaded session (created at its first use, module docstring).
+    Thread-safe: one lock serialises :meth:`encode` (the session already uses every core).
     """
 
     def __init__(self, model_dir: Path, max_tokens: int, threads: int | None = None) -> None:
+        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tok.no_padding()
         tok.enable_truncation(max_tokens)
         self.tokenizer = tok
-        self._model = model_dir / "model.onnx"
-        self.threads = threads or cores()
-        self.session = self._session(self.threads)
-        self.inputs = {i.name for i in self.session.get_inputs()}
-        self._single: Any = None
-        self._lock = threading.Lock()
-
-    def _session(self, threads: int) -> Any:
-        """An ONNX Runtime session of the model with ``threads`` intra-op threads, spinning off, every graph
-        optimisation on."""
-        import onnxruntime as ort
-
         so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
+        so.intra_op_num_threads = threads or cores()
         so.inter_op_num_threads = 1
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return ort.InferenceSession(str(self._model), so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(model_dir / "model.onnx"), so, providers=["CPUExecutionProvider"])
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self._lock = threading.Lock()
 
     def encode(
         self, texts: Sequence[str], batch_size: int = 32, max_batch_tokens: int = 8192, stats: EncodeStats | None = None
@@ -125,11 +107,6 @@ class OnnxEncoder:
         st.texts += n
         start = 0
         with self._lock:
-            session = self.session
-            if n == 1 and self.threads != SINGLE_TEXT_THREADS:
-                if self._single is None:
-                    self._single = self._session(SINGLE_TEXT_THREADS)
-                session = self._single
             while start < n:
                 end = start + 1
                 # sorted ascending: the batch's padded size is its last text's length times its size
@@ -140,7 +117,7 @@ class OnnxEncoder:
                 ):
                     end += 1
                 feed, mask = padded_feed([ids[i] for i in order[start:end]], self.inputs)
-                hidden = session.run(None, feed)[0]
+                hidden = self.session.run(None, feed)[0]
                 vecs = _mean_pool_normalise(hidden, mask)
                 if out is None:
                     out = np.empty((n, vecs.shape[1]), dtype=np.float32)

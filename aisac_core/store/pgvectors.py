@@ -58,6 +58,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _DDL_LOCK = 0x61697363_3332
 
 
+class _Dropped(Exception):
+    """The server closed the connection during a transaction of :meth:`PgVectorStore._run` (run it again)."""
+
+
 def _num(field: str) -> str:
     """The immutable numeric expression of an integer payload field (indexed; NULL when it is not a number)."""
     return f"(CASE WHEN jsonb_typeof(payload->'{field}') = 'number' THEN (payload->>'{field}')::float8 END)"
@@ -84,7 +88,8 @@ class PgVectorStore(VectorStore):
             raise VectorStoreError(
                 f"AISAC_VECTOR_URL={self._where}: the PostgreSQL vector store needs a postgresql+psycopg:// URL"
             )
-        self.engine = engine or create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        # no pool_pre_ping: a dropped connection is retried once in _run instead of pinging before every transaction
+        self.engine = engine or create_engine(url, pool_size=5, max_overflow=10)
         self._dims: dict[str, int] = {}
         self._lock = threading.RLock()
         self._has_schema = True
@@ -129,19 +134,39 @@ class PgVectorStore(VectorStore):
         return f"{SCHEMA}.p_{name}", f"{SCHEMA}.t_{name}"
 
     def _run(self, fn: Any) -> Any:
-        """``fn(cursor)`` in one transaction; a database error becomes a :class:`VectorStoreError`."""
-        try:
-            with self.engine.begin() as c:
-                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]  # open inside begin()
-                return fn(cur)
-        except SQLAlchemyError as exc:
-            raise VectorStoreError(
-                f"the PostgreSQL vector store {self._where} failed: {str(exc).splitlines()[0]}"
-            ) from exc
-        except Exception as exc:
-            if type(exc).__module__.startswith("psycopg"):
-                raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: {exc}") from exc
-            raise
+        """``fn(cursor)`` in one transaction; a database error becomes a :class:`VectorStoreError`.
+
+        A pooled connection the server dropped (a restart, an idle timeout) is found when it is used, and the
+        transaction is run once more on a new connection (SQLAlchemy's "optimistic" disconnect handling): every
+        ``fn`` of this store is one transaction whose repetition gives the same state (reads; upserts and deletes by
+        id or condition; DDL under ``IF [NOT] EXISTS``). This replaces ``pool_pre_ping``, which sent one round trip
+        more before each of the ~11 transactions of a hybrid search (docs/retrieval.md, "Cost")."""
+        for attempt in (1, 2):
+            try:
+                with self.engine.begin() as c:
+                    dbapi = c.connection.driver_connection
+                    cur = dbapi.cursor()  # type: ignore[union-attr]  # open inside begin()
+                    try:
+                        return fn(cur)
+                    except Exception:
+                        if attempt == 1 and (getattr(dbapi, "broken", False) or getattr(dbapi, "closed", False)):
+                            c.connection.invalidate()  # no rollback on a dead connection
+                            raise _Dropped from None
+                        raise
+            except _Dropped:
+                self.engine.dispose()  # the server went away: its other pooled connections are dead too
+                continue
+            except SQLAlchemyError as exc:
+                if attempt == 1 and getattr(exc, "connection_invalidated", False):
+                    continue
+                raise VectorStoreError(
+                    f"the PostgreSQL vector store {self._where} failed: {str(exc).splitlines()[0]}"
+                ) from exc
+            except Exception as exc:
+                if type(exc).__module__.startswith("psycopg"):
+                    raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: {exc}") from exc
+                raise
+        raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: the connection was lost twice")
 
     def _check(self, name: str) -> tuple[str, str]:
         if name not in self._dims:
