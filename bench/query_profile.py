@@ -244,8 +244,7 @@ def explain(core: Any, query: str) -> list[tuple[str, float, str]]:
         for sql, params in seen:
             with conn.cursor() as cur:
                 head = sql.lstrip().upper()
-                if head.startswith(";"):  # SQLAlchemy's pre-ping: a new transaction of the store starts
-                    conn.rollback()
+                if head.startswith(";"):  # a pre-ping (none since issue 44)
                     continue
                 if not head.startswith(("SELECT", "WITH")):
                     if head.startswith("SET"):
@@ -269,6 +268,7 @@ def explain(core: Any, query: str) -> list[tuple[str, float, str]]:
                         "; ".join(n for n in nodes if " on " in n),
                     )
                 )
+                conn.rollback()  # each statement of the store runs in a transaction of its own (its SET LOCAL ends)
         conn.rollback()
     return out
 
