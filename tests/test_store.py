@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import re
 import sqlite3
 import threading
@@ -361,6 +362,89 @@ def test_query_restricted_to_ids(vs: VectorStore) -> None:
     )
     assert _docs(both) == ["b", "a"]
     assert vs.query("c", dense=_unit(0), sparse=None, limit=10, mode="dense", ids=[]) == []
+
+
+def test_postgres_sparse_scores_match_qdrant_edge_on_a_random_corpus(pgvector_server, tmp_path: Path) -> None:  # noqa: ANN001
+    """BM25 with Qdrant's IDF modifier, unrestricted, restricted to ids, with payload conditions and both: the same
+    points and scores (to float32 rounding) on PostgreSQL as on Qdrant Edge (the reference). Pins the PostgreSQL
+    backend's single-statement sparse query (issue 44) against the engine whose scores it reproduces."""
+    rng = random.Random(44)
+    points = []
+    for n in range(200):
+        terms = rng.sample(range(1, 60), rng.randint(1, 12))  # small vocabulary: long posting lists, many ties
+        points.append(
+            VectorPoint(
+                id=_pid(f"p{n}"),
+                dense=_unit(n),
+                sparse_indices=terms,
+                sparse_values=[round(rng.uniform(0.2, 2.0), 3) for _ in terms],
+                payload={"doc_id": f"d{n % 7}", "page": n % 11, "text": f"point {n}"},
+            )
+        )
+    ref, other = EdgeVectorStore(tmp_path / "ref"), PgVectorStore(pgvector_server.create_database())
+    try:
+        for store in (ref, other):
+            store.ensure_collection("c", DIM)
+            store.upsert("c", points)
+        ids = [p.id for p in points[::3]] + [_pid("absent")]
+        for q in range(6):
+            terms = rng.sample(range(1, 70), rng.randint(1, 15))  # terms 60-69 occur nowhere
+            sparse = (terms, [round(rng.uniform(0.1, 1.0), 3) for _ in terms])
+            for kw in (
+                {},
+                {"ids": ids},
+                {"conds": [Cond("doc_id", any=("d1", "d3"))]},
+                {"ids": ids, "conds": [Cond("page", gte=2, lte=8)]},
+            ):
+                want = {
+                    h.id: h.score for h in ref.query("c", dense=None, sparse=sparse, limit=500, mode="sparse", **kw)
+                }
+                got = {
+                    h.id: h.score for h in other.query("c", dense=None, sparse=sparse, limit=500, mode="sparse", **kw)
+                }
+                assert got.keys() == want.keys(), (q, kw)
+                assert all(got[i] == pytest.approx(want[i], rel=1e-5) for i in want), (q, kw)
+                top = other.query("c", dense=None, sparse=sparse, limit=20, mode="sparse", with_payload=False, **kw)
+                best = sorted(want.values(), reverse=True)[:20]
+                assert [h.score for h in top] == pytest.approx(best, rel=1e-5), (q, kw)
+    finally:
+        ref.close()
+        other.close()
+
+
+def test_postgres_store_survives_a_server_restart(tmp_path: Path) -> None:
+    """The pooled connections die with the server; the next call reconnects by itself (one retry, no pre-ping
+    round trip before every transaction) and nothing stored is lost. A call while the server is down is a clear
+    VectorStoreError."""
+    from pg_cluster import PgCluster, PgUnavailable, pgvector_bin
+
+    try:
+        cluster = PgCluster.start(pgvector_bin())
+    except PgUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        store = PgVectorStore(cluster.create_database())
+        store.ensure_collection("c", DIM)
+        store.upsert("c", _points())
+        q = dict(dense=None, sparse=([102], [1.0]), limit=5, mode="sparse")
+        before = [(h.id, h.score) for h in store.query("c", **q)]  # type: ignore[arg-type]
+        cluster.server_stop()
+        cluster.server_start()  # the pooled connection is dead, and nothing has used it yet
+        assert [(h.id, h.score) for h in store.query("c", **q)] == before  # type: ignore[arg-type]
+        cluster.server_stop()
+        cluster.server_start()
+        store.upsert("c", _points()[:1])  # a write as the first call after a restart
+        assert store.count("c") == len(DOCS)
+        cluster.server_stop()
+        try:
+            with pytest.raises(VectorStoreError, match="PostgreSQL vector store"):
+                store.count("c")
+        finally:
+            cluster.server_start()
+        assert store.count("c") == len(DOCS)
+        store.close()
+    finally:
+        cluster.stop()
 
 
 def test_upsert_replaces_by_id_and_retrieve(vs: VectorStore) -> None:

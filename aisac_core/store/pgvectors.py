@@ -29,7 +29,6 @@ transaction), because an HNSW scan filters after the walk and could return fewer
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 from collections.abc import Iterator
@@ -59,6 +58,10 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _DDL_LOCK = 0x61697363_3332
 
 
+class _Dropped(Exception):
+    """The server closed the connection during a transaction of :meth:`PgVectorStore._run` (run it again)."""
+
+
 def _num(field: str) -> str:
     """The immutable numeric expression of an integer payload field (indexed; NULL when it is not a number)."""
     return f"(CASE WHEN jsonb_typeof(payload->'{field}') = 'number' THEN (payload->>'{field}')::float8 END)"
@@ -85,7 +88,8 @@ class PgVectorStore(VectorStore):
             raise VectorStoreError(
                 f"AISAC_VECTOR_URL={self._where}: the PostgreSQL vector store needs a postgresql+psycopg:// URL"
             )
-        self.engine = engine or create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        # no pool_pre_ping: a dropped connection is retried once in _run instead of pinging before every transaction
+        self.engine = engine or create_engine(url, pool_size=5, max_overflow=10)
         self._dims: dict[str, int] = {}
         self._lock = threading.RLock()
         self._has_schema = True
@@ -130,19 +134,39 @@ class PgVectorStore(VectorStore):
         return f"{SCHEMA}.p_{name}", f"{SCHEMA}.t_{name}"
 
     def _run(self, fn: Any) -> Any:
-        """``fn(cursor)`` in one transaction; a database error becomes a :class:`VectorStoreError`."""
-        try:
-            with self.engine.begin() as c:
-                cur = c.connection.driver_connection.cursor()  # type: ignore[union-attr]  # open inside begin()
-                return fn(cur)
-        except SQLAlchemyError as exc:
-            raise VectorStoreError(
-                f"the PostgreSQL vector store {self._where} failed: {str(exc).splitlines()[0]}"
-            ) from exc
-        except Exception as exc:
-            if type(exc).__module__.startswith("psycopg"):
-                raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: {exc}") from exc
-            raise
+        """``fn(cursor)`` in one transaction; a database error becomes a :class:`VectorStoreError`.
+
+        A pooled connection the server dropped (a restart, an idle timeout) is found when it is used, and the
+        transaction is run once more on a new connection (SQLAlchemy's "optimistic" disconnect handling): every
+        ``fn`` of this store is one transaction whose repetition gives the same state (reads; upserts and deletes by
+        id or condition; DDL under ``IF [NOT] EXISTS``). This replaces ``pool_pre_ping``, which sent one round trip
+        more before each of the ~11 transactions of a hybrid search (docs/retrieval.md, "Cost")."""
+        for attempt in (1, 2):
+            try:
+                with self.engine.begin() as c:
+                    dbapi = c.connection.driver_connection
+                    cur = dbapi.cursor()  # type: ignore[union-attr]  # open inside begin()
+                    try:
+                        return fn(cur)
+                    except Exception:
+                        if attempt == 1 and (getattr(dbapi, "broken", False) or getattr(dbapi, "closed", False)):
+                            c.connection.invalidate()  # no rollback on a dead connection
+                            raise _Dropped from None
+                        raise
+            except _Dropped:
+                self.engine.dispose()  # the server went away: its other pooled connections are dead too
+                continue
+            except SQLAlchemyError as exc:
+                if attempt == 1 and getattr(exc, "connection_invalidated", False):
+                    continue
+                raise VectorStoreError(
+                    f"the PostgreSQL vector store {self._where} failed: {str(exc).splitlines()[0]}"
+                ) from exc
+            except Exception as exc:
+                if type(exc).__module__.startswith("psycopg"):
+                    raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: {exc}") from exc
+                raise
+        raise VectorStoreError(f"the PostgreSQL vector store {self._where} failed: the connection was lost twice")
 
     def _check(self, name: str) -> tuple[str, str]:
         if name not in self._dims:
@@ -284,26 +308,48 @@ class PgVectorStore(VectorStore):
         terms: str,
         sparse: tuple[list[int], list[float]],
         limit: int,
-        where: str,
-        args: list[Any],
+        conds: list[Cond] | None,
+        ids: list[str] | None,
     ) -> list[tuple[str, float]]:
+        """The ``limit`` best points by BM25 (Qdrant's IDF modifier, module docstring) in one statement.
+
+        The postings of the query terms are read through the primary key ``(term, id)`` (``term = ANY``; once, for
+        both the document frequencies and the scores, when no ``ids`` are given; with ``ids``, the scores read only
+        those points' postings), the collection size is counted in the same statement, and points with payload
+        ``conds`` are a semi-join on the payload table. The CTEs are ``MATERIALIZED``: inlined, the planner
+        re-counted the collection once per posting. (The earlier three statements joined every posting of the
+        collection to the query terms by a sequential scan and restricted to ``ids`` after summing: 45-65 ms of
+        server time per call at 10,240 chunks under load; docs/retrieval.md, "Cost".)"""
         qw: dict[int, float] = {}
         for i, v in zip(sparse[0], sparse[1]):
             qw[int(i)] = qw.get(int(i), 0.0) + float(v)
         idx = sorted(qw)
-        cur.execute(f"SELECT count(*) FROM {pts}")
-        n = int(cur.fetchone()[0])
-        cur.execute(f"SELECT term, count(*) FROM {terms} WHERE term = ANY(%s::int[]) GROUP BY term", (idx,))
-        df = {int(t): int(c) for t, c in cur.fetchall()}
-        ti = [t for t in idx if df.get(t)]
-        if not ti:
-            return []
-        tw = [qw[t] * math.log((n - df[t] + 0.5) / (df[t] + 0.5) + 1) for t in ti]
+        where, args = self._where_sql(conds, None, "p")
+        # points with payload conditions: a semi-join, so the planner may start from the payload indexes
+        join = f" AND t.id IN (SELECT p.id FROM {pts} p WHERE {where})" if conds else ""
+        if ids is None:
+            # one read of the query terms' postings: their document frequencies and the scores both come from it
+            post = f"post AS MATERIALIZED (SELECT term, id, weight FROM {terms} WHERE term = ANY(%s::int[])), "
+            df_from, scored, only, post_args = "post", "post t", " WHERE TRUE", [idx]
+            where_args: list[Any] = []
+        else:
+            # the document frequencies need every posting of the terms; the scores only the ids' (primary key)
+            post, df_from, scored = "", f"{terms} WHERE term = ANY(%s::int[])", f"{terms} t"
+            only, post_args, where_args = (
+                " WHERE t.term = ANY(%s::int[]) AND t.id = ANY(%s::uuid[])",
+                [],
+                [idx, list(ids)],
+            )
+        # idf(t) = ln((N - n_t + 0.5) / (n_t + 0.5) + 1), in float8 like Python's math.log of the same operands
         cur.execute(
-            f"SELECT s.id::text, s.score FROM (SELECT t.id, sum(t.weight * q.w) AS score FROM {terms} t "
-            "JOIN unnest(%s::int[], %s::float8[]) AS q(term, w) ON t.term = q.term GROUP BY t.id) s "
-            f"JOIN {pts} p ON p.id = s.id WHERE {where} ORDER BY s.score DESC, s.id LIMIT %s",
-            [ti, tw, *args, int(limit)],
+            "WITH q AS (SELECT * FROM unnest(%s::int[], %s::float8[]) AS q(term, w)), "
+            f"{post}df AS MATERIALIZED (SELECT term, count(*)::float8 AS df FROM {df_from} GROUP BY term), "
+            f"n AS MATERIALIZED (SELECT count(*)::float8 AS n FROM {pts}), "
+            "tw AS MATERIALIZED (SELECT df.term, q.w * ln((n.n - df.df + 0.5) / (df.df + 0.5) + 1) AS w "
+            "FROM df JOIN q ON q.term = df.term CROSS JOIN n) "
+            f"SELECT t.id::text, sum(t.weight * tw.w) AS score FROM {scored} JOIN tw ON tw.term = t.term"
+            f"{only}{join} GROUP BY t.id ORDER BY score DESC, t.id LIMIT %s",
+            [idx, [qw[t] for t in idx], *post_args, *([] if ids is None else [idx]), *where_args, *args, int(limit)],
         )
         return [(str(r[0]), float(r[1])) for r in cur.fetchall()]
 
@@ -331,14 +377,14 @@ class PgVectorStore(VectorStore):
 
         def go(cur: Any) -> list[tuple[str, float]]:
             if mode == "sparse":
-                return self._sparse(cur, pts, terms, sparse, limit, where, args) if has_sparse else []  # type: ignore[arg-type]  # has_sparse: not None
+                return self._sparse(cur, pts, terms, sparse, limit, conds, ids) if has_sparse else []  # type: ignore[arg-type]  # has_sparse: not None
             if dense is None:
                 raise VectorStoreError(f"a {mode} query needs a dense vector")
             if mode == "dense" or not has_sparse:
                 return self._dense(cur, f"{pts} p", dense, limit, where, args, exact)
             lists = [
                 self._dense(cur, f"{pts} p", dense, prefetch_limit, where, args, exact),
-                self._sparse(cur, pts, terms, sparse, prefetch_limit, where, args),  # type: ignore[arg-type]  # has_sparse: not None
+                self._sparse(cur, pts, terms, sparse, prefetch_limit, conds, ids),  # type: ignore[arg-type]  # has_sparse: not None
             ]
             w = weights or (1.0, 1.0)
             fused: dict[str, float] = {}
