@@ -212,7 +212,8 @@ def run(ctx: Context) -> dict[str, Any]:
             ("all (micro)", n_pages, N_T, round(recall, 3), round(precision, 3), round(cer, 4), None, round(s_page, 2))
         )
         table(
-            f"pdf/ocr: scanned copies at 200 dpi ({eng.version}, eng), body text vs the original text layer",
+            f"pdf/ocr: scanned copies at 200 dpi, read at {OcrOptions().dpi} dpi ({eng.version}, eng), body text vs the "
+            "original text layer",
             ["file", "page", "truth words", "word recall", "word precision", "CER (aligned lines)", "conf", "s"],
             rows,
             caption="recall / precision: order-free multisets of lower-case tokens, OCR words counted only inside "

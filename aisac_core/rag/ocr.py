@@ -368,7 +368,7 @@ def _mark_bold(lines: list[OcrLine], img: Any, scale: float) -> None:
 
 #: a token of capitals and digits holding a lower-case ``l``: in many faces capital I, lower-case l and the digit 1
 #: are one vertical stroke, and Tesseract reads "AI" as "Al" and "F1" as "Fl" (measured on the 16 scanned pages of
-#: bench/ocr.py: 10 of 34 "AI" became "Al", 12 of 16 "F1" became "Fl")
+#: bench/ocr.py read at 200 dpi: 10 of 34 "AI" became "Al", 12 of 16 "F1" became "Fl"; docs/rag.md)
 _CAPS_WITH_L = re.compile(r"^(?=.*l)(?=.*[A-Z])[A-Z0-9l]{2,12}$")
 _WORD_TOKEN = re.compile(r"[^\W_]+")
 #: a reading that replaces an "l" must occur at least this often in the document's own OCR words
@@ -443,7 +443,8 @@ def ocr_document(
             and propagates (a cancelled job).
 
     Returns:
-        ``{page_no: OcrPage}`` for every page of ``pages``.
+        ``{page_no: OcrPage}`` for every page of ``pages``, capitals read with a lower-case l re-read by the
+        document's own vocabulary (:func:`resolve_stroke_confusions`, over all the pages read).
 
     Raises:
         OcrError: Tesseract missing (the message names the packages), a language without its data, more pages than
