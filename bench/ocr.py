@@ -13,8 +13,11 @@ Figures:
   process;
 - retrieval: the same 10 questions (:data:`QUESTIONS`, written from the papers' first pages) against a store of the
   born-digital excerpts and one of the scanned copies; agreement = the same three documents first (as a set);
-- resolution: two pages scanned at 300 dpi, OCRed at 150 / 200 / 300 dpi (recall, precision, CER, s/page): the
-  measurement behind the default ``ocr_dpi`` = 200.
+- resolution, with ``--study``: every scanned page read at 200 / 250 / 300 dpi (:func:`_dpi_study`, the table of
+  docs/rag.md "OCR resolution"; about 3 minutes more);
+- resolution: two pages scanned at 200 dpi, OCRed at 200 / 250 / 300 dpi (the page image upscaled 1.25x / 1.5x by
+  PDFium before Tesseract reads it; recall, precision, CER, s/page): the measurement behind the default ``ocr_dpi``
+  = 300.
 """
 
 from __future__ import annotations
@@ -211,7 +214,8 @@ def run(ctx: Context) -> dict[str, Any]:
             ("all (micro)", n_pages, N_T, round(recall, 3), round(precision, 3), round(cer, 4), None, round(s_page, 2))
         )
         table(
-            f"pdf/ocr: scanned copies at 200 dpi ({eng.version}, eng), body text vs the original text layer",
+            f"pdf/ocr: scanned copies at 200 dpi, read at {OcrOptions().dpi} dpi ({eng.version}, eng), body text vs the "
+            "original text layer",
             ["file", "page", "truth words", "word recall", "word precision", "CER (aligned lines)", "conf", "s"],
             rows,
             caption="recall / precision: order-free multisets of lower-case tokens, OCR words counted only inside "
@@ -225,6 +229,7 @@ def run(ctx: Context) -> dict[str, Any]:
         )
         dpi_rows = _dpi_table(papers[1] if len(papers) > 1 else papers[0], tmp, ocr_document, OcrOptions)
         probe = _memory_probe(scans / (papers[1] if len(papers) > 1 else papers[0]).name)
+        dpi_study = _dpi_study(scans, truth, ocr_document, OcrOptions) if ctx.study else []
     same = sum(ok for *_, ok in agree)
     same_rel = sum(ok for *_, ok in relevant)
     top1 = sum(a[:1] == b[:1] for _, a, b, _ in agree)
@@ -277,6 +282,7 @@ def run(ctx: Context) -> dict[str, Any]:
             dict(zip(("file", "page", "truth_words", "recall", "precision", "cer", "conf", "s"), r)) for r in rows
         ],
         "dpi": dpi_rows,
+        "dpi_study": dpi_study,
         "seconds": round(time.perf_counter() - t0, 1),
         "targets": {
             "recall": {"target": TARGET_RECALL, "measured": round(recall, 4), "met": recall >= TARGET_RECALL},
@@ -310,11 +316,12 @@ cpu = me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
 # Tesseract alone on the same page bitmap, its VmHWM read until it exits
 pdf = pdfium.PdfDocument(sys.argv[1])
 page = pdf[0]
-img = page.render(scale=render_zoom(*page.get_size(), 200), grayscale=True).to_pil().convert("L")
+dpi = OcrOptions().dpi
+img = page.render(scale=render_zoom(*page.get_size(), dpi), grayscale=True).to_pil().convert("L")
 png = Path(tempfile.mkdtemp()) / "p.png"
 img.save(png)
 env = {"PATH": os.environ.get("PATH", ""), "OMP_THREAD_LIMIT": "1"}
-p = subprocess.Popen([engine().command, str(png), "-", "--psm", "3", "--dpi", "200", "tsv"],
+p = subprocess.Popen([engine().command, str(png), "-", "--psm", "3", "--dpi", str(dpi), "tsv"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 peak = 0.0
 while p.poll() is None:
@@ -340,10 +347,10 @@ def _memory_probe(scan: Path) -> dict[str, Any]:
 
 
 def _dpi_table(src: Path, tmp: Path, ocr_document: Any, OcrOptions: Any) -> list[dict[str, Any]]:  # noqa: N803
-    """Two pages scanned at 300 dpi, OCRed at 150 / 200 / 300 dpi."""
-    scan = scan_copy(src, tmp / "dpi.pdf", dpi=300, pages=[1, 2], seed=7)
+    """Two pages scanned at 200 dpi, OCRed at 200 / 250 / 300 dpi (upscaled 1.25x / 1.5x before recognition)."""
+    scan = scan_copy(src, tmp / "dpi.pdf", dpi=200, pages=[1, 2], seed=7)
     out = []
-    for dpi in (150, 200, 300):
+    for dpi in (200, 250, 300):
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         got = ocr_document(scan, [1, 2], OcrOptions(dpi=dpi))
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -365,10 +372,56 @@ def _dpi_table(src: Path, tmp: Path, ocr_document: Any, OcrOptions: Any) -> list
             }
         )
     table(
-        f"pdf/ocr: OCR resolution ({src.name} pages 1-2 scanned at 300 dpi)",
+        f"pdf/ocr: OCR resolution ({src.name} pages 1-2 scanned at 200 dpi)",
         ["OCR dpi", "word recall", "word precision", "CER", "s/page (wall)", "Tesseract CPU s/page"],
         [
             (r["dpi"], r["recall"], r["precision"], r["cer"], r["s_per_page"], r["tesseract_cpu_s_per_page"])
+            for r in out
+        ],
+    )
+    return out
+
+
+def _dpi_study(scans: Path, truth: dict[str, Path], ocr_document: Any, OcrOptions: Any) -> list[dict[str, Any]]:  # noqa: N803
+    """Every scanned copy in ``scans`` (200 dpi) read at 200 / 250 / 300 dpi: recall, precision and CER over all
+    pages and without the one table page (1903.10676), Tesseract CPU seconds per page (``bench --only pdf --study``)."""
+    import pypdfium2 as pdfium
+
+    out = []
+    for dpi in (200, 250, 300):
+        sums = {"all": [0, 0, 0, 0, 0], "prose": [0, 0, 0, 0, 0]}
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        n = 0
+        for name, src in sorted(truth.items()):
+            with pdfium.PdfDocument(str(scans / name)) as pdf:
+                pages = list(range(1, len(pdf) + 1))
+            got = ocr_document(scans / name, pages, OcrOptions(dpi=dpi))
+            for pno, page in got.items():
+                tl = truth_lines(src, pno)
+                hit, nt, no = word_scores(tl, [(w.text, w.l, w.t, w.r, w.b) for ln in page.lines for w in ln.words])
+                d, c = line_cer(tl, [(ln.text, ln.l, ln.t, ln.r, ln.b) for ln in page.lines])
+                n += 1
+                for key in ("all",) + (() if name.startswith("1903.10676") else ("prose",)):
+                    for k, v in enumerate((hit, nt, no, d, c)):
+                        sums[key][k] += v
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        row: dict[str, Any] = {"dpi": dpi, "pages": n}
+        for key, (h, nt, no, d, c) in sums.items():
+            row[key] = {"recall": round(h / nt, 4), "precision": round(h / no, 4), "cer": round(d / c, 4)}
+        row["tesseract_cpu_s_per_page"] = round((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) / n, 2)
+        out.append(row)
+    table(
+        "pdf/ocr: OCR resolution, every scanned page (200-dpi scans read at 200 / 250 / 300 dpi)",
+        ["OCR dpi", "recall", "precision", "CER", "without the table page: R / P / CER", "Tesseract CPU s/page"],
+        [
+            (
+                r["dpi"],
+                r["all"]["recall"],
+                r["all"]["precision"],
+                r["all"]["cer"],
+                f"{r['prose']['recall']} / {r['prose']['precision']} / {r['prose']['cer']}",
+                r["tesseract_cpu_s_per_page"],
+            )
             for r in out
         ],
     )

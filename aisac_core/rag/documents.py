@@ -71,7 +71,7 @@ def parse_document(
         limits: decompression limits for DOCX/PPTX/XLSX (ZIP archives), checked before docling opens the file
             (:func:`aisac_core.archives.check_archive`); None: the defaults (512 MB unpacked, ratio 100).
         ocr: how PDF pages without a usable text layer are read (:mod:`aisac_core.rag.ocr`); None: the defaults
-            (Tesseract at 200 dpi, at most 200 pages and 900 s per document).
+            (Tesseract at 300 dpi, at most 200 pages and 900 s per document).
         progress: ``progress(done, total)`` after each OCRed page (long scans); an exception it raises (a
             cancelled job) propagates and stops the document between two pages.
 

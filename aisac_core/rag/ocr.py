@@ -8,7 +8,9 @@ code points are unmapped too), or no text at all over an image, or a near-empty 
 OCRed.
 
 How: the page is rendered by PDFium (``pypdfium2``, already installed with docling) to an 8-bit grey bitmap at
-``dpi`` (default 200: chosen by measurement, docs/rag.md "Scanned PDFs (OCR)"), written to a private temporary
+``dpi`` (default 300: chosen by measurement, docs/rag.md "Scanned PDFs (OCR)": a scan of 200 dpi, the usual
+resolution of digitised back issues, is upscaled 1.5x by PDFium so that body text reaches the x-height Tesseract
+reads best), written to a private temporary
 folder and read by the ``tesseract`` command (Tesseract 5, LSTM engine, Debian packages ``tesseract-ocr`` and
 ``tesseract-ocr-eng``; nothing is downloaded) with ``--psm 3`` (automatic page segmentation) and the ``tsv`` output
 configuration: one row per word with its block, paragraph and line numbers, its box in pixels and its
@@ -43,8 +45,9 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -102,7 +105,7 @@ class OcrOptions:
     """
 
     enabled: bool = True
-    dpi: int = 200
+    dpi: int = 300
     max_pages: int = 200
     time_limit_s: float = 900.0
     language: str = "eng"
@@ -213,8 +216,9 @@ def engine() -> OcrEngine | None:
 #: revision of how OCR words become text lines (a new one re-reads scanned documents only, born-digital ones keep
 #: their fingerprint): 2 = typographic quotes and dashes folded as a text layer gives them (:data:`OCR_FOLD`); OCR
 #: lines of either estimated weight continue one title; a usual section name alone on an OCR line, set larger than
-#: the body, is a heading (aisac_core.rag.frontmatter, aisac_core.rag.pdf)
-OCR_READING = 2
+#: the body, is a heading (aisac_core.rag.frontmatter, aisac_core.rag.pdf); 3 = capitals read with a lower-case l
+#: ("Al", "Fl") re-read by the document's own vocabulary (:func:`resolve_stroke_confusions`)
+OCR_READING = 3
 
 
 def fingerprint_part(options: OcrOptions) -> str:
@@ -362,6 +366,70 @@ def _mark_bold(lines: list[OcrLine], img: Any, scale: float) -> None:
         ln.bold = med > 0 and x >= BOLD_INK_RATIO * med
 
 
+#: a token of capitals and digits holding a lower-case ``l``: in many faces capital I, lower-case l and the digit 1
+#: are one vertical stroke, and Tesseract reads "AI" as "Al" and "F1" as "Fl" (measured on the 16 scanned pages of
+#: bench/ocr.py read at 200 dpi: 10 of 34 "AI" became "Al", 12 of 16 "F1" became "Fl"; docs/rag.md)
+_CAPS_WITH_L = re.compile(r"^(?=.*l)(?=.*[A-Z])[A-Z0-9l]{2,12}$")
+_WORD_TOKEN = re.compile(r"[^\W_]+")
+#: a reading that replaces an "l" must occur at least this often in the document's own OCR words
+VOCAB_MIN_COUNT = 2
+
+
+def _stroke_variants(token: str) -> list[str]:
+    """The readings of ``token`` with each lower-case ``l`` (at most 3) read as ``I`` or ``1``."""
+    out = [""]
+    ls = token.count("l")
+    if ls > 3:
+        return []
+    for ch in token:
+        out = [o + c for o in out for c in (("I", "1") if ch == "l" else (ch,))]
+    return [o for o in out if o != token]
+
+
+def resolve_stroke_confusions(pages: Mapping[int, OcrPage]) -> int:
+    """Re-read, in place, tokens of capitals and digits holding a lower-case ``l`` ("Al", "Fl") by the document's own
+    vocabulary; returns how many tokens changed.
+
+    A token matching :data:`_CAPS_WITH_L` becomes the variant with ``I`` or ``1`` for its ``l`` (:func:`_stroke_variants`)
+    that the same document's OCR words hold at least :data:`VOCAB_MIN_COUNT` times with a higher mean confidence than
+    the token's own readings (the recogniser was surer of that reading of the same glyph shape elsewhere in the
+    document); the most frequent such variant wins. A token without such a variant stays as read: "Al" in a chemistry
+    paper that never writes "AI" twice, "Al2O3" (no "AI2O3"), "Cl". Tokens are runs of letters and digits inside a
+    word ("Al-based" -> "Al"); the word's box and confidence are kept."""
+    count: Counter[str] = Counter()
+    conf: dict[str, float] = {}
+    for page in pages.values():
+        for ln in page.lines:
+            for w in ln.words:
+                for t in _WORD_TOKEN.findall(w.text):
+                    count[t] += 1
+                    conf[t] = conf.get(t, 0.0) + w.conf
+    choice: dict[str, str] = {}
+    for t in count:
+        if not _CAPS_WITH_L.match(t):
+            continue
+        mean = conf[t] / count[t]
+        ok = [v for v in _stroke_variants(t) if count[v] >= VOCAB_MIN_COUNT and conf[v] / count[v] > mean]
+        if ok:
+            choice[t] = max(ok, key=lambda v: (count[v], conf[v]))
+    if not choice:
+        return 0
+    changed = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal changed
+        t = m.group(0)
+        if t in choice:
+            changed += 1
+            return choice[t]
+        return t
+
+    for page in pages.values():
+        for ln in page.lines:
+            ln.words = [replace(w, text=_WORD_TOKEN.sub(sub, w.text)) for w in ln.words]
+    return changed
+
+
 def ocr_document(
     path: Path, pages: list[int], options: OcrOptions, progress: Callable[[int, int], None] | None = None
 ) -> dict[int, OcrPage]:
@@ -375,7 +443,8 @@ def ocr_document(
             and propagates (a cancelled job).
 
     Returns:
-        ``{page_no: OcrPage}`` for every page of ``pages``.
+        ``{page_no: OcrPage}`` for every page of ``pages``, capitals read with a lower-case l re-read by the
+        document's own vocabulary (:func:`resolve_stroke_confusions`, over all the pages read).
 
     Raises:
         OcrError: Tesseract missing (the message names the packages), a language without its data, more pages than
@@ -449,6 +518,7 @@ def ocr_document(
                     progress(k + 1, len(pages))
     finally:
         pdf.close()
+    resolve_stroke_confusions(out)
     return out
 
 
