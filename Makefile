@@ -37,7 +37,10 @@ demo: $(STAMP)
 # Three on two cores: the tests wait on subprocesses and servers a third of the time (two workers kept 1.4 cores busy;
 # measured on the full suite, 1,459 tests: 16.3 min on three workers, 17.7 min on two). The time is CPU on two cores:
 # work shared by test files is done once per run (tests/conftest.py: EmbeddingPool for the shared papers' vectors,
-# ParsePool for their parses; ~180 CPU s less, measured per file with AISAC_RECORD_FILE_CPU, see README).
+# ParsePool for their parses; ~180 CPU s less, measured per file with AISAC_RECORD_FILE_CPU, see README). The files
+# that share a pool run one after another on one worker, the one that fills the pool first (tests/conftest.py
+# POOL_CHAINS, one xdist work unit each): side by side, tests/test_extractive.py waited 195 s with its worker idle for
+# the demo's pool lock in the clean-clone run of b9697c9 (1.63 of 2 cores busy; 1,027 s in all for 0f0168d in CI).
 TEST_WORKERS ?= 3
 
 test: $(STAMP)

@@ -67,25 +67,80 @@ _ISOLATION_LINE = pytest.StashKey[str]()
 FILE_SECONDS = REPO / "tests" / "file_seconds.json"
 
 
+#: Test files that share a pool's work (:class:`EmbeddingPool`, :class:`ParsePool`), in the order they run: each
+#: chain is one xdist work unit (:func:`pytest_xdist_make_scheduler`), so its files run one after the other on one
+#: worker, the one that fills the pool first. Run side by side, a pool's users waited on its lock: in a clean-clone
+#: run tests/test_extractive.py's setup waited 195 s for the demo's vectors with its worker idle, and after it the
+#: other users queued behind each other the same way. In a chain no worker waits on another's pool work, every text is
+#: still embedded (every file parsed) once per run, and the other workers run the other files meanwhile.
+POOL_CHAINS: dict[str, tuple[str, ...]] = {
+    "embedding-pool": (
+        "tests/test_demo.py",  # first: the widest user (pdfs/papermage and pdfs/docling), in one subprocess
+        "tests/test_extractive.py",
+        "tests/test_roles_s2orc.py",
+        "tests/test_indexing.py",
+    ),
+    "parse-pool": (
+        "tests/test_documents.py",  # first: it parses every shared file
+        "tests/test_chunk_sentences.py",
+        "tests/test_pdf_layouts.py",
+        "tests/test_pdf_metadata.py",
+        "tests/test_pdf_structure.py",
+    ),
+}
+_CHAIN_OF = {f: (name, i) for name, files in POOL_CHAINS.items() for i, f in enumerate(files)}
+
+
 def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def _unit_of(path: str) -> str:
+    """The xdist work unit of a test file: its pool chain's name, else the file itself."""
+    chain = _CHAIN_OF.get(path)
+    return chain[0] if chain else path
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Order the collected test files longest first (see :data:`FILE_SECONDS`); tests keep their order within a
-    file, so module-scoped fixtures are built once as before."""
+    """Order the collected work units longest first (see :data:`FILE_SECONDS`; a unit is a test file or a pool chain
+    of :data:`POOL_CHAINS`, whose files keep the chain's order); tests keep their order within a file, so
+    module-scoped fixtures are built once as before."""
     import json
 
     try:
         seconds: dict[str, float] = json.loads(FILE_SECONDS.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return
+        seconds = {}
     counts: dict[str, int] = {}
     for item in items:
         counts[_file_of(item)] = counts.get(_file_of(item), 0) + 1
-    weight = {f: float(seconds.get(f, n)) for f, n in counts.items()}
+    weight: dict[str, float] = {}
+    for f, n in counts.items():
+        weight[_unit_of(f)] = weight.get(_unit_of(f), 0.0) + float(seconds.get(f, n))
     first_seen = {f: i for i, f in reversed(list(enumerate(_file_of(it) for it in items)))}
-    items.sort(key=lambda it: (-weight[_file_of(it)], first_seen[_file_of(it)]))
+    unit_seen = {_unit_of(f): i for f, i in sorted(first_seen.items(), key=lambda kv: -kv[1])}
+
+    def key(it: pytest.Item) -> tuple[float, int, int]:
+        f = _file_of(it)
+        u = _unit_of(f)
+        return (-weight[u], unit_seen[u], _CHAIN_OF[f][1] if f in _CHAIN_OF else first_seen[f])
+
+    items.sort(key=key)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+    """``--dist loadfile`` with the files of a pool chain (:data:`POOL_CHAINS`) in one work unit: xdist's file
+    scheduler, whose unit is a file, except for these. Other modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class PoolChainScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit_of(nodeid.split("::", 1)[0])
+
+    return PoolChainScheduling(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -317,8 +372,9 @@ class EmbeddingPool:
     of a store's own ``embedding_cache`` table (:mod:`aisac_core.rag.embedcache`: key sha256(model id + NUL + text)
     -> float32 vector), pooled in one SQLite file. :meth:`use` copies the pool into a new store before it indexes and
     the store's new rows back after; a flock on the pool serialises the users, so a text is embedded once per run
-    (the demo holds it for its whole subprocess run: the others wait for its vectors instead of embedding the same
-    papers beside it; on two cores the waiting worker's share of the CPU goes to the other two).
+    (the demo holds it for its whole subprocess run). Under ``make test`` the users run one after another on one
+    worker (:data:`POOL_CHAINS`), the demo first, so none waits on the lock; it still guards other ways of running
+    the suite (``--dist load``, several runs on one ``AISAC_TEST_EMBED_POOL``).
 
     The vectors are the model's own (the store's cache holds exactly these), so the stores built this way are the
     ones indexing builds without the pool. The pool file's name carries the model's sha256: another model never
@@ -390,7 +446,8 @@ class ParsePool:
 
     The key is the file's path and sha256, ``max_tokens`` and the tokenizer's sha256: another file content, budget or
     tokenizer is another entry. A flock per key makes a second caller wait for the first caller's parse instead of
-    parsing the same file at the same time. Each call returns its own unpickled copy (a test may change it); a parse
+    parsing the same file at the same time (under ``make test`` the users run one after another on one worker,
+    :data:`POOL_CHAINS`, so none waits). Each call returns its own unpickled copy (a test may change it); a parse
     that raises is not pooled (every caller raises it). The pool lives in this run's temporary folder only: kept
     between runs it would outlive a change of the parsing code."""
 

@@ -8,8 +8,8 @@ Its store's embedding cache is seeded from the run's :class:`conftest.EmbeddingP
 chunk vectors, which tests/test_extractive.py and tests/test_roles_s2orc.py embed too) and the demo's new vectors go
 back to the pool: the vectors are the model's own, the demo's subprocess still parses, chunks, indexes and searches
 everything (its queries are embedded by the model), and a text is embedded once per run instead of once per file.
-The pool's lock is held for the demo's run, so the other files wait for the demo's vectors instead of embedding the
-same papers at the same time."""
+The pool's lock is held for the demo's run; under `make test` this file runs first in the pool's chain
+(conftest.POOL_CHAINS: the pool's users one after another on one worker), so no other file waits for it."""
 
 from __future__ import annotations
 

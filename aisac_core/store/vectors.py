@@ -582,10 +582,11 @@ class QdrantClientVectorStore(VectorStore):
             if self.client.collection_exists(name):  # another process (a replica starting too) created it first
                 return False
             raise
-        for f in KEYWORD_FIELDS:
-            self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
-        for f in INTEGER_FIELDS:
-            self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
+        if self._folder_lock is None:  # a server; local mode keeps no payload index (it warns and ignores them)
+            for f in KEYWORD_FIELDS:
+                self.client.create_payload_index(name, f, m.PayloadSchemaType.KEYWORD)
+            for f in INTEGER_FIELDS:
+                self.client.create_payload_index(name, f, m.PayloadSchemaType.INTEGER)
         return True
 
     def existing_dim(self, name: str) -> int | None:
